@@ -1,0 +1,36 @@
+//===- EnergyAttrs.h - Attributes of the energy dialect ---------*- C++ -*-===//
+//
+// Enumerations of the dialect and the symbolic dim expression attribute,
+// with the helpers that parse and print dim expressions inside op syntax.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_IR_ENERGYATTRS_H
+#define ENERGY_IR_ENERGYATTRS_H
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "energy/IR/EnergyEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "energy/IR/EnergyAttrs.h.inc"
+
+namespace mlir::energy {
+
+/// Parses a dim expression written as `@T - 1`, `@D / @H`, `12`.
+ParseResult parseDimExpr(AsmParser &parser, DimExprAttr &result);
+
+/// Prints a dim expression in the form parseDimExpr reads.
+void printDimExpr(AsmPrinter &printer, DimExprAttr attr);
+
+/// The `custom<DimExpr>` directive of declarative assembly formats.
+inline void printDimExpr(AsmPrinter &printer, Operation *, DimExprAttr attr) {
+  printDimExpr(printer, attr);
+}
+
+} // namespace mlir::energy
+
+#endif // ENERGY_IR_ENERGYATTRS_H

@@ -1,0 +1,568 @@
+//===- EnergyOps.td - Operations of the energy dialect -------*- tablegen -*-===//
+//
+// The ops of an energy graph: declarations inside `energy.model`, expression
+// ops of energy terms (reads, elementwise and vector math, index-domain
+// reductions), and the dynamics that minimise the energy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_OPS_TD
+#define ENERGY_OPS_TD
+
+include "energy/IR/EnergyDialect.td"
+include "energy/IR/EnergyTypes.td"
+include "energy/IR/EnergyAttrs.td"
+include "energy/Interfaces/DerivativeOpInterface.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Model structure
+//===----------------------------------------------------------------------===//
+
+def Energy_ModelOp : Energy_Op<"model", [
+    IsolatedFromAbove, SymbolTable, Symbol, NoTerminator, SingleBlock,
+    NoRegionArguments, OpAsmOpInterface]> {
+  let summary = "An energy graph: declarations, energy terms, outputs, dynamics";
+  let description = [{
+    The declarations of one model. The global energy is the sum of the
+    model's `energy.term`s; its `energy.dynamics` (at most one) says how state
+    tensors evolve.
+
+    ```mlir
+    energy.model @hopfield {
+      energy.dim @N
+      energy.tensor @x : state [@N]
+      energy.term @e {
+        %x = energy.read @x : !energy.array<N>
+        %s = energy.reduce_all sqnorm %x : !energy.array<N>
+        energy.yield %s : !energy.array<>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+  let extraClassDeclaration = [{
+    /// The dynamics of the model, or null when it has none.
+    DynamicsOp getDynamics();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_DimOp : Energy_Op<"dim", [Symbol, HasParent<"ModelOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A symbolic size, bound at run time, with a default or derived";
+  let description = [{
+    `energy.dim @N` is bound at run time; `energy.dim @D = 64` has a default;
+    `energy.dim @Dh = @D / @H` is derived from dims declared before it and is
+    never set directly.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<I64Attr>:$default_value,
+                       OptionalAttr<Energy_DimExprAttr>:$derived);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A tensor node of the graph: an input, a param or a state";
+  let description = [{
+    A named tensor with a role and a shape over the model's dims, and an
+    optional initialiser: `zeros`, `ones`, `eye`, `normal(mean, std)`,
+    `uniform(low, high)`, or another tensor's value (`= @x`).
+
+    ```mlir
+    energy.tensor @Wq : param [@H, @Dh, @D] = normal(0.0, 0.02)
+    energy.tensor @z : state [@N, @D] = @x
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Energy_RoleAttr:$role,
+                       TypedArrayAttrBase<FlatSymbolRefAttr, "dims">:$shape,
+                       OptionalAttr<Energy_InitKindAttr>:$init,
+                       OptionalAttr<DenseF64ArrayAttr>:$init_args,
+                       OptionalAttr<FlatSymbolRefAttr>:$init_source);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The value type of the whole tensor.
+    ArrayType getArrayType();
+  }];
+}
+
+def Energy_ConstOp : Energy_Op<"const", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "A named scalar constant, overridable at run time";
+  let arguments = (ins SymbolNameAttr:$sym_name, F64Attr:$value);
+  let assemblyFormat = "$sym_name `=` $value attr-dict";
+}
+
+def Energy_LetOp : Energy_Op<"let", [Symbol, HasParent<"ModelOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
+    OpAsmOpInterface]> {
+  let summary = "A named tensor defined by a comprehension over an index domain";
+  let description = [{
+    `let q[c: N, h: H] = Wq[h] @ z[c]` is a definition, not a buffer: the
+    body gives the element at each index. Reads of the let see the domain
+    axes followed by the axes of the element type.
+
+    ```mlir
+    energy.let @q [%c : @N, %h : @H] : !energy.array<Dh> {
+      ...
+      energy.yield %v : !energy.array<Dh>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypedArrayAttrBase<Energy_DimExprAttr, "dims">:$domain,
+                       TypeAttrOf<Energy_AnyArray>:$element_type);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Shape of the whole let: domain dims, then the element's dims.
+    ArrayType getArrayType();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
+    SingleBlock, NoRegionArguments, OpAsmOpInterface]> {
+  let summary = "An energy term; the global energy is the sum of all terms";
+  let description = [{
+    ```mlir
+    energy.term @retrieval {
+      ...
+      energy.yield %e : !energy.array<>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_OutputOp : Energy_Op<"output", [Symbol, HasParent<"ModelOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
+    OpAsmOpInterface]> {
+  let summary = "A read-out computed after the dynamics";
+  let description = [{
+    ```mlir
+    energy.output @F [%t : @N, %j : @D] : !energy.array<> { ... }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypedArrayAttrBase<Energy_DimExprAttr, "dims">:$domain,
+                       TypeAttrOf<Energy_AnyArray>:$element_type);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ArrayType getArrayType();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_YieldOp : Energy_Op<"yield", [Pure, Terminator, ReturnLike]> {
+  let summary = "Yields the values of a body";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Leaves of expressions
+//===----------------------------------------------------------------------===//
+
+def Energy_ConstantOp : Energy_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "A scalar real constant";
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$value attr-dict";
+  let builders = [OpBuilder<(ins "double":$value)>];
+  let hasFolder = 1;
+}
+
+def Energy_ReadOp : Energy_Op<"read", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Reads a tensor, let or const at affine indices";
+  let description = [{
+    Indexing slices leading axes: with `@W : [@H, @Dh, @D]`, `@W[%h]` is an
+    `!energy.array<Dh, D>`. Indices are affine in index values (domain
+    indices, `energy.step`, `energy.size`).
+
+    ```mlir
+    %x1 = energy.read @x[%t + 1] : !energy.array<D>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$source, AffineMapAttr:$map,
+                       Variadic<Index>:$indices);
+  let results = (outs Energy_AnyArray:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Energy_StepOp : Energy_Op<"step", [Pure]> {
+  let summary = "The current dynamics step, counted from 0";
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Energy_SizeOp : Energy_Op<"size", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The value of a dim (or dim expression) as an index";
+  let arguments = (ins Energy_DimExprAttr:$size);
+  let results = (outs Index:$result);
+  let assemblyFormat = "custom<DimExpr>($size) attr-dict `:` type($result)";
+}
+
+def Energy_ToRealOp : Energy_Op<"to_real", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "An index value as a real scalar";
+  let arguments = (ins Index:$index);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$index attr-dict `:` type($result)";
+}
+
+def Energy_EyeOp : Energy_Op<"eye", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "The identity matrix of a dim";
+  let arguments = (ins FlatSymbolRefAttr:$dim);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+class Energy_BinaryElementwiseOp<string mnemonic, string text,
+                                 list<Trait> traits = []>
+    : Energy_Op<mnemonic, [Pure, InferTypeOpAdaptor] # traits> {
+  let summary = text # ", elementwise, with scalar broadcasting";
+  let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferBroadcastType(location, adaptor.getLhs().getType(),
+                                adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Energy_AddOp : Energy_BinaryElementwiseOp<"add", "Addition",
+    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+def Energy_SubOp : Energy_BinaryElementwiseOp<"sub", "Subtraction",
+    [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+def Energy_MulOp : Energy_BinaryElementwiseOp<"mul", "Multiplication",
+    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+def Energy_DivOp : Energy_BinaryElementwiseOp<"div", "Real division",
+    [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+// No derivative rule: used by stopping rules, which are not differentiated.
+def Energy_MaximumOp : Energy_BinaryElementwiseOp<"maximum", "Maximum",
+    [Commutative]>;
+
+class Energy_UnaryElementwiseOp<string mnemonic, string text,
+                                list<Trait> traits = []>
+    : Energy_Op<mnemonic, [Pure, SameOperandsAndResultType] # traits> {
+  let summary = text;
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+class Energy_DifferentiableUnaryOp<string mnemonic, string text>
+    : Energy_UnaryElementwiseOp<mnemonic, text,
+          [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+
+def Energy_NegOp : Energy_DifferentiableUnaryOp<"neg", "Negation">;
+def Energy_ExpOp : Energy_DifferentiableUnaryOp<"exp", "Elementwise exponential">;
+def Energy_LogOp : Energy_DifferentiableUnaryOp<"log", "Elementwise natural logarithm">;
+def Energy_TanhOp : Energy_DifferentiableUnaryOp<"tanh", "Elementwise hyperbolic tangent">;
+def Energy_SigmoidOp : Energy_DifferentiableUnaryOp<"sigmoid", "Elementwise logistic sigmoid">;
+def Energy_SiluOp : Energy_DifferentiableUnaryOp<"silu", "Elementwise SiLU, x · sigmoid(x)">;
+def Energy_SoftplusOp : Energy_DifferentiableUnaryOp<"softplus", "Elementwise log(1 + exp(x)), computed stably">;
+def Energy_GeluOp : Energy_DifferentiableUnaryOp<"gelu", "Elementwise exact GELU, x · Φ(x)">;
+def Energy_ErfOp : Energy_DifferentiableUnaryOp<"erf", "Elementwise error function">;
+def Energy_ReluOp : Energy_DifferentiableUnaryOp<"relu", "Elementwise max(x, 0)">;
+def Energy_HeavisideOp : Energy_DifferentiableUnaryOp<"heaviside", "Elementwise step: 1 where x > 0, else 0">;
+def Energy_SignOp : Energy_DifferentiableUnaryOp<"sign", "Elementwise sign: -1, 0 or 1">;
+def Energy_SqrtOp : Energy_DifferentiableUnaryOp<"sqrt", "Elementwise square root">;
+def Energy_AbsOp : Energy_DifferentiableUnaryOp<"abs", "Elementwise absolute value">;
+def Energy_SiluIntOp : Energy_DifferentiableUnaryOp<"silu_int",
+    "Elementwise integral of SiLU from -∞: x · softplus(x) + Li₂(-eˣ)">;
+def Energy_SoftmaxOp : Energy_DifferentiableUnaryOp<"softmax", "Softmax along the last axis">;
+def Energy_LogSoftmaxOp : Energy_DifferentiableUnaryOp<"log_softmax", "Log-softmax along the last axis">;
+def Energy_RmsNormOp : Energy_DifferentiableUnaryOp<"rmsnorm", "RMS normalisation along the last axis (ε = 1e-5)">;
+def Energy_LayerNormOp : Energy_DifferentiableUnaryOp<"layernorm", "Layer normalisation along the last axis (ε = 1e-5, biased variance)">;
+def Energy_InverseOp : Energy_DifferentiableUnaryOp<"inverse", "Inverse of a square matrix"> {
+  let hasVerifier = 1;
+}
+
+def Energy_PowOp : Energy_Op<"pow", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Elementwise integer power";
+  let arguments = (ins Energy_AnyArray:$operand, SI64Attr:$exponent);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand `,` $exponent attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Vector and matrix math
+//===----------------------------------------------------------------------===//
+
+def Energy_MatmulOp : Energy_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Matrix-vector or matrix-matrix product";
+  let description = [{
+    `[m, n] @ [n]` gives `[m]`; `[m, n] @ [n, k]` gives `[m, k]`.
+  }];
+  let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Energy_TransposeOp : Energy_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Swaps the last two axes";
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Energy_DotOp : Energy_Op<"dot", [Pure, Commutative, 
+    AllTypesMatch<["lhs", "rhs"]>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Inner product of two vectors of equal length";
+  let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+  let hasVerifier = 1;
+}
+
+def Energy_QuadOp : Energy_Op<"quad", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Quadratic form vᵀ M v";
+  let arguments = (ins Energy_AnyArray:$vector, Energy_AnyArray:$matrix);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$vector `,` $matrix attr-dict `:` type($vector) `,` type($matrix)";
+  let hasVerifier = 1;
+}
+
+def Energy_OuterOp : Energy_Op<"outer", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Outer product of two vectors";
+  let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Energy_ReduceElementsOp : Energy_Op<"reduce_elements", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface,
+                              ["hasDerivativeRule"]>]> {
+  let summary = "Reduces all elements of an array to a scalar";
+  let description = [{
+    `sum`, `mean`, `maxabs`, `lse`, `sqnorm` or `norm` over every element.
+    `maxabs` has no derivative rule (it serves stopping rules).
+
+    ```mlir
+    %n = energy.reduce_elements sqnorm %v : !energy.array<D>
+    ```
+  }];
+  let arguments = (ins Energy_ElementsKindAttr:$kind, Energy_AnyArray:$operand);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "``$kind $operand attr-dict `:` type($operand)";
+}
+
+def Energy_SumLastOp : Energy_Op<"sum_last", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Sums over the last axis";
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Energy_BroadcastOp : Energy_Op<"broadcast", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Broadcasts an array along new trailing axes";
+  let description = [{
+    The operand's shape must be a prefix of the result's: a scalar becomes a
+    constant array, a `[N]` vector becomes `[N, D]` with equal rows' entries.
+  }];
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Energy_DiagOp : Energy_Op<"diag", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Square diagonal matrix of a vector";
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Energy_DiagPartOp : Energy_Op<"diag_part", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Diagonal of a square matrix as a vector";
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Energy_LogDetOp : Energy_Op<"logdet", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Log-determinant of a symmetric positive definite matrix";
+  let arguments = (ins Energy_AnyArray:$operand);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions over index domains
+//===----------------------------------------------------------------------===//
+
+def Energy_ReduceOp : Energy_Op<"reduce", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface,
+                              ["buildBodyAdjoint", "hasDerivativeRule"]>,
+    RecursiveMemoryEffects, OpAsmOpInterface]> {
+  let summary = "Sum, mean, max or log-sum-exp of a body over an index domain";
+  let description = [{
+    The body is evaluated at every position of the domain (the product of
+    the index ranges `0 ≤ i < size`) that the optional predicate admits, and
+    the yielded values are reduced elementwise. `lse` takes an optional
+    temperature T: T · log Σ exp(e / T). A reduction over an empty domain is
+    0. The predicate and the body take the domain's indices as arguments.
+
+    ```mlir
+    %e = energy.reduce lse (%p : @N) where {
+      %ok = arith.cmpi sle, %p, %c : index
+      energy.yield %ok : i1
+    } temp(%tau : !energy.array<>) {
+      ...
+      energy.yield %s : !energy.array<>
+    } : !energy.array<>
+    ```
+  }];
+  let arguments = (ins Energy_ReduceKindAttr:$kind,
+                       TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes,
+                       Optional<Energy_Scalar>:$temperature);
+  let results = (outs Energy_AnyArray:$result);
+  let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasPredicate() { return !getPredicate().empty(); }
+    /// The value yielded by the body.
+    ::mlir::Value getBodyValue();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamics
+//===----------------------------------------------------------------------===//
+
+def Energy_DynamicsOp : Energy_Op<"dynamics", [HasParent<"ModelOp">, NoTerminator,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, OpAsmOpInterface]> {
+  let summary = "How the state evolves: rules, a step count, a stopping rule";
+  let description = [{
+    The rules run in the order written once per step, `steps` times or until
+    the stopping rule (a region yielding an `i1`) holds after a step.
+
+    ```mlir
+    energy.dynamics steps 12 order sequential {
+      energy.update @x gd(lr = 0.1)
+    } until {
+      ...
+      energy.yield %done : i1
+    }
+    ```
+  }];
+  let arguments = (ins Energy_DimExprAttr:$steps, Energy_OrderAttr:$order);
+  let regions = (region SizedRegion<1>:$rules, AnyRegion:$until);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_UpdateOp : Energy_Op<"update", [HasParent<"DynamicsOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, OpAsmOpInterface]> {
+  let summary = "A rule that updates a state tensor with a named optimizer";
+  let description = [{
+    The optimizer (`gd`, `momentum`, `nesterov`, `newton`, `precond`, `ode`,
+    `stationary`, or one a plugin registers) and its options, each option a
+    body yielding its value. A literal option prints as `lr = 0.1`; others
+    print their body. An identifier option (`ode`'s method) is a string.
+
+    ```mlir
+    energy.update @x momentum(lr = 1.0, beta = 0.9)
+    energy.update @v ode(method = "heun", dt = 0.5)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$node, StrAttr:$optimizer,
+                       StrArrayAttr:$option_names,
+                       DictionaryAttr:$string_options);
+  let regions = (region VariadicRegion<SizedRegion<1>>:$options);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_AssignOp : Energy_Op<"assign", [HasParent<"DynamicsOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
+    NoRegionArguments, OpAsmOpInterface]> {
+  let summary = "An explicit update rule: the node takes the body's value";
+  let arguments = (ins FlatSymbolRefAttr:$node);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$node attr-dict-with-keyword $body";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_GradOp : Energy_Op<"grad", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The gradient of the global energy with respect to a tensor";
+  let description = [{
+    Used by stopping rules (`maxabs(grad)`); gradient derivation replaces it
+    by the derived gradient.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$tensor);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$tensor attr-dict `:` type($result)";
+}
+
+def Energy_CmpOp : Energy_Op<"cmp", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Compares two scalars";
+  let arguments = (ins Energy_CmpPredicateAttr:$predicate, Energy_Scalar:$lhs,
+                       Energy_Scalar:$rhs);
+  let results = (outs I1:$result);
+  let assemblyFormat = "``$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+#endif // ENERGY_OPS_TD

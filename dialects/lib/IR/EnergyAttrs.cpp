@@ -1,0 +1,256 @@
+//===- EnergyAttrs.cpp - Attributes of the energy dialect -----------------===//
+//
+// Dim expressions: integer expressions over named dims, held as an affine
+// expression over symbols. Written `@T - 1`, `@D / @H` (exact division),
+// `2 * @N`, `12`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyAttrs.h"
+#include "energy/IR/EnergyDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+#include "energy/IR/EnergyEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "energy/IR/EnergyAttrs.cpp.inc"
+
+void EnergyDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "energy/IR/EnergyAttrs.cpp.inc"
+      >();
+}
+
+DimExprAttr DimExprAttr::getDim(MLIRContext *context, StringRef name) {
+  return DimExprAttr::get(context, getAffineSymbolExpr(0, context),
+                          {StringAttr::get(context, name)});
+}
+
+DimExprAttr DimExprAttr::getConstant(MLIRContext *context, int64_t value) {
+  return DimExprAttr::get(context, getAffineConstantExpr(value, context), {});
+}
+
+std::optional<StringRef> DimExprAttr::getDimName() const {
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(getExpr()))
+    return getNames()[symbol.getPosition()].getValue();
+  return std::nullopt;
+}
+
+FailureOr<int64_t> DimExprAttr::evaluate(
+    function_ref<std::optional<int64_t>(StringRef)> lookup) const {
+  std::function<FailureOr<int64_t>(AffineExpr)> eval =
+      [&](AffineExpr expr) -> FailureOr<int64_t> {
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+      return constant.getValue();
+    if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+      if (auto value = lookup(getNames()[symbol.getPosition()].getValue()))
+        return *value;
+      return failure();
+    }
+    auto binary = cast<AffineBinaryOpExpr>(expr);
+    FailureOr<int64_t> lhs = eval(binary.getLHS());
+    FailureOr<int64_t> rhs = eval(binary.getRHS());
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    switch (binary.getKind()) {
+    case AffineExprKind::Add:
+      return *lhs + *rhs;
+    case AffineExprKind::Mul:
+      return *lhs * *rhs;
+    case AffineExprKind::FloorDiv:
+      if (*rhs == 0 || *lhs % *rhs != 0)
+        return failure();
+      return *lhs / *rhs;
+    default:
+      return failure();
+    }
+  };
+  return eval(getExpr());
+}
+
+//===----------------------------------------------------------------------===//
+// Syntax
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Parses the grammar
+///   sum     ::= product (('+' | '-') product)*
+///   product ::= factor (('*' | '/') factor)*
+///   factor  ::= integer | '-' factor | '@' name | '(' sum ')'
+/// into an affine expression whose symbols are numbered in order of first
+/// appearance of their names.
+class DimExprParser {
+public:
+  explicit DimExprParser(AsmParser &parser) : parser(parser) {}
+
+  ParseResult parse(DimExprAttr &result) {
+    AffineExpr expr;
+    if (parseSum(expr))
+      return failure();
+    result = DimExprAttr::get(parser.getContext(), expr, names);
+    return success();
+  }
+
+private:
+  ParseResult parseSum(AffineExpr &result) {
+    if (parseProduct(result))
+      return failure();
+    while (true) {
+      AffineExpr rhs;
+      if (succeeded(parser.parseOptionalPlus())) {
+        if (parseProduct(rhs))
+          return failure();
+        result = result + rhs;
+      } else if (succeeded(parser.parseOptionalMinus())) {
+        if (parseProduct(rhs))
+          return failure();
+        result = result - rhs;
+      } else {
+        return success();
+      }
+    }
+  }
+
+  ParseResult parseProduct(AffineExpr &result) {
+    if (parseFactor(result))
+      return failure();
+    while (true) {
+      AffineExpr rhs;
+      SMLoc loc = parser.getCurrentLocation();
+      if (succeeded(parser.parseOptionalStar())) {
+        if (parseFactor(rhs))
+          return failure();
+        result = result * rhs;
+      } else if (succeeded(parser.parseOptionalSlash())) {
+        if (parseFactor(rhs))
+          return failure();
+        if (auto constant = dyn_cast<AffineConstantExpr>(rhs);
+            constant && constant.getValue() <= 0)
+          return parser.emitError(loc, "dim division by a non-positive number");
+        result = result.floorDiv(rhs);
+      } else {
+        return success();
+      }
+    }
+  }
+
+  ParseResult parseFactor(AffineExpr &result) {
+    MLIRContext *context = parser.getContext();
+    if (succeeded(parser.parseOptionalLParen()))
+      return failure(parseSum(result) || parser.parseRParen());
+    if (succeeded(parser.parseOptionalMinus())) {
+      if (parseFactor(result))
+        return failure();
+      result = -result;
+      return success();
+    }
+    int64_t value;
+    OptionalParseResult integer = parser.parseOptionalInteger(value);
+    if (integer.has_value()) {
+      if (failed(*integer))
+        return failure();
+      result = getAffineConstantExpr(value, context);
+      return success();
+    }
+    StringAttr name;
+    if (parser.parseSymbolName(name))
+      return failure();
+    auto *found = llvm::find(names, name);
+    unsigned position = found - names.begin();
+    if (found == names.end())
+      names.push_back(name);
+    result = getAffineSymbolExpr(position, context);
+    return success();
+  }
+
+  AsmParser &parser;
+  SmallVector<StringAttr> names;
+};
+
+enum class Precedence { Sum = 0, Product = 1, Atom = 2 };
+
+void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
+               Precedence context) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    if (constant.getValue() < 0 && context == Precedence::Atom)
+      os << '(' << constant.getValue() << ')';
+    else
+      os << constant.getValue();
+    return;
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    os << '@' << names[symbol.getPosition()].getValue();
+    return;
+  }
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Precedence own = binary.getKind() == AffineExprKind::Add ? Precedence::Sum
+                                                           : Precedence::Product;
+  bool parenthesise = own < context;
+  if (parenthesise)
+    os << '(';
+  printExpr(os, binary.getLHS(), names, own);
+  AffineExpr rhs = binary.getRHS();
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    if (auto constant = dyn_cast<AffineConstantExpr>(rhs);
+        constant && constant.getValue() < 0) {
+      os << " - " << -constant.getValue();
+      break;
+    }
+    if (auto product = dyn_cast<AffineBinaryOpExpr>(rhs);
+        product && product.getKind() == AffineExprKind::Mul) {
+      if (auto factor = dyn_cast<AffineConstantExpr>(product.getRHS());
+          factor && factor.getValue() == -1) {
+        os << " - ";
+        printExpr(os, product.getLHS(), names, Precedence::Product);
+        break;
+      }
+    }
+    os << " + ";
+    printExpr(os, rhs, names, Precedence::Product);
+    break;
+  case AffineExprKind::Mul:
+    os << " * ";
+    printExpr(os, rhs, names, Precedence::Atom);
+    break;
+  case AffineExprKind::FloorDiv:
+    os << " / ";
+    printExpr(os, rhs, names, Precedence::Atom);
+    break;
+  default:
+    llvm_unreachable("dim expressions have no mod or ceildiv");
+  }
+  if (parenthesise)
+    os << ')';
+}
+} // namespace
+
+ParseResult mlir::energy::parseDimExpr(AsmParser &parser, DimExprAttr &result) {
+  return DimExprParser(parser).parse(result);
+}
+
+void mlir::energy::printDimExpr(AsmPrinter &printer, DimExprAttr attr) {
+  printExpr(printer.getStream(), attr.getExpr(), attr.getNames(),
+            Precedence::Sum);
+}
+
+Attribute DimExprAttr::parse(AsmParser &parser, Type) {
+  DimExprAttr result;
+  if (parser.parseLess() || parseDimExpr(parser, result) ||
+      parser.parseGreater())
+    return {};
+  return result;
+}
+
+void DimExprAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printDimExpr(printer, *this);
+  printer << '>';
+}

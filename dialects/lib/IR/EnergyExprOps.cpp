@@ -1,0 +1,297 @@
+//===- EnergyExprOps.cpp - Expression ops of the energy dialect -----------===//
+//
+// Shape rules and verification of the ops that build energy expressions:
+// reads, constants, elementwise and vector math.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+ArrayType arrayTypeOf(Value value) { return cast<ArrayType>(value.getType()); }
+
+ArrayType arrayOf(MLIRContext *context, ArrayRef<StringAttr> dims) {
+  return ArrayType::get(context, dims);
+}
+
+LogicalResult shapeError(std::optional<Location> location, const Twine &what,
+                         ArrayRef<Type> types) {
+  if (!location)
+    return failure();
+  InFlightDiagnostic diag = emitError(*location) << what << ", found ";
+  llvm::interleave(
+      types, [&](Type type) { diag << cast<ArrayType>(type).shapeString(); },
+      [&] { diag << " and "; });
+  return diag;
+}
+} // namespace
+
+LogicalResult mlir::energy::inferBroadcastType(std::optional<Location> location,
+                                               Type lhs, Type rhs,
+                                               SmallVectorImpl<Type> &types) {
+  auto left = cast<ArrayType>(lhs);
+  auto right = cast<ArrayType>(rhs);
+  if (left == right || right.isScalar()) {
+    types.push_back(left);
+    return success();
+  }
+  if (left.isScalar()) {
+    types.push_back(right);
+    return success();
+  }
+  return shapeError(location,
+                    "shape mismatch: elementwise operands must have equal "
+                    "shapes or one must be a scalar",
+                    {lhs, rhs});
+}
+
+//===----------------------------------------------------------------------===//
+// Leaves
+//===----------------------------------------------------------------------===//
+
+void ConstantOp::build(OpBuilder &builder, OperationState &state,
+                       double value) {
+  build(builder, state, ArrayType::getScalar(builder.getContext()),
+        builder.getF64FloatAttr(value));
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+// read-op ::= `energy.read` @source (`[` affine-map-of-ssa-ids `]`)? attr-dict
+//             `:` type
+ParseResult ReadOp::parse(OpAsmParser &parser, OperationState &result) {
+  FlatSymbolRefAttr source;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  Attribute map;
+  Type type;
+  if (parser.parseAttribute(source, "source", result.attributes) ||
+      parser.parseAffineMapOfSSAIds(indices, map, "map", result.attributes,
+                                    AsmParser::Delimiter::OptionalSquare) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type) ||
+      parser.resolveOperands(indices, parser.getBuilder().getIndexType(),
+                             result.operands))
+    return failure();
+  result.addTypes(type);
+  return success();
+}
+
+void ReadOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printer.printAttribute(getSourceAttr());
+  if (getMap().getNumResults() != 0) {
+    printer << '[';
+    printer.printAffineMapOfSSAIds(getMapAttr(), getIndices());
+    printer << ']';
+  }
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"source", "map"});
+  printer << " : " << getType();
+}
+
+LogicalResult ReadOp::verify() {
+  if (getMap().getNumInputs() != getIndices().size())
+    return emitOpError() << "has " << getIndices().size()
+                         << " index operands for a map of "
+                         << getMap().getNumInputs() << " inputs";
+  return success();
+}
+
+LogicalResult ReadOp::verifySymbolUses(SymbolTableCollection &tables) {
+  Operation *source = tables.lookupNearestSymbolFrom(*this, getSourceAttr());
+  ArrayType whole;
+  if (auto tensor = dyn_cast_or_null<TensorOp>(source))
+    whole = tensor.getArrayType();
+  else if (auto let = dyn_cast_or_null<LetOp>(source))
+    whole = let.getArrayType();
+  else if (isa_and_nonnull<ConstOp>(source))
+    whole = ArrayType::getScalar(getContext());
+  else if (isa_and_nonnull<TermOp, OutputOp>(source))
+    return emitOpError() << "reads " << getSourceAttr()
+                         << "; energy and output names cannot be read";
+  else
+    return emitOpError() << "reads " << getSourceAttr()
+                         << ", which is not a tensor, let or const";
+  unsigned indexCount = getMap().getNumResults();
+  if (indexCount > whole.getRank())
+    return emitOpError() << "indexes " << getSourceAttr() << " of shape "
+                         << whole.shapeString() << " with " << indexCount
+                         << " indices";
+  ArrayType expected = whole.dropFront(indexCount);
+  if (expected != getType())
+    return emitOpError() << "reads " << getSourceAttr() << " as " << getType()
+                         << " but its element at " << indexCount
+                         << " indices has type " << expected;
+  return success();
+}
+
+LogicalResult SizeOp::verifySymbolUses(SymbolTableCollection &tables) {
+  for (StringAttr name : getSize().getNames())
+    if (!tables.lookupNearestSymbolFrom<DimOp>(*this,
+                                              FlatSymbolRefAttr::get(name)))
+      return emitOpError() << "refers to '@" << name.getValue()
+                           << "', which is not a dim";
+  return success();
+}
+
+LogicalResult EyeOp::verify() {
+  StringAttr dim = getDimAttr().getAttr();
+  if (getType() != arrayOf(getContext(), {dim, dim}))
+    return emitOpError() << "of " << getDimAttr() << " has type " << getType()
+                         << "; expected a square matrix over '"
+                         << dim.getValue() << "'";
+  return success();
+}
+
+LogicalResult EyeOp::verifySymbolUses(SymbolTableCollection &tables) {
+  if (!tables.lookupNearestSymbolFrom<DimOp>(*this, getDimAttr()))
+    return emitOpError() << "refers to " << getDimAttr()
+                         << ", which is not a dim";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Vector and matrix math
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto lhs = cast<ArrayType>(adaptor.getLhs().getType());
+  auto rhs = cast<ArrayType>(adaptor.getRhs().getType());
+  if (lhs.getRank() != 2 || (rhs.getRank() != 1 && rhs.getRank() != 2) ||
+      lhs.getShape()[1] != rhs.getShape()[0])
+    return shapeError(location,
+                      "shape mismatch in '@': expected [m, n] @ [n] or "
+                      "[m, n] @ [n, k]",
+                      {lhs, rhs});
+  SmallVector<StringAttr> dims = {lhs.getShape()[0]};
+  if (rhs.getRank() == 2)
+    dims.push_back(rhs.getShape()[1]);
+  types.push_back(arrayOf(context, dims));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto operand = cast<ArrayType>(adaptor.getOperand().getType());
+  if (operand.getRank() < 2)
+    return shapeError(location, "transpose expects at least two axes",
+                      {operand});
+  SmallVector<StringAttr> dims(operand.getShape());
+  std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+  types.push_back(arrayOf(context, dims));
+  return success();
+}
+
+LogicalResult DotOp::verify() {
+  std::optional<Location> location = getLoc();
+  ArrayType lhs = arrayTypeOf(getLhs()), rhs = arrayTypeOf(getRhs());
+  if (lhs.getRank() != 1 || lhs != rhs)
+    return shapeError(location,
+                      "shape mismatch in dot: expected two vectors of the "
+                      "same length",
+                      {lhs, rhs});
+  return success();
+}
+
+LogicalResult QuadOp::verify() {
+  std::optional<Location> location = getLoc();
+  ArrayType vector = arrayTypeOf(getVector()),
+            matrix = arrayTypeOf(getMatrix());
+  if (vector.getRank() != 1 || matrix.getRank() != 2 ||
+      matrix.getShape()[0] != vector.getShape()[0] ||
+      matrix.getShape()[1] != vector.getShape()[0])
+    return shapeError(location,
+                      "shape mismatch in quad: expected a vector [n] and a "
+                      "matrix [n, n]",
+                      {vector, matrix});
+  return success();
+}
+
+LogicalResult OuterOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto lhs = cast<ArrayType>(adaptor.getLhs().getType());
+  auto rhs = cast<ArrayType>(adaptor.getRhs().getType());
+  if (lhs.getRank() != 1 || rhs.getRank() != 1)
+    return shapeError(location, "outer expects two vectors", {lhs, rhs});
+  types.push_back(arrayOf(context, {lhs.getShape()[0], rhs.getShape()[0]}));
+  return success();
+}
+
+LogicalResult SumLastOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto operand = cast<ArrayType>(adaptor.getOperand().getType());
+  if (operand.isScalar())
+    return shapeError(location, "sum_last expects at least one axis",
+                      {operand});
+  types.push_back(arrayOf(context, operand.getShape().drop_back()));
+  return success();
+}
+
+LogicalResult DiagOp::inferReturnTypes(MLIRContext *context,
+                                       std::optional<Location> location,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto operand = cast<ArrayType>(adaptor.getOperand().getType());
+  if (operand.getRank() != 1)
+    return shapeError(location, "diag expects a vector", {operand});
+  types.push_back(
+      arrayOf(context, {operand.getShape()[0], operand.getShape()[0]}));
+  return success();
+}
+
+/// Whether `type` is a square matrix.
+static bool isSquareMatrix(ArrayType type) {
+  return type.getRank() == 2 && type.getShape()[0] == type.getShape()[1];
+}
+
+LogicalResult DiagPartOp::inferReturnTypes(MLIRContext *context,
+                                           std::optional<Location> location,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto operand = cast<ArrayType>(adaptor.getOperand().getType());
+  if (!isSquareMatrix(operand))
+    return shapeError(location, "diag_part expects a square matrix",
+                      {operand});
+  types.push_back(arrayOf(context, {operand.getShape()[0]}));
+  return success();
+}
+
+LogicalResult LogDetOp::verify() {
+  ArrayType operand = arrayTypeOf(getOperand());
+  if (!isSquareMatrix(operand))
+    return shapeError(getLoc(), "logdet expects a square matrix", {operand});
+  return success();
+}
+
+LogicalResult InverseOp::verify() {
+  ArrayType type = arrayTypeOf(getResult());
+  if (!isSquareMatrix(type))
+    return emitOpError() << "expects a square matrix, found "
+                         << type.shapeString();
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  ArrayType fromType = arrayTypeOf(getOperand());
+  ArrayType toType = arrayTypeOf(getResult());
+  ArrayRef<StringAttr> from = fromType.getShape(), to = toType.getShape();
+  if (from.size() >= to.size() || to.take_front(from.size()) != from)
+    return emitOpError() << "cannot broadcast " << fromType.shapeString()
+                         << " to " << toType.shapeString()
+                         << "; the operand's shape must be a proper prefix";
+  return success();
+}

@@ -1,0 +1,818 @@
+//===- EnergyOps.cpp - Structure ops of the energy dialect ----------------===//
+//
+// Syntax and verification of the ops that give a model its structure: the
+// model, dims, tensors, lets, terms, outputs, reductions' domains and the
+// dynamics. Expression ops live in EnergyExprOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Parses a real number written as a float or an integer literal.
+ParseResult parseNumber(AsmParser &parser, double &value) {
+  bool negative = succeeded(parser.parseOptionalMinus());
+  uint64_t integer;
+  OptionalParseResult parsed = parser.parseOptionalInteger(integer);
+  if (parsed.has_value()) {
+    if (failed(*parsed))
+      return failure();
+    value = static_cast<double>(integer);
+  } else if (parser.parseFloat(value)) {
+    return failure();
+  }
+  if (negative)
+    value = -value;
+  return success();
+}
+
+/// Parses an index domain `(%i : @N, %t : @T - 1)` (or in square brackets),
+/// giving each index the type `index`.
+ParseResult parseIndexDomain(OpAsmParser &parser,
+                             AsmParser::Delimiter delimiter,
+                             SmallVectorImpl<OpAsmParser::Argument> &indices,
+                             ArrayAttr &sizes) {
+  SmallVector<Attribute> sizeAttrs;
+  Type indexType = parser.getBuilder().getIndexType();
+  if (parser.parseCommaSeparatedList(delimiter, [&]() -> ParseResult {
+        OpAsmParser::Argument index;
+        DimExprAttr size;
+        if (parser.parseArgument(index) || parser.parseColon() ||
+            parseDimExpr(parser, size))
+          return failure();
+        index.type = indexType;
+        indices.push_back(index);
+        sizeAttrs.push_back(size);
+        return success();
+      }))
+    return failure();
+  sizes = parser.getBuilder().getArrayAttr(sizeAttrs);
+  return success();
+}
+
+void printIndexDomain(OpAsmPrinter &printer, Block &block, ArrayAttr sizes,
+                      StringRef open, StringRef close) {
+  printer << open;
+  llvm::interleaveComma(llvm::zip(block.getArguments(), sizes), printer,
+                        [&](auto pair) {
+                          printer.printRegionArgument(std::get<0>(pair), {},
+                                                      /*omitType=*/true);
+                          printer << " : ";
+                          printDimExpr(printer,
+                                       cast<DimExprAttr>(std::get<1>(pair)));
+                        });
+  printer << close;
+}
+
+/// Checks that a body has one block whose arguments are `count` indices and
+/// whose terminator yields values of the `expected` types.
+LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
+                         TypeRange expected, StringRef what) {
+  if (region.empty())
+    return op->emitOpError() << "expects a " << what;
+  Block &block = region.front();
+  if (block.getNumArguments() != indexCount)
+    return op->emitOpError() << "expects " << indexCount
+                             << " index arguments in its " << what
+                             << ", found " << block.getNumArguments();
+  for (BlockArgument argument : block.getArguments())
+    if (!argument.getType().isIndex())
+      return op->emitOpError() << "expects index arguments in its " << what;
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
+  if (!yield)
+    return op->emitOpError() << "expects its " << what
+                             << " to end with 'energy.yield'";
+  if (yield.getValues().getTypes() != expected) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "expects its " << what << " to yield ";
+    if (expected.size() == 1)
+      diag << expected.front();
+    else
+      diag << expected.size() << " values";
+    diag << ", found ";
+    llvm::interleaveComma(yield.getValues().getTypes(), diag);
+    return diag;
+  }
+  return success();
+}
+
+/// Checks that every dim named by `size` is a dim of the model.
+LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
+                             DimExprAttr size) {
+  for (StringAttr name : size.getNames()) {
+    Operation *found = tables.lookupNearestSymbolFrom(
+        user, FlatSymbolRefAttr::get(name.getContext(), name));
+    if (!isa_and_nonnull<DimOp>(found))
+      return user->emitOpError()
+             << "refers to '@" << name.getValue() << "', which is not a dim";
+  }
+  return success();
+}
+
+LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
+                             ArrayAttr sizes) {
+  for (Attribute size : sizes)
+    if (failed(verifyDimNames(user, tables, cast<DimExprAttr>(size))))
+      return failure();
+  return success();
+}
+
+/// The state tensor a dynamics rule updates, after checking it is one.
+FailureOr<TensorOp> lookupUpdatedNode(Operation *rule,
+                                      SymbolTableCollection &tables,
+                                      FlatSymbolRefAttr node) {
+  auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(rule, node);
+  if (!tensor)
+    return rule->emitOpError() << "updates " << node
+                               << ", which is not a tensor of the model";
+  if (tensor.getRole() != Role::state)
+    return rule->emitOpError()
+           << "updates " << node << ", which is an "
+           << stringifyRole(tensor.getRole())
+           << "; only state tensors are updated by dynamics";
+  return tensor;
+}
+
+/// Shape of a comprehension (let or output): domain dims, then element dims.
+ArrayType comprehensionType(ArrayAttr domain, ArrayType element) {
+  SmallVector<StringAttr> dims;
+  for (Attribute size : domain) {
+    std::optional<StringRef> name = cast<DimExprAttr>(size).getDimName();
+    dims.push_back(StringAttr::get(element.getContext(), name.value_or("?")));
+  }
+  llvm::append_range(dims, element.getShape());
+  return ArrayType::get(element.getContext(), dims);
+}
+
+template <typename ComprehensionOp>
+ParseResult parseComprehension(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  SmallVector<OpAsmParser::Argument> indices;
+  ArrayAttr domain;
+  Type elementType;
+  if (parser.parseSymbolName(name) ||
+      parseIndexDomain(parser, AsmParser::Delimiter::Square, indices,
+                       domain) ||
+      parser.parseColon() || parser.parseType(elementType))
+    return failure();
+  result.addAttribute("sym_name", name);
+  result.addAttribute("domain", domain);
+  result.addAttribute("element_type", TypeAttr::get(elementType));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes) ||
+      parser.parseRegion(*result.addRegion(), indices))
+    return failure();
+  return success();
+}
+
+template <typename ComprehensionOp>
+void printComprehension(OpAsmPrinter &printer, ComprehensionOp op) {
+  printer << ' ';
+  printer.printSymbolName(op.getSymName());
+  printer << ' ';
+  printIndexDomain(printer, op.getBody().front(), op.getDomain(), "[", "]");
+  printer << " : " << op.getElementType();
+  printer.printOptionalAttrDictWithKeyword(
+      op->getAttrs(), {"sym_name", "domain", "element_type"});
+  printer << ' ';
+  printer.printRegion(op.getBody(), /*printEntryBlockArgs=*/false);
+}
+
+template <typename ComprehensionOp>
+LogicalResult verifyComprehension(ComprehensionOp op) {
+  for (Attribute size : op.getDomain())
+    if (!cast<DimExprAttr>(size).getDimName())
+      return op.emitOpError() << "expects each index to range over a dim, "
+                                 "found an expression";
+  return verifyBody(op, op.getBody(), op.getDomain().size(),
+                    {op.getElementType()}, "body");
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+void ModelOp::build(OpBuilder &builder, OperationState &state, StringRef name) {
+  state.addAttribute(mlir::SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  state.addRegion()->emplaceBlock();
+}
+
+DynamicsOp ModelOp::getDynamics() {
+  auto range = getBody().front().getOps<DynamicsOp>();
+  return range.empty() ? DynamicsOp() : *range.begin();
+}
+
+LogicalResult ModelOp::verifyRegions() {
+  llvm::StringSet<> dims;
+  unsigned dynamicsCount = 0;
+  for (Operation &op : getBody().front()) {
+    if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp>(
+            op))
+      return op.emitOpError()
+             << "cannot appear in a model; a model holds dims, tensors, "
+                "consts, lets, terms, outputs and dynamics";
+    if (auto dim = dyn_cast<DimOp>(op))
+      dims.insert(dim.getSymName());
+    if (isa<DynamicsOp>(op) && ++dynamicsCount > 1)
+      return op.emitOpError() << "is the second dynamics of the model; a "
+                                 "model has at most one";
+  }
+  // Every array type in the model must be over declared dims.
+  WalkResult result = getBody().walk([&](Operation *op) -> WalkResult {
+    auto check = [&](Type type) -> LogicalResult {
+      auto array = dyn_cast<ArrayType>(type);
+      if (!array)
+        return success();
+      for (StringAttr dim : array.getShape())
+        if (!dims.contains(dim.getValue()))
+          return op->emitOpError()
+                 << "uses the type " << type << " over '" << dim.getValue()
+                 << "', which is not a dim of the model";
+      return success();
+    };
+    for (Type type : op->getResultTypes())
+      if (failed(check(type)))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Type type : block.getArgumentTypes())
+          if (failed(check(type)))
+            return WalkResult::interrupt();
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()))
+        if (failed(check(typeAttr.getValue())))
+          return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
+// DimOp
+//===----------------------------------------------------------------------===//
+
+// dim-op ::= `energy.dim` @name (`=` dim-expr)?
+ParseResult DimOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  if (parser.parseSymbolName(name))
+    return failure();
+  result.addAttribute("sym_name", name);
+  if (succeeded(parser.parseOptionalEqual())) {
+    DimExprAttr value;
+    if (parseDimExpr(parser, value))
+      return failure();
+    if (auto constant = dyn_cast<AffineConstantExpr>(value.getExpr()))
+      result.addAttribute("default_value", parser.getBuilder().getI64IntegerAttr(
+                                               constant.getValue()));
+    else
+      result.addAttribute("derived", value);
+  }
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void DimOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printer.printSymbolName(getSymName());
+  if (std::optional<int64_t> value = getDefaultValue())
+    printer << " = " << *value;
+  if (DimExprAttr derived = getDerivedAttr()) {
+    printer << " = ";
+    printDimExpr(printer, derived);
+  }
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {"sym_name", "default_value", "derived"});
+}
+
+LogicalResult DimOp::verify() {
+  if (getDefaultValue() && getDerived())
+    return emitOpError("has both a default and a derivation");
+  if (std::optional<int64_t> value = getDefaultValue(); value && *value <= 0)
+    return emitOpError() << "has default " << *value
+                         << "; a dim's size must be positive";
+  return success();
+}
+
+LogicalResult DimOp::verifySymbolUses(SymbolTableCollection &tables) {
+  DimExprAttr derived = getDerivedAttr();
+  if (!derived)
+    return success();
+  for (StringAttr name : derived.getNames()) {
+    auto dim = tables.lookupNearestSymbolFrom<DimOp>(
+        *this, FlatSymbolRefAttr::get(name));
+    if (!dim)
+      return emitOpError() << "is derived from '@" << name.getValue()
+                           << "', which is not a dim";
+    if (dim == *this || !dim->isBeforeInBlock(*this))
+      return emitOpError() << "is derived from '@" << name.getValue()
+                           << "', which is not declared before it";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TensorOp
+//===----------------------------------------------------------------------===//
+
+// tensor-op ::= `energy.tensor` @name `:` role `[` @dim, ... `]`
+//               (`=` (@source | init-kind (`(` float, ... `)`)?))?
+ParseResult TensorOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *context = parser.getContext();
+  StringAttr name;
+  std::string roleName;
+  SMLoc roleLoc;
+  SmallVector<Attribute> shape;
+  if (parser.parseSymbolName(name) || parser.parseColon() ||
+      parser.getCurrentLocation(&roleLoc) || parser.parseKeywordOrString(&roleName) ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        FlatSymbolRefAttr dim;
+        if (parser.parseAttribute(dim))
+          return failure();
+        shape.push_back(dim);
+        return success();
+      }))
+    return failure();
+  std::optional<Role> role = symbolizeRole(roleName);
+  if (!role)
+    return parser.emitError(roleLoc)
+           << "unknown role '" << roleName << "'; expected input, param or state";
+  result.addAttribute("sym_name", name);
+  result.addAttribute("role", RoleAttr::get(context, *role));
+  result.addAttribute("shape", ArrayAttr::get(context, shape));
+  if (succeeded(parser.parseOptionalEqual())) {
+    StringAttr source;
+    if (succeeded(parser.parseOptionalSymbolName(source))) {
+      result.addAttribute("init", InitKindAttr::get(context, InitKind::copy));
+      result.addAttribute("init_source", FlatSymbolRefAttr::get(source));
+    } else {
+      std::string kindName;
+      SMLoc kindLoc = parser.getCurrentLocation();
+      if (parser.parseKeywordOrString(&kindName))
+        return failure();
+      std::optional<InitKind> kind = symbolizeInitKind(kindName);
+      if (!kind || *kind == InitKind::copy)
+        return parser.emitError(kindLoc)
+               << "unknown initialiser '" << kindName
+               << "'; expected zeros, ones, eye, normal, uniform or @tensor";
+      result.addAttribute("init", InitKindAttr::get(context, *kind));
+      SmallVector<double> args;
+      if (succeeded(parser.parseOptionalLParen())) {
+        if (parser.parseCommaSeparatedList([&] {
+              double value;
+              if (parseNumber(parser, value))
+                return failure();
+              args.push_back(value);
+              return success();
+            }) ||
+            parser.parseRParen())
+          return failure();
+        result.addAttribute("init_args",
+                            DenseF64ArrayAttr::get(context, args));
+      }
+    }
+  }
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void TensorOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printer.printSymbolName(getSymName());
+  printer << " : " << stringifyRole(getRole()) << " [";
+  llvm::interleaveComma(getShape(), printer,
+                        [&](Attribute dim) { printer.printAttribute(dim); });
+  printer << ']';
+  if (std::optional<InitKind> kind = getInit()) {
+    printer << " = ";
+    if (*kind == InitKind::copy) {
+      printer.printAttribute(getInitSourceAttr());
+    } else {
+      printer << stringifyInitKind(*kind);
+      if (std::optional<ArrayRef<double>> args = getInitArgs()) {
+        printer << '(';
+        llvm::interleaveComma(*args, printer, [&](double value) {
+          printer.printFloat(APFloat(value));
+        });
+        printer << ')';
+      }
+    }
+  }
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {"sym_name", "role", "shape", "init",
+                                 "init_args", "init_source"});
+}
+
+ArrayType TensorOp::getArrayType() {
+  SmallVector<StringAttr> dims;
+  for (Attribute dim : getShape())
+    dims.push_back(cast<FlatSymbolRefAttr>(dim).getAttr());
+  return ArrayType::get(getContext(), dims);
+}
+
+LogicalResult TensorOp::verify() {
+  std::optional<InitKind> kind = getInit();
+  size_t argCount = getInitArgs() ? getInitArgs()->size() : 0;
+  if (!kind) {
+    if (argCount || getInitSource())
+      return emitOpError("has initialiser arguments but no initialiser");
+    return success();
+  }
+  size_t expected =
+      (*kind == InitKind::normal || *kind == InitKind::uniform) ? 2 : 0;
+  if (argCount != expected)
+    return emitOpError() << "initialiser '" << stringifyInitKind(*kind)
+                         << "' takes " << expected << " arguments, found "
+                         << argCount;
+  if ((*kind == InitKind::copy) != static_cast<bool>(getInitSource()))
+    return emitOpError("copies a tensor only with an initialiser 'copy'");
+  if (*kind == InitKind::normal && (*getInitArgs())[1] < 0)
+    return emitOpError("initialiser 'normal' needs a non-negative "
+                       "standard deviation");
+  if (*kind == InitKind::uniform && (*getInitArgs())[0] > (*getInitArgs())[1])
+    return emitOpError("initialiser 'uniform' needs low <= high");
+  if (*kind == InitKind::eye) {
+    ArrayAttr shape = getShape();
+    if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2])
+      return emitOpError("initialiser 'eye' needs the last two axes to be "
+                         "the same dim");
+  }
+  return success();
+}
+
+LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
+  for (Attribute dim : getShape())
+    if (!tables.lookupNearestSymbolFrom<DimOp>(*this,
+                                              cast<FlatSymbolRefAttr>(dim)))
+      return emitOpError() << "has shape over " << dim
+                           << ", which is not a dim";
+  if (FlatSymbolRefAttr source = getInitSourceAttr()) {
+    auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(*this, source);
+    if (!tensor)
+      return emitOpError() << "is initialised from " << source
+                           << ", which is not a tensor";
+    if (tensor.getArrayType() != getArrayType())
+      return emitOpError() << "of shape " << getArrayType().shapeString()
+                           << " is initialised from " << source
+                           << " of shape " << tensor.getArrayType().shapeString();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LetOp, TermOp, OutputOp, YieldOp
+//===----------------------------------------------------------------------===//
+
+ParseResult LetOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseComprehension<LetOp>(parser, result);
+}
+void LetOp::print(OpAsmPrinter &printer) { printComprehension(printer, *this); }
+LogicalResult LetOp::verifyRegions() { return verifyComprehension(*this); }
+LogicalResult LetOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getDomain());
+}
+ArrayType LetOp::getArrayType() {
+  return comprehensionType(getDomain(), cast<ArrayType>(getElementType()));
+}
+
+ParseResult OutputOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseComprehension<OutputOp>(parser, result);
+}
+void OutputOp::print(OpAsmPrinter &printer) {
+  printComprehension(printer, *this);
+}
+LogicalResult OutputOp::verifyRegions() { return verifyComprehension(*this); }
+LogicalResult OutputOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getDomain());
+}
+ArrayType OutputOp::getArrayType() {
+  return comprehensionType(getDomain(), cast<ArrayType>(getElementType()));
+}
+
+LogicalResult TermOp::verifyRegions() {
+  return verifyBody(*this, getBody(), 0, {ArrayType::getScalar(getContext())},
+                    "body (an energy is a scalar)");
+}
+
+LogicalResult YieldOp::verify() {
+  Operation *parent = (*this)->getParentOp();
+  if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, DynamicsOp, UpdateOp,
+                       AssignOp>(parent))
+    return emitOpError() << "ends the body of an energy op, not of '"
+                         << (parent ? parent->getName().getStringRef() : "")
+                         << "'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+// reduce-op ::= `energy.reduce` kind `(` %i `:` dim-expr, ... `)`
+//               (`where` region)? (`temp` `(` %t `:` type `)`)? region
+//               attr-dict `:` type
+ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *context = parser.getContext();
+  std::string kindName;
+  SMLoc kindLoc = parser.getCurrentLocation();
+  SmallVector<OpAsmParser::Argument> indices;
+  ArrayAttr sizes;
+  if (parser.parseKeywordOrString(&kindName))
+    return failure();
+  std::optional<ReduceKind> kind = symbolizeReduceKind(kindName);
+  if (!kind)
+    return parser.emitError(kindLoc)
+           << "unknown reduction '" << kindName
+           << "'; expected sum, mean, max or lse";
+  if (parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, sizes))
+    return failure();
+  result.addAttribute("kind", ReduceKindAttr::get(context, *kind));
+  result.addAttribute("sizes", sizes);
+  Region *predicate = result.addRegion();
+  Region *body = result.addRegion();
+  if (succeeded(parser.parseOptionalKeyword("where")) &&
+      parser.parseRegion(*predicate, indices))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("temp"))) {
+    OpAsmParser::UnresolvedOperand temperature;
+    Type type;
+    if (parser.parseLParen() || parser.parseOperand(temperature) ||
+        parser.parseColon() || parser.parseType(type) ||
+        parser.parseRParen() ||
+        parser.resolveOperand(temperature, type, result.operands))
+      return failure();
+  }
+  Type resultType;
+  if (parser.parseRegion(*body, indices) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(resultType))
+    return failure();
+  result.addTypes(resultType);
+  return success();
+}
+
+void ReduceOp::print(OpAsmPrinter &printer) {
+  printer << ' ' << stringifyReduceKind(getKind()) << ' ';
+  printIndexDomain(printer, getBody().front(), getSizes(), "(", ")");
+  if (hasPredicate()) {
+    printer << " where ";
+    printer.printRegion(getPredicate(), /*printEntryBlockArgs=*/false);
+  }
+  if (Value temperature = getTemperature())
+    printer << " temp(" << temperature << " : " << temperature.getType()
+            << ")";
+  printer << ' ';
+  printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"kind", "sizes"});
+  printer << " : " << getType();
+}
+
+Value ReduceOp::getBodyValue() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues().front();
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  unsigned rank = getSizes().size();
+  if (rank == 0)
+    return emitOpError("expects at least one index in its domain");
+  if (getTemperature() && getKind() != ReduceKind::lse)
+    return emitOpError() << "takes a temperature only as 'lse', not as '"
+                         << stringifyReduceKind(getKind()) << "'";
+  if (hasPredicate() &&
+      failed(verifyBody(*this, getPredicate(), rank,
+                        {IntegerType::get(getContext(), 1)}, "predicate")))
+    return failure();
+  return verifyBody(*this, getBody(), rank, {getType()}, "body");
+}
+
+LogicalResult ReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getSizes());
+}
+
+//===----------------------------------------------------------------------===//
+// DynamicsOp, UpdateOp, AssignOp, GradOp
+//===----------------------------------------------------------------------===//
+
+// dynamics-op ::= `energy.dynamics` `steps` dim-expr (`order` order)? region
+//                 (`until` region)? attr-dict
+ParseResult DynamicsOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *context = parser.getContext();
+  DimExprAttr steps;
+  if (parser.parseKeyword("steps") || parseDimExpr(parser, steps))
+    return failure();
+  result.addAttribute("steps", steps);
+  Order order = Order::simultaneous;
+  if (succeeded(parser.parseOptionalKeyword("order"))) {
+    std::string orderName;
+    SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeywordOrString(&orderName))
+      return failure();
+    std::optional<Order> parsed = symbolizeOrder(orderName);
+    if (!parsed)
+      return parser.emitError(loc)
+             << "unknown order '" << orderName
+             << "'; expected simultaneous or sequential";
+    order = *parsed;
+  }
+  result.addAttribute("order", OrderAttr::get(context, order));
+  Region *rules = result.addRegion();
+  Region *until = result.addRegion();
+  if (parser.parseRegion(*rules))
+    return failure();
+  if (rules->empty())
+    rules->emplaceBlock();
+  if (succeeded(parser.parseOptionalKeyword("until")) &&
+      parser.parseRegion(*until))
+    return failure();
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void DynamicsOp::print(OpAsmPrinter &printer) {
+  printer << " steps ";
+  printDimExpr(printer, getSteps());
+  if (getOrder() != Order::simultaneous)
+    printer << " order " << stringifyOrder(getOrder());
+  printer << ' ';
+  printer.printRegion(getRules(), /*printEntryBlockArgs=*/false,
+                      /*printBlockTerminators=*/false,
+                      /*printEmptyBlock=*/true);
+  if (!getUntil().empty()) {
+    printer << " until ";
+    printer.printRegion(getUntil(), /*printEntryBlockArgs=*/false);
+  }
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"steps", "order"});
+}
+
+LogicalResult DynamicsOp::verifyRegions() {
+  if (auto constant = dyn_cast<AffineConstantExpr>(getSteps().getExpr());
+      constant && constant.getValue() <= 0)
+    return emitOpError() << "takes " << constant.getValue()
+                         << " steps; the step count must be positive";
+  llvm::StringMap<Operation *> updated;
+  for (Operation &rule : getRules().front()) {
+    FlatSymbolRefAttr node;
+    if (auto update = dyn_cast<UpdateOp>(rule))
+      node = update.getNodeAttr();
+    else if (auto assign = dyn_cast<AssignOp>(rule))
+      node = assign.getNodeAttr();
+    else
+      return rule.emitOpError() << "cannot appear in dynamics; expected "
+                                   "'energy.update' or 'energy.assign'";
+    auto [it, inserted] = updated.try_emplace(node.getValue(), &rule);
+    if (!inserted) {
+      InFlightDiagnostic diag = rule.emitOpError()
+                                << "is a second rule for " << node
+                                << "; a node has at most one rule";
+      diag.attachNote(it->second->getLoc()) << "first rule here";
+      return diag;
+    }
+  }
+  if (!getUntil().empty())
+    return verifyBody(*this, getUntil(), 0, {IntegerType::get(getContext(), 1)},
+                      "stopping rule");
+  return success();
+}
+
+LogicalResult DynamicsOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getSteps());
+}
+
+// update-op ::= `energy.update` @node optimizer
+//               (`(` name `=` (float | string | region), ... `)`)? attr-dict
+ParseResult UpdateOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *context = parser.getContext();
+  OpBuilder builder(context);
+  FlatSymbolRefAttr node;
+  std::string optimizer;
+  if (parser.parseAttribute(node) || parser.parseKeywordOrString(&optimizer))
+    return failure();
+  result.addAttribute("node", node);
+  result.addAttribute("optimizer", builder.getStringAttr(optimizer));
+  SmallVector<Attribute> names;
+  SmallVector<NamedAttribute> strings;
+  if (succeeded(parser.parseOptionalLParen()) &&
+      (parser.parseCommaSeparatedList([&]() -> ParseResult {
+         std::string name;
+         if (parser.parseKeywordOrString(&name) || parser.parseEqual())
+           return failure();
+         std::string text;
+         if (succeeded(parser.parseOptionalString(&text))) {
+           strings.push_back(builder.getNamedAttr(name, builder.getStringAttr(text)));
+           return success();
+         }
+         names.push_back(builder.getStringAttr(name));
+         Region *region = result.addRegion();
+         OptionalParseResult parsedRegion = parser.parseOptionalRegion(*region);
+         if (parsedRegion.has_value())
+           return *parsedRegion;
+         double value;
+         SMLoc loc = parser.getCurrentLocation();
+         if (parseNumber(parser, value))
+           return failure();
+         Block *block = &region->emplaceBlock();
+         builder.setInsertionPointToStart(block);
+         Location location = parser.getEncodedSourceLoc(loc);
+         auto constant = ConstantOp::create(builder, location, value);
+         YieldOp::create(builder, location, constant.getResult());
+         return success();
+       }) ||
+       parser.parseRParen()))
+    return failure();
+  result.addAttribute("option_names", builder.getArrayAttr(names));
+  result.addAttribute("string_options", builder.getDictionaryAttr(strings));
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void UpdateOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printer.printAttribute(getNodeAttr());
+  printer << ' ';
+  printer.printKeywordOrString(getOptimizer());
+  if (!getOptionNames().empty() || !getStringOptions().empty()) {
+    printer << '(';
+    bool first = true;
+    auto separate = [&] {
+      if (!first)
+        printer << ", ";
+      first = false;
+    };
+    for (NamedAttribute option : getStringOptions()) {
+      separate();
+      printer << option.getName().getValue() << " = " << option.getValue();
+    }
+    for (auto [name, region] : llvm::zip(getOptionNames(), getOptions())) {
+      separate();
+      printer << cast<StringAttr>(name).getValue() << " = ";
+      Block &block = region.front();
+      auto constant = dyn_cast<ConstantOp>(block.front());
+      if (constant && block.getOperations().size() == 2)
+        printer.printFloat(constant.getValue());
+      else
+        printer.printRegion(region, /*printEntryBlockArgs=*/false);
+    }
+    printer << ')';
+  }
+  printer.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {"node", "optimizer", "option_names", "string_options"});
+}
+
+LogicalResult UpdateOp::verifyRegions() {
+  if (getOptionNames().size() != getOptions().size())
+    return emitOpError() << "has " << getOptionNames().size()
+                         << " option names for " << getOptions().size()
+                         << " option bodies";
+  llvm::StringSet<> seen;
+  for (NamedAttribute option : getStringOptions())
+    seen.insert(option.getName().getValue());
+  for (auto [name, region] : llvm::zip(getOptionNames(), getOptions())) {
+    StringRef text = cast<StringAttr>(name).getValue();
+    if (!seen.insert(text).second)
+      return emitOpError() << "sets option '" << text << "' twice";
+    Block &block = region.front();
+    auto yield = dyn_cast<YieldOp>(block.getTerminator());
+    if (block.getNumArguments() != 0 || !yield ||
+        yield.getValues().size() != 1 ||
+        !isa<ArrayType>(yield.getValues().front().getType()))
+      return emitOpError() << "expects option '" << text
+                           << "' to yield one energy array";
+  }
+  return success();
+}
+
+LogicalResult UpdateOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return lookupUpdatedNode(*this, tables, getNodeAttr());
+}
+
+LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<TensorOp> node = lookupUpdatedNode(*this, tables, getNodeAttr());
+  if (failed(node))
+    return failure();
+  return verifyBody(*this, getBody(), 0, {node->getArrayType()},
+                    "body (the node's new value)");
+}
+
+LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr());
+  if (!tensor)
+    return emitOpError() << "takes the gradient with respect to "
+                         << getTensorAttr() << ", which is not a tensor";
+  if (tensor.getArrayType() != getType())
+    return emitOpError() << "has type " << getType() << " but the gradient of "
+                         << getTensorAttr() << " has type "
+                         << tensor.getArrayType();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "energy/IR/EnergyOps.cpp.inc"

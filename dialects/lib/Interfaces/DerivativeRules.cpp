@@ -1,0 +1,637 @@
+//===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
+//
+// The DerivativeOpInterface implementation of every differentiable energy op:
+// given the adjoint g of the result, the adjoint of each operand, built from
+// energy ops so that rules compose (a gradient can be differentiated again).
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+/// Builds energy expressions at one place with one location.
+class ExprBuilder {
+public:
+  ExprBuilder(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
+
+  Value constant(double value) {
+    return ConstantOp::create(builder, loc, value);
+  }
+  Value add(Value lhs, Value rhs) { return AddOp::create(builder, loc, lhs, rhs); }
+  Value sub(Value lhs, Value rhs) { return SubOp::create(builder, loc, lhs, rhs); }
+  Value mul(Value lhs, Value rhs) { return MulOp::create(builder, loc, lhs, rhs); }
+  Value div(Value lhs, Value rhs) { return DivOp::create(builder, loc, lhs, rhs); }
+  Value neg(Value value) {
+    return NegOp::create(builder, loc, value.getType(), value);
+  }
+  template <typename UnaryOp>
+  Value unary(Value value) {
+    return UnaryOp::create(builder, loc, value.getType(), value);
+  }
+  Value matmul(Value lhs, Value rhs) {
+    return MatmulOp::create(builder, loc, lhs, rhs);
+  }
+  Value transpose(Value value) {
+    return TransposeOp::create(builder, loc, value);
+  }
+  Value outer(Value lhs, Value rhs) {
+    return OuterOp::create(builder, loc, lhs, rhs);
+  }
+  Value sumElements(Value value) {
+    return ReduceElementsOp::create(builder, loc, ElementsKind::sum, value);
+  }
+  Value sumLast(Value value) { return SumLastOp::create(builder, loc, value); }
+
+  /// The real value of dim `name`.
+  Value dimSize(StringAttr name) {
+    Value size = SizeOp::create(
+        builder, loc,
+        DimExprAttr::getDim(builder.getContext(), name.getValue()));
+    return ToRealOp::create(builder, loc, size);
+  }
+
+  /// The number of elements of an array of `type`.
+  Value elementCount(ArrayType type) {
+    Value count = constant(1.0);
+    for (StringAttr dim : type.getShape())
+      count = mul(count, dimSize(dim));
+    return count;
+  }
+
+  /// `value` of a shape that is a prefix of `type`'s, repeated along the
+  /// remaining axes. Scalars are returned as they are: elementwise ops
+  /// broadcast them.
+  Value expandTo(Value value, Type type) {
+    auto array = cast<ArrayType>(value.getType());
+    if (array == type || array.isScalar())
+      return value;
+    return BroadcastOp::create(builder, loc, type, value);
+  }
+
+  /// The mean along the last axis of `value`, repeated along that axis.
+  Value meanLastExpanded(Value value) {
+    auto array = cast<ArrayType>(value.getType());
+    Value mean = div(sumLast(value), dimSize(array.getShape().back()));
+    return expandTo(mean, array);
+  }
+
+  /// The adjoint of an operand of `type` that was broadcast into a result
+  /// whose adjoint is `adjoint`: summed over the broadcast elements.
+  Value unbroadcast(Value adjoint, Type type) {
+    if (adjoint.getType() == type)
+      return adjoint;
+    return sumElements(adjoint);
+  }
+
+  /// A copy of `reduce`'s domain (and predicate) whose body is built by
+  /// `buildBody` from a copy of the original body's yielded value. The
+  /// result is summed.
+  Value sumOverDomain(ReduceOp reduce,
+                      function_ref<Value(ExprBuilder &, Value)> buildBody) {
+    Type resultType = buildBodyType(reduce, buildBody);
+    auto sum = ReduceOp::create(builder, loc, resultType, ReduceKind::sum,
+                                reduce.getSizes(), Value());
+    IRMapping mapping;
+    reduce.getPredicate().cloneInto(&sum.getPredicate(), mapping);
+    reduce.getBody().cloneInto(&sum.getBody(), mapping);
+    Block &body = sum.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(yield);
+    ExprBuilder inner(builder, loc);
+    Value value = buildBody(inner, yield.getValues().front());
+    yield->setOperands(value);
+    return sum;
+  }
+
+private:
+  /// The type `buildBody` produces, found by building it once in a scratch
+  /// block and erasing it.
+  Type buildBodyType(ReduceOp reduce,
+                     function_ref<Value(ExprBuilder &, Value)> buildBody) {
+    Block scratch;
+    Value bodyValue = reduce.getBodyValue();
+    Value placeholder = scratch.addArgument(bodyValue.getType(), loc);
+    OpBuilder scratchBuilder(builder.getContext());
+    scratchBuilder.setInsertionPointToStart(&scratch);
+    ExprBuilder inner(scratchBuilder, loc);
+    Type type = buildBody(inner, placeholder).getType();
+    while (!scratch.empty())
+      scratch.back().erase();
+    return type;
+  }
+
+  OpBuilder &builder;
+  Location loc;
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Leaves
+//===----------------------------------------------------------------------===//
+
+// A read is a leaf: its indices carry no derivative. Gradient derivation
+// accumulates the adjoint of the read into the adjoint of its source tensor
+// at the read's indices.
+LogicalResult ReadOp::buildAdjoints(OpBuilder &, ValueRange,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(getNumOperands(), Value());
+  return success();
+}
+
+// to_real(i): i is an index, through which no derivative flows.
+LogicalResult ToRealOp::buildAdjoints(OpBuilder &, ValueRange,
+                                      SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(1, Value());
+  return success();
+}
+
+// eye(D) has no operands.
+LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.clear();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic (scalar operands receive the summed adjoint)
+//===----------------------------------------------------------------------===//
+
+// d(a + b) = da + db
+LogicalResult AddOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  operandAdjoints.assign({e.unbroadcast(g, getLhs().getType()),
+                          e.unbroadcast(g, getRhs().getType())});
+  return success();
+}
+
+// d(a - b) = da - db
+LogicalResult SubOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  operandAdjoints.assign({e.unbroadcast(g, getLhs().getType()),
+                          e.unbroadcast(e.neg(g), getRhs().getType())});
+  return success();
+}
+
+// d(a * b) = b da + a db
+LogicalResult MulOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  operandAdjoints.assign(
+      {e.unbroadcast(e.mul(g, getRhs()), getLhs().getType()),
+       e.unbroadcast(e.mul(g, getLhs()), getRhs().getType())});
+  return success();
+}
+
+// d(a / b) = da / b - (a / b) db / b
+LogicalResult DivOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  Value lhsAdjoint = e.div(g, getRhs());
+  Value rhsAdjoint = e.neg(e.mul(lhsAdjoint, getResult()));
+  operandAdjoints.assign({e.unbroadcast(lhsAdjoint, getLhs().getType()),
+                          e.unbroadcast(rhsAdjoint, getRhs().getType())});
+  return success();
+}
+
+// d(-x) = -dx
+LogicalResult NegOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.neg(adjoints[0])});
+  return success();
+}
+
+// d(x^n) = n x^(n-1) dx
+LogicalResult PowOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  int64_t n = getExponent();
+  if (n == 0) {
+    operandAdjoints.assign({Value()});
+    return success();
+  }
+  Value lower = n == 1 ? getOperand()
+                       : PowOp::create(builder, getLoc(), getType(),
+                                       getOperand(), n - 1)
+                             .getResult();
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.mul(e.constant(static_cast<double>(n)), lower))});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise functions
+//===----------------------------------------------------------------------===//
+
+// d exp(x) = exp(x) dx
+LogicalResult ExpOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.mul(adjoints[0], getResult())});
+  return success();
+}
+
+// d log(x) = dx / x
+LogicalResult LogOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.div(adjoints[0], getOperand())});
+  return success();
+}
+
+// d tanh(x) = (1 - tanh(x)²) dx
+LogicalResult TanhOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value y = getResult();
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.sub(e.constant(1.0), e.mul(y, y)))});
+  return success();
+}
+
+// d σ(x) = σ(x) (1 - σ(x)) dx
+LogicalResult SigmoidOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value y = getResult();
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.mul(y, e.sub(e.constant(1.0), y)))});
+  return success();
+}
+
+// d (x σ(x)) = σ(x) (1 + x (1 - σ(x))) dx
+LogicalResult SiluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value x = getOperand();
+  Value s = e.unary<SigmoidOp>(x);
+  Value one = e.constant(1.0);
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.mul(s, e.add(one, e.mul(x, e.sub(one, s)))))});
+  return success();
+}
+
+// d softplus(x) = σ(x) dx
+LogicalResult SoftplusOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                        SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.unary<SigmoidOp>(getOperand()))});
+  return success();
+}
+
+// d erf(x) = (2 / √π) exp(-x²) dx
+LogicalResult ErfOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value x = getOperand();
+  Value density = e.unary<ExpOp>(e.neg(e.mul(x, x)));
+  operandAdjoints.assign({e.mul(
+      adjoints[0], e.mul(e.constant(2.0 / std::sqrt(M_PI)), density))});
+  return success();
+}
+
+// d (x Φ(x)) = (Φ(x) + x φ(x)) dx, Φ(x) = (1 + erf(x / √2)) / 2,
+// φ(x) = exp(-x² / 2) / √(2π)
+LogicalResult GeluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value x = getOperand();
+  Value cdf = e.mul(e.constant(0.5),
+                    e.add(e.constant(1.0),
+                          e.unary<ErfOp>(e.mul(x, e.constant(M_SQRT1_2)))));
+  Value pdf = e.mul(e.constant(1.0 / std::sqrt(2.0 * M_PI)),
+                    e.unary<ExpOp>(e.mul(e.constant(-0.5), e.mul(x, x))));
+  operandAdjoints.assign({e.mul(adjoints[0], e.add(cdf, e.mul(x, pdf)))});
+  return success();
+}
+
+// d max(x, 0) = H(x) dx
+LogicalResult ReluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.unary<HeavisideOp>(getOperand()))});
+  return success();
+}
+
+// d H(x) = 0 almost everywhere: no derivative flows.
+LogicalResult HeavisideOp::buildAdjoints(
+    OpBuilder &, ValueRange, SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign({Value()});
+  return success();
+}
+
+// d sign(x) = 0 almost everywhere: no derivative flows.
+LogicalResult SignOp::buildAdjoints(OpBuilder &, ValueRange,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign({Value()});
+  return success();
+}
+
+// d √x = dx / (2 √x)
+LogicalResult SqrtOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign(
+      {e.div(e.mul(adjoints[0], e.constant(0.5)), getResult())});
+  return success();
+}
+
+// d |x| = sign(x) dx
+LogicalResult AbsOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.mul(adjoints[0], e.unary<SignOp>(getOperand()))});
+  return success();
+}
+
+// d ∫_{-∞}^{x} SiLU = SiLU(x) dx
+LogicalResult SiluIntOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.mul(adjoints[0], e.unary<SiluOp>(getOperand()))});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations along the last axis
+//===----------------------------------------------------------------------===//
+
+// y = softmax(x): dx = y ⊙ (g - Σ_last g ⊙ y)
+LogicalResult SoftmaxOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0], y = getResult();
+  Value inner = e.expandTo(e.sumLast(e.mul(g, y)), getType());
+  operandAdjoints.assign({e.mul(y, e.sub(g, inner))});
+  return success();
+}
+
+// y = log_softmax(x): dx = g - exp(y) ⊙ Σ_last g
+LogicalResult LogSoftmaxOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  Value total = e.expandTo(e.sumLast(g), getType());
+  operandAdjoints.assign(
+      {e.sub(g, e.mul(e.unary<ExpOp>(getResult()), total))});
+  return success();
+}
+
+// y = x / r, r = √(mean_last(x²) + ε): dx = (g - y ⊙ mean_last(g ⊙ y)) / r
+LogicalResult RmsNormOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0], x = getOperand(), y = getResult();
+  Value rms = e.unary<SqrtOp>(
+      e.add(e.meanLastExpanded(e.mul(x, x)), e.constant(1e-5)));
+  Value projected = e.mul(y, e.meanLastExpanded(e.mul(g, y)));
+  operandAdjoints.assign({e.div(e.sub(g, projected), rms)});
+  return success();
+}
+
+// y = (x - μ) / σ, σ = √(mean_last((x - μ)²) + ε):
+// dx = (g - mean_last(g) - y ⊙ mean_last(g ⊙ y)) / σ
+LogicalResult LayerNormOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0], x = getOperand(), y = getResult();
+  Value centred = e.sub(x, e.meanLastExpanded(x));
+  Value deviation = e.unary<SqrtOp>(
+      e.add(e.meanLastExpanded(e.mul(centred, centred)), e.constant(1e-5)));
+  Value numerator = e.sub(e.sub(g, e.meanLastExpanded(g)),
+                          e.mul(y, e.meanLastExpanded(e.mul(g, y))));
+  operandAdjoints.assign({e.div(numerator, deviation)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Vector and matrix math
+//===----------------------------------------------------------------------===//
+
+// Y = X⁻¹: dX = -Yᵀ G Yᵀ
+LogicalResult InverseOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value yt = e.transpose(getResult());
+  operandAdjoints.assign({e.neg(e.matmul(e.matmul(yt, adjoints[0]), yt))});
+  return success();
+}
+
+// y = A b: dA = g bᵀ (or G Bᵀ), db = Aᵀ g
+LogicalResult MatmulOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                      SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  Value lhsAdjoint = cast<ArrayType>(getRhs().getType()).getRank() == 1
+                         ? e.outer(g, getRhs())
+                         : e.matmul(g, e.transpose(getRhs()));
+  operandAdjoints.assign({lhsAdjoint, e.matmul(e.transpose(getLhs()), g)});
+  return success();
+}
+
+// d Xᵀ = (dX)ᵀ
+LogicalResult TransposeOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  operandAdjoints.assign({e.transpose(adjoints[0])});
+  return success();
+}
+
+// d (a · b) = b · da + a · db
+LogicalResult DotOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                   SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  operandAdjoints.assign({e.mul(g, getRhs()), e.mul(g, getLhs())});
+  return success();
+}
+
+// d (vᵀ M v) = ((M + Mᵀ) v) · dv + (v vᵀ) : dM
+LogicalResult QuadOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0], v = getVector(), m = getMatrix();
+  Value vectorAdjoint =
+      e.add(e.matmul(m, v), e.matmul(e.transpose(m), v));
+  operandAdjoints.assign(
+      {e.mul(g, vectorAdjoint), e.mul(g, e.outer(v, v))});
+  return success();
+}
+
+// Y = a bᵀ: da = G b, db = Gᵀ a
+LogicalResult OuterOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                     SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  operandAdjoints.assign(
+      {e.matmul(g, getRhs()), e.matmul(e.transpose(g), getLhs())});
+  return success();
+}
+
+bool ReduceElementsOp::hasDerivativeRule() {
+  return getKind() != ElementsKind::maxabs;
+}
+
+// sum: dx = g;  mean: dx = g / n;  lse: dx = g exp(x - y);
+// sqnorm: dx = 2 g x;  norm: dx = g x / y;  maxabs: no rule.
+LogicalResult ReduceElementsOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0], x = getOperand(), y = getResult();
+  auto type = cast<ArrayType>(x.getType());
+  Value adjoint;
+  switch (getKind()) {
+  case ElementsKind::sum:
+    adjoint = e.expandTo(g, type);
+    break;
+  case ElementsKind::mean:
+    adjoint = e.expandTo(e.div(g, e.elementCount(type)), type);
+    break;
+  case ElementsKind::lse:
+    adjoint = e.mul(g, e.unary<ExpOp>(e.sub(x, y)));
+    break;
+  case ElementsKind::sqnorm:
+    adjoint = e.mul(e.mul(g, e.constant(2.0)), x);
+    break;
+  case ElementsKind::norm:
+    adjoint = e.mul(e.div(g, y), x);
+    break;
+  case ElementsKind::maxabs:
+    return emitOpError("'maxabs' has no derivative rule; it serves stopping "
+                       "rules, not energies");
+  }
+  operandAdjoints.assign({adjoint});
+  return success();
+}
+
+// y = Σ_last x: dx = g repeated along the last axis
+LogicalResult SumLastOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  Type type = getOperand().getType();
+  operandAdjoints.assign({cast<ArrayType>(g.getType()).isScalar()
+                              ? BroadcastOp::create(builder, getLoc(), type, g)
+                                    .getResult()
+                              : e.expandTo(g, type)});
+  return success();
+}
+
+// y = x repeated along new trailing axes: dx = g summed over those axes
+LogicalResult BroadcastOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value adjoint = adjoints[0];
+  unsigned targetRank = cast<ArrayType>(getOperand().getType()).getRank();
+  if (targetRank == 0) {
+    operandAdjoints.assign({e.sumElements(adjoint)});
+    return success();
+  }
+  while (cast<ArrayType>(adjoint.getType()).getRank() > targetRank)
+    adjoint = e.sumLast(adjoint);
+  operandAdjoints.assign({adjoint});
+  return success();
+}
+
+// Y = diag(v): dv = diag_part(G)
+LogicalResult DiagOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                    SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(
+      {DiagPartOp::create(builder, getLoc(), adjoints[0]).getResult()});
+  return success();
+}
+
+// v = diag_part(X): dX = diag(g)
+LogicalResult DiagPartOp::buildAdjoints(
+    OpBuilder &builder, ValueRange adjoints,
+    SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(
+      {DiagOp::create(builder, getLoc(), adjoints[0]).getResult()});
+  return success();
+}
+
+// d log det M = M⁻ᵀ : dM
+LogicalResult LogDetOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                      SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value inverse = e.unary<InverseOp>(getOperand());
+  operandAdjoints.assign({e.mul(adjoints[0], e.transpose(inverse))});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions over index domains
+//===----------------------------------------------------------------------===//
+
+// L = T log Σ_p exp(e_p / T): ∂L/∂T = (L - Σ_p w_p e_p) / T with
+// w_p = exp((e_p - L) / T). The body's own adjoints come from
+// buildBodyAdjoint.
+LogicalResult ReduceOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                      SmallVectorImpl<Value> &operandAdjoints) {
+  Value temperature = getTemperature();
+  if (!temperature) {
+    operandAdjoints.clear();
+    return success();
+  }
+  ExprBuilder e(builder, getLoc());
+  Value lse = getResult();
+  Value weighted = e.sumOverDomain(*this, [&](ExprBuilder &inner, Value body) {
+    Value weight =
+        inner.unary<ExpOp>(inner.div(inner.sub(body, lse), temperature));
+    return inner.mul(weight, body);
+  });
+  Value adjoint =
+      e.mul(adjoints[0], e.div(e.sub(lse, weighted), temperature));
+  operandAdjoints.assign({e.unbroadcast(adjoint, temperature.getType())});
+  return success();
+}
+
+bool ReduceOp::hasDerivativeRule() { return getKind() != ReduceKind::max; }
+
+// sum: ∂y/∂e_p = 1;  mean: 1 / |admitted positions|;
+// lse: softmax weight exp((e_p - y) / T);  max: no rule.
+Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
+                                 Value result, Value bodyValue) {
+  ExprBuilder e(builder, getLoc());
+  switch (getKind()) {
+  case ReduceKind::sum:
+    return resultAdjoint;
+  case ReduceKind::mean: {
+    Value count = e.sumOverDomain(
+        *this, [](ExprBuilder &inner, Value) { return inner.constant(1.0); });
+    return e.div(resultAdjoint, count);
+  }
+  case ReduceKind::lse: {
+    Value exponent = e.sub(bodyValue, result);
+    if (Value temperature = getTemperature())
+      exponent = e.div(exponent, temperature);
+    return e.mul(resultAdjoint, e.unary<ExpOp>(exponent));
+  }
+  case ReduceKind::max:
+    emitOpError("'max' over an index domain has no derivative rule");
+    return {};
+  }
+  llvm_unreachable("unknown reduction kind");
+}

@@ -1,0 +1,8 @@
+//===- DoctestMain.cpp - Entry point of every unit-test executable --------===//
+//
+// doctest's main, compiled once into each unit-test executable.
+//
+//===----------------------------------------------------------------------===//
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
