@@ -16,11 +16,16 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// Whether the value of `op` can reach the energy: it produces an energy
-/// array and is not inside a reduction's predicate.
-bool contributesToEnergy(Operation *op) {
-  if (!llvm::any_of(op->getResultTypes(),
-                    [](Type type) { return isa<ArrayType>(type); }))
+bool isArray(Type type) { return isa<ArrayType>(type); }
+
+/// Whether a derivative must flow through `op` for the energy: it produces
+/// an energy array from energy arrays (operands or a body), and is not inside
+/// a reduction's predicate. Leaves (constants, reads) need no rule.
+bool needsRule(Operation *op) {
+  if (!llvm::any_of(op->getResultTypes(), isArray))
+    return false;
+  if (!llvm::any_of(op->getOperandTypes(), isArray) &&
+      op->getNumRegions() == 0)
     return false;
   for (Operation *parent = op->getParentOp(); parent && !isa<TermOp>(parent);
        parent = parent->getParentOp())
@@ -36,7 +41,7 @@ struct CheckDifferentiablePass
     bool failedAny = false;
     for (TermOp term : getOperation().getBody().front().getOps<TermOp>()) {
       term.walk([&](Operation *op) {
-        if (!contributesToEnergy(op))
+        if (!needsRule(op))
           return;
         auto rule = dyn_cast<DerivativeOpInterface>(op);
         if (rule && rule.hasDerivativeRule())

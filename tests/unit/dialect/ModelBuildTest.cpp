@@ -90,7 +90,7 @@ TEST_CASE("a read whose type does not match its source is rejected") {
   // x[i] has shape [D]; declaring it [N] is an error naming both shapes.
   SquaredNormModel model("N");
   std::string message = model.verifyMessage();
-  CHECK(message.find("reads @x as !energy.array<N>") != std::string::npos);
+  CHECK(message.find("reads @x as '!energy.array<N>'") != std::string::npos);
   CHECK(message.find("!energy.array<D>") != std::string::npos);
 }
 
