@@ -43,11 +43,10 @@ struct TestDerivativeRulesPass
       for (Value result : op->getResults()) {
         Value one = ConstantOp::create(builder, op->getLoc(), 1.0);
         auto type = cast<ArrayType>(result.getType());
-        seeds.push_back(type.isScalar()
-                            ? one
-                            : BroadcastOp::create(builder, op->getLoc(), type,
-                                                  one)
-                                  .getResult());
+        seeds.push_back(type.isScalar() ? one
+                                        : BroadcastOp::create(
+                                              builder, op->getLoc(), type, one)
+                                              .getResult());
       }
       SmallVector<Value> adjoints;
       if (failed(rule.buildAdjoints(builder, seeds, adjoints)))
@@ -60,9 +59,9 @@ struct TestDerivativeRulesPass
       }
       for (auto [operand, adjoint] : llvm::zip(op->getOperands(), adjoints)) {
         if (adjoint && adjoint.getType() != operand.getType()) {
-          op->emitOpError() << "rule built an adjoint of type "
-                            << adjoint.getType() << " for an operand of type "
-                            << operand.getType();
+          op->emitOpError()
+              << "rule built an adjoint of type " << adjoint.getType()
+              << " for an operand of type " << operand.getType();
           return signalPassFailure();
         }
       }

@@ -24,8 +24,7 @@ bool isArray(Type type) { return isa<ArrayType>(type); }
 bool needsRule(Operation *op) {
   if (!llvm::any_of(op->getResultTypes(), isArray))
     return false;
-  if (!llvm::any_of(op->getOperandTypes(), isArray) &&
-      op->getNumRegions() == 0)
+  if (!llvm::any_of(op->getOperandTypes(), isArray) && op->getNumRegions() == 0)
     return false;
   for (Operation *parent = op->getParentOp(); parent && !isa<TermOp>(parent);
        parent = parent->getParentOp())
@@ -36,7 +35,8 @@ bool needsRule(Operation *op) {
 }
 
 struct CheckDifferentiablePass
-    : public energy::impl::EnergyCheckDifferentiableBase<CheckDifferentiablePass> {
+    : public energy::impl::EnergyCheckDifferentiableBase<
+          CheckDifferentiablePass> {
   void runOnOperation() override {
     bool failedAny = false;
     for (TermOp term : getOperation().getBody().front().getOps<TermOp>()) {

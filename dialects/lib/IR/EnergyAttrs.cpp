@@ -190,8 +190,9 @@ void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
     return;
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);
-  Precedence own = binary.getKind() == AffineExprKind::Add ? Precedence::Sum
-                                                           : Precedence::Product;
+  Precedence own = binary.getKind() == AffineExprKind::Add
+                       ? Precedence::Sum
+                       : Precedence::Product;
   bool parenthesise = own < context;
   if (parenthesise)
     os << '(';

@@ -133,7 +133,7 @@ LogicalResult ReadOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult SizeOp::verifySymbolUses(SymbolTableCollection &tables) {
   for (StringAttr name : getSize().getNames())
     if (!tables.lookupNearestSymbolFrom<DimOp>(*this,
-                                              FlatSymbolRefAttr::get(name)))
+                                               FlatSymbolRefAttr::get(name)))
       return emitOpError() << "refers to '@" << name.getValue()
                            << "', which is not a dim";
   return success();
@@ -264,8 +264,7 @@ LogicalResult DiagPartOp::inferReturnTypes(MLIRContext *context,
                                            SmallVectorImpl<Type> &types) {
   auto operand = cast<ArrayType>(adaptor.getOperand().getType());
   if (!isSquareMatrix(operand))
-    return shapeError(location, "diag_part expects a square matrix",
-                      {operand});
+    return shapeError(location, "diag_part expects a square matrix", {operand});
   types.push_back(arrayOf(context, {operand.getShape()[0]}));
   return success();
 }

@@ -65,14 +65,13 @@ ParseResult parseIndexDomain(OpAsmParser &parser,
 void printIndexDomain(OpAsmPrinter &printer, Block &block, ArrayAttr sizes,
                       StringRef open, StringRef close) {
   printer << open;
-  llvm::interleaveComma(llvm::zip(block.getArguments(), sizes), printer,
-                        [&](auto pair) {
-                          printer.printRegionArgument(std::get<0>(pair), {},
-                                                      /*omitType=*/true);
-                          printer << " : ";
-                          printDimExpr(printer,
-                                       cast<DimExprAttr>(std::get<1>(pair)));
-                        });
+  llvm::interleaveComma(
+      llvm::zip(block.getArguments(), sizes), printer, [&](auto pair) {
+        printer.printRegionArgument(std::get<0>(pair), {},
+                                    /*omitType=*/true);
+        printer << " : ";
+        printDimExpr(printer, cast<DimExprAttr>(std::get<1>(pair)));
+      });
   printer << close;
 }
 
@@ -84,16 +83,16 @@ LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
     return op->emitOpError() << "expects a " << what;
   Block &block = region.front();
   if (block.getNumArguments() != indexCount)
-    return op->emitOpError() << "expects " << indexCount
-                             << " index arguments in its " << what
-                             << ", found " << block.getNumArguments();
+    return op->emitOpError()
+           << "expects " << indexCount << " index arguments in its " << what
+           << ", found " << block.getNumArguments();
   for (BlockArgument argument : block.getArguments())
     if (!argument.getType().isIndex())
       return op->emitOpError() << "expects index arguments in its " << what;
   auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
-    return op->emitOpError() << "expects its " << what
-                             << " to end with 'energy.yield'";
+    return op->emitOpError()
+           << "expects its " << what << " to end with 'energy.yield'";
   if (yield.getValues().getTypes() != expected) {
     InFlightDiagnostic diag = op->emitOpError()
                               << "expects its " << what << " to yield ";
@@ -135,8 +134,8 @@ FailureOr<TensorOp> lookupUpdatedNode(Operation *rule,
                                       FlatSymbolRefAttr node) {
   auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(rule, node);
   if (!tensor)
-    return rule->emitOpError() << "updates " << node
-                               << ", which is not a tensor of the model";
+    return rule->emitOpError()
+           << "updates " << node << ", which is not a tensor of the model";
   if (tensor.getRole() != Role::state)
     return rule->emitOpError()
            << "updates " << node << ", which is an "
@@ -163,8 +162,7 @@ ParseResult parseComprehension(OpAsmParser &parser, OperationState &result) {
   ArrayAttr domain;
   Type elementType;
   if (parser.parseSymbolName(name) ||
-      parseIndexDomain(parser, AsmParser::Delimiter::Square, indices,
-                       domain) ||
+      parseIndexDomain(parser, AsmParser::Delimiter::Square, indices, domain) ||
       parser.parseColon() || parser.parseType(elementType))
     return failure();
   result.addAttribute("sym_name", name);
@@ -219,8 +217,7 @@ LogicalResult ModelOp::verifyRegions() {
   llvm::StringSet<> dims;
   unsigned dynamicsCount = 0;
   for (Operation &op : getBody().front()) {
-    if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp>(
-            op))
+    if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp>(op))
       return op.emitOpError()
              << "cannot appear in a model; a model holds dims, tensors, "
                 "consts, lets, terms, outputs and dynamics";
@@ -275,8 +272,9 @@ ParseResult DimOp::parse(OpAsmParser &parser, OperationState &result) {
     if (parseDimExpr(parser, value))
       return failure();
     if (auto constant = dyn_cast<AffineConstantExpr>(value.getExpr()))
-      result.addAttribute("default_value", parser.getBuilder().getI64IntegerAttr(
-                                               constant.getValue()));
+      result.addAttribute(
+          "default_value",
+          parser.getBuilder().getI64IntegerAttr(constant.getValue()));
     else
       result.addAttribute("derived", value);
   }
@@ -335,7 +333,8 @@ ParseResult TensorOp::parse(OpAsmParser &parser, OperationState &result) {
   SMLoc roleLoc;
   SmallVector<Attribute> shape;
   if (parser.parseSymbolName(name) || parser.parseColon() ||
-      parser.getCurrentLocation(&roleLoc) || parser.parseKeywordOrString(&roleName) ||
+      parser.getCurrentLocation(&roleLoc) ||
+      parser.parseKeywordOrString(&roleName) ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
         FlatSymbolRefAttr dim;
         if (parser.parseAttribute(dim))
@@ -346,8 +345,8 @@ ParseResult TensorOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   std::optional<Role> role = symbolizeRole(roleName);
   if (!role)
-    return parser.emitError(roleLoc)
-           << "unknown role '" << roleName << "'; expected input, param or state";
+    return parser.emitError(roleLoc) << "unknown role '" << roleName
+                                     << "'; expected input, param or state";
   result.addAttribute("sym_name", name);
   result.addAttribute("role", RoleAttr::get(context, *role));
   result.addAttribute("shape", ArrayAttr::get(context, shape));
@@ -378,8 +377,7 @@ ParseResult TensorOp::parse(OpAsmParser &parser, OperationState &result) {
             }) ||
             parser.parseRParen())
           return failure();
-        result.addAttribute("init_args",
-                            DenseF64ArrayAttr::get(context, args));
+        result.addAttribute("init_args", DenseF64ArrayAttr::get(context, args));
       }
     }
   }
@@ -408,9 +406,9 @@ void TensorOp::print(OpAsmPrinter &printer) {
       }
     }
   }
-  printer.printOptionalAttrDict((*this)->getAttrs(),
-                                {"sym_name", "role", "shape", "init",
-                                 "init_args", "init_source"});
+  printer.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {"sym_name", "role", "shape", "init", "init_args", "init_source"});
 }
 
 ArrayType TensorOp::getArrayType() {
@@ -453,7 +451,7 @@ LogicalResult TensorOp::verify() {
 LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
   for (Attribute dim : getShape())
     if (!tables.lookupNearestSymbolFrom<DimOp>(*this,
-                                              cast<FlatSymbolRefAttr>(dim)))
+                                               cast<FlatSymbolRefAttr>(dim)))
       return emitOpError() << "has shape over " << dim
                            << ", which is not a dim";
   if (FlatSymbolRefAttr source = getInitSourceAttr()) {
@@ -463,8 +461,8 @@ LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
                            << ", which is not a tensor";
     if (tensor.getArrayType() != getArrayType())
       return emitOpError() << "of shape " << getArrayType().shapeString()
-                           << " is initialised from " << source
-                           << " of shape " << tensor.getArrayType().shapeString();
+                           << " is initialised from " << source << " of shape "
+                           << tensor.getArrayType().shapeString();
   }
   return success();
 }
@@ -531,9 +529,8 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   std::optional<ReduceKind> kind = symbolizeReduceKind(kindName);
   if (!kind)
-    return parser.emitError(kindLoc)
-           << "unknown reduction '" << kindName
-           << "'; expected sum, mean, max or lse";
+    return parser.emitError(kindLoc) << "unknown reduction '" << kindName
+                                     << "'; expected sum, mean, max or lse";
   if (parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, sizes))
     return failure();
   result.addAttribute("kind", ReduceKindAttr::get(context, *kind));
@@ -547,8 +544,7 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
     OpAsmParser::UnresolvedOperand temperature;
     Type type;
     if (parser.parseLParen() || parser.parseOperand(temperature) ||
-        parser.parseColon() || parser.parseType(type) ||
-        parser.parseRParen() ||
+        parser.parseColon() || parser.parseType(type) || parser.parseRParen() ||
         parser.resolveOperand(temperature, type, result.operands))
       return failure();
   }
@@ -569,8 +565,7 @@ void ReduceOp::print(OpAsmPrinter &printer) {
     printer.printRegion(getPredicate(), /*printEntryBlockArgs=*/false);
   }
   if (Value temperature = getTemperature())
-    printer << " temp(" << temperature << " : " << temperature.getType()
-            << ")";
+    printer << " temp(" << temperature << " : " << temperature.getType() << ")";
   printer << ' ';
   printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
   printer.printOptionalAttrDict((*this)->getAttrs(), {"kind", "sizes"});
@@ -619,9 +614,8 @@ ParseResult DynamicsOp::parse(OpAsmParser &parser, OperationState &result) {
       return failure();
     std::optional<Order> parsed = symbolizeOrder(orderName);
     if (!parsed)
-      return parser.emitError(loc)
-             << "unknown order '" << orderName
-             << "'; expected simultaneous or sequential";
+      return parser.emitError(loc) << "unknown order '" << orderName
+                                   << "'; expected simultaneous or sequential";
     order = *parsed;
   }
   result.addAttribute("order", OrderAttr::get(context, order));
@@ -702,30 +696,31 @@ ParseResult UpdateOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<NamedAttribute> strings;
   if (succeeded(parser.parseOptionalLParen()) &&
       (parser.parseCommaSeparatedList([&]() -> ParseResult {
-         std::string name;
-         if (parser.parseKeywordOrString(&name) || parser.parseEqual())
-           return failure();
-         std::string text;
-         if (succeeded(parser.parseOptionalString(&text))) {
-           strings.push_back(builder.getNamedAttr(name, builder.getStringAttr(text)));
-           return success();
-         }
-         names.push_back(builder.getStringAttr(name));
-         Region *region = result.addRegion();
-         OptionalParseResult parsedRegion = parser.parseOptionalRegion(*region);
-         if (parsedRegion.has_value())
-           return *parsedRegion;
-         double value;
-         SMLoc loc = parser.getCurrentLocation();
-         if (parseNumber(parser, value))
-           return failure();
-         Block *block = &region->emplaceBlock();
-         builder.setInsertionPointToStart(block);
-         Location location = parser.getEncodedSourceLoc(loc);
-         auto constant = ConstantOp::create(builder, location, value);
-         YieldOp::create(builder, location, constant.getResult());
-         return success();
-       }) ||
+        std::string name;
+        if (parser.parseKeywordOrString(&name) || parser.parseEqual())
+          return failure();
+        std::string text;
+        if (succeeded(parser.parseOptionalString(&text))) {
+          strings.push_back(
+              builder.getNamedAttr(name, builder.getStringAttr(text)));
+          return success();
+        }
+        names.push_back(builder.getStringAttr(name));
+        Region *region = result.addRegion();
+        OptionalParseResult parsedRegion = parser.parseOptionalRegion(*region);
+        if (parsedRegion.has_value())
+          return *parsedRegion;
+        double value;
+        SMLoc loc = parser.getCurrentLocation();
+        if (parseNumber(parser, value))
+          return failure();
+        Block *block = &region->emplaceBlock();
+        builder.setInsertionPointToStart(block);
+        Location location = parser.getEncodedSourceLoc(loc);
+        auto constant = ConstantOp::create(builder, location, value);
+        YieldOp::create(builder, location, constant.getResult());
+        return success();
+      }) ||
        parser.parseRParen()))
     return failure();
   result.addAttribute("option_names", builder.getArrayAttr(names));
@@ -803,7 +798,8 @@ LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
-  auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr());
+  auto tensor =
+      tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr());
   if (!tensor)
     return emitOpError() << "takes the gradient with respect to "
                          << getTensorAttr() << ", which is not a tensor";

@@ -25,15 +25,22 @@ public:
   Value constant(double value) {
     return ConstantOp::create(builder, loc, value);
   }
-  Value add(Value lhs, Value rhs) { return AddOp::create(builder, loc, lhs, rhs); }
-  Value sub(Value lhs, Value rhs) { return SubOp::create(builder, loc, lhs, rhs); }
-  Value mul(Value lhs, Value rhs) { return MulOp::create(builder, loc, lhs, rhs); }
-  Value div(Value lhs, Value rhs) { return DivOp::create(builder, loc, lhs, rhs); }
+  Value add(Value lhs, Value rhs) {
+    return AddOp::create(builder, loc, lhs, rhs);
+  }
+  Value sub(Value lhs, Value rhs) {
+    return SubOp::create(builder, loc, lhs, rhs);
+  }
+  Value mul(Value lhs, Value rhs) {
+    return MulOp::create(builder, loc, lhs, rhs);
+  }
+  Value div(Value lhs, Value rhs) {
+    return DivOp::create(builder, loc, lhs, rhs);
+  }
   Value neg(Value value) {
     return NegOp::create(builder, loc, value.getType(), value);
   }
-  template <typename UnaryOp>
-  Value unary(Value value) {
+  template <typename UnaryOp> Value unary(Value value) {
     return UnaryOp::create(builder, loc, value.getType(), value);
   }
   Value matmul(Value lhs, Value rhs) {
@@ -225,10 +232,10 @@ LogicalResult PowOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
     operandAdjoints.assign({Value()});
     return success();
   }
-  Value lower = n == 1 ? getOperand()
-                       : PowOp::create(builder, getLoc(), getType(),
-                                       getOperand(), n - 1)
-                             .getResult();
+  Value lower =
+      n == 1 ? getOperand()
+             : PowOp::create(builder, getLoc(), getType(), getOperand(), n - 1)
+                   .getResult();
   operandAdjoints.assign(
       {e.mul(adjoints[0], e.mul(e.constant(static_cast<double>(n)), lower))});
   return success();
@@ -265,8 +272,9 @@ LogicalResult TanhOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // d σ(x) = σ(x) (1 - σ(x)) dx
-LogicalResult SigmoidOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+SigmoidOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value y = getResult();
   operandAdjoints.assign(
@@ -287,8 +295,9 @@ LogicalResult SiluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // d softplus(x) = σ(x) dx
-LogicalResult SoftplusOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                        SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+SoftplusOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                          SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   operandAdjoints.assign(
       {e.mul(adjoints[0], e.unary<SigmoidOp>(getOperand()))});
@@ -301,8 +310,8 @@ LogicalResult ErfOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
   ExprBuilder e(builder, getLoc());
   Value x = getOperand();
   Value density = e.unary<ExpOp>(e.neg(e.mul(x, x)));
-  operandAdjoints.assign({e.mul(
-      adjoints[0], e.mul(e.constant(2.0 / std::sqrt(M_PI)), density))});
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], e.mul(e.constant(2.0 / std::sqrt(M_PI)), density))});
   return success();
 }
 
@@ -312,9 +321,9 @@ LogicalResult GeluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
                                     SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value x = getOperand();
-  Value cdf = e.mul(e.constant(0.5),
-                    e.add(e.constant(1.0),
-                          e.unary<ErfOp>(e.mul(x, e.constant(M_SQRT1_2)))));
+  Value cdf = e.mul(
+      e.constant(0.5),
+      e.add(e.constant(1.0), e.unary<ErfOp>(e.mul(x, e.constant(M_SQRT1_2)))));
   Value pdf = e.mul(e.constant(1.0 / std::sqrt(2.0 * M_PI)),
                     e.unary<ExpOp>(e.mul(e.constant(-0.5), e.mul(x, x))));
   operandAdjoints.assign({e.mul(adjoints[0], e.add(cdf, e.mul(x, pdf)))});
@@ -331,8 +340,9 @@ LogicalResult ReluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // d H(x) = 0 almost everywhere: no derivative flows.
-LogicalResult HeavisideOp::buildAdjoints(
-    OpBuilder &, ValueRange, SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+HeavisideOp::buildAdjoints(OpBuilder &, ValueRange,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   operandAdjoints.assign({Value()});
   return success();
 }
@@ -362,8 +372,9 @@ LogicalResult AbsOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // d ∫_{-∞}^{x} SiLU = SiLU(x) dx
-LogicalResult SiluIntOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+SiluIntOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   operandAdjoints.assign({e.mul(adjoints[0], e.unary<SiluOp>(getOperand()))});
   return success();
@@ -374,8 +385,9 @@ LogicalResult SiluIntOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 //===----------------------------------------------------------------------===//
 
 // y = softmax(x): dx = y ⊙ (g - Σ_last g ⊙ y)
-LogicalResult SoftmaxOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+SoftmaxOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], y = getResult();
   Value inner = e.expandTo(e.sumLast(e.mul(g, y)), getType());
@@ -384,24 +396,24 @@ LogicalResult SoftmaxOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // y = log_softmax(x): dx = g - exp(y) ⊙ Σ_last g
-LogicalResult LogSoftmaxOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+LogSoftmaxOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                            SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0];
   Value total = e.expandTo(e.sumLast(g), getType());
-  operandAdjoints.assign(
-      {e.sub(g, e.mul(e.unary<ExpOp>(getResult()), total))});
+  operandAdjoints.assign({e.sub(g, e.mul(e.unary<ExpOp>(getResult()), total))});
   return success();
 }
 
 // y = x / r, r = √(mean_last(x²) + ε): dx = (g - y ⊙ mean_last(g ⊙ y)) / r
-LogicalResult RmsNormOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+RmsNormOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], x = getOperand(), y = getResult();
-  Value rms = e.unary<SqrtOp>(
-      e.add(e.meanLastExpanded(e.mul(x, x)), e.constant(1e-5)));
+  Value rms =
+      e.unary<SqrtOp>(e.add(e.meanLastExpanded(e.mul(x, x)), e.constant(1e-5)));
   Value projected = e.mul(y, e.meanLastExpanded(e.mul(g, y)));
   operandAdjoints.assign({e.div(e.sub(g, projected), rms)});
   return success();
@@ -409,9 +421,9 @@ LogicalResult RmsNormOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 
 // y = (x - μ) / σ, σ = √(mean_last((x - μ)²) + ε):
 // dx = (g - mean_last(g) - y ⊙ mean_last(g ⊙ y)) / σ
-LogicalResult LayerNormOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+LayerNormOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], x = getOperand(), y = getResult();
   Value centred = e.sub(x, e.meanLastExpanded(x));
@@ -428,8 +440,9 @@ LogicalResult LayerNormOp::buildAdjoints(
 //===----------------------------------------------------------------------===//
 
 // Y = X⁻¹: dX = -Yᵀ G Yᵀ
-LogicalResult InverseOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+InverseOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value yt = e.transpose(getResult());
   operandAdjoints.assign({e.neg(e.matmul(e.matmul(yt, adjoints[0]), yt))});
@@ -449,9 +462,9 @@ LogicalResult MatmulOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // d Xᵀ = (dX)ᵀ
-LogicalResult TransposeOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+TransposeOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   operandAdjoints.assign({e.transpose(adjoints[0])});
   return success();
@@ -471,10 +484,8 @@ LogicalResult QuadOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
                                     SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], v = getVector(), m = getMatrix();
-  Value vectorAdjoint =
-      e.add(e.matmul(m, v), e.matmul(e.transpose(m), v));
-  operandAdjoints.assign(
-      {e.mul(g, vectorAdjoint), e.mul(g, e.outer(v, v))});
+  Value vectorAdjoint = e.add(e.matmul(m, v), e.matmul(e.transpose(m), v));
+  operandAdjoints.assign({e.mul(g, vectorAdjoint), e.mul(g, e.outer(v, v))});
   return success();
 }
 
@@ -494,9 +505,9 @@ bool ReduceElementsOp::hasDerivativeRule() {
 
 // sum: dx = g;  mean: dx = g / n;  lse: dx = g exp(x - y);
 // sqnorm: dx = 2 g x;  norm: dx = g x / y;  maxabs: no rule.
-LogicalResult ReduceElementsOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+ReduceElementsOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], x = getOperand(), y = getResult();
   auto type = cast<ArrayType>(x.getType());
@@ -526,22 +537,23 @@ LogicalResult ReduceElementsOp::buildAdjoints(
 }
 
 // y = Σ_last x: dx = g repeated along the last axis
-LogicalResult SumLastOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+SumLastOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0];
   Type type = getOperand().getType();
-  operandAdjoints.assign({cast<ArrayType>(g.getType()).isScalar()
-                              ? BroadcastOp::create(builder, getLoc(), type, g)
-                                    .getResult()
-                              : e.expandTo(g, type)});
+  operandAdjoints.assign(
+      {cast<ArrayType>(g.getType()).isScalar()
+           ? BroadcastOp::create(builder, getLoc(), type, g).getResult()
+           : e.expandTo(g, type)});
   return success();
 }
 
 // y = x repeated along new trailing axes: dx = g summed over those axes
-LogicalResult BroadcastOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+BroadcastOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value adjoint = adjoints[0];
   unsigned targetRank = cast<ArrayType>(getOperand().getType()).getRank();
@@ -564,9 +576,9 @@ LogicalResult DiagOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 }
 
 // v = diag_part(X): dX = diag(g)
-LogicalResult DiagPartOp::buildAdjoints(
-    OpBuilder &builder, ValueRange adjoints,
-    SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+DiagPartOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                          SmallVectorImpl<Value> &operandAdjoints) {
   operandAdjoints.assign(
       {DiagOp::create(builder, getLoc(), adjoints[0]).getResult()});
   return success();
@@ -602,8 +614,7 @@ LogicalResult ReduceOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
         inner.unary<ExpOp>(inner.div(inner.sub(body, lse), temperature));
     return inner.mul(weight, body);
   });
-  Value adjoint =
-      e.mul(adjoints[0], e.div(e.sub(lse, weighted), temperature));
+  Value adjoint = e.mul(adjoints[0], e.div(e.sub(lse, weighted), temperature));
   operandAdjoints.assign({e.unbroadcast(adjoint, temperature.getType())});
   return success();
 }

@@ -55,10 +55,9 @@ struct SquaredNormModel {
     Value index = body->addArgument(builder.getIndexType(), loc);
     builder.setInsertionPointToEnd(body);
     AffineMap map = AffineMap::get(1, 0, builder.getAffineDimExpr(0));
-    read = ReadOp::create(builder, loc,
-                          ArrayType::get(&context, {readType}),
-                          dimRef("x"), AffineMapAttr::get(map),
-                          ValueRange{index});
+    read =
+        ReadOp::create(builder, loc, ArrayType::get(&context, {readType}),
+                       dimRef("x"), AffineMapAttr::get(map), ValueRange{index});
     auto norm = ReduceElementsOp::create(builder, loc, ElementsKind::sqnorm,
                                          read.getResult());
     YieldOp::create(builder, loc, ValueRange{norm.getResult()});
