@@ -63,16 +63,65 @@ void ConstantOp::build(OpBuilder &builder, OperationState &state,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
+namespace {
+/// Parses `@name` and, optionally, `[affine-map-of-ssa-ids]`, adding the
+/// attributes `attrName` and `map`.
+ParseResult
+parseIndexedSymbol(OpAsmParser &parser, OperationState &result,
+                   StringRef attrName,
+                   SmallVectorImpl<OpAsmParser::UnresolvedOperand> &indices) {
+  FlatSymbolRefAttr symbol;
+  Attribute map;
+  return failure(
+      parser.parseAttribute(symbol, attrName, result.attributes) ||
+      parser.parseAffineMapOfSSAIds(indices, map, "map", result.attributes,
+                                    AsmParser::Delimiter::OptionalSquare));
+}
+
+void printIndexedSymbol(OpAsmPrinter &printer, FlatSymbolRefAttr symbol,
+                        AffineMapAttr map, ValueRange indices) {
+  printer.printAttribute(symbol);
+  if (map.getValue().getNumResults() != 0) {
+    printer << '[';
+    printer.printAffineMapOfSSAIds(map, indices);
+    printer << ']';
+  }
+}
+
+LogicalResult verifyMapOperands(Operation *op, AffineMap map,
+                                ValueRange indices) {
+  if (map.getNumInputs() != indices.size())
+    return op->emitOpError()
+           << "has " << indices.size() << " index operands for a map of "
+           << map.getNumInputs() << " inputs";
+  return success();
+}
+
+/// Checks that `whole` indexed by `map` has `type`, for an op that reads or
+/// writes `symbol` as `verb`.
+LogicalResult verifyIndexedType(Operation *op, StringRef verb,
+                                FlatSymbolRefAttr symbol, ArrayType whole,
+                                AffineMap map, Type type) {
+  unsigned indexCount = map.getNumResults();
+  if (indexCount > whole.getRank())
+    return op->emitOpError()
+           << "indexes " << symbol << " of shape " << whole.shapeString()
+           << " with " << indexCount << " indices";
+  ArrayType expected = whole.dropFront(indexCount);
+  if (expected != type)
+    return op->emitOpError()
+           << verb << ' ' << symbol << " as " << type << " but its element at "
+           << indexCount << " indices has type " << expected;
+  return success();
+}
+} // namespace
+
 // read-op ::= `energy.read` @source (`[` affine-map-of-ssa-ids `]`)? attr-dict
 //             `:` type
 ParseResult ReadOp::parse(OpAsmParser &parser, OperationState &result) {
-  FlatSymbolRefAttr source;
   SmallVector<OpAsmParser::UnresolvedOperand> indices;
-  Attribute map;
   Type type;
-  if (parser.parseAttribute(source, "source", result.attributes) ||
-      parser.parseAffineMapOfSSAIds(indices, map, "map", result.attributes,
-                                    AsmParser::Delimiter::OptionalSquare) ||
+  if (parseIndexedSymbol(parser, result, "source", indices) ||
       parser.parseOptionalAttrDict(result.attributes) ||
       parser.parseColonType(type) ||
       parser.resolveOperands(indices, parser.getBuilder().getIndexType(),
@@ -84,22 +133,13 @@ ParseResult ReadOp::parse(OpAsmParser &parser, OperationState &result) {
 
 void ReadOp::print(OpAsmPrinter &printer) {
   printer << ' ';
-  printer.printAttribute(getSourceAttr());
-  if (getMap().getNumResults() != 0) {
-    printer << '[';
-    printer.printAffineMapOfSSAIds(getMapAttr(), getIndices());
-    printer << ']';
-  }
+  printIndexedSymbol(printer, getSourceAttr(), getMapAttr(), getIndices());
   printer.printOptionalAttrDict((*this)->getAttrs(), {"source", "map"});
   printer << " : " << getType();
 }
 
 LogicalResult ReadOp::verify() {
-  if (getMap().getNumInputs() != getIndices().size())
-    return emitOpError() << "has " << getIndices().size()
-                         << " index operands for a map of "
-                         << getMap().getNumInputs() << " inputs";
-  return success();
+  return verifyMapOperands(*this, getMap(), getIndices());
 }
 
 LogicalResult ReadOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -117,17 +157,54 @@ LogicalResult ReadOp::verifySymbolUses(SymbolTableCollection &tables) {
   else
     return emitOpError() << "reads " << getSourceAttr()
                          << ", which is not a tensor, let or const";
-  unsigned indexCount = getMap().getNumResults();
-  if (indexCount > whole.getRank())
-    return emitOpError() << "indexes " << getSourceAttr() << " of shape "
-                         << whole.shapeString() << " with " << indexCount
-                         << " indices";
-  ArrayType expected = whole.dropFront(indexCount);
-  if (expected != getType())
-    return emitOpError() << "reads " << getSourceAttr() << " as " << getType()
-                         << " but its element at " << indexCount
-                         << " indices has type " << expected;
+  return verifyIndexedType(*this, "reads", getSourceAttr(), whole, getMap(),
+                           getType());
+}
+
+// accumulate-op ::= `energy.accumulate` %value `into` @tensor
+//                   (`[` affine-map-of-ssa-ids `]`)? attr-dict `:` type
+ParseResult AccumulateOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand value;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  Type type;
+  if (parser.parseOperand(value) || parser.parseKeyword("into") ||
+      parseIndexedSymbol(parser, result, "tensor", indices) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type) ||
+      parser.resolveOperand(value, type, result.operands) ||
+      parser.resolveOperands(indices, parser.getBuilder().getIndexType(),
+                             result.operands))
+    return failure();
   return success();
+}
+
+void AccumulateOp::print(OpAsmPrinter &printer) {
+  printer << ' ' << getValue() << " into ";
+  printIndexedSymbol(printer, getTensorAttr(), getMapAttr(), getIndices());
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"tensor", "map"});
+  printer << " : " << getValue().getType();
+}
+
+LogicalResult AccumulateOp::verify() {
+  auto gradient = (*this)->getParentOfType<GradientOp>();
+  if (!gradient)
+    return emitOpError("accumulates only inside an 'energy.gradient'");
+  if (gradient.getTensorAttr() != getTensorAttr())
+    return emitOpError() << "accumulates into " << getTensorAttr()
+                         << " inside the gradient of "
+                         << gradient.getTensorAttr();
+  return verifyMapOperands(*this, getMap(), getIndices());
+}
+
+LogicalResult AccumulateOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto tensor =
+      tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr());
+  if (!tensor)
+    return emitOpError() << "accumulates into " << getTensorAttr()
+                         << ", which is not a tensor";
+  return verifyIndexedType(*this, "accumulates into", getTensorAttr(),
+                           tensor.getArrayType(), getMap(),
+                           getValue().getType());
 }
 
 LogicalResult SizeOp::verifySymbolUses(SymbolTableCollection &tables) {

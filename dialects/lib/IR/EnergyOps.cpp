@@ -75,10 +75,9 @@ void printIndexDomain(OpAsmPrinter &printer, Block &block, ArrayAttr sizes,
   printer << close;
 }
 
-/// Checks that a body has one block whose arguments are `count` indices and
-/// whose terminator yields values of the `expected` types.
-LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
-                         TypeRange expected, StringRef what) {
+/// Checks that a body has one block whose arguments are `count` indices.
+LogicalResult verifyIndexArguments(Operation *op, Region &region,
+                                   unsigned indexCount, StringRef what) {
   if (region.empty())
     return op->emitOpError() << "expects a " << what;
   Block &block = region.front();
@@ -89,6 +88,16 @@ LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
   for (BlockArgument argument : block.getArguments())
     if (!argument.getType().isIndex())
       return op->emitOpError() << "expects index arguments in its " << what;
+  return success();
+}
+
+/// Checks that a body has one block whose arguments are `count` indices and
+/// whose terminator yields values of the `expected` types.
+LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
+                         TypeRange expected, StringRef what) {
+  if (failed(verifyIndexArguments(op, region, indexCount, what)))
+    return failure();
+  Block &block = region.front();
   auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
     return op->emitOpError()
@@ -217,10 +226,11 @@ LogicalResult ModelOp::verifyRegions() {
   llvm::StringSet<> dims;
   unsigned dynamicsCount = 0;
   for (Operation &op : getBody().front()) {
-    if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp>(op))
+    if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp,
+             GradientOp>(op))
       return op.emitOpError()
              << "cannot appear in a model; a model holds dims, tensors, "
-                "consts, lets, terms, outputs and dynamics";
+                "consts, lets, terms, outputs, dynamics and gradients";
     if (auto dim = dyn_cast<DimOp>(op))
       dims.insert(dim.getSymName());
     if (isa<DynamicsOp>(op) && ++dynamicsCount > 1)
@@ -504,8 +514,8 @@ LogicalResult TermOp::verifyRegions() {
 
 LogicalResult YieldOp::verify() {
   Operation *parent = (*this)->getParentOp();
-  if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, DynamicsOp, UpdateOp,
-                       AssignOp>(parent))
+  if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, ForeachOp, DynamicsOp,
+                       UpdateOp, AssignOp>(parent))
     return emitOpError() << "ends the body of an energy op, not of '"
                          << (parent ? parent->getName().getStringRef() : "")
                          << "'";
@@ -516,6 +526,35 @@ LogicalResult YieldOp::verify() {
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Parses `(%i : size, ...)` and an optional `where` predicate region, adding
+/// the `sizes` attribute and the predicate and body regions (in that order).
+ParseResult
+parseDomainAndPredicate(OpAsmParser &parser, OperationState &result,
+                        SmallVectorImpl<OpAsmParser::Argument> &indices) {
+  ArrayAttr sizes;
+  if (parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, sizes))
+    return failure();
+  result.addAttribute("sizes", sizes);
+  Region *predicate = result.addRegion();
+  result.addRegion();
+  if (succeeded(parser.parseOptionalKeyword("where")) &&
+      parser.parseRegion(*predicate, indices))
+    return failure();
+  return success();
+}
+
+void printDomainAndPredicate(OpAsmPrinter &printer, Block &body,
+                             ArrayAttr sizes, Region &predicate) {
+  printer << ' ';
+  printIndexDomain(printer, body, sizes, "(", ")");
+  if (!predicate.empty()) {
+    printer << " where ";
+    printer.printRegion(predicate, /*printEntryBlockArgs=*/false);
+  }
+}
+} // namespace
+
 // reduce-op ::= `energy.reduce` kind `(` %i `:` dim-expr, ... `)`
 //               (`where` region)? (`temp` `(` %t `:` type `)`)? region
 //               attr-dict `:` type
@@ -524,22 +563,16 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
   std::string kindName;
   SMLoc kindLoc = parser.getCurrentLocation();
   SmallVector<OpAsmParser::Argument> indices;
-  ArrayAttr sizes;
   if (parser.parseKeywordOrString(&kindName))
     return failure();
   std::optional<ReduceKind> kind = symbolizeReduceKind(kindName);
   if (!kind)
     return parser.emitError(kindLoc) << "unknown reduction '" << kindName
                                      << "'; expected sum, mean, max or lse";
-  if (parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, sizes))
-    return failure();
   result.addAttribute("kind", ReduceKindAttr::get(context, *kind));
-  result.addAttribute("sizes", sizes);
-  Region *predicate = result.addRegion();
-  Region *body = result.addRegion();
-  if (succeeded(parser.parseOptionalKeyword("where")) &&
-      parser.parseRegion(*predicate, indices))
+  if (parseDomainAndPredicate(parser, result, indices))
     return failure();
+  Region *body = result.regions.back().get();
   if (succeeded(parser.parseOptionalKeyword("temp"))) {
     OpAsmParser::UnresolvedOperand temperature;
     Type type;
@@ -558,12 +591,9 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
 }
 
 void ReduceOp::print(OpAsmPrinter &printer) {
-  printer << ' ' << stringifyReduceKind(getKind()) << ' ';
-  printIndexDomain(printer, getBody().front(), getSizes(), "(", ")");
-  if (hasPredicate()) {
-    printer << " where ";
-    printer.printRegion(getPredicate(), /*printEntryBlockArgs=*/false);
-  }
+  printer << ' ' << stringifyReduceKind(getKind());
+  printDomainAndPredicate(printer, getBody().front(), getSizes(),
+                          getPredicate());
   if (Value temperature = getTemperature())
     printer << " temp(" << temperature << " : " << temperature.getType() << ")";
   printer << ' ';
@@ -591,6 +621,50 @@ LogicalResult ReduceOp::verifyRegions() {
 }
 
 LogicalResult ReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getSizes());
+}
+
+//===----------------------------------------------------------------------===//
+// GradientOp, ForeachOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
+  if (!tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr()))
+    return emitOpError() << "is the gradient with respect to "
+                         << getTensorAttr() << ", which is not a tensor";
+  return success();
+}
+
+// foreach-op ::= `energy.foreach` `(` %i `:` dim-expr, ... `)`
+//                (`where` region)? region attr-dict
+ParseResult ForeachOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> indices;
+  if (parseDomainAndPredicate(parser, result, indices) ||
+      parser.parseRegion(*result.regions.back(), indices))
+    return failure();
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void ForeachOp::print(OpAsmPrinter &printer) {
+  printDomainAndPredicate(printer, getBody().front(), getSizes(),
+                          getPredicate());
+  printer << ' ';
+  printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"sizes"});
+}
+
+LogicalResult ForeachOp::verifyRegions() {
+  unsigned rank = getSizes().size();
+  if (rank == 0)
+    return emitOpError("expects at least one index in its domain");
+  if (hasPredicate() &&
+      failed(verifyBody(*this, getPredicate(), rank,
+                        {IntegerType::get(getContext(), 1)}, "predicate")))
+    return failure();
+  return verifyIndexArguments(*this, getBody(), rank, "body");
+}
+
+LogicalResult ForeachOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyDimNames(*this, tables, getSizes());
 }
 

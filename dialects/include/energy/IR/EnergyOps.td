@@ -480,6 +480,70 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
 }
 
 //===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
+    NoTerminator, NoRegionArguments, OpAsmOpInterface]> {
+  let summary = "The gradient of the global energy with respect to a tensor";
+  let description = [{
+    A program whose effect is the gradient: a buffer of the tensor's shape
+    starts at zero and every `energy.accumulate` in the body adds into it.
+    Derived by `energy-derive-gradients`: the body recomputes each energy
+    term, then runs its reverse sweep, with `energy.foreach` loops where the
+    term reduces over an index domain.
+
+    ```mlir
+    energy.gradient @x {
+      energy.foreach (%i : @N) {
+        ...
+        energy.accumulate %g into @x[%i] : !energy.array<D>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$tensor);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$tensor attr-dict-with-keyword $body";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_ForeachOp : Energy_Op<"foreach", [NoTerminator,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, RecursiveMemoryEffects,
+    OpAsmOpInterface]> {
+  let summary = "Runs a body at every admitted position of an index domain";
+  let description = [{
+    The loop of a gradient program: the same domain and predicate as an
+    `energy.reduce`, a body with side effects (accumulations) and no result.
+  }];
+  let arguments = (ins TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes);
+  let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasPredicate() { return !getPredicate().empty(); }
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_AccumulateOp : Energy_Op<"accumulate", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Adds a value into a gradient at affine indices";
+  let description = [{
+    Adds `value` into the gradient buffer of the enclosing `energy.gradient`
+    at the given indices, which slice leading axes as `energy.read` does.
+  }];
+  let arguments = (ins Energy_AnyArray:$value, FlatSymbolRefAttr:$tensor,
+                       AffineMapAttr:$map, Variadic<Index>:$indices);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Dynamics
 //===----------------------------------------------------------------------===//
 

@@ -302,7 +302,7 @@ energy.model @m {
 
 energy.model @m {
   energy.dim @N
-  // expected-error @below {{'energy.constant' op cannot appear in a model; a model holds dims, tensors, consts, lets, terms, outputs and dynamics}}
+  // expected-error @below {{'energy.constant' op cannot appear in a model; a model holds dims, tensors, consts, lets, terms, outputs, dynamics and gradients}}
   %c = energy.constant 1.0
 }
 
@@ -315,5 +315,47 @@ energy.model @m {
   energy.let @q [%i : @N] : !energy.array<D> {
     %c = energy.constant 1.0
     energy.yield %c : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.tensor @y : state [@N]
+  energy.gradient @x {
+    %y = energy.read @y : !energy.array<N>
+    // expected-error @below {{'energy.accumulate' op accumulates into @y inside the gradient of @x}}
+    energy.accumulate %y into @y : !energy.array<N>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.gradient @x {
+    energy.foreach (%i : @N) {
+      %c = energy.constant 1.0
+      // expected-error @below {{'energy.accumulate' op accumulates into @x as '!energy.array<>' but its element at 1 indices has type '!energy.array<D>'}}
+      energy.accumulate %c into @x[%i] : !energy.array<>
+    }
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N>
+    // expected-error @below {{'energy.accumulate' op accumulates only inside an 'energy.gradient'}}
+    energy.accumulate %x into @x : !energy.array<N>
+    %s = energy.reduce_elements sum %x : !energy.array<N>
+    energy.yield %s : !energy.array<>
   }
 }

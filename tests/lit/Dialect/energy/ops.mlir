@@ -283,3 +283,29 @@ energy.model @dynamics {
     energy.yield %done : i1
   }
 }
+
+// Gradient programs: a zero-initialised buffer, loops, accumulations.
+// CHECK-LABEL: energy.model @gradients
+energy.model @gradients {
+  energy.dim @T
+  energy.dim @D
+  energy.tensor @x : state [@T, @D]
+  // CHECK: gradient @x {
+  energy.gradient @x {
+    %two = energy.constant 2.0
+    // CHECK: foreach (%[[T:.*]] : @T - 1) where {
+    energy.foreach (%t : @T - 1) where {
+      %c0 = arith.constant 0 : index
+      %ok = arith.cmpi sgt, %t, %c0 : index
+      energy.yield %ok : i1
+    } {
+      %xt = energy.read @x[%t + 1] : !energy.array<D>
+      %g = energy.mul %two, %xt : !energy.array<>, !energy.array<D>
+      // CHECK: accumulate %{{.*}} into @x[%[[T]] + 1] : !energy.array<D>
+      energy.accumulate %g into @x[%t + 1] : !energy.array<D>
+    }
+    %x = energy.read @x : !energy.array<T, D>
+    // CHECK: accumulate %{{.*}} into @x : !energy.array<T, D>
+    energy.accumulate %x into @x : !energy.array<T, D>
+  }
+}
