@@ -7,10 +7,26 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 
+#include "mlir/Interfaces/FoldInterfaces.h"
+
 using namespace mlir;
 using namespace mlir::energy;
 
 #include "energy/IR/EnergyDialect.cpp.inc"
+
+namespace {
+/// Constants that folding creates belong to the body that uses them (a term,
+/// let, output, gradient, rule or stopping rule), never to the model, which
+/// holds only declarations.
+struct EnergyFoldInterface : public DialectFoldInterface {
+  using DialectFoldInterface::DialectFoldInterface;
+
+  bool shouldMaterializeInto(Region *region) const final {
+    return isa<TermOp, LetOp, OutputOp, GradientOp, UpdateOp, AssignOp,
+               DynamicsOp>(region->getParentOp());
+  }
+};
+} // namespace
 
 void EnergyDialect::initialize() {
   addOperations<
@@ -19,4 +35,15 @@ void EnergyDialect::initialize() {
       >();
   registerTypes();
   registerAttributes();
+  addInterfaces<EnergyFoldInterface>();
+}
+
+Operation *EnergyDialect::materializeConstant(OpBuilder &builder,
+                                              Attribute value, Type type,
+                                              Location loc) {
+  auto number = dyn_cast<FloatAttr>(value);
+  auto array = dyn_cast<ArrayType>(type);
+  if (!number || !array || !array.isScalar())
+    return nullptr;
+  return ConstantOp::create(builder, loc, number.getValueAsDouble());
 }

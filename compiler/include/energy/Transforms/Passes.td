@@ -29,4 +29,35 @@ def EnergyCheckDifferentiable : Pass<"energy-check-differentiable", "::mlir::ene
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyDeriveGradients : Pass<"energy-derive-gradients", "::mlir::energy::ModelOp"> {
+  let summary = "Derives the gradient of the global energy for every updated node";
+  let description = [{
+    Adds to the model one `energy.gradient @T` per tensor T whose gradient is
+    needed: every tensor an `energy.update` rule updates, every tensor an
+    `energy.grad` asks for, and the tensors named by `wrt` (params too).
+
+    The derivation is reverse mode through each energy term. The body of the
+    gradient first recomputes the term (reads of lets inlined), then walks it
+    backwards, asking each op's `DerivativeOpInterface` rule for the adjoints
+    of its operands. A reduction over an index domain becomes an
+    `energy.foreach` over the same domain that recomputes the body and seeds
+    its adjoint with `buildBodyAdjoint` (the softmax weight of an `lse`). A
+    read of T adds its adjoint into the gradient at the read's indices
+    (`energy.accumulate`), so a tensor read through the child index, the
+    parent index or both gets the corresponding terms of the gradient without
+    any role being declared. Values that depend on T and are used inside a
+    reduction are recomputed inside it, so every adjoint stays local to its
+    loop.
+
+    An op through which the energy reaches T without a rule is an error at
+    the op's location.
+  }];
+  let options = [
+    ListOption<"wrt", "wrt", "std::string",
+               "Further tensors (e.g. params) to differentiate with respect to">
+  ];
+  let dependentDialects = ["::mlir::energy::EnergyDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ENERGY_TRANSFORMS_PASSES_TD

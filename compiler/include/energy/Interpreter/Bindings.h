@@ -1,0 +1,56 @@
+//===- Bindings.h - Run-time values given to the interpreter --------------===//
+//
+// What a caller supplies before evaluating a model: dim sizes, tensors by
+// name, overrides of consts, and the current dynamics step. Checking them
+// against a model (undeclared names, shapes, derived dims) is the
+// interpreter's job when it is created.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_INTERPRETER_BINDINGS_H
+#define ENERGY_INTERPRETER_BINDINGS_H
+
+#include "energy/Interpreter/Tensor.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mlir::energy {
+
+/// Values bound by name. Setting a name again replaces its value.
+class Bindings {
+public:
+  Bindings &setDim(llvm::StringRef name, int64_t value) {
+    dims[name] = value;
+    return *this;
+  }
+  Bindings &setTensor(llvm::StringRef name, Tensor value) {
+    tensors[name] = std::move(value);
+    return *this;
+  }
+  Bindings &setConst(llvm::StringRef name, double value) {
+    consts[name] = value;
+    return *this;
+  }
+  Bindings &setStep(int64_t value) {
+    step = value;
+    return *this;
+  }
+
+  const llvm::StringMap<int64_t> &getDims() const { return dims; }
+  const llvm::StringMap<Tensor> &getTensors() const { return tensors; }
+  const llvm::StringMap<double> &getConsts() const { return consts; }
+  int64_t getStep() const { return step; }
+
+private:
+  llvm::StringMap<int64_t> dims;
+  llvm::StringMap<Tensor> tensors;
+  llvm::StringMap<double> consts;
+  int64_t step = 0;
+};
+
+} // namespace mlir::energy
+
+#endif // ENERGY_INTERPRETER_BINDINGS_H

@@ -1,0 +1,97 @@
+//===- Interpreter.h - Reference interpreter of the energy dialect --------===//
+//
+// Evaluates `energy` dialect IR in double precision with straightforward
+// loops: energy terms, outputs, lets and any value at the top level of a
+// body. It is the oracle against which compiled kernels and derived
+// gradients are checked, so it favours clarity over speed. Errors (a missing
+// binding, an index out of range, a NaN) are emitted as MLIR diagnostics on
+// the offending op and returned as failure.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_INTERPRETER_INTERPRETER_H
+#define ENERGY_INTERPRETER_INTERPRETER_H
+
+#include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/Bindings.h"
+#include "energy/Interpreter/Tensor.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace mlir::energy {
+
+/// A model with its bindings, ready to evaluate. Bindings are fixed for the
+/// interpreter's lifetime, so values of lets are cached across evaluations.
+class Interpreter {
+public:
+  /// Verifies `model` and checks `bindings` against it: every bound name is
+  /// declared, bound tensors have their declared shapes, derived dims divide
+  /// exactly. Emits an error and fails otherwise.
+  static FailureOr<Interpreter> create(ModelOp model, const Bindings &bindings);
+
+  /// The global energy: the sum of every `energy.term`.
+  FailureOr<double> evaluateEnergy();
+  FailureOr<double> evaluateTerm(TermOp term);
+  /// The whole output: its domain axes followed by its element's axes.
+  FailureOr<Tensor> evaluateOutput(OutputOp output);
+  /// The whole let: its domain axes followed by its element's axes.
+  FailureOr<Tensor> evaluateLet(LetOp let);
+  /// A value defined at the top level of the body of a term, let, output,
+  /// update option, assign rule or stopping rule. `indices` give the values
+  /// of the body's block arguments (a let's or output's domain indices).
+  /// Index and i1 values are returned as scalars.
+  FailureOr<Tensor> evaluate(Value value, ArrayRef<int64_t> indices = {});
+
+  /// The value of a dim, if bound, defaulted or derived.
+  std::optional<int64_t> getDim(StringRef name) const;
+  /// The concrete shape of `type`; `user` receives the error for an unbound
+  /// dim.
+  FailureOr<std::vector<int64_t>> getShape(ArrayType type, Operation *user);
+
+private:
+  /// The values computed while evaluating one block at one position.
+  struct Frame;
+
+  explicit Interpreter(ModelOp model) : model(model) {}
+
+  /// The frame, among `frame` and its parents, of the block `value` is
+  /// defined in; null when that block is not being evaluated.
+  static Frame *findOwner(Value value, Frame &frame);
+
+  FailureOr<Tensor> evaluateArray(Value value, Frame &frame);
+  FailureOr<int64_t> evaluateInteger(Value value, Frame &frame);
+  FailureOr<Tensor> evaluateArrayOp(Operation *op, Frame &frame);
+  FailureOr<int64_t> evaluateIntegerOp(Operation *op, Frame &frame);
+  FailureOr<Tensor> evaluateRead(ReadOp read, Frame &frame);
+  FailureOr<Tensor> evaluateReduce(ReduceOp reduce, Frame &frame);
+  /// The element of `let` at a full tuple of its domain indices (cached).
+  FailureOr<Tensor> evaluateLetElement(LetOp let, ArrayRef<int64_t> indices,
+                                       Operation *user);
+  /// The value of `user`'s region body evaluated at every position of
+  /// `domain`, stacked in front of the element's axes.
+  FailureOr<Tensor> evaluateComprehension(
+      Operation *user, ArrayAttr domain, Type elementType,
+      function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element);
+  FailureOr<const Tensor *> getTensor(TensorOp tensor, Operation *user);
+  FailureOr<int64_t> evaluateDimExpr(DimExprAttr expr, Operation *user);
+
+  ModelOp model;
+  llvm::StringMap<int64_t> dims;
+  llvm::StringMap<double> consts;
+  /// Bound tensors, and unbound ones once their initialiser has run.
+  llvm::StringMap<Tensor> tensors;
+  int64_t step = 0;
+  llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, Tensor>> letCache;
+  /// Lets and tensors being evaluated, to report cyclic definitions.
+  llvm::DenseSet<Operation *> inProgress;
+};
+
+} // namespace mlir::energy
+
+#endif // ENERGY_INTERPRETER_INTERPRETER_H

@@ -1,0 +1,62 @@
+//===- Tensor.h - Dense double-precision arrays for the interpreter -------===//
+//
+// The value type of the reference interpreter: a row-major array of doubles
+// with a concrete shape. Rank 0 is a scalar holding one element.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_INTERPRETER_TENSOR_H
+#define ENERGY_INTERPRETER_TENSOR_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::energy {
+
+/// A dense row-major array of doubles. Plain data: copying copies the
+/// elements.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+
+  Tensor() : data(1, 0.0) {}
+  /// A tensor of `shape` filled with `fill`.
+  explicit Tensor(std::vector<int64_t> shape, double fill = 0.0);
+  Tensor(std::vector<int64_t> shape, std::vector<double> data)
+      : shape(std::move(shape)), data(std::move(data)) {}
+
+  static Tensor scalar(double value) { return Tensor({}, {value}); }
+
+  /// The number of elements a tensor of `shape` holds.
+  static int64_t elementCount(llvm::ArrayRef<int64_t> shape);
+
+  size_t getRank() const { return shape.size(); }
+  bool isScalar() const { return shape.empty(); }
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+  /// The length of the last axis (1 for a scalar).
+  int64_t lastAxisLength() const { return shape.empty() ? 1 : shape.back(); }
+
+  /// The sub-array at `indices` along the leading axes (all in range).
+  Tensor slice(llvm::ArrayRef<int64_t> indices) const;
+  /// Stores `value` at `indices` along the leading axes; its shape must be
+  /// the remaining trailing axes.
+  void setSlice(llvm::ArrayRef<int64_t> indices, const Tensor &value);
+
+  /// The element at a full multi-index.
+  double &at(llvm::ArrayRef<int64_t> indices);
+  double at(llvm::ArrayRef<int64_t> indices) const;
+
+  /// Prints a shape as `[2, 3]` for diagnostics.
+  static std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
+private:
+  /// The flat offset of the first element at `indices` (a prefix).
+  int64_t offsetOf(llvm::ArrayRef<int64_t> indices) const;
+};
+
+} // namespace mlir::energy
+
+#endif // ENERGY_INTERPRETER_TENSOR_H

@@ -1,0 +1,246 @@
+//===- ArrayMath.cpp - Vector and matrix kernels of the interpreter -------===//
+//
+// Plain loops over row-major doubles. Clarity first: these kernels are the
+// oracle against which compiled kernels are checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Interpreter/ArrayMath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace mlir::energy;
+using llvm::ArrayRef;
+using llvm::MutableArrayRef;
+
+static double mean(ArrayRef<double> values) {
+  double sum = 0;
+  for (double value : values)
+    sum += value;
+  return sum / values.size();
+}
+
+double array::logSumExp(ArrayRef<double> values) {
+  double largest = -std::numeric_limits<double>::infinity();
+  for (double value : values)
+    largest = std::max(largest, value);
+  if (std::isinf(largest))
+    return largest;
+  double sum = 0;
+  for (double value : values)
+    sum += std::exp(value - largest);
+  return largest + std::log(sum);
+}
+
+void array::softmaxRow(ArrayRef<double> row, MutableArrayRef<double> out) {
+  double normaliser = logSumExp(row);
+  for (size_t i = 0; i < row.size(); ++i)
+    out[i] = std::exp(row[i] - normaliser);
+}
+
+void array::logSoftmaxRow(ArrayRef<double> row, MutableArrayRef<double> out) {
+  double normaliser = logSumExp(row);
+  for (size_t i = 0; i < row.size(); ++i)
+    out[i] = row[i] - normaliser;
+}
+
+void array::rmsNormRow(ArrayRef<double> row, MutableArrayRef<double> out) {
+  double meanSquare = 0;
+  for (double value : row)
+    meanSquare += value * value;
+  meanSquare /= row.size();
+  double scale = 1.0 / std::sqrt(meanSquare + kNormEpsilon);
+  for (size_t i = 0; i < row.size(); ++i)
+    out[i] = row[i] * scale;
+}
+
+void array::layerNormRow(ArrayRef<double> row, MutableArrayRef<double> out) {
+  double centre = mean(row);
+  double variance = 0;
+  for (double value : row)
+    variance += (value - centre) * (value - centre);
+  variance /= row.size();
+  double scale = 1.0 / std::sqrt(variance + kNormEpsilon);
+  for (size_t i = 0; i < row.size(); ++i)
+    out[i] = (row[i] - centre) * scale;
+}
+
+Tensor array::map(const Tensor &operand, scalar::UnaryFunction function) {
+  Tensor result = operand;
+  for (double &value : result.data)
+    value = function(value);
+  return result;
+}
+
+Tensor array::zip(const Tensor &lhs, const Tensor &rhs,
+                  scalar::BinaryFunction function) {
+  Tensor result(lhs.isScalar() ? rhs.shape : lhs.shape);
+  for (int64_t i = 0; i < result.size(); ++i)
+    result.data[i] = function(lhs.data[lhs.isScalar() ? 0 : i],
+                              rhs.data[rhs.isScalar() ? 0 : i]);
+  return result;
+}
+
+Tensor array::mapRows(const Tensor &operand, RowFunction function) {
+  Tensor result = operand;
+  int64_t length = operand.lastAxisLength();
+  for (int64_t start = 0; start < operand.size(); start += length)
+    function(ArrayRef<double>(operand.data).slice(start, length),
+             MutableArrayRef<double>(result.data).slice(start, length));
+  return result;
+}
+
+Tensor array::matmul(const Tensor &lhs, const Tensor &rhs) {
+  int64_t rows = lhs.shape[0], inner = lhs.shape[1];
+  int64_t columns = rhs.getRank() == 1 ? 1 : rhs.shape[1];
+  std::vector<int64_t> shape = {rows};
+  if (rhs.getRank() == 2)
+    shape.push_back(columns);
+  Tensor result(shape);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < columns; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < inner; ++k)
+        sum += lhs.data[i * inner + k] * rhs.data[k * columns + j];
+      result.data[i * columns + j] = sum;
+    }
+  return result;
+}
+
+Tensor array::transpose(const Tensor &operand) {
+  std::vector<int64_t> shape = operand.shape;
+  size_t rank = shape.size();
+  int64_t rows = shape[rank - 2], columns = shape[rank - 1];
+  std::swap(shape[rank - 2], shape[rank - 1]);
+  Tensor result(shape);
+  int64_t block = rows * columns;
+  for (int64_t start = 0; start < operand.size(); start += block)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < columns; ++j)
+        result.data[start + j * rows + i] =
+            operand.data[start + i * columns + j];
+  return result;
+}
+
+double array::dot(const Tensor &lhs, const Tensor &rhs) {
+  double sum = 0;
+  for (int64_t i = 0; i < lhs.size(); ++i)
+    sum += lhs.data[i] * rhs.data[i];
+  return sum;
+}
+
+double array::quad(const Tensor &vector, const Tensor &matrix) {
+  return dot(vector, matmul(matrix, vector));
+}
+
+Tensor array::outer(const Tensor &lhs, const Tensor &rhs) {
+  Tensor result({lhs.size(), rhs.size()});
+  for (int64_t i = 0; i < lhs.size(); ++i)
+    for (int64_t j = 0; j < rhs.size(); ++j)
+      result.data[i * rhs.size() + j] = lhs.data[i] * rhs.data[j];
+  return result;
+}
+
+Tensor array::sumLast(const Tensor &operand) {
+  std::vector<int64_t> shape(operand.shape.begin(), operand.shape.end() - 1);
+  Tensor result(shape);
+  int64_t length = operand.lastAxisLength();
+  for (int64_t i = 0; i < operand.size(); ++i)
+    result.data[i / length] += operand.data[i];
+  return result;
+}
+
+Tensor array::broadcast(const Tensor &operand, ArrayRef<int64_t> shape) {
+  Tensor result(std::vector<int64_t>(shape.begin(), shape.end()));
+  int64_t repeats = Tensor::elementCount(shape.drop_front(operand.getRank()));
+  for (int64_t i = 0; i < result.size(); ++i)
+    result.data[i] = operand.data[i / repeats];
+  return result;
+}
+
+Tensor array::diag(const Tensor &vector) {
+  int64_t n = vector.size();
+  Tensor result({n, n});
+  for (int64_t i = 0; i < n; ++i)
+    result.data[i * n + i] = vector.data[i];
+  return result;
+}
+
+Tensor array::diagPart(const Tensor &matrix) {
+  int64_t n = matrix.shape[0];
+  Tensor result({n});
+  for (int64_t i = 0; i < n; ++i)
+    result.data[i] = matrix.data[i * n + i];
+  return result;
+}
+
+std::optional<double> array::logDetSymmetric(const Tensor &matrix) {
+  int64_t n = matrix.shape[0];
+  auto symmetric = [&](int64_t i, int64_t j) {
+    return 0.5 * (matrix.data[i * n + j] + matrix.data[j * n + i]);
+  };
+  // Cholesky factor L (lower triangle, row-major) of the symmetric part.
+  std::vector<double> factor(n * n, 0.0);
+  double logDet = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    double pivot = symmetric(j, j);
+    for (int64_t k = 0; k < j; ++k)
+      pivot -= factor[j * n + k] * factor[j * n + k];
+    if (!(pivot > 0))
+      return std::nullopt;
+    double diagonal = std::sqrt(pivot);
+    factor[j * n + j] = diagonal;
+    logDet += 2 * std::log(diagonal);
+    for (int64_t i = j + 1; i < n; ++i) {
+      double value = symmetric(i, j);
+      for (int64_t k = 0; k < j; ++k)
+        value -= factor[i * n + k] * factor[j * n + k];
+      factor[i * n + j] = value / diagonal;
+    }
+  }
+  return logDet;
+}
+
+std::optional<Tensor> array::inverse(const Tensor &matrix) {
+  int64_t n = matrix.shape[0];
+  Tensor work = matrix;
+  Tensor result({n, n});
+  for (int64_t i = 0; i < n; ++i)
+    result.data[i * n + i] = 1.0;
+  double scale = 0;
+  for (double value : matrix.data)
+    scale = std::max(scale, std::fabs(value));
+  double tiny = n * std::numeric_limits<double>::epsilon() * scale;
+  auto swapRows = [&](Tensor &t, int64_t a, int64_t b) {
+    for (int64_t k = 0; k < n; ++k)
+      std::swap(t.data[a * n + k], t.data[b * n + k]);
+  };
+  for (int64_t column = 0; column < n; ++column) {
+    int64_t pivotRow = column;
+    for (int64_t row = column + 1; row < n; ++row)
+      if (std::fabs(work.data[row * n + column]) >
+          std::fabs(work.data[pivotRow * n + column]))
+        pivotRow = row;
+    double pivot = work.data[pivotRow * n + column];
+    if (!(std::fabs(pivot) > tiny))
+      return std::nullopt;
+    swapRows(work, column, pivotRow);
+    swapRows(result, column, pivotRow);
+    for (int64_t k = 0; k < n; ++k) {
+      work.data[column * n + k] /= pivot;
+      result.data[column * n + k] /= pivot;
+    }
+    for (int64_t row = 0; row < n; ++row) {
+      double factor = work.data[row * n + column];
+      if (row == column || factor == 0)
+        continue;
+      for (int64_t k = 0; k < n; ++k) {
+        work.data[row * n + k] -= factor * work.data[column * n + k];
+        result.data[row * n + k] -= factor * result.data[column * n + k];
+      }
+    }
+  }
+  return result;
+}

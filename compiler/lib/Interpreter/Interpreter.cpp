@@ -1,0 +1,962 @@
+//===- Interpreter.cpp - Reference interpreter of the energy dialect ------===//
+//
+// Demand-driven evaluation of energy IR: a value is computed when asked for,
+// from its operands, and memoised in the frame of the block it is defined
+// in. A reduction opens a fresh frame per admitted position of its domain,
+// so positions its predicate excludes are never evaluated. Every array
+// result is checked against the concrete shape of its type and for NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Interpreter/Interpreter.h"
+#include "energy/Interpreter/ArrayMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::energy;
+
+struct Interpreter::Frame {
+  Region *region;
+  Frame *parent;
+  llvm::DenseMap<Value, Tensor> arrays;
+  /// Index and i1 values (i1 as 0 or 1), block arguments included.
+  llvm::DenseMap<Value, int64_t> integers;
+};
+
+namespace {
+/// Calls `visit` at every position of the box [0, sizes) in row-major order
+/// (first index outermost); stops at the first failure.
+LogicalResult
+forEachPosition(ArrayRef<int64_t> sizes,
+                function_ref<LogicalResult(ArrayRef<int64_t>)> visit) {
+  for (int64_t size : sizes)
+    if (size <= 0)
+      return success();
+  std::vector<int64_t> position(sizes.size(), 0);
+  while (true) {
+    if (failed(visit(position)))
+      return failure();
+    int axis = static_cast<int>(sizes.size()) - 1;
+    while (axis >= 0 && ++position[axis] == sizes[axis])
+      position[axis--] = 0;
+    if (axis < 0)
+      return success();
+  }
+}
+
+/// The value yielded by the single block of `region`, or null.
+Value yieldedValue(Region &region) {
+  if (region.empty())
+    return {};
+  auto yield = dyn_cast<YieldOp>(region.front().getTerminator());
+  if (!yield || yield.getValues().size() != 1)
+    return {};
+  return yield.getValues().front();
+}
+
+/// Evaluates an affine expression over integer dims and symbols.
+std::optional<int64_t> evaluateAffine(AffineExpr expr,
+                                      ArrayRef<int64_t> dimValues,
+                                      ArrayRef<int64_t> symbolValues) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return constant.getValue();
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dimValues[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return symbolValues[symbol.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  std::optional<int64_t> lhs =
+      evaluateAffine(binary.getLHS(), dimValues, symbolValues);
+  std::optional<int64_t> rhs =
+      evaluateAffine(binary.getRHS(), dimValues, symbolValues);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return *lhs + *rhs;
+  case AffineExprKind::Mul:
+    return *lhs * *rhs;
+  case AffineExprKind::Mod:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return ((*lhs % *rhs) + *rhs) % *rhs;
+  case AffineExprKind::FloorDiv:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return (*lhs >= 0 ? *lhs : *lhs - *rhs + 1) / *rhs;
+  case AffineExprKind::CeilDiv:
+    if (*rhs <= 0)
+      return std::nullopt;
+    return (*lhs >= 0 ? *lhs + *rhs - 1 : *lhs) / *rhs;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The function of an elementwise op of one operand, if `op` is one.
+std::optional<scalar::UnaryFunction> unaryFunctionOf(Operation *op) {
+  using Result = std::optional<scalar::UnaryFunction>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([](NegOp) { return scalar::negate; })
+      .Case([](ExpOp) { return static_cast<double (*)(double)>(std::exp); })
+      .Case([](LogOp) { return static_cast<double (*)(double)>(std::log); })
+      .Case([](TanhOp) { return static_cast<double (*)(double)>(std::tanh); })
+      .Case([](SigmoidOp) { return scalar::sigmoid; })
+      .Case([](SiluOp) { return scalar::silu; })
+      .Case([](SoftplusOp) { return scalar::softplus; })
+      .Case([](GeluOp) { return scalar::gelu; })
+      .Case([](ErfOp) { return static_cast<double (*)(double)>(std::erf); })
+      .Case([](ReluOp) { return scalar::relu; })
+      .Case([](HeavisideOp) { return scalar::heaviside; })
+      .Case([](SignOp) { return scalar::sign; })
+      .Case([](SqrtOp) { return static_cast<double (*)(double)>(std::sqrt); })
+      .Case([](AbsOp) { return static_cast<double (*)(double)>(std::fabs); })
+      .Case([](SiluIntOp) { return scalar::siluIntegral; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The function of an elementwise op of two operands, if `op` is one.
+std::optional<scalar::BinaryFunction> binaryFunctionOf(Operation *op) {
+  using Result = std::optional<scalar::BinaryFunction>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([](AddOp) { return scalar::add; })
+      .Case([](SubOp) { return scalar::subtract; })
+      .Case([](MulOp) { return scalar::multiply; })
+      .Case([](DivOp) { return scalar::divide; })
+      .Case([](MaximumOp) { return scalar::maximum; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The row function of a normalisation along the last axis, if `op` is one.
+std::optional<array::RowFunction> rowFunctionOf(Operation *op) {
+  using Result = std::optional<array::RowFunction>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([](SoftmaxOp) { return array::softmaxRow; })
+      .Case([](LogSoftmaxOp) { return array::logSoftmaxRow; })
+      .Case([](RmsNormOp) { return array::rmsNormRow; })
+      .Case([](LayerNormOp) { return array::layerNormRow; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+bool isSquareMatrix(const Tensor &t) {
+  return t.getRank() == 2 && t.shape[0] == t.shape[1];
+}
+
+/// Reports a shape the op cannot take (only reachable with unverified IR).
+LogicalResult shapeError(Operation *op, ArrayRef<const Tensor *> operands) {
+  InFlightDiagnostic diag = op->emitOpError("cannot take operands of shape");
+  for (const Tensor *operand : operands)
+    diag << ' ' << Tensor::shapeString(operand->shape);
+  return diag;
+}
+
+bool containsNaN(const Tensor &t) {
+  return llvm::any_of(t.data, [](double value) { return std::isnan(value); });
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Creation and bindings
+//===----------------------------------------------------------------------===//
+
+FailureOr<Interpreter> Interpreter::create(ModelOp model,
+                                           const Bindings &bindings) {
+  if (failed(verify(model)))
+    return failure();
+  Interpreter interpreter(model);
+  interpreter.step = bindings.getStep();
+  SymbolTable symbols(model);
+
+  for (const auto &entry : bindings.getDims())
+    if (!symbols.lookup<DimOp>(entry.getKey()))
+      return model.emitError() << "binds dim @" << entry.getKey()
+                               << ", which the model does not declare";
+  for (DimOp dim : model.getOps<DimOp>()) {
+    StringRef name = dim.getSymName();
+    auto bound = bindings.getDims().find(name);
+    bool isBound = bound != bindings.getDims().end();
+    if (DimExprAttr derived = dim.getDerivedAttr()) {
+      if (isBound)
+        return dim.emitError() << "dim @" << name
+                               << " is derived and cannot be bound";
+      bool complete = llvm::all_of(derived.getNames(), [&](StringAttr input) {
+        return interpreter.dims.contains(input.getValue());
+      });
+      if (!complete)
+        continue; // Reported where the dim is used.
+      FailureOr<int64_t> value = interpreter.evaluateDimExpr(derived, dim);
+      if (failed(value))
+        return dim.emitError() << "dim @" << name << " cannot be derived";
+      interpreter.dims[name] = *value;
+      continue;
+    }
+    if (isBound) {
+      if (bound->second < 0)
+        return dim.emitError() << "dim @" << name << " is bound to "
+                               << bound->second << "; sizes are >= 0";
+      interpreter.dims[name] = bound->second;
+    } else if (std::optional<int64_t> value = dim.getDefaultValue()) {
+      interpreter.dims[name] = *value;
+    }
+  }
+
+  for (ConstOp constant : model.getOps<ConstOp>())
+    interpreter.consts[constant.getSymName()] =
+        constant.getValue().convertToDouble();
+  for (const auto &entry : bindings.getConsts()) {
+    if (!symbols.lookup<ConstOp>(entry.getKey()))
+      return model.emitError() << "binds const @" << entry.getKey()
+                               << ", which the model does not declare";
+    interpreter.consts[entry.getKey()] = entry.getValue();
+  }
+
+  for (const auto &entry : bindings.getTensors()) {
+    auto tensor = symbols.lookup<TensorOp>(entry.getKey());
+    if (!tensor)
+      return model.emitError() << "binds tensor @" << entry.getKey()
+                               << ", which the model does not declare";
+    FailureOr<std::vector<int64_t>> shape =
+        interpreter.getShape(tensor.getArrayType(), tensor);
+    if (failed(shape))
+      return failure();
+    const Tensor &value = entry.getValue();
+    if (value.shape != *shape ||
+        value.size() != Tensor::elementCount(value.shape))
+      return tensor.emitError()
+             << "tensor @" << entry.getKey() << " is bound with shape "
+             << Tensor::shapeString(value.shape) << " but is declared "
+             << tensor.getArrayType().shapeString() << " = "
+             << Tensor::shapeString(*shape);
+    interpreter.tensors[entry.getKey()] = value;
+  }
+  return interpreter;
+}
+
+std::optional<int64_t> Interpreter::getDim(StringRef name) const {
+  auto found = dims.find(name);
+  if (found == dims.end())
+    return std::nullopt;
+  return found->second;
+}
+
+FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
+                                                Operation *user) {
+  for (StringAttr name : expr.getNames())
+    if (!dims.contains(name.getValue()))
+      return user->emitError() << "dim @" << name.getValue()
+                               << " is not bound";
+  FailureOr<int64_t> value = expr.evaluate(
+      [&](StringRef name) -> std::optional<int64_t> { return getDim(name); });
+  if (failed(value))
+    return user->emitError() << "dim expression " << expr
+                             << " is not an exact integer for the bound dims";
+  return value;
+}
+
+FailureOr<std::vector<int64_t>> Interpreter::getShape(ArrayType type,
+                                                      Operation *user) {
+  std::vector<int64_t> shape;
+  for (StringAttr dim : type.getShape()) {
+    std::optional<int64_t> extent = getDim(dim.getValue());
+    if (!extent)
+      return user->emitError() << "dim @" << dim.getValue() << " is not bound";
+    shape.push_back(*extent);
+  }
+  return shape;
+}
+
+FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
+                                                 Operation *user) {
+  StringRef name = tensor.getSymName();
+  auto found = tensors.find(name);
+  if (found != tensors.end())
+    return &found->second;
+  std::optional<InitKind> init = tensor.getInit();
+  if (!init || *init == InitKind::normal || *init == InitKind::uniform) {
+    InFlightDiagnostic diag = user->emitError()
+                              << "tensor @" << name << " is not bound";
+    if (init)
+      diag << " and its initialiser '" << stringifyInitKind(*init)
+           << "' is random; bind it";
+    return diag;
+  }
+  FailureOr<std::vector<int64_t>> shape =
+      getShape(tensor.getArrayType(), user);
+  if (failed(shape))
+    return failure();
+  Tensor value(*shape);
+  switch (*init) {
+  case InitKind::zeros:
+    break;
+  case InitKind::ones:
+    value = Tensor(*shape, 1.0);
+    break;
+  case InitKind::eye: {
+    int64_t n = shape->back();
+    for (int64_t i = 0; i < value.size(); ++i)
+      value.data[i] = (i / n) % n == i % n ? 1.0 : 0.0;
+    break;
+  }
+  case InitKind::copy: {
+    auto source = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
+        tensor, tensor.getInitSourceAttr());
+    if (!source || !inProgress.insert(tensor).second)
+      return user->emitError() << "tensor @" << name
+                               << " is initialised from itself";
+    FailureOr<const Tensor *> copied = getTensor(source, user);
+    inProgress.erase(tensor);
+    if (failed(copied))
+      return failure();
+    value = **copied;
+    break;
+  }
+  case InitKind::normal:
+  case InitKind::uniform:
+    llvm_unreachable("random initialisers are reported above");
+  }
+  return &(tensors[name] = std::move(value));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+FailureOr<Tensor> Interpreter::evaluate(Value value,
+                                        ArrayRef<int64_t> indices) {
+  Region *region = value.getParentRegion();
+  Operation *owner = region ? region->getParentOp() : nullptr;
+  if (!owner || !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp>(
+                    owner) ||
+      owner->getParentOfType<ModelOp>() != model) {
+    Operation *where = value.getDefiningOp();
+    return (where ? where : model.getOperation())->emitError()
+           << "the interpreter evaluates values at the top level of a body "
+              "of this model only";
+  }
+  Block &block = region->front();
+  if (block.getNumArguments() != indices.size())
+    return owner->emitError() << "is evaluated with " << indices.size()
+                              << " indices for a body of "
+                              << block.getNumArguments() << " arguments";
+  Frame frame{region, nullptr, {}, {}};
+  for (auto [argument, index] : llvm::zip(block.getArguments(), indices))
+    frame.integers[argument] = index;
+  if (isa<ArrayType>(value.getType()))
+    return evaluateArray(value, frame);
+  FailureOr<int64_t> integer = evaluateInteger(value, frame);
+  if (failed(integer))
+    return failure();
+  return Tensor::scalar(static_cast<double>(*integer));
+}
+
+FailureOr<double> Interpreter::evaluateTerm(TermOp term) {
+  Value energy = yieldedValue(term.getBody());
+  if (!energy)
+    return term.emitError("has no yielded energy");
+  FailureOr<Tensor> value = evaluate(energy);
+  if (failed(value))
+    return failure();
+  return value->data.front();
+}
+
+FailureOr<double> Interpreter::evaluateEnergy() {
+  double total = 0;
+  for (TermOp term : model.getOps<TermOp>()) {
+    FailureOr<double> value = evaluateTerm(term);
+    if (failed(value))
+      return failure();
+    total += *value;
+  }
+  return total;
+}
+
+FailureOr<Tensor> Interpreter::evaluateComprehension(
+    Operation *user, ArrayAttr domain, Type elementType,
+    function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element) {
+  std::vector<int64_t> sizes;
+  for (Attribute size : domain) {
+    FailureOr<int64_t> extent =
+        evaluateDimExpr(cast<DimExprAttr>(size), user);
+    if (failed(extent))
+      return failure();
+    sizes.push_back(*extent);
+  }
+  FailureOr<std::vector<int64_t>> elementShape =
+      getShape(cast<ArrayType>(elementType), user);
+  if (failed(elementShape))
+    return failure();
+  std::vector<int64_t> shape = sizes;
+  shape.insert(shape.end(), elementShape->begin(), elementShape->end());
+  Tensor result(shape);
+  if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
+        FailureOr<Tensor> value = element(position);
+        if (failed(value))
+          return failure();
+        result.setSlice(position, *value);
+        return success();
+      })))
+    return failure();
+  return result;
+}
+
+FailureOr<Tensor> Interpreter::evaluateOutput(OutputOp output) {
+  Value element = yieldedValue(output.getBody());
+  if (!element)
+    return output.emitError("has no yielded element");
+  return evaluateComprehension(
+      output, output.getDomain(), output.getElementType(),
+      [&](ArrayRef<int64_t> position) { return evaluate(element, position); });
+}
+
+FailureOr<Tensor> Interpreter::evaluateLet(LetOp let) {
+  return evaluateComprehension(
+      let, let.getDomain(), let.getElementType(),
+      [&](ArrayRef<int64_t> position) {
+        return evaluateLetElement(let, position, let);
+      });
+}
+
+FailureOr<Tensor> Interpreter::evaluateLetElement(LetOp let,
+                                                  ArrayRef<int64_t> indices,
+                                                  Operation *user) {
+  std::map<std::vector<int64_t>, Tensor> &cache = letCache[let];
+  std::vector<int64_t> key(indices.begin(), indices.end());
+  auto found = cache.find(key);
+  if (found != cache.end())
+    return found->second;
+  Value element = yieldedValue(let.getBody());
+  if (!element)
+    return let.emitError("has no yielded element");
+  if (!inProgress.insert(let).second)
+    return user->emitError() << "let @" << let.getSymName()
+                             << " is defined in terms of itself";
+  FailureOr<Tensor> value = evaluate(element, indices);
+  inProgress.erase(let);
+  if (failed(value))
+    return failure();
+  // `cache` may have been invalidated by lets evaluated meanwhile.
+  letCache[let][key] = *value;
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+Interpreter::Frame *Interpreter::findOwner(Value value, Frame &frame) {
+  for (Frame *candidate = &frame; candidate; candidate = candidate->parent)
+    if (candidate->region == value.getParentRegion())
+      return candidate;
+  return nullptr;
+}
+
+FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
+  Frame *owner = findOwner(value, frame);
+  Operation *op = value.getDefiningOp();
+  if (!owner || !op)
+    return (op ? op : model.getOperation())->emitError()
+           << "uses a value the interpreter cannot see from here";
+  auto memo = owner->arrays.find(value);
+  if (memo != owner->arrays.end())
+    return memo->second;
+
+  FailureOr<Tensor> result = evaluateArrayOp(op, *owner);
+  if (failed(result))
+    return failure();
+  FailureOr<std::vector<int64_t>> shape =
+      getShape(cast<ArrayType>(value.getType()), op);
+  if (failed(shape))
+    return failure();
+  if (result->shape != *shape)
+    return op->emitOpError() << "produced shape "
+                             << Tensor::shapeString(result->shape)
+                             << " for its type " << value.getType() << " = "
+                             << Tensor::shapeString(*shape);
+  if (containsNaN(*result))
+    return op->emitOpError("produced NaN");
+  owner->arrays[value] = *result;
+  return result;
+}
+
+FailureOr<int64_t> Interpreter::evaluateInteger(Value value, Frame &frame) {
+  Frame *owner = findOwner(value, frame);
+  Operation *op = value.getDefiningOp();
+  if (!owner || (!op && !owner->integers.count(value)))
+    return (op ? op : model.getOperation())->emitError()
+           << "uses an index the interpreter cannot see from here";
+  auto memo = owner->integers.find(value);
+  if (memo != owner->integers.end())
+    return memo->second;
+  FailureOr<int64_t> result = evaluateIntegerOp(op, *owner);
+  if (failed(result))
+    return failure();
+  owner->integers[value] = *result;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Index and predicate ops
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op,
+                                                  Frame &frame) {
+  auto operand = [&](unsigned i) { return evaluateInteger(op->getOperand(i), frame); };
+  // Evaluates both operands of a binary op and combines them.
+  auto binary = [&](function_ref<FailureOr<int64_t>(int64_t, int64_t)> combine)
+      -> FailureOr<int64_t> {
+    FailureOr<int64_t> lhs = operand(0);
+    if (failed(lhs))
+      return failure();
+    FailureOr<int64_t> rhs = operand(1);
+    if (failed(rhs))
+      return failure();
+    return combine(*lhs, *rhs);
+  };
+  auto divisor = [&](int64_t rhs) -> LogicalResult {
+    if (rhs == 0)
+      return op->emitOpError("divides by zero");
+    return success();
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<int64_t>>(op)
+      .Case([&](arith::ConstantOp constant) -> FailureOr<int64_t> {
+        auto attr = dyn_cast<IntegerAttr>(constant.getValue());
+        if (!attr)
+          return op->emitOpError("is not an index or i1 constant");
+        if (attr.getType().isInteger(1))
+          return attr.getValue().getBoolValue() ? 1 : 0;
+        return attr.getValue().getSExtValue();
+      })
+      .Case([&](arith::AddIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a + b; });
+      })
+      .Case([&](arith::SubIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a - b; });
+      })
+      .Case([&](arith::MulIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a * b; });
+      })
+      .Case([&](arith::DivSIOp) {
+        return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
+          if (failed(divisor(b)))
+            return failure();
+          return a / b;
+        });
+      })
+      .Case([&](arith::RemSIOp) {
+        return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
+          if (failed(divisor(b)))
+            return failure();
+          return a % b;
+        });
+      })
+      .Case([&](arith::AndIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a & b; });
+      })
+      .Case([&](arith::OrIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a | b; });
+      })
+      .Case([&](arith::XOrIOp) {
+        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a ^ b; });
+      })
+      .Case([&](arith::CmpIOp cmp) {
+        return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
+          uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+          switch (cmp.getPredicate()) {
+          case arith::CmpIPredicate::eq:
+            return a == b;
+          case arith::CmpIPredicate::ne:
+            return a != b;
+          case arith::CmpIPredicate::slt:
+            return a < b;
+          case arith::CmpIPredicate::sle:
+            return a <= b;
+          case arith::CmpIPredicate::sgt:
+            return a > b;
+          case arith::CmpIPredicate::sge:
+            return a >= b;
+          case arith::CmpIPredicate::ult:
+            return ua < ub;
+          case arith::CmpIPredicate::ule:
+            return ua <= ub;
+          case arith::CmpIPredicate::ugt:
+            return ua > ub;
+          case arith::CmpIPredicate::uge:
+            return ua >= ub;
+          }
+          return op->emitOpError("has an unknown predicate");
+        });
+      })
+      .Case([&](arith::SelectOp select) -> FailureOr<int64_t> {
+        FailureOr<int64_t> condition = operand(0);
+        if (failed(condition))
+          return failure();
+        return operand(*condition ? 1 : 2);
+      })
+      .Case([&](StepOp) -> FailureOr<int64_t> { return step; })
+      .Case([&](SizeOp size) { return evaluateDimExpr(size.getSize(), op); })
+      .Case([&](CmpOp cmp) -> FailureOr<int64_t> {
+        FailureOr<Tensor> lhs = evaluateArray(cmp.getLhs(), frame);
+        if (failed(lhs))
+          return failure();
+        FailureOr<Tensor> rhs = evaluateArray(cmp.getRhs(), frame);
+        if (failed(rhs))
+          return failure();
+        double a = lhs->data.front(), b = rhs->data.front();
+        switch (cmp.getPredicate()) {
+        case CmpPredicate::lt:
+          return a < b;
+        case CmpPredicate::le:
+          return a <= b;
+        case CmpPredicate::gt:
+          return a > b;
+        case CmpPredicate::ge:
+          return a >= b;
+        case CmpPredicate::eq:
+          return a == b;
+        case CmpPredicate::ne:
+          return a != b;
+        }
+        return op->emitOpError("has an unknown predicate");
+      })
+      .Default([&](Operation *) -> FailureOr<int64_t> {
+        return op->emitOpError("is not supported by the interpreter");
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Array ops
+//===----------------------------------------------------------------------===//
+
+FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
+  // Operands first: every array op here takes array operands only (a
+  // reduction's temperature included), except to_real.
+  SmallVector<Tensor> operands;
+  if (!isa<ToRealOp, ReadOp>(op))
+    for (Value operand : op->getOperands()) {
+      FailureOr<Tensor> value = evaluateArray(operand, frame);
+      if (failed(value))
+        return failure();
+      operands.push_back(std::move(*value));
+    }
+
+  if (std::optional<scalar::UnaryFunction> function = unaryFunctionOf(op))
+    return array::map(operands[0], *function);
+  if (std::optional<scalar::BinaryFunction> function = binaryFunctionOf(op)) {
+    const Tensor &lhs = operands[0], &rhs = operands[1];
+    if (lhs.shape != rhs.shape && !lhs.isScalar() && !rhs.isScalar())
+      return shapeError(op, {&lhs, &rhs});
+    return array::zip(lhs, rhs, *function);
+  }
+  if (std::optional<array::RowFunction> function = rowFunctionOf(op))
+    return array::mapRows(operands[0], *function);
+
+  using Result = FailureOr<Tensor>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](ConstantOp constant) -> Result {
+        return Tensor::scalar(constant.getValue().convertToDouble());
+      })
+      .Case([&](ReadOp read) { return evaluateRead(read, frame); })
+      .Case([&](ToRealOp toReal) -> Result {
+        FailureOr<int64_t> index = evaluateInteger(toReal.getIndex(), frame);
+        if (failed(index))
+          return failure();
+        return Tensor::scalar(static_cast<double>(*index));
+      })
+      .Case([&](EyeOp eye) -> Result {
+        std::optional<int64_t> n = getDim(eye.getDim());
+        if (!n)
+          return op->emitError() << "dim @" << eye.getDim() << " is not bound";
+        return array::diag(Tensor({*n}, 1.0));
+      })
+      .Case([&](PowOp pow) -> Result {
+        Tensor result = operands[0];
+        double exponent = static_cast<double>(pow.getExponent());
+        for (double &value : result.data)
+          value = std::pow(value, exponent);
+        return result;
+      })
+      .Case([&](MatmulOp) -> Result {
+        const Tensor &lhs = operands[0], &rhs = operands[1];
+        if (lhs.getRank() != 2 || (rhs.getRank() != 1 && rhs.getRank() != 2) ||
+            lhs.shape[1] != rhs.shape[0])
+          return shapeError(op, {&lhs, &rhs});
+        return array::matmul(lhs, rhs);
+      })
+      .Case([&](TransposeOp) -> Result {
+        if (operands[0].getRank() < 2)
+          return shapeError(op, {&operands[0]});
+        return array::transpose(operands[0]);
+      })
+      .Case([&](DotOp) -> Result {
+        const Tensor &lhs = operands[0], &rhs = operands[1];
+        if (lhs.getRank() != 1 || lhs.shape != rhs.shape)
+          return shapeError(op, {&lhs, &rhs});
+        return Tensor::scalar(array::dot(lhs, rhs));
+      })
+      .Case([&](QuadOp) -> Result {
+        const Tensor &vector = operands[0], &matrix = operands[1];
+        if (vector.getRank() != 1 || !isSquareMatrix(matrix) ||
+            matrix.shape[0] != vector.shape[0])
+          return shapeError(op, {&vector, &matrix});
+        return Tensor::scalar(array::quad(vector, matrix));
+      })
+      .Case([&](OuterOp) -> Result {
+        const Tensor &lhs = operands[0], &rhs = operands[1];
+        if (lhs.getRank() != 1 || rhs.getRank() != 1)
+          return shapeError(op, {&lhs, &rhs});
+        return array::outer(lhs, rhs);
+      })
+      .Case([&](ReduceElementsOp reduce) -> Result {
+        const std::vector<double> &values = operands[0].data;
+        double sum = 0, sumOfSquares = 0, largest = 0;
+        for (double value : values) {
+          sum += value;
+          sumOfSquares += value * value;
+          largest = std::max(largest, std::fabs(value));
+        }
+        switch (reduce.getKind()) {
+        case ElementsKind::sum:
+          return Tensor::scalar(sum);
+        case ElementsKind::mean:
+          return Tensor::scalar(sum / values.size());
+        case ElementsKind::maxabs:
+          return Tensor::scalar(largest);
+        case ElementsKind::lse:
+          return Tensor::scalar(array::logSumExp(values));
+        case ElementsKind::sqnorm:
+          return Tensor::scalar(sumOfSquares);
+        case ElementsKind::norm:
+          return Tensor::scalar(std::sqrt(sumOfSquares));
+        }
+        return op->emitOpError("has an unknown kind");
+      })
+      .Case([&](SumLastOp) -> Result {
+        if (operands[0].isScalar())
+          return shapeError(op, {&operands[0]});
+        return array::sumLast(operands[0]);
+      })
+      .Case([&](BroadcastOp broadcast) -> Result {
+        FailureOr<std::vector<int64_t>> shape =
+            getShape(cast<ArrayType>(broadcast.getType()), op);
+        if (failed(shape))
+          return failure();
+        const Tensor &operand = operands[0];
+        if (operand.getRank() > shape->size() ||
+            !std::equal(operand.shape.begin(), operand.shape.end(),
+                        shape->begin()))
+          return shapeError(op, {&operand});
+        return array::broadcast(operand, *shape);
+      })
+      .Case([&](DiagOp) -> Result {
+        if (operands[0].getRank() != 1)
+          return shapeError(op, {&operands[0]});
+        return array::diag(operands[0]);
+      })
+      .Case([&](DiagPartOp) -> Result {
+        if (!isSquareMatrix(operands[0]))
+          return shapeError(op, {&operands[0]});
+        return array::diagPart(operands[0]);
+      })
+      .Case([&](LogDetOp) -> Result {
+        if (!isSquareMatrix(operands[0]))
+          return shapeError(op, {&operands[0]});
+        std::optional<double> logDet = array::logDetSymmetric(operands[0]);
+        if (!logDet)
+          return op->emitOpError(
+              "takes the log-determinant of a matrix that is not symmetric "
+              "positive definite");
+        return Tensor::scalar(*logDet);
+      })
+      .Case([&](InverseOp) -> Result {
+        if (!isSquareMatrix(operands[0]))
+          return shapeError(op, {&operands[0]});
+        std::optional<Tensor> inverse = array::inverse(operands[0]);
+        if (!inverse)
+          return op->emitOpError("inverts a singular matrix");
+        return std::move(*inverse);
+      })
+      .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
+      .Case([&](GradOp grad) -> Result {
+        return op->emitOpError()
+               << "gradient of " << grad.getTensorAttr()
+               << " is not derived; run energy-derive-gradients first";
+      })
+      .Default([&](Operation *) -> Result {
+        return op->emitOpError("is not supported by the interpreter");
+      });
+}
+
+FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
+  SmallVector<int64_t> operandValues;
+  for (Value index : read.getIndices()) {
+    FailureOr<int64_t> value = evaluateInteger(index, frame);
+    if (failed(value))
+      return failure();
+    operandValues.push_back(*value);
+  }
+  AffineMap map = read.getMap();
+  ArrayRef<int64_t> dimValues =
+      ArrayRef<int64_t>(operandValues).take_front(map.getNumDims());
+  ArrayRef<int64_t> symbolValues =
+      ArrayRef<int64_t>(operandValues).drop_front(map.getNumDims());
+  std::vector<int64_t> indices;
+  for (AffineExpr expr : map.getResults()) {
+    std::optional<int64_t> index =
+        evaluateAffine(expr, dimValues, symbolValues);
+    if (!index)
+      return read.emitOpError("has an index that is not an integer");
+    indices.push_back(*index);
+  }
+
+  Operation *source =
+      SymbolTable::lookupNearestSymbolFrom(read, read.getSourceAttr());
+  StringAttr name = read.getSourceAttr().getAttr();
+  if (auto constant = dyn_cast_or_null<ConstOp>(source))
+    return Tensor::scalar(consts.lookup(name.getValue()));
+
+  ArrayType wholeType;
+  if (auto tensor = dyn_cast_or_null<TensorOp>(source))
+    wholeType = tensor.getArrayType();
+  else if (auto let = dyn_cast_or_null<LetOp>(source))
+    wholeType = let.getArrayType();
+  else
+    return read.emitOpError() << "reads " << read.getSourceAttr()
+                              << ", which is not a tensor, let or const";
+  FailureOr<std::vector<int64_t>> wholeShape = getShape(wholeType, read);
+  if (failed(wholeShape))
+    return failure();
+  if (indices.size() > wholeShape->size())
+    return read.emitOpError() << "has more indices than " << name << " has axes";
+  for (auto [axis, index] : llvm::enumerate(indices))
+    if (index < 0 || index >= (*wholeShape)[axis])
+      return read.emitOpError()
+             << "reads " << read.getSourceAttr() << " at index " << index
+             << " of axis " << axis << ", whose size is @"
+             << wholeType.getShape()[axis].getValue() << " = "
+             << (*wholeShape)[axis];
+
+  if (auto tensor = dyn_cast<TensorOp>(source)) {
+    FailureOr<const Tensor *> value = getTensor(tensor, read);
+    if (failed(value))
+      return failure();
+    return (*value)->slice(indices);
+  }
+
+  // A let: its element at the read's domain indices; a read that fixes only
+  // some of the domain indices stacks the elements over the others.
+  auto let = cast<LetOp>(source);
+  size_t domainRank = let.getDomain().size();
+  if (indices.size() >= domainRank) {
+    ArrayRef<int64_t> all(indices);
+    FailureOr<Tensor> element =
+        evaluateLetElement(let, all.take_front(domainRank), read);
+    if (failed(element))
+      return failure();
+    return element->slice(all.drop_front(domainRank));
+  }
+  std::vector<int64_t> freeSizes(wholeShape->begin() + indices.size(),
+                                 wholeShape->begin() + domainRank);
+  std::vector<int64_t> resultShape(wholeShape->begin() + indices.size(),
+                                   wholeShape->end());
+  Tensor result(resultShape);
+  if (failed(forEachPosition(freeSizes, [&](ArrayRef<int64_t> position) {
+        std::vector<int64_t> full = indices;
+        full.insert(full.end(), position.begin(), position.end());
+        FailureOr<Tensor> element = evaluateLetElement(let, full, read);
+        if (failed(element))
+          return failure();
+        result.setSlice(position, *element);
+        return success();
+      })))
+    return failure();
+  return result;
+}
+
+FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
+  std::vector<int64_t> sizes;
+  for (Attribute size : reduce.getSizes()) {
+    FailureOr<int64_t> extent =
+        evaluateDimExpr(cast<DimExprAttr>(size), reduce);
+    if (failed(extent))
+      return failure();
+    sizes.push_back(std::max<int64_t>(*extent, 0));
+  }
+  double temperature = 1.0;
+  if (Value value = reduce.getTemperature()) {
+    FailureOr<Tensor> t = evaluateArray(value, frame);
+    if (failed(t))
+      return failure();
+    temperature = t->data.front();
+  }
+  FailureOr<std::vector<int64_t>> shape =
+      getShape(cast<ArrayType>(reduce.getType()), reduce);
+  if (failed(shape))
+    return failure();
+  Value admitted = yieldedValue(reduce.getPredicate());
+  Value body = yieldedValue(reduce.getBody());
+  if (!body || (reduce.hasPredicate() && !admitted))
+    return reduce.emitOpError("has a region without a yielded value");
+
+  // A frame for `region` at `position`, nested in the reduction's frame.
+  auto frameAt = [&](Region &region, ArrayRef<int64_t> position) {
+    Frame inner{&region, &frame, {}, {}};
+    for (auto [argument, index] :
+         llvm::zip(region.front().getArguments(), position))
+      inner.integers[argument] = index;
+    return inner;
+  };
+  std::vector<Tensor> values;
+  if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
+        if (admitted) {
+          Frame predicateFrame = frameAt(reduce.getPredicate(), position);
+          FailureOr<int64_t> isAdmitted =
+              evaluateInteger(admitted, predicateFrame);
+          if (failed(isAdmitted))
+            return failure();
+          if (!*isAdmitted)
+            return success();
+        }
+        Frame bodyFrame = frameAt(reduce.getBody(), position);
+        FailureOr<Tensor> value = evaluateArray(body, bodyFrame);
+        if (failed(value))
+          return failure();
+        values.push_back(std::move(*value));
+        return success();
+      })))
+    return failure();
+
+  Tensor result(*shape);
+  if (values.empty())
+    return result;
+  for (int64_t element = 0; element < result.size(); ++element) {
+    std::vector<double> column;
+    for (const Tensor &value : values)
+      column.push_back(value.data[element]);
+    double &out = result.data[element];
+    switch (reduce.getKind()) {
+    case ReduceKind::sum:
+    case ReduceKind::mean:
+      out = 0;
+      for (double value : column)
+        out += value;
+      if (reduce.getKind() == ReduceKind::mean)
+        out /= column.size();
+      break;
+    case ReduceKind::max:
+      out = *std::max_element(column.begin(), column.end());
+      break;
+    case ReduceKind::lse:
+      for (double &value : column)
+        value /= temperature;
+      out = temperature * array::logSumExp(column);
+      break;
+    }
+  }
+  return result;
+}

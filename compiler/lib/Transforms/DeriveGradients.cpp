@@ -1,0 +1,326 @@
+//===- DeriveGradients.cpp - Gradients of the global energy ---------------===//
+//
+// Builds, for each tensor whose gradient the model needs, an
+// `energy.gradient` program by reverse-mode differentiation of every energy
+// term through the ops' DerivativeOpInterface rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYDERIVEGRADIENTS
+#include "energy/Transforms/Passes.h.inc"
+} // namespace mlir::energy
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// Builds index arithmetic computing `expr` over `dims` and `symbols`.
+Value materializeAffineExpr(OpBuilder &builder, Location loc, AffineExpr expr,
+                            ValueRange dims, ValueRange symbols) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return arith::ConstantIndexOp::create(builder, loc, constant.getValue());
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dims[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return symbols[symbol.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Value lhs =
+      materializeAffineExpr(builder, loc, binary.getLHS(), dims, symbols);
+  Value rhs =
+      materializeAffineExpr(builder, loc, binary.getRHS(), dims, symbols);
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return arith::AddIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::Mul:
+    return arith::MulIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::FloorDiv:
+    return arith::FloorDivSIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::CeilDiv:
+    return arith::CeilDivSIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::Mod:
+    return arith::RemSIOp::create(builder, loc, lhs, rhs);
+  default:
+    llvm_unreachable("unknown affine expression kind");
+  }
+}
+
+/// Replaces every read of a let inside `region` by a copy of the let's body
+/// at the read's indices, until no let is read. Fails (with an error) on a
+/// read that slices a let without fixing all of its domain indices.
+LogicalResult inlineLets(Region &region, SymbolTableCollection &tables) {
+  while (true) {
+    SmallVector<ReadOp> letReads;
+    region.walk([&](ReadOp read) {
+      if (isa_and_nonnull<LetOp>(
+              tables.lookupNearestSymbolFrom(read, read.getSourceAttr())))
+        letReads.push_back(read);
+    });
+    if (letReads.empty())
+      return success();
+    for (ReadOp read : letReads) {
+      auto let = cast<LetOp>(
+          tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
+      unsigned domainRank = let.getDomain().size();
+      AffineMap map = read.getMap();
+      if (map.getNumResults() != domainRank)
+        return read.emitOpError()
+               << "reads let " << read.getSourceAttr() << " with "
+               << map.getNumResults() << " indices; gradients need all "
+               << domainRank << " indices of its domain fixed";
+      OpBuilder builder(read);
+      ValueRange operands = read.getIndices();
+      ValueRange dims = operands.take_front(map.getNumDims());
+      ValueRange symbols = operands.drop_front(map.getNumDims());
+      IRMapping mapping;
+      Block &body = let.getBody().front();
+      for (auto [argument, expr] :
+           llvm::zip(body.getArguments(), map.getResults()))
+        mapping.map(argument, materializeAffineExpr(builder, read.getLoc(),
+                                                    expr, dims, symbols));
+      for (Operation &op : body.without_terminator())
+        builder.clone(op, mapping);
+      Value value = mapping.lookup(
+          cast<YieldOp>(body.getTerminator()).getValues().front());
+      read.replaceAllUsesWith(value);
+      read.erase();
+    }
+  }
+}
+
+/// Reverse-mode differentiation of the energy terms of a model with respect
+/// to one tensor, appending to the body of its `energy.gradient`.
+class GradientBuilder {
+public:
+  GradientBuilder(GradientOp gradient, SymbolTableCollection &tables)
+      : gradient(gradient), tensor(gradient.getTensorAttr()), tables(tables) {}
+
+  /// Appends the recomputation and reverse sweep of `term`.
+  LogicalResult addTerm(TermOp term) {
+    Block &target = gradient.getBody().front();
+    Operation *previous = target.empty() ? nullptr : &target.back();
+    OpBuilder builder = OpBuilder::atBlockEnd(&target);
+    Block &source = term.getBody().front();
+    IRMapping mapping;
+    for (Operation &op : source.without_terminator())
+      builder.clone(op, mapping);
+    Value energy = mapping.lookup(
+        cast<YieldOp>(source.getTerminator()).getValues().front());
+    if (failed(inlineLets(gradient.getBody(), tables)))
+      return failure();
+    SmallVector<Operation *> forward;
+    for (Operation &op : llvm::make_range(
+             previous ? std::next(previous->getIterator()) : target.begin(),
+             target.end()))
+      forward.push_back(&op);
+
+    markActive(forward);
+    if (!active.contains(energy)) {
+      for (Operation *op : llvm::reverse(forward))
+        op->erase();
+      return success();
+    }
+    sinkIntoReductions(forward);
+
+    builder.setInsertionPointToEnd(&target);
+    Value seed = ConstantOp::create(builder, term.getLoc(), 1.0);
+    return reverse(forward, energy, seed, builder);
+  }
+
+private:
+  bool isReadOfTensor(Operation *op) {
+    auto read = dyn_cast<ReadOp>(op);
+    return read && read.getSourceAttr() == tensor;
+  }
+
+  /// Marks the values of `ops` (and of their nested ops) that depend on the
+  /// tensor.
+  void markActive(ArrayRef<Operation *> ops) {
+    for (Operation *op : ops)
+      op->walk([&](Operation *nested) {
+        bool isActive = isReadOfTensor(nested) ||
+                        llvm::any_of(nested->getOperands(), [&](Value v) {
+                          return active.contains(v);
+                        });
+        if (auto reduce = dyn_cast<ReduceOp>(nested))
+          isActive |= active.contains(reduce.getBodyValue());
+        if (isActive)
+          for (Value result : nested->getResults())
+            active.insert(result);
+      });
+  }
+
+  /// Recomputes, inside each reduction, the values it uses that depend on
+  /// the tensor and are defined outside it, so that their adjoints are local
+  /// to the loop that reverses the reduction.
+  void sinkIntoReductions(ArrayRef<Operation *> ops) {
+    SmallVector<ReduceOp> reductions;
+    for (Operation *op : ops)
+      op->walk<WalkOrder::PreOrder>(
+          [&](ReduceOp reduce) { reductions.push_back(reduce); });
+    for (ReduceOp reduce : reductions) {
+      Region &body = reduce.getBody();
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        body.walk([&](Operation *user) {
+          for (OpOperand &use : user->getOpOperands()) {
+            Value value = use.get();
+            Operation *def = value.getDefiningOp();
+            if (!def || !active.contains(value) ||
+                body.isAncestor(def->getParentRegion()))
+              continue;
+            OpBuilder builder(&body.front(), body.front().begin());
+            Operation *copy = builder.clone(*def);
+            copy->walk([&](Operation *nested) {
+              for (Value result : nested->getResults())
+                active.insert(result);
+            });
+            Value replacement =
+                copy->getResult(cast<OpResult>(value).getResultNumber());
+            value.replaceUsesWithIf(replacement, [&](OpOperand &operand) {
+              return body.isAncestor(operand.getOwner()->getParentRegion());
+            });
+            changed = true;
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+      }
+    }
+  }
+
+  /// Adds `contribution` to the adjoint of `value`.
+  void accumulateAdjoint(DenseMap<Value, Value> &adjoints, Value value,
+                         Value contribution, OpBuilder &builder, Location loc) {
+    if (!contribution || !active.contains(value))
+      return;
+    Value &slot = adjoints[value];
+    slot = slot ? AddOp::create(builder, loc, slot, contribution).getResult()
+                : contribution;
+  }
+
+  /// Walks `forward` backwards from `output`, whose adjoint is `seed`,
+  /// building adjoints at the builder's insertion point.
+  LogicalResult reverse(ArrayRef<Operation *> forward, Value output, Value seed,
+                        OpBuilder &builder) {
+    DenseMap<Value, Value> adjoints;
+    adjoints[output] = seed;
+    for (Operation *op : llvm::reverse(forward)) {
+      if (op->getNumResults() != 1 || !active.contains(op->getResult(0)))
+        continue;
+      Value adjoint = adjoints.lookup(op->getResult(0));
+      if (!adjoint)
+        continue;
+      Location loc = op->getLoc();
+      if (auto read = dyn_cast<ReadOp>(op)) {
+        if (read.getSourceAttr() == tensor)
+          AccumulateOp::create(builder, loc, adjoint, tensor, read.getMapAttr(),
+                               read.getIndices());
+        continue;
+      }
+      auto rule = dyn_cast<DerivativeOpInterface>(op);
+      if (!rule || !rule.hasDerivativeRule())
+        return op->emitOpError()
+               << "has no derivative rule; the energy reaches " << tensor
+               << " through it";
+      SmallVector<Value> operandAdjoints;
+      if (failed(rule.buildAdjoints(builder, {adjoint}, operandAdjoints)))
+        return failure();
+      for (auto [operand, contribution] :
+           llvm::zip(op->getOperands(), operandAdjoints))
+        accumulateAdjoint(adjoints, operand, contribution, builder, loc);
+      if (auto reduce = dyn_cast<ReduceOp>(op))
+        if (failed(reverseBody(reduce, adjoint, builder)))
+          return failure();
+    }
+    return success();
+  }
+
+  /// Reverses the body of `reduce`, whose result has adjoint `adjoint`: a
+  /// loop over the same domain that recomputes the body and walks it back
+  /// from the body's value, seeded by the reduction's rule.
+  LogicalResult reverseBody(ReduceOp reduce, Value adjoint,
+                            OpBuilder &builder) {
+    if (!active.contains(reduce.getBodyValue()))
+      return success();
+    auto loop = ForeachOp::create(builder, reduce.getLoc(), reduce.getSizes());
+    IRMapping mapping;
+    reduce.getPredicate().cloneInto(&loop.getPredicate(), mapping);
+    reduce.getBody().cloneInto(&loop.getBody(), mapping);
+    reduce.getBody().walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (active.contains(result))
+          active.insert(mapping.lookup(result));
+    });
+    Block &body = loop.getBody().front();
+    Operation *yield = body.getTerminator();
+    Value value = mapping.lookup(reduce.getBodyValue());
+    yield->erase();
+    SmallVector<Operation *> forward;
+    for (Operation &op : body)
+      forward.push_back(&op);
+    OpBuilder inner = OpBuilder::atBlockEnd(&body);
+    Value seed =
+        reduce.buildBodyAdjoint(inner, adjoint, reduce.getResult(), value);
+    if (!seed)
+      return failure();
+    return reverse(forward, value, seed, inner);
+  }
+
+  GradientOp gradient;
+  FlatSymbolRefAttr tensor;
+  SymbolTableCollection &tables;
+  DenseSet<Value> active;
+};
+
+struct DeriveGradientsPass
+    : public energy::impl::EnergyDeriveGradientsBase<DeriveGradientsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModelOp model = getOperation();
+    Block &declarations = model.getBody().front();
+    SymbolTableCollection tables;
+
+    llvm::SetVector<StringRef> targets;
+    for (const std::string &name : wrt) {
+      auto tensor = dyn_cast_or_null<TensorOp>(
+          tables.lookupSymbolIn(model, StringAttr::get(&getContext(), name)));
+      if (!tensor) {
+        model.emitError() << "cannot differentiate with respect to '" << name
+                          << "': it is not a tensor of the model";
+        return signalPassFailure();
+      }
+      targets.insert(tensor.getSymName());
+    }
+    model.walk([&](Operation *op) {
+      if (auto update = dyn_cast<UpdateOp>(op))
+        targets.insert(update.getNode());
+      if (auto grad = dyn_cast<GradOp>(op))
+        targets.insert(grad.getTensor());
+    });
+    for (GradientOp existing : declarations.getOps<GradientOp>())
+      targets.remove(existing.getTensor());
+
+    for (StringRef name : targets) {
+      OpBuilder builder = OpBuilder::atBlockEnd(&declarations);
+      auto gradient = GradientOp::create(
+          builder, model.getLoc(), FlatSymbolRefAttr::get(&getContext(), name));
+      gradient.getBody().emplaceBlock();
+      GradientBuilder derivation(gradient, tables);
+      for (TermOp term : declarations.getOps<TermOp>())
+        if (failed(derivation.addTerm(term)))
+          return signalPassFailure();
+    }
+  }
+};
+} // namespace
