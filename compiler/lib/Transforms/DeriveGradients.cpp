@@ -292,6 +292,12 @@ struct DeriveGradientsPass
     SymbolTableCollection tables;
 
     llvm::SetVector<StringRef> targets;
+    model.walk([&](Operation *op) {
+      if (auto update = dyn_cast<UpdateOp>(op))
+        targets.insert(update.getNode());
+      if (auto grad = dyn_cast<GradOp>(op))
+        targets.insert(grad.getTensor());
+    });
     for (const std::string &name : wrt) {
       auto tensor = dyn_cast_or_null<TensorOp>(
           tables.lookupSymbolIn(model, StringAttr::get(&getContext(), name)));
@@ -302,12 +308,6 @@ struct DeriveGradientsPass
       }
       targets.insert(tensor.getSymName());
     }
-    model.walk([&](Operation *op) {
-      if (auto update = dyn_cast<UpdateOp>(op))
-        targets.insert(update.getNode());
-      if (auto grad = dyn_cast<GradOp>(op))
-        targets.insert(grad.getTensor());
-    });
     for (GradientOp existing : declarations.getOps<GradientOp>())
       targets.remove(existing.getTensor());
 

@@ -51,6 +51,19 @@ LogicalResult mlir::energy::inferBroadcastType(std::optional<Location> location,
                     {lhs, rhs});
 }
 
+// x * 1 = x when the product has x's type.
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  auto isOne = [](Attribute attr) {
+    auto number = dyn_cast_or_null<FloatAttr>(attr);
+    return number && number.getValueAsDouble() == 1.0;
+  };
+  if (isOne(adaptor.getRhs()) && getLhs().getType() == getType())
+    return getLhs();
+  if (isOne(adaptor.getLhs()) && getRhs().getType() == getType())
+    return getRhs();
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // Leaves
 //===----------------------------------------------------------------------===//

@@ -83,6 +83,14 @@ public:
     return BroadcastOp::create(builder, loc, type, value);
   }
 
+  /// `value` repeated along new trailing axes to `type`, always of `type`
+  /// (a scalar becomes a constant array).
+  Value broadcastTo(Value value, Type type) {
+    if (value.getType() == type)
+      return value;
+    return BroadcastOp::create(builder, loc, type, value);
+  }
+
   /// The mean along the last axis of `value`, repeated along that axis.
   Value meanLastExpanded(Value value) {
     auto array = cast<ArrayType>(value.getType());
@@ -514,10 +522,10 @@ ReduceElementsOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
   Value adjoint;
   switch (getKind()) {
   case ElementsKind::sum:
-    adjoint = e.expandTo(g, type);
+    adjoint = e.broadcastTo(g, type);
     break;
   case ElementsKind::mean:
-    adjoint = e.expandTo(e.div(g, e.elementCount(type)), type);
+    adjoint = e.broadcastTo(e.div(g, e.elementCount(type)), type);
     break;
   case ElementsKind::lse:
     adjoint = e.mul(g, e.unary<ExpOp>(e.sub(x, y)));
@@ -543,10 +551,7 @@ SumLastOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0];
   Type type = getOperand().getType();
-  operandAdjoints.assign(
-      {cast<ArrayType>(g.getType()).isScalar()
-           ? BroadcastOp::create(builder, getLoc(), type, g).getResult()
-           : e.expandTo(g, type)});
+  operandAdjoints.assign({e.broadcastTo(g, type)});
   return success();
 }
 

@@ -272,7 +272,9 @@ def Energy_AddOp : Energy_BinaryElementwiseOp<"add", "Addition",
 def Energy_SubOp : Energy_BinaryElementwiseOp<"sub", "Subtraction",
     [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
 def Energy_MulOp : Energy_BinaryElementwiseOp<"mul", "Multiplication",
-    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let hasFolder = 1;
+}
 def Energy_DivOp : Energy_BinaryElementwiseOp<"div", "Real division",
     [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
 // No derivative rule: used by stopping rules, which are not differentiated.
