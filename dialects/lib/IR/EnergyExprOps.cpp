@@ -220,6 +220,79 @@ LogicalResult AccumulateOp::verifySymbolUses(SymbolTableCollection &tables) {
                            getValue().getType());
 }
 
+// extract-op ::= `energy.extract` %source `[` affine-map-of-ssa-ids `]`
+//                attr-dict `:` type `->` type
+ParseResult ExtractOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand source;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  Attribute map;
+  Type sourceType, resultType;
+  if (parser.parseOperand(source) ||
+      parser.parseAffineMapOfSSAIds(indices, map, "map", result.attributes) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(sourceType) || parser.parseArrow() ||
+      parser.parseType(resultType) ||
+      parser.resolveOperand(source, sourceType, result.operands) ||
+      parser.resolveOperands(indices, parser.getBuilder().getIndexType(),
+                             result.operands))
+    return failure();
+  result.addTypes(resultType);
+  return success();
+}
+
+void ExtractOp::print(OpAsmPrinter &printer) {
+  printer << ' ' << getSource() << '[';
+  printer.printAffineMapOfSSAIds(getMapAttr(), getIndices());
+  printer << ']';
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"map"});
+  printer << " : " << getSource().getType() << " -> " << getType();
+}
+
+LogicalResult ExtractOp::verify() {
+  if (failed(verifyMapOperands(*this, getMap(), getIndices())))
+    return failure();
+  return verifyIndexedType(*this, "extracts from",
+                           FlatSymbolRefAttr::get(getContext(), "value"),
+                           arrayTypeOf(getSource()), getMap(), getType());
+}
+
+// embed-op ::= `energy.embed` %value `into` `[` affine-map-of-ssa-ids `]`
+//              attr-dict `:` type `->` type
+ParseResult EmbedOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand value;
+  SmallVector<OpAsmParser::UnresolvedOperand> indices;
+  Attribute map;
+  Type valueType, resultType;
+  if (parser.parseOperand(value) || parser.parseKeyword("into") ||
+      parser.parseAffineMapOfSSAIds(indices, map, "map", result.attributes) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(valueType) || parser.parseArrow() ||
+      parser.parseType(resultType) ||
+      parser.resolveOperand(value, valueType, result.operands) ||
+      parser.resolveOperands(indices, parser.getBuilder().getIndexType(),
+                             result.operands))
+    return failure();
+  result.addTypes(resultType);
+  return success();
+}
+
+void EmbedOp::print(OpAsmPrinter &printer) {
+  printer << ' ' << getValue() << " into [";
+  printer.printAffineMapOfSSAIds(getMapAttr(), getIndices());
+  printer << ']';
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"map"});
+  printer << " : " << getValue().getType() << " -> " << getType();
+}
+
+LogicalResult EmbedOp::verify() {
+  if (failed(verifyMapOperands(*this, getMap(), getIndices())))
+    return failure();
+  return verifyIndexedType(*this, "embeds into",
+                           FlatSymbolRefAttr::get(getContext(), "result"),
+                           arrayTypeOf(getResult()), getMap(),
+                           getValue().getType());
+}
+
 LogicalResult SizeOp::verifySymbolUses(SymbolTableCollection &tables) {
   for (StringAttr name : getSize().getNames())
     if (!tables.lookupNearestSymbolFrom<DimOp>(*this,

@@ -162,6 +162,26 @@ LogicalResult ReadOp::buildAdjoints(OpBuilder &, ValueRange,
   return success();
 }
 
+// y = v[i]: dv = g placed at i in zeros of v's shape
+LogicalResult ExtractOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                       SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(getNumOperands(), Value());
+  operandAdjoints[0] =
+      EmbedOp::create(builder, getLoc(), getSource().getType(), adjoints[0],
+                      getMapAttr(), getIndices());
+  return success();
+}
+
+// y = zeros with v at i: dv = g[i]
+LogicalResult EmbedOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                     SmallVectorImpl<Value> &operandAdjoints) {
+  operandAdjoints.assign(getNumOperands(), Value());
+  operandAdjoints[0] =
+      ExtractOp::create(builder, getLoc(), getValue().getType(), adjoints[0],
+                        getMapAttr(), getIndices());
+  return success();
+}
+
 // to_real(i): i is an index, through which no derivative flows.
 LogicalResult ToRealOp::buildAdjoints(OpBuilder &, ValueRange,
                                       SmallVectorImpl<Value> &operandAdjoints) {

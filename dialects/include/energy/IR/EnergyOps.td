@@ -214,6 +214,43 @@ def Energy_ReadOp : Energy_Op<"read", [Pure,
   let hasVerifier = 1;
 }
 
+def Energy_ExtractOp : Energy_Op<"extract", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Slices the leading axes of a value at affine indices";
+  let description = [{
+    Indexing of a computed value, as `energy.read` indexes a tensor:
+    `log_softmax(w)[k]` is
+
+    ```mlir
+    %l = energy.log_softmax %w : !energy.array<K>
+    %lk = energy.extract %l[%k] : !energy.array<K> -> !energy.array<>
+    ```
+  }];
+  let arguments = (ins Energy_AnyArray:$source, AffineMapAttr:$map,
+                       Variadic<Index>:$indices);
+  let results = (outs Energy_AnyArray:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Energy_EmbedOp : Energy_Op<"embed", [Pure,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "An array of zeros holding a value at affine indices";
+  let description = [{
+    The adjoint of `energy.extract`: the result has zeros everywhere except
+    the slice at the indices, which holds the operand.
+
+    ```mlir
+    %g = energy.embed %v into [%k] : !energy.array<> -> !energy.array<K>
+    ```
+  }];
+  let arguments = (ins Energy_AnyArray:$value, AffineMapAttr:$map,
+                       Variadic<Index>:$indices);
+  let results = (outs Energy_AnyArray:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 def Energy_StepOp : Energy_Op<"step", [Pure]> {
   let summary = "The current dynamics step, counted from 0";
   let results = (outs Index:$result);

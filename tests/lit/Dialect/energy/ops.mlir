@@ -309,3 +309,24 @@ energy.model @gradients {
     energy.accumulate %x into @x : !energy.array<T, D>
   }
 }
+
+// Indexing computed values, and its adjoint.
+// CHECK-LABEL: energy.model @extract_embed
+energy.model @extract_embed {
+  energy.dim @K
+  energy.tensor @w : state [@K]
+  energy.term @e {
+    %w = energy.read @w : !energy.array<K>
+    %l = energy.log_softmax %w : !energy.array<K>
+    // CHECK: reduce sum (%[[K:.*]] : @K)
+    %s = energy.reduce sum (%k : @K) {
+      // CHECK: extract %{{.*}}[%[[K]]] : !energy.array<K> -> !energy.array<>
+      %lk = energy.extract %l[%k] : !energy.array<K> -> !energy.array<>
+      // CHECK: embed %{{.*}} into [%[[K]]] : !energy.array<> -> !energy.array<K>
+      %z = energy.embed %lk into [%k] : !energy.array<> -> !energy.array<K>
+      %t = energy.reduce_elements sum %z : !energy.array<K>
+      energy.yield %t : !energy.array<>
+    } : !energy.array<>
+    energy.yield %s : !energy.array<>
+  }
+}

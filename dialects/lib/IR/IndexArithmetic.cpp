@@ -1,0 +1,41 @@
+//===- IndexArithmetic.cpp - Affine index expressions as arith ops --------===//
+//
+// Lowers affine expressions over index values to `arith` index ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/IndexArithmetic.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+
+Value mlir::energy::materializeAffineExpr(OpBuilder &builder, Location loc,
+                                          AffineExpr expr, ValueRange dims,
+                                          ValueRange symbols) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return arith::ConstantIndexOp::create(builder, loc, constant.getValue());
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dims[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return symbols[symbol.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Value lhs =
+      materializeAffineExpr(builder, loc, binary.getLHS(), dims, symbols);
+  Value rhs =
+      materializeAffineExpr(builder, loc, binary.getRHS(), dims, symbols);
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return arith::AddIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::Mul:
+    return arith::MulIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::FloorDiv:
+    return arith::FloorDivSIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::CeilDiv:
+    return arith::CeilDivSIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::Mod:
+    return arith::RemSIOp::create(builder, loc, lhs, rhs);
+  default:
+    llvm_unreachable("unknown affine expression kind");
+  }
+}
