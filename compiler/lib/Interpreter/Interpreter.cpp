@@ -22,6 +22,8 @@ using namespace mlir;
 using namespace mlir::energy;
 
 struct Interpreter::Frame {
+  Frame(Region *region, Frame *parent) : region(region), parent(parent) {}
+
   Region *region;
   Frame *parent;
   llvm::DenseMap<Value, Tensor> arrays;
@@ -156,6 +158,26 @@ LogicalResult shapeError(Operation *op, ArrayRef<const Tensor *> operands) {
   return diag;
 }
 
+/// Checks that `indices` address leading axes of `shape`; `describe` names
+/// the indexed array in the error.
+LogicalResult
+checkInRange(Operation *op, ArrayRef<int64_t> indices, ArrayRef<int64_t> shape,
+             function_ref<void(InFlightDiagnostic &, size_t axis)> describe) {
+  if (indices.size() > shape.size())
+    return op->emitOpError()
+           << "has " << indices.size() << " indices for an array of shape "
+           << Tensor::shapeString(shape);
+  for (auto [axis, index] : llvm::enumerate(indices))
+    if (index < 0 || index >= shape[axis]) {
+      InFlightDiagnostic diag = op->emitOpError();
+      describe(diag, axis);
+      diag << " at index " << index << " of axis " << axis << ", whose size is "
+           << shape[axis];
+      return diag;
+    }
+  return success();
+}
+
 bool containsNaN(const Tensor &t) {
   return llvm::any_of(t.data, [](double value) { return std::isnan(value); });
 }
@@ -183,8 +205,8 @@ FailureOr<Interpreter> Interpreter::create(ModelOp model,
     bool isBound = bound != bindings.getDims().end();
     if (DimExprAttr derived = dim.getDerivedAttr()) {
       if (isBound)
-        return dim.emitError() << "dim @" << name
-                               << " is derived and cannot be bound";
+        return dim.emitError()
+               << "dim @" << name << " is derived and cannot be bound";
       bool complete = llvm::all_of(derived.getNames(), [&](StringAttr input) {
         return interpreter.dims.contains(input.getValue());
       });
@@ -249,8 +271,7 @@ FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
                                                 Operation *user) {
   for (StringAttr name : expr.getNames())
     if (!dims.contains(name.getValue()))
-      return user->emitError() << "dim @" << name.getValue()
-                               << " is not bound";
+      return user->emitError() << "dim @" << name.getValue() << " is not bound";
   FailureOr<int64_t> value = expr.evaluate(
       [&](StringRef name) -> std::optional<int64_t> { return getDim(name); });
   if (failed(value))
@@ -286,8 +307,7 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
            << "' is random; bind it";
     return diag;
   }
-  FailureOr<std::vector<int64_t>> shape =
-      getShape(tensor.getArrayType(), user);
+  FailureOr<std::vector<int64_t>> shape = getShape(tensor.getArrayType(), user);
   if (failed(shape))
     return failure();
   Tensor value(*shape);
@@ -307,8 +327,8 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
     auto source = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
         tensor, tensor.getInitSourceAttr());
     if (!source || !inProgress.insert(tensor).second)
-      return user->emitError() << "tensor @" << name
-                               << " is initialised from itself";
+      return user->emitError()
+             << "tensor @" << name << " is initialised from itself";
     FailureOr<const Tensor *> copied = getTensor(source, user);
     inProgress.erase(tensor);
     if (failed(copied))
@@ -331,8 +351,8 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
                                         ArrayRef<int64_t> indices) {
   Region *region = value.getParentRegion();
   Operation *owner = region ? region->getParentOp() : nullptr;
-  if (!owner || !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp>(
-                    owner) ||
+  if (!owner ||
+      !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp>(owner) ||
       owner->getParentOfType<ModelOp>() != model) {
     Operation *where = value.getDefiningOp();
     return (where ? where : model.getOperation())->emitError()
@@ -344,7 +364,7 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
     return owner->emitError() << "is evaluated with " << indices.size()
                               << " indices for a body of "
                               << block.getNumArguments() << " arguments";
-  Frame frame{region, nullptr, {}, {}};
+  Frame frame(region, nullptr);
   for (auto [argument, index] : llvm::zip(block.getArguments(), indices))
     frame.integers[argument] = index;
   if (isa<ArrayType>(value.getType()))
@@ -381,8 +401,7 @@ FailureOr<Tensor> Interpreter::evaluateComprehension(
     function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element) {
   std::vector<int64_t> sizes;
   for (Attribute size : domain) {
-    FailureOr<int64_t> extent =
-        evaluateDimExpr(cast<DimExprAttr>(size), user);
+    FailureOr<int64_t> extent = evaluateDimExpr(cast<DimExprAttr>(size), user);
     if (failed(extent))
       return failure();
     sizes.push_back(*extent);
@@ -415,11 +434,10 @@ FailureOr<Tensor> Interpreter::evaluateOutput(OutputOp output) {
 }
 
 FailureOr<Tensor> Interpreter::evaluateLet(LetOp let) {
-  return evaluateComprehension(
-      let, let.getDomain(), let.getElementType(),
-      [&](ArrayRef<int64_t> position) {
-        return evaluateLetElement(let, position, let);
-      });
+  return evaluateComprehension(let, let.getDomain(), let.getElementType(),
+                               [&](ArrayRef<int64_t> position) {
+                                 return evaluateLetElement(let, position, let);
+                               });
 }
 
 FailureOr<Tensor> Interpreter::evaluateLetElement(LetOp let,
@@ -434,8 +452,8 @@ FailureOr<Tensor> Interpreter::evaluateLetElement(LetOp let,
   if (!element)
     return let.emitError("has no yielded element");
   if (!inProgress.insert(let).second)
-    return user->emitError() << "let @" << let.getSymName()
-                             << " is defined in terms of itself";
+    return user->emitError()
+           << "let @" << let.getSymName() << " is defined in terms of itself";
   FailureOr<Tensor> value = evaluate(element, indices);
   inProgress.erase(let);
   if (failed(value))
@@ -474,10 +492,10 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
   if (failed(shape))
     return failure();
   if (result->shape != *shape)
-    return op->emitOpError() << "produced shape "
-                             << Tensor::shapeString(result->shape)
-                             << " for its type " << value.getType() << " = "
-                             << Tensor::shapeString(*shape);
+    return op->emitOpError()
+           << "produced shape " << Tensor::shapeString(result->shape)
+           << " for its type " << value.getType() << " = "
+           << Tensor::shapeString(*shape);
   if (containsNaN(*result))
     return op->emitOpError("produced NaN");
   owner->arrays[value] = *result;
@@ -504,9 +522,10 @@ FailureOr<int64_t> Interpreter::evaluateInteger(Value value, Frame &frame) {
 // Index and predicate ops
 //===----------------------------------------------------------------------===//
 
-FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op,
-                                                  Frame &frame) {
-  auto operand = [&](unsigned i) { return evaluateInteger(op->getOperand(i), frame); };
+FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
+  auto operand = [&](unsigned i) {
+    return evaluateInteger(op->getOperand(i), frame);
+  };
   // Evaluates both operands of a binary op and combines them.
   auto binary = [&](function_ref<FailureOr<int64_t>(int64_t, int64_t)> combine)
       -> FailureOr<int64_t> {
@@ -533,13 +552,16 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op,
         return attr.getValue().getSExtValue();
       })
       .Case([&](arith::AddIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a + b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a + b; });
       })
       .Case([&](arith::SubIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a - b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a - b; });
       })
       .Case([&](arith::MulIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a * b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a * b; });
       })
       .Case([&](arith::DivSIOp) {
         return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
@@ -556,13 +578,16 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op,
         });
       })
       .Case([&](arith::AndIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a & b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a & b; });
       })
       .Case([&](arith::OrIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a | b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a | b; });
       })
       .Case([&](arith::XOrIOp) {
-        return binary([](int64_t a, int64_t b) -> FailureOr<int64_t> { return a ^ b; });
+        return binary(
+            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a ^ b; });
       })
       .Case([&](arith::CmpIOp cmp) {
         return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
@@ -637,7 +662,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
   // Operands first: every array op here takes array operands only (a
   // reduction's temperature included), except to_real.
   SmallVector<Tensor> operands;
-  if (!isa<ToRealOp, ReadOp>(op))
+  if (!isa<ToRealOp, ReadOp, ExtractOp, EmbedOp>(op))
     for (Value operand : op->getOperands()) {
       FailureOr<Tensor> value = evaluateArray(operand, frame);
       if (failed(value))
@@ -781,6 +806,41 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
           return op->emitOpError("inverts a singular matrix");
         return std::move(*inverse);
       })
+      .Case([&](ExtractOp extract) -> Result {
+        FailureOr<Tensor> source = evaluateArray(extract.getSource(), frame);
+        if (failed(source))
+          return failure();
+        FailureOr<std::vector<int64_t>> indices =
+            evaluateIndices(op, extract.getMap(), extract.getIndices(), frame);
+        if (failed(indices) ||
+            failed(checkInRange(
+                op, *indices, source->shape,
+                [](InFlightDiagnostic &diag, size_t) { diag << "extracts"; })))
+          return failure();
+        return source->slice(*indices);
+      })
+      .Case([&](EmbedOp embed) -> Result {
+        FailureOr<Tensor> value = evaluateArray(embed.getValue(), frame);
+        if (failed(value))
+          return failure();
+        FailureOr<std::vector<int64_t>> shape =
+            getShape(cast<ArrayType>(embed.getType()), op);
+        if (failed(shape))
+          return failure();
+        FailureOr<std::vector<int64_t>> indices =
+            evaluateIndices(op, embed.getMap(), embed.getIndices(), frame);
+        if (failed(indices) ||
+            failed(checkInRange(
+                op, *indices, *shape,
+                [](InFlightDiagnostic &diag, size_t) { diag << "embeds"; })))
+          return failure();
+        Tensor result(*shape);
+        if (!std::equal(value->shape.begin(), value->shape.end(),
+                        shape->begin() + indices->size(), shape->end()))
+          return shapeError(op, {&*value});
+        result.setSlice(*indices, *value);
+        return result;
+      })
       .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
       .Case([&](GradOp grad) -> Result {
         return op->emitOpError()
@@ -792,15 +852,16 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
       });
 }
 
-FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
+FailureOr<std::vector<int64_t>>
+Interpreter::evaluateIndices(Operation *op, AffineMap map, ValueRange operands,
+                             Frame &frame) {
   SmallVector<int64_t> operandValues;
-  for (Value index : read.getIndices()) {
+  for (Value index : operands) {
     FailureOr<int64_t> value = evaluateInteger(index, frame);
     if (failed(value))
       return failure();
     operandValues.push_back(*value);
   }
-  AffineMap map = read.getMap();
   ArrayRef<int64_t> dimValues =
       ArrayRef<int64_t>(operandValues).take_front(map.getNumDims());
   ArrayRef<int64_t> symbolValues =
@@ -810,9 +871,18 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
     std::optional<int64_t> index =
         evaluateAffine(expr, dimValues, symbolValues);
     if (!index)
-      return read.emitOpError("has an index that is not an integer");
+      return op->emitOpError("has an index that is not an integer");
     indices.push_back(*index);
   }
+  return indices;
+}
+
+FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
+  FailureOr<std::vector<int64_t>> maybeIndices =
+      evaluateIndices(read, read.getMap(), read.getIndices(), frame);
+  if (failed(maybeIndices))
+    return failure();
+  std::vector<int64_t> indices = *maybeIndices;
 
   Operation *source =
       SymbolTable::lookupNearestSymbolFrom(read, read.getSourceAttr());
@@ -831,15 +901,14 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
   FailureOr<std::vector<int64_t>> wholeShape = getShape(wholeType, read);
   if (failed(wholeShape))
     return failure();
-  if (indices.size() > wholeShape->size())
-    return read.emitOpError() << "has more indices than " << name << " has axes";
-  for (auto [axis, index] : llvm::enumerate(indices))
-    if (index < 0 || index >= (*wholeShape)[axis])
-      return read.emitOpError()
-             << "reads " << read.getSourceAttr() << " at index " << index
-             << " of axis " << axis << ", whose size is @"
-             << wholeType.getShape()[axis].getValue() << " = "
-             << (*wholeShape)[axis];
+  if (failed(checkInRange(read, indices, *wholeShape,
+                          [&](InFlightDiagnostic &diag, size_t axis) {
+                            diag << "reads " << read.getSourceAttr()
+                                 << " (axis @"
+                                 << wholeType.getShape()[axis].getValue()
+                                 << ")";
+                          })))
+    return failure();
 
   if (auto tensor = dyn_cast<TensorOp>(source)) {
     FailureOr<const Tensor *> value = getTensor(tensor, read);
@@ -905,7 +974,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
 
   // A frame for `region` at `position`, nested in the reduction's frame.
   auto frameAt = [&](Region &region, ArrayRef<int64_t> position) {
-    Frame inner{&region, &frame, {}, {}};
+    Frame inner(&region, &frame);
     for (auto [argument, index] :
          llvm::zip(region.front().getArguments(), position))
       inner.integers[argument] = index;

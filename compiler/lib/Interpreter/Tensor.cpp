@@ -28,17 +28,17 @@ int64_t Tensor::offsetOf(llvm::ArrayRef<int64_t> indices) const {
   int64_t offset = 0;
   for (auto [axis, index] : llvm::enumerate(indices))
     offset = offset * shape[axis] + index;
-  return offset *
-         elementCount(llvm::ArrayRef<int64_t>(shape).drop_front(indices.size()));
+  return offset * elementCount(llvm::ArrayRef<int64_t>(shape).drop_front(
+                      indices.size()));
 }
 
 Tensor Tensor::slice(llvm::ArrayRef<int64_t> indices) const {
   std::vector<int64_t> rest(shape.begin() + indices.size(), shape.end());
   int64_t count = elementCount(rest);
   int64_t offset = offsetOf(indices);
-  return Tensor(std::move(rest), std::vector<double>(data.begin() + offset,
-                                                     data.begin() + offset +
-                                                         count));
+  return Tensor(std::move(rest),
+                std::vector<double>(data.begin() + offset,
+                                    data.begin() + offset + count));
 }
 
 void Tensor::setSlice(llvm::ArrayRef<int64_t> indices, const Tensor &value) {

@@ -68,6 +68,10 @@ private:
   FailureOr<int64_t> evaluateInteger(Value value, Frame &frame);
   FailureOr<Tensor> evaluateArrayOp(Operation *op, Frame &frame);
   FailureOr<int64_t> evaluateIntegerOp(Operation *op, Frame &frame);
+  /// The values of an affine index map over index operands.
+  FailureOr<std::vector<int64_t>> evaluateIndices(Operation *op, AffineMap map,
+                                                  ValueRange operands,
+                                                  Frame &frame);
   FailureOr<Tensor> evaluateRead(ReadOp read, Frame &frame);
   FailureOr<Tensor> evaluateReduce(ReduceOp reduce, Frame &frame);
   /// The element of `let` at a full tuple of its domain indices (cached).

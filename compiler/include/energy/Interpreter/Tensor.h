@@ -28,7 +28,9 @@ struct Tensor {
   Tensor(std::vector<int64_t> shape, std::vector<double> data)
       : shape(std::move(shape)), data(std::move(data)) {}
 
-  static Tensor scalar(double value) { return Tensor({}, {value}); }
+  static Tensor scalar(double value) {
+    return Tensor(std::vector<int64_t>(), std::vector<double>(1, value));
+  }
 
   /// The number of elements a tensor of `shape` holds.
   static int64_t elementCount(llvm::ArrayRef<int64_t> shape);
