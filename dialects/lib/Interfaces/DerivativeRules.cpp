@@ -163,12 +163,12 @@ LogicalResult ReadOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 // y = v[i]: dv = g placed at i in zeros of v's shape
-LogicalResult ExtractOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+ExtractOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   operandAdjoints.assign(getNumOperands(), Value());
-  operandAdjoints[0] =
-      EmbedOp::create(builder, getLoc(), getSource().getType(), adjoints[0],
-                      getMapAttr(), getIndices());
+  operandAdjoints[0] = EmbedOp::create(builder, getLoc(), getSource().getType(),
+                                       adjoints[0], getMapAttr(), getIndices());
   return success();
 }
 
@@ -256,16 +256,21 @@ LogicalResult PowOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
                                    SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   int64_t n = getExponent();
+  Value g = adjoints[0];
   if (n == 0) {
     operandAdjoints.assign({Value()});
     return success();
   }
+  if (n == 1) {
+    operandAdjoints.assign({g});
+    return success();
+  }
   Value lower =
-      n == 1 ? getOperand()
+      n == 2 ? getOperand()
              : PowOp::create(builder, getLoc(), getType(), getOperand(), n - 1)
                    .getResult();
   operandAdjoints.assign(
-      {e.mul(adjoints[0], e.mul(e.constant(static_cast<double>(n)), lower))});
+      {e.mul(g, e.mul(e.constant(static_cast<double>(n)), lower))});
   return success();
 }
 
