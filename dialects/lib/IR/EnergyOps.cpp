@@ -207,6 +207,31 @@ LogicalResult verifyComprehension(ComprehensionOp op) {
 }
 } // namespace
 
+/// Names the index arguments of `region` after the source's index names,
+/// which the front end records as NameLocs on the arguments.
+static void nameIndices(Region &region, OpAsmSetValueNameFn setName) {
+  for (BlockArgument argument : region.getArguments())
+    if (auto name = dyn_cast<NameLoc>(argument.getLoc()))
+      setName(argument, name.getName().getValue());
+}
+
+void LetOp::getAsmBlockArgumentNames(Region &region,
+                                     OpAsmSetValueNameFn setName) {
+  nameIndices(region, setName);
+}
+void OutputOp::getAsmBlockArgumentNames(Region &region,
+                                        OpAsmSetValueNameFn setName) {
+  nameIndices(region, setName);
+}
+void ReduceOp::getAsmBlockArgumentNames(Region &region,
+                                        OpAsmSetValueNameFn setName) {
+  nameIndices(region, setName);
+}
+void ForeachOp::getAsmBlockArgumentNames(Region &region,
+                                         OpAsmSetValueNameFn setName) {
+  nameIndices(region, setName);
+}
+
 //===----------------------------------------------------------------------===//
 // ModelOp
 //===----------------------------------------------------------------------===//

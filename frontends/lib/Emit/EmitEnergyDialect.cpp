@@ -310,9 +310,7 @@ private:
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&op.getRules().emplaceBlock());
     for (const UpdateRule &rule : dynamics.rules) {
-      if (rule.kind == UpdateRule::Kind::Optimizer &&
-          (!rule.optimizerInfo ||
-           rule.optimizerInfo->category == OptimizerCategory::Gradient))
+      if (rule.kind == UpdateRule::Kind::Optimizer)
         gradientNodes.push_back(rule.node);
       if (failed(emitRule(rule)))
         return failure();
@@ -375,8 +373,10 @@ private:
   Block *bindIndices(Region &region, const IndexDomain &domain) {
     Block *block = &region.emplaceBlock();
     for (const IndexBinding &binding : domain.bindings)
-      indices[&binding] = block->addArgument(builder.getIndexType(),
-                                             loc(binding.nameRange.Start));
+      indices[&binding] =
+          block->addArgument(builder.getIndexType(),
+                             NameLoc::get(builder.getStringAttr(binding.name),
+                                          loc(binding.nameRange.Start)));
     return block;
   }
 
@@ -780,9 +780,8 @@ private:
       return {};
     }
     if (gradientNodes.empty()) {
-      // Closed-form (stationary) rules only: the gradient of the global
-      // energy with respect to every updated node still decides.
-      (void)error(call.getLoc(), "`grad` needs at least one updated node");
+      (void)error(call.getLoc(),
+                  "`grad` needs at least one node updated by an optimizer");
       return {};
     }
     Value total;
@@ -812,7 +811,8 @@ private:
   llvm::DenseMap<const FnDecl *, SmallVector<Value>> fnArguments;
 
 public:
-  /// The nodes updated by rules, and the types of all tensors.
+  /// The nodes updated by optimizer rules (whose gradients `grad` in a
+  /// stopping rule stands for), and the types of all tensors.
   SmallVector<StringRef> gradientNodes;
   llvm::StringMap<Type> nodeTypes;
 };

@@ -106,7 +106,7 @@ def Energy_ConstOp : Energy_Op<"const", [Symbol, HasParent<"ModelOp">]> {
 
 def Energy_LetOp : Energy_Op<"let", [Symbol, HasParent<"ModelOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
-    OpAsmOpInterface]> {
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "A named tensor defined by a comprehension over an index domain";
   let description = [{
     `let q[c: N, h: H] = Wq[h] @ z[c]` is a definition, not a buffer: the
@@ -155,7 +155,7 @@ def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
 
 def Energy_OutputOp : Energy_Op<"output", [Symbol, HasParent<"ModelOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
-    OpAsmOpInterface]> {
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "A read-out computed after the dynamics";
   let description = [{
     ```mlir
@@ -484,7 +484,7 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<DerivativeOpInterface,
                               ["buildBodyAdjoint", "hasDerivativeRule"]>,
-    RecursiveMemoryEffects, OpAsmOpInterface]> {
+    RecursiveMemoryEffects, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "Sum, mean, max or log-sum-exp of a body over an index domain";
   let description = [{
     The body is evaluated at every position of the domain (the product of
@@ -552,7 +552,7 @@ def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
 
 def Energy_ForeachOp : Energy_Op<"foreach", [NoTerminator,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, RecursiveMemoryEffects,
-    OpAsmOpInterface]> {
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "Runs a body at every admitted position of an index domain";
   let description = [{
     The loop of a gradient program: the same domain and predicate as an

@@ -1,0 +1,188 @@
+//===- energyc.cpp - The energy-graph compiler driver ---------------------===//
+//
+// `energyc FILE.energy [-o OUT] [--emit=ast|energy|grad] [--dim N=V]...`:
+// parses and checks a model, emits the energy dialect, and runs the passes
+// the requested output needs. Errors are `file:line:col: error: ...` with the
+// source line and a caret; the exit status is non-zero on any error, and no
+// output file is written then.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Frontend/EmitEnergyDialect.h"
+#include "energy/Frontend/Frontend.h"
+#include "energy/IR/EnergyDialect.h"
+#include "energy/IR/EnergyOps.h"
+#include "energy/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+namespace fe = ::energy::frontend;
+
+namespace {
+enum class EmitKind { Ast, Energy, Grad };
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.energy>"),
+                               cl::Required);
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
+                                cl::value_desc("file"), cl::init("-"));
+cl::opt<EmitKind> emitKind(
+    "emit", cl::desc("What to emit"), cl::init(EmitKind::Energy),
+    cl::values(clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
+               clEnumValN(EmitKind::Energy, "energy",
+                          "the energy dialect (default)"),
+               clEnumValN(EmitKind::Grad, "grad",
+                          "the energy dialect with derived gradients")));
+cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
+                                cl::value_desc("NAME=VALUE"));
+cl::list<std::string> wrt("wrt", cl::CommaSeparated,
+                          cl::desc("Also differentiate with respect to these "
+                                   "tensors (with --emit=grad)"),
+                          cl::value_desc("a,b"));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "energyc") << message << "\n";
+  return 1;
+}
+
+/// Prints the declarations of a checked model, one per line, expressions as
+/// S-expressions.
+void printAst(const fe::Model &model, raw_ostream &os) {
+  os << "model " << model.name << "\n";
+  for (const fe::DeclPtr &decl : model.decls) {
+    os << "  ";
+    if (auto *dim = dyn_cast<fe::DimDecl>(decl.get())) {
+      os << "dim " << dim->getName();
+      if (dim->getValue())
+        os << " = " << fe::printExpr(*dim->getValue());
+    } else if (auto *tensor = dyn_cast<fe::TensorDecl>(decl.get())) {
+      os << fe::getTensorRoleSpelling(tensor->getRole()) << ' '
+         << tensor->getName() << " : " << tensor->getShape().str();
+    } else if (auto *constant = dyn_cast<fe::ConstDecl>(decl.get())) {
+      os << "const " << constant->getName() << " = "
+         << fe::printExpr(constant->getValue());
+    } else if (auto *let = dyn_cast<fe::LetDecl>(decl.get())) {
+      os << "let " << let->getName() << " : " << let->getShape().str() << " = "
+         << fe::printExpr(let->getBody());
+    } else if (auto *fn = dyn_cast<fe::FnDecl>(decl.get())) {
+      os << "fn " << fn->getName() << " -> " << fn->getResultShape().str()
+         << " = " << fe::printExpr(fn->getBody());
+    } else if (auto *energy = dyn_cast<fe::EnergyDecl>(decl.get())) {
+      os << "energy " << energy->getName() << " = "
+         << fe::printExpr(energy->getBody());
+    } else if (auto *output = dyn_cast<fe::OutputDecl>(decl.get())) {
+      os << "output " << output->getName() << " : " << output->getShape().str()
+         << " = " << fe::printExpr(output->getBody());
+    }
+    os << "\n";
+  }
+  if (model.dynamics) {
+    os << "  dynamics";
+    for (const fe::UpdateRule &rule : model.dynamics->rules)
+      os << ' ' << rule.node << ':'
+         << (rule.kind == fe::UpdateRule::Kind::Explicit ? StringRef("<-")
+                                                         : rule.optimizer);
+    os << "\n";
+  }
+}
+
+/// Applies `--dim NAME=VALUE`: the dim's default becomes VALUE.
+mlir::LogicalResult applyDimValues(mlir::ModuleOp module) {
+  for (const std::string &setting : dimValues) {
+    auto [nameRef, text] = StringRef(setting).split('=');
+    StringRef name = nameRef;
+    int64_t value;
+    if (text.getAsInteger(10, value) || value <= 0)
+      return mlir::emitError(module.getLoc())
+             << "--dim " << setting << ": expected NAME=VALUE with a positive "
+             << "integer VALUE";
+    mlir::energy::DimOp dim;
+    module.walk([&](mlir::energy::DimOp op) {
+      if (op.getSymName() == name)
+        dim = op;
+    });
+    if (!dim)
+      return mlir::emitError(module.getLoc())
+             << "--dim " << setting << ": the model has no dim '" << name
+             << "'";
+    if (dim.getDerived())
+      return dim.emitError() << "--dim " << setting << ": dim '" << name
+                             << "' is derived from other dims and cannot "
+                                "be set";
+    dim.setDefaultValueAttr(mlir::IntegerAttr::get(
+        mlir::IntegerType::get(module.getContext(), 64), value));
+  }
+  return mlir::success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "energyc 0.1.0 (energy dialect on LLVM/MLIR " LLVM_VERSION_STRING
+          ")\n";
+  });
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "energyc: compiles a .energy model (energy graph) to the energy dialect "
+      "and derives its gradients\n");
+
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+      MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
+  if (std::error_code error = file.getError())
+    return fail("cannot read '" + inputFile + "': " + error.message());
+  SourceMgr sourceMgr;
+  unsigned buffer = sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
+
+  fe::DiagnosticEngine diagnostics(sourceMgr);
+  std::unique_ptr<fe::Model> model =
+      fe::parseAndCheck(sourceMgr, buffer, diagnostics);
+  if (!model || diagnostics.hasErrors())
+    return 1;
+
+  std::string text;
+  raw_string_ostream os(text);
+  if (emitKind == EmitKind::Ast) {
+    printAst(*model, os);
+  } else {
+    mlir::MLIRContext context;
+    context
+        .loadDialect<mlir::energy::EnergyDialect, mlir::arith::ArithDialect>();
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        fe::emitEnergyDialect(context, *model, sourceMgr);
+    if (!module || mlir::failed(applyDimValues(*module)))
+      return 1;
+    if (emitKind == EmitKind::Grad) {
+      mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
+      mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
+      mlir::energy::EnergyDeriveGradientsOptions options;
+      options.wrt.assign(wrt.begin(), wrt.end());
+      perModel.addPass(mlir::energy::createEnergyDeriveGradients(options));
+      perModel.addPass(mlir::createCSEPass());
+      perModel.addPass(mlir::createCanonicalizerPass());
+      if (mlir::failed(passes.run(*module)))
+        return 1;
+    }
+    module->print(os);
+  }
+
+  std::string error;
+  std::unique_ptr<ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  output->keep();
+  return 0;
+}
