@@ -6,7 +6,7 @@ import lit.formats
 
 config.name = "energy"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".mlir", ".energy"]
+config.suffixes = [".mlir", ".energy", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.energy_obj_root

@@ -32,23 +32,28 @@ namespace fe = ::energy::frontend;
 namespace {
 enum class EmitKind { Ast, Energy, Grad };
 
+cl::OptionCategory energycOptions("energyc options");
+
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.energy>"),
-                               cl::Required);
+                               cl::Required, cl::cat(energycOptions));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                cl::value_desc("file"), cl::init("-"));
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(energycOptions));
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to emit"), cl::init(EmitKind::Energy),
     cl::values(clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
                clEnumValN(EmitKind::Energy, "energy",
                           "the energy dialect (default)"),
                clEnumValN(EmitKind::Grad, "grad",
-                          "the energy dialect with derived gradients")));
+                          "the energy dialect with derived gradients")),
+    cl::cat(energycOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
-                                cl::value_desc("NAME=VALUE"));
+                                cl::value_desc("NAME=VALUE"),
+                                cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
                                    "tensors (with --emit=grad)"),
-                          cl::value_desc("a,b"));
+                          cl::value_desc("a,b"), cl::cat(energycOptions));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "energyc") << message << "\n";
@@ -132,6 +137,7 @@ int main(int argc, char **argv) {
     os << "energyc 0.1.0 (energy dialect on LLVM/MLIR " LLVM_VERSION_STRING
           ")\n";
   });
+  cl::HideUnrelatedOptions(energycOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
       "energyc: compiles a .energy model (energy graph) to the energy dialect "
@@ -158,6 +164,7 @@ int main(int argc, char **argv) {
     mlir::MLIRContext context;
     context
         .loadDialect<mlir::energy::EnergyDialect, mlir::arith::ArithDialect>();
+    context.printOpOnDiagnostic(false);
     mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
     mlir::OwningOpRef<mlir::ModuleOp> module =
         fe::emitEnergyDialect(context, *model, sourceMgr);

@@ -51,6 +51,15 @@ LogicalResult mlir::energy::inferBroadcastType(std::optional<Location> location,
                     {lhs, rhs});
 }
 
+// -(c) = (-c) for a scalar constant; -(-x) = x.
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  if (auto number = dyn_cast_or_null<FloatAttr>(adaptor.getOperand()))
+    return FloatAttr::get(number.getType(), -number.getValueAsDouble());
+  if (auto inner = getOperand().getDefiningOp<NegOp>())
+    return inner.getOperand();
+  return {};
+}
+
 // x * 1 = x when the product has x's type.
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   auto isOne = [](Attribute attr) {
@@ -287,10 +296,9 @@ void EmbedOp::print(OpAsmPrinter &printer) {
 LogicalResult EmbedOp::verify() {
   if (failed(verifyMapOperands(*this, getMap(), getIndices())))
     return failure();
-  return verifyIndexedType(*this, "embeds into",
-                           FlatSymbolRefAttr::get(getContext(), "result"),
-                           arrayTypeOf(getResult()), getMap(),
-                           getValue().getType());
+  return verifyIndexedType(
+      *this, "embeds into", FlatSymbolRefAttr::get(getContext(), "result"),
+      arrayTypeOf(getResult()), getMap(), getValue().getType());
 }
 
 LogicalResult SizeOp::verifySymbolUses(SymbolTableCollection &tables) {

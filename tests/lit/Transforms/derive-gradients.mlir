@@ -4,7 +4,7 @@
 // becomes a loop over μ seeded with the softmax weight exp(s - L).
 // CHECK-LABEL: energy.model @hopfield
 // CHECK: gradient @x {
-// CHECK:   %[[MINUS:.*]] = neg
+// CHECK:   %[[MINUS:.*]] = constant -1.000000e+00
 // CHECK:   foreach (%[[I:.*]] : @N) {
 // CHECK:     %[[L:.*]] = reduce lse (%{{.*}} : @K) {
 // CHECK:     foreach (%[[MU:.*]] : @K) {
@@ -12,7 +12,7 @@
 // CHECK:       %[[S:.*]] = mul %[[BETA:.*]], %{{.*}}
 // CHECK:       %[[SHIFT:.*]] = sub %[[S]], %[[L]]
 // CHECK:       %[[W:.*]] = exp %[[SHIFT]]
-// CHECK:       %[[GS:.*]] = mul %[[MINUS]], %[[W]]
+// CHECK:       %[[GS:.*]] = mul %[[W]], %[[MINUS]]
 // CHECK:       %[[GD:.*]] = mul %[[GS]], %[[BETA]]
 // CHECK:       %[[GX:.*]] = mul %[[GD]], %[[M]]
 // CHECK:       accumulate %[[GX]] into @x[%[[I]]] : !energy.array<D>

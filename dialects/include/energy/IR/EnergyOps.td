@@ -331,7 +331,9 @@ class Energy_DifferentiableUnaryOp<string mnemonic, string text>
     : Energy_UnaryElementwiseOp<mnemonic, text,
           [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
 
-def Energy_NegOp : Energy_DifferentiableUnaryOp<"neg", "Negation">;
+def Energy_NegOp : Energy_DifferentiableUnaryOp<"neg", "Negation"> {
+  let hasFolder = 1;
+}
 def Energy_ExpOp : Energy_DifferentiableUnaryOp<"exp", "Elementwise exponential">;
 def Energy_LogOp : Energy_DifferentiableUnaryOp<"log", "Elementwise natural logarithm">;
 def Energy_TanhOp : Energy_DifferentiableUnaryOp<"tanh", "Elementwise hyperbolic tangent">;
