@@ -12,7 +12,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 
                 libclang-rt-22-dev lld-22 cmake ninja-build libfmt-dev libspdlog-dev \
                 doctest-dev libopenblas-dev libzstd-dev python3
 
-.PHONY: all deps build test demo bench clean
+.PHONY: all deps build test test-sanitized fuzz demo bench clean
 
 all: build
 
@@ -32,8 +32,49 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+# The ASan + UBSan build of the front end and its tests runs first, so the
+# main ctest summary stays the last thing `make test` prints.
+test: build test-sanitized
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# Front end only (no MLIR), built with -fsanitize=address,undefined.
+ASAN_BUILD_DIR ?= build-asan
+
+$(ASAN_BUILD_DIR)/build.ninja:
+	cmake -G Ninja -S . -B $(ASAN_BUILD_DIR) \
+	  -DCMAKE_C_COMPILER=$(LLVM_PREFIX)/bin/clang \
+	  -DCMAKE_CXX_COMPILER=$(LLVM_PREFIX)/bin/clang++ \
+	  -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
+	  -DENERGY_FRONTEND_ONLY=ON -DENERGY_SANITIZE=ON
+
+test-sanitized: deps $(ASAN_BUILD_DIR)/build.ninja
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# libFuzzer over lexer + parser + checker for FUZZ_TIME seconds, seeded from
+# examples/; exits non-zero on a crash, hang or sanitizer report, whose
+# reproducer lands in $(FUZZ_BUILD_DIR)/artifacts/. Not part of `make test`.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_TIME      ?= 60
+
+$(FUZZ_BUILD_DIR)/build.ninja:
+	cmake -G Ninja -S . -B $(FUZZ_BUILD_DIR) \
+	  -DCMAKE_C_COMPILER=$(LLVM_PREFIX)/bin/clang \
+	  -DCMAKE_CXX_COMPILER=$(LLVM_PREFIX)/bin/clang++ \
+	  -DCMAKE_CXX_FLAGS="-O1 -g" \
+	  -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
+	  -DENERGY_FRONTEND_ONLY=ON -DENERGY_BUILD_FUZZER=ON
+
+fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target frontend-fuzzer
+	mkdir -p $(FUZZ_BUILD_DIR)/corpus $(FUZZ_BUILD_DIR)/artifacts
+	cp examples/*.energy $(FUZZ_BUILD_DIR)/corpus/
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(FUZZ_BUILD_DIR)/bin/frontend-fuzzer $(FUZZ_BUILD_DIR)/corpus \
+	  -dict=tools/fuzz/energy.dict -max_total_time=$(FUZZ_TIME) -timeout=5 \
+	  -rss_limit_mb=2048 -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_BUILD_DIR)/artifacts/
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
