@@ -12,13 +12,12 @@
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
-#include "energy/Transforms/Passes.h"
+#include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -173,11 +172,8 @@ int main(int argc, char **argv) {
     if (emitKind == EmitKind::Grad) {
       mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
       mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
-      mlir::energy::EnergyDeriveGradientsOptions options;
-      options.wrt.assign(wrt.begin(), wrt.end());
-      perModel.addPass(mlir::energy::createEnergyDeriveGradients(options));
-      perModel.addPass(mlir::createCSEPass());
-      perModel.addPass(mlir::createCanonicalizerPass());
+      mlir::energy::buildGradientPipeline(
+          perModel, std::vector<std::string>(wrt.begin(), wrt.end()));
       if (mlir::failed(passes.run(*module)))
         return 1;
     }

@@ -649,9 +649,15 @@ LogicalResult ReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyDimNames(*this, tables, getSizes());
 }
 
+/// A body over an index domain is a loop: work that does not depend on the
+/// domain's indices is hoisted before it. The predicate is not a loop body.
+SmallVector<Region *> ReduceOp::getLoopRegions() { return {&getBody()}; }
+
 //===----------------------------------------------------------------------===//
 // GradientOp, ForeachOp
 //===----------------------------------------------------------------------===//
+
+SmallVector<Region *> ForeachOp::getLoopRegions() { return {&getBody()}; }
 
 LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr()))

@@ -18,6 +18,7 @@ include "mlir/IR/RegionKindInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/LoopLikeInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -486,7 +487,8 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<DerivativeOpInterface,
                               ["buildBodyAdjoint", "hasDerivativeRule"]>,
-    RecursiveMemoryEffects, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+    RecursiveMemoryEffects,
+    DeclareOpInterfaceMethods<LoopLikeOpInterface>, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "Sum, mean, max or log-sum-exp of a body over an index domain";
   let description = [{
     The body is evaluated at every position of the domain (the product of
@@ -554,6 +556,7 @@ def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
 
 def Energy_ForeachOp : Energy_Op<"foreach", [NoTerminator,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, RecursiveMemoryEffects,
+    DeclareOpInterfaceMethods<LoopLikeOpInterface>,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
   let summary = "Runs a body at every admitted position of an index domain";
   let description = [{

@@ -1,0 +1,26 @@
+//===- Pipelines.h - Pass pipelines the tools share -------------*- C++ -*-===//
+//
+// The sequences of passes that energyc, energy-run and the tests run, kept in
+// one place so that every tool derives the same program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_TRANSFORMS_PIPELINES_H
+#define ENERGY_TRANSFORMS_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::energy {
+
+/// Derives gradients (for every updated node, plus `wrt`) and simplifies
+/// them: canonicalization, CSE, loop-invariant code motion. `modelPasses`
+/// is a pass manager nested on `energy.model`.
+void buildGradientPipeline(OpPassManager &modelPasses,
+                           const std::vector<std::string> &wrt = {});
+
+} // namespace mlir::energy
+
+#endif // ENERGY_TRANSFORMS_PIPELINES_H

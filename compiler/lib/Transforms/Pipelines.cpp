@@ -1,0 +1,21 @@
+//===- Pipelines.cpp - Pass pipelines the tools share ---------------------===//
+//
+// The gradient pipeline of energyc --emit=grad and energy-run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Transforms/Pipelines.h"
+#include "energy/Transforms/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
+                                         const std::vector<std::string> &wrt) {
+  EnergyDeriveGradientsOptions options;
+  options.wrt.assign(wrt.begin(), wrt.end());
+  modelPasses.addPass(createEnergyDeriveGradients(options));
+  modelPasses.addPass(createCanonicalizerPass());
+  modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createLoopInvariantCodeMotionPass());
+  modelPasses.addPass(createCSEPass());
+}
