@@ -352,7 +352,8 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
   Region *region = value.getParentRegion();
   Operation *owner = region ? region->getParentOp() : nullptr;
   if (!owner ||
-      !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp>(owner) ||
+      !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp, GradientOp>(
+          owner) ||
       owner->getParentOfType<ModelOp>() != model) {
     Operation *where = value.getDefiningOp();
     return (where ? where : model.getOperation())->emitError()
@@ -843,6 +844,9 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
       })
       .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
       .Case([&](GradOp grad) -> Result {
+        for (GradientOp gradient : model.getOps<GradientOp>())
+          if (gradient.getTensor() == grad.getTensor())
+            return evaluateGradient(gradient);
         return op->emitOpError()
                << "gradient of " << grad.getTensorAttr()
                << " is not derived; run energy-derive-gradients first";
@@ -947,15 +951,24 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
   return result;
 }
 
-FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
-  std::vector<int64_t> sizes;
-  for (Attribute size : reduce.getSizes()) {
-    FailureOr<int64_t> extent =
-        evaluateDimExpr(cast<DimExprAttr>(size), reduce);
+FailureOr<std::vector<int64_t>> Interpreter::evaluateDomain(ArrayAttr sizes,
+                                                            Operation *user) {
+  std::vector<int64_t> extents;
+  for (Attribute size : sizes) {
+    FailureOr<int64_t> extent = evaluateDimExpr(cast<DimExprAttr>(size), user);
     if (failed(extent))
       return failure();
-    sizes.push_back(std::max<int64_t>(*extent, 0));
+    extents.push_back(std::max<int64_t>(*extent, 0));
   }
+  return extents;
+}
+
+FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
+  FailureOr<std::vector<int64_t>> domain =
+      evaluateDomain(reduce.getSizes(), reduce);
+  if (failed(domain))
+    return failure();
+  const std::vector<int64_t> &sizes = *domain;
   double temperature = 1.0;
   if (Value value = reduce.getTemperature()) {
     FailureOr<Tensor> t = evaluateArray(value, frame);
@@ -1028,4 +1041,146 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
     }
   }
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient programs
+//===----------------------------------------------------------------------===//
+
+FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
+  for (GradientOp gradient : model.getOps<GradientOp>())
+    if (gradient.getTensor() == tensorName)
+      return evaluateGradient(gradient);
+  return model.emitError() << "gradient of @" << tensorName
+                           << " is not derived; run energy-derive-gradients "
+                              "first";
+}
+
+FailureOr<Tensor> Interpreter::evaluateGradient(GradientOp gradient) {
+  if (gradient->getParentOp() != model)
+    return gradient.emitOpError("is not a gradient of the interpreted model");
+  StringRef name = gradient.getTensor();
+  auto cached = gradientCache.find(name);
+  if (cached != gradientCache.end())
+    return cached->second;
+  auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
+      gradient, gradient.getTensorAttr());
+  if (!tensor)
+    return gradient.emitOpError()
+           << "differentiates " << gradient.getTensorAttr()
+           << ", which is not a tensor of the model";
+  FailureOr<std::vector<int64_t>> shape =
+      getShape(tensor.getArrayType(), gradient);
+  if (failed(shape))
+    return failure();
+  if (gradient.getBody().empty())
+    return gradient.emitOpError("has no body");
+  if (!inProgress.insert(gradient).second)
+    return gradient.emitOpError()
+           << "is evaluated while evaluating itself (through energy.grad "
+           << gradient.getTensorAttr() << ")";
+  Tensor buffer(*shape);
+  Frame frame(&gradient.getBody(), nullptr);
+  LogicalResult result =
+      executeGradientBlock(gradient.getBody().front(), frame, buffer);
+  inProgress.erase(gradient);
+  if (failed(result))
+    return failure();
+  if (containsNaN(buffer))
+    return gradient.emitOpError("produced NaN");
+  return gradientCache[name] = std::move(buffer);
+}
+
+LogicalResult Interpreter::executeGradientBlock(Block &block, Frame &frame,
+                                                Tensor &gradient) {
+  for (Operation &op : block) {
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](ForeachOp loop) {
+              return executeForeach(loop, frame, gradient);
+            })
+            .Case([&](AccumulateOp accumulate) {
+              return executeAccumulate(accumulate, frame, gradient);
+            })
+            .Default([&](Operation *other) -> LogicalResult {
+              // Pure values are computed (and memoised in their frame) when
+              // an accumulation or a loop's predicate uses them, so values
+              // nothing uses are never evaluated, as in a reduction.
+              if (other->getNumResults() != 0)
+                return success();
+              return other->emitOpError(
+                  "is not supported in a gradient program by the interpreter");
+            });
+    if (failed(result))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Interpreter::executeForeach(ForeachOp loop, Frame &frame,
+                                          Tensor &gradient) {
+  FailureOr<std::vector<int64_t>> sizes = evaluateDomain(loop.getSizes(), loop);
+  if (failed(sizes))
+    return failure();
+  if (loop.getBody().empty())
+    return loop.emitOpError("has no body");
+  Value admitted = yieldedValue(loop.getPredicate());
+  if (loop.hasPredicate() && !admitted)
+    return loop.emitOpError("has a predicate without a yielded value");
+
+  return forEachPosition(*sizes, [&](ArrayRef<int64_t> position) {
+    if (admitted) {
+      Frame predicateFrame(&loop.getPredicate(), &frame);
+      for (auto [argument, index] :
+           llvm::zip(loop.getPredicate().front().getArguments(), position))
+        predicateFrame.integers[argument] = index;
+      FailureOr<int64_t> isAdmitted = evaluateInteger(admitted, predicateFrame);
+      if (failed(isAdmitted))
+        return failure();
+      if (!*isAdmitted)
+        return success();
+    }
+    // A fresh frame per position: values of the body are per iteration.
+    Frame bodyFrame(&loop.getBody(), &frame);
+    Block &body = loop.getBody().front();
+    for (auto [argument, index] : llvm::zip(body.getArguments(), position))
+      bodyFrame.integers[argument] = index;
+    return executeGradientBlock(body, bodyFrame, gradient);
+  });
+}
+
+LogicalResult Interpreter::executeAccumulate(AccumulateOp accumulate,
+                                             Frame &frame, Tensor &gradient) {
+  auto parent = accumulate->getParentOfType<GradientOp>();
+  if (!parent || parent.getTensor() != accumulate.getTensor())
+    return accumulate.emitOpError()
+           << "accumulates into " << accumulate.getTensorAttr()
+           << " outside the gradient of that tensor";
+  FailureOr<std::vector<int64_t>> indices = evaluateIndices(
+      accumulate, accumulate.getMap(), accumulate.getIndices(), frame);
+  if (failed(indices))
+    return failure();
+  if (failed(checkInRange(accumulate, *indices, gradient.shape,
+                          [&](InFlightDiagnostic &diag, size_t) {
+                            diag << "accumulates into "
+                                 << accumulate.getTensorAttr();
+                          })))
+    return failure();
+  FailureOr<Tensor> value = evaluateArray(accumulate.getValue(), frame);
+  if (failed(value))
+    return failure();
+  ArrayRef<int64_t> sliceShape =
+      ArrayRef<int64_t>(gradient.shape).drop_front(indices->size());
+  if (ArrayRef<int64_t>(value->shape) != sliceShape)
+    return accumulate.emitOpError()
+           << "adds a value of shape " << Tensor::shapeString(value->shape)
+           << " into a slice of shape " << Tensor::shapeString(sliceShape);
+  // Row-major: the slice at leading indices is a contiguous block.
+  int64_t offset = 0;
+  for (auto [axis, index] : llvm::enumerate(*indices))
+    offset = offset * gradient.shape[axis] + index;
+  offset *= value->size();
+  for (int64_t i = 0; i < value->size(); ++i)
+    gradient.data[offset + i] += value->data[i];
+  return success();
 }

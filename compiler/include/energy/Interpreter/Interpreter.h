@@ -1,11 +1,11 @@
 //===- Interpreter.h - Reference interpreter of the energy dialect --------===//
 //
 // Evaluates `energy` dialect IR in double precision with straightforward
-// loops: energy terms, outputs, lets and any value at the top level of a
-// body. It is the oracle against which compiled kernels and derived
-// gradients are checked, so it favours clarity over speed. Errors (a missing
-// binding, an index out of range, a NaN) are emitted as MLIR diagnostics on
-// the offending op and returned as failure.
+// loops: energy terms, outputs, lets, gradient programs and any value at the
+// top level of a body. It is the oracle against which compiled kernels and
+// derived gradients are checked, so it favours clarity over speed. Errors (a
+// missing binding, an index out of range, a NaN) are emitted as MLIR
+// diagnostics on the offending op and returned as failure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,15 @@ public:
   /// Index and i1 values are returned as scalars.
   FailureOr<Tensor> evaluate(Value value, ArrayRef<int64_t> indices = {});
 
+  /// Runs the gradient program `gradient`: a zero buffer of its tensor's
+  /// shape, into which every `energy.accumulate` adds, executed in order
+  /// (`energy.foreach` at every admitted position, row-major). The result is
+  /// cached: bindings are fixed.
+  FailureOr<Tensor> evaluateGradient(GradientOp gradient);
+  /// The gradient program of the tensor named `tensorName`; an error on the
+  /// model when it has none.
+  FailureOr<Tensor> evaluateGradient(StringRef tensorName);
+
   /// The value of a dim, if bound, defaulted or derived.
   std::optional<int64_t> getDim(StringRef name) const;
   /// The concrete shape of `type`; `user` receives the error for an unbound
@@ -84,6 +93,17 @@ private:
       function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element);
   FailureOr<const Tensor *> getTensor(TensorOp tensor, Operation *user);
   FailureOr<int64_t> evaluateDimExpr(DimExprAttr expr, Operation *user);
+  /// The sizes of an index domain (negative sizes clamp to 0).
+  FailureOr<std::vector<int64_t>> evaluateDomain(ArrayAttr sizes,
+                                                 Operation *user);
+  /// Executes the ops of `block` in order in `frame`, accumulating into
+  /// `gradient`: loops and accumulations run, pure values are computed when
+  /// used.
+  LogicalResult executeGradientBlock(Block &block, Frame &frame,
+                                     Tensor &gradient);
+  LogicalResult executeForeach(ForeachOp loop, Frame &frame, Tensor &gradient);
+  LogicalResult executeAccumulate(AccumulateOp accumulate, Frame &frame,
+                                  Tensor &gradient);
 
   ModelOp model;
   llvm::StringMap<int64_t> dims;
@@ -92,7 +112,10 @@ private:
   llvm::StringMap<Tensor> tensors;
   int64_t step = 0;
   llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, Tensor>> letCache;
-  /// Lets and tensors being evaluated, to report cyclic definitions.
+  /// Gradients computed so far, by tensor name.
+  llvm::StringMap<Tensor> gradientCache;
+  /// Lets, tensors and gradients being evaluated, to report cyclic
+  /// definitions.
   llvm::DenseSet<Operation *> inProgress;
 };
 
