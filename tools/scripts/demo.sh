@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# demo.sh - the end-to-end demo: what the project can run today.
+# demo.sh - the end-to-end demo: compile an example model, show the gradient
+# the compiler derived, and run gradient descent on it, printing the energy
+# falling step by step.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
-echo "== energy-opt: parse, verify and print an energy model"
-"$build/bin/energy-opt" tests/lit/Dialect/energy/ops.mlir | sed -n '1,40p'
-echo "..."
-echo "== energy-opt: check that every energy term is differentiable"
-"$build/bin/energy-opt" --energy-check-differentiable \
-  tests/lit/Dialect/energy/derivative-rules.mlir > /dev/null && echo "ok"
+model=examples/predictive_coding.energy
+
+echo "== the model ($model)"
+grep -v '^#' "$model"
+echo
+echo "== energyc --emit=grad: the gradient of the energy with respect to mu,"
+echo "   derived by the compiler (reverse mode through the lse and the tanh)"
+"$build/bin/energyc" "$model" --emit=grad | sed -n '/gradient @mu/,$p'
+echo
+echo "== energy-run: gradient descent on the energy, step by step"
+"$build/bin/energy-run" "$model" --interp --dim N=4 --dim K=3 --dim D=4 \
+  --dim Z=2 --init random:0 --steps 20 --trace

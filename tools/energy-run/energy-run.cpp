@@ -1,0 +1,447 @@
+//===- energy-run.cpp - Runs an energy model ------------------------------===//
+//
+// `energy-run MODEL.energy --interp [--dim N=V]... [--init random:SEED]
+// [--steps K] [--eval energy|grad|run] [--trace] [--json]`: binds the
+// model's tensors, then evaluates its energy, its gradients, or runs its
+// dynamics and reports the energy after every step. Today it runs on the
+// reference interpreter (`--interp`); compiled artifacts come with code
+// generation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Frontend/EmitEnergyDialect.h"
+#include "energy/Frontend/Frontend.h"
+#include "energy/IR/EnergyDialect.h"
+#include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/Interpreter.h"
+#include "energy/Runtime/Random.h"
+#include "energy/Transforms/Pipelines.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace llvm;
+using namespace mlir;
+using namespace mlir::energy;
+namespace fe = ::energy::frontend;
+
+namespace {
+enum class EvalKind { Energy, Grad, Run };
+
+cl::OptionCategory runOptions("energy-run options");
+cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.energy>"),
+                               cl::Required, cl::cat(runOptions));
+cl::opt<bool>
+    useInterpreter("interp",
+                   cl::desc("Evaluate with the reference interpreter"),
+                   cl::cat(runOptions));
+cl::list<std::string> dimValues("dim", cl::desc("Bind a dim"),
+                                cl::value_desc("NAME=VALUE"),
+                                cl::cat(runOptions));
+cl::list<std::string> constValues("const", cl::desc("Override a const"),
+                                  cl::value_desc("NAME=VALUE"),
+                                  cl::cat(runOptions));
+cl::opt<std::string>
+    initSpec("init",
+             cl::desc("Initialise tensors that have no value from a documented "
+                      "generator: normal, scaled by 1/sqrt(last dim)"),
+             cl::value_desc("random:SEED"), cl::cat(runOptions));
+cl::opt<int64_t> stepsOverride("steps", cl::desc("Number of steps to run"),
+                               cl::init(-1), cl::cat(runOptions));
+cl::opt<EvalKind> evalKind(
+    "eval", cl::desc("What to evaluate"), cl::init(EvalKind::Run),
+    cl::values(clEnumValN(EvalKind::Energy, "energy", "the global energy"),
+               clEnumValN(EvalKind::Grad, "grad",
+                          "dE/dT for each state tensor (or --wrt)"),
+               clEnumValN(EvalKind::Run, "run", "run the dynamics (default)")),
+    cl::cat(runOptions));
+cl::list<std::string> wrt("wrt", cl::CommaSeparated,
+                          cl::desc("Tensors to differentiate (--eval grad)"),
+                          cl::value_desc("a,b"), cl::cat(runOptions));
+cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
+                    cl::cat(runOptions));
+cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
+                         cl::cat(runOptions));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "energy-run") << message << "\n";
+  return 1;
+}
+
+/// Parses `NAME=VALUE` settings into (name, value) pairs.
+template <typename Number>
+FailureOr<std::vector<std::pair<std::string, Number>>>
+parseSettings(ArrayRef<std::string> settings, StringRef option) {
+  std::vector<std::pair<std::string, Number>> result;
+  for (const std::string &setting : settings) {
+    auto [name, text] = StringRef(setting).split('=');
+    Number value;
+    bool bad;
+    if constexpr (std::is_same_v<Number, double>)
+      bad = text.getAsDouble(value);
+    else
+      bad = text.getAsInteger(10, value) || value <= 0;
+    if (name.empty() || bad) {
+      (void)fail(
+          "--" + option + " " + setting + ": expected NAME=VALUE with a " +
+          (std::is_same_v<Number, double> ? "number" : "positive integer"));
+      return failure();
+    }
+    result.emplace_back(name.str(), value);
+  }
+  return result;
+}
+
+/// The body value an option or rule yields.
+Value yieldedValue(Region &region) {
+  return cast<YieldOp>(region.front().back()).getValues().front();
+}
+
+/// Runs a model on the reference interpreter: binding tensors, stepping the
+/// dynamics, and evaluating energies and gradients, each on a fresh
+/// interpreter over the current values.
+class InterpretedRun {
+public:
+  explicit InterpretedRun(ModelOp model) : model(model) {}
+
+  LogicalResult bind(ArrayRef<std::pair<std::string, int64_t>> dims,
+                     ArrayRef<std::pair<std::string, double>> consts,
+                     std::optional<uint64_t> seed) {
+    for (auto &[name, value] : dims)
+      bindings.setDim(name, value);
+    for (auto &[name, value] : consts)
+      bindings.setConst(name, value);
+    FailureOr<Interpreter> shapes = Interpreter::create(model, bindings);
+    if (failed(shapes))
+      return failure();
+    // Copies last: their sources must have values first.
+    SmallVector<TensorOp> copies;
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+      if (tensor.getInit() == InitKind::copy) {
+        copies.push_back(tensor);
+        continue;
+      }
+      FailureOr<std::vector<int64_t>> shape =
+          shapes->getShape(tensor.getArrayType(), tensor);
+      if (failed(shape))
+        return failure();
+      FailureOr<Tensor> value = initialValue(tensor, *shape, seed);
+      if (failed(value))
+        return failure();
+      bindings.setTensor(tensor.getSymName(), std::move(*value));
+    }
+    for (TensorOp tensor : copies)
+      bindings.setTensor(tensor.getSymName(),
+                         bindings.getTensors().lookup(*tensor.getInitSource()));
+    return success();
+  }
+
+  FailureOr<Interpreter> interpreter() {
+    return Interpreter::create(model, bindings);
+  }
+
+  /// Runs `steps` steps (or the model's count), calling `report` after each
+  /// with the step number and energy. Returns the number of steps taken.
+  FailureOr<int64_t> run(int64_t steps,
+                         llvm::function_ref<void(int64_t, double)> report) {
+    DynamicsOp dynamics = model.getDynamics();
+    if (!dynamics)
+      return model.emitError("the model has no dynamics to run");
+    if (steps < 0) {
+      FailureOr<Interpreter> current = interpreter();
+      if (failed(current))
+        return failure();
+      FailureOr<int64_t> count = dynamics.getSteps().evaluate(
+          [&](StringRef name) { return current->getDim(name); });
+      if (failed(count))
+        return dynamics.emitError("the step count cannot be evaluated");
+      steps = *count;
+    }
+    for (int64_t step = 0; step < steps; ++step) {
+      bindings.setStep(step);
+      if (failed(runStep(dynamics)))
+        return failure();
+      FailureOr<Interpreter> after = interpreter();
+      if (failed(after))
+        return failure();
+      FailureOr<double> energy = after->evaluateEnergy();
+      if (failed(energy))
+        return failure();
+      report(step, *energy);
+      if (!dynamics.getUntil().empty()) {
+        FailureOr<Tensor> done =
+            after->evaluate(yieldedValue(dynamics.getUntil()));
+        if (failed(done))
+          return failure();
+        if (done->data[0] != 0.0)
+          return step + 1;
+      }
+    }
+    return steps;
+  }
+
+  const Bindings &getBindings() const { return bindings; }
+
+private:
+  FailureOr<Tensor> initialValue(TensorOp tensor,
+                                 const std::vector<int64_t> &shape,
+                                 std::optional<uint64_t> seed) {
+    Tensor value(shape, 0.0);
+    ::energy::RandomStream stream = ::energy::RandomStream::forTensor(
+        seed.value_or(0), tensor.getSymName().str());
+    std::optional<InitKind> kind = tensor.getInit();
+    ArrayRef<double> args =
+        tensor.getInitArgs() ? *tensor.getInitArgs() : ArrayRef<double>();
+    if (!kind) {
+      if (!seed)
+        return tensor.emitError()
+               << "tensor '" << tensor.getSymName()
+               << "' has no value: it has no initialiser; give --init "
+                  "random:SEED";
+      double scale =
+          1.0 /
+          std::sqrt(static_cast<double>(shape.empty() ? 1 : shape.back()));
+      for (double &x : value.data)
+        x = scale * stream.nextNormal();
+      return value;
+    }
+    switch (*kind) {
+    case InitKind::zeros:
+      break;
+    case InitKind::ones:
+      std::fill(value.data.begin(), value.data.end(), 1.0);
+      break;
+    case InitKind::eye: {
+      int64_t n = shape.back();
+      for (int64_t i = 0; i < value.size(); ++i)
+        value.data[i] = (i % n) == ((i / n) % n) ? 1.0 : 0.0;
+      break;
+    }
+    case InitKind::normal:
+      for (double &x : value.data)
+        x = args[0] + args[1] * stream.nextNormal();
+      break;
+    case InitKind::uniform:
+      for (double &x : value.data)
+        x = args[0] + (args[1] - args[0]) * stream.nextUniform();
+      break;
+    case InitKind::copy:
+      llvm_unreachable("copies are bound after their sources");
+    }
+    return value;
+  }
+
+  /// One step: rules in written order; adjacent gradient rules form a group
+  /// whose gradients are all taken at the group's entry values.
+  LogicalResult runStep(DynamicsOp dynamics) {
+    SmallVector<UpdateOp> group;
+    auto flush = [&]() -> LogicalResult {
+      if (group.empty())
+        return success();
+      FailureOr<Interpreter> entry = interpreter();
+      if (failed(entry))
+        return failure();
+      SmallVector<std::pair<StringRef, Tensor>> updates;
+      for (UpdateOp update : group) {
+        FailureOr<Tensor> gradient = entry->evaluateGradient(update.getNode());
+        std::optional<Tensor> lr = option(*entry, update, "lr");
+        if (failed(gradient) || !lr)
+          return failure();
+        Tensor value = bindings.getTensors().lookup(update.getNode());
+        for (int64_t i = 0; i < value.size(); ++i)
+          value.data[i] -= lr->data[0] * gradient->data[i];
+        updates.emplace_back(update.getNode(), std::move(value));
+      }
+      for (auto &[name, value] : updates)
+        bindings.setTensor(name, std::move(value));
+      group.clear();
+      return success();
+    };
+    for (Operation &rule : dynamics.getRules().front()) {
+      if (auto update = dyn_cast<UpdateOp>(rule)) {
+        if (update.getOptimizer() != "gd")
+          return update.emitError()
+                 << "the interpreter runs `gd` and explicit rules so far, "
+                    "not `"
+                 << update.getOptimizer() << "`";
+        group.push_back(update);
+        if (dynamics.getOrder() == Order::sequential && failed(flush()))
+          return failure();
+        continue;
+      }
+      if (failed(flush()))
+        return failure();
+      auto assign = cast<AssignOp>(rule);
+      FailureOr<Interpreter> current = interpreter();
+      if (failed(current))
+        return failure();
+      FailureOr<Tensor> value =
+          current->evaluate(yieldedValue(assign.getBody()));
+      if (failed(value))
+        return failure();
+      bindings.setTensor(assign.getNode(), std::move(*value));
+    }
+    return flush();
+  }
+
+  std::optional<Tensor> option(Interpreter &interpreter, UpdateOp update,
+                               StringRef name) {
+    for (auto [optionName, region] :
+         llvm::zip(update.getOptionNames(), update.getOptions()))
+      if (cast<StringAttr>(optionName).getValue() == name) {
+        FailureOr<Tensor> value = interpreter.evaluate(yieldedValue(region));
+        if (failed(value))
+          return std::nullopt;
+        return *value;
+      }
+    update.emitError() << "option '" << name << "' is required";
+    return std::nullopt;
+  }
+
+  ModelOp model;
+  Bindings bindings;
+};
+
+json::Array toJson(const Tensor &tensor) {
+  json::Array data;
+  for (double x : tensor.data)
+    data.push_back(x);
+  return data;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runOptions);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "energy-run: evaluates an energy model's energy and gradients, or runs "
+      "its dynamics\n");
+  if (!useInterpreter)
+    return fail("compiled execution comes with code generation; run the "
+                "model on the reference interpreter with --interp");
+  std::optional<uint64_t> seed;
+  if (!initSpec.empty()) {
+    uint64_t value;
+    StringRef spec(initSpec);
+    if (!spec.consume_front("random:") || spec.getAsInteger(10, value))
+      return fail("--init " + initSpec + ": expected random:SEED");
+    seed = value;
+  }
+  auto dims = parseSettings<int64_t>(dimValues, "dim");
+  auto consts = parseSettings<double>(constValues, "const");
+  if (failed(dims) || failed(consts))
+    return 1;
+
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+      MemoryBuffer::getFileOrSTDIN(modelFile, /*IsText=*/true);
+  if (std::error_code error = file.getError())
+    return fail("cannot read '" + modelFile + "': " + error.message());
+  SourceMgr sourceMgr;
+  unsigned buffer = sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
+  fe::DiagnosticEngine diagnostics(sourceMgr);
+  std::unique_ptr<fe::Model> ast =
+      fe::parseAndCheck(sourceMgr, buffer, diagnostics);
+  if (!ast || diagnostics.hasErrors())
+    return 1;
+
+  MLIRContext context;
+  context.loadDialect<EnergyDialect, arith::ArithDialect>();
+  context.printOpOnDiagnostic(false);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      fe::emitEnergyDialect(context, *ast, sourceMgr);
+  if (!module)
+    return 1;
+  PassManager passes(&context, ModuleOp::getOperationName());
+  buildGradientPipeline(passes.nest<ModelOp>(),
+                        std::vector<std::string>(wrt.begin(), wrt.end()));
+  if (failed(passes.run(*module)))
+    return 1;
+  ModelOp model = *module->getOps<ModelOp>().begin();
+
+  InterpretedRun run(model);
+  if (failed(run.bind(*dims, *consts, seed)))
+    return 1;
+
+  if (evalKind == EvalKind::Energy) {
+    FailureOr<Interpreter> interpreter = run.interpreter();
+    if (failed(interpreter))
+      return 1;
+    FailureOr<double> energy = interpreter->evaluateEnergy();
+    if (failed(energy))
+      return 1;
+    if (jsonOutput)
+      outs() << formatv("{0}", json::Value(json::Object{{"energy", *energy}}))
+             << "\n";
+    else
+      outs() << formatv("energy {0:e}\n", *energy);
+    return 0;
+  }
+
+  if (evalKind == EvalKind::Grad) {
+    FailureOr<Interpreter> interpreter = run.interpreter();
+    if (failed(interpreter))
+      return 1;
+    json::Object result;
+    for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
+      FailureOr<Tensor> value = interpreter->evaluateGradient(gradient);
+      if (failed(value))
+        return 1;
+      std::string name = ("grad." + gradient.getTensor()).str();
+      if (jsonOutput) {
+        json::Array shape;
+        for (int64_t size : value->shape)
+          shape.push_back(size);
+        result[name] =
+            json::Object{{"shape", std::move(shape)}, {"data", toJson(*value)}};
+      } else {
+        outs() << name << " " << Tensor::shapeString(value->shape) << "\n";
+        for (double x : value->data)
+          outs() << formatv("  {0:e}\n", x);
+      }
+    }
+    if (jsonOutput)
+      outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
+    return 0;
+  }
+
+  std::vector<double> energies;
+  auto start = std::chrono::steady_clock::now();
+  auto lastProgress = start;
+  FailureOr<int64_t> steps = run.run(stepsOverride, [&](int64_t step,
+                                                        double energy) {
+    energies.push_back(energy);
+    if (trace && !jsonOutput)
+      outs() << formatv("step {0,4}  energy {1:e}\n", step, energy);
+    auto now = std::chrono::steady_clock::now();
+    if (!trace && now - lastProgress > std::chrono::seconds(1)) {
+      errs() << formatv("energy-run: step {0}, energy {1:e}\n", step, energy);
+      lastProgress = now;
+    }
+  });
+  if (failed(steps))
+    return 1;
+  double final = energies.empty() ? 0.0 : energies.back();
+  if (jsonOutput) {
+    json::Array traceJson;
+    for (double e : energies)
+      traceJson.push_back(e);
+    outs() << formatv("{0}", json::Value(
+                                 json::Object{{"energy", final},
+                                              {"steps", *steps},
+                                              {"trace", std::move(traceJson)}}))
+           << "\n";
+  } else {
+    outs() << formatv("final energy {0:e} after {1} steps\n", final, *steps);
+  }
+  return 0;
+}
