@@ -414,6 +414,15 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (trace && !jsonOutput) {
+    FailureOr<Interpreter> initial = run.interpreter();
+    if (failed(initial))
+      return 1;
+    FailureOr<double> energy = initial->evaluateEnergy();
+    if (failed(energy))
+      return 1;
+    outs() << formatv("start       energy {0:e}\n", *energy);
+  }
   std::vector<double> energies;
   auto start = std::chrono::steady_clock::now();
   auto lastProgress = start;

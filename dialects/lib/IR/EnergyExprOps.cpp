@@ -60,16 +60,42 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-// x * 1 = x when the product has x's type.
-OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  auto isOne = [](Attribute attr) {
-    auto number = dyn_cast_or_null<FloatAttr>(attr);
-    return number && number.getValueAsDouble() == 1.0;
-  };
-  if (isOne(adaptor.getRhs()) && getLhs().getType() == getType())
+namespace {
+/// Whether `attr` is the scalar constant `value`.
+bool isConstant(Attribute attr, double value) {
+  auto number = dyn_cast_or_null<FloatAttr>(attr);
+  return number && number.getValueAsDouble() == value;
+}
+} // namespace
+
+// x + 0 = 0 + x = x when the sum has x's type.
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (isConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
     return getLhs();
-  if (isOne(adaptor.getLhs()) && getRhs().getType() == getType())
+  if (isConstant(adaptor.getLhs(), 0.0) && getRhs().getType() == getType())
     return getRhs();
+  return {};
+}
+
+// x - 0 = x when the difference has x's type.
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (isConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
+    return getLhs();
+  return {};
+}
+
+// x * 1 = x when the product has x's type; a scalar x * 0 = 0. (An array
+// times 0 keeps its op: the fold would need a zero array constant.)
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (isConstant(adaptor.getRhs(), 1.0) && getLhs().getType() == getType())
+    return getLhs();
+  if (isConstant(adaptor.getLhs(), 1.0) && getRhs().getType() == getType())
+    return getRhs();
+  bool scalar = cast<ArrayType>(getType()).isScalar();
+  if (scalar && isConstant(adaptor.getRhs(), 0.0))
+    return adaptor.getRhs();
+  if (scalar && isConstant(adaptor.getLhs(), 0.0))
+    return adaptor.getLhs();
   return {};
 }
 

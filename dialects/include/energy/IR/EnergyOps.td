@@ -306,9 +306,13 @@ class Energy_BinaryElementwiseOp<string mnemonic, string text,
 }
 
 def Energy_AddOp : Energy_BinaryElementwiseOp<"add", "Addition",
-    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+    [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let hasFolder = 1;
+}
 def Energy_SubOp : Energy_BinaryElementwiseOp<"sub", "Subtraction",
-    [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
+    [DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let hasFolder = 1;
+}
 def Energy_MulOp : Energy_BinaryElementwiseOp<"mul", "Multiplication",
     [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
   let hasFolder = 1;

@@ -330,3 +330,35 @@ energy.model @extract_embed {
     energy.yield %s : !energy.array<>
   }
 }
+
+// Folding: x + 0, x - 0, x * 1 and a scalar x * 0 simplify; an array times 0
+// keeps its op.
+// RUN: energy-opt %s --canonicalize | FileCheck %s --check-prefix=FOLD
+// FOLD-LABEL: energy.model @folding
+// FOLD: term @e {
+// FOLD-NEXT: %[[ZERO:.*]] = constant 0.000000e+00
+// FOLD-NEXT: %[[X:.*]] = read @x : !energy.array<D>
+// FOLD-NEXT: %[[Z:.*]] = mul %[[X]], %[[ZERO]] : !energy.array<D>, !energy.array<>
+// FOLD-NEXT: %[[S:.*]] = reduce_elements sum %[[X]]
+// FOLD-NEXT: %[[T:.*]] = reduce_elements sum %[[Z]]
+// FOLD-NEXT: %[[U:.*]] = add %[[S]], %[[T]]
+// FOLD-NEXT: yield %[[U]]
+energy.model @folding {
+  energy.dim @D
+  energy.tensor @x : state [@D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<D>
+    %zero = energy.constant 0.0
+    %one = energy.constant 1.0
+    %a = energy.add %x, %zero : !energy.array<D>, !energy.array<>
+    %b = energy.sub %a, %zero : !energy.array<D>, !energy.array<>
+    %c = energy.mul %one, %b : !energy.array<>, !energy.array<D>
+    %z = energy.mul %c, %zero : !energy.array<D>, !energy.array<>
+    %s = energy.reduce_elements sum %c : !energy.array<D>
+    %t = energy.reduce_elements sum %z : !energy.array<D>
+    %k = energy.mul %zero, %s : !energy.array<>, !energy.array<>
+    %u = energy.add %s, %t : !energy.array<>, !energy.array<>
+    %v = energy.add %u, %k : !energy.array<>, !energy.array<>
+    energy.yield %v : !energy.array<>
+  }
+}
