@@ -148,37 +148,36 @@ public:
     return Interpreter::create(model, bindings);
   }
 
-  /// Runs `steps` steps (or the model's count), calling `report` after each
-  /// with the step number and energy. Returns the number of steps taken.
+  /// Runs `steps` steps (or the model's count) of the model's update
+  /// program, calling `report` after each with the step number and energy.
+  /// Returns the number of steps taken.
   FailureOr<int64_t> run(int64_t steps,
                          llvm::function_ref<void(int64_t, double)> report) {
     DynamicsOp dynamics = model.getDynamics();
-    if (!dynamics)
+    auto programs = model.getBody().front().getOps<UpdateProgramOp>();
+    if (!dynamics || programs.empty())
       return model.emitError("the model has no dynamics to run");
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
     if (steps < 0) {
-      FailureOr<Interpreter> current = interpreter();
-      if (failed(current))
-        return failure();
       FailureOr<int64_t> count = dynamics.getSteps().evaluate(
-          [&](StringRef name) { return current->getDim(name); });
+          [&](StringRef name) { return state->getDim(name); });
       if (failed(count))
         return dynamics.emitError("the step count cannot be evaluated");
       steps = *count;
     }
     for (int64_t step = 0; step < steps; ++step) {
-      bindings.setStep(step);
-      if (failed(runStep(dynamics)))
+      state->setStep(step);
+      if (failed(state->runUpdateProgram(*programs.begin())))
         return failure();
-      FailureOr<Interpreter> after = interpreter();
-      if (failed(after))
-        return failure();
-      FailureOr<double> energy = after->evaluateEnergy();
+      FailureOr<double> energy = state->evaluateEnergy();
       if (failed(energy))
         return failure();
       report(step, *energy);
       if (!dynamics.getUntil().empty()) {
         FailureOr<Tensor> done =
-            after->evaluate(yieldedValue(dynamics.getUntil()));
+            state->evaluate(yieldedValue(dynamics.getUntil()));
         if (failed(done))
           return failure();
         if (done->data[0] != 0.0)
@@ -239,73 +238,6 @@ private:
     return value;
   }
 
-  /// One step: rules in written order; adjacent gradient rules form a group
-  /// whose gradients are all taken at the group's entry values.
-  LogicalResult runStep(DynamicsOp dynamics) {
-    SmallVector<UpdateOp> group;
-    auto flush = [&]() -> LogicalResult {
-      if (group.empty())
-        return success();
-      FailureOr<Interpreter> entry = interpreter();
-      if (failed(entry))
-        return failure();
-      SmallVector<std::pair<StringRef, Tensor>> updates;
-      for (UpdateOp update : group) {
-        FailureOr<Tensor> gradient = entry->evaluateGradient(update.getNode());
-        std::optional<Tensor> lr = option(*entry, update, "lr");
-        if (failed(gradient) || !lr)
-          return failure();
-        Tensor value = bindings.getTensors().lookup(update.getNode());
-        for (int64_t i = 0; i < value.size(); ++i)
-          value.data[i] -= lr->data[0] * gradient->data[i];
-        updates.emplace_back(update.getNode(), std::move(value));
-      }
-      for (auto &[name, value] : updates)
-        bindings.setTensor(name, std::move(value));
-      group.clear();
-      return success();
-    };
-    for (Operation &rule : dynamics.getRules().front()) {
-      if (auto update = dyn_cast<UpdateOp>(rule)) {
-        if (update.getOptimizer() != "gd")
-          return update.emitError()
-                 << "the interpreter runs `gd` and explicit rules so far, "
-                    "not `"
-                 << update.getOptimizer() << "`";
-        group.push_back(update);
-        if (dynamics.getOrder() == Order::sequential && failed(flush()))
-          return failure();
-        continue;
-      }
-      if (failed(flush()))
-        return failure();
-      auto assign = cast<AssignOp>(rule);
-      FailureOr<Interpreter> current = interpreter();
-      if (failed(current))
-        return failure();
-      FailureOr<Tensor> value =
-          current->evaluate(yieldedValue(assign.getBody()));
-      if (failed(value))
-        return failure();
-      bindings.setTensor(assign.getNode(), std::move(*value));
-    }
-    return flush();
-  }
-
-  std::optional<Tensor> option(Interpreter &interpreter, UpdateOp update,
-                               StringRef name) {
-    for (auto [optionName, region] :
-         llvm::zip(update.getOptionNames(), update.getOptions()))
-      if (cast<StringAttr>(optionName).getValue() == name) {
-        FailureOr<Tensor> value = interpreter.evaluate(yieldedValue(region));
-        if (failed(value))
-          return std::nullopt;
-        return *value;
-      }
-    update.emitError() << "option '" << name << "' is required";
-    return std::nullopt;
-  }
-
   ModelOp model;
   Bindings bindings;
 };
@@ -362,8 +294,8 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   PassManager passes(&context, ModuleOp::getOperationName());
-  buildGradientPipeline(passes.nest<ModelOp>(),
-                        std::vector<std::string>(wrt.begin(), wrt.end()));
+  buildUpdatePipeline(passes.nest<ModelOp>(),
+                      std::vector<std::string>(wrt.begin(), wrt.end()));
   if (failed(passes.run(*module)))
     return 1;
   ModelOp model = *module->getOps<ModelOp>().begin();

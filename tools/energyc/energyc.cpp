@@ -1,6 +1,7 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
-// `energyc FILE.energy [-o OUT] [--emit=ast|energy|grad] [--dim N=V]...`:
+// `energyc FILE.energy [-o OUT] [--emit=ast|energy|grad|update]
+// [--dim N=V]...`:
 // parses and checks a model, emits the energy dialect, and runs the passes
 // the requested output needs. Errors are `file:line:col: error: ...` with the
 // source line and a caret; the exit status is non-zero on any error, and no
@@ -29,7 +30,7 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
-enum class EmitKind { Ast, Energy, Grad };
+enum class EmitKind { Ast, Energy, Grad, Update };
 
 cl::OptionCategory energycOptions("energyc options");
 
@@ -44,7 +45,9 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Energy, "energy",
                           "the energy dialect (default)"),
                clEnumValN(EmitKind::Grad, "grad",
-                          "the energy dialect with derived gradients")),
+                          "the energy dialect with derived gradients"),
+               clEnumValN(EmitKind::Update, "update",
+                          "and the step program of the dynamics")),
     cl::cat(energycOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::value_desc("NAME=VALUE"),
@@ -169,11 +172,14 @@ int main(int argc, char **argv) {
         fe::emitEnergyDialect(context, *model, sourceMgr);
     if (!module || mlir::failed(applyDimValues(*module)))
       return 1;
-    if (emitKind == EmitKind::Grad) {
+    if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update) {
       mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
       mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
-      mlir::energy::buildGradientPipeline(
-          perModel, std::vector<std::string>(wrt.begin(), wrt.end()));
+      std::vector<std::string> wrtNames(wrt.begin(), wrt.end());
+      if (emitKind == EmitKind::Grad)
+        mlir::energy::buildGradientPipeline(perModel, wrtNames);
+      else
+        mlir::energy::buildUpdatePipeline(perModel, wrtNames);
       if (mlir::failed(passes.run(*module)))
         return 1;
     }

@@ -352,8 +352,8 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
   Region *region = value.getParentRegion();
   Operation *owner = region ? region->getParentOp() : nullptr;
   if (!owner ||
-      !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp, GradientOp>(
-          owner) ||
+      !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp, GradientOp,
+           UpdateProgramOp>(owner) ||
       owner->getParentOfType<ModelOp>() != model) {
     Operation *where = value.getDefiningOp();
     return (where ? where : model.getOperation())->emitError()
@@ -374,6 +374,51 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
   if (failed(integer))
     return failure();
   return Tensor::scalar(static_cast<double>(*integer));
+}
+
+void Interpreter::invalidateCaches() {
+  letCache.clear();
+  gradientCache.clear();
+}
+
+void Interpreter::setStep(int64_t newStep) {
+  step = newStep;
+  invalidateCaches();
+}
+
+FailureOr<Tensor> Interpreter::getTensorValue(StringRef name) {
+  auto tensor = SymbolTable::lookupSymbolIn(model, name);
+  if (!isa_and_nonnull<TensorOp>(tensor))
+    return model.emitError() << "has no tensor @" << name;
+  FailureOr<const Tensor *> value = getTensor(cast<TensorOp>(tensor), tensor);
+  if (failed(value))
+    return failure();
+  return **value;
+}
+
+LogicalResult Interpreter::runUpdateProgram(UpdateProgramOp program) {
+  Frame frame(&program.getBody(), nullptr);
+  for (Operation &op : program.getBody().front()) {
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      FailureOr<Tensor> value = evaluateArray(store.getValue(), frame);
+      if (failed(value))
+        return failure();
+      tensors[store.getTensor()] = std::move(*value);
+      invalidateCaches();
+      continue;
+    }
+    // Evaluate every value where it stands, so that it sees the tensors as
+    // they are at this point of the step.
+    for (Value result : op.getResults()) {
+      if (isa<ArrayType>(result.getType())) {
+        if (failed(evaluateArray(result, frame)))
+          return failure();
+      } else if (failed(evaluateInteger(result, frame))) {
+        return failure();
+      }
+    }
+  }
+  return success();
 }
 
 FailureOr<double> Interpreter::evaluateTerm(TermOp term) {

@@ -19,3 +19,9 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createLoopInvariantCodeMotionPass());
   modelPasses.addPass(createCSEPass());
 }
+
+void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
+                                       const std::vector<std::string> &wrt) {
+  modelPasses.addPass(createEnergyBuildUpdates());
+  buildGradientPipeline(modelPasses, wrt);
+}

@@ -16,14 +16,14 @@ using namespace mlir::energy;
 
 namespace {
 /// Constants that folding creates belong to the body that uses them (a term,
-/// let, output, gradient, rule or stopping rule), never to the model, which
-/// holds only declarations.
+/// let, output, gradient, rule, stopping rule or update program), never to the
+/// model, which holds only declarations.
 struct EnergyFoldInterface : public DialectFoldInterface {
   using DialectFoldInterface::DialectFoldInterface;
 
   bool shouldMaterializeInto(Region *region) const final {
     return isa<TermOp, LetOp, OutputOp, GradientOp, UpdateOp, AssignOp,
-               DynamicsOp>(region->getParentOp());
+               DynamicsOp, UpdateProgramOp>(region->getParentOp());
   }
 };
 } // namespace

@@ -147,8 +147,8 @@ FailureOr<TensorOp> lookupUpdatedNode(Operation *rule,
            << "updates " << node << ", which is not a tensor of the model";
   if (tensor.getRole() != Role::state)
     return rule->emitOpError()
-           << "updates " << node << ", which is an "
-           << stringifyRole(tensor.getRole())
+           << "updates " << node << ", which is "
+           << (tensor.getRole() == Role::input ? "an input" : "a param")
            << "; only state tensors are updated by dynamics";
   return tensor;
 }
@@ -252,10 +252,11 @@ LogicalResult ModelOp::verifyRegions() {
   unsigned dynamicsCount = 0;
   for (Operation &op : getBody().front()) {
     if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp,
-             GradientOp>(op))
+             GradientOp, UpdateProgramOp>(op))
       return op.emitOpError()
              << "cannot appear in a model; a model holds dims, tensors, "
-                "consts, lets, terms, outputs, dynamics and gradients";
+                "consts, lets, terms, outputs, dynamics, gradients and "
+                "update programs";
     if (auto dim = dyn_cast<DimOp>(op))
       dims.insert(dim.getSymName());
     if (isa<DynamicsOp>(op) && ++dynamicsCount > 1)
@@ -900,6 +901,46 @@ LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   return verifyBody(*this, getBody(), 0, {node->getArrayType()},
                     "body (the node's new value)");
+}
+
+/// Inside an update program tensors change (`energy.store`), so reading one
+/// there is a memory read, ordered with respect to stores; everywhere else
+/// tensors are fixed during an evaluation and reading is free of effects.
+static void addStateReadEffect(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (op->getParentOfType<UpdateProgramOp>())
+    effects.emplace_back(MemoryEffects::Read::get());
+}
+
+void ReadOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addStateReadEffect(*this, effects);
+}
+
+void GradOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addStateReadEffect(*this, effects);
+}
+
+LogicalResult StoreOp::verify() {
+  if (!(*this)->getParentOfType<UpdateProgramOp>())
+    return emitOpError("stores only inside an 'energy.update_program'");
+  return success();
+}
+
+LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<TensorOp> node = lookupUpdatedNode(*this, tables, getTensorAttr());
+  if (failed(node))
+    return failure();
+  if (node->getArrayType() != getValue().getType())
+    return emitOpError() << "stores a value of type " << getValue().getType()
+                         << " into " << getTensorAttr() << " of type "
+                         << node->getArrayType();
+  return success();
 }
 
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {

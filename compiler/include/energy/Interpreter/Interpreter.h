@@ -57,6 +57,21 @@ public:
   /// model when it has none.
   FailureOr<Tensor> evaluateGradient(StringRef tensorName);
 
+  /// Discards what was computed from the current tensors and step (lets and
+  /// gradients), after either changes.
+  void invalidateCaches();
+
+  /// Runs one step of `program`: its ops in order, each `energy.store`
+  /// replacing its tensor's value for everything evaluated afterwards.
+  /// Values computed before a store keep the values they had then.
+  LogicalResult runUpdateProgram(UpdateProgramOp program);
+
+  /// The current value of a tensor: bound, initialised, or last stored.
+  FailureOr<Tensor> getTensorValue(StringRef name);
+
+  /// Sets the dynamics step that `energy.step` reads.
+  void setStep(int64_t newStep);
+
   /// The value of a dim, if bound, defaulted or derived.
   std::optional<int64_t> getDim(StringRef name) const;
   /// The concrete shape of `type`; `user` receives the error for an unbound

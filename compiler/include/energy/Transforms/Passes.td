@@ -60,4 +60,32 @@ def EnergyDeriveGradients : Pass<"energy-derive-gradients", "::mlir::energy::Mod
                            "::mlir::arith::ArithDialect"];
 }
 
+def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp"> {
+  let summary = "Turns the dynamics into one step program";
+  let description = [{
+    Builds an `energy.update_program` from `energy.dynamics`, with the step
+    semantics of the language: statements run in the written order; adjacent
+    gradient rules form a group whose gradient is taken once, after every
+    rule's `prepare` phase (Nesterov's look-ahead), at the group's entry
+    values; `order sequential` makes every rule its own group; an explicit
+    rule stores its body's value. Optimizers come from the optimizer
+    registry; their state (momentum buffers) becomes state tensors of the
+    model (`@x.velocity`), starting at zero, so a run can be saved and
+    resumed.
+
+    ```mlir
+    energy.update_program {
+      %x = energy.read @x : !energy.array<D>
+      %g = energy.grad @x : !energy.array<D>
+      ...
+      energy.store %new into @x : !energy.array<D>
+    }
+    ```
+
+    Not built yet: `stationary` (closed-form EM steps); optimizers that are
+    not registered (`newton`, `precond`, `ode`) are errors naming them.
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 #endif // ENERGY_TRANSFORMS_PASSES_TD

@@ -21,6 +21,12 @@ namespace mlir::energy {
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
 
+/// Builds the step program of the dynamics (energy-build-updates), then the
+/// gradient pipeline: what energy-run executes and `energyc --emit=update`
+/// prints.
+void buildUpdatePipeline(OpPassManager &modelPasses,
+                         const std::vector<std::string> &wrt = {});
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_PIPELINES_H

@@ -195,7 +195,8 @@ def Energy_ConstantOp : Energy_Op<"constant", [Pure, ConstantLike]> {
   let hasFolder = 1;
 }
 
-def Energy_ReadOp : Energy_Op<"read", [Pure,
+def Energy_ReadOp : Energy_Op<"read", [AlwaysSpeculatable,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
   let summary = "Reads a tensor, let or const at affine indices";
@@ -657,7 +658,46 @@ def Energy_AssignOp : Energy_Op<"assign", [HasParent<"DynamicsOp">,
   }];
 }
 
-def Energy_GradOp : Energy_Op<"grad", [Pure,
+def Energy_UpdateProgramOp : Energy_Op<"update_program", [
+    HasParent<"ModelOp">, SingleBlock, NoTerminator, NoRegionArguments,
+    OpAsmOpInterface]> {
+  let summary = "One step of the dynamics, as a program over the state";
+  let description = [{
+    Built by `energy-build-updates` from `energy.dynamics`. The body runs
+    once per step, in order: `energy.read` sees the current value of a
+    tensor (as last stored), `energy.grad @x` the gradient of the global
+    energy at the current values, and `energy.store` replaces a state
+    tensor's value for the rest of the step and for later steps.
+
+    ```mlir
+    energy.update_program {
+      %g = energy.grad @x : !energy.array<N, D>
+      %x = energy.read @x : !energy.array<N, D>
+      %lr = energy.constant 0.1
+      %step = energy.mul %lr, %g : !energy.array<>, !energy.array<N, D>
+      %new = energy.sub %x, %step : !energy.array<N, D>, !energy.array<N, D>
+      energy.store %new into @x : !energy.array<N, D>
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_StoreOp : Energy_Op<"store", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Replaces the value of a state tensor";
+  let arguments = (ins Energy_AnyArray:$value, FlatSymbolRefAttr:$tensor);
+  let assemblyFormat = "$value `into` $tensor attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The gradient of the global energy with respect to a tensor";
   let description = [{

@@ -1,0 +1,189 @@
+//===- BuildUpdates.cpp - The dynamics as one step program ----------------===//
+//
+// Builds `energy.update_program` from `energy.dynamics`: groups of gradient
+// rules through the optimizer registry, explicit rules as stores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Dynamics/OptimizerRegistry.h"
+#include "energy/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYBUILDUPDATES
+#include "energy/Transforms/Passes.h.inc"
+} // namespace mlir::energy
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// Copies the body of `region` at the builder's insertion point and returns
+/// the copy of the value it yields.
+Value cloneBody(OpBuilder &builder, Region &region) {
+  IRMapping mapping;
+  Block &block = region.front();
+  for (Operation &op : block.without_terminator())
+    builder.clone(op, mapping);
+  return mapping.lookup(cast<YieldOp>(block.back()).getValues().front());
+}
+
+class ProgramUpdateBuilder : public UpdateBuilder {
+public:
+  ProgramUpdateBuilder(OpBuilder &builder, UpdateOp rule, TensorOp node,
+                       const OptimizerDefinition &definition, ModelOp model,
+                       SymbolTable &symbols)
+      : UpdateBuilder(builder, rule, node), definition(definition),
+        model(model), symbols(symbols) {}
+
+  Value option(StringRef name) override {
+    for (auto [optionName, region] :
+         llvm::zip(rule.getOptionNames(), rule.getOptions()))
+      if (cast<StringAttr>(optionName).getValue() == name)
+        return cloneBody(builder, region);
+    const OptimizerOption *known = definition.findOption(name);
+    assert(known && known->defaultValue && "options are checked up front");
+    return ConstantOp::create(builder, getLoc(), *known->defaultValue);
+  }
+
+  Value read(StringRef name) override {
+    auto tensor = symbols.lookup<TensorOp>(name);
+    return ReadOp::create(
+        builder, getLoc(), tensor.getArrayType(),
+        FlatSymbolRefAttr::get(builder.getContext(), name),
+        AffineMapAttr::get(AffineMap::get(builder.getContext())), ValueRange());
+  }
+
+  void store(StringRef name, Value value) override {
+    StoreOp::create(builder, getLoc(), value,
+                    FlatSymbolRefAttr::get(builder.getContext(), name));
+  }
+
+  StringRef stateTensor(StringRef suffix) override {
+    std::string name = (node.getSymName() + "." + suffix).str();
+    if (auto existing = symbols.lookup<TensorOp>(name))
+      return existing.getSymName();
+    OpBuilder declarations(node);
+    declarations.setInsertionPointAfter(node);
+    auto tensor = TensorOp::create(
+        declarations, node.getLoc(), name, Role::state, node.getShape(),
+        InitKindAttr::get(builder.getContext(), InitKind::zeros),
+        DenseF64ArrayAttr(), FlatSymbolRefAttr());
+    tensor->setAttr("optimizer_state", FlatSymbolRefAttr::get(node));
+    symbols.insert(tensor);
+    return tensor.getSymName();
+  }
+
+private:
+  const OptimizerDefinition &definition;
+  ModelOp model;
+  SymbolTable &symbols;
+};
+
+struct BuildUpdatesPass
+    : public energy::impl::EnergyBuildUpdatesBase<BuildUpdatesPass> {
+  void runOnOperation() override {
+    ModelOp model = getOperation();
+    DynamicsOp dynamics = model.getDynamics();
+    if (!dynamics || !model.getBody().front().getOps<UpdateProgramOp>().empty())
+      return;
+    SymbolTable symbols(model);
+    OpBuilder builder = OpBuilder::atBlockEnd(&model.getBody().front());
+    auto program = UpdateProgramOp::create(builder, dynamics.getLoc());
+    builder.setInsertionPointToStart(&program.getBody().emplaceBlock());
+
+    SmallVector<UpdateOp> group;
+    for (Operation &rule : dynamics.getRules().front()) {
+      if (auto update = dyn_cast<UpdateOp>(rule)) {
+        if (failed(checkRule(update)))
+          return signalPassFailure();
+        group.push_back(update);
+        if (dynamics.getOrder() == Order::sequential &&
+            failed(buildGroup(builder, group, model, symbols)))
+          return signalPassFailure();
+        continue;
+      }
+      if (failed(buildGroup(builder, group, model, symbols)))
+        return signalPassFailure();
+      auto assign = cast<AssignOp>(rule);
+      StoreOp::create(builder, assign.getLoc(),
+                      cloneBody(builder, assign.getBody()),
+                      assign.getNodeAttr());
+    }
+    if (failed(buildGroup(builder, group, model, symbols)))
+      return signalPassFailure();
+  }
+
+  /// Checks that the rule's optimizer is registered and that its options are
+  /// the optimizer's, with every required one given.
+  LogicalResult checkRule(UpdateOp rule) {
+    if (rule.getOptimizer() == "stationary")
+      return rule.emitError()
+             << "closed-form (stationary) updates are not built yet";
+    const OptimizerRegistry &registry = OptimizerRegistry::get();
+    const OptimizerDefinition *definition =
+        registry.lookup(rule.getOptimizer());
+    if (!definition) {
+      SmallVector<StringRef> known;
+      for (const OptimizerDefinition &candidate : registry.getDefinitions())
+        known.push_back(candidate.name);
+      return rule.emitError()
+             << "the optimizer registry has no '" << rule.getOptimizer()
+             << "'; registered: " << llvm::join(known, ", ");
+    }
+    llvm::StringSet<> given;
+    for (Attribute name : rule.getOptionNames()) {
+      StringRef text = cast<StringAttr>(name).getValue();
+      given.insert(text);
+      if (!definition->findOption(text))
+        return rule.emitError() << "optimizer '" << definition->name
+                                << "' has no option '" << text << "'";
+    }
+    for (NamedAttribute option : rule.getStringOptions())
+      return rule.emitError()
+             << "optimizer '" << definition->name << "' has no option '"
+             << option.getName().getValue() << "'";
+    for (const OptimizerOption &option : definition->options)
+      if (!option.defaultValue && !given.contains(option.name))
+        return rule.emitError() << "optimizer '" << definition->name
+                                << "' needs option '" << option.name << "'";
+    return success();
+  }
+
+  /// Builds a group of gradient rules: entry values, every `prepare`, one
+  /// gradient per node, every `apply`. Empties the group.
+  LogicalResult buildGroup(OpBuilder &builder, SmallVector<UpdateOp> &group,
+                           ModelOp model, SymbolTable &symbols) {
+    std::vector<std::unique_ptr<ProgramUpdateBuilder>> updates;
+    SmallVector<const OptimizerDefinition *> definitions;
+    SmallVector<Value> entries, gradients;
+    for (UpdateOp rule : group) {
+      const OptimizerDefinition *definition =
+          OptimizerRegistry::get().lookup(rule.getOptimizer());
+      auto node = symbols.lookup<TensorOp>(rule.getNode());
+      definitions.push_back(definition);
+      updates.push_back(std::make_unique<ProgramUpdateBuilder>(
+          builder, rule, node, *definition, model, symbols));
+      entries.push_back(updates.back()->read(rule.getNode()));
+    }
+    for (auto [update, definition] : llvm::zip(updates, definitions))
+      if (definition->prepare && failed(definition->prepare(*update)))
+        return failure();
+    for (UpdateOp rule : group) {
+      auto node = symbols.lookup<TensorOp>(rule.getNode());
+      gradients.push_back(GradOp::create(
+          builder, rule.getLoc(), node.getArrayType(), rule.getNodeAttr()));
+    }
+    for (auto [update, definition, entry, gradient] :
+         llvm::zip(updates, definitions, entries, gradients))
+      if (failed(definition->apply(*update, entry, gradient)))
+        return failure();
+    group.clear();
+    return success();
+  }
+};
+} // namespace
