@@ -362,3 +362,19 @@ energy.model @folding {
     energy.yield %v : !energy.array<>
   }
 }
+
+// Step programs: reads of the current state, gradients, stores.
+// CHECK-LABEL: energy.model @step_program
+energy.model @step_program {
+  energy.dim @D
+  energy.tensor @x : state [@D]
+  // CHECK: update_program {
+  energy.update_program {
+    // CHECK: %[[G:.*]] = grad @x : !energy.array<D>
+    %g = energy.grad @x : !energy.array<D>
+    %x = energy.read @x : !energy.array<D>
+    %new = energy.sub %x, %g : !energy.array<D>, !energy.array<D>
+    // CHECK: store %{{.*}} into @x : !energy.array<D>
+    energy.store %new into @x : !energy.array<D>
+  }
+}

@@ -1,0 +1,56 @@
+// RUN: energy-opt %s -split-input-file -verify-diagnostics --energy-build-updates
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{the optimizer registry has no 'newton'; registered: gd, momentum, nesterov}}
+    energy.update @y newton(lr = 1.0, cg = 8)
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{optimizer 'gd' has no option 'beta'}}
+    energy.update @y gd(lr = 1.0, beta = 0.5)
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{optimizer 'momentum' needs option 'lr'}}
+    energy.update @y momentum(beta = 0.5)
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{closed-form (stationary) updates are not built yet}}
+    energy.update @y stationary
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.tensor @z : state [@D]
+  energy.update_program {
+    %y = energy.read @y : !energy.array<D>
+    // expected-error @below {{'energy.store' op updates @w, which is not a tensor of the model}}
+    energy.store %y into @w : !energy.array<D>
+  }
+}

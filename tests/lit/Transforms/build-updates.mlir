@@ -1,0 +1,84 @@
+// RUN: energy-opt %s -split-input-file --energy-build-updates | FileCheck %s
+
+// A simultaneous group: both gradients are taken after both entry values
+// are read and before either node is stored; momentum's velocity becomes a
+// state tensor starting at zero.
+// CHECK-LABEL: energy.model @group
+// CHECK: tensor @b.velocity : state [@D] = zeros {optimizer_state = @b}
+// CHECK: update_program {
+// CHECK:   %[[A:.*]] = read @a : !energy.array<D>
+// CHECK:   %[[B:.*]] = read @b : !energy.array<D>
+// CHECK:   %[[GA:.*]] = grad @a : !energy.array<D>
+// CHECK:   %[[GB:.*]] = grad @b : !energy.array<D>
+// CHECK-NOT: store
+// CHECK:   %[[LR:.*]] = constant 1.000000e-01
+// CHECK:   %[[STEP:.*]] = mul %[[LR]], %[[GA]]
+// CHECK:   %[[NEWA:.*]] = sub %[[A]], %[[STEP]]
+// CHECK:   store %[[NEWA]] into @a
+// CHECK:   %[[BETA:.*]] = constant 5.000000e-01
+// CHECK:   %[[V:.*]] = read @b.velocity
+// CHECK:   %[[DECAYED:.*]] = mul %[[BETA]], %[[V]]
+// CHECK:   %[[BUFFER:.*]] = add %[[DECAYED]], %[[GB]]
+// CHECK:   store %[[BUFFER]] into @b.velocity
+// CHECK:   store %{{.*}} into @b
+energy.model @group {
+  energy.dim @D
+  energy.tensor @a : state [@D]
+  energy.tensor @b : state [@D]
+  energy.term @e {
+    %a = energy.read @a : !energy.array<D>
+    %b = energy.read @b : !energy.array<D>
+    %d = energy.sub %a, %b : !energy.array<D>, !energy.array<D>
+    %n = energy.reduce_elements sqnorm %d : !energy.array<D>
+    energy.yield %n : !energy.array<>
+  }
+  energy.dynamics steps 3 {
+    energy.update @a gd(lr = 0.1)
+    energy.update @b momentum(lr = 0.2, beta = 0.5)
+  }
+}
+
+// -----
+
+// `order sequential`: each rule is its own group, so @b's gradient is taken
+// after @a is stored. Nesterov stores its look-ahead before its gradient.
+// An explicit rule stores its body's value where it stands.
+// CHECK-LABEL: energy.model @sequential
+// CHECK: update_program {
+// CHECK:   grad @a
+// CHECK:   store %{{.*}} into @a
+// CHECK:   %[[B:.*]] = read @b : !energy.array<D>
+// CHECK:   %[[V:.*]] = read @b.velocity
+// CHECK:   %[[LOOK:.*]] = sub %{{.*}}, %{{.*}}
+// CHECK:   store %[[LOOK]] into @b
+// CHECK:   grad @b
+// CHECK:   store %{{.*}} into @b.velocity
+// CHECK:   %[[NEWB:.*]] = sub %[[B]], %{{.*}}
+// CHECK:   store %[[NEWB]] into @b
+// CHECK:   %[[HALF:.*]] = constant 5.000000e-01
+// CHECK:   %[[A:.*]] = read @a
+// CHECK:   %[[H:.*]] = mul %[[HALF]], %[[A]]
+// CHECK:   store %[[H]] into @h
+energy.model @sequential {
+  energy.dim @D
+  energy.tensor @a : state [@D]
+  energy.tensor @b : state [@D]
+  energy.tensor @h : state [@D]
+  energy.term @e {
+    %a = energy.read @a : !energy.array<D>
+    %b = energy.read @b : !energy.array<D>
+    %d = energy.sub %a, %b : !energy.array<D>, !energy.array<D>
+    %n = energy.reduce_elements sqnorm %d : !energy.array<D>
+    energy.yield %n : !energy.array<>
+  }
+  energy.dynamics steps 3 order sequential {
+    energy.update @a gd(lr = 0.1)
+    energy.update @b nesterov(lr = 0.1)
+    energy.assign @h {
+      %half = energy.constant 0.5
+      %a = energy.read @a : !energy.array<D>
+      %h = energy.mul %half, %a : !energy.array<>, !energy.array<D>
+      energy.yield %h : !energy.array<D>
+    }
+  }
+}
