@@ -50,6 +50,20 @@ public:
     return ConstantOp::create(builder, getLoc(), *known->defaultValue);
   }
 
+  StringRef choice(StringRef name) override {
+    if (auto value = rule.getStringOptions().getAs<StringAttr>(name))
+      return value.getValue();
+    const OptimizerOption *known = definition.findOption(name);
+    assert(known && known->isChoice() && "options are checked up front");
+    return known->choices.front();
+  }
+
+  Value gradient(StringRef name) override {
+    auto tensor = symbols.lookup<TensorOp>(name);
+    return GradOp::create(builder, getLoc(), tensor.getArrayType(),
+                          FlatSymbolRefAttr::get(builder.getContext(), name));
+  }
+
   Value read(StringRef name) override {
     auto tensor = symbols.lookup<TensorOp>(name);
     return ReadOp::create(
@@ -139,16 +153,33 @@ struct BuildUpdatesPass
     for (Attribute name : rule.getOptionNames()) {
       StringRef text = cast<StringAttr>(name).getValue();
       given.insert(text);
-      if (!definition->findOption(text))
+      const OptimizerOption *option = definition->findOption(text);
+      if (!option)
         return rule.emitError() << "optimizer '" << definition->name
                                 << "' has no option '" << text << "'";
+      if (option->isChoice())
+        return rule.emitError()
+               << "option '" << text << "' of optimizer '" << definition->name
+               << "' is one of " << llvm::join(option->choices, ", ")
+               << ", not an expression";
     }
-    for (NamedAttribute option : rule.getStringOptions())
-      return rule.emitError()
-             << "optimizer '" << definition->name << "' has no option '"
-             << option.getName().getValue() << "'";
+    for (NamedAttribute named : rule.getStringOptions()) {
+      StringRef text = named.getName().getValue();
+      given.insert(text);
+      const OptimizerOption *option = definition->findOption(text);
+      if (!option || !option->isChoice())
+        return rule.emitError() << "optimizer '" << definition->name
+                                << "' has no choice option '" << text << "'";
+      StringRef value = cast<StringAttr>(named.getValue()).getValue();
+      if (!llvm::is_contained(option->choices, value))
+        return rule.emitError()
+               << "option '" << text << "' of optimizer '" << definition->name
+               << "' is one of " << llvm::join(option->choices, ", ")
+               << ", not '" << value << "'";
+    }
     for (const OptimizerOption &option : definition->options)
-      if (!option.defaultValue && !given.contains(option.name))
+      if (!option.isChoice() && !option.defaultValue &&
+          !given.contains(option.name))
         return rule.emitError() << "optimizer '" << definition->name
                                 << "' needs option '" << option.name << "'";
     return success();

@@ -4,7 +4,7 @@ energy.model @m {
   energy.dim @D
   energy.tensor @y : state [@D]
   energy.dynamics steps 1 {
-    // expected-error @below {{the optimizer registry has no 'newton'; registered: gd, momentum, nesterov}}
+    // expected-error @below {{the optimizer registry has no 'newton'; registered: gd, momentum, nesterov, precond, ode}}
     energy.update @y newton(lr = 1.0, cg = 8)
   }
 }
@@ -52,5 +52,27 @@ energy.model @m {
     %y = energy.read @y : !energy.array<D>
     // expected-error @below {{'energy.store' op updates @w, which is not a tensor of the model}}
     energy.store %y into @w : !energy.array<D>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{option 'method' of optimizer 'ode' is one of euler, heun, not 'rk4'}}
+    energy.update @y ode(method = "rk4", dt = 0.1)
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.dynamics steps 1 {
+    // expected-error @below {{adaptive sub-steps (rtol, atol) of `ode` are not built yet}}
+    energy.update @y ode(method = "heun", dt = 0.1, rtol = 1.0e-3)
   }
 }

@@ -82,3 +82,45 @@ energy.model @sequential {
     }
   }
 }
+
+// -----
+
+// precond applies P along the last axis (each row of a matrix times Pᵀ);
+// Heun takes a second gradient at the Euler prediction and averages.
+// CHECK-LABEL: energy.model @solvers
+// CHECK: update_program {
+// CHECK:   %[[W:.*]] = read @w : !energy.array<N, D>
+// CHECK:   %[[V:.*]] = read @v : !energy.array<D>
+// CHECK:   %[[GW:.*]] = grad @w : !energy.array<N, D>
+// CHECK:   %[[GV:.*]] = grad @v : !energy.array<D>
+// CHECK:   %[[P:.*]] = read @P : !energy.array<D, D>
+// CHECK:   %[[PT:.*]] = transpose %[[P]]
+// CHECK:   %[[PG:.*]] = matmul %[[GW]], %[[PT]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK:   store %{{.*}} into @w
+// CHECK:   %[[EULER:.*]] = sub %[[V]], %{{.*}}
+// CHECK:   store %[[EULER]] into @v
+// CHECK:   %[[GV2:.*]] = grad @v : !energy.array<D>
+// CHECK:   %[[SUM:.*]] = add %[[GV]], %[[GV2]]
+// CHECK:   store %{{.*}} into @v
+energy.model @solvers {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @w : state [@N, @D]
+  energy.tensor @v : state [@D]
+  energy.tensor @P : param [@D, @D]
+  energy.term @e {
+    %w = energy.read @w : !energy.array<N, D>
+    %v = energy.read @v : !energy.array<D>
+    %a = energy.reduce_elements sqnorm %w : !energy.array<N, D>
+    %b = energy.reduce_elements sqnorm %v : !energy.array<D>
+    %s = energy.add %a, %b : !energy.array<>, !energy.array<>
+    energy.yield %s : !energy.array<>
+  }
+  energy.dynamics steps 2 {
+    energy.update @w precond(lr = 0.5, P = {
+      %p = energy.read @P : !energy.array<D, D>
+      energy.yield %p : !energy.array<D, D>
+    })
+    energy.update @v ode(method = "heun", dt = 0.1)
+  }
+}

@@ -20,13 +20,19 @@
 
 namespace mlir::energy {
 
-/// An option of an optimizer: `lr`, `beta`, ...
+/// An option of an optimizer: `lr`, `beta`, ... A numeric option is an
+/// expression; a choice option (`method` of `ode`) is one of `choices`.
 struct OptimizerOption {
   std::string name;
   std::string description;
-  /// The value used when the rule does not give the option; none means the
-  /// option is required.
+  /// The value used when the rule does not give a numeric option; none
+  /// means the option is required.
   std::optional<double> defaultValue;
+  /// The accepted values of a choice option, the default first; empty for
+  /// a numeric option.
+  std::vector<std::string> choices = {};
+
+  bool isChoice() const { return !choices.empty(); }
 };
 
 /// What an optimizer builds with, for one rule, at the insertion point of
@@ -43,6 +49,11 @@ public:
 
   /// The value of option `name` (the rule's expression, or the default).
   virtual Value option(StringRef name) = 0;
+  /// The value of choice option `name` (the rule's, or the default).
+  virtual StringRef choice(StringRef name) = 0;
+  /// The gradient of the global energy with respect to tensor `name` at the
+  /// current values (after the stores built so far).
+  virtual Value gradient(StringRef name) = 0;
   /// The current value of the tensor `name` (the node, or a state tensor).
   virtual Value read(StringRef name) = 0;
   /// Stores `value` as the new value of tensor `name`.
@@ -93,7 +104,7 @@ private:
   std::vector<OptimizerDefinition> definitions;
 };
 
-/// Adds `gd`, `momentum` and `nesterov` to `registry`.
+/// Adds `gd`, `momentum`, `nesterov`, `precond` and `ode` to `registry`.
 void registerBuiltinOptimizers(OptimizerRegistry &registry);
 
 } // namespace mlir::energy

@@ -82,8 +82,8 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
     }
     ```
 
-    Not built yet: `stationary` (closed-form EM steps); optimizers that are
-    not registered (`newton`, `precond`, `ode`) are errors naming them.
+    Not built yet: `stationary` (closed-form EM steps), `newton`, and the
+    adaptive sub-steps of `ode`; each is an error naming it.
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
