@@ -80,54 +80,62 @@ private:
     return ConstantOp::create(builder, where, value);
   }
 
-  /// The integer dim expression `expr` (dims, integer literals, + - * /).
+  /// Folds the arithmetic (`-`, `+ - * /`) of `expr` over values of type T,
+  /// with `leaf` giving the value of every other node. `divide` is T's
+  /// division.
+  template <typename T>
+  FailureOr<T> foldArithmetic(const Expr &expr,
+                              function_ref<FailureOr<T>(const Expr &)> leaf,
+                              function_ref<T(T, T)> divide) {
+    if (auto *unary = dyn_cast<UnaryExpr>(&expr)) {
+      FailureOr<T> operand =
+          foldArithmetic<T>(unary->getOperand(), leaf, divide);
+      if (failed(operand))
+        return failure();
+      return -*operand;
+    }
+    auto *binary = dyn_cast<BinaryExpr>(&expr);
+    if (!binary)
+      return leaf(expr);
+    FailureOr<T> lhs = foldArithmetic<T>(binary->getLhs(), leaf, divide);
+    FailureOr<T> rhs = foldArithmetic<T>(binary->getRhs(), leaf, divide);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    switch (binary->getOp()) {
+    case BinaryOp::Add:
+      return *lhs + *rhs;
+    case BinaryOp::Sub:
+      return *lhs - *rhs;
+    case BinaryOp::Mul:
+      return *lhs * *rhs;
+    case BinaryOp::Div:
+      return divide(*lhs, *rhs);
+    default:
+      return leaf(expr);
+    }
+  }
+
+  /// The integer dim expression `expr` (dims, integer literals, + - * /,
+  /// where `/` is exact division).
   FailureOr<DimExprAttr> dimExpr(const Expr &expr) {
     SmallVector<StringAttr> names;
-    std::function<FailureOr<AffineExpr>(const Expr &)> convert =
-        [&](const Expr &e) -> FailureOr<AffineExpr> {
-      if (auto *number = dyn_cast<NumberExpr>(&e)) {
-        if (!number->isInteger())
-          return error(e.getLoc(), "expected an integer");
+    auto leaf = [&](const Expr &e) -> FailureOr<AffineExpr> {
+      if (auto *number = dyn_cast<NumberExpr>(&e);
+          number && number->isInteger())
         return getAffineConstantExpr(static_cast<int64_t>(number->getValue()),
                                      &context);
-      }
-      if (auto *name = dyn_cast<NameExpr>(&e)) {
-        if (name->getSymbolKind() != SymbolKind::Dim)
-          return error(e.getLoc(), "expected a dim");
-        StringAttr attr = StringAttr::get(&context, name->getName());
-        auto *found = llvm::find(names, attr);
-        unsigned position = found - names.begin();
-        if (found == names.end())
-          names.push_back(attr);
-        return getAffineSymbolExpr(position, &context);
-      }
-      if (auto *unary = dyn_cast<UnaryExpr>(&e)) {
-        FailureOr<AffineExpr> operand = convert(unary->getOperand());
-        if (failed(operand))
-          return failure();
-        return -*operand;
-      }
-      if (auto *binary = dyn_cast<BinaryExpr>(&e)) {
-        FailureOr<AffineExpr> lhs = convert(binary->getLhs());
-        FailureOr<AffineExpr> rhs = convert(binary->getRhs());
-        if (failed(lhs) || failed(rhs))
-          return failure();
-        switch (binary->getOp()) {
-        case BinaryOp::Add:
-          return *lhs + *rhs;
-        case BinaryOp::Sub:
-          return *lhs - *rhs;
-        case BinaryOp::Mul:
-          return *lhs * *rhs;
-        case BinaryOp::Div:
-          return lhs->floorDiv(*rhs);
-        default:
-          break;
-        }
-      }
-      return error(e.getLoc(), "expected an integer expression of dims");
+      auto *name = dyn_cast<NameExpr>(&e);
+      if (!name || name->getSymbolKind() != SymbolKind::Dim)
+        return error(e.getLoc(), "expected an integer expression of dims");
+      StringAttr attr = StringAttr::get(&context, name->getName());
+      auto *found = llvm::find(names, attr);
+      unsigned position = found - names.begin();
+      if (found == names.end())
+        names.push_back(attr);
+      return getAffineSymbolExpr(position, &context);
     };
-    FailureOr<AffineExpr> result = convert(expr);
+    FailureOr<AffineExpr> result = foldArithmetic<AffineExpr>(
+        expr, leaf, [](AffineExpr a, AffineExpr b) { return a.floorDiv(b); });
     if (failed(result))
       return failure();
     return DimExprAttr::get(&context, *result, names);
@@ -135,33 +143,13 @@ private:
 
   /// A constant real number: literals, negation and arithmetic on them.
   FailureOr<double> constantNumber(const Expr &expr) {
-    if (auto *number = dyn_cast<NumberExpr>(&expr))
-      return number->getValue();
-    if (auto *unary = dyn_cast<UnaryExpr>(&expr)) {
-      FailureOr<double> operand = constantNumber(unary->getOperand());
-      if (failed(operand))
-        return failure();
-      return -*operand;
-    }
-    if (auto *binary = dyn_cast<BinaryExpr>(&expr)) {
-      FailureOr<double> lhs = constantNumber(binary->getLhs());
-      FailureOr<double> rhs = constantNumber(binary->getRhs());
-      if (failed(lhs) || failed(rhs))
-        return failure();
-      switch (binary->getOp()) {
-      case BinaryOp::Add:
-        return *lhs + *rhs;
-      case BinaryOp::Sub:
-        return *lhs - *rhs;
-      case BinaryOp::Mul:
-        return *lhs * *rhs;
-      case BinaryOp::Div:
-        return *lhs / *rhs;
-      default:
-        break;
-      }
-    }
-    return error(expr.getLoc(), "expected a constant number");
+    auto leaf = [&](const Expr &e) -> FailureOr<double> {
+      if (auto *number = dyn_cast<NumberExpr>(&e))
+        return number->getValue();
+      return error(e.getLoc(), "expected a constant number");
+    };
+    return foldArithmetic<double>(expr, leaf,
+                                  [](double a, double b) { return a / b; });
   }
 
   //===--------------------------------------------------------------------===//
