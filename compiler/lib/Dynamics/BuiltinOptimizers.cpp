@@ -7,6 +7,10 @@
 
 #include "energy/Dynamics/OptimizerRegistry.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -53,6 +57,82 @@ LogicalResult applyMomentum(UpdateBuilder &update, Value entry,
   update.store(update.getNode().getSymName(),
                sub(update, entry, mul(update, update.option("lr"), buffer)));
   return success();
+}
+
+Value sumElements(UpdateBuilder &update, Value value) {
+  return ReduceElementsOp::create(update.getBuilder(), update.getLoc(),
+                                  ElementsKind::sum, value);
+}
+Value constant(UpdateBuilder &update, double value) {
+  return ConstantOp::create(update.getBuilder(), update.getLoc(), value);
+}
+Value select(UpdateBuilder &update, Value condition, Value a, Value b) {
+  return SelectOp::create(update.getBuilder(), update.getLoc(), condition, a,
+                          b);
+}
+Value isPositive(UpdateBuilder &update, Value scalar) {
+  return CmpOp::create(update.getBuilder(), update.getLoc(), CmpPredicate::gt,
+                       scalar, constant(update, 0.0));
+}
+Value both(UpdateBuilder &update, Value a, Value b) {
+  return arith::AndIOp::create(update.getBuilder(), update.getLoc(), a, b);
+}
+/// numerator / denominator where `valid`, else 0, never dividing by 0.
+Value guardedRatio(UpdateBuilder &update, Value valid, Value numerator,
+                   Value denominator) {
+  Value safe = select(update, valid, denominator, constant(update, 1.0));
+  Value ratio =
+      DivOp::create(update.getBuilder(), update.getLoc(), numerator, safe);
+  return select(update, valid, ratio, constant(update, 0.0));
+}
+
+/// s ≈ H⁻¹ g by `iterations` steps of conjugate gradients on H s = g, with
+/// Hessian-vector products. A direction of non-positive curvature stops the
+/// iteration with the current s; if the very first one has it, s = g (a
+/// gradient step). Straight-line code: the stopping is by selects.
+FailureOr<Value> solveConjugateGradient(UpdateBuilder &update, Value gradient,
+                                        int64_t iterations) {
+  Value solution = mul(update, gradient, constant(update, 0.0));
+  Value residual = gradient, direction = gradient;
+  Value residualNorm = sumElements(update, mul(update, residual, residual));
+  Value active, firstActive;
+  for (int64_t k = 0; k < iterations; ++k) {
+    Value product = update.hessianVectorProduct(direction);
+    if (!product)
+      return failure();
+    Value curvature = sumElements(update, mul(update, direction, product));
+    Value ok = both(update, isPositive(update, curvature),
+                    isPositive(update, residualNorm));
+    if (active)
+      ok = both(update, active, ok);
+    if (!firstActive)
+      firstActive = ok;
+    Value alpha = guardedRatio(update, ok, residualNorm, curvature);
+    solution = add(update, solution, mul(update, alpha, direction));
+    residual = sub(update, residual, mul(update, alpha, product));
+    Value newNorm = sumElements(update, mul(update, residual, residual));
+    Value beta = guardedRatio(update, ok, newNorm, residualNorm);
+    direction = add(update, residual, mul(update, beta, direction));
+    residualNorm = newNorm;
+    active = ok;
+  }
+  if (!firstActive)
+    return gradient;
+  return select(update, firstActive, solution, gradient);
+}
+
+/// H⁻¹ g ≈ Σ_{k=0..n} (I − H)^k g (000 §3.2 for n = 1).
+FailureOr<Value> taylorInverse(UpdateBuilder &update, Value gradient,
+                               int64_t order) {
+  Value term = gradient, total = gradient;
+  for (int64_t k = 1; k <= order; ++k) {
+    Value product = update.hessianVectorProduct(term);
+    if (!product)
+      return failure();
+    term = sub(update, term, product);
+    total = add(update, total, term);
+  }
+  return total;
 }
 
 /// x ← x_entry − h g
@@ -109,6 +189,38 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
          update.store(
              update.getNode().getSymName(),
              descend(update, entry, update.option("lr"), preconditioned));
+         return success();
+       }});
+  // x ← x − lr s with s ≈ H⁻¹ ∇E: Newton-CG on Hessian-vector products, or
+  // the Taylor series Σ_{k≤n} (I − H)^k ∇E when `taylor = n` is given.
+  registry.add(
+      {"newton",
+       "Newton step x <- x - lr * H^-1 dE/dx, H^-1 g by conjugate gradients "
+       "on Hessian-vector products (cg iterations; a direction of "
+       "non-positive curvature stops CG, and at the first iteration falls "
+       "back to the gradient step), or by the series sum_{k<=n} (I - H)^k g "
+       "when taylor = n is given (paper 000 section 3.2 for n = 1)",
+       {learningRate(),
+        {"cg", "conjugate-gradient iterations", 10.0},
+        {"taylor", "order n of the Taylor series (instead of CG)", 0.0}},
+       /*prepare=*/nullptr,
+       [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
+         bool taylor = update.hasOption("taylor");
+         std::optional<double> count =
+             update.literalOption(taylor ? "taylor" : "cg");
+         if (!count)
+           return failure();
+         if (*count < 0 || *count != std::floor(*count) || *count > 1000)
+           return update.getRule().emitError()
+                  << "option '" << (taylor ? "taylor" : "cg")
+                  << "' must be an integer from 0 to 1000";
+         FailureOr<Value> step =
+             taylor ? taylorInverse(update, gradient, int64_t(*count))
+                    : solveConjugateGradient(update, gradient, int64_t(*count));
+         if (failed(step))
+           return failure();
+         update.store(update.getNode().getSymName(),
+                      descend(update, entry, update.option("lr"), *step));
          return success();
        }});
   // dv/dt = −∇E(v) over dt per step. Euler: v ← v − dt ∇E(v). Heun:

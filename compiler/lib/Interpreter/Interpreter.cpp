@@ -434,6 +434,8 @@ FailureOr<double> Interpreter::evaluateTerm(TermOp term) {
 FailureOr<double> Interpreter::evaluateEnergy() {
   double total = 0;
   for (TermOp term : model.getOps<TermOp>()) {
+    if (term.getAuxiliary())
+      continue;
     FailureOr<double> value = evaluateTerm(term);
     if (failed(value))
       return failure();
@@ -706,9 +708,10 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
 
 FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
   // Operands first: every array op here takes array operands only (a
-  // reduction's temperature included), except to_real.
+  // reduction's temperature included), except to_real, indexed ops and
+  // select (whose condition is an i1 and whose branches are taken lazily).
   SmallVector<Tensor> operands;
-  if (!isa<ToRealOp, ReadOp, ExtractOp, EmbedOp>(op))
+  if (!isa<ToRealOp, ReadOp, ExtractOp, EmbedOp, SelectOp>(op))
     for (Value operand : op->getOperands()) {
       FailureOr<Tensor> value = evaluateArray(operand, frame);
       if (failed(value))
@@ -888,9 +891,18 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         return result;
       })
       .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
+      .Case([&](SelectOp select) -> Result {
+        FailureOr<int64_t> condition =
+            evaluateInteger(select.getCondition(), frame);
+        if (failed(condition))
+          return failure();
+        return evaluateArray(
+            *condition ? select.getTrueValue() : select.getFalseValue(), frame);
+      })
       .Case([&](GradOp grad) -> Result {
         for (GradientOp gradient : model.getOps<GradientOp>())
-          if (gradient.getTensor() == grad.getTensor())
+          if (gradient.getTensor() == grad.getTensor() &&
+              gradient.getOfAttr() == grad.getOfAttr())
             return evaluateGradient(gradient);
         return op->emitOpError()
                << "gradient of " << grad.getTensorAttr()
@@ -1094,7 +1106,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
 
 FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
   for (GradientOp gradient : model.getOps<GradientOp>())
-    if (gradient.getTensor() == tensorName)
+    if (gradient.getTensor() == tensorName && !gradient.getOf())
       return evaluateGradient(gradient);
   return model.emitError() << "gradient of @" << tensorName
                            << " is not derived; run energy-derive-gradients "
@@ -1104,7 +1116,9 @@ FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
 FailureOr<Tensor> Interpreter::evaluateGradient(GradientOp gradient) {
   if (gradient->getParentOp() != model)
     return gradient.emitOpError("is not a gradient of the interpreted model");
-  StringRef name = gradient.getTensor();
+  std::string name = gradient.getTensor().str();
+  if (std::optional<StringRef> term = gradient.getOf())
+    name += " of " + term->str();
   auto cached = gradientCache.find(name);
   if (cached != gradientCache.end())
     return cached->second;

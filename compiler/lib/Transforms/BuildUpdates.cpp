@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Dynamics/OptimizerRegistry.h"
+#include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -50,6 +51,43 @@ public:
     return ConstantOp::create(builder, getLoc(), *known->defaultValue);
   }
 
+  bool hasOption(StringRef name) override {
+    return llvm::any_of(rule.getOptionNames(), [&](Attribute option) {
+      return cast<StringAttr>(option).getValue() == name;
+    });
+  }
+
+  std::optional<double> literalOption(StringRef name) override {
+    for (auto [optionName, region] :
+         llvm::zip(rule.getOptionNames(), rule.getOptions())) {
+      if (cast<StringAttr>(optionName).getValue() != name)
+        continue;
+      Block &block = region.front();
+      auto constant = dyn_cast<ConstantOp>(block.front());
+      if (constant && block.getOperations().size() == 2)
+        return constant.getValue().convertToDouble();
+      rule.emitError() << "option '" << name << "' must be a number";
+      return std::nullopt;
+    }
+    return definition.findOption(name)->defaultValue;
+  }
+
+  Value hessianVectorProduct(Value direction) override {
+    std::string term = (node.getSymName() + ".curvature").str();
+    StringRef directionTensor = stateTensor("direction");
+    if (!symbols.lookup<TermOp>(term)) {
+      FailureOr<GradientOp> gradient =
+          getOrDeriveGradient(model, node.getSymName());
+      if (failed(gradient))
+        return {};
+      symbols.insert(buildDirectionalTerm(*gradient, directionTensor, term));
+    }
+    store(directionTensor, direction);
+    return GradOp::create(builder, getLoc(), node.getArrayType(),
+                          FlatSymbolRefAttr::get(node),
+                          FlatSymbolRefAttr::get(builder.getContext(), term));
+  }
+
   StringRef choice(StringRef name) override {
     if (auto value = rule.getStringOptions().getAs<StringAttr>(name))
       return value.getValue();
@@ -61,7 +99,8 @@ public:
   Value gradient(StringRef name) override {
     auto tensor = symbols.lookup<TensorOp>(name);
     return GradOp::create(builder, getLoc(), tensor.getArrayType(),
-                          FlatSymbolRefAttr::get(builder.getContext(), name));
+                          FlatSymbolRefAttr::get(builder.getContext(), name),
+                          FlatSymbolRefAttr());
   }
 
   Value read(StringRef name) override {
@@ -204,11 +243,8 @@ struct BuildUpdatesPass
     for (auto [update, definition] : llvm::zip(updates, definitions))
       if (definition->prepare && failed(definition->prepare(*update)))
         return failure();
-    for (UpdateOp rule : group) {
-      auto node = symbols.lookup<TensorOp>(rule.getNode());
-      gradients.push_back(GradOp::create(
-          builder, rule.getLoc(), node.getArrayType(), rule.getNodeAttr()));
-    }
+    for (auto &update : updates)
+      gradients.push_back(update->gradient(update->getNode().getSymName()));
     for (auto [update, definition, entry, gradient] :
          llvm::zip(updates, definitions, entries, gradients))
       if (failed(definition->apply(*update, entry, gradient)))

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
 
 #include "energy/IR/IndexArithmetic.h"
@@ -254,45 +255,124 @@ private:
   DenseSet<Value> active;
 };
 
+} // namespace
+
+FailureOr<GradientOp> mlir::energy::getOrDeriveGradient(ModelOp model,
+                                                        StringRef tensor,
+                                                        FlatSymbolRefAttr of) {
+  Block &declarations = model.getBody().front();
+  for (GradientOp existing : declarations.getOps<GradientOp>())
+    if (existing.getTensor() == tensor && existing.getOfAttr() == of)
+      return existing;
+  SymbolTableCollection tables;
+  OpBuilder builder = OpBuilder::atBlockEnd(&declarations);
+  MLIRContext *context = model.getContext();
+  auto gradient = GradientOp::create(
+      builder, model.getLoc(), FlatSymbolRefAttr::get(context, tensor), of);
+  gradient.getBody().emplaceBlock();
+  GradientBuilder derivation(gradient, tables);
+  for (TermOp term : declarations.getOps<TermOp>()) {
+    bool included =
+        of ? term.getSymName() == of.getValue() : !term.getAuxiliary();
+    if (included && failed(derivation.addTerm(term)))
+      return failure();
+  }
+  return gradient;
+}
+
+namespace {
+/// Rewrites the gradient program `source` into ops at `builder` that sum
+/// ⟨g, v[i]⟩ over its accumulations, returning the sum.
+Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
+                          StringRef direction, Location loc) {
+  MLIRContext *context = builder.getContext();
+  Value total;
+  auto add = [&](Value part) {
+    total = total ? AddOp::create(builder, loc, total, part).getResult() : part;
+  };
+  for (Operation &op : source) {
+    if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
+      Value g = mapping.lookup(accumulate.getValue());
+      SmallVector<Value> indices;
+      for (Value index : accumulate.getIndices())
+        indices.push_back(mapping.lookup(index));
+      Value v = ReadOp::create(builder, loc, g.getType(),
+                               FlatSymbolRefAttr::get(context, direction),
+                               accumulate.getMapAttr(), indices);
+      Value product = MulOp::create(builder, loc, g, v);
+      add(ReduceElementsOp::create(builder, loc, ElementsKind::sum, product));
+      continue;
+    }
+    if (auto loop = dyn_cast<ForeachOp>(op)) {
+      auto sum = ReduceOp::create(builder, loc, ArrayType::getScalar(context),
+                                  ReduceKind::sum, loop.getSizes(), Value());
+      loop.getPredicate().cloneInto(&sum.getPredicate(), mapping);
+      Block &body = sum.getBody().emplaceBlock();
+      for (BlockArgument argument : loop.getBody().getArguments())
+        mapping.map(argument,
+                    body.addArgument(argument.getType(), argument.getLoc()));
+      OpBuilder inner = OpBuilder::atBlockEnd(&body);
+      Value part = buildDirectionalSum(loop.getBody().front(), inner, mapping,
+                                       direction, loc);
+      YieldOp::create(inner, loc, part);
+      add(sum);
+      continue;
+    }
+    builder.clone(op, mapping);
+  }
+  return total ? total : ConstantOp::create(builder, loc, 0.0).getResult();
+}
+} // namespace
+
+TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
+                                          StringRef direction, StringRef name) {
+  auto model = gradient->getParentOfType<ModelOp>();
+  OpBuilder builder = OpBuilder::atBlockEnd(&model.getBody().front());
+  Location loc = gradient.getLoc();
+  auto term = TermOp::create(builder, loc, builder.getStringAttr(name),
+                             /*auxiliary=*/true);
+  OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
+  IRMapping mapping;
+  Value sum = buildDirectionalSum(gradient.getBody().front(), body, mapping,
+                                  direction, loc);
+  YieldOp::create(body, loc, sum);
+  return term;
+}
+
+namespace {
 struct DeriveGradientsPass
     : public energy::impl::EnergyDeriveGradientsBase<DeriveGradientsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModelOp model = getOperation();
-    Block &declarations = model.getBody().front();
     SymbolTableCollection tables;
+    MLIRContext *context = &getContext();
 
-    llvm::SetVector<StringRef> targets;
+    // (tensor, term) pairs; an empty term is the global energy.
+    llvm::SetVector<std::pair<StringRef, StringRef>> targets;
     model.walk([&](Operation *op) {
       if (auto update = dyn_cast<UpdateOp>(op))
-        targets.insert(update.getNode());
+        targets.insert({update.getNode(), StringRef()});
       if (auto grad = dyn_cast<GradOp>(op))
-        targets.insert(grad.getTensor());
+        targets.insert({grad.getTensor(), grad.getOf().value_or("")});
     });
     for (const std::string &name : wrt) {
       auto tensor = dyn_cast_or_null<TensorOp>(
-          tables.lookupSymbolIn(model, StringAttr::get(&getContext(), name)));
+          tables.lookupSymbolIn(model, StringAttr::get(context, name)));
       if (!tensor) {
         model.emitError() << "cannot differentiate with respect to '" << name
                           << "': it is not a tensor of the model";
         return signalPassFailure();
       }
-      targets.insert(tensor.getSymName());
+      targets.insert({tensor.getSymName(), StringRef()});
     }
-    for (GradientOp existing : declarations.getOps<GradientOp>())
-      targets.remove(existing.getTensor());
-
-    for (StringRef name : targets) {
-      OpBuilder builder = OpBuilder::atBlockEnd(&declarations);
-      auto gradient = GradientOp::create(
-          builder, model.getLoc(), FlatSymbolRefAttr::get(&getContext(), name));
-      gradient.getBody().emplaceBlock();
-      GradientBuilder derivation(gradient, tables);
-      for (TermOp term : declarations.getOps<TermOp>())
-        if (failed(derivation.addTerm(term)))
-          return signalPassFailure();
-    }
+    for (auto [tensor, of] : targets)
+      if (failed(getOrDeriveGradient(
+              model, tensor,
+              of.empty() ? FlatSymbolRefAttr()
+                         : FlatSymbolRefAttr::get(context, of))))
+        return signalPassFailure();
   }
 };
 } // namespace

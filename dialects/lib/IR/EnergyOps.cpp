@@ -660,11 +660,21 @@ SmallVector<Region *> ReduceOp::getLoopRegions() { return {&getBody()}; }
 
 SmallVector<Region *> ForeachOp::getLoopRegions() { return {&getBody()}; }
 
+/// Checks that `term`, when given, names an energy term.
+static LogicalResult verifyTermReference(Operation *op,
+                                         SymbolTableCollection &tables,
+                                         FlatSymbolRefAttr term) {
+  if (term && !tables.lookupNearestSymbolFrom<TermOp>(op, term))
+    return op->emitOpError()
+           << "is the gradient of " << term << ", which is not an energy term";
+  return success();
+}
+
 LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr()))
     return emitOpError() << "is the gradient with respect to "
                          << getTensorAttr() << ", which is not a tensor";
-  return success();
+  return verifyTermReference(*this, tables, getOfAttr());
 }
 
 // foreach-op ::= `energy.foreach` `(` %i `:` dim-expr, ... `)`
@@ -953,7 +963,7 @@ LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
     return emitOpError() << "has type " << getType() << " but the gradient of "
                          << getTensorAttr() << " has type "
                          << tensor.getArrayType();
-  return success();
+  return verifyTermReference(*this, tables, getOfAttr());
 }
 
 #define GET_OP_CLASSES

@@ -676,3 +676,15 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
   }
   llvm_unreachable("unknown reduction kind");
 }
+
+// y = c ? a : b: da = c ? g : 0, db = c ? 0 : g; c is a condition.
+LogicalResult SelectOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                      SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value g = adjoints[0];
+  Value zero = e.mul(g, e.constant(0.0));
+  operandAdjoints.assign(
+      {Value(), SelectOp::create(builder, getLoc(), getCondition(), g, zero),
+       SelectOp::create(builder, getLoc(), getCondition(), zero, g)});
+  return success();
+}

@@ -775,7 +775,8 @@ private:
     Value total;
     for (StringRef node : gradientNodes) {
       Value gradient = GradOp::create(builder, where, nodeTypes.lookup(node),
-                                      FlatSymbolRefAttr::get(&context, node));
+                                      FlatSymbolRefAttr::get(&context, node),
+                                      FlatSymbolRefAttr());
       ElementsKind kind = id == BuiltinId::Maxabs ? ElementsKind::maxabs
                           : id == BuiltinId::Sum  ? ElementsKind::sum
                                                   : ElementsKind::sqnorm;

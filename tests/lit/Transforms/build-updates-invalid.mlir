@@ -4,8 +4,8 @@ energy.model @m {
   energy.dim @D
   energy.tensor @y : state [@D]
   energy.dynamics steps 1 {
-    // expected-error @below {{the optimizer registry has no 'newton'; registered: gd, momentum, nesterov, precond, ode}}
-    energy.update @y newton(lr = 1.0, cg = 8)
+    // expected-error @below {{the optimizer registry has no 'adam'; registered: gd, momentum, nesterov, precond, newton, ode}}
+    energy.update @y adam(lr = 1.0)
   }
 }
 
@@ -74,5 +74,20 @@ energy.model @m {
   energy.dynamics steps 1 {
     // expected-error @below {{adaptive sub-steps (rtol, atol) of `ode` are not built yet}}
     energy.update @y ode(method = "heun", dt = 0.1, rtol = 1.0e-3)
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @D
+  energy.tensor @y : state [@D]
+  energy.const @n = 3.0
+  energy.dynamics steps 1 {
+    // expected-error @below {{option 'cg' must be a number}}
+    energy.update @y newton(lr = 1.0, cg = {
+      %n = energy.read @n : !energy.array<>
+      energy.yield %n : !energy.array<>
+    })
   }
 }

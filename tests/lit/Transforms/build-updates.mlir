@@ -124,3 +124,38 @@ energy.model @solvers {
     energy.update @v ode(method = "heun", dt = 0.1)
   }
 }
+
+// -----
+
+// Newton: Hessian-vector products differentiate the auxiliary term
+// <grad E, v> (v a state tensor the program stores before each product);
+// conjugate gradients run `cg` products; `taylor = n` takes n products.
+// CHECK-LABEL: energy.model @newton
+// CHECK: tensor @y.direction : state [@D] = zeros {optimizer_state = @y}
+// CHECK: update_program {
+// CHECK:   %[[G:.*]] = grad @y : !energy.array<D>
+// CHECK:   store %[[G]] into @y.direction
+// CHECK:   %[[HV:.*]] = grad @y of @y.curvature : !energy.array<D>
+// CHECK:   %[[CURV:.*]] = reduce_elements sum
+// CHECK:   cmp gt, %[[CURV]]
+// CHECK:   store %{{.*}} into @y.direction
+// CHECK:   grad @y of @y.curvature
+// CHECK-NOT: grad @y of
+// CHECK:   store %{{.*}} into @y :
+// CHECK: gradient @y {
+// CHECK: term @y.curvature auxiliary {
+// CHECK:   read @y.direction
+energy.model @newton {
+  energy.dim @D
+  energy.tensor @A : param [@D, @D]
+  energy.tensor @y : state [@D]
+  energy.term @bowl {
+    %y = energy.read @y : !energy.array<D>
+    %a = energy.read @A : !energy.array<D, D>
+    %q = energy.quad %y, %a : !energy.array<D>, !energy.array<D, D>
+    energy.yield %q : !energy.array<>
+  }
+  energy.dynamics steps 1 {
+    energy.update @y newton(lr = 1.0, cg = 2)
+  }
+}

@@ -49,6 +49,16 @@ public:
 
   /// The value of option `name` (the rule's expression, or the default).
   virtual Value option(StringRef name) = 0;
+  /// The literal number given for option `name` (or its default); an error
+  /// on the rule, and none, when the rule gives an expression instead.
+  virtual std::optional<double> literalOption(StringRef name) = 0;
+  /// Whether the rule gives option `name`.
+  virtual bool hasOption(StringRef name) = 0;
+  /// The Hessian of the global energy with respect to the node, at the
+  /// current values, applied to `direction` (of the node's shape): the
+  /// gradient, with respect to the node, of ⟨∇E, v⟩ with v = `direction`.
+  /// Null after an error.
+  virtual Value hessianVectorProduct(Value direction) = 0;
   /// The value of choice option `name` (the rule's, or the default).
   virtual StringRef choice(StringRef name) = 0;
   /// The gradient of the global energy with respect to tensor `name` at the
@@ -104,7 +114,8 @@ private:
   std::vector<OptimizerDefinition> definitions;
 };
 
-/// Adds `gd`, `momentum`, `nesterov`, `precond` and `ode` to `registry`.
+/// Adds `gd`, `momentum`, `nesterov`, `precond`, `ode` and `newton` to
+/// `registry`.
 void registerBuiltinOptimizers(OptimizerRegistry &registry);
 
 } // namespace mlir::energy

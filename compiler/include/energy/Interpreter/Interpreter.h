@@ -35,7 +35,8 @@ public:
   /// exactly. Emits an error and fails otherwise.
   static FailureOr<Interpreter> create(ModelOp model, const Bindings &bindings);
 
-  /// The global energy: the sum of every `energy.term`.
+  /// The global energy: the sum of every `energy.term` but the auxiliary
+  /// ones.
   FailureOr<double> evaluateEnergy();
   FailureOr<double> evaluateTerm(TermOp term);
   /// The whole output: its domain axes followed by its element's axes.

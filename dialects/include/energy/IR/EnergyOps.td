@@ -138,6 +138,10 @@ def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
     SingleBlock, NoRegionArguments, OpAsmOpInterface]> {
   let summary = "An energy term; the global energy is the sum of all terms";
   let description = [{
+    A term marked `auxiliary` is not part of the global energy: passes add
+    such terms when they need the gradient of another scalar (Newton's
+    Hessian-vector products differentiate ⟨∇E, v⟩).
+
     ```mlir
     energy.term @retrieval {
       ...
@@ -145,10 +149,13 @@ def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name, UnitAttr:$auxiliary);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let assemblyFormat = "$sym_name (`auxiliary` $auxiliary^)? attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name), [{
+    build($_builder, $_state, $_builder.getStringAttr(name), false);
+  }]>];
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];
@@ -539,7 +546,7 @@ def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
     A program whose effect is the gradient: a buffer of the tensor's shape
     starts at zero and every `energy.accumulate` in the body adds into it.
     Derived by `energy-derive-gradients`: the body recomputes each energy
-    term, then runs its reverse sweep, with `energy.foreach` loops where the
+    term (only the term `of` names, when given), then runs its reverse sweep, with `energy.foreach` loops where the
     term reduces over an index domain.
 
     ```mlir
@@ -551,9 +558,10 @@ def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
     }
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$tensor);
+  let arguments = (ins FlatSymbolRefAttr:$tensor,
+                       OptionalAttr<FlatSymbolRefAttr>:$of);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$tensor attr-dict-with-keyword $body";
+  let assemblyFormat = "$tensor (`of` $of^)? attr-dict-with-keyword $body";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];
@@ -699,14 +707,16 @@ def Energy_StoreOp : Energy_Op<"store", [
 def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "The gradient of the global energy with respect to a tensor";
+  let summary = "The gradient of the global energy (or of one term) at the current values";
   let description = [{
-    Used by stopping rules (`maxabs(grad)`); gradient derivation replaces it
-    by the derived gradient.
+    Used by stopping rules (`maxabs(grad)`) and update programs; evaluated
+    through the `energy.gradient` that `energy-derive-gradients` builds for
+    the same tensor (and the same term, with `of`).
   }];
-  let arguments = (ins FlatSymbolRefAttr:$tensor);
+  let arguments = (ins FlatSymbolRefAttr:$tensor,
+                       OptionalAttr<FlatSymbolRefAttr>:$of);
   let results = (outs Energy_AnyArray:$result);
-  let assemblyFormat = "$tensor attr-dict `:` type($result)";
+  let assemblyFormat = "$tensor (`of` $of^)? attr-dict `:` type($result)";
 }
 
 def Energy_CmpOp : Energy_Op<"cmp", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
@@ -715,6 +725,18 @@ def Energy_CmpOp : Energy_Op<"cmp", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
                        Energy_Scalar:$rhs);
   let results = (outs I1:$result);
   let assemblyFormat = "``$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Energy_SelectOp : Energy_Op<"select", [Pure,
+    AllTypesMatch<["true_value", "false_value", "result"]>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "Chooses between two values by a condition";
+  let arguments = (ins I1:$condition, Energy_AnyArray:$true_value,
+                       Energy_AnyArray:$false_value);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:` type($result)
+  }];
 }
 
 #endif // ENERGY_OPS_TD

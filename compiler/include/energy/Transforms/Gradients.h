@@ -1,0 +1,34 @@
+//===- Gradients.h - Deriving gradients, for passes that need them -*- C++
+//-*-===//
+//
+// The derivation behind `energy-derive-gradients`, callable from other
+// passes (Newton's Hessian-vector products), and the directional term
+// ⟨∇E, v⟩ whose gradient is the Hessian-vector product H v.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_TRANSFORMS_GRADIENTS_H
+#define ENERGY_TRANSFORMS_GRADIENTS_H
+
+#include "energy/IR/EnergyOps.h"
+
+namespace mlir::energy {
+
+/// The `energy.gradient` of `tensor` in `model` (of the term `of` only, when
+/// given; of every non-auxiliary term otherwise), derived and appended to
+/// the model unless it exists. Errors are emitted at the op without a rule.
+FailureOr<GradientOp> getOrDeriveGradient(ModelOp model, StringRef tensor,
+                                          FlatSymbolRefAttr of = {});
+
+/// Appends to the model the auxiliary term `name` = ⟨g, v⟩, where g is the
+/// gradient `gradient` computes and v the tensor `direction` (of g's
+/// shape): every `energy.accumulate %g into @x[i]` becomes the sum of
+/// g ⊙ v[i], every `energy.foreach` a `reduce sum` over the same domain.
+/// Differentiating the term with respect to the gradient's tensor gives
+/// the Hessian-vector product H v.
+TermOp buildDirectionalTerm(GradientOp gradient, StringRef direction,
+                            StringRef name);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_TRANSFORMS_GRADIENTS_H
