@@ -363,6 +363,14 @@ std::vector<RuleCase> ruleCases() {
        "N, K"},
       {"logdet", "spdM:N,N", "%y = energy.logdet %spdM : !energy.array<N, N>",
        ""},
+      {"select true", "a:N;b:N", R"(
+    %c = arith.constant true
+    %y = energy.select %c, %a, %b : !energy.array<N>)",
+       "N"},
+      {"select false", "a:N;b:N", R"(
+    %c = arith.constant false
+    %y = energy.select %c, %a, %b : !energy.array<N>)",
+       "N"},
       {"reduce lse, predicate and temperature", "e:N,N", R"(
     %T = energy.read @T : !energy.array<>
     %y = energy.reduce lse (%i : @N, %j : @N) where {
