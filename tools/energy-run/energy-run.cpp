@@ -187,8 +187,6 @@ public:
     return steps;
   }
 
-  const Bindings &getBindings() const { return bindings; }
-
 private:
   FailureOr<Tensor> initialValue(TensorOp tensor,
                                  const std::vector<int64_t> &shape,

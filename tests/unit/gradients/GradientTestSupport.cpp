@@ -11,6 +11,7 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/Interpreter/Interpreter.h"
 #include "energy/Transforms/Passes.h"
+#include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Pass/PassManager.h"
@@ -42,7 +43,7 @@ namespace energy::testing {
 
 std::unique_ptr<CompiledModel>
 compileSource(llvm::StringRef source, const std::vector<std::string> &wrt,
-              llvm::StringRef name) {
+              llvm::StringRef name, Pipeline pipeline) {
   auto compiled = std::make_unique<CompiledModel>();
   unsigned buffer = compiled->sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(source, name), llvm::SMLoc());
@@ -62,14 +63,18 @@ compileSource(llvm::StringRef source, const std::vector<std::string> &wrt,
   if (!compiled->module)
     return compiled;
 
-  // The pipeline of `energyc --emit=grad`.
   PassManager passes(&context, ModuleOp::getOperationName());
   OpPassManager &perModel = passes.nest<ModelOp>();
-  EnergyDeriveGradientsOptions options;
-  options.wrt.assign(wrt.begin(), wrt.end());
-  perModel.addPass(createEnergyDeriveGradients(options));
-  perModel.addPass(createCSEPass());
-  perModel.addPass(createCanonicalizerPass());
+  if (pipeline == Pipeline::Update) {
+    buildUpdatePipeline(perModel, wrt);
+  } else {
+    // The pipeline of `energyc --emit=grad`.
+    EnergyDeriveGradientsOptions options;
+    options.wrt.assign(wrt.begin(), wrt.end());
+    perModel.addPass(createEnergyDeriveGradients(options));
+    perModel.addPass(createCSEPass());
+    perModel.addPass(createCanonicalizerPass());
+  }
   if (failed(passes.run(*compiled->module)))
     return compiled;
 
@@ -79,8 +84,8 @@ compileSource(llvm::StringRef source, const std::vector<std::string> &wrt,
   return compiled;
 }
 
-std::unique_ptr<CompiledModel> compileExample(llvm::StringRef stem,
-                                              bool wrtAll) {
+std::unique_ptr<CompiledModel> compileExample(llvm::StringRef stem, bool wrtAll,
+                                              Pipeline pipeline) {
   std::string path = (ENERGY_EXAMPLES_DIR "/" + stem + ".energy").str();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
@@ -93,12 +98,13 @@ std::unique_ptr<CompiledModel> compileExample(llvm::StringRef stem,
   std::vector<std::string> wrt;
   if (wrtAll) {
     // Parse once without derivation to learn the tensors' names.
-    std::unique_ptr<CompiledModel> plain = compileSource(source, {}, path);
+    std::unique_ptr<CompiledModel> plain =
+        compileSource(source, {}, path, pipeline);
     if (!plain->model)
       return plain;
     wrt = plain->tensorNames();
   }
-  return compileSource(source, wrt, path);
+  return compileSource(source, wrt, path, pipeline);
 }
 
 std::vector<std::string> CompiledModel::tensorNames() {
@@ -169,6 +175,8 @@ Bindings bindRandom(ModelOp model, const RandomBindingOptions &options) {
       shape.push_back(dims.lookup(dim.getValue()));
     Tensor value(shape);
     std::string name = tensor.getSymName().str();
+    if (options.unbound.count(name) || tensor->hasAttr("optimizer_state"))
+      continue;
     if (options.spd.count(name) && shape.size() >= 2 &&
         shape.back() == shape[shape.size() - 2]) {
       // Per trailing D × D block: A·Aᵀ/D + I, eigenvalues in [1, ~5].

@@ -2,7 +2,8 @@
 //
 // Compiles a `.energy` model through the pipeline of `energyc --emit=grad`
 // (parse and check, emit the energy dialect, energy-derive-gradients with a
-// `wrt` list, cse, canonicalize), binds seeded random tensors at small dims,
+// `wrt` list, cse, canonicalize) or through `buildUpdatePipeline` (the step
+// program energy-run executes), binds seeded random tensors at small dims,
 // and compares derived gradients with central finite differences of the
 // interpreted energy. One harness, used by every model test.
 //
@@ -35,6 +36,16 @@ namespace energy::testing {
 using mlir::energy::Bindings;
 using mlir::energy::Tensor;
 
+/// The pass pipeline a model is compiled with.
+enum class Pipeline {
+  /// `energyc --emit=grad`: energy-derive-gradients (with `wrt`), cse,
+  /// canonicalize.
+  Gradient,
+  /// `buildUpdatePipeline`, what energy-run executes: energy-build-updates
+  /// (the step program), then the gradient pipeline (with `wrt`).
+  Update,
+};
+
 /// A model compiled as `energyc --emit=grad` does. Every diagnostic (front
 /// end, passes, interpreter) is printed into `diagnostics` as
 /// `file:line:col: error: message` with the source line.
@@ -58,15 +69,18 @@ struct CompiledModel {
   std::vector<std::string> tensorNames();
 };
 
-/// Compiles `source` (buffer name `name`), also differentiating with respect
-/// to `wrt`. Never null; `model` is null on failure.
+/// Compiles `source` (buffer name `name`) through `pipeline`, also
+/// differentiating with respect to `wrt`. Never null; `model` is null on
+/// failure.
 std::unique_ptr<CompiledModel>
 compileSource(llvm::StringRef source, const std::vector<std::string> &wrt = {},
-              llvm::StringRef name = "test.energy");
+              llvm::StringRef name = "test.energy",
+              Pipeline pipeline = Pipeline::Gradient);
 /// Reads examples/`stem`.energy and compiles it as `compileSource` does; when
 /// `wrtAll`, differentiates with respect to every tensor of the model.
-std::unique_ptr<CompiledModel> compileExample(llvm::StringRef stem,
-                                              bool wrtAll = true);
+std::unique_ptr<CompiledModel>
+compileExample(llvm::StringRef stem, bool wrtAll = true,
+               Pipeline pipeline = Pipeline::Gradient);
 
 /// How to bind a model's dims and tensors at random.
 struct RandomBindingOptions {
@@ -80,6 +94,11 @@ struct RandomBindingOptions {
   /// Tensors of shape [..., D, D] bound as symmetric positive definite
   /// blocks A·Aᵀ/D + I, so logdet and inverse stay well-posed.
   std::set<std::string> spd;
+  /// Left unbound, so that the interpreter gives them their initialiser's
+  /// value (e.g. `H : [N, N] = zeros`). Optimizer state tensors
+  /// (`@x.velocity`, marked `optimizer_state` by energy-build-updates) are
+  /// always left unbound: they start at zero.
+  std::set<std::string> unbound;
   /// Bound to a copy of another tensor (e.g. x = h), after the random ones.
   std::vector<std::pair<std::string, std::string>> copies;
   llvm::StringMap<double> consts;
