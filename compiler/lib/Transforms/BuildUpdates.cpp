@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Dynamics/ClosedForms.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
@@ -149,34 +150,48 @@ struct BuildUpdatesPass
     auto program = UpdateProgramOp::create(builder, dynamics.getLoc());
     builder.setInsertionPointToStart(&program.getBody().emplaceBlock());
 
-    SmallVector<UpdateOp> group;
+    // Adjacent gradient rules form one group, adjacent stationary rules one
+    // EM M-step; at most one of the two is open at a time.
+    SmallVector<UpdateOp> group, stationary;
+    auto flush = [&]() -> LogicalResult {
+      if (failed(buildGroup(builder, group, model, symbols)) ||
+          failed(buildStationaryGroup(builder, stationary, model)))
+        return failure();
+      stationary.clear();
+      return success();
+    };
     for (Operation &rule : dynamics.getRules().front()) {
       if (auto update = dyn_cast<UpdateOp>(rule)) {
         if (failed(checkRule(update)))
           return signalPassFailure();
-        group.push_back(update);
-        if (dynamics.getOrder() == Order::sequential &&
-            failed(buildGroup(builder, group, model, symbols)))
+        bool closedForm = update.getOptimizer() == "stationary";
+        if ((closedForm ? !group.empty() : !stationary.empty()) &&
+            failed(flush()))
+          return signalPassFailure();
+        (closedForm ? stationary : group).push_back(update);
+        if (dynamics.getOrder() == Order::sequential && failed(flush()))
           return signalPassFailure();
         continue;
       }
-      if (failed(buildGroup(builder, group, model, symbols)))
+      if (failed(flush()))
         return signalPassFailure();
       auto assign = cast<AssignOp>(rule);
       StoreOp::create(builder, assign.getLoc(),
                       cloneBody(builder, assign.getBody()),
                       assign.getNodeAttr());
     }
-    if (failed(buildGroup(builder, group, model, symbols)))
+    if (failed(flush()))
       return signalPassFailure();
   }
 
   /// Checks that the rule's optimizer is registered and that its options are
   /// the optimizer's, with every required one given.
   LogicalResult checkRule(UpdateOp rule) {
-    if (rule.getOptimizer() == "stationary")
-      return rule.emitError()
-             << "closed-form (stationary) updates are not built yet";
+    if (rule.getOptimizer() == "stationary") {
+      if (!rule.getOptionNames().empty() || !rule.getStringOptions().empty())
+        return rule.emitError() << "`stationary` takes no options";
+      return success();
+    }
     const OptimizerRegistry &registry = OptimizerRegistry::get();
     const OptimizerDefinition *definition =
         registry.lookup(rule.getOptimizer());

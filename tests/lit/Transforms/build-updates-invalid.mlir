@@ -37,7 +37,7 @@ energy.model @m {
   energy.dim @D
   energy.tensor @y : state [@D]
   energy.dynamics steps 1 {
-    // expected-error @below {{closed-form (stationary) updates are not built yet}}
+    // expected-error @below {{no closed form for stationary node @y: the M-step is built for energies -sum(i: N) lse(k: K) e (no predicate or temperature) so far}}
     energy.update @y stationary
   }
 }

@@ -1,9 +1,9 @@
 //===- DiagnosticsTest.cpp - Rules that cannot be built -------------------===//
 //
 // A rule naming an optimizer that is not registered, an option the optimizer
-// does not have, a missing required option, or `stationary` (not built yet)
-// fails to compile with an error at the rule's file:line:col in the
-// .energy source, followed by the source line.
+// does not have, a missing required option, or `stationary` on a node with
+// no closed form fails to compile with an error at the rule's file:line:col in
+// the .energy source, followed by the source line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,18 +54,28 @@ TEST_CASE("a missing required option is an error") {
                 "option `lr`");
 }
 
-TEST_CASE("stationary is an error: closed forms are not built yet") {
+TEST_CASE("stationary without a closed form is an error") {
   // Where no closed form can exist, the checker says why.
   checkRejected("stationary",
                 "rules.energy:7:17: error: no closed form for `stationary` "
                 "node `y`: it does not appear inside an `lse` of any energy");
-  // Where one could (the gmm of energy-language.md), energy-build-updates
-  // reports that it is not built yet, at the first stationary rule.
-  std::unique_ptr<CompiledModel> compiled =
-      compileExample("gmm", /*wrtAll=*/false, Pipeline::Update);
+  // A node inside an lse whose energy, with responsibilities fixed, is
+  // linear in it has no minimiser: energy-build-updates says so at the rule.
+  std::unique_ptr<CompiledModel> compiled = compileSource(
+      R"(model slots {
+  dim N, K, D;
+  input x : [N, D];
+  state mu : [K, D];
+  energy e = -sum(i: N) lse(k: K) dot(x[i], mu[k]);
+  dynamics { mu: stationary; steps 1; }
+}
+)",
+      {}, "slots.energy", Pipeline::Update);
   CHECK_FALSE(compiled->model);
   CHECK_MESSAGE(llvm::StringRef(compiled->diagnostics)
-                    .contains("gmm.energy:7:14: error: closed-form "
-                              "(stationary) updates are not built yet"),
+                    .contains("slots.energy:6:14: error: no closed form for "
+                              "stationary node @mu: with responsibilities "
+                              "fixed its energy is not one of the closed "
+                              "forms"),
                 compiled->diagnostics);
 }

@@ -82,8 +82,11 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
     }
     ```
 
-    Not built yet: `stationary` (closed-form EM steps), `newton`, and the
-    adaptive sub-steps of `ode`; each is an error naming it.
+    Adjacent `stationary` rules form an EM M-step (ClosedForms.h): the
+    responsibilities of the energy's lse are computed once at the group's
+    entry and held fixed, then each node is solved in closed form in the
+    order written. Not built yet: the adaptive sub-steps of `ode` (an error
+    naming them).
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
