@@ -135,6 +135,75 @@ FailureOr<Value> taylorInverse(UpdateBuilder &update, Value gradient,
   return total;
 }
 
+Value minimum(UpdateBuilder &update, Value a, Value b) {
+  OpBuilder &builder = update.getBuilder();
+  Location loc = update.getLoc();
+  Value negated = MaximumOp::create(
+      builder, loc, NegOp::create(builder, loc, a.getType(), a),
+      NegOp::create(builder, loc, b.getType(), b));
+  return NegOp::create(builder, loc, negated.getType(), negated);
+}
+Value maximum(UpdateBuilder &update, Value a, Value b) {
+  return MaximumOp::create(update.getBuilder(), update.getLoc(), a, b);
+}
+Value maxAbs(UpdateBuilder &update, Value v) {
+  return ReduceElementsOp::create(update.getBuilder(), update.getLoc(),
+                                  ElementsKind::maxabs, v);
+}
+
+/// Integrates dv/dt = −∇E(v) over `dt` by Heun steps of adaptive size: a
+/// sub-step of size h is accepted when the difference between its Heun and
+/// Euler results is within atol + rtol · |v| (max norms), and h is then
+/// scaled by 0.9 / √error, within [0.2, 5]. The sub-step size is carried to
+/// the next step in the scalar state `@v.ode_step`, the time still to cover
+/// in `@v.ode_remaining`.
+LogicalResult integrateAdaptively(UpdateBuilder &update, Value dt) {
+  OpBuilder &builder = update.getBuilder();
+  Location loc = update.getLoc();
+  StringRef node = update.getNode().getSymName();
+  Value rtol = update.option("rtol"), atol = update.option("atol");
+  StringRef stepSize = update.stateTensor("ode_step", /*scalar=*/true);
+  StringRef remaining = update.stateTensor("ode_remaining", /*scalar=*/true);
+  update.store(remaining, dt);
+  Value carried = update.read(stepSize);
+  Value start = select(update, isPositive(update, carried),
+                       minimum(update, carried, dt), dt);
+  update.store(stepSize, start);
+
+  auto loop = RepeatOp::create(builder, loc, builder.getI64IntegerAttr(100000));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&loop.getBody().emplaceBlock());
+  Value v = update.read(node);
+  Value left = update.read(remaining);
+  Value h = minimum(update, update.read(stepSize), left);
+  Value k1 = update.gradient(node);
+  Value euler = sub(update, v, mul(update, h, k1));
+  update.store(node, euler);
+  Value k2 = update.gradient(node);
+  Value heun = sub(
+      update, v,
+      mul(update, mul(update, h, constant(update, 0.5)), add(update, k1, k2)));
+  Value scale = add(update, atol, mul(update, rtol, maxAbs(update, heun)));
+  Value error = DivOp::create(builder, loc,
+                              maxAbs(update, sub(update, heun, euler)), scale);
+  Value accept = CmpOp::create(builder, loc, CmpPredicate::le, error,
+                               constant(update, 1.0));
+  update.store(node, select(update, accept, heun, v));
+  Value now = select(update, accept, sub(update, left, h), left);
+  update.store(remaining, now);
+  Value shrink = DivOp::create(
+      builder, loc, constant(update, 0.9),
+      SqrtOp::create(builder, loc, error.getType(),
+                     maximum(update, error, constant(update, 1e-12))));
+  Value factor = minimum(update, maximum(update, shrink, constant(update, 0.2)),
+                         constant(update, 5.0));
+  update.store(stepSize, mul(update, h, factor));
+  Value done = CmpOp::create(builder, loc, CmpPredicate::le, now,
+                             mul(update, dt, constant(update, 1e-12)));
+  YieldOp::create(builder, loc, done);
+  return success();
+}
+
 /// x ← x_entry − h g
 Value descend(UpdateBuilder &update, Value entry, Value step, Value gradient) {
   return sub(update, entry, mul(update, step, gradient));
@@ -230,21 +299,14 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
        "integrates dv/dt = -dE/dv over dt per step, by Euler or Heun",
        {{"method", "euler or heun", std::nullopt, {"euler", "heun"}},
         {"dt", "time per step (required)", std::nullopt},
-        {"rtol", "relative tolerance of adaptive sub-steps (not built yet)",
-         0.0},
-        {"atol", "absolute tolerance of adaptive sub-steps (not built yet)",
-         0.0}},
+        {"rtol", "relative tolerance of adaptive sub-steps", 0.0},
+        {"atol", "absolute tolerance of adaptive sub-steps", 0.0}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
-         UpdateOp rule = update.getRule();
-         for (Attribute name : rule.getOptionNames())
-           if (cast<StringAttr>(name).getValue() == "rtol" ||
-               cast<StringAttr>(name).getValue() == "atol")
-             return rule.emitError()
-                    << "adaptive sub-steps (rtol, atol) of `ode` are not "
-                       "built yet";
          StringRef node = update.getNode().getSymName();
          Value dt = update.option("dt");
+         if (update.hasOption("rtol") || update.hasOption("atol"))
+           return integrateAdaptively(update, dt);
          Value euler = descend(update, entry, dt, gradient);
          if (update.choice("method") == "euler") {
            update.store(node, euler);

@@ -398,7 +398,11 @@ FailureOr<Tensor> Interpreter::getTensorValue(StringRef name) {
 
 LogicalResult Interpreter::runUpdateProgram(UpdateProgramOp program) {
   Frame frame(&program.getBody(), nullptr);
-  for (Operation &op : program.getBody().front()) {
+  return executeProgramBlock(program.getBody().front(), frame);
+}
+
+LogicalResult Interpreter::executeProgramBlock(Block &block, Frame &frame) {
+  for (Operation &op : block) {
     if (auto store = dyn_cast<StoreOp>(op)) {
       FailureOr<Tensor> value = evaluateArray(store.getValue(), frame);
       if (failed(value))
@@ -407,6 +411,27 @@ LogicalResult Interpreter::runUpdateProgram(UpdateProgramOp program) {
       invalidateCaches();
       continue;
     }
+    if (auto repeat = dyn_cast<RepeatOp>(op)) {
+      Block &body = repeat.getBody().front();
+      for (int64_t round = 0;; ++round) {
+        if (round == static_cast<int64_t>(repeat.getMaxIterations()))
+          return repeat.emitOpError()
+                 << "did not finish within " << round << " rounds";
+        // Each round computes its values afresh.
+        Frame roundFrame(&repeat.getBody(), &frame);
+        if (failed(executeProgramBlock(body, roundFrame)))
+          return failure();
+        FailureOr<int64_t> done = evaluateInteger(
+            cast<YieldOp>(body.getTerminator()).getValues()[0], roundFrame);
+        if (failed(done))
+          return failure();
+        if (*done)
+          break;
+      }
+      continue;
+    }
+    if (isa<YieldOp>(op))
+      continue;
     // Evaluate every value where it stands, so that it sees the tensors as
     // they are at this point of the step.
     for (Value result : op.getResults()) {

@@ -75,7 +75,7 @@ public:
 
   Value hessianVectorProduct(Value direction) override {
     std::string term = (node.getSymName() + ".curvature").str();
-    StringRef directionTensor = stateTensor("direction");
+    StringRef directionTensor = stateTensor("direction", /*scalar=*/false);
     if (!symbols.lookup<TermOp>(term)) {
       FailureOr<GradientOp> gradient =
           getOrDeriveGradient(model, node.getSymName());
@@ -117,14 +117,15 @@ public:
                     FlatSymbolRefAttr::get(builder.getContext(), name));
   }
 
-  StringRef stateTensor(StringRef suffix) override {
+  StringRef stateTensor(StringRef suffix, bool scalar) override {
     std::string name = (node.getSymName() + "." + suffix).str();
     if (auto existing = symbols.lookup<TensorOp>(name))
       return existing.getSymName();
     OpBuilder declarations(node);
     declarations.setInsertionPointAfter(node);
     auto tensor = TensorOp::create(
-        declarations, node.getLoc(), name, Role::state, node.getShape(),
+        declarations, node.getLoc(), name, Role::state,
+        scalar ? declarations.getArrayAttr({}) : node.getShape(),
         InitKindAttr::get(builder.getContext(), InitKind::zeros),
         DenseF64ArrayAttr(), FlatSymbolRefAttr());
     tensor->setAttr("optimizer_state", FlatSymbolRefAttr::get(node));

@@ -540,8 +540,8 @@ LogicalResult TermOp::verifyRegions() {
 
 LogicalResult YieldOp::verify() {
   Operation *parent = (*this)->getParentOp();
-  if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, ForeachOp, DynamicsOp,
-                       UpdateOp, AssignOp>(parent))
+  if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, ForeachOp, RepeatOp,
+                       DynamicsOp, UpdateOp, AssignOp>(parent))
     return emitOpError() << "ends the body of an energy op, not of '"
                          << (parent ? parent->getName().getStringRef() : "")
                          << "'";
@@ -934,6 +934,15 @@ void GradOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   addStateReadEffect(*this, effects);
+}
+
+LogicalResult RepeatOp::verifyRegions() {
+  if (!(*this)->getParentOfType<UpdateProgramOp>())
+    return emitOpError("repeats only inside an 'energy.update_program'");
+  if (getMaxIterations() <= 0)
+    return emitOpError("needs a positive iteration limit");
+  return verifyBody(*this, getBody(), 0, {IntegerType::get(getContext(), 1)},
+                    "body (whether to stop)");
 }
 
 LogicalResult StoreOp::verify() {

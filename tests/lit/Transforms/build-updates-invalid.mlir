@@ -66,16 +66,6 @@ energy.model @m {
   }
 }
 
-// -----
-
-energy.model @m {
-  energy.dim @D
-  energy.tensor @y : state [@D]
-  energy.dynamics steps 1 {
-    // expected-error @below {{adaptive sub-steps (rtol, atol) of `ode` are not built yet}}
-    energy.update @y ode(method = "heun", dt = 0.1, rtol = 1.0e-3)
-  }
-}
 
 // -----
 

@@ -159,3 +159,34 @@ energy.model @newton {
     energy.update @y newton(lr = 1.0, cg = 2)
   }
 }
+
+// -----
+
+// ode with rtol/atol: adaptive Heun sub-steps in a `repeat` loop, the
+// sub-step size and the time left carried in scalar state tensors.
+// CHECK-LABEL: energy.model @adaptive
+// CHECK: tensor @v.ode_remaining : state [] = zeros {optimizer_state = @v}
+// CHECK: tensor @v.ode_step : state [] = zeros {optimizer_state = @v}
+// CHECK: update_program {
+// CHECK:   store %{{.*}} into @v.ode_remaining
+// CHECK:   repeat max 100000 {
+// CHECK:     grad @v
+// CHECK:     store %{{.*}} into @v :
+// CHECK:     grad @v
+// CHECK:     %[[ACCEPT:.*]] = cmp le
+// CHECK:     select %[[ACCEPT]]
+// CHECK:     store %{{.*}} into @v.ode_step
+// CHECK:     %[[DONE:.*]] = cmp le
+// CHECK:     yield %[[DONE]] : i1
+energy.model @adaptive {
+  energy.dim @D
+  energy.tensor @v : state [@D]
+  energy.term @e {
+    %v = energy.read @v : !energy.array<D>
+    %n = energy.reduce_elements sqnorm %v : !energy.array<D>
+    energy.yield %n : !energy.array<>
+  }
+  energy.dynamics steps 1 {
+    energy.update @v ode(method = "heun", dt = 0.5, rtol = 1.0e-6, atol = 1.0e-6)
+  }
+}

@@ -192,3 +192,34 @@ TEST_CASE("Hessian-vector products match differences of the gradient") {
   CHECK(maxAbs(difference) > 1e-3); // the product is not trivially zero
   CHECK(relativeError(*hv, difference) <= 1e-7);
 }
+
+// dy/dt = −A (y − c) over dt = 0.5, integrated by adaptive Heun with
+// rtol = atol = 1e-9, against classical RK4 with 20000 steps (a different
+// method; its error, O(h⁴) with h = 2.5e-5, is below 1e-16). The adaptive
+// steps keep each sub-step's Euler-Heun difference below ~1e-9, and Heun's
+// own local error is of higher order, so over the few hundred sub-steps the
+// global error stays near 1e-8; 1e-6 leaves margin, while a single fixed
+// Heun step of 0.5 (local error ~ (0.5 λ)³ / 6 for the bowl's eigenvalues
+// λ up to ~5) is off by far more, so the check does test the adaptivity.
+TEST_CASE("ode with rtol and atol matches a tight reference solution") {
+  OneStep step = stepBowl(
+      bowlSource("ode(heun, dt = 0.5, rtol = 1e-9, atol = 1e-9)", "steps 1"));
+  auto flow = [&](const Vector &y) {
+    Vector g = bowlGradient(step.bindings, y);
+    for (double &entry : g)
+      entry = -entry;
+    return g;
+  };
+  Vector y = step.before;
+  const int steps = 20000;
+  const double h = 0.5 / steps;
+  for (int i = 0; i < steps; ++i) {
+    Vector k1 = flow(y);
+    Vector k2 = flow(axpy(y, h / 2, k1));
+    Vector k3 = flow(axpy(y, h / 2, k2));
+    Vector k4 = flow(axpy(y, h, k3));
+    for (size_t j = 0; j < y.size(); ++j)
+      y[j] += h / 6 * (k1[j] + 2 * k2[j] + 2 * k3[j] + k4[j]);
+  }
+  CHECK(relativeError(asTensor(step.after), y) <= 1e-6);
+}

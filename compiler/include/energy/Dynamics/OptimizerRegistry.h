@@ -68,10 +68,11 @@ public:
   virtual Value read(StringRef name) = 0;
   /// Stores `value` as the new value of tensor `name`.
   virtual void store(StringRef name, Value value) = 0;
-  /// Declares (once per node) an optimizer state tensor of the node's shape,
-  /// starting at zero and carried across steps, and returns its name. It is
-  /// a state tensor of the model, so runs save and resume it.
-  virtual StringRef stateTensor(StringRef suffix) = 0;
+  /// Declares (once per node) an optimizer state tensor of the node's shape
+  /// (a scalar when `scalar`), starting at zero and carried across steps,
+  /// and returns its name. It is a state tensor of the model, so runs save
+  /// and resume it.
+  virtual StringRef stateTensor(StringRef suffix, bool scalar = false) = 0;
 
 protected:
   UpdateBuilder(OpBuilder &builder, UpdateOp rule, TensorOp node)

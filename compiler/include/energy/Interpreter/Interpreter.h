@@ -118,6 +118,9 @@ private:
   LogicalResult executeGradientBlock(Block &block, Frame &frame,
                                      Tensor &gradient);
   LogicalResult executeForeach(ForeachOp loop, Frame &frame, Tensor &gradient);
+  /// Executes the ops of a block of an update program in order: stores,
+  /// `energy.repeat` loops, and every value where it stands.
+  LogicalResult executeProgramBlock(Block &block, Frame &frame);
   LogicalResult executeAccumulate(AccumulateOp accumulate, Frame &frame,
                                   Tensor &gradient);
 

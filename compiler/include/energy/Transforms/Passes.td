@@ -85,8 +85,7 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
     Adjacent `stationary` rules form an EM M-step (ClosedForms.h): the
     responsibilities of the energy's lse are computed once at the group's
     entry and held fixed, then each node is solved in closed form in the
-    order written. Not built yet: the adaptive sub-steps of `ode` (an error
-    naming them).
+    order written.
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }

@@ -695,6 +695,30 @@ def Energy_UpdateProgramOp : Energy_Op<"update_program", [
   }];
 }
 
+def Energy_RepeatOp : Energy_Op<"repeat", [SingleBlock, NoRegionArguments,
+    RecursiveMemoryEffects, OpAsmOpInterface]> {
+  let summary = "Runs a body of an update program until it yields true";
+  let description = [{
+    The loop of adaptive steps (`ode` with `rtol`/`atol`): the body runs, its
+    reads seeing the stores of earlier rounds, until the `i1` it yields is
+    true. Running `max_iterations` rounds without finishing is an error.
+
+    ```mlir
+    energy.repeat max 1000 {
+      ...
+      energy.yield %done : i1
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$max_iterations);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`max` $max_iterations attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
 def Energy_StoreOp : Energy_Op<"store", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     MemoryEffects<[MemWrite]>]> {
