@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../support/ParsedModel.h"
 #include "GradientTestSupport.h"
 
 #include "energy/IR/EnergyDialect.h"
@@ -21,29 +22,6 @@ using namespace mlir::energy;
 using namespace ::energy::testing;
 
 namespace {
-/// A model parsed from IR text, with its diagnostics collected.
-struct ParsedModel {
-  MLIRContext context;
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler;
-  OwningOpRef<ModuleOp> module;
-  ModelOp model;
-
-  explicit ParsedModel(StringRef text)
-      : handler(&context, [this](Diagnostic &diagnostic) {
-          diagnostics += diagnostic.str() + "\n";
-          return success();
-        }) {
-    context.loadDialect<EnergyDialect, arith::ArithDialect>();
-    module = parseSourceString<ModuleOp>(text, &context);
-    REQUIRE_MESSAGE(module, diagnostics);
-    model = *module->getOps<ModelOp>().begin();
-  }
-
-  bool reported(StringRef message) const {
-    return StringRef(diagnostics).contains(message);
-  }
-};
 
 /// The model @gradients of tests/lit/Dialect/energy/ops.mlir: a predicated
 /// loop that adds 2·x[t + 1] at t + 1 for 0 < t < T − 1, then all of x.

@@ -6,9 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Interpreter/Interpreter.h"
+#include "../support/ParsedModel.h"
+
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/Interpreter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,37 +27,7 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// A model parsed from text, with the diagnostics it produces collected.
-struct Model {
-  MLIRContext context;
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler;
-  OwningOpRef<ModuleOp> module;
-  ModelOp model;
-
-  explicit Model(StringRef text)
-      : handler(&context, [this](Diagnostic &diagnostic) {
-          diagnostics += diagnostic.str() + "\n";
-          return success();
-        }) {
-    context.loadDialect<EnergyDialect, arith::ArithDialect>();
-    module = parseSourceString<ModuleOp>(text, &context);
-    REQUIRE_MESSAGE(module, diagnostics);
-    model = *module->getOps<ModelOp>().begin();
-  }
-
-  template <typename OpTy> OpTy lookup(StringRef name) {
-    return SymbolTable::lookupNearestSymbolFrom<OpTy>(
-        model, StringAttr::get(&context, name));
-  }
-
-  FailureOr<double> energy(const Bindings &bindings) {
-    FailureOr<Interpreter> interpreter = Interpreter::create(model, bindings);
-    if (failed(interpreter))
-      return failure();
-    return interpreter->evaluateEnergy();
-  }
-};
+using Model = ::energy::testing::ParsedModel;
 
 Tensor randomTensor(std::vector<int64_t> shape, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
