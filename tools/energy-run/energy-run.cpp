@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
@@ -34,6 +35,14 @@ using namespace mlir::energy;
 namespace fe = ::energy::frontend;
 
 namespace {
+/// The optimizers the front end accepts: the registry's.
+const fe::OptimizerTable &frontendOptimizers() {
+  static const fe::OptimizerTable table =
+      mlir::energy::buildFrontendOptimizerTable(
+          mlir::energy::OptimizerRegistry::get());
+  return table;
+}
+
 enum class EvalKind { Energy, Grad, Run };
 
 cl::OptionCategory runOptions("energy-run options");
@@ -279,7 +288,7 @@ int main(int argc, char **argv) {
   unsigned buffer = sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::unique_ptr<fe::Model> ast =
-      fe::parseAndCheck(sourceMgr, buffer, diagnostics);
+      fe::parseAndCheck(sourceMgr, buffer, diagnostics, frontendOptimizers());
   if (!ast || diagnostics.hasErrors())
     return 1;
 

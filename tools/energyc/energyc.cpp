@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
@@ -30,6 +31,14 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
+/// The optimizers the front end accepts: the registry's.
+const fe::OptimizerTable &frontendOptimizers() {
+  static const fe::OptimizerTable table =
+      mlir::energy::buildFrontendOptimizerTable(
+          mlir::energy::OptimizerRegistry::get());
+  return table;
+}
+
 enum class EmitKind { Ast, Energy, Grad, Update };
 
 cl::OptionCategory energycOptions("energyc options");
@@ -154,7 +163,7 @@ int main(int argc, char **argv) {
 
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::unique_ptr<fe::Model> model =
-      fe::parseAndCheck(sourceMgr, buffer, diagnostics);
+      fe::parseAndCheck(sourceMgr, buffer, diagnostics, frontendOptimizers());
   if (!model || diagnostics.hasErrors())
     return 1;
 

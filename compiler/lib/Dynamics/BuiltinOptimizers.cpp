@@ -250,7 +250,12 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
       {"precond",
        "preconditioned gradient: w <- w - lr * P dE/dw, P an [n, n] matrix "
        "applied along the last axis (paper 001 eq. 14)",
-       {learningRate(), {"P", "the preconditioner (required)", std::nullopt}},
+       {learningRate(),
+        {"P",
+         "the preconditioner (required)",
+         std::nullopt,
+         {},
+         OptionShape::LastAxisMatrix}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) {
          Value preconditioned =
@@ -270,8 +275,12 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
        "back to the gradient step), or by the series sum_{k<=n} (I - H)^k g "
        "when taylor = n is given (paper 000 section 3.2 for n = 1)",
        {learningRate(),
-        {"cg", "conjugate-gradient iterations", 10.0},
-        {"taylor", "order n of the Taylor series (instead of CG)", 0.0}},
+        {"cg", "conjugate-gradient iterations", 10.0, {}, OptionShape::Integer},
+        {"taylor",
+         "order n of the Taylor series (instead of CG)",
+         0.0,
+         {},
+         OptionShape::Integer}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
          bool taylor = update.hasOption("taylor");

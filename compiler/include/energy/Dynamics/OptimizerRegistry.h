@@ -20,6 +20,13 @@
 
 namespace mlir::energy {
 
+/// What the value of a numeric option is.
+enum class OptionShape {
+  Scalar,         ///< a scalar expression over consts, params and dims
+  Integer,        ///< a literal integer (an iteration count)
+  LastAxisMatrix, ///< an [n, n] matrix, n the node's last axis
+};
+
 /// An option of an optimizer: `lr`, `beta`, ... A numeric option is an
 /// expression; a choice option (`method` of `ode`) is one of `choices`.
 struct OptimizerOption {
@@ -31,6 +38,7 @@ struct OptimizerOption {
   /// The accepted values of a choice option, the default first; empty for
   /// a numeric option.
   std::vector<std::string> choices = {};
+  OptionShape shape = OptionShape::Scalar;
 
   bool isChoice() const { return !choices.empty(); }
 };
