@@ -5,6 +5,8 @@
 // −Σ_i Σ_k r_ik e(i, k) + const, and three shapes of e have closed-form
 // minimisers in a node θ read as θ[k]:
 //   c · quad(a_i − θ[k], M), c < 0   θ[k] = Σ_i r_ik a_i / Σ_i r_ik
+//     (M depending on i: θ[k] = (Σ_i r_ik M̄_i)⁻¹ Σ_i r_ik M̄_i a_i,
+//      M̄ = (M + Mᵀ)/2, a linear solve per row)
 //   c · logdet(θ[k]) − c · quad(v_i, θ[k]), c > 0
 //                                     θ[k] = (Σ_i r_ik v_i v_iᵀ / Σ_i r_ik
 //                                             + ridge I)⁻¹
@@ -32,9 +34,14 @@ struct Summand {
 void collectSummands(Value value, double coefficient,
                      SmallVectorImpl<Summand> &summands) {
   Operation *op = value.getDefiningOp();
-  auto constantOf = [](Value v) -> std::optional<double> {
+  // Constants as emitted (before canonicalisation): `-0.5` is neg(0.5).
+  std::function<std::optional<double>(Value)> constantOf =
+      [&](Value v) -> std::optional<double> {
     if (auto constant = v.getDefiningOp<ConstantOp>())
       return constant.getValue().convertToDouble();
+    if (auto neg = v.getDefiningOp<NegOp>())
+      if (std::optional<double> inner = constantOf(neg.getOperand()))
+        return -*inner;
     return std::nullopt;
   };
   if (auto add = dyn_cast_or_null<AddOp>(op)) {
@@ -66,6 +73,22 @@ bool readsTensor(Value value, StringRef name) {
   op->walk([&](ReadOp read) { found |= read.getSource() == name; });
   return found || llvm::any_of(op->getOperands(), [&](Value operand) {
            return readsTensor(operand, name);
+         });
+}
+
+/// Whether the computation of `value` uses `index`.
+bool dependsOn(Value value, Value index) {
+  if (value == index)
+    return true;
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return false;
+  bool found = false;
+  op->walk([&](Operation *nested) {
+    found |= llvm::is_contained(nested->getOperands(), index);
+  });
+  return found || llvm::any_of(op->getOperands(), [&](Value operand) {
+           return dependsOn(operand, index);
          });
 }
 
@@ -343,7 +366,8 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
       else if (difference && isNodeRow(difference.getLhs(), node, *energy) &&
                !readsTensor(difference.getRhs(), node))
         data = difference.getRhs();
-      if (data)
+      Value matrix = quad.getMatrix();
+      if (data && !dependsOn(matrix, energy->children.getBody().getArgument(0)))
         rowValue = [&, data](OpBuilder &at, Value k, Value count) -> Value {
           Value weighted = m.sumOver(at, {childDim}, rowType,
                                      [&](OpBuilder &in, ValueRange i) -> Value {
@@ -353,6 +377,39 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
                                        return MulOp::create(in, loc, r, a);
                                      });
           return DivOp::create(at, loc, weighted, count);
+        };
+      else if (data && rowType.getRank() == 1)
+        // M depends on i: θ[k] = (Σ_i r M̄_i)⁻¹ Σ_i r M̄_i a_i, M̄ = (M + Mᵀ)/2.
+        rowValue = [&, data, matrix](OpBuilder &at, Value k, Value) -> Value {
+          ArrayType matrixType = cast<ArrayType>(matrix.getType());
+          auto symmetric = [&](OpBuilder &in, Value i) -> Value {
+            Value mi = m.cloneAt(in, matrix, i, k);
+            Value sum = AddOp::create(
+                in, loc, mi, TransposeOp::create(in, loc, mi).getResult());
+            return MulOp::create(
+                in, loc, ConstantOp::create(in, loc, 0.5).getResult(), sum);
+          };
+          Value system =
+              m.sumOver(at, {childDim}, matrixType,
+                        [&](OpBuilder &in, ValueRange i) -> Value {
+                          Value r =
+                              m.responsibility(in, responsibilities, i[0], k);
+                          return MulOp::create(in, loc, r, symmetric(in, i[0]));
+                        });
+          Value rhs =
+              m.sumOver(at, {childDim}, rowType,
+                        [&](OpBuilder &in, ValueRange i) -> Value {
+                          Value r =
+                              m.responsibility(in, responsibilities, i[0], k);
+                          Value a = m.cloneAt(in, data, i[0], k);
+                          return MulOp::create(
+                              in, loc, r,
+                              MatmulOp::create(in, loc, symmetric(in, i[0]), a)
+                                  .getResult());
+                        });
+          return MatmulOp::create(
+              at, loc,
+              InverseOp::create(at, loc, matrixType, system).getResult(), rhs);
         };
     }
     if (!rowValue)
