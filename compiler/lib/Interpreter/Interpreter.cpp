@@ -267,11 +267,19 @@ std::optional<int64_t> Interpreter::getDim(StringRef name) const {
   return found->second;
 }
 
+/// The error for a dim with no value.
+static InFlightDiagnostic unboundDim(Operation *user, StringRef name) {
+  return user->emitError() << "dim @" << name
+                           << " is not bound: it has no default, so give it "
+                              "a value (energy-run --dim "
+                           << name << "=VALUE)";
+}
+
 FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
                                                 Operation *user) {
   for (StringAttr name : expr.getNames())
     if (!dims.contains(name.getValue()))
-      return user->emitError() << "dim @" << name.getValue() << " is not bound";
+      return unboundDim(user, name.getValue());
   FailureOr<int64_t> value = expr.evaluate(
       [&](StringRef name) -> std::optional<int64_t> { return getDim(name); });
   if (failed(value))
@@ -286,7 +294,7 @@ FailureOr<std::vector<int64_t>> Interpreter::getShape(ArrayType type,
   for (StringAttr dim : type.getShape()) {
     std::optional<int64_t> extent = getDim(dim.getValue());
     if (!extent)
-      return user->emitError() << "dim @" << dim.getValue() << " is not bound";
+      return unboundDim(user, dim.getValue());
     shape.push_back(*extent);
   }
   return shape;
@@ -770,7 +778,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
       .Case([&](EyeOp eye) -> Result {
         std::optional<int64_t> n = getDim(eye.getDim());
         if (!n)
-          return op->emitError() << "dim @" << eye.getDim() << " is not bound";
+          return unboundDim(op, eye.getDim());
         return array::diag(Tensor({*n}, 1.0));
       })
       .Case([&](PowOp pow) -> Result {
