@@ -61,6 +61,12 @@ private:
   void checkConst(ConstDecl &decl);
   bool ensureLetChecked(LetDecl &let);
   bool ensureFnChecked(FnDecl &fn);
+  /// Checks the definition `decl` once, with `check`: later calls return the
+  /// first result; a call while it is being checked (a cycle) or beyond the
+  /// nesting limit fails.
+  bool checkDefinitionOnce(Decl &decl, llvm::function_ref<bool()> check);
+  /// The parameters, result dims and body of `fn`.
+  bool checkFnDefinition(FnDecl &fn);
   void checkEnergy(EnergyDecl &energy);
   void checkOutput(OutputDecl &output);
   void checkStepsCount(DynamicsBlock &dynamics);
@@ -533,57 +539,50 @@ private:
 };
 } // namespace
 
-bool Checker::ensureLetChecked(LetDecl &let) {
-  CheckState &state = definitionState[&let];
+bool Checker::checkDefinitionOnce(Decl &decl,
+                                  llvm::function_ref<bool()> check) {
+  CheckState &state = definitionState[&decl];
   if (state == CheckState::Done)
     return true;
   if (state != CheckState::Unvisited)
     return false;
   if (definitionDepth >= 256) {
-    diagnostics.error(let.getNameRange().Start,
+    diagnostics.error(decl.getNameRange().Start,
                       "definitions are nested too deeply (the limit is 256)",
-                      {let.getNameRange()});
+                      {decl.getNameRange()});
     state = CheckState::Failed;
     return false;
   }
   state = CheckState::InProgress;
   ++definitionDepth;
-  bool ok;
-  {
-    DefinitionScope scope(indexScope, currentFn, context, nullptr);
-    ok = pushDomain(let.getDomain(), /*allowPredicate=*/false);
-    if (ok) {
-      std::optional<Shape> body = checkExpr(let.getBody());
-      ok = body.has_value();
-      if (ok) {
-        std::vector<std::string> prefix;
-        for (const IndexBinding &binding : let.getDomain().bindings)
-          prefix.push_back(binding.sizeSymbol);
-        let.setShape(body->prepend(prefix));
-      }
-      popDomain(let.getDomain());
-    }
-  }
+  bool ok = check();
   --definitionDepth;
-  definitionState[&let] = ok ? CheckState::Done : CheckState::Failed;
+  definitionState[&decl] = ok ? CheckState::Done : CheckState::Failed;
   return ok;
 }
 
+bool Checker::ensureLetChecked(LetDecl &let) {
+  return checkDefinitionOnce(let, [&] {
+    DefinitionScope scope(indexScope, currentFn, context, nullptr);
+    if (!pushDomain(let.getDomain(), /*allowPredicate=*/false))
+      return false;
+    std::optional<Shape> body = checkExpr(let.getBody());
+    if (body) {
+      std::vector<std::string> prefix;
+      for (const IndexBinding &binding : let.getDomain().bindings)
+        prefix.push_back(binding.sizeSymbol);
+      let.setShape(body->prepend(prefix));
+    }
+    popDomain(let.getDomain());
+    return body.has_value();
+  });
+}
+
 bool Checker::ensureFnChecked(FnDecl &fn) {
-  CheckState &state = definitionState[&fn];
-  if (state == CheckState::Done)
-    return true;
-  if (state != CheckState::Unvisited)
-    return false;
-  if (definitionDepth >= 256) {
-    diagnostics.error(fn.getNameRange().Start,
-                      "definitions are nested too deeply (the limit is 256)",
-                      {fn.getNameRange()});
-    state = CheckState::Failed;
-    return false;
-  }
-  state = CheckState::InProgress;
-  ++definitionDepth;
+  return checkDefinitionOnce(fn, [&] { return checkFnDefinition(fn); });
+}
+
+bool Checker::checkFnDefinition(FnDecl &fn) {
   bool ok = true;
   llvm::StringMap<const FnParam *> seen;
   for (FnParam &param : fn.getParams()) {
@@ -614,8 +613,6 @@ bool Checker::ensureFnChecked(FnDecl &fn) {
       ok = false;
     }
   }
-  --definitionDepth;
-  definitionState[&fn] = ok ? CheckState::Done : CheckState::Failed;
   return ok;
 }
 
