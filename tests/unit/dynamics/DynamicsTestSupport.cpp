@@ -127,24 +127,6 @@ Bindings bindBowl(ModelOp model) {
 // Plain C++ references
 //===----------------------------------------------------------------------===//
 
-Vector matVec(const Vector &a, const Vector &v) {
-  size_t columns = v.size(), rows = a.size() / columns;
-  Vector result(rows, 0.0);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < columns; ++c)
-      result[r] += a[r * columns + c] * v[c];
-  return result;
-}
-
-Vector matTVec(const Vector &a, const Vector &v) {
-  size_t rows = v.size(), columns = a.size() / rows;
-  Vector result(columns, 0.0);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < columns; ++c)
-      result[c] += a[r * columns + c] * v[r];
-  return result;
-}
-
 Vector axpy(const Vector &a, double scale, const Vector &b) {
   Vector result = a;
   for (size_t i = 0; i < result.size(); ++i)

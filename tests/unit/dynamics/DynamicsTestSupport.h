@@ -13,6 +13,7 @@
 #define ENERGY_TESTS_UNIT_DYNAMICS_DYNAMICSTESTSUPPORT_H
 
 #include "../gradients/GradientTestSupport.h"
+#include "../support/DenseMath.h"
 
 #include "energy/Interpreter/Interpreter.h"
 
@@ -85,13 +86,6 @@ Bindings bindBowl(mlir::energy::ModelOp model);
 // Plain C++ references
 //===----------------------------------------------------------------------===//
 
-/// A dense real array in row-major order, as the interpreter's `Tensor`.
-using Vector = std::vector<double>;
-
-/// `A v` for A of shape [rows, v.size()] stored row-major.
-Vector matVec(const Vector &a, const Vector &v);
-/// `Aᵀ v` for A of shape [v.size(), columns] stored row-major.
-Vector matTVec(const Vector &a, const Vector &v);
 /// a + scale · b.
 Vector axpy(const Vector &a, double scale, const Vector &b);
 /// max |v_i|.

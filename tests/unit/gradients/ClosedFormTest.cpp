@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../support/DenseMath.h"
 #include "GradientTestSupport.h"
 
 #include <doctest/doctest.h>
@@ -32,33 +33,6 @@ using Vec = std::vector<double>;
 /// The row-major sub-array of `t` at leading `indices`.
 Vec at(const Tensor &t, std::vector<int64_t> indices) {
   return t.slice(indices).data;
-}
-
-double dot(const Vec &a, const Vec &b) {
-  double sum = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    sum += a[i] * b[i];
-  return sum;
-}
-
-/// M v for M of shape [rows, v.size()].
-Vec matVec(const Vec &m, const Vec &v) {
-  size_t cols = v.size(), rows = m.size() / cols;
-  Vec result(rows, 0.0);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c)
-      result[r] += m[r * cols + c] * v[c];
-  return result;
-}
-
-/// Mᵀ u for M of shape [u.size(), cols].
-Vec matTVec(const Vec &m, const Vec &u) {
-  size_t rows = u.size(), cols = m.size() / rows;
-  Vec result(cols, 0.0);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c)
-      result[c] += m[r * cols + c] * u[r];
-  return result;
 }
 
 Vec sub(const Vec &a, const Vec &b) {
