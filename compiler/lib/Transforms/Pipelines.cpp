@@ -17,6 +17,8 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createLoopInvariantCodeMotionPass());
+  modelPasses.addPass(createEnergyGatherGradients());
+  modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
 }
 

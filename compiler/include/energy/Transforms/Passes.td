@@ -60,6 +60,20 @@ def EnergyDeriveGradients : Pass<"energy-derive-gradients", "::mlir::energy::Mod
                            "::mlir::arith::ArithDialect"];
 }
 
+def EnergyGatherGradients : Pass<"energy-gather-gradients", "::mlir::energy::ModelOp"> {
+  let summary = "Turns accumulations at loop-invariant indices into sums";
+  let description = [{
+    In a gradient program, an `energy.accumulate` inside an `energy.foreach`
+    whose indices do not depend on the loop's indices adds the same slot at
+    every position: it becomes one accumulation of a `reduce sum` over the
+    loop's domain (gather form), and a factor of the summand that does not
+    depend on the loop (a matrix applied to it, a scalar) is taken out of
+    the sum. For self-attention the child-side term becomes
+    Wqᵀ Σ_p w_p k_p, the shape of paper 004 eq. 16.
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp"> {
   let summary = "Turns the dynamics into one step program";
   let description = [{

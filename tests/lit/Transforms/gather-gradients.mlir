@@ -1,0 +1,57 @@
+// RUN: energy-opt %s -split-input-file --energy-gather-gradients | FileCheck %s
+
+// An accumulation at an index the loop does not vary (c, inside the loop
+// over p) becomes one accumulation of a sum over p; the loop-invariant
+// matrix applied to the summand is taken out of the sum. The accumulation
+// at the loop's own index (p) stays in the loop.
+// CHECK-LABEL: energy.model @gather
+// CHECK: gradient @x {
+// CHECK:   %[[M:.*]] = read @W : !energy.array<D, D>
+// CHECK:   foreach (%[[C:.*]] : @N) {
+// CHECK:     %[[SUM:.*]] = reduce sum (%[[P:.*]] : @N) {
+// CHECK:       %[[XP:.*]] = read @x[%[[P]]] : !energy.array<D>
+// CHECK:       yield %[[XP]] : !energy.array<D>
+// CHECK:     } : !energy.array<D>
+// CHECK:     %[[PRODUCT:.*]] = matmul %[[M]], %[[SUM]]
+// CHECK:     accumulate %[[PRODUCT]] into @x[%[[C]]]
+// CHECK:     foreach (%[[Q:.*]] : @N) {
+// CHECK-NOT:   into @x[%[[C]]]
+// CHECK:       accumulate %{{.*}} into @x[%[[Q]]]
+energy.model @gather {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.gradient @x {
+    %w = energy.read @W : !energy.array<D, D>
+    energy.foreach (%c : @N) {
+      energy.foreach (%p : @N) {
+        %xp = energy.read @x[%p] : !energy.array<D>
+        %g = energy.matmul %w, %xp : !energy.array<D, D>, !energy.array<D>
+        energy.accumulate %g into @x[%c] : !energy.array<D>
+        %xc = energy.read @x[%c] : !energy.array<D>
+        energy.accumulate %xc into @x[%p] : !energy.array<D>
+      }
+    }
+  }
+}
+
+// -----
+
+// A loop whose every accumulation is gathered disappears.
+// CHECK-LABEL: energy.model @whole
+// CHECK: gradient @y {
+// CHECK:   %[[S:.*]] = reduce sum (%{{.*}} : @N) {
+// CHECK:   accumulate %[[S]] into @y
+// CHECK-NOT: foreach
+energy.model @whole {
+  energy.dim @N
+  energy.tensor @y : state [@N]
+  energy.tensor @v : param [@N]
+  energy.gradient @y {
+    energy.foreach (%i : @N) {
+      %v = energy.read @v : !energy.array<N>
+      energy.accumulate %v into @y : !energy.array<N>
+    }
+  }
+}
