@@ -1,0 +1,59 @@
+//===- Safetensors.h - Reading and writing safetensors files ----*- C++ -*-===//
+//
+// Tensors on disk are safetensors files: an unsigned little-endian 64-bit
+// header length N, N bytes of UTF-8 JSON mapping each tensor name to
+// {"dtype", "shape", "data_offsets": [begin, end]} (plus an optional
+// "__metadata__" object of strings), then the tensors' little-endian,
+// row-major bytes, offsets counted from the end of the header.
+//
+// Reading validates the whole file before returning anything, and any
+// input, however truncated or corrupt, gives either the tensors or an error
+// naming the file and, where there is one, the tensor. Writing goes to a
+// temporary file in the same directory that is renamed into place only when
+// everything has been written, so a failed write leaves no output file (and
+// an existing file at the path unchanged).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_SAFETENSORS_H
+#define ENERGY_RUNTIME_SAFETENSORS_H
+
+#include "energy/Runtime/Status.h"
+#include "energy/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace energy {
+
+/// The contents of a safetensors file.
+struct SafetensorsContents {
+  /// The tensors by name.
+  std::map<std::string, Tensor> tensors;
+  /// The "__metadata__" strings (empty when the file has none).
+  std::map<std::string, std::string> metadata;
+};
+
+/// A header longer than this (100 MB) is rejected as corrupt before any of
+/// it is read.
+constexpr uint64_t maxSafetensorsHeaderBytes = 100'000'000;
+
+/// Reads and validates the safetensors file at `path`. Only F32 and F64
+/// tensors are supported; a file with any other dtype is an error.
+Expected<SafetensorsContents> readSafetensors(const std::string &path);
+
+/// Writes `tensors` (and `metadata`, if not empty) to `path` as a
+/// safetensors file: names in sorted order, data laid out in that order
+/// without gaps, the header padded with spaces to a multiple of 8 bytes.
+/// Names and metadata must be valid UTF-8, and no tensor may be called
+/// "__metadata__". On failure nothing is left at `path` that was not there
+/// before.
+Status
+writeSafetensors(const std::string &path,
+                 const std::map<std::string, Tensor> &tensors,
+                 const std::map<std::string, std::string> &metadata = {});
+
+} // namespace energy
+
+#endif // ENERGY_RUNTIME_SAFETENSORS_H

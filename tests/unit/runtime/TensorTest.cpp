@@ -1,0 +1,132 @@
+//===- TensorTest.cpp - Dense fp32 and fp64 tensors and Status ------------===//
+//
+// Unit tests of energy::Tensor (shapes, element access, conversion,
+// equality) and of the Status and Expected error values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/Tensor.h"
+#include "energy/Runtime/Status.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+using energy::DType;
+using energy::Expected;
+using energy::Status;
+using energy::Tensor;
+
+TEST_CASE("a tensor starts as zeros of its shape") {
+  Tensor matrix(DType::F32, {2, 3});
+  CHECK(matrix.dtype() == DType::F32);
+  CHECK(matrix.rank() == 2);
+  CHECK(matrix.elementCount() == 6);
+  CHECK(matrix.byteSize() == 24);
+  CHECK(matrix.shapeString() == "[2, 3]");
+  for (int64_t i = 0; i < matrix.elementCount(); ++i)
+    CHECK(matrix.at(i) == 0.0);
+
+  Tensor scalar(DType::F64, {});
+  CHECK(scalar.elementCount() == 1);
+  CHECK(scalar.byteSize() == 8);
+  CHECK(scalar.shapeString() == "[]");
+
+  Tensor empty(DType::F64, {0, 3});
+  CHECK(empty.elementCount() == 0);
+  CHECK(empty.byteSize() == 0);
+  CHECK(empty.shapeString() == "[0, 3]");
+
+  Tensor byDefault;
+  CHECK(byDefault.dtype() == DType::F64);
+  CHECK(byDefault.elementCount() == 1);
+}
+
+TEST_CASE("elements are stored row-major and little-endian") {
+  Tensor matrix(DType::F32, {2, 3});
+  matrix.set(matrix.flatIndex({1, 2}), 1.0);
+  CHECK(matrix.flatIndex({1, 2}) == 5);
+  CHECK(matrix.flatIndex({0, 1}) == 1);
+  CHECK(matrix.at(5) == 1.0);
+  // 1.0f is 0x3F800000.
+  const std::byte *bytes = matrix.data() + 5 * 4;
+  CHECK(bytes[0] == std::byte{0x00});
+  CHECK(bytes[1] == std::byte{0x00});
+  CHECK(bytes[2] == std::byte{0x80});
+  CHECK(bytes[3] == std::byte{0x3F});
+
+  Tensor vector(DType::F64, {2});
+  vector.set(1, -2.0); // 0xC000000000000000
+  CHECK(vector.data()[15] == std::byte{0xC0});
+  CHECK(vector.data()[8] == std::byte{0x00});
+}
+
+TEST_CASE(
+    "F32 elements round to nearest; conversion is exact where it can be") {
+  Tensor narrow(DType::F32, {3});
+  narrow.set(0, 0.1);
+  CHECK(narrow.at(0) == static_cast<double>(0.1f));
+  narrow.set(1, -1e300); // Beyond float's range.
+  CHECK(std::isinf(narrow.at(1)));
+  narrow.set(2, 3.5);
+
+  Tensor wide = narrow.converted(DType::F64);
+  CHECK(wide.dtype() == DType::F64);
+  CHECK(wide.shape() == narrow.shape());
+  for (int64_t i = 0; i < 3; ++i)
+    CHECK(wide.at(i) == narrow.at(i));
+  CHECK(wide.converted(DType::F32) == narrow);
+  CHECK(narrow.converted(DType::F32) == narrow);
+
+  Tensor precise(DType::F64, {});
+  precise.set(0, 1.0 / 3.0);
+  CHECK(precise.converted(DType::F32).at(0) ==
+        static_cast<double>(static_cast<float>(1.0 / 3.0)));
+}
+
+TEST_CASE("tensors are equal when dtype, shape and bits are") {
+  Tensor a(DType::F64, {2}), b(DType::F64, {2});
+  CHECK(a == b);
+  b.set(1, -0.0);
+  CHECK(a != b); // The sign bit differs.
+  CHECK(a != Tensor(DType::F64, {1, 2}));
+  CHECK(a != Tensor(DType::F32, {2}));
+  a.set(0, std::nan(""));
+  Tensor c = a;
+  CHECK(a == c); // Bitwise, so a NaN equals its copy.
+}
+
+TEST_CASE("element counts that overflow are detected") {
+  using energy::checkedElementCount;
+  CHECK(checkedElementCount({}, 4) == 1);
+  CHECK(checkedElementCount({2, 3, 4}, 8) == 24);
+  CHECK(checkedElementCount({0, -1}, 4) == std::nullopt);
+  CHECK(checkedElementCount({-1}, 4) == std::nullopt);
+  CHECK(checkedElementCount({1ll << 62, 0}, 4) == 0);
+  CHECK(checkedElementCount({1ll << 61}, 4) == std::nullopt);
+  CHECK(checkedElementCount({1ll << 60}, 4) == (1ll << 60));
+  CHECK(checkedElementCount({1ll << 32, 1ll << 32}, 4) == std::nullopt);
+}
+
+TEST_CASE("Status and Expected carry a value or a message") {
+  Status fine = Status::success();
+  CHECK(fine.ok());
+  CHECK(fine.message().empty());
+  CHECK(fine.withContext("file").ok());
+
+  Status failed = Status::error("bad dtype");
+  CHECK_FALSE(failed.ok());
+  CHECK(failed.withContext("tensor \"w\"")
+            .withContext("m.safetensors")
+            .message() == "m.safetensors: tensor \"w\": bad dtype");
+
+  Expected<int> value = 42;
+  REQUIRE(value.ok());
+  CHECK(*value == 42);
+  Expected<int> error = Status::error("no value");
+  CHECK_FALSE(error.ok());
+  CHECK(error.message() == "no value");
+}
