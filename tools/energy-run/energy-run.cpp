@@ -16,6 +16,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
 #include "energy/Runtime/Random.h"
+#include "energy/Runtime/Safetensors.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -63,6 +64,16 @@ cl::opt<std::string>
              cl::desc("Initialise tensors that have no value from a documented "
                       "generator: normal, scaled by 1/sqrt(last dim)"),
              cl::value_desc("random:SEED"), cl::cat(runOptions));
+cl::list<std::string>
+    inputFiles("in",
+               cl::desc("Bind the tensors of a safetensors file (dims are "
+                        "inferred from their shapes)"),
+               cl::value_desc("FILE.safetensors"), cl::cat(runOptions));
+cl::opt<std::string> outputFile(
+    "out",
+    cl::desc("Write the results (state tensors, outputs, or grad.T) to a "
+             "safetensors file"),
+    cl::value_desc("FILE.safetensors"), cl::cat(runOptions));
 cl::opt<int64_t> stepsOverride("steps", cl::desc("Number of steps to run"),
                                cl::init(-1), cl::cat(runOptions));
 cl::opt<EvalKind> evalKind(
@@ -115,17 +126,24 @@ Value yieldedValue(Region &region) {
 }
 
 /// Runs a model on the reference interpreter: binding tensors, stepping the
-/// dynamics, and evaluating energies and gradients, each on a fresh
-/// interpreter over the current values.
+/// dynamics on one interpreter, and evaluating energies and gradients.
 class InterpretedRun {
 public:
   explicit InterpretedRun(ModelOp model) : model(model) {}
 
+  /// Binds dims (given, then inferred from `given` tensors), consts, the
+  /// `given` tensors, and every other tensor from its initialiser or
+  /// `seed`.
   LogicalResult bind(ArrayRef<std::pair<std::string, int64_t>> dims,
                      ArrayRef<std::pair<std::string, double>> consts,
+                     const std::map<std::string, Tensor> &given,
                      std::optional<uint64_t> seed) {
     for (auto &[name, value] : dims)
       bindings.setDim(name, value);
+    if (failed(inferDims(given)))
+      return failure();
+    for (const auto &[name, value] : given)
+      bindings.setTensor(name, value);
     for (auto &[name, value] : consts)
       bindings.setConst(name, value);
     FailureOr<Interpreter> shapes = Interpreter::create(model, bindings);
@@ -134,6 +152,8 @@ public:
     // Copies last: their sources must have values first.
     SmallVector<TensorOp> copies;
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+      if (given.count(tensor.getSymName().str()))
+        continue;
       if (tensor.getInit() == InitKind::copy) {
         copies.push_back(tensor);
         continue;
@@ -148,8 +168,9 @@ public:
       bindings.setTensor(tensor.getSymName(), std::move(*value));
     }
     for (TensorOp tensor : copies)
-      bindings.setTensor(tensor.getSymName(),
-                         bindings.getTensors().lookup(*tensor.getInitSource()));
+      if (!given.count(tensor.getSymName().str()))
+        bindings.setTensor(tensor.getSymName(), bindings.getTensors().lookup(
+                                                    *tensor.getInitSource()));
     return success();
   }
 
@@ -189,14 +210,88 @@ public:
             state->evaluate(yieldedValue(dynamics.getUntil()));
         if (failed(done))
           return failure();
-        if (done->data[0] != 0.0)
+        if (done->data[0] != 0.0) {
+          keep(*state);
           return step + 1;
+        }
       }
     }
+    keep(*state);
     return steps;
   }
 
+  /// The values to write with --out: every state tensor (optimizer state
+  /// included) and every output, after a run.
+  FailureOr<std::map<std::string, Tensor>> results() {
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
+    std::map<std::string, Tensor> values;
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+      if (tensor.getRole() != Role::state)
+        continue;
+      FailureOr<Tensor> value = state->getTensorValue(tensor.getSymName());
+      if (failed(value))
+        return failure();
+      values[tensor.getSymName().str()] = std::move(*value);
+    }
+    for (OutputOp output : model.getBody().front().getOps<OutputOp>()) {
+      FailureOr<Tensor> value = state->evaluateOutput(output);
+      if (failed(value))
+        return failure();
+      values[output.getSymName().str()] = std::move(*value);
+    }
+    return values;
+  }
+
+  /// Carries the final values of a run into the bindings.
+  void keep(Interpreter &state) {
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+      if (tensor.getRole() == Role::state)
+        if (FailureOr<Tensor> value = state.getTensorValue(tensor.getSymName());
+            succeeded(value))
+          bindings.setTensor(tensor.getSymName(), std::move(*value));
+  }
+
 private:
+  /// Binds the dims that bound tensors determine: a dim that is neither
+  /// given nor derived takes the size of the axis it names; a conflict with
+  /// --dim or another tensor is an error naming both.
+  LogicalResult inferDims(const std::map<std::string, Tensor> &given) {
+    llvm::StringMap<std::pair<int64_t, std::string>> sources;
+    for (auto &entry : bindings.getDims())
+      sources[entry.getKey()] = {entry.getValue(), "--dim"};
+    for (const auto &[name, value] : given) {
+      auto tensor =
+          dyn_cast_or_null<TensorOp>(SymbolTable::lookupSymbolIn(model, name));
+      if (!tensor)
+        return model.emitError() << "--in binds '" << name
+                                 << "', which is not a tensor of the model";
+      ArrayAttr dims = tensor.getShape();
+      if (dims.size() != value.shape.size())
+        return tensor.emitError()
+               << "tensor '" << name << "' is declared "
+               << tensor.getArrayType().shapeString() << " but --in gives "
+               << Tensor::shapeString(value.shape);
+      for (auto [dim, size] : llvm::zip(dims, value.shape)) {
+        StringRef dimName = cast<FlatSymbolRefAttr>(dim).getValue();
+        auto dimOp = SymbolTable::lookupSymbolIn(model, dimName);
+        if (cast<DimOp>(dimOp).getDerived())
+          continue;
+        auto [it, inserted] = sources.try_emplace(
+            dimName, std::make_pair(size, "tensor '" + name + "'"));
+        if (!inserted && it->second.first != size)
+          return tensor.emitError()
+                 << "dim " << dimName << " is " << it->second.first << " from "
+                 << it->second.second << " but tensor '" << name
+                 << "' gives it " << size;
+        if (inserted)
+          bindings.setDim(dimName, size);
+      }
+    }
+    return success();
+  }
+
   FailureOr<Tensor> initialValue(TensorOp tensor,
                                  const std::vector<int64_t> &shape,
                                  std::optional<uint64_t> seed) {
@@ -248,6 +343,40 @@ private:
   ModelOp model;
   Bindings bindings;
 };
+
+/// The tensors of the --in files, as the interpreter's tensors.
+FailureOr<std::map<std::string, Tensor>> readInputs() {
+  std::map<std::string, Tensor> tensors;
+  for (const std::string &path : inputFiles) {
+    ::energy::Expected<::energy::SafetensorsContents> contents =
+        ::energy::readSafetensors(path);
+    if (!contents)
+      return fail(contents.message()), failure();
+    for (const auto &[name, value] : contents->tensors) {
+      Tensor tensor(value.shape());
+      for (int64_t i = 0; i < tensor.size(); ++i)
+        tensor.data[i] = value.at(i);
+      if (!tensors.emplace(name, std::move(tensor)).second)
+        return fail("--in: tensor '" + name + "' is given twice"), failure();
+    }
+  }
+  return tensors;
+}
+
+/// Writes `tensors` (in double precision) to the --out file.
+bool writeOutputs(const std::map<std::string, Tensor> &tensors) {
+  std::map<std::string, ::energy::Tensor> values;
+  for (const auto &[name, tensor] : tensors) {
+    ::energy::Tensor value(::energy::DType::F64, tensor.shape);
+    for (int64_t i = 0; i < tensor.size(); ++i)
+      value.set(i, tensor.data[i]);
+    values.emplace(name, std::move(value));
+  }
+  ::energy::Status status = ::energy::writeSafetensors(outputFile, values);
+  if (!status)
+    return fail(status.message()), false;
+  return true;
+}
 
 json::Array toJson(const Tensor &tensor) {
   json::Array data;
@@ -307,8 +436,11 @@ int main(int argc, char **argv) {
     return 1;
   ModelOp model = *module->getOps<ModelOp>().begin();
 
+  FailureOr<std::map<std::string, Tensor>> inputs = readInputs();
+  if (failed(inputs))
+    return 1;
   InterpretedRun run(model);
-  if (failed(run.bind(*dims, *consts, seed)))
+  if (failed(run.bind(*dims, *consts, *inputs, seed)))
     return 1;
 
   if (evalKind == EvalKind::Energy) {
@@ -331,11 +463,15 @@ int main(int argc, char **argv) {
     if (failed(interpreter))
       return 1;
     json::Object result;
+    std::map<std::string, Tensor> gradients;
     for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
+      if (gradient.getOf())
+        continue;
       FailureOr<Tensor> value = interpreter->evaluateGradient(gradient);
       if (failed(value))
         return 1;
       std::string name = ("grad." + gradient.getTensor()).str();
+      gradients[name] = *value;
       if (jsonOutput) {
         json::Array shape;
         for (int64_t size : value->shape)
@@ -350,6 +486,8 @@ int main(int argc, char **argv) {
     }
     if (jsonOutput)
       outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
+    if (!outputFile.empty() && !writeOutputs(gradients))
+      return 1;
     return 0;
   }
 
@@ -378,6 +516,11 @@ int main(int argc, char **argv) {
   });
   if (failed(steps))
     return 1;
+  if (!outputFile.empty()) {
+    FailureOr<std::map<std::string, Tensor>> results = run.results();
+    if (failed(results) || !writeOutputs(*results))
+      return 1;
+  }
   double final = energies.empty() ? 0.0 : energies.back();
   if (jsonOutput) {
     json::Array traceJson;
