@@ -68,7 +68,8 @@ private:
   /// The parameters, result dims and body of `fn`.
   bool checkFnDefinition(FnDecl &fn);
   void checkEnergy(EnergyDecl &energy);
-  void checkOutput(OutputDecl &output);
+  /// The domain and body of a let or output; sets its shape.
+  bool checkComprehension(ComprehensionDecl &decl);
   void checkStepsCount(DynamicsBlock &dynamics);
   void checkDynamics(DynamicsBlock &dynamics);
   void checkOptimizerRule(UpdateRule &rule);
@@ -243,7 +244,7 @@ bool Checker::check(Model &model) {
       checkEnergy(cast<EnergyDecl>(*decl));
       break;
     case Decl::Kind::Output:
-      checkOutput(cast<OutputDecl>(*decl));
+      checkComprehension(cast<OutputDecl>(*decl));
       break;
     default:
       break;
@@ -564,17 +565,7 @@ bool Checker::checkDefinitionOnce(Decl &decl,
 bool Checker::ensureLetChecked(LetDecl &let) {
   return checkDefinitionOnce(let, [&] {
     DefinitionScope scope(indexScope, currentFn, context, nullptr);
-    if (!pushDomain(let.getDomain(), /*allowPredicate=*/false))
-      return false;
-    std::optional<Shape> body = checkExpr(let.getBody());
-    if (body) {
-      std::vector<std::string> prefix;
-      for (const IndexBinding &binding : let.getDomain().bindings)
-        prefix.push_back(binding.sizeSymbol);
-      let.setShape(body->prepend(prefix));
-    }
-    popDomain(let.getDomain());
-    return body.has_value();
+    return checkComprehension(let);
   });
 }
 
@@ -626,17 +617,18 @@ void Checker::checkEnergy(EnergyDecl &energy) {
                       {energy.getBody().getRange()});
 }
 
-void Checker::checkOutput(OutputDecl &output) {
-  if (!pushDomain(output.getDomain(), /*allowPredicate=*/false))
-    return;
-  std::optional<Shape> body = checkExpr(output.getBody());
+bool Checker::checkComprehension(ComprehensionDecl &decl) {
+  if (!pushDomain(decl.getDomain(), /*allowPredicate=*/false))
+    return false;
+  std::optional<Shape> body = checkExpr(decl.getBody());
   if (body) {
     std::vector<std::string> prefix;
-    for (const IndexBinding &binding : output.getDomain().bindings)
+    for (const IndexBinding &binding : decl.getDomain().bindings)
       prefix.push_back(binding.sizeSymbol);
-    output.setShape(body->prepend(prefix));
+    decl.setShape(body->prepend(prefix));
   }
-  popDomain(output.getDomain());
+  popDomain(decl.getDomain());
+  return body.has_value();
 }
 
 //===----------------------------------------------------------------------===//

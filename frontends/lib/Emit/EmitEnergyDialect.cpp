@@ -183,18 +183,10 @@ private:
                       builder.getF64FloatAttr(*value));
       return success();
     }
-    if (auto *let = dyn_cast<LetDecl>(&decl)) {
-      auto op = LetOp::create(
-          builder, where, builder.getStringAttr(let->getName()), ArrayAttr(),
-          TypeAttr::get(typeOf(let->getBody().getShape())));
-      return emitComprehension(op, let->getDomain(), let->getBody());
-    }
-    if (auto *output = dyn_cast<OutputDecl>(&decl)) {
-      auto op = OutputOp::create(
-          builder, where, builder.getStringAttr(output->getName()), ArrayAttr(),
-          TypeAttr::get(typeOf(output->getBody().getShape())));
-      return emitComprehension(op, output->getDomain(), output->getBody());
-    }
+    if (auto *let = dyn_cast<LetDecl>(&decl))
+      return emitComprehension<LetOp>(*let, where);
+    if (auto *output = dyn_cast<OutputDecl>(&decl))
+      return emitComprehension<OutputOp>(*output, where);
     if (auto *energy = dyn_cast<EnergyDecl>(&decl)) {
       auto term = TermOp::create(builder, where, energy->getName());
       OpBuilder::InsertionGuard guard(builder);
@@ -256,10 +248,15 @@ private:
     return success();
   }
 
-  /// Fills the domain and body of a let or output.
+  /// Emits a let or output (ComprehensionOp) with its domain and body.
   template <typename ComprehensionOp>
-  LogicalResult emitComprehension(ComprehensionOp op, const IndexDomain &domain,
-                                  const Expr &body) {
+  LogicalResult emitComprehension(const ComprehensionDecl &decl,
+                                  Location where) {
+    const IndexDomain &domain = decl.getDomain();
+    const Expr &body = decl.getBody();
+    auto op = ComprehensionOp::create(
+        builder, where, builder.getStringAttr(decl.getName()), ArrayAttr(),
+        TypeAttr::get(typeOf(body.getShape())));
     SmallVector<Attribute> sizes;
     for (const IndexBinding &binding : domain.bindings) {
       FailureOr<DimExprAttr> size = dimExpr(*binding.size);

@@ -471,15 +471,11 @@ private:
   ExprPtr value;
 };
 
-/// `let q[c: N, h: H] = body;` or `let s = body;`. Its shape (set by the
-/// checker) is the domain's size symbols followed by the body's shape.
-class LetDecl : public Decl {
+/// A declaration defined by a comprehension over an index domain: a `let`
+/// or an `output`. Its shape (set by the checker) is the domain's size
+/// symbols followed by the body's shape.
+class ComprehensionDecl : public Decl {
 public:
-  LetDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
-          IndexDomain domain, ExprPtr body)
-      : Decl(Kind::Let, name, nameRange, range), domain(std::move(domain)),
-        body(std::move(body)) {}
-
   const IndexDomain &getDomain() const { return domain; }
   IndexDomain &getDomain() { return domain; }
   const Expr &getBody() const { return *body; }
@@ -489,12 +485,31 @@ public:
   const Shape &getShape() const { return *shape; }
   void setShape(Shape newShape) { shape = std::move(newShape); }
 
-  static bool classof(const Decl *d) { return d->getKind() == Kind::Let; }
+  static bool classof(const Decl *d) {
+    return d->getKind() == Kind::Let || d->getKind() == Kind::Output;
+  }
+
+protected:
+  ComprehensionDecl(Kind kind, llvm::StringRef name, llvm::SMRange nameRange,
+                    llvm::SMRange range, IndexDomain domain, ExprPtr body)
+      : Decl(kind, name, nameRange, range), domain(std::move(domain)),
+        body(std::move(body)) {}
 
 private:
   IndexDomain domain;
   ExprPtr body;
   std::optional<Shape> shape;
+};
+
+/// `let q[c: N, h: H] = body;` or `let s = body;`.
+class LetDecl : public ComprehensionDecl {
+public:
+  LetDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
+          IndexDomain domain, ExprPtr body)
+      : ComprehensionDecl(Kind::Let, name, nameRange, range, std::move(domain),
+                          std::move(body)) {}
+
+  static bool classof(const Decl *d) { return d->getKind() == Kind::Let; }
 };
 
 /// A parameter of a `fn`: `v: [K]`.
@@ -547,28 +562,14 @@ private:
 };
 
 /// `output F[t: N, j: D] = body;` a read-out computed after the dynamics.
-class OutputDecl : public Decl {
+class OutputDecl : public ComprehensionDecl {
 public:
   OutputDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
              IndexDomain domain, ExprPtr body)
-      : Decl(Kind::Output, name, nameRange, range), domain(std::move(domain)),
-        body(std::move(body)) {}
-
-  const IndexDomain &getDomain() const { return domain; }
-  IndexDomain &getDomain() { return domain; }
-  const Expr &getBody() const { return *body; }
-  Expr &getBody() { return *body; }
-
-  bool hasShape() const { return shape.has_value(); }
-  const Shape &getShape() const { return *shape; }
-  void setShape(Shape newShape) { shape = std::move(newShape); }
+      : ComprehensionDecl(Kind::Output, name, nameRange, range,
+                          std::move(domain), std::move(body)) {}
 
   static bool classof(const Decl *d) { return d->getKind() == Kind::Output; }
-
-private:
-  IndexDomain domain;
-  ExprPtr body;
-  std::optional<Shape> shape;
 };
 
 //===----------------------------------------------------------------------===//
