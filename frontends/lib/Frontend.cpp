@@ -6,6 +6,9 @@
 
 #include "energy/Frontend/Frontend.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
 using namespace energy::frontend;
 
 std::unique_ptr<Model> energy::frontend::parseAndCheck(
@@ -17,5 +20,24 @@ std::unique_ptr<Model> energy::frontend::parseAndCheck(
   // declaration boundaries, so what it kept is well-formed.
   if (model)
     checkModel(*model, diagnostics, optimizers);
+  return model;
+}
+
+std::unique_ptr<Model> energy::frontend::parseAndCheckFile(
+    llvm::StringRef path, llvm::SourceMgr &sourceMgr,
+    DiagnosticEngine &diagnostics, const OptimizerTable &optimizers,
+    std::string &readError) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (std::error_code error = file.getError()) {
+    readError = "cannot read '" + path.str() + "': " + error.message();
+    return nullptr;
+  }
+  unsigned buffer =
+      sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  std::unique_ptr<Model> model =
+      parseAndCheck(sourceMgr, buffer, diagnostics, optimizers);
+  if (diagnostics.hasErrors())
+    return nullptr;
   return model;
 }

@@ -409,16 +409,14 @@ int main(int argc, char **argv) {
   if (failed(dims) || failed(consts))
     return 1;
 
-  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
-      MemoryBuffer::getFileOrSTDIN(modelFile, /*IsText=*/true);
-  if (std::error_code error = file.getError())
-    return fail("cannot read '" + modelFile + "': " + error.message());
   SourceMgr sourceMgr;
-  unsigned buffer = sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
   fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::unique_ptr<fe::Model> ast =
-      fe::parseAndCheck(sourceMgr, buffer, diagnostics, frontendOptimizers());
-  if (!ast || diagnostics.hasErrors())
+  std::string readError;
+  std::unique_ptr<fe::Model> ast = fe::parseAndCheckFile(
+      modelFile, sourceMgr, diagnostics, frontendOptimizers(), readError);
+  if (!readError.empty())
+    return fail(readError);
+  if (!ast)
     return 1;
 
   MLIRContext context;

@@ -154,17 +154,14 @@ int main(int argc, char **argv) {
       "energyc: compiles a .energy model (energy graph) to the energy dialect "
       "and derives its gradients\n");
 
-  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
-      MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
-  if (std::error_code error = file.getError())
-    return fail("cannot read '" + inputFile + "': " + error.message());
   SourceMgr sourceMgr;
-  unsigned buffer = sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
-
   fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::unique_ptr<fe::Model> model =
-      fe::parseAndCheck(sourceMgr, buffer, diagnostics, frontendOptimizers());
-  if (!model || diagnostics.hasErrors())
+  std::string readError;
+  std::unique_ptr<fe::Model> model = fe::parseAndCheckFile(
+      inputFile, sourceMgr, diagnostics, frontendOptimizers(), readError);
+  if (!readError.empty())
+    return fail(readError);
+  if (!model)
     return 1;
 
   std::string text;

@@ -25,6 +25,15 @@ parseAndCheck(const llvm::SourceMgr &sourceMgr, unsigned bufferId,
               DiagnosticEngine &diagnostics,
               const OptimizerTable &optimizers = getDefaultOptimizerTable());
 
+/// Reads the file `path` ("-" for standard input) into `sourceMgr`, then
+/// parses and checks it as `parseAndCheck` does. Returns the model only when
+/// there were no errors; a file that cannot be read sets `readError`.
+std::unique_ptr<Model> parseAndCheckFile(llvm::StringRef path,
+                                         llvm::SourceMgr &sourceMgr,
+                                         DiagnosticEngine &diagnostics,
+                                         const OptimizerTable &optimizers,
+                                         std::string &readError);
+
 } // namespace frontend
 } // namespace energy
 
