@@ -16,7 +16,8 @@
 namespace mlir::energy {
 
 /// Derives gradients (for every updated node, plus `wrt`) and simplifies
-/// them: canonicalization, CSE, loop-invariant code motion. `modelPasses`
+/// them: canonicalization, CSE, loop-invariant code motion, gathering of
+/// accumulations into sums. `modelPasses`
 /// is a pass manager nested on `energy.model`.
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
