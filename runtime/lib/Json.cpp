@@ -7,6 +7,7 @@
 
 #include "Json.h"
 
+#include <charconv>
 #include <cstdio>
 
 using namespace energy;
@@ -335,6 +336,62 @@ Status Reader::skipLiteral(std::string_view literal) {
     return errorHere("unexpected character");
   position += literal.size();
   return Status::success();
+}
+
+std::optional<Reader::ValueKind> Reader::peekKind() {
+  skipWhitespace();
+  if (position >= text.size())
+    return std::nullopt;
+  char c = text[position];
+  switch (c) {
+  case '{':
+    return ValueKind::Object;
+  case '[':
+    return ValueKind::Array;
+  case '"':
+    return ValueKind::String;
+  case 't':
+  case 'f':
+    return ValueKind::Bool;
+  case 'n':
+    return ValueKind::Null;
+  default:
+    if (c == '-' || isDigit(c))
+      return ValueKind::Number;
+    return std::nullopt;
+  }
+}
+
+Status Reader::readNumber(double &value, std::optional<int64_t> &integer) {
+  skipWhitespace();
+  size_t start = position;
+  if (Status status = skipNumber(); !status)
+    return status;
+  std::string_view number = text.substr(start, position - start);
+  const char *begin = number.data(), *end = begin + number.size();
+  // from_chars, unlike strtod, ignores the locale.
+  if (std::from_chars(begin, end, value).ec != std::errc()) {
+    position = start;
+    return errorHere("number out of the range of a double");
+  }
+  int64_t whole;
+  auto parsedInteger = std::from_chars(begin, end, whole);
+  if (parsedInteger.ec == std::errc() && parsedInteger.ptr == end)
+    integer = whole;
+  else
+    integer.reset();
+  return Status::success();
+}
+
+Status Reader::readBool(bool &out) {
+  skipWhitespace();
+  out = text.substr(position, 4) == "true";
+  return skipLiteral(out ? "true" : "false");
+}
+
+Status Reader::readNull() {
+  skipWhitespace();
+  return skipLiteral("null");
 }
 
 Status Reader::skipValue() {

@@ -1,11 +1,12 @@
 //===- Json.h - The strict JSON of safetensors headers ----------*- C++ -*-===//
 //
-// Internal to the runtime library. A pull reader for JSON text that never
-// reads out of bounds, rejects anything RFC 8259 does not allow (including
-// invalid UTF-8 and lone surrogates) and limits nesting, so that any header
-// bytes give either values or an error; and the quoting of strings for the
-// writer. The reader builds no tree: the caller asks for the value it
-// expects (an object, an array, a string, an integer) or skips it.
+// Internal to the runtime library, for safetensors headers and artifact
+// manifests. A pull reader for JSON text that never reads out of bounds,
+// rejects anything RFC 8259 does not allow (including invalid UTF-8 and lone
+// surrogates) and limits nesting, so that any header bytes give either
+// values or an error; and the quoting of strings for the writer. The reader
+// builds no tree: the caller asks for the value it expects (an object, an
+// array, a string, a number) or skips it (JsonValue.h builds a tree on it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +41,13 @@ public:
 
   explicit Reader(std::string_view text) : text(text) {}
 
+  /// The kinds of JSON values.
+  enum class ValueKind { Object, Array, String, Number, Bool, Null };
+  /// The kind of the next value, judged by its first character (after
+  /// whitespace) without reading it; nothing at the end of the text or
+  /// before a character that starts no value.
+  std::optional<ValueKind> peekKind();
+
   /// Reads an object, calling `readMember(key)` after each key and its
   /// colon; `readMember` must read (or skip) the member's value.
   Status readObject(const std::function<Status(std::string key)> &readMember);
@@ -48,6 +57,14 @@ public:
   Status readString(std::string &out);
   /// Reads an integer (no fraction or exponent) that fits in int64_t.
   Status readInteger(int64_t &out);
+  /// Reads a number of any form into `value` (the nearest double); when it
+  /// is written as an integer (no fraction or exponent) that fits in
+  /// int64_t, also into `integer`, else `integer` is reset.
+  Status readNumber(double &value, std::optional<int64_t> &integer);
+  /// Reads `true` or `false`.
+  Status readBool(bool &out);
+  /// Reads `null`.
+  Status readNull();
   /// Skips one value of any kind.
   Status skipValue();
   /// Succeeds if only whitespace is left.

@@ -1,0 +1,32 @@
+# Runs the embedding example (PROGRAM ARTIFACT ARGS...) and checks that the
+# energy falls at every step it prints and that the final energy is below
+# the first one. cmake -P script; CMake compares numbers as doubles.
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${PROGRAM} ${ARTIFACT} ${args}
+                OUTPUT_VARIABLE output ERROR_VARIABLE errors
+                RESULT_VARIABLE status)
+message("${output}${errors}")
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "energy-embed failed with status ${status}")
+endif()
+string(REGEX MATCHALL "energy [^ ]+ -> [^ \n]+" steps "${output}")
+list(LENGTH steps count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "energy-embed printed no steps")
+endif()
+set(first "")
+foreach(step IN LISTS steps)
+  string(REGEX REPLACE "energy ([^ ]+) -> ([^ ]+)" "\\1;\\2" pair "${step}")
+  list(GET pair 0 before)
+  list(GET pair 1 after)
+  if(first STREQUAL "")
+    set(first ${before})
+  endif()
+  if(NOT after LESS before)
+    message(FATAL_ERROR "the energy did not fall: ${step}")
+  endif()
+endforeach()
+string(REGEX MATCH "final energy ([^ \n]+)" final "${output}")
+if(NOT CMAKE_MATCH_1 LESS first)
+  message(FATAL_ERROR "the final energy ${CMAKE_MATCH_1} is not below ${first}")
+endif()

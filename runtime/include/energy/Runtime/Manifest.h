@@ -1,0 +1,166 @@
+//===- Manifest.h - What an artifact says about its model -------*- C++ -*-===//
+//
+// Every artifact carries a JSON manifest (docs/api.md, "Artifacts"): its
+// dims, consts and buffers in the order its kernels take them, their shapes
+// as integer expressions over the dims, the tensors' roles and
+// initialisers, and the names of its kernels. Manifest::parse reads and
+// checks it, so that nothing a session does later can index out of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_MANIFEST_H
+#define ENERGY_RUNTIME_MANIFEST_H
+
+#include "energy/Runtime/Initializer.h"
+#include "energy/Runtime/Status.h"
+#include "energy/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace energy {
+
+/// An integer expression over dims, written in reverse Polish notation: how
+/// a manifest gives derived dims, shape axes and step counts. ["T", 1, "-"]
+/// is T - 1.
+class DimExpr {
+public:
+  /// The operators: `/` is exact division (a remainder is an error),
+  /// floordiv and ceildiv round down and up, mod takes the sign of the
+  /// divisor.
+  enum class Op { Add, Sub, Mul, Div, FloorDiv, CeilDiv, Mod };
+  /// "+", "-", "*", "/", "floordiv", "ceildiv", "mod".
+  static std::string_view opName(Op op);
+  static std::optional<Op> opFromName(std::string_view name);
+
+  struct Token {
+    enum class Kind { Dim, Literal, Operator };
+    Kind kind = Kind::Literal;
+    std::string dim;
+    int64_t literal = 0;
+    Op op = Op::Add;
+  };
+
+  DimExpr() = default;
+  /// The expression of `tokens`, which must be well-formed (see
+  /// wellFormed).
+  explicit DimExpr(std::vector<Token> tokens) : exprTokens(std::move(tokens)) {}
+  /// Whether `tokens` are one expression: every operator finds two operands
+  /// and exactly one value is left.
+  static bool wellFormed(const std::vector<Token> &tokens);
+
+  const std::vector<Token> &tokens() const { return exprTokens; }
+  /// The dim the expression is when it is just one dim's name.
+  std::optional<std::string> singleDim() const;
+  /// The names of the dims it uses, in order of appearance.
+  std::vector<std::string> dimNames() const;
+  /// The expression in infix: "N", "T - 1", "(N + 1) * 2".
+  std::string text() const;
+
+  /// The value, with each dim's value from `lookup`. Errors: a dim `lookup`
+  /// has no value for, division by zero, an inexact `/` ("65 is not
+  /// divisible by 2"), overflow.
+  Expected<int64_t> evaluate(
+      const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+      const;
+
+private:
+  std::vector<Token> exprTokens;
+};
+
+/// A dim: free (bound by the user, inferred from a tensor or defaulted) or
+/// derived from the dims before it.
+struct ManifestDim {
+  std::string name;
+  std::optional<int64_t> defaultValue;
+  std::optional<DimExpr> derived;
+};
+
+/// A named constant and its value in the source (sessions may override it).
+struct ManifestConst {
+  std::string name;
+  double value = 0;
+};
+
+/// What a buffer holds: a tensor of the model, the gradient of the energy
+/// with respect to one, or an output.
+enum class BufferKind { Tensor, Gradient, Output };
+/// The roles of tensors: inputs and params are read, state is what the
+/// dynamics update (optimizer state included).
+enum class TensorRole { Input, Param, State };
+/// "input", "param", "state".
+std::string_view tensorRoleName(TensorRole role);
+
+/// One buffer the kernels take, in manifest order.
+struct ManifestBuffer {
+  std::string name;
+  BufferKind kind = BufferKind::Tensor;
+  /// One expression per axis.
+  std::vector<DimExpr> shape;
+  /// Tensors only: the role, the initialiser, and the tensor whose
+  /// optimizer state this one is.
+  TensorRole role = TensorRole::State;
+  std::optional<InitSpec> init;
+  std::optional<std::string> optimizerStateOf;
+  /// Gradients only: the tensor it is the gradient of.
+  std::string gradientOf;
+
+  /// The declared shape: "[N, T - 1, 4]".
+  std::string shapeText() const;
+};
+
+/// The kernels' symbol names.
+struct ManifestKernels {
+  /// Writes the global energy to *result.
+  std::string energy;
+  /// Tensor name to the kernel that writes its gradient buffer.
+  std::map<std::string, std::string> gradients;
+  /// Output name to the kernel that writes that output buffer.
+  std::map<std::string, std::string> outputs;
+  /// One step of the dynamics; none without dynamics.
+  std::optional<std::string> step;
+  /// The stopping rule (*result = 1 to stop); none when there is no rule.
+  std::optional<std::string> until;
+};
+
+/// A parsed and checked manifest.
+struct Manifest {
+  int64_t formatVersion = 0;
+  std::string model;
+  /// The element type of every buffer.
+  DType dtype = DType::F32;
+  /// Informational: what the kernels were compiled for.
+  std::string target;
+  /// The .energy file the artifact was compiled from, and its text.
+  std::string sourceName;
+  std::string source;
+  std::vector<ManifestDim> dims;
+  std::vector<ManifestConst> consts;
+  std::vector<ManifestBuffer> buffers;
+  ManifestKernels kernels;
+  /// The default number of dynamics steps; none without dynamics.
+  std::optional<DimExpr> steps;
+
+  /// Reads and checks the manifest text `json`. Errors name the field
+  /// ("buffer 'x': init: missing field \"kind\"") or the inconsistency
+  /// ("buffer 'y': shape uses dim K, which is not declared").
+  static Expected<Manifest> parse(std::string_view json);
+
+  /// Positions in dims, consts and buffers; nothing for an unknown name.
+  std::optional<size_t> findDim(std::string_view name) const;
+  std::optional<size_t> findConst(std::string_view name) const;
+  std::optional<size_t> findBuffer(std::string_view name) const;
+  /// The position of the gradient buffer of tensor `tensor`.
+  std::optional<size_t> findGradientBuffer(std::string_view tensor) const;
+  /// The names of the buffers of `kind`, in manifest order.
+  std::vector<std::string> bufferNames(BufferKind kind) const;
+};
+
+} // namespace energy
+
+#endif // ENERGY_RUNTIME_MANIFEST_H

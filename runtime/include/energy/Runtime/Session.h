@@ -1,0 +1,140 @@
+//===- Session.h - A model's values, and running it -------------*- C++ -*-===//
+//
+// An energy::Session holds one set of values for a Model's buffers: the
+// tensors the caller binds, the others from their initialisers, and the
+// gradient and output buffers the kernels write. It evaluates the energy,
+// gradients and outputs and runs the dynamics step by step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_SESSION_H
+#define ENERGY_RUNTIME_SESSION_H
+
+#include "energy/Runtime/ArtifactABI.h"
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Status.h"
+#include "energy/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace energy {
+
+/// What a session starts from besides bound tensors.
+struct SessionOptions {
+  /// Values of free dims (what `--dim N=...` gives).
+  std::map<std::string, int64_t> dims;
+  /// Values replacing the source's consts.
+  std::map<std::string, double> consts;
+  /// The seed of `--init random:SEED`: tensors without an initialiser get
+  /// random values, and normal/uniform initialisers draw from it (0 when
+  /// there is none).
+  std::optional<uint64_t> seed;
+};
+
+/// How a run goes.
+struct RunOptions {
+  /// How many steps at most; the manifest's step count when absent.
+  std::optional<int64_t> steps;
+  /// Called after each step with the step's number and the energy after it.
+  std::function<void(int64_t step, double energy)> onStep;
+};
+
+/// What a run did.
+struct RunResult {
+  /// Steps taken (fewer than asked when the stopping rule fired).
+  int64_t steps = 0;
+  /// The energy at the end.
+  double energy = 0;
+  /// The energy after each step.
+  std::vector<double> trace;
+};
+
+/// The values of a model's buffers. Dims are resolved, and every buffer
+/// allocated and initialised, at the first call that needs them (energy,
+/// gradient, get, step, run, stateTensors, dims); until then set() only
+/// records tensors. A failed call leaves the session as it was, except for
+/// a run or step that fails midway, which keeps the steps done before.
+class Session {
+public:
+  /// A session of `model` (Model::session calls this).
+  static Expected<Session> create(const Model &model,
+                                  const SessionOptions &options);
+
+  const Model &model() const { return owner; }
+
+  /// Binds tensor `name` to `value`: of the declared rank, and once dims
+  /// are resolved, of the declared shape. A value of the other element
+  /// type is converted (see notes()). On error nothing is bound.
+  Status set(const std::string &name, const Tensor &value);
+
+  /// The value of every dim (derived ones included), resolved from the
+  /// options' dims, else the shapes of bound tensors, else defaults.
+  Expected<std::map<std::string, int64_t>> dims();
+  /// The global energy of the current values.
+  Expected<double> energy();
+  /// The gradient of the energy with respect to tensor `tensor` (one with a
+  /// gradient kernel: see Model::gradientNames).
+  Expected<Tensor> gradient(const std::string &tensor);
+  /// The value of a tensor, or an output computed from the current values.
+  Expected<Tensor> get(const std::string &name);
+  /// Every state tensor (optimizer state included) by name.
+  Expected<std::map<std::string, Tensor>> stateTensors();
+
+  /// One step of the dynamics, numbered stepCount(); then stepCount()
+  /// increases by one.
+  Status step();
+  /// Runs steps until their count is reached or the stopping rule fires.
+  /// After each step it computes the energy and checks that the state and
+  /// the energy are finite ("step 3 produced a non-finite value in tensor
+  /// 'x'").
+  Expected<RunResult> run(const RunOptions &options = {});
+  /// The number of the next step (what the kernels see as `step`); set it
+  /// to resume a saved run.
+  int64_t stepCount() const { return nextStep; }
+  void setStepCount(int64_t step) { nextStep = step; }
+
+  std::vector<std::string> tensorNames() const { return owner.tensorNames(); }
+  std::vector<std::string> outputNames() const { return owner.outputNames(); }
+  std::vector<std::string> gradientNames() const {
+    return owner.gradientNames();
+  }
+  /// Things worth telling the user that are not errors, such as a tensor
+  /// converted from F64 to the model's F32.
+  const std::vector<std::string> &notes() const { return noteList; }
+
+private:
+  explicit Session(Model model) : owner(std::move(model)) {}
+
+  /// Resolves dims and shapes, allocates and initialises every buffer;
+  /// nothing when already done.
+  Status prepare();
+  /// Resolves the dims (into `values`).
+  Status resolveDims(std::vector<int64_t> &values) const;
+  /// Calls `kernel` on the buffers.
+  Status call(energy_kernel_fn kernel, const std::string &symbol, int64_t step,
+              double *result);
+
+  Model owner;
+  std::map<std::string, int64_t> givenDims;
+  std::optional<uint64_t> seed;
+  std::vector<double> consts;
+  /// Tensors bound before prepare().
+  std::map<std::string, Tensor> bound;
+  bool prepared = false;
+  /// After prepare(): dim values, buffer shapes and buffers, in manifest
+  /// order.
+  std::vector<int64_t> dimValues;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<Tensor> buffers;
+  int64_t nextStep = 0;
+  std::vector<std::string> noteList;
+};
+
+} // namespace energy
+
+#endif // ENERGY_RUNTIME_SESSION_H

@@ -1,0 +1,266 @@
+//===- CApi.cpp - The runtime's C API -------------------------------------===//
+//
+// Thin wrappers over Model and Session: errors become a non-zero return and
+// a thread-local message, and no exception (such as std::bad_alloc) crosses
+// into C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/energy.h"
+
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Session.h"
+
+#include <cstring>
+#include <exception>
+#include <string>
+
+using namespace energy;
+
+struct energy_model {
+  Model model;
+};
+
+struct energy_session {
+  Session session;
+};
+
+static thread_local std::string lastError;
+
+/// Records `message` as the latest failure.
+static void recordError(std::string message) { lastError = std::move(message); }
+
+/// Runs `body`; an exception it throws is recorded and gives `failure`.
+template <typename Result, typename Body>
+static Result guarded(Result failure, Body &&body) {
+#if defined(__cpp_exceptions)
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    recordError("out of memory");
+  } catch (const std::exception &error) {
+    recordError(std::string("internal error: ") + error.what());
+  } catch (...) {
+    recordError("internal error");
+  }
+  return failure;
+#else
+  (void)failure;
+  return body();
+#endif
+}
+
+/// Fails with the message of `status` (non-zero), or succeeds (0).
+static int result(const Status &status) {
+  if (status.ok())
+    return 0;
+  recordError(status.message());
+  return 1;
+}
+
+/// The runtime's type for `dtype`; nothing for a value outside the enum.
+static std::optional<DType> runtimeType(energy_dtype dtype) {
+  switch (dtype) {
+  case ENERGY_F32:
+    return DType::F32;
+  case ENERGY_F64:
+    return DType::F64;
+  default:
+    return std::nullopt;
+  }
+}
+
+static Status badType(const char *function, energy_dtype dtype) {
+  return Status::error(std::string(function) + ": unknown dtype " +
+                       std::to_string(static_cast<int>(dtype)) +
+                       " (ENERGY_F32 or ENERGY_F64)");
+}
+
+static Status nullArgument(const char *function, const char *argument) {
+  return Status::error(std::string(function) + ": " + argument + " is NULL");
+}
+
+const char *energy_last_error(void) { return lastError.c_str(); }
+
+energy_model *energy_model_load(const char *path) {
+  return guarded<energy_model *>(nullptr, [&]() -> energy_model * {
+    if (!path)
+      return result(nullArgument("energy_model_load", "path")), nullptr;
+    Expected<Model> model = Model::load(path);
+    if (!model)
+      return result(model.status()), nullptr;
+    return new energy_model{std::move(*model)};
+  });
+}
+
+void energy_model_free(energy_model *model) { delete model; }
+
+energy_dtype energy_model_dtype(const energy_model *model) {
+  return model->model.dtype() == DType::F32 ? ENERGY_F32 : ENERGY_F64;
+}
+
+int energy_model_set_threads(energy_model *model, int threads) {
+  if (!model)
+    return result(nullArgument("energy_model_set_threads", "model"));
+  if (!model->model.setThreads(threads))
+    return result(
+        Status::error(model->model.label() + " was built without threads"));
+  return 0;
+}
+
+energy_session *energy_session_create(energy_model *model,
+                                      const char *const *dim_names,
+                                      const int64_t *dim_values, size_t ndims,
+                                      uint64_t seed, int has_seed) {
+  return guarded<energy_session *>(nullptr, [&]() -> energy_session * {
+    if (!model)
+      return result(nullArgument("energy_session_create", "model")), nullptr;
+    if (ndims && (!dim_names || !dim_values))
+      return result(nullArgument("energy_session_create",
+                                 "dim_names or dim_values")),
+             nullptr;
+    SessionOptions options;
+    for (size_t i = 0; i < ndims; ++i) {
+      if (!dim_names[i])
+        return result(nullArgument("energy_session_create", "a dim name")),
+               nullptr;
+      options.dims[dim_names[i]] = dim_values[i];
+    }
+    if (has_seed)
+      options.seed = seed;
+    Expected<Session> session = model->model.session(options);
+    if (!session)
+      return result(session.status()), nullptr;
+    return new energy_session{std::move(*session)};
+  });
+}
+
+void energy_session_free(energy_session *session) { delete session; }
+
+int energy_session_set(energy_session *session, const char *name,
+                       energy_dtype dtype, const int64_t *shape, size_t rank,
+                       const void *data) {
+  return guarded(1, [&] {
+    const char *function = "energy_session_set";
+    if (!session || !name)
+      return result(nullArgument(function, "session or name"));
+    std::optional<DType> type = runtimeType(dtype);
+    if (!type)
+      return result(badType(function, dtype));
+    if (rank && !shape)
+      return result(nullArgument(function, "shape"));
+    std::vector<int64_t> dims(shape, shape + rank);
+    if (!checkedElementCount(dims, dtypeSize(*type)))
+      return result(Status::error(std::string(function) + ": tensor '" + name +
+                                  "': invalid shape " +
+                                  Tensor::shapeText(dims)));
+    Tensor value(*type, dims);
+    if (value.byteSize()) {
+      if (!data)
+        return result(nullArgument(function, "data"));
+      std::memcpy(value.data(), data, value.byteSize());
+    }
+    return result(session->session.set(name, value));
+  });
+}
+
+/// Copies `value` out as energy_session_get describes.
+static int copyOut(const char *function, Expected<Tensor> value,
+                   energy_dtype dtype, void *data, size_t capacity,
+                   int64_t *shapeOut, size_t *rankInOut) {
+  if (!value)
+    return result(value.status());
+  std::optional<DType> type = runtimeType(dtype);
+  if (!type)
+    return result(badType(function, dtype));
+  Tensor converted =
+      value->dtype() == *type ? std::move(*value) : value->converted(*type);
+  size_t rank = converted.shape().size();
+  if (rankInOut) {
+    size_t room = *rankInOut;
+    *rankInOut = rank;
+    if (rank > room)
+      return result(Status::error(
+          std::string(function) + ": the shape has " + std::to_string(rank) +
+          " axes but rank_inout gives room for " + std::to_string(room)));
+    if (rank && !shapeOut)
+      return result(nullArgument(function, "shape_out"));
+    for (size_t i = 0; i < rank; ++i)
+      shapeOut[i] = converted.shape()[i];
+  }
+  if (!data && capacity == 0)
+    return 0;
+  size_t count = static_cast<size_t>(converted.elementCount());
+  if (count > capacity)
+    return result(Status::error(
+        std::string(function) + ": the value has " + std::to_string(count) +
+        " elements (shape " + converted.shapeString() +
+        ") but capacity_elements is " + std::to_string(capacity)));
+  if (count && !data)
+    return result(nullArgument(function, "data"));
+  if (count)
+    std::memcpy(data, converted.data(), converted.byteSize());
+  return 0;
+}
+
+int energy_session_get(energy_session *session, const char *name,
+                       energy_dtype dtype, void *data, size_t capacity_elements,
+                       int64_t *shape_out, size_t *rank_inout) {
+  return guarded(1, [&] {
+    if (!session || !name)
+      return result(nullArgument("energy_session_get", "session or name"));
+    return copyOut("energy_session_get", session->session.get(name), dtype,
+                   data, capacity_elements, shape_out, rank_inout);
+  });
+}
+
+int energy_session_gradient(energy_session *session, const char *name,
+                            energy_dtype dtype, void *data,
+                            size_t capacity_elements, int64_t *shape_out,
+                            size_t *rank_inout) {
+  return guarded(1, [&] {
+    if (!session || !name)
+      return result(nullArgument("energy_session_gradient", "session or name"));
+    return copyOut("energy_session_gradient", session->session.gradient(name),
+                   dtype, data, capacity_elements, shape_out, rank_inout);
+  });
+}
+
+int energy_session_energy(energy_session *session, double *out) {
+  return guarded(1, [&] {
+    if (!session || !out)
+      return result(nullArgument("energy_session_energy", "session or out"));
+    Expected<double> energy = session->session.energy();
+    if (!energy)
+      return result(energy.status());
+    *out = *energy;
+    return 0;
+  });
+}
+
+int energy_session_step(energy_session *session) {
+  return guarded(1, [&] {
+    if (!session)
+      return result(nullArgument("energy_session_step", "session"));
+    return result(session->session.step());
+  });
+}
+
+int energy_session_run(energy_session *session, int64_t steps,
+                       int64_t *steps_taken, double *final_energy) {
+  return guarded(1, [&] {
+    if (!session)
+      return result(nullArgument("energy_session_run", "session"));
+    RunOptions options;
+    if (steps >= 0)
+      options.steps = steps;
+    Expected<RunResult> run = session->session.run(options);
+    if (!run)
+      return result(run.status());
+    if (steps_taken)
+      *steps_taken = run->steps;
+    if (final_energy)
+      *final_energy = run->energy;
+    return 0;
+  });
+}

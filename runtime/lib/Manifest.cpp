@@ -1,0 +1,776 @@
+//===- Manifest.cpp - What an artifact says about its model ---------------===//
+//
+// The manifest is read into a JSON tree first, then checked field by field
+// (presence, JSON type, allowed values) and finally for consistency (names
+// refer to things that exist, names are unique, derived dims use earlier
+// dims only, copies do not form a cycle).
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/Manifest.h"
+
+#include "JsonValue.h"
+
+#include "energy/Runtime/ArtifactABI.h"
+
+#include <cstdio>
+#include <set>
+
+using namespace energy;
+using json::Value;
+using Kind = json::Value::Kind;
+
+//===----------------------------------------------------------------------===//
+// DimExpr
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct OpName {
+  DimExpr::Op op;
+  std::string_view name;
+};
+} // namespace
+
+static constexpr OpName opNames[] = {
+    {DimExpr::Op::Add, "+"},
+    {DimExpr::Op::Sub, "-"},
+    {DimExpr::Op::Mul, "*"},
+    {DimExpr::Op::Div, "/"},
+    {DimExpr::Op::FloorDiv, "floordiv"},
+    {DimExpr::Op::CeilDiv, "ceildiv"},
+    {DimExpr::Op::Mod, "mod"},
+};
+
+std::string_view DimExpr::opName(Op op) {
+  for (const OpName &entry : opNames)
+    if (entry.op == op)
+      return entry.name;
+  return "?";
+}
+
+std::optional<DimExpr::Op> DimExpr::opFromName(std::string_view name) {
+  for (const OpName &entry : opNames)
+    if (entry.name == name)
+      return entry.op;
+  return std::nullopt;
+}
+
+bool DimExpr::wellFormed(const std::vector<Token> &tokens) {
+  size_t depth = 0;
+  for (const Token &token : tokens) {
+    if (token.kind != Token::Kind::Operator) {
+      ++depth;
+      continue;
+    }
+    if (depth < 2)
+      return false;
+    --depth;
+  }
+  return depth == 1;
+}
+
+std::optional<std::string> DimExpr::singleDim() const {
+  if (exprTokens.size() == 1 && exprTokens[0].kind == Token::Kind::Dim)
+    return exprTokens[0].dim;
+  return std::nullopt;
+}
+
+std::vector<std::string> DimExpr::dimNames() const {
+  std::vector<std::string> names;
+  for (const Token &token : exprTokens)
+    if (token.kind == Token::Kind::Dim)
+      names.push_back(token.dim);
+  return names;
+}
+
+std::string DimExpr::text() const {
+  // Each operand remembers whether it is an operation, which needs
+  // parentheses inside another.
+  std::vector<std::pair<std::string, bool>> stack;
+  for (const Token &token : exprTokens) {
+    switch (token.kind) {
+    case Token::Kind::Dim:
+      stack.emplace_back(token.dim, false);
+      break;
+    case Token::Kind::Literal:
+      stack.emplace_back(std::to_string(token.literal), false);
+      break;
+    case Token::Kind::Operator: {
+      if (stack.size() < 2)
+        return "<malformed>";
+      auto operand = [](const std::pair<std::string, bool> &entry) {
+        return entry.second ? "(" + entry.first + ")" : entry.first;
+      };
+      std::string right = operand(stack.back());
+      stack.pop_back();
+      std::string left = operand(stack.back());
+      stack.back() = {left + " " + std::string(opName(token.op)) + " " + right,
+                      true};
+      break;
+    }
+    }
+  }
+  return stack.size() == 1 ? stack.back().first : "<malformed>";
+}
+
+/// `left op right`, or an error.
+static Expected<int64_t> apply(DimExpr::Op op, int64_t left, int64_t right) {
+  using Op = DimExpr::Op;
+  int64_t result = 0;
+  auto overflow = [&] {
+    return Status::error(std::to_string(left) + " " +
+                         std::string(DimExpr::opName(op)) + " " +
+                         std::to_string(right) + " overflows");
+  };
+  switch (op) {
+  case Op::Add:
+    if (__builtin_add_overflow(left, right, &result))
+      return overflow();
+    return result;
+  case Op::Sub:
+    if (__builtin_sub_overflow(left, right, &result))
+      return overflow();
+    return result;
+  case Op::Mul:
+    if (__builtin_mul_overflow(left, right, &result))
+      return overflow();
+    return result;
+  case Op::Div:
+  case Op::FloorDiv:
+  case Op::CeilDiv:
+  case Op::Mod:
+    break;
+  }
+  if (right == 0)
+    return Status::error(std::to_string(left) + " " +
+                         std::string(DimExpr::opName(op)) +
+                         " 0 divides by zero");
+  if (left == INT64_MIN && right == -1)
+    return overflow();
+  int64_t quotient = left / right, remainder = left % right;
+  bool inexact = remainder != 0;
+  bool negative = (remainder < 0) != (right < 0);
+  switch (op) {
+  case Op::Div:
+    if (inexact)
+      return Status::error(std::to_string(left) + " is not divisible by " +
+                           std::to_string(right));
+    return quotient;
+  case Op::FloorDiv:
+    return inexact && negative ? quotient - 1 : quotient;
+  case Op::CeilDiv:
+    return inexact && !negative ? quotient + 1 : quotient;
+  case Op::Mod:
+    return inexact && negative ? remainder + right : remainder;
+  default:
+    return result;
+  }
+}
+
+Expected<int64_t> DimExpr::evaluate(
+    const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+    const {
+  std::vector<int64_t> stack;
+  for (const Token &token : exprTokens) {
+    switch (token.kind) {
+    case Token::Kind::Dim: {
+      std::optional<int64_t> value = lookup(token.dim);
+      if (!value)
+        return Status::error("dim " + token.dim + " has no value");
+      stack.push_back(*value);
+      break;
+    }
+    case Token::Kind::Literal:
+      stack.push_back(token.literal);
+      break;
+    case Token::Kind::Operator: {
+      if (stack.size() < 2)
+        return Status::error("malformed expression");
+      int64_t right = stack.back();
+      stack.pop_back();
+      Expected<int64_t> value = apply(token.op, stack.back(), right);
+      if (!value)
+        return value.status();
+      stack.back() = *value;
+      break;
+    }
+    }
+  }
+  if (stack.size() != 1)
+    return Status::error("malformed expression");
+  return stack.back();
+}
+
+//===----------------------------------------------------------------------===//
+// Reading the JSON
+//===----------------------------------------------------------------------===//
+
+std::string_view energy::tensorRoleName(TensorRole role) {
+  switch (role) {
+  case TensorRole::Input:
+    return "input";
+  case TensorRole::Param:
+    return "param";
+  case TensorRole::State:
+    return "state";
+  }
+  return "?";
+}
+
+/// `where` followed by `key`: "buffer 'x': shape".
+static std::string path(const std::string &where, std::string_view key) {
+  return where.empty() ? std::string(key) : where + ": " + std::string(key);
+}
+
+static Status wrongKind(const std::string &where, const char *expected,
+                        const Value &found) {
+  return Status::error(where + ": expected " + expected + ", found " +
+                       Value::kindName(found.kind()));
+}
+
+/// The member `key` of `object` (described by `where`), which must have
+/// kind `kind`; null when it is null and `nullable`, or missing and
+/// `optional`.
+static Expected<const Value *>
+field(const Value &object, const std::string &where, std::string_view key,
+      Kind kind, bool nullable = false, bool optional = false) {
+  const Value *member = object.find(key);
+  if (!member) {
+    if (optional)
+      return static_cast<const Value *>(nullptr);
+    return Status::error(
+        path(where, "missing field \"" + std::string(key) + "\""));
+  }
+  if (member->is(Kind::Null) && nullable)
+    return static_cast<const Value *>(nullptr);
+  if (!member->is(kind))
+    return wrongKind(path(where, key), Value::kindName(kind), *member);
+  return member;
+}
+
+/// A string member.
+static Status readString(const Value &object, const std::string &where,
+                         std::string_view key, std::string &out,
+                         bool optional = false) {
+  Expected<const Value *> member =
+      field(object, where, key, Kind::String, false, optional);
+  if (!member)
+    return member.status();
+  if (*member)
+    out = (*member)->string();
+  return Status::success();
+}
+
+/// A string-or-null member.
+static Status readOptionalString(const Value &object, const std::string &where,
+                                 std::string_view key,
+                                 std::optional<std::string> &out) {
+  Expected<const Value *> member =
+      field(object, where, key, Kind::String, true, true);
+  if (!member)
+    return member.status();
+  if (*member)
+    out = (*member)->string();
+  return Status::success();
+}
+
+/// An integer value.
+static Expected<int64_t> readInteger(const Value &value,
+                                     const std::string &where) {
+  if (!value.is(Kind::Number))
+    return wrongKind(where, "an integer", value);
+  if (!value.integer()) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.17g", value.number());
+    return Status::error(where + ": expected an integer, found " + number);
+  }
+  return *value.integer();
+}
+
+/// A dim expression: a non-empty, well-formed array of dim names,
+/// operators and integer literals.
+static Expected<DimExpr> readDimExpr(const Value &value,
+                                     const std::string &where) {
+  if (!value.is(Kind::Array))
+    return wrongKind(where, "an array (a dim expression)", value);
+  std::vector<DimExpr::Token> tokens;
+  for (const Value &element : value.elements()) {
+    DimExpr::Token token;
+    if (element.is(Kind::String)) {
+      if (std::optional<DimExpr::Op> op =
+              DimExpr::opFromName(element.string())) {
+        token.kind = DimExpr::Token::Kind::Operator;
+        token.op = *op;
+      } else {
+        token.kind = DimExpr::Token::Kind::Dim;
+        token.dim = element.string();
+      }
+    } else {
+      Expected<int64_t> literal = readInteger(element, where + ": an element");
+      if (!literal)
+        return literal.status();
+      token.literal = *literal;
+    }
+    tokens.push_back(std::move(token));
+  }
+  if (!DimExpr::wellFormed(tokens))
+    return Status::error(
+        where + ": not a well-formed expression in reverse Polish notation");
+  return DimExpr(std::move(tokens));
+}
+
+/// Checks that every dim `expr` uses is declared, in `declared`.
+static Status checkDimsDeclared(const DimExpr &expr,
+                                const std::set<std::string> &declared,
+                                const std::string &where) {
+  for (const std::string &dim : expr.dimNames())
+    if (!declared.count(dim))
+      return Status::error(where + " uses dim " + dim +
+                           ", which is not declared");
+  return Status::success();
+}
+
+static Status readDims(const Value &list, Manifest &manifest) {
+  std::set<std::string> declared;
+  for (size_t i = 0; i < list.elements().size(); ++i) {
+    const Value &entry = list.elements()[i];
+    std::string where = "dims[" + std::to_string(i) + "]";
+    if (!entry.is(Kind::Object))
+      return wrongKind(where, "an object", entry);
+    ManifestDim dim;
+    if (Status status = readString(entry, where, "name", dim.name); !status)
+      return status;
+    where = "dim " + dim.name;
+    if (declared.count(dim.name))
+      return Status::error(where + " is declared twice");
+    Expected<const Value *> byDefault =
+        field(entry, where, "default", Kind::Number, true, true);
+    if (!byDefault)
+      return byDefault.status();
+    if (*byDefault) {
+      Expected<int64_t> value = readInteger(**byDefault, where + ": default");
+      if (!value)
+        return value.status();
+      if (*value < 0)
+        return Status::error(where + ": negative default " +
+                             std::to_string(*value));
+      dim.defaultValue = *value;
+    }
+    Expected<const Value *> derived =
+        field(entry, where, "derived", Kind::Array, true, true);
+    if (!derived)
+      return derived.status();
+    if (*derived) {
+      if (dim.defaultValue)
+        return Status::error(where + " has both a default and a derivation");
+      Expected<DimExpr> expr = readDimExpr(**derived, where + ": derived");
+      if (!expr)
+        return expr.status();
+      for (const std::string &used : expr->dimNames())
+        if (!declared.count(used))
+          return Status::error(where + " is derived from dim " + used +
+                               ", which is not declared before it");
+      dim.derived = std::move(*expr);
+    }
+    declared.insert(dim.name);
+    manifest.dims.push_back(std::move(dim));
+  }
+  return Status::success();
+}
+
+static Status readConsts(const Value &list, Manifest &manifest) {
+  for (size_t i = 0; i < list.elements().size(); ++i) {
+    const Value &entry = list.elements()[i];
+    std::string where = "consts[" + std::to_string(i) + "]";
+    if (!entry.is(Kind::Object))
+      return wrongKind(where, "an object", entry);
+    ManifestConst constant;
+    if (Status status = readString(entry, where, "name", constant.name);
+        !status)
+      return status;
+    where = "const " + constant.name;
+    if (manifest.findConst(constant.name))
+      return Status::error(where + " is declared twice");
+    Expected<const Value *> value = field(entry, where, "value", Kind::Number);
+    if (!value)
+      return value.status();
+    constant.value = (*value)->number();
+    manifest.consts.push_back(std::move(constant));
+  }
+  return Status::success();
+}
+
+static Expected<InitSpec> readInit(const Value &object,
+                                   const std::string &where) {
+  InitSpec init;
+  std::string kindName;
+  if (Status status = readString(object, where, "kind", kindName); !status)
+    return status;
+  std::optional<InitKind> kind = initKindFromName(kindName);
+  if (!kind)
+    return Status::error(path(where, "unknown initialiser \"" + kindName +
+                                         "\" (known: zeros, ones, eye, "
+                                         "normal, uniform, copy)"));
+  init.kind = *kind;
+  size_t expected = initArgumentCount(init.kind);
+  Expected<const Value *> args =
+      field(object, where, "args", Kind::Array, true, expected == 0);
+  if (!args)
+    return args.status();
+  if (*args) {
+    for (const Value &arg : (*args)->elements()) {
+      if (!arg.is(Kind::Number))
+        return wrongKind(path(where, "args"), "numbers", arg);
+      init.args.push_back(arg.number());
+    }
+  }
+  if (init.args.size() != expected)
+    return Status::error(
+        path(where, kindName + " takes " + std::to_string(expected) +
+                        " arguments, not " + std::to_string(init.args.size())));
+  if (init.kind == InitKind::Copy)
+    if (Status status = readString(object, where, "source", init.source);
+        !status)
+      return status;
+  return init;
+}
+
+static Status readBuffer(const Value &entry, std::string where,
+                         Manifest &manifest) {
+  if (!entry.is(Kind::Object))
+    return wrongKind(where, "an object", entry);
+  ManifestBuffer buffer;
+  if (Status status = readString(entry, where, "name", buffer.name); !status)
+    return status;
+  where = "buffer '" + buffer.name + "'";
+  if (manifest.findBuffer(buffer.name))
+    return Status::error(where + " is declared twice");
+  std::string kind;
+  if (Status status = readString(entry, where, "kind", kind); !status)
+    return status;
+  if (kind == "tensor")
+    buffer.kind = BufferKind::Tensor;
+  else if (kind == "gradient")
+    buffer.kind = BufferKind::Gradient;
+  else if (kind == "output")
+    buffer.kind = BufferKind::Output;
+  else
+    return Status::error(where + ": unknown kind \"" + kind +
+                         "\" (known: tensor, gradient, output)");
+  Expected<const Value *> shape = field(entry, where, "shape", Kind::Array);
+  if (!shape)
+    return shape.status();
+  for (size_t axis = 0; axis < (*shape)->elements().size(); ++axis) {
+    Expected<DimExpr> expr =
+        readDimExpr((*shape)->elements()[axis],
+                    where + ": shape axis " + std::to_string(axis));
+    if (!expr)
+      return expr.status();
+    buffer.shape.push_back(std::move(*expr));
+  }
+  if (buffer.kind == BufferKind::Gradient) {
+    if (Status status = readString(entry, where, "tensor", buffer.gradientOf);
+        !status)
+      return status;
+  } else if (buffer.kind == BufferKind::Tensor) {
+    std::string role;
+    if (Status status = readString(entry, where, "role", role); !status)
+      return status;
+    if (role == "input")
+      buffer.role = TensorRole::Input;
+    else if (role == "param")
+      buffer.role = TensorRole::Param;
+    else if (role == "state")
+      buffer.role = TensorRole::State;
+    else
+      return Status::error(where + ": unknown role \"" + role +
+                           "\" (known: input, param, state)");
+    Expected<const Value *> init =
+        field(entry, where, "init", Kind::Object, true, true);
+    if (!init)
+      return init.status();
+    if (*init) {
+      Expected<InitSpec> spec = readInit(**init, where + ": init");
+      if (!spec)
+        return spec.status();
+      buffer.init = std::move(*spec);
+    }
+    if (Status status = readOptionalString(entry, where, "optimizer_state",
+                                           buffer.optimizerStateOf);
+        !status)
+      return status;
+  }
+  manifest.buffers.push_back(std::move(buffer));
+  return Status::success();
+}
+
+/// An object mapping names to kernel symbols.
+static Status readKernelMap(const Value &kernels, const std::string &key,
+                            std::map<std::string, std::string> &out) {
+  Expected<const Value *> map = field(kernels, "kernels", key, Kind::Object);
+  if (!map)
+    return map.status();
+  for (const auto &[name, symbol] : (*map)->members()) {
+    if (!symbol.is(Kind::String))
+      return wrongKind("kernels: " + key + ": " + name, "a string (a symbol)",
+                       symbol);
+    out[name] = symbol.string();
+  }
+  return Status::success();
+}
+
+static Status readKernels(const Value &kernels, Manifest &manifest) {
+  ManifestKernels &out = manifest.kernels;
+  if (Status status = readString(kernels, "kernels", "energy", out.energy);
+      !status)
+    return status;
+  if (Status status = readKernelMap(kernels, "gradients", out.gradients);
+      !status)
+    return status;
+  if (Status status = readKernelMap(kernels, "outputs", out.outputs); !status)
+    return status;
+  if (Status status = readOptionalString(kernels, "kernels", "step", out.step);
+      !status)
+    return status;
+  return readOptionalString(kernels, "kernels", "until", out.until);
+}
+
+//===----------------------------------------------------------------------===//
+// Consistency
+//===----------------------------------------------------------------------===//
+
+/// The tensor buffer `name`, for a reference from `where`.
+static Status checkTensorReference(const Manifest &manifest,
+                                   const std::string &name,
+                                   const std::string &where) {
+  std::optional<size_t> index = manifest.findBuffer(name);
+  if (!index)
+    return Status::error(where + " refers to '" + name +
+                         "', which is not a buffer of the manifest");
+  if (manifest.buffers[*index].kind != BufferKind::Tensor)
+    return Status::error(where + " refers to '" + name +
+                         "', which is not a tensor");
+  return Status::success();
+}
+
+static Status checkConsistency(const Manifest &manifest) {
+  std::set<std::string> dims;
+  for (const ManifestDim &dim : manifest.dims)
+    dims.insert(dim.name);
+  for (const ManifestBuffer &buffer : manifest.buffers) {
+    std::string where = "buffer '" + buffer.name + "'";
+    for (size_t axis = 0; axis < buffer.shape.size(); ++axis)
+      if (Status status =
+              checkDimsDeclared(buffer.shape[axis], dims,
+                                where + ": shape axis " + std::to_string(axis));
+          !status)
+        return status;
+    if (buffer.kind == BufferKind::Gradient)
+      if (Status status = checkTensorReference(manifest, buffer.gradientOf,
+                                               where + " (a gradient)");
+          !status)
+        return status;
+    if (buffer.optimizerStateOf)
+      if (Status status = checkTensorReference(
+              manifest, *buffer.optimizerStateOf, where + ": optimizer_state");
+          !status)
+        return status;
+    if (buffer.init && buffer.init->kind == InitKind::Copy) {
+      if (Status status = checkTensorReference(manifest, buffer.init->source,
+                                               where + ": init copy");
+          !status)
+        return status;
+      // Follow the chain of copies: it must end at a tensor that is not a
+      // copy.
+      std::set<std::string> seen = {buffer.name};
+      const ManifestBuffer *source = &buffer;
+      while (source->init && source->init->kind == InitKind::Copy) {
+        if (!seen.insert(source->init->source).second)
+          return Status::error(where +
+                               ": init copy: the copies form a cycle "
+                               "through '" +
+                               source->init->source + "'");
+        std::optional<size_t> next = manifest.findBuffer(source->init->source);
+        if (!next)
+          break; // Reported when that buffer is checked.
+        source = &manifest.buffers[*next];
+      }
+    }
+    if (buffer.init && buffer.init->kind == InitKind::Eye &&
+        buffer.shape.empty())
+      return Status::error(where + ": initialiser eye needs at least one axis");
+  }
+
+  const ManifestKernels &kernels = manifest.kernels;
+  for (const auto &[tensor, symbol] : kernels.gradients) {
+    std::string where = "kernels: gradients: '" + tensor + "'";
+    if (Status status = checkTensorReference(manifest, tensor, where); !status)
+      return status;
+    if (!manifest.findGradientBuffer(tensor))
+      return Status::error(where + ": there is no gradient buffer of '" +
+                           tensor + "'");
+  }
+  for (const auto &[output, symbol] : kernels.outputs) {
+    std::optional<size_t> index = manifest.findBuffer(output);
+    if (!index || manifest.buffers[*index].kind != BufferKind::Output)
+      return Status::error("kernels: outputs: '" + output +
+                           "' is not an output buffer");
+  }
+  for (const ManifestBuffer &buffer : manifest.buffers)
+    if (buffer.kind == BufferKind::Output &&
+        !kernels.outputs.count(buffer.name))
+      return Status::error("output '" + buffer.name +
+                           "' has no kernel in kernels: outputs");
+  if (kernels.until && !kernels.step)
+    return Status::error("kernels: until is given without a step kernel");
+  if (manifest.steps.has_value() != kernels.step.has_value())
+    return Status::error(manifest.steps
+                             ? "dynamics are given but kernels: step is null"
+                             : "kernels: step is given but dynamics is null");
+  if (manifest.steps)
+    if (Status status =
+            checkDimsDeclared(*manifest.steps, dims, "dynamics: steps");
+        !status)
+      return status;
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+Expected<Manifest> Manifest::parse(std::string_view text) {
+  Expected<Value> document = Value::parse(text);
+  if (!document)
+    return document.status();
+  const Value &root = *document;
+  if (!root.is(Kind::Object))
+    return wrongKind("the manifest", "an object", root);
+
+  Manifest manifest;
+  std::string format;
+  if (Status status = readString(root, "", "format", format); !status)
+    return status;
+  if (format != "energy-artifact")
+    return Status::error("format is \"" + format +
+                         "\", not \"energy-artifact\"");
+  Expected<const Value *> version =
+      field(root, "", "format_version", Kind::Number);
+  if (!version)
+    return version.status();
+  Expected<int64_t> versionNumber = readInteger(**version, "format_version");
+  if (!versionNumber)
+    return versionNumber.status();
+  manifest.formatVersion = *versionNumber;
+  if (manifest.formatVersion != ENERGY_ARTIFACT_FORMAT_VERSION)
+    return Status::error("artifact format version " +
+                         std::to_string(manifest.formatVersion) +
+                         ", this runtime reads version " +
+                         std::to_string(ENERGY_ARTIFACT_FORMAT_VERSION));
+
+  if (Status status = readString(root, "", "model", manifest.model); !status)
+    return status;
+  std::string dtype;
+  if (Status status = readString(root, "", "dtype", dtype); !status)
+    return status;
+  if (dtype == "f32")
+    manifest.dtype = DType::F32;
+  else if (dtype == "f64")
+    manifest.dtype = DType::F64;
+  else
+    return Status::error("dtype: unknown element type \"" + dtype +
+                         "\" (known: f32, f64)");
+  for (auto [key, out] : {std::pair{"target", &manifest.target},
+                          std::pair{"source_name", &manifest.sourceName},
+                          std::pair{"source", &manifest.source}})
+    if (Status status = readString(root, "", key, *out, /*optional=*/true);
+        !status)
+      return status;
+
+  Expected<const Value *> dims = field(root, "", "dims", Kind::Array);
+  if (!dims)
+    return dims.status();
+  if (Status status = readDims(**dims, manifest); !status)
+    return status;
+  Expected<const Value *> consts = field(root, "", "consts", Kind::Array);
+  if (!consts)
+    return consts.status();
+  if (Status status = readConsts(**consts, manifest); !status)
+    return status;
+  Expected<const Value *> buffers = field(root, "", "buffers", Kind::Array);
+  if (!buffers)
+    return buffers.status();
+  for (size_t i = 0; i < (*buffers)->elements().size(); ++i)
+    if (Status status =
+            readBuffer((*buffers)->elements()[i],
+                       "buffers[" + std::to_string(i) + "]", manifest);
+        !status)
+      return status;
+  Expected<const Value *> kernels = field(root, "", "kernels", Kind::Object);
+  if (!kernels)
+    return kernels.status();
+  if (Status status = readKernels(**kernels, manifest); !status)
+    return status;
+  Expected<const Value *> dynamics =
+      field(root, "", "dynamics", Kind::Object, true, true);
+  if (!dynamics)
+    return dynamics.status();
+  if (*dynamics) {
+    Expected<const Value *> steps =
+        field(**dynamics, "dynamics", "steps", Kind::Array);
+    if (!steps)
+      return steps.status();
+    Expected<DimExpr> expr = readDimExpr(**steps, "dynamics: steps");
+    if (!expr)
+      return expr.status();
+    manifest.steps = std::move(*expr);
+  }
+  if (Status status = checkConsistency(manifest); !status)
+    return status;
+  return manifest;
+}
+
+template <typename Entry>
+static std::optional<size_t> findByName(const std::vector<Entry> &entries,
+                                        std::string_view name) {
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+std::optional<size_t> Manifest::findDim(std::string_view name) const {
+  return findByName(dims, name);
+}
+
+std::optional<size_t> Manifest::findConst(std::string_view name) const {
+  return findByName(consts, name);
+}
+
+std::optional<size_t> Manifest::findBuffer(std::string_view name) const {
+  return findByName(buffers, name);
+}
+
+std::optional<size_t>
+Manifest::findGradientBuffer(std::string_view tensor) const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == BufferKind::Gradient &&
+        buffers[i].gradientOf == tensor)
+      return i;
+  return std::nullopt;
+}
+
+std::vector<std::string> Manifest::bufferNames(BufferKind kind) const {
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : buffers)
+    if (buffer.kind == kind)
+      names.push_back(buffer.name);
+  return names;
+}
+
+std::string ManifestBuffer::shapeText() const {
+  std::string text = "[";
+  for (size_t axis = 0; axis < shape.size(); ++axis)
+    text += (axis ? ", " : "") + shape[axis].text();
+  return text + "]";
+}

@@ -1,0 +1,142 @@
+//===- Model.cpp - A loaded artifact: manifest and kernels ----------------===//
+//
+// load() opens the library with dlopen and hands dlsym to fromSymbols, so
+// artifacts on disk and code compiled in the process are checked by the
+// same code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/Model.h"
+
+#include "ModelState.h"
+
+#include "energy/Runtime/Session.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+using namespace energy;
+using detail::Kernel;
+using detail::ModelState;
+
+Expected<Model> Model::load(const std::string &path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return Status::error(path + ": not a regular file");
+  // Without a slash dlopen would search the library path instead.
+  std::string openPath =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  dlerror();
+  void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *reason = dlerror();
+    return Status::error(path + ": not a shared library that can be loaded: " +
+                         (reason ? reason : "unknown reason"));
+  }
+  std::shared_ptr<void> keepAlive(handle,
+                                  [](void *handle) { dlclose(handle); });
+  return fromSymbols(
+      path,
+      [handle](const std::string &symbol) {
+        return dlsym(handle, symbol.c_str());
+      },
+      std::move(keepAlive));
+}
+
+Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
+                                   std::shared_ptr<void> keepAlive) {
+  auto manifestFunction = reinterpret_cast<energy_manifest_fn>(
+      lookup(ENERGY_ARTIFACT_MANIFEST_SYMBOL));
+  if (!manifestFunction)
+    return Status::error(label + " is not an energy artifact: it does not "
+                                 "export " ENERGY_ARTIFACT_MANIFEST_SYMBOL);
+  const char *text = manifestFunction();
+  if (!text)
+    return Status::error(label + ": " ENERGY_ARTIFACT_MANIFEST_SYMBOL
+                                 " returned no manifest");
+  Expected<Manifest> manifest = Manifest::parse(text);
+  if (!manifest)
+    return manifest.status().withContext(label + ": manifest");
+
+  auto state = std::make_shared<ModelState>();
+  state->label = std::move(label);
+  state->keepAlive = std::move(keepAlive);
+  state->manifest = std::move(*manifest);
+  // Resolves `symbol`, the kernel that computes `what`.
+  auto resolve = [&](const std::string &symbol, const std::string &what,
+                     Kernel &out) -> Status {
+    out.symbol = symbol;
+    out.function = reinterpret_cast<energy_kernel_fn>(lookup(symbol));
+    if (!out.function)
+      return Status::error(state->label + ": the manifest names kernel " +
+                           symbol + " (" + what +
+                           "), which the artifact does not export");
+    return Status::success();
+  };
+  const ManifestKernels &kernels = state->manifest.kernels;
+  if (Status status = resolve(kernels.energy, "the energy", state->energy);
+      !status)
+    return status;
+  for (const auto &[tensor, symbol] : kernels.gradients)
+    if (Status status = resolve(symbol, "the gradient of '" + tensor + "'",
+                                state->gradients[tensor]);
+        !status)
+      return status;
+  for (const auto &[output, symbol] : kernels.outputs)
+    if (Status status =
+            resolve(symbol, "output '" + output + "'", state->outputs[output]);
+        !status)
+      return status;
+  if (kernels.step)
+    if (Status status = resolve(*kernels.step, "the step", state->step);
+        !status)
+      return status;
+  if (kernels.until)
+    if (Status status =
+            resolve(*kernels.until, "the stopping rule", state->until);
+        !status)
+      return status;
+  state->setThreads = reinterpret_cast<energy_set_threads_fn>(
+      lookup(ENERGY_ARTIFACT_SET_THREADS_SYMBOL));
+  return Model(std::move(state));
+}
+
+const std::string &Model::label() const { return state->label; }
+
+const Manifest &Model::manifest() const { return state->manifest; }
+
+std::vector<std::string> Model::tensorNames() const {
+  return manifest().bufferNames(BufferKind::Tensor);
+}
+
+std::vector<std::string> Model::outputNames() const {
+  return manifest().bufferNames(BufferKind::Output);
+}
+
+std::vector<std::string> Model::gradientNames() const {
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : manifest().buffers)
+    if (buffer.kind == BufferKind::Tensor &&
+        manifest().kernels.gradients.count(buffer.name))
+      names.push_back(buffer.name);
+  return names;
+}
+
+bool Model::hasThreads() const { return state->setThreads != nullptr; }
+
+bool Model::setThreads(int threads) const {
+  if (!state->setThreads)
+    return false;
+  state->setThreads(threads);
+  return true;
+}
+
+Expected<Session> Model::session() const { return session(SessionOptions()); }
+
+Expected<Session> Model::session(const SessionOptions &options) const {
+  return Session::create(*this, options);
+}

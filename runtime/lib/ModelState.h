@@ -1,0 +1,44 @@
+//===- ModelState.h - What a Model shares with its sessions -----*- C++ -*-===//
+//
+// Internal to the runtime library: the manifest and resolved kernel
+// pointers that every copy of a Model and every Session of it share, and
+// the handle that keeps their code loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_LIB_MODELSTATE_H
+#define ENERGY_RUNTIME_LIB_MODELSTATE_H
+
+#include "energy/Runtime/ArtifactABI.h"
+#include "energy/Runtime/Manifest.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace energy::detail {
+
+/// A kernel: its symbol (for messages) and its address.
+struct Kernel {
+  std::string symbol;
+  energy_kernel_fn function = nullptr;
+};
+
+struct ModelState {
+  /// Keeps the code loaded (declared first, so released last).
+  std::shared_ptr<void> keepAlive;
+  std::string label;
+  Manifest manifest;
+  Kernel energy;
+  /// By tensor name and by output name.
+  std::map<std::string, Kernel> gradients;
+  std::map<std::string, Kernel> outputs;
+  /// Null function when the manifest names none.
+  Kernel step;
+  Kernel until;
+  energy_set_threads_fn setThreads = nullptr;
+};
+
+} // namespace energy::detail
+
+#endif // ENERGY_RUNTIME_LIB_MODELSTATE_H

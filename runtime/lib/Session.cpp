@@ -1,0 +1,426 @@
+//===- Session.cpp - The values of a model's tensors, and running it ------===//
+//
+// prepare() builds every buffer in local variables and installs them only
+// when all have succeeded, so that an error (an unbound dim, a conflicting
+// shape) leaves the session as it was and can be fixed by binding again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/Session.h"
+
+#include "ModelState.h"
+
+#include "energy/Runtime/Initializer.h"
+
+#include <cmath>
+
+using namespace energy;
+
+/// "a, b, c", or "none".
+static std::string nameList(const std::vector<std::string> &names) {
+  if (names.empty())
+    return "none";
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+/// The message for kernel return code `code`.
+static std::string kernelFailure(int32_t code) {
+  switch (code) {
+  case ENERGY_KERNEL_NO_CONVERGENCE:
+    return "an adaptive step did not converge within its maximum number of "
+           "rounds";
+  case ENERGY_KERNEL_OUT_OF_MEMORY:
+    return "out of memory for its scratch space";
+  default:
+    return "unknown error code " + std::to_string(code);
+  }
+}
+
+/// Whether every element of `tensor` is finite.
+static bool allFinite(const Tensor &tensor) {
+  auto check = [&](const auto *elements) {
+    for (int64_t i = 0; i < tensor.elementCount(); ++i)
+      if (!std::isfinite(elements[i]))
+        return false;
+    return true;
+  };
+  if (tensor.dtype() == DType::F32)
+    return check(reinterpret_cast<const float *>(tensor.data()));
+  return check(reinterpret_cast<const double *>(tensor.data()));
+}
+
+Expected<Session> Session::create(const Model &model,
+                                  const SessionOptions &options) {
+  const Manifest &manifest = model.manifest();
+  Session session(model);
+  for (const auto &[name, value] : options.dims) {
+    std::optional<size_t> index = manifest.findDim(name);
+    if (!index) {
+      std::vector<std::string> names;
+      for (const ManifestDim &dim : manifest.dims)
+        names.push_back(dim.name);
+      return Status::error("model " + manifest.model + " has no dim " + name +
+                           " (its dims: " + nameList(names) + ")");
+    }
+    const ManifestDim &dim = manifest.dims[*index];
+    if (dim.derived)
+      return Status::error("dim " + name + " is derived (" +
+                           dim.derived->text() + "); it cannot be given");
+    if (value < 0)
+      return Status::error("dim " + name + " cannot be negative (" +
+                           std::to_string(value) + ")");
+  }
+  session.givenDims = options.dims;
+  session.seed = options.seed;
+  for (const ManifestConst &constant : manifest.consts)
+    session.consts.push_back(constant.value);
+  for (const auto &[name, value] : options.consts) {
+    std::optional<size_t> index = manifest.findConst(name);
+    if (!index) {
+      std::vector<std::string> names;
+      for (const ManifestConst &constant : manifest.consts)
+        names.push_back(constant.name);
+      return Status::error("model " + manifest.model + " has no const " + name +
+                           " (its consts: " + nameList(names) + ")");
+    }
+    session.consts[*index] = value;
+  }
+  return session;
+}
+
+Status Session::set(const std::string &name, const Tensor &value) {
+  const Manifest &manifest = owner.manifest();
+  std::optional<size_t> index = manifest.findBuffer(name);
+  if (!index || manifest.buffers[*index].kind != BufferKind::Tensor)
+    return Status::error(
+        "'" + name + "' is not a tensor of model " + manifest.model +
+        " (its tensors: " + nameList(owner.tensorNames()) + ")");
+  const ManifestBuffer &buffer = manifest.buffers[*index];
+  if (static_cast<size_t>(value.rank()) != buffer.shape.size() ||
+      (prepared && value.shape() != shapes[*index]))
+    return Status::error(
+        "tensor '" + name + "' is declared " + buffer.shapeText() +
+        (prepared ? " = " + Tensor::shapeText(shapes[*index]) : "") +
+        " but given " + value.shapeString());
+  Tensor converted =
+      value.dtype() == manifest.dtype ? value : value.converted(manifest.dtype);
+  if (value.dtype() != manifest.dtype)
+    noteList.push_back(
+        "tensor '" + name + "' was given as " +
+        std::string(dtypeName(value.dtype())) + " and converted to " +
+        std::string(dtypeName(manifest.dtype)) + ", the model's element type");
+  if (prepared)
+    buffers[*index] = std::move(converted);
+  else
+    bound[name] = std::move(converted);
+  return Status::success();
+}
+
+Status Session::resolveDims(std::vector<int64_t> &values) const {
+  const Manifest &manifest = owner.manifest();
+  std::vector<std::optional<int64_t>> known(manifest.dims.size());
+  std::vector<std::string> sources(manifest.dims.size());
+  for (const auto &[name, value] : givenDims) {
+    size_t index = *manifest.findDim(name);
+    known[index] = value;
+    sources[index] = "--dim/options";
+  }
+  // Inference: an axis that is just a free dim takes the size of the bound
+  // tensor's axis.
+  for (const ManifestBuffer &buffer : manifest.buffers) {
+    auto value = bound.find(buffer.name);
+    if (value == bound.end())
+      continue;
+    for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
+      std::optional<std::string> dimName = buffer.shape[axis].singleDim();
+      if (!dimName)
+        continue;
+      size_t index = *manifest.findDim(*dimName);
+      if (manifest.dims[index].derived)
+        continue;
+      int64_t size = value->second.shape()[axis];
+      std::string source = "tensor '" + buffer.name + "'";
+      if (known[index] && *known[index] != size)
+        return Status::error("dim " + *dimName + " is " +
+                             std::to_string(*known[index]) + " from " +
+                             sources[index] + " but " + source + " gives it " +
+                             std::to_string(size));
+      known[index] = size;
+      sources[index] = source;
+    }
+  }
+  for (size_t i = 0; i < manifest.dims.size(); ++i) {
+    const ManifestDim &dim = manifest.dims[i];
+    if (dim.derived) {
+      Expected<int64_t> value =
+          dim.derived->evaluate([&](const std::string &name) {
+            return known[*manifest.findDim(name)];
+          });
+      if (!value)
+        return value.status().withContext("dim " + dim.name + " (" +
+                                          dim.derived->text() + ")");
+      if (*value < 0)
+        return Status::error("dim " + dim.name + " (" + dim.derived->text() +
+                             ") is negative: " + std::to_string(*value));
+      known[i] = *value;
+    } else if (!known[i]) {
+      if (!dim.defaultValue)
+        return Status::error("dim " + dim.name +
+                             " is not bound; give it a value (--dim " +
+                             dim.name + "=...)");
+      known[i] = dim.defaultValue;
+    }
+  }
+  values.clear();
+  for (const std::optional<int64_t> &value : known)
+    values.push_back(*value);
+  return Status::success();
+}
+
+Status Session::prepare() {
+  if (prepared)
+    return Status::success();
+  const Manifest &manifest = owner.manifest();
+  std::vector<int64_t> newDims;
+  if (Status status = resolveDims(newDims); !status)
+    return status;
+  auto lookup = [&](const std::string &name) -> std::optional<int64_t> {
+    return newDims[*manifest.findDim(name)];
+  };
+
+  std::vector<std::vector<int64_t>> newShapes;
+  for (const ManifestBuffer &buffer : manifest.buffers) {
+    std::vector<int64_t> shape;
+    for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
+      std::string where = "buffer '" + buffer.name + "': axis " +
+                          std::to_string(axis) + " (" +
+                          buffer.shape[axis].text() + ")";
+      Expected<int64_t> size = buffer.shape[axis].evaluate(lookup);
+      if (!size)
+        return size.status().withContext(where);
+      if (*size < 0)
+        return Status::error(where + " is negative: " + std::to_string(*size));
+      shape.push_back(*size);
+    }
+    if (!checkedElementCount(shape, dtypeSize(manifest.dtype)))
+      return Status::error("buffer '" + buffer.name + "': shape " +
+                           Tensor::shapeText(shape) + " is too large");
+    auto value = bound.find(buffer.name);
+    if (value != bound.end() && value->second.shape() != shape)
+      return Status::error("tensor '" + buffer.name + "' is declared " +
+                           buffer.shapeText() + " = " +
+                           Tensor::shapeText(shape) + " but given " +
+                           value->second.shapeString());
+    newShapes.push_back(std::move(shape));
+  }
+
+  // Every buffer but the copies, which wait for their sources.
+  std::vector<std::optional<Tensor>> values(manifest.buffers.size());
+  for (size_t i = 0; i < manifest.buffers.size(); ++i) {
+    const ManifestBuffer &buffer = manifest.buffers[i];
+    if (buffer.kind != BufferKind::Tensor) {
+      values[i] = Tensor(manifest.dtype, newShapes[i]);
+    } else if (auto value = bound.find(buffer.name); value != bound.end()) {
+      values[i] = value->second;
+    } else if (!buffer.init || buffer.init->kind != InitKind::Copy) {
+      Expected<Tensor> value = initialValue(manifest.dtype, newShapes[i],
+                                            buffer.name, buffer.init, seed);
+      if (!value)
+        return value.status();
+      values[i] = std::move(*value);
+    }
+  }
+  // The manifest has no cycles of copies, so each round settles at least
+  // one copy.
+  for (bool pending = true; pending;) {
+    pending = false;
+    for (size_t i = 0; i < manifest.buffers.size(); ++i) {
+      if (values[i])
+        continue;
+      const ManifestBuffer &buffer = manifest.buffers[i];
+      size_t source = *manifest.findBuffer(buffer.init->source);
+      if (!values[source]) {
+        pending = true;
+        continue;
+      }
+      if (newShapes[source] != newShapes[i])
+        return Status::error("tensor '" + buffer.name + "' is declared " +
+                             buffer.shapeText() + " = " +
+                             Tensor::shapeText(newShapes[i]) +
+                             " but its copy source '" + buffer.init->source +
+                             "' is " + Tensor::shapeText(newShapes[source]));
+      values[i] = values[source];
+    }
+  }
+
+  dimValues = std::move(newDims);
+  shapes = std::move(newShapes);
+  buffers.clear();
+  for (std::optional<Tensor> &value : values)
+    buffers.push_back(std::move(*value));
+  bound.clear();
+  prepared = true;
+  return Status::success();
+}
+
+Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
+                     int64_t step, double *result) {
+  std::vector<void *> pointers;
+  for (Tensor &buffer : buffers)
+    pointers.push_back(buffer.data());
+  double ignored = 0;
+  int32_t code = kernel(pointers.data(), dimValues.data(), consts.data(), step,
+                        result ? result : &ignored);
+  if (code != ENERGY_KERNEL_OK)
+    return Status::error("kernel " + symbol + ": " + kernelFailure(code));
+  return Status::success();
+}
+
+Expected<std::map<std::string, int64_t>> Session::dims() {
+  if (Status status = prepare(); !status)
+    return status;
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < dimValues.size(); ++i)
+    values[owner.manifest().dims[i].name] = dimValues[i];
+  return values;
+}
+
+Expected<double> Session::energy() {
+  if (Status status = prepare(); !status)
+    return status;
+  const detail::Kernel &kernel = owner.state->energy;
+  double result = 0;
+  if (Status status = call(kernel.function, kernel.symbol, nextStep, &result);
+      !status)
+    return status;
+  return result;
+}
+
+Expected<Tensor> Session::gradient(const std::string &tensor) {
+  auto kernel = owner.state->gradients.find(tensor);
+  if (kernel == owner.state->gradients.end())
+    return Status::error(
+        "model " + owner.name() + " has no gradient of '" + tensor +
+        "' (it has gradients of: " + nameList(owner.gradientNames()) + ")");
+  if (Status status = prepare(); !status)
+    return status;
+  if (Status status = call(kernel->second.function, kernel->second.symbol,
+                           nextStep, nullptr);
+      !status)
+    return status;
+  return buffers[*owner.manifest().findGradientBuffer(tensor)];
+}
+
+Expected<Tensor> Session::get(const std::string &name) {
+  const Manifest &manifest = owner.manifest();
+  std::optional<size_t> index = manifest.findBuffer(name);
+  if (!index || manifest.buffers[*index].kind == BufferKind::Gradient)
+    return Status::error(
+        "'" + name + "' is not a tensor or output of model " + manifest.model +
+        " (its tensors: " + nameList(owner.tensorNames()) +
+        "; its outputs: " + nameList(owner.outputNames()) + ")");
+  if (Status status = prepare(); !status)
+    return status;
+  if (manifest.buffers[*index].kind == BufferKind::Output) {
+    const detail::Kernel &kernel = owner.state->outputs.at(name);
+    if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
+        !status)
+      return status;
+  }
+  return buffers[*index];
+}
+
+Expected<std::map<std::string, Tensor>> Session::stateTensors() {
+  if (Status status = prepare(); !status)
+    return status;
+  std::map<std::string, Tensor> values;
+  const Manifest &manifest = owner.manifest();
+  for (size_t i = 0; i < manifest.buffers.size(); ++i)
+    if (manifest.buffers[i].kind == BufferKind::Tensor &&
+        manifest.buffers[i].role == TensorRole::State)
+      values[manifest.buffers[i].name] = buffers[i];
+  return values;
+}
+
+Status Session::step() {
+  const detail::Kernel &kernel = owner.state->step;
+  if (!kernel.function)
+    return Status::error("model " + owner.name() + " has no dynamics to run");
+  if (Status status = prepare(); !status)
+    return status;
+  if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
+      !status)
+    return status.withContext("step " + std::to_string(nextStep));
+  ++nextStep;
+  return Status::success();
+}
+
+Expected<RunResult> Session::run(const RunOptions &options) {
+  const Manifest &manifest = owner.manifest();
+  if (!owner.hasDynamics())
+    return Status::error("model " + owner.name() + " has no dynamics to run");
+  if (Status status = prepare(); !status)
+    return status;
+  int64_t steps = 0;
+  if (options.steps) {
+    steps = *options.steps;
+  } else {
+    Expected<int64_t> count =
+        manifest.steps->evaluate([&](const std::string &name) {
+          return std::optional<int64_t>(dimValues[*manifest.findDim(name)]);
+        });
+    if (!count)
+      return count.status().withContext("the step count (" +
+                                        manifest.steps->text() + ")");
+    steps = *count;
+  }
+  if (steps < 0)
+    return Status::error("the step count is negative: " +
+                         std::to_string(steps));
+
+  RunResult result;
+  for (int64_t i = 0; i < steps; ++i) {
+    int64_t number = nextStep;
+    std::string where = "step " + std::to_string(number);
+    if (Status status = step(); !status)
+      return status;
+    Expected<double> energyAfter = energy();
+    if (!energyAfter)
+      return energyAfter.status().withContext(where);
+    for (size_t b = 0; b < manifest.buffers.size(); ++b) {
+      const ManifestBuffer &buffer = manifest.buffers[b];
+      if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State)
+        continue;
+      if (!allFinite(buffers[b]))
+        return Status::error(where +
+                             " produced a non-finite value in tensor '" +
+                             buffer.name + "'");
+    }
+    if (!std::isfinite(*energyAfter))
+      return Status::error(where + " produced a non-finite energy");
+    result.trace.push_back(*energyAfter);
+    result.energy = *energyAfter;
+    ++result.steps;
+    if (options.onStep)
+      options.onStep(number, *energyAfter);
+    const detail::Kernel &until = owner.state->until;
+    if (until.function) {
+      double stop = 0;
+      if (Status status = call(until.function, until.symbol, number, &stop);
+          !status)
+        return status.withContext(where);
+      if (stop != 0.0)
+        break;
+    }
+  }
+  if (result.steps == 0) {
+    Expected<double> energyNow = energy();
+    if (!energyNow)
+      return energyNow.status();
+    result.energy = *energyNow;
+  }
+  return result;
+}

@@ -1,0 +1,131 @@
+//===- ModelTest.cpp - Loading artifacts ----------------------------------===//
+//
+// Unit tests of energy::Model on the fake artifacts of fake_artifact.c:
+// what a loaded model reports, in-process symbols, threads, and the errors
+// for files that are not usable artifacts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeArtifacts.h"
+
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Session.h"
+
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+#include <fstream>
+#include <string>
+
+using energy::DType;
+using energy::Expected;
+using energy::Model;
+using energy::Session;
+
+TEST_CASE("a loaded model reports its manifest") {
+  Expected<Model> model = Model::load(fakeF64);
+  REQUIRE_MESSAGE(model.ok(), model.message());
+  CHECK(model->label() == fakeF64);
+  CHECK(model->name() == "quadratic");
+  CHECK(model->dtype() == DType::F64);
+  CHECK(model->source() == "model quadratic { }");
+  CHECK(model->sourceName() == "quadratic.energy");
+  CHECK(model->hasDynamics());
+  CHECK(model->tensorNames() ==
+        std::vector<std::string>{"x", "c", "w", "u", "e", "x.previous"});
+  CHECK(model->outputNames() == std::vector<std::string>{"stacked"});
+  CHECK(model->gradientNames() == std::vector<std::string>{"x"});
+
+  Expected<Model> f32 = Model::load(fakeF32);
+  REQUIRE_MESSAGE(f32.ok(), f32.message());
+  CHECK(f32->dtype() == DType::F32);
+}
+
+TEST_CASE("threads are set through the artifact's optional symbol") {
+  Expected<Model> model = Model::load(fakeF64);
+  REQUIRE(model.ok());
+  CHECK(model->hasThreads());
+  CHECK(model->setThreads(3));
+  // The same library, opened again, shows what the runtime set.
+  void *handle = dlopen(fakeF64, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle);
+  auto threads =
+      reinterpret_cast<int32_t (*)()>(dlsym(handle, "fake_artifact_threads"));
+  REQUIRE(reinterpret_cast<void *>(threads) != nullptr);
+  CHECK(threads() == 3);
+  dlclose(handle);
+
+  Expected<Model> single = Model::load(fakeF32);
+  REQUIRE(single.ok());
+  CHECK_FALSE(single->hasThreads());
+  CHECK_FALSE(single->setThreads(3));
+}
+
+TEST_CASE("code in the process is used through a symbol lookup") {
+  void *handle = dlopen(fakeF64, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle);
+  std::shared_ptr<void> keepAlive(handle, [](void *h) { dlclose(h); });
+  int lookups = 0;
+  Expected<Model> model = Model::fromSymbols(
+      "jit:quadratic",
+      [&](const std::string &symbol) {
+        ++lookups;
+        return dlsym(handle, symbol.c_str());
+      },
+      keepAlive);
+  REQUIRE_MESSAGE(model.ok(), model.message());
+  CHECK(model->label() == "jit:quadratic");
+  // The manifest, five kernels and the threads symbol.
+  CHECK(lookups == 7);
+  keepAlive.reset(); // The model keeps the library loaded.
+  Expected<Session> session = model->session({{{"N", 2}}, {}, 1});
+  REQUIRE(session.ok());
+  Expected<double> energy = session->energy();
+  CHECK(energy.ok());
+
+  Expected<Model> empty = Model::fromSymbols(
+      "jit:nothing", [](const std::string &) { return nullptr; }, nullptr);
+  CHECK(empty.message() == "jit:nothing is not an energy artifact: it does "
+                           "not export energy_artifact_manifest");
+}
+
+TEST_CASE("files that are not usable artifacts are refused, naming the "
+          "file") {
+  CHECK(Model::load("/nonexistent/model.so").message() ==
+        "/nonexistent/model.so: cannot open: No such file or directory");
+  CHECK(Model::load("/").message() == "/: not a regular file");
+
+  std::string text = std::string(ENERGY_TEST_TMPDIR) + "/not-a-library.so";
+  std::ofstream(text) << "hello\n";
+  std::string message = Model::load(text).message();
+  CHECK_MESSAGE(message.rfind(text + ": not a shared library that can be "
+                                     "loaded: ",
+                              0) == 0,
+                message);
+
+  CHECK(Model::load(fakeNotArtifact).message() ==
+        std::string(fakeNotArtifact) +
+            " is not an energy artifact: it does not export "
+            "energy_artifact_manifest");
+  CHECK(Model::load(fakeVersion2).message() ==
+        std::string(fakeVersion2) +
+            ": manifest: artifact format version 2, this runtime reads "
+            "version 1");
+  CHECK(Model::load(fakeMissingKernel).message() ==
+        std::string(fakeMissingKernel) +
+            ": the manifest names kernel fake_stacked (output 'stacked'), "
+            "which the artifact does not export");
+}
+
+TEST_CASE("sessions check the dims and consts they are given") {
+  Expected<Model> model = Model::load(fakeF64);
+  REQUIRE(model.ok());
+  CHECK(model->session({{{"Q", 2}}, {}, {}}).message() ==
+        "model quadratic has no dim Q (its dims: N, K, M)");
+  CHECK(model->session({{{"M", 2}}, {}, {}}).message() ==
+        "dim M is derived (N * 2); it cannot be given");
+  CHECK(model->session({{{"N", -1}}, {}, {}}).message() ==
+        "dim N cannot be negative (-1)");
+  CHECK(model->session({{}, {{"beta", 1.0}}, {}}).message() ==
+        "model quadratic has no const beta (its consts: lr, tol)");
+}
