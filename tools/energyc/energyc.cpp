@@ -1,14 +1,15 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
-// `energyc FILE.energy [-o OUT] [--emit=ast|energy|grad|update]
-// [--dim N=V]...`:
-// parses and checks a model, emits the energy dialect, and runs the passes
-// the requested output needs. Errors are `file:line:col: error: ...` with the
-// source line and a caret; the exit status is non-zero on any error, and no
-// output file is written then.
+// `energyc FILE.energy [-o OUT] [--emit=lib|llvm|ast|energy|grad|update]
+// [--dtype f32|f64] [--dim N=V]...`: parses and checks a model, emits the
+// energy dialect, runs the passes the requested output needs and, for
+// `lib` (the default), writes a shared-library artifact. Errors are
+// `file:line:col: error: ...` with the source line and a caret; the exit status
+// is non-zero on any error, and no output file is written then.
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Codegen/Artifact.h"
 #include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
@@ -20,9 +21,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -39,25 +43,33 @@ const fe::OptimizerTable &frontendOptimizers() {
   return table;
 }
 
-enum class EmitKind { Ast, Energy, Grad, Update };
+enum class EmitKind { Ast, Energy, Grad, Update, Llvm, Lib };
 
 cl::OptionCategory energycOptions("energyc options");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.energy>"),
                                cl::Required, cl::cat(energycOptions));
-cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                cl::value_desc("file"), cl::init("-"),
-                                cl::cat(energycOptions));
+cl::opt<std::string> outputFile(
+    "o",
+    cl::desc("Output file (default: stdout; for --emit=lib, MODEL.so named "
+             "after the input)"),
+    cl::value_desc("file"), cl::init("-"), cl::cat(energycOptions));
 cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to emit"), cl::init(EmitKind::Energy),
-    cl::values(clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
-               clEnumValN(EmitKind::Energy, "energy",
-                          "the energy dialect (default)"),
+    "emit", cl::desc("What to emit"), cl::init(EmitKind::Lib),
+    cl::values(clEnumValN(EmitKind::Lib, "lib",
+                          "a shared-library artifact (default)"),
+               clEnumValN(EmitKind::Llvm, "llvm", "the artifact's LLVM IR"),
+               clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
+               clEnumValN(EmitKind::Energy, "energy", "the energy dialect"),
                clEnumValN(EmitKind::Grad, "grad",
                           "the energy dialect with derived gradients"),
                clEnumValN(EmitKind::Update, "update",
                           "and the step program of the dynamics")),
     cl::cat(energycOptions));
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("Element type of an artifact: f32 "
+                                    "(default) or f64"),
+                           cl::init("f32"), cl::cat(energycOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(energycOptions));
@@ -164,6 +176,8 @@ int main(int argc, char **argv) {
   if (!model)
     return 1;
 
+  if (dtype != "f32" && dtype != "f64")
+    return fail("--dtype " + dtype + ": expected f32 or f64");
   std::string text;
   raw_string_ostream os(text);
   if (emitKind == EmitKind::Ast) {
@@ -189,7 +203,35 @@ int main(int argc, char **argv) {
       if (mlir::failed(passes.run(*module)))
         return 1;
     }
-    module->print(os);
+    if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm) {
+      mlir::energy::ArtifactOptions options;
+      options.dtype = dtype;
+      options.sourceName = inputFile;
+      options.sourceText =
+          sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+      mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
+          mlir::energy::compileToArtifactModule(*module, options);
+      if (mlir::failed(artifact))
+        return 1;
+      if (emitKind == EmitKind::Lib) {
+        std::string path = outputFile;
+        if (path == "-")
+          path = (sys::path::stem(inputFile) + ".so").str();
+        std::string error;
+        if (mlir::failed(
+                mlir::energy::writeSharedLibrary(**artifact, path, error)))
+          return fail(error);
+        return 0;
+      }
+      LLVMContext llvmContext;
+      std::unique_ptr<Module> llvmModule =
+          mlir::energy::translateArtifact(**artifact, llvmContext);
+      if (!llvmModule)
+        return fail("translating the kernels to LLVM IR failed");
+      llvmModule->print(os, nullptr);
+    } else {
+      module->print(os);
+    }
   }
 
   std::string error;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Interpreter/ArrayMath.h"
+#include "energy/Codegen/KernelSupport.h"
 
 #include <algorithm>
 #include <cmath>
@@ -177,70 +178,17 @@ Tensor array::diagPart(const Tensor &matrix) {
 }
 
 std::optional<double> array::logDetSymmetric(const Tensor &matrix) {
-  int64_t n = matrix.shape[0];
-  auto symmetric = [&](int64_t i, int64_t j) {
-    return 0.5 * (matrix.data[i * n + j] + matrix.data[j * n + i]);
-  };
-  // Cholesky factor L (lower triangle, row-major) of the symmetric part.
-  std::vector<double> factor(n * n, 0.0);
-  double logDet = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    double pivot = symmetric(j, j);
-    for (int64_t k = 0; k < j; ++k)
-      pivot -= factor[j * n + k] * factor[j * n + k];
-    if (!(pivot > 0))
-      return std::nullopt;
-    double diagonal = std::sqrt(pivot);
-    factor[j * n + j] = diagonal;
-    logDet += 2 * std::log(diagonal);
-    for (int64_t i = j + 1; i < n; ++i) {
-      double value = symmetric(i, j);
-      for (int64_t k = 0; k < j; ++k)
-        value -= factor[i * n + k] * factor[j * n + k];
-      factor[i * n + j] = value / diagonal;
-    }
-  }
-  return logDet;
+  double result =
+      energy_support_logdet_f64(matrix.shape[0], matrix.data.data());
+  if (std::isnan(result))
+    return std::nullopt;
+  return result;
 }
 
 std::optional<Tensor> array::inverse(const Tensor &matrix) {
   int64_t n = matrix.shape[0];
-  Tensor work = matrix;
   Tensor result({n, n});
-  for (int64_t i = 0; i < n; ++i)
-    result.data[i * n + i] = 1.0;
-  double scale = 0;
-  for (double value : matrix.data)
-    scale = std::max(scale, std::fabs(value));
-  double tiny = n * std::numeric_limits<double>::epsilon() * scale;
-  auto swapRows = [&](Tensor &t, int64_t a, int64_t b) {
-    for (int64_t k = 0; k < n; ++k)
-      std::swap(t.data[a * n + k], t.data[b * n + k]);
-  };
-  for (int64_t column = 0; column < n; ++column) {
-    int64_t pivotRow = column;
-    for (int64_t row = column + 1; row < n; ++row)
-      if (std::fabs(work.data[row * n + column]) >
-          std::fabs(work.data[pivotRow * n + column]))
-        pivotRow = row;
-    double pivot = work.data[pivotRow * n + column];
-    if (!(std::fabs(pivot) > tiny))
-      return std::nullopt;
-    swapRows(work, column, pivotRow);
-    swapRows(result, column, pivotRow);
-    for (int64_t k = 0; k < n; ++k) {
-      work.data[column * n + k] /= pivot;
-      result.data[column * n + k] /= pivot;
-    }
-    for (int64_t row = 0; row < n; ++row) {
-      double factor = work.data[row * n + column];
-      if (row == column || factor == 0)
-        continue;
-      for (int64_t k = 0; k < n; ++k) {
-        work.data[row * n + k] -= factor * work.data[column * n + k];
-        result.data[row * n + k] -= factor * result.data[column * n + k];
-      }
-    }
-  }
+  if (energy_support_inverse_f64(n, matrix.data.data(), result.data.data()))
+    return std::nullopt;
   return result;
 }

@@ -1,0 +1,56 @@
+//===- KernelEmitter.h - energy model to loop-level kernels -----*- C++ -*-===//
+//
+// Turns a model whose gradients and step program are derived into the
+// kernels of an artifact (ArtifactABI.h): `func` functions over scf, arith,
+// math and LLVM pointer ops, plus the layout the manifest describes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_CODEGEN_KERNELEMITTER_H
+#define ENERGY_CODEGEN_KERNELEMITTER_H
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::energy {
+
+/// What the kernels of a model read and write, in the order of the arrays the
+/// runtime passes them (ArtifactABI.h).
+struct ArtifactLayout {
+  enum class BufferKind { Tensor, Gradient, Output };
+  struct Buffer {
+    std::string name;
+    BufferKind kind;
+    /// The TensorOp, GradientOp or OutputOp the buffer holds.
+    Operation *op;
+  };
+  struct NamedKernel {
+    std::string name;
+    std::string symbol;
+  };
+
+  std::vector<DimOp> dims;
+  std::vector<ConstOp> consts;
+  std::vector<Buffer> buffers;
+  std::string energyKernel;
+  std::vector<NamedKernel> gradientKernels;
+  std::vector<NamedKernel> outputKernels;
+  /// Empty when the model has no dynamics (or no stopping rule).
+  std::string stepKernel;
+  std::string untilKernel;
+};
+
+/// Emits the kernels of `model` into `target` with elements of type
+/// `elementType` (f32 or f64). Every gradient program without `of` becomes a
+/// gradient kernel. An op the code generator does not support is an error on
+/// that op.
+FailureOr<ArtifactLayout> emitKernels(ModelOp model, ModuleOp target,
+                                      FloatType elementType);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_CODEGEN_KERNELEMITTER_H

@@ -1,0 +1,78 @@
+//===- Jit.cpp - Compiles an artifact in process --------------------------===//
+//
+// The MLIR ExecutionEngine at -O3 with a host target machine (without one it
+// does not vectorise). The kernel support functions are resolved to the
+// copies linked into the running tool.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/KernelSupport.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
+                                                      std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = llvm::toString(builder.takeError());
+    return failure();
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = llvm::toString(machine.takeError());
+    return failure();
+  }
+  std::shared_ptr<llvm::TargetMachine> targetMachine = std::move(*machine);
+  auto transformer = makeOptimizingTransformer(3, 0, targetMachine.get());
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto buildModule = [](Operation *op, llvm::LLVMContext &context) {
+    return translateArtifact(cast<ModuleOp>(op), context);
+  };
+  options.llvmModuleBuilder = buildModule;
+  auto engine = ExecutionEngine::create(module, options, nullptr);
+  if (!engine) {
+    error = llvm::toString(engine.takeError());
+    return failure();
+  }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto add = [&](const char *name, void *address) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add(kSiluIntegralSymbol,
+        reinterpret_cast<void *>(&energy_support_silu_int));
+    add(kLogDetSymbolF64, reinterpret_cast<void *>(&energy_support_logdet_f64));
+    add(kLogDetSymbolF32, reinterpret_cast<void *>(&energy_support_logdet_f32));
+    add(kInverseSymbolF64,
+        reinterpret_cast<void *>(&energy_support_inverse_f64));
+    add(kInverseSymbolF32,
+        reinterpret_cast<void *>(&energy_support_inverse_f32));
+    return symbols;
+  });
+  std::shared_ptr<ExecutionEngine> shared(std::move(*engine));
+  JitArtifact artifact;
+  artifact.handle = std::shared_ptr<void>(shared, shared.get());
+  artifact.lookup = [shared](const std::string &name) -> void * {
+    auto address = shared->lookup(name);
+    if (!address) {
+      llvm::consumeError(address.takeError());
+      return nullptr;
+    }
+    return *address;
+  };
+  return artifact;
+}

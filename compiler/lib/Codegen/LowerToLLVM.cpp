@@ -1,0 +1,117 @@
+//===- LowerToLLVM.cpp - Kernels and manifest in the LLVM dialect ---------===//
+//
+// Emits a model's kernels (KernelEmitter), simplifies them, lowers scf,
+// arith, math and func to the LLVM dialect, and adds the manifest function
+// every artifact exports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/Artifact.h"
+#include "energy/Runtime/ArtifactABI.h"
+#include "energy/Transforms/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/IR/Module.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// `const char *energy_artifact_manifest(void)` returning `text`.
+void addManifestFunction(ModuleOp module, StringRef text) {
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  std::string bytes = text.str();
+  bytes.push_back('\0');
+  auto arrayType = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+  auto global = LLVM::GlobalOp::create(
+      b, loc, arrayType, /*isConstant=*/true, LLVM::Linkage::Internal,
+      "energy_manifest_text", b.getStringAttr(bytes));
+  auto pointer = LLVM::LLVMPointerType::get(b.getContext());
+  auto function =
+      LLVM::LLVMFuncOp::create(b, loc, ENERGY_ARTIFACT_MANIFEST_SYMBOL,
+                               LLVM::LLVMFunctionType::get(pointer, {}));
+  Block *entry = function.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value address = LLVM::AddressOfOp::create(b, loc, global);
+  LLVM::ReturnOp::create(b, loc, address);
+}
+
+} // namespace
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::energy::buildArtifactModule(ModelOp model,
+                                  const ArtifactOptions &options) {
+  MLIRContext *context = model.getContext();
+  context->loadDialect<arith::ArithDialect, func::FuncDialect,
+                       LLVM::LLVMDialect, math::MathDialect, scf::SCFDialect,
+                       affine::AffineDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(model.getLoc());
+  FloatType elementType = options.dtype == "f64"
+                              ? FloatType(Float64Type::get(context))
+                              : FloatType(Float32Type::get(context));
+  FailureOr<ArtifactLayout> layout = emitKernels(model, *module, elementType);
+  if (failed(layout))
+    return failure();
+
+  PassManager passes(context);
+  passes.addPass(createCanonicalizerPass());
+  passes.addPass(createCSEPass());
+  passes.addPass(createLoopInvariantCodeMotionPass());
+  passes.addPass(createSCFToControlFlowPass());
+  passes.addPass(createConvertMathToLLVMPass());
+  passes.addPass(createConvertMathToLibmPass());
+  passes.addPass(createArithToLLVMConversionPass());
+  passes.addPass(createConvertIndexToLLVMPass());
+  passes.addPass(createConvertControlFlowToLLVMPass());
+  passes.addPass(createConvertFuncToLLVMPass());
+  passes.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(passes.run(*module)))
+    return model.emitError("lowering the kernels to LLVM failed");
+  addManifestFunction(*module, buildManifest(model, *layout, options));
+  return module;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::energy::compileToArtifactModule(ModuleOp energyModule,
+                                      const ArtifactOptions &options) {
+  auto models = energyModule.getOps<ModelOp>();
+  if (models.empty())
+    return energyModule.emitError("there is no energy.model to compile");
+  ModelOp model = *models.begin();
+  // Every tensor gets a gradient kernel, so that an artifact answers
+  // `--eval grad --wrt` for any of them.
+  std::vector<std::string> wrt;
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    wrt.push_back(tensor.getSymName().str());
+  PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
+  buildUpdatePipeline(passes.nest<ModelOp>(), wrt);
+  if (failed(passes.run(energyModule)))
+    return failure();
+  return buildArtifactModule(model, options);
+}
+
+std::unique_ptr<llvm::Module>
+mlir::energy::translateArtifact(ModuleOp module, llvm::LLVMContext &context) {
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "energy_artifact");
+  if (llvmModule)
+    llvmModule->setTargetTriple(llvm::Triple(llvm::sys::getProcessTriple()));
+  return llvmModule;
+}

@@ -1,0 +1,172 @@
+//===- Manifest.cpp - The JSON manifest an artifact embeds ----------------===//
+//
+// Describes the dims, consts, buffers and kernels of an artifact so that the
+// runtime can bind, allocate and call them without the compiler. Dim
+// expressions are written in reverse Polish notation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/Artifact.h"
+#include "energy/Runtime/ArtifactABI.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+namespace json = llvm::json;
+
+namespace {
+
+/// An affine expression over named dims as RPN tokens.
+void appendRpn(AffineExpr expr, ArrayRef<StringAttr> names, json::Array &out) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    out.push_back(constant.getValue());
+    return;
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    out.push_back(names[symbol.getPosition()].getValue());
+    return;
+  }
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  appendRpn(binary.getLHS(), names, out);
+  appendRpn(binary.getRHS(), names, out);
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    out.push_back("+");
+    break;
+  case AffineExprKind::Mul:
+    out.push_back("*");
+    break;
+  case AffineExprKind::FloorDiv:
+    out.push_back("/");
+    break;
+  case AffineExprKind::CeilDiv:
+    out.push_back("ceildiv");
+    break;
+  default:
+    out.push_back("mod");
+    break;
+  }
+}
+
+json::Array rpn(DimExprAttr expr) {
+  json::Array out;
+  appendRpn(expr.getExpr(), expr.getNames(), out);
+  return out;
+}
+
+json::Array shapeOf(ArrayType type) {
+  json::Array shape;
+  for (StringAttr name : type.getShape())
+    shape.push_back(json::Array{name.getValue()});
+  return shape;
+}
+
+json::Value initOf(TensorOp tensor) {
+  std::optional<InitKind> kind = tensor.getInit();
+  if (!kind)
+    return nullptr;
+  json::Object init{{"kind", stringifyInitKind(*kind)}};
+  if (*kind == InitKind::copy) {
+    init["source"] = *tensor.getInitSource();
+    return init;
+  }
+  json::Array args;
+  if (std::optional<ArrayRef<double>> values = tensor.getInitArgs())
+    for (double value : *values)
+      args.push_back(value);
+  init["args"] = std::move(args);
+  return init;
+}
+
+} // namespace
+
+std::string mlir::energy::buildManifest(ModelOp model,
+                                        const ArtifactLayout &layout,
+                                        const ArtifactOptions &options) {
+  json::Array dims;
+  for (DimOp dim : layout.dims) {
+    json::Object entry{{"name", dim.getSymName()}};
+    entry["default"] = dim.getDefaultValue()
+                           ? json::Value(*dim.getDefaultValue())
+                           : json::Value(nullptr);
+    entry["derived"] = dim.getDerived() ? json::Value(rpn(*dim.getDerived()))
+                                        : json::Value(nullptr);
+    dims.push_back(std::move(entry));
+  }
+  json::Array consts;
+  for (ConstOp constant : layout.consts)
+    consts.push_back(
+        json::Object{{"name", constant.getSymName()},
+                     {"value", constant.getValue().convertToDouble()}});
+  json::Array buffers;
+  for (const ArtifactLayout::Buffer &buffer : layout.buffers) {
+    json::Object entry{{"name", buffer.name}};
+    switch (buffer.kind) {
+    case ArtifactLayout::BufferKind::Tensor: {
+      auto tensor = cast<TensorOp>(buffer.op);
+      entry["kind"] = "tensor";
+      entry["role"] = stringifyRole(tensor.getRole());
+      entry["shape"] = shapeOf(tensor.getArrayType());
+      entry["init"] = initOf(tensor);
+      auto owner = tensor->getAttrOfType<FlatSymbolRefAttr>("optimizer_state");
+      entry["optimizer_state"] =
+          owner ? json::Value(owner.getValue()) : json::Value(nullptr);
+      break;
+    }
+    case ArtifactLayout::BufferKind::Gradient: {
+      auto gradient = cast<GradientOp>(buffer.op);
+      auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
+      entry["kind"] = "gradient";
+      entry["tensor"] = gradient.getTensor();
+      entry["shape"] = shapeOf(tensor.getArrayType());
+      break;
+    }
+    case ArtifactLayout::BufferKind::Output: {
+      auto output = cast<OutputOp>(buffer.op);
+      json::Array shape;
+      for (Attribute size : output.getDomain())
+        shape.push_back(rpn(cast<DimExprAttr>(size)));
+      for (StringAttr name :
+           cast<ArrayType>(output.getElementType()).getShape())
+        shape.push_back(json::Array{name.getValue()});
+      entry["kind"] = "output";
+      entry["shape"] = std::move(shape);
+      break;
+    }
+    }
+    buffers.push_back(std::move(entry));
+  }
+  auto kernelMap = [](ArrayRef<ArtifactLayout::NamedKernel> kernels) {
+    json::Object map;
+    for (const ArtifactLayout::NamedKernel &kernel : kernels)
+      map[kernel.name] = kernel.symbol;
+    return map;
+  };
+  auto optionalName = [](const std::string &name) {
+    return name.empty() ? json::Value(nullptr) : json::Value(name);
+  };
+  json::Object kernels{{"energy", layout.energyKernel},
+                       {"gradients", kernelMap(layout.gradientKernels)},
+                       {"outputs", kernelMap(layout.outputKernels)},
+                       {"step", optionalName(layout.stepKernel)},
+                       {"until", optionalName(layout.untilKernel)}};
+  json::Value dynamics = nullptr;
+  if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
+    dynamics = json::Object{{"steps", rpn(op.getSteps())}};
+  json::Object manifest{{"format", "energy-artifact"},
+                        {"format_version", ENERGY_ARTIFACT_FORMAT_VERSION},
+                        {"model", model.getSymName()},
+                        {"dtype", options.dtype},
+                        {"target", "host CPU"},
+                        {"source_name", options.sourceName},
+                        {"source", options.sourceText},
+                        {"dims", std::move(dims)},
+                        {"consts", std::move(consts)},
+                        {"buffers", std::move(buffers)},
+                        {"kernels", std::move(kernels)},
+                        {"dynamics", std::move(dynamics)}};
+  return llvm::formatv("{0}", json::Value(std::move(manifest))).str();
+}
