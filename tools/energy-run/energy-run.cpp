@@ -1,22 +1,26 @@
 //===- energy-run.cpp - Runs an energy model ------------------------------===//
 //
-// `energy-run MODEL.energy --interp [--dim N=V]... [--init random:SEED]
-// [--steps K] [--eval energy|grad|run] [--trace] [--json]`: binds the
+// `energy-run MODEL(.energy|.so) [--dim N=V]... [--in FILE]... [--init
+// random:SEED] [--steps K] [--eval energy|grad|run] [--dtype f32|f64]
+// [--threads N] [--out FILE] [--trace] [--json] [--interp]`: binds the
 // model's tensors, then evaluates its energy, its gradients, or runs its
-// dynamics and reports the energy after every step. Today it runs on the
-// reference interpreter (`--interp`); compiled artifacts come with code
-// generation.
+// dynamics. A .so is a compiled artifact; a .energy file is compiled in
+// process (JIT); --interp uses the reference interpreter instead.
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Codegen/Artifact.h"
 #include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
+#include "energy/Runtime/Initializer.h"
+#include "energy/Runtime/Model.h"
 #include "energy/Runtime/Random.h"
 #include "energy/Runtime/Safetensors.h"
+#include "energy/Runtime/Session.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -47,7 +51,8 @@ const fe::OptimizerTable &frontendOptimizers() {
 enum class EvalKind { Energy, Grad, Run };
 
 cl::OptionCategory runOptions("energy-run options");
-cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.energy>"),
+cl::opt<std::string> modelFile(cl::Positional,
+                               cl::desc("<model.energy or artifact.so>"),
                                cl::Required, cl::cat(runOptions));
 cl::opt<bool>
     useInterpreter("interp",
@@ -86,6 +91,14 @@ cl::opt<EvalKind> evalKind(
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Tensors to differentiate (--eval grad)"),
                           cl::value_desc("a,b"), cl::cat(runOptions));
+cl::opt<std::string>
+    dtypeOption("dtype",
+                cl::desc("Element type: f32 (default) or f64; an artifact has "
+                         "the one energyc --dtype gave it"),
+                cl::value_desc("f32|f64"), cl::cat(runOptions));
+/// --threads N: LLVM's libraries register an option named `threads`, so
+/// main() takes ours out of the command line before parsing the rest.
+int threadCount = 0;
 cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
                     cl::cat(runOptions));
 cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
@@ -181,12 +194,13 @@ public:
   /// Runs `steps` steps (or the model's count) of the model's update
   /// program, calling `report` after each with the step number and energy.
   /// Returns the number of steps taken.
-  FailureOr<int64_t> run(int64_t steps,
+  FailureOr<int64_t> run(int64_t firstStep, int64_t steps,
                          llvm::function_ref<void(int64_t, double)> report) {
     DynamicsOp dynamics = model.getDynamics();
     auto programs = model.getBody().front().getOps<UpdateProgramOp>();
+    // A model without dynamics runs no steps: its outputs are still written.
     if (!dynamics || programs.empty())
-      return model.emitError("the model has no dynamics to run");
+      return 0;
     FailureOr<Interpreter> state = interpreter();
     if (failed(state))
       return failure();
@@ -197,7 +211,8 @@ public:
         return dynamics.emitError("the step count cannot be evaluated");
       steps = *count;
     }
-    for (int64_t step = 0; step < steps; ++step) {
+    for (int64_t taken = 0; taken < steps; ++taken) {
+      int64_t step = firstStep + taken;
       state->setStep(step);
       if (failed(state->runUpdateProgram(*programs.begin())))
         return failure();
@@ -212,7 +227,7 @@ public:
           return failure();
         if (done->data[0] != 0.0) {
           keep(*state);
-          return step + 1;
+          return taken + 1;
         }
       }
     }
@@ -292,153 +307,170 @@ private:
     return success();
   }
 
+  /// The value the runtime's initialiser gives `tensor` (so that compiled
+  /// and interpreted runs start from the same values).
   FailureOr<Tensor> initialValue(TensorOp tensor,
                                  const std::vector<int64_t> &shape,
                                  std::optional<uint64_t> seed) {
-    Tensor value(shape, 0.0);
-    ::energy::RandomStream stream = ::energy::RandomStream::forTensor(
-        seed.value_or(0), tensor.getSymName().str());
-    std::optional<InitKind> kind = tensor.getInit();
-    ArrayRef<double> args =
-        tensor.getInitArgs() ? *tensor.getInitArgs() : ArrayRef<double>();
-    if (!kind) {
-      if (!seed)
-        return tensor.emitError()
-               << "tensor '" << tensor.getSymName()
-               << "' has no value: it has no initialiser; give --init "
-                  "random:SEED";
-      double scale =
-          1.0 /
-          std::sqrt(static_cast<double>(shape.empty() ? 1 : shape.back()));
-      for (double &x : value.data)
-        x = scale * stream.nextNormal();
-      return value;
+    std::optional<::energy::InitSpec> init;
+    if (std::optional<InitKind> kind = tensor.getInit()) {
+      init.emplace();
+      init->kind = *::energy::initKindFromName(stringifyInitKind(*kind).str());
+      if (tensor.getInitArgs())
+        init->args.assign(tensor.getInitArgs()->begin(),
+                          tensor.getInitArgs()->end());
     }
-    switch (*kind) {
-    case InitKind::zeros:
-      break;
-    case InitKind::ones:
-      std::fill(value.data.begin(), value.data.end(), 1.0);
-      break;
-    case InitKind::eye: {
-      int64_t n = shape.back();
-      for (int64_t i = 0; i < value.size(); ++i)
-        value.data[i] = (i % n) == ((i / n) % n) ? 1.0 : 0.0;
-      break;
-    }
-    case InitKind::normal:
-      for (double &x : value.data)
-        x = args[0] + args[1] * stream.nextNormal();
-      break;
-    case InitKind::uniform:
-      for (double &x : value.data)
-        x = args[0] + (args[1] - args[0]) * stream.nextUniform();
-      break;
-    case InitKind::copy:
-      llvm_unreachable("copies are bound after their sources");
-    }
-    return value;
+    ::energy::Expected<::energy::Tensor> value = ::energy::initialValue(
+        ::energy::DType::F64, shape, tensor.getSymName().str(), init, seed);
+    if (!value)
+      return tensor.emitError() << value.message();
+    Tensor result(shape);
+    for (int64_t i = 0; i < result.size(); ++i)
+      result.data[i] = value->at(i);
+    return result;
   }
 
   ModelOp model;
   Bindings bindings;
 };
 
-/// The tensors of the --in files, as the interpreter's tensors.
-FailureOr<std::map<std::string, Tensor>> readInputs() {
-  std::map<std::string, Tensor> tensors;
+using RuntimeTensors = std::map<std::string, ::energy::Tensor>;
+
+/// The name under which --out files keep the step counter (`step` is a
+/// keyword, so no tensor has it); --in restores it.
+constexpr const char *kStepTensor = "step";
+
+/// The tensors of the --in files.
+FailureOr<RuntimeTensors> readInputs() {
+  RuntimeTensors tensors;
   for (const std::string &path : inputFiles) {
     ::energy::Expected<::energy::SafetensorsContents> contents =
         ::energy::readSafetensors(path);
     if (!contents)
       return fail(contents.message()), failure();
-    for (const auto &[name, value] : contents->tensors) {
-      Tensor tensor(value.shape());
-      for (int64_t i = 0; i < tensor.size(); ++i)
-        tensor.data[i] = value.at(i);
-      if (!tensors.emplace(name, std::move(tensor)).second)
+    for (auto &[name, value] : contents->tensors)
+      if (!tensors.emplace(name, value).second)
         return fail("--in: tensor '" + name + "' is given twice"), failure();
-    }
   }
   return tensors;
 }
 
-/// Writes `tensors` (in double precision) to the --out file.
-bool writeOutputs(const std::map<std::string, Tensor> &tensors) {
-  std::map<std::string, ::energy::Tensor> values;
-  for (const auto &[name, tensor] : tensors) {
-    ::energy::Tensor value(::energy::DType::F64, tensor.shape);
-    for (int64_t i = 0; i < tensor.size(); ++i)
-      value.set(i, tensor.data[i]);
-    values.emplace(name, std::move(value));
-  }
-  ::energy::Status status = ::energy::writeSafetensors(outputFile, values);
+/// Writes `tensors` to the --out file (atomically).
+bool writeOutputs(const RuntimeTensors &tensors) {
+  ::energy::Status status = ::energy::writeSafetensors(outputFile, tensors);
   if (!status)
     return fail(status.message()), false;
   return true;
 }
 
-json::Array toJson(const Tensor &tensor) {
+::energy::Tensor toRuntime(const Tensor &tensor) {
+  ::energy::Tensor value(::energy::DType::F64, tensor.shape);
+  for (int64_t i = 0; i < tensor.size(); ++i)
+    value.set(i, tensor.data[i]);
+  return value;
+}
+
+Tensor fromRuntime(const ::energy::Tensor &tensor) {
+  Tensor value(tensor.shape());
+  for (int64_t i = 0; i < value.size(); ++i)
+    value.data[i] = tensor.at(i);
+  return value;
+}
+
+json::Array toJson(const ::energy::Tensor &tensor) {
   json::Array data;
-  for (double x : tensor.data)
-    data.push_back(x);
+  for (int64_t i = 0; i < tensor.elementCount(); ++i)
+    data.push_back(tensor.at(i));
   return data;
 }
-} // namespace
 
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(runOptions);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "energy-run: evaluates an energy model's energy and gradients, or runs "
-      "its dynamics\n");
-  if (!useInterpreter)
-    return fail("compiled execution comes with code generation; run the "
-                "model on the reference interpreter with --interp");
-  std::optional<uint64_t> seed;
-  if (!initSpec.empty()) {
-    uint64_t value;
-    StringRef spec(initSpec);
-    if (!spec.consume_front("random:") || spec.getAsInteger(10, value))
-      return fail("--init " + initSpec + ": expected random:SEED");
-    seed = value;
+void printEnergy(double energy) {
+  if (jsonOutput)
+    outs() << formatv("{0}", json::Value(json::Object{{"energy", energy}}))
+           << "\n";
+  else
+    outs() << formatv("energy {0:e}\n", energy);
+}
+
+/// Prints gradients (text or JSON) and writes them with --out.
+bool reportGradients(const RuntimeTensors &gradients) {
+  json::Object result;
+  for (const auto &[name, value] : gradients) {
+    if (jsonOutput) {
+      json::Array shape;
+      for (int64_t size : value.shape())
+        shape.push_back(size);
+      result[name] =
+          json::Object{{"shape", std::move(shape)}, {"data", toJson(value)}};
+    } else {
+      outs() << name << " " << value.shapeString() << "\n";
+      // With --out the values go to the file only.
+      if (outputFile.empty())
+        for (int64_t i = 0; i < value.elementCount(); ++i)
+          outs() << formatv("  {0:e}\n", value.at(i));
+    }
   }
-  auto dims = parseSettings<int64_t>(dimValues, "dim");
-  auto consts = parseSettings<double>(constValues, "const");
-  if (failed(dims) || failed(consts))
-    return 1;
+  if (jsonOutput)
+    outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
+  return outputFile.empty() || writeOutputs(gradients);
+}
 
-  SourceMgr sourceMgr;
-  fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::string readError;
-  std::unique_ptr<fe::Model> ast = fe::parseAndCheckFile(
-      modelFile, sourceMgr, diagnostics, frontendOptimizers(), readError);
-  if (!readError.empty())
-    return fail(readError);
-  if (!ast)
-    return 1;
+/// Reports the energy after each step: --trace lines, or a progress line
+/// on stderr at most once a second.
+class StepReporter {
+public:
+  void operator()(int64_t step, double energy) {
+    energies.push_back(energy);
+    if (trace && !jsonOutput)
+      outs() << formatv("step {0,4}  energy {1:e}\n", step, energy);
+    auto now = std::chrono::steady_clock::now();
+    if (!trace && now - lastProgress > std::chrono::seconds(1)) {
+      errs() << formatv("energy-run: step {0}, energy {1:e}\n", step, energy);
+      lastProgress = now;
+    }
+  }
+  void printStart(double energy) {
+    if (trace && !jsonOutput)
+      outs() << formatv("start       energy {0:e}\n", energy);
+  }
+  void printSummary(int64_t steps) {
+    double final = energies.empty() ? 0.0 : energies.back();
+    if (jsonOutput) {
+      json::Array traceJson;
+      for (double e : energies)
+        traceJson.push_back(e);
+      outs() << formatv("{0}", json::Value(json::Object{
+                                   {"energy", final},
+                                   {"steps", steps},
+                                   {"trace", std::move(traceJson)}}))
+             << "\n";
+    } else {
+      outs() << formatv("final energy {0:e} after {1} steps\n", final, steps);
+    }
+  }
 
-  MLIRContext context;
-  context.loadDialect<EnergyDialect, arith::ArithDialect>();
-  context.printOpOnDiagnostic(false);
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      fe::emitEnergyDialect(context, *ast, sourceMgr);
-  if (!module)
-    return 1;
-  PassManager passes(&context, ModuleOp::getOperationName());
-  buildUpdatePipeline(passes.nest<ModelOp>(),
-                      std::vector<std::string>(wrt.begin(), wrt.end()));
-  if (failed(passes.run(*module)))
-    return 1;
-  ModelOp model = *module->getOps<ModelOp>().begin();
+private:
+  std::vector<double> energies;
+  std::chrono::steady_clock::time_point lastProgress =
+      std::chrono::steady_clock::now();
+};
 
-  FailureOr<std::map<std::string, Tensor>> inputs = readInputs();
-  if (failed(inputs))
-    return 1;
+/// Everything the command line binds.
+struct RunInputs {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  std::vector<std::pair<std::string, double>> consts;
+  RuntimeTensors tensors;
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> step;
+};
+
+/// Runs a model on the reference interpreter.
+int runInterpreted(ModelOp model, const RunInputs &inputs) {
+  std::map<std::string, Tensor> given;
+  for (const auto &[name, value] : inputs.tensors)
+    given[name] = fromRuntime(value);
   InterpretedRun run(model);
-  if (failed(run.bind(*dims, *consts, *inputs, seed)))
+  if (failed(run.bind(inputs.dims, inputs.consts, given, inputs.seed)))
     return 1;
 
   if (evalKind == EvalKind::Energy) {
@@ -448,11 +480,7 @@ int main(int argc, char **argv) {
     FailureOr<double> energy = interpreter->evaluateEnergy();
     if (failed(energy))
       return 1;
-    if (jsonOutput)
-      outs() << formatv("{0}", json::Value(json::Object{{"energy", *energy}}))
-             << "\n";
-    else
-      outs() << formatv("energy {0:e}\n", *energy);
+    printEnergy(*energy);
     return 0;
   }
 
@@ -460,35 +488,25 @@ int main(int argc, char **argv) {
     FailureOr<Interpreter> interpreter = run.interpreter();
     if (failed(interpreter))
       return 1;
-    json::Object result;
-    std::map<std::string, Tensor> gradients;
+    RuntimeTensors gradients;
     for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
       if (gradient.getOf())
+        continue;
+      auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
+      bool wanted = wrt.empty() ? tensor.getRole() == Role::state &&
+                                      !tensor->hasAttr("optimizer_state")
+                                : llvm::is_contained(wrt, gradient.getTensor());
+      if (!wanted)
         continue;
       FailureOr<Tensor> value = interpreter->evaluateGradient(gradient);
       if (failed(value))
         return 1;
-      std::string name = ("grad." + gradient.getTensor()).str();
-      gradients[name] = *value;
-      if (jsonOutput) {
-        json::Array shape;
-        for (int64_t size : value->shape)
-          shape.push_back(size);
-        result[name] =
-            json::Object{{"shape", std::move(shape)}, {"data", toJson(*value)}};
-      } else {
-        outs() << name << " " << Tensor::shapeString(value->shape) << "\n";
-        for (double x : value->data)
-          outs() << formatv("  {0:e}\n", x);
-      }
+      gradients[("grad." + gradient.getTensor()).str()] = toRuntime(*value);
     }
-    if (jsonOutput)
-      outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
-    if (!outputFile.empty() && !writeOutputs(gradients))
-      return 1;
-    return 0;
+    return reportGradients(gradients) ? 0 : 1;
   }
 
+  StepReporter reporter;
   if (trace && !jsonOutput) {
     FailureOr<Interpreter> initial = run.interpreter();
     if (failed(initial))
@@ -496,41 +514,266 @@ int main(int argc, char **argv) {
     FailureOr<double> energy = initial->evaluateEnergy();
     if (failed(energy))
       return 1;
-    outs() << formatv("start       energy {0:e}\n", *energy);
+    reporter.printStart(*energy);
   }
-  std::vector<double> energies;
-  auto start = std::chrono::steady_clock::now();
-  auto lastProgress = start;
-  FailureOr<int64_t> steps = run.run(stepsOverride, [&](int64_t step,
-                                                        double energy) {
-    energies.push_back(energy);
-    if (trace && !jsonOutput)
-      outs() << formatv("step {0,4}  energy {1:e}\n", step, energy);
-    auto now = std::chrono::steady_clock::now();
-    if (!trace && now - lastProgress > std::chrono::seconds(1)) {
-      errs() << formatv("energy-run: step {0}, energy {1:e}\n", step, energy);
-      lastProgress = now;
-    }
-  });
+  int64_t firstStep = inputs.step.value_or(0);
+  FailureOr<int64_t> steps =
+      run.run(firstStep, stepsOverride,
+              [&](int64_t step, double energy) { reporter(step, energy); });
   if (failed(steps))
     return 1;
   if (!outputFile.empty()) {
     FailureOr<std::map<std::string, Tensor>> results = run.results();
-    if (failed(results) || !writeOutputs(*results))
+    if (failed(results))
+      return 1;
+    RuntimeTensors values;
+    for (const auto &[name, value] : *results)
+      values.emplace(name, toRuntime(value));
+    ::energy::Tensor step(::energy::DType::F64, {});
+    step.set(0, static_cast<double>(firstStep + *steps));
+    values.emplace(kStepTensor, std::move(step));
+    if (!writeOutputs(values))
       return 1;
   }
-  double final = energies.empty() ? 0.0 : energies.back();
-  if (jsonOutput) {
-    json::Array traceJson;
-    for (double e : energies)
-      traceJson.push_back(e);
-    outs() << formatv("{0}", json::Value(
-                                 json::Object{{"energy", final},
-                                              {"steps", *steps},
-                                              {"trace", std::move(traceJson)}}))
-           << "\n";
-  } else {
-    outs() << formatv("final energy {0:e} after {1} steps\n", final, *steps);
-  }
+  reporter.printSummary(*steps);
   return 0;
+}
+
+/// Runs a compiled model through the runtime library.
+int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
+  std::string modelDtype =
+      StringRef(std::string(::energy::dtypeName(model.dtype()))).lower();
+  if (!dtypeOption.empty() && dtypeOption != modelDtype)
+    return fail(model.label() + " was compiled for " + modelDtype +
+                "; recompile it with energyc --dtype " + dtypeOption);
+  int threads = threadCount;
+  if (threads <= 0)
+    if (const char *text = std::getenv("ENERGY_NUM_THREADS"))
+      threads = std::atoi(text);
+  if (threads > 0)
+    model.setThreads(threads);
+
+  ::energy::SessionOptions options;
+  for (const auto &[name, value] : inputs.dims)
+    options.dims[name] = value;
+  for (const auto &[name, value] : inputs.consts)
+    options.consts[name] = value;
+  options.seed = inputs.seed;
+  ::energy::Expected<::energy::Session> created = model.session(options);
+  if (!created)
+    return fail(created.message());
+  ::energy::Session &session = *created;
+  if (inputs.step)
+    session.setStepCount(*inputs.step);
+  for (const auto &[name, value] : inputs.tensors)
+    if (::energy::Status status = session.set(name, value); !status)
+      return fail(status.message());
+  auto printNotes = [&] {
+    for (const std::string &note : session.notes())
+      WithColor::note(errs(), "energy-run") << note << "\n";
+  };
+  printNotes();
+
+  if (evalKind == EvalKind::Energy) {
+    ::energy::Expected<double> energy = session.energy();
+    if (!energy)
+      return fail(energy.message());
+    printEnergy(*energy);
+    return 0;
+  }
+
+  if (evalKind == EvalKind::Grad) {
+    std::vector<std::string> names(wrt.begin(), wrt.end());
+    if (names.empty())
+      for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
+        if (buffer.kind == ::energy::BufferKind::Tensor &&
+            buffer.role == ::energy::TensorRole::State &&
+            !buffer.optimizerStateOf)
+          names.push_back(buffer.name);
+    RuntimeTensors gradients;
+    for (const std::string &name : names) {
+      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
+      if (!value)
+        return fail(value.message());
+      gradients.emplace("grad." + name, std::move(*value));
+    }
+    return reportGradients(gradients) ? 0 : 1;
+  }
+
+  StepReporter reporter;
+  if (trace && !jsonOutput) {
+    ::energy::Expected<double> energy = session.energy();
+    if (!energy)
+      return fail(energy.message());
+    reporter.printStart(*energy);
+  }
+  ::energy::RunOptions runOptions;
+  if (stepsOverride >= 0)
+    runOptions.steps = stepsOverride;
+  runOptions.onStep = [&](int64_t step, double energy) {
+    reporter(step, energy);
+  };
+  // A model without dynamics runs no steps: its outputs are still written.
+  ::energy::RunResult finished;
+  if (model.hasDynamics()) {
+    ::energy::Expected<::energy::RunResult> result = session.run(runOptions);
+    if (!result)
+      return fail(result.message());
+    finished = std::move(*result);
+  }
+  if (!outputFile.empty()) {
+    ::energy::Expected<RuntimeTensors> values = session.stateTensors();
+    if (!values)
+      return fail(values.message());
+    for (const std::string &name : session.outputNames()) {
+      ::energy::Expected<::energy::Tensor> value = session.get(name);
+      if (!value)
+        return fail(value.message());
+      values->emplace(name, std::move(*value));
+    }
+    ::energy::Tensor step(::energy::DType::F64, {});
+    step.set(0, static_cast<double>(session.stepCount()));
+    values->emplace(kStepTensor, std::move(step));
+    if (!writeOutputs(*values))
+      return 1;
+  }
+  reporter.printSummary(finished.steps);
+  return 0;
+}
+
+/// Parses and checks `sourceMgr`'s main buffer and emits its model; null
+/// after reporting errors.
+OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
+  fe::DiagnosticEngine diagnostics(sourceMgr);
+  std::unique_ptr<fe::Model> ast = fe::parseAndCheck(
+      sourceMgr, sourceMgr.getMainFileID(), diagnostics, frontendOptimizers());
+  if (!ast || diagnostics.hasErrors())
+    return nullptr;
+  return fe::emitEnergyDialect(context, *ast, sourceMgr);
+}
+} // namespace
+
+/// Removes `--threads N` / `--threads=N` from `arguments` into threadCount.
+bool takeThreadsOption(SmallVectorImpl<const char *> &arguments) {
+  for (size_t i = 1; i < arguments.size(); ++i) {
+    StringRef argument = arguments[i];
+    if (!argument.consume_front("--threads") &&
+        !argument.consume_front("-threads"))
+      continue;
+    size_t count = 1;
+    if (argument.empty() && i + 1 < arguments.size()) {
+      argument = arguments[i + 1];
+      count = 2;
+    } else if (!argument.consume_front("=")) {
+      continue;
+    }
+    if (argument.getAsInteger(10, threadCount) || threadCount <= 0)
+      return fail("--threads " + argument +
+                  ": expected a positive number of threads"),
+             false;
+    arguments.erase(arguments.begin() + i, arguments.begin() + i + count);
+    --i;
+  }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  SmallVector<const char *> arguments(argv, argv + argc);
+  if (!takeThreadsOption(arguments))
+    return 1;
+  argc = arguments.size();
+  argv = const_cast<char **>(arguments.data());
+  cl::HideUnrelatedOptions(runOptions);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "energy-run: evaluates an energy model's energy and gradients, or runs "
+      "its dynamics\n");
+  RunInputs inputs;
+  if (!initSpec.empty()) {
+    uint64_t value;
+    StringRef spec(initSpec);
+    if (!spec.consume_front("random:") || spec.getAsInteger(10, value))
+      return fail("--init " + initSpec + ": expected random:SEED");
+    inputs.seed = value;
+  }
+  if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64")
+    return fail("--dtype " + dtypeOption + ": expected f32 or f64");
+  auto dims = parseSettings<int64_t>(dimValues, "dim");
+  auto consts = parseSettings<double>(constValues, "const");
+  if (failed(dims) || failed(consts))
+    return 1;
+  inputs.dims = *dims;
+  inputs.consts = *consts;
+  FailureOr<RuntimeTensors> tensors = readInputs();
+  if (failed(tensors))
+    return 1;
+  inputs.tensors = std::move(*tensors);
+  if (auto it = inputs.tensors.find(kStepTensor); it != inputs.tensors.end()) {
+    if (it->second.elementCount() != 1 || it->second.at(0) < 0)
+      return fail("--in: 'step' must be a scalar step count");
+    inputs.step = static_cast<int64_t>(it->second.at(0));
+    inputs.tensors.erase(it);
+  }
+
+  // The source: the .energy file, or the one an artifact embeds.
+  SourceMgr sourceMgr;
+  bool isArtifact = StringRef(modelFile).ends_with(".so");
+  std::optional<::energy::Model> artifact;
+  if (isArtifact) {
+    ::energy::Expected<::energy::Model> loaded =
+        ::energy::Model::load(modelFile);
+    if (!loaded)
+      return fail(loaded.message());
+    artifact = std::move(*loaded);
+    if (!useInterpreter)
+      return runCompiled(*artifact, inputs);
+    sourceMgr.AddNewSourceBuffer(
+        MemoryBuffer::getMemBufferCopy(artifact->source(),
+                                       artifact->sourceName()),
+        SMLoc());
+  } else {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+        MemoryBuffer::getFileOrSTDIN(modelFile);
+    if (!file)
+      return fail("cannot read " + modelFile + ": " +
+                  file.getError().message());
+    sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
+  }
+
+  MLIRContext context;
+  context.loadDialect<EnergyDialect, arith::ArithDialect>();
+  context.printOpOnDiagnostic(false);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = emitModel(context, sourceMgr);
+  if (!module)
+    return 1;
+
+  if (!useInterpreter) {
+    ArtifactOptions options;
+    options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
+    options.sourceName = modelFile;
+    options.sourceText =
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    FailureOr<OwningOpRef<ModuleOp>> lowered =
+        compileToArtifactModule(*module, options);
+    if (failed(lowered))
+      return 1;
+    std::string error;
+    FailureOr<JitArtifact> compiled = compileInProcess(**lowered, error);
+    if (failed(compiled))
+      return fail("compiling " + modelFile + ": " + error);
+    ::energy::Expected<::energy::Model> jitModel = ::energy::Model::fromSymbols(
+        modelFile, compiled->lookup, compiled->handle);
+    if (!jitModel)
+      return fail(jitModel.message());
+    return runCompiled(*jitModel, inputs);
+  }
+
+  PassManager passes(&context, ModuleOp::getOperationName());
+  buildUpdatePipeline(passes.nest<ModelOp>(),
+                      std::vector<std::string>(wrt.begin(), wrt.end()));
+  if (failed(passes.run(*module)))
+    return 1;
+  return runInterpreted(*module->getOps<ModelOp>().begin(), inputs);
 }
