@@ -40,14 +40,6 @@ using namespace mlir::energy;
 namespace fe = ::energy::frontend;
 
 namespace {
-/// The optimizers the front end accepts: the registry's.
-const fe::OptimizerTable &frontendOptimizers() {
-  static const fe::OptimizerTable table =
-      mlir::energy::buildFrontendOptimizerTable(
-          mlir::energy::OptimizerRegistry::get());
-  return table;
-}
-
 enum class EvalKind { Energy, Grad, Run };
 
 cl::OptionCategory runOptions("energy-run options");
@@ -645,8 +637,9 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
 /// after reporting errors.
 OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::unique_ptr<fe::Model> ast = fe::parseAndCheck(
-      sourceMgr, sourceMgr.getMainFileID(), diagnostics, frontendOptimizers());
+  std::unique_ptr<fe::Model> ast =
+      fe::parseAndCheck(sourceMgr, sourceMgr.getMainFileID(), diagnostics,
+                        mlir::energy::getRegistryOptimizerTable());
   if (!ast || diagnostics.hasErrors())
     return nullptr;
   return fe::emitEnergyDialect(context, *ast, sourceMgr);

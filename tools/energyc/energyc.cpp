@@ -35,14 +35,6 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
-/// The optimizers the front end accepts: the registry's.
-const fe::OptimizerTable &frontendOptimizers() {
-  static const fe::OptimizerTable table =
-      mlir::energy::buildFrontendOptimizerTable(
-          mlir::energy::OptimizerRegistry::get());
-  return table;
-}
-
 enum class EmitKind { Ast, Energy, Grad, Update, Llvm, Lib };
 
 cl::OptionCategory energycOptions("energyc options");
@@ -170,7 +162,8 @@ int main(int argc, char **argv) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::string readError;
   std::unique_ptr<fe::Model> model = fe::parseAndCheckFile(
-      inputFile, sourceMgr, diagnostics, frontendOptimizers(), readError);
+      inputFile, sourceMgr, diagnostics,
+      mlir::energy::getRegistryOptimizerTable(), readError);
   if (!readError.empty())
     return fail(readError);
   if (!model)

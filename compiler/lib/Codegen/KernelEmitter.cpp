@@ -11,6 +11,7 @@
 
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Codegen/KernelSupport.h"
+#include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,7 +22,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -53,7 +53,6 @@ struct ModelContext {
   FloatType elementType;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
-  llvm::DenseSet<Operation *> lets;
   /// The private function computing each gradient program into a buffer.
   DenseMap<Operation *, func::FuncOp> gradientFunctions;
 };
@@ -133,7 +132,6 @@ private:
 
   /// Lets computed so far in the current statement scope.
   DenseMap<Operation *, Value> letBuffers;
-  llvm::StringSet<> storedTensors;
 
   Type pointerType() { return LLVM::LLVMPointerType::get(b.getContext()); }
   Value index(int64_t value) {
@@ -609,7 +607,6 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
         loadBufferPointer(context.bufferIndex.lookup(store.getTensor()));
     copyInto(get(store.getValue()), tensor.getArrayType(), storage,
              /*accumulate=*/false);
-    storedTensors.insert(store.getTensor());
     // Lets read the state: recompute them after it changes.
     letBuffers.clear();
     return success();

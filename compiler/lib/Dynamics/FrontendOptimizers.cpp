@@ -35,3 +35,9 @@ mlir::energy::buildFrontendOptimizerTable(const OptimizerRegistry &registry) {
   table.add({"stationary", fe::OptimizerCategory::Stationary, {}, "", {}});
   return table;
 }
+
+const fe::OptimizerTable &mlir::energy::getRegistryOptimizerTable() {
+  static const fe::OptimizerTable table =
+      buildFrontendOptimizerTable(OptimizerRegistry::get());
+  return table;
+}

@@ -9,8 +9,6 @@
 #ifndef ENERGY_CODEGEN_KERNELSUPPORT_H
 #define ENERGY_CODEGEN_KERNELSUPPORT_H
 
-#include "energy/Runtime/ArtifactABI.h"
-
 #include <stdint.h>
 
 namespace mlir::energy {

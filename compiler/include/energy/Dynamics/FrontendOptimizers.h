@@ -20,6 +20,10 @@ namespace mlir::energy {
 ::energy::frontend::OptimizerTable
 buildFrontendOptimizerTable(const OptimizerRegistry &registry);
 
+/// The table of the global registry, built once: what the tools give the
+/// front end.
+const ::energy::frontend::OptimizerTable &getRegistryOptimizerTable();
+
 } // namespace mlir::energy
 
 #endif // ENERGY_DYNAMICS_FRONTENDOPTIMIZERS_H
