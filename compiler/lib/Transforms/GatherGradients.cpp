@@ -1,14 +1,15 @@
-//===- GatherGradients.cpp - Sums instead of repeated accumulations -------===//
+//===- GatherGradients.cpp - Gradients as sums instead of scatters --------===//
 //
-// Rewrites accumulations that add into one slot at every position of a loop
-// into one accumulation of a sum, and takes loop-invariant linear factors
-// out of that sum.
+// Rewrites accumulations that add into one slot at every position of a loop,
+// and loops that scatter into the positions of an inner domain, into
+// accumulations of sums, taking loop-invariant linear factors out of them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -24,6 +25,45 @@ namespace {
 /// Whether `value` is defined outside `loop`.
 bool isOutside(Value value, Operation *loop) {
   return !loop->isAncestor(value.getParentRegion()->getParentOp());
+}
+
+void addOperandsToSlice(Operation *op, Block &block,
+                        llvm::SetVector<Operation *> &slice);
+
+/// Adds to `slice` the op of `block` that defines `value`, after the ops of
+/// `block` it needs.
+void addToSlice(Value value, Block &block,
+                llvm::SetVector<Operation *> &slice) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &block || slice.contains(def))
+    return;
+  addOperandsToSlice(def, block, slice);
+  slice.insert(def);
+}
+
+/// Adds to `slice` the ops of `block` that `op`, or an op nested in it,
+/// uses.
+void addOperandsToSlice(Operation *op, Block &block,
+                        llvm::SetVector<Operation *> &slice) {
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      addToSlice(operand, block, slice);
+  });
+}
+
+/// Clones the ops of `block` that are in `slice`, in the block's order.
+void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
+                OpBuilder &builder, IRMapping &mapping) {
+  for (Operation &op : block)
+    if (slice.contains(&op))
+      builder.clone(op, mapping);
+}
+
+/// Adds to `block` one index argument per argument of `like`, mapped.
+void addIndexArguments(Block &block, Block &like, IRMapping &mapping) {
+  for (BlockArgument argument : like.getArguments())
+    mapping.map(argument,
+                block.addArgument(argument.getType(), argument.getLoc()));
 }
 
 /// Σ_p M v_p = M Σ_p v_p and Σ_p c v_p = c Σ_p v_p for M, c invariant in
@@ -76,6 +116,11 @@ struct GatherGradientsPass
     getOperation().walk([&](ForeachOp loop) { loops.push_back(loop); });
     for (ForeachOp loop : loops)
       gather(loop);
+    SymbolTable symbols(getOperation());
+    for (GradientOp gradient : getOperation().getOps<GradientOp>())
+      for (ForeachOp outer : llvm::make_early_inc_range(
+               gradient.getBody().front().getOps<ForeachOp>()))
+        gatherScatters(outer, symbols);
   }
 
   void gather(ForeachOp loop) {
@@ -94,28 +139,12 @@ struct GatherGradientsPass
       IRMapping mapping;
       loop.getPredicate().cloneInto(&sum.getPredicate(), mapping);
       Block &sumBody = sum.getBody().emplaceBlock();
-      for (BlockArgument argument : body.getArguments())
-        mapping.map(argument,
-                    sumBody.addArgument(argument.getType(), argument.getLoc()));
+      addIndexArguments(sumBody, body, mapping);
       // The ops of the loop body that the value needs, in order.
       llvm::SetVector<Operation *> slice;
-      std::function<void(Value)> collect = [&](Value v) {
-        Operation *def = v.getDefiningOp();
-        if (!def || def->getBlock() != &body || slice.contains(def))
-          return;
-        for (Value operand : def->getOperands())
-          collect(operand);
-        def->walk([&](Operation *nested) {
-          for (Value operand : nested->getOperands())
-            collect(operand);
-        });
-        slice.insert(def);
-      };
-      collect(value);
+      addToSlice(value, body, slice);
       OpBuilder inner = OpBuilder::atBlockEnd(&sumBody);
-      for (Operation &op : body)
-        if (slice.contains(&op))
-          inner.clone(op, mapping);
+      cloneSlice(body, slice, inner, mapping);
       YieldOp::create(inner, loop.getLoc(), mapping.lookupOrDefault(value));
       moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
       builder.setInsertionPointAfter(sum);
@@ -129,6 +158,158 @@ struct GatherGradientsPass
     if (!invariant.empty() && body.getOps<AccumulateOp>().empty() &&
         body.getOps<ForeachOp>().empty())
       loop.erase();
+  }
+
+  /// Whether `inner`, a loop in the body of `outer`, only adds into slots
+  /// that its own indices choose: a scatter, whose sum over `outer`'s domain
+  /// can be gathered slot by slot.
+  static bool isScatter(ForeachOp inner, ForeachOp outer) {
+    Block &body = inner.getBody().front();
+    bool accumulates = false;
+    WalkResult walk = inner.getBody().walk([&](Operation *op) {
+      if (isa<ForeachOp>(op))
+        return WalkResult::interrupt();
+      auto accumulate = dyn_cast<AccumulateOp>(op);
+      if (!accumulate)
+        return WalkResult::advance();
+      accumulates = true;
+      if (accumulate->getBlock() != &body)
+        return WalkResult::interrupt();
+      for (Value index : accumulate.getIndices())
+        if (!isOutside(index, outer) &&
+            llvm::find(body.getArguments(), index) == body.args_end())
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return accumulates && !walk.wasInterrupted();
+  }
+
+  /// Rewrites each scatter nested in `outer` (the parent side of an lse
+  /// term: Σ_c w_cp q_c added into slot p) as a loop of its own over the
+  /// scatter's domain that gathers a sum over `outer`'s domain, so that
+  /// every slot is written by one position of one loop. Reductions of
+  /// `outer`'s body that the scatter needs (the lse of each child) are
+  /// computed once, into a let that both loops read.
+  void gatherScatters(ForeachOp outer, SymbolTable &symbols) {
+    // A let is computed at every position of its domain, which ranges over
+    // dims: the outer loop must be such a domain and skip no position.
+    if (outer.hasPredicate() ||
+        llvm::any_of(outer.getSizes(), [](Attribute size) {
+          return !cast<DimExprAttr>(size).getDimName();
+        }))
+      return;
+    Block &outerBody = outer.getBody().front();
+    SmallVector<ForeachOp> scatters;
+    for (ForeachOp inner : outerBody.getOps<ForeachOp>())
+      if (isScatter(inner, outer))
+        scatters.push_back(inner);
+    for (ForeachOp inner : scatters) {
+      llvm::SetVector<Operation *> needed;
+      addOperandsToSlice(inner, outerBody, needed);
+      for (Operation *op : needed)
+        if (auto reduce = dyn_cast<ReduceOp>(op))
+          stash(reduce, outer, symbols);
+      gatherScatter(inner, outer);
+    }
+    if (!scatters.empty() && outerBody.getOps<AccumulateOp>().empty() &&
+        outerBody.getOps<ForeachOp>().empty())
+      outer.erase();
+  }
+
+  /// Replaces `reduce`, in the body of `outer`, by a read of a new let over
+  /// `outer`'s domain that computes it.
+  static void stash(ReduceOp reduce, ForeachOp outer, SymbolTable &symbols) {
+    Block &outerBody = outer.getBody().front();
+    Block &top = *outer->getBlock();
+    auto gradient = outer->getParentOfType<GradientOp>();
+    OpBuilder builder(gradient);
+    auto let = LetOp::create(
+        builder, reduce.getLoc(),
+        builder.getStringAttr(gradient.getTensor().str() + ".gather"),
+        outer.getSizes(), TypeAttr::get(reduce.getType()));
+    symbols.insert(let);
+    Block &letBody = let.getBody().emplaceBlock();
+    IRMapping mapping;
+    addIndexArguments(letBody, outerBody, mapping);
+    // A let reads no values from outside: the values of the gradient's
+    // body that the reduction needs are recomputed in it.
+    llvm::SetVector<Operation *> local, global;
+    addToSlice(reduce.getResult(), outerBody, local);
+    for (Operation *op : local)
+      addOperandsToSlice(op, top, global);
+    OpBuilder inside = OpBuilder::atBlockEnd(&letBody);
+    cloneSlice(top, global, inside, mapping);
+    cloneSlice(outerBody, local, inside, mapping);
+    YieldOp::create(inside, reduce.getLoc(),
+                    mapping.lookup(reduce.getResult()));
+    builder.setInsertionPoint(reduce);
+    Value read =
+        ReadOp::create(builder, reduce.getLoc(), reduce.getType(),
+                       FlatSymbolRefAttr::get(let.getSymNameAttr()),
+                       AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                           outerBody.getNumArguments(), builder.getContext())),
+                       outerBody.getArguments());
+    reduce.replaceAllUsesWith(read);
+    reduce.erase();
+  }
+
+  /// Moves the scatter `inner` out of `outer`: a new loop after `outer`
+  /// over `inner`'s domain accumulates, at each slot, the sum over `outer`'s
+  /// domain of what `inner` added there.
+  static void gatherScatter(ForeachOp inner, ForeachOp outer) {
+    Block &outerBody = outer.getBody().front();
+    Block &innerBody = inner.getBody().front();
+    OpBuilder builder(outer->getContext());
+    builder.setInsertionPointAfter(outer);
+    auto gather = ForeachOp::create(builder, inner.getLoc(), inner.getSizes());
+    Block &gatherBody = gather.getBody().emplaceBlock();
+    IRMapping slots;
+    addIndexArguments(gatherBody, innerBody, slots);
+    builder.setInsertionPointToStart(&gatherBody);
+    for (AccumulateOp accumulate :
+         llvm::to_vector(innerBody.getOps<AccumulateOp>())) {
+      Value value = accumulate.getValue();
+      auto sum = ReduceOp::create(builder, inner.getLoc(), value.getType(),
+                                  ReduceKind::sum, outer.getSizes(), Value());
+      // The positions of `outer` at which `inner` admitted the slot.
+      if (inner.hasPredicate()) {
+        Block &predicate = sum.getPredicate().emplaceBlock();
+        IRMapping mapping = slots;
+        addIndexArguments(predicate, outerBody, mapping);
+        Block &innerPredicate = inner.getPredicate().front();
+        for (auto [from, to] : llvm::zip(innerPredicate.getArguments(),
+                                         gatherBody.getArguments()))
+          mapping.map(from, to);
+        llvm::SetVector<Operation *> needed;
+        for (Operation &op : innerPredicate)
+          addOperandsToSlice(&op, outerBody, needed);
+        OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
+        cloneSlice(outerBody, needed, inside, mapping);
+        for (Operation &op : innerPredicate)
+          inside.clone(op, mapping);
+      }
+      Block &sumBody = sum.getBody().emplaceBlock();
+      IRMapping mapping = slots;
+      addIndexArguments(sumBody, outerBody, mapping);
+      llvm::SetVector<Operation *> innerSlice, outerSlice;
+      addToSlice(value, innerBody, innerSlice);
+      for (Operation *op : innerSlice)
+        addOperandsToSlice(op, outerBody, outerSlice);
+      OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
+      cloneSlice(outerBody, outerSlice, inside, mapping);
+      cloneSlice(innerBody, innerSlice, inside, mapping);
+      YieldOp::create(inside, inner.getLoc(), mapping.lookupOrDefault(value));
+      moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+      builder.setInsertionPointAfter(sum);
+      Value total = pullOutLinearFactor(sum, builder);
+      SmallVector<Value> indices;
+      for (Value index : accumulate.getIndices())
+        indices.push_back(slots.lookupOrDefault(index));
+      AccumulateOp::create(builder, accumulate.getLoc(), total,
+                           accumulate.getTensorAttr(), accumulate.getMapAttr(),
+                           indices);
+    }
+    inner.erase();
   }
 };
 } // namespace
