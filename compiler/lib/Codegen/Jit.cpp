@@ -61,6 +61,10 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
         reinterpret_cast<void *>(&energy_support_inverse_f64));
     add(kInverseSymbolF32,
         reinterpret_cast<void *>(&energy_support_inverse_f32));
+    add(kParallelForSymbol,
+        reinterpret_cast<void *>(&energy_support_parallel_for));
+    add(kSetNumThreadsSymbol,
+        reinterpret_cast<void *>(&energy_support_set_num_threads));
     return symbols;
   });
   std::shared_ptr<ExecutionEngine> shared(std::move(*engine));

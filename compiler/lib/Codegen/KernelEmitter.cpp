@@ -11,6 +11,7 @@
 
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Codegen/KernelSupport.h"
+#include "energy/Codegen/ParallelLoops.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
@@ -109,6 +110,12 @@ private:
   IRMapping integers;
   /// How many domain loops enclose the code being emitted.
   int loopDepth = 0;
+  /// Set by forDomain for the outermost loop of a parallel domain.
+  bool markNextLoopParallel = false;
+  /// Whether the positions of `loop` along its first axis add into disjoint
+  /// slots: every accumulation in it has that index as one of its axes, and
+  /// nothing else in it writes.
+  static bool writesDisjointSlots(ForeachOp loop);
   /// Values computed outside every domain loop.
   llvm::DenseSet<Value> topLevelValues;
   /// Work that loops hoist goes before this op: the start of the current
@@ -132,6 +139,29 @@ private:
 
   /// Lets computed so far in the current statement scope.
   DenseMap<Operation *, Value> letBuffers;
+  /// Lets and precomputed work read the state: after a store, or in a loop
+  /// of the program, they are computed again.
+  void forgetStateDerivedWork() {
+    letBuffers.clear();
+    precomputed.clear();
+  }
+  /// Emits `work`, which depends on no loop index, ahead of the current
+  /// statement when inside a loop, so that it runs once; work that `work`
+  /// hoists in turn goes before it.
+  template <typename Work> auto aheadOfStatement(Work work) {
+    OpBuilder::InsertionGuard guard(b);
+    Operation *enclosingAnchor = statementAnchor;
+    int enclosingDepth = loopDepth;
+    if (loopDepth > 0 && statementAnchor)
+      b.setInsertionPoint(statementAnchor);
+    statementAnchor = arith::ConstantIndexOp::create(b, loc, 0);
+    anchors.push_back(statementAnchor);
+    loopDepth = 0;
+    auto result = work();
+    statementAnchor = enclosingAnchor;
+    loopDepth = enclosingDepth;
+    return result;
+  }
 
   Type pointerType() { return LLVM::LLVMPointerType::get(b.getContext()); }
   Value index(int64_t value) {
@@ -204,10 +234,12 @@ private:
            function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Runs `body` at every position of `sizes` that `predicate` (when not
   /// empty) admits, carrying `carried`.
+  /// `parallel`: the positions along the first axis write disjoint memory,
+  /// so that loop may be shared out on the thread pool (ParallelLoops.h).
   FailureOr<SmallVector<Value>> forDomain(
       ArrayAttr sizes, Region &predicate, ValueRange carried,
       function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
-      Block *bodyBlock = nullptr);
+      Block *bodyBlock = nullptr, bool parallel = false);
   FailureOr<SmallVector<Value>> forDomainLevel(
       ArrayRef<Value> extents, SmallVector<Value> &indices, Region &predicate,
       ValueRange carried,
@@ -372,7 +404,7 @@ SmallVector<Value> KernelFunction::forRange(
 FailureOr<SmallVector<Value>> KernelFunction::forDomain(
     ArrayAttr sizes, Region &predicate, ValueRange carried,
     function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
-    Block *bodyBlock) {
+    Block *bodyBlock, bool parallel) {
   if (bodyBlock)
     precomputeIndexOnlyWork(sizes, *bodyBlock);
   SmallVector<Value> extents;
@@ -383,10 +415,30 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomain(
   }
   SmallVector<Value> indices;
   ++loopDepth;
+  markNextLoopParallel = parallel && carried.empty();
   FailureOr<SmallVector<Value>> result =
       forDomainLevel(extents, indices, predicate, carried, body);
+  markNextLoopParallel = false;
   --loopDepth;
   return result;
+}
+
+bool KernelFunction::writesDisjointSlots(ForeachOp loop) {
+  Value first = loop.getBody().front().getArgument(0);
+  WalkResult walk = loop.getBody().walk([&](Operation *op) {
+    if (isa<StoreOp, GradOp, RepeatOp>(op))
+      return WalkResult::interrupt();
+    auto accumulate = dyn_cast<AccumulateOp>(op);
+    if (!accumulate)
+      return WalkResult::advance();
+    bool slotAxis =
+        llvm::any_of(accumulate.getMap().getResults(), [&](AffineExpr result) {
+          auto dim = dyn_cast<AffineDimExpr>(result);
+          return dim && accumulate.getIndices()[dim.getPosition()] == first;
+        });
+    return slotAxis ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
 }
 
 void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
@@ -414,8 +466,6 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
     }
     if (!independent || reads.empty())
       continue;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(statementAnchor);
     auto type = cast<ArrayType>(matmul.getType());
     Precomputed entry;
     entry.elementSize = elementCount(type);
@@ -430,23 +480,26 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
     }
     entry.buffer = allocateElements(count);
     Region none;
-    FailureOr<SmallVector<Value>> done = forDomain(
-        sizes, none, {},
-        [&](ValueRange indices, ValueRange) -> FailureOr<SmallVector<Value>> {
-          for (auto [argument, value] : llvm::zip(body.getArguments(), indices))
-            integers.map(argument, value);
-          for (ReadOp read : reads)
-            if (failed(emitOp(read)))
+    FailureOr<SmallVector<Value>> done = aheadOfStatement([&] {
+      return forDomain(
+          sizes, none, {},
+          [&](ValueRange indices, ValueRange) -> FailureOr<SmallVector<Value>> {
+            for (auto [argument, value] :
+                 llvm::zip(body.getArguments(), indices))
+              integers.map(argument, value);
+            for (ReadOp read : reads)
+              if (failed(emitOp(read)))
+                return failure();
+            if (failed(emitOp(matmul)))
               return failure();
-          if (failed(emitOp(matmul)))
-            return failure();
-          Value offset = arith::MulIOp::create(
-              b, loc, sliceOffset(SmallVector<Value>(indices), entry.extents),
-              entry.elementSize);
-          copyInto(get(matmul.getResult()), type,
-                   offsetPointer(entry.buffer, offset), /*accumulate=*/false);
-          return SmallVector<Value>();
-        });
+            Value offset = arith::MulIOp::create(
+                b, loc, sliceOffset(SmallVector<Value>(indices), entry.extents),
+                entry.elementSize);
+            copyInto(get(matmul.getResult()), type,
+                     offsetPointer(entry.buffer, offset), /*accumulate=*/false);
+            return SmallVector<Value>();
+          });
+    });
     if (succeeded(done))
       precomputed[matmul] = std::move(entry);
   }
@@ -482,6 +535,9 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
   }
   auto loop =
       scf::ForOp::create(b, loc, index(0), extents.front(), index(1), carried);
+  if (markNextLoopParallel)
+    markParallel(loop);
+  markNextLoopParallel = false;
   dropImplicitYield(loop);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getBody());
@@ -607,8 +663,7 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
         loadBufferPointer(context.bufferIndex.lookup(store.getTensor()));
     copyInto(get(store.getValue()), tensor.getArrayType(), storage,
              /*accumulate=*/false);
-    // Lets read the state: recompute them after it changes.
-    letBuffers.clear();
+    forgetStateDerivedWork();
     return success();
   }
   if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
@@ -632,7 +687,8 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
             return failure();
           return SmallVector<Value>();
         },
-        &loop.getBody().front());
+        &loop.getBody().front(),
+        /*parallel=*/loopDepth == 0 && writesDisjointSlots(loop));
   }
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);
@@ -1047,9 +1103,9 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
                                             stepArg, resultArg, data})
                 .getResult(0);
         // A failing gradient (an adaptive loop inside) fails the kernel.
-        Value previous = LLVM::LoadOp::create(b, loc, b.getI32Type(), status);
-        LLVM::StoreOp::create(
-            b, loc, arith::MaxSIOp::create(b, loc, previous, code), status);
+        // Loops on several threads may report at once.
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
+                                  LLVM::AtomicOrdering::monotonic);
         if (type.isScalar())
           return Lowered{load(data, index(0)), Value()};
         return Lowered{Value(), data};
@@ -1098,9 +1154,11 @@ FailureOr<Value> KernelFunction::letBuffer(LetOp let) {
   if (Value buffer = letBuffers.lookup(let))
     return buffer;
   Value buffer = allocate(let.getArrayType());
-  if (failed(emitComprehension(let.getDomain(),
-                               cast<ArrayType>(let.getElementType()),
-                               let.getBody().front(), buffer)))
+  if (failed(aheadOfStatement([&] {
+        return emitComprehension(let.getDomain(),
+                                 cast<ArrayType>(let.getElementType()),
+                                 let.getBody().front(), buffer);
+      })))
     return failure();
   letBuffers[let] = buffer;
   return buffer;
@@ -1129,7 +1187,8 @@ LogicalResult KernelFunction::emitComprehension(ArrayAttr domain,
         copyInto(lowered, elementType, offsetPointer(destination, offset),
                  /*accumulate=*/false);
         return SmallVector<Value>();
-      });
+      },
+      /*bodyBlock=*/nullptr, /*parallel=*/loopDepth == 0);
 }
 
 FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
@@ -1339,18 +1398,16 @@ LogicalResult KernelFunction::emitRepeat(RepeatOp repeat) {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, round, limit));
     scf::ConditionOp::create(b, loc, more, before->getArguments());
     b.setInsertionPointToEnd(after);
-    DenseMap<Operation *, Value> outerLets = letBuffers;
-    letBuffers.clear();
+    forgetStateDerivedWork();
     FailureOr<SmallVector<Value>> finished =
         emitBlock(repeat.getBody().front(), {});
-    letBuffers = outerLets;
     if (failed(finished))
       return failure();
     Value next = arith::AddIOp::create(b, loc, after->getArgument(0), index(1));
     scf::YieldOp::create(b, loc, ValueRange{next, finished->front()});
   }
   b.setInsertionPointAfter(loop);
-  letBuffers.clear();
+  forgetStateDerivedWork();
   Value converged = loop.getResult(1);
   Value previous = LLVM::LoadOp::create(b, loc, b.getI32Type(), status);
   Value code =

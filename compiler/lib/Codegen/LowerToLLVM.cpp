@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/ParallelLoops.h"
 #include "energy/Runtime/ArtifactABI.h"
 #include "energy/Transforms/Pipelines.h"
 
@@ -65,6 +66,8 @@ mlir::energy::buildArtifactModule(ModelOp model,
                               ? FloatType(Float64Type::get(context))
                               : FloatType(Float32Type::get(context));
   FailureOr<ArtifactLayout> layout = emitKernels(model, *module, elementType);
+  if (succeeded(layout))
+    outlineParallelLoops(*module);
   if (failed(layout))
     return failure();
 

@@ -56,7 +56,8 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module, StringRef path,
                                                   irPath,
                                                   ENERGY_KERNEL_SUPPORT_LIBRARY,
                                                   "-lstdc++",
-                                                  "-lm"};
+                                                  "-lm",
+                                                  "-lpthread"};
   std::string message;
   int status = llvm::sys::ExecuteAndWait(ENERGY_CLANG_PATH, arguments,
                                          std::nullopt, {}, 0, 0, &message);

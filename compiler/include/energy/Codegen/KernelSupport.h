@@ -1,8 +1,8 @@
 //===- KernelSupport.h - C functions that compiled kernels call -*- C++ -*-===//
 //
 // The few operations kernels call out for rather than inline: dense matrix
-// factorisations and special functions. Artifacts link them statically; the
-// JIT resolves them in the running process.
+// factorisations, special functions and the thread pool. Artifacts link them
+// statically; the JIT resolves them in the running process.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,9 @@ inline constexpr const char *kLogDetSymbolF64 = "energy_support_logdet_f64";
 inline constexpr const char *kLogDetSymbolF32 = "energy_support_logdet_f32";
 inline constexpr const char *kInverseSymbolF64 = "energy_support_inverse_f64";
 inline constexpr const char *kInverseSymbolF32 = "energy_support_inverse_f32";
+inline constexpr const char *kParallelForSymbol = "energy_support_parallel_for";
+inline constexpr const char *kSetNumThreadsSymbol =
+    "energy_support_set_num_threads";
 } // namespace mlir::energy
 
 extern "C" {
@@ -32,6 +35,18 @@ int32_t energy_support_inverse_f64(int64_t n, const double *matrix,
                                    double *inverse);
 int32_t energy_support_inverse_f32(int64_t n, const float *matrix,
                                    float *inverse);
+
+/// The iterations [begin, end) of a loop that a kernel shares out.
+typedef void (*energy_chunk_fn)(void *context, int64_t begin, int64_t end);
+/// Runs iterations [0, count) of `chunk` on the kernel thread pool, in
+/// chunks, and returns when all are done. The iterations must write
+/// disjoint memory; a call from inside a loop runs on the calling thread.
+void energy_support_parallel_for(energy_chunk_fn chunk, void *context,
+                                 int64_t count);
+/// Sets the number of threads of the pool (at least 1; it starts with
+/// ENERGY_NUM_THREADS, or one per core).
+void energy_support_set_num_threads(int32_t threads);
+int32_t energy_support_num_threads(void);
 }
 
 #endif // ENERGY_CODEGEN_KERNELSUPPORT_H

@@ -1,0 +1,157 @@
+//===- ParallelFor.cpp - The thread pool compiled kernels share out work on
+//===//
+//
+// Runs the iterations of a kernel loop on a fixed set of threads. Kernels only
+// hand it loops whose iterations write disjoint memory, so results do not
+// depend on the number of threads or on which thread runs which iterations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/KernelSupport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// Workers wait for a job, claim chunks of its iterations until none are
+/// left, and the caller, which also claims chunks, waits for the last one.
+class ThreadPool {
+public:
+  ~ThreadPool() { resize(1); }
+
+  /// The number of threads a loop runs on, the caller included.
+  int size() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return static_cast<int>(workers.size()) + 1;
+  }
+
+  void resize(int threads) {
+    std::unique_lock<std::mutex> lock(mutex);
+    threads = std::max(threads, 1);
+    if (static_cast<int>(workers.size()) == threads - 1)
+      return;
+    stopping = true;
+    wake.notify_all();
+    std::vector<std::thread> stopped = std::move(workers);
+    workers.clear();
+    lock.unlock();
+    for (std::thread &worker : stopped)
+      worker.join();
+    lock.lock();
+    stopping = false;
+    for (int i = 1; i < threads; ++i)
+      workers.emplace_back([this, seen = generation] { work(seen); });
+  }
+
+  void run(energy_chunk_fn chunk, void *context, int64_t count) {
+    std::unique_lock<std::mutex> lock(mutex);
+    // A loop inside a loop, or one thread: run it here.
+    if (workers.empty() || insideLoop || running) {
+      lock.unlock();
+      chunk(context, 0, count);
+      return;
+    }
+    running = true;
+    job = {chunk, context, count, chunkSize(count)};
+    next = 0;
+    busy = static_cast<int>(workers.size());
+    ++generation;
+    wake.notify_all();
+    lock.unlock();
+    claimChunks();
+    lock.lock();
+    finished.wait(lock, [&] { return busy == 0; });
+    running = false;
+  }
+
+private:
+  struct Job {
+    energy_chunk_fn chunk = nullptr;
+    void *context = nullptr;
+    int64_t count = 0;
+    int64_t chunkSize = 1;
+  };
+
+  /// About eight chunks per thread, so that uneven iterations even out.
+  int64_t chunkSize(int64_t count) const {
+    int64_t chunks = 8 * (static_cast<int64_t>(workers.size()) + 1);
+    return std::max<int64_t>(1, (count + chunks - 1) / chunks);
+  }
+
+  void claimChunks() {
+    insideLoop = true;
+    for (;;) {
+      int64_t begin = next.fetch_add(job.chunkSize);
+      if (begin >= job.count)
+        break;
+      job.chunk(job.context, begin, std::min(job.count, begin + job.chunkSize));
+    }
+    insideLoop = false;
+  }
+
+  void work(uint64_t seen) {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation != seen; });
+        if (stopping)
+          return;
+        seen = generation;
+      }
+      claimChunks();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--busy == 0)
+        finished.notify_one();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable wake, finished;
+  std::vector<std::thread> workers;
+  bool stopping = false, running = false;
+  uint64_t generation = 0;
+  Job job;
+  std::atomic<int64_t> next{0};
+  int busy = 0;
+  static thread_local bool insideLoop;
+};
+
+thread_local bool ThreadPool::insideLoop = false;
+
+/// The pool starts with ENERGY_NUM_THREADS threads, or one per core. It is
+/// destroyed, joining its threads, when the artifact is unloaded.
+ThreadPool &pool() {
+  static ThreadPool instance;
+  static bool started = [] {
+    int threads = 0;
+    if (const char *text = std::getenv("ENERGY_NUM_THREADS"))
+      threads = std::atoi(text);
+    if (threads <= 0)
+      threads = static_cast<int>(std::thread::hardware_concurrency());
+    instance.resize(threads);
+    return true;
+  }();
+  (void)started;
+  return instance;
+}
+
+} // namespace
+
+extern "C" {
+void energy_support_parallel_for(energy_chunk_fn chunk, void *context,
+                                 int64_t count) {
+  if (count <= 0)
+    return;
+  pool().run(chunk, context, count);
+}
+
+void energy_support_set_num_threads(int32_t threads) { pool().resize(threads); }
+
+int32_t energy_support_num_threads(void) { return pool().size(); }
+}
