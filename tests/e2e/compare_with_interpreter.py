@@ -6,7 +6,8 @@ state and outputs after a fixed number of steps, each computed by
 `energy-run ARTIFACT` (compiled) and `energy-run ARTIFACT --interp` (the
 interpreter running the source the artifact embeds), from the same initial
 values (--init random:SEED). Exits non-zero, naming the quantity, when they
-differ by more than the tolerance.
+differ by more than the tolerance. The compiled results on 1 and on 3 threads
+must be the same bits.
 
 Tolerances (relative, on the max norm of the difference over the max norm of
 the interpreter's value, floored at 1e-3 so values near zero compare
@@ -91,6 +92,31 @@ def main():
                 sys.exit('run outputs differ in names: %s vs %s' % (sorted(files[0]), sorted(files[1])))
             for name in sorted(files[1]):
                 compare('after %s steps: %s' % (steps, name), files[0][name], files[1][name], tolerance)
+
+    compare_thread_counts(energy_run, artifact, common, wrt, steps)
+
+
+def compare_thread_counts(energy_run, artifact, common, wrt, steps):
+    """The compiled results on 1 and on 3 threads are the same bits."""
+    with tempfile.TemporaryDirectory() as directory:
+        results = []
+        for threads in ('1', '3'):
+            command = [energy_run, artifact, '--threads', threads] + common
+            result = run(command + ['--eval', 'energy', '--json']).encode()
+            evaluations = []
+            if wrt:
+                evaluations.append(['--eval', 'grad', '--wrt', wrt])
+            if int(steps) > 0:
+                evaluations.append(['--eval', 'run', '--steps', steps])
+            for evaluation in evaluations:
+                path = os.path.join(directory, 'threads%s.safetensors' % threads)
+                run(command + evaluation + ['--out', path])
+                with open(path, 'rb') as f:
+                    result += f.read()
+            results.append(result)
+        if results[0] != results[1]:
+            sys.exit('the compiled results on 1 and on 3 threads differ')
+        print('%-40s identical' % 'results on 1 and 3 threads')
 
 
 if __name__ == '__main__':

@@ -112,6 +112,10 @@ private:
   int loopDepth = 0;
   /// Set by forDomain for the outermost loop of a parallel domain.
   bool markNextLoopParallel = false;
+  /// [start, end) of the first axis for the next forDomain (a chunk of a
+  /// reduction), and the start forDomainLevel then uses.
+  std::optional<std::pair<Value, Value>> chunkOfFirstAxis;
+  Value firstAxisStart;
   /// Whether the positions of `loop` along its first axis add into disjoint
   /// slots: every accumulation in it has that index as one of its axes, and
   /// nothing else in it writes.
@@ -265,6 +269,8 @@ private:
   FailureOr<Lowered> emitRead(ReadOp read);
   FailureOr<Value> letBuffer(LetOp let);
   FailureOr<Lowered> emitReduce(ReduceOp reduce);
+  /// A reduction in the order of its domain, on one thread.
+  FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce);
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
   FailureOr<Lowered> emitSupportCall(Operation *op, Lowered operand,
                                      ArrayType operandType);
@@ -405,6 +411,8 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomain(
     ArrayAttr sizes, Region &predicate, ValueRange carried,
     function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
     Block *bodyBlock, bool parallel) {
+  std::optional<std::pair<Value, Value>> chunk =
+      std::exchange(chunkOfFirstAxis, std::nullopt);
   if (bodyBlock)
     precomputeIndexOnlyWork(sizes, *bodyBlock);
   SmallVector<Value> extents;
@@ -412,6 +420,11 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomain(
     Value extent = dimExpr(cast<DimExprAttr>(size));
     // A negative extent is an empty range.
     extents.push_back(arith::MaxSIOp::create(b, loc, extent, index(0)));
+  }
+  // A chunk of a reduction covers part of the first axis.
+  if (chunk) {
+    firstAxisStart = chunk->first;
+    extents.front() = chunk->second;
   }
   SmallVector<Value> indices;
   ++loopDepth;
@@ -533,8 +546,11 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
     }
     return SmallVector<Value>(branch.getResults());
   }
+  Value start = indices.empty() && firstAxisStart ? firstAxisStart : index(0);
+  if (indices.empty())
+    firstAxisStart = Value();
   auto loop =
-      scf::ForOp::create(b, loc, index(0), extents.front(), index(1), carried);
+      scf::ForOp::create(b, loc, start, extents.front(), index(1), carried);
   if (markNextLoopParallel)
     markParallel(loop);
   markNextLoopParallel = false;
@@ -1192,6 +1208,63 @@ LogicalResult KernelFunction::emitComprehension(ArrayAttr domain,
 }
 
 FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
+  if (loopDepth > 0 || reduce.getKind() != ReduceKind::sum)
+    return emitReduceInOrder(reduce);
+  // A sum outside every loop: fixed chunks of the first axis, summed on the
+  // thread pool, then added in chunk order, so that the result does not
+  // depend on the number of threads.
+  constexpr int64_t kPositionsPerChunk = 64;
+  auto type = cast<ArrayType>(reduce.getType());
+  Value extent, chunks, size, partials;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(entryAnchor);
+    extent = arith::MaxSIOp::create(
+        b, loc, dimExpr(cast<DimExprAttr>(reduce.getSizes()[0])), index(0));
+    chunks =
+        arith::CeilDivSIOp::create(b, loc, extent, index(kPositionsPerChunk));
+    size = elementCount(type);
+    partials = allocateElements(arith::MulIOp::create(b, loc, chunks, size));
+  }
+  auto partialOf = [&](Value chunk) {
+    return offsetPointer(partials, arith::MulIOp::create(b, loc, chunk, size));
+  };
+  auto loop = scf::ForOp::create(b, loc, index(0), chunks, index(1));
+  markParallel(loop);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value start = arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                        index(kPositionsPerChunk));
+    Value end = arith::MinSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, start, index(kPositionsPerChunk)),
+        extent);
+    chunkOfFirstAxis = {start, end};
+    FailureOr<Lowered> partial = emitReduceInOrder(reduce);
+    if (failed(partial))
+      return failure();
+    copyInto(*partial, type, partialOf(loop.getInductionVar()),
+             /*accumulate=*/false);
+  }
+  if (type.isScalar()) {
+    Value total = forRange(chunks, ValueRange{real(0.0)},
+                           [&](Value chunk, ValueRange sum) {
+                             return SmallVector<Value>{
+                                 add(sum[0], load(partialOf(chunk), index(0)))};
+                           })
+                      .front();
+    return Lowered{total, Value()};
+  }
+  Value total = allocate(type);
+  forRange(size, [&](Value i) { store(real(0.0), total, i); });
+  forRange(chunks, [&](Value chunk) {
+    copyInto(Lowered{Value(), partialOf(chunk)}, type, total,
+             /*accumulate=*/true);
+  });
+  return Lowered{Value(), total};
+}
+
+FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce) {
   auto type = cast<ArrayType>(reduce.getType());
   ReduceKind kind = reduce.getKind();
   Value negInf = real(-std::numeric_limits<double>::infinity());
