@@ -269,6 +269,27 @@ private:
   FailureOr<Lowered> emitRead(ReadOp read);
   FailureOr<Value> letBuffer(LetOp let);
   FailureOr<Lowered> emitReduce(ReduceOp reduce);
+  /// Σ_p exp((x_p − L) / T) · f_p, linear in the exponential, where
+  /// L = T log Σ_p exp(x_p / T) is computed in the same block (the child
+  /// side of an lse term): the pieces of that pattern.
+  struct SoftmaxSum {
+    ReduceOp lse;
+    Operation *shift;       // x_p − L
+    Operation *exponential; // exp((x_p − L) / T)
+  };
+  std::optional<SoftmaxSum> matchSoftmaxSum(ReduceOp sum);
+  /// Sums matched in the block being emitted, and their lse reductions,
+  /// which are computed with them.
+  DenseMap<Operation *, SoftmaxSum> softmaxSums;
+  llvm::DenseSet<Operation *> lseFusedIntoSum;
+  void findSoftmaxSums(Block &block);
+  /// One pass over the domain (online softmax): a running max m, running
+  /// l = Σ exp((x − m) / T) and acc = Σ exp((x − m) / T) f, both rescaled
+  /// when m grows; then L = m + T log l and the sum is acc / l (T = 1
+  /// without a temperature).
+  FailureOr<Lowered> emitSoftmaxSum(ReduceOp sum, const SoftmaxSum &parts);
+  /// Run just before an op of a block is emitted.
+  DenseMap<Operation *, std::function<void()>> beforeEmitting;
   /// A reduction in the order of its domain, on one thread.
   FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce);
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
@@ -467,17 +488,23 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
       if (topLevelValues.contains(operand))
         continue;
       auto read = operand.getDefiningOp<ReadOp>();
+      bool tensorOrLet =
+          read &&
+          !isa<ConstOp>(context.model.lookupSymbol(read.getSourceAttr()));
       // A read at exactly the loop's indices stays in range at every
-      // position of the domain.
-      if (read && read->getBlock() == &body && read.getMap().isIdentity() &&
-          llvm::equal(read.getIndices(), body.getArguments()) &&
-          !isa<ConstOp>(context.model.lookupSymbol(read.getSourceAttr()))) {
+      // position of the domain; a whole tensor is read anywhere.
+      if (tensorOrLet &&
+          ((read->getBlock() == &body && read.getMap().isIdentity() &&
+            llvm::equal(read.getIndices(), body.getArguments())) ||
+           read.getIndices().empty())) {
         reads.push_back(read);
         continue;
       }
       independent = false;
     }
-    if (!independent || reads.empty())
+    if (!independent || llvm::none_of(reads, [](ReadOp read) {
+          return !read.getIndices().empty();
+        }))
       continue;
     auto type = cast<ArrayType>(matmul.getType());
     Precomputed entry;
@@ -511,7 +538,8 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
             copyInto(get(matmul.getResult()), type,
                      offsetPointer(entry.buffer, offset), /*accumulate=*/false);
             return SmallVector<Value>();
-          });
+          },
+          /*bodyBlock=*/nullptr, /*parallel=*/true);
     });
     if (succeeded(done))
       precomputed[matmul] = std::move(entry);
@@ -635,7 +663,12 @@ FailureOr<SmallVector<Value>> KernelFunction::emitBlock(Block &block,
                                                         ValueRange arguments) {
   for (auto [argument, value] : llvm::zip(block.getArguments(), arguments))
     integers.map(argument, value);
+  findSoftmaxSums(block);
   for (Operation &op : block) {
+    if (lseFusedIntoSum.contains(&op))
+      continue;
+    if (auto hook = beforeEmitting.find(&op); hook != beforeEmitting.end())
+      hook->second();
     if (auto yield = dyn_cast<YieldOp>(op)) {
       SmallVector<Value> values;
       for (Value value : yield.getValues()) {
@@ -1207,7 +1240,214 @@ LogicalResult KernelFunction::emitComprehension(ArrayAttr domain,
       /*bodyBlock=*/nullptr, /*parallel=*/loopDepth == 0);
 }
 
+namespace {
+/// Whether `a` (in the body of an lse) computes what `b` (in the body of a
+/// sum over the same domain) does: the same ops on corresponding operands,
+/// the bodies' arguments corresponding through `arguments`.
+bool computeSame(Value a, Value b, const IRMapping &arguments) {
+  if (a == b)
+    return true;
+  if (isa<BlockArgument>(a))
+    return arguments.lookupOrNull(a) == b;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || x->getName() != y->getName() || x->getNumRegions() != 0 ||
+      y->getNumRegions() != 0 || x->getResultTypes() != y->getResultTypes() ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber() ||
+      x->getPropertiesAsAttribute() != y->getPropertiesAsAttribute() ||
+      x->getDiscardableAttrDictionary() != y->getDiscardableAttrDictionary() ||
+      x->getNumOperands() != y->getNumOperands())
+    return false;
+  for (auto [left, right] : llvm::zip(x->getOperands(), y->getOperands()))
+    if (!computeSame(left, right, arguments))
+      return false;
+  return true;
+}
+
+/// Whether `value` is linear in `weight` within `body`: `weight` times
+/// factors that do not depend on it.
+bool linearIn(Value value, Value weight, const llvm::DenseSet<Value> &tainted) {
+  if (value == weight)
+    return true;
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return false;
+  auto clean = [&](Value v) { return !tainted.contains(v); };
+  if (isa<MulOp, MatmulOp>(op)) {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    return (linearIn(lhs, weight, tainted) && clean(rhs)) ||
+           (linearIn(rhs, weight, tainted) && clean(lhs));
+  }
+  if (auto div = dyn_cast<DivOp>(op))
+    return linearIn(div.getLhs(), weight, tainted) && clean(div.getRhs());
+  if (auto neg = dyn_cast<NegOp>(op))
+    return linearIn(neg.getOperand(), weight, tainted);
+  return false;
+}
+} // namespace
+
+std::optional<KernelFunction::SoftmaxSum>
+KernelFunction::matchSoftmaxSum(ReduceOp sum) {
+  if (sum.getKind() != ReduceKind::sum)
+    return std::nullopt;
+  Block &body = sum.getBody().front();
+  Block &block = *sum->getBlock();
+  for (auto shift : body.getOps<SubOp>()) {
+    auto lse = shift.getRhs().getDefiningOp<ReduceOp>();
+    if (!lse || lse->getBlock() != &block || lse.getKind() != ReduceKind::lse ||
+        lse.getSizes() != sum.getSizes() ||
+        lse.hasPredicate() != sum.hasPredicate() || !shift->hasOneUse())
+      continue;
+    // With a temperature T the weight is exp((x − L) / T).
+    Operation *argument = shift;
+    if (Value temperature = lse.getTemperature()) {
+      auto scaled = dyn_cast<DivOp>(*shift->getUsers().begin());
+      if (!scaled || scaled.getLhs() != shift.getResult() ||
+          scaled.getRhs() != temperature || !scaled->hasOneUse())
+        continue;
+      argument = scaled;
+    }
+    auto exponential = dyn_cast<ExpOp>(*argument->getUsers().begin());
+    if (!exponential)
+      continue;
+    // L is used once in the sum, and otherwise only after it.
+    bool usable = llvm::all_of(lse->getUsers(), [&](Operation *user) {
+      if (sum->isAncestor(user))
+        return user == shift.getOperation();
+      Operation *statement = block.findAncestorOpInBlock(*user);
+      return statement && sum->isBeforeInBlock(statement);
+    });
+    if (!usable)
+      continue;
+    IRMapping arguments;
+    arguments.map(lse.getBody().front().getArguments(), body.getArguments());
+    if (lse.hasPredicate()) {
+      IRMapping predicateArguments;
+      predicateArguments.map(lse.getPredicate().front().getArguments(),
+                             sum.getPredicate().front().getArguments());
+      auto lseAdmits =
+          cast<YieldOp>(lse.getPredicate().front().getTerminator());
+      auto sumAdmits =
+          cast<YieldOp>(sum.getPredicate().front().getTerminator());
+      if (!computeSame(lseAdmits.getValues()[0], sumAdmits.getValues()[0],
+                       predicateArguments))
+        continue;
+    }
+    if (!computeSame(lse.getBodyValue(), shift.getLhs(), arguments))
+      continue;
+    llvm::DenseSet<Value> tainted = {exponential.getResult()};
+    for (Operation &op : body) {
+      bool uses = false;
+      op.walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          uses |= tainted.contains(operand);
+      });
+      if (uses)
+        tainted.insert(op.getResults().begin(), op.getResults().end());
+    }
+    if (!linearIn(sum.getBodyValue(), exponential.getResult(), tainted))
+      continue;
+    return SoftmaxSum{lse, shift, exponential};
+  }
+  return std::nullopt;
+}
+
+void KernelFunction::findSoftmaxSums(Block &block) {
+  for (auto sum : block.getOps<ReduceOp>()) {
+    std::optional<SoftmaxSum> parts = matchSoftmaxSum(sum);
+    if (!parts || lseFusedIntoSum.contains(parts->lse))
+      continue;
+    softmaxSums[sum] = *parts;
+    lseFusedIntoSum.insert(parts->lse);
+  }
+}
+
+FailureOr<Lowered> KernelFunction::emitSoftmaxSum(ReduceOp sum,
+                                                  const SoftmaxSum &parts) {
+  auto type = cast<ArrayType>(sum.getType());
+  bool scalar = type.isScalar();
+  Value negInf = real(-std::numeric_limits<double>::infinity());
+  Value zero = real(0.0), one = real(1.0);
+  Value count = scalar ? index(1) : elementCount(type);
+  Value accumulator = scalar ? Value() : allocate(type);
+  if (!scalar)
+    forRange(count, [&](Value i) { store(zero, accumulator, i); });
+  // admitted positions, m, l, and acc when scalar.
+  SmallVector<Value> carried = {zero, negInf, zero};
+  if (scalar)
+    carried.push_back(zero);
+  Value lse = ReduceOp(parts.lse).getResult();
+  Value temperature = ReduceOp(parts.lse).getTemperature()
+                          ? get(ReduceOp(parts.lse).getTemperature()).scalar
+                          : Value();
+  FailureOr<SmallVector<Value>> result = forDomain(
+      sum.getSizes(), sum.getPredicate(), carried,
+      [&](ValueRange indices,
+          ValueRange state) -> FailureOr<SmallVector<Value>> {
+        Value largest;
+        // The body computes exp(x − L) with L standing for the new max.
+        beforeEmitting[parts.shift] = [&] {
+          Value x = get(cast<SubOp>(parts.shift).getLhs()).scalar;
+          largest = maximum(state[1], x);
+          arrays[lse] = Lowered{largest, Value()};
+        };
+        FailureOr<SmallVector<Value>> body =
+            emitBlock(sum.getBody().front(), indices);
+        beforeEmitting.erase(parts.shift);
+        if (failed(body))
+          return failure();
+        // The max rarely grows: rescale only then.
+        Value grows = cmp(arith::CmpFPredicate::OGT, largest, state[1]);
+        auto branch = scf::IfOp::create(b, loc, TypeRange{largest.getType()},
+                                        grows, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(branch.thenBlock());
+          Value drop = sub(state[1], largest);
+          if (temperature)
+            drop = div(drop, temperature);
+          scf::YieldOp::create(b, loc, exp(drop));
+          b.setInsertionPointToStart(branch.elseBlock());
+          scf::YieldOp::create(b, loc, one);
+        }
+        Value rescale = branch.getResult(0);
+        Value weight = get(parts.exponential->getResult(0)).scalar;
+        SmallVector<Value> next = {add(state[0], one), largest,
+                                   add(mul(state[2], rescale), weight)};
+        Value summand = body->front();
+        if (scalar) {
+          next.push_back(add(mul(state[3], rescale), summand));
+          return next;
+        }
+        forRange(count, [&](Value i) {
+          store(add(mul(load(accumulator, i), rescale), load(summand, i)),
+                accumulator, i);
+        });
+        return next;
+      },
+      &sum.getBody().front());
+  if (failed(result))
+    return failure();
+  // An empty domain gives 0 for both.
+  Value empty = cmp(arith::CmpFPredicate::OEQ, (*result)[0], zero);
+  Value total = (*result)[2];
+  Value logTotal = log(total);
+  if (temperature)
+    logTotal = mul(logTotal, temperature);
+  arrays[lse] =
+      Lowered{select(empty, zero, add((*result)[1], logTotal)), Value()};
+  if (scalar)
+    return Lowered{select(empty, zero, div((*result)[3], total)), Value()};
+  forRange(count, [&](Value i) {
+    store(select(empty, zero, div(load(accumulator, i), total)), accumulator,
+          i);
+  });
+  return Lowered{Value(), accumulator};
+}
+
 FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
+  if (auto it = softmaxSums.find(reduce); it != softmaxSums.end())
+    return emitSoftmaxSum(reduce, it->second);
   if (loopDepth > 0 || reduce.getKind() != ReduceKind::sum)
     return emitReduceInOrder(reduce);
   // A sum outside every loop: fixed chunks of the first axis, summed on the

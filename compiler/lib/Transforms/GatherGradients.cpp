@@ -189,7 +189,7 @@ struct GatherGradientsPass
   /// scatter's domain that gathers a sum over `outer`'s domain, so that
   /// every slot is written by one position of one loop. Reductions of
   /// `outer`'s body that the scatter needs (the lse of each child) are
-  /// computed once, into a let that both loops read.
+  /// computed once more, into a let that the new loop reads.
   void gatherScatters(ForeachOp outer, SymbolTable &symbols) {
     // A let is computed at every position of its domain, which ranges over
     // dims: the outer loop must be such a domain and skip no position.
@@ -206,19 +206,25 @@ struct GatherGradientsPass
     for (ForeachOp inner : scatters) {
       llvm::SetVector<Operation *> needed;
       addOperandsToSlice(inner, outerBody, needed);
+      SmallVector<ReadOp> stashed;
       for (Operation *op : needed)
         if (auto reduce = dyn_cast<ReduceOp>(op))
-          stash(reduce, outer, symbols);
+          stashed.push_back(stash(reduce, inner, outer, symbols));
       gatherScatter(inner, outer);
+      for (ReadOp read : stashed)
+        if (read->use_empty())
+          read.erase();
     }
     if (!scatters.empty() && outerBody.getOps<AccumulateOp>().empty() &&
         outerBody.getOps<ForeachOp>().empty())
       outer.erase();
   }
 
-  /// Replaces `reduce`, in the body of `outer`, by a read of a new let over
-  /// `outer`'s domain that computes it.
-  static void stash(ReduceOp reduce, ForeachOp outer, SymbolTable &symbols) {
+  /// Replaces `reduce`, where the scatter `inner` uses it, by a read of a
+  /// new let over `outer`'s domain that computes it; `outer` itself keeps
+  /// computing it (the code generator fuses it with the sums using it).
+  static ReadOp stash(ReduceOp reduce, ForeachOp inner, ForeachOp outer,
+                      SymbolTable &symbols) {
     Block &outerBody = outer.getBody().front();
     Block &top = *outer->getBlock();
     auto gradient = outer->getParentOfType<GradientOp>();
@@ -242,15 +248,17 @@ struct GatherGradientsPass
     cloneSlice(outerBody, local, inside, mapping);
     YieldOp::create(inside, reduce.getLoc(),
                     mapping.lookup(reduce.getResult()));
-    builder.setInsertionPoint(reduce);
-    Value read =
+    builder.setInsertionPointAfter(reduce);
+    auto read =
         ReadOp::create(builder, reduce.getLoc(), reduce.getType(),
                        FlatSymbolRefAttr::get(let.getSymNameAttr()),
                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
                            outerBody.getNumArguments(), builder.getContext())),
                        outerBody.getArguments());
-    reduce.replaceAllUsesWith(read);
-    reduce.erase();
+    reduce.getResult().replaceUsesWithIf(read, [&](OpOperand &use) {
+      return inner->isAncestor(use.getOwner());
+    });
+    return read;
   }
 
   /// Moves the scatter `inner` out of `outer`: a new loop after `outer`
