@@ -79,8 +79,12 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
 
+# The anchor is NumPy from Debian's python3-numpy (installed by make deps).
 bench: build
-	@echo "bench: no benchmarks yet (they arrive with code generation, see docs/benchmarks.md)"
+	@mkdir -p $(BUILD_DIR)/bench
+	$(BUILD_DIR)/bin/energyc examples/self_attention.energy -o $(BUILD_DIR)/bench/self_attention.so
+	/usr/bin/python3 bench/self_attention_grad.py $(BUILD_DIR)/bin/energy-run \
+	  $(BUILD_DIR)/bench/self_attention.so 4096 16384
 
 clean:
 	rm -rf $(BUILD_DIR)
