@@ -61,7 +61,7 @@ def EnergyDeriveGradients : Pass<"energy-derive-gradients", "::mlir::energy::Mod
 }
 
 def EnergyGatherGradients : Pass<"energy-gather-gradients", "::mlir::energy::ModelOp"> {
-  let summary = "Turns accumulations at loop-invariant indices into sums";
+  let summary = "Turns repeated accumulations and nested scatters into sums";
   let description = [{
     In a gradient program, an `energy.accumulate` inside an `energy.foreach`
     whose indices do not depend on the loop's indices adds the same slot at
@@ -70,6 +70,17 @@ def EnergyGatherGradients : Pass<"energy-gather-gradients", "::mlir::energy::Mod
     depend on the loop (a matrix applied to it, a scalar) is taken out of
     the sum. For self-attention the child-side term becomes
     Wqᵀ Σ_p w_p k_p, the shape of paper 004 eq. 16.
+
+    A loop nested in a top-level loop that only accumulates at its own
+    indices (a scatter: the parent side of an lse term) moves out: a new
+    top-level loop over its domain accumulates, at each slot, the sum over
+    the outer domain of what it added there, with loop-invariant factors
+    taken out (Wkᵀ Σ_c w_c q_c). Reductions of the outer body that the
+    scatter needed (each child's lse) are read from a new let over the outer
+    domain, `@T.gather`. Every slot is then written by one position of one
+    loop, so the code generator can run the loops on several threads without
+    atomics. Outer loops with a predicate, or over a dim expression, are left
+    as they are.
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
