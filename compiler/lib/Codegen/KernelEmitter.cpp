@@ -39,6 +39,18 @@ struct Lowered {
   Value data;
 };
 
+/// How the outermost loop of a domain runs.
+struct FirstAxis {
+  /// Its positions write disjoint memory, so it may be shared out on the
+  /// thread pool (ParallelLoops.h).
+  bool parallel = false;
+  /// Only positions [start, end) (a chunk of a reduction); null: all.
+  Value start, end;
+
+  static FirstAxis whole(bool parallel) { return {parallel, Value(), Value()}; }
+  static FirstAxis chunk(Value start, Value end) { return {false, start, end}; }
+};
+
 /// Loops without carried values come with a yield; bodies here add their
 /// own.
 void dropImplicitYield(scf::ForOp loop) {
@@ -110,12 +122,6 @@ private:
   IRMapping integers;
   /// How many domain loops enclose the code being emitted.
   int loopDepth = 0;
-  /// Set by forDomain for the outermost loop of a parallel domain.
-  bool markNextLoopParallel = false;
-  /// [start, end) of the first axis for the next forDomain (a chunk of a
-  /// reduction), and the start forDomainLevel then uses.
-  std::optional<std::pair<Value, Value>> chunkOfFirstAxis;
-  Value firstAxisStart;
   /// Whether the positions of `loop` along its first axis add into disjoint
   /// slots: every accumulation in it has that index as one of its axes, and
   /// nothing else in it writes.
@@ -238,16 +244,15 @@ private:
            function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Runs `body` at every position of `sizes` that `predicate` (when not
   /// empty) admits, carrying `carried`.
-  /// `parallel`: the positions along the first axis write disjoint memory,
-  /// so that loop may be shared out on the thread pool (ParallelLoops.h).
   FailureOr<SmallVector<Value>> forDomain(
       ArrayAttr sizes, Region &predicate, ValueRange carried,
       function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
-      Block *bodyBlock = nullptr, bool parallel = false);
+      Block *bodyBlock = nullptr, FirstAxis first = {});
   FailureOr<SmallVector<Value>> forDomainLevel(
       ArrayRef<Value> extents, SmallVector<Value> &indices, Region &predicate,
       ValueRange carried,
-      function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body);
+      function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
+      FirstAxis first);
 
   /// An array of `type` whose element at a row-major position is `element`.
   Lowered build(ArrayType type, function_ref<Value(Value)> element);
@@ -291,7 +296,7 @@ private:
   /// Run just before an op of a block is emitted.
   DenseMap<Operation *, std::function<void()>> beforeEmitting;
   /// A reduction in the order of its domain, on one thread.
-  FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce);
+  FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce, FirstAxis first = {});
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
   FailureOr<Lowered> emitSupportCall(Operation *op, Lowered operand,
                                      ArrayType operandType);
@@ -431,9 +436,7 @@ SmallVector<Value> KernelFunction::forRange(
 FailureOr<SmallVector<Value>> KernelFunction::forDomain(
     ArrayAttr sizes, Region &predicate, ValueRange carried,
     function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
-    Block *bodyBlock, bool parallel) {
-  std::optional<std::pair<Value, Value>> chunk =
-      std::exchange(chunkOfFirstAxis, std::nullopt);
+    Block *bodyBlock, FirstAxis first) {
   if (bodyBlock)
     precomputeIndexOnlyWork(sizes, *bodyBlock);
   SmallVector<Value> extents;
@@ -442,17 +445,12 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomain(
     // A negative extent is an empty range.
     extents.push_back(arith::MaxSIOp::create(b, loc, extent, index(0)));
   }
-  // A chunk of a reduction covers part of the first axis.
-  if (chunk) {
-    firstAxisStart = chunk->first;
-    extents.front() = chunk->second;
-  }
+  if (first.end)
+    extents.front() = first.end;
   SmallVector<Value> indices;
   ++loopDepth;
-  markNextLoopParallel = parallel && carried.empty();
   FailureOr<SmallVector<Value>> result =
-      forDomainLevel(extents, indices, predicate, carried, body);
-  markNextLoopParallel = false;
+      forDomainLevel(extents, indices, predicate, carried, body, first);
   --loopDepth;
   return result;
 }
@@ -539,7 +537,7 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
                      offsetPointer(entry.buffer, offset), /*accumulate=*/false);
             return SmallVector<Value>();
           },
-          /*bodyBlock=*/nullptr, /*parallel=*/true);
+          /*bodyBlock=*/nullptr, FirstAxis::whole(/*parallel=*/true));
     });
     if (succeeded(done))
       precomputed[matmul] = std::move(entry);
@@ -549,7 +547,8 @@ void KernelFunction::precomputeIndexOnlyWork(ArrayAttr sizes, Block &body) {
 FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
     ArrayRef<Value> extents, SmallVector<Value> &indices, Region &predicate,
     ValueRange carried,
-    function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body) {
+    function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
+    FirstAxis first) {
   if (extents.empty()) {
     if (predicate.empty())
       return body(indices, carried);
@@ -574,20 +573,17 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
     }
     return SmallVector<Value>(branch.getResults());
   }
-  Value start = indices.empty() && firstAxisStart ? firstAxisStart : index(0);
-  if (indices.empty())
-    firstAxisStart = Value();
-  auto loop =
-      scf::ForOp::create(b, loc, start, extents.front(), index(1), carried);
-  if (markNextLoopParallel)
+  auto loop = scf::ForOp::create(b, loc, first.start ? first.start : index(0),
+                                 extents.front(), index(1), carried);
+  if (first.parallel && carried.empty())
     markParallel(loop);
-  markNextLoopParallel = false;
   dropImplicitYield(loop);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getBody());
   indices.push_back(loop.getInductionVar());
-  FailureOr<SmallVector<Value>> next = forDomainLevel(
-      extents.drop_front(), indices, predicate, loop.getRegionIterArgs(), body);
+  FailureOr<SmallVector<Value>> next =
+      forDomainLevel(extents.drop_front(), indices, predicate,
+                     loop.getRegionIterArgs(), body, FirstAxis());
   indices.pop_back();
   if (failed(next))
     return failure();
@@ -737,7 +733,7 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
           return SmallVector<Value>();
         },
         &loop.getBody().front(),
-        /*parallel=*/loopDepth == 0 && writesDisjointSlots(loop));
+        FirstAxis::whole(loopDepth == 0 && writesDisjointSlots(loop)));
   }
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);
@@ -1237,7 +1233,7 @@ LogicalResult KernelFunction::emitComprehension(ArrayAttr domain,
                  /*accumulate=*/false);
         return SmallVector<Value>();
       },
-      /*bodyBlock=*/nullptr, /*parallel=*/loopDepth == 0);
+      /*bodyBlock=*/nullptr, FirstAxis::whole(loopDepth == 0));
 }
 
 namespace {
@@ -1479,8 +1475,8 @@ FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
     Value end = arith::MinSIOp::create(
         b, loc, arith::AddIOp::create(b, loc, start, index(kPositionsPerChunk)),
         extent);
-    chunkOfFirstAxis = {start, end};
-    FailureOr<Lowered> partial = emitReduceInOrder(reduce);
+    FailureOr<Lowered> partial =
+        emitReduceInOrder(reduce, FirstAxis::chunk(start, end));
     if (failed(partial))
       return failure();
     copyInto(*partial, type, partialOf(loop.getInductionVar()),
@@ -1504,7 +1500,8 @@ FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
   return Lowered{Value(), total};
 }
 
-FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce) {
+FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce,
+                                                     FirstAxis axis) {
   auto type = cast<ArrayType>(reduce.getType());
   ReduceKind kind = reduce.getKind();
   Value negInf = real(-std::numeric_limits<double>::infinity());
@@ -1582,7 +1579,7 @@ FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce) {
         });
         return next;
       },
-      &reduce.getBody().front());
+      &reduce.getBody().front(), axis);
   if (failed(result))
     return failure();
   Value admitted = (*result)[0];
@@ -1750,6 +1747,9 @@ void declareRuntimeFunctions(ModuleOp target) {
   declare(kLogDetSymbolF32, {i64, pointer}, {f64});
   declare(kInverseSymbolF64, {i64, pointer, pointer}, {i32});
   declare(kInverseSymbolF32, {i64, pointer, pointer}, {i32});
+  Type chunk = b.getFunctionType({pointer, i64, i64}, {});
+  declare(kParallelForSymbol, {chunk, pointer, i64}, {});
+  declare(kSetNumThreadsSymbol, {i32}, {});
 }
 
 /// A symbol-safe spelling of a model name (tensor names may contain '.').

@@ -29,15 +29,6 @@ bool fitsSlot(Type type) {
          type.isF32() || type.isF64();
 }
 
-func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto function = func::FuncOp::create(b, module.getLoc(), name, type);
-  function.setPrivate();
-  return function;
-}
-
 /// Scratch from malloc that only `loop` uses (and the kernel frees).
 bool isLoopScratch(Value value, scf::ForOp loop) {
   auto call = value.getDefiningOp<func::CallOp>();
@@ -160,9 +151,7 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
           slot(context, position, loc));
     Value function = func::ConstantOp::create(
         b, loc, chunkType, FlatSymbolRefAttr::get(chunk.getSymNameAttr()));
-    auto parallelFor = declare(
-        module, kParallelForSymbol,
-        b.getFunctionType({chunkType, pointerType, b.getI64Type()}, {}));
+    auto parallelFor = module.lookupSymbol<func::FuncOp>(kParallelForSymbol);
     func::CallOp::create(
         b, loc, parallelFor,
         ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
@@ -189,8 +178,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module) {
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
-  auto setThreads = declare(module, kSetNumThreadsSymbol,
-                            b.getFunctionType({b.getI32Type()}, {}));
+  auto setThreads = module.lookupSymbol<func::FuncOp>(kSetNumThreadsSymbol);
   auto exported =
       func::FuncOp::create(b, loc, ENERGY_ARTIFACT_SET_THREADS_SYMBOL,
                            b.getFunctionType({b.getI32Type()}, {}));

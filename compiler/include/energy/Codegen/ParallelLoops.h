@@ -17,11 +17,11 @@ namespace mlir::energy {
 /// write disjoint memory and may run on several threads in any order.
 void markParallel(scf::ForOp loop);
 
-/// Replaces every marked loop of the kernels in `module` (the outermost of
-/// nested ones) by a call of the support library's parallel-for on a chunk
-/// function holding its body. Scratch memory used only inside a loop becomes
-/// private to each chunk. Adds `energy_artifact_set_num_threads`
-/// (ArtifactABI.h).
+/// Replaces every marked loop (the outermost of nested ones) of the kernels
+/// `emitKernels` wrote into `module` by a call of the support library's
+/// parallel-for, which `emitKernels` declared, on a chunk function holding
+/// its body. Scratch memory used only inside a loop becomes private to each
+/// chunk. Adds `energy_artifact_set_num_threads` (ArtifactABI.h).
 void outlineParallelLoops(ModuleOp module);
 } // namespace mlir::energy
 
