@@ -6,17 +6,15 @@ The gradient of E = -sum_c lse_p (Wq x_c . Wk x_p) with respect to x (paper
   - ours: `energy-run ARTIFACT --eval grad` (wall time of the process, so it
     includes start-up and reading/writing the tensors), on 1 thread and on
     every core;
-  - anchor: hand-written NumPy, vectorised over blocks of 1024 children (the
-    scores of a block are materialised, N x 1024 floats at a time), timed in
-    this process.
+  - anchor: hand-written NumPy (tools/python/attention_numpy.py), vectorised
+    over blocks of 1024 children (the scores of a block are materialised,
+    N x 1024 floats at a time), timed in this process.
 Prints the times, the ratio anchor / ours (above 1: ours is faster) and the
 largest difference between the two gradients relative to its scale.
 
 Usage: self_attention_grad.py ENERGY_RUN ARTIFACT [N ...]
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,45 +22,12 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'tools', 'python'))
+from attention_numpy import (read_safetensors, self_attention_gradient,  # noqa: E402
+                             write_safetensors)
+
 D = 16
-BLOCK = 1024
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype='<f4').tobytes()
-        header[name] = {'dtype': 'F32', 'shape': list(array.shape),
-                        'data_offsets': [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(text)) + text + b''.join(blobs))
-
-
-def read_tensor(path, name):
-    with open(path, 'rb') as f:
-        (length,) = struct.unpack('<Q', f.read(8))
-        header = json.loads(f.read(length))
-        data = f.read()
-    info = header[name]
-    begin, end = info['data_offsets']
-    return np.frombuffer(data[begin:end], dtype='<f4').reshape(info['shape'])
-
-
-def numpy_gradient(x, wq, wk):
-    q, k = x @ wq.T, x @ wk.T
-    child = np.empty_like(q)
-    parent = np.zeros_like(k)
-    for start in range(0, len(x), BLOCK):
-        scores = q[start:start + BLOCK] @ k.T
-        scores -= scores.max(axis=1, keepdims=True)
-        weights = np.exp(scores)
-        weights /= weights.sum(axis=1, keepdims=True)
-        child[start:start + BLOCK] = weights @ k
-        parent += weights.T @ q[start:start + BLOCK]
-    return -(child @ wq) - (parent @ wk)
 
 
 def time_ours(energy_run, artifact, inputs, output, threads):
@@ -94,11 +59,11 @@ def main():
             output = os.path.join(directory, 'grad.safetensors')
             write_safetensors(inputs, {'x': x, 'Wq': wq, 'Wk': wk})
             begin = time.perf_counter()
-            anchor = numpy_gradient(x, wq, wk)
+            anchor = self_attention_gradient(x, wq, wk)
             numpy_time = time.perf_counter() - begin
             one = time_ours(energy_run, artifact, inputs, output, 1)
             many = time_ours(energy_run, artifact, inputs, output, cores)
-            ours = read_tensor(output, 'grad.x')
+            ours = read_safetensors(output)['grad.x']
         error = np.abs(ours - anchor).max() / np.abs(anchor).max()
         print('%6d %10.3f %12.3f %12.3f %9.2f %9.2f %10.2e' % (
             n, numpy_time, one, many, numpy_time / one, numpy_time / many, error))
