@@ -51,7 +51,8 @@ public:
 
   void run(energy_chunk_fn chunk, void *context, int64_t count) {
     std::unique_lock<std::mutex> lock(mutex);
-    // A loop inside a loop, or one thread: run it here.
+    // A loop inside a loop, one thread, or the pool busy with another
+    // caller's loop: run it here.
     if (workers.empty() || insideLoop || running) {
       lock.unlock();
       chunk(context, 0, count);
