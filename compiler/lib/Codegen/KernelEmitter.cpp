@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/KernelEmitter.h"
-#include "energy/Codegen/KernelSupport.h"
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -836,7 +836,7 @@ Value KernelFunction::unary(Operation *op, Value x) {
         if (context.elementType.getWidth() != 64)
           wide = arith::ExtFOp::create(b, loc, b.getF64Type(), x);
         auto function =
-            context.target.lookupSymbol<func::FuncOp>(kSiluIntegralSymbol);
+            context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SILU_INT);
         Value result = func::CallOp::create(b, loc, function, ValueRange{wide})
                            .getResult(0);
         if (context.elementType.getWidth() != 64)
@@ -1669,7 +1669,7 @@ FailureOr<Lowered> KernelFunction::emitSupportCall(Operation *op,
   Value n = toI64(shape(operandType).back());
   if (isa<LogDetOp>(op)) {
     auto function = context.target.lookupSymbol<func::FuncOp>(
-        single ? kLogDetSymbolF32 : kLogDetSymbolF64);
+        single ? ENERGY_SUPPORT_LOGDET_F32 : ENERGY_SUPPORT_LOGDET_F64);
     Value value =
         func::CallOp::create(b, loc, function, ValueRange{n, operand.data})
             .getResult(0);
@@ -1678,7 +1678,7 @@ FailureOr<Lowered> KernelFunction::emitSupportCall(Operation *op,
     return Lowered{value, Value()};
   }
   auto function = context.target.lookupSymbol<func::FuncOp>(
-      single ? kInverseSymbolF32 : kInverseSymbolF64);
+      single ? ENERGY_SUPPORT_INVERSE_F32 : ENERGY_SUPPORT_INVERSE_F64);
   Value data = allocate(operandType);
   func::CallOp::create(b, loc, function, ValueRange{n, operand.data, data});
   return Lowered{Value(), data};
@@ -1742,14 +1742,14 @@ void declareRuntimeFunctions(ModuleOp target) {
   };
   declare("malloc", {i64}, {pointer});
   declare("free", {pointer}, {});
-  declare(kSiluIntegralSymbol, {f64}, {f64});
-  declare(kLogDetSymbolF64, {i64, pointer}, {f64});
-  declare(kLogDetSymbolF32, {i64, pointer}, {f64});
-  declare(kInverseSymbolF64, {i64, pointer, pointer}, {i32});
-  declare(kInverseSymbolF32, {i64, pointer, pointer}, {i32});
+  declare(ENERGY_SUPPORT_SILU_INT, {f64}, {f64});
+  declare(ENERGY_SUPPORT_LOGDET_F64, {i64, pointer}, {f64});
+  declare(ENERGY_SUPPORT_LOGDET_F32, {i64, pointer}, {f64});
+  declare(ENERGY_SUPPORT_INVERSE_F64, {i64, pointer, pointer}, {i32});
+  declare(ENERGY_SUPPORT_INVERSE_F32, {i64, pointer, pointer}, {i32});
   Type chunk = b.getFunctionType({pointer, i64, i64}, {});
-  declare(kParallelForSymbol, {chunk, pointer, i64}, {});
-  declare(kSetNumThreadsSymbol, {i32}, {});
+  declare(ENERGY_SUPPORT_PARALLEL_FOR, {chunk, pointer, i64}, {});
+  declare(ENERGY_SUPPORT_SET_NUM_THREADS, {i32}, {});
 }
 
 /// A symbol-safe spelling of a model name (tensor names may contain '.').

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/ParallelLoops.h"
-#include "energy/Codegen/KernelSupport.h"
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -151,7 +151,7 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
           slot(context, position, loc));
     Value function = func::ConstantOp::create(
         b, loc, chunkType, FlatSymbolRefAttr::get(chunk.getSymNameAttr()));
-    auto parallelFor = module.lookupSymbol<func::FuncOp>(kParallelForSymbol);
+    auto parallelFor = module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_PARALLEL_FOR);
     func::CallOp::create(
         b, loc, parallelFor,
         ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
@@ -178,7 +178,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module) {
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
-  auto setThreads = module.lookupSymbol<func::FuncOp>(kSetNumThreadsSymbol);
+  auto setThreads = module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SET_NUM_THREADS);
   auto exported =
       func::FuncOp::create(b, loc, ENERGY_ARTIFACT_SET_THREADS_SYMBOL,
                            b.getFunctionType({b.getI32Type()}, {}));

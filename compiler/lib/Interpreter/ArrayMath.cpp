@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Interpreter/ArrayMath.h"
-#include "energy/Codegen/KernelSupport.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include <algorithm>
 #include <cmath>

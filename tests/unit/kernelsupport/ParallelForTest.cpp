@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Codegen/KernelSupport.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include <doctest/doctest.h>
 

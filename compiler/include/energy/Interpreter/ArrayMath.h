@@ -10,12 +10,17 @@
 #ifndef ENERGY_INTERPRETER_ARRAYMATH_H
 #define ENERGY_INTERPRETER_ARRAYMATH_H
 
-#include "energy/Interpreter/ScalarMath.h"
+#include "energy/KernelSupport/ScalarMath.h"
 #include "energy/Interpreter/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
 #include <optional>
+
+namespace mlir::energy {
+/// The scalar functions live with the kernel support library (runtime/).
+namespace scalar = ::energy::scalar;
+} // namespace mlir::energy
 
 namespace mlir::energy::array {
 

@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Interpreter/ScalarMath.h"
+#include "energy/KernelSupport/ScalarMath.h"
 
 #include <cmath>
 #include <limits>
 
-using namespace mlir::energy;
+using namespace energy;
 
 double scalar::negate(double x) { return -x; }
 

@@ -1,4 +1,4 @@
-//===- KernelSupport.cpp - C functions that compiled kernels call ---------===//
+//===- Factorizations.cpp - Dense factorisations kernels call -------------===//
 //
 // Dense factorisations in double precision (whatever the caller's element
 // type) and the SiLU integral. The interpreter uses the same functions, so
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Codegen/KernelSupport.h"
-#include "energy/Interpreter/ScalarMath.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/ScalarMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -95,7 +95,7 @@ int32_t inverse(int64_t n, const T *matrix, T *inverseOut) {
 
 extern "C" {
 double energy_support_silu_int(double x) {
-  return mlir::energy::scalar::siluIntegral(x);
+  return energy::scalar::siluIntegral(x);
 }
 double energy_support_logdet_f64(int64_t n, const double *matrix) {
   return logDet(n, matrix);

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Codegen/KernelSupport.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include <algorithm>
 #include <atomic>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Interpreter/ScalarMath.h"
+#include "energy/KernelSupport/ScalarMath.h"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +14,7 @@
 #include <cmath>
 #include <initializer_list>
 
-using namespace mlir::energy;
+using namespace energy;
 
 namespace {
 const double kPi2 = M_PI * M_PI;

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ENERGY_INTERPRETER_SCALARMATH_H
-#define ENERGY_INTERPRETER_SCALARMATH_H
+#ifndef ENERGY_KERNELSUPPORT_SCALARMATH_H
+#define ENERGY_KERNELSUPPORT_SCALARMATH_H
 
-namespace mlir::energy::scalar {
+namespace energy::scalar {
 
 /// A function of one real argument.
 using UnaryFunction = double (*)(double);
@@ -41,6 +41,6 @@ double multiply(double x, double y);
 double divide(double x, double y);
 double maximum(double x, double y);
 
-} // namespace mlir::energy::scalar
+} // namespace energy::scalar
 
-#endif // ENERGY_INTERPRETER_SCALARMATH_H
+#endif // ENERGY_KERNELSUPPORT_SCALARMATH_H
