@@ -55,8 +55,10 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     };
     add(ENERGY_SUPPORT_SILU_INT,
         reinterpret_cast<void *>(&energy_support_silu_int));
-    add(ENERGY_SUPPORT_LOGDET_F64, reinterpret_cast<void *>(&energy_support_logdet_f64));
-    add(ENERGY_SUPPORT_LOGDET_F32, reinterpret_cast<void *>(&energy_support_logdet_f32));
+    add(ENERGY_SUPPORT_LOGDET_F64,
+        reinterpret_cast<void *>(&energy_support_logdet_f64));
+    add(ENERGY_SUPPORT_LOGDET_F32,
+        reinterpret_cast<void *>(&energy_support_logdet_f32));
     add(ENERGY_SUPPORT_INVERSE_F64,
         reinterpret_cast<void *>(&energy_support_inverse_f64));
     add(ENERGY_SUPPORT_INVERSE_F32,

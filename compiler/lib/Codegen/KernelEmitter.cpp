@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/KernelEmitter.h"
-#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Codegen/ParallelLoops.h"
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Affine/Utils.h"

@@ -151,7 +151,8 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
           slot(context, position, loc));
     Value function = func::ConstantOp::create(
         b, loc, chunkType, FlatSymbolRefAttr::get(chunk.getSymNameAttr()));
-    auto parallelFor = module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_PARALLEL_FOR);
+    auto parallelFor =
+        module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_PARALLEL_FOR);
     func::CallOp::create(
         b, loc, parallelFor,
         ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
@@ -178,7 +179,8 @@ void mlir::energy::outlineParallelLoops(ModuleOp module) {
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
-  auto setThreads = module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SET_NUM_THREADS);
+  auto setThreads =
+      module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SET_NUM_THREADS);
   auto exported =
       func::FuncOp::create(b, loc, ENERGY_ARTIFACT_SET_THREADS_SYMBOL,
                            b.getFunctionType({b.getI32Type()}, {}));
