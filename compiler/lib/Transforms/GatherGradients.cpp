@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Slices.h"
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -22,50 +23,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// Whether `value` is defined outside `loop`.
-bool isOutside(Value value, Operation *loop) {
-  return !loop->isAncestor(value.getParentRegion()->getParentOp());
-}
-
-void addOperandsToSlice(Operation *op, Block &block,
-                        llvm::SetVector<Operation *> &slice);
-
-/// Adds to `slice` the op of `block` that defines `value`, after the ops of
-/// `block` it needs.
-void addToSlice(Value value, Block &block,
-                llvm::SetVector<Operation *> &slice) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != &block || slice.contains(def))
-    return;
-  addOperandsToSlice(def, block, slice);
-  slice.insert(def);
-}
-
-/// Adds to `slice` the ops of `block` that `op`, or an op nested in it,
-/// uses.
-void addOperandsToSlice(Operation *op, Block &block,
-                        llvm::SetVector<Operation *> &slice) {
-  op->walk([&](Operation *nested) {
-    for (Value operand : nested->getOperands())
-      addToSlice(operand, block, slice);
-  });
-}
-
-/// Clones the ops of `block` that are in `slice`, in the block's order.
-void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
-                OpBuilder &builder, IRMapping &mapping) {
-  for (Operation &op : block)
-    if (slice.contains(&op))
-      builder.clone(op, mapping);
-}
-
-/// Adds to `block` one index argument per argument of `like`, mapped.
-void addIndexArguments(Block &block, Block &like, IRMapping &mapping) {
-  for (BlockArgument argument : like.getArguments())
-    mapping.map(argument,
-                block.addArgument(argument.getType(), argument.getLoc()));
-}
-
 /// Σ_p M v_p = M Σ_p v_p and Σ_p c v_p = c Σ_p v_p for M, c invariant in
 /// `sum`: rewrites the body's yield and returns the value to use for the
 /// whole sum (after `sum`).
@@ -77,18 +34,18 @@ Value pullOutLinearFactor(ReduceOp sum, OpBuilder &builder) {
   Value factor, inner;
   bool matrix = false;
   if (auto matmul = dyn_cast_or_null<MatmulOp>(op);
-      matmul && isOutside(matmul.getLhs(), sum) &&
+      matmul && isDefinedOutside(matmul.getLhs(), sum) &&
       cast<ArrayType>(matmul.getRhs().getType()).getRank() == 1) {
     factor = matmul.getLhs();
     inner = matmul.getRhs();
     matrix = true;
   } else if (auto mul = dyn_cast_or_null<MulOp>(op);
-             mul && isOutside(mul.getLhs(), sum) &&
+             mul && isDefinedOutside(mul.getLhs(), sum) &&
              cast<ArrayType>(mul.getLhs().getType()).isScalar() &&
              mul.getRhs().getType() == mul.getType()) {
     factor = mul.getLhs();
     inner = mul.getRhs();
-  } else if (mul && isOutside(mul.getRhs(), sum) &&
+  } else if (mul && isDefinedOutside(mul.getRhs(), sum) &&
              cast<ArrayType>(mul.getRhs().getType()).isScalar() &&
              mul.getLhs().getType() == mul.getType()) {
     factor = mul.getRhs();
@@ -127,8 +84,9 @@ struct GatherGradientsPass
     Block &body = loop.getBody().front();
     SmallVector<AccumulateOp> invariant;
     for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
-      if (llvm::all_of(accumulate.getIndices(),
-                       [&](Value index) { return isOutside(index, loop); }))
+      if (llvm::all_of(accumulate.getIndices(), [&](Value index) {
+            return isDefinedOutside(index, loop);
+          }))
         invariant.push_back(accumulate);
     for (AccumulateOp accumulate : invariant) {
       // sum = Σ over the loop's domain of the accumulated value.
@@ -176,7 +134,7 @@ struct GatherGradientsPass
       if (accumulate->getBlock() != &body)
         return WalkResult::interrupt();
       for (Value index : accumulate.getIndices())
-        if (!isOutside(index, outer) &&
+        if (!isDefinedOutside(index, outer) &&
             llvm::find(body.getArguments(), index) == body.args_end())
           return WalkResult::interrupt();
       return WalkResult::advance();

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/IR/EnergyOps.h"
+#include "OpSyntax.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -15,14 +15,14 @@
 
 using namespace mlir;
 using namespace mlir::energy;
+using namespace mlir::energy::syntax;
 
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
-namespace {
 /// Parses a real number written as a float or an integer literal.
-ParseResult parseNumber(AsmParser &parser, double &value) {
+static ParseResult parseNumber(AsmParser &parser, double &value) {
   bool negative = succeeded(parser.parseOptionalMinus());
   uint64_t integer;
   OptionalParseResult parsed = parser.parseOptionalInteger(integer);
@@ -38,12 +38,10 @@ ParseResult parseNumber(AsmParser &parser, double &value) {
   return success();
 }
 
-/// Parses an index domain `(%i : @N, %t : @T - 1)` (or in square brackets),
-/// giving each index the type `index`.
-ParseResult parseIndexDomain(OpAsmParser &parser,
-                             AsmParser::Delimiter delimiter,
-                             SmallVectorImpl<OpAsmParser::Argument> &indices,
-                             ArrayAttr &sizes) {
+ParseResult
+syntax::parseIndexDomain(OpAsmParser &parser, AsmParser::Delimiter delimiter,
+                         SmallVectorImpl<OpAsmParser::Argument> &indices,
+                         ArrayAttr &sizes) {
   SmallVector<Attribute> sizeAttrs;
   Type indexType = parser.getBuilder().getIndexType();
   if (parser.parseCommaSeparatedList(delimiter, [&]() -> ParseResult {
@@ -62,8 +60,9 @@ ParseResult parseIndexDomain(OpAsmParser &parser,
   return success();
 }
 
-void printIndexDomain(OpAsmPrinter &printer, Block &block, ArrayAttr sizes,
-                      StringRef open, StringRef close) {
+void syntax::printIndexDomain(OpAsmPrinter &printer, Block &block,
+                              ArrayAttr sizes, StringRef open,
+                              StringRef close) {
   printer << open;
   llvm::interleaveComma(
       llvm::zip(block.getArguments(), sizes), printer, [&](auto pair) {
@@ -75,9 +74,9 @@ void printIndexDomain(OpAsmPrinter &printer, Block &block, ArrayAttr sizes,
   printer << close;
 }
 
-/// Checks that a body has one block whose arguments are `count` indices.
-LogicalResult verifyIndexArguments(Operation *op, Region &region,
-                                   unsigned indexCount, StringRef what) {
+LogicalResult syntax::verifyIndexArguments(Operation *op, Region &region,
+                                           unsigned indexCount,
+                                           StringRef what) {
   if (region.empty())
     return op->emitOpError() << "expects a " << what;
   Block &block = region.front();
@@ -91,10 +90,9 @@ LogicalResult verifyIndexArguments(Operation *op, Region &region,
   return success();
 }
 
-/// Checks that a body has one block whose arguments are `count` indices and
-/// whose terminator yields values of the `expected` types.
-LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
-                         TypeRange expected, StringRef what) {
+LogicalResult syntax::verifyBody(Operation *op, Region &region,
+                                 unsigned indexCount, TypeRange expected,
+                                 StringRef what) {
   if (failed(verifyIndexArguments(op, region, indexCount, what)))
     return failure();
   Block &block = region.front();
@@ -116,9 +114,9 @@ LogicalResult verifyBody(Operation *op, Region &region, unsigned indexCount,
   return success();
 }
 
-/// Checks that every dim named by `size` is a dim of the model.
-LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
-                             DimExprAttr size) {
+LogicalResult syntax::verifyDimNames(Operation *user,
+                                     SymbolTableCollection &tables,
+                                     DimExprAttr size) {
   for (StringAttr name : size.getNames()) {
     Operation *found = tables.lookupNearestSymbolFrom(
         user, FlatSymbolRefAttr::get(name.getContext(), name));
@@ -129,14 +127,16 @@ LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
   return success();
 }
 
-LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
-                             ArrayAttr sizes) {
+LogicalResult syntax::verifyDimNames(Operation *user,
+                                     SymbolTableCollection &tables,
+                                     ArrayAttr sizes) {
   for (Attribute size : sizes)
     if (failed(verifyDimNames(user, tables, cast<DimExprAttr>(size))))
       return failure();
   return success();
 }
 
+namespace {
 /// The state tensor a dynamics rule updates, after checking it is one.
 FailureOr<TensorOp> lookupUpdatedNode(Operation *rule,
                                       SymbolTableCollection &tables,
@@ -207,9 +207,7 @@ LogicalResult verifyComprehension(ComprehensionOp op) {
 }
 } // namespace
 
-/// Names the index arguments of `region` after the source's index names,
-/// which the front end records as NameLocs on the arguments.
-static void nameIndices(Region &region, OpAsmSetValueNameFn setName) {
+void syntax::nameIndices(Region &region, OpAsmSetValueNameFn setName) {
   for (BlockArgument argument : region.getArguments())
     if (auto name = dyn_cast<NameLoc>(argument.getLoc()))
       setName(argument, name.getName().getValue());
@@ -541,7 +539,8 @@ LogicalResult TermOp::verifyRegions() {
 LogicalResult YieldOp::verify() {
   Operation *parent = (*this)->getParentOp();
   if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, ForeachOp, RepeatOp,
-                       DynamicsOp, UpdateOp, AssignOp>(parent))
+                       DynamicsOp, UpdateOp, AssignOp, TabulateOp,
+                       SoftmaxContractOp>(parent))
     return emitOpError() << "ends the body of an energy op, not of '"
                          << (parent ? parent->getName().getStringRef() : "")
                          << "'";
@@ -581,7 +580,7 @@ void printDomainAndPredicate(OpAsmPrinter &printer, Block &body,
 }
 } // namespace
 
-// reduce-op ::= `energy.reduce` kind `(` %i `:` dim-expr, ... `)`
+// reduce-op ::= `energy.reduce` kind `parallel`? `(` %i `:` dim-expr, ... `)`
 //               (`where` region)? (`temp` `(` %t `:` type `)`)? region
 //               attr-dict `:` type
 ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
@@ -596,6 +595,8 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
     return parser.emitError(kindLoc) << "unknown reduction '" << kindName
                                      << "'; expected sum, mean, max or lse";
   result.addAttribute("kind", ReduceKindAttr::get(context, *kind));
+  if (succeeded(parser.parseOptionalKeyword("parallel")))
+    result.addAttribute("parallel", UnitAttr::get(context));
   if (parseDomainAndPredicate(parser, result, indices))
     return failure();
   Region *body = result.regions.back().get();
@@ -618,13 +619,16 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
 
 void ReduceOp::print(OpAsmPrinter &printer) {
   printer << ' ' << stringifyReduceKind(getKind());
+  if (getParallel())
+    printer << " parallel";
   printDomainAndPredicate(printer, getBody().front(), getSizes(),
                           getPredicate());
   if (Value temperature = getTemperature())
     printer << " temp(" << temperature << " : " << temperature.getType() << ")";
   printer << ' ';
   printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
-  printer.printOptionalAttrDict((*this)->getAttrs(), {"kind", "sizes"});
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {"kind", "sizes", "parallel"});
   printer << " : " << getType();
 }
 
@@ -677,10 +681,12 @@ LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyTermReference(*this, tables, getOfAttr());
 }
 
-// foreach-op ::= `energy.foreach` `(` %i `:` dim-expr, ... `)`
+// foreach-op ::= `energy.foreach` `parallel`? `(` %i `:` dim-expr, ... `)`
 //                (`where` region)? region attr-dict
 ParseResult ForeachOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::Argument> indices;
+  if (succeeded(parser.parseOptionalKeyword("parallel")))
+    result.addAttribute("parallel", UnitAttr::get(parser.getContext()));
   if (parseDomainAndPredicate(parser, result, indices) ||
       parser.parseRegion(*result.regions.back(), indices))
     return failure();
@@ -688,11 +694,13 @@ ParseResult ForeachOp::parse(OpAsmParser &parser, OperationState &result) {
 }
 
 void ForeachOp::print(OpAsmPrinter &printer) {
+  if (getParallel())
+    printer << " parallel";
   printDomainAndPredicate(printer, getBody().front(), getSizes(),
                           getPredicate());
   printer << ' ';
   printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
-  printer.printOptionalAttrDict((*this)->getAttrs(), {"sizes"});
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"sizes", "parallel"});
 }
 
 LogicalResult ForeachOp::verifyRegions() {

@@ -115,4 +115,58 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
+  let summary = "Writes how the kernels run as IR: softmax contractions, tables, parallel loops";
+  let description = [{
+    Takes the decisions that shape the kernels and writes them as ops and
+    attributes that every backend lowers as they say:
+
+    - Softmax contractions. An `lse` and the sums over the same domain whose
+      summand is linear in its softmax weight exp((x − L)/T) (the child side
+      of an lse term) become one `energy.softmax_contract`, lifted out of
+      the loop over the rows around them when its body can be recomputed
+      per pair (then the loop reads its row of each result). A sum over
+      rows weighted by the softmax of an lse that a let recomputes (the
+      parent side, after `energy-gather-gradients`) becomes the column sum
+      of a contraction; contractions with the same score merge, so the
+      parent side reuses the child side's L. Factors of a summand that do
+      not depend on the column are taken out of the sums.
+    - Tables. Values of a contraction's regions that depend on the row side
+      or the column side only (the projections q = Wq x, k = Wk x; log
+      weights and log-determinants of a mixture's components) are computed
+      once ahead of it: `energy.tabulate`, a whole-tensor read, or a matrix
+      product X Wᵀ. A contraction whose score is then a dot product of two
+      tables (times a scale) is marked `bilinear`.
+    - Parallel loops. A `foreach` whose positions along one index add into
+      disjoint slots is marked `parallel`, its indices interchanged to
+      bring that index first; sums outside every loop are marked `parallel`
+      (fixed chunks, added in order).
+
+    Before (self-attention's child side, after gradient derivation):
+
+    ```mlir
+    foreach (%c : @N) {
+      %q = matmul %Wq, (read @x[%c])
+      %L = reduce lse (%p : @N) { dot %q, (matmul %Wk, (read @x[%p])) }
+      %s = reduce sum (%p : @N) { ... exp(dot(...) − %L) · k_p · −1 ... }
+      accumulate (matmul %WqT, %s) into @x[%c]
+    }
+    ```
+
+    After:
+
+    ```mlir
+    %Q = matmul (read @x), (transpose %Wq)
+    %K = matmul (read @x), (transpose %Wk)
+    %L, %S = softmax_contract bilinear rows (%c : @N) cols (%p : @N)
+        score { dot (extract %Q[%c]), (extract %K[%p]) }
+        row_values { extract %K[%p] }
+    foreach parallel (%c : @N) {
+      accumulate (matmul %WqT, (mul (extract %S[%c]), -1)) into @x[%c]
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 #endif // ENERGY_TRANSFORMS_PASSES_TD

@@ -86,6 +86,16 @@ def Energy_Order : I32EnumAttr<"Order", "grouping of gradient rules in a step",
 }
 def Energy_OrderAttr : EnumAttr<Energy_Dialect, Energy_Order, "order">;
 
+def Energy_ContractGeneric : I32EnumAttrCase<"generic", 0>;
+def Energy_ContractBilinear : I32EnumAttrCase<"bilinear", 1>;
+def Energy_ContractForm : I32EnumAttr<"ContractForm",
+    "how a softmax contraction's score is computed",
+    [Energy_ContractGeneric, Energy_ContractBilinear]> {
+  let cppNamespace = "::mlir::energy";
+  let genSpecializedAttr = 0;
+}
+def Energy_ContractFormAttr : EnumAttr<Energy_Dialect, Energy_ContractForm, "contract_form">;
+
 def Energy_DimExprAttr : AttrDef<Energy_Dialect, "DimExpr"> {
   let mnemonic = "dim";
   let summary = "An integer expression over the model's dims";

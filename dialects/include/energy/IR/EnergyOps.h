@@ -29,6 +29,25 @@ class DynamicsOp;
 /// one of them a scalar. Emits an error at `location` when they do not fit.
 LogicalResult inferBroadcastType(std::optional<Location> location, Type lhs,
                                  Type rhs, SmallVectorImpl<Type> &types);
+
+/// One condition on the positions a softmax contraction admits, linear in
+/// its last row index r and its column index c: a·r + b·c + offset ≥ 0, or
+/// ≠ 0 when `notEqual`.
+struct LinearConstraint {
+  int64_t rowCoefficient = 0, colCoefficient = 0, offset = 0;
+  bool notEqual = false;
+};
+
+/// The operands of a bilinear softmax contraction: the score is
+/// scale · dot(rowTable[rows], colTable[batch rows, c]); the child side sums
+/// rows `rowValueTables[j][batch rows, c]`, the parent side rows
+/// `colValueTables[j][rows]`.
+struct BilinearContract {
+  Value rowTable, colTable;
+  /// A scalar computed outside the contraction, or null for 1.
+  Value scale;
+  SmallVector<Value> rowValueTables, colValueTables;
+};
 } // namespace mlir::energy
 
 #define GET_OP_CLASSES

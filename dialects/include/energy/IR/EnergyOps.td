@@ -508,6 +508,9 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
     the yielded values are reduced elementwise. `lse` takes an optional
     temperature T: T · log Σ exp(e / T). A reduction over an empty domain is
     0. The predicate and the body take the domain's indices as arguments.
+    `parallel` (set by `energy-plan-kernels` on sums) says that the sum may
+    be split into fixed chunks of its first index, summed on several threads
+    and added in chunk order.
 
     ```mlir
     %e = energy.reduce lse (%p : @N) where {
@@ -521,7 +524,8 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
   }];
   let arguments = (ins Energy_ReduceKindAttr:$kind,
                        TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes,
-                       Optional<Energy_Scalar>:$temperature);
+                       Optional<Energy_Scalar>:$temperature,
+                       UnitAttr:$parallel);
   let results = (outs Energy_AnyArray:$result);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
@@ -575,8 +579,12 @@ def Energy_ForeachOp : Energy_Op<"foreach", [NoTerminator,
   let description = [{
     The loop of a gradient program: the same domain and predicate as an
     `energy.reduce`, a body with side effects (accumulations) and no result.
+    `parallel` (set by `energy-plan-kernels`) says that its positions along
+    the first index write disjoint slots, so they may run on several
+    threads.
   }];
-  let arguments = (ins TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes);
+  let arguments = (ins TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes,
+                       UnitAttr:$parallel);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -762,5 +770,7 @@ def Energy_SelectOp : Energy_Op<"select", [Pure,
     $condition `,` $true_value `,` $false_value attr-dict `:` type($result)
   }];
 }
+
+include "energy/IR/EnergyKernelOps.td"
 
 #endif // ENERGY_OPS_TD

@@ -1,0 +1,280 @@
+//===- ContractTables.cpp - Work ahead of softmax contractions ------------===//
+//
+// A contraction evaluates its regions at every (row, column) pair; values
+// that depend on the row side or the column side only are computed once per
+// position of that side, ahead of it, into tables: `energy.tabulate`, a
+// whole-tensor read when the value is a tensor's row, or a matrix product
+// when the table applies one matrix to every row of a tensor (which the
+// backends run as a GEMM). Contractions whose score is then a dot product
+// of two tables are marked bilinear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+#include "Slices.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// The set of a region's index arguments a value depends on, as a bit mask
+/// over argument numbers.
+using IndexSet = uint64_t;
+
+class TableHoister {
+public:
+  explicit TableHoister(SoftmaxContractOp contract)
+      : contract(contract), rowCount(contract.getNumRowIndices()) {
+    for (unsigned i = 0; i < rowCount; ++i)
+      rowSide |= IndexSet(1) << i;
+    colSide = (rowSide & ~(IndexSet(1) << (rowCount - 1))) |
+              (IndexSet(1) << rowCount);
+  }
+
+  void run() {
+    for (Region *region : contract.getLoopRegions())
+      hoistFrom(region->front());
+  }
+
+private:
+  /// The indices `op` (and what is nested in it) uses, through values of
+  /// `block`.
+  IndexSet indicesUsed(Operation *op, Block &block) {
+    IndexSet used = 0;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (auto argument = dyn_cast<BlockArgument>(operand);
+            argument && argument.getOwner() == &block)
+          used |= IndexSet(1) << argument.getArgNumber();
+        else if (Operation *def = operand.getDefiningOp();
+                 def && def->getBlock() == &block)
+          used |= dependence.lookup(def);
+      }
+    });
+    return used;
+  }
+
+  void hoistFrom(Block &block) {
+    for (Operation &op : block.without_terminator())
+      dependence[&op] = indicesUsed(&op, block);
+    SmallVector<Operation *> candidates;
+    for (Operation &op : block.without_terminator()) {
+      IndexSet used = dependence[&op];
+      bool oneSide = used == rowSide || used == colSide;
+      if (!oneSide || op.getNumResults() != 1 || alreadyTable(&op, block))
+        continue;
+      // Worth a table when something that depends on the other side, or
+      // the region's result, uses it.
+      bool neededByPairs = llvm::any_of(op.getUsers(), [&](Operation *user) {
+        Operation *inBlock = block.findAncestorOpInBlock(*user);
+        return !inBlock || isa<YieldOp>(inBlock) ||
+               (dependence.lookup(inBlock) & ~used) != 0;
+      });
+      if (neededByPairs)
+        candidates.push_back(&op);
+    }
+    for (Operation *op : candidates)
+      hoist(op, block);
+  }
+
+  /// Whether `op` already reads a table at exactly one side's indices.
+  bool alreadyTable(Operation *op, Block &block) {
+    auto extract = dyn_cast<ExtractOp>(op);
+    return extract && isDefinedOutside(extract.getSource(), contract) &&
+           extract.getMap().isIdentity() &&
+           (sideIndices(block, rowSide) ==
+                SmallVector<Value>(extract.getIndices()) ||
+            sideIndices(block, colSide) ==
+                SmallVector<Value>(extract.getIndices()));
+  }
+
+  SmallVector<Value> sideIndices(Block &block, IndexSet side) {
+    SmallVector<Value> indices;
+    for (BlockArgument argument : block.getArguments())
+      if (side & (IndexSet(1) << argument.getArgNumber()))
+        indices.push_back(argument);
+    return indices;
+  }
+
+  ArrayAttr sideSizes(IndexSet side) {
+    SmallVector<Attribute> sizes;
+    for (unsigned i = 0; i < rowCount; ++i)
+      if (side & (IndexSet(1) << i))
+        sizes.push_back(contract.getRows()[i]);
+    if (side & (IndexSet(1) << rowCount))
+      sizes.push_back(contract.getCols());
+    return ArrayAttr::get(contract.getContext(), sizes);
+  }
+
+  /// Replaces the value of `op` by a row of a table computed before the
+  /// contraction.
+  void hoist(Operation *op, Block &block) {
+    IndexSet side = dependence[op];
+    SmallVector<Value> indices = sideIndices(block, side);
+    ArrayAttr sizes = sideSizes(side);
+    Value value = op->getResult(0);
+    auto elementType = cast<ArrayType>(value.getType());
+    SmallVector<StringAttr> dims;
+    for (Attribute size : sizes)
+      dims.push_back(StringAttr::get(contract.getContext(),
+                                     *cast<DimExprAttr>(size).getDimName()));
+    llvm::append_range(dims, elementType.getShape());
+    auto tableType = ArrayType::get(contract.getContext(), dims);
+    Location loc = op->getLoc();
+    OpBuilder builder(contract);
+    Value table = wholeTensorRead(op, indices, tableType, builder);
+    if (!table)
+      table = tabulate(op, block, sizes, tableType, builder);
+    builder.setInsertionPoint(op);
+    auto map =
+        AffineMap::getMultiDimIdentityMap(indices.size(), builder.getContext());
+    Value row = ExtractOp::create(builder, loc, elementType, table,
+                                  AffineMapAttr::get(map), indices);
+    value.replaceAllUsesWith(row);
+    dependence[row.getDefiningOp()] = side;
+    if (op->use_empty())
+      op->erase();
+  }
+
+  /// `read @T` for `read @T[indices]` at exactly the side's indices.
+  Value wholeTensorRead(Operation *op, ArrayRef<Value> indices,
+                        ArrayType tableType, OpBuilder &builder) {
+    auto read = dyn_cast<ReadOp>(op);
+    if (!read || !read.getMap().isIdentity() ||
+        SmallVector<Value>(read.getIndices()) != SmallVector<Value>(indices))
+      return Value();
+    auto model = contract->getParentOfType<ModelOp>();
+    Operation *source = model.lookupSymbol(read.getSourceAttr());
+    auto tensor = dyn_cast_or_null<TensorOp>(source);
+    if (!tensor || tensor.getArrayType() != tableType)
+      return Value();
+    return ReadOp::create(
+        builder, read.getLoc(), tableType, read.getSourceAttr(),
+        AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
+        ValueRange());
+  }
+
+  /// A table of `op`'s value at every position of the side, or an equal
+  /// one made earlier.
+  Value tabulate(Operation *op, Block &block, ArrayAttr sizes,
+                 ArrayType tableType, OpBuilder &builder) {
+    Location loc = op->getLoc();
+    auto table = TabulateOp::create(builder, loc, tableType, sizes);
+    Block &body = table.getBody().emplaceBlock();
+    IRMapping mapping;
+    IndexSet side = dependence[op];
+    for (BlockArgument argument : block.getArguments())
+      if (side & (IndexSet(1) << argument.getArgNumber()))
+        mapping.map(argument,
+                    body.addArgument(argument.getType(), argument.getLoc()));
+    llvm::SetVector<Operation *> slice;
+    addToSlice(op->getResult(0), block, slice);
+    OpBuilder inside = OpBuilder::atBlockEnd(&body);
+    cloneSlice(block, slice, inside, mapping);
+    YieldOp::create(inside, loc, mapping.lookup(op->getResult(0)));
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
+    // The same table computed for another value of this contraction.
+    for (TabulateOp earlier : tables)
+      if (sameTable(earlier, table)) {
+        table.erase();
+        return earlier;
+      }
+    tables.push_back(table);
+    return asMatrixProduct(table, builder);
+  }
+
+  static bool sameTable(TabulateOp a, TabulateOp b) {
+    if (a.getType() != b.getType() || a.getSizes() != b.getSizes())
+      return false;
+    IRMapping arguments;
+    arguments.map(a.getBody().front().getArguments(),
+                  b.getBody().front().getArguments());
+    return computeSame(a.getBodyValue(), b.getBodyValue(), arguments);
+  }
+
+  /// tabulate (%p) { matmul %M, read @X[%p] } is X Mᵀ: a matrix product
+  /// (a GEMM for the backends) instead of one matrix-vector product per
+  /// row.
+  Value asMatrixProduct(TabulateOp table, OpBuilder &builder) {
+    if (table.getSizes().size() != 1)
+      return table;
+    auto matmul = table.getBodyValue().getDefiningOp<MatmulOp>();
+    if (!matmul || !isDefinedOutside(matmul.getLhs(), table))
+      return table;
+    auto read = matmul.getRhs().getDefiningOp<ReadOp>();
+    Block &body = table.getBody().front();
+    if (!read || !read.getMap().isIdentity() || read.getIndices().size() != 1 ||
+        read.getIndices()[0] != body.getArgument(0))
+      return table;
+    auto model = contract->getParentOfType<ModelOp>();
+    auto tensor =
+        dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSourceAttr()));
+    if (!tensor || tensor.getArrayType().getRank() != 2)
+      return table;
+    Location loc = table.getLoc();
+    builder.setInsertionPoint(table);
+    Value rows = ReadOp::create(
+        builder, loc, tensor.getArrayType(), read.getSourceAttr(),
+        AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
+        ValueRange());
+    Value transposed = TransposeOp::create(builder, loc, matmul.getLhs());
+    Value product = MatmulOp::create(builder, loc, rows, transposed);
+    if (product.getType() != table.getType()) {
+      product.getDefiningOp()->erase();
+      transposed.getDefiningOp()->erase();
+      rows.getDefiningOp()->erase();
+      return table;
+    }
+    table.getResult().replaceAllUsesWith(product);
+    tables.pop_back();
+    table.erase();
+    return product;
+  }
+
+  SoftmaxContractOp contract;
+  unsigned rowCount;
+  IndexSet rowSide = 0, colSide = 0;
+  llvm::DenseMap<Operation *, IndexSet> dependence;
+  SmallVector<TabulateOp> tables;
+};
+
+/// A score x / s with s computed outside becomes x · (1 / s), the 1 / s
+/// computed ahead of the contraction, which is how the bilinear form
+/// states a scale.
+void scaleByReciprocal(SoftmaxContractOp contract) {
+  auto quotient = contract.getScoreValue().getDefiningOp<DivOp>();
+  if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
+      !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
+      !quotient->hasOneUse())
+    return;
+  Location loc = quotient.getLoc();
+  OpBuilder builder(contract);
+  Value one = ConstantOp::create(builder, loc, 1.0);
+  Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
+  builder.setInsertionPoint(quotient);
+  Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
+  quotient.getResult().replaceAllUsesWith(product);
+  quotient.erase();
+}
+
+} // namespace
+
+void mlir::energy::hoistContractTables(ModelOp model) {
+  SmallVector<SoftmaxContractOp> contracts;
+  model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
+  for (SoftmaxContractOp contract : contracts) {
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(contract.getOperation()));
+    if (contract.getNumRowIndices() > 0)
+      TableHoister(contract).run();
+    scaleByReciprocal(contract);
+    std::string reason;
+    if (succeeded(contract.matchBilinear(reason)))
+      contract.setForm(ContractForm::bilinear);
+  }
+}

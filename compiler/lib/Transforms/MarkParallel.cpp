@@ -1,0 +1,86 @@
+//===- MarkParallel.cpp - Loops that may run on several threads -----------===//
+//
+// A `foreach` whose positions along its first index add into disjoint
+// slots may share those positions out among threads without atomics; when
+// another index has that property, the indices are interchanged to bring it
+// first. A sum outside every loop may run in fixed chunks whose partial
+// sums are added in chunk order, so that the result does not depend on the
+// number of threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// Whether every position of `loop` along its index number `position` adds
+/// into slots no other position adds into: every accumulation in it has
+/// that index as one of its own indices, and nothing else in it writes.
+bool writesDisjointSlots(ForeachOp loop, unsigned position) {
+  Value index = loop.getBody().front().getArgument(position);
+  WalkResult walk = loop.getBody().walk([&](Operation *op) {
+    if (isa<StoreOp, GradOp, RepeatOp>(op))
+      return WalkResult::interrupt();
+    auto accumulate = dyn_cast<AccumulateOp>(op);
+    if (!accumulate)
+      return WalkResult::advance();
+    bool slotAxis =
+        llvm::any_of(accumulate.getMap().getResults(), [&](AffineExpr result) {
+          auto dim = dyn_cast<AffineDimExpr>(result);
+          return dim && accumulate.getIndices()[dim.getPosition()] == index;
+        });
+    return slotAxis ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// Moves index number `position` of every region of `loop` to the front.
+void bringIndexFirst(ForeachOp loop, unsigned position) {
+  SmallVector<Attribute> sizes(loop.getSizes().getValue());
+  Attribute size = sizes[position];
+  sizes.erase(sizes.begin() + position);
+  sizes.insert(sizes.begin(), size);
+  loop.setSizesAttr(ArrayAttr::get(loop.getContext(), sizes));
+  for (Region *region : {&loop.getPredicate(), &loop.getBody()}) {
+    if (region->empty())
+      continue;
+    Block &block = region->front();
+    BlockArgument moved = block.getArgument(position);
+    BlockArgument first =
+        block.insertArgument(0u, moved.getType(), moved.getLoc());
+    moved.replaceAllUsesWith(first);
+    block.eraseArgument(position + 1);
+  }
+}
+
+/// Whether `op` runs once per evaluation of its kernel: it sits directly in
+/// a term, gradient, step program or stopping rule, not in a loop.
+bool isStatement(Operation *op) {
+  return isa<TermOp, GradientOp, UpdateProgramOp, RepeatOp, DynamicsOp>(
+      op->getParentOp());
+}
+
+} // namespace
+
+void mlir::energy::markParallelLoops(ModelOp model) {
+  model.walk([&](ForeachOp loop) {
+    if (!isStatement(loop))
+      return;
+    unsigned rank = loop.getSizes().size();
+    for (unsigned position = 0; position < rank; ++position) {
+      if (!writesDisjointSlots(loop, position))
+        continue;
+      if (position != 0)
+        bringIndexFirst(loop, position);
+      loop.setParallel(true);
+      return;
+    }
+  });
+  model.walk([&](ReduceOp reduce) {
+    if (reduce.getKind() == ReduceKind::sum && isStatement(reduce))
+      reduce.setParallel(true);
+  });
+}

@@ -1,0 +1,43 @@
+//===- PlanKernels.h - The steps of energy-plan-kernels ---------*- C++ -*-===//
+//
+// Kernel planning turns decisions about how energy IR runs into IR: softmax
+// contractions fused into one op, work that depends on one side of a
+// contraction computed into tables ahead of it, and loops marked parallel.
+// Each step is a function over one model; the pass runs them in order.
+// Private to compiler/lib/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_TRANSFORMS_PLANKERNELS_H
+#define ENERGY_LIB_TRANSFORMS_PLANKERNELS_H
+
+#include "energy/IR/EnergyOps.h"
+
+namespace mlir::energy {
+
+/// Replaces every `reduce lse` and the sums over the same domain that are
+/// linear in its softmax weight (the child side of an lse term) by an
+/// `energy.softmax_contract`, lifted out of the loop over the rows that
+/// encloses them when it can be; then sums over rows weighted by the
+/// softmax of an lse computed elsewhere (the parent side, reading a let
+/// that recomputes the lse) become column sums of a contraction; then
+/// contractions of one block with the same domains and score merge.
+void formSoftmaxContracts(ModelOp model);
+
+/// Computes, ahead of each softmax contraction, the values of its regions
+/// that depend on the row indices only or on the column (and batch) indices
+/// only, into `energy.tabulate` tables (or whole-tensor reads, or matrix
+/// products when the table is a matrix applied to every row of a tensor),
+/// and marks contractions whose score is then a dot product of two tables
+/// `bilinear`.
+void hoistContractTables(ModelOp model);
+
+/// Marks the loops that may run on several threads: `foreach` loops whose
+/// positions along the first index write disjoint slots (interchanging the
+/// indices of a loop to bring such an index first), and sums outside every
+/// loop.
+void markParallelLoops(ModelOp model);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_LIB_TRANSFORMS_PLANKERNELS_H

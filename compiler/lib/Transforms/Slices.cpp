@@ -1,0 +1,75 @@
+//===- Slices.cpp - Copying the ops a value needs between bodies ----------===//
+//
+// Slices of one block, cloned into another, and structural comparison of
+// two computations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Slices.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+bool mlir::energy::isDefinedOutside(Value value, Operation *op) {
+  return !op->isAncestor(value.getParentRegion()->getParentOp());
+}
+
+void mlir::energy::addToSlice(Value value, Block &block,
+                              llvm::SetVector<Operation *> &slice) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &block || slice.contains(def))
+    return;
+  addOperandsToSlice(def, block, slice);
+  slice.insert(def);
+}
+
+void mlir::energy::addOperandsToSlice(Operation *op, Block &block,
+                                      llvm::SetVector<Operation *> &slice) {
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      addToSlice(operand, block, slice);
+  });
+}
+
+void mlir::energy::cloneSlice(Block &block,
+                              const llvm::SetVector<Operation *> &slice,
+                              OpBuilder &builder, IRMapping &mapping) {
+  for (Operation &op : block)
+    if (slice.contains(&op))
+      builder.clone(op, mapping);
+}
+
+void mlir::energy::addIndexArguments(Block &block, Block &like,
+                                     IRMapping &mapping) {
+  for (BlockArgument argument : like.getArguments())
+    mapping.map(argument,
+                block.addArgument(argument.getType(), argument.getLoc()));
+}
+
+bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
+  if (a == b)
+    return true;
+  if (isa<BlockArgument>(a))
+    return arguments.lookupOrNull(a) == b;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || x->getName() != y->getName() || x->getNumRegions() != 0 ||
+      y->getNumRegions() != 0 || x->getResultTypes() != y->getResultTypes() ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber() ||
+      x->getPropertiesAsAttribute() != y->getPropertiesAsAttribute() ||
+      x->getDiscardableAttrDictionary() != y->getDiscardableAttrDictionary() ||
+      x->getNumOperands() != y->getNumOperands())
+    return false;
+  auto sameOperands = [&](bool swapped) {
+    for (unsigned i = 0, e = x->getNumOperands(); i < e; ++i) {
+      unsigned j = swapped ? e - 1 - i : i;
+      if (!computeSame(x->getOperand(i), y->getOperand(j), arguments))
+        return false;
+    }
+    return true;
+  };
+  if (sameOperands(/*swapped=*/false))
+    return true;
+  return x->getNumOperands() == 2 && x->hasTrait<OpTrait::IsCommutative>() &&
+         sameOperands(/*swapped=*/true);
+}

@@ -1,0 +1,42 @@
+//===- Slices.h - Copying the ops a value needs between bodies --*- C++ -*-===//
+//
+// Gradient gathering and kernel planning move computations between the
+// bodies of loops: these helpers collect the ops of one block that a value
+// needs (its slice), clone them elsewhere, and compare computations.
+// Private to compiler/lib/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_TRANSFORMS_SLICES_H
+#define ENERGY_LIB_TRANSFORMS_SLICES_H
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::energy {
+
+/// Whether `value` is defined outside `op` (not in a region of it).
+bool isDefinedOutside(Value value, Operation *op);
+
+/// Adds to `slice` the op of `block` that defines `value`, after the ops of
+/// `block` it needs (directly, or through ops nested in it).
+void addToSlice(Value value, Block &block, llvm::SetVector<Operation *> &slice);
+/// Adds to `slice` the ops of `block` that `op`, or an op nested in it, uses.
+void addOperandsToSlice(Operation *op, Block &block,
+                        llvm::SetVector<Operation *> &slice);
+/// Clones the ops of `block` that are in `slice`, in the block's order.
+void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
+                OpBuilder &builder, IRMapping &mapping);
+/// Adds to `block` one index argument per argument of `like`, mapped.
+void addIndexArguments(Block &block, Block &like, IRMapping &mapping);
+
+/// Whether `a` computes what `b` computes: the same ops (no regions) on
+/// corresponding operands, block arguments corresponding through
+/// `arguments`, the operands of commutative ops in either order.
+bool computeSame(Value a, Value b, const IRMapping &arguments);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_LIB_TRANSFORMS_SLICES_H

@@ -1,0 +1,892 @@
+//===- SoftmaxContracts.cpp - Forming energy.softmax_contract ops ---------===//
+//
+// Finds the softmax contractions of derived IR and writes each as one
+// `energy.softmax_contract`: an lse with the sums linear in its weights
+// over the same domain (child side), and sums over rows weighted by the
+// softmax of an lse that a let or the sum itself recomputes (parent side).
+// Contractions of one block with the same score then merge, so that the
+// parent side reuses the child side's normaliser.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+#include "Slices.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Sums linear in a softmax weight
+//===----------------------------------------------------------------------===//
+
+/// A sum whose summand is linear in w = exp((x − L) / T), with L a
+/// normaliser: the ops from w up to the summand, and which of them apply
+/// a factor that does not depend on the sum's index and so is taken out of
+/// the sum.
+struct WeightedSum {
+  ReduceOp sum;
+  SubOp shift;           ///< x − L
+  Operation *weight;     ///< exp((x − L) / T)
+  Value temperatureUsed; ///< T as the sum divides by it, or null
+  SmallVector<Operation *> chain;
+  SmallVector<bool> pulledOut;
+};
+
+/// Whether `value` depends on `weight` within `body`.
+bool dependsOnWeight(Value value, Value weight) {
+  if (value == weight)
+    return true;
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return false;
+  bool found = false;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      found |= operand == weight ||
+               (operand.getDefiningOp() && operand.getDefiningOp() != nested &&
+                dependsOnWeight(operand, weight));
+  });
+  return found;
+}
+
+/// The operand of a chain op that carries the weight (the other one is its
+/// factor).
+unsigned taintedOperand(Operation *op, Value weight) {
+  if (op->getNumOperands() == 1)
+    return 0;
+  return dependsOnWeight(op->getOperand(0), weight) ? 0 : 1;
+}
+
+/// Fills `sum.chain` with the ops from the weight to the summand when the
+/// summand is the weight times factors that do not depend on it.
+bool findLinearChain(WeightedSum &sum) {
+  Value weight = sum.weight->getResult(0);
+  Value value = sum.sum.getBodyValue();
+  SmallVector<Operation *> topDown;
+  while (value != weight) {
+    Operation *op = value.getDefiningOp();
+    if (!op || !isa<MulOp, MatmulOp, DivOp, NegOp>(op))
+      return false;
+    unsigned tainted = taintedOperand(op, weight);
+    if (!dependsOnWeight(op->getOperand(tainted), weight))
+      return false;
+    if (op->getNumOperands() == 2 &&
+        dependsOnWeight(op->getOperand(1 - tainted), weight))
+      return false;
+    // A quotient is linear in its numerator only.
+    if (isa<DivOp>(op) && tainted != 0)
+      return false;
+    topDown.push_back(op);
+    value = op->getOperand(tainted);
+  }
+  // The weight must reach the summand through the chain only.
+  for (Operation *user : weight.getUsers())
+    if (!llvm::is_contained(topDown, user))
+      return false;
+  sum.chain.assign(topDown.rbegin(), topDown.rend());
+  // Factors outside the sum come out of it: scalars wherever they are
+  // (they commute with every linear op), others while every op above them
+  // comes out too.
+  sum.pulledOut.assign(sum.chain.size(), false);
+  bool outermost = true;
+  for (int i = static_cast<int>(sum.chain.size()) - 1; i >= 0; --i) {
+    Operation *op = sum.chain[i];
+    Value factor = op->getNumOperands() == 2
+                       ? op->getOperand(1 - taintedOperand(op, weight))
+                       : Value();
+    bool outside = !factor || isDefinedOutside(factor, sum.sum);
+    bool scalar = !factor || (cast<ArrayType>(factor.getType()).isScalar() &&
+                              !isa<MatmulOp>(op));
+    if (outside && (outermost || scalar))
+      sum.pulledOut[i] = true;
+    else
+      outermost = false;
+  }
+  return true;
+}
+
+/// Finds w = exp((x − L) / T) in the body of `sum`, where `isNormaliser(L)`
+/// says which L counts, and checks that the summand is linear in it.
+std::optional<WeightedSum>
+matchWeightedSum(ReduceOp sum, function_ref<bool(Value)> isNormaliser) {
+  if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1)
+    return std::nullopt;
+  for (auto shift : sum.getBody().front().getOps<SubOp>()) {
+    if (!isNormaliser(shift.getRhs()) || !shift->hasOneUse())
+      continue;
+    WeightedSum found{sum, shift, nullptr, Value(), {}, {}};
+    Operation *argument = shift;
+    if (auto scaled = dyn_cast<DivOp>(*shift->getUsers().begin());
+        scaled && scaled.getLhs() == shift.getResult()) {
+      if (!scaled->hasOneUse() ||
+          !isDefinedOutside(scaled.getRhs(), sum.getOperation()))
+        continue;
+      found.temperatureUsed = scaled.getRhs();
+      argument = scaled;
+    }
+    auto exponential = dyn_cast<ExpOp>(*argument->getUsers().begin());
+    if (!exponential)
+      continue;
+    found.weight = exponential;
+    if (findLinearChain(found))
+      return found;
+  }
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Filling the regions of a contraction
+//===----------------------------------------------------------------------===//
+
+/// A builder at the end of `block`, which may belong to a region that no op
+/// holds yet.
+OpBuilder endOf(Block &block) {
+  OpBuilder builder(block.getArgument(0).getContext());
+  builder.setInsertionPointToEnd(&block);
+  return builder;
+}
+
+/// Clones into a region of a new contraction the ops a value needs: values
+/// defined in the `sources` blocks are cloned (their block arguments mapped
+/// to the region's indices), others are used from outside. Fails on ops
+/// with side effects, and on ops with regions from blocks that are not
+/// cloned whole.
+class RegionFiller {
+public:
+  RegionFiller(Block &target, IRMapping mapping, SmallVector<Block *> sources,
+               llvm::DenseSet<Block *> regionOpsAllowed)
+      : builder(endOf(target)), mapping(std::move(mapping)),
+        sources(std::move(sources)),
+        regionOpsAllowed(std::move(regionOpsAllowed)) {}
+
+  FailureOr<Value> materialize(Value value) {
+    if (Value mapped = mapping.lookupOrNull(value))
+      return mapped;
+    Operation *def = value.getDefiningOp();
+    if (!def || !llvm::is_contained(sources, def->getBlock()))
+      return value;
+    if (def->getNumRegions() && !regionOpsAllowed.contains(def->getBlock()))
+      return failure();
+    if (!isMemoryEffectFree(def) && !isa<ReadOp, ReduceOp>(def))
+      return failure();
+    // Operands, and values that nested regions use from outside them.
+    SmallVector<Value> needed(def->getOperands());
+    def->walk([&](Operation *nested) {
+      if (nested == def)
+        return;
+      for (Value operand : nested->getOperands())
+        if (isDefinedOutside(operand, def))
+          needed.push_back(operand);
+    });
+    for (Value operand : needed)
+      if (failed(materialize(operand)))
+        return failure();
+    builder.clone(*def, mapping);
+    return mapping.lookup(value);
+  }
+
+  /// The value a chain builds from the weight with the taken-out ops
+  /// skipped and the weight itself 1.
+  FailureOr<Value> materializeChain(const WeightedSum &sum) {
+    Value weight = sum.weight->getResult(0);
+    Value current; // null: the weight, i.e. 1
+    for (auto [op, pulled] : llvm::zip(sum.chain, sum.pulledOut)) {
+      if (pulled)
+        continue;
+      unsigned tainted = taintedOperand(op, weight);
+      Value factor =
+          op->getNumOperands() == 2 ? op->getOperand(1 - tainted) : Value();
+      FailureOr<Value> factorValue =
+          factor ? materialize(factor) : FailureOr<Value>(Value());
+      if (failed(factorValue))
+        return failure();
+      if (!current && isa<MulOp>(op) &&
+          (*factorValue).getType() == op->getResult(0).getType()) {
+        current = *factorValue; // 1 · f
+        continue;
+      }
+      Value operand = current ? current : one(op->getLoc());
+      IRMapping local = mapping;
+      local.map(op->getOperand(tainted), operand);
+      if (factor)
+        local.map(factor, *factorValue);
+      current = builder.clone(*op, local)->getResult(0);
+    }
+    return current ? current : one(sum.weight->getLoc());
+  }
+
+  void yield(Location loc, ValueRange values) {
+    YieldOp::create(builder, loc, values);
+  }
+
+  OpBuilder builder;
+  IRMapping mapping;
+
+private:
+  Value one(Location loc) {
+    return ConstantOp::create(builder, loc, 1.0).getResult();
+  }
+
+  SmallVector<Block *> sources;
+  llvm::DenseSet<Block *> regionOpsAllowed;
+};
+
+/// The pieces of a new contraction, whose regions are filled before the op
+/// exists (its result types follow from what they yield).
+struct ContractBuilder {
+  ContractBuilder(MLIRContext *context, ArrayAttr rows, DimExprAttr cols)
+      : rows(rows), cols(cols) {
+    for (Region *region : {&predicate, &score, &rowSums, &colSums}) {
+      Block *block = new Block();
+      region->push_back(block);
+      for (unsigned i = 0; i <= rows.size(); ++i)
+        block->addArgument(IndexType::get(context), UnknownLoc::get(context));
+    }
+  }
+
+  /// Regions never handed to an op are dropped with their ops.
+  ~ContractBuilder() {
+    for (Region *region : {&predicate, &score, &rowSums, &colSums})
+      for (Block &block : *region) {
+        for (Operation &op : block)
+          op.dropAllReferences();
+        block.dropAllDefinedValueUses();
+      }
+  }
+
+  Block &block(Region &region) { return region.front(); }
+
+  /// Gives the index arguments of every region the locations (and so the
+  /// printed names) of the indices they stand for.
+  void nameIndices(ArrayRef<Location> locations) {
+    for (Region *region : {&predicate, &score, &rowSums, &colSums})
+      for (auto [argument, location] :
+           llvm::zip(region->front().getArguments(), locations))
+        argument.setLoc(location);
+  }
+
+  /// Creates the op at the builder's position; `predicate` is dropped when
+  /// it was left empty.
+  SoftmaxContractOp create(OpBuilder &builder, Location loc, Value temperature,
+                           Value givenLse) {
+    OperationState state(loc, SoftmaxContractOp::getOperationName());
+    if (temperature)
+      state.addOperands(temperature);
+    if (givenLse)
+      state.addOperands(givenLse);
+    MLIRContext *context = builder.getContext();
+    auto &properties =
+        state.getOrAddProperties<SoftmaxContractOp::Properties>();
+    properties.operandSegmentSizes = {temperature ? 1 : 0, givenLse ? 1 : 0};
+    properties.form = ContractFormAttr::get(context, ContractForm::generic);
+    properties.rows = rows;
+    properties.cols = cols;
+    if (block(predicate).empty())
+      predicate.getBlocks().clear();
+    for (Region *region : {&predicate, &score, &rowSums, &colSums}) {
+      Region *owned = state.addRegion();
+      owned->takeBody(*region);
+    }
+    // Result types, from the domains and the yields.
+    SmallVector<StringAttr> rowDims, columnDims;
+    for (Attribute size : rows)
+      rowDims.push_back(
+          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+    if (!rowDims.empty())
+      columnDims.assign(rowDims.begin(), rowDims.end() - 1);
+    columnDims.push_back(StringAttr::get(context, *cols.getDimName()));
+    auto withAxes = [&](ArrayRef<StringAttr> prefix, Type element) {
+      SmallVector<StringAttr> dims(prefix);
+      llvm::append_range(dims, cast<ArrayType>(element).getShape());
+      return ArrayType::get(context, dims);
+    };
+    if (!givenLse)
+      state.addTypes(ArrayType::get(context, rowDims));
+    auto yielded = [](Region &region) {
+      return cast<YieldOp>(region.front().getTerminator()).getValues();
+    };
+    for (Value value : yielded(*state.regions[2]))
+      state.addTypes(withAxes(rowDims, value.getType()));
+    for (Value value : yielded(*state.regions[3]))
+      state.addTypes(withAxes(columnDims, value.getType()));
+    return cast<SoftmaxContractOp>(builder.create(state));
+  }
+
+  ArrayAttr rows;
+  DimExprAttr cols;
+  Region predicate, score, rowSums, colSums;
+};
+
+/// Whether every size of `sizes` is a plain dim.
+bool plainDims(ArrayAttr sizes) {
+  return llvm::all_of(sizes, [](Attribute size) {
+    return cast<DimExprAttr>(size).getDimName().has_value();
+  });
+}
+
+/// `extract %table[indices]` (a scalar table read at all its indices gives
+/// a scalar), or the table itself when there are no indices.
+Value extractAt(OpBuilder &builder, Location loc, Value table, Type type,
+                ValueRange indices) {
+  if (indices.empty())
+    return table;
+  AffineMap map =
+      AffineMap::getMultiDimIdentityMap(indices.size(), builder.getContext());
+  return ExtractOp::create(builder, loc, type, table, AffineMapAttr::get(map),
+                           indices);
+}
+
+/// Applies the ops of a chain that were taken out of the sum to `value`.
+Value applyPulledOut(OpBuilder &builder, const WeightedSum &sum, Value value) {
+  Value weight = sum.weight->getResult(0);
+  for (auto [op, pulled] : llvm::zip(sum.chain, sum.pulledOut)) {
+    if (!pulled)
+      continue;
+    IRMapping mapping;
+    mapping.map(op->getOperand(taintedOperand(op, weight)), value);
+    Operation *copy = builder.clone(*op, mapping);
+    // Its result now has the type the sum of the kept ops gives.
+    SmallVector<Type> types;
+    if (isa<NegOp>(copy))
+      copy->getResult(0).setType(value.getType());
+    else if (auto inferring = dyn_cast<InferTypeOpInterface>(copy);
+             inferring &&
+             succeeded(inferring.inferReturnTypes(
+                 builder.getContext(), copy->getLoc(), copy->getOperands(),
+                 copy->getRawDictionaryAttrs(), copy->getPropertiesStorage(),
+                 copy->getRegions(), types)))
+      copy->getResult(0).setType(types.front());
+    value = copy->getResult(0);
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Child side
+//===----------------------------------------------------------------------===//
+
+/// The op whose body encloses an lse and over whose domain the contraction
+/// is lifted, when it can be: a loop or reduction with no predicate over
+/// plain dims; `sizes` gets its domain.
+Operation *liftingLoop(ReduceOp lse, ArrayAttr &sizes) {
+  Operation *parent = lse->getParentOp();
+  sizes = {};
+  if (auto loop = dyn_cast<ForeachOp>(parent); loop && !loop.hasPredicate())
+    sizes = loop.getSizes();
+  else if (auto reduce = dyn_cast<ReduceOp>(parent);
+           reduce && !reduce.hasPredicate())
+    sizes = reduce.getSizes();
+  else if (auto table = dyn_cast<TabulateOp>(parent))
+    sizes = table.getSizes();
+  if (!sizes || !plainDims(sizes))
+    return nullptr;
+  return parent;
+}
+
+/// Whether the ops of `block` that `ops` use (transitively) can be cloned
+/// per pair: no regions, no side effects beyond reads.
+bool clonableContext(ArrayRef<Operation *> ops, Block &block) {
+  llvm::SetVector<Operation *> slice;
+  for (Operation *op : ops)
+    addOperandsToSlice(op, block, slice);
+  return llvm::all_of(slice, [&](Operation *op) {
+    return !llvm::is_contained(ops, op)
+               ? op->getNumRegions() == 0 &&
+                     (isMemoryEffectFree(op) || isa<ReadOp>(op))
+               : true;
+  });
+}
+
+/// Whether the predicates of `lse` and `sum` admit the same positions.
+bool samePredicate(ReduceOp lse, ReduceOp sum) {
+  if (lse.hasPredicate() != sum.hasPredicate())
+    return false;
+  if (!lse.hasPredicate())
+    return true;
+  IRMapping arguments;
+  arguments.map(lse.getPredicate().front().getArguments(),
+                sum.getPredicate().front().getArguments());
+  auto admits = [](ReduceOp op) {
+    return cast<YieldOp>(op.getPredicate().front().getTerminator())
+        .getValues()[0];
+  };
+  return computeSame(admits(lse), admits(sum), arguments);
+}
+
+/// Writes `lse` and the sums of its block linear in its weight as one
+/// contraction.
+void formChildSide(ReduceOp lse) {
+  if (lse.getSizes().size() != 1 || !plainDims(lse.getSizes()))
+    return;
+  Block &block = *lse->getBlock();
+  Value normaliser = lse.getResult();
+  SmallVector<WeightedSum> sums;
+  for (auto sum : block.getOps<ReduceOp>()) {
+    if (sum == lse || sum.getSizes() != lse.getSizes() ||
+        !samePredicate(lse, sum) || !lse->isBeforeInBlock(sum))
+      continue;
+    std::optional<WeightedSum> weighted =
+        matchWeightedSum(sum, [&](Value value) { return value == normaliser; });
+    if (!weighted || weighted->temperatureUsed != lse.getTemperature())
+      continue;
+    IRMapping arguments;
+    arguments.map(lse.getBody().front().getArguments(),
+                  sum.getBody().front().getArguments());
+    if (!computeSame(lse.getBodyValue(), weighted->shift.getLhs(), arguments))
+      continue;
+    // L is used in the sum's body by the shift only.
+    bool onlyShift = true;
+    sum.getBody().walk([&](Operation *op) {
+      if (op != weighted->shift.getOperation() &&
+          llvm::is_contained(op->getOperands(), normaliser))
+        onlyShift = false;
+    });
+    if (onlyShift)
+      sums.push_back(*weighted);
+  }
+
+  // Lift over the enclosing loop's domain when the work the contraction
+  // needs from the loop's body can be recomputed per pair.
+  ArrayAttr loopSizes;
+  Operation *loop = liftingLoop(lse, loopSizes);
+  SmallVector<Operation *> groupOps = {lse};
+  for (const WeightedSum &sum : sums)
+    groupOps.push_back(sum.sum);
+  if (loop &&
+      (!clonableContext(groupOps, block) ||
+       (lse.getTemperature() && !isDefinedOutside(lse.getTemperature(), loop))))
+    loop = nullptr;
+  // In place, the contraction runs where the lse was: drop sums that use
+  // values computed between the two.
+  if (!loop)
+    llvm::erase_if(sums, [&](const WeightedSum &sum) {
+      bool late = false;
+      sum.sum->walk([&](Operation *op) {
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && def->getBlock() == &block && lse->isBeforeInBlock(def))
+            late = true;
+      });
+      return late;
+    });
+
+  // The rows are the loop's indices that the contraction uses.
+  SmallVector<Value> rowArguments;
+  SmallVector<Attribute> rowSizes;
+  if (loop) {
+    llvm::SetVector<Operation *> needed;
+    for (Operation *op : groupOps)
+      addOperandsToSlice(op, block, needed);
+    needed.insert(groupOps.begin(), groupOps.end());
+    for (BlockArgument argument : block.getArguments()) {
+      bool used = llvm::any_of(needed, [&](Operation *op) {
+        bool found = false;
+        op->walk([&](Operation *nested) {
+          found |= llvm::is_contained(nested->getOperands(), argument);
+        });
+        return found;
+      });
+      if (used) {
+        rowArguments.push_back(argument);
+        rowSizes.push_back(loopSizes[argument.getArgNumber()]);
+      }
+    }
+    if (rowArguments.empty())
+      loop = nullptr;
+  }
+  MLIRContext *context = lse.getContext();
+  ArrayAttr rows =
+      ArrayAttr::get(context, loop ? rowSizes : SmallVector<Attribute>());
+  ContractBuilder contract(context, rows, cast<DimExprAttr>(lse.getSizes()[0]));
+  unsigned rowCount = rows.size();
+  SmallVector<Location> indexLocations;
+  for (Value argument : rowArguments)
+    indexLocations.push_back(argument.getLoc());
+  indexLocations.push_back(lse.getBody().front().getArgument(0).getLoc());
+  contract.nameIndices(indexLocations);
+  // Region arguments: the loop's indices (when lifted), then the column.
+  auto fill = [&](Region &region, Block &source) {
+    IRMapping mapping;
+    Block &target = contract.block(region);
+    mapping.map(rowArguments, target.getArguments().take_front(rowCount));
+    mapping.map(source.getArguments(),
+                target.getArguments().drop_front(rowCount));
+    SmallVector<Block *> sources = {&source};
+    if (loop)
+      sources.insert(sources.begin(), &block);
+    return RegionFiller(target, mapping, sources, {&source});
+  };
+  bool failedToFill = false;
+  if (lse.hasPredicate()) {
+    Block &predicate = lse.getPredicate().front();
+    RegionFiller filler = fill(contract.predicate, predicate);
+    FailureOr<Value> admitted = filler.materialize(
+        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
+    failedToFill |= failed(admitted);
+    if (succeeded(admitted))
+      filler.yield(lse.getLoc(), *admitted);
+  }
+  {
+    RegionFiller filler = fill(contract.score, lse.getBody().front());
+    FailureOr<Value> score = filler.materialize(lse.getBodyValue());
+    failedToFill |= failed(score);
+    if (succeeded(score))
+      filler.yield(lse.getLoc(), *score);
+  }
+  SmallVector<Value> rowValues;
+  Block &rowBlock = contract.block(contract.rowSums);
+  for (WeightedSum &sum : sums) {
+    IRMapping mapping;
+    mapping.map(rowArguments, rowBlock.getArguments().take_front(rowCount));
+    Block &body = sum.sum.getBody().front();
+    mapping.map(body.getArguments(),
+                rowBlock.getArguments().drop_front(rowCount));
+    SmallVector<Block *> sources = {&body};
+    if (loop)
+      sources.insert(sources.begin(), &block);
+    RegionFiller filler(rowBlock, mapping, sources, {&body});
+    FailureOr<Value> value = filler.materializeChain(sum);
+    failedToFill |= failed(value);
+    if (succeeded(value))
+      rowValues.push_back(*value);
+  }
+  if (failedToFill)
+    return;
+  OpBuilder rowBuilder = endOf(rowBlock);
+  YieldOp::create(rowBuilder, lse.getLoc(), rowValues);
+  OpBuilder colBuilder = endOf(contract.block(contract.colSums));
+  YieldOp::create(colBuilder, lse.getLoc(), ValueRange());
+
+  OpBuilder builder(loop ? loop : lse.getOperation());
+  SoftmaxContractOp op =
+      contract.create(builder, lse.getLoc(), lse.getTemperature(), Value());
+  // The loop's body reads its row of each result.
+  ValueRange rowIndices = rowArguments;
+  builder.setInsertionPoint(lse);
+  lse.getResult().replaceAllUsesWith(
+      extractAt(builder, lse.getLoc(), op.getLse(), lse.getType(), rowIndices));
+  for (auto [sum, output] : llvm::zip(sums, op.getRowOutputs())) {
+    builder.setInsertionPoint(sum.sum);
+    ArrayRef<StringAttr> shape = cast<ArrayType>(output.getType()).getShape();
+    Type rowType = ArrayType::get(context, shape.drop_front(rowCount));
+    Value value =
+        extractAt(builder, sum.sum.getLoc(), output, rowType, rowIndices);
+    sum.sum.getResult().replaceAllUsesWith(applyPulledOut(builder, sum, value));
+    sum.sum.erase();
+  }
+  lse.erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Parent side
+//===----------------------------------------------------------------------===//
+
+/// Where a parent-side sum's normaliser L_r comes from: the lse op that
+/// defines it, and how that lse's row is indexed.
+struct NormaliserSource {
+  ReduceOp lse;
+  /// The block whose arguments are the rows of the lse (a let's body, or
+  /// the sum's body when the sum recomputes the lse itself).
+  Block *rowBlock;
+};
+
+/// L as a read of a let whose body is an lse, read at the sum's own index,
+/// or as an lse in the sum's body.
+std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
+                                             SymbolTable &symbols) {
+  Block &body = sum.getBody().front();
+  if (auto read = value.getDefiningOp<ReadOp>()) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    if (!let || read.getIndices().size() != 1 ||
+        read.getIndices()[0] != body.getArgument(0) ||
+        !read.getMap().isIdentity() || let.getDomain() != sum.getSizes())
+      return std::nullopt;
+    auto lse = cast<YieldOp>(let.getBody().front().getTerminator())
+                   .getValues()[0]
+                   .getDefiningOp<ReduceOp>();
+    if (!lse || lse.getKind() != ReduceKind::lse ||
+        lse->getBlock() != &let.getBody().front())
+      return std::nullopt;
+    return NormaliserSource{lse, &let.getBody().front()};
+  }
+  auto lse = value.getDefiningOp<ReduceOp>();
+  if (lse && lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
+    return NormaliserSource{lse, &body};
+  return std::nullopt;
+}
+
+/// Writes `sum`, a sum over rows r of w(r, c) · g with c the index of the
+/// loop or table around it and w the softmax weight of an lse over c, as
+/// the parent side of a contraction placed before that loop.
+void formParentSide(ReduceOp sum, SymbolTable &symbols) {
+  if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1 ||
+      !plainDims(sum.getSizes()))
+    return;
+  Operation *loop = sum->getParentOp();
+  ArrayAttr loopSizes;
+  if (auto foreach = dyn_cast<ForeachOp>(loop);
+      foreach && !foreach.hasPredicate())
+    loopSizes = foreach.getSizes();
+  else if (auto table = dyn_cast<TabulateOp>(loop))
+    loopSizes = table.getSizes();
+  if (!loopSizes || loopSizes.size() != 1 || !plainDims(loopSizes))
+    return;
+  Block &loopBody = *sum->getBlock();
+  Value column = loopBody.getArgument(0);
+  Block &body = sum.getBody().front();
+  std::optional<NormaliserSource> source;
+  std::optional<WeightedSum> weighted = matchWeightedSum(sum, [&](Value value) {
+    source = normaliserOf(value, sum, symbols);
+    return source.has_value();
+  });
+  if (!weighted || !source)
+    return;
+  ReduceOp lse = source->lse;
+  if (lse.getSizes() != loopSizes || lse.getSizes().size() != 1)
+    return;
+  // The temperature: what the sum divides by must be the lse's, and
+  // available before the loop.
+  Value temperature = weighted->temperatureUsed;
+  if (bool(temperature) != bool(lse.getTemperature()) ||
+      (temperature &&
+       (!isDefinedOutside(temperature, loop) ||
+        !computeSame(lse.getTemperature(), temperature, IRMapping()))))
+    return;
+  // x must compute the lse's body at (row, column).
+  IRMapping toSum;
+  toSum.map(lse.getBody().front().getArgument(0), column);
+  if (source->rowBlock != &body)
+    toSum.map(source->rowBlock->getArgument(0), body.getArgument(0));
+  if (!computeSame(lse.getBodyValue(), weighted->shift.getLhs(), toSum))
+    return;
+  if (lse.hasPredicate() != sum.hasPredicate())
+    return;
+  if (lse.hasPredicate()) {
+    Block &sumPredicate = sum.getPredicate().front();
+    IRMapping toPredicate;
+    toPredicate.map(lse.getPredicate().front().getArgument(0), column);
+    toPredicate.map(source->rowBlock->getArgument(0),
+                    sumPredicate.getArgument(0));
+    auto admits = [](Region &region) {
+      return cast<YieldOp>(region.front().getTerminator()).getValues()[0];
+    };
+    if (!computeSame(admits(lse.getPredicate()), admits(sum.getPredicate()),
+                     toPredicate))
+      return;
+  }
+
+  MLIRContext *context = sum.getContext();
+  ContractBuilder contract(context, sum.getSizes(),
+                           cast<DimExprAttr>(lse.getSizes()[0]));
+  contract.nameIndices({body.getArgument(0).getLoc(), column.getLoc()});
+  // Region arguments: (row, column).
+  auto fill = [&](Region &region, Block &lseBlock) {
+    Block &target = contract.block(region);
+    IRMapping mapping;
+    mapping.map(source->rowBlock->getArgument(0), target.getArgument(0));
+    mapping.map(lseBlock.getArgument(0), target.getArgument(1));
+    return RegionFiller(target, mapping, {source->rowBlock, &lseBlock},
+                        {&lseBlock});
+  };
+  bool failedToFill = false;
+  if (lse.hasPredicate()) {
+    Block &predicate = lse.getPredicate().front();
+    RegionFiller filler = fill(contract.predicate, predicate);
+    FailureOr<Value> admitted = filler.materialize(
+        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
+    failedToFill |= failed(admitted);
+    if (succeeded(admitted))
+      filler.yield(lse.getLoc(), *admitted);
+  }
+  {
+    RegionFiller filler = fill(contract.score, lse.getBody().front());
+    FailureOr<Value> score = filler.materialize(lse.getBodyValue());
+    failedToFill |= failed(score);
+    if (succeeded(score))
+      filler.yield(lse.getLoc(), *score);
+  }
+  {
+    Block &target = contract.block(contract.colSums);
+    IRMapping mapping;
+    mapping.map(body.getArgument(0), target.getArgument(0));
+    mapping.map(column, target.getArgument(1));
+    RegionFiller filler(target, mapping, {&loopBody, &body}, {&body});
+    FailureOr<Value> value = filler.materializeChain(*weighted);
+    failedToFill |= failed(value);
+    if (succeeded(value))
+      filler.yield(sum.getLoc(), *value);
+  }
+  if (failedToFill)
+    return;
+  OpBuilder rowBuilder = endOf(contract.block(contract.rowSums));
+  YieldOp::create(rowBuilder, sum.getLoc(), ValueRange());
+
+  OpBuilder builder(loop);
+  SoftmaxContractOp op =
+      contract.create(builder, sum.getLoc(), temperature, Value());
+  builder.setInsertionPoint(sum);
+  Value output = op.getColOutputs()[0];
+  auto rowType = ArrayType::get(
+      context, cast<ArrayType>(output.getType()).getShape().drop_front());
+  Value value = extractAt(builder, sum.getLoc(), output, rowType, column);
+  sum.getResult().replaceAllUsesWith(applyPulledOut(builder, *weighted, value));
+  sum.erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Merging
+//===----------------------------------------------------------------------===//
+
+Value yieldedAt(Region &region, unsigned position) {
+  return cast<YieldOp>(region.front().getTerminator()).getValues()[position];
+}
+
+/// Whether `later` computes the same weights as `earlier` and can join it.
+bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  if (earlier.getRows() != later.getRows() ||
+      earlier.getCols() != later.getCols() || earlier.getGivenLse() ||
+      later.getGivenLse() || earlier.hasPredicate() != later.hasPredicate())
+    return false;
+  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
+  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
+    return false;
+  IRMapping arguments;
+  arguments.map(earlier.getScore().front().getArguments(),
+                later.getScore().front().getArguments());
+  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
+    return false;
+  if (earlier.hasPredicate()) {
+    IRMapping predicateArguments;
+    predicateArguments.map(earlier.getPredicate().front().getArguments(),
+                           later.getPredicate().front().getArguments());
+    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
+                     yieldedAt(later.getPredicate(), 0), predicateArguments))
+      return false;
+  }
+  // Everything `later` uses from outside must exist where `earlier` is.
+  Block *block = earlier->getBlock();
+  bool available = true;
+  later->walk([&](Operation *op) {
+    for (Value operand : op->getOperands()) {
+      if (!isDefinedOutside(operand, later))
+        continue;
+      Operation *def = operand.getDefiningOp();
+      Block *owner =
+          def ? def->getBlock() : cast<BlockArgument>(operand).getOwner();
+      if (owner == block && def && !def->isBeforeInBlock(earlier))
+        available = false;
+    }
+  });
+  return available;
+}
+
+/// One contraction with the sums of both.
+void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  MLIRContext *context = earlier.getContext();
+  ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
+  contract.nameIndices(llvm::to_vector(llvm::map_range(
+      earlier.getScore().front().getArguments(),
+      [](BlockArgument argument) { return argument.getLoc(); })));
+  auto cloneInto = [&](Region &into, Region &from,
+                       SmallVectorImpl<Value> &values) {
+    Block &target = contract.block(into);
+    IRMapping mapping;
+    mapping.map(from.front().getArguments(), target.getArguments());
+    OpBuilder builder = endOf(target);
+    for (Operation &op : from.front().without_terminator())
+      builder.clone(op, mapping);
+    for (Value value : cast<YieldOp>(from.front().getTerminator()).getValues())
+      values.push_back(mapping.lookupOrDefault(value));
+  };
+  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
+  if (earlier.hasPredicate())
+    cloneInto(contract.predicate, earlier.getPredicate(), predicateValues);
+  cloneInto(contract.score, earlier.getScore(), scoreValues);
+  cloneInto(contract.rowSums, earlier.getRowSums(), rowValues);
+  cloneInto(contract.rowSums, later.getRowSums(), rowValues);
+  cloneInto(contract.colSums, earlier.getColSums(), colValues);
+  cloneInto(contract.colSums, later.getColSums(), colValues);
+  Location loc = earlier.getLoc();
+  auto yield = [&](Region &region, ValueRange values) {
+    OpBuilder builder = endOf(contract.block(region));
+    YieldOp::create(builder, loc, values);
+  };
+  if (earlier.hasPredicate())
+    yield(contract.predicate, predicateValues);
+  yield(contract.score, scoreValues);
+  yield(contract.rowSums, rowValues);
+  yield(contract.colSums, colValues);
+  OpBuilder builder(earlier);
+  SoftmaxContractOp merged =
+      contract.create(builder, loc, earlier.getTemperature(), Value());
+  earlier.getLse().replaceAllUsesWith(merged.getLse());
+  later.getLse().replaceAllUsesWith(merged.getLse());
+  ResultRange rowOutputs = merged.getRowOutputs();
+  ResultRange colOutputs = merged.getColOutputs();
+  unsigned earlierRows = earlier.getRowOutputs().size();
+  unsigned earlierCols = earlier.getColOutputs().size();
+  for (auto [from, to] :
+       llvm::zip(earlier.getRowOutputs(), rowOutputs.take_front(earlierRows)))
+    from.replaceAllUsesWith(to);
+  for (auto [from, to] :
+       llvm::zip(later.getRowOutputs(), rowOutputs.drop_front(earlierRows)))
+    from.replaceAllUsesWith(to);
+  for (auto [from, to] :
+       llvm::zip(earlier.getColOutputs(), colOutputs.take_front(earlierCols)))
+    from.replaceAllUsesWith(to);
+  for (auto [from, to] :
+       llvm::zip(later.getColOutputs(), colOutputs.drop_front(earlierCols)))
+    from.replaceAllUsesWith(to);
+  later.erase();
+  earlier.erase();
+}
+
+void mergeContracts(Block &block) {
+  bool merged = true;
+  while (merged) {
+    merged = false;
+    SmallVector<SoftmaxContractOp> contracts(block.getOps<SoftmaxContractOp>());
+    for (size_t i = 0; i < contracts.size() && !merged; ++i)
+      for (size_t j = i + 1; j < contracts.size() && !merged; ++j)
+        if (canMerge(contracts[i], contracts[j])) {
+          merge(contracts[i], contracts[j]);
+          merged = true;
+        }
+  }
+}
+
+} // namespace
+
+void mlir::energy::formSoftmaxContracts(ModelOp model) {
+  // Child side: innermost lse first, so that an lse inside the body of
+  // another is planned before its enclosing one is considered.
+  SmallVector<ReduceOp> lses;
+  model.walk<WalkOrder::PostOrder>([&](ReduceOp reduce) {
+    if (reduce.getKind() == ReduceKind::lse &&
+        !isa<LetOp>(reduce->getParentOp()))
+      lses.push_back(reduce);
+  });
+  for (ReduceOp lse : lses)
+    formChildSide(lse);
+
+  SymbolTable symbols(model);
+  SmallVector<ReduceOp> sums;
+  model.walk([&](ReduceOp reduce) {
+    if (reduce.getKind() == ReduceKind::sum &&
+        !reduce->getParentOfType<LetOp>())
+      sums.push_back(reduce);
+  });
+  for (ReduceOp sum : sums)
+    formParentSide(sum, symbols);
+
+  llvm::SetVector<Block *> blocks;
+  model.walk([&](SoftmaxContractOp op) { blocks.insert(op->getBlock()); });
+  for (Block *block : blocks)
+    mergeContracts(*block);
+}

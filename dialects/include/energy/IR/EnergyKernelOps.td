@@ -1,0 +1,132 @@
+//===- EnergyKernelOps.td - Kernel-plan ops of the energy dialect -*- tablegen -*-===//
+//
+// The ops `energy-plan-kernels` writes: decisions about how energy IR runs
+// (tables computed once ahead of a loop, softmax contractions fused into one
+// kernel) made explicit, so that every backend lowers the same plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_KERNEL_OPS_TD
+#define ENERGY_KERNEL_OPS_TD
+
+def Energy_TabulateOp : Energy_Op<"tabulate", [RecursiveMemoryEffects,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<LoopLikeOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "An array whose slices are a body evaluated at every index";
+  let description = [{
+    Work that depends on some indices of a loop only, computed once for
+    every position of those indices before the loop and read back with
+    `energy.extract` (the projections k_p = Wk x_p of an attention energy).
+    The result's axes are the domain's dims followed by the body value's.
+    Each slice is written by one position, so positions may run in
+    parallel.
+
+    ```mlir
+    %k = energy.tabulate (%p : @N) {
+      %x = energy.read @x[%p] : !energy.array<D>
+      %v = energy.matmul %Wk, %x : !energy.array<D, D>, !energy.array<D>
+      energy.yield %v : !energy.array<D>
+    } : !energy.array<N, D>
+    ```
+  }];
+  let arguments = (ins TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes);
+  let results = (outs Energy_AnyArray:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The value the body yields.
+    ::mlir::Value getBodyValue();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
+    RecursiveMemoryEffects, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<LoopLikeOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "A log-sum-exp over columns fused with the sums weighted by its softmax";
+  let description = [{
+    For every row position r (the `rows` domain, possibly empty) and column
+    c (the `cols` domain) that the predicate admits, the score region gives
+    s(r, c). With temperature T (1 without `temp`):
+
+    - L_r = T log Σ_c exp(s(r, c) / T), the first result, unless `lse`
+      gives it; a row with no admitted column has L_r = 0 and weights 0;
+    - w(r, c) = exp((s(r, c) − L_r) / T), the softmax weights;
+    - child side: for each value f_j yielded by `row_values`, the result
+      Σ_c w(r, c) f_j(r, c), one per row;
+    - parent side: for each value g_j yielded by `col_values`, the result
+      Σ_{r_last} w(r, c) g_j(r, c), one per column and per position of the
+      leading (batch) row indices.
+
+    The row indices other than the last are batch indices: the parent side
+    sums over the last one only. Results: L (when computed), the child-side
+    values ([rows, value]), then the parent-side values ([batch rows, cols,
+    value]). Every region takes the row indices and the column index.
+
+    The form says how the score is computed: `generic` evaluates the score
+    region at every admitted pair; `bilinear` promises that it is
+    `dot(A[rows], B[batch rows, c])`, optionally times a scale computed
+    outside, with A and B computed outside (the verifier checks it), and
+    that every row value is a row `V[batch rows, c]` of a table and every
+    column value a row `G[rows]` — the shape that runs as small matrix
+    products (../notes/softmax-contract.md). A backend may recompute
+    scores (the parent side reuses L_r); nothing of size rows × cols is
+    stored.
+
+    ```mlir
+    %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)
+      score {
+        %q = energy.extract %Q[%c] : !energy.array<N, D> -> !energy.array<D>
+        %k = energy.extract %K[%p] : !energy.array<N, D> -> !energy.array<D>
+        %s = energy.dot %q, %k : !energy.array<D>
+        energy.yield %s : !energy.array<>
+      } row_values {
+        %k = energy.extract %K[%p] : !energy.array<N, D> -> !energy.array<D>
+        energy.yield %k : !energy.array<D>
+      } col_values {
+        %q = energy.extract %Q[%c] : !energy.array<N, D> -> !energy.array<D>
+        energy.yield %q : !energy.array<D>
+      } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+    ```
+  }];
+  let arguments = (ins Energy_ContractFormAttr:$form,
+                       TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$rows,
+                       Energy_DimExprAttr:$cols,
+                       Optional<Energy_Scalar>:$temperature,
+                       Optional<Energy_AnyArray>:$given_lse);
+  let results = (outs Variadic<Energy_AnyArray>:$results);
+  let regions = (region AnyRegion:$predicate, SizedRegion<1>:$score,
+                        SizedRegion<1>:$row_sums, SizedRegion<1>:$col_sums);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    bool hasPredicate() { return !getPredicate().empty(); }
+    /// The number of row indices (batch indices, then the row).
+    unsigned getNumRowIndices() { return getRows().size(); }
+    /// L_r, or null when `lse` gives it.
+    ::mlir::Value getLse();
+    /// The values the value regions yield, and the results that sum them.
+    ::mlir::ValueRange getRowValues();
+    ::mlir::ValueRange getColValues();
+    ::mlir::ResultRange getRowOutputs();
+    ::mlir::ResultRange getColOutputs();
+    /// The value the score region yields.
+    ::mlir::Value getScoreValue();
+    /// The predicate as linear constraints on (last row index, column), or
+    /// nothing when it is not a conjunction of such comparisons with
+    /// constant coefficients (or reads a batch index).
+    std::optional<::llvm::SmallVector<LinearConstraint>> getLinearConstraints();
+    /// The operands of the bilinear form, or failure (with a reason) when
+    /// the regions do not have it.
+    ::mlir::FailureOr<BilinearContract> matchBilinear(std::string &reason);
+    /// The result types implied by the domains and the regions' values.
+    ::llvm::SmallVector<::mlir::Type> inferResultTypes();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
+#endif // ENERGY_KERNEL_OPS_TD

@@ -1,0 +1,586 @@
+//===- EnergyKernelOps.cpp - Kernel-plan ops of the energy dialect --------===//
+//
+// Syntax and verification of the ops energy-plan-kernels writes: tables
+// computed ahead of loops and fused softmax contractions, with the queries
+// backends ask of a contraction (its predicate as linear constraints, its
+// bilinear operands).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpSyntax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::syntax;
+
+//===----------------------------------------------------------------------===//
+// TabulateOp
+//===----------------------------------------------------------------------===//
+
+// tabulate-op ::= `energy.tabulate` `(` %i `:` dim-expr, ... `)` region
+//                 attr-dict `:` type
+ParseResult TabulateOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> indices;
+  ArrayAttr sizes;
+  Type resultType;
+  if (parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, sizes) ||
+      parser.parseRegion(*result.addRegion(), indices) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(resultType))
+    return failure();
+  result.addAttribute("sizes", sizes);
+  result.addTypes(resultType);
+  return success();
+}
+
+void TabulateOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printIndexDomain(printer, getBody().front(), getSizes(), "(", ")");
+  printer << ' ';
+  printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"sizes"});
+  printer << " : " << getType();
+}
+
+Value TabulateOp::getBodyValue() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues().front();
+}
+
+/// The dims of a domain whose sizes are all plain dims, or failure.
+static FailureOr<SmallVector<StringAttr>>
+domainDims(Operation *op, ArrayAttr sizes, StringRef what) {
+  SmallVector<StringAttr> dims;
+  for (Attribute size : sizes) {
+    std::optional<StringRef> name = cast<DimExprAttr>(size).getDimName();
+    if (!name)
+      return op->emitOpError() << "expects each index of its " << what
+                               << " to range over a dim, found an expression";
+    dims.push_back(StringAttr::get(op->getContext(), *name));
+  }
+  return dims;
+}
+
+/// `prefix` followed by the axes of `element`.
+static ArrayType withLeadingAxes(ArrayRef<StringAttr> prefix,
+                                 ArrayType element) {
+  SmallVector<StringAttr> dims(prefix);
+  llvm::append_range(dims, element.getShape());
+  return ArrayType::get(element.getContext(), dims);
+}
+
+LogicalResult TabulateOp::verifyRegions() {
+  if (getSizes().empty())
+    return emitOpError("expects at least one index in its domain");
+  FailureOr<SmallVector<StringAttr>> dims =
+      domainDims(*this, getSizes(), "domain");
+  if (failed(dims))
+    return failure();
+  Region &body = getBody();
+  if (failed(verifyIndexArguments(*this, body, getSizes().size(), "body")))
+    return failure();
+  auto yield = dyn_cast<YieldOp>(body.front().getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      !isa<ArrayType>(yield.getValues()[0].getType()))
+    return emitOpError("expects its body to yield one array");
+  auto element = cast<ArrayType>(yield.getValues()[0].getType());
+  ArrayType expected = withLeadingAxes(*dims, element);
+  if (getType() != expected)
+    return emitOpError() << "has type " << getType() << " but its domain and "
+                         << "body give " << expected;
+  return success();
+}
+
+LogicalResult TabulateOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyDimNames(*this, tables, getSizes());
+}
+
+SmallVector<Region *> TabulateOp::getLoopRegions() { return {&getBody()}; }
+
+void TabulateOp::getAsmBlockArgumentNames(Region &region,
+                                          OpAsmSetValueNameFn setName) {
+  nameIndices(region, setName);
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxContractOp: syntax
+//===----------------------------------------------------------------------===//
+
+// contract-op ::= `energy.softmax_contract` form
+//                 `rows` `(` (%i `:` dim-expr),* `)` `cols` `(` %c `:` dim-expr
+//                 `)`
+//                 (`where` region)? (`temp` `(` %t `:` type `)`)?
+//                 (`lse` `(` %l `:` type `)`)?
+//                 `score` region (`row_values` region)? (`col_values` region)?
+//                 attr-dict `:` type, ...
+ParseResult SoftmaxContractOp::parse(OpAsmParser &parser,
+                                     OperationState &result) {
+  MLIRContext *context = parser.getContext();
+  std::string formName;
+  SMLoc formLoc = parser.getCurrentLocation();
+  if (parser.parseKeywordOrString(&formName))
+    return failure();
+  std::optional<ContractForm> form = symbolizeContractForm(formName);
+  if (!form)
+    return parser.emitError(formLoc) << "unknown contraction form '" << formName
+                                     << "'; expected generic or bilinear";
+  result.addAttribute("form", ContractFormAttr::get(context, *form));
+
+  SmallVector<OpAsmParser::Argument> indices, colIndex;
+  ArrayAttr rows, cols;
+  if (parser.parseKeyword("rows") ||
+      parseIndexDomain(parser, AsmParser::Delimiter::Paren, indices, rows) ||
+      parser.parseKeyword("cols") ||
+      parseIndexDomain(parser, AsmParser::Delimiter::Paren, colIndex, cols))
+    return failure();
+  if (cols.size() != 1)
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expects exactly one column index");
+  indices.append(colIndex);
+  result.addAttribute("rows", rows);
+  result.addAttribute("cols", cols[0]);
+
+  Region *predicate = result.addRegion();
+  Region *score = result.addRegion();
+  Region *rowValues = result.addRegion();
+  Region *colValues = result.addRegion();
+  if (succeeded(parser.parseOptionalKeyword("where")) &&
+      parser.parseRegion(*predicate, indices))
+    return failure();
+  int32_t temperatureCount = 0, lseCount = 0;
+  auto parseOperand = [&](StringRef keyword, int32_t &count) -> ParseResult {
+    if (failed(parser.parseOptionalKeyword(keyword)))
+      return success();
+    OpAsmParser::UnresolvedOperand operand;
+    Type type;
+    if (parser.parseLParen() || parser.parseOperand(operand) ||
+        parser.parseColon() || parser.parseType(type) || parser.parseRParen() ||
+        parser.resolveOperand(operand, type, result.operands))
+      return failure();
+    count = 1;
+    return success();
+  };
+  if (parseOperand("temp", temperatureCount) || parseOperand("lse", lseCount))
+    return failure();
+  result.getOrAddProperties<Properties>().operandSegmentSizes = {
+      temperatureCount, lseCount};
+
+  // Absent value regions sum nothing: a block that yields no value.
+  auto parseValues = [&](StringRef keyword, Region &region) -> ParseResult {
+    if (succeeded(parser.parseOptionalKeyword(keyword)))
+      return parser.parseRegion(region, indices);
+    Block &block = region.emplaceBlock();
+    for (OpAsmParser::Argument &index : indices)
+      block.addArgument(index.type, result.location);
+    OpBuilder builder = OpBuilder::atBlockEnd(&block);
+    YieldOp::create(builder, result.location, ValueRange());
+    return success();
+  };
+  SmallVector<Type> types;
+  if (parser.parseKeyword("score") || parser.parseRegion(*score, indices) ||
+      parseValues("row_values", *rowValues) ||
+      parseValues("col_values", *colValues) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseTypeList(types))
+    return failure();
+  result.addTypes(types);
+  return success();
+}
+
+void SoftmaxContractOp::print(OpAsmPrinter &printer) {
+  Block &score = getScore().front();
+  unsigned rowCount = getNumRowIndices();
+  printer << ' ' << stringifyContractForm(getForm()) << " rows (";
+  for (unsigned i = 0; i < rowCount; ++i) {
+    if (i)
+      printer << ", ";
+    printer.printRegionArgument(score.getArgument(i), {}, /*omitType=*/true);
+    printer << " : ";
+    printDimExpr(printer, cast<DimExprAttr>(getRows()[i]));
+  }
+  printer << ") cols (";
+  printer.printRegionArgument(score.getArgument(rowCount), {},
+                              /*omitType=*/true);
+  printer << " : ";
+  printDimExpr(printer, getCols());
+  printer << ")";
+  if (hasPredicate()) {
+    printer << " where ";
+    printer.printRegion(getPredicate(), /*printEntryBlockArgs=*/false);
+  }
+  if (Value temperature = getTemperature())
+    printer << " temp(" << temperature << " : " << temperature.getType() << ")";
+  if (Value lse = getGivenLse())
+    printer << " lse(" << lse << " : " << lse.getType() << ")";
+  printer << " score ";
+  printer.printRegion(getScore(), /*printEntryBlockArgs=*/false);
+  if (!getRowValues().empty()) {
+    printer << " row_values ";
+    printer.printRegion(getRowSums(), /*printEntryBlockArgs=*/false);
+  }
+  if (!getColValues().empty()) {
+    printer << " col_values ";
+    printer.printRegion(getColSums(), /*printEntryBlockArgs=*/false);
+  }
+  printer.printOptionalAttrDict(
+      (*this)->getAttrs(), {"form", "rows", "cols", "operandSegmentSizes"});
+  printer << " : ";
+  llvm::interleaveComma(getResultTypes(), printer);
+}
+
+void SoftmaxContractOp::getAsmBlockArgumentNames(Region &region,
+                                                 OpAsmSetValueNameFn setName) {
+  // Every region names its indices as the score region's are named in the
+  // source, so the one domain the op prints reads right in every region.
+  Block &score = getScore().front();
+  for (auto [argument, like] :
+       llvm::zip(region.getArguments(), score.getArguments()))
+    if (auto name = dyn_cast<NameLoc>(like.getLoc()))
+      setName(argument, name.getName().getValue());
+}
+
+SmallVector<Region *> SoftmaxContractOp::getLoopRegions() {
+  return {&getScore(), &getRowSums(), &getColSums()};
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxContractOp: accessors and verification
+//===----------------------------------------------------------------------===//
+
+/// The values a region's yield returns.
+static ValueRange yieldedValues(Region &region) {
+  return cast<YieldOp>(region.front().getTerminator()).getValues();
+}
+
+Value SoftmaxContractOp::getScoreValue() {
+  return yieldedValues(getScore()).front();
+}
+ValueRange SoftmaxContractOp::getRowValues() {
+  return yieldedValues(getRowSums());
+}
+ValueRange SoftmaxContractOp::getColValues() {
+  return yieldedValues(getColSums());
+}
+Value SoftmaxContractOp::getLse() {
+  return getGivenLse() ? Value() : getResult(0);
+}
+ResultRange SoftmaxContractOp::getRowOutputs() {
+  unsigned first = getGivenLse() ? 0 : 1;
+  return getResults().slice(first, getRowValues().size());
+}
+ResultRange SoftmaxContractOp::getColOutputs() {
+  unsigned first = (getGivenLse() ? 0 : 1) + getRowValues().size();
+  return getResults().slice(first, getColValues().size());
+}
+
+SmallVector<Type> SoftmaxContractOp::inferResultTypes() {
+  SmallVector<StringAttr> rows, batch;
+  for (Attribute size : getRows())
+    rows.push_back(StringAttr::get(
+        getContext(), cast<DimExprAttr>(size).getDimName().value_or("?")));
+  batch.assign(rows.begin(), rows.end() - (rows.empty() ? 0 : 1));
+  SmallVector<StringAttr> columns = batch;
+  columns.push_back(
+      StringAttr::get(getContext(), getCols().getDimName().value_or("?")));
+  SmallVector<Type> types;
+  if (!getGivenLse())
+    types.push_back(ArrayType::get(getContext(), rows));
+  for (Value value : getRowValues())
+    types.push_back(withLeadingAxes(rows, cast<ArrayType>(value.getType())));
+  for (Value value : getColValues())
+    types.push_back(withLeadingAxes(columns, cast<ArrayType>(value.getType())));
+  return types;
+}
+
+LogicalResult SoftmaxContractOp::verifyRegions() {
+  unsigned indexCount = getNumRowIndices() + 1;
+  if (failed(domainDims(*this, getRows(), "rows")) ||
+      failed(
+          domainDims(*this, ArrayAttr::get(getContext(), {getCols()}), "cols")))
+    return failure();
+  if (hasPredicate() &&
+      failed(verifyBody(*this, getPredicate(), indexCount,
+                        {IntegerType::get(getContext(), 1)}, "predicate")))
+    return failure();
+  if (failed(verifyBody(*this, getScore(), indexCount,
+                        {ArrayType::getScalar(getContext())}, "score")))
+    return failure();
+  for (auto [region, what] :
+       {std::pair<Region *, StringRef>{&getRowSums(), "row values"},
+        {&getColSums(), "column values"}}) {
+    if (failed(verifyIndexArguments(*this, *region, indexCount, what)))
+      return failure();
+    auto yield = dyn_cast<YieldOp>(region->front().getTerminator());
+    if (!yield || !llvm::all_of(yield.getValues().getTypes(),
+                                [](Type type) { return isa<ArrayType>(type); }))
+      return emitOpError() << "expects its " << what << " to yield arrays";
+  }
+  if (!getColValues().empty() && getNumRowIndices() == 0)
+    return emitOpError(
+        "sums column values over its rows, but has no row index");
+  if (Value given = getGivenLse()) {
+    SmallVector<StringAttr> rows;
+    for (Attribute size : getRows())
+      rows.push_back(
+          StringAttr::get(getContext(), *cast<DimExprAttr>(size).getDimName()));
+    if (given.getType() != ArrayType::get(getContext(), rows))
+      return emitOpError() << "takes its normaliser as "
+                           << ArrayType::get(getContext(), rows) << ", found "
+                           << given.getType();
+  }
+  SmallVector<Type> expected = inferResultTypes();
+  if (TypeRange(expected) != getResultTypes()) {
+    InFlightDiagnostic diag = emitOpError() << "has result types ";
+    llvm::interleaveComma(getResultTypes(), diag);
+    diag << " but its domains and values give ";
+    llvm::interleaveComma(expected, diag);
+    return diag;
+  }
+  if (getForm() == ContractForm::bilinear) {
+    std::string reason;
+    if (failed(matchBilinear(reason)))
+      return emitOpError() << "is marked bilinear but " << reason;
+  }
+  return success();
+}
+
+LogicalResult
+SoftmaxContractOp::verifySymbolUses(SymbolTableCollection &tables) {
+  if (failed(verifyDimNames(*this, tables, getRows())))
+    return failure();
+  return verifyDimNames(*this, tables, getCols());
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxContractOp: the queries backends make
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An index value as c₀ + Σ coefficient · index argument, over the
+/// arguments of one block.
+struct LinearIndex {
+  SmallVector<int64_t> coefficients;
+  int64_t constant = 0;
+};
+
+std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
+  LinearIndex result;
+  result.coefficients.assign(block.getNumArguments(), 0);
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    if (argument.getOwner() != &block)
+      return std::nullopt;
+    result.coefficients[argument.getArgNumber()] = 1;
+    return result;
+  }
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant))) {
+    result.constant = constant.getSExtValue();
+    return result;
+  }
+  Operation *op = value.getDefiningOp();
+  if (!op || op->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<LinearIndex> lhs = linearIndexOf(op->getOperand(0), block);
+  std::optional<LinearIndex> rhs = linearIndexOf(op->getOperand(1), block);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  auto combine = [&](int64_t a, int64_t b) {
+    for (size_t i = 0; i < result.coefficients.size(); ++i)
+      result.coefficients[i] =
+          a * lhs->coefficients[i] + b * rhs->coefficients[i];
+    result.constant = a * lhs->constant + b * rhs->constant;
+    return result;
+  };
+  if (isa<arith::AddIOp>(op))
+    return combine(1, 1);
+  if (isa<arith::SubIOp>(op))
+    return combine(1, -1);
+  if (isa<arith::MulIOp>(op)) {
+    auto isConstant = [](const LinearIndex &index) {
+      return llvm::all_of(index.coefficients, [](int64_t c) { return c == 0; });
+    };
+    if (isConstant(*lhs))
+      return combine(0, lhs->constant);
+    if (isConstant(*rhs))
+      return combine(rhs->constant, 0);
+  }
+  return std::nullopt;
+}
+
+/// Appends the constraints an i1 value of the predicate says hold.
+bool appendConstraints(Value condition, Block &block, unsigned rowPosition,
+                       SmallVectorImpl<LinearConstraint> &constraints) {
+  if (matchPattern(condition, m_One()))
+    return true;
+  Operation *op = condition.getDefiningOp();
+  if (auto both = dyn_cast_or_null<arith::AndIOp>(op))
+    return appendConstraints(both.getLhs(), block, rowPosition, constraints) &&
+           appendConstraints(both.getRhs(), block, rowPosition, constraints);
+  auto compare = dyn_cast_or_null<arith::CmpIOp>(op);
+  if (!compare)
+    return false;
+  std::optional<LinearIndex> lhs = linearIndexOf(compare.getLhs(), block);
+  std::optional<LinearIndex> rhs = linearIndexOf(compare.getRhs(), block);
+  if (!lhs || !rhs)
+    return false;
+  // difference = lhs − rhs, over (batch..., row, col).
+  unsigned colPosition = rowPosition + 1;
+  LinearConstraint difference;
+  for (unsigned i = 0; i < block.getNumArguments(); ++i) {
+    int64_t coefficient = lhs->coefficients[i] - rhs->coefficients[i];
+    if (i == rowPosition)
+      difference.rowCoefficient = coefficient;
+    else if (i == colPosition)
+      difference.colCoefficient = coefficient;
+    else if (coefficient != 0)
+      return false; // reads a batch index
+  }
+  difference.offset = lhs->constant - rhs->constant;
+  auto negated = [](LinearConstraint c) {
+    return LinearConstraint{-c.rowCoefficient, -c.colCoefficient, -c.offset,
+                            c.notEqual};
+  };
+  auto minusOne = [](LinearConstraint c) {
+    c.offset -= 1;
+    return c;
+  };
+  switch (compare.getPredicate()) {
+  case arith::CmpIPredicate::sge: // d ≥ 0
+    constraints.push_back(difference);
+    return true;
+  case arith::CmpIPredicate::sgt: // d − 1 ≥ 0
+    constraints.push_back(minusOne(difference));
+    return true;
+  case arith::CmpIPredicate::sle: // −d ≥ 0
+    constraints.push_back(negated(difference));
+    return true;
+  case arith::CmpIPredicate::slt: // −d − 1 ≥ 0
+    constraints.push_back(minusOne(negated(difference)));
+    return true;
+  case arith::CmpIPredicate::eq:
+    constraints.push_back(difference);
+    constraints.push_back(negated(difference));
+    return true;
+  case arith::CmpIPredicate::ne:
+    difference.notEqual = true;
+    constraints.push_back(difference);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Whether `value` is `extract %table[indices]` of a table computed outside
+/// `op` at exactly `indices` (block arguments), returning the table.
+Value tableRowAt(Value value, Operation *op, ArrayRef<BlockArgument> indices) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract ||
+      op->isAncestor(extract.getSource().getParentRegion()->getParentOp()) ||
+      !extract.getMap().isIdentity() ||
+      extract.getIndices().size() != indices.size())
+    return Value();
+  for (auto [index, expected] : llvm::zip(extract.getIndices(), indices))
+    if (index != expected)
+      return Value();
+  return extract.getSource();
+}
+} // namespace
+
+std::optional<SmallVector<LinearConstraint>>
+SoftmaxContractOp::getLinearConstraints() {
+  SmallVector<LinearConstraint> constraints;
+  if (!hasPredicate())
+    return constraints;
+  if (getNumRowIndices() == 0)
+    return std::nullopt;
+  Block &block = getPredicate().front();
+  for (Operation &op : block.without_terminator())
+    if (!isa<arith::ArithDialect>(op.getDialect()))
+      return std::nullopt;
+  Value admitted = cast<YieldOp>(block.getTerminator()).getValues()[0];
+  if (!appendConstraints(admitted, block, getNumRowIndices() - 1, constraints))
+    return std::nullopt;
+  return constraints;
+}
+
+FailureOr<BilinearContract>
+SoftmaxContractOp::matchBilinear(std::string &reason) {
+  unsigned rowCount = getNumRowIndices();
+  if (rowCount == 0) {
+    reason = "has no row index";
+    return failure();
+  }
+  auto indicesOf = [&](Region &region, bool column) {
+    SmallVector<BlockArgument> indices;
+    Block &block = region.front();
+    for (unsigned i = 0; i + 1 < rowCount; ++i)
+      indices.push_back(block.getArgument(i));
+    indices.push_back(block.getArgument(column ? rowCount : rowCount - 1));
+    return indices;
+  };
+  auto allRows = [&](Region &region) {
+    return SmallVector<BlockArgument>(
+        region.front().getArguments().take_front(rowCount));
+  };
+  BilinearContract form;
+  Value score = getScoreValue();
+  if (auto mul = score.getDefiningOp<MulOp>()) {
+    Operation *self = getOperation();
+    auto outside = [&](Value v) {
+      return !self->isAncestor(v.getParentRegion()->getParentOp());
+    };
+    if (outside(mul.getLhs()) && mul.getRhs().getDefiningOp<DotOp>()) {
+      form.scale = mul.getLhs();
+      score = mul.getRhs();
+    } else if (outside(mul.getRhs()) && mul.getLhs().getDefiningOp<DotOp>()) {
+      form.scale = mul.getRhs();
+      score = mul.getLhs();
+    }
+    if (form.scale && !cast<ArrayType>(form.scale.getType()).isScalar()) {
+      reason = "its scale is not a scalar";
+      return failure();
+    }
+  }
+  auto dot = score.getDefiningOp<DotOp>();
+  if (!dot) {
+    reason = "its score is not a dot product (times a scale)";
+    return failure();
+  }
+  form.rowTable = tableRowAt(dot.getLhs(), *this, allRows(getScore()));
+  form.colTable = tableRowAt(dot.getRhs(), *this, indicesOf(getScore(), true));
+  if (!form.rowTable || !form.colTable) {
+    form.rowTable = tableRowAt(dot.getRhs(), *this, allRows(getScore()));
+    form.colTable =
+        tableRowAt(dot.getLhs(), *this, indicesOf(getScore(), true));
+  }
+  if (!form.rowTable || !form.colTable) {
+    reason = "its score is not a dot product of a row of a table at the row "
+             "indices and a row of a table at the column";
+    return failure();
+  }
+  for (Value value : getRowValues()) {
+    Value table = tableRowAt(value, *this, indicesOf(getRowSums(), true));
+    if (!table) {
+      reason = "a row value is not a row of a table at the column";
+      return failure();
+    }
+    form.rowValueTables.push_back(table);
+  }
+  for (Value value : getColValues()) {
+    Value table = tableRowAt(value, *this, allRows(getColSums()));
+    if (!table) {
+      reason = "a column value is not a row of a table at the row indices";
+      return failure();
+    }
+    form.colValueTables.push_back(table);
+  }
+  if (!getLinearConstraints()) {
+    reason = "its predicate is not a conjunction of linear comparisons of the "
+             "row and the column";
+    return failure();
+  }
+  return form;
+}
