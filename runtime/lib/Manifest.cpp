@@ -12,6 +12,7 @@
 #include "JsonValue.h"
 
 #include "energy/Runtime/ArtifactABI.h"
+#include "energy/Runtime/CpuFeatures.h"
 
 #include <cstdio>
 #include <set>
@@ -504,6 +505,47 @@ static Status readBuffer(const Value &entry, std::string where,
   return Status::success();
 }
 
+/// `target`: what the code was compiled for. An object (arch, cpu, and the
+/// CPU features the code may use, each one the runtime can check); a
+/// string, as older compilers wrote, is a description only; absent is
+/// allowed too.
+static Status readTarget(const Value &root, Manifest &manifest) {
+  const Value *target = root.find("target");
+  if (!target)
+    return Status::success();
+  if (target->is(Kind::String)) {
+    manifest.targetDescription = target->string();
+    return Status::success();
+  }
+  if (!target->is(Kind::Object))
+    return wrongKind("target", "an object (or a string)", *target);
+  ManifestTarget out;
+  if (Status status = readString(*target, "target", "arch", out.arch); !status)
+    return status;
+  if (Status status = readString(*target, "target", "cpu", out.cpu); !status)
+    return status;
+  Expected<const Value *> features =
+      field(*target, "target", "features", Kind::Array);
+  if (!features)
+    return features.status();
+  for (const Value &feature : (*features)->elements()) {
+    if (!feature.is(Kind::String))
+      return wrongKind("target: features", "strings (CPU feature names)",
+                       feature);
+    if (!isKnownCpuFeature(feature.string())) {
+      std::string known;
+      for (const std::string &name : knownCpuFeatures())
+        known += (known.empty() ? "" : ", ") + name;
+      return Status::error(
+          "target: features: unknown CPU feature \"" + feature.string() +
+          "\", which this runtime cannot check (known: " + known + ")");
+    }
+    out.features.push_back(feature.string());
+  }
+  manifest.target = std::move(out);
+  return Status::success();
+}
+
 /// An object mapping names to kernel symbols.
 static Status readKernelMap(const Value &kernels, const std::string &key,
                             std::map<std::string, std::string> &out) {
@@ -680,8 +722,9 @@ Expected<Manifest> Manifest::parse(std::string_view text) {
   else
     return Status::error("dtype: unknown element type \"" + dtype +
                          "\" (known: f32, f64)");
-  for (auto [key, out] : {std::pair{"target", &manifest.target},
-                          std::pair{"source_name", &manifest.sourceName},
+  if (Status status = readTarget(root, manifest); !status)
+    return status;
+  for (auto [key, out] : {std::pair{"source_name", &manifest.sourceName},
                           std::pair{"source", &manifest.source}})
     if (Status status = readString(root, "", key, *out, /*optional=*/true);
         !status)

@@ -2,7 +2,8 @@
 //
 // load() opens the library with dlopen and hands dlsym to fromSymbols, so
 // artifacts on disk and code compiled in the process are checked by the
-// same code.
+// same code: the manifest, the CPU its target names against the running one
+// (before any kernel is called), and every kernel it names.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 
 #include "ModelState.h"
 
+#include "energy/Runtime/CpuFeatures.h"
 #include "energy/Runtime/Session.h"
 
 #include <cerrno>
@@ -61,11 +63,18 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
   Expected<Manifest> manifest = Manifest::parse(text);
   if (!manifest)
     return manifest.status().withContext(label + ": manifest");
+  // Before any kernel can run: code for a CPU this one is not would die on
+  // an illegal instruction.
+  if (manifest->target)
+    if (Status status = checkTargetRuns(*manifest->target, HostCpu::running());
+        !status)
+      return status.withContext(label);
 
   auto state = std::make_shared<ModelState>();
   state->label = std::move(label);
   state->keepAlive = std::move(keepAlive);
   state->manifest = std::move(*manifest);
+  state->manifestText = text;
   // Resolves `symbol`, the kernel that computes `what`.
   auto resolve = [&](const std::string &symbol, const std::string &what,
                      Kernel &out) -> Status {
@@ -108,6 +117,8 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
 const std::string &Model::label() const { return state->label; }
 
 const Manifest &Model::manifest() const { return state->manifest; }
+
+const std::string &Model::manifestText() const { return state->manifestText; }
 
 std::vector<std::string> Model::tensorNames() const {
   return manifest().bufferNames(BufferKind::Tensor);

@@ -29,6 +29,8 @@ struct ModelState {
   std::shared_ptr<void> keepAlive;
   std::string label;
   Manifest manifest;
+  /// The manifest as the artifact gives it (JSON).
+  std::string manifestText;
   Kernel energy;
   /// By tensor name and by output name.
   std::map<std::string, Kernel> gradients;

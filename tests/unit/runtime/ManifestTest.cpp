@@ -72,7 +72,8 @@ TEST_CASE("a manifest's fields are read") {
   CHECK(manifest.formatVersion == 1);
   CHECK(manifest.model == "attention");
   CHECK(manifest.dtype == DType::F32);
-  CHECK(manifest.target == "host");
+  CHECK(manifest.targetDescription == "host");
+  CHECK_FALSE(manifest.target);
   CHECK(manifest.sourceName == "a.energy");
   CHECK(manifest.source == "model attention { }");
 
@@ -121,6 +122,54 @@ TEST_CASE("a model without dynamics has no step kernel and no steps") {
   REQUIRE_MESSAGE(manifest.ok(), manifest.message());
   CHECK_FALSE(manifest->steps);
   CHECK_FALSE(manifest->kernels.step);
+}
+
+TEST_CASE("a target names the CPU and the features the code may use") {
+  const char *v3 = R"("target": {"arch": "x86_64", "cpu": "x86-64-v3",
+      "features": ["sse4.2", "avx", "avx2", "fma"]})";
+  Expected<Manifest> manifest =
+      Manifest::parse(manifestText({{R"("target": "host")", v3}}));
+  REQUIRE_MESSAGE(manifest.ok(), manifest.message());
+  REQUIRE(manifest->target);
+  CHECK(manifest->target->arch == "x86_64");
+  CHECK(manifest->target->cpu == "x86-64-v3");
+  CHECK(manifest->target->features ==
+        std::vector<std::string>{"sse4.2", "avx", "avx2", "fma"});
+  CHECK(manifest->targetDescription.empty());
+
+  // Older manifests: a description only, or no target at all.
+  Expected<Manifest> untargeted =
+      Manifest::parse(manifestText({{R"("target": "host",)", ""}}));
+  REQUIRE_MESSAGE(untargeted.ok(), untargeted.message());
+  CHECK_FALSE(untargeted->target);
+  CHECK(untargeted->targetDescription.empty());
+}
+
+TEST_CASE("a target with an unknown feature or of the wrong form is "
+          "refused") {
+  std::string unknown = parseError(manifestText(
+      {{R"("target": "host")", R"("target": {"arch": "x86_64", "cpu": "native",
+          "features": ["avx2", "avx9000"]})"}}));
+  CHECK_MESSAGE(unknown.rfind("target: features: unknown CPU feature "
+                              "\"avx9000\", which this runtime cannot check "
+                              "(known: cmov, mmx, sse, sse2, ",
+                              0) == 0,
+                unknown);
+  CHECK(parseError(manifestText(
+            {{R"("target": "host")", R"("target": {"arch": "x86_64",
+                "cpu": "native", "features": ["avx2", 7]})"}})) ==
+        "target: features: expected strings (CPU feature names), found a "
+        "number");
+  CHECK(parseError(manifestText({{R"("target": "host")",
+                                  R"("target": {"arch": "x86_64",
+                                      "features": []})"}})) ==
+        "target: missing field \"cpu\"");
+  CHECK(parseError(manifestText({{R"("target": "host")",
+                                  R"("target": {"arch": "x86_64",
+                                      "cpu": "native"})"}})) ==
+        "target: missing field \"features\"");
+  CHECK(parseError(manifestText({{R"("target": "host")", R"("target": 3)"}})) ==
+        "target: expected an object (or a string), found a number");
 }
 
 TEST_CASE("the format and its version are checked first") {

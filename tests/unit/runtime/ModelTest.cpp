@@ -1,13 +1,14 @@
 //===- ModelTest.cpp - Loading artifacts ----------------------------------===//
 //
 // Unit tests of energy::Model on the fake artifacts of fake_artifact.c:
-// what a loaded model reports, in-process symbols, threads, and the errors
-// for files that are not usable artifacts.
+// what a loaded model reports, in-process symbols, threads, the errors for
+// files that are not usable artifacts, and artifacts for another CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FakeArtifacts.h"
 
+#include "energy/Runtime/CpuFeatures.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Session.h"
 
@@ -115,6 +116,86 @@ TEST_CASE("files that are not usable artifacts are refused, naming the "
         std::string(fakeMissingKernel) +
             ": the manifest names kernel fake_stacked (output 'stacked'), "
             "which the artifact does not export");
+}
+
+namespace {
+/// The manifest the fake artifact's code is given under, by
+/// loadWithTarget.
+std::string replacedManifest;
+const char *replacedManifestFunction() { return replacedManifest.c_str(); }
+
+/// The fake f64 artifact's code with its manifest's target replaced by
+/// `target` (JSON), through fromSymbols.
+Expected<Model> loadWithTarget(const std::string &target) {
+  void *handle = dlopen(fakeF64, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle);
+  std::shared_ptr<void> keepAlive(handle, [](void *h) { dlclose(h); });
+  auto manifest = reinterpret_cast<const char *(*)()>(
+      dlsym(handle, "energy_artifact_manifest"));
+  REQUIRE(reinterpret_cast<void *>(manifest) != nullptr);
+  replacedManifest = manifest();
+  std::string old = "\"target\": \"test\"";
+  size_t at = replacedManifest.find(old);
+  REQUIRE(at != std::string::npos);
+  replacedManifest.replace(at, old.size(), "\"target\": " + target);
+  return Model::fromSymbols(
+      "fake.so",
+      [handle](const std::string &symbol) -> void * {
+        if (symbol == "energy_artifact_manifest")
+          return reinterpret_cast<void *>(&replacedManifestFunction);
+        return dlsym(handle, symbol.c_str());
+      },
+      keepAlive);
+}
+
+/// The manifest's JSON list of `features`.
+std::string featureList(const std::vector<std::string> &features) {
+  std::string list = "[";
+  for (const std::string &feature : features)
+    list += (list.size() > 1 ? ", \"" : "\"") + feature + "\"";
+  return list + "]";
+}
+} // namespace
+
+TEST_CASE("an artifact for a CPU this one is not is refused before any "
+          "kernel runs") {
+  const energy::HostCpu &host = energy::HostCpu::running();
+  std::vector<std::string> present(host.features.begin(), host.features.end());
+  std::string arch = "\"arch\": \"" + host.arch + "\"";
+  // Code that needs only what this CPU has loads.
+  Expected<Model> runs = loadWithTarget("{" + arch +
+                                        ", \"cpu\": \"native\", "
+                                        "\"features\": " +
+                                        featureList(present) + "}");
+  CHECK_MESSAGE(runs.ok(), runs.message());
+  CHECK(runs->manifest().target->features == present);
+
+  // Code that needs a feature this CPU lacks is refused, naming it.
+  std::vector<std::string> absent;
+  for (const std::string &feature : energy::knownCpuFeatures())
+    if (!host.features.count(feature))
+      absent.push_back(feature);
+  if (absent.empty()) {
+    MESSAGE("this CPU has every feature the runtime knows; nothing to refuse");
+    return;
+  }
+  Expected<Model> refused =
+      loadWithTarget("{" + arch + ", \"cpu\": \"x86-64-v9\", \"features\": " +
+                     featureList({absent.front()}) + "}");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message() ==
+        "fake.so: compiled for CPU x86-64-v9, and this CPU lacks " +
+            absent.front() +
+            "; recompile it here with energyc --cpu=native, or with an "
+            "x86-64 level this CPU has");
+
+  // An unknown feature is refused as a manifest error.
+  Expected<Model> unknown = loadWithTarget(
+      "{" + arch + ", \"cpu\": \"native\", \"features\": [\"avx9000\"]}");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.message().rfind("fake.so: manifest: target: features: "
+                                "unknown CPU feature \"avx9000\"",
+                                0) == 0);
 }
 
 TEST_CASE("sessions check the dims and consts they are given") {

@@ -52,6 +52,62 @@ enum {
 #define ENERGY_ARTIFACT_SET_THREADS_SYMBOL "energy_artifact_set_num_threads"
 typedef void (*energy_set_threads_fn)(int32_t threads);
 
+/* The x86 CPU features a manifest's `target.features` may name: the
+ * compiler lists, among the features the code may use, those in this table;
+ * the runtime checks each one against the running CPU before it calls a
+ * kernel, and refuses a manifest naming any other. One entry per feature, in
+ * the order manifests list them: LLVM's name of the feature, then the name
+ * `__builtin_cpu_supports` checks it by (crc32 comes with SSE 4.2). The
+ * x86-64 baseline features that cpuid checks cannot name (x87, cx8, fxsr)
+ * are left out: every x86-64 CPU has them. Expand with a macro
+ * FEATURE(llvmName, checkName). */
+#define ENERGY_X86_CPU_FEATURES(FEATURE)                                       \
+  FEATURE("cmov", "cmov")                                                      \
+  FEATURE("mmx", "mmx")                                                        \
+  FEATURE("sse", "sse")                                                        \
+  FEATURE("sse2", "sse2")                                                      \
+  FEATURE("sse3", "sse3")                                                      \
+  FEATURE("ssse3", "ssse3")                                                    \
+  FEATURE("sse4.1", "sse4.1")                                                  \
+  FEATURE("sse4.2", "sse4.2")                                                  \
+  FEATURE("crc32", "sse4.2")                                                   \
+  FEATURE("popcnt", "popcnt")                                                  \
+  FEATURE("cx16", "cx16")                                                      \
+  FEATURE("sahf", "sahf")                                                      \
+  FEATURE("avx", "avx")                                                        \
+  FEATURE("avx2", "avx2")                                                      \
+  FEATURE("bmi", "bmi")                                                        \
+  FEATURE("bmi2", "bmi2")                                                      \
+  FEATURE("f16c", "f16c")                                                      \
+  FEATURE("fma", "fma")                                                        \
+  FEATURE("lzcnt", "lzcnt")                                                    \
+  FEATURE("movbe", "movbe")                                                    \
+  FEATURE("xsave", "xsave")                                                    \
+  FEATURE("avx512f", "avx512f")                                                \
+  FEATURE("avx512bw", "avx512bw")                                              \
+  FEATURE("avx512cd", "avx512cd")                                              \
+  FEATURE("avx512dq", "avx512dq")                                              \
+  FEATURE("avx512vl", "avx512vl")                                              \
+  FEATURE("avx512ifma", "avx512ifma")                                          \
+  FEATURE("avx512vbmi", "avx512vbmi")                                          \
+  FEATURE("avx512vbmi2", "avx512vbmi2")                                        \
+  FEATURE("avx512vnni", "avx512vnni")                                          \
+  FEATURE("avx512bitalg", "avx512bitalg")                                      \
+  FEATURE("avx512vpopcntdq", "avx512vpopcntdq")                                \
+  FEATURE("avx512bf16", "avx512bf16")                                          \
+  FEATURE("avx512fp16", "avx512fp16")                                          \
+  FEATURE("avxvnni", "avxvnni")                                                \
+  FEATURE("aes", "aes")                                                        \
+  FEATURE("pclmul", "pclmul")                                                  \
+  FEATURE("vaes", "vaes")                                                      \
+  FEATURE("vpclmulqdq", "vpclmulqdq")                                          \
+  FEATURE("gfni", "gfni")                                                      \
+  FEATURE("sha", "sha")                                                        \
+  FEATURE("adx", "adx")                                                        \
+  FEATURE("sse4a", "sse4a")                                                    \
+  FEATURE("fma4", "fma4")                                                      \
+  FEATURE("xop", "xop")
+
 #ifdef __cplusplus
 }
 #endif

@@ -128,14 +128,30 @@ struct ManifestKernels {
   std::optional<std::string> until;
 };
 
+/// What the kernels were compiled for: the manifest's `target` object.
+struct ManifestTarget {
+  /// The architecture, as in LLVM's triples: "x86_64".
+  std::string arch;
+  /// The CPU given to energyc --cpu: "native", "x86-64-v2", "x86-64-v3",
+  /// "x86-64-v4".
+  std::string cpu;
+  /// The CPU features the code may use, LLVM's names, each one the runtime
+  /// can check (see CpuFeatures.h): "avx2", "fma", ...
+  std::vector<std::string> features;
+};
+
 /// A parsed and checked manifest.
 struct Manifest {
   int64_t formatVersion = 0;
   std::string model;
   /// The element type of every buffer.
   DType dtype = DType::F32;
-  /// Informational: what the kernels were compiled for.
-  std::string target;
+  /// What the kernels were compiled for (the `target` object); none for a
+  /// manifest without one, whose code the runtime cannot check.
+  std::optional<ManifestTarget> target;
+  /// A manifest whose `target` is a string (what older compilers wrote, a
+  /// description only): that string.
+  std::string targetDescription;
   /// The .energy file the artifact was compiled from, and its text.
   std::string sourceName;
   std::string source;

@@ -33,8 +33,9 @@ public:
   /// Loads the artifact at `path` (a shared library). Errors name the file:
   /// it does not exist, is not a shared library (with the loader's
   /// message), is not an energy artifact (no manifest symbol), has a
-  /// manifest this runtime does not read, or lacks a kernel the manifest
-  /// names.
+  /// manifest this runtime does not read, was compiled for a CPU this one
+  /// is not (the features it lacks: see CpuFeatures.h), or lacks a kernel
+  /// the manifest names.
   static Expected<Model> load(const std::string &path);
 
   /// Finds a symbol's address by name; null when there is no such symbol.
@@ -49,6 +50,8 @@ public:
   /// The path it was loaded from, or the label given to fromSymbols.
   const std::string &label() const;
   const Manifest &manifest() const;
+  /// The manifest's JSON text, as the artifact gives it.
+  const std::string &manifestText() const;
   /// The model's name in the source.
   const std::string &name() const { return manifest().model; }
   /// The element type of all its tensors.
