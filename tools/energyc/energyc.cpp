@@ -1,7 +1,8 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
 // `energyc FILE.energy [-o OUT] [--emit=lib|llvm|ast|energy|grad|update]
-// [--dtype f32|f64] [--dim N=V]...`: parses and checks a model, emits the
+// [--dtype f32|f64] [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4]
+// [--dim N=V]...`: parses and checks a model, emits the
 // energy dialect, runs the passes the requested output needs and, for
 // `lib` (the default), writes a shared-library artifact. Errors are
 // `file:line:col: error: ...` with the source line and a caret; the exit status
@@ -62,6 +63,14 @@ cl::opt<std::string> dtype("dtype",
                            cl::desc("Element type of an artifact: f32 "
                                     "(default) or f64"),
                            cl::init("f32"), cl::cat(energycOptions));
+cl::opt<std::string>
+    cpu("cpu",
+        cl::desc("The CPU an artifact's kernels are compiled for (clang "
+                 "-march): native (default: the features of this machine), "
+                 "x86-64-v2, x86-64-v3 or x86-64-v4; its manifest lists the "
+                 "CPU features the code may use"),
+        cl::value_desc("native|x86-64-v2|x86-64-v3|x86-64-v4"),
+        cl::init("native"), cl::cat(energycOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(energycOptions));
@@ -171,6 +180,11 @@ int main(int argc, char **argv) {
 
   if (dtype != "f32" && dtype != "f64")
     return fail("--dtype " + dtype + ": expected f32 or f64");
+  std::string targetError;
+  mlir::FailureOr<mlir::energy::ArtifactTarget> target =
+      mlir::energy::resolveArtifactTarget(cpu, targetError);
+  if (mlir::failed(target))
+    return fail(targetError);
   std::string text;
   raw_string_ostream os(text);
   if (emitKind == EmitKind::Ast) {
@@ -199,6 +213,7 @@ int main(int argc, char **argv) {
     if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm) {
       mlir::energy::ArtifactOptions options;
       options.dtype = dtype;
+      options.target = *target;
       options.sourceName = inputFile;
       options.sourceText =
           sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
@@ -211,8 +226,8 @@ int main(int argc, char **argv) {
         if (path == "-")
           path = (sys::path::stem(inputFile) + ".so").str();
         std::string error;
-        if (mlir::failed(
-                mlir::energy::writeSharedLibrary(**artifact, path, error)))
+        if (mlir::failed(mlir::energy::writeSharedLibrary(
+                **artifact, options.target, path, error)))
           return fail(error);
         return 0;
       }

@@ -1,8 +1,9 @@
 //===- Manifest.cpp - The JSON manifest an artifact embeds ----------------===//
 //
 // Describes the dims, consts, buffers and kernels of an artifact so that the
-// runtime can bind, allocate and call them without the compiler. Dim
-// expressions are written in reverse Polish notation.
+// runtime can bind, allocate and call them without the compiler, and the
+// CPU they were compiled for, so that it can refuse a CPU that lacks a
+// feature they use. Dim expressions are written in reverse Polish notation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,16 @@ json::Value initOf(TensorOp tensor) {
       args.push_back(value);
   init["args"] = std::move(args);
   return init;
+}
+
+/// The CPU the kernels are compiled for and the features they may use.
+json::Object targetOf(const ArtifactTarget &target) {
+  json::Array features;
+  for (const std::string &feature : target.features)
+    features.push_back(feature);
+  return json::Object{{"arch", target.arch},
+                      {"cpu", target.cpu},
+                      {"features", std::move(features)}};
 }
 
 } // namespace
@@ -160,7 +171,7 @@ std::string mlir::energy::buildManifest(ModelOp model,
                         {"format_version", ENERGY_ARTIFACT_FORMAT_VERSION},
                         {"model", model.getSymName()},
                         {"dtype", options.dtype},
-                        {"target", "host CPU"},
+                        {"target", targetOf(options.target)},
                         {"source_name", options.sourceName},
                         {"source", options.sourceText},
                         {"dims", std::move(dims)},

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -25,10 +26,41 @@ class Module;
 
 namespace mlir::energy {
 
+/// The CPU an artifact's kernels are compiled for, as its manifest records
+/// it (docs/api.md, "The manifest": `target`).
+struct ArtifactTarget {
+  /// The architecture, as in LLVM's triples: "x86_64".
+  std::string arch;
+  /// What energyc --cpu gave: "native" or an x86-64 level ("x86-64-v3").
+  std::string cpu = "native";
+  /// The x86 features the code may use that the runtime can check
+  /// (ArtifactABI.h's ENERGY_X86_CPU_FEATURES), LLVM's names, in that
+  /// table's order.
+  std::vector<std::string> features;
+};
+
+/// The CPUs energyc --cpu accepts: "native", then the x86-64 levels
+/// "x86-64-v2", "x86-64-v3", "x86-64-v4".
+ArrayRef<StringRef> artifactCpuNames();
+
+/// The target of `cpu` (one of artifactCpuNames): for an x86-64 level, the
+/// features the level implies; for "native", the host's features as LLVM
+/// reports them (what clang -march=native enables). Fails with `error` for
+/// any other name (listing the valid ones), or for a level on a host that is
+/// not x86-64.
+FailureOr<ArtifactTarget> resolveArtifactTarget(StringRef cpu,
+                                                std::string &error);
+
+/// The "native" target: the host CPU and its features.
+ArtifactTarget hostArtifactTarget();
+
 /// What an artifact is built for, and the source it embeds.
 struct ArtifactOptions {
   /// "f32" or "f64".
   std::string dtype = "f32";
+  /// The CPU its kernels are compiled for (the JIT always compiles for the
+  /// host).
+  ArtifactTarget target = hostArtifactTarget();
   std::string sourceName;
   std::string sourceText;
 };
@@ -51,11 +83,12 @@ compileToArtifactModule(ModuleOp energyModule, const ArtifactOptions &options);
 std::unique_ptr<llvm::Module> translateArtifact(ModuleOp module,
                                                 llvm::LLVMContext &context);
 
-/// Compiles `module` for the host CPU with the system's clang (-O3) into the
-/// shared library `path`, linking the kernel support functions. The file
-/// appears only when everything succeeded.
-LogicalResult writeSharedLibrary(ModuleOp module, StringRef path,
-                                 std::string &error);
+/// Compiles `module` for `target`'s CPU (clang -march=native or
+/// -march=x86-64-vN) with the system's clang (-O3) into the shared library
+/// `path`, linking the kernel support functions. The file appears only when
+/// everything succeeded.
+LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
+                                 StringRef path, std::string &error);
 
 /// An artifact compiled in process: its symbols stay valid while the handle
 /// lives.
