@@ -2,10 +2,11 @@
 //
 // `energy-run MODEL(.energy|.so) [--dim N=V]... [--in FILE]... [--init
 // random:SEED] [--steps K] [--eval energy|grad|run] [--dtype f32|f64]
-// [--threads N] [--out FILE] [--trace] [--json] [--interp]`: binds the
-// model's tensors, then evaluates its energy, its gradients, or runs its
-// dynamics. A .so is a compiled artifact; a .energy file is compiled in
-// process (JIT); --interp uses the reference interpreter instead.
+// [--threads N] [--out FILE] [--trace] [--json] [--interp] [--bench K]
+// [--print-manifest]`: binds the model's tensors, then evaluates its energy,
+// its gradients, or runs its dynamics, or times that evaluation (--bench).
+// A .so is a compiled artifact; a .energy file is compiled in process (JIT);
+// --interp uses the reference interpreter instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +96,17 @@ cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
                     cl::cat(runOptions));
 cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
                          cl::cat(runOptions));
+cl::opt<int64_t> benchRepetitions(
+    "bench",
+    cl::desc("Time the evaluation (--eval): one warm-up, then K repetitions "
+             "(each run from the same initial state); print the median, min "
+             "and max milliseconds of one (--json: only {\"median_ms\": M}); "
+             "no results are printed or written"),
+    cl::value_desc("K"), cl::init(0), cl::cat(runOptions));
+cl::opt<bool> printManifest(
+    "print-manifest",
+    cl::desc("Print the compiled model's manifest (JSON) and exit"),
+    cl::cat(runOptions));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "energy-run") << message << "\n";
@@ -188,42 +200,56 @@ public:
   /// Returns the number of steps taken.
   FailureOr<int64_t> run(int64_t firstStep, int64_t steps,
                          llvm::function_ref<void(int64_t, double)> report) {
-    DynamicsOp dynamics = model.getDynamics();
-    auto programs = model.getBody().front().getOps<UpdateProgramOp>();
     // A model without dynamics runs no steps: its outputs are still written.
-    if (!dynamics || programs.empty())
+    if (!hasDynamics())
       return 0;
     FailureOr<Interpreter> state = interpreter();
     if (failed(state))
       return failure();
+    return run(*state, firstStep, steps, report);
+  }
+
+  /// Whether the model has dynamics to run.
+  bool hasDynamics() {
+    return model.getDynamics() &&
+           !model.getBody().front().getOps<UpdateProgramOp>().empty();
+  }
+
+  /// Runs the steps on `state`, an interpreter of the bindings (see above).
+  FailureOr<int64_t> run(Interpreter &state, int64_t firstStep, int64_t steps,
+                         llvm::function_ref<void(int64_t, double)> report) {
+    if (!hasDynamics())
+      return 0;
+    DynamicsOp dynamics = model.getDynamics();
+    auto programs = model.getBody().front().getOps<UpdateProgramOp>();
     if (steps < 0) {
       FailureOr<int64_t> count = dynamics.getSteps().evaluate(
-          [&](StringRef name) { return state->getDim(name); });
+          [&](StringRef name) { return state.getDim(name); });
       if (failed(count))
         return dynamics.emitError("the step count cannot be evaluated");
       steps = *count;
     }
     for (int64_t taken = 0; taken < steps; ++taken) {
       int64_t step = firstStep + taken;
-      state->setStep(step);
-      if (failed(state->runUpdateProgram(*programs.begin())))
+      state.setStep(step);
+      if (failed(state.runUpdateProgram(*programs.begin())))
         return failure();
-      FailureOr<double> energy = state->evaluateEnergy();
+      FailureOr<double> energy = state.evaluateEnergy();
       if (failed(energy))
         return failure();
       report(step, *energy);
       if (!dynamics.getUntil().empty()) {
         FailureOr<Tensor> done =
-            state->evaluate(yieldedValue(dynamics.getUntil()));
+            state.evaluate(yieldedValue(dynamics.getUntil()));
         if (failed(done))
           return failure();
         if (done->data[0] != 0.0) {
-          keep(*state);
+          keep(state);
           return taken + 1;
         }
       }
     }
-    keep(*state);
+    keep(state);
     return steps;
   }
 
@@ -447,6 +473,57 @@ private:
       std::chrono::steady_clock::now();
 };
 
+/// What --bench times: "energy", "grad", or "run" with its step count.
+std::string benchedEvaluation(std::optional<int64_t> steps) {
+  switch (evalKind) {
+  case EvalKind::Energy:
+    return "energy";
+  case EvalKind::Grad:
+    return "grad";
+  case EvalKind::Run:
+    break;
+  }
+  return "run" + (steps ? formatv(" ({0} steps)", *steps).str() : "");
+}
+
+/// --bench: calls `evaluate` once to warm up, then benchRepetitions times,
+/// timing each call alone; `reset` runs untimed before every call (to
+/// restore the initial state). Both report their own errors. Prints the
+/// median wall time of one call (text: also the minimum and the maximum)
+/// in milliseconds; with --json only {"median_ms": M}.
+bool runBench(llvm::function_ref<bool()> reset,
+              llvm::function_ref<bool()> evaluate,
+              llvm::function_ref<std::string()> describe) {
+  if (!reset() || !evaluate())
+    return false;
+  std::vector<double> milliseconds;
+  for (int64_t repetition = 0; repetition < benchRepetitions; ++repetition) {
+    if (!reset())
+      return false;
+    auto start = std::chrono::steady_clock::now();
+    bool ok = evaluate();
+    auto end = std::chrono::steady_clock::now();
+    if (!ok)
+      return false;
+    milliseconds.push_back(
+        std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::sort(milliseconds.begin(), milliseconds.end());
+  size_t middle = milliseconds.size() / 2;
+  double median = milliseconds.size() % 2
+                      ? milliseconds[middle]
+                      : (milliseconds[middle - 1] + milliseconds[middle]) / 2;
+  if (jsonOutput)
+    outs() << formatv("{0}", json::Value(json::Object{{"median_ms", median}}))
+           << "\n";
+  else
+    outs() << formatv("bench {0}: median {1:f6} ms, min {2:f6} ms, max {3:f6} "
+                      "ms over {4} repetitions\n",
+                      describe(), median, milliseconds.front(),
+                      milliseconds.back(), milliseconds.size());
+  return true;
+}
+
 /// Everything the command line binds.
 struct RunInputs {
   std::vector<std::pair<std::string, int64_t>> dims;
@@ -456,6 +533,74 @@ struct RunInputs {
   std::optional<int64_t> step;
 };
 
+/// The gradients --eval grad evaluates on the interpreter: those of the
+/// --wrt tensors, else of every state tensor but optimizer state.
+SmallVector<GradientOp> wantedGradients(ModelOp model) {
+  SmallVector<GradientOp> wanted;
+  for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
+    if (gradient.getOf())
+      continue;
+    auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
+    if (wrt.empty() ? tensor.getRole() == Role::state &&
+                          !tensor->hasAttr("optimizer_state")
+                    : llvm::is_contained(wrt, gradient.getTensor()))
+      wanted.push_back(gradient);
+  }
+  return wanted;
+}
+
+/// --bench on the reference interpreter. Its caches of lets and gradients
+/// are dropped before each repetition; a run starts each time from a copy
+/// of the bound values (and step counter `firstStep`).
+bool benchInterpreted(ModelOp model, const InterpretedRun &initial,
+                      int64_t firstStep) {
+  if (evalKind == EvalKind::Run) {
+    InterpretedRun current = initial;
+    if (!current.hasDynamics())
+      return fail("--bench --eval run: model " + model.getSymName() +
+                  " has no dynamics to run"),
+             false;
+    std::optional<Interpreter> state;
+    int64_t steps = 0;
+    auto reset = [&] {
+      current = initial;
+      FailureOr<Interpreter> created = current.interpreter();
+      if (failed(created))
+        return false;
+      state.emplace(std::move(*created));
+      return true;
+    };
+    auto evaluate = [&] {
+      FailureOr<int64_t> taken =
+          current.run(*state, firstStep, stepsOverride, [](int64_t, double) {});
+      if (failed(taken))
+        return false;
+      steps = *taken;
+      return true;
+    };
+    return runBench(reset, evaluate, [&] { return benchedEvaluation(steps); });
+  }
+  InterpretedRun bound = initial;
+  FailureOr<Interpreter> interpreter = bound.interpreter();
+  if (failed(interpreter))
+    return false;
+  SmallVector<GradientOp> gradients = wantedGradients(model);
+  auto reset = [&] {
+    interpreter->invalidateCaches();
+    return true;
+  };
+  auto evaluate = [&] {
+    if (evalKind == EvalKind::Energy)
+      return succeeded(interpreter->evaluateEnergy());
+    for (GradientOp gradient : gradients)
+      if (failed(interpreter->evaluateGradient(gradient)))
+        return false;
+    return true;
+  };
+  return runBench(reset, evaluate,
+                  [] { return benchedEvaluation(std::nullopt); });
+}
+
 /// Runs a model on the reference interpreter.
 int runInterpreted(ModelOp model, const RunInputs &inputs) {
   std::map<std::string, Tensor> given;
@@ -464,6 +609,9 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
   InterpretedRun run(model);
   if (failed(run.bind(inputs.dims, inputs.consts, given, inputs.seed)))
     return 1;
+
+  if (benchRepetitions > 0)
+    return benchInterpreted(model, run, inputs.step.value_or(0)) ? 0 : 1;
 
   if (evalKind == EvalKind::Energy) {
     FailureOr<Interpreter> interpreter = run.interpreter();
@@ -481,15 +629,7 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
     if (failed(interpreter))
       return 1;
     RuntimeTensors gradients;
-    for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
-      if (gradient.getOf())
-        continue;
-      auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
-      bool wanted = wrt.empty() ? tensor.getRole() == Role::state &&
-                                      !tensor->hasAttr("optimizer_state")
-                                : llvm::is_contained(wrt, gradient.getTensor());
-      if (!wanted)
-        continue;
+    for (GradientOp gradient : wantedGradients(model)) {
       FailureOr<Tensor> value = interpreter->evaluateGradient(gradient);
       if (failed(value))
         return 1;
@@ -531,6 +671,79 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
   return 0;
 }
 
+/// The tensors --eval grad differentiates on a compiled model: the --wrt
+/// tensors, else every state tensor but optimizer state.
+std::vector<std::string> wantedGradients(const ::energy::Model &model) {
+  std::vector<std::string> names(wrt.begin(), wrt.end());
+  if (names.empty())
+    for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
+      if (buffer.kind == ::energy::BufferKind::Tensor &&
+          buffer.role == ::energy::TensorRole::State &&
+          !buffer.optimizerStateOf)
+        names.push_back(buffer.name);
+  return names;
+}
+
+/// --bench through the runtime. Gradients are timed with copying them out
+/// of the session; a run starts each time from the state tensors (optimizer
+/// state included) and the step counter the session had before the first.
+bool benchCompiled(::energy::Session &session) {
+  const ::energy::Model &model = session.model();
+  if (evalKind == EvalKind::Run) {
+    if (!model.hasDynamics())
+      return fail("--bench --eval run: model " + model.name() +
+                  " has no dynamics to run"),
+             false;
+    // Prepares the session (binding, initial values), untimed.
+    ::energy::Expected<RuntimeTensors> initial = session.stateTensors();
+    if (!initial)
+      return fail(initial.message()), false;
+    int64_t firstStep = session.stepCount();
+    ::energy::RunOptions options;
+    if (stepsOverride >= 0)
+      options.steps = stepsOverride;
+    int64_t steps = 0;
+    auto reset = [&] {
+      for (const auto &[name, value] : *initial)
+        if (::energy::Status status = session.set(name, value); !status)
+          return fail(status.message()), false;
+      session.setStepCount(firstStep);
+      return true;
+    };
+    auto evaluate = [&] {
+      ::energy::Expected<::energy::RunResult> result = session.run(options);
+      if (!result)
+        return fail(result.message()), false;
+      steps = result->steps;
+      return true;
+    };
+    return runBench(reset, evaluate, [&] { return benchedEvaluation(steps); });
+  }
+  std::vector<std::string> gradients = wantedGradients(model);
+  auto evaluate = [&] {
+    if (evalKind == EvalKind::Energy) {
+      ::energy::Expected<double> energy = session.energy();
+      if (!energy)
+        return fail(energy.message()), false;
+      return true;
+    }
+    for (const std::string &name : gradients) {
+      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
+      if (!value)
+        return fail(value.message()), false;
+    }
+    return true;
+  };
+  return runBench([] { return true; }, evaluate,
+                  [] { return benchedEvaluation(std::nullopt); });
+}
+
+/// --print-manifest: the manifest of a compiled model, as it gives it.
+int printManifestOf(const ::energy::Model &model) {
+  outs() << model.manifestText() << "\n";
+  return 0;
+}
+
 /// Runs a compiled model through the runtime library.
 int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   std::string modelDtype =
@@ -566,6 +779,9 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   };
   printNotes();
 
+  if (benchRepetitions > 0)
+    return benchCompiled(session) ? 0 : 1;
+
   if (evalKind == EvalKind::Energy) {
     ::energy::Expected<double> energy = session.energy();
     if (!energy)
@@ -575,15 +791,8 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   }
 
   if (evalKind == EvalKind::Grad) {
-    std::vector<std::string> names(wrt.begin(), wrt.end());
-    if (names.empty())
-      for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
-        if (buffer.kind == ::energy::BufferKind::Tensor &&
-            buffer.role == ::energy::TensorRole::State &&
-            !buffer.optimizerStateOf)
-          names.push_back(buffer.name);
     RuntimeTensors gradients;
-    for (const std::string &name : names) {
+    for (const std::string &name : wantedGradients(model)) {
       ::energy::Expected<::energy::Tensor> value = session.gradient(name);
       if (!value)
         return fail(value.message());
@@ -692,6 +901,20 @@ int main(int argc, char **argv) {
   }
   if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64")
     return fail("--dtype " + dtypeOption + ": expected f32 or f64");
+  if (benchRepetitions.getNumOccurrences()) {
+    if (benchRepetitions < 1)
+      return fail("--bench " + Twine(benchRepetitions) +
+                  ": expected a positive number of repetitions");
+    if (!outputFile.empty())
+      return fail("--bench times the evaluation and writes no results; it "
+                  "cannot be used with --out");
+    if (trace)
+      return fail("--bench prints only timings; it cannot be used with "
+                  "--trace");
+  }
+  if (printManifest && useInterpreter && !StringRef(modelFile).ends_with(".so"))
+    return fail("--print-manifest needs a compiled model; the interpreter "
+                "has no manifest");
   auto dims = parseSettings<int64_t>(dimValues, "dim");
   auto consts = parseSettings<double>(constValues, "const");
   if (failed(dims) || failed(consts))
@@ -719,6 +942,8 @@ int main(int argc, char **argv) {
     if (!loaded)
       return fail(loaded.message());
     artifact = std::move(*loaded);
+    if (printManifest)
+      return printManifestOf(*artifact);
     if (!useInterpreter)
       return runCompiled(*artifact, inputs);
     sourceMgr.AddNewSourceBuffer(
@@ -760,6 +985,8 @@ int main(int argc, char **argv) {
         modelFile, compiled->lookup, compiled->handle);
     if (!jitModel)
       return fail(jitModel.message());
+    if (printManifest)
+      return printManifestOf(*jitModel);
     return runCompiled(*jitModel, inputs);
   }
 
