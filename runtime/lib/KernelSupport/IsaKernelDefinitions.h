@@ -11,6 +11,7 @@
 #define ENERGY_KERNELSUPPORT_ISAKERNELDEFINITIONS_H
 
 #include "IsaKernels.h"
+#include "SoftmaxContractKernel.h"
 #include "VectorExp.h"
 
 namespace energy::kernels::ENERGY_KERNEL_ISA {
@@ -21,6 +22,14 @@ void expF32(int64_t n, const float *in, float *out) {
 
 void expF64(int64_t n, const double *in, double *out) {
   expArray<Simd<double>>(n, in, out);
+}
+
+int32_t softmaxContractF32(const energy_softmax_contract_args &args) {
+  return softmaxContract<Simd<float>>(args);
+}
+
+int32_t softmaxContractF64(const energy_softmax_contract_args &args) {
+  return softmaxContract<Simd<double>>(args);
 }
 
 } // namespace energy::kernels::ENERGY_KERNEL_ISA

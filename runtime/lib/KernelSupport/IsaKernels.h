@@ -1,7 +1,7 @@
 //===- IsaKernels.h - The vector kernels per ISA ----------------*- C++ -*-===//
 //
 // Every vectorised support function exists once per instruction set: the
-// templates of VectorExp.h are instantiated in
+// templates of VectorExp.h and SoftmaxContractKernel.h are instantiated in
 // KernelsGeneric.cpp (no ISA flags), KernelsAvx2.cpp (-mavx2 -mfma) and
 // KernelsAvx512.cpp (-mavx512f), each in its own namespace. This header
 // declares those entry points and the run-time choice between them; only the
@@ -13,6 +13,7 @@
 #define ENERGY_KERNELSUPPORT_ISAKERNELS_H
 
 #include "energy/KernelSupport/InstructionSet.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
 
 #include <stdint.h>
 
@@ -25,6 +26,8 @@ int32_t activeInstructionSet();
   namespace isa {                                                              \
   void expF32(int64_t n, const float *in, float *out);                         \
   void expF64(int64_t n, const double *in, double *out);                       \
+  int32_t softmaxContractF32(const energy_softmax_contract_args &args);        \
+  int32_t softmaxContractF64(const energy_softmax_contract_args &args);        \
   }
 
 ENERGY_DECLARE_ISA_KERNELS(generic)

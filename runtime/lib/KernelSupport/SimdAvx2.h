@@ -25,6 +25,7 @@ template <> struct Simd<float> {
   using Vec = __m256;
   using Tail = __m256i;
   static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 16;
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec broadcast(float x) { return _mm256_set1_ps(x); }
@@ -87,6 +88,7 @@ template <> struct Simd<double> {
   using Vec = __m256d;
   using Tail = __m256i;
   static constexpr int kLanes = 4;
+  static constexpr int kRegisters = 16;
 
   static Vec zero() { return _mm256_setzero_pd(); }
   static Vec broadcast(double x) { return _mm256_set1_pd(x); }

@@ -26,6 +26,7 @@ template <> struct Simd<float> {
   using Vec = __m512;
   using Tail = __mmask16;
   static constexpr int kLanes = 16;
+  static constexpr int kRegisters = 32;
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec broadcast(float x) { return _mm512_set1_ps(x); }
@@ -83,6 +84,7 @@ template <> struct Simd<double> {
   using Vec = __m512d;
   using Tail = __mmask8;
   static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 32;
 
   static Vec zero() { return _mm512_setzero_pd(); }
   static Vec broadcast(double x) { return _mm512_set1_pd(x); }

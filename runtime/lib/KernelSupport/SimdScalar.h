@@ -6,8 +6,9 @@
 // interface on 256- and 512-bit registers:
 //
 //   Scalar, Vec, Tail, kLanes     element, vector, mask of a partial vector
+//   kRegisters                    vector registers of the instruction set
 //   zero, broadcast, load, store  (unaligned), loadTail / storeTail (the
-//                                 first n lanes, tail(n) for 0 < n < kLanes)
+//                                 first n lanes, tail(n) for 0 < n <= kLanes)
 //   add, sub, mul, fma(a, b, c) = a·b + c, max, min
 //   clamp(x, lo, hi)              NaN stays NaN
 //   reduceAdd, reduceMax          in a fixed order
@@ -50,6 +51,8 @@ template <class T> struct Simd {
   using Vec = T;
   using Tail = int;
   static constexpr int kLanes = 1;
+  /// Registers a micro-kernel may keep live (x86-64 has 16 XMM registers).
+  static constexpr int kRegisters = 16;
 
   static Vec zero() { return 0; }
   static Vec broadcast(Scalar x) { return x; }

@@ -64,6 +64,15 @@ template <> struct ExpConstants<double> {
       2.763027565379759838399226e-7, 2.500004144593712251657573e-8};
 };
 
+/// P(r) by Horner's rule.
+template <class V> inline typename V::Vec polynomial(typename V::Vec r) {
+  using Constants = ExpConstants<typename V::Scalar>;
+  typename V::Vec p = V::broadcast(Constants::kPolynomial[Constants::kDegree]);
+  for (int i = Constants::kDegree - 1; i >= 0; --i)
+    p = V::fma(p, r, V::broadcast(Constants::kPolynomial[i]));
+  return p;
+}
+
 /// exp of every lane of x.
 template <class V> inline typename V::Vec expVector(typename V::Vec x) {
   using Constants = ExpConstants<typename V::Scalar>;
@@ -73,24 +82,23 @@ template <class V> inline typename V::Vec expVector(typename V::Vec x) {
   Vec shifter = V::broadcast(Constants::kShifter);
   Vec shifted = V::fma(x, V::broadcast(Constants::kLog2e), shifter);
   Vec k = V::sub(shifted, shifter);
-  // r = high - low, high exact, low tiny.
+  // r = high - low: high = x - k·ln2_high is exact, low = k·ln2_low tiny.
   Vec high = V::fma(k, V::broadcast(-Constants::kLn2High), x);
-  Vec low = V::mul(k, V::broadcast(Constants::kLn2Low));
-  Vec r = V::sub(high, low);
-  Vec p = V::broadcast(Constants::kPolynomial[Constants::kDegree]);
-  for (int i = Constants::kDegree - 1; i >= 0; --i)
-    p = V::fma(p, r, V::broadcast(Constants::kPolynomial[i]));
   Vec one = V::broadcast(1);
   Vec expR;
   if constexpr (Constants::kCompensated) {
     // 1 + high + (r²·P - low) with 1 + high split exactly (Fast2Sum, as
     // |high| < 1): only the last addition rounds at the result's scale.
+    Vec low = V::mul(k, V::broadcast(Constants::kLn2Low));
+    Vec r = V::sub(high, low);
+    Vec p = polynomial<V>(r);
     Vec sum = V::add(one, high);
     Vec sumError = V::sub(high, V::sub(sum, one));
     Vec tail = V::fma(V::mul(r, r), p, V::sub(sumError, low));
     expR = V::add(sum, tail);
   } else {
-    expR = V::add(V::fma(V::mul(r, r), p, r), one);
+    Vec r = V::fma(k, V::broadcast(-Constants::kLn2Low), high);
+    expR = V::add(V::fma(V::mul(r, r), polynomial<V>(r), r), one);
   }
   return V::scalePow2(expR, k, shifted, shifter);
 }

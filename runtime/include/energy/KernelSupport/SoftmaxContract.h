@@ -1,0 +1,120 @@
+/*===- SoftmaxContract.h - The blocked softmax-contraction kernel ---------===*\
+|*                                                                            *|
+|* The hot kernel of log-sum-exp energies (attention-like terms and their    *|
+|* gradients): a softmax over the columns of a score matrix, contracted with *|
+|* value tables on the row side, the column side, or both, without ever      *|
+|* storing anything of size rows × cols. Plain C, so that generated code and *|
+|* tools call it by name; how it works is told in                            *|
+|* runtime/lib/KernelSupport/SoftmaxContractKernel.h.                        *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACT_H
+#define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32                                    \
+  "energy_support_softmax_contract_f32"
+#define ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64                                    \
+  "energy_support_softmax_contract_f64"
+
+/* Kinds of constraint on a (row, col) pair. */
+#define ENERGY_CONSTRAINT_GE 0 /* a·row + b·col + offset >= 0 */
+#define ENERGY_CONSTRAINT_NE 1 /* a·row + b·col + offset != 0 */
+
+/* What the kernel returns. */
+#define ENERGY_CONTRACT_OK 0
+#define ENERGY_CONTRACT_INVALID_ARGUMENT 1
+#define ENERGY_CONTRACT_OUT_OF_MEMORY 2
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A linear condition on a pair; four 8-byte slots: a, b, offset, kind. */
+typedef struct energy_contract_constraint {
+  int64_t row_coefficient; /* a */
+  int64_t col_coefficient; /* b */
+  int64_t offset;
+  int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
+} energy_contract_constraint;
+
+/* The arguments, 19 slots of 8 bytes each (int64_t, double or a pointer), in
+ * this order, so that a code generator can fill them as an array of 8-byte
+ * slots:
+ *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
+ *   6 temperature  7 num_constraints  8 constraints  9 lse  10 given_lse
+ *   11 num_row_outputs  12 col_values  13 row_output_widths  14 row_outputs
+ *   15 num_col_outputs  16 row_values  17 col_output_widths  18 col_outputs
+ * Arrays of the element type (float for _f32, double for _f64) are
+ * row-major and contiguous; "void" pointers point at that type.
+ *
+ * Semantics, with Nr = rows, Nc = cols, D = depth, T = temperature:
+ *   s(r, c) = scale · <row_features[r, :], col_features[c, :]>
+ *   (r, c) is admitted when every constraint holds; only admitted pairs count.
+ *   L[r] = T · log Σ_{admitted c} exp(s(r, c) / T), or 0 for a row with no
+ *          admitted column; or given_lse[r] when given_lse is not null.
+ *   w(r, c) = exp((s(r, c) − L[r]) / T) for admitted pairs, else 0.
+ *   row_outputs[j][r, :] = Σ_c w(r, c) · col_values[j][c, :]   (Nr × width)
+ *   col_outputs[j][c, :] = Σ_r w(r, c) · row_values[j][r, :]   (Nc × width)
+ *   lse[r] = L[r] (a copy of given_lse when that is set).
+ * Every output is overwritten, not accumulated into. Outputs must not
+ * overlap inputs or each other. The results are the same, bit for bit,
+ * whatever the number of threads of the pool. */
+typedef struct energy_softmax_contract_args {
+  int64_t rows, cols, depth;
+  const void *row_features; /* Nr × D */
+  const void *col_features; /* Nc × D */
+  double scale;             /* finite */
+  double temperature;       /* finite, > 0 */
+  int64_t num_constraints;
+  const energy_contract_constraint *constraints; /* all must hold */
+  void *lse;                                     /* out, Nr, or null */
+  const void *given_lse; /* in, Nr, or null: the normaliser to use */
+  int64_t num_row_outputs;
+  const void *const *col_values;    /* table j: Nc × row_output_widths[j] */
+  const int64_t *row_output_widths; /* >= 0 */
+  void *const *row_outputs;         /* output j: Nr × row_output_widths[j] */
+  int64_t num_col_outputs;
+  const void *const *row_values;    /* table j: Nr × col_output_widths[j] */
+  const int64_t *col_output_widths; /* >= 0 */
+  void *const *col_outputs;         /* output j: Nc × col_output_widths[j] */
+} energy_softmax_contract_args;
+
+#ifdef __cplusplus
+#define ENERGY_CONTRACT_STATIC_ASSERT static_assert
+#else
+#define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
+#endif
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 19 * 8,
+                              "every field is one 8-byte slot");
+ENERGY_CONTRACT_STATIC_ASSERT(
+    offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
+        offsetof(energy_softmax_contract_args, lse) == 9 * 8 &&
+        offsetof(energy_softmax_contract_args, num_col_outputs) == 15 * 8 &&
+        offsetof(energy_softmax_contract_args, col_outputs) == 18 * 8,
+    "the slots are in the documented order");
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
+                              "every field is one 8-byte slot");
+#undef ENERGY_CONTRACT_STATIC_ASSERT
+
+/* Computes the outputs the arguments ask for. Returns ENERGY_CONTRACT_OK, or
+ * ENERGY_CONTRACT_INVALID_ARGUMENT (negative sizes or widths, a null pointer
+ * that is needed, a temperature that is not finite and positive, a scale
+ * that is not finite, an unknown constraint kind), having written nothing, or
+ * ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs unspecified. Never aborts.
+ * A pointer is needed when what it points at is not empty: row_features when
+ * Nr·D > 0, a value table or output when its rows × width > 0; the arrays of
+ * tables, widths and outputs when their count is > 0. */
+int32_t
+energy_support_softmax_contract_f32(const energy_softmax_contract_args *args);
+int32_t
+energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENERGY_KERNELSUPPORT_SOFTMAXCONTRACT_H */

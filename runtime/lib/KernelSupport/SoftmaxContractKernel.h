@@ -1,0 +1,797 @@
+//===- SoftmaxContractKernel.h - The softmax contraction --------*- C++ -*-===//
+//
+// The body of energy_support_softmax_contract_f32/f64 (SoftmaxContract.h),
+// a template over the vector interface of SimdScalar.h, instantiated once per
+// instruction set (IsaKernels.h). The arguments arrive validated.
+//
+// Both sides are one kind of pass, over "outer" indices (the rows of the
+// outputs it writes) and "inner" ones (what it sums over):
+//
+//   child side:  outer = rows, inner = cols, values = col_values; the
+//                normaliser is computed on the fly (online softmax), or given
+//   parent side: outer = cols, inner = rows, values = row_values; the
+//                normaliser of each inner row is the final L (given, or from
+//                the child side), so there is no running maximum
+//
+// A pass runs over blocks of kBlockRows outer indices, in parallel on the
+// kernel thread pool: a block writes only its own output rows, so results do
+// not depend on the thread count. For each panel of kPanel inner indices:
+//
+//   S = (scale/T) · A_blk · B_panelᵀ       score micro-kernel, a register
+//                                          tile of kScoreRows × kScoreVectors
+//   mask S to -inf where a constraint fails (partial panels only)
+//   online:  m' = max(m, rowmax S); rescale l and acc by exp(m - m') only
+//            when the maximum grows; W = exp(S - m'); l += rowsum W
+//   given:   W = exp(S - L/T)              (L per outer or per inner index)
+//   acc += W · V_panel                     weighted-sum micro-kernel, a tile
+//                                          of kSumRows × kSumVectors
+//
+// and at the end of the block, online: out = acc / l, L = T·(m + log l).
+// The inner features are packed once per pass, transposed into strips of
+// kStrip columns (O(N·D) memory); a block's outer features are packed into
+// slivers of kScoreRows rows; S (kBlockRows × kPanel) and the accumulators
+// (kBlockRows × each output's width) are scratch per task. Nothing of size
+// rows × cols is ever stored.
+//
+// Constraints: for each outer index, the GE constraints leave an interval of
+// inner indices and each NE constraint removes at most one index (exact
+// integer arithmetic, so this is the corner test of the linear forms made
+// exact for every row). A panel where every row of the block admits every
+// column is computed unmasked; one where no row admits any column is
+// skipped; others are computed only over the strips that some row admits,
+// then masked. Panels outside the union of the block's intervals are never
+// visited, so a causal pass does about half the work.
+//
+// Code compiled here must not use C++ standard library templates or inline
+// functions: their out-of-line copies could be compiled for this instruction
+// set and linked into code that runs on any CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
+#define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
+
+#include "VectorExp.h"
+
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace energy::kernels::ENERGY_KERNEL_ISA {
+namespace contract {
+
+/// Tile and block shapes for one vector type. The micro-tiles fill the
+/// register file (AVX-512: 6 × 4 zmm accumulators and 4 operands of 32; AVX2:
+/// 6 × 2 of 16 ymm); a block of 48 rows with a panel of 4 strips keeps the
+/// packed rows, a strip of packed columns and the score tile within L1/L2
+/// (at D = 64, f32: 12 KiB, 16 KiB, 48 KiB). Measured on a Sapphire Rapids
+/// core (f32, D = 64): blocks of 24–96 rows and panels of 2–8 strips are
+/// within a few per cent of each other; 8 × 3 or 12 × 2 score tiles are not
+/// faster than 6 × 4; weighted-sum tiles of 12 × 2 or 8 × 3 are slower.
+template <class V> struct Tiling {
+  static constexpr int kLanes = V::kLanes;
+  static constexpr bool kScalar = kLanes == 1;
+  static constexpr bool kWide = V::kRegisters >= 32;
+  /// Score micro-tile: rows × vectors of columns, accumulated in registers.
+  static constexpr int kScoreRows = kScalar ? 4 : 6;
+  static constexpr int kScoreVectors = kScalar ? 4 : (kWide ? 4 : 2);
+  /// Weighted-sum micro-tile: rows × vectors of the value width.
+  static constexpr int kSumRows = kScalar ? 4 : 6;
+  static constexpr int kSumVectors = kScalar ? 4 : (kWide ? 4 : 2);
+  /// Columns of a strip of packed inner features.
+  static constexpr int kStrip = kScoreVectors * kLanes;
+  /// Outer indices of a block, a multiple of both tile heights.
+  static constexpr int kBlockRows = kScalar ? 32 : 48;
+  /// Inner indices of a panel, a multiple of kStrip.
+  static constexpr int kPanel = kScalar ? 64 : 4 * kStrip;
+
+  static_assert(kBlockRows % kScoreRows == 0 && kBlockRows % kSumRows == 0);
+  static_assert(kPanel % kStrip == 0);
+};
+
+inline int64_t minOf(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t maxOf(int64_t a, int64_t b) { return a < b ? b : a; }
+inline int64_t roundUp(int64_t n, int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+inline float logOf(float x) { return __builtin_logf(x); }
+inline double logOf(double x) { return __builtin_log(x); }
+
+/// floor(a / b) for b > 0.
+inline __int128 floorDiv(__int128 a, __int128 b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/// A constraint in the orientation of a pass: outer·i + inner·j + offset
+/// >= 0 (or != 0).
+struct PassConstraint {
+  int64_t outer, inner, offset;
+  bool notEqual;
+};
+
+/// How a pass normalises its weights.
+enum class Normaliser {
+  Online,   ///< computed with a running maximum (child side)
+  PerOuter, ///< L/T given per outer index
+  PerInner, ///< L/T given per inner index (parent side)
+};
+
+/// One pass: everything a block needs, shared by the tasks.
+template <class T> struct Pass {
+  int64_t outerCount, innerCount, depth;
+  const T *outerFeatures; ///< outerCount × depth
+  const T *packedInner;   ///< strips of kStrip inner indices × depth
+  T factor;               ///< scale / temperature
+  T temperature;
+  const PassConstraint *constraints;
+  int64_t numConstraints, numNotEqual;
+  Normaliser normaliser;
+  /// PerOuter: L/T per outer index; PerInner: L/T per inner index, padded
+  /// with zeros to whole strips.
+  const T *normalisers;
+  T *lse; ///< Online: L per outer index, or null
+  int64_t numOutputs;
+  const T *const *values; ///< table k: innerCount × widths[k]
+  const int64_t *widths;
+  T *const *outputs; ///< output k: outerCount × widths[k]
+  int failed;        ///< set (atomically) when a task cannot allocate
+};
+
+/// Memory aligned for any vector, or null.
+inline void *allocateAligned(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+/// The scratch memory of one task, carved from one allocation.
+template <class V> struct Workspace {
+  using T = typename V::Scalar;
+  using Shape = Tiling<V>;
+  T *packedOuter; ///< kBlockRows × depth, in slivers of kScoreRows
+  T *scores;      ///< kBlockRows × kPanel
+  T *rowMax, *rowSum;
+  T **accumulators; ///< per output: kBlockRows × accumulatorStride[k]
+  int64_t *accumulatorStride;
+  int64_t *begin, *end; ///< admitted inner interval per outer index
+  int64_t *holes;       ///< per outer index, numNotEqual excluded indices
+  int64_t *holeCount;
+  void *memory = nullptr;
+
+  bool allocate(const Pass<T> &pass) {
+    const int64_t rows = Shape::kBlockRows;
+    size_t bytes = 0;
+    auto reserve = [&](size_t size) {
+      size_t at = bytes;
+      bytes += (size + 63) / 64 * 64;
+      return at;
+    };
+    size_t packedAt = reserve(sizeof(T) * rows * pass.depth);
+    size_t scoresAt = reserve(sizeof(T) * rows * Shape::kPanel);
+    size_t maxAt = reserve(sizeof(T) * rows);
+    size_t sumAt = reserve(sizeof(T) * rows);
+    size_t pointersAt = reserve(sizeof(T *) * pass.numOutputs);
+    size_t strideAt = reserve(sizeof(int64_t) * pass.numOutputs);
+    size_t beginAt = reserve(sizeof(int64_t) * rows);
+    size_t endAt = reserve(sizeof(int64_t) * rows);
+    size_t holesAt = reserve(sizeof(int64_t) * rows * pass.numNotEqual);
+    size_t holeCountAt = reserve(sizeof(int64_t) * rows);
+    size_t accumulatorAt = bytes;
+    for (int64_t k = 0; k < pass.numOutputs; ++k)
+      reserve(sizeof(T) * rows * roundUp(pass.widths[k], V::kLanes));
+    memory = allocateAligned(bytes);
+    if (!memory)
+      return false;
+    char *base = static_cast<char *>(memory);
+    packedOuter = reinterpret_cast<T *>(base + packedAt);
+    scores = reinterpret_cast<T *>(base + scoresAt);
+    rowMax = reinterpret_cast<T *>(base + maxAt);
+    rowSum = reinterpret_cast<T *>(base + sumAt);
+    accumulators = reinterpret_cast<T **>(base + pointersAt);
+    accumulatorStride = reinterpret_cast<int64_t *>(base + strideAt);
+    begin = reinterpret_cast<int64_t *>(base + beginAt);
+    end = reinterpret_cast<int64_t *>(base + endAt);
+    holes = reinterpret_cast<int64_t *>(base + holesAt);
+    holeCount = reinterpret_cast<int64_t *>(base + holeCountAt);
+    size_t at = accumulatorAt;
+    for (int64_t k = 0; k < pass.numOutputs; ++k) {
+      accumulatorStride[k] = roundUp(pass.widths[k], V::kLanes);
+      accumulators[k] = reinterpret_cast<T *>(base + at);
+      at += (sizeof(T) * rows * accumulatorStride[k] + 63) / 64 * 64;
+    }
+    return true;
+  }
+
+  ~Workspace() { free(memory); }
+};
+
+//===----------------------------------------------------------------------===//
+// Packing
+//===----------------------------------------------------------------------===//
+
+/// Inner features, transposed into strips: strip s holds, for each d, the
+/// kStrip values features[s·kStrip + c, d], zero past the end.
+template <class V> struct PackStrips {
+  using T = typename V::Scalar;
+  const T *features;
+  int64_t count, depth;
+  T *packed;
+
+  static void run(void *context, int64_t first, int64_t last) {
+    const auto &self = *static_cast<const PackStrips *>(context);
+    constexpr int64_t strip = Tiling<V>::kStrip;
+    for (int64_t s = first; s < last; ++s) {
+      T *out = self.packed + s * self.depth * strip;
+      for (int64_t c = 0; c < strip; ++c) {
+        int64_t index = s * strip + c;
+        if (index < self.count) {
+          const T *row = self.features + index * self.depth;
+          for (int64_t d = 0; d < self.depth; ++d)
+            out[d * strip + c] = row[d];
+        } else {
+          for (int64_t d = 0; d < self.depth; ++d)
+            out[d * strip + c] = 0;
+        }
+      }
+    }
+  }
+};
+
+/// A block's outer features in slivers: sliver g holds, for each d, the
+/// kScoreRows values features[first + g·kScoreRows + r, d], zero past the end.
+template <class V>
+void packOuter(const Pass<typename V::Scalar> &pass, int64_t first,
+               typename V::Scalar *packed) {
+  constexpr int64_t rows = Tiling<V>::kScoreRows;
+  const int64_t depth = pass.depth;
+  for (int64_t g = 0; g < Tiling<V>::kBlockRows / rows; ++g) {
+    auto *out = packed + g * depth * rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t index = first + g * rows + r;
+      if (index < pass.outerCount) {
+        const auto *row = pass.outerFeatures + index * depth;
+        for (int64_t d = 0; d < depth; ++d)
+          out[d * rows + r] = row[d];
+      } else {
+        for (int64_t d = 0; d < depth; ++d)
+          out[d * rows + r] = 0;
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-kernels
+//===----------------------------------------------------------------------===//
+
+/// scores[r, v·L + l] = factor · Σ_d a[d, r] · b[d, v·L + l]: a tile of
+/// Rows × Vectors·L scores, accumulated in registers.
+template <class V, int Rows, int Vectors>
+inline void scoreTile(int64_t depth, const typename V::Scalar *a,
+                      const typename V::Scalar *b, typename V::Scalar factor,
+                      typename V::Scalar *scores, int64_t scoreStride) {
+  using Vec = typename V::Vec;
+  constexpr int L = V::kLanes;
+  Vec acc[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vectors; ++v)
+      acc[r][v] = V::zero();
+  for (int64_t d = 0; d < depth; ++d) {
+    Vec column[Vectors];
+    for (int v = 0; v < Vectors; ++v)
+      column[v] = V::load(b + d * Vectors * L + v * L);
+    for (int r = 0; r < Rows; ++r) {
+      Vec row = V::broadcast(a[d * Rows + r]);
+      for (int v = 0; v < Vectors; ++v)
+        acc[r][v] = V::fma(row, column[v], acc[r][v]);
+    }
+  }
+  Vec scale = V::broadcast(factor);
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vectors; ++v)
+      V::store(scores + r * scoreStride + v * L, V::mul(acc[r][v], scale));
+}
+
+/// acc[r, :] += Σ_j weights[r, j] · values[j, :] for j < count, over
+/// Vectors·L columns of the values, the last vector only up to `tail` when
+/// Masked: a tile of Rows × Vectors·L accumulators in registers.
+template <class V, int Rows, int Vectors, bool Masked>
+inline void sumTile(int64_t count, const typename V::Scalar *weights,
+                    int64_t weightStride, const typename V::Scalar *values,
+                    int64_t valueStride, typename V::Tail tail,
+                    typename V::Scalar *acc, int64_t accStride) {
+  using Vec = typename V::Vec;
+  constexpr int L = V::kLanes;
+  Vec sum[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vectors; ++v)
+      sum[r][v] = V::load(acc + r * accStride + v * L);
+  for (int64_t j = 0; j < count; ++j) {
+    const typename V::Scalar *valueRow = values + j * valueStride;
+    Vec value[Vectors];
+    for (int v = 0; v < Vectors; ++v)
+      value[v] = (Masked && v == Vectors - 1)
+                     ? V::loadTail(valueRow + v * L, tail)
+                     : V::load(valueRow + v * L);
+    for (int r = 0; r < Rows; ++r) {
+      Vec weight = V::broadcast(weights[r * weightStride + j]);
+      for (int v = 0; v < Vectors; ++v)
+        sum[r][v] = V::fma(weight, value[v], sum[r][v]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Vectors; ++v)
+      V::store(acc + r * accStride + v * L, sum[r][v]);
+}
+
+/// The weighted sums of one output over a panel, for all rows of the block:
+/// whole tiles of kSumVectors vectors across the width, then one tile of the
+/// vectors that remain, its last one masked.
+template <class V>
+void sumPanel(int64_t count, const typename V::Scalar *weights,
+              const typename V::Scalar *values, int64_t width,
+              typename V::Scalar *acc, int64_t accStride) {
+  using Shape = Tiling<V>;
+  constexpr int L = V::kLanes;
+  constexpr int Rows = Shape::kSumRows, Vectors = Shape::kSumVectors;
+  constexpr int64_t weightStride = Shape::kPanel;
+  for (int64_t r = 0; r < Shape::kBlockRows; r += Rows) {
+    const auto *w = weights + r * weightStride;
+    auto *a = acc + r * accStride;
+    int64_t c = 0;
+    for (; c + Vectors * L <= width; c += Vectors * L)
+      sumTile<V, Rows, Vectors, false>(count, w, weightStride, values + c,
+                                       width, typename V::Tail(), a + c,
+                                       accStride);
+    int64_t rest = width - c;
+    if (rest == 0)
+      continue;
+    int64_t vectors = (rest + L - 1) / L;
+    typename V::Tail tail = V::tail(rest - (vectors - 1) * L);
+    if constexpr (L == 1) {
+      // No partial vectors: the rest is whole one-lane vectors.
+      for (; c < width; ++c)
+        sumTile<V, Rows, 1, false>(count, w, weightStride, values + c, width,
+                                   tail, a + c, accStride);
+    } else {
+      static_assert(Vectors <= 4, "one case per count of remaining vectors");
+      switch (vectors) {
+      case 1:
+        sumTile<V, Rows, 1, true>(count, w, weightStride, values + c, width,
+                                  tail, a + c, accStride);
+        break;
+      case 2:
+        sumTile<V, Rows, 2, true>(count, w, weightStride, values + c, width,
+                                  tail, a + c, accStride);
+        break;
+      default:
+        sumTile<V, Rows, 3, true>(count, w, weightStride, values + c, width,
+                                  tail, a + c, accStride);
+        break;
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Constraints
+//===----------------------------------------------------------------------===//
+
+/// The admitted inner indices of outer index `outer`: [begin, end) within
+/// [0, innerCount), without the `holes` (NE constraints), in order.
+template <class T>
+void admittedInterval(const Pass<T> &pass, int64_t outer, int64_t &begin,
+                      int64_t &end, int64_t *holes, int64_t &holeCount) {
+  __int128 lo = 0, hi = pass.innerCount; // [lo, hi)
+  holeCount = 0;
+  for (int64_t k = 0; k < pass.numConstraints && lo < hi; ++k) {
+    const PassConstraint &c = pass.constraints[k];
+    if (c.notEqual)
+      continue;
+    // inner·j >= t, with t = -(outer·i + offset).
+    __int128 t = -((__int128)c.outer * outer + c.offset);
+    if (c.inner == 0) {
+      if (t > 0)
+        hi = lo;
+    } else if (c.inner > 0) {
+      __int128 first = -floorDiv(-t, c.inner); // ceil(t / inner)
+      lo = lo > first ? lo : first;
+    } else {
+      __int128 last = floorDiv(-t, -(__int128)c.inner); // floor(t / inner)
+      hi = hi < last + 1 ? hi : last + 1;
+    }
+  }
+  for (int64_t k = 0; k < pass.numConstraints && lo < hi; ++k) {
+    const PassConstraint &c = pass.constraints[k];
+    if (!c.notEqual)
+      continue;
+    __int128 t = -((__int128)c.outer * outer + c.offset);
+    if (c.inner == 0) {
+      if (t == 0)
+        hi = lo;
+    } else if (t % c.inner == 0) {
+      __int128 hole = t / c.inner;
+      if (hole >= lo && hole < hi)
+        holes[holeCount++] = static_cast<int64_t>(hole);
+    }
+  }
+  if (lo >= hi)
+    lo = hi = 0;
+  begin = static_cast<int64_t>(lo);
+  end = static_cast<int64_t>(hi);
+}
+
+//===----------------------------------------------------------------------===//
+// One block of outer indices
+//===----------------------------------------------------------------------===//
+
+template <class V>
+void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
+                  int64_t block) {
+  using T = typename V::Scalar;
+  using Vec = typename V::Vec;
+  using Shape = Tiling<V>;
+  constexpr int L = V::kLanes;
+  constexpr int64_t blockRows = Shape::kBlockRows, panel = Shape::kPanel,
+                    strip = Shape::kStrip;
+  const T minusInfinity = -__builtin_huge_val();
+  const int64_t first = block * blockRows;
+  const int64_t rows = minOf(blockRows, pass.outerCount - first);
+  const int64_t depth = pass.depth;
+  const int64_t innerStrips = roundUp(pass.innerCount, strip);
+
+  packOuter<V>(pass, first, space.packedOuter);
+  // The admitted intervals; rows past the end admit nothing, and the union
+  // [lowest, highest) bounds the panels to visit.
+  int64_t lowest = pass.innerCount, highest = 0;
+  for (int64_t r = 0; r < blockRows; ++r) {
+    int64_t *holes = space.holes + r * pass.numNotEqual;
+    if (r < rows)
+      admittedInterval(pass, first + r, space.begin[r], space.end[r], holes,
+                       space.holeCount[r]);
+    else
+      space.begin[r] = space.end[r] = space.holeCount[r] = 0;
+    if (space.begin[r] < space.end[r]) {
+      lowest = minOf(lowest, space.begin[r]);
+      highest = maxOf(highest, space.end[r]);
+    }
+  }
+  for (int64_t r = 0; r < blockRows; ++r) {
+    space.rowMax[r] = minusInfinity;
+    space.rowSum[r] = 0;
+  }
+  for (int64_t k = 0; k < pass.numOutputs; ++k)
+    memset(space.accumulators[k], 0,
+           sizeof(T) * blockRows * space.accumulatorStride[k]);
+
+  for (int64_t start = lowest / panel * panel; start < highest;
+       start += panel) {
+    const int64_t stop = minOf(start + panel, innerStrips);
+    // Classify the panel: full (every row admits every column), empty, or
+    // partial, with the columns some row admits.
+    bool full = rows == blockRows, any = false;
+    int64_t columnsFrom = stop, columnsTo = start;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t from = maxOf(space.begin[r], start);
+      int64_t to = minOf(space.end[r], stop);
+      if (from >= to) {
+        full = false;
+        continue;
+      }
+      any = true;
+      columnsFrom = minOf(columnsFrom, from);
+      columnsTo = maxOf(columnsTo, to);
+      if (from > start || to < stop)
+        full = false;
+      const int64_t *holes = space.holes + r * pass.numNotEqual;
+      for (int64_t h = 0; h < space.holeCount[r]; ++h)
+        if (holes[h] >= start && holes[h] < stop)
+          full = false;
+    }
+    if (!any)
+      continue;
+    // Whole strips from the first admitted column to the last.
+    const int64_t from = start + (columnsFrom - start) / strip * strip;
+    const int64_t to = minOf(stop, start + roundUp(columnsTo - start, strip));
+    T *const scores = space.scores + (from - start);
+
+    // S = factor · A · Bᵀ over the strips [from, to).
+    for (int64_t s = from; s < to; s += strip) {
+      const T *b = pass.packedInner + (s / strip) * depth * strip;
+      for (int64_t g = 0; g < blockRows; g += Shape::kScoreRows)
+        scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
+            depth, space.packedOuter + g * depth, b, pass.factor,
+            scores + g * panel + (s - from), panel);
+    }
+    // Excluded pairs score -inf, so that their weight is 0.
+    if (!full) {
+      for (int64_t r = 0; r < blockRows; ++r) {
+        T *row = scores + r * panel - from; // indexed by inner index
+        int64_t admittedFrom = maxOf(space.begin[r], from);
+        int64_t admittedTo = minOf(space.end[r], to);
+        if (admittedFrom >= admittedTo) {
+          for (int64_t j = from; j < to; ++j)
+            row[j] = minusInfinity;
+          continue;
+        }
+        for (int64_t j = from; j < admittedFrom; ++j)
+          row[j] = minusInfinity;
+        for (int64_t j = admittedTo; j < to; ++j)
+          row[j] = minusInfinity;
+        const int64_t *holes = space.holes + r * pass.numNotEqual;
+        for (int64_t h = 0; h < space.holeCount[r]; ++h)
+          if (holes[h] >= from && holes[h] < to)
+            row[holes[h]] = minusInfinity;
+      }
+    }
+
+    // The weights, in place of the scores.
+    const int64_t width = to - from; // a multiple of L
+    for (int64_t r = 0; r < blockRows; ++r) {
+      T *row = scores + r * panel;
+      if (pass.normaliser == Normaliser::Online) {
+        Vec highestScore = V::broadcast(minusInfinity);
+        for (int64_t j = 0; j < width; j += L)
+          highestScore = V::max(highestScore, V::load(row + j));
+        T previous = space.rowMax[r];
+        T next = V::reduceMax(highestScore);
+        next = next > previous ? next : previous;
+        if (next == minusInfinity) { // nothing admitted yet
+          for (int64_t j = 0; j < width; j += L)
+            V::store(row + j, V::zero());
+          continue;
+        }
+        if (next > previous) {
+          if (previous != minusInfinity) {
+            T alpha = V::firstLane(expVector<V>(V::broadcast(previous - next)));
+            space.rowSum[r] *= alpha;
+            Vec scale = V::broadcast(alpha);
+            for (int64_t k = 0; k < pass.numOutputs; ++k) {
+              T *acc = space.accumulators[k] + r * space.accumulatorStride[k];
+              for (int64_t c = 0; c < space.accumulatorStride[k]; c += L)
+                V::store(acc + c, V::mul(V::load(acc + c), scale));
+            }
+          }
+          space.rowMax[r] = next;
+        }
+        Vec shift = V::broadcast(next), sum = V::zero();
+        for (int64_t j = 0; j < width; j += L) {
+          Vec weight = expVector<V>(V::sub(V::load(row + j), shift));
+          V::store(row + j, weight);
+          sum = V::add(sum, weight);
+        }
+        space.rowSum[r] += V::reduceAdd(sum);
+      } else if (pass.normaliser == Normaliser::PerOuter) {
+        Vec shift = V::broadcast(r < rows ? pass.normalisers[first + r] : 0);
+        for (int64_t j = 0; j < width; j += L)
+          V::store(row + j, expVector<V>(V::sub(V::load(row + j), shift)));
+      } else {
+        const T *shift = pass.normalisers + from;
+        for (int64_t j = 0; j < width; j += L)
+          V::store(row + j,
+                   expVector<V>(V::sub(V::load(row + j), V::load(shift + j))));
+      }
+    }
+
+    // acc += W · V over the admitted inner indices.
+    const int64_t count = minOf(to, pass.innerCount) - from;
+    for (int64_t k = 0; k < pass.numOutputs; ++k) {
+      if (pass.widths[k] == 0)
+        continue;
+      sumPanel<V>(count, scores, pass.values[k] + from * pass.widths[k],
+                  pass.widths[k], space.accumulators[k],
+                  space.accumulatorStride[k]);
+    }
+  }
+
+  // Write the block's rows of every output.
+  for (int64_t r = 0; r < rows; ++r) {
+    T divisor = 1, lse = 0;
+    bool empty = false;
+    if (pass.normaliser == Normaliser::Online) {
+      empty = space.rowMax[r] == minusInfinity; // no admitted column
+      if (!empty) {
+        divisor = space.rowSum[r];
+        lse = pass.temperature * (space.rowMax[r] + logOf(space.rowSum[r]));
+      }
+      if (pass.lse)
+        pass.lse[first + r] = lse;
+    }
+    for (int64_t k = 0; k < pass.numOutputs; ++k) {
+      const int64_t width = pass.widths[k];
+      T *out = pass.outputs[k] + (first + r) * width;
+      const T *acc = space.accumulators[k] + r * space.accumulatorStride[k];
+      if (empty) {
+        for (int64_t c = 0; c < width; ++c)
+          out[c] = 0;
+      } else if (pass.normaliser == Normaliser::Online) {
+        for (int64_t c = 0; c < width; ++c)
+          out[c] = acc[c] / divisor;
+      } else {
+        for (int64_t c = 0; c < width; ++c)
+          out[c] = acc[c];
+      }
+    }
+  }
+}
+
+/// The task of the thread pool: blocks [first, last) with one workspace.
+template <class V> void runBlocks(void *context, int64_t first, int64_t last) {
+  auto &pass = *static_cast<Pass<typename V::Scalar> *>(context);
+  Workspace<V> space;
+  if (!space.allocate(pass)) {
+    __atomic_store_n(&pass.failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t block = first; block < last; ++block)
+    processBlock<V>(pass, space, block);
+}
+
+/// Owns an aligned allocation.
+struct Buffer {
+  void *memory = nullptr;
+  ~Buffer() { free(memory); }
+  template <class T> T *allocate(int64_t count) {
+    // Sizes are validated to fit in int64_t; the byte count may not.
+    if (count < 0 || (uint64_t)count > SIZE_MAX / sizeof(T) / 2)
+      return nullptr;
+    memory = allocateAligned(sizeof(T) * count);
+    return static_cast<T *>(memory);
+  }
+};
+
+/// Packs the inner features of a pass into strips, on the thread pool.
+template <class V>
+typename V::Scalar *packInner(Buffer &buffer,
+                              const typename V::Scalar *features, int64_t count,
+                              int64_t depth) {
+  using T = typename V::Scalar;
+  constexpr int64_t strip = Tiling<V>::kStrip;
+  int64_t strips = roundUp(count, strip) / strip;
+  int64_t size;
+  if (__builtin_mul_overflow(strips * strip, depth, &size))
+    return nullptr;
+  T *packed = buffer.allocate<T>(size);
+  if (!packed)
+    return nullptr;
+  PackStrips<V> pack{features, count, depth, packed};
+  energy_support_parallel_for(PackStrips<V>::run, &pack, strips);
+  return packed;
+}
+
+/// Runs a pass over all its blocks; false when some task ran out of memory.
+template <class V> bool runPass(Pass<typename V::Scalar> &pass) {
+  pass.failed = 0;
+  int64_t blocks =
+      roundUp(pass.outerCount, Tiling<V>::kBlockRows) / Tiling<V>::kBlockRows;
+  energy_support_parallel_for(runBlocks<V>, &pass, blocks);
+  return !__atomic_load_n(&pass.failed, __ATOMIC_RELAXED);
+}
+
+} // namespace contract
+
+/// The whole kernel for validated arguments (see SoftmaxContract.h).
+template <class V>
+int32_t softmaxContract(const energy_softmax_contract_args &args) {
+  using namespace contract;
+  using T = typename V::Scalar;
+  const int64_t rows = args.rows, cols = args.cols, depth = args.depth;
+  const T *given = static_cast<const T *>(args.given_lse);
+  const bool rowSide = args.num_row_outputs > 0 || (args.lse && !given) ||
+                       (args.num_col_outputs > 0 && !given);
+  const bool colSide = args.num_col_outputs > 0;
+
+  // The constraints in each pass's orientation, NE ones counted.
+  Buffer constraintBuffer;
+  const int64_t numConstraints = args.num_constraints;
+  PassConstraint *rowConstraints =
+      constraintBuffer.allocate<PassConstraint>(2 * numConstraints);
+  if (!rowConstraints)
+    return ENERGY_CONTRACT_OUT_OF_MEMORY;
+  PassConstraint *colConstraints = rowConstraints + numConstraints;
+  int64_t numNotEqual = 0;
+  for (int64_t k = 0; k < numConstraints; ++k) {
+    const energy_contract_constraint &c = args.constraints[k];
+    bool notEqual = c.kind == ENERGY_CONSTRAINT_NE;
+    numNotEqual += notEqual;
+    rowConstraints[k] = {c.row_coefficient, c.col_coefficient, c.offset,
+                         notEqual};
+    colConstraints[k] = {c.col_coefficient, c.row_coefficient, c.offset,
+                         notEqual};
+  }
+  const T factor = static_cast<T>(args.scale / args.temperature);
+  const T temperature = static_cast<T>(args.temperature);
+
+  if (given && args.lse)
+    memcpy(args.lse, given, sizeof(T) * rows);
+
+  // The normaliser L of every row, when the column side needs it and it is
+  // not given: written to lse, or to scratch.
+  Buffer lseBuffer;
+  T *lse = given ? nullptr : static_cast<T *>(args.lse);
+  if (colSide && !given && !lse) {
+    lse = lseBuffer.allocate<T>(rows);
+    if (!lse)
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+  }
+
+  if (rowSide) {
+    Buffer packedBuffer, normaliserBuffer;
+    const T *packed = packInner<V>(
+        packedBuffer, static_cast<const T *>(args.col_features), cols, depth);
+    if (!packed)
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    T *normalisers = nullptr;
+    if (given) {
+      normalisers = normaliserBuffer.allocate<T>(rows);
+      if (!normalisers)
+        return ENERGY_CONTRACT_OUT_OF_MEMORY;
+      for (int64_t r = 0; r < rows; ++r)
+        normalisers[r] = static_cast<T>(given[r] / args.temperature);
+    }
+    Pass<T> pass{rows,
+                 cols,
+                 depth,
+                 static_cast<const T *>(args.row_features),
+                 packed,
+                 factor,
+                 temperature,
+                 rowConstraints,
+                 numConstraints,
+                 numNotEqual,
+                 given ? Normaliser::PerOuter : Normaliser::Online,
+                 normalisers,
+                 lse,
+                 args.num_row_outputs,
+                 reinterpret_cast<const T *const *>(args.col_values),
+                 args.row_output_widths,
+                 reinterpret_cast<T *const *>(args.row_outputs),
+                 0};
+    if (!runPass<V>(pass))
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+  }
+
+  if (colSide) {
+    Buffer packedBuffer, normaliserBuffer;
+    const T *packed = packInner<V>(
+        packedBuffer, static_cast<const T *>(args.row_features), rows, depth);
+    if (!packed)
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    const int64_t padded = roundUp(rows, Tiling<V>::kStrip);
+    T *normalisers = normaliserBuffer.allocate<T>(padded);
+    if (!normalisers)
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    const T *source = given ? given : lse;
+    for (int64_t r = 0; r < padded; ++r)
+      normalisers[r] =
+          r < rows ? static_cast<T>(source[r] / args.temperature) : T(0);
+    Pass<T> pass{cols,
+                 rows,
+                 depth,
+                 static_cast<const T *>(args.col_features),
+                 packed,
+                 factor,
+                 temperature,
+                 colConstraints,
+                 numConstraints,
+                 numNotEqual,
+                 Normaliser::PerInner,
+                 normalisers,
+                 nullptr,
+                 args.num_col_outputs,
+                 reinterpret_cast<const T *const *>(args.row_values),
+                 args.col_output_widths,
+                 reinterpret_cast<T *const *>(args.col_outputs),
+                 0};
+    if (!runPass<V>(pass))
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+  }
+  return ENERGY_CONTRACT_OK;
+}
+
+} // namespace energy::kernels::ENERGY_KERNEL_ISA
+
+#endif // ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
