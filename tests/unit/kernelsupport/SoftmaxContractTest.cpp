@@ -1,0 +1,625 @@
+//===- SoftmaxContractTest.cpp - The softmax contraction, checked ---------===//
+//
+// energy_support_softmax_contract_f32/f64 against a plain double-precision
+// reference written here from the definition in SoftmaxContract.h (a loop
+// over every pair with the textbook stable log-sum-exp), at sizes that are
+// multiples of no tile or vector width, with causal, windowed and NE
+// constraints, rows left empty, a given normaliser, temperatures other than
+// 1, several outputs of different widths on both sides, on every
+// instruction-set path the CPU runs; then the same bits on 1, 2 and 3
+// threads, and refusals of invalid arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/KernelSupport/SoftmaxContract.h"
+#include "energy/KernelSupport/InstructionSet.h"
+#include "energy/KernelSupport/KernelSupport.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<int32_t> supportedPaths() {
+  std::vector<int32_t> paths;
+  for (int32_t isa = ENERGY_ISA_SCALAR; isa <= energy_support_supported_isa();
+       ++isa)
+    paths.push_back(isa);
+  return paths;
+}
+
+std::string pathName(int32_t isa) {
+  return isa == ENERGY_ISA_AVX512 ? "avx512"
+         : isa == ENERGY_ISA_AVX2 ? "avx2"
+                                  : "scalar";
+}
+
+/// Restores the automatic path and the default thread count at the end.
+struct ForcedPath {
+  explicit ForcedPath(int32_t isa) {
+    REQUIRE(energy_support_force_isa(isa) == 0);
+  }
+  ~ForcedPath() { energy_support_force_isa(ENERGY_ISA_AUTOMATIC); }
+};
+
+energy_contract_constraint atLeast(int64_t a, int64_t b, int64_t offset) {
+  return {a, b, offset, ENERGY_CONSTRAINT_GE};
+}
+energy_contract_constraint notEqual(int64_t a, int64_t b, int64_t offset) {
+  return {a, b, offset, ENERGY_CONSTRAINT_NE};
+}
+
+/// A problem in doubles; every value is representable in float, so both
+/// element types see the same inputs.
+struct Problem {
+  int64_t rows = 0, cols = 0, depth = 0;
+  double scale = 1, temperature = 1;
+  std::vector<energy_contract_constraint> constraints;
+  std::vector<double> rowFeatures, colFeatures;
+  std::vector<int64_t> rowWidths, colWidths; // of row and col outputs
+  std::vector<std::vector<double>> colValues, rowValues;
+  bool givenLse = false;
+  bool wantLse = true;
+};
+
+Problem makeProblem(int64_t rows, int64_t cols, int64_t depth,
+                    std::vector<int64_t> rowWidths,
+                    std::vector<int64_t> colWidths, uint64_t seed) {
+  Problem p;
+  p.rows = rows;
+  p.cols = cols;
+  p.depth = depth;
+  p.scale = 1.5 / std::sqrt(static_cast<double>(depth));
+  p.rowWidths = std::move(rowWidths);
+  p.colWidths = std::move(colWidths);
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto fill = [&](int64_t count) {
+    std::vector<double> values(count);
+    for (double &v : values)
+      v = uniform(random);
+    return values;
+  };
+  p.rowFeatures = fill(rows * depth);
+  p.colFeatures = fill(cols * depth);
+  for (int64_t w : p.rowWidths)
+    p.colValues.push_back(fill(cols * w));
+  for (int64_t w : p.colWidths)
+    p.rowValues.push_back(fill(rows * w));
+  return p;
+}
+
+/// The outputs, in doubles, and for each output element the size
+/// Σ w·|value| of the sum that produced it.
+struct Result {
+  std::vector<double> lse;
+  std::vector<std::vector<double>> rowOutputs, colOutputs;
+  std::vector<std::vector<double>> rowMagnitudes, colMagnitudes;
+  double scoreMagnitude = 0; ///< max over pairs of |scale| · Σ_d |q_d k_d|
+  double lseMagnitude = 0;   ///< max |L|
+};
+
+bool admitted(const Problem &p, int64_t r, int64_t c) {
+  for (const energy_contract_constraint &k : p.constraints) {
+    int64_t value = k.row_coefficient * r + k.col_coefficient * c + k.offset;
+    if (k.kind == ENERGY_CONSTRAINT_GE ? value < 0 : value == 0)
+      return false;
+  }
+  return true;
+}
+
+/// Every pair's score s = scale·<q, k>, whether it is admitted, and the
+/// largest |scale|·Σ_d |q_d k_d|.
+struct PairScores {
+  std::vector<double> scores;
+  std::vector<char> admitted;
+  double magnitude = 0;
+};
+
+PairScores pairScores(const Problem &p) {
+  PairScores out;
+  const int64_t rows = p.rows, cols = p.cols, depth = p.depth;
+  out.scores.resize(rows * cols);
+  out.admitted.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double dot = 0, absDot = 0;
+      for (int64_t d = 0; d < depth; ++d) {
+        double term =
+            p.rowFeatures[r * depth + d] * p.colFeatures[c * depth + d];
+        dot += term;
+        absDot += std::fabs(term);
+      }
+      out.scores[r * cols + c] = p.scale * dot;
+      out.magnitude = std::max(out.magnitude, std::fabs(p.scale) * absDot);
+      out.admitted[r * cols + c] = admitted(p, r, c);
+    }
+  return out;
+}
+
+/// The definition, pair by pair, in double precision. `given` is the
+/// normaliser to use, when not empty.
+Result reference(const Problem &p, const PairScores &pairScores,
+                 const std::vector<double> &given) {
+  Result out;
+  const int64_t rows = p.rows, cols = p.cols;
+  const double temperature = p.temperature;
+  const std::vector<double> &scores = pairScores.scores;
+  const std::vector<char> &pairs = pairScores.admitted;
+  std::vector<double> weights(rows * cols, 0.0);
+  out.scoreMagnitude = pairScores.magnitude;
+  out.lse.assign(rows, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double highest = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < cols; ++c)
+      if (pairs[r * cols + c])
+        highest = std::max(highest, scores[r * cols + c] / temperature);
+    if (std::isinf(highest) && given.empty())
+      continue; // no admitted column: L = 0, no weights
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      if (pairs[r * cols + c])
+        sum += std::exp(scores[r * cols + c] / temperature - highest);
+    double lse =
+        given.empty() ? temperature * (highest + std::log(sum)) : given[r];
+    out.lse[r] = lse;
+    out.lseMagnitude = std::max(out.lseMagnitude, std::fabs(lse));
+    for (int64_t c = 0; c < cols; ++c)
+      if (pairs[r * cols + c])
+        weights[r * cols + c] =
+            std::exp((scores[r * cols + c] - lse) / temperature);
+  }
+  for (size_t j = 0; j < p.rowWidths.size(); ++j) {
+    int64_t width = p.rowWidths[j];
+    std::vector<double> sum(rows * width, 0.0), size(rows * width, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t k = 0; k < width && weights[r * cols + c] != 0; ++k) {
+          double term = weights[r * cols + c] * p.colValues[j][c * width + k];
+          sum[r * width + k] += term;
+          size[r * width + k] += std::fabs(term);
+        }
+    out.rowOutputs.push_back(sum);
+    out.rowMagnitudes.push_back(size);
+  }
+  for (size_t j = 0; j < p.colWidths.size(); ++j) {
+    int64_t width = p.colWidths[j];
+    std::vector<double> sum(cols * width, 0.0), size(cols * width, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t k = 0; k < width && weights[r * cols + c] != 0; ++k) {
+          double term = weights[r * cols + c] * p.rowValues[j][r * width + k];
+          sum[c * width + k] += term;
+          size[c * width + k] += std::fabs(term);
+        }
+    out.colOutputs.push_back(sum);
+    out.colMagnitudes.push_back(size);
+  }
+  return out;
+}
+
+template <class T> std::vector<T> cast(const std::vector<double> &values) {
+  return std::vector<T>(values.begin(), values.end());
+}
+
+template <class T> int32_t callKernel(const energy_softmax_contract_args &args);
+template <>
+int32_t callKernel<float>(const energy_softmax_contract_args &args) {
+  return energy_support_softmax_contract_f32(&args);
+}
+template <>
+int32_t callKernel<double>(const energy_softmax_contract_args &args) {
+  return energy_support_softmax_contract_f64(&args);
+}
+
+/// Runs the kernel in element type T. Outputs start as NaN, so that an
+/// output the kernel does not overwrite shows.
+template <class T>
+Result runKernel(const Problem &p, const std::vector<double> &given,
+                 int32_t *status = nullptr) {
+  std::vector<T> rowFeatures = cast<T>(p.rowFeatures);
+  std::vector<T> colFeatures = cast<T>(p.colFeatures);
+  std::vector<T> givenLse = cast<T>(given);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> lse(p.rows, nan);
+  std::vector<std::vector<T>> colValues, rowValues, rowOutputs, colOutputs;
+  std::vector<const void *> colValuePointers, rowValuePointers;
+  std::vector<void *> rowOutputPointers, colOutputPointers;
+  for (size_t j = 0; j < p.rowWidths.size(); ++j) {
+    colValues.push_back(cast<T>(p.colValues[j]));
+    rowOutputs.emplace_back(p.rows * p.rowWidths[j], nan);
+  }
+  for (size_t j = 0; j < p.colWidths.size(); ++j) {
+    rowValues.push_back(cast<T>(p.rowValues[j]));
+    colOutputs.emplace_back(p.cols * p.colWidths[j], nan);
+  }
+  for (size_t j = 0; j < p.rowWidths.size(); ++j) {
+    colValuePointers.push_back(colValues[j].data());
+    rowOutputPointers.push_back(rowOutputs[j].data());
+  }
+  for (size_t j = 0; j < p.colWidths.size(); ++j) {
+    rowValuePointers.push_back(rowValues[j].data());
+    colOutputPointers.push_back(colOutputs[j].data());
+  }
+  energy_softmax_contract_args args{};
+  args.rows = p.rows;
+  args.cols = p.cols;
+  args.depth = p.depth;
+  args.row_features = rowFeatures.data();
+  args.col_features = colFeatures.data();
+  args.scale = p.scale;
+  args.temperature = p.temperature;
+  args.num_constraints = static_cast<int64_t>(p.constraints.size());
+  args.constraints = p.constraints.data();
+  args.lse = p.wantLse ? lse.data() : nullptr;
+  args.given_lse = given.empty() ? nullptr : givenLse.data();
+  args.num_row_outputs = static_cast<int64_t>(p.rowWidths.size());
+  args.col_values = colValuePointers.data();
+  args.row_output_widths = p.rowWidths.data();
+  args.row_outputs = rowOutputPointers.data();
+  args.num_col_outputs = static_cast<int64_t>(p.colWidths.size());
+  args.row_values = rowValuePointers.data();
+  args.col_output_widths = p.colWidths.data();
+  args.col_outputs = colOutputPointers.data();
+  int32_t result = callKernel<T>(args);
+  if (status)
+    *status = result;
+  else
+    REQUIRE(result == ENERGY_CONTRACT_OK);
+  Result out;
+  out.lse.assign(lse.begin(), lse.end());
+  for (auto &o : rowOutputs)
+    out.rowOutputs.emplace_back(o.begin(), o.end());
+  for (auto &o : colOutputs)
+    out.colOutputs.emplace_back(o.begin(), o.end());
+  return out;
+}
+
+/// γ(n) = n·u/(1 - n·u), the classical bound on the relative error of n
+/// floating-point operations in a row (u the unit roundoff).
+double gamma(double n, double u) { return n * u / (1 - n * u); }
+
+/// Compares the kernel's results with the reference, element by element,
+/// within bounds derived from the element type's unit roundoff u = eps/2:
+///  - a score s = scale·<q, k> in T has |δs| <= γ(D+2)·S, S the largest
+///    |scale|·Σ|q_d k_d| (dot product, times scale/T);
+///  - a weight exp((s - L)/T) then has relative error <= (|δs| + |δL|)/T plus
+///    that of the exp (2 ulp) and of forming the argument (u·|s - L|/T <=
+///    u·2S/T); |δL| <= |δs|max + T·γ(N+2) (log-sum-exp of N terms);
+///  - an output Σ w·v over N terms adds γ(N+2) relative to Σ w·|v|, and the
+///    division by the sum of weights another γ(N+2).
+/// So |output - reference| <= M·(4·γ(D+4)·S/T + 3·γ(N+4) + 4u·(S + |L|)/T
+/// + 8u), M = Σ w·|v| of that element; and |δL| <= 2γ(D+4)·S + 2T·γ(N+4)
+/// + 4u·|L|. These are worst-case bounds: a missing or extra pair, a wrong
+/// mask or a wrong normaliser moves an output by about w·|v| of that pair,
+/// far more than γ(N)·M when N <= 1000.
+template <class T>
+void compare(const Problem &p, const Result &expected, const Result &actual,
+             const std::string &what) {
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double t = p.temperature, s = expected.scoreMagnitude;
+  const double lseSize = expected.lseMagnitude;
+  auto relative = [&](int64_t n) {
+    return 4 * gamma(p.depth + 4, u) * s / t + 3 * gamma(n + 4, u) +
+           4 * u * (s + lseSize) / t + 8 * u;
+  };
+  int64_t failures = 0;
+  double worst = 0;
+  std::string worstAt;
+  auto check = [&](double got, double want, double tolerance,
+                   const std::string &where) {
+    double error = std::fabs(got - want);
+    if (!(error <= tolerance)) {
+      ++failures;
+      double ratio = tolerance > 0 ? error / tolerance : INFINITY;
+      if (!(ratio <= worst)) {
+        worst = ratio;
+        worstAt = where + ": got " + std::to_string(got) + ", want " +
+                  std::to_string(want);
+      }
+    }
+  };
+  if (p.wantLse)
+    for (int64_t r = 0; r < p.rows; ++r)
+      check(actual.lse[r], expected.lse[r],
+            2 * gamma(p.depth + 4, u) * s + 2 * t * gamma(p.cols + 4, u) +
+                4 * u * std::fabs(expected.lse[r]) + 1e-300,
+            "lse[" + std::to_string(r) + "]");
+  for (size_t j = 0; j < expected.rowOutputs.size(); ++j)
+    for (size_t i = 0; i < expected.rowOutputs[j].size(); ++i)
+      check(actual.rowOutputs[j][i], expected.rowOutputs[j][i],
+            expected.rowMagnitudes[j][i] * relative(p.cols) + 1e-300,
+            "row output " + std::to_string(j) + "[" + std::to_string(i) + "]");
+  for (size_t j = 0; j < expected.colOutputs.size(); ++j)
+    for (size_t i = 0; i < expected.colOutputs[j].size(); ++i)
+      check(actual.colOutputs[j][i], expected.colOutputs[j][i],
+            expected.colMagnitudes[j][i] * relative(p.rows) + 1e-300,
+            "col output " + std::to_string(j) + "[" + std::to_string(i) + "]");
+  INFO(what << ": " << failures << " elements beyond the bound, worst " << worst
+            << " × the bound at " << worstAt);
+  CHECK(failures == 0);
+}
+
+std::string describe(const Problem &p, const char *name) {
+  return std::string(name) + " " + std::to_string(p.rows) + "×" +
+         std::to_string(p.cols) + ", D = " + std::to_string(p.depth) +
+         ", T = " + std::to_string(p.temperature) +
+         (p.givenLse ? ", given lse" : "");
+}
+
+/// The kernel on every path, f32 and f64, against the reference; with a
+/// given normaliser too (the reference's own, rounded to the element type).
+void checkEverywhere(Problem p, const char *name) {
+  PairScores scores = pairScores(p);
+  Result expected = reference(p, scores, {});
+  std::vector<double> givenF32(expected.lse.size()), givenF64 = expected.lse;
+  for (size_t r = 0; r < givenF32.size(); ++r)
+    givenF32[r] = static_cast<float>(expected.lse[r]);
+  Result expectedGivenF32 = reference(p, scores, givenF32);
+  Result expectedGivenF64 = reference(p, scores, givenF64);
+  Problem given = p;
+  given.givenLse = true;
+  for (int32_t isa : supportedPaths()) {
+    ForcedPath forced(isa);
+    std::string path = " on " + pathName(isa);
+    compare<float>(p, expected, runKernel<float>(p, {}),
+                   describe(p, name) + ", f32" + path);
+    compare<double>(p, expected, runKernel<double>(p, {}),
+                    describe(p, name) + ", f64" + path);
+    compare<float>(given, expectedGivenF32, runKernel<float>(given, givenF32),
+                   describe(given, name) + ", f32" + path);
+    compare<double>(given, expectedGivenF64, runKernel<double>(given, givenF64),
+                    describe(given, name) + ", f64" + path);
+  }
+}
+
+} // namespace
+
+TEST_CASE("softmax contract: no constraints, sizes off every tile") {
+  uint64_t seed = 1;
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {1, 33}, {7, 1}, {7, 33}, {33, 7}, {33, 1000}, {1000, 7}})
+    for (int64_t depth : {1, 5, 16, 64, 67})
+      checkEverywhere(
+          makeProblem(rows, cols, depth, {1, 5, depth + 3}, {2, 17}, seed++),
+          "plain");
+  checkEverywhere(makeProblem(1000, 1000, 67, {67, 3}, {67}, seed++), "plain");
+}
+
+TEST_CASE("softmax contract: causal, windowed and NE constraints") {
+  uint64_t seed = 100;
+  struct Case {
+    const char *name;
+    std::vector<energy_contract_constraint> constraints;
+    bool large; ///< also at 1000 × 1000
+  };
+  std::vector<Case> cases = {
+      {"c <= r", {atLeast(1, -1, 0)}, true},
+      {"c < r (row 0 empty)", {atLeast(1, -1, -1)}, false},
+      {"c <= r + 5", {atLeast(1, -1, 5)}, false},
+      {"r - 3 <= c <= r + 40", {atLeast(1, -1, 40), atLeast(-1, 1, 3)}, true},
+      {"c != r", {notEqual(1, -1, 0)}, false},
+      {"c <= r and c != r", {atLeast(1, -1, 0), notEqual(1, -1, 0)}, true},
+      {"c != r, c != 2r - 7", {notEqual(1, -1, 0), notEqual(2, -1, -7)}, false},
+      {"c >= r + 10 and r >= 3 (rows empty at both ends)",
+       {atLeast(-1, 1, -10), atLeast(1, 0, -3)},
+       true},
+      {"3c <= 2r + 1", {atLeast(2, -3, 1)}, false},
+      {"no pair at all", {atLeast(0, 0, -1)}, false},
+  };
+  struct Size {
+    int64_t rows, cols, depth;
+  };
+  for (const Case &c : cases)
+    for (Size size : std::vector<Size>{{7, 7, 5},
+                                       {33, 33, 16},
+                                       {33, 1000, 67},
+                                       {1000, 33, 64},
+                                       {1000, 1000, 67}}) {
+      if (size.rows * size.cols > 100000 && !c.large)
+        continue;
+      Problem p = makeProblem(size.rows, size.cols, size.depth, {size.depth, 5},
+                              {1, size.depth}, seed++);
+      p.constraints = c.constraints;
+      checkEverywhere(p, c.name);
+    }
+}
+
+TEST_CASE("softmax contract: temperatures, large scores, lse not asked") {
+  uint64_t seed = 200;
+  // Scores up to ±60/T: without the running maximum, exp would overflow,
+  // and row maxima grow from panel to panel, so accumulators are rescaled.
+  for (double temperature : {0.37, 2.5}) {
+    Problem p = makeProblem(1000, 1000, 64, {64, 7}, {9}, seed++);
+    p.scale = 30.0 / 64 * 8;
+    p.temperature = temperature;
+    p.constraints = {atLeast(1, -1, 0)};
+    checkEverywhere(p, "large scores");
+  }
+  Problem p = makeProblem(33, 1000, 16, {3}, {4}, seed++);
+  p.temperature = 0.5;
+  p.scale = -2;
+  p.wantLse = false;
+  checkEverywhere(p, "negative scale, no lse output");
+}
+
+TEST_CASE("softmax contract: empty sides give zeros") {
+  for (auto [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 9}, {9, 0}, {0, 0}}) {
+    Problem p = makeProblem(rows, cols, 5, {3}, {2}, 7);
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      Result f32 = runKernel<float>(p, {});
+      Result f64 = runKernel<double>(p, {});
+      for (const Result *result : {&f32, &f64}) {
+        for (double v : result->lse)
+          CHECK(v == 0);
+        for (const auto &o : result->rowOutputs)
+          for (double v : o)
+            CHECK(v == 0);
+        for (const auto &o : result->colOutputs)
+          for (double v : o)
+            CHECK(v == 0);
+      }
+    }
+  }
+}
+
+namespace {
+/// The kernel's outputs on `threads` threads, as raw bytes.
+template <class T>
+std::vector<char> bytesOnThreads(const Problem &p, int threads) {
+  energy_support_set_num_threads(threads);
+  Result result = runKernel<T>(p, {});
+  std::vector<char> bytes;
+  auto append = [&](const std::vector<double> &values) {
+    for (double v : values) {
+      T x = static_cast<T>(v); // exact: the values were of type T
+      const char *raw = reinterpret_cast<const char *>(&x);
+      bytes.insert(bytes.end(), raw, raw + sizeof x);
+    }
+  };
+  append(result.lse);
+  for (const auto &o : result.rowOutputs)
+    append(o);
+  for (const auto &o : result.colOutputs)
+    append(o);
+  return bytes;
+}
+} // namespace
+
+TEST_CASE("softmax contract: the same bits on 1, 2 and 3 threads") {
+  int32_t initial = energy_support_num_threads();
+  for (bool causal : {false, true}) {
+    Problem p = makeProblem(1000, 777, 67, {67, 5}, {67, 3}, 300 + causal);
+    if (causal)
+      p.constraints = {atLeast(1, -1, 0), notEqual(1, -1, -5)};
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
+      std::vector<char> f32 = bytesOnThreads<float>(p, 1);
+      std::vector<char> f64 = bytesOnThreads<double>(p, 1);
+      for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        CHECK(bytesOnThreads<float>(p, threads) == f32);
+        CHECK(bytesOnThreads<double>(p, threads) == f64);
+      }
+    }
+  }
+  energy_support_set_num_threads(initial);
+}
+
+TEST_CASE("softmax contract: invalid arguments are refused") {
+  Problem good = makeProblem(9, 11, 4, {3}, {2}, 5);
+  std::vector<float> rowFeatures = cast<float>(good.rowFeatures);
+  std::vector<float> colFeatures = cast<float>(good.colFeatures);
+  std::vector<float> colValues = cast<float>(good.colValues[0]);
+  std::vector<float> rowValues = cast<float>(good.rowValues[0]);
+  std::vector<float> rowOutput(9 * 3, -1.0f), colOutput(11 * 2, -1.0f);
+  std::vector<float> lse(9, -1.0f);
+  const void *colValuePointers[] = {colValues.data()};
+  const void *rowValuePointers[] = {rowValues.data()};
+  void *rowOutputPointers[] = {rowOutput.data()};
+  void *colOutputPointers[] = {colOutput.data()};
+  int64_t rowWidths[] = {3}, colWidths[] = {2};
+  energy_contract_constraint constraint = atLeast(1, -1, 0);
+  energy_softmax_contract_args valid{};
+  valid.rows = 9;
+  valid.cols = 11;
+  valid.depth = 4;
+  valid.row_features = rowFeatures.data();
+  valid.col_features = colFeatures.data();
+  valid.scale = 1;
+  valid.temperature = 1;
+  valid.num_constraints = 1;
+  valid.constraints = &constraint;
+  valid.lse = lse.data();
+  valid.num_row_outputs = 1;
+  valid.col_values = colValuePointers;
+  valid.row_output_widths = rowWidths;
+  valid.row_outputs = rowOutputPointers;
+  valid.num_col_outputs = 1;
+  valid.row_values = rowValuePointers;
+  valid.col_output_widths = colWidths;
+  valid.col_outputs = colOutputPointers;
+
+  energy_contract_constraint badKind = {1, -1, 0, 7};
+  int64_t negativeWidth[] = {-1};
+  const void *nullTable[] = {nullptr};
+  void *nullOutput[] = {nullptr};
+  std::vector<std::pair<const char *, void (*)(energy_softmax_contract_args &)>>
+      breakers = {
+          {"negative rows", [](auto &a) { a.rows = -1; }},
+          {"negative cols", [](auto &a) { a.cols = -1; }},
+          {"negative depth", [](auto &a) { a.depth = -1; }},
+          {"null row features", [](auto &a) { a.row_features = nullptr; }},
+          {"null col features", [](auto &a) { a.col_features = nullptr; }},
+          {"zero temperature", [](auto &a) { a.temperature = 0; }},
+          {"negative temperature", [](auto &a) { a.temperature = -1; }},
+          {"NaN temperature", [](auto &a) { a.temperature = NAN; }},
+          {"infinite temperature", [](auto &a) { a.temperature = INFINITY; }},
+          {"NaN scale", [](auto &a) { a.scale = NAN; }},
+          {"negative constraint count",
+           [](auto &a) { a.num_constraints = -1; }},
+          {"null constraints", [](auto &a) { a.constraints = nullptr; }},
+          {"negative output count", [](auto &a) { a.num_row_outputs = -2; }},
+          {"null output array", [](auto &a) { a.row_outputs = nullptr; }},
+          {"null widths", [](auto &a) { a.col_output_widths = nullptr; }},
+          {"null table array", [](auto &a) { a.col_values = nullptr; }},
+      };
+  auto expectRefused = [&](const char *what,
+                           const energy_softmax_contract_args &args) {
+    INFO(what);
+    std::vector<float> before = rowOutput;
+    CHECK(energy_support_softmax_contract_f32(&args) ==
+          ENERGY_CONTRACT_INVALID_ARGUMENT);
+    CHECK(energy_support_softmax_contract_f64(&args) ==
+          ENERGY_CONTRACT_INVALID_ARGUMENT);
+    CHECK(rowOutput == before);
+    CHECK(lse == std::vector<float>(9, -1.0f));
+  };
+  for (auto &[what, breaker] : breakers) {
+    energy_softmax_contract_args args = valid;
+    breaker(args);
+    expectRefused(what, args);
+  }
+  energy_softmax_contract_args args = valid;
+  args.constraints = &badKind;
+  expectRefused("unknown constraint kind", args);
+  args = valid;
+  args.row_output_widths = negativeWidth;
+  expectRefused("negative width", args);
+  args = valid;
+  args.col_values = nullTable;
+  expectRefused("null value table", args);
+  args = valid;
+  args.col_outputs = nullOutput;
+  expectRefused("null output", args);
+  CHECK(energy_support_softmax_contract_f32(nullptr) ==
+        ENERGY_CONTRACT_INVALID_ARGUMENT);
+
+  // Null is fine where nothing is read or written.
+  args = valid;
+  args.depth = 0;
+  args.row_features = nullptr;
+  args.col_features = nullptr;
+  CHECK(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
+  args = valid;
+  args.num_row_outputs = 0;
+  args.col_values = nullptr;
+  args.row_outputs = nullptr;
+  args.row_output_widths = nullptr;
+  args.lse = nullptr;
+  CHECK(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
+  // Finally the valid arguments themselves.
+  CHECK(energy_support_softmax_contract_f32(&valid) == ENERGY_CONTRACT_OK);
+  CHECK(rowOutput != std::vector<float>(9 * 3, -1.0f));
+}
