@@ -163,6 +163,14 @@ template <class V> struct Workspace {
 
   bool allocate(const Pass<T> &pass) {
     const int64_t rows = Shape::kBlockRows;
+    // Sizes that no memory could hold would overflow the byte counts below.
+    const int64_t limit = int64_t(1) << 40;
+    if (pass.depth > limit || pass.numNotEqual > limit ||
+        pass.numOutputs > limit)
+      return false;
+    for (int64_t k = 0; k < pass.numOutputs; ++k)
+      if (pass.widths[k] > limit)
+        return false;
     size_t bytes = 0;
     auto reserve = [&](size_t size) {
       size_t at = bytes;

@@ -619,6 +619,32 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   args.row_output_widths = nullptr;
   args.lse = nullptr;
   CHECK(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer)
+#define ENERGY_TEST_HUGE_ALLOCATIONS 1
+#endif
+#endif
+#ifdef ENERGY_TEST_HUGE_ALLOCATIONS
+  // 2^42 rows: the normaliser alone would take 16 TiB, so the kernel reports
+  // that it is out of memory (reading nothing) instead of aborting.
+  {
+    float value = 1, output = -1;
+    const void *table[] = {&value};
+    void *outputs[] = {&output};
+    int64_t width[] = {1};
+    energy_softmax_contract_args huge{};
+    huge.rows = int64_t(1) << 42;
+    huge.cols = 1;
+    huge.depth = 0;
+    huge.temperature = 1;
+    huge.num_col_outputs = 1;
+    huge.row_values = table;
+    huge.col_output_widths = width;
+    huge.col_outputs = outputs;
+    CHECK(energy_support_softmax_contract_f32(&huge) ==
+          ENERGY_CONTRACT_OUT_OF_MEMORY);
+  }
+#endif
   // Finally the valid arguments themselves.
   CHECK(energy_support_softmax_contract_f32(&valid) == ENERGY_CONTRACT_OK);
   CHECK(rowOutput != std::vector<float>(9 * 3, -1.0f));
