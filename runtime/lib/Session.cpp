@@ -293,7 +293,8 @@ Expected<double> Session::energy() {
     return status;
   const detail::Kernel &kernel = owner.state->energy;
   double result = 0;
-  if (Status status = call(kernel.function, kernel.symbol, nextStep, &result);
+  if (Status status =
+          call(kernel.function, kernel.symbol, evaluationStep(), &result);
       !status)
     return status;
   return result;
@@ -308,7 +309,7 @@ Expected<Tensor> Session::gradient(const std::string &tensor) {
   if (Status status = prepare(); !status)
     return status;
   if (Status status = call(kernel->second.function, kernel->second.symbol,
-                           nextStep, nullptr);
+                           evaluationStep(), nullptr);
       !status)
     return status;
   return buffers[*owner.manifest().findGradientBuffer(tensor)];
@@ -326,7 +327,8 @@ Expected<Tensor> Session::get(const std::string &name) {
     return status;
   if (manifest.buffers[*index].kind == BufferKind::Output) {
     const detail::Kernel &kernel = owner.state->outputs.at(name);
-    if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
+    if (Status status =
+            call(kernel.function, kernel.symbol, evaluationStep(), nullptr);
         !status)
       return status;
   }

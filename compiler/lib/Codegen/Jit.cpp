@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SupportFunctions.h"
 #include "energy/Codegen/Artifact.h"
-#include "energy/KernelSupport/KernelSupport.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -53,20 +53,8 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
                                  llvm::JITSymbolFlags::Exported};
     };
-    add(ENERGY_SUPPORT_SILU_INT,
-        reinterpret_cast<void *>(&energy_support_silu_int));
-    add(ENERGY_SUPPORT_LOGDET_F64,
-        reinterpret_cast<void *>(&energy_support_logdet_f64));
-    add(ENERGY_SUPPORT_LOGDET_F32,
-        reinterpret_cast<void *>(&energy_support_logdet_f32));
-    add(ENERGY_SUPPORT_INVERSE_F64,
-        reinterpret_cast<void *>(&energy_support_inverse_f64));
-    add(ENERGY_SUPPORT_INVERSE_F32,
-        reinterpret_cast<void *>(&energy_support_inverse_f32));
-    add(ENERGY_SUPPORT_PARALLEL_FOR,
-        reinterpret_cast<void *>(&energy_support_parallel_for));
-    add(ENERGY_SUPPORT_SET_NUM_THREADS,
-        reinterpret_cast<void *>(&energy_support_set_num_threads));
+    for (const codegen::SupportFunction &support : codegen::supportFunctions())
+      add(support.name.data(), support.address);
     return symbols;
   });
   std::shared_ptr<ExecutionEngine> shared(std::move(*engine));

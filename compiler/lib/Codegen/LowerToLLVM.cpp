@@ -18,6 +18,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -66,10 +67,14 @@ mlir::energy::buildArtifactModule(ModelOp model,
                               ? FloatType(Float64Type::get(context))
                               : FloatType(Float32Type::get(context));
   FailureOr<ArtifactLayout> layout = emitKernels(model, *module, elementType);
-  if (succeeded(layout))
-    outlineParallelLoops(*module);
   if (failed(layout))
     return failure();
+  // Emission builds its IR directly; a slip there is a compiler bug, and
+  // is reported as one rather than crashing a later pass.
+  if (failed(verify(*module)))
+    return model.emitError("internal error: the emitted kernels do not "
+                           "verify");
+  outlineParallelLoops(*module);
 
   PassManager passes(context);
   passes.addPass(createCanonicalizerPass());
@@ -102,7 +107,9 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
     wrt.push_back(tensor.getSymName().str());
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
-  buildUpdatePipeline(passes.nest<ModelOp>(), wrt);
+  OpPassManager &modelPasses = passes.nest<ModelOp>();
+  buildUpdatePipeline(modelPasses, wrt);
+  buildKernelPlanPipeline(modelPasses);
   if (failed(passes.run(energyModule)))
     return failure();
   return buildArtifactModule(model, options);

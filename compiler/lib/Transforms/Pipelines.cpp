@@ -1,6 +1,6 @@
 //===- Pipelines.cpp - Pass pipelines the tools share ---------------------===//
 //
-// The gradient pipeline of energyc --emit=grad and energy-run.
+// The pipelines of energyc (--emit=grad, update, plan) and energy-run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,4 +26,10 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
                                        const std::vector<std::string> &wrt) {
   modelPasses.addPass(createEnergyBuildUpdates());
   buildGradientPipeline(modelPasses, wrt);
+}
+
+void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses) {
+  modelPasses.addPass(createEnergyPlanKernels());
+  modelPasses.addPass(createCanonicalizerPass());
+  modelPasses.addPass(createCSEPass());
 }

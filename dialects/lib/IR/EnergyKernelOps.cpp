@@ -175,7 +175,8 @@ ParseResult SoftmaxContractOp::parse(OpAsmParser &parser,
     Block &block = region.emplaceBlock();
     for (OpAsmParser::Argument &index : indices)
       block.addArgument(index.type, result.location);
-    OpBuilder builder = OpBuilder::atBlockEnd(&block);
+    OpBuilder builder(context);
+    builder.setInsertionPointToEnd(&block);
     YieldOp::create(builder, result.location, ValueRange());
     return success();
   };

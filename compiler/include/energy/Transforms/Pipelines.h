@@ -28,6 +28,11 @@ void buildGradientPipeline(OpPassManager &modelPasses,
 void buildUpdatePipeline(OpPassManager &modelPasses,
                          const std::vector<std::string> &wrt = {});
 
+/// Plans the kernels (energy-plan-kernels) and simplifies the plan:
+/// canonicalization and CSE. What code generators lower, and what
+/// `energyc --emit=plan` prints.
+void buildKernelPlanPipeline(OpPassManager &modelPasses);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_PIPELINES_H

@@ -44,7 +44,10 @@ enum {
   /* An adaptive loop (`energy.repeat`) ran its maximum number of rounds. */
   ENERGY_KERNEL_NO_CONVERGENCE = 1,
   /* Scratch memory could not be allocated. */
-  ENERGY_KERNEL_OUT_OF_MEMORY = 2
+  ENERGY_KERNEL_OUT_OF_MEMORY = 2,
+  /* A value a kernel needs is outside its domain (a temperature that is
+   * not finite and positive). */
+  ENERGY_KERNEL_INVALID_ARGUMENT = 3
 };
 
 /* Optional: an artifact built with threads exports this to set how many

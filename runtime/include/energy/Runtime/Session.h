@@ -97,6 +97,10 @@ public:
   /// to resume a saved run.
   int64_t stepCount() const { return nextStep; }
   void setStepCount(int64_t step) { nextStep = step; }
+  /// The step the energy, gradients and outputs see: the last step taken
+  /// (0 before the first), as the language specifies for values after a
+  /// run.
+  int64_t evaluationStep() const { return nextStep > 0 ? nextStep - 1 : 0; }
 
   std::vector<std::string> tensorNames() const { return owner.tensorNames(); }
   std::vector<std::string> outputNames() const { return owner.outputNames(); }

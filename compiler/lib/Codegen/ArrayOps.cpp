@@ -1,0 +1,475 @@
+//===- ArrayOps.cpp - Elementwise ops and linear algebra in kernels -------===//
+//
+// Lowers the expression ops of energy IR on arrays: elementwise functions,
+// matrix products (through the support library's GEMM when both operands
+// are matrices), transposes, dot and quadratic forms, reductions over the
+// elements of a value, row-wise normalisations, factorisations and the
+// gradient calls of step programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFunction.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/MatrixProduct.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::codegen;
+
+Value KernelFunction::unary(Operation *op, Value x) {
+  Value zero = real(0.0), one = real(1.0);
+  auto sigmoid = [&](Value v) {
+    return div(one, add(one, exp(arith::NegFOp::create(b, loc, v))));
+  };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, x); })
+      .Case([&](ExpOp) { return exp(x); })
+      .Case([&](LogOp) { return log(x); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
+      .Case([&](SigmoidOp) { return sigmoid(x); })
+      .Case([&](SiluOp) { return mul(x, sigmoid(x)); })
+      .Case([&](SoftplusOp) {
+        Value magnitude = math::AbsFOp::create(b, loc, x);
+        Value tail = math::Log1pOp::create(
+            b, loc, exp(arith::NegFOp::create(b, loc, magnitude)));
+        return add(tail, maximum(x, zero));
+      })
+      .Case([&](GeluOp) {
+        Value scaled = mul(x, real(-M_SQRT1_2));
+        return mul(mul(x, real(0.5)), math::ErfcOp::create(b, loc, scaled));
+      })
+      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
+      .Case([&](ReluOp) {
+        return select(cmp(arith::CmpFPredicate::OGT, x, zero), x, zero);
+      })
+      .Case([&](HeavisideOp) {
+        return select(cmp(arith::CmpFPredicate::OGT, x, zero), one, zero);
+      })
+      .Case([&](SignOp) {
+        Value positive =
+            select(cmp(arith::CmpFPredicate::OGT, x, zero), one, zero);
+        Value negative =
+            select(cmp(arith::CmpFPredicate::OLT, x, zero), one, zero);
+        return sub(positive, negative);
+      })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, x); })
+      .Case([&](SiluIntOp) {
+        Value wide = x;
+        if (context.elementType.getWidth() != 64)
+          wide = arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+        auto function =
+            context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SILU_INT);
+        Value result = func::CallOp::create(b, loc, function, ValueRange{wide})
+                           .getResult(0);
+        if (context.elementType.getWidth() != 64)
+          result = arith::TruncFOp::create(b, loc, context.elementType, result);
+        return result;
+      })
+      .Case([&](PowOp pow) {
+        int64_t exponent = pow.getExponent();
+        Value result = one;
+        for (int64_t i = 0; i < std::abs(exponent); ++i)
+          result = mul(result, x);
+        return exponent < 0 ? div(one, result) : result;
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
+  auto type = cast<ArrayType>(op->getResult(0).getType());
+  auto operandAt = [&](unsigned i) { return get(op->getOperand(i)); };
+  auto operandType = [&](unsigned i) {
+    return cast<ArrayType>(op->getOperand(i).getType());
+  };
+  auto binary = [&](function_ref<Value(Value, Value)> function) {
+    Lowered lhs = operandAt(0), rhs = operandAt(1);
+    return build(type, [&](Value position) {
+      return function(elementAt(lhs, position), elementAt(rhs, position));
+    });
+  };
+  using Result = FailureOr<Lowered>;
+  if (isa<NegOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SoftplusOp, GeluOp,
+          ErfOp, ReluOp, HeavisideOp, SignOp, SqrtOp, AbsOp, SiluIntOp, PowOp>(
+          op)) {
+    Lowered operand = operandAt(0);
+    return build(type, [&](Value position) {
+      return unary(op, elementAt(operand, position));
+    });
+  }
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](ConstantOp constant) -> Result {
+        return Lowered{real(constant.getValue().convertToDouble()), Value()};
+      })
+      .Case([&](ReadOp read) { return emitRead(read); })
+      .Case([&](AddOp) -> Result {
+        return binary([&](Value x, Value y) { return add(x, y); });
+      })
+      .Case([&](SubOp) -> Result {
+        return binary([&](Value x, Value y) { return sub(x, y); });
+      })
+      .Case([&](MulOp) -> Result {
+        return binary([&](Value x, Value y) { return mul(x, y); });
+      })
+      .Case([&](DivOp) -> Result {
+        return binary([&](Value x, Value y) { return div(x, y); });
+      })
+      .Case([&](MaximumOp) -> Result {
+        return binary([&](Value x, Value y) { return maximum(x, y); });
+      })
+      .Case([&](ToRealOp toReal) -> Result {
+        Value value = toI64(integers.lookup(toReal.getIndex()));
+        return Lowered{
+            arith::SIToFPOp::create(b, loc, context.elementType, value),
+            Value()};
+      })
+      .Case([&](EyeOp) -> Result {
+        Value n = shape(type).back();
+        return build(type, [&](Value position) {
+          Value row = arith::DivUIOp::create(b, loc, position, n);
+          Value column = arith::RemUIOp::create(b, loc, position, n);
+          Value diagonal = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, row, column);
+          return select(diagonal, real(1.0), real(0.0));
+        });
+      })
+      .Case([&](MatmulOp matmul) { return emitMatmul(matmul); })
+      .Case([&](TransposeOp) -> Result {
+        Lowered operand = operandAt(0);
+        SmallVector<Value> extents = shape(type);
+        Value rows = extents[extents.size() - 2];
+        Value columns = extents.back();
+        Value block = arith::MulIOp::create(b, loc, rows, columns);
+        return build(type, [&](Value position) {
+          // The result's (i, j) in a block is the operand's (j, i).
+          Value start = arith::MulIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, position, block), block);
+          Value within = arith::RemUIOp::create(b, loc, position, block);
+          Value i = arith::DivUIOp::create(b, loc, within, columns);
+          Value j = arith::RemUIOp::create(b, loc, within, columns);
+          Value source = arith::AddIOp::create(
+              b, loc, start,
+              arith::AddIOp::create(b, loc,
+                                    arith::MulIOp::create(b, loc, j, rows), i));
+          return load(operand.data, source);
+        });
+      })
+      .Case([&](DotOp) -> Result {
+        Lowered lhs = operandAt(0), rhs = operandAt(1);
+        Value sum =
+            forRange(elementCount(operandType(0)), {real(0.0)},
+                     [&](Value i, ValueRange acc) {
+                       return SmallVector<Value>{add(
+                           acc[0], mul(elementAt(lhs, i), elementAt(rhs, i)))};
+                     })[0];
+        return Lowered{sum, Value()};
+      })
+      .Case([&](QuadOp) -> Result {
+        Lowered vector = operandAt(0), matrix = operandAt(1);
+        Value n = shape(operandType(0))[0];
+        Value sum = forRange(n, {real(0.0)}, [&](Value i, ValueRange outer) {
+          Value row = arith::MulIOp::create(b, loc, i, n);
+          Value inner = forRange(n, {real(0.0)}, [&](Value j, ValueRange acc) {
+            Value m = load(matrix.data, arith::AddIOp::create(b, loc, row, j));
+            return SmallVector<Value>{
+                add(acc[0], mul(m, load(vector.data, j)))};
+          })[0];
+          return SmallVector<Value>{
+              add(outer[0], mul(load(vector.data, i), inner))};
+        })[0];
+        return Lowered{sum, Value()};
+      })
+      .Case([&](OuterOp) -> Result {
+        Lowered lhs = operandAt(0), rhs = operandAt(1);
+        Value columns = elementCount(operandType(1));
+        return build(type, [&](Value position) {
+          Value i = arith::DivUIOp::create(b, loc, position, columns);
+          Value j = arith::RemUIOp::create(b, loc, position, columns);
+          return mul(elementAt(lhs, i), elementAt(rhs, j));
+        });
+      })
+      .Case([&](ReduceElementsOp reduce) -> Result {
+        Lowered operand = operandAt(0);
+        Value count = elementCount(operandType(0));
+        Value negInf = real(-std::numeric_limits<double>::infinity());
+        ElementsKind kind = reduce.getKind();
+        if (kind == ElementsKind::lse) {
+          SmallVector<Value> state = forRange(
+              count, {negInf, real(0.0)}, [&](Value i, ValueRange acc) {
+                Value x = elementAt(operand, i);
+                Value largest = maximum(acc[0], x);
+                Value scale = exp(sub(acc[0], largest));
+                scale = select(cmp(arith::CmpFPredicate::OEQ, acc[0], negInf),
+                               real(0.0), scale);
+                Value term = exp(sub(x, largest));
+                term = select(cmp(arith::CmpFPredicate::OEQ, x, negInf),
+                              real(0.0), term);
+                return SmallVector<Value>{largest,
+                                          add(mul(acc[1], scale), term)};
+              });
+          return Lowered{add(state[0], log(state[1])), Value()};
+        }
+        Value total =
+            forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {
+              Value x = elementAt(operand, i);
+              switch (kind) {
+              case ElementsKind::maxabs:
+                return SmallVector<Value>{
+                    maximum(acc[0], math::AbsFOp::create(b, loc, x))};
+              case ElementsKind::sqnorm:
+              case ElementsKind::norm:
+                return SmallVector<Value>{add(acc[0], mul(x, x))};
+              default:
+                return SmallVector<Value>{add(acc[0], x)};
+              }
+            })[0];
+        if (kind == ElementsKind::mean)
+          total = div(total, arith::SIToFPOp::create(
+                                 b, loc, context.elementType, toI64(count)));
+        if (kind == ElementsKind::norm)
+          total = math::SqrtOp::create(b, loc, total);
+        return Lowered{total, Value()};
+      })
+      .Case([&](SumLastOp) -> Result {
+        Lowered operand = operandAt(0);
+        Value length = shape(operandType(0)).back();
+        return build(type, [&](Value position) {
+          Value start = arith::MulIOp::create(b, loc, position, length);
+          return forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
+            return SmallVector<Value>{
+                add(acc[0], load(operand.data,
+                                 arith::AddIOp::create(b, loc, start, k)))};
+          })[0];
+        });
+      })
+      .Case([&](BroadcastOp) -> Result {
+        Lowered operand = operandAt(0);
+        Value repeats = index(1);
+        SmallVector<Value> extents = shape(type);
+        for (Value extent :
+             ArrayRef<Value>(extents).drop_front(operandType(0).getRank()))
+          repeats = arith::MulIOp::create(b, loc, repeats, extent);
+        return build(type, [&](Value position) {
+          return elementAt(operand,
+                           arith::DivUIOp::create(b, loc, position, repeats));
+        });
+      })
+      .Case([&](DiagOp) -> Result {
+        Lowered operand = operandAt(0);
+        Value n = shape(type).back();
+        return build(type, [&](Value position) {
+          Value row = arith::DivUIOp::create(b, loc, position, n);
+          Value column = arith::RemUIOp::create(b, loc, position, n);
+          Value diagonal = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, row, column);
+          return select(diagonal, load(operand.data, row), real(0.0));
+        });
+      })
+      .Case([&](DiagPartOp) -> Result {
+        Lowered operand = operandAt(0);
+        Value n = shape(type).back();
+        return build(type, [&](Value i) {
+          return load(operand.data,
+                      arith::AddIOp::create(
+                          b, loc, arith::MulIOp::create(b, loc, i, n), i));
+        });
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp>(
+          [&](Operation *) { return emitRows(op, operandAt(0), type); })
+      .Case<LogDetOp, InverseOp>([&](Operation *) {
+        return emitSupportCall(op, operandAt(0), operandType(0));
+      })
+      .Case([&](ExtractOp extract) -> Result {
+        FailureOr<SmallVector<Value>> indices =
+            indicesOf(op, extract.getMap(), extract.getIndices());
+        if (failed(indices))
+          return failure();
+        return slice(get(extract.getSource()).data,
+                     cast<ArrayType>(extract.getSource().getType()), type,
+                     *indices);
+      })
+      .Case([&](EmbedOp embed) -> Result {
+        FailureOr<SmallVector<Value>> indices =
+            indicesOf(op, embed.getMap(), embed.getIndices());
+        if (failed(indices))
+          return failure();
+        Value data = allocate(type);
+        forRange(elementCount(type),
+                 [&](Value position) { store(real(0.0), data, position); });
+        Value offset = sliceOffset(*indices, shape(type));
+        copyInto(get(embed.getValue()),
+                 cast<ArrayType>(embed.getValue().getType()),
+                 offsetPointer(data, offset), /*accumulate=*/false);
+        return Lowered{Value(), data};
+      })
+      .Case([&](ReduceOp reduce) { return emitReduce(reduce); })
+      .Case([&](TabulateOp table) { return emitTabulate(table); })
+      .Case([&](SelectOp choice) -> Result {
+        Value condition = integers.lookup(choice.getCondition());
+        Lowered whenTrue = get(choice.getTrueValue());
+        Lowered whenFalse = get(choice.getFalseValue());
+        if (type.isScalar())
+          return Lowered{select(condition, whenTrue.scalar, whenFalse.scalar),
+                         Value()};
+        return Lowered{Value(),
+                       select(condition, whenTrue.data, whenFalse.data)};
+      })
+      .Case([&](GradOp grad) -> Result {
+        func::FuncOp function;
+        for (GradientOp gradient : context.model.getOps<GradientOp>())
+          if (gradient.getTensor() == grad.getTensor() &&
+              gradient.getOfAttr() == grad.getOfAttr())
+            function = context.gradientFunctions.lookup(gradient);
+        if (!function)
+          return op->emitOpError()
+                 << "gradient of " << grad.getTensorAttr()
+                 << " is not derived; run energy-derive-gradients first";
+        Value data = allocate(type);
+        Value code =
+            func::CallOp::create(b, loc, function,
+                                 ValueRange{buffersArg, dimsArg, constsArg,
+                                            stepArg, resultArg, data})
+                .getResult(0);
+        // A failing gradient (an adaptive loop inside) fails the kernel.
+        // Loops on several threads may report at once.
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
+                                  LLVM::AtomicOrdering::monotonic);
+        if (type.isScalar())
+          return Lowered{load(data, index(0)), Value()};
+        return Lowered{Value(), data};
+      })
+      .Default([&](Operation *) -> Result {
+        return op->emitOpError("is not supported by the CPU code generator");
+      });
+}
+
+FailureOr<Lowered> KernelFunction::emitRows(Operation *op, Lowered operand,
+                                            ArrayType type) {
+  Value length = shape(type).back();
+  Value rows = arith::DivUIOp::create(b, loc, elementCount(type), length);
+  Value data = allocate(type);
+  Value negInf = real(-std::numeric_limits<double>::infinity());
+  Value size =
+      arith::SIToFPOp::create(b, loc, context.elementType, toI64(length));
+  forRange(rows, [&](Value row) {
+    Value start = arith::MulIOp::create(b, loc, row, length);
+    auto at = [&](Value k) {
+      return arith::AddIOp::create(b, loc, start, k).getResult();
+    };
+    auto sumOver = [&](function_ref<Value(Value)> term) {
+      return forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
+        return SmallVector<Value>{add(acc[0], term(load(operand.data, at(k))))};
+      })[0];
+    };
+    auto writeRow = [&](function_ref<Value(Value)> element) {
+      forRange(length, [&](Value k) {
+        store(element(load(operand.data, at(k))), data, at(k));
+      });
+    };
+    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      Value largest = forRange(length, {negInf}, [&](Value k, ValueRange acc) {
+        return SmallVector<Value>{maximum(acc[0], load(operand.data, at(k)))};
+      })[0];
+      Value normaliser = add(
+          largest, log(sumOver([&](Value x) { return exp(sub(x, largest)); })));
+      if (isa<SoftmaxOp>(op))
+        writeRow([&](Value x) { return exp(sub(x, normaliser)); });
+      else
+        writeRow([&](Value x) { return sub(x, normaliser); });
+      return;
+    }
+    Value epsilon = real(1e-5);
+    if (isa<RmsNormOp>(op)) {
+      Value meanSquare = div(sumOver([&](Value x) { return mul(x, x); }), size);
+      Value scale = div(real(1.0),
+                        math::SqrtOp::create(b, loc, add(meanSquare, epsilon)));
+      writeRow([&](Value x) { return mul(x, scale); });
+      return;
+    }
+    Value centre = div(sumOver([&](Value x) { return x; }), size);
+    Value variance = div(sumOver([&](Value x) {
+                           Value d = sub(x, centre);
+                           return mul(d, d);
+                         }),
+                         size);
+    Value scale =
+        div(real(1.0), math::SqrtOp::create(b, loc, add(variance, epsilon)));
+    writeRow([&](Value x) { return mul(sub(x, centre), scale); });
+  });
+  return Lowered{Value(), data};
+}
+
+FailureOr<Lowered> KernelFunction::emitSupportCall(Operation *op,
+                                                   Lowered operand,
+                                                   ArrayType operandType) {
+  bool single = context.elementType.getWidth() != 64;
+  Value n = toI64(shape(operandType).back());
+  if (isa<LogDetOp>(op)) {
+    auto function = context.target.lookupSymbol<func::FuncOp>(
+        single ? ENERGY_SUPPORT_LOGDET_F32 : ENERGY_SUPPORT_LOGDET_F64);
+    Value value =
+        func::CallOp::create(b, loc, function, ValueRange{n, operand.data})
+            .getResult(0);
+    if (single)
+      value = arith::TruncFOp::create(b, loc, context.elementType, value);
+    return Lowered{value, Value()};
+  }
+  auto function = context.target.lookupSymbol<func::FuncOp>(
+      single ? ENERGY_SUPPORT_INVERSE_F32 : ENERGY_SUPPORT_INVERSE_F64);
+  Value data = allocate(operandType);
+  func::CallOp::create(b, loc, function, ValueRange{n, operand.data, data});
+  return Lowered{Value(), data};
+}
+
+FailureOr<Lowered> KernelFunction::emitMatmul(MatmulOp matmul) {
+  auto type = cast<ArrayType>(matmul.getType());
+  auto lhsType = cast<ArrayType>(matmul.getLhs().getType());
+  auto rhsType = cast<ArrayType>(matmul.getRhs().getType());
+  Lowered lhs = get(matmul.getLhs()), rhs = get(matmul.getRhs());
+  SmallVector<Value> lhsShape = shape(lhsType);
+  Value rows = lhsShape[0], inner = lhsShape[1];
+  Value data = allocate(type);
+  if (rhsType.getRank() == 1) {
+    forRange(rows, [&](Value i) {
+      Value rowStart = arith::MulIOp::create(b, loc, i, inner);
+      Value sum = forRange(inner, {real(0.0)}, [&](Value k, ValueRange acc) {
+        Value a = load(lhs.data, arith::AddIOp::create(b, loc, rowStart, k));
+        return SmallVector<Value>{add(acc[0], mul(a, load(rhs.data, k)))};
+      })[0];
+      store(sum, data, i);
+    });
+    return Lowered{Value(), data};
+  }
+  Value columns = shape(rhsType)[1];
+  // Once per statement, a tuned GEMM; per position of a loop, loops.
+  if (loopDepth == 0) {
+    callSupport(
+        singlePrecision() ? ENERGY_SUPPORT_MATMUL_F32
+                          : ENERGY_SUPPORT_MATMUL_F64,
+        {toI64(rows), toI64(columns), toI64(inner), lhs.data, rhs.data, data});
+    return Lowered{Value(), data};
+  }
+  // i, k, j order: the innermost loop runs along rows of rhs and of
+  // the result, contiguously.
+  forRange(elementCount(type),
+           [&](Value position) { store(real(0.0), data, position); });
+  forRange(rows, [&](Value i) {
+    Value resultRow = arith::MulIOp::create(b, loc, i, columns);
+    forRange(inner, [&](Value k) {
+      Value a = load(lhs.data,
+                     arith::AddIOp::create(
+                         b, loc, arith::MulIOp::create(b, loc, i, inner), k));
+      Value rhsRow = arith::MulIOp::create(b, loc, k, columns);
+      forRange(columns, [&](Value j) {
+        Value out = arith::AddIOp::create(b, loc, resultRow, j);
+        Value bkj = load(rhs.data, arith::AddIOp::create(b, loc, rhsRow, j));
+        store(add(load(data, out), mul(a, bkj)), data, out);
+      });
+    });
+  });
+  return Lowered{Value(), data};
+}

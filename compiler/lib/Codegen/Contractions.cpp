@@ -1,0 +1,547 @@
+//===- Contractions.cpp - Tables and softmax contractions in kernels ------===//
+//
+// Lowers the kernel plan's ops. A table is a comprehension into scratch. A
+// bilinear softmax contraction is a call of the support library's blocked
+// kernel (SoftmaxContract.h) per position of its batch indices. A generic
+// one runs the same algorithm as generated code: per row, panels of columns
+// whose scores are evaluated pair by pair into a buffer, an online softmax
+// (the running maximum moves once per panel), the vector exp over the
+// panel, and the weighted sums; the column side is a second pass, parallel
+// over columns, that reuses each row's normaliser. Nothing of size
+// rows × columns is stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFunction.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
+#include "energy/Runtime/ArtifactABI.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::codegen;
+
+namespace {
+/// Columns (or rows, on the column side) whose scores a generic contraction
+/// evaluates before exponentiating them together.
+constexpr int64_t kPanelSize = 128;
+
+/// The slots of energy_softmax_contract_args (SoftmaxContract.h).
+enum ContractSlot : unsigned {
+  kRows = 0,
+  kCols,
+  kDepth,
+  kRowFeatures,
+  kColFeatures,
+  kScale,
+  kTemperature,
+  kNumConstraints,
+  kConstraints,
+  kLse,
+  kGivenLse,
+  kNumRowOutputs,
+  kColValues,
+  kRowOutputWidths,
+  kRowOutputs,
+  kNumColOutputs,
+  kRowValues,
+  kColOutputWidths,
+  kColOutputs,
+  kSlotCount
+};
+} // namespace
+
+FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
+  Value data = allocate(cast<ArrayType>(table.getType()));
+  if (failed(emitComprehension(table.getSizes(),
+                               cast<ArrayType>(table.getBodyValue().getType()),
+                               table.getBody().front(), data)))
+    return failure();
+  return Lowered{Value(), data};
+}
+
+void KernelFunction::expInPlace(Value values, Value count) {
+  callSupport(singlePrecision() ? ENERGY_SUPPORT_EXP_F32
+                                : ENERGY_SUPPORT_EXP_F64,
+              {toI64(count), values, values});
+}
+
+LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
+  if (contract.getForm() == ContractForm::bilinear) {
+    std::string reason;
+    FailureOr<BilinearContract> form = contract.matchBilinear(reason);
+    if (failed(form))
+      return contract.emitOpError() << "is marked bilinear but " << reason;
+    return emitBilinearContract(contract, *form);
+  }
+  return emitGenericContract(contract);
+}
+
+//===----------------------------------------------------------------------===//
+// Bilinear: the support library's kernel
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
+                                     const BilinearContract &form) {
+  unsigned rowCount = contract.getNumRowIndices();
+  SmallVector<Value> rowExtents = extentsOf(contract.getRows());
+  Value columns =
+      extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
+          .front();
+  Value rows = rowExtents.back();
+  ArrayRef<Value> batchExtents = ArrayRef<Value>(rowExtents).drop_back();
+  auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
+  Value depth = dim(typeOf(form.rowTable).getShape().back().getValue());
+  // The width of a table's rows: the elements after its leading indices.
+  auto widthOf = [&](Value table) {
+    Value width = index(1);
+    SmallVector<Value> extents = shape(typeOf(table));
+    for (Value extent : ArrayRef<Value>(extents).drop_front(rowCount))
+      width = arith::MulIOp::create(b, loc, width, extent);
+    return width;
+  };
+
+  // Results.
+  for (Value result : contract.getResults())
+    arrays[result] = Lowered{Value(), allocate(typeOf(result))};
+  std::optional<SmallVector<LinearConstraint>> constraints =
+      contract.getLinearConstraints();
+
+  Value args = allocateSlots(kSlotCount);
+  auto slot = [&](unsigned position) {
+    return LLVM::GEPOp::create(
+        b, loc, pointerType(), b.getI64Type(), args,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
+  };
+  auto storeSlot = [&](unsigned position, Value value) {
+    if (value.getType().isIndex())
+      value = toI64(value);
+    LLVM::StoreOp::create(b, loc, value, slot(position));
+  };
+  auto storeIn = [&](Value array, unsigned position, Value value) {
+    if (value.getType().isIndex())
+      value = toI64(value);
+    Value at = LLVM::GEPOp::create(
+        b, loc, pointerType(), b.getI64Type(), array,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
+    LLVM::StoreOp::create(b, loc, value, at);
+  };
+  Value null = LLVM::ZeroOp::create(b, loc, pointerType());
+  storeSlot(kRows, rows);
+  storeSlot(kCols, columns);
+  storeSlot(kDepth, depth);
+  storeSlot(kScale, form.scale ? toF64(get(form.scale).scalar)
+                               : arith::ConstantOp::create(
+                                     b, loc, b.getF64FloatAttr(1.0))
+                                     .getResult());
+  Value temperature = contract.getTemperature();
+  storeSlot(kTemperature, temperature ? toF64(get(temperature).scalar)
+                                      : arith::ConstantOp::create(
+                                            b, loc, b.getF64FloatAttr(1.0))
+                                            .getResult());
+  Value constraintArray =
+      allocateSlots(std::max<unsigned>(1, 4 * constraints->size()));
+  for (auto [i, constraint] : llvm::enumerate(*constraints)) {
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value)
+          .getResult();
+    };
+    storeIn(constraintArray, 4 * i, constant(constraint.rowCoefficient));
+    storeIn(constraintArray, 4 * i + 1, constant(constraint.colCoefficient));
+    storeIn(constraintArray, 4 * i + 2, constant(constraint.offset));
+    storeIn(constraintArray, 4 * i + 3,
+            constant(constraint.notEqual ? ENERGY_CONSTRAINT_NE
+                                         : ENERGY_CONSTRAINT_GE));
+  }
+  storeSlot(kNumConstraints, index(constraints->size()));
+  storeSlot(kConstraints, constraintArray);
+
+  unsigned rowOutputs = form.rowValueTables.size();
+  unsigned colOutputs = form.colValueTables.size();
+  Value colValues = allocateSlots(std::max(1u, rowOutputs));
+  Value rowOutputWidths = allocateSlots(std::max(1u, rowOutputs));
+  Value rowOutputArray = allocateSlots(std::max(1u, rowOutputs));
+  Value rowValues = allocateSlots(std::max(1u, colOutputs));
+  Value colOutputWidths = allocateSlots(std::max(1u, colOutputs));
+  Value colOutputArray = allocateSlots(std::max(1u, colOutputs));
+  SmallVector<Value> rowWidths, colWidths;
+  for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
+    rowWidths.push_back(widthOf(table));
+    storeIn(rowOutputWidths, j, rowWidths.back());
+  }
+  for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
+    colWidths.push_back(widthOf(table));
+    storeIn(colOutputWidths, j, colWidths.back());
+  }
+  storeSlot(kNumRowOutputs, index(rowOutputs));
+  storeSlot(kColValues, colValues);
+  storeSlot(kRowOutputWidths, rowOutputWidths);
+  storeSlot(kRowOutputs, rowOutputArray);
+  storeSlot(kNumColOutputs, index(colOutputs));
+  storeSlot(kRowValues, rowValues);
+  storeSlot(kColOutputWidths, colOutputWidths);
+  storeSlot(kColOutputs, colOutputArray);
+
+  // One call per position of the batch indices, on that position's slices.
+  auto call = [&](Value batch) {
+    Value rowBlock = arith::MulIOp::create(b, loc, batch, rows);
+    Value colBlock = arith::MulIOp::create(b, loc, batch, columns);
+    auto at = [&](Value data, Value block, Value width) {
+      return offsetPointer(data, arith::MulIOp::create(b, loc, block, width));
+    };
+    storeSlot(kRowFeatures, at(get(form.rowTable).data, rowBlock, depth));
+    storeSlot(kColFeatures, at(get(form.colTable).data, colBlock, depth));
+    Value lse = contract.getLse();
+    storeSlot(kLse, lse ? at(get(lse).data, rowBlock, index(1)) : null);
+    Value given = contract.getGivenLse();
+    storeSlot(kGivenLse,
+              given ? at(get(given).data, rowBlock, index(1)) : null);
+    for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
+      storeIn(colValues, j, at(get(table).data, colBlock, rowWidths[j]));
+      storeIn(
+          rowOutputArray, j,
+          at(get(contract.getRowOutputs()[j]).data, rowBlock, rowWidths[j]));
+    }
+    for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
+      storeIn(rowValues, j, at(get(table).data, rowBlock, colWidths[j]));
+      storeIn(
+          colOutputArray, j,
+          at(get(contract.getColOutputs()[j]).data, colBlock, colWidths[j]));
+    }
+    Value code =
+        callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
+                                      : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
+                    {args})
+            .getResult(0);
+    // The kernel's codes: OK, an invalid argument (a temperature that is
+    // not positive), out of memory.
+    Value failedCode =
+        select(arith::CmpIOp::create(
+                   b, loc, arith::CmpIPredicate::eq, code,
+                   arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                ENERGY_CONTRACT_OUT_OF_MEMORY)),
+               arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                            ENERGY_KERNEL_OUT_OF_MEMORY),
+               arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                            ENERGY_KERNEL_INVALID_ARGUMENT));
+    reportStatus(select(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
+                              arith::ConstantIntOp::create(
+                                  b, loc, b.getI32Type(), ENERGY_CONTRACT_OK)),
+        code, failedCode));
+  };
+  Value batchCount = index(1);
+  for (Value extent : batchExtents)
+    batchCount = arith::MulIOp::create(b, loc, batchCount, extent);
+  if (batchExtents.empty())
+    call(index(0));
+  else
+    forRange(batchCount, call);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Generic: generated code
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
+  auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
+  Value negativeInfinity = real(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> rowExtents = extentsOf(contract.getRows());
+  Value columns =
+      extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
+          .front();
+  Value temperature = contract.getTemperature()
+                          ? get(contract.getTemperature()).scalar
+                          : Value();
+  bool statement = loopDepth == 0;
+  Block &scoreBlock = contract.getScore().front();
+  Block &rowBlock = contract.getRowSums().front();
+  Block &colBlock = contract.getColSums().front();
+  Value given = contract.getGivenLse();
+
+  // Results: with rows, tables over them; without, one value each.
+  SmallVector<Value> resultData;
+  for (Value result : contract.getResults())
+    resultData.push_back(typeOf(result).isScalar() ? allocateElements(1)
+                                                   : allocate(typeOf(result)));
+  Value lseData = contract.getLse() ? resultData.front() : Value();
+  unsigned firstRowOutput = contract.getLse() ? 1 : 0;
+  SmallVector<Value> rowElementCounts, colElementCounts;
+  for (Value value : contract.getRowValues())
+    rowElementCounts.push_back(elementCount(typeOf(value)));
+  for (Value value : contract.getColValues())
+    colElementCounts.push_back(elementCount(typeOf(value)));
+  // Each pass has scratch of its own, so that each of its parallel loops
+  // gets a private copy per chunk: a panel of scores, and accumulators.
+  Value panel = allocateElements(kPanelSize);
+  Value columnPanel = allocateElements(kPanelSize);
+  // The row accumulators, one array of each value's size.
+  SmallVector<Value> accumulators;
+  for (Value count : rowElementCounts)
+    accumulators.push_back(allocateElements(count));
+  SmallVector<Value> columnAccumulators;
+  for (Value count : colElementCounts)
+    columnAccumulators.push_back(allocateElements(count));
+
+  // Whether the predicate admits (indices...); true without one.
+  auto admits = [&](ValueRange indices) -> FailureOr<Value> {
+    if (!contract.hasPredicate())
+      return arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+    FailureOr<SmallVector<Value>> admitted =
+        emitBlock(contract.getPredicate().front(), indices);
+    if (failed(admitted))
+      return failure();
+    return admitted->front();
+  };
+  // The score at (indices...) divided by the temperature, or −∞ where the
+  // predicate excludes the pair.
+  auto scaledScore = [&](ValueRange indices) -> FailureOr<Value> {
+    FailureOr<Value> admitted = admits(indices);
+    if (failed(admitted))
+      return failure();
+    auto branch = scf::IfOp::create(b, loc, TypeRange{context.elementType},
+                                    *admitted, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      FailureOr<SmallVector<Value>> score = emitBlock(scoreBlock, indices);
+      if (failed(score))
+        return failure();
+      Value value = score->front();
+      if (temperature)
+        value = div(value, temperature);
+      scf::YieldOp::create(b, loc, value);
+      b.setInsertionPointToStart(branch.elseBlock());
+      scf::YieldOp::create(b, loc, negativeInfinity);
+    }
+    return branch.getResult(0);
+  };
+  // Adds weight · value_j(indices...) into accumulator j for every value of
+  // `block`, where the predicate admits the pair.
+  auto accumulateValues = [&](Block &block, ValueRange indices, Value weight,
+                              ArrayRef<Value> into,
+                              ArrayRef<Value> counts) -> LogicalResult {
+    if (into.empty())
+      return success();
+    FailureOr<Value> admitted = admits(indices);
+    if (failed(admitted))
+      return failure();
+    auto branch = scf::IfOp::create(b, loc, TypeRange{}, *admitted,
+                                    /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    FailureOr<SmallVector<Value>> values = emitBlock(block, indices);
+    if (failed(values))
+      return failure();
+    ValueRange yielded = cast<YieldOp>(block.getTerminator()).getValues();
+    for (size_t j = 0; j < into.size(); ++j) {
+      Value value = (*values)[j], accumulator = into[j];
+      Lowered lowered = typeOf(yielded[j]).isScalar() ? Lowered{value, Value()}
+                                                      : Lowered{Value(), value};
+      forRange(counts[j], [&](Value i) {
+        store(add(load(accumulator, i), mul(weight, elementAt(lowered, i))),
+              accumulator, i);
+      });
+    }
+    return success();
+  };
+  auto zeroFill = [&](ArrayRef<Value> arrays, ArrayRef<Value> counts) {
+    for (size_t j = 0; j < arrays.size(); ++j)
+      forRange(counts[j], [&](Value i) { store(real(0.0), arrays[j], i); });
+  };
+  // The row-major offset of a position of `extents`.
+  auto positionOf = [&](ValueRange indices, ArrayRef<Value> extents) {
+    return sliceOffset(SmallVector<Value>(indices), extents);
+  };
+
+  ++loopDepth;
+  // Child side: per row, an online softmax over panels of columns.
+  if (!given || !contract.getRowOutputs().empty()) {
+    Region none;
+    auto childRow = [&](ValueRange rowIndices,
+                        ValueRange) -> FailureOr<SmallVector<Value>> {
+      zeroFill(accumulators, rowElementCounts);
+      Value rowPosition = positionOf(rowIndices, rowExtents);
+      // With a given normaliser the weights need no running maximum.
+      Value givenShift;
+      if (given) {
+        givenShift = load(get(given).data, rowPosition);
+        if (temperature)
+          givenShift = div(givenShift, temperature);
+      }
+      auto panels =
+          scf::ForOp::create(b, loc, index(0), columns, index(kPanelSize),
+                             ValueRange{negativeInfinity, real(0.0)});
+      dropImplicitYield(panels);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToEnd(panels.getBody());
+        Value start = panels.getInductionVar();
+        Value largest = panels.getRegionIterArgs()[0];
+        Value total = panels.getRegionIterArgs()[1];
+        Value count = arith::MinSIOp::create(
+            b, loc, index(kPanelSize),
+            arith::SubIOp::create(b, loc, columns, start));
+        auto indicesAt = [&](Value q) {
+          SmallVector<Value> indices(rowIndices);
+          indices.push_back(arith::AddIOp::create(b, loc, start, q));
+          return indices;
+        };
+        // Scores of the panel and their maximum.
+        bool failedScores = false;
+        Value panelLargest =
+            forRange(count, {negativeInfinity}, [&](Value q, ValueRange acc) {
+              FailureOr<Value> score = scaledScore(indicesAt(q));
+              if (failed(score)) {
+                failedScores = true;
+                return SmallVector<Value>{acc[0]};
+              }
+              store(*score, panel, q);
+              return SmallVector<Value>{maximum(acc[0], *score)};
+            })[0];
+        if (failedScores)
+          return failure();
+        Value newLargest = largest, rescale = real(1.0), shift = givenShift;
+        if (!given) {
+          newLargest = maximum(largest, panelLargest);
+          // exp(m − m') rescales what was summed (0 before anything was);
+          // a shift of 0 while everything so far is −∞ keeps exp at 0.
+          Value nothingYet =
+              cmp(arith::CmpFPredicate::OEQ, newLargest, negativeInfinity);
+          Value wasEmpty =
+              cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
+          rescale = select(wasEmpty, real(0.0), exp(sub(largest, newLargest)));
+          shift = select(nothingYet, real(0.0), newLargest);
+        }
+        forRange(count,
+                 [&](Value q) { store(sub(load(panel, q), shift), panel, q); });
+        expInPlace(panel, count);
+        Value panelTotal =
+            forRange(count, {real(0.0)}, [&](Value q, ValueRange acc) {
+              return SmallVector<Value>{add(acc[0], load(panel, q))};
+            })[0];
+        if (!given)
+          for (size_t j = 0; j < accumulators.size(); ++j)
+            forRange(rowElementCounts[j], [&](Value i) {
+              store(mul(load(accumulators[j], i), rescale), accumulators[j], i);
+            });
+        bool failedValues = false;
+        forRange(count, [&](Value q) {
+          failedValues |=
+              failed(accumulateValues(rowBlock, indicesAt(q), load(panel, q),
+                                      accumulators, rowElementCounts));
+        });
+        if (failedValues)
+          return failure();
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{newLargest, add(mul(total, rescale), panelTotal)});
+      }
+      Value largest = panels.getResult(0), total = panels.getResult(1);
+      // A row with nothing admitted has L = 0 and sums 0.
+      Value empty =
+          given ? arith::ConstantIntOp::create(b, loc, 0, 1)
+                : cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
+      if (lseData) {
+        Value lse = add(largest, log(total));
+        if (temperature)
+          lse = mul(lse, temperature);
+        store(select(empty, real(0.0), lse), lseData, rowPosition);
+      }
+      for (size_t j = 0; j < accumulators.size(); ++j) {
+        Value accumulator = accumulators[j], elements = rowElementCounts[j];
+        Value base =
+            offsetPointer(resultData[firstRowOutput + j],
+                          arith::MulIOp::create(b, loc, rowPosition, elements));
+        forRange(elements, [&](Value i) {
+          Value sum = load(accumulator, i);
+          if (!given)
+            sum = div(sum, total);
+          store(select(empty, real(0.0), sum), base, i);
+        });
+      }
+      return SmallVector<Value>();
+    };
+    if (failed(forDomain(contract.getRows(), none, {}, childRow,
+                         FirstAxis::whole(statement))))
+      return failure();
+  }
+
+  // Column side: per (batch, column), the rows' weights with their final
+  // normalisers.
+  if (!contract.getColOutputs().empty()) {
+    SmallVector<Attribute> sizes(contract.getRows().getValue());
+    sizes.back() = contract.getCols();
+    ArrayAttr columnDomain = ArrayAttr::get(contract.getContext(), sizes);
+    SmallVector<Value> columnExtents = extentsOf(columnDomain);
+    Value rows = rowExtents.back();
+    Value normalisers = given ? get(given).data : lseData;
+    unsigned firstColOutput = firstRowOutput + contract.getRowOutputs().size();
+    Region none;
+    auto column = [&](ValueRange columnIndices,
+                      ValueRange) -> FailureOr<SmallVector<Value>> {
+      zeroFill(columnAccumulators, colElementCounts);
+      ValueRange batch = columnIndices.drop_back();
+      Value col = columnIndices.back();
+      bool failedPanel = false;
+      forSteps(index(0), rows, index(kPanelSize), [&](Value start) {
+        Value count =
+            arith::MinSIOp::create(b, loc, index(kPanelSize),
+                                   arith::SubIOp::create(b, loc, rows, start));
+        auto indicesAt = [&](Value q) {
+          SmallVector<Value> indices(batch);
+          indices.push_back(arith::AddIOp::create(b, loc, start, q));
+          indices.push_back(col);
+          return indices;
+        };
+        forRange(count, [&](Value q) {
+          SmallVector<Value> indices = indicesAt(q);
+          FailureOr<Value> score = scaledScore(indices);
+          if (failed(score)) {
+            failedPanel = true;
+            return;
+          }
+          Value normaliser =
+              load(normalisers, positionOf(ArrayRef<Value>(indices).drop_back(),
+                                           rowExtents));
+          if (temperature)
+            normaliser = div(normaliser, temperature);
+          store(sub(*score, normaliser), columnPanel, q);
+        });
+        expInPlace(columnPanel, count);
+        forRange(count, [&](Value q) {
+          failedPanel |= failed(
+              accumulateValues(colBlock, indicesAt(q), load(columnPanel, q),
+                               columnAccumulators, colElementCounts));
+        });
+      });
+      if (failedPanel)
+        return failure();
+      Value columnPosition = positionOf(columnIndices, columnExtents);
+      for (size_t j = 0; j < columnAccumulators.size(); ++j) {
+        Value accumulator = columnAccumulators[j];
+        Value elements = colElementCounts[j];
+        Value base = offsetPointer(
+            resultData[firstColOutput + j],
+            arith::MulIOp::create(b, loc, columnPosition, elements));
+        forRange(elements,
+                 [&](Value i) { store(load(accumulator, i), base, i); });
+      }
+      return SmallVector<Value>();
+    };
+    if (failed(forDomain(columnDomain, none, {}, column,
+                         FirstAxis::whole(statement))))
+      return failure();
+  }
+  --loopDepth;
+
+  for (auto [result, data] : llvm::zip(contract.getResults(), resultData))
+    arrays[result] = typeOf(result).isScalar()
+                         ? Lowered{load(data, index(0)), Value()}
+                         : Lowered{Value(), data};
+  return success();
+}

@@ -1,0 +1,314 @@
+//===- KernelFunction.h - Emitting one kernel function ----------*- C++ -*-===//
+//
+// The state and helpers of emitting one kernel of an artifact: its
+// arguments, scratch memory, loops over index domains, and the lowering of
+// each energy op into scf, arith, math and LLVM pointer ops. The lowering is
+// split by concept over KernelFunction.cpp (structure, memory, loops,
+// reads), ArrayOps.cpp (elementwise and linear algebra), Reductions.cpp,
+// Contractions.cpp (tables and softmax contractions) and KernelEmitter.cpp
+// (the kernels of a model). Private to compiler/lib/Codegen.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_CODEGEN_KERNELFUNCTION_H
+#define ENERGY_LIB_CODEGEN_KERNELFUNCTION_H
+
+#include "energy/Codegen/KernelEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::energy::codegen {
+
+/// The lowered form of an energy array value: a scalar in a register, or a
+/// pointer to contiguous row-major elements.
+struct Lowered {
+  Value scalar;
+  Value data;
+};
+
+/// How the outermost loop of a domain runs.
+struct FirstAxis {
+  /// Its positions write disjoint memory, so it may be shared out on the
+  /// thread pool (ParallelLoops.h).
+  bool parallel = false;
+  /// Only positions [start, end) (a chunk of a reduction); null: all.
+  Value start, end;
+
+  static FirstAxis whole(bool parallel) { return {parallel, Value(), Value()}; }
+  static FirstAxis chunk(Value start, Value end) { return {false, start, end}; }
+};
+
+/// Loops without carried values come with a yield; bodies here add their
+/// own.
+void dropImplicitYield(scf::ForOp loop);
+
+/// What every kernel of one model shares: the layout and the module.
+struct ModelContext {
+  ModelOp model;
+  ModuleOp target;
+  FloatType elementType;
+  ArtifactLayout layout;
+  llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
+  /// The private function computing each gradient program into a buffer.
+  DenseMap<Operation *, func::FuncOp> gradientFunctions;
+};
+
+/// Declares, in `target`, the C functions of the kernel support library
+/// that kernels call.
+void declareRuntimeFunctions(ModuleOp target);
+
+/// The state of emitting one function.
+class KernelFunction {
+public:
+  KernelFunction(ModelContext &context, func::FuncOp function,
+                 bool isProgram = false);
+
+  /// The kernel's arguments (ArtifactABI.h) and, for gradient functions, the
+  /// buffer accumulations go into.
+  Value buffersArg, dimsArg, constsArg, stepArg, resultArg, gradientTarget;
+
+  /// Emits the ops of `block` (a region body whose block arguments get
+  /// `arguments`), returning the lowered values it yields.
+  FailureOr<SmallVector<Value>> emitBlock(Block &block, ValueRange arguments);
+  /// The lowered array for an energy value emitted earlier.
+  Lowered get(Value value) { return arrays.lookup(value); }
+  /// Stores `value` (of type `type`) into the buffer at `destination`,
+  /// adding to what is there when `accumulate`.
+  void copyInto(Lowered value, ArrayType type, Value destination,
+                bool accumulate);
+  Value storeResult(Value scalar);
+  /// The pointer to the buffer named `name` (ArtifactLayout order).
+  Value bufferPointer(StringRef name) {
+    return loadBufferPointer(context.bufferIndex.lookup(name));
+  }
+  /// Writes a comprehension (a let or an output: a body evaluated at every
+  /// position of `domain`) into `destination`, row-major.
+  LogicalResult emitComprehension(ArrayAttr domain, ArrayType elementType,
+                                  Block &body, Value destination);
+  Value zero() { return real(0.0); }
+  /// Frees scratch memory and returns `code` (the kernel's status when
+  /// null).
+  void finish(Value code = Value());
+
+  OpBuilder b;
+  Location loc;
+
+private:
+  ModelContext &context;
+  func::FuncOp function;
+  /// Update programs and stopping rules see stores: reads of a tensor that
+  /// the program stores into are copied where they stand.
+  bool isProgram;
+  /// Allocations and dims go before this op in the entry block.
+  Operation *entryAnchor;
+  /// The status slot (i32) the kernel returns.
+  Value status;
+  SmallVector<Value> allocations;
+  llvm::StringMap<Value> dimValues;
+  DenseMap<Value, Lowered> arrays;
+  IRMapping integers;
+  /// How many domain loops enclose the code being emitted.
+  int loopDepth = 0;
+  /// Work that a loop needs once goes before this op: the start of the
+  /// current statement (an op outside every loop).
+  Operation *statementAnchor = nullptr;
+  SmallVector<Operation *> anchors;
+
+  /// Lets computed so far in the current statement scope.
+  DenseMap<Operation *, Value> letBuffers;
+  /// Lets read the state: after a store, or in a loop of the program, they
+  /// are computed again.
+  void forgetStateDerivedWork() { letBuffers.clear(); }
+  /// Emits `work`, which depends on no loop index, ahead of the current
+  /// statement when inside a loop, so that it runs once; work that `work`
+  /// needs ahead in turn goes before it.
+  template <typename Work> auto aheadOfStatement(Work work) {
+    OpBuilder::InsertionGuard guard(b);
+    Operation *enclosingAnchor = statementAnchor;
+    int enclosingDepth = loopDepth;
+    if (loopDepth > 0 && statementAnchor)
+      b.setInsertionPoint(statementAnchor);
+    statementAnchor = arith::ConstantIndexOp::create(b, loc, 0);
+    anchors.push_back(statementAnchor);
+    loopDepth = 0;
+    auto result = work();
+    statementAnchor = enclosingAnchor;
+    loopDepth = enclosingDepth;
+    return result;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Scalars, pointers, memory (KernelFunction.cpp)
+  //===--------------------------------------------------------------------===//
+
+  Type pointerType() { return LLVM::LLVMPointerType::get(b.getContext()); }
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value real(double value) {
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(context.elementType, value));
+  }
+  arith::FastMathFlagsAttr fastMath() {
+    return arith::FastMathFlagsAttr::get(b.getContext(),
+                                         arith::FastMathFlags::contract |
+                                             arith::FastMathFlags::reassoc);
+  }
+  Value add(Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y, fastMath());
+  }
+  Value sub(Value x, Value y) {
+    return arith::SubFOp::create(b, loc, x, y, fastMath());
+  }
+  Value mul(Value x, Value y) {
+    return arith::MulFOp::create(b, loc, x, y, fastMath());
+  }
+  Value div(Value x, Value y) {
+    return arith::DivFOp::create(b, loc, x, y, fastMath());
+  }
+  Value maximum(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value log(Value x) { return math::LogOp::create(b, loc, x); }
+  Value cmp(arith::CmpFPredicate predicate, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, predicate, x, y);
+  }
+  Value select(Value condition, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, condition, x, y);
+  }
+  Value toI64(Value indexValue) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), indexValue);
+  }
+  Value toF64(Value real) {
+    if (context.elementType.getWidth() == 64)
+      return real;
+    return arith::ExtFOp::create(b, loc, b.getF64Type(), real);
+  }
+  /// Whether elements are f32 (else f64).
+  bool singlePrecision() { return context.elementType.getWidth() != 64; }
+
+  /// Pointer arithmetic and element access.
+  Value offsetPointer(Value base, Value elementOffset) {
+    return LLVM::GEPOp::create(b, loc, pointerType(), context.elementType, base,
+                               ValueRange{toI64(elementOffset)});
+  }
+  Value load(Value base, Value elementOffset) {
+    return LLVM::LoadOp::create(b, loc, context.elementType,
+                                offsetPointer(base, elementOffset));
+  }
+  void store(Value value, Value base, Value elementOffset) {
+    LLVM::StoreOp::create(b, loc, value, offsetPointer(base, elementOffset));
+  }
+  /// The i-th pointer of the buffers argument.
+  Value loadBufferPointer(unsigned slot);
+  /// Calls the support function `name` (declared by
+  /// declareRuntimeFunctions).
+  func::CallOp callSupport(StringRef name, ValueRange arguments);
+  /// Folds a support function's status into the kernel's: the worst wins.
+  /// Loops on several threads may report at once.
+  void reportStatus(Value code);
+
+  /// Values that only depend on dims, computed once at entry.
+  Value dim(StringRef name);
+  Value dimExpr(DimExprAttr expr);
+  Value elementCount(ArrayType type);
+  SmallVector<Value> shape(ArrayType type);
+  /// Scratch for one value of `type`, allocated at entry, freed on return.
+  Value allocate(ArrayType type);
+  /// Scratch for `count` elements of `elementBytes` bytes (0: the kernel's
+  /// element type). Scratch a parallel loop alone uses is private to each
+  /// of its chunks (ParallelLoops.h).
+  Value allocateElements(Value count, int64_t elementBytes = 0);
+  Value allocateElements(int64_t count, int64_t elementBytes = 0);
+  /// Scratch for `count` 8-byte slots (a struct of the support library's
+  /// ABI).
+  Value allocateSlots(unsigned count);
+
+  //===--------------------------------------------------------------------===//
+  // Loops (KernelFunction.cpp)
+  //===--------------------------------------------------------------------===//
+
+  void forRange(Value upper, function_ref<void(Value)> body);
+  SmallVector<Value>
+  forRange(Value upper, ValueRange carried,
+           function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// Loops over [lower, upper) in steps of `step`.
+  void forSteps(Value lower, Value upper, Value step,
+                function_ref<void(Value)> body);
+  /// Runs `body` at every position of `sizes` that `predicate` (when not
+  /// empty) admits, carrying `carried`.
+  FailureOr<SmallVector<Value>> forDomain(
+      ArrayAttr sizes, Region &predicate, ValueRange carried,
+      function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
+      FirstAxis first = {});
+  FailureOr<SmallVector<Value>> forDomainLevel(
+      ArrayRef<Value> extents, SmallVector<Value> &indices, Region &predicate,
+      ValueRange carried,
+      function_ref<FailureOr<SmallVector<Value>>(ValueRange, ValueRange)> body,
+      FirstAxis first);
+  /// The extents of a domain (a negative extent is an empty range).
+  SmallVector<Value> extentsOf(ArrayAttr sizes);
+
+  //===--------------------------------------------------------------------===//
+  // Arrays (KernelFunction.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// An array of `type` whose element at a row-major position is `element`.
+  Lowered build(ArrayType type, function_ref<Value(Value)> element);
+  /// The element at a row-major position (a scalar broadcasts).
+  Value elementAt(Lowered value, Value position) {
+    return value.data ? load(value.data, position) : value.scalar;
+  }
+  /// The row-major offset of the slice at `indices` of an array whose axes
+  /// have `extents`, in elements.
+  Value sliceOffset(ArrayRef<Value> indices, ArrayRef<Value> extents);
+  Lowered slice(Value base, ArrayType whole, ArrayType part,
+                ArrayRef<Value> indices);
+  FailureOr<SmallVector<Value>> indicesOf(Operation *op, AffineMap map,
+                                          ValueRange operands);
+
+  //===--------------------------------------------------------------------===//
+  // Ops
+  //===--------------------------------------------------------------------===//
+
+  /// KernelFunction.cpp: statements, reads, lets, the repeat loop.
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitIntegerOp(Operation *op);
+  FailureOr<Lowered> emitRead(ReadOp read);
+  FailureOr<Value> letBuffer(LetOp let);
+  LogicalResult emitRepeat(RepeatOp repeat);
+
+  /// ArrayOps.cpp: elementwise and linear algebra.
+  FailureOr<Lowered> emitArrayOp(Operation *op);
+  Value unary(Operation *op, Value x);
+  FailureOr<Lowered> emitMatmul(MatmulOp matmul);
+  FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
+  FailureOr<Lowered> emitSupportCall(Operation *op, Lowered operand,
+                                     ArrayType operandType);
+
+  /// Reductions.cpp.
+  FailureOr<Lowered> emitReduce(ReduceOp reduce);
+  /// A reduction in the order of its domain, on one thread.
+  FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce, FirstAxis first = {});
+
+  /// Contractions.cpp: tables and softmax contractions.
+  FailureOr<Lowered> emitTabulate(TabulateOp table);
+  LogicalResult emitSoftmaxContract(SoftmaxContractOp contract);
+  LogicalResult emitBilinearContract(SoftmaxContractOp contract,
+                                     const BilinearContract &form);
+  LogicalResult emitGenericContract(SoftmaxContractOp contract);
+  /// exp of `count` elements at `values`, in place (the support library's
+  /// vector exp).
+  void expInPlace(Value values, Value count);
+};
+
+} // namespace mlir::energy::codegen
+
+#endif // ENERGY_LIB_CODEGEN_KERNELFUNCTION_H

@@ -1,0 +1,39 @@
+/*===- MatrixProduct.h - Matrix products that compiled kernels call -------===*\
+|*                                                                            *|
+|* C = A · B for row-major matrices, through a tuned BLAS (OpenBLAS, loaded  *|
+|* when the process first needs it) or, where none can be loaded, a blocked  *|
+|* loop of ours. Plain C, so that generated code calls it by name.           *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef ENERGY_KERNELSUPPORT_MATRIXPRODUCT_H
+#define ENERGY_KERNELSUPPORT_MATRIXPRODUCT_H
+
+#include <stdint.h>
+
+#define ENERGY_SUPPORT_MATMUL_F32 "energy_support_matmul_f32"
+#define ENERGY_SUPPORT_MATMUL_F64 "energy_support_matmul_f64"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* c[m × n] = a[m × k] · b[k × n], all row-major and contiguous; c must not
+ * overlap a or b. Sizes of 0 are fine (c is then zero, or empty). Within one
+ * process every call of the same sizes takes the same path, and the result
+ * does not depend on the number of threads. */
+void energy_support_matmul_f32(int64_t m, int64_t n, int64_t k, const float *a,
+                               const float *b, float *c);
+void energy_support_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
+                               const double *b, double *c);
+
+/* Which implementation products use: "openblas (CORE)" with OpenBLAS's core
+ * name, or "fallback" when OpenBLAS could not be loaded (or was disabled
+ * with ENERGY_BLAS=none). Loads OpenBLAS if that has not happened yet. */
+const char *energy_support_matmul_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENERGY_KERNELSUPPORT_MATRIXPRODUCT_H */
