@@ -34,6 +34,9 @@ static std::string kernelFailure(int32_t code) {
            "rounds";
   case ENERGY_KERNEL_OUT_OF_MEMORY:
     return "out of memory for its scratch space";
+  case ENERGY_KERNEL_INVALID_ARGUMENT:
+    return "a value outside its domain (a temperature that is not finite and "
+           "positive)";
   default:
     return "unknown error code " + std::to_string(code);
   }
