@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Interpreter/Interpreter.h"
+#include "InterpreterInternals.h"
 #include "energy/Interpreter/ArrayMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,23 +20,13 @@
 
 using namespace mlir;
 using namespace mlir::energy;
+using namespace mlir::energy::interpreter;
 
-struct Interpreter::Frame {
-  Frame(Region *region, Frame *parent) : region(region), parent(parent) {}
-
-  Region *region;
-  Frame *parent;
-  llvm::DenseMap<Value, Tensor> arrays;
-  /// Index and i1 values (i1 as 0 or 1), block arguments included.
-  llvm::DenseMap<Value, int64_t> integers;
-};
-
-namespace {
 /// Calls `visit` at every position of the box [0, sizes) in row-major order
 /// (first index outermost); stops at the first failure.
-LogicalResult
-forEachPosition(ArrayRef<int64_t> sizes,
-                function_ref<LogicalResult(ArrayRef<int64_t>)> visit) {
+LogicalResult interpreter::forEachPosition(
+    ArrayRef<int64_t> sizes,
+    function_ref<LogicalResult(ArrayRef<int64_t>)> visit) {
   for (int64_t size : sizes)
     if (size <= 0)
       return success();
@@ -53,7 +43,7 @@ forEachPosition(ArrayRef<int64_t> sizes,
 }
 
 /// The value yielded by the single block of `region`, or null.
-Value yieldedValue(Region &region) {
+Value interpreter::yieldedValue(Region &region) {
   if (region.empty())
     return {};
   auto yield = dyn_cast<YieldOp>(region.front().getTerminator());
@@ -62,6 +52,7 @@ Value yieldedValue(Region &region) {
   return yield.getValues().front();
 }
 
+namespace {
 /// Evaluates an affine expression over integer dims and symbols.
 std::optional<int64_t> evaluateAffine(AffineExpr expr,
                                       ArrayRef<int64_t> dimValues,
@@ -565,6 +556,16 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
   if (memo != owner->arrays.end())
     return memo->second;
 
+  // A contraction computes all its results at once.
+  if (auto contract = dyn_cast<SoftmaxContractOp>(op)) {
+    FailureOr<SmallVector<Tensor>> results =
+        evaluateSoftmaxContract(contract, *owner);
+    if (failed(results))
+      return failure();
+    for (auto [result, tensor] : llvm::zip(contract.getResults(), *results))
+      owner->arrays[result] = tensor;
+    return owner->arrays[value];
+  }
   FailureOr<Tensor> result = evaluateArrayOp(op, *owner);
   if (failed(result))
     return failure();
@@ -924,6 +925,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         return result;
       })
       .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
+      .Case([&](TabulateOp table) { return evaluateTabulate(table, frame); })
       .Case([&](SelectOp select) -> Result {
         FailureOr<int64_t> condition =
             evaluateInteger(select.getCondition(), frame);

@@ -65,8 +65,10 @@ compileSource(llvm::StringRef source, const std::vector<std::string> &wrt,
 
   PassManager passes(&context, ModuleOp::getOperationName());
   OpPassManager &perModel = passes.nest<ModelOp>();
-  if (pipeline == Pipeline::Update) {
+  if (pipeline == Pipeline::Update || pipeline == Pipeline::Plan) {
     buildUpdatePipeline(perModel, wrt);
+    if (pipeline == Pipeline::Plan)
+      buildKernelPlanPipeline(perModel);
   } else {
     // The pipeline of `energyc --emit=grad`.
     EnergyDeriveGradientsOptions options;

@@ -44,6 +44,9 @@ enum class Pipeline {
   /// `buildUpdatePipeline`, what energy-run executes: energy-build-updates
   /// (the step program), then the gradient pipeline (with `wrt`).
   Update,
+  /// `Update`, then the kernel plan (buildKernelPlanPipeline): what code
+  /// generators lower.
+  Plan,
 };
 
 /// A model compiled as `energyc --emit=grad` does. Every diagnostic (front

@@ -79,10 +79,11 @@ public:
   /// dim.
   FailureOr<std::vector<int64_t>> getShape(ArrayType type, Operation *user);
 
-private:
-  /// The values computed while evaluating one block at one position.
+  /// The values computed while evaluating one block at one position
+  /// (defined in the interpreter's sources).
   struct Frame;
 
+private:
   explicit Interpreter(ModelOp model) : model(model) {}
 
   /// The frame, among `frame` and its parents, of the block `value` is
@@ -99,6 +100,10 @@ private:
                                                   Frame &frame);
   FailureOr<Tensor> evaluateRead(ReadOp read, Frame &frame);
   FailureOr<Tensor> evaluateReduce(ReduceOp reduce, Frame &frame);
+  /// Kernel-plan ops (PlanOps.cpp).
+  FailureOr<Tensor> evaluateTabulate(TabulateOp table, Frame &frame);
+  FailureOr<SmallVector<Tensor>>
+  evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame);
   /// The element of `let` at a full tuple of its domain indices (cached).
   FailureOr<Tensor> evaluateLetElement(LetOp let, ArrayRef<int64_t> indices,
                                        Operation *user);

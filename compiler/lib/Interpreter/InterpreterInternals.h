@@ -1,0 +1,41 @@
+//===- InterpreterInternals.h - What the interpreter's files share -*- C++
+//-*-===//
+//
+// The frame values are memoised in, and small helpers over index domains
+// and bodies, shared by Interpreter.cpp and PlanOps.cpp. Private to
+// compiler/lib/Interpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_INTERPRETER_INTERPRETERINTERNALS_H
+#define ENERGY_LIB_INTERPRETER_INTERPRETERINTERNALS_H
+
+#include "energy/Interpreter/Interpreter.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::energy {
+
+struct Interpreter::Frame {
+  Frame(Region *region, Frame *parent) : region(region), parent(parent) {}
+
+  Region *region;
+  Frame *parent;
+  llvm::DenseMap<Value, Tensor> arrays;
+  /// Index and i1 values (i1 as 0 or 1), block arguments included.
+  llvm::DenseMap<Value, int64_t> integers;
+};
+
+namespace interpreter {
+/// Calls `visit` at every position of the box [0, sizes) in row-major order
+/// (first index outermost); stops at the first failure.
+LogicalResult
+forEachPosition(ArrayRef<int64_t> sizes,
+                function_ref<LogicalResult(ArrayRef<int64_t>)> visit);
+/// The value yielded by the single block of `region`, or null.
+Value yieldedValue(Region &region);
+} // namespace interpreter
+
+} // namespace mlir::energy
+
+#endif // ENERGY_LIB_INTERPRETER_INTERPRETERINTERNALS_H

@@ -1,0 +1,177 @@
+//===- PlanOps.cpp - The interpreter on kernel-plan ops -------------------===//
+//
+// Tables and softmax contractions, evaluated as their definitions read, so
+// that planned IR can be checked against the IR it was planned from, and so
+// that passes may emit tables (the M-step's statistics) that the
+// interpreter still runs. A contraction evaluates its score at every
+// admitted pair of a row, then its normaliser and weights, then both sides'
+// sums, in row-major order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "InterpreterInternals.h"
+#include "energy/Interpreter/ArrayMath.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::interpreter;
+
+namespace {
+/// A frame for `region` at `position`, nested in `parent`.
+Interpreter::Frame frameAt(Region &region, ArrayRef<int64_t> position,
+                           Interpreter::Frame &parent) {
+  Interpreter::Frame inner(&region, &parent);
+  for (auto [argument, index] :
+       llvm::zip(region.front().getArguments(), position))
+    inner.integers[argument] = index;
+  return inner;
+}
+
+ValueRange yieldedValues(Region &region) {
+  return cast<YieldOp>(region.front().getTerminator()).getValues();
+}
+} // namespace
+
+FailureOr<Tensor> Interpreter::evaluateTabulate(TabulateOp table,
+                                                Frame &frame) {
+  FailureOr<std::vector<int64_t>> domain =
+      evaluateDomain(table.getSizes(), table);
+  FailureOr<std::vector<int64_t>> shape =
+      getShape(cast<ArrayType>(table.getType()), table);
+  if (failed(domain) || failed(shape))
+    return failure();
+  Tensor result(*shape);
+  Value body = table.getBodyValue();
+  if (failed(forEachPosition(*domain, [&](ArrayRef<int64_t> position) {
+        Frame inner = frameAt(table.getBody(), position, frame);
+        FailureOr<Tensor> value = evaluateArray(body, inner);
+        if (failed(value))
+          return failure();
+        result.setSlice(position, *value);
+        return success();
+      })))
+    return failure();
+  return result;
+}
+
+FailureOr<SmallVector<Tensor>>
+Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
+  FailureOr<std::vector<int64_t>> rows =
+      evaluateDomain(contract.getRows(), contract);
+  FailureOr<std::vector<int64_t>> columns = evaluateDomain(
+      ArrayAttr::get(contract.getContext(), {contract.getCols()}), contract);
+  if (failed(rows) || failed(columns))
+    return failure();
+  int64_t columnCount = columns->front();
+  double temperature = 1.0;
+  if (Value value = contract.getTemperature()) {
+    FailureOr<Tensor> t = evaluateArray(value, frame);
+    if (failed(t))
+      return failure();
+    temperature = t->data.front();
+  }
+  std::optional<Tensor> given;
+  if (Value value = contract.getGivenLse()) {
+    FailureOr<Tensor> t = evaluateArray(value, frame);
+    if (failed(t))
+      return failure();
+    given = *t;
+  }
+  SmallVector<Tensor> results;
+  for (Value result : contract.getResults()) {
+    FailureOr<std::vector<int64_t>> shape =
+        getShape(cast<ArrayType>(result.getType()), contract);
+    if (failed(shape))
+      return failure();
+    results.emplace_back(*shape);
+  }
+  unsigned firstRow = contract.getLse() ? 1 : 0;
+  unsigned firstColumn = firstRow + contract.getRowOutputs().size();
+  Value admitted = contract.hasPredicate()
+                       ? yieldedValues(contract.getPredicate()).front()
+                       : Value();
+  Value score = contract.getScoreValue();
+
+  if (failed(forEachPosition(*rows, [&](ArrayRef<int64_t> row) {
+        // Scores of the admitted columns, divided by the temperature.
+        std::vector<int64_t> pair(row.begin(), row.end());
+        pair.push_back(0);
+        std::vector<int64_t> admittedColumns;
+        std::vector<double> scaled;
+        for (int64_t column = 0; column < columnCount; ++column) {
+          pair.back() = column;
+          if (admitted) {
+            Frame predicateFrame =
+                frameAt(contract.getPredicate(), pair, frame);
+            FailureOr<int64_t> isAdmitted =
+                evaluateInteger(admitted, predicateFrame);
+            if (failed(isAdmitted))
+              return failure();
+            if (!*isAdmitted)
+              continue;
+          }
+          Frame scoreFrame = frameAt(contract.getScore(), pair, frame);
+          FailureOr<Tensor> value = evaluateArray(score, scoreFrame);
+          if (failed(value))
+            return failure();
+          admittedColumns.push_back(column);
+          scaled.push_back(value->data.front() / temperature);
+        }
+        double normaliser;
+        if (given)
+          normaliser = given->slice(row).data.front();
+        else if (admittedColumns.empty())
+          normaliser = 0;
+        else
+          normaliser = temperature * array::logSumExp(scaled);
+        if (contract.getLse())
+          results[0].setSlice(row, Tensor::scalar(normaliser));
+        if (!given && admittedColumns.empty())
+          return success();
+        std::vector<Tensor> rowSums;
+        for (Value value : contract.getRowValues()) {
+          FailureOr<std::vector<int64_t>> shape =
+              getShape(cast<ArrayType>(value.getType()), contract);
+          if (failed(shape))
+            return failure();
+          rowSums.emplace_back(*shape);
+        }
+        for (auto [column, score] : llvm::zip(admittedColumns, scaled)) {
+          double weight = std::exp(score - normaliser / temperature);
+          pair.back() = column;
+          Frame rowFrame = frameAt(contract.getRowSums(), pair, frame);
+          for (auto [sum, value] :
+               llvm::zip(rowSums, contract.getRowValues())) {
+            FailureOr<Tensor> term = evaluateArray(value, rowFrame);
+            if (failed(term))
+              return failure();
+            for (size_t i = 0; i < sum.data.size(); ++i)
+              sum.data[i] += weight * term->data[term->isScalar() ? 0 : i];
+          }
+          // Column sums, at (batch rows, column); a contraction with column
+          // values has a row index.
+          if (contract.getColValues().empty())
+            continue;
+          std::vector<int64_t> at(row.begin(), row.end());
+          at.back() = column;
+          Frame columnFrame = frameAt(contract.getColSums(), pair, frame);
+          for (auto [j, value] : llvm::enumerate(contract.getColValues())) {
+            FailureOr<Tensor> term = evaluateArray(value, columnFrame);
+            if (failed(term))
+              return failure();
+            Tensor &out = results[firstColumn + j];
+            Tensor slot = out.slice(at);
+            for (size_t i = 0; i < slot.data.size(); ++i)
+              slot.data[i] += weight * term->data[term->isScalar() ? 0 : i];
+            out.setSlice(at, slot);
+          }
+        }
+        for (auto [j, sum] : llvm::enumerate(rowSums))
+          results[firstRow + j].setSlice(row, sum);
+        return success();
+      })))
+    return failure();
+  return results;
+}
