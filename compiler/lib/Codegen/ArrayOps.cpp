@@ -169,28 +169,43 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         return Lowered{sum, Value()};
       })
       .Case([&](QuadOp) -> Result {
+        // vᵀ M v = (vᵀ M) · v: rows of M scaled by v_i and added into w
+        // (the inner loop runs along a row, as vector FMAs), then one dot
+        // product; no horizontal sum per row.
         Lowered vector = operandAt(0), matrix = operandAt(1);
         Value n = shape(operandType(0))[0];
-        Value sum = forRange(n, {real(0.0)}, [&](Value i, ValueRange outer) {
+        Value combination = allocateElements(n);
+        forRange(n, [&](Value j) { store(real(0.0), combination, j); });
+        forRange(n, [&](Value i) {
+          Value factor = load(vector.data, i);
           Value row = arith::MulIOp::create(b, loc, i, n);
-          Value inner = forRange(n, {real(0.0)}, [&](Value j, ValueRange acc) {
+          forRange(n, [&](Value j) {
             Value m = load(matrix.data, arith::AddIOp::create(b, loc, row, j));
-            return SmallVector<Value>{
-                add(acc[0], mul(m, load(vector.data, j)))};
-          })[0];
-          return SmallVector<Value>{
-              add(outer[0], mul(load(vector.data, i), inner))};
+            store(add(load(combination, j), mul(factor, m)), combination, j);
+          });
+        });
+        Value sum = forRange(n, {real(0.0)}, [&](Value j, ValueRange acc) {
+          return SmallVector<Value>{add(
+              acc[0], mul(load(combination, j), load(vector.data, j)))};
         })[0];
         return Lowered{sum, Value()};
       })
       .Case([&](OuterOp) -> Result {
+        // Row by row, so that the inner loop runs along contiguous memory
+        // with no division per element.
         Lowered lhs = operandAt(0), rhs = operandAt(1);
+        Value rows = elementCount(operandType(0));
         Value columns = elementCount(operandType(1));
-        return build(type, [&](Value position) {
-          Value i = arith::DivUIOp::create(b, loc, position, columns);
-          Value j = arith::RemUIOp::create(b, loc, position, columns);
-          return mul(elementAt(lhs, i), elementAt(rhs, j));
+        Value data = allocate(type);
+        forRange(rows, [&](Value i) {
+          Value factor = elementAt(lhs, i);
+          Value row = arith::MulIOp::create(b, loc, i, columns);
+          forRange(columns, [&](Value j) {
+            store(mul(factor, elementAt(rhs, j)), data,
+                  arith::AddIOp::create(b, loc, row, j));
+          });
         });
+        return Lowered{Value(), data};
       })
       .Case([&](ReduceElementsOp reduce) -> Result {
         Lowered operand = operandAt(0);

@@ -145,12 +145,15 @@ FailureOr<MixtureEnergy> findMixtureEnergy(ModelOp model, UpdateOp rule) {
   return *found;
 }
 
-/// Builds, inside one step program, the pieces of the closed forms.
+/// Builds, inside one step program, the pieces of an M-step: the nodes'
+/// values at the group's entry, responsibility-weighted sums over the points
+/// (statistics), and tables over the components.
 class MStepBuilder {
 public:
-  MStepBuilder(OpBuilder &builder, MixtureEnergy energy, Location loc)
+  MStepBuilder(OpBuilder &builder, MixtureEnergy energy, Location loc,
+               ModelOp model)
       : builder(builder), energy(energy), loc(loc),
-        context(builder.getContext()) {}
+        context(builder.getContext()), model(model) {}
 
   ArrayType type(ArrayRef<StringAttr> dims) {
     return ArrayType::get(context, dims);
@@ -168,72 +171,135 @@ public:
       sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
     return builder.getArrayAttr(sizes);
   }
-
-  /// A `reduce sum` over `dims`, built at `at`, whose body `buildBody`
-  /// fills, given the body's builder and index values.
-  Value sumOver(OpBuilder &at, ArrayRef<StringAttr> dims, Type resultType,
-                function_ref<Value(OpBuilder &, ValueRange)> buildBody) {
-    auto reduce = ReduceOp::create(at, loc, resultType, ReduceKind::sum,
-                                   domain(dims), Value());
-    Block &block = reduce.getBody().emplaceBlock();
-    for (size_t i = 0; i < dims.size(); ++i)
-      block.addArgument(at.getIndexType(), loc);
-    OpBuilder inner = OpBuilder::atBlockEnd(&block);
-    YieldOp::create(inner, loc, buildBody(inner, block.getArguments()));
-    return reduce;
+  /// `shape` with the component axis in front.
+  ArrayType perComponent(ArrayType shape) {
+    SmallVector<StringAttr> dims = {energy.parentDim};
+    llvm::append_range(dims, shape.getShape());
+    return type(dims);
   }
 
-  /// Clones the computation of `value` (a value of the energy's term) at
-  /// `at`, with the child index and, when given, the parent index. (The
-  /// lse itself is cloned without a parent index: region cloning drops
-  /// block arguments that are already mapped.)
-  Value cloneAt(OpBuilder &at, Value value, Value child, Value parent = {}) {
+  /// Reads the value of every node of the group now, at its entry: the
+  /// responsibilities, and statistics that read a node, use these copies.
+  void readEntryValues(ArrayRef<UpdateOp> rules) {
+    for (UpdateOp rule : rules) {
+      auto tensor = model.lookupSymbol<TensorOp>(rule.getNodeAttr());
+      entryValues[rule.getNodeAttr().getAttr()] =
+          ReadOp::create(builder, loc, tensor.getArrayType(),
+                         rule.getNodeAttr(), indexMap(0), ValueRange());
+    }
+  }
+
+  /// A table over the components whose slice k is `buildBody` at k.
+  Value perComponentTable(OpBuilder &at, ArrayType elementType,
+                          function_ref<Value(OpBuilder &, Value)> buildBody) {
+    auto table = TabulateOp::create(at, loc, perComponent(elementType),
+                                    domain({energy.parentDim}));
+    Block &block = table.getBody().emplaceBlock();
+    Value k = block.addArgument(
+        at.getIndexType(),
+        energy.parents.getBody().getArgument(0).getLoc());
+    OpBuilder inner = OpBuilder::atBlockEnd(&block);
+    YieldOp::create(inner, loc, buildBody(inner, k));
+    return table;
+  }
+
+  /// Σ_i r_ik g(i, k) for every component k, where the responsibilities
+  /// r_ik = exp(e(i, k) − lse_k' e(i, k')) take the nodes' entry values:
+  /// an [K, shape of g] table. `g` null: the weighted counts Σ_i r_ik.
+  Value weightedSums(OpBuilder &at, ArrayType gType,
+                     function_ref<Value(OpBuilder &, Value, Value)> g) {
+    return perComponentTable(
+        at, gType, [&](OpBuilder &inComponent, Value k) -> Value {
+          auto sum = ReduceOp::create(inComponent, loc, gType, ReduceKind::sum,
+                                      domain({energy.childDim}), Value());
+          Block &block = sum.getBody().emplaceBlock();
+          Value i = block.addArgument(
+              at.getIndexType(),
+              energy.children.getBody().getArgument(0).getLoc());
+          OpBuilder inner = OpBuilder::atBlockEnd(&block);
+          Value e = cloneAtEntry(inner, energy.body, i, k);
+          // The point's normaliser, recomputed where it is used: the kernel
+          // plan turns these sums into the column side of one contraction.
+          auto lse = ReduceOp::create(inner, loc, scalar(), ReduceKind::lse,
+                                      domain({energy.parentDim}), Value());
+          Block &lseBlock = lse.getBody().emplaceBlock();
+          Value other = lseBlock.addArgument(
+              at.getIndexType(),
+              energy.parents.getBody().getArgument(0).getLoc());
+          OpBuilder inLse = OpBuilder::atBlockEnd(&lseBlock);
+          YieldOp::create(inLse, loc, cloneAtEntry(inLse, energy.body, i, other));
+          Value r = ExpOp::create(
+              inner, loc, scalar(),
+              SubOp::create(inner, loc, e, lse.getResult()).getResult());
+          Value summand =
+              g ? MulOp::create(inner, loc, r, g(inner, i, k)).getResult() : r;
+          YieldOp::create(inner, loc, summand);
+          return sum;
+        });
+  }
+
+  /// Clones the computation of `value` (a value of the energy's lse body) at
+  /// `at` with the child index `child` and the parent index `parent`, reading
+  /// the nodes of the group at their entry values.
+  Value cloneAtEntry(OpBuilder &at, Value value, Value child, Value parent) {
+    IRMapping mapping;
+    mapping.map(energy.children.getBody().getArgument(0), child);
+    mapping.map(energy.parents.getBody().getArgument(0), parent);
+    return cloneSlice(at, value, mapping, /*atEntry=*/true);
+  }
+  /// The same with the nodes' current values.
+  Value cloneNow(OpBuilder &at, Value value, Value child, Value parent) {
     IRMapping mapping;
     mapping.map(energy.children.getBody().getArgument(0), child);
     if (parent)
       mapping.map(energy.parents.getBody().getArgument(0), parent);
-    return cloneSlice(at, value, mapping);
+    return cloneSlice(at, value, mapping, /*atEntry=*/false);
   }
 
-  /// The responsibilities r[i, k] at the current values, as an [N, K]
-  /// array: exp(e(i, k) − lse_k' e(i, k')).
-  Value responsibilities() {
-    return sumOver(
-        builder, {energy.childDim, energy.parentDim},
-        type({energy.childDim, energy.parentDim}),
-        [&](OpBuilder &at, ValueRange indices) -> Value {
-          Value e = cloneAt(at, energy.body, indices[0], indices[1]);
-          Value lse = cloneAt(at, energy.parents, indices[0]);
-          Value r = ExpOp::create(at, loc, scalar(),
-                                  SubOp::create(at, loc, e, lse).getResult());
-          return EmbedOp::create(at, loc,
-                                 type({energy.childDim, energy.parentDim}), r,
-                                 indexMap(2), indices);
-        });
-  }
-
-  /// r[i, k] read from the responsibilities array.
-  Value responsibility(OpBuilder &at, Value all, Value child, Value parent) {
-    return ExtractOp::create(at, loc, scalar(), all, indexMap(2),
-                             ValueRange{child, parent});
+  /// Whether `value` reads a node the group solves before `rule`.
+  bool readsEarlierNode(Value value, ArrayRef<UpdateOp> rules, UpdateOp rule) {
+    for (UpdateOp earlier : rules) {
+      if (earlier == rule)
+        return false;
+      if (readsTensor(value, earlier.getNode()))
+        return true;
+    }
+    return false;
   }
 
 private:
-  Value cloneSlice(OpBuilder &at, Value value, IRMapping &mapping) {
+  Value cloneSlice(OpBuilder &at, Value value, IRMapping &mapping,
+                   bool atEntry) {
     if (Value mapped = mapping.lookupOrNull(value))
       return mapped;
     Operation *op = value.getDefiningOp();
     assert(op && "block arguments of the energy are mapped");
     for (Value operand : op->getOperands())
-      cloneSlice(at, operand, mapping);
+      cloneSlice(at, operand, mapping, atEntry);
     // Values a nested region uses from outside it.
     op->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
         if (operand.getParentRegion() &&
             !op->isProperAncestor(operand.getParentRegion()->getParentOp()) &&
             operand.getParentRegion()->getParentOp() != op)
-          cloneSlice(at, operand, mapping);
+          cloneSlice(at, operand, mapping, atEntry);
     });
+    // A read of a node of the group at its entry value.
+    if (auto read = dyn_cast<ReadOp>(op); read && atEntry) {
+      if (Value entry = entryValues.lookup(read.getSourceAttr().getAttr())) {
+        SmallVector<Value> indices;
+        for (Value index : read.getIndices())
+          indices.push_back(mapping.lookupOrDefault(index));
+        Value row =
+            indices.empty()
+                ? entry
+                : ExtractOp::create(at, loc, read.getType(), entry,
+                                    read.getMapAttr(), indices)
+                      .getResult();
+        mapping.map(value, row);
+        return row;
+      }
+    }
     at.clone(*op, mapping);
     return mapping.lookup(value);
   }
@@ -242,6 +308,9 @@ private:
   MixtureEnergy energy;
   Location loc;
   MLIRContext *context;
+  ModelOp model;
+  /// The value of each node of the group at its entry.
+  DenseMap<Attribute, Value> entryValues;
 };
 
 /// Whether `value` is `read @node[k]` with k the parent index.
@@ -256,6 +325,86 @@ bool isNodeRow(Value value, StringRef node, MixtureEnergy energy) {
 }
 } // namespace
 
+namespace {
+/// How one node of an M-step is solved.
+struct Solve {
+  enum class Kind { LogWeights, Precision, Mean, MeanPerPoint };
+  UpdateOp rule;
+  Kind kind;
+  /// Precision: the quad's vector v_i; means: the data a_i.
+  Value vector;
+  /// MeanPerPoint: the quad's matrix M_i.
+  Value matrix;
+};
+
+/// Classifies the closed form of `rule`'s node in the summands of the lse
+/// body, or reports that it has none.
+FailureOr<Solve> classify(UpdateOp rule, ArrayRef<Summand> summands,
+                          MixtureEnergy energy, ModelOp model) {
+  StringRef node = rule.getNode();
+  FlatSymbolRefAttr nodeRef = rule.getNodeAttr();
+  auto noClosedForm = [&]() {
+    return rule.emitError()
+           << "no closed form for stationary node " << nodeRef
+           << ": with responsibilities fixed its energy is not one of the "
+              "closed forms (quadratic, Gaussian precision, log_softmax "
+              "weights)";
+  };
+  ArrayType nodeType = model.lookupSymbol<TensorOp>(nodeRef).getArrayType();
+  Value parentIndex = energy.parents.getBody().getArgument(0);
+  Value childIndex = energy.children.getBody().getArgument(0);
+  const Summand *logWeights = nullptr, *quadratic = nullptr, *logDet = nullptr;
+  for (const Summand &summand : summands) {
+    Operation *leaf = summand.leaf.getDefiningOp();
+    if (auto extract = dyn_cast_or_null<ExtractOp>(leaf)) {
+      auto softmax = extract.getSource().getDefiningOp<LogSoftmaxOp>();
+      auto read =
+          softmax ? softmax.getOperand().getDefiningOp<ReadOp>() : nullptr;
+      if (read && read.getSource() == node && read.getIndices().empty() &&
+          extract.getIndices().size() == 1 &&
+          extract.getIndices()[0] == parentIndex)
+        logWeights = &summand;
+    } else if (auto quad = dyn_cast_or_null<QuadOp>(leaf)) {
+      if (isNodeRow(quad.getMatrix(), node, energy) ||
+          readsTensor(quad.getVector(), node))
+        quadratic = &summand;
+    } else if (auto det = dyn_cast_or_null<LogDetOp>(leaf)) {
+      if (isNodeRow(det.getOperand(), node, energy))
+        logDet = &summand;
+    } else if (readsTensor(summand.leaf, node)) {
+      return noClosedForm();
+    }
+  }
+  if (logWeights && logWeights->coefficient > 0 && !quadratic && !logDet &&
+      nodeType.getRank() == 1)
+    return Solve{rule, Solve::Kind::LogWeights, Value(), Value()};
+  auto quad = quadratic ? quadratic->leaf.getDefiningOp<QuadOp>() : QuadOp();
+  if (quad && logDet && isNodeRow(quad.getMatrix(), node, energy) &&
+      !readsTensor(quad.getVector(), node) && logDet->coefficient > 0 &&
+      std::abs(logDet->coefficient + quadratic->coefficient) <=
+          1e-12 * std::abs(logDet->coefficient))
+    return Solve{rule, Solve::Kind::Precision, quad.getVector(), Value()};
+  if (quad && !logDet && quadratic->coefficient < 0 &&
+      !isNodeRow(quad.getMatrix(), node, energy) &&
+      !readsTensor(quad.getMatrix(), node)) {
+    // quad(a − θ[k], M) or quad(θ[k] − a, M).
+    auto difference = quad.getVector().getDefiningOp<SubOp>();
+    Value data;
+    if (difference && isNodeRow(difference.getRhs(), node, energy) &&
+        !readsTensor(difference.getLhs(), node))
+      data = difference.getLhs();
+    else if (difference && isNodeRow(difference.getLhs(), node, energy) &&
+             !readsTensor(difference.getRhs(), node))
+      data = difference.getRhs();
+    if (data && !dependsOn(quad.getMatrix(), childIndex))
+      return Solve{rule, Solve::Kind::Mean, data, Value()};
+    if (data && nodeType.getRank() == 2)
+      return Solve{rule, Solve::Kind::MeanPerPoint, data, quad.getMatrix()};
+  }
+  return noClosedForm();
+}
+} // namespace
+
 LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
                                                  ArrayRef<UpdateOp> rules,
                                                  ModelOp model) {
@@ -266,180 +415,239 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
   FailureOr<MixtureEnergy> energy = findMixtureEnergy(model, first);
   if (failed(energy))
     return failure();
-  MStepBuilder m(builder, *energy, loc);
-  MLIRContext *context = builder.getContext();
-  Value responsibilities = m.responsibilities();
   SmallVector<Summand> summands;
   collectSummands(energy->body, 1.0, summands);
-  StringAttr childDim = energy->childDim, parentDim = energy->parentDim;
-
+  // Every rule is classified before any IR is built.
+  SmallVector<Solve> solves;
   for (UpdateOp rule : rules) {
-    StringRef node = rule.getNode();
-    if (failed(findMixtureEnergy(model, rule)) ||
-        findMixtureEnergy(model, rule)->term != energy->term)
+    FailureOr<MixtureEnergy> own = findMixtureEnergy(model, rule);
+    if (failed(own))
+      return failure();
+    if (own->term != energy->term)
       return rule.emitError() << "the stationary rules of one group must "
                                  "share one mixture energy";
-    auto tensor = SymbolTable::lookupSymbolIn(model, node);
-    ArrayType nodeType = cast<TensorOp>(tensor).getArrayType();
-    ArrayRef<StringAttr> rowDims = nodeType.getShape().drop_front();
-    ArrayType rowType = ArrayType::get(context, rowDims);
-    FlatSymbolRefAttr nodeRef = FlatSymbolRefAttr::get(context, node);
+    FailureOr<Solve> solve = classify(rule, summands, *energy, model);
+    if (failed(solve))
+      return failure();
+    solves.push_back(*solve);
+  }
 
-    // Each closed form is θ[k] = f_k / n_k built from weighted sums over i;
-    // `rowValue` builds f_k / n_k at one parent k.
-    std::function<Value(OpBuilder &, Value, Value)> rowValue;
-    const Summand *logWeights = nullptr, *quadratic = nullptr,
-                  *logDet = nullptr;
-    for (const Summand &summand : summands) {
-      Operation *leaf = summand.leaf.getDefiningOp();
-      if (auto extract = dyn_cast_or_null<ExtractOp>(leaf)) {
-        auto softmax = extract.getSource().getDefiningOp<LogSoftmaxOp>();
-        auto read =
-            softmax ? softmax.getOperand().getDefiningOp<ReadOp>() : nullptr;
-        if (read && read.getSource() == node && read.getIndices().empty() &&
-            extract.getIndices().size() == 1 &&
-            extract.getIndices()[0] == energy->parents.getBody().getArgument(0))
-          logWeights = &summand;
-      } else if (auto quad = dyn_cast_or_null<QuadOp>(leaf)) {
-        if (isNodeRow(quad.getMatrix(), node, *energy) ||
-            readsTensor(quad.getVector(), node))
-          quadratic = &summand;
-      } else if (auto det = dyn_cast_or_null<LogDetOp>(leaf)) {
-        if (isNodeRow(det.getOperand(), node, *energy))
-          logDet = &summand;
-      } else if (readsTensor(summand.leaf, node)) {
-        return rule.emitError()
-               << "no closed form for stationary node " << nodeRef
-               << ": with responsibilities fixed its energy is not one of "
-                  "the closed forms (quadratic, Gaussian precision, "
-                  "log_softmax weights)";
-      }
+  MLIRContext *context = builder.getContext();
+  MStepBuilder m(builder, *energy, loc, model);
+  ArrayType scalar = m.scalar();
+  // Statistics are responsibility-weighted sums over the points, one
+  // streaming pass each (the kernel plan fuses those of one phase into one
+  // contraction). Those that read only entry values are all computed
+  // first; one that reads a node solved earlier in the group is computed
+  // right before its own node.
+  m.readEntryValues(rules);
+  Value counts = m.weightedSums(builder, scalar, nullptr);
+
+  struct Statistics {
+    SmallVector<Value> sums;
+    /// Precision through moments about the entry value of b in
+    /// v = ±(a_i − b_k): the entry value's clone and the sign of b.
+    Value shifted;
+    double sign = 0;
+  };
+  auto outerOf = [&](OpBuilder &at, Value v) {
+    return OuterOp::create(at, loc, v, v).getResult();
+  };
+  auto rowTypeOf = [&](Solve solve) {
+    ArrayType nodeType =
+        model.lookupSymbol<TensorOp>(solve.rule.getNodeAttr()).getArrayType();
+    return ArrayType::get(context, nodeType.getShape().drop_front());
+  };
+  auto symmetric = [&](OpBuilder &at, Value matrix) -> Value {
+    Value sum = AddOp::create(
+        at, loc, matrix, TransposeOp::create(at, loc, matrix).getResult());
+    return MulOp::create(at, loc,
+                         ConstantOp::create(at, loc, 0.5).getResult(), sum);
+  };
+  // The statistics of `solve`, reading entry values or current ones.
+  auto buildStatistics = [&](const Solve &solve, bool atEntry) {
+    Statistics statistics;
+    auto clone = [&](OpBuilder &at, Value value, Value i, Value k) {
+      return atEntry ? m.cloneAtEntry(at, value, i, k)
+                     : m.cloneNow(at, value, i, k);
+    };
+    ArrayType rowType = rowTypeOf(solve);
+    switch (solve.kind) {
+    case Solve::Kind::LogWeights:
+      break;
+    case Solve::Kind::Precision:
+      // Σ_i r v vᵀ, or with v = ±(a_i − b_k) and b solved earlier, the
+      // moments of v₀ = ±(a_i − b₀_k) at entry: Σ r v₀ and Σ r v₀ v₀ᵀ.
+      statistics.sums.push_back(m.weightedSums(
+          builder, rowType, [&](OpBuilder &at, Value i, Value k) {
+            return outerOf(at, clone(at, solve.vector, i, k));
+          }));
+      break;
+    case Solve::Kind::Mean: {
+      ArrayType dataType = cast<ArrayType>(solve.vector.getType());
+      statistics.sums.push_back(m.weightedSums(
+          builder, dataType, [&](OpBuilder &at, Value i, Value k) {
+            return clone(at, solve.vector, i, k);
+          }));
+      break;
     }
+    case Solve::Kind::MeanPerPoint: {
+      ArrayType matrixType = cast<ArrayType>(solve.matrix.getType());
+      statistics.sums.push_back(m.weightedSums(
+          builder, matrixType, [&](OpBuilder &at, Value i, Value k) {
+            return symmetric(at, clone(at, solve.matrix, i, k));
+          }));
+      statistics.sums.push_back(m.weightedSums(
+          builder, rowType, [&](OpBuilder &at, Value i, Value k) {
+            return MatmulOp::create(at, loc,
+                                    symmetric(at, clone(at, solve.matrix, i, k)),
+                                    clone(at, solve.vector, i, k))
+                .getResult();
+          }));
+      break;
+    }
+    }
+    return statistics;
+  };
 
-    Value newValue;
-    if (logWeights && logWeights->coefficient > 0 && !quadratic && !logDet &&
-        nodeType.getRank() == 1) {
+  // Which statistics can be taken at entry.
+  Value childIndex = energy->children.getBody().getArgument(0);
+  Value parentIndex = energy->parents.getBody().getArgument(0);
+  SmallVector<std::optional<Statistics>> atEntry(solves.size());
+  SmallVector<Value> shiftedParts(solves.size());
+  SmallVector<double> shiftSigns(solves.size(), 0);
+  for (size_t position = 0; position < solves.size(); ++position) {
+    Solve &solve = solves[position];
+    Value reads = solve.kind == Solve::Kind::MeanPerPoint
+                      ? solve.matrix
+                      : solve.vector;
+    bool readsEarlier =
+        (reads && m.readsEarlierNode(reads, rules, solve.rule)) ||
+        (solve.kind == Solve::Kind::MeanPerPoint &&
+         m.readsEarlierNode(solve.vector, rules, solve.rule));
+    if (!readsEarlier) {
+      atEntry[position] = buildStatistics(solve, /*atEntry=*/true);
+      continue;
+    }
+    // v = ±(a_i − b_k) with a read at entry and b solved earlier: moments
+    // about b's entry value, corrected once b's new value is known.
+    auto difference = solve.kind == Solve::Kind::Precision
+                          ? solve.vector.getDefiningOp<SubOp>()
+                          : SubOp();
+    if (!difference)
+      continue;
+    for (auto [side, sign] : {std::pair<Value, double>{difference.getRhs(), -1},
+                              {difference.getLhs(), 1}}) {
+      Value other = side == difference.getRhs() ? difference.getLhs()
+                                                : difference.getRhs();
+      if (dependsOn(side, childIndex) || dependsOn(other, parentIndex) ||
+          m.readsEarlierNode(other, rules, solve.rule))
+        continue;
+      ArrayType rowType = rowTypeOf(solve);
+      ArrayType vectorType = cast<ArrayType>(solve.vector.getType());
+      Statistics statistics;
+      statistics.sums.push_back(m.weightedSums(
+          builder, vectorType, [&](OpBuilder &at, Value i, Value k) {
+            return m.cloneAtEntry(at, solve.vector, i, k);
+          }));
+      statistics.sums.push_back(m.weightedSums(
+          builder, rowType, [&](OpBuilder &at, Value i, Value k) {
+            return outerOf(at, m.cloneAtEntry(at, solve.vector, i, k));
+          }));
+      statistics.shifted = side;
+      statistics.sign = sign;
+      atEntry[position] = statistics;
+      break;
+    }
+  }
+
+  for (size_t position = 0; position < solves.size(); ++position) {
+    Solve &solve = solves[position];
+    FlatSymbolRefAttr nodeRef = solve.rule.getNodeAttr();
+    auto tensor = model.lookupSymbol<TensorOp>(nodeRef);
+    ArrayType nodeType = tensor.getArrayType();
+    ArrayType rowType = rowTypeOf(solve);
+    if (solve.kind == Solve::Kind::LogWeights) {
       // θ = log Σ_i r_ik (log_softmax is blind to a constant shift).
-      Value counts = m.sumOver(builder, {childDim}, nodeType,
-                               [&](OpBuilder &at, ValueRange indices) -> Value {
-                                 return ExtractOp::create(
-                                     at, loc, nodeType, responsibilities,
-                                     m.indexMap(1), indices);
-                               });
-      newValue = LogOp::create(builder, loc, nodeType, counts);
+      Value newValue = LogOp::create(builder, loc, nodeType, counts);
       StoreOp::create(builder, loc, newValue, nodeRef);
       continue;
     }
-    auto quad = quadratic ? quadratic->leaf.getDefiningOp<QuadOp>() : QuadOp();
-    if (quad && logDet && isNodeRow(quad.getMatrix(), node, *energy) &&
-        !readsTensor(quad.getVector(), node) && logDet->coefficient > 0 &&
-        std::abs(logDet->coefficient + quadratic->coefficient) <=
-            1e-12 * std::abs(logDet->coefficient)) {
-      // θ[k] = (Σ_i r v vᵀ / Σ_i r + ridge I)⁻¹.
-      Value vector = quad.getVector();
-      rowValue = [&, vector](OpBuilder &at, Value k, Value count) -> Value {
-        Value scatter = m.sumOver(
-            at, {childDim}, rowType, [&](OpBuilder &in, ValueRange i) -> Value {
-              Value v = m.cloneAt(in, vector, i[0], k);
-              Value r = m.responsibility(in, responsibilities, i[0], k);
-              return MulOp::create(in, loc, r,
-                                   OuterOp::create(in, loc, v, v).getResult());
-            });
-        Value covariance = DivOp::create(at, loc, scatter, count);
+    Statistics statistics = atEntry[position]
+                                ? *atEntry[position]
+                                : buildStatistics(solve, /*atEntry=*/false);
+    auto at = [&](OpBuilder &in, Value table, Value k) {
+      ArrayType sliceType = ArrayType::get(
+          context, cast<ArrayType>(table.getType()).getShape().drop_front());
+      return ExtractOp::create(in, loc, sliceType, table, m.indexMap(1),
+                               ValueRange{k})
+          .getResult();
+    };
+    // θ[k] from the statistics at k and the count n_k > 0.
+    auto solved = [&](OpBuilder &in, Value k, Value count) -> Value {
+      switch (solve.kind) {
+      case Solve::Kind::Precision: {
+        Value scatter = at(in, statistics.sums.back(), k);
+        if (statistics.shifted) {
+          // Σ r v vᵀ = M2 + s (m1 dᵀ + d m1ᵀ) + n d dᵀ, d = b − b₀, for
+          // v = v₀ + s d.
+          Value now = m.cloneNow(in, statistics.shifted, k, k);
+          Value entry = m.cloneAtEntry(in, statistics.shifted, k, k);
+          Value d = SubOp::create(in, loc, now, entry);
+          Value m1 = at(in, statistics.sums.front(), k);
+          Value cross = AddOp::create(
+              in, loc, OuterOp::create(in, loc, m1, d).getResult(),
+              OuterOp::create(in, loc, d, m1).getResult());
+          Value signed_ = MulOp::create(
+              in, loc, ConstantOp::create(in, loc, statistics.sign).getResult(),
+              cross);
+          Value spread =
+              MulOp::create(in, loc, count, outerOf(in, d)).getResult();
+          scatter = AddOp::create(
+              in, loc, AddOp::create(in, loc, scatter, signed_).getResult(),
+              spread);
+        }
+        Value covariance = DivOp::create(in, loc, scatter, count);
         Value ridge = MulOp::create(
-            at, loc, ConstantOp::create(at, loc, kScatterRidge).getResult(),
-            EyeOp::create(at, loc, rowType,
-                          FlatSymbolRefAttr::get(rowDims.back()))
+            in, loc, ConstantOp::create(in, loc, kScatterRidge).getResult(),
+            EyeOp::create(in, loc, rowType,
+                          FlatSymbolRefAttr::get(rowType.getShape().back()))
                 .getResult());
-        Value regularised = AddOp::create(at, loc, covariance, ridge);
-        return InverseOp::create(at, loc, rowType, regularised);
-      };
-    } else if (quad && !logDet && quadratic->coefficient < 0 &&
-               !isNodeRow(quad.getMatrix(), node, *energy) &&
-               !readsTensor(quad.getMatrix(), node)) {
-      // quad(a − θ[k], M) or quad(θ[k] − a, M): θ[k] = Σ_i r a / Σ_i r.
-      auto difference = quad.getVector().getDefiningOp<SubOp>();
-      Value data;
-      if (difference && isNodeRow(difference.getRhs(), node, *energy) &&
-          !readsTensor(difference.getLhs(), node))
-        data = difference.getLhs();
-      else if (difference && isNodeRow(difference.getLhs(), node, *energy) &&
-               !readsTensor(difference.getRhs(), node))
-        data = difference.getRhs();
-      Value matrix = quad.getMatrix();
-      if (data && !dependsOn(matrix, energy->children.getBody().getArgument(0)))
-        rowValue = [&, data](OpBuilder &at, Value k, Value count) -> Value {
-          Value weighted = m.sumOver(at, {childDim}, rowType,
-                                     [&](OpBuilder &in, ValueRange i) -> Value {
-                                       Value a = m.cloneAt(in, data, i[0], k);
-                                       Value r = m.responsibility(
-                                           in, responsibilities, i[0], k);
-                                       return MulOp::create(in, loc, r, a);
-                                     });
-          return DivOp::create(at, loc, weighted, count);
-        };
-      else if (data && rowType.getRank() == 1)
-        // M depends on i: θ[k] = (Σ_i r M̄_i)⁻¹ Σ_i r M̄_i a_i, M̄ = (M + Mᵀ)/2.
-        rowValue = [&, data, matrix](OpBuilder &at, Value k, Value) -> Value {
-          ArrayType matrixType = cast<ArrayType>(matrix.getType());
-          auto symmetric = [&](OpBuilder &in, Value i) -> Value {
-            Value mi = m.cloneAt(in, matrix, i, k);
-            Value sum = AddOp::create(
-                in, loc, mi, TransposeOp::create(in, loc, mi).getResult());
-            return MulOp::create(
-                in, loc, ConstantOp::create(in, loc, 0.5).getResult(), sum);
-          };
-          Value system =
-              m.sumOver(at, {childDim}, matrixType,
-                        [&](OpBuilder &in, ValueRange i) -> Value {
-                          Value r =
-                              m.responsibility(in, responsibilities, i[0], k);
-                          return MulOp::create(in, loc, r, symmetric(in, i[0]));
-                        });
-          Value rhs =
-              m.sumOver(at, {childDim}, rowType,
-                        [&](OpBuilder &in, ValueRange i) -> Value {
-                          Value r =
-                              m.responsibility(in, responsibilities, i[0], k);
-                          Value a = m.cloneAt(in, data, i[0], k);
-                          return MulOp::create(
-                              in, loc, r,
-                              MatmulOp::create(in, loc, symmetric(in, i[0]), a)
-                                  .getResult());
-                        });
-          return MatmulOp::create(
-              at, loc,
-              InverseOp::create(at, loc, matrixType, system).getResult(), rhs);
-        };
-    }
-    if (!rowValue)
-      return rule.emitError()
-             << "no closed form for stationary node " << nodeRef
-             << ": with responsibilities fixed its energy is not one of the "
-                "closed forms (quadratic, Gaussian precision, log_softmax "
-                "weights)";
-
-    // θ = Σ_k embed(row_k into [k]), a row with no responsibility kept.
-    newValue = m.sumOver(
-        builder, {parentDim}, nodeType,
-        [&](OpBuilder &at, ValueRange k) -> Value {
-          Value count = m.sumOver(at, {childDim}, m.scalar(),
-                                  [&](OpBuilder &in, ValueRange i) -> Value {
-                                    return m.responsibility(
-                                        in, responsibilities, i[0], k[0]);
-                                  });
+        return InverseOp::create(
+            in, loc, rowType,
+            AddOp::create(in, loc, covariance, ridge).getResult());
+      }
+      case Solve::Kind::Mean:
+        return DivOp::create(in, loc, at(in, statistics.sums.front(), k),
+                             count);
+      case Solve::Kind::MeanPerPoint: {
+        Value system = at(in, statistics.sums[0], k);
+        Value right = at(in, statistics.sums[1], k);
+        return MatmulOp::create(in, loc,
+                                InverseOp::create(in, loc, system.getType(),
+                                                  system)
+                                    .getResult(),
+                                right);
+      }
+      case Solve::Kind::LogWeights:
+        break;
+      }
+      llvm_unreachable("log weights are solved without a table");
+    };
+    // θ[k], or its current value where no point is responsible for k.
+    Value newValue = m.perComponentTable(
+        builder, rowType, [&](OpBuilder &in, Value k) -> Value {
+          Value count = at(in, counts, k);
           Value positive =
-              CmpOp::create(at, loc, CmpPredicate::gt, count,
-                            ConstantOp::create(at, loc, 0.0).getResult());
+              CmpOp::create(in, loc, CmpPredicate::gt, count,
+                            ConstantOp::create(in, loc, 0.0).getResult());
           Value safeCount =
-              SelectOp::create(at, loc, positive, count,
-                               ConstantOp::create(at, loc, 1.0).getResult());
+              SelectOp::create(in, loc, positive, count,
+                               ConstantOp::create(in, loc, 1.0).getResult());
           Value current =
-              ReadOp::create(at, loc, rowType, nodeRef, m.indexMap(1), k);
-          Value solved = rowValue(at, k[0], safeCount);
-          Value row = SelectOp::create(at, loc, positive, solved, current);
-          return EmbedOp::create(at, loc, nodeType, row, m.indexMap(1), k)
-              .getResult();
+              ReadOp::create(in, loc, rowType, nodeRef, m.indexMap(1), k);
+          return SelectOp::create(in, loc, positive,
+                                  solved(in, k, safeCount), current);
         });
     StoreOp::create(builder, loc, newValue, nodeRef);
   }

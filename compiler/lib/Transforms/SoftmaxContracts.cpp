@@ -85,9 +85,9 @@ bool findLinearChain(WeightedSum &sum) {
     topDown.push_back(op);
     value = op->getOperand(tainted);
   }
-  // The weight must reach the summand through the chain only.
+  // The weight must reach the summand through the chain only (or be it).
   for (Operation *user : weight.getUsers())
-    if (!llvm::is_contained(topDown, user))
+    if (!llvm::is_contained(topDown, user) && !isa<YieldOp>(user))
       return false;
   sum.chain.assign(topDown.rbegin(), topDown.rend());
   // Factors outside the sum come out of it: scalars wherever they are
@@ -769,6 +769,11 @@ bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
                      yieldedAt(later.getPredicate(), 0), predicateArguments))
       return false;
   }
+  // `later` may not move above a store: its reads would see other values.
+  for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
+       op = op->getNextNode())
+    if (isa<StoreOp, RepeatOp>(op))
+      return false;
   // Everything `later` uses from outside must exist where `earlier` is.
   Block *block = earlier->getBlock();
   bool available = true;
@@ -864,6 +869,19 @@ void mergeContracts(Block &block) {
 } // namespace
 
 void mlir::energy::formSoftmaxContracts(ModelOp model) {
+  // Parent side first: a sum whose normaliser is an lse in its own body
+  // (an M-step's statistics) takes that lse into its contraction, before
+  // the child side would lift the lse out on its own.
+  SymbolTable symbols(model);
+  SmallVector<ReduceOp> sums;
+  model.walk([&](ReduceOp reduce) {
+    if (reduce.getKind() == ReduceKind::sum &&
+        !reduce->getParentOfType<LetOp>())
+      sums.push_back(reduce);
+  });
+  for (ReduceOp sum : sums)
+    formParentSide(sum, symbols);
+
   // Child side: innermost lse first, so that an lse inside the body of
   // another is planned before its enclosing one is considered.
   SmallVector<ReduceOp> lses;
@@ -874,16 +892,6 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   });
   for (ReduceOp lse : lses)
     formChildSide(lse);
-
-  SymbolTable symbols(model);
-  SmallVector<ReduceOp> sums;
-  model.walk([&](ReduceOp reduce) {
-    if (reduce.getKind() == ReduceKind::sum &&
-        !reduce->getParentOfType<LetOp>())
-      sums.push_back(reduce);
-  });
-  for (ReduceOp sum : sums)
-    formParentSide(sum, symbols);
 
   llvm::SetVector<Block *> blocks;
   model.walk([&](SoftmaxContractOp op) { blocks.insert(op->getBlock()); });

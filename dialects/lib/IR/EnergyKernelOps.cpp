@@ -94,6 +94,20 @@ LogicalResult TabulateOp::verifyRegions() {
   return success();
 }
 
+// tabulate (%i...) { extract %t[%i...] } = %t: a table of a table's rows.
+OpFoldResult TabulateOp::fold(FoldAdaptor) {
+  auto extract = getBodyValue().getDefiningOp<ExtractOp>();
+  Block &body = getBody().front();
+  if (!extract || extract->getParentRegion() != &getBody() ||
+      !extract.getMap().isIdentity() ||
+      extract.getSource().getType() != getType() ||
+      getOperation()->isAncestor(
+          extract.getSource().getParentRegion()->getParentOp()) ||
+      !llvm::equal(extract.getIndices(), body.getArguments()))
+    return {};
+  return extract.getSource();
+}
+
 LogicalResult TabulateOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyDimNames(*this, tables, getSizes());
 }

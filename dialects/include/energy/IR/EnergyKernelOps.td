@@ -35,6 +35,7 @@ def Energy_TabulateOp : Energy_Op<"tabulate", [RecursiveMemoryEffects,
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = [{
     /// The value the body yields.
     ::mlir::Value getBodyValue();
