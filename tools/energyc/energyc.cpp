@@ -1,12 +1,13 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
-// `energyc FILE.energy [-o OUT] [--emit=lib|llvm|ast|energy|grad|update]
-// [--dtype f32|f64] [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4]
-// [--dim N=V]...`: parses and checks a model, emits the
-// energy dialect, runs the passes the requested output needs and, for
-// `lib` (the default), writes a shared-library artifact. Errors are
-// `file:line:col: error: ...` with the source line and a caret; the exit status
-// is non-zero on any error, and no output file is written then.
+// `energyc FILE.energy [-o OUT]
+// [--emit=lib|llvm|ast|energy|grad|update|plan] [--dtype f32|f64]
+// [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4] [--dim N=V]...`: parses and
+// checks a model, emits the energy dialect, runs the passes the requested
+// output needs and, for `lib` (the default), writes a shared-library
+// artifact. Errors are `file:line:col: error: ...` with the source line and a
+// caret; the exit status is non-zero on any error, and no output file is
+// written then.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +37,7 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
-enum class EmitKind { Ast, Energy, Grad, Update, Llvm, Lib };
+enum class EmitKind { Ast, Energy, Grad, Update, Plan, Llvm, Lib };
 
 cl::OptionCategory energycOptions("energyc options");
 
@@ -57,7 +58,10 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Grad, "grad",
                           "the energy dialect with derived gradients"),
                clEnumValN(EmitKind::Update, "update",
-                          "and the step program of the dynamics")),
+                          "and the step program of the dynamics"),
+               clEnumValN(EmitKind::Plan, "plan",
+                          "and the kernel plan (softmax contractions, "
+                          "tables, parallel loops)")),
     cl::cat(energycOptions));
 cl::opt<std::string> dtype("dtype",
                            cl::desc("Element type of an artifact: f32 "
@@ -76,7 +80,8 @@ cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
-                                   "tensors (with --emit=grad)"),
+                                   "tensors (with --emit=grad, update, "
+                                   "plan)"),
                           cl::value_desc("a,b"), cl::cat(energycOptions));
 
 int fail(const Twine &message) {
@@ -199,7 +204,8 @@ int main(int argc, char **argv) {
         fe::emitEnergyDialect(context, *model, sourceMgr);
     if (!module || mlir::failed(applyDimValues(*module)))
       return 1;
-    if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update) {
+    if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update ||
+        emitKind == EmitKind::Plan) {
       mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
       mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
       std::vector<std::string> wrtNames(wrt.begin(), wrt.end());
@@ -207,6 +213,8 @@ int main(int argc, char **argv) {
         mlir::energy::buildGradientPipeline(perModel, wrtNames);
       else
         mlir::energy::buildUpdatePipeline(perModel, wrtNames);
+      if (emitKind == EmitKind::Plan)
+        mlir::energy::buildKernelPlanPipeline(perModel);
       if (mlir::failed(passes.run(*module)))
         return 1;
     }
