@@ -86,10 +86,11 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
   auto operandType = [&](unsigned i) {
     return cast<ArrayType>(op->getOperand(i).getType());
   };
+  // Arithmetic on whole vectors of lanes (arith ops take vectors too).
   auto binary = [&](function_ref<Value(Value, Value)> function) {
     Lowered lhs = operandAt(0), rhs = operandAt(1);
-    return build(type, [&](Value position) {
-      return function(elementAt(lhs, position), elementAt(rhs, position));
+    return buildLanes(type, [&](Value offset, int lanes) {
+      return function(lanesAt(lhs, offset, lanes), lanesAt(rhs, offset, lanes));
     });
   };
   using Result = FailureOr<Lowered>;
@@ -160,34 +161,32 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
       })
       .Case([&](DotOp) -> Result {
         Lowered lhs = operandAt(0), rhs = operandAt(1);
-        Value sum =
-            forRange(elementCount(operandType(0)), {real(0.0)},
-                     [&](Value i, ValueRange acc) {
-                       return SmallVector<Value>{add(
-                           acc[0], mul(elementAt(lhs, i), elementAt(rhs, i)))};
-                     })[0];
+        Value count = elementCount(operandType(0));
+        if (lhs.data && rhs.data)
+          return Lowered{dotProduct(lhs.data, rhs.data, count), Value()};
+        Value sum = forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {
+          return SmallVector<Value>{
+              add(acc[0], mul(elementAt(lhs, i), elementAt(rhs, i)))};
+        })[0];
         return Lowered{sum, Value()};
       })
       .Case([&](QuadOp) -> Result {
-        // vᵀ M v = (vᵀ M) · v: rows of M scaled by v_i and added into w
-        // (the inner loop runs along a row, as vector FMAs), then one dot
-        // product; no horizontal sum per row.
+        // vᵀ M v = Σ_j (Σ_i v_i M_ij) v_j: for each block of lanes j, the
+        // combination of rows of M carried in a register through the loop
+        // over i (contiguous loads, vector FMAs), then its product with v.
         Lowered vector = operandAt(0), matrix = operandAt(1);
         Value n = shape(operandType(0))[0];
-        Value combination = allocateElements(n);
-        forRange(n, [&](Value j) { store(real(0.0), combination, j); });
-        forRange(n, [&](Value i) {
-          Value factor = load(vector.data, i);
-          Value row = arith::MulIOp::create(b, loc, i, n);
-          forRange(n, [&](Value j) {
-            Value m = load(matrix.data, arith::AddIOp::create(b, loc, row, j));
-            store(add(load(combination, j), mul(factor, m)), combination, j);
-          });
+        Value sum = sumLanes(n, [&](Value j, int lanes) {
+          Value combination = forRange(
+              n, {splat(real(0.0), lanes)}, [&](Value i, ValueRange acc) {
+                Value row = offsetPointer(matrix.data,
+                                          arith::MulIOp::create(b, loc, i, n));
+                Value term = mul(splat(load(vector.data, i), lanes),
+                                 loadLanes(row, j, lanes));
+                return SmallVector<Value>{add(acc[0], term)};
+              })[0];
+          return mul(combination, loadLanes(vector.data, j, lanes));
         });
-        Value sum = forRange(n, {real(0.0)}, [&](Value j, ValueRange acc) {
-          return SmallVector<Value>{add(
-              acc[0], mul(load(combination, j), load(vector.data, j)))};
-        })[0];
         return Lowered{sum, Value()};
       })
       .Case([&](OuterOp) -> Result {
@@ -199,10 +198,12 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         Value data = allocate(type);
         forRange(rows, [&](Value i) {
           Value factor = elementAt(lhs, i);
-          Value row = arith::MulIOp::create(b, loc, i, columns);
-          forRange(columns, [&](Value j) {
-            store(mul(factor, elementAt(rhs, j)), data,
-                  arith::AddIOp::create(b, loc, row, j));
+          Value row =
+              offsetPointer(data, arith::MulIOp::create(b, loc, i, columns));
+          forLanes(columns, [&](Value j, int lanes) {
+            Value element = rhs.data ? loadLanes(rhs.data, j, lanes)
+                                     : splat(rhs.scalar, lanes);
+            storeLanes(mul(splat(factor, lanes), element), row, j, lanes);
           });
         });
         return Lowered{Value(), data};
@@ -450,12 +451,9 @@ FailureOr<Lowered> KernelFunction::emitMatmul(MatmulOp matmul) {
   Value data = allocate(type);
   if (rhsType.getRank() == 1) {
     forRange(rows, [&](Value i) {
-      Value rowStart = arith::MulIOp::create(b, loc, i, inner);
-      Value sum = forRange(inner, {real(0.0)}, [&](Value k, ValueRange acc) {
-        Value a = load(lhs.data, arith::AddIOp::create(b, loc, rowStart, k));
-        return SmallVector<Value>{add(acc[0], mul(a, load(rhs.data, k)))};
-      })[0];
-      store(sum, data, i);
+      Value row =
+          offsetPointer(lhs.data, arith::MulIOp::create(b, loc, i, inner));
+      store(dotProduct(row, rhs.data, inner), data, i);
     });
     return Lowered{Value(), data};
   }
@@ -473,17 +471,15 @@ FailureOr<Lowered> KernelFunction::emitMatmul(MatmulOp matmul) {
   forRange(elementCount(type),
            [&](Value position) { store(real(0.0), data, position); });
   forRange(rows, [&](Value i) {
-    Value resultRow = arith::MulIOp::create(b, loc, i, columns);
+    Value resultRow =
+        offsetPointer(data, arith::MulIOp::create(b, loc, i, columns));
     forRange(inner, [&](Value k) {
       Value a = load(lhs.data,
                      arith::AddIOp::create(
                          b, loc, arith::MulIOp::create(b, loc, i, inner), k));
-      Value rhsRow = arith::MulIOp::create(b, loc, k, columns);
-      forRange(columns, [&](Value j) {
-        Value out = arith::AddIOp::create(b, loc, resultRow, j);
-        Value bkj = load(rhs.data, arith::AddIOp::create(b, loc, rhsRow, j));
-        store(add(load(data, out), mul(a, bkj)), data, out);
-      });
+      Value rhsRow =
+          offsetPointer(rhs.data, arith::MulIOp::create(b, loc, k, columns));
+      addScaled(resultRow, a, rhsRow, columns);
     });
   });
   return Lowered{Value(), data};

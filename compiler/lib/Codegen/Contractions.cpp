@@ -340,12 +340,11 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
     ValueRange yielded = cast<YieldOp>(block.getTerminator()).getValues();
     for (size_t j = 0; j < into.size(); ++j) {
       Value value = (*values)[j], accumulator = into[j];
-      Lowered lowered = typeOf(yielded[j]).isScalar() ? Lowered{value, Value()}
-                                                      : Lowered{Value(), value};
-      forRange(counts[j], [&](Value i) {
-        store(add(load(accumulator, i), mul(weight, elementAt(lowered, i))),
-              accumulator, i);
-      });
+      if (typeOf(yielded[j]).isScalar())
+        store(add(load(accumulator, index(0)), mul(weight, value)), accumulator,
+              index(0));
+      else
+        addScaled(accumulator, weight, value, counts[j]);
     }
     return success();
   };
@@ -426,8 +425,10 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
             })[0];
         if (!given)
           for (size_t j = 0; j < accumulators.size(); ++j)
-            forRange(rowElementCounts[j], [&](Value i) {
-              store(mul(load(accumulators[j], i), rescale), accumulators[j], i);
+            forLanes(rowElementCounts[j], [&](Value i, int lanes) {
+              storeLanes(mul(loadLanes(accumulators[j], i, lanes),
+                             splat(rescale, lanes)),
+                         accumulators[j], i, lanes);
             });
         bool failedValues = false;
         forRange(count, [&](Value q) {

@@ -247,17 +247,31 @@ Lowered KernelFunction::build(ArrayType type,
   return {Value(), data};
 }
 
+Lowered KernelFunction::buildLanes(ArrayType type,
+                                   function_ref<Value(Value, int)> element) {
+  if (type.isScalar())
+    return {element(index(0), 1), Value()};
+  Value data = allocate(type);
+  forLanes(elementCount(type), [&](Value offset, int lanes) {
+    storeLanes(element(offset, lanes), data, offset, lanes);
+  });
+  return {Value(), data};
+}
+
 void KernelFunction::copyInto(Lowered value, ArrayType type, Value destination,
                               bool accumulate) {
-  auto write = [&](Value position) {
-    Value element = elementAt(value, position);
+  if (type.isScalar()) {
+    Value element = elementAt(value, index(0));
     if (accumulate)
-      element = add(load(destination, position), element);
-    store(element, destination, position);
-  };
-  if (type.isScalar())
-    return write(index(0));
-  forRange(elementCount(type), write);
+      element = add(load(destination, index(0)), element);
+    return store(element, destination, index(0));
+  }
+  forLanes(elementCount(type), [&](Value offset, int lanes) {
+    Value element = lanesAt(value, offset, lanes);
+    if (accumulate)
+      element = add(loadLanes(destination, offset, lanes), element);
+    storeLanes(element, destination, offset, lanes);
+  });
 }
 
 Value KernelFunction::storeResult(Value scalar) {

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -257,11 +258,41 @@ private:
   SmallVector<Value> extentsOf(ArrayAttr sizes);
 
   //===--------------------------------------------------------------------===//
+  // Vector loops (VectorLoops.cpp): the inner loops over contiguous elements
+  // as explicit vectors of 64 bytes, with a scalar remainder, so that they
+  // run at full width whatever the trip count.
+  //===--------------------------------------------------------------------===//
+
+  /// Elements of a 64-byte vector.
+  int vectorLanes() { return 512 / context.elementType.getWidth(); }
+  /// `lanes` elements at `base + offset` (a scalar when lanes is 1).
+  Value loadLanes(Value base, Value offset, int lanes);
+  void storeLanes(Value value, Value base, Value offset, int lanes);
+  /// `scalar` in every lane.
+  Value splat(Value scalar, int lanes);
+  /// Runs `body(offset, lanes)` over [0, count): vectors, then scalars.
+  void forLanes(Value count, function_ref<void(Value, int)> body);
+  /// Σ over [0, count) of `term(offset, lanes)`: a vector accumulator, then
+  /// one horizontal sum and the scalar remainder.
+  Value sumLanes(Value count, function_ref<Value(Value, int)> term);
+  /// y[i] += a · x[i] (a scalar, x an array), over `count` elements.
+  void addScaled(Value y, Value a, Value x, Value count);
+  /// Σ_i x[i] · y[i].
+  Value dotProduct(Value x, Value y, Value count);
+
+  //===--------------------------------------------------------------------===//
   // Arrays (KernelFunction.cpp)
   //===--------------------------------------------------------------------===//
 
   /// An array of `type` whose element at a row-major position is `element`.
   Lowered build(ArrayType type, function_ref<Value(Value)> element);
+  /// The same, computing `lanes` elements from an offset at a time.
+  Lowered buildLanes(ArrayType type, function_ref<Value(Value, int)> element);
+  /// `lanes` elements of `value` from `offset` (a scalar broadcasts).
+  Value lanesAt(Lowered value, Value offset, int lanes) {
+    return value.data ? loadLanes(value.data, offset, lanes)
+                      : splat(value.scalar, lanes);
+  }
   /// The element at a row-major position (a scalar broadcasts).
   Value elementAt(Lowered value, Value position) {
     return value.data ? load(value.data, position) : value.scalar;

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -61,7 +62,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
   MLIRContext *context = model.getContext();
   context->loadDialect<arith::ArithDialect, func::FuncDialect,
                        LLVM::LLVMDialect, math::MathDialect, scf::SCFDialect,
-                       affine::AffineDialect>();
+                       affine::AffineDialect, vector::VectorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(model.getLoc());
   FloatType elementType = options.dtype == "f64"
                               ? FloatType(Float64Type::get(context))
@@ -81,6 +82,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
   passes.addPass(createCSEPass());
   passes.addPass(createLoopInvariantCodeMotionPass());
   passes.addPass(createSCFToControlFlowPass());
+  passes.addPass(createConvertVectorToLLVMPass());
   passes.addPass(createConvertMathToLLVMPass());
   passes.addPass(createConvertMathToLibmPass());
   passes.addPass(createArithToLLVMConversionPass());

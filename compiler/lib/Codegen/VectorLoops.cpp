@@ -1,0 +1,97 @@
+//===- VectorLoops.cpp - Inner loops as explicit vectors ------------------===//
+//
+// The loops of kernels over contiguous elements (copies and accumulations,
+// dot products, rows of matrix products and quadratic forms, a softmax
+// contraction's weighted sums) run their trip count, a dim known only at
+// run time, in vectors of 64 bytes and a scalar remainder. LLVM lowers the
+// vectors to the widest registers the target CPU has (one AVX-512 register,
+// or two AVX2 ones).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelFunction.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::codegen;
+
+Value KernelFunction::loadLanes(Value base, Value offset, int lanes) {
+  if (lanes == 1)
+    return load(base, offset);
+  auto type = VectorType::get({lanes}, context.elementType);
+  // Elements are aligned to their own size only.
+  return LLVM::LoadOp::create(b, loc, type, offsetPointer(base, offset),
+                              context.elementType.getWidth() / 8);
+}
+
+void KernelFunction::storeLanes(Value value, Value base, Value offset,
+                                int lanes) {
+  if (lanes == 1)
+    return store(value, base, offset);
+  LLVM::StoreOp::create(b, loc, value, offsetPointer(base, offset),
+                        context.elementType.getWidth() / 8);
+}
+
+Value KernelFunction::splat(Value scalar, int lanes) {
+  if (lanes == 1)
+    return scalar;
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, context.elementType), scalar);
+}
+
+void KernelFunction::forLanes(Value count,
+                              function_ref<void(Value, int)> body) {
+  int lanes = vectorLanes();
+  Value full = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
+      index(lanes));
+  forSteps(index(0), full, index(lanes),
+           [&](Value offset) { body(offset, lanes); });
+  forSteps(full, count, index(1), [&](Value offset) { body(offset, 1); });
+}
+
+Value KernelFunction::sumLanes(Value count,
+                               function_ref<Value(Value, int)> term) {
+  int lanes = vectorLanes();
+  Value full = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
+      index(lanes));
+  auto vectors = scf::ForOp::create(b, loc, index(0), full, index(lanes),
+                                    ValueRange{splat(real(0.0), lanes)});
+  dropImplicitYield(vectors);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(vectors.getBody());
+    Value next = add(vectors.getRegionIterArgs()[0],
+                     term(vectors.getInductionVar(), lanes));
+    scf::YieldOp::create(b, loc, next);
+  }
+  Value total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                            vectors.getResult(0), Value(),
+                                            fastMath().getValue());
+  auto scalars =
+      scf::ForOp::create(b, loc, full, count, index(1), ValueRange{total});
+  dropImplicitYield(scalars);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(scalars.getBody());
+    Value next =
+        add(scalars.getRegionIterArgs()[0], term(scalars.getInductionVar(), 1));
+    scf::YieldOp::create(b, loc, next);
+  }
+  return scalars.getResult(0);
+}
+
+void KernelFunction::addScaled(Value y, Value a, Value x, Value count) {
+  forLanes(count, [&](Value offset, int lanes) {
+    Value sum = add(loadLanes(y, offset, lanes),
+                    mul(splat(a, lanes), loadLanes(x, offset, lanes)));
+    storeLanes(sum, y, offset, lanes);
+  });
+}
+
+Value KernelFunction::dotProduct(Value x, Value y, Value count) {
+  return sumLanes(count, [&](Value offset, int lanes) {
+    return mul(loadLanes(x, offset, lanes), loadLanes(y, offset, lanes));
+  });
+}
