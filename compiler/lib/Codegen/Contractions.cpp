@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFunction.h"
+#include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -60,6 +61,18 @@ FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
                                table.getBody().front(), data)))
     return failure();
   return Lowered{Value(), data};
+}
+
+Value KernelFunction::weightArgument(Value shifted) {
+  // exp(x) for x below this is below the smallest normal number: as a
+  // softmax weight it is negligible (under 2^-126 of the largest weight,
+  // which is 1), and computing it as a subnormal costs the CPU a microcode
+  // assist per element. Such weights are dropped: exp(−∞) = 0. (A NaN
+  // compares false and stays NaN.)
+  double smallest = singlePrecision() ? -87.33654 : -708.39641;
+  Value negligible = cmp(arith::CmpFPredicate::OLT, shifted, real(smallest));
+  return select(negligible, real(-std::numeric_limits<double>::infinity()),
+                shifted);
 }
 
 void KernelFunction::expInPlace(Value values, Value count) {
@@ -357,187 +370,348 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
     return sliceOffset(SmallVector<Value>(indices), extents);
   };
 
-  ++loopDepth;
-  // Child side: per row, an online softmax over panels of columns.
-  if (!given || !contract.getRowOutputs().empty()) {
-    Region none;
-    auto childRow = [&](ValueRange rowIndices,
+  // Child side then column side, for any number of columns.
+  auto twoPasses = [&]() -> LogicalResult {
+    // Child side: per row, an online softmax over panels of columns.
+    if (!given || !contract.getRowOutputs().empty()) {
+      Region none;
+      auto childRow = [&](ValueRange rowIndices,
+                          ValueRange) -> FailureOr<SmallVector<Value>> {
+        zeroFill(accumulators, rowElementCounts);
+        Value rowPosition = positionOf(rowIndices, rowExtents);
+        // With a given normaliser the weights need no running maximum.
+        Value givenShift;
+        if (given) {
+          givenShift = load(get(given).data, rowPosition);
+          if (temperature)
+            givenShift = div(givenShift, temperature);
+        }
+        auto panels =
+            scf::ForOp::create(b, loc, index(0), columns, index(kPanelSize),
+                               ValueRange{negativeInfinity, real(0.0)});
+        dropImplicitYield(panels);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToEnd(panels.getBody());
+          Value start = panels.getInductionVar();
+          Value largest = panels.getRegionIterArgs()[0];
+          Value total = panels.getRegionIterArgs()[1];
+          Value count = arith::MinSIOp::create(
+              b, loc, index(kPanelSize),
+              arith::SubIOp::create(b, loc, columns, start));
+          auto indicesAt = [&](Value q) {
+            SmallVector<Value> indices(rowIndices);
+            indices.push_back(arith::AddIOp::create(b, loc, start, q));
+            return indices;
+          };
+          // Scores of the panel and their maximum.
+          bool failedScores = false;
+          Value panelLargest =
+              forRange(count, {negativeInfinity}, [&](Value q, ValueRange acc) {
+                FailureOr<Value> score = scaledScore(indicesAt(q));
+                if (failed(score)) {
+                  failedScores = true;
+                  return SmallVector<Value>{acc[0]};
+                }
+                store(*score, panel, q);
+                return SmallVector<Value>{maximum(acc[0], *score)};
+              })[0];
+          if (failedScores)
+            return failure();
+          Value newLargest = largest, rescale = real(1.0), shift = givenShift;
+          if (!given) {
+            newLargest = maximum(largest, panelLargest);
+            // exp(m − m') rescales what was summed (0 before anything was);
+            // a shift of 0 while everything so far is −∞ keeps exp at 0.
+            Value nothingYet =
+                cmp(arith::CmpFPredicate::OEQ, newLargest, negativeInfinity);
+            Value wasEmpty =
+                cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
+            rescale =
+                select(wasEmpty, real(0.0), exp(sub(largest, newLargest)));
+            shift = select(nothingYet, real(0.0), newLargest);
+          }
+          forRange(count, [&](Value q) {
+            store(weightArgument(sub(load(panel, q), shift)), panel, q);
+          });
+          expInPlace(panel, count);
+          Value panelTotal =
+              forRange(count, {real(0.0)}, [&](Value q, ValueRange acc) {
+                return SmallVector<Value>{add(acc[0], load(panel, q))};
+              })[0];
+          if (!given)
+            for (size_t j = 0; j < accumulators.size(); ++j)
+              forLanes(rowElementCounts[j], [&](Value i, int lanes) {
+                storeLanes(mul(loadLanes(accumulators[j], i, lanes),
+                               splat(rescale, lanes)),
+                           accumulators[j], i, lanes);
+              });
+          bool failedValues = false;
+          forRange(count, [&](Value q) {
+            failedValues |=
+                failed(accumulateValues(rowBlock, indicesAt(q), load(panel, q),
+                                        accumulators, rowElementCounts));
+          });
+          if (failedValues)
+            return failure();
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{newLargest, add(mul(total, rescale), panelTotal)});
+        }
+        Value largest = panels.getResult(0), total = panels.getResult(1);
+        // A row with nothing admitted has L = 0 and sums 0.
+        Value empty =
+            given ? arith::ConstantIntOp::create(b, loc, 0, 1)
+                  : cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
+        if (lseData) {
+          Value lse = add(largest, log(total));
+          if (temperature)
+            lse = mul(lse, temperature);
+          store(select(empty, real(0.0), lse), lseData, rowPosition);
+        }
+        for (size_t j = 0; j < accumulators.size(); ++j) {
+          Value accumulator = accumulators[j], elements = rowElementCounts[j];
+          Value base = offsetPointer(
+              resultData[firstRowOutput + j],
+              arith::MulIOp::create(b, loc, rowPosition, elements));
+          forRange(elements, [&](Value i) {
+            Value sum = load(accumulator, i);
+            if (!given)
+              sum = div(sum, total);
+            store(select(empty, real(0.0), sum), base, i);
+          });
+        }
+        return SmallVector<Value>();
+      };
+      if (failed(forDomain(contract.getRows(), none, {}, childRow,
+                           FirstAxis::whole(statement))))
+        return failure();
+    }
+
+    // Column side: per (batch, column), the rows' weights with their final
+    // normalisers.
+    if (!contract.getColOutputs().empty()) {
+      SmallVector<Attribute> sizes(contract.getRows().getValue());
+      sizes.back() = contract.getCols();
+      ArrayAttr columnDomain = ArrayAttr::get(contract.getContext(), sizes);
+      SmallVector<Value> columnExtents = extentsOf(columnDomain);
+      Value rows = rowExtents.back();
+      Value normalisers = given ? get(given).data : lseData;
+      unsigned firstColOutput =
+          firstRowOutput + contract.getRowOutputs().size();
+      Region none;
+      auto column = [&](ValueRange columnIndices,
                         ValueRange) -> FailureOr<SmallVector<Value>> {
-      zeroFill(accumulators, rowElementCounts);
-      Value rowPosition = positionOf(rowIndices, rowExtents);
-      // With a given normaliser the weights need no running maximum.
-      Value givenShift;
-      if (given) {
-        givenShift = load(get(given).data, rowPosition);
-        if (temperature)
-          givenShift = div(givenShift, temperature);
+        zeroFill(columnAccumulators, colElementCounts);
+        ValueRange batch = columnIndices.drop_back();
+        Value col = columnIndices.back();
+        bool failedPanel = false;
+        forSteps(index(0), rows, index(kPanelSize), [&](Value start) {
+          Value count = arith::MinSIOp::create(
+              b, loc, index(kPanelSize),
+              arith::SubIOp::create(b, loc, rows, start));
+          auto indicesAt = [&](Value q) {
+            SmallVector<Value> indices(batch);
+            indices.push_back(arith::AddIOp::create(b, loc, start, q));
+            indices.push_back(col);
+            return indices;
+          };
+          forRange(count, [&](Value q) {
+            SmallVector<Value> indices = indicesAt(q);
+            FailureOr<Value> score = scaledScore(indices);
+            if (failed(score)) {
+              failedPanel = true;
+              return;
+            }
+            Value normaliser = load(
+                normalisers,
+                positionOf(ArrayRef<Value>(indices).drop_back(), rowExtents));
+            if (temperature)
+              normaliser = div(normaliser, temperature);
+            store(weightArgument(sub(*score, normaliser)), columnPanel, q);
+          });
+          expInPlace(columnPanel, count);
+          forRange(count, [&](Value q) {
+            failedPanel |= failed(
+                accumulateValues(colBlock, indicesAt(q), load(columnPanel, q),
+                                 columnAccumulators, colElementCounts));
+          });
+        });
+        if (failedPanel)
+          return failure();
+        Value columnPosition = positionOf(columnIndices, columnExtents);
+        for (size_t j = 0; j < columnAccumulators.size(); ++j) {
+          Value accumulator = columnAccumulators[j];
+          Value elements = colElementCounts[j];
+          Value base = offsetPointer(
+              resultData[firstColOutput + j],
+              arith::MulIOp::create(b, loc, columnPosition, elements));
+          forRange(elements,
+                   [&](Value i) { store(load(accumulator, i), base, i); });
+        }
+        return SmallVector<Value>();
+      };
+      if (failed(forDomain(columnDomain, none, {}, column,
+                           FirstAxis::whole(statement))))
+        return failure();
+    }
+    return success();
+  };
+
+  // Both sides in one pass over the rows, for contractions whose columns
+  // fit one panel (an M-step's components): each row's weights are final
+  // once its panel is done, so the column sums take them at once, into
+  // partial sums per fixed chunk of rows that are added in chunk order
+  // afterwards (the same bits on any number of threads). The scores are
+  // evaluated once instead of twice.
+  auto onePass = [&]() -> LogicalResult {
+    constexpr int64_t kMinRowsPerChunk = 64, kMaxChunks = 64;
+    Value rows = rowExtents.front();
+    Value chunks, rowsPerChunk;
+    SmallVector<Value> partials, partialSizes;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(entryAnchor);
+      Value rowCount = arith::MaxSIOp::create(
+          b, loc, dimExpr(cast<DimExprAttr>(contract.getRows()[0])), index(0));
+      Value columnCount =
+          arith::MaxSIOp::create(b, loc, dimExpr(contract.getCols()), index(0));
+      chunks =
+          arith::CeilDivSIOp::create(b, loc, rowCount, index(kMinRowsPerChunk));
+      chunks = arith::MinSIOp::create(b, loc, chunks, index(kMaxChunks));
+      chunks = arith::MaxSIOp::create(b, loc, chunks, index(1));
+      for (Value count : colElementCounts) {
+        Value size = arith::MulIOp::create(b, loc, columnCount, count);
+        partialSizes.push_back(size);
+        partials.push_back(
+            allocateElements(arith::MulIOp::create(b, loc, chunks, size)));
       }
-      auto panels =
-          scf::ForOp::create(b, loc, index(0), columns, index(kPanelSize),
-                             ValueRange{negativeInfinity, real(0.0)});
-      dropImplicitYield(panels);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToEnd(panels.getBody());
-        Value start = panels.getInductionVar();
-        Value largest = panels.getRegionIterArgs()[0];
-        Value total = panels.getRegionIterArgs()[1];
-        Value count = arith::MinSIOp::create(
-            b, loc, index(kPanelSize),
-            arith::SubIOp::create(b, loc, columns, start));
-        auto indicesAt = [&](Value q) {
-          SmallVector<Value> indices(rowIndices);
-          indices.push_back(arith::AddIOp::create(b, loc, start, q));
-          return indices;
-        };
-        // Scores of the panel and their maximum.
-        bool failedScores = false;
-        Value panelLargest =
-            forRange(count, {negativeInfinity}, [&](Value q, ValueRange acc) {
-              FailureOr<Value> score = scaledScore(indicesAt(q));
+    }
+    rowsPerChunk = arith::CeilDivSIOp::create(b, loc, rows, chunks);
+    Value fusedPanel = allocateElements(kPanelSize);
+    SmallVector<Value> fusedAccumulators;
+    for (Value count : rowElementCounts)
+      fusedAccumulators.push_back(allocateElements(count));
+    auto chunkLoop = scf::ForOp::create(b, loc, index(0), chunks, index(1));
+    if (statement)
+      markParallel(chunkLoop);
+    bool failedRows = false;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(chunkLoop.getBody()->getTerminator());
+      Value chunk = chunkLoop.getInductionVar();
+      SmallVector<Value> mine;
+      for (auto [partial, size] : llvm::zip(partials, partialSizes)) {
+        Value base =
+            offsetPointer(partial, arith::MulIOp::create(b, loc, chunk, size));
+        forLanes(size, [&](Value i, int lanes) {
+          storeLanes(splat(real(0.0), lanes), base, i, lanes);
+        });
+        mine.push_back(base);
+      }
+      Value start = arith::MinSIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, chunk, rowsPerChunk), rows);
+      Value end = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, start, rowsPerChunk), rows);
+      forSteps(start, end, index(1), [&](Value row) {
+        Value largest =
+            forRange(columns, {negativeInfinity}, [&](Value c, ValueRange acc) {
+              FailureOr<Value> score = scaledScore({row, c});
               if (failed(score)) {
-                failedScores = true;
+                failedRows = true;
                 return SmallVector<Value>{acc[0]};
               }
-              store(*score, panel, q);
+              store(*score, fusedPanel, c);
               return SmallVector<Value>{maximum(acc[0], *score)};
             })[0];
-        if (failedScores)
-          return failure();
-        Value newLargest = largest, rescale = real(1.0), shift = givenShift;
-        if (!given) {
-          newLargest = maximum(largest, panelLargest);
-          // exp(m − m') rescales what was summed (0 before anything was);
-          // a shift of 0 while everything so far is −∞ keeps exp at 0.
-          Value nothingYet =
-              cmp(arith::CmpFPredicate::OEQ, newLargest, negativeInfinity);
-          Value wasEmpty =
-              cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
-          rescale = select(wasEmpty, real(0.0), exp(sub(largest, newLargest)));
-          shift = select(nothingYet, real(0.0), newLargest);
-        }
-        forRange(count,
-                 [&](Value q) { store(sub(load(panel, q), shift), panel, q); });
-        expInPlace(panel, count);
-        Value panelTotal =
-            forRange(count, {real(0.0)}, [&](Value q, ValueRange acc) {
-              return SmallVector<Value>{add(acc[0], load(panel, q))};
+        Value empty = cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
+        Value shift = select(empty, real(0.0), largest);
+        forRange(columns, [&](Value c) {
+          store(weightArgument(sub(load(fusedPanel, c), shift)), fusedPanel, c);
+        });
+        expInPlace(fusedPanel, columns);
+        Value total =
+            forRange(columns, {real(0.0)}, [&](Value c, ValueRange acc) {
+              return SmallVector<Value>{add(acc[0], load(fusedPanel, c))};
             })[0];
-        if (!given)
-          for (size_t j = 0; j < accumulators.size(); ++j)
-            forLanes(rowElementCounts[j], [&](Value i, int lanes) {
-              storeLanes(mul(loadLanes(accumulators[j], i, lanes),
-                             splat(rescale, lanes)),
-                         accumulators[j], i, lanes);
-            });
-        bool failedValues = false;
-        forRange(count, [&](Value q) {
-          failedValues |=
-              failed(accumulateValues(rowBlock, indicesAt(q), load(panel, q),
-                                      accumulators, rowElementCounts));
-        });
-        if (failedValues)
-          return failure();
-        scf::YieldOp::create(
-            b, loc,
-            ValueRange{newLargest, add(mul(total, rescale), panelTotal)});
-      }
-      Value largest = panels.getResult(0), total = panels.getResult(1);
-      // A row with nothing admitted has L = 0 and sums 0.
-      Value empty =
-          given ? arith::ConstantIntOp::create(b, loc, 0, 1)
-                : cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
-      if (lseData) {
-        Value lse = add(largest, log(total));
-        if (temperature)
-          lse = mul(lse, temperature);
-        store(select(empty, real(0.0), lse), lseData, rowPosition);
-      }
-      for (size_t j = 0; j < accumulators.size(); ++j) {
-        Value accumulator = accumulators[j], elements = rowElementCounts[j];
-        Value base =
-            offsetPointer(resultData[firstRowOutput + j],
-                          arith::MulIOp::create(b, loc, rowPosition, elements));
-        forRange(elements, [&](Value i) {
-          Value sum = load(accumulator, i);
-          if (!given)
-            sum = div(sum, total);
-          store(select(empty, real(0.0), sum), base, i);
-        });
-      }
-      return SmallVector<Value>();
-    };
-    if (failed(forDomain(contract.getRows(), none, {}, childRow,
-                         FirstAxis::whole(statement))))
-      return failure();
-  }
-
-  // Column side: per (batch, column), the rows' weights with their final
-  // normalisers.
-  if (!contract.getColOutputs().empty()) {
-    SmallVector<Attribute> sizes(contract.getRows().getValue());
-    sizes.back() = contract.getCols();
-    ArrayAttr columnDomain = ArrayAttr::get(contract.getContext(), sizes);
-    SmallVector<Value> columnExtents = extentsOf(columnDomain);
-    Value rows = rowExtents.back();
-    Value normalisers = given ? get(given).data : lseData;
-    unsigned firstColOutput = firstRowOutput + contract.getRowOutputs().size();
-    Region none;
-    auto column = [&](ValueRange columnIndices,
-                      ValueRange) -> FailureOr<SmallVector<Value>> {
-      zeroFill(columnAccumulators, colElementCounts);
-      ValueRange batch = columnIndices.drop_back();
-      Value col = columnIndices.back();
-      bool failedPanel = false;
-      forSteps(index(0), rows, index(kPanelSize), [&](Value start) {
-        Value count =
-            arith::MinSIOp::create(b, loc, index(kPanelSize),
-                                   arith::SubIOp::create(b, loc, rows, start));
-        auto indicesAt = [&](Value q) {
-          SmallVector<Value> indices(batch);
-          indices.push_back(arith::AddIOp::create(b, loc, start, q));
-          indices.push_back(col);
-          return indices;
-        };
-        forRange(count, [&](Value q) {
-          SmallVector<Value> indices = indicesAt(q);
-          FailureOr<Value> score = scaledScore(indices);
-          if (failed(score)) {
-            failedPanel = true;
-            return;
-          }
-          Value normaliser =
-              load(normalisers, positionOf(ArrayRef<Value>(indices).drop_back(),
-                                           rowExtents));
+        if (lseData) {
+          Value lse = add(largest, log(total));
           if (temperature)
-            normaliser = div(normaliser, temperature);
-          store(sub(*score, normaliser), columnPanel, q);
-        });
-        expInPlace(columnPanel, count);
-        forRange(count, [&](Value q) {
-          failedPanel |= failed(
-              accumulateValues(colBlock, indicesAt(q), load(columnPanel, q),
-                               columnAccumulators, colElementCounts));
-        });
+            lse = mul(lse, temperature);
+          store(select(empty, real(0.0), lse), lseData, row);
+        }
+        zeroFill(fusedAccumulators, rowElementCounts);
+        // A row with nothing admitted contributes nothing.
+        auto admitted = scf::IfOp::create(
+            b, loc, TypeRange{},
+            arith::XOrIOp::create(b, loc, empty,
+                                  arith::ConstantIntOp::create(b, loc, 1, 1)),
+            /*withElse=*/false);
+        {
+          OpBuilder::InsertionGuard inRow(b);
+          b.setInsertionPointToStart(admitted.thenBlock());
+          Value inverse = div(real(1.0), total);
+          forRange(columns, [&](Value c) {
+            Value weight = mul(load(fusedPanel, c), inverse);
+            failedRows |=
+                failed(accumulateValues(rowBlock, {row, c}, weight,
+                                        fusedAccumulators, rowElementCounts));
+            SmallVector<Value> slots;
+            for (auto [base, count] : llvm::zip(mine, colElementCounts))
+              slots.push_back(
+                  offsetPointer(base, arith::MulIOp::create(b, loc, c, count)));
+            failedRows |= failed(accumulateValues(colBlock, {row, c}, weight,
+                                                  slots, colElementCounts));
+          });
+        }
+        for (size_t j = 0; j < fusedAccumulators.size(); ++j) {
+          Value base = offsetPointer(
+              resultData[firstRowOutput + j],
+              arith::MulIOp::create(b, loc, row, rowElementCounts[j]));
+          forLanes(rowElementCounts[j], [&](Value i, int lanes) {
+            storeLanes(loadLanes(fusedAccumulators[j], i, lanes), base, i,
+                       lanes);
+          });
+        }
       });
-      if (failedPanel)
-        return failure();
-      Value columnPosition = positionOf(columnIndices, columnExtents);
-      for (size_t j = 0; j < columnAccumulators.size(); ++j) {
-        Value accumulator = columnAccumulators[j];
-        Value elements = colElementCounts[j];
-        Value base = offsetPointer(
-            resultData[firstColOutput + j],
-            arith::MulIOp::create(b, loc, columnPosition, elements));
-        forRange(elements,
-                 [&](Value i) { store(load(accumulator, i), base, i); });
-      }
-      return SmallVector<Value>();
-    };
-    if (failed(forDomain(columnDomain, none, {}, column,
-                         FirstAxis::whole(statement))))
+    }
+    if (failedRows)
       return failure();
+    // The column sums: the chunks' partial sums in chunk order.
+    unsigned firstColOutput = firstRowOutput + contract.getRowOutputs().size();
+    for (size_t j = 0; j < partials.size(); ++j) {
+      Value out = resultData[firstColOutput + j];
+      forLanes(partialSizes[j], [&](Value i, int lanes) {
+        storeLanes(splat(real(0.0), lanes), out, i, lanes);
+      });
+      forRange(chunks, [&](Value chunk) {
+        Value base = offsetPointer(
+            partials[j], arith::MulIOp::create(b, loc, chunk, partialSizes[j]));
+        addScaled(out, real(1.0), base, partialSizes[j]);
+      });
+    }
+    return success();
+  };
+
+  ++loopDepth;
+  LogicalResult done = success();
+  if (!given && contract.getNumRowIndices() == 1 &&
+      !contract.getColOutputs().empty()) {
+    Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                        columns, index(kPanelSize));
+    auto branch = scf::IfOp::create(b, loc, TypeRange{}, small,
+                                    /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    done = onePass();
+    b.setInsertionPointToStart(branch.elseBlock());
+    if (succeeded(done))
+      done = twoPasses();
+  } else {
+    done = twoPasses();
   }
+  if (failed(done))
+    return failure();
   --loopDepth;
 
   for (auto [result, data] : llvm::zip(contract.getResults(), resultData))

@@ -335,6 +335,9 @@ private:
   LogicalResult emitBilinearContract(SoftmaxContractOp contract,
                                      const BilinearContract &form);
   LogicalResult emitGenericContract(SoftmaxContractOp contract);
+  /// The argument of a softmax weight's exp, −∞ where the weight would be
+  /// below the smallest normal number.
+  Value weightArgument(Value shifted);
   /// exp of `count` elements at `values`, in place (the support library's
   /// vector exp).
   void expInPlace(Value values, Value count);
