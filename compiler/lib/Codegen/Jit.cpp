@@ -8,6 +8,7 @@
 
 #include "SupportFunctions.h"
 #include "energy/Codegen/Artifact.h"
+#include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -58,6 +59,13 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     return symbols;
   });
   std::shared_ptr<ExecutionEngine> shared(std::move(*engine));
+  // Materialising the module now reports what it lacks (an unresolved
+  // symbol, say) here rather than as an artifact without a manifest.
+  if (auto manifest = shared->lookup(ENERGY_ARTIFACT_MANIFEST_SYMBOL);
+      !manifest) {
+    error = llvm::toString(manifest.takeError());
+    return failure();
+  }
   JitArtifact artifact;
   artifact.handle = std::shared_ptr<void>(shared, shared.get());
   artifact.lookup = [shared](const std::string &name) -> void * {
