@@ -1,0 +1,552 @@
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-kernels))' | FileCheck %s
+
+// The pass runs alone here (no canonicalization or CSE after it, unlike
+// buildKernelPlanPipeline), so values it leaves unused stay in the output;
+// the checks skip them. The inputs are reduced from `energyc --emit=update`.
+
+// Child side. In the loop over i, the lse over mu and the sum linear in its
+// weight exp(s − L) become one contraction lifted out of the loop, over
+// rows (i) and cols (mu); the loop reads its row of L and of the sum. The
+// factors −1 and beta, which do not depend on mu, are taken out of the sum
+// (the row value is m_mu alone) and applied to the row the loop reads. The
+// term's lse is lifted out of its sum the same way. Reads of a tensor's row
+// at one side's index become a whole read and an extract.
+// CHECK-LABEL: energy.model @child_side
+// CHECK:       term @e {
+// CHECK:         %[[BETA:.*]] = read @beta : !energy.array<>
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK:         %[[M:.*]] = read @m : !energy.array<K, D>
+// CHECK:         %[[L:.*]] = softmax_contract bilinear rows (%[[I:.*]] : @N) cols (%[[MU:.*]] : @K) score {
+// CHECK-NEXT:      %[[XI:.*]] = extract %[[X]][%[[I]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[MM:.*]] = extract %[[M]][%[[MU]]] : !energy.array<K, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[D:.*]] = dot %[[XI]], %[[MM]] : !energy.array<D>
+// CHECK-NEXT:      %[[S:.*]] = mul %[[BETA]], %[[D]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:      yield %[[S]] : !energy.array<>
+// CHECK-NEXT:    } : !energy.array<N>
+// CHECK-NEXT:    %[[E:.*]] = reduce sum parallel (%[[I2:.*]] : @N) {
+// CHECK-NOT:       reduce lse
+// CHECK:           %[[LI:.*]] = extract %[[L]][%[[I2]]] : !energy.array<N> -> !energy.array<>
+// CHECK-NEXT:      yield %[[LI]] : !energy.array<>
+// CHECK:         yield %[[E]] : !energy.array<>
+// CHECK:       gradient @x {
+// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
+// CHECK:         %[[GBETA:.*]] = read @beta : !energy.array<>
+// CHECK:         %[[R:.*]]:2 = softmax_contract bilinear rows (%[[GI:.*]] : @N) cols (%[[GMU:.*]] : @K) score {
+// CHECK:           %[[GS:.*]] = mul %[[GBETA]], %{{.*}} : !energy.array<>, !energy.array<>
+// CHECK-NEXT:      yield %[[GS]] : !energy.array<>
+// CHECK-NEXT:    } row_values {
+// CHECK-NEXT:      %[[V:.*]] = extract %{{.*}}[%[[GMU]]] : !energy.array<K, D> -> !energy.array<D>
+// CHECK-NEXT:      yield %[[V]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>
+// CHECK-NEXT:    foreach parallel (%[[LI:.*]] : @N) {
+// CHECK-NOT:       reduce
+// CHECK:           %[[LROW:.*]] = extract %[[R]]#0[%[[LI]]] : !energy.array<N> -> !energy.array<>
+// CHECK-NEXT:      %[[SROW:.*]] = extract %[[R]]#1[%[[LI]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[F1:.*]] = mul %[[SROW]], %[[MINUS]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[F2:.*]] = mul %[[F1]], %[[GBETA]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[F3:.*]] = mul %[[F2]], %[[LROW]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      accumulate %[[F3]] into @x[%[[LI]]] : !energy.array<D>
+energy.model @child_side {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  const @beta = 5.000000e-01
+  term @e {
+    %beta = read @beta : !energy.array<>
+    %e = reduce sum (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %l = reduce lse (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %s = mul %beta, %d : !energy.array<>, !energy.array<>
+        yield %s : !energy.array<>
+      } : !energy.array<>
+      yield %l : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+  gradient @x {
+    %minus = constant -1.000000e+00
+    %beta = read @beta : !energy.array<>
+    foreach (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %l = reduce lse (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %s = mul %beta, %d : !energy.array<>, !energy.array<>
+        yield %s : !energy.array<>
+      } : !energy.array<>
+      %g = reduce sum (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %s = mul %beta, %d : !energy.array<>, !energy.array<>
+        %shift = sub %s, %l : !energy.array<>, !energy.array<>
+        %w = exp %shift : !energy.array<>
+        %a = mul %w, %minus : !energy.array<>, !energy.array<>
+        %b = mul %a, %beta : !energy.array<>, !energy.array<>
+        %v = mul %b, %mm : !energy.array<>, !energy.array<D>
+        yield %v : !energy.array<D>
+      } : !energy.array<D>
+      %gl = mul %g, %l : !energy.array<D>, !energy.array<>
+      accumulate %gl into @x[%i] : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// A sum that is not linear in the weight (w + 1) is not part of the
+// contraction: the lse alone is lifted, the sum stays in the loop and reads
+// the loop's row of L.
+// CHECK-LABEL: energy.model @not_linear
+// CHECK:       %[[L:.*]] = softmax_contract bilinear rows (%{{.*}} : @N) cols (%{{.*}} : @K) score {
+// CHECK:       } : !energy.array<N>
+// CHECK-NEXT:  foreach parallel (%[[I:.*]] : @N) {
+// CHECK:         %[[LI:.*]] = extract %[[L]][%[[I]]] : !energy.array<N> -> !energy.array<>
+// CHECK-NEXT:    reduce sum (%{{.*}} : @K) {
+// CHECK:           sub %{{.*}}, %[[LI]]
+// CHECK:           exp
+// CHECK:           add
+// CHECK:         accumulate
+energy.model @not_linear {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  gradient @x {
+    %one = constant 1.000000e+00
+    foreach (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %l = reduce lse (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        yield %d : !energy.array<>
+      } : !energy.array<>
+      %g = reduce sum (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %shift = sub %d, %l : !energy.array<>, !energy.array<>
+        %w = exp %shift : !energy.array<>
+        %a = add %w, %one : !energy.array<>, !energy.array<>
+        %v = mul %a, %mm : !energy.array<>, !energy.array<D>
+        yield %v : !energy.array<D>
+      } : !energy.array<D>
+      accumulate %g into @x[%i] : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// Parent side and tables (self-attention's gradient, as energy-gather-
+// gradients leaves it). The sum over c weighted by the softmax of the lse
+// that @x.gather recomputes becomes the column sum of a contraction over
+// rows (c) and cols (p); it has the child side's score, so the two merge into
+// one contraction with row and column values, and the let, read by nothing
+// now, is erased. The projections Wq x_c and Wk x_p become matrix products
+// X Wqᵀ and X Wkᵀ ahead of the contraction, whose score is then a dot
+// product of two tables: bilinear. −1 and the matrices Wqᵀ, Wkᵀ are taken
+// out of the sums.
+// CHECK-LABEL: energy.model @parent_side
+// CHECK-NOT:   let @x.gather
+// CHECK:       gradient @x {
+// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
+// CHECK:         %[[WQ:.*]] = read @Wq : !energy.array<D, D>
+// CHECK:         %[[WK:.*]] = read @Wk : !energy.array<D, D>
+// CHECK:         %[[WKT:.*]] = transpose %[[WK]] : !energy.array<D, D>
+// CHECK:         %[[WQT:.*]] = transpose %[[WQ]] : !energy.array<D, D>
+// CHECK:         %[[X1:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[T1:.*]] = transpose %[[WQ]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[Q:.*]] = matmul %[[X1]], %[[T1]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[X2:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[T2:.*]] = transpose %[[WK]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[K:.*]] = matmul %[[X2]], %[[T2]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[X3:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[T3:.*]] = transpose %[[WK]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[KV:.*]] = matmul %[[X3]], %[[T3]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[X4:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[T4:.*]] = transpose %[[WQ]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[QV:.*]] = matmul %[[X4]], %[[T4]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[R:.*]]:3 = softmax_contract bilinear rows (%[[C:.*]] : @N) cols (%[[P:.*]] : @N) score {
+// CHECK-NOT:       matmul
+// CHECK:           %[[QC:.*]] = extract %[[Q]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NOT:       matmul
+// CHECK:           %[[KP:.*]] = extract %[[K]][%[[P]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[S:.*]] = dot %[[QC]], %[[KP]] : !energy.array<D>
+// CHECK-NEXT:      yield %[[S]] : !energy.array<>
+// CHECK-NEXT:    } row_values {
+// CHECK-NOT:       matmul
+// CHECK:           %[[V:.*]] = extract %[[KV]][%[[P]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      yield %[[V]] : !energy.array<D>
+// CHECK-NEXT:    } col_values {
+// CHECK-NOT:       matmul
+// CHECK:           %[[G:.*]] = extract %[[QV]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      yield %[[G]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+// CHECK-NEXT:    foreach parallel (%[[C2:.*]] : @N) {
+// CHECK-NOT:       reduce
+// CHECK:           %[[SC:.*]] = extract %[[R]]#1[%[[C2]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[SCM:.*]] = mul %[[SC]], %[[MINUS]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[GQ:.*]] = matmul %[[WQT]], %[[SCM]] : !energy.array<D, D>, !energy.array<D>
+// CHECK-NEXT:      accumulate %[[GQ]] into @x[%[[C2]]] : !energy.array<D>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    foreach parallel (%[[P2:.*]] : @N) {
+// CHECK-NOT:       reduce
+// CHECK:           %[[SP:.*]] = extract %[[R]]#2[%[[P2]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[SPM:.*]] = mul %[[SP]], %[[MINUS]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[GK:.*]] = matmul %[[WKT]], %[[SPM]] : !energy.array<D, D>, !energy.array<D>
+// CHECK-NEXT:      accumulate %[[GK]] into @x[%[[P2]]] : !energy.array<D>
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+energy.model @parent_side {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @Wq : param [@D, @D]
+  tensor @Wk : param [@D, @D]
+  let @x.gather [%c : @N] : !energy.array<> {
+    %wq = read @Wq : !energy.array<D, D>
+    %wk = read @Wk : !energy.array<D, D>
+    %xc = read @x[%c] : !energy.array<D>
+    %q = matmul %wq, %xc : !energy.array<D, D>, !energy.array<D>
+    %l = reduce lse (%p : @N) {
+      %xp = read @x[%p] : !energy.array<D>
+      %k = matmul %wk, %xp : !energy.array<D, D>, !energy.array<D>
+      %s = dot %q, %k : !energy.array<D>
+      yield %s : !energy.array<>
+    } : !energy.array<>
+    yield %l : !energy.array<>
+  }
+  gradient @x {
+    %minus = constant -1.000000e+00
+    %wq = read @Wq : !energy.array<D, D>
+    %wk = read @Wk : !energy.array<D, D>
+    %wkT = transpose %wk : !energy.array<D, D>
+    %wqT = transpose %wq : !energy.array<D, D>
+    foreach (%c : @N) {
+      %xc = read @x[%c] : !energy.array<D>
+      %q = matmul %wq, %xc : !energy.array<D, D>, !energy.array<D>
+      %l = reduce lse (%p : @N) {
+        %xp = read @x[%p] : !energy.array<D>
+        %k = matmul %wk, %xp : !energy.array<D, D>, !energy.array<D>
+        %s = dot %q, %k : !energy.array<D>
+        yield %s : !energy.array<>
+      } : !energy.array<>
+      %g = reduce sum (%p : @N) {
+        %xp = read @x[%p] : !energy.array<D>
+        %k = matmul %wk, %xp : !energy.array<D, D>, !energy.array<D>
+        %s = dot %q, %k : !energy.array<D>
+        %shift = sub %s, %l : !energy.array<>, !energy.array<>
+        %w = exp %shift : !energy.array<>
+        %a = mul %w, %minus : !energy.array<>, !energy.array<>
+        %v = mul %a, %k : !energy.array<>, !energy.array<D>
+        yield %v : !energy.array<D>
+      } : !energy.array<D>
+      %gq = matmul %wqT, %g : !energy.array<D, D>, !energy.array<D>
+      accumulate %gq into @x[%c] : !energy.array<D>
+    }
+    foreach (%p : @N) {
+      %xp = read @x[%p] : !energy.array<D>
+      %k = matmul %wk, %xp : !energy.array<D, D>, !energy.array<D>
+      %h = reduce sum (%c : @N) {
+        %l = read @x.gather[%c] : !energy.array<>
+        %xc = read @x[%c] : !energy.array<D>
+        %q = matmul %wq, %xc : !energy.array<D, D>, !energy.array<D>
+        %s = dot %q, %k : !energy.array<D>
+        %shift = sub %s, %l : !energy.array<>, !energy.array<>
+        %w = exp %shift : !energy.array<>
+        %a = mul %w, %minus : !energy.array<>, !energy.array<>
+        %v = mul %a, %q : !energy.array<>, !energy.array<D>
+        yield %v : !energy.array<D>
+      } : !energy.array<D>
+      %gk = matmul %wkT, %h : !energy.array<D, D>, !energy.array<D>
+      accumulate %gk into @x[%p] : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// Tables over one side and the generic form. In a mixture's score, ½ logdet
+// of the component's precision depends on k only: one `tabulate` over K
+// ahead of the contraction, read back with an extract. The quadratic form
+// of x_i − mu_k depends on both sides, so the score is not a dot product of
+// tables: the contraction is generic. The rows of x, mu and prec read at
+// one side's index become whole reads and extracts.
+// CHECK-LABEL: energy.model @mixture
+// CHECK:       term @fit {
+// CHECK:         %[[HALF:.*]] = constant 5.000000e-01
+// CHECK:         %[[PREC:.*]] = read @prec : !energy.array<K, D, D>
+// CHECK-NEXT:    %[[T:.*]] = tabulate (%[[K:.*]] : @K) {
+// CHECK-NEXT:      %[[PK:.*]] = extract %[[PREC]][%[[K]]] : !energy.array<K, D, D> -> !energy.array<D, D>
+// CHECK-NEXT:      %[[LD:.*]] = logdet %[[PK]] : !energy.array<D, D>
+// CHECK-NEXT:      %[[HL:.*]] = mul %[[LD]], %[[HALF]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:      yield %[[HL]] : !energy.array<>
+// CHECK-NEXT:    } : !energy.array<K>
+// CHECK-NEXT:    %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[MU:.*]] = read @mu : !energy.array<K, D>
+// CHECK-NEXT:    %[[L:.*]] = softmax_contract generic rows (%[[I:.*]] : @N) cols (%[[K2:.*]] : @K) score {
+// CHECK-NEXT:      %[[P:.*]] = extract %[[PREC]][%[[K2]]] : !energy.array<K, D, D> -> !energy.array<D, D>
+// CHECK:           %[[TK:.*]] = extract %[[T]][%[[K2]]] : !energy.array<K> -> !energy.array<>
+// CHECK-NEXT:      %[[XI:.*]] = extract %[[X]][%[[I]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[MK:.*]] = extract %[[MU]][%[[K2]]] : !energy.array<K, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[DIFF:.*]] = sub %[[XI]], %[[MK]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:      %[[Q:.*]] = quad %[[DIFF]], %[[P]] : !energy.array<D>, !energy.array<D, D>
+// CHECK-NEXT:      %[[HQ:.*]] = mul %[[Q]], %[[HALF]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:      %[[S:.*]] = sub %[[TK]], %[[HQ]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:      yield %[[S]] : !energy.array<>
+// CHECK-NEXT:    } : !energy.array<N>
+// CHECK-NEXT:    reduce sum parallel (%[[I2:.*]] : @N) {
+// CHECK-NEXT:      extract %[[L]][%[[I2]]] : !energy.array<N> -> !energy.array<>
+energy.model @mixture {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : input [@N, @D]
+  tensor @mu : state [@K, @D]
+  tensor @prec : input [@K, @D, @D]
+  term @fit {
+    %half = constant 5.000000e-01
+    %e = reduce sum (%i : @N) {
+      %l = reduce lse (%k : @K) {
+        %p = read @prec[%k] : !energy.array<D, D>
+        %ld = logdet %p : !energy.array<D, D>
+        %hl = mul %ld, %half : !energy.array<>, !energy.array<>
+        %xi = read @x[%i] : !energy.array<D>
+        %mk = read @mu[%k] : !energy.array<D>
+        %r = sub %xi, %mk : !energy.array<D>, !energy.array<D>
+        %q = quad %r, %p : !energy.array<D>, !energy.array<D, D>
+        %hq = mul %q, %half : !energy.array<>, !energy.array<>
+        %s = sub %hl, %hq : !energy.array<>, !energy.array<>
+        yield %s : !energy.array<>
+      } : !energy.array<>
+      yield %l : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+}
+
+// -----
+
+// A score dot(x_i, m_mu) / c with c computed outside becomes
+// dot(x_i, m_mu) · (1 / c), the reciprocal computed ahead of the
+// contraction: the bilinear form with a scale.
+// CHECK-LABEL: energy.model @scaled_score
+// CHECK:       %[[C:.*]] = read @scale : !energy.array<>
+// CHECK:       %[[ONE:.*]] = constant 1.000000e+00
+// CHECK-NEXT:  %[[INV:.*]] = div %[[ONE]], %[[C]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:  softmax_contract bilinear rows (%{{.*}} : @N) cols (%{{.*}} : @K) score {
+// CHECK:         %[[D:.*]] = dot %{{.*}}, %{{.*}} : !energy.array<D>
+// CHECK-NEXT:    %[[S:.*]] = mul %[[D]], %[[INV]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:    yield %[[S]] : !energy.array<>
+energy.model @scaled_score {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  const @scale = 8.000000e+00
+  term @e {
+    %c = read @scale : !energy.array<>
+    %e = reduce sum (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %l = reduce lse (%mu : @K) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %s = div %d, %c : !energy.array<>, !energy.array<>
+        yield %s : !energy.array<>
+      } : !energy.array<>
+      yield %l : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+}
+
+// -----
+
+// A causal predicate (mu <= i) and a temperature stay on the contraction:
+// the predicate as a region over (row, column), the temperature as an
+// operand; the sum divides by the same temperature, so it joins. The
+// predicate is a linear comparison of the row and the column, so the form
+// stays bilinear.
+// CHECK-LABEL: energy.model @causal
+// CHECK:       gradient @x {
+// CHECK:         %[[TAU:.*]] = read @tau : !energy.array<>
+// CHECK:         %[[R:.*]]:2 = softmax_contract bilinear rows (%[[I:.*]] : @N) cols (%[[MU:.*]] : @K) where {
+// CHECK-NEXT:      %[[A:.*]] = arith.cmpi sle, %[[MU]], %[[I]] : index
+// CHECK-NEXT:      yield %[[A]] : i1
+// CHECK-NEXT:    } temp(%[[TAU]] : !energy.array<>) score {
+// CHECK:         } row_values {
+// CHECK:         } : !energy.array<N>, !energy.array<N, D>
+// CHECK-NEXT:    foreach parallel (%[[I2:.*]] : @N) {
+// CHECK-NOT:       reduce
+// CHECK:           extract %[[R]]#1[%[[I2]]] : !energy.array<N, D> -> !energy.array<D>
+energy.model @causal {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  const @tau = 2.000000e+00
+  gradient @x {
+    %minus = constant -1.000000e+00
+    %tau = read @tau : !energy.array<>
+    foreach (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %l = reduce lse (%mu : @K) where {
+        %a = arith.cmpi sle, %mu, %i : index
+        yield %a : i1
+      } temp(%tau : !energy.array<>) {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        yield %d : !energy.array<>
+      } : !energy.array<>
+      %g = reduce sum (%mu : @K) where {
+        %a = arith.cmpi sle, %mu, %i : index
+        yield %a : i1
+      } {
+        %mm = read @m[%mu] : !energy.array<D>
+        %d = dot %xi, %mm : !energy.array<D>
+        %shift = sub %d, %l : !energy.array<>, !energy.array<>
+        %scaled = div %shift, %tau : !energy.array<>, !energy.array<>
+        %w = exp %scaled : !energy.array<>
+        %a = mul %w, %minus : !energy.array<>, !energy.array<>
+        %v = mul %a, %mm : !energy.array<>, !energy.array<D>
+        yield %v : !energy.array<D>
+      } : !energy.array<D>
+      accumulate %g into @x[%i] : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// An lse whose loop has a predicate, or ranges over a dim expression
+// (@T - 1), cannot be lifted over it: it is planned where it is, with no
+// row index (`rows ()`), and stays generic.
+// CHECK-LABEL: energy.model @in_place
+// CHECK:       term @predicated {
+// CHECK-NEXT:    reduce sum parallel (%[[T:.*]] : @T) where {
+// CHECK:         } {
+// CHECK-NEXT:      %[[XT:.*]] = read @x[%[[T]]] : !energy.array<D>
+// CHECK-NEXT:      %[[L:.*]] = softmax_contract generic rows () cols (%[[K:.*]] : @K) score {
+// CHECK-NEXT:        %[[MK:.*]] = read @m[%[[K]]] : !energy.array<D>
+// CHECK-NEXT:        %[[D:.*]] = dot %[[XT]], %[[MK]] : !energy.array<D>
+// CHECK-NEXT:        yield %[[D]] : !energy.array<>
+// CHECK-NEXT:      } : !energy.array<>
+// CHECK-NEXT:      yield %[[L]] : !energy.array<>
+// CHECK:       term @shifted {
+// CHECK-NEXT:    reduce sum parallel (%[[T:.*]] : @T - 1) {
+// CHECK-NEXT:      %[[XT:.*]] = read @x[%[[T]] + 1] : !energy.array<D>
+// CHECK-NEXT:      %[[L:.*]] = softmax_contract generic rows () cols (%{{.*}} : @K) score {
+// CHECK:             dot %[[XT]], %{{.*}} : !energy.array<D>
+// CHECK:           } : !energy.array<>
+// CHECK-NEXT:      yield %[[L]] : !energy.array<>
+energy.model @in_place {
+  dim @T
+  dim @K
+  dim @D
+  tensor @x : state [@T, @D]
+  tensor @m : input [@K, @D]
+  term @predicated {
+    %e = reduce sum (%t : @T) where {
+      %zero = arith.constant 0 : index
+      %a = arith.cmpi sgt, %t, %zero : index
+      yield %a : i1
+    } {
+      %xt = read @x[%t] : !energy.array<D>
+      %l = reduce lse (%k : @K) {
+        %mk = read @m[%k] : !energy.array<D>
+        %d = dot %xt, %mk : !energy.array<D>
+        yield %d : !energy.array<>
+      } : !energy.array<>
+      yield %l : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+  term @shifted {
+    %e = reduce sum (%t : @T - 1) {
+      %xt = read @x[%t + 1] : !energy.array<D>
+      %l = reduce lse (%k : @K) {
+        %mk = read @m[%k] : !energy.array<D>
+        %d = dot %xt, %mk : !energy.array<D>
+        yield %d : !energy.array<>
+      } : !energy.array<>
+      yield %l : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+}
+
+// -----
+
+// Parallel loops. A foreach whose accumulations all index by its first
+// index is marked parallel as it is; one whose accumulations index by its
+// second index has its indices interchanged (in the predicate too, which
+// still reads k < i) and is marked; one that accumulates into a fixed slot
+// is not marked. A sum directly in a gradient is marked parallel, a sum
+// nested in it is not; a loop nested in another is not marked.
+// CHECK-LABEL: energy.model @parallel
+// CHECK:       gradient @x {
+// CHECK-NEXT:    foreach parallel (%[[I:.*]] : @N, %[[K:.*]] : @K) {
+// CHECK-NEXT:      %[[MK:.*]] = read @m[%[[K]]] : !energy.array<D>
+// CHECK-NEXT:      accumulate %[[MK]] into @x[%[[I]]] : !energy.array<D>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    foreach parallel (%[[I:.*]] : @N, %[[K:.*]] : @K) where {
+// CHECK-NEXT:      %[[A:.*]] = arith.cmpi slt, %[[K]], %[[I]] : index
+// CHECK-NEXT:      yield %[[A]] : i1
+// CHECK-NEXT:    } {
+// CHECK-NEXT:      %[[MK:.*]] = read @m[%[[K]]] : !energy.array<D>
+// CHECK-NEXT:      accumulate %[[MK]] into @x[%[[I]]] : !energy.array<D>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[S:.*]] = reduce sum parallel (%{{.*}} : @K) {
+// CHECK-NEXT:      reduce sum (%{{.*}} : @N) {
+// CHECK:         foreach parallel (%[[I:.*]] : @N) {
+// CHECK-NEXT:      foreach (%{{.*}} : @K) {
+// CHECK-NEXT:        accumulate %[[S]] into @x[%[[I]]] : !energy.array<D>
+// CHECK:       gradient @y {
+// CHECK-NEXT:    foreach (%[[I:.*]] : @N) {
+// CHECK-NEXT:      %[[XI:.*]] = read @x[%[[I]]] : !energy.array<D>
+// CHECK-NEXT:      accumulate %[[XI]] into @y : !energy.array<D>
+energy.model @parallel {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@D]
+  tensor @m : input [@K, @D]
+  gradient @x {
+    foreach (%i : @N, %k : @K) {
+      %mk = read @m[%k] : !energy.array<D>
+      accumulate %mk into @x[%i] : !energy.array<D>
+    }
+    foreach (%k : @K, %i : @N) where {
+      %a = arith.cmpi slt, %k, %i : index
+      yield %a : i1
+    } {
+      %mk = read @m[%k] : !energy.array<D>
+      accumulate %mk into @x[%i] : !energy.array<D>
+    }
+    %s = reduce sum (%k : @K) {
+      %t = reduce sum (%j : @N) {
+        %xj = read @x[%j] : !energy.array<D>
+        yield %xj : !energy.array<D>
+      } : !energy.array<D>
+      yield %t : !energy.array<D>
+    } : !energy.array<D>
+    foreach (%i : @N) {
+      foreach (%j : @K) {
+        accumulate %s into @x[%i] : !energy.array<D>
+      }
+    }
+  }
+  gradient @y {
+    foreach (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      accumulate %xi into @y : !energy.array<D>
+    }
+  }
+}
