@@ -131,8 +131,12 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     return failure();
   }
   std::string march = "-march=" + target.cpu;
+  // Kernels write their inner loops as vectors already (VectorLoops.cpp);
+  // unrolling them again more than doubled the time clang took and made
+  // the EM step slower.
   llvm::SmallVector<llvm::StringRef> arguments = {ENERGY_CLANG_PATH,
                                                   "-O3",
+                                                  "-fno-unroll-loops",
                                                   march,
                                                   "-fPIC",
                                                   "-shared",
