@@ -359,3 +359,644 @@ energy.model @m {
     energy.yield %s : !energy.array<>
   }
 }
+
+// -----
+
+// Kernel-plan ops: energy.tabulate, then energy.softmax_contract (the
+// parser, the domains, the regions, the results, and each reason the
+// bilinear form can fail; "its scale is not a scalar" cannot be reached,
+// since a product with a non-scalar is not a scalar score).
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op expects at least one index in its domain}}
+    %t = energy.tabulate () {
+      %c = energy.constant 1.0
+      energy.yield %c : !energy.array<>
+    } : !energy.array<>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op expects each index of its domain to range over a dim, found an expression}}
+    %t = energy.tabulate (%i : @N - 1) {
+      %x = energy.read @x[%i] : !energy.array<D>
+      %s = energy.reduce_elements sum %x : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %s = energy.reduce_elements sum %t : !energy.array<N>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op expects 1 index arguments in its body, found 2}}
+    %t = "energy.tabulate"() <{sizes = [#energy.dim<@N>]}> ({
+    ^bb0(%i: index, %j: index):
+      %x = energy.read @x[%i] : !energy.array<D>
+      energy.yield %x : !energy.array<D>
+    }) : () -> !energy.array<N, D>
+    %s = energy.reduce_elements sum %t : !energy.array<N, D>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op expects index arguments in its body}}
+    %t = "energy.tabulate"() <{sizes = [#energy.dim<@N>]}> ({
+    ^bb0(%i: i64):
+      %c = energy.constant 1.0
+      energy.yield %c : !energy.array<>
+    }) : () -> !energy.array<N>
+    %s = energy.reduce_elements sum %t : !energy.array<N>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op expects its body to yield one array}}
+    %t = energy.tabulate (%i : @N) {
+      energy.yield %i : index
+    } : !energy.array<N>
+    %s = energy.reduce_elements sum %t : !energy.array<N>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op has type '!energy.array<D, N>' but its domain and body give '!energy.array<N, D>'}}
+    %t = energy.tabulate (%i : @N) {
+      %x = energy.read @x[%i] : !energy.array<D>
+      energy.yield %x : !energy.array<D>
+    } : !energy.array<D, N>
+    %s = energy.reduce_elements sum %t : !energy.array<D, N>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.term @e {
+    // expected-error @below {{'energy.tabulate' op refers to '@Q', which is not a dim}}
+    %t = energy.tabulate (%i : @Q) {
+      %c = energy.constant 1.0
+      energy.yield %c : !energy.array<>
+    } : !energy.array<Q>
+    %s = energy.reduce_elements sum %t : !energy.array<Q>
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{unknown contraction form 'fused'; expected generic or bilinear}}
+    %l = energy.softmax_contract fused rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{expects exactly one column index}}
+    %l = energy.softmax_contract generic rows (%i : @N) cols (%k : @K, %j : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects each index of its rows to range over a dim, found an expression}}
+    %l = energy.softmax_contract generic rows (%i : @N - 1) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects each index of its cols to range over a dim, found an expression}}
+    %l = energy.softmax_contract generic rows (%i : @N) cols (%k : @K - 1) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op refers to '@Q', which is not a dim}}
+    %l = energy.softmax_contract generic rows (%i : @N) cols (%k : @Q) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects its predicate to yield 'i1', found 'index'}}
+    %l = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) where {
+      energy.yield %k : index
+    } score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects its score to yield '!energy.array<>', found '!energy.array<D>'}}
+    %l = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %a : !energy.array<D>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects 2 index arguments in its score, found 1}}
+    %l = "energy.softmax_contract"() <{form = #energy<contract_form generic>, rows = [#energy.dim<@N>], cols = #energy.dim<@K>, operandSegmentSizes = array<i32: 0, 0>}> ({
+    }, {
+    ^bb0(%i: index):
+      %c = energy.constant 1.0
+      energy.yield %c : !energy.array<>
+    }, {
+    ^bb0(%i: index, %k: index):
+      "energy.yield"() : () -> ()
+    }, {
+    ^bb0(%i: index, %k: index):
+      "energy.yield"() : () -> ()
+    }) : () -> !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects 2 index arguments in its row values, found 1}}
+    %l = "energy.softmax_contract"() <{form = #energy<contract_form generic>, rows = [#energy.dim<@N>], cols = #energy.dim<@K>, operandSegmentSizes = array<i32: 0, 0>}> ({
+    }, {
+    ^bb0(%i: index, %k: index):
+      %c = energy.constant 1.0
+      energy.yield %c : !energy.array<>
+    }, {
+    ^bb0(%i: index):
+      "energy.yield"() : () -> ()
+    }, {
+    ^bb0(%i: index, %k: index):
+      "energy.yield"() : () -> ()
+    }) : () -> !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects its row values to yield arrays}}
+    %l, %v = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      energy.yield %k : index
+    } : !energy.array<N>, !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op expects its column values to yield arrays}}
+    %l, %v = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      energy.yield %i : index
+    } : !energy.array<N>, !energy.array<K>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op sums column values over its rows, but has no row index}}
+    %l, %v = energy.softmax_contract generic rows () cols (%k : @K) score {
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.reduce_elements sum %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<>, !energy.array<K, D>
+    energy.yield %l : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    %L = energy.read @w : !energy.array<D>
+    // expected-error @below {{'energy.softmax_contract' op takes its normaliser as '!energy.array<N>', found '!energy.array<D>'}}
+    %v = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) lse(%L : !energy.array<D>) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<N, D>
+    %l = energy.sum_last %v : !energy.array<N, D>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op has result types '!energy.array<N>', '!energy.array<N>' but its domains and values give '!energy.array<N>', '!energy.array<N, D>'}}
+    %l, %v = energy.softmax_contract generic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but has no row index}}
+    %l = energy.softmax_contract bilinear rows () cols (%k : @K) score {
+      %a = energy.read @w : !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<>
+    energy.yield %l : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but its score is not a dot product (times a scale)}}
+    %l = energy.softmax_contract bilinear rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      %s2 = energy.exp %s : !energy.array<>
+      energy.yield %s2 : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but its score is not a dot product of a row of a table at the row indices and a row of a table at the column}}
+    %l = energy.softmax_contract bilinear rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.read @y[%k] : !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but a row value is not a row of a table at the column}}
+    %l, %v = energy.softmax_contract bilinear rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.read @y[%k] : !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but a column value is not a row of a table at the row indices}}
+    %l, %v = energy.softmax_contract bilinear rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      %a = energy.extract %X[%k] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %a : !energy.array<D>
+    } : !energy.array<N>, !energy.array<K, D>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@K, @D]
+  energy.tensor @w : state [@D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %Y = energy.read @y : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but its predicate is not a conjunction of linear comparisons of the row and the column}}
+    %l = energy.softmax_contract bilinear rows (%i : @N) cols (%k : @K) where {
+      %a = arith.cmpi sle, %k, %i : index
+      %b = arith.cmpi eq, %k, %i : index
+      %c = arith.ori %a, %b : i1
+      energy.yield %c : i1
+    } score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    %t = energy.reduce_elements sum %l : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}

@@ -378,3 +378,101 @@ energy.model @step_program {
     energy.store %new into @x : !energy.array<D>
   }
 }
+
+// The kernel plan: a table over two indices, a bilinear contraction with a
+// batch row index, a predicate, a temperature, row and column values, a
+// generic contraction in place (no row index) with a given normaliser, and
+// loops and sums marked parallel.
+// CHECK-LABEL: energy.model @kernel_plan
+energy.model @kernel_plan {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @Wq : param [@H, @D, @D]
+  energy.const @tau = 8.0
+  energy.gradient @x {
+    %tau = energy.read @tau : !energy.array<>
+    %x = energy.read @x : !energy.array<N, D>
+    // CHECK: %[[Q:.*]] = tabulate (%[[H:.*]] : @H, %[[I:.*]] : @N) {
+    // CHECK-NEXT: read @Wq[%[[H]]] : !energy.array<D, D>
+    // CHECK-NEXT: read @x[%[[I]]] : !energy.array<D>
+    // CHECK: } : !energy.array<H, N, D>
+    %q = energy.tabulate (%h : @H, %i : @N) {
+      %w = energy.read @Wq[%h] : !energy.array<D, D>
+      %xi = energy.read @x[%i] : !energy.array<D>
+      %v = energy.matmul %w, %xi : !energy.array<D, D>, !energy.array<D>
+      energy.yield %v : !energy.array<D>
+    } : !energy.array<H, N, D>
+    // CHECK: %[[XH:.*]] = tabulate (%[[H:.*]] : @H, %[[I:.*]] : @N) {
+    // CHECK-NEXT: %[[XI:.*]] = extract %{{.*}}[%[[I]]] : !energy.array<N, D> -> !energy.array<D>
+    // CHECK-NEXT: yield %[[XI]] : !energy.array<D>
+    // CHECK-NEXT: } : !energy.array<H, N, D>
+    %xh = energy.tabulate (%h : @H, %i : @N) {
+      %xi = energy.extract %x[%i] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %xi : !energy.array<D>
+    } : !energy.array<H, N, D>
+    %scale = energy.constant 0.5
+    // CHECK: %[[R:.*]]:3 = softmax_contract bilinear rows (%[[H:.*]] : @H, %[[I:.*]] : @N) cols (%[[J:.*]] : @N) where {
+    // CHECK-NEXT: %[[A:.*]] = arith.cmpi sle, %[[J]], %[[I]] : index
+    // CHECK-NEXT: yield %[[A]] : i1
+    // CHECK-NEXT: } temp(%{{.*}} : !energy.array<>) score {
+    // CHECK-NEXT: %[[QI:.*]] = extract %[[Q]][%[[H]], %[[I]]] : !energy.array<H, N, D> -> !energy.array<D>
+    // CHECK-NEXT: %[[QJ:.*]] = extract %[[Q]][%[[H]], %[[J]]] : !energy.array<H, N, D> -> !energy.array<D>
+    // CHECK-NEXT: %[[S:.*]] = dot %[[QI]], %[[QJ]] : !energy.array<D>
+    // CHECK-NEXT: %[[T:.*]] = mul %[[S]], %{{.*}} : !energy.array<>, !energy.array<>
+    // CHECK-NEXT: yield %[[T]] : !energy.array<>
+    // CHECK-NEXT: } row_values {
+    // CHECK-NEXT: %[[V:.*]] = extract %[[XH]][%[[H]], %[[J]]] : !energy.array<H, N, D> -> !energy.array<D>
+    // CHECK-NEXT: yield %[[V]] : !energy.array<D>
+    // CHECK-NEXT: } col_values {
+    // CHECK-NEXT: %[[G:.*]] = extract %[[Q]][%[[H]], %[[I]]] : !energy.array<H, N, D> -> !energy.array<D>
+    // CHECK-NEXT: yield %[[G]] : !energy.array<D>
+    // CHECK-NEXT: } : !energy.array<H, N>, !energy.array<H, N, D>, !energy.array<H, N, D>
+    %r:3 = energy.softmax_contract bilinear rows (%h : @H, %i : @N) cols (%j : @N) where {
+      %ok = arith.cmpi sle, %j, %i : index
+      energy.yield %ok : i1
+    } temp(%tau : !energy.array<>) score {
+      %qi = energy.extract %q[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
+      %qj = energy.extract %q[%h, %j] : !energy.array<H, N, D> -> !energy.array<D>
+      %s = energy.dot %qi, %qj : !energy.array<D>
+      %t = energy.mul %s, %scale : !energy.array<>, !energy.array<>
+      energy.yield %t : !energy.array<>
+    } row_values {
+      %xj = energy.extract %xh[%h, %j] : !energy.array<H, N, D> -> !energy.array<D>
+      energy.yield %xj : !energy.array<D>
+    } col_values {
+      %qi = energy.extract %q[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
+      energy.yield %qi : !energy.array<D>
+    } : !energy.array<H, N>, !energy.array<H, N, D>, !energy.array<H, N, D>
+    // CHECK: foreach parallel (%[[I:.*]] : @N, %[[H:.*]] : @H) {
+    // CHECK-NEXT: %[[ROW:.*]] = extract %[[R]]#1[%[[H]], %[[I]]] : !energy.array<H, N, D> -> !energy.array<D>
+    // CHECK: foreach (%[[I:.*]] : @N) {
+    // CHECK: %[[L:.*]] = reduce sum parallel (%{{.*}} : @H) {
+    // CHECK: %[[V:.*]] = softmax_contract generic rows () cols (%[[J:.*]] : @N) lse(%[[L]] : !energy.array<>) score {
+    // CHECK: } row_values {
+    // CHECK: } : !energy.array<D>
+    energy.foreach parallel (%i : @N, %h : @H) {
+      %row = energy.extract %r#1[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
+      %col = energy.extract %r#2[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
+      %sum = energy.add %row, %col : !energy.array<D>, !energy.array<D>
+      energy.accumulate %sum into @x[%i] : !energy.array<D>
+    }
+    energy.foreach (%i : @N) {
+      %l = energy.reduce sum parallel (%h : @H) {
+        %lh = energy.extract %r#0[%h, %i] : !energy.array<H, N> -> !energy.array<>
+        energy.yield %lh : !energy.array<>
+      } : !energy.array<>
+      %xi = energy.read @x[%i] : !energy.array<D>
+      %v = energy.softmax_contract generic rows () cols (%j : @N) lse(%l : !energy.array<>) score {
+        %xj = energy.read @x[%j] : !energy.array<D>
+        %s = energy.dot %xi, %xj : !energy.array<D>
+        energy.yield %s : !energy.array<>
+      } row_values {
+        %xj = energy.read @x[%j] : !energy.array<D>
+        energy.yield %xj : !energy.array<D>
+      } : !energy.array<D>
+      energy.accumulate %v into @x[%i] : !energy.array<D>
+    }
+  }
+}
