@@ -11,6 +11,8 @@
 
 #include "PlanKernels.h"
 
+#include "llvm/ADT/StringMap.h"
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -18,21 +20,32 @@ namespace {
 
 /// Whether every position of `loop` along its index number `position` adds
 /// into slots no other position adds into: every accumulation in it has
-/// that index as one of its own indices, and nothing else in it writes.
+/// that index, alone, as one of its slot's indices, at the same axis for
+/// every accumulation into the same tensor (W[i, j] and W[j, i] meet at
+/// W[1, 0] from i = 0 and i = 1), and nothing else in it writes.
 bool writesDisjointSlots(ForeachOp loop, unsigned position) {
   Value index = loop.getBody().front().getArgument(position);
+  llvm::StringMap<unsigned> axisOf;
   WalkResult walk = loop.getBody().walk([&](Operation *op) {
     if (isa<StoreOp, GradOp, RepeatOp>(op))
       return WalkResult::interrupt();
     auto accumulate = dyn_cast<AccumulateOp>(op);
     if (!accumulate)
       return WalkResult::advance();
-    bool slotAxis =
-        llvm::any_of(accumulate.getMap().getResults(), [&](AffineExpr result) {
-          auto dim = dyn_cast<AffineDimExpr>(result);
-          return dim && accumulate.getIndices()[dim.getPosition()] == index;
-        });
-    return slotAxis ? WalkResult::advance() : WalkResult::interrupt();
+    std::optional<unsigned> axis;
+    for (auto [number, result] :
+         llvm::enumerate(accumulate.getMap().getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (dim && accumulate.getIndices()[dim.getPosition()] == index) {
+        axis = number;
+        break;
+      }
+    }
+    if (!axis)
+      return WalkResult::interrupt();
+    auto [entry, inserted] = axisOf.try_emplace(accumulate.getTensor(), *axis);
+    return inserted || entry->second == *axis ? WalkResult::advance()
+                                              : WalkResult::interrupt();
   });
   return !walk.wasInterrupted();
 }

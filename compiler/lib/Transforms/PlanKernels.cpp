@@ -26,8 +26,21 @@ struct PlanKernelsPass
     ModelOp model = getOperation();
     formSoftmaxContracts(model);
     hoistContractTables(model);
+    hoistLoopTables(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
+  }
+
+  /// A let energy-gather-gradients made: `@T.gather`, or `@T.gather_N` when
+  /// that name was taken.
+  static bool isGatherLet(StringRef name) {
+    StringRef suffix = name.substr(
+        name.rfind('.') == StringRef::npos ? name.size() : name.rfind('.'));
+    return suffix == ".gather" ||
+           (suffix.starts_with(".gather_") &&
+            llvm::all_of(suffix.drop_front(8),
+                         [](char c) { return c >= '0' && c <= '9'; }) &&
+            suffix.size() > 8);
   }
 
   /// The lets energy-gather-gradients made for the parent side of an lse
@@ -35,7 +48,7 @@ struct PlanKernelsPass
   static void eraseUnreadGatherLets(ModelOp model) {
     for (LetOp let :
          llvm::make_early_inc_range(model.getBody().front().getOps<LetOp>()))
-      if (let.getSymName().ends_with(".gather") &&
+      if (isGatherLet(let.getSymName()) &&
           SymbolTable::symbolKnownUseEmpty(let, model))
         let.erase();
   }

@@ -32,6 +32,11 @@ void formSoftmaxContracts(ModelOp model);
 /// `bilinear`.
 void hoistContractTables(ModelOp model);
 
+/// Computes, ahead of a reduction or loop nested in another, the values of
+/// its body that depend on its own indices only (and on values from outside
+/// the enclosing loop), into `energy.tabulate` tables.
+void hoistLoopTables(ModelOp model);
+
 /// Marks the loops that may run on several threads: `foreach` loops whose
 /// positions along the first index write disjoint slots (interchanging the
 /// indices of a loop to bring such an index first), and sums outside every

@@ -46,6 +46,12 @@ void mlir::energy::addIndexArguments(Block &block, Block &like,
                 block.addArgument(argument.getType(), argument.getLoc()));
 }
 
+bool mlir::energy::hasPlainDims(ArrayAttr sizes) {
+  return llvm::all_of(sizes, [](Attribute size) {
+    return cast<DimExprAttr>(size).getDimName().has_value();
+  });
+}
+
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (a == b)
     return true;

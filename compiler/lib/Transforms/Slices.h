@@ -32,6 +32,9 @@ void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
 /// Adds to `block` one index argument per argument of `like`, mapped.
 void addIndexArguments(Block &block, Block &like, IRMapping &mapping);
 
+/// Whether every size of an index domain is a plain dim.
+bool hasPlainDims(ArrayAttr sizes);
+
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
 /// corresponding operands, block arguments corresponding through
 /// `arguments`, the operands of commutative ops in either order.

@@ -111,12 +111,41 @@ bool findLinearChain(WeightedSum &sum) {
   return true;
 }
 
+/// s · (A u) = A (s u) for a scalar s and a matrix A from outside `sum`:
+/// written so, A becomes a factor the sum can take out (a mixture's
+/// symmetrised precision in the gradient of its means).
+void distributeMatrixFactors(ReduceOp sum) {
+  SmallVector<MulOp> products;
+  sum.getBody().front().walk([&](MulOp mul) { products.push_back(mul); });
+  for (MulOp mul : products) {
+    for (unsigned side = 0; side < 2; ++side) {
+      Value scale = mul->getOperand(side);
+      auto product = mul->getOperand(1 - side).getDefiningOp<MatmulOp>();
+      if (!cast<ArrayType>(scale.getType()).isScalar() || !product ||
+          !product->hasOneUse() ||
+          !isDefinedOutside(product.getLhs(), sum.getOperation()) ||
+          cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+        continue;
+      OpBuilder builder(mul);
+      Value scaled =
+          MulOp::create(builder, mul.getLoc(), scale, product.getRhs());
+      Value result =
+          MatmulOp::create(builder, mul.getLoc(), product.getLhs(), scaled);
+      mul.getResult().replaceAllUsesWith(result);
+      mul.erase();
+      product.erase();
+      break;
+    }
+  }
+}
+
 /// Finds w = exp((x − L) / T) in the body of `sum`, where `isNormaliser(L)`
 /// says which L counts, and checks that the summand is linear in it.
 std::optional<WeightedSum>
 matchWeightedSum(ReduceOp sum, function_ref<bool(Value)> isNormaliser) {
   if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1)
     return std::nullopt;
+  distributeMatrixFactors(sum);
   for (auto shift : sum.getBody().front().getOps<SubOp>()) {
     if (!isNormaliser(shift.getRhs()) || !shift->hasOneUse())
       continue;
@@ -323,13 +352,6 @@ struct ContractBuilder {
   Region predicate, score, rowSums, colSums;
 };
 
-/// Whether every size of `sizes` is a plain dim.
-bool plainDims(ArrayAttr sizes) {
-  return llvm::all_of(sizes, [](Attribute size) {
-    return cast<DimExprAttr>(size).getDimName().has_value();
-  });
-}
-
 /// `extract %table[indices]` (a scalar table read at all its indices gives
 /// a scalar), or the table itself when there are no indices.
 Value extractAt(OpBuilder &builder, Location loc, Value table, Type type,
@@ -384,7 +406,7 @@ Operation *liftingLoop(ReduceOp lse, ArrayAttr &sizes) {
     sizes = reduce.getSizes();
   else if (auto table = dyn_cast<TabulateOp>(parent))
     sizes = table.getSizes();
-  if (!sizes || !plainDims(sizes))
+  if (!sizes || !hasPlainDims(sizes))
     return nullptr;
   return parent;
 }
@@ -422,7 +444,7 @@ bool samePredicate(ReduceOp lse, ReduceOp sum) {
 /// Writes `lse` and the sums of its block linear in its weight as one
 /// contraction.
 void formChildSide(ReduceOp lse) {
-  if (lse.getSizes().size() != 1 || !plainDims(lse.getSizes()))
+  if (lse.getSizes().size() != 1 || !hasPlainDims(lse.getSizes()))
     return;
   Block &block = *lse->getBlock();
   Value normaliser = lse.getResult();
@@ -626,7 +648,7 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
 /// the parent side of a contraction placed before that loop.
 void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1 ||
-      !plainDims(sum.getSizes()))
+      !hasPlainDims(sum.getSizes()))
     return;
   Operation *loop = sum->getParentOp();
   ArrayAttr loopSizes;
@@ -635,7 +657,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     loopSizes = foreach.getSizes();
   else if (auto table = dyn_cast<TabulateOp>(loop))
     loopSizes = table.getSizes();
-  if (!loopSizes || loopSizes.size() != 1 || !plainDims(loopSizes))
+  if (!loopSizes || loopSizes.size() != 1 || !hasPlainDims(loopSizes))
     return;
   Block &loopBody = *sum->getBlock();
   Value column = loopBody.getArgument(0);

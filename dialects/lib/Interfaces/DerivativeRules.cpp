@@ -517,7 +517,10 @@ LogicalResult QuadOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
                                     SmallVectorImpl<Value> &operandAdjoints) {
   ExprBuilder e(builder, getLoc());
   Value g = adjoints[0], v = getVector(), m = getMatrix();
-  Value vectorAdjoint = e.add(e.matmul(m, v), e.matmul(e.transpose(m), v));
+  // One product with the symmetrised matrix: where M does not depend on
+  // the loop around the quad (a mixture's precision inside a sum over
+  // points), the matrix comes out of the sum as one factor.
+  Value vectorAdjoint = e.matmul(e.add(m, e.transpose(m)), v);
   operandAdjoints.assign({e.mul(g, vectorAdjoint), e.mul(g, e.outer(v, v))});
   return success();
 }

@@ -1,13 +1,8 @@
-// XFAIL: *
 // RUN: energy-opt %s --pass-pipeline='builtin.module(energy.model(energy-plan-kernels))' | FileCheck %s
 
-// Known bug (energy-plan-kernels, PlanKernels.cpp eraseUnreadGatherLets):
-// the lets that only the parent side of a contraction read are found by a
-// name ending in ".gather", but energy-gather-gradients names the second
-// such let of a gradient "@T.gather_0" (the symbol table makes the name
-// unique), so that one stays in the plan, read by nothing (the exclusion
-// model of tests/e2e/models has one). Remove the XFAIL line once it is
-// erased.
+// The lets that only the parent side of a contraction read are erased,
+// whatever their suffix: energy-gather-gradients names the second such let
+// of a gradient "@T.gather_0" (the symbol table makes the name unique).
 // CHECK-LABEL: energy.model @second_gather_let
 // CHECK-NOT:   let @x.gather_0
 // CHECK:       gradient @x {

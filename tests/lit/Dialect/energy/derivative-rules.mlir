@@ -45,10 +45,9 @@ energy.model @rules {
 
     // d (vᵀ M v) = (M + Mᵀ) v dv + v vᵀ dM
     // CHECK: quad %[[MV]], %[[W]] {test.adjoint}
-    // CHECK: %[[MVV:.*]] = matmul %[[W]], %[[MV]]
     // CHECK: %[[MTT:.*]] = transpose %[[W]]
-    // CHECK: %[[MTV:.*]] = matmul %[[MTT]], %[[MV]]
-    // CHECK: add %[[MVV]], %[[MTV]]
+    // CHECK: %[[SYM:.*]] = add %[[W]], %[[MTT]]
+    // CHECK: matmul %[[SYM]], %[[MV]]
     // CHECK: outer %[[MV]], %[[MV]]
     %q = energy.quad %mv, %W {test.adjoint} : !energy.array<D>, !energy.array<D, D>
 
