@@ -79,12 +79,21 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
 
-# The anchor is NumPy from Debian's python3-numpy (installed by make deps).
+# Ours against the anchors (PyTorch, scikit-learn, OpenBLAS sgemm) in one run
+# on the same inputs; writes docs/benchmarks.md (bench/README.md). Not part of
+# `make test`. BENCH_ARGS passes options to bench/run_all.py, e.g.
+#   make bench BENCH_ARGS="--only gmm --gmm-n 10000"
+BENCH_PACKAGES  := python3-torch python3-sklearn time
+BENCH_WAIT_IDLE ?= 45
+BENCH_RETRIES   ?= 2
+BENCH_ARGS      ?=
+
 bench: build
-	@mkdir -p $(BUILD_DIR)/bench
-	$(BUILD_DIR)/bin/energyc examples/self_attention.energy -o $(BUILD_DIR)/bench/self_attention.so
-	/usr/bin/python3 bench/self_attention_grad.py $(BUILD_DIR)/bin/energy-run \
-	  $(BUILD_DIR)/bench/self_attention.so 4096 16384
+	@./tools/scripts/install-deps.sh $(BENCH_PACKAGES)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target softmax-contract-bench || \
+	  echo "make bench: softmax-contract-bench not built; going on without it"
+	/usr/bin/python3 bench/run_all.py --build-dir $(BUILD_DIR) --wait-idle $(BENCH_WAIT_IDLE) \
+	  --retries $(BENCH_RETRIES) --doc docs/benchmarks.md $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)
