@@ -14,7 +14,7 @@ from self_attention_torch import inputs_for
 from benchlib import environment_without_malloc_settings, write_safetensors
 
 LIMIT_BYTES = 256 * 2**20
-SIZES = ((4096, 10), (16384, 3), (65536, 1))  # N and repetitions
+SIZES = ((4096, 20), (16384, 3), (65536, 1))  # N and repetitions
 
 
 def run(ctx):
