@@ -73,8 +73,9 @@ def parse_arguments():
     parser.add_argument('--gmm-n', type=int, default=100000,
                         help='points of the GMM (default 100 000; falls back to '
                              '10 000 when one step of ours is not linear in N)')
-    parser.add_argument('--gmm-reps', type=int, default=5,
-                        help='repetitions of the GMM timings (default 5)')
+    parser.add_argument('--gmm-reps', type=int, default=10,
+                        help='repetitions of the GMM timings, ours and sklearn\'s fits '
+                             '(default 10)')
     parser.add_argument('--gmm-no-check', action='store_true',
                         help='run --gmm-n even if one step is more than linear in N')
     parser.add_argument('--scaling-max-n', type=int, default=65536,
