@@ -193,7 +193,7 @@ def machine_section(results):
         source_line(m.get('source')),
         '| date | %s; the whole run took %.0f s |' % (m['date'], m['elapsed_s']),
         '| load average (1, 5, 15 min) | %.2f %.2f %.2f at the start, %.2f %.2f %.2f at '
-        'the end (the machine is shared; figures vary by a few per cent between runs) |' % (
+        'the end (the machine is shared; for how much figures vary between runs see the notes) |' % (
             *m['loadavg_start'], *m['loadavg_end']),
     ]
     others = ['%s %s (attempt %d of %d)' % (
