@@ -63,21 +63,11 @@ FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
   return Lowered{Value(), data};
 }
 
-Value KernelFunction::weightArgument(Value shifted) {
-  // exp(x) for x below this is below the smallest normal number: as a
-  // softmax weight it is negligible (under 2^-126 of the largest weight,
-  // which is 1), and computing it as a subnormal costs the CPU a microcode
-  // assist per element. Such weights are dropped: exp(−∞) = 0. (A NaN
-  // compares false and stays NaN.)
-  double smallest = singlePrecision() ? -87.33654 : -708.39641;
-  Value negligible = cmp(arith::CmpFPredicate::OLT, shifted, real(smallest));
-  return select(negligible, real(-std::numeric_limits<double>::infinity()),
-                shifted);
-}
-
 void KernelFunction::expInPlace(Value values, Value count) {
-  callSupport(singlePrecision() ? ENERGY_SUPPORT_EXP_F32
-                                : ENERGY_SUPPORT_EXP_F64,
+  // Weights below the smallest normal number become 0 (they would cost a
+  // microcode assist each and weigh under 2^-126 of the largest).
+  callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32
+                                : ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64,
               {toI64(count), values, values});
 }
 
@@ -432,7 +422,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
             shift = select(nothingYet, real(0.0), newLargest);
           }
           forRange(count, [&](Value q) {
-            store(weightArgument(sub(load(panel, q), shift)), panel, q);
+            store(sub(load(panel, q), shift), panel, q);
           });
           expInPlace(panel, count);
           Value panelTotal =
@@ -528,7 +518,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
                 positionOf(ArrayRef<Value>(indices).drop_back(), rowExtents));
             if (temperature)
               normaliser = div(normaliser, temperature);
-            store(weightArgument(sub(*score, normaliser)), columnPanel, q);
+            store(sub(*score, normaliser), columnPanel, q);
           });
           expInPlace(columnPanel, count);
           forRange(count, [&](Value q) {
@@ -627,7 +617,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
         Value empty = cmp(arith::CmpFPredicate::OEQ, largest, negativeInfinity);
         Value shift = select(empty, real(0.0), largest);
         forRange(columns, [&](Value c) {
-          store(weightArgument(sub(load(fusedPanel, c), shift)), fusedPanel, c);
+          store(sub(load(fusedPanel, c), shift), fusedPanel, c);
         });
         expInPlace(fusedPanel, columns);
         Value total =

@@ -335,11 +335,9 @@ private:
   LogicalResult emitBilinearContract(SoftmaxContractOp contract,
                                      const BilinearContract &form);
   LogicalResult emitGenericContract(SoftmaxContractOp contract);
-  /// The argument of a softmax weight's exp, −∞ where the weight would be
-  /// below the smallest normal number.
-  Value weightArgument(Value shifted);
-  /// exp of `count` elements at `values`, in place (the support library's
-  /// vector exp).
+  /// The softmax weights exp(x) of `count` elements at `values`, in place
+  /// (the support library's vector exp, results below the smallest normal
+  /// number dropped).
   void expInPlace(Value values, Value count);
 };
 

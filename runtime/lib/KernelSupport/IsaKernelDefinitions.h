@@ -24,6 +24,14 @@ void expF64(int64_t n, const double *in, double *out) {
   expArray<Simd<double>>(n, in, out);
 }
 
+void softmaxWeightsF32(int64_t n, const float *in, float *out) {
+  softmaxWeightsArray<Simd<float>>(n, in, out);
+}
+
+void softmaxWeightsF64(int64_t n, const double *in, double *out) {
+  softmaxWeightsArray<Simd<double>>(n, in, out);
+}
+
 int32_t softmaxContractF32(const energy_softmax_contract_args &args) {
   return softmaxContract<Simd<float>>(args);
 }

@@ -26,6 +26,8 @@ int32_t activeInstructionSet();
   namespace isa {                                                              \
   void expF32(int64_t n, const float *in, float *out);                         \
   void expF64(int64_t n, const double *in, double *out);                       \
+  void softmaxWeightsF32(int64_t n, const float *in, float *out);              \
+  void softmaxWeightsF64(int64_t n, const double *in, double *out);            \
   int32_t softmaxContractF32(const energy_softmax_contract_args &args);        \
   int32_t softmaxContractF64(const energy_softmax_contract_args &args);        \
   }

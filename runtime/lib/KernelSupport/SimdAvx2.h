@@ -52,6 +52,10 @@ template <> struct Simd<float> {
   static Vec clamp(Vec x, Vec lo, Vec hi) {
     return _mm256_min_ps(hi, _mm256_max_ps(lo, x));
   }
+  /// `value`, with 0 in the lanes where x < threshold (NaN is not less).
+  static Vec zeroWhereBelow(Vec value, Vec x, Vec threshold) {
+    return _mm256_and_ps(value, _mm256_cmp_ps(x, threshold, _CMP_NLT_UQ));
+  }
   static float reduceAdd(Vec v) {
     __m128 s =
         _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -113,6 +117,9 @@ template <> struct Simd<double> {
   static Vec min(Vec a, Vec b) { return _mm256_min_pd(a, b); }
   static Vec clamp(Vec x, Vec lo, Vec hi) {
     return _mm256_min_pd(hi, _mm256_max_pd(lo, x));
+  }
+  static Vec zeroWhereBelow(Vec value, Vec x, Vec threshold) {
+    return _mm256_and_pd(value, _mm256_cmp_pd(x, threshold, _CMP_NLT_UQ));
   }
   static double reduceAdd(Vec v) {
     __m128d s =

@@ -52,6 +52,11 @@ template <> struct Simd<float> {
   static Vec clamp(Vec x, Vec lo, Vec hi) {
     return _mm512_min_ps(hi, _mm512_max_ps(lo, x));
   }
+  /// `value`, with 0 in the lanes where x < threshold (NaN is not less).
+  static Vec zeroWhereBelow(Vec value, Vec x, Vec threshold) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, threshold, _CMP_NLT_UQ),
+                               value);
+  }
   static float reduceAdd(Vec v) {
     __m256 h = _mm256_add_ps(
         _mm512_castps512_ps256(v),
@@ -108,6 +113,10 @@ template <> struct Simd<double> {
   static Vec min(Vec a, Vec b) { return _mm512_min_pd(a, b); }
   static Vec clamp(Vec x, Vec lo, Vec hi) {
     return _mm512_min_pd(hi, _mm512_max_pd(lo, x));
+  }
+  static Vec zeroWhereBelow(Vec value, Vec x, Vec threshold) {
+    return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(x, threshold, _CMP_NLT_UQ),
+                               value);
   }
   static double reduceAdd(Vec v) {
     __m256d h =

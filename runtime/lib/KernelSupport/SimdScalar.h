@@ -78,6 +78,10 @@ template <class T> struct Simd {
       return hi;
     return x;
   }
+  /// `value`, or 0 where x < threshold (NaN is not less).
+  static Vec zeroWhereBelow(Vec value, Vec x, Vec threshold) {
+    return x < threshold ? Vec(0) : value;
+  }
   static Scalar reduceAdd(Vec v) { return v; }
   static Scalar reduceMax(Vec v) { return v; }
   static Scalar firstLane(Vec v) { return v; }

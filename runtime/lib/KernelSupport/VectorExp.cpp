@@ -20,4 +20,16 @@ void energy_support_exp_f64(int64_t n, const double *in, double *out) {
   if (n > 0)
     ENERGY_KERNEL_FOR_ACTIVE_ISA(expF64)(n, in, out);
 }
+
+void energy_support_softmax_weights_f32(int64_t n, const float *in,
+                                        float *out) {
+  if (n > 0)
+    ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxWeightsF32)(n, in, out);
+}
+
+void energy_support_softmax_weights_f64(int64_t n, const double *in,
+                                        double *out) {
+  if (n > 0)
+    ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxWeightsF64)(n, in, out);
+}
 }

@@ -30,6 +30,8 @@ namespace energy::kernels::ENERGY_KERNEL_ISA {
 template <class T> struct ExpConstants;
 
 template <> struct ExpConstants<float> {
+  /// exp(x) for x below this is below the smallest normal number, 2^-126.
+  static constexpr float kNormalLowest = -87.33654f;
   /// exp(-104) < 2^-150 rounds to +0; exp(89) > FLT_MAX.
   static constexpr float kLowest = -104.0f, kHighest = 89.0f;
   static constexpr float kShifter = 0x1.8p23f;
@@ -46,6 +48,8 @@ template <> struct ExpConstants<float> {
 };
 
 template <> struct ExpConstants<double> {
+  /// exp(x) for x below this is below the smallest normal number, 2^-1022.
+  static constexpr double kNormalLowest = -708.39641;
   /// exp(-746) < 2^-1075 rounds to +0; exp(710) > DBL_MAX.
   static constexpr double kLowest = -746.0, kHighest = 710.0;
   static constexpr double kShifter = 0x1.8p52;
@@ -113,6 +117,29 @@ void expArray(int64_t n, const typename V::Scalar *in,
   if (i < n) {
     typename V::Tail tail = V::tail(n - i);
     V::storeTail(out + i, expVector<V>(V::loadTail(in + i, tail)), tail);
+  }
+}
+
+/// Softmax weights: exp(x), except that a result below the smallest normal
+/// number is +0. Subnormal results, and the 0 of a very negative or −∞ x,
+/// cost the CPU a microcode assist per element, some twenty times the cost
+/// of a normal one; as weights they are negligible.
+template <class V>
+void softmaxWeightsArray(int64_t n, const typename V::Scalar *in,
+                         typename V::Scalar *out) {
+  using Constants = ExpConstants<typename V::Scalar>;
+  auto weights = [](typename V::Vec x) {
+    typename V::Vec lowest = V::broadcast(Constants::kNormalLowest);
+    typename V::Vec inRange =
+        V::clamp(x, lowest, V::broadcast(Constants::kHighest));
+    return V::zeroWhereBelow(expVector<V>(inRange), x, lowest);
+  };
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes)
+    V::store(out + i, weights(V::load(in + i)));
+  if (i < n) {
+    typename V::Tail tail = V::tail(n - i);
+    V::storeTail(out + i, weights(V::loadTail(in + i, tail)), tail);
   }
 }
 

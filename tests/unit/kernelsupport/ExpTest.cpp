@@ -220,6 +220,51 @@ TEST_CASE("exp f32: special values are exact, on every path") {
   }
 }
 
+TEST_CASE("softmax weights: exp where it is normal, 0 below, on every path") {
+  // Every float from −100 to 5 in steps of 2^-10 (about 1e5 inputs, either
+  // side of the threshold), plus the special values, in arrays whose length
+  // is no multiple of a vector.
+  std::vector<float> in;
+  for (float x = -100.0f; x <= 5.0f; x += 0x1p-10f)
+    in.push_back(x);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {-inf, inf, float(NAN), -87.33654f, -87.33655f, -0.0f})
+    in.push_back(x);
+  std::vector<double> din(in.begin(), in.end());
+  for (double x : {-708.39641, -708.39642, -709.0, -745.0, -800.0})
+    din.push_back(x);
+  for (int32_t isa : supportedPaths()) {
+    ForcedPath forced(isa);
+    INFO("path " << pathName(isa));
+    std::vector<float> weights(in.size()), exps(in.size());
+    energy_support_softmax_weights_f32(int64_t(in.size()), in.data(),
+                                       weights.data());
+    energy_support_exp_f32(int64_t(in.size()), in.data(), exps.data());
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("x = " << hex(in[i]));
+      if (std::isnan(in[i]))
+        CHECK(std::isnan(weights[i]));
+      else if (exps[i] < std::numeric_limits<float>::min())
+        CHECK(weights[i] == 0.0f);
+      else
+        CHECK(weights[i] == exps[i]);
+    }
+    std::vector<double> dweights(din.size()), dexps(din.size());
+    energy_support_softmax_weights_f64(int64_t(din.size()), din.data(),
+                                       dweights.data());
+    energy_support_exp_f64(int64_t(din.size()), din.data(), dexps.data());
+    for (size_t i = 0; i < din.size(); ++i) {
+      INFO("x = " << hex(din[i]));
+      if (std::isnan(din[i]))
+        CHECK(std::isnan(dweights[i]));
+      else if (dexps[i] < std::numeric_limits<double>::min())
+        CHECK(dweights[i] == 0.0);
+      else
+        CHECK(dweights[i] == dexps[i]);
+    }
+  }
+}
+
 TEST_CASE("exp: every length and in place give the same values") {
   std::mt19937 random(7);
   std::uniform_real_distribution<float> uniform(-110.0f, 95.0f);

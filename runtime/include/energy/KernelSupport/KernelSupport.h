@@ -21,6 +21,8 @@
 #define ENERGY_SUPPORT_SET_NUM_THREADS "energy_support_set_num_threads"
 #define ENERGY_SUPPORT_EXP_F32 "energy_support_exp_f32"
 #define ENERGY_SUPPORT_EXP_F64 "energy_support_exp_f64"
+#define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32 "energy_support_softmax_weights_f32"
+#define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64 "energy_support_softmax_weights_f64"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +72,17 @@ int32_t energy_support_num_threads(void);
  * every input near the ends of the range, f64 against the x87 expl. */
 void energy_support_exp_f32(int64_t n, const float *in, float *out);
 void energy_support_exp_f64(int64_t n, const double *in, double *out);
+
+/* Softmax weights: exp as above where the result is at least the smallest
+ * normal number (2^-126 for f32, 2^-1022 for f64), +0 where it would be
+ * smaller (x < -87.33654, or x < -708.39641; -inf included), NaN -> NaN.
+ * Normalised weights are at most 1, so a dropped one is negligible; and a
+ * subnormal or underflowing result costs the CPU a microcode assist per
+ * element, some twenty times the exp of a normal one. Kernels of softmax
+ * contractions call this on each panel of shifted scores. */
+void energy_support_softmax_weights_f32(int64_t n, const float *in, float *out);
+void energy_support_softmax_weights_f64(int64_t n, const double *in,
+                                        double *out);
 
 #ifdef __cplusplus
 }
