@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -255,6 +256,66 @@ LogicalResult AccumulateOp::verifySymbolUses(SymbolTableCollection &tables) {
                            getValue().getType());
 }
 
+namespace {
+/// accumulate (embed x into [m1(i1)]) into @T[m2(i2)] adds x into
+/// @T[m2(i2), m1(i1)]: the other entries of the embedded array are zeros.
+struct AccumulateEmbedded : OpRewritePattern<AccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AccumulateOp accumulate,
+                                PatternRewriter &rewriter) const override {
+    auto embed = accumulate.getValue().getDefiningOp<EmbedOp>();
+    if (!embed)
+      return failure();
+    AffineMap outer = accumulate.getMap(), inner = embed.getMap();
+    if (outer.getNumSymbols() || inner.getNumSymbols())
+      return failure();
+    SmallVector<AffineExpr> results(outer.getResults());
+    for (AffineExpr expr : inner.getResults())
+      results.push_back(expr.shiftDims(inner.getNumDims(), outer.getNumDims()));
+    AffineMap map = AffineMap::get(outer.getNumDims() + inner.getNumDims(), 0,
+                                   results, rewriter.getContext());
+    SmallVector<Value> indices(accumulate.getIndices());
+    llvm::append_range(indices, embed.getIndices());
+    rewriter.replaceOpWithNewOp<AccumulateOp>(accumulate, embed.getValue(),
+                                              accumulate.getTensorAttr(),
+                                              AffineMapAttr::get(map), indices);
+    return success();
+  }
+};
+
+/// accumulate (a ± b) into @T[...] is accumulate a and accumulate ±b when a
+/// or b is an embedded slice, which then accumulates into its slot alone.
+struct AccumulateSplitSum : OpRewritePattern<AccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AccumulateOp accumulate,
+                                PatternRewriter &rewriter) const override {
+    Operation *def = accumulate.getValue().getDefiningOp();
+    if (!isa_and_nonnull<AddOp, SubOp>(def))
+      return failure();
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    Type type = accumulate.getValue().getType();
+    if (lhs.getType() != type || rhs.getType() != type ||
+        !(lhs.getDefiningOp<EmbedOp>() || rhs.getDefiningOp<EmbedOp>()))
+      return failure();
+    Location loc = accumulate.getLoc();
+    auto addInto = [&](Value value) {
+      AccumulateOp::create(rewriter, loc, value, accumulate.getTensorAttr(),
+                           accumulate.getMapAttr(), accumulate.getIndices());
+    };
+    addInto(lhs);
+    addInto(isa<SubOp>(def) ? NegOp::create(rewriter, loc, rhs).getResult()
+                            : rhs);
+    rewriter.eraseOp(accumulate);
+    return success();
+  }
+};
+} // namespace
+
+void AccumulateOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                               MLIRContext *context) {
+  patterns.add<AccumulateEmbedded, AccumulateSplitSum>(context);
+}
+
 // extract-op ::= `energy.extract` %source `[` affine-map-of-ssa-ids `]`
 //                attr-dict `:` type `->` type
 ParseResult ExtractOp::parse(OpAsmParser &parser, OperationState &result) {
@@ -436,6 +497,16 @@ LogicalResult SumLastOp::inferReturnTypes(MLIRContext *context,
                       {operand});
   types.push_back(arrayOf(context, operand.getShape().drop_back()));
   return success();
+}
+
+// sum_last(embed x into [j]) = x for a scalar x in a vector: the one
+// entry that is not zero.
+OpFoldResult SumLastOp::fold(FoldAdaptor) {
+  auto embed = getOperand().getDefiningOp<EmbedOp>();
+  if (embed && embed.getValue().getType() == getType() &&
+      arrayTypeOf(embed.getResult()).getRank() == 1)
+    return embed.getValue();
+  return {};
 }
 
 LogicalResult DiagOp::inferReturnTypes(MLIRContext *context,

@@ -451,6 +451,7 @@ def Energy_SumLastOp : Energy_Op<"sum_last", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Energy_AnyArray:$operand);
   let results = (outs Energy_AnyArray:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasFolder = 1;
 }
 
 def Energy_BroadcastOp : Energy_Op<"broadcast", [Pure,
@@ -606,6 +607,7 @@ def Energy_AccumulateOp : Energy_Op<"accumulate", [
                        AffineMapAttr:$map, Variadic<Index>:$indices);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
