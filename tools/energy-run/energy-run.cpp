@@ -538,7 +538,7 @@ struct RunInputs {
 SmallVector<GradientOp> wantedGradients(ModelOp model) {
   SmallVector<GradientOp> wanted;
   for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
-    if (gradient.getOf())
+    if (gradient.getOf() || gradient.isJoint())
       continue;
     auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
     if (wrt.empty() ? tensor.getRole() == Role::state &&

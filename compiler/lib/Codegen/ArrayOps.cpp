@@ -334,30 +334,6 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         return Lowered{Value(),
                        select(condition, whenTrue.data, whenFalse.data)};
       })
-      .Case([&](GradOp grad) -> Result {
-        func::FuncOp function;
-        for (GradientOp gradient : context.model.getOps<GradientOp>())
-          if (gradient.getTensor() == grad.getTensor() &&
-              gradient.getOfAttr() == grad.getOfAttr())
-            function = context.gradientFunctions.lookup(gradient);
-        if (!function)
-          return op->emitOpError()
-                 << "gradient of " << grad.getTensorAttr()
-                 << " is not derived; run energy-derive-gradients first";
-        Value data = allocate(type);
-        Value code =
-            func::CallOp::create(b, loc, function,
-                                 ValueRange{buffersArg, dimsArg, constsArg,
-                                            stepArg, resultArg, data})
-                .getResult(0);
-        // A failing gradient (an adaptive loop inside) fails the kernel.
-        // Loops on several threads may report at once.
-        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
-                                  LLVM::AtomicOrdering::monotonic);
-        if (type.isScalar())
-          return Lowered{load(data, index(0)), Value()};
-        return Lowered{Value(), data};
-      })
       .Default([&](Operation *) -> Result {
         return op->emitOpError("is not supported by the CPU code generator");
       });

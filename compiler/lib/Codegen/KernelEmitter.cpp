@@ -83,7 +83,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     addBuffer(tensor.getSymName().str(), ArtifactLayout::BufferKind::Tensor,
               tensor);
   for (GradientOp gradient : body.getOps<GradientOp>())
-    if (!gradient.getOf())
+    if (!gradient.getOf() && !gradient.isJoint())
       addBuffer(("grad." + gradient.getTensor()).str(),
                 ArtifactLayout::BufferKind::Gradient, gradient);
   for (OutputOp output : body.getOps<OutputOp>())
@@ -96,13 +96,14 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
   Type pointer = LLVM::LLVMPointerType::get(b.getContext());
   SmallVector<Type> kernelArguments = {pointer, pointer, pointer,
                                        b.getI64Type(), pointer};
-  auto createFunction = [&](StringRef name, bool withTarget, Location loc) {
+  // A kernel, or (with targets) a private gradient function that takes one
+  // buffer per tensor after the kernel's arguments.
+  auto createFunction = [&](StringRef name, unsigned targets, Location loc) {
     SmallVector<Type> arguments = kernelArguments;
-    if (withTarget)
-      arguments.push_back(pointer);
+    arguments.append(targets, pointer);
     auto function = func::FuncOp::create(
         b, loc, name, b.getFunctionType(arguments, {b.getI32Type()}));
-    if (withTarget)
+    if (targets)
       function.setPrivate();
     return function;
   };
@@ -110,25 +111,30 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
   // Gradient programs first: kernels and step programs call them.
   unsigned gradientNumber = 0;
   for (GradientOp gradient : body.getOps<GradientOp>()) {
-    std::string name = "energy_gradient_" + std::to_string(gradientNumber++) +
-                       "_" + mangle(gradient.getTensor());
+    std::string name = "energy_gradient_" + std::to_string(gradientNumber++);
+    for (FlatSymbolRefAttr tensor : gradient.getTensors())
+      name += "_" + mangle(tensor.getValue());
     context.gradientFunctions[gradient] =
-        createFunction(name, /*withTarget=*/true, gradient.getLoc());
+        createFunction(name, gradient.getTensors().size(), gradient.getLoc());
   }
   for (GradientOp gradient : body.getOps<GradientOp>()) {
     func::FuncOp function = context.gradientFunctions[gradient];
     KernelFunction kernel(context, function);
-    auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
-    kernel.copyInto(Lowered{kernel.zero(), Value()}, tensor.getArrayType(),
-                    kernel.gradientTarget, /*accumulate=*/false);
+    for (auto [position, name] : llvm::enumerate(gradient.getTensors())) {
+      Value target = function.getArgument(kernelArguments.size() + position);
+      kernel.gradientTargets[name.getValue()] = target;
+      auto tensor = model.lookupSymbol<TensorOp>(name);
+      kernel.copyInto(Lowered{kernel.zero(), Value()}, tensor.getArrayType(),
+                      target, /*accumulate=*/false);
+    }
     if (failed(kernel.emitBlock(gradient.getBody().front(), {})))
       return failure();
     kernel.finish();
-    if (gradient.getOf())
+    if (gradient.getOf() || gradient.isJoint())
       continue;
     std::string symbol = "energy_kernel_grad_" + mangle(gradient.getTensor());
     func::FuncOp entry =
-        createFunction(symbol, /*withTarget=*/false, gradient.getLoc());
+        createFunction(symbol, /*targets=*/0, gradient.getLoc());
     KernelFunction wrapper(context, entry);
     Value destination =
         wrapper.bufferPointer(("grad." + gradient.getTensor()).str());
@@ -144,7 +150,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
 
   {
     func::FuncOp function =
-        createFunction("energy_kernel_energy", false, model.getLoc());
+        createFunction("energy_kernel_energy", 0, model.getLoc());
     KernelFunction kernel(context, function);
     Value total = kernel.zero();
     for (TermOp term : body.getOps<TermOp>()) {
@@ -164,7 +170,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
 
   for (OutputOp output : body.getOps<OutputOp>()) {
     std::string symbol = "energy_kernel_output_" + mangle(output.getSymName());
-    func::FuncOp function = createFunction(symbol, false, output.getLoc());
+    func::FuncOp function = createFunction(symbol, 0, output.getLoc());
     KernelFunction kernel(context, function);
     Value destination = kernel.bufferPointer(output.getSymName());
     if (failed(kernel.emitComprehension(
@@ -179,7 +185,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
   if (!programs.empty()) {
     UpdateProgramOp program = *programs.begin();
     func::FuncOp function =
-        createFunction("energy_kernel_step", false, program.getLoc());
+        createFunction("energy_kernel_step", 0, program.getLoc());
     KernelFunction kernel(context, function, /*isProgram=*/true);
     if (failed(kernel.emitBlock(program.getBody().front(), {})))
       return failure();
@@ -189,7 +195,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
   if (DynamicsOp dynamics = model.getDynamics();
       dynamics && !dynamics.getUntil().empty()) {
     func::FuncOp function =
-        createFunction("energy_kernel_until", false, dynamics.getLoc());
+        createFunction("energy_kernel_until", 0, dynamics.getLoc());
     KernelFunction kernel(context, function, /*isProgram=*/true);
     FailureOr<SmallVector<Value>> done =
         kernel.emitBlock(dynamics.getUntil().front(), {});

@@ -38,8 +38,6 @@ KernelFunction::KernelFunction(ModelContext &context, func::FuncOp function,
   constsArg = entry->getArgument(2);
   stepArg = entry->getArgument(3);
   resultArg = entry->getArgument(4);
-  if (entry->getNumArguments() > 5)
-    gradientTarget = entry->getArgument(5);
   Value one =
       LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(1));
   status = LLVM::AllocaOp::create(b, loc, pointerType(), b.getI32Type(), one);
@@ -362,10 +360,14 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
       return failure();
     auto valueType = cast<ArrayType>(accumulate.getValue().getType());
     Value offset = sliceOffset(*indices, shape(tensor.getArrayType()));
-    copyInto(get(accumulate.getValue()), valueType,
-             offsetPointer(gradientTarget, offset), /*accumulate=*/true);
+    copyInto(
+        get(accumulate.getValue()), valueType,
+        offsetPointer(gradientTargets.lookup(accumulate.getTensor()), offset),
+        /*accumulate=*/true);
     return success();
   }
+  if (auto grad = dyn_cast<GradOp>(op))
+    return emitGrad(grad);
   if (auto loop = dyn_cast<ForeachOp>(op)) {
     return forDomain(
         loop.getSizes(), loop.getPredicate(), {},
@@ -388,6 +390,35 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
     return success();
   }
   return emitIntegerOp(op);
+}
+
+LogicalResult KernelFunction::emitGrad(GradOp grad) {
+  func::FuncOp function;
+  SmallVector<FlatSymbolRefAttr> tensors = grad.getTensors();
+  for (GradientOp gradient : context.model.getOps<GradientOp>())
+    if (gradient.getTensors() == tensors &&
+        gradient.getOfAttr() == grad.getOfAttr())
+      function = context.gradientFunctions.lookup(gradient);
+  if (!function)
+    return grad.emitOpError()
+           << "gradient of " << grad.getTensorAttr()
+           << " is not derived; run energy-derive-gradients first";
+  SmallVector<Value> arguments = {buffersArg, dimsArg, constsArg, stepArg,
+                                  resultArg};
+  for (Value result : grad.getResults()) {
+    Value data = allocate(cast<ArrayType>(result.getType()));
+    arguments.push_back(data);
+    arrays[result] = Lowered{Value(), data};
+  }
+  Value code = func::CallOp::create(b, loc, function, arguments).getResult(0);
+  // A failing gradient (an adaptive loop inside) fails the kernel. Loops on
+  // several threads may report at once.
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
+                            LLVM::AtomicOrdering::monotonic);
+  for (Value result : grad.getResults())
+    if (cast<ArrayType>(result.getType()).isScalar())
+      arrays[result] = Lowered{load(arrays[result].data, index(0)), Value()};
+  return success();
 }
 
 LogicalResult KernelFunction::emitIntegerOp(Operation *op) {

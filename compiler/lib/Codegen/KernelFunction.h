@@ -70,9 +70,10 @@ public:
   KernelFunction(ModelContext &context, func::FuncOp function,
                  bool isProgram = false);
 
-  /// The kernel's arguments (ArtifactABI.h) and, for gradient functions, the
-  /// buffer accumulations go into.
-  Value buffersArg, dimsArg, constsArg, stepArg, resultArg, gradientTarget;
+  /// The kernel's arguments (ArtifactABI.h).
+  Value buffersArg, dimsArg, constsArg, stepArg, resultArg;
+  /// In a gradient function, the buffer each tensor's accumulations go into.
+  llvm::StringMap<Value> gradientTargets;
 
   /// Emits the ops of `block` (a region body whose block arguments get
   /// `arguments`), returning the lowered values it yields.
@@ -312,6 +313,8 @@ private:
   /// KernelFunction.cpp: statements, reads, lets, the repeat loop.
   LogicalResult emitOp(Operation *op);
   LogicalResult emitIntegerOp(Operation *op);
+  /// Calls the gradient program of `grad`'s tensors, one buffer per result.
+  LogicalResult emitGrad(GradOp grad);
   FailureOr<Lowered> emitRead(ReadOp read);
   FailureOr<Value> letBuffer(LetOp let);
   LogicalResult emitRepeat(RepeatOp repeat);

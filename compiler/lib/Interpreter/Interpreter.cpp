@@ -556,6 +556,15 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
   if (memo != owner->arrays.end())
     return memo->second;
 
+  // A joint gradient computes all its results at once.
+  if (auto grad = dyn_cast<GradOp>(op)) {
+    FailureOr<SmallVector<Tensor>> results = evaluateGradOp(grad);
+    if (failed(results))
+      return failure();
+    for (auto [result, tensor] : llvm::zip(grad.getResults(), *results))
+      owner->arrays[result] = tensor;
+    return owner->arrays[value];
+  }
   // A contraction computes all its results at once.
   if (auto contract = dyn_cast<SoftmaxContractOp>(op)) {
     FailureOr<SmallVector<Tensor>> results =
@@ -934,15 +943,6 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         return evaluateArray(
             *condition ? select.getTrueValue() : select.getFalseValue(), frame);
       })
-      .Case([&](GradOp grad) -> Result {
-        for (GradientOp gradient : model.getOps<GradientOp>())
-          if (gradient.getTensor() == grad.getTensor() &&
-              gradient.getOfAttr() == grad.getOfAttr())
-            return evaluateGradient(gradient);
-        return op->emitOpError()
-               << "gradient of " << grad.getTensorAttr()
-               << " is not derived; run energy-derive-gradients first";
-      })
       .Default([&](Operation *) -> Result {
         return op->emitOpError("is not supported by the interpreter");
       });
@@ -1141,60 +1141,91 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
 
 FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
   for (GradientOp gradient : model.getOps<GradientOp>())
-    if (gradient.getTensor() == tensorName && !gradient.getOf())
+    if (gradient.getTensor() == tensorName && !gradient.getOf() &&
+        !gradient.isJoint())
       return evaluateGradient(gradient);
   return model.emitError() << "gradient of @" << tensorName
                            << " is not derived; run energy-derive-gradients "
                               "first";
 }
 
+FailureOr<SmallVector<Tensor>> Interpreter::evaluateGradOp(GradOp grad) {
+  SmallVector<FlatSymbolRefAttr> tensors = grad.getTensors();
+  for (GradientOp gradient : model.getOps<GradientOp>())
+    if (gradient.getTensors() == tensors &&
+        gradient.getOfAttr() == grad.getOfAttr())
+      return evaluateGradients(gradient);
+  return grad.emitOpError()
+         << "gradient of " << grad.getTensorAttr()
+         << " is not derived; run energy-derive-gradients first";
+}
+
 FailureOr<Tensor> Interpreter::evaluateGradient(GradientOp gradient) {
+  FailureOr<SmallVector<Tensor>> gradients = evaluateGradients(gradient);
+  if (failed(gradients))
+    return failure();
+  return gradients->front();
+}
+
+FailureOr<SmallVector<Tensor>>
+Interpreter::evaluateGradients(GradientOp gradient) {
   if (gradient->getParentOp() != model)
     return gradient.emitOpError("is not a gradient of the interpreted model");
-  std::string name = gradient.getTensor().str();
+  SmallVector<FlatSymbolRefAttr> names = gradient.getTensors();
+  std::string key;
+  for (FlatSymbolRefAttr name : names)
+    key += name.getValue().str() + " ";
   if (std::optional<StringRef> term = gradient.getOf())
-    name += " of " + term->str();
-  auto cached = gradientCache.find(name);
+    key += "of " + term->str();
+  auto cached = gradientCache.find(key);
   if (cached != gradientCache.end())
     return cached->second;
-  auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
-      gradient, gradient.getTensorAttr());
-  if (!tensor)
-    return gradient.emitOpError()
-           << "differentiates " << gradient.getTensorAttr()
-           << ", which is not a tensor of the model";
-  FailureOr<std::vector<int64_t>> shape =
-      getShape(tensor.getArrayType(), gradient);
-  if (failed(shape))
-    return failure();
+  GradientBuffers buffers;
+  for (FlatSymbolRefAttr name : names) {
+    auto tensor =
+        SymbolTable::lookupNearestSymbolFrom<TensorOp>(gradient, name);
+    if (!tensor)
+      return gradient.emitOpError() << "differentiates " << name
+                                    << ", which is not a tensor of the model";
+    FailureOr<std::vector<int64_t>> shape =
+        getShape(tensor.getArrayType(), gradient);
+    if (failed(shape))
+      return failure();
+    buffers.try_emplace(name.getValue(), Tensor(*shape));
+  }
   if (gradient.getBody().empty())
     return gradient.emitOpError("has no body");
   if (!inProgress.insert(gradient).second)
     return gradient.emitOpError()
            << "is evaluated while evaluating itself (through energy.grad "
            << gradient.getTensorAttr() << ")";
-  Tensor buffer(*shape);
   Frame frame(&gradient.getBody(), nullptr);
   LogicalResult result =
-      executeGradientBlock(gradient.getBody().front(), frame, buffer);
+      executeGradientBlock(gradient.getBody().front(), frame, buffers);
   inProgress.erase(gradient);
   if (failed(result))
     return failure();
-  if (containsNaN(buffer))
-    return gradient.emitOpError("produced NaN");
-  return gradientCache[name] = std::move(buffer);
+  SmallVector<Tensor> gradients;
+  for (FlatSymbolRefAttr name : names) {
+    Tensor &buffer = buffers.find(name.getValue())->second;
+    if (containsNaN(buffer))
+      return gradient.emitOpError()
+             << "produced NaN in the gradient of " << name;
+    gradients.push_back(std::move(buffer));
+  }
+  return gradientCache[key] = std::move(gradients);
 }
 
 LogicalResult Interpreter::executeGradientBlock(Block &block, Frame &frame,
-                                                Tensor &gradient) {
+                                                GradientBuffers &gradients) {
   for (Operation &op : block) {
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](ForeachOp loop) {
-              return executeForeach(loop, frame, gradient);
+              return executeForeach(loop, frame, gradients);
             })
             .Case([&](AccumulateOp accumulate) {
-              return executeAccumulate(accumulate, frame, gradient);
+              return executeAccumulate(accumulate, frame, gradients);
             })
             .Default([&](Operation *other) -> LogicalResult {
               // Pure values are computed (and memoised in their frame) when
@@ -1212,7 +1243,7 @@ LogicalResult Interpreter::executeGradientBlock(Block &block, Frame &frame,
 }
 
 LogicalResult Interpreter::executeForeach(ForeachOp loop, Frame &frame,
-                                          Tensor &gradient) {
+                                          GradientBuffers &gradients) {
   FailureOr<std::vector<int64_t>> sizes = evaluateDomain(loop.getSizes(), loop);
   if (failed(sizes))
     return failure();
@@ -1239,17 +1270,19 @@ LogicalResult Interpreter::executeForeach(ForeachOp loop, Frame &frame,
     Block &body = loop.getBody().front();
     for (auto [argument, index] : llvm::zip(body.getArguments(), position))
       bodyFrame.integers[argument] = index;
-    return executeGradientBlock(body, bodyFrame, gradient);
+    return executeGradientBlock(body, bodyFrame, gradients);
   });
 }
 
 LogicalResult Interpreter::executeAccumulate(AccumulateOp accumulate,
-                                             Frame &frame, Tensor &gradient) {
-  auto parent = accumulate->getParentOfType<GradientOp>();
-  if (!parent || parent.getTensor() != accumulate.getTensor())
+                                             Frame &frame,
+                                             GradientBuffers &gradients) {
+  auto buffer = gradients.find(accumulate.getTensor());
+  if (buffer == gradients.end())
     return accumulate.emitOpError()
            << "accumulates into " << accumulate.getTensorAttr()
            << " outside the gradient of that tensor";
+  Tensor &gradient = buffer->second;
   FailureOr<std::vector<int64_t>> indices = evaluateIndices(
       accumulate, accumulate.getMap(), accumulate.getIndices(), frame);
   if (failed(indices))

@@ -86,7 +86,8 @@ public:
     store(directionTensor, direction);
     return GradOp::create(builder, getLoc(), node.getArrayType(),
                           FlatSymbolRefAttr::get(node),
-                          FlatSymbolRefAttr::get(builder.getContext(), term));
+                          FlatSymbolRefAttr::get(builder.getContext(), term))
+        ->getResult(0);
   }
 
   StringRef choice(StringRef name) override {
@@ -101,7 +102,8 @@ public:
     auto tensor = symbols.lookup<TensorOp>(name);
     return GradOp::create(builder, getLoc(), tensor.getArrayType(),
                           FlatSymbolRefAttr::get(builder.getContext(), name),
-                          FlatSymbolRefAttr());
+                          FlatSymbolRefAttr())
+        ->getResult(0);
   }
 
   Value read(StringRef name) override {

@@ -70,11 +70,15 @@ LogicalResult inlineLets(Region &region, SymbolTableCollection &tables) {
 }
 
 /// Reverse-mode differentiation of the energy terms of a model with respect
-/// to one tensor, appending to the body of its `energy.gradient`.
+/// to the tensors of an `energy.gradient`, appending to its body: one
+/// recomputation and one reverse sweep serve them all.
 class GradientBuilder {
 public:
   GradientBuilder(GradientOp gradient, SymbolTableCollection &tables)
-      : gradient(gradient), tensor(gradient.getTensorAttr()), tables(tables) {}
+      : gradient(gradient), tables(tables) {
+    for (FlatSymbolRefAttr tensor : gradient.getTensors())
+      tensors.insert(tensor.getValue());
+  }
 
   /// Appends the recomputation and reverse sweep of `term`.
   LogicalResult addTerm(TermOp term) {
@@ -111,7 +115,7 @@ public:
 private:
   bool isReadOfTensor(Operation *op) {
     auto read = dyn_cast<ReadOp>(op);
-    return read && read.getSourceAttr() == tensor;
+    return read && tensors.contains(read.getSource());
   }
 
   /// Marks the values of `ops` (and of their nested ops) that depend on the
@@ -195,16 +199,16 @@ private:
         continue;
       Location loc = op->getLoc();
       if (auto read = dyn_cast<ReadOp>(op)) {
-        if (read.getSourceAttr() == tensor)
-          AccumulateOp::create(builder, loc, adjoint, tensor, read.getMapAttr(),
-                               read.getIndices());
+        if (isReadOfTensor(read))
+          AccumulateOp::create(builder, loc, adjoint, read.getSourceAttr(),
+                               read.getMapAttr(), read.getIndices());
         continue;
       }
       auto rule = dyn_cast<DerivativeOpInterface>(op);
       if (!rule || !rule.hasDerivativeRule())
         return op->emitOpError()
-               << "has no derivative rule; the energy reaches " << tensor
-               << " through it";
+               << "has no derivative rule; the energy reaches "
+               << gradient.getTensorAttr() << " through it";
       SmallVector<Value> operandAdjoints;
       if (failed(rule.buildAdjoints(builder, {adjoint}, operandAdjoints)))
         return failure();
@@ -250,7 +254,8 @@ private:
   }
 
   GradientOp gradient;
-  FlatSymbolRefAttr tensor;
+  /// The names of the tensors differentiated with respect to.
+  llvm::SmallDenseSet<StringRef> tensors;
   SymbolTableCollection &tables;
   DenseSet<Value> active;
 };
@@ -260,15 +265,26 @@ private:
 FailureOr<GradientOp> mlir::energy::getOrDeriveGradient(ModelOp model,
                                                         StringRef tensor,
                                                         FlatSymbolRefAttr of) {
+  MLIRContext *context = model.getContext();
+  return getOrDeriveGradient(model, {FlatSymbolRefAttr::get(context, tensor)},
+                             of);
+}
+
+FailureOr<GradientOp> mlir::energy::getOrDeriveGradient(
+    ModelOp model, ArrayRef<FlatSymbolRefAttr> tensors, FlatSymbolRefAttr of) {
+  assert(!tensors.empty() && "a gradient of no tensor");
   Block &declarations = model.getBody().front();
   for (GradientOp existing : declarations.getOps<GradientOp>())
-    if (existing.getTensor() == tensor && existing.getOfAttr() == of)
+    if (existing.getTensors() == tensors && existing.getOfAttr() == of)
       return existing;
   SymbolTableCollection tables;
   OpBuilder builder = OpBuilder::atBlockEnd(&declarations);
-  MLIRContext *context = model.getContext();
-  auto gradient = GradientOp::create(
-      builder, model.getLoc(), FlatSymbolRefAttr::get(context, tensor), of);
+  ArrayAttr also;
+  if (tensors.size() > 1)
+    also = builder.getArrayAttr(SmallVector<Attribute>(
+        tensors.drop_front().begin(), tensors.drop_front().end()));
+  auto gradient =
+      GradientOp::create(builder, model.getLoc(), tensors.front(), also, of);
   gradient.getBody().emplaceBlock();
   GradientBuilder derivation(gradient, tables);
   for (TermOp term : declarations.getOps<TermOp>()) {
@@ -349,13 +365,18 @@ struct DeriveGradientsPass
     SymbolTableCollection tables;
     MLIRContext *context = &getContext();
 
-    // (tensor, term) pairs; an empty term is the global energy.
-    llvm::SetVector<std::pair<StringRef, StringRef>> targets;
+    // (tensors, term) pairs; a null term is the global energy.
+    using Target = std::pair<SmallVector<FlatSymbolRefAttr>, FlatSymbolRefAttr>;
+    SmallVector<Target> targets;
+    auto addTarget = [&](Target target) {
+      if (!llvm::is_contained(targets, target))
+        targets.push_back(std::move(target));
+    };
     model.walk([&](Operation *op) {
       if (auto update = dyn_cast<UpdateOp>(op))
-        targets.insert({update.getNode(), StringRef()});
+        addTarget({{update.getNodeAttr()}, FlatSymbolRefAttr()});
       if (auto grad = dyn_cast<GradOp>(op))
-        targets.insert({grad.getTensor(), grad.getOf().value_or("")});
+        addTarget({grad.getTensors(), grad.getOfAttr()});
     });
     for (const std::string &name : wrt) {
       auto tensor = dyn_cast_or_null<TensorOp>(
@@ -365,13 +386,11 @@ struct DeriveGradientsPass
                           << "': it is not a tensor of the model";
         return signalPassFailure();
       }
-      targets.insert({tensor.getSymName(), StringRef()});
+      addTarget({{FlatSymbolRefAttr::get(tensor.getSymNameAttr())},
+                 FlatSymbolRefAttr()});
     }
-    for (auto [tensor, of] : targets)
-      if (failed(getOrDeriveGradient(
-              model, tensor,
-              of.empty() ? FlatSymbolRefAttr()
-                         : FlatSymbolRefAttr::get(context, of))))
+    for (auto &[tensors, of] : targets)
+      if (failed(getOrDeriveGradient(model, tensors, of)))
         return signalPassFailure();
   }
 };

@@ -13,6 +13,7 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
                                          const std::vector<std::string> &wrt) {
   EnergyDeriveGradientsOptions options;
   options.wrt.assign(wrt.begin(), wrt.end());
+  modelPasses.addPass(createEnergyJoinGradients());
   modelPasses.addPass(createEnergyDeriveGradients(options));
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());

@@ -238,7 +238,7 @@ LogicalResult AccumulateOp::verify() {
   auto gradient = (*this)->getParentOfType<GradientOp>();
   if (!gradient)
     return emitOpError("accumulates only inside an 'energy.gradient'");
-  if (gradient.getTensorAttr() != getTensorAttr())
+  if (!gradient.computes(getTensor()))
     return emitOpError() << "accumulates into " << getTensorAttr()
                          << " inside the gradient of "
                          << gradient.getTensorAttr();

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -674,10 +675,44 @@ static LogicalResult verifyTermReference(Operation *op,
   return success();
 }
 
+/// `tensor` followed by the tensors of `also`.
+static SmallVector<FlatSymbolRefAttr>
+tensorList(FlatSymbolRefAttr tensor, std::optional<ArrayAttr> also) {
+  SmallVector<FlatSymbolRefAttr> tensors = {tensor};
+  if (also)
+    for (Attribute other : *also)
+      tensors.push_back(cast<FlatSymbolRefAttr>(other));
+  return tensors;
+}
+
+/// Checks that every one of `tensors` names a tensor, once.
+static LogicalResult verifyTensorList(Operation *op,
+                                      SymbolTableCollection &tables,
+                                      ArrayRef<FlatSymbolRefAttr> tensors) {
+  llvm::SmallDenseSet<StringRef> seen;
+  for (FlatSymbolRefAttr tensor : tensors) {
+    if (!tables.lookupNearestSymbolFrom<TensorOp>(op, tensor))
+      return op->emitOpError() << "is the gradient with respect to " << tensor
+                               << ", which is not a tensor";
+    if (!seen.insert(tensor.getValue()).second)
+      return op->emitOpError() << "names " << tensor << " twice";
+  }
+  return success();
+}
+
+SmallVector<FlatSymbolRefAttr> GradientOp::getTensors() {
+  return tensorList(getTensorAttr(), getAlso());
+}
+
+bool GradientOp::computes(StringRef tensor) {
+  return llvm::any_of(getTensors(), [&](FlatSymbolRefAttr name) {
+    return name.getValue() == tensor;
+  });
+}
+
 LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
-  if (!tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr()))
-    return emitOpError() << "is the gradient with respect to "
-                         << getTensorAttr() << ", which is not a tensor";
+  if (failed(verifyTensorList(*this, tables, getTensors())))
+    return failure();
   return verifyTermReference(*this, tables, getOfAttr());
 }
 
@@ -970,16 +1005,33 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &tables) {
   return success();
 }
 
+void GradOp::build(OpBuilder &builder, OperationState &state, Type type,
+                   FlatSymbolRefAttr tensor, FlatSymbolRefAttr of) {
+  build(builder, state, TypeRange{type}, tensor, /*also=*/nullptr, of);
+}
+
+SmallVector<FlatSymbolRefAttr> GradOp::getTensors() {
+  return tensorList(getTensorAttr(), getAlso());
+}
+
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
-  auto tensor =
-      tables.lookupNearestSymbolFrom<TensorOp>(*this, getTensorAttr());
-  if (!tensor)
-    return emitOpError() << "takes the gradient with respect to "
-                         << getTensorAttr() << ", which is not a tensor";
-  if (tensor.getArrayType() != getType())
-    return emitOpError() << "has type " << getType() << " but the gradient of "
-                         << getTensorAttr() << " has type "
-                         << tensor.getArrayType();
+  SmallVector<FlatSymbolRefAttr> tensors = getTensors();
+  if (tensors.size() != getNumResults())
+    return emitOpError() << "has " << getNumResults()
+                         << " results for the gradients of " << tensors.size()
+                         << " tensors";
+  for (auto [name, result] : llvm::zip(tensors, getResults())) {
+    auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(*this, name);
+    if (!tensor)
+      return emitOpError() << "takes the gradient with respect to " << name
+                           << ", which is not a tensor";
+    if (tensor.getArrayType() != result.getType())
+      return emitOpError() << "has type " << result.getType()
+                           << " but the gradient of " << name << " has type "
+                           << tensor.getArrayType();
+  }
+  if (failed(verifyTensorList(*this, tables, tensors)))
+    return failure();
   return verifyTermReference(*this, tables, getOfAttr());
 }
 

@@ -773,7 +773,8 @@ private:
     for (StringRef node : gradientNodes) {
       Value gradient = GradOp::create(builder, where, nodeTypes.lookup(node),
                                       FlatSymbolRefAttr::get(&context, node),
-                                      FlatSymbolRefAttr());
+                                      FlatSymbolRefAttr())
+                           ->getResult(0);
       ElementsKind kind = id == BuiltinId::Maxabs ? ElementsKind::maxabs
                           : id == BuiltinId::Sum  ? ElementsKind::sum
                                                   : ElementsKind::sqnorm;

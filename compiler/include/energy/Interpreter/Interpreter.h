@@ -54,6 +54,9 @@ public:
   /// (`energy.foreach` at every admitted position, row-major). The result is
   /// cached: bindings are fixed.
   FailureOr<Tensor> evaluateGradient(GradientOp gradient);
+  /// Runs a gradient program of one or several tensors (a joint one): the
+  /// gradient of each of its tensors, in order.
+  FailureOr<SmallVector<Tensor>> evaluateGradients(GradientOp gradient);
   /// The gradient program of the tensor named `tensorName`; an error on the
   /// model when it has none.
   FailureOr<Tensor> evaluateGradient(StringRef tensorName);
@@ -82,6 +85,8 @@ public:
   /// The values computed while evaluating one block at one position
   /// (defined in the interpreter's sources).
   struct Frame;
+  /// The buffer each tensor of a running gradient program adds into.
+  using GradientBuffers = llvm::StringMap<Tensor>;
 
 private:
   explicit Interpreter(ModelOp model) : model(model) {}
@@ -94,6 +99,8 @@ private:
   FailureOr<int64_t> evaluateInteger(Value value, Frame &frame);
   FailureOr<Tensor> evaluateArrayOp(Operation *op, Frame &frame);
   FailureOr<int64_t> evaluateIntegerOp(Operation *op, Frame &frame);
+  /// The results of an `energy.grad`: its gradient program's.
+  FailureOr<SmallVector<Tensor>> evaluateGradOp(GradOp grad);
   /// The values of an affine index map over index operands.
   FailureOr<std::vector<int64_t>> evaluateIndices(Operation *op, AffineMap map,
                                                   ValueRange operands,
@@ -121,13 +128,14 @@ private:
   /// `gradient`: loops and accumulations run, pure values are computed when
   /// used.
   LogicalResult executeGradientBlock(Block &block, Frame &frame,
-                                     Tensor &gradient);
-  LogicalResult executeForeach(ForeachOp loop, Frame &frame, Tensor &gradient);
+                                     GradientBuffers &gradients);
+  LogicalResult executeForeach(ForeachOp loop, Frame &frame,
+                               GradientBuffers &gradients);
   /// Executes the ops of a block of an update program in order: stores,
   /// `energy.repeat` loops, and every value where it stands.
   LogicalResult executeProgramBlock(Block &block, Frame &frame);
   LogicalResult executeAccumulate(AccumulateOp accumulate, Frame &frame,
-                                  Tensor &gradient);
+                                  GradientBuffers &gradients);
 
   ModelOp model;
   llvm::StringMap<int64_t> dims;
@@ -136,8 +144,8 @@ private:
   llvm::StringMap<Tensor> tensors;
   int64_t step = 0;
   llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, Tensor>> letCache;
-  /// Gradients computed so far, by tensor name.
-  llvm::StringMap<Tensor> gradientCache;
+  /// Gradients computed so far, by program (its tensors and term).
+  llvm::StringMap<SmallVector<Tensor>> gradientCache;
   /// Lets, tensors and gradients being evaluated, to report cyclic
   /// definitions.
   llvm::DenseSet<Operation *> inProgress;

@@ -20,6 +20,12 @@ namespace mlir::energy {
 FailureOr<GradientOp> getOrDeriveGradient(ModelOp model, StringRef tensor,
                                           FlatSymbolRefAttr of = {});
 
+/// The joint `energy.gradient` of `tensors` (in this order): one program
+/// that computes all their gradients at the same values.
+FailureOr<GradientOp> getOrDeriveGradient(ModelOp model,
+                                          ArrayRef<FlatSymbolRefAttr> tensors,
+                                          FlatSymbolRefAttr of = {});
+
 /// Appends to the model the auxiliary term `name` = ⟨g, v⟩, where g is the
 /// gradient `gradient` computes and v the tensor `direction` (of g's
 /// shape): every `energy.accumulate %g into @x[i]` becomes the sum of

@@ -29,6 +29,26 @@ def EnergyCheckDifferentiable : Pass<"energy-check-differentiable", "::mlir::ene
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyJoinGradients : Pass<"energy-join-gradients", "::mlir::energy::ModelOp"> {
+  let summary = "Asks for the gradients taken at the same values in one go";
+  let description = [{
+    In each block of a stopping rule or step program, `energy.grad` ops of
+    the same term with no store (or loop of stores) between them see the
+    same values: they become one `energy.grad` with a result per tensor, at
+    the place of the first, which `energy-derive-gradients` then derives as
+    one joint program (one recomputation of the energy and one reverse
+    sweep, whose softmax contractions the kernel plan merges).
+
+    ```mlir
+    %gm = energy.grad @mu : !energy.array<K, D>
+    %gp = energy.grad @prec : !energy.array<K, D, D>
+    // becomes
+    %gm, %gp = energy.grad @mu and [@prec] : !energy.array<K, D>, !energy.array<K, D, D>
+    ```
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyDeriveGradients : Pass<"energy-derive-gradients", "::mlir::energy::ModelOp"> {
   let summary = "Derives the gradient of the global energy for every updated node";
   let description = [{

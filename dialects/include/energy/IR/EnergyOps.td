@@ -546,13 +546,18 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
 def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, SingleBlock,
     NoTerminator, NoRegionArguments, OpAsmOpInterface]> {
-  let summary = "The gradient of the global energy with respect to a tensor";
+  let summary = "The gradient of the global energy with respect to tensors";
   let description = [{
     A program whose effect is the gradient: a buffer of the tensor's shape
     starts at zero and every `energy.accumulate` in the body adds into it.
     Derived by `energy-derive-gradients`: the body recomputes each energy
-    term (only the term `of` names, when given), then runs its reverse sweep, with `energy.foreach` loops where the
-    term reduces over an index domain.
+    term (only the term `of` names, when given), then runs its reverse
+    sweep, with `energy.foreach` loops where the term reduces over an index
+    domain.
+
+    A joint program (`and [...]`) computes the gradients of several tensors
+    at the same values in one sweep: it has a buffer per tensor, and each
+    accumulation adds into the buffer of the tensor it names.
 
     ```mlir
     energy.gradient @x {
@@ -561,14 +566,24 @@ def Energy_GradientOp : Energy_Op<"gradient", [HasParent<"ModelOp">,
         energy.accumulate %g into @x[%i] : !energy.array<D>
       }
     }
+    energy.gradient @mu and [@prec] { ... }
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$tensor,
+                       OptionalAttr<TypedArrayAttrBase<FlatSymbolRefAttr,
+                                                       "tensors">>:$also,
                        OptionalAttr<FlatSymbolRefAttr>:$of);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$tensor (`of` $of^)? attr-dict-with-keyword $body";
+  let assemblyFormat =
+      "$tensor (`and` $also^)? (`of` $of^)? attr-dict-with-keyword $body";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+    /// The tensors whose gradients the program computes, `tensor` first.
+    ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getTensors();
+    /// Whether the program computes the gradient of `tensor`.
+    bool computes(::llvm::StringRef tensor);
+    /// Whether the program computes the gradients of more than one tensor.
+    bool isJoint() { return getAlso().has_value() && !getAlso()->empty(); }
   }];
 }
 
@@ -745,12 +760,30 @@ def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
   let description = [{
     Used by stopping rules (`maxabs(grad)`) and update programs; evaluated
     through the `energy.gradient` that `energy-derive-gradients` builds for
-    the same tensor (and the same term, with `of`).
+    the same tensors (and the same term, with `of`). With `and [...]` it has
+    one result per tensor, computed by one joint gradient program
+    (`energy-join-gradients` forms these).
+
+    ```mlir
+    %g = energy.grad @x : !energy.array<N, D>
+    %m, %p = energy.grad @mu and [@prec] : !energy.array<K, D>, !energy.array<K, D, D>
+    ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$tensor,
+                       OptionalAttr<TypedArrayAttrBase<FlatSymbolRefAttr,
+                                                       "tensors">>:$also,
                        OptionalAttr<FlatSymbolRefAttr>:$of);
-  let results = (outs Energy_AnyArray:$result);
-  let assemblyFormat = "$tensor (`of` $of^)? attr-dict `:` type($result)";
+  let results = (outs Variadic<Energy_AnyArray>:$results);
+  let assemblyFormat =
+      "$tensor (`and` $also^)? (`of` $of^)? attr-dict `:` type($results)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$type, "::mlir::FlatSymbolRefAttr":$tensor,
+                   "::mlir::FlatSymbolRefAttr":$of)>
+  ];
+  let extraClassDeclaration = [{
+    /// The tensors whose gradients the results are, in order.
+    ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getTensors();
+  }];
 }
 
 def Energy_CmpOp : Energy_Op<"cmp", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {

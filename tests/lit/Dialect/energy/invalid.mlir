@@ -1000,3 +1000,62 @@ energy.model @m {
     energy.yield %t : !energy.array<>
   }
 }
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.tensor @y : state [@N]
+  energy.tensor @z : state [@N]
+  energy.gradient @x and [@y] {
+    %z = energy.read @z : !energy.array<N>
+    // expected-error @below {{'energy.accumulate' op accumulates into @z inside the gradient of @x}}
+    energy.accumulate %z into @z : !energy.array<N>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  // expected-error @below {{'energy.gradient' op names @x twice}}
+  energy.gradient @x and [@x] {
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  // expected-error @below {{'energy.gradient' op is the gradient with respect to @w, which is not a tensor}}
+  energy.gradient @x and [@w] {
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.tensor @y : state [@N]
+  energy.update_program {
+    // expected-error @below {{'energy.grad' op has 1 results for the gradients of 2 tensors}}
+    %g = energy.grad @x and [@y] : !energy.array<N>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N]
+  energy.tensor @y : state [@D]
+  energy.update_program {
+    // expected-error @below {{'energy.grad' op has type '!energy.array<N>' but the gradient of @y has type '!energy.array<D>'}}
+    %g:2 = energy.grad @x and [@y] : !energy.array<N>, !energy.array<N>
+  }
+}
