@@ -1,8 +1,9 @@
 //===- SharedLibrary.cpp - Writes an artifact as a shared library ---------===//
 //
 // The LLVM IR goes to the system's clang (-O3 for the chosen CPU, as a PIC
-// shared library linked with the kernel support functions), into a temporary
-// file that is renamed to the destination only when everything succeeded.
+// shared library linked with the kernel support functions), in parts
+// compiled at the same time, into a temporary file that is renamed to the
+// destination only when everything succeeded.
 // The CPUs an artifact can be compiled for, and the features each one lets
 // the code use (what its manifest records for the runtime to check), are
 // here too.
@@ -13,6 +14,8 @@
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -23,9 +26,16 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <algorithm>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::energy;
+
+/// At most this many clang processes compile an artifact's parts at once.
+static constexpr unsigned kMaxParallelParts = 4;
 
 //===----------------------------------------------------------------------===//
 // Targets
@@ -107,58 +117,104 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     error = "translating the kernels to LLVM IR failed";
     return failure();
   }
-  llvm::SmallString<128> irPath;
-  if (std::error_code code =
-          llvm::sys::fs::createTemporaryFile("energy-artifact", "ll", irPath)) {
-    error = "cannot create a temporary file: " + code.message();
-    return failure();
-  }
-  llvm::FileRemover removeIr(irPath);
-  {
-    std::error_code code;
-    llvm::raw_fd_ostream out(irPath, code);
-    if (code) {
-      error = "cannot write " + irPath.str().str() + ": " + code.message();
-      return failure();
-    }
-    llvmModule->print(out, nullptr);
-  }
-  std::string temporary = (path + ".tmp").str();
-  llvm::FileRemover removeTemporary(temporary);
   if (!llvm::is_contained(artifactCpuNames(), target.cpu)) {
     error = "cannot compile for CPU '" + target.cpu + "'; expected one of " +
             llvm::join(artifactCpuNames(), ", ");
     return failure();
   }
+
+  // The module in parts (its functions spread over them), compiled by one
+  // clang each at the same time, then linked.
+  unsigned partCount =
+      std::clamp(std::thread::hardware_concurrency(), 1u, kMaxParallelParts);
+  // Splitting gives the private symbols that parts share external names;
+  // they stay hidden, so the library exports what it exported before.
+  llvm::StringSet<> privateSymbols;
+  for (llvm::GlobalValue &symbol : llvmModule->global_values())
+    if (symbol.hasLocalLinkage())
+      privateSymbols.insert(symbol.getName());
+  SmallVector<std::unique_ptr<llvm::Module>> parts;
+  llvm::SplitModule(
+      *llvmModule, partCount, [&](std::unique_ptr<llvm::Module> part) {
+        for (llvm::GlobalValue &symbol : part->global_values())
+          if (!symbol.hasLocalLinkage() &&
+              privateSymbols.contains(symbol.getName()))
+            symbol.setVisibility(llvm::GlobalValue::HiddenVisibility);
+        parts.push_back(std::move(part));
+      });
+  auto fail = [&](const Twine &message) {
+    error = message.str();
+    return failure();
+  };
+  SmallVector<std::string> bitcodePaths, objectPaths;
+  std::vector<llvm::FileRemover> removers;
+  removers.reserve(2 * parts.size());
+  for (std::unique_ptr<llvm::Module> &part : parts) {
+    llvm::SmallString<128> bitcode, object;
+    for (auto [suffix, file] :
+         {std::pair<StringRef, llvm::SmallString<128> *>{"bc", &bitcode},
+          {"o", &object}}) {
+      if (std::error_code code = llvm::sys::fs::createTemporaryFile(
+              "energy-artifact", suffix, *file))
+        return fail("cannot create a temporary file: " + code.message());
+      removers.emplace_back(*file);
+    }
+    std::error_code code;
+    llvm::raw_fd_ostream out(bitcode, code);
+    if (code)
+      return fail("cannot write " + bitcode + ": " + code.message());
+    llvm::WriteBitcodeToFile(*part, out);
+    bitcodePaths.push_back(bitcode.str().str());
+    objectPaths.push_back(object.str().str());
+  }
   std::string march = "-march=" + target.cpu;
-  // Kernels write their inner loops as vectors already (VectorLoops.cpp);
-  // unrolling them again more than doubled the time clang took and made
-  // the EM step slower.
-  llvm::SmallVector<llvm::StringRef> arguments = {ENERGY_CLANG_PATH,
-                                                  "-O3",
-                                                  "-fno-unroll-loops",
-                                                  march,
-                                                  "-fPIC",
-                                                  "-shared",
-                                                  "-Wno-override-module",
-                                                  "-o",
-                                                  temporary,
-                                                  irPath,
-                                                  ENERGY_KERNEL_SUPPORT_LIBRARY,
-                                                  "-lstdc++",
-                                                  "-lm",
-                                                  "-lpthread"};
+  SmallVector<llvm::sys::ProcessInfo> compilers;
   std::string message;
+  for (auto [bitcode, object] : llvm::zip(bitcodePaths, objectPaths)) {
+    // Kernels write their inner loops as vectors already (VectorLoops.cpp);
+    // unrolling them again more than doubled the time clang took and made
+    // the EM step slower.
+    SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH,
+                                        "-O3",
+                                        "-fno-unroll-loops",
+                                        march,
+                                        "-fPIC",
+                                        "-c",
+                                        "-Wno-override-module",
+                                        "-o",
+                                        object,
+                                        bitcode};
+    bool failedToStart = false;
+    compilers.push_back(llvm::sys::ExecuteNoWait(ENERGY_CLANG_PATH, arguments,
+                                                 std::nullopt, {}, 0, &message,
+                                                 &failedToStart));
+    if (failedToStart)
+      break;
+  }
+  bool compiled = compilers.size() == bitcodePaths.size();
+  for (llvm::sys::ProcessInfo &compiler : compilers) {
+    llvm::sys::ProcessInfo done =
+        llvm::sys::Wait(compiler, std::nullopt, &message);
+    compiled &= done.ReturnCode == 0;
+  }
+  if (!compiled)
+    return fail("compiling the kernels with " + Twine(ENERGY_CLANG_PATH) +
+                " failed" + (message.empty() ? "" : ": " + message));
+
+  std::string temporary = (path + ".tmp").str();
+  llvm::FileRemover removeTemporary(temporary);
+  SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH, "-shared", "-o",
+                                      temporary};
+  for (const std::string &object : objectPaths)
+    arguments.push_back(object);
+  arguments.append(
+      {ENERGY_KERNEL_SUPPORT_LIBRARY, "-lstdc++", "-lm", "-lpthread"});
   int status = llvm::sys::ExecuteAndWait(ENERGY_CLANG_PATH, arguments,
                                          std::nullopt, {}, 0, 0, &message);
-  if (status != 0) {
-    error = "compiling the kernels with " + std::string(ENERGY_CLANG_PATH) +
-            " failed" + (message.empty() ? "" : ": " + message);
-    return failure();
-  }
-  if (std::error_code code = llvm::sys::fs::rename(temporary, path)) {
-    error = "cannot write " + path.str() + ": " + code.message();
-    return failure();
-  }
+  if (status != 0)
+    return fail("linking the kernels with " + Twine(ENERGY_CLANG_PATH) +
+                " failed" + (message.empty() ? "" : ": " + message));
+  if (std::error_code code = llvm::sys::fs::rename(temporary, path))
+    return fail("cannot write " + path + ": " + code.message());
   return success();
 }
