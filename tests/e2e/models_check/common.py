@@ -20,7 +20,7 @@ import numpy as np
 def write_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, value in tensors.items():
-        array = np.ascontiguousarray(np.asarray(value, dtype='<f8'))
+        array = np.array(value, dtype='<f8', order='C')   # keeps shape ()
         blob = array.tobytes()
         header[name] = {'dtype': 'F64', 'shape': list(array.shape),
                         'data_offsets': [offset, offset + len(blob)]}
