@@ -1,7 +1,7 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
 // `energyc FILE.energy [-o OUT]
-// [--emit=lib|llvm|ast|energy|grad|update|plan] [--dtype f32|f64]
+// [--emit=lib|llvm|ast|energy|grad|update|plan|dot|svg] [--dtype f32|f64]
 // [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4] [--dim N=V]...`: parses and
 // checks a model, emits the energy dialect, runs the passes the requested
 // output needs and, for `lib` (the default), writes a shared-library
@@ -15,6 +15,7 @@
 #include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
+#include "energy/Graph/ModelGraph.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Transforms/Pipelines.h"
@@ -37,7 +38,7 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
-enum class EmitKind { Ast, Energy, Grad, Update, Plan, Llvm, Lib };
+enum class EmitKind { Ast, Energy, Grad, Update, Plan, Llvm, Lib, Dot, Svg };
 
 cl::OptionCategory energycOptions("energyc options");
 
@@ -61,7 +62,12 @@ cl::opt<EmitKind> emitKind(
                           "and the step program of the dynamics"),
                clEnumValN(EmitKind::Plan, "plan",
                           "and the kernel plan (softmax contractions, "
-                          "tables, parallel loops)")),
+                          "tables, parallel loops)"),
+               clEnumValN(EmitKind::Dot, "dot",
+                          "the energy graph as Graphviz text: tensors, "
+                          "energy terms (factors) and their edges, rules"),
+               clEnumValN(EmitKind::Svg, "svg",
+                          "the energy graph drawn by Graphviz (SVG)")),
     cl::cat(energycOptions));
 cl::opt<std::string> dtype("dtype",
                            cl::desc("Element type of an artifact: f32 "
@@ -218,7 +224,21 @@ int main(int argc, char **argv) {
       if (mlir::failed(passes.run(*module)))
         return 1;
     }
-    if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm) {
+    if (emitKind == EmitKind::Dot || emitKind == EmitKind::Svg) {
+      mlir::energy::ModelOp graphModel;
+      module->walk([&](mlir::energy::ModelOp found) { graphModel = found; });
+      std::string dot;
+      raw_string_ostream dotStream(dot);
+      mlir::energy::writeModelGraph(graphModel, dotStream);
+      if (emitKind == EmitKind::Dot) {
+        os << dot;
+      } else {
+        std::string svg, error;
+        if (mlir::failed(mlir::energy::renderGraph(dot, "svg", svg, error)))
+          return fail(error);
+        os << svg;
+      }
+    } else if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm) {
       mlir::energy::ArtifactOptions options;
       options.dtype = dtype;
       options.target = *target;

@@ -176,7 +176,9 @@ private:
 
 enum class Precedence { Sum = 0, Product = 1, Atom = 2 };
 
-void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
+/// Prints `expr` with its dims and symbols named by `name`.
+void printExpr(raw_ostream &os, AffineExpr expr,
+               function_ref<void(raw_ostream &, AffineExpr)> name,
                Precedence context) {
   if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
     if (constant.getValue() < 0 && context == Precedence::Atom)
@@ -185,8 +187,8 @@ void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
       os << constant.getValue();
     return;
   }
-  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
-    os << '@' << names[symbol.getPosition()].getValue();
+  if (isa<AffineSymbolExpr, AffineDimExpr>(expr)) {
+    name(os, expr);
     return;
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);
@@ -196,7 +198,7 @@ void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
   bool parenthesise = own < context;
   if (parenthesise)
     os << '(';
-  printExpr(os, binary.getLHS(), names, own);
+  printExpr(os, binary.getLHS(), name, own);
   AffineExpr rhs = binary.getRHS();
   switch (binary.getKind()) {
   case AffineExprKind::Add:
@@ -210,20 +212,20 @@ void printExpr(raw_ostream &os, AffineExpr expr, ArrayRef<StringAttr> names,
       if (auto factor = dyn_cast<AffineConstantExpr>(product.getRHS());
           factor && factor.getValue() == -1) {
         os << " - ";
-        printExpr(os, product.getLHS(), names, Precedence::Product);
+        printExpr(os, product.getLHS(), name, Precedence::Product);
         break;
       }
     }
     os << " + ";
-    printExpr(os, rhs, names, Precedence::Product);
+    printExpr(os, rhs, name, Precedence::Product);
     break;
   case AffineExprKind::Mul:
     os << " * ";
-    printExpr(os, rhs, names, Precedence::Atom);
+    printExpr(os, rhs, name, Precedence::Atom);
     break;
   case AffineExprKind::FloorDiv:
     os << " / ";
-    printExpr(os, rhs, names, Precedence::Atom);
+    printExpr(os, rhs, name, Precedence::Atom);
     break;
   default:
     llvm_unreachable("dim expressions have no mod or ceildiv");
@@ -238,8 +240,38 @@ ParseResult mlir::energy::parseDimExpr(AsmParser &parser, DimExprAttr &result) {
 }
 
 void mlir::energy::printDimExpr(AsmPrinter &printer, DimExprAttr attr) {
-  printExpr(printer.getStream(), attr.getExpr(), attr.getNames(),
-            Precedence::Sum);
+  ArrayRef<StringAttr> names = attr.getNames();
+  printExpr(
+      printer.getStream(), attr.getExpr(),
+      [&](raw_ostream &os, AffineExpr leaf) {
+        os << '@'
+           << names[cast<AffineSymbolExpr>(leaf).getPosition()].getValue();
+      },
+      Precedence::Sum);
+}
+
+void mlir::energy::printAffineText(raw_ostream &os, AffineExpr expr,
+                                   ArrayRef<std::string> dimNames,
+                                   ArrayRef<std::string> symbolNames) {
+  printExpr(
+      os, expr,
+      [&](raw_ostream &stream, AffineExpr leaf) {
+        if (auto dim = dyn_cast<AffineDimExpr>(leaf))
+          stream << dimNames[dim.getPosition()];
+        else
+          stream << symbolNames[cast<AffineSymbolExpr>(leaf).getPosition()];
+      },
+      Precedence::Sum);
+}
+
+std::string mlir::energy::dimExprText(DimExprAttr attr) {
+  SmallVector<std::string> names;
+  for (StringAttr name : attr.getNames())
+    names.push_back(name.getValue().str());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printAffineText(os, attr.getExpr(), {}, names);
+  return text;
 }
 
 Attribute DimExprAttr::parse(AsmParser &parser, Type) {

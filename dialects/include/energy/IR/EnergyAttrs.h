@@ -26,6 +26,15 @@ ParseResult parseDimExpr(AsmParser &parser, DimExprAttr &result);
 /// Prints a dim expression in the form parseDimExpr reads.
 void printDimExpr(AsmPrinter &printer, DimExprAttr attr);
 
+/// Prints `expr` as the language writes it (`t + 1`, `D / H`), its dims and
+/// symbols named by `dimNames` and `symbolNames`.
+void printAffineText(raw_ostream &os, AffineExpr expr,
+                     ArrayRef<std::string> dimNames,
+                     ArrayRef<std::string> symbolNames);
+
+/// A dim expression as the language writes it: `T - 1`, `D / H`.
+std::string dimExprText(DimExprAttr attr);
+
 /// The `custom<DimExpr>` directive of declarative assembly formats.
 inline void printDimExpr(AsmPrinter &printer, Operation *, DimExprAttr attr) {
   printDimExpr(printer, attr);
