@@ -566,6 +566,9 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
   if (Status status = readString(kernels, "kernels", "energy", out.energy);
       !status)
     return status;
+  if (kernels.find("terms"))
+    if (Status status = readKernelMap(kernels, "terms", out.terms); !status)
+      return status;
   if (Status status = readKernelMap(kernels, "gradients", out.gradients);
       !status)
     return status;

@@ -90,6 +90,11 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
   if (Status status = resolve(kernels.energy, "the energy", state->energy);
       !status)
     return status;
+  for (const auto &[term, symbol] : kernels.terms)
+    if (Status status = resolve(symbol, "the energy of term '" + term + "'",
+                                state->terms[term]);
+        !status)
+      return status;
   for (const auto &[tensor, symbol] : kernels.gradients)
     if (Status status = resolve(symbol, "the gradient of '" + tensor + "'",
                                 state->gradients[tensor]);
@@ -126,6 +131,13 @@ std::vector<std::string> Model::tensorNames() const {
 
 std::vector<std::string> Model::outputNames() const {
   return manifest().bufferNames(BufferKind::Output);
+}
+
+std::vector<std::string> Model::termNames() const {
+  std::vector<std::string> names;
+  for (const auto &[term, symbol] : manifest().kernels.terms)
+    names.push_back(term);
+  return names;
 }
 
 std::vector<std::string> Model::gradientNames() const {

@@ -32,6 +32,8 @@ struct ModelState {
   /// The manifest as the artifact gives it (JSON).
   std::string manifestText;
   Kernel energy;
+  /// By energy term name.
+  std::map<std::string, Kernel> terms;
   /// By tensor name and by output name.
   std::map<std::string, Kernel> gradients;
   std::map<std::string, Kernel> outputs;

@@ -303,6 +303,22 @@ Expected<double> Session::energy() {
   return result;
 }
 
+Expected<double> Session::termEnergy(const std::string &term) {
+  auto kernel = owner.state->terms.find(term);
+  if (kernel == owner.state->terms.end())
+    return Status::error("model " + owner.name() + " has no energy term '" +
+                         term + "' (its terms: " + nameList(owner.termNames()) +
+                         ")");
+  if (Status status = prepare(); !status)
+    return status;
+  double result = 0;
+  if (Status status = call(kernel->second.function, kernel->second.symbol,
+                           evaluationStep(), &result);
+      !status)
+    return status;
+  return result;
+}
+
 Expected<Tensor> Session::gradient(const std::string &tensor) {
   auto kernel = owner.state->gradients.find(tensor);
   if (kernel == owner.state->gradients.end())

@@ -10,6 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "InterpretedRun.h"
+#include "RunPlot.h"
+
 #include "energy/Codegen/Artifact.h"
 #include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
@@ -22,6 +25,7 @@
 #include "energy/Runtime/Random.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
+
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,6 +43,8 @@ using namespace llvm;
 using namespace mlir;
 using namespace mlir::energy;
 namespace fe = ::energy::frontend;
+using mlir::energy::tools::InterpretedRun;
+using mlir::energy::tools::yieldedValue;
 
 namespace {
 enum class EvalKind { Energy, Grad, Run };
@@ -92,6 +98,12 @@ cl::opt<std::string>
 /// --threads N: LLVM's libraries register an option named `threads`, so
 /// main() takes ours out of the command line before parsing the rest.
 int threadCount = 0;
+cl::opt<std::string> plotFile(
+    "plot",
+    cl::desc("Draw the run (.svg or .png): the energy per step, in total and "
+             "per term, and the norm of the gradient with respect to the "
+             "state tensors; with --json, the plotted numbers are printed too"),
+    cl::value_desc("FILE"), cl::cat(runOptions));
 cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
                     cl::cat(runOptions));
 cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
@@ -136,221 +148,6 @@ parseSettings(ArrayRef<std::string> settings, StringRef option) {
   }
   return result;
 }
-
-/// The body value an option or rule yields.
-Value yieldedValue(Region &region) {
-  return cast<YieldOp>(region.front().back()).getValues().front();
-}
-
-/// Runs a model on the reference interpreter: binding tensors, stepping the
-/// dynamics on one interpreter, and evaluating energies and gradients.
-class InterpretedRun {
-public:
-  explicit InterpretedRun(ModelOp model) : model(model) {}
-
-  /// Binds dims (given, then inferred from `given` tensors), consts, the
-  /// `given` tensors, and every other tensor from its initialiser or
-  /// `seed`.
-  LogicalResult bind(ArrayRef<std::pair<std::string, int64_t>> dims,
-                     ArrayRef<std::pair<std::string, double>> consts,
-                     const std::map<std::string, Tensor> &given,
-                     std::optional<uint64_t> seed) {
-    for (auto &[name, value] : dims)
-      bindings.setDim(name, value);
-    if (failed(inferDims(given)))
-      return failure();
-    for (const auto &[name, value] : given)
-      bindings.setTensor(name, value);
-    for (auto &[name, value] : consts)
-      bindings.setConst(name, value);
-    FailureOr<Interpreter> shapes = Interpreter::create(model, bindings);
-    if (failed(shapes))
-      return failure();
-    // Copies last: their sources must have values first.
-    SmallVector<TensorOp> copies;
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
-      if (given.count(tensor.getSymName().str()))
-        continue;
-      if (tensor.getInit() == InitKind::copy) {
-        copies.push_back(tensor);
-        continue;
-      }
-      FailureOr<std::vector<int64_t>> shape =
-          shapes->getShape(tensor.getArrayType(), tensor);
-      if (failed(shape))
-        return failure();
-      FailureOr<Tensor> value = initialValue(tensor, *shape, seed);
-      if (failed(value))
-        return failure();
-      bindings.setTensor(tensor.getSymName(), std::move(*value));
-    }
-    for (TensorOp tensor : copies)
-      if (!given.count(tensor.getSymName().str()))
-        bindings.setTensor(tensor.getSymName(), bindings.getTensors().lookup(
-                                                    *tensor.getInitSource()));
-    return success();
-  }
-
-  FailureOr<Interpreter> interpreter() {
-    return Interpreter::create(model, bindings);
-  }
-
-  /// Runs `steps` steps (or the model's count) of the model's update
-  /// program, calling `report` after each with the step number and energy.
-  /// Returns the number of steps taken.
-  FailureOr<int64_t> run(int64_t firstStep, int64_t steps,
-                         llvm::function_ref<void(int64_t, double)> report) {
-    // A model without dynamics runs no steps: its outputs are still written.
-    if (!hasDynamics())
-      return 0;
-    FailureOr<Interpreter> state = interpreter();
-    if (failed(state))
-      return failure();
-    return run(*state, firstStep, steps, report);
-  }
-
-  /// Whether the model has dynamics to run.
-  bool hasDynamics() {
-    return model.getDynamics() &&
-           !model.getBody().front().getOps<UpdateProgramOp>().empty();
-  }
-
-  /// Runs the steps on `state`, an interpreter of the bindings (see above).
-  FailureOr<int64_t> run(Interpreter &state, int64_t firstStep, int64_t steps,
-                         llvm::function_ref<void(int64_t, double)> report) {
-    if (!hasDynamics())
-      return 0;
-    DynamicsOp dynamics = model.getDynamics();
-    auto programs = model.getBody().front().getOps<UpdateProgramOp>();
-    if (steps < 0) {
-      FailureOr<int64_t> count = dynamics.getSteps().evaluate(
-          [&](StringRef name) { return state.getDim(name); });
-      if (failed(count))
-        return dynamics.emitError("the step count cannot be evaluated");
-      steps = *count;
-    }
-    for (int64_t taken = 0; taken < steps; ++taken) {
-      int64_t step = firstStep + taken;
-      state.setStep(step);
-      if (failed(state.runUpdateProgram(*programs.begin())))
-        return failure();
-      FailureOr<double> energy = state.evaluateEnergy();
-      if (failed(energy))
-        return failure();
-      report(step, *energy);
-      if (!dynamics.getUntil().empty()) {
-        FailureOr<Tensor> done =
-            state.evaluate(yieldedValue(dynamics.getUntil()));
-        if (failed(done))
-          return failure();
-        if (done->data[0] != 0.0) {
-          keep(state);
-          return taken + 1;
-        }
-      }
-    }
-    keep(state);
-    return steps;
-  }
-
-  /// The values to write with --out: every state tensor (optimizer state
-  /// included) and every output, after a run.
-  FailureOr<std::map<std::string, Tensor>> results() {
-    FailureOr<Interpreter> state = interpreter();
-    if (failed(state))
-      return failure();
-    std::map<std::string, Tensor> values;
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
-      if (tensor.getRole() != Role::state)
-        continue;
-      FailureOr<Tensor> value = state->getTensorValue(tensor.getSymName());
-      if (failed(value))
-        return failure();
-      values[tensor.getSymName().str()] = std::move(*value);
-    }
-    for (OutputOp output : model.getBody().front().getOps<OutputOp>()) {
-      FailureOr<Tensor> value = state->evaluateOutput(output);
-      if (failed(value))
-        return failure();
-      values[output.getSymName().str()] = std::move(*value);
-    }
-    return values;
-  }
-
-  /// Carries the final values of a run into the bindings.
-  void keep(Interpreter &state) {
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      if (tensor.getRole() == Role::state)
-        if (FailureOr<Tensor> value = state.getTensorValue(tensor.getSymName());
-            succeeded(value))
-          bindings.setTensor(tensor.getSymName(), std::move(*value));
-  }
-
-private:
-  /// Binds the dims that bound tensors determine: a dim that is neither
-  /// given nor derived takes the size of the axis it names; a conflict with
-  /// --dim or another tensor is an error naming both.
-  LogicalResult inferDims(const std::map<std::string, Tensor> &given) {
-    llvm::StringMap<std::pair<int64_t, std::string>> sources;
-    for (auto &entry : bindings.getDims())
-      sources[entry.getKey()] = {entry.getValue(), "--dim"};
-    for (const auto &[name, value] : given) {
-      auto tensor =
-          dyn_cast_or_null<TensorOp>(SymbolTable::lookupSymbolIn(model, name));
-      if (!tensor)
-        return model.emitError() << "--in binds '" << name
-                                 << "', which is not a tensor of the model";
-      ArrayAttr dims = tensor.getShape();
-      if (dims.size() != value.shape.size())
-        return tensor.emitError()
-               << "tensor '" << name << "' is declared "
-               << tensor.getArrayType().shapeString() << " but --in gives "
-               << Tensor::shapeString(value.shape);
-      for (auto [dim, size] : llvm::zip(dims, value.shape)) {
-        StringRef dimName = cast<FlatSymbolRefAttr>(dim).getValue();
-        auto dimOp = SymbolTable::lookupSymbolIn(model, dimName);
-        if (cast<DimOp>(dimOp).getDerived())
-          continue;
-        auto [it, inserted] = sources.try_emplace(
-            dimName, std::make_pair(size, "tensor '" + name + "'"));
-        if (!inserted && it->second.first != size)
-          return tensor.emitError()
-                 << "dim " << dimName << " is " << it->second.first << " from "
-                 << it->second.second << " but tensor '" << name
-                 << "' gives it " << size;
-        if (inserted)
-          bindings.setDim(dimName, size);
-      }
-    }
-    return success();
-  }
-
-  /// The value the runtime's initialiser gives `tensor` (so that compiled
-  /// and interpreted runs start from the same values).
-  FailureOr<Tensor> initialValue(TensorOp tensor,
-                                 const std::vector<int64_t> &shape,
-                                 std::optional<uint64_t> seed) {
-    std::optional<::energy::InitSpec> init;
-    if (std::optional<InitKind> kind = tensor.getInit()) {
-      init.emplace();
-      init->kind = *::energy::initKindFromName(stringifyInitKind(*kind).str());
-      if (tensor.getInitArgs())
-        init->args.assign(tensor.getInitArgs()->begin(),
-                          tensor.getInitArgs()->end());
-    }
-    ::energy::Expected<::energy::Tensor> value = ::energy::initialValue(
-        ::energy::DType::F64, shape, tensor.getSymName().str(), init, seed);
-    if (!value)
-      return tensor.emitError() << value.message();
-    Tensor result(shape);
-    for (int64_t i = 0; i < result.size(); ++i)
-      result.data[i] = value->at(i);
-    return result;
-  }
-
-  ModelOp model;
-  Bindings bindings;
-};
 
 using RuntimeTensors = std::map<std::string, ::energy::Tensor>;
 
@@ -447,21 +244,28 @@ public:
       lastProgress = now;
     }
   }
+  /// The energy after the last step; none before any.
+  std::optional<double> lastEnergy() const {
+    return energies.empty() ? std::nullopt
+                            : std::optional<double>(energies.back());
+  }
   void printStart(double energy) {
     if (trace && !jsonOutput)
       outs() << formatv("start       energy {0:e}\n", energy);
   }
-  void printSummary(int64_t steps) {
-    double final = energies.empty() ? 0.0 : energies.back();
+  /// The final report; `final` is the energy after the run (the start's
+  /// when no step was taken), `plot` what --plot drew.
+  void printSummary(int64_t steps, double final,
+                    std::optional<json::Object> plot = std::nullopt) {
     if (jsonOutput) {
       json::Array traceJson;
       for (double e : energies)
         traceJson.push_back(e);
-      outs() << formatv("{0}", json::Value(json::Object{
-                                   {"energy", final},
-                                   {"steps", steps},
-                                   {"trace", std::move(traceJson)}}))
-             << "\n";
+      json::Object result{
+          {"energy", final}, {"steps", steps}, {"trace", std::move(traceJson)}};
+      if (plot)
+        result["plot"] = std::move(*plot);
+      outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
     } else {
       outs() << formatv("final energy {0:e} after {1} steps\n", final, steps);
     }
@@ -667,7 +471,17 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
     if (!writeOutputs(values))
       return 1;
   }
-  reporter.printSummary(*steps);
+  std::optional<double> final = reporter.lastEnergy();
+  if (!final) {
+    FailureOr<Interpreter> start = run.interpreter();
+    if (failed(start))
+      return 1;
+    FailureOr<double> energy = start->evaluateEnergy();
+    if (failed(energy))
+      return 1;
+    final = *energy;
+  }
+  reporter.printSummary(*steps, *final);
   return 0;
 }
 
@@ -802,17 +616,32 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   }
 
   StepReporter reporter;
-  if (trace && !jsonOutput) {
+  std::optional<::energy::RunPlot> plot;
+  if (!plotFile.empty()) {
+    if (!model.hasDynamics() || model.termNames().empty())
+      return fail("--plot draws the energy of a run: model " + model.name() +
+                  " has " +
+                  (model.hasDynamics() ? "no energy" : "no dynamics"));
+    plot.emplace(session, wantedGradients(model));
+  }
+  if ((trace && !jsonOutput) || plot) {
     ::energy::Expected<double> energy = session.energy();
     if (!energy)
       return fail(energy.message());
     reporter.printStart(*energy);
+    if (plot)
+      if (::energy::Status status = plot->record(0, *energy); !status)
+        return fail(status.message());
   }
   ::energy::RunOptions runOptions;
   if (stepsOverride >= 0)
     runOptions.steps = stepsOverride;
+  ::energy::Status plotStatus = ::energy::Status::success();
+  int64_t stepsDone = 0;
   runOptions.onStep = [&](int64_t step, double energy) {
     reporter(step, energy);
+    if (plot && plotStatus)
+      plotStatus = plot->record(++stepsDone, energy);
   };
   // A model without dynamics runs no steps: its outputs are still written.
   ::energy::RunResult finished;
@@ -821,6 +650,15 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
     if (!result)
       return fail(result.message());
     finished = std::move(*result);
+  }
+  if (!plotStatus)
+    return fail(plotStatus.message());
+  std::optional<json::Object> plotted;
+  if (plot) {
+    std::string error;
+    if (!plot->write(plotFile, model.name(), error))
+      return fail(error);
+    plotted = plot->toJson();
   }
   if (!outputFile.empty()) {
     ::energy::Expected<RuntimeTensors> values = session.stateTensors();
@@ -838,7 +676,7 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
     if (!writeOutputs(*values))
       return 1;
   }
-  reporter.printSummary(finished.steps);
+  reporter.printSummary(finished.steps, finished.energy, std::move(plotted));
   return 0;
 }
 
@@ -901,6 +739,10 @@ int main(int argc, char **argv) {
   }
   if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64")
     return fail("--dtype " + dtypeOption + ": expected f32 or f64");
+  if (!plotFile.empty() && (useInterpreter || evalKind != EvalKind::Run ||
+                            benchRepetitions.getNumOccurrences()))
+    return fail("--plot draws a compiled run: use it with --eval run, "
+                "without --interp or --bench");
   if (benchRepetitions.getNumOccurrences()) {
     if (benchRepetitions < 1)
       return fail("--bench " + Twine(benchRepetitions) +

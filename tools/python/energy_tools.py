@@ -60,13 +60,14 @@ class EnergyTools:
         return artifact
 
     def run(self, artifact, inputs=None, dtype='f64', dims=None, consts=None,
-            steps=None, evaluate='run', wrt=None, init=None):
+            steps=None, evaluate='run', wrt=None, init=None, extra=()):
         """Runs ARTIFACT; returns (the JSON it prints, the tensors of --out).
 
         inputs: {name: array} bound with --in (written in DTYPE);
         dims, consts: {name: value} given as --dim / --const;
         evaluate: 'run' (the dynamics; --out holds the state tensors, the
-        outputs and `step`), 'energy', or 'grad' (--out holds grad.NAME).
+        outputs and `step`), 'energy', or 'grad' (--out holds grad.NAME);
+        extra: further energy-run arguments (e.g. --plot FILE).
         """
         self.count += 1
         stem = os.path.join(self.directory, 'run%d' % self.count)
@@ -87,6 +88,7 @@ class EnergyTools:
             command += ['--init', 'random:%d' % init]
         if evaluate == 'run':
             command += ['--trace']
+        command += list(extra)
         out = None
         if evaluate in ('run', 'grad'):
             out = stem + '.out.safetensors'

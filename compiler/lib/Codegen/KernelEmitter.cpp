@@ -148,14 +148,18 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     layout.gradientKernels.push_back({gradient.getTensor().str(), symbol});
   }
 
-  {
-    func::FuncOp function =
-        createFunction("energy_kernel_energy", 0, model.getLoc());
+  // The energy: the sum of the terms' energies; with several terms, also
+  // a kernel per term.
+  SmallVector<TermOp> terms;
+  for (TermOp term : body.getOps<TermOp>())
+    if (!term.getAuxiliary())
+      terms.push_back(term);
+  auto emitEnergy = [&](StringRef symbol, ArrayRef<TermOp> summed,
+                        Location loc) -> LogicalResult {
+    func::FuncOp function = createFunction(symbol, 0, loc);
     KernelFunction kernel(context, function);
     Value total = kernel.zero();
-    for (TermOp term : body.getOps<TermOp>()) {
-      if (term.getAuxiliary())
-        continue;
+    for (TermOp term : summed) {
       FailureOr<SmallVector<Value>> value =
           kernel.emitBlock(term.getBody().front(), {});
       if (failed(value))
@@ -165,7 +169,19 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     }
     kernel.storeResult(total);
     kernel.finish();
-    layout.energyKernel = "energy_kernel_energy";
+    return success();
+  };
+  layout.energyKernel = "energy_kernel_energy";
+  if (failed(emitEnergy(layout.energyKernel, terms, model.getLoc())))
+    return failure();
+  for (TermOp term : terms) {
+    std::string symbol = layout.energyKernel;
+    if (terms.size() > 1) {
+      symbol = "energy_kernel_term_" + mangle(term.getSymName());
+      if (failed(emitEnergy(symbol, {term}, term.getLoc())))
+        return failure();
+    }
+    layout.termKernels.push_back({term.getSymName().str(), symbol});
   }
 
   for (OutputOp output : body.getOps<OutputOp>()) {

@@ -160,6 +160,7 @@ std::string mlir::energy::buildManifest(ModelOp model,
     return name.empty() ? json::Value(nullptr) : json::Value(name);
   };
   json::Object kernels{{"energy", layout.energyKernel},
+                       {"terms", kernelMap(layout.termKernels)},
                        {"gradients", kernelMap(layout.gradientKernels)},
                        {"outputs", kernelMap(layout.outputKernels)},
                        {"step", optionalName(layout.stepKernel)},

@@ -37,6 +37,8 @@ struct ArtifactLayout {
   std::vector<ConstOp> consts;
   std::vector<Buffer> buffers;
   std::string energyKernel;
+  /// The energy of each term (the energy kernel itself when there is one).
+  std::vector<NamedKernel> termKernels;
   std::vector<NamedKernel> gradientKernels;
   std::vector<NamedKernel> outputKernels;
   /// Empty when the model has no dynamics (or no stopping rule).

@@ -118,6 +118,10 @@ struct ManifestBuffer {
 struct ManifestKernels {
   /// Writes the global energy to *result.
   std::string energy;
+  /// Energy term name to the kernel that writes its energy to *result (the
+  /// energy kernel itself for a model of one term); empty in artifacts from
+  /// before terms were listed.
+  std::map<std::string, std::string> terms;
   /// Tensor name to the kernel that writes its gradient buffer.
   std::map<std::string, std::string> gradients;
   /// Output name to the kernel that writes that output buffer.

@@ -68,6 +68,8 @@ public:
   std::vector<std::string> tensorNames() const;
   std::vector<std::string> outputNames() const;
   std::vector<std::string> gradientNames() const;
+  /// The energy terms whose energies Session::termEnergy gives (sorted).
+  std::vector<std::string> termNames() const;
 
   /// Whether the kernels were built with threads.
   bool hasThreads() const;

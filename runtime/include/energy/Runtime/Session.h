@@ -77,6 +77,8 @@ public:
   Expected<std::map<std::string, int64_t>> dims();
   /// The global energy of the current values.
   Expected<double> energy();
+  /// The energy of one term (see Model::termNames).
+  Expected<double> termEnergy(const std::string &term);
   /// The gradient of the energy with respect to tensor `tensor` (one with a
   /// gradient kernel: see Model::gradientNames).
   Expected<Tensor> gradient(const std::string &tensor);

@@ -1,0 +1,243 @@
+//===- InterpretedRun.h - A model run on the reference interpreter -*- C++
+//-*-===//
+//
+// What `energy-run --interp` does with a model: binds its dims, consts and
+// tensors (given, initialised or random), steps its dynamics on one
+// interpreter, and gives back its tensors and outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_TOOLS_ENERGYRUN_INTERPRETEDRUN_H
+#define ENERGY_TOOLS_ENERGYRUN_INTERPRETEDRUN_H
+
+#include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/Interpreter.h"
+#include "energy/Runtime/Initializer.h"
+#include "energy/Runtime/Random.h"
+#include "energy/Runtime/Tensor.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace mlir::energy::tools {
+
+/// The body value an option or rule yields.
+Value yieldedValue(Region &region) {
+  return cast<YieldOp>(region.front().back()).getValues().front();
+}
+
+/// Runs a model on the reference interpreter: binding tensors, stepping the
+/// dynamics on one interpreter, and evaluating energies and gradients.
+class InterpretedRun {
+public:
+  explicit InterpretedRun(ModelOp model) : model(model) {}
+
+  /// Binds dims (given, then inferred from `given` tensors), consts, the
+  /// `given` tensors, and every other tensor from its initialiser or
+  /// `seed`.
+  LogicalResult bind(ArrayRef<std::pair<std::string, int64_t>> dims,
+                     ArrayRef<std::pair<std::string, double>> consts,
+                     const std::map<std::string, Tensor> &given,
+                     std::optional<uint64_t> seed) {
+    for (auto &[name, value] : dims)
+      bindings.setDim(name, value);
+    if (failed(inferDims(given)))
+      return failure();
+    for (const auto &[name, value] : given)
+      bindings.setTensor(name, value);
+    for (auto &[name, value] : consts)
+      bindings.setConst(name, value);
+    FailureOr<Interpreter> shapes = Interpreter::create(model, bindings);
+    if (failed(shapes))
+      return failure();
+    // Copies last: their sources must have values first.
+    SmallVector<TensorOp> copies;
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+      if (given.count(tensor.getSymName().str()))
+        continue;
+      if (tensor.getInit() == InitKind::copy) {
+        copies.push_back(tensor);
+        continue;
+      }
+      FailureOr<std::vector<int64_t>> shape =
+          shapes->getShape(tensor.getArrayType(), tensor);
+      if (failed(shape))
+        return failure();
+      FailureOr<Tensor> value = initialValue(tensor, *shape, seed);
+      if (failed(value))
+        return failure();
+      bindings.setTensor(tensor.getSymName(), std::move(*value));
+    }
+    for (TensorOp tensor : copies)
+      if (!given.count(tensor.getSymName().str()))
+        bindings.setTensor(tensor.getSymName(), bindings.getTensors().lookup(
+                                                    *tensor.getInitSource()));
+    return success();
+  }
+
+  FailureOr<Interpreter> interpreter() {
+    return Interpreter::create(model, bindings);
+  }
+
+  /// Runs `steps` steps (or the model's count) of the model's update
+  /// program, calling `report` after each with the step number and energy.
+  /// Returns the number of steps taken.
+  FailureOr<int64_t> run(int64_t firstStep, int64_t steps,
+                         llvm::function_ref<void(int64_t, double)> report) {
+    // A model without dynamics runs no steps: its outputs are still written.
+    if (!hasDynamics())
+      return 0;
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
+    return run(*state, firstStep, steps, report);
+  }
+
+  /// Whether the model has dynamics to run.
+  bool hasDynamics() {
+    return model.getDynamics() &&
+           !model.getBody().front().getOps<UpdateProgramOp>().empty();
+  }
+
+  /// Runs the steps on `state`, an interpreter of the bindings (see above).
+  FailureOr<int64_t> run(Interpreter &state, int64_t firstStep, int64_t steps,
+                         llvm::function_ref<void(int64_t, double)> report) {
+    if (!hasDynamics())
+      return 0;
+    DynamicsOp dynamics = model.getDynamics();
+    auto programs = model.getBody().front().getOps<UpdateProgramOp>();
+    if (steps < 0) {
+      FailureOr<int64_t> count = dynamics.getSteps().evaluate(
+          [&](StringRef name) { return state.getDim(name); });
+      if (failed(count))
+        return dynamics.emitError("the step count cannot be evaluated");
+      steps = *count;
+    }
+    for (int64_t taken = 0; taken < steps; ++taken) {
+      int64_t step = firstStep + taken;
+      state.setStep(step);
+      if (failed(state.runUpdateProgram(*programs.begin())))
+        return failure();
+      FailureOr<double> energy = state.evaluateEnergy();
+      if (failed(energy))
+        return failure();
+      report(step, *energy);
+      if (!dynamics.getUntil().empty()) {
+        FailureOr<Tensor> done =
+            state.evaluate(yieldedValue(dynamics.getUntil()));
+        if (failed(done))
+          return failure();
+        if (done->data[0] != 0.0) {
+          keep(state);
+          return taken + 1;
+        }
+      }
+    }
+    keep(state);
+    return steps;
+  }
+
+  /// The values to write with --out: every state tensor (optimizer state
+  /// included) and every output, after a run.
+  FailureOr<std::map<std::string, Tensor>> results() {
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
+    std::map<std::string, Tensor> values;
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+      if (tensor.getRole() != Role::state)
+        continue;
+      FailureOr<Tensor> value = state->getTensorValue(tensor.getSymName());
+      if (failed(value))
+        return failure();
+      values[tensor.getSymName().str()] = std::move(*value);
+    }
+    for (OutputOp output : model.getBody().front().getOps<OutputOp>()) {
+      FailureOr<Tensor> value = state->evaluateOutput(output);
+      if (failed(value))
+        return failure();
+      values[output.getSymName().str()] = std::move(*value);
+    }
+    return values;
+  }
+
+  /// Carries the final values of a run into the bindings.
+  void keep(Interpreter &state) {
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+      if (tensor.getRole() == Role::state)
+        if (FailureOr<Tensor> value = state.getTensorValue(tensor.getSymName());
+            succeeded(value))
+          bindings.setTensor(tensor.getSymName(), std::move(*value));
+  }
+
+private:
+  /// Binds the dims that bound tensors determine: a dim that is neither
+  /// given nor derived takes the size of the axis it names; a conflict with
+  /// --dim or another tensor is an error naming both.
+  LogicalResult inferDims(const std::map<std::string, Tensor> &given) {
+    llvm::StringMap<std::pair<int64_t, std::string>> sources;
+    for (auto &entry : bindings.getDims())
+      sources[entry.getKey()] = {entry.getValue(), "--dim"};
+
+    for (const auto &[name, value] : given) {
+      auto tensor =
+          dyn_cast_or_null<TensorOp>(SymbolTable::lookupSymbolIn(model, name));
+      if (!tensor)
+        return model.emitError() << "--in binds '" << name
+                                 << "', which is not a tensor of the model";
+      ArrayAttr dims = tensor.getShape();
+      if (dims.size() != value.shape.size())
+        return tensor.emitError()
+               << "tensor '" << name << "' is declared "
+               << tensor.getArrayType().shapeString() << " but --in gives "
+               << Tensor::shapeString(value.shape);
+      for (auto [dim, size] : llvm::zip(dims, value.shape)) {
+        StringRef dimName = cast<FlatSymbolRefAttr>(dim).getValue();
+        auto dimOp = SymbolTable::lookupSymbolIn(model, dimName);
+        if (cast<DimOp>(dimOp).getDerived())
+          continue;
+        auto [it, inserted] = sources.try_emplace(
+            dimName, std::make_pair(size, "tensor '" + name + "'"));
+        if (!inserted && it->second.first != size)
+          return tensor.emitError()
+                 << "dim " << dimName << " is " << it->second.first << " from "
+                 << it->second.second << " but tensor '" << name
+                 << "' gives it " << size;
+        if (inserted)
+          bindings.setDim(dimName, size);
+      }
+    }
+    return success();
+  }
+
+  /// The value the runtime's initialiser gives `tensor` (so that compiled
+  /// and interpreted runs start from the same values).
+  FailureOr<Tensor> initialValue(TensorOp tensor,
+                                 const std::vector<int64_t> &shape,
+                                 std::optional<uint64_t> seed) {
+    std::optional<::energy::InitSpec> init;
+    if (std::optional<InitKind> kind = tensor.getInit()) {
+      init.emplace();
+      init->kind = *::energy::initKindFromName(stringifyInitKind(*kind).str());
+      if (tensor.getInitArgs())
+        init->args.assign(tensor.getInitArgs()->begin(),
+                          tensor.getInitArgs()->end());
+    }
+    ::energy::Expected<::energy::Tensor> value = ::energy::initialValue(
+        ::energy::DType::F64, shape, tensor.getSymName().str(), init, seed);
+    if (!value)
+      return tensor.emitError() << value.message();
+    Tensor result(shape);
+    for (int64_t i = 0; i < result.size(); ++i)
+      result.data[i] = value->at(i);
+    return result;
+  }
+
+  ModelOp model;
+  Bindings bindings;
+};
+
+} // namespace mlir::energy::tools
+
+#endif // ENERGY_TOOLS_ENERGYRUN_INTERPRETEDRUN_H
