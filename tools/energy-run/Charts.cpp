@@ -365,6 +365,8 @@ bool energy::charts::writeHeatMap(const HeatMap &map, const std::string &path,
     cairo_t *cr = canvas.context;
     cairo_set_source_rgb(cr, 0, 0, 0);
     canvas.text(kLeft, 26, map.title, 14);
+    // Cells edge to edge, without antialiased seams between them.
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
     for (int64_t row = 0; row < map.rows; ++row)
       for (int64_t column = 0; column < map.columns; ++column) {
         double value = map.values[row * map.columns + column];
@@ -374,6 +376,7 @@ bool energy::charts::writeHeatMap(const HeatMap &map, const std::string &path,
                         rowHeight);
         cairo_fill(cr);
       }
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_line_width(cr, 1);
     cairo_rectangle(cr, kLeft, kTop, cell * map.columns, rowHeight * map.rows);
@@ -412,8 +415,11 @@ bool energy::charts::writeHeatMap(const HeatMap &map, const std::string &path,
   for (double value : map.values)
     values.push_back(value);
   std::string metadata = llvm::formatv(
-      "{0}", json::Value(json::Object{{"rows", map.rows},
-                                      {"columns", map.columns},
-                                      {"values", std::move(values)}}));
+      "{0}", json::Value(json::Object{
+                 {"rows", map.rows},
+                 {"columns", map.columns},
+                 {"cells", json::Array{kLeft, kTop, cell, rowHeight}},
+                 {"largest", largest},
+                 {"values", std::move(values)}}));
   return canvas.finish(metadata, error);
 }

@@ -22,8 +22,23 @@
 
 namespace mlir::energy::tools {
 
+/// A tensor of the interpreter as a runtime tensor (f64), and back.
+inline ::energy::Tensor toRuntime(const Tensor &tensor) {
+  ::energy::Tensor value(::energy::DType::F64, tensor.shape);
+  for (int64_t i = 0; i < tensor.size(); ++i)
+    value.set(i, tensor.data[i]);
+  return value;
+}
+
+inline Tensor fromRuntime(const ::energy::Tensor &tensor) {
+  Tensor value(tensor.shape());
+  for (int64_t i = 0; i < value.size(); ++i)
+    value.data[i] = tensor.at(i);
+  return value;
+}
+
 /// The body value an option or rule yields.
-Value yieldedValue(Region &region) {
+inline Value yieldedValue(Region &region) {
   return cast<YieldOp>(region.front().back()).getValues().front();
 }
 

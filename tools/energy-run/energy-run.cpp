@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionPlot.h"
 #include "InterpretedRun.h"
 #include "RunPlot.h"
 
@@ -43,7 +44,10 @@ using namespace llvm;
 using namespace mlir;
 using namespace mlir::energy;
 namespace fe = ::energy::frontend;
+using mlir::energy::tools::fromRuntime;
 using mlir::energy::tools::InterpretedRun;
+using mlir::energy::tools::plotAttention;
+using mlir::energy::tools::toRuntime;
 using mlir::energy::tools::yieldedValue;
 
 namespace {
@@ -104,6 +108,14 @@ cl::opt<std::string> plotFile(
              "per term, and the norm of the gradient with respect to the "
              "state tensors; with --json, the plotted numbers are printed too"),
     cl::value_desc("FILE"), cl::cat(runOptions));
+cl::list<std::string> plotAttentionArgs(
+    "plot-attention", cl::multi_val(2),
+    cl::desc("After the run, draw the softmax weights of an lse energy term "
+             "as a heat map (.svg or .png): TERM:CHILD FILE, CHILD holding "
+             "child indices at positions (attn:i=3, or attn: for every "
+             "child); the weights come from the reference interpreter at the "
+             "run's final values"),
+    cl::value_desc("TERM:CHILD FILE"), cl::cat(runOptions));
 cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
                     cl::cat(runOptions));
 cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
@@ -176,20 +188,6 @@ bool writeOutputs(const RuntimeTensors &tensors) {
   if (!status)
     return fail(status.message()), false;
   return true;
-}
-
-::energy::Tensor toRuntime(const Tensor &tensor) {
-  ::energy::Tensor value(::energy::DType::F64, tensor.shape);
-  for (int64_t i = 0; i < tensor.size(); ++i)
-    value.set(i, tensor.data[i]);
-  return value;
-}
-
-Tensor fromRuntime(const ::energy::Tensor &tensor) {
-  Tensor value(tensor.shape());
-  for (int64_t i = 0; i < value.size(); ++i)
-    value.data[i] = tensor.at(i);
-  return value;
 }
 
 json::Array toJson(const ::energy::Tensor &tensor) {
@@ -558,6 +556,18 @@ int printManifestOf(const ::energy::Model &model) {
   return 0;
 }
 
+/// Parses and checks `sourceMgr`'s main buffer and emits its model; null
+/// after reporting errors.
+OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
+  fe::DiagnosticEngine diagnostics(sourceMgr);
+  std::unique_ptr<fe::Model> ast =
+      fe::parseAndCheck(sourceMgr, sourceMgr.getMainFileID(), diagnostics,
+                        mlir::energy::getRegistryOptimizerTable());
+  if (!ast || diagnostics.hasErrors())
+    return nullptr;
+  return fe::emitEnergyDialect(context, *ast, sourceMgr);
+}
+
 /// Runs a compiled model through the runtime library.
 int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   std::string modelDtype =
@@ -653,6 +663,24 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   }
   if (!plotStatus)
     return fail(plotStatus.message());
+  if (!plotAttentionArgs.empty()) {
+    SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        MemoryBuffer::getMemBufferCopy(model.source(), model.sourceName()),
+        SMLoc());
+    MLIRContext context;
+    context.loadDialect<EnergyDialect, arith::ArithDialect>();
+    context.printOpOnDiagnostic(false);
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    OwningOpRef<ModuleOp> module = emitModel(context, sourceMgr);
+    if (!module)
+      return 1;
+    ModelOp source = *module->getOps<ModelOp>().begin();
+    std::string error;
+    if (failed(plotAttention(source, session, plotAttentionArgs[0],
+                             plotAttentionArgs[1], inputs.consts, error)))
+      return error.empty() ? 1 : fail(error);
+  }
   std::optional<json::Object> plotted;
   if (plot) {
     std::string error;
@@ -680,17 +708,6 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   return 0;
 }
 
-/// Parses and checks `sourceMgr`'s main buffer and emits its model; null
-/// after reporting errors.
-OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
-  fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::unique_ptr<fe::Model> ast =
-      fe::parseAndCheck(sourceMgr, sourceMgr.getMainFileID(), diagnostics,
-                        mlir::energy::getRegistryOptimizerTable());
-  if (!ast || diagnostics.hasErrors())
-    return nullptr;
-  return fe::emitEnergyDialect(context, *ast, sourceMgr);
-}
 } // namespace
 
 /// Removes `--threads N` / `--threads=N` from `arguments` into threadCount.
@@ -739,10 +756,12 @@ int main(int argc, char **argv) {
   }
   if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64")
     return fail("--dtype " + dtypeOption + ": expected f32 or f64");
-  if (!plotFile.empty() && (useInterpreter || evalKind != EvalKind::Run ||
-                            benchRepetitions.getNumOccurrences()))
-    return fail("--plot draws a compiled run: use it with --eval run, "
-                "without --interp or --bench");
+  if ((!plotFile.empty() || !plotAttentionArgs.empty()) &&
+      (useInterpreter || evalKind != EvalKind::Run ||
+       benchRepetitions.getNumOccurrences()))
+    return fail(std::string(plotFile.empty() ? "--plot-attention" : "--plot") +
+                " draws a compiled run: use it with --eval run, without "
+                "--interp or --bench");
   if (benchRepetitions.getNumOccurrences()) {
     if (benchRepetitions < 1)
       return fail("--bench " + Twine(benchRepetitions) +
