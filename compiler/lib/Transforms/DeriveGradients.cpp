@@ -157,10 +157,9 @@ private:
               continue;
             OpBuilder builder(&body.front(), body.front().begin());
             Operation *copy = builder.clone(*def);
-            copy->walk([&](Operation *nested) {
-              for (Value result : nested->getResults())
-                active.insert(result);
-            });
+            // The copy's values depend on the tensors as the original's do
+            // (a constant in its body does not).
+            markActive({copy});
             Value replacement =
                 copy->getResult(cast<OpResult>(value).getResultNumber());
             value.replaceUsesWithIf(replacement, [&](OpOperand &operand) {
