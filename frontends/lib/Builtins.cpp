@@ -39,6 +39,7 @@ static const BuiltinFunction kBuiltins[] = {
     {"diag", BuiltinId::Diag, 1, ShapeRule::Diag},
     {"eye", BuiltinId::Eye, 1, ShapeRule::Eye},
     {"logdet", BuiltinId::Logdet, 1, ShapeRule::SquareToScalar},
+    {"inverse", BuiltinId::Inverse, 1, ShapeRule::Square},
 };
 
 const BuiltinFunction *energy::frontend::lookupBuiltin(llvm::StringRef name) {
@@ -113,6 +114,10 @@ energy::frontend::inferBuiltinShape(const BuiltinFunction &function,
     if (!isSquareMatrix(args[0]))
       return expectation("a square matrix", args[0]);
     return Shape();
+  case ShapeRule::Square:
+    if (!isSquareMatrix(args[0]))
+      return expectation("a square matrix", args[0]);
+    return args[0];
   }
   return std::nullopt;
 }

@@ -747,6 +747,8 @@ private:
       return DiagOp::create(builder, where, x);
     case BuiltinId::Logdet:
       return LogDetOp::create(builder, where, x);
+    case BuiltinId::Inverse:
+      return InverseOp::create(builder, where, x);
     case BuiltinId::Eye:
       break;
     }

@@ -54,6 +54,7 @@ enum class BuiltinId {
   Diag,
   Eye,
   Logdet,
+  Inverse,
 };
 
 /// How a builtin's result shape follows from its arguments.
@@ -68,6 +69,7 @@ enum class ShapeRule {
   Diag,           ///< [n] -> [n, n]
   Eye,            ///< dim D -> [D, D] (the argument is a dim, not a tensor)
   SquareToScalar, ///< [n, n] -> scalar
+  Square,         ///< [n, n] -> [n, n]
 };
 
 struct BuiltinFunction {
