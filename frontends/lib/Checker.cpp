@@ -620,6 +620,26 @@ void Checker::checkEnergy(EnergyDecl &energy) {
 bool Checker::checkComprehension(ComprehensionDecl &decl) {
   if (!pushDomain(decl.getDomain(), /*allowPredicate=*/false))
     return false;
+  // The axes of a let or output are named by dims (a value's shape names
+  // its axes), so each index ranges over one.
+  for (const IndexBinding &binding : decl.getDomain().bindings) {
+    const AffineExpr &size = symbolMeaning.at(binding.sizeSymbol);
+    if (size.constant == 0 && size.terms.size() == 1 &&
+        size.terms.begin()->second == 1)
+      continue;
+    diagnostics.error(
+        binding.size->getLoc(),
+        "index " + quote(binding.name) + " of " +
+            (decl.getKind() == Decl::Kind::Let ? "let " : "output ") +
+            quote(decl.getName()) + " ranges over " +
+            quote(binding.sizeSymbol) +
+            ", but a let's or output's indices range over dims: declare "
+            "one (`dim S = " +
+            binding.sizeSymbol + ";`) and write `" + binding.name + ": S`",
+        {binding.size->getRange()});
+    popDomain(decl.getDomain());
+    return false;
+  }
   std::optional<Shape> body = checkExpr(decl.getBody());
   if (body) {
     std::vector<std::string> prefix;

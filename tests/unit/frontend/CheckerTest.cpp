@@ -57,25 +57,25 @@ TEST_CASE("every expression is annotated with its symbolic shape") {
 
 TEST_CASE("lets, outputs and fns get their shapes") {
   std::unique_ptr<Compilation> compilation = compile(R"(model m {
-  dim T, D, K;
+  dim T, D, K, S = T - 1;
   input q : [T, D];
   param W : [D, K];
-  let s[t: T, u: T - 1] = dot(q[t], q[u + 1]);
+  let s[t: T, u: S] = dot(q[t], q[u + 1]);
   fn f(v: [K]) -> [D] = tanh(W @ v);
   output F[t: T] = s[t] + sum(f(W[0]));
   output G = outer(q[0], W[0]).T @ q[1];
 })");
   INFO(compilation->printed);
   REQUIRE(!compilation->diagnostics.hasErrors());
-  auto &let = cast<LetDecl>(*compilation->model->decls[5]);
-  CHECK(let.getShape().str() == "[T, T - 1]");
-  auto &output = cast<OutputDecl>(*compilation->model->decls[7]);
-  CHECK(output.getShape().str() == "[T, T - 1]");
-  auto &outputG = cast<OutputDecl>(*compilation->model->decls[8]);
+  auto &let = cast<LetDecl>(*compilation->model->decls[6]);
+  CHECK(let.getShape().str() == "[T, S]");
+  auto &output = cast<OutputDecl>(*compilation->model->decls[8]);
+  CHECK(output.getShape().str() == "[T, S]");
+  auto &outputG = cast<OutputDecl>(*compilation->model->decls[9]);
   CHECK(outputG.getShape().str() == "[K]");
   const auto &sum = cast<BinaryExpr>(output.getBody());
   const auto &call = cast<CallExpr>(*cast<CallExpr>(sum.getRhs()).getArgs()[0]);
-  CHECK(call.getFn() == compilation->model->decls[6].get());
+  CHECK(call.getFn() == compilation->model->decls[7].get());
 }
 
 TEST_CASE("range proofs accept the in-range cases") {

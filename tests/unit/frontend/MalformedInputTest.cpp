@@ -79,6 +79,13 @@ static const MalformedCase kCases[] = {
      "5:14: shape mismatch in `quad`: [D] vs [N, D]"},
     {"logdet of a vector", withPrelude("  energy e = logdet(x[0]);"),
      "7:14: `logdet` expects a square matrix, got [D]"},
+    {"a let over a dim expression",
+     "model m {\n  dim T, K;\n  state x : [T, K];\n"
+     "  let s[t: T - 1, k: K] = x[t, k];\n"
+     "  energy e = sum(t: T - 1) s[t, 0];\n}\n",
+     "4:12: index `t` of let `s` ranges over `T - 1`, but a let's or "
+     "output's indices range over dims: declare one (`dim S = T - 1;`) and "
+     "write `t: S`"},
     {"inverse of a non-square matrix",
      withPrelude("  energy e = sum(inverse(x));"),
      "7:18: `inverse` expects a square matrix, got [N, D]"},
