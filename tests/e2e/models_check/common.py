@@ -9,46 +9,25 @@ finite differences of the compiled energy.
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', '..', 'tools', 'python'))
+import attention_numpy as shared  # noqa: E402  (safetensors reading, writing)
+
 
 def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, value in tensors.items():
-        array = np.array(value, dtype='<f8', order='C')   # keeps shape ()
-        blob = array.tobytes()
-        header[name] = {'dtype': 'F64', 'shape': list(array.shape),
-                        'data_offsets': [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b' ' * (-len(text) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
+    """Every tensor as float64 (the compiled f64 artifact's type)."""
+    shared.write_safetensors(path, tensors, 'F64')
 
 
 def read_safetensors(path):
-    with open(path, 'rb') as f:
-        (length,) = struct.unpack('<Q', f.read(8))
-        header = json.loads(f.read(length))
-        data = f.read()
-    tensors = {}
-    for name, info in header.items():
-        if name == '__metadata__':
-            continue
-        begin, end = info['data_offsets']
-        dtype = {'F32': '<f4', 'F64': '<f8'}[info['dtype']]
-        tensors[name] = np.frombuffer(data[begin:end], dtype=dtype).astype(
-            np.float64).reshape(info['shape'])
-    return tensors
+    return {name: value.astype(np.float64)
+            for name, value in shared.read_safetensors(path).items()}
 
 
 class Failures:
