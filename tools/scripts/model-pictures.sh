@@ -155,6 +155,10 @@ while IFS= read -r line; do
   count=$((count + 1))
 done < <(commands)
 
+if [[ ${#selected[@]} -gt 0 && $count -eq 0 ]]; then
+  echo "model-pictures.sh: no command draws ${selected[*]} (the models are: $(ls examples/*.energy | xargs -n1 basename | sed 's/\.energy$//' | tr '\n' ' '))" >&2
+  exit 1
+fi
 if [[ ${#selected[@]} -eq 0 ]]; then
   # Pictures in docs/models/ that no command makes are stale.
   all=$(commands)
