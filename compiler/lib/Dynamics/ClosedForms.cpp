@@ -2,20 +2,21 @@
 //
 // For an energy −Σ_i lse_k e(i, k), holding the responsibilities
 // r_ik = softmax_k e(i, ·) at their entry values makes the energy
-// −Σ_i Σ_k r_ik e(i, k) + const, and three shapes of e have closed-form
-// minimisers in a node θ read as θ[k]:
-//   c · quad(a_i − θ[k], M), c < 0   θ[k] = Σ_i r_ik a_i / Σ_i r_ik
-//     (M depending on i: θ[k] = (Σ_i r_ik M̄_i)⁻¹ Σ_i r_ik M̄_i a_i,
-//      M̄ = (M + Mᵀ)/2, a linear solve per row)
-//   c · logdet(θ[k]) − c · quad(v_i, θ[k]), c > 0
-//                                     θ[k] = (Σ_i r_ik v_i v_iᵀ / Σ_i r_ik
-//                                             + ridge I)⁻¹
+// −Σ_i Σ_k r_ik e(i, k) + const, with closed-form minimisers in a node θ:
+//   quadratic: e is quadratic in the row θ[k] (decided by differentiating:
+//     the Hessian-vector product of e in θ[k] does not depend on θ[k]):
+//     with g(i, k) = ∇e at θ[k] = 0 and H(i, k) its Hessian,
+//     θ[k] = −(Σ_i r_ik H)⁻¹ Σ_i r_ik g, a linear solve per row;
+//   c · logdet(θ[k]) − c · quad(v_i, θ[k]), c > 0 (quad also spelt
+//     dot(v, θ[k] @ v)):               θ[k] = (Σ_i r_ik v_i v_iᵀ / Σ_i r_ik
+//                                              + ridge I)⁻¹
 //   c · log_softmax(θ)[k], c > 0      θ = log Σ_i r_ik
 // A row whose total responsibility is zero keeps its value.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/Dynamics/ClosedForms.h"
+#include "LocalDerivatives.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
@@ -145,6 +146,17 @@ FailureOr<MixtureEnergy> findMixtureEnergy(ModelOp model, UpdateOp rule) {
   return *found;
 }
 
+/// e(i, k) as a function of the row u = θ[k], and its derivatives, in a
+/// copy of the lse body (its argument is the parent index; it also takes
+/// the direction of the Hessian-vector product).
+struct QuadraticForm {
+  std::unique_ptr<Block> scratch;
+  /// The one read of θ[k] every read of it became.
+  Value row;
+  /// ∇e(u), and H v for the direction v (which does not depend on u).
+  Value gradient, hessianTimesDirection, direction;
+};
+
 /// Builds, inside one step program, the pieces of an M-step: the nodes'
 /// values at the group's entry, responsibility-weighted sums over the points
 /// (statistics), and tables over the components.
@@ -256,6 +268,21 @@ public:
     return cloneSlice(at, value, mapping, /*atEntry=*/false);
   }
 
+  /// Clones `value` of the copy of the lse body in `form` (see cloneAtEntry)
+  /// with the row of the node standing for `row` and the direction of the
+  /// Hessian-vector product for `direction`.
+  Value cloneScratch(OpBuilder &at, Value value, const QuadraticForm &form,
+                     Value child, Value parent, Value row, Value direction,
+                     bool atEntry) {
+    IRMapping mapping;
+    mapping.map(energy.children.getBody().getArgument(0), child);
+    mapping.map(form.scratch->getArgument(0), parent);
+    mapping.map(form.row, row);
+    if (direction)
+      mapping.map(form.direction, direction);
+    return cloneSlice(at, value, mapping, atEntry);
+  }
+
   /// Whether `value` reads a node the group solves before `rule`.
   bool readsEarlierNode(Value value, ArrayRef<UpdateOp> rules, UpdateOp rule) {
     for (UpdateOp earlier : rules) {
@@ -328,14 +355,116 @@ bool isNodeRow(Value value, StringRef node, MixtureEnergy energy) {
 namespace {
 /// How one node of an M-step is solved.
 struct Solve {
-  enum class Kind { LogWeights, Precision, Mean, MeanPerPoint };
+  enum class Kind { LogWeights, Precision, Quadratic };
   UpdateOp rule;
   Kind kind;
-  /// Precision: the quad's vector v_i; means: the data a_i.
+  /// Precision: the quad's vector v_i.
   Value vector;
-  /// MeanPerPoint: the quad's matrix M_i.
-  Value matrix;
+  /// Quadratic: the derivatives that give g and H.
+  std::shared_ptr<QuadraticForm> quadratic;
 };
+
+/// `quad(v, M)`, `dot(v, M @ v)` or `dot(M @ v, v)`: (v, M).
+std::optional<std::pair<Value, Value>> asQuadraticForm(Operation *leaf) {
+  if (auto quad = dyn_cast_or_null<QuadOp>(leaf))
+    return std::make_pair(quad.getVector(), quad.getMatrix());
+  auto dot = dyn_cast_or_null<DotOp>(leaf);
+  if (!dot)
+    return std::nullopt;
+  for (auto [vector, product] : {std::make_pair(dot.getLhs(), dot.getRhs()),
+                                 std::make_pair(dot.getRhs(), dot.getLhs())})
+    if (auto matmul = product.getDefiningOp<MatmulOp>();
+        matmul && matmul.getRhs() == vector)
+      return std::make_pair(vector, matmul.getLhs());
+  return std::nullopt;
+}
+
+/// Decides, by differentiating e in the row θ[k], whether e is quadratic in
+/// it (the Hessian-vector product does not depend on the row, and is not
+/// zero); errors at `rule` say why not.
+FailureOr<std::shared_ptr<QuadraticForm>>
+deriveQuadraticForm(UpdateOp rule, MixtureEnergy energy, ModelOp model) {
+  FlatSymbolRefAttr nodeRef = rule.getNodeAttr();
+  auto noClosedForm = [&](const Twine &why) {
+    return rule.emitError()
+           << "no closed form for stationary node " << nodeRef
+           << ": with responsibilities fixed its energy is not one of the "
+              "closed forms (quadratic, Gaussian precision, log_softmax "
+              "weights): "
+           << why;
+  };
+  ArrayType nodeType = model.lookupSymbol<TensorOp>(nodeRef).getArrayType();
+  if (nodeType.getRank() < 1 || nodeType.getShape()[0] != energy.parentDim)
+    return noClosedForm("its rows are not indexed by the components");
+  ArrayType rowType =
+      ArrayType::get(model.getContext(), nodeType.getShape().drop_front());
+  if (rowType.getRank() > 1)
+    return noClosedForm("a matrix row is quadratic only as a precision");
+  // The copy of the lse body, every read of the node a read of row k.
+  auto form = std::make_shared<QuadraticForm>();
+  form->scratch = std::make_unique<Block>();
+  Block &scratch = *form->scratch;
+  Block &body = energy.parents.getBody().front();
+  IRMapping mapping;
+  Value parent = scratch.addArgument(body.getArgument(0).getType(),
+                                     body.getArgument(0).getLoc());
+  mapping.map(body.getArgument(0), parent);
+  // The block belongs to no region yet: the builder takes the context.
+  OpBuilder builder(model.getContext());
+  builder.setInsertionPointToEnd(&scratch);
+  Location loc = rule.getLoc();
+  form->row =
+      ReadOp::create(builder, loc, rowType, nodeRef,
+                     AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                         1, builder.getContext())),
+                     ValueRange{parent});
+  bool readElsewhere = false;
+  for (Operation &op : body.without_terminator()) {
+    op.walk([&](ReadOp read) {
+      if (read.getSource() == rule.getNode() &&
+          (&op != read.getOperation() ||
+           !isNodeRow(read.getResult(), rule.getNode(), energy)))
+        readElsewhere = true;
+    });
+    if (auto read = dyn_cast<ReadOp>(op);
+        read && isNodeRow(read.getResult(), rule.getNode(), energy)) {
+      mapping.map(read.getResult(), form->row);
+      continue;
+    }
+    builder.clone(op, mapping);
+  }
+  if (readElsewhere)
+    return noClosedForm("it is read other than as its row of the lse's "
+                        "component");
+  Value energyValue = mapping.lookup(energy.body);
+  FailureOr<Value> gradient =
+      buildLocalGradient(scratch, energyValue, form->row);
+  if (failed(gradient))
+    return failure();
+  if (!*gradient)
+    return noClosedForm("the energy does not depend on it");
+  form->gradient = *gradient;
+  // ⟨∇e, v⟩ and its gradient in u: H v.
+  form->direction = scratch.addArgument(rowType, loc);
+  builder.setInsertionPointToEnd(&scratch);
+  Value directional =
+      rowType.isScalar()
+          ? MulOp::create(builder, loc, form->gradient, form->direction)
+                .getResult()
+          : DotOp::create(builder, loc, form->gradient, form->direction)
+                .getResult();
+  FailureOr<Value> product =
+      buildLocalGradient(scratch, directional, form->row);
+  if (failed(product))
+    return failure();
+  if (!*product)
+    return noClosedForm("it is linear in it (no minimum)");
+  if (dependsOnValue(scratch, *product, form->row))
+    return noClosedForm("it is not quadratic in it (its Hessian-vector "
+                        "product depends on it)");
+  form->hessianTimesDirection = *product;
+  return form;
+}
 
 /// Classifies the closed form of `rule`'s node in the summands of the lse
 /// body, or reports that it has none.
@@ -352,56 +481,56 @@ FailureOr<Solve> classify(UpdateOp rule, ArrayRef<Summand> summands,
   };
   ArrayType nodeType = model.lookupSymbol<TensorOp>(nodeRef).getArrayType();
   Value parentIndex = energy.parents.getBody().getArgument(0);
-  Value childIndex = energy.children.getBody().getArgument(0);
-  const Summand *logWeights = nullptr, *quadratic = nullptr, *logDet = nullptr;
+  // The summands that read the node: log_softmax(θ)[k], a quadratic form
+  // in θ[k] as the matrix, logdet(θ[k]), or anything else.
+  const Summand *logWeights = nullptr, *precisionQuad = nullptr,
+                *logDet = nullptr;
+  Value precisionVector;
+  bool otherReads = false;
   for (const Summand &summand : summands) {
     Operation *leaf = summand.leaf.getDefiningOp();
+    if (!readsTensor(summand.leaf, node))
+      continue;
     if (auto extract = dyn_cast_or_null<ExtractOp>(leaf)) {
       auto softmax = extract.getSource().getDefiningOp<LogSoftmaxOp>();
       auto read =
           softmax ? softmax.getOperand().getDefiningOp<ReadOp>() : nullptr;
       if (read && read.getSource() == node && read.getIndices().empty() &&
           extract.getIndices().size() == 1 &&
-          extract.getIndices()[0] == parentIndex)
+          extract.getIndices()[0] == parentIndex && !logWeights) {
         logWeights = &summand;
-    } else if (auto quad = dyn_cast_or_null<QuadOp>(leaf)) {
-      if (isNodeRow(quad.getMatrix(), node, energy) ||
-          readsTensor(quad.getVector(), node))
-        quadratic = &summand;
-    } else if (auto det = dyn_cast_or_null<LogDetOp>(leaf)) {
-      if (isNodeRow(det.getOperand(), node, energy))
-        logDet = &summand;
-    } else if (readsTensor(summand.leaf, node)) {
-      return noClosedForm();
+        continue;
+      }
     }
+    if (std::optional<std::pair<Value, Value>> quad = asQuadraticForm(leaf);
+        quad && isNodeRow(quad->second, node, energy) &&
+        !readsTensor(quad->first, node) && !precisionQuad) {
+      precisionQuad = &summand;
+      precisionVector = quad->first;
+      continue;
+    }
+    if (auto det = dyn_cast_or_null<LogDetOp>(leaf);
+        det && isNodeRow(det.getOperand(), node, energy) && !logDet) {
+      logDet = &summand;
+      continue;
+    }
+    otherReads = true;
   }
-  if (logWeights && logWeights->coefficient > 0 && !quadratic && !logDet &&
-      nodeType.getRank() == 1)
-    return Solve{rule, Solve::Kind::LogWeights, Value(), Value()};
-  auto quad = quadratic ? quadratic->leaf.getDefiningOp<QuadOp>() : QuadOp();
-  if (quad && logDet && isNodeRow(quad.getMatrix(), node, energy) &&
-      !readsTensor(quad.getVector(), node) && logDet->coefficient > 0 &&
-      std::abs(logDet->coefficient + quadratic->coefficient) <=
+  if (logWeights && logWeights->coefficient > 0 && !precisionQuad && !logDet &&
+      !otherReads && nodeType.getRank() == 1)
+    return Solve{rule, Solve::Kind::LogWeights, Value(), nullptr};
+  if (precisionQuad && logDet && !logWeights && !otherReads &&
+      logDet->coefficient > 0 &&
+      std::abs(logDet->coefficient + precisionQuad->coefficient) <=
           1e-12 * std::abs(logDet->coefficient))
-    return Solve{rule, Solve::Kind::Precision, quad.getVector(), Value()};
-  if (quad && !logDet && quadratic->coefficient < 0 &&
-      !isNodeRow(quad.getMatrix(), node, energy) &&
-      !readsTensor(quad.getMatrix(), node)) {
-    // quad(a − θ[k], M) or quad(θ[k] − a, M).
-    auto difference = quad.getVector().getDefiningOp<SubOp>();
-    Value data;
-    if (difference && isNodeRow(difference.getRhs(), node, energy) &&
-        !readsTensor(difference.getLhs(), node))
-      data = difference.getLhs();
-    else if (difference && isNodeRow(difference.getLhs(), node, energy) &&
-             !readsTensor(difference.getRhs(), node))
-      data = difference.getRhs();
-    if (data && !dependsOn(quad.getMatrix(), childIndex))
-      return Solve{rule, Solve::Kind::Mean, data, Value()};
-    if (data && nodeType.getRank() == 2)
-      return Solve{rule, Solve::Kind::MeanPerPoint, data, quad.getMatrix()};
-  }
-  return noClosedForm();
+    return Solve{rule, Solve::Kind::Precision, precisionVector, nullptr};
+  if (logWeights || logDet)
+    return noClosedForm();
+  FailureOr<std::shared_ptr<QuadraticForm>> form =
+      deriveQuadraticForm(rule, energy, model);
+  if (failed(form))
+    return failure();
+  return Solve{rule, Solve::Kind::Quadratic, Value(), *form};
 }
 } // namespace
 
@@ -458,12 +587,6 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
         model.lookupSymbol<TensorOp>(solve.rule.getNodeAttr()).getArrayType();
     return ArrayType::get(context, nodeType.getShape().drop_front());
   };
-  auto symmetric = [&](OpBuilder &at, Value matrix) -> Value {
-    Value sum = AddOp::create(
-        at, loc, matrix, TransposeOp::create(at, loc, matrix).getResult());
-    return MulOp::create(at, loc,
-                         ConstantOp::create(at, loc, 0.5).getResult(), sum);
-  };
   // The statistics of `solve`, reading entry values or current ones.
   auto buildStatistics = [&](const Solve &solve, bool atEntry) {
     Statistics statistics;
@@ -483,26 +606,48 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
             return outerOf(at, clone(at, solve.vector, i, k));
           }));
       break;
-    case Solve::Kind::Mean: {
-      ArrayType dataType = cast<ArrayType>(solve.vector.getType());
-      statistics.sums.push_back(m.weightedSums(
-          builder, dataType, [&](OpBuilder &at, Value i, Value k) {
-            return clone(at, solve.vector, i, k);
-          }));
-      break;
-    }
-    case Solve::Kind::MeanPerPoint: {
-      ArrayType matrixType = cast<ArrayType>(solve.matrix.getType());
-      statistics.sums.push_back(m.weightedSums(
-          builder, matrixType, [&](OpBuilder &at, Value i, Value k) {
-            return symmetric(at, clone(at, solve.matrix, i, k));
-          }));
+    case Solve::Kind::Quadratic: {
+      // Σ_i r g (g = ∇e at θ[k] = 0) and Σ_i r H (H's row j: H e_j).
+      const QuadraticForm &form = *solve.quadratic;
+      auto zeroRow = [&](OpBuilder &at) -> Value {
+        Value zero = ConstantOp::create(at, loc, 0.0);
+        return rowType.isScalar()
+                   ? zero
+                   : BroadcastOp::create(at, loc, rowType, zero).getResult();
+      };
       statistics.sums.push_back(m.weightedSums(
           builder, rowType, [&](OpBuilder &at, Value i, Value k) {
-            return MatmulOp::create(at, loc,
-                                    symmetric(at, clone(at, solve.matrix, i, k)),
-                                    clone(at, solve.vector, i, k))
-                .getResult();
+            return m.cloneScratch(at, form.gradient, form, i, k, zeroRow(at),
+                                  Value(), atEntry);
+          }));
+      if (rowType.isScalar()) {
+        statistics.sums.push_back(m.weightedSums(
+            builder, rowType, [&](OpBuilder &at, Value i, Value k) {
+              return m.cloneScratch(at, form.hessianTimesDirection, form, i, k,
+                                    zeroRow(at),
+                                    ConstantOp::create(at, loc, 1.0), atEntry);
+            }));
+        break;
+      }
+      StringAttr axis = rowType.getShape()[0];
+      ArrayType hessianType =
+          ArrayType::get(context, SmallVector<StringAttr>{axis, axis});
+      statistics.sums.push_back(m.weightedSums(
+          builder, hessianType, [&](OpBuilder &at, Value i, Value k) -> Value {
+            auto table = TabulateOp::create(
+                at, loc, hessianType,
+                at.getArrayAttr(DimExprAttr::getDim(context, axis.getValue())));
+            Block &block = table.getBody().emplaceBlock();
+            Value j = block.addArgument(at.getIndexType(), loc);
+            OpBuilder inner = OpBuilder::atBlockEnd(&block);
+            Value unit = EmbedOp::create(inner, loc, rowType,
+                                         ConstantOp::create(inner, loc, 1.0),
+                                         m.indexMap(1), ValueRange{j});
+            YieldOp::create(inner, loc,
+                            m.cloneScratch(inner, form.hessianTimesDirection,
+                                           form, i, k, zeroRow(inner), unit,
+                                           atEntry));
+            return table.getResult();
           }));
       break;
     }
@@ -518,13 +663,14 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
   SmallVector<double> shiftSigns(solves.size(), 0);
   for (size_t position = 0; position < solves.size(); ++position) {
     Solve &solve = solves[position];
-    Value reads = solve.kind == Solve::Kind::MeanPerPoint
-                      ? solve.matrix
-                      : solve.vector;
     bool readsEarlier =
-        (reads && m.readsEarlierNode(reads, rules, solve.rule)) ||
-        (solve.kind == Solve::Kind::MeanPerPoint &&
-         m.readsEarlierNode(solve.vector, rules, solve.rule));
+        solve.kind == Solve::Kind::Quadratic
+            ? m.readsEarlierNode(solve.quadratic->gradient, rules,
+                                 solve.rule) ||
+                  m.readsEarlierNode(solve.quadratic->hessianTimesDirection,
+                                     rules, solve.rule)
+            : solve.vector &&
+                  m.readsEarlierNode(solve.vector, rules, solve.rule);
     if (!readsEarlier) {
       atEntry[position] = buildStatistics(solve, /*atEntry=*/true);
       continue;
@@ -617,17 +763,20 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
             in, loc, rowType,
             AddOp::create(in, loc, covariance, ridge).getResult());
       }
-      case Solve::Kind::Mean:
-        return DivOp::create(in, loc, at(in, statistics.sums.front(), k),
-                             count);
-      case Solve::Kind::MeanPerPoint: {
-        Value system = at(in, statistics.sums[0], k);
-        Value right = at(in, statistics.sums[1], k);
-        return MatmulOp::create(in, loc,
-                                InverseOp::create(in, loc, system.getType(),
-                                                  system)
-                                    .getResult(),
-                                right);
+      case Solve::Kind::Quadratic: {
+        // Σ r (g + H θ) = 0.
+        Value gradient = at(in, statistics.sums[0], k);
+        Value hessian = at(in, statistics.sums[1], k);
+        Value step =
+            rowType.isScalar()
+                ? DivOp::create(in, loc, gradient, hessian).getResult()
+                : MatmulOp::create(
+                      in, loc,
+                      InverseOp::create(in, loc, hessian.getType(), hessian)
+                          .getResult(),
+                      gradient)
+                      .getResult();
+        return NegOp::create(in, loc, step);
       }
       case Solve::Kind::LogWeights:
         break;

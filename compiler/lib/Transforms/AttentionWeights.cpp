@@ -99,7 +99,9 @@ mlir::energy::addAttentionWeights(ModelOp model, StringRef termName,
   std::vector<std::string> childNames;
   for (const ChildIndex &child : children)
     childNames.push_back(child.name);
-  for (const auto &[name, position] : fixed) {
+  for (const auto &setting : fixed) {
+    const std::string &name = setting.first;
+    int64_t position = setting.second;
     auto child = llvm::find_if(
         children, [&](const ChildIndex &c) { return c.name == name; });
     if (child == children.end())

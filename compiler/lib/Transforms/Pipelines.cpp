@@ -25,6 +25,9 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
 
 void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
                                        const std::vector<std::string> &wrt) {
+  // One value per computation, so that what an update matches (the same
+  // difference inside a quadratic form twice) is one value.
+  modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyBuildUpdates());
   buildGradientPipeline(modelPasses, wrt);
 }

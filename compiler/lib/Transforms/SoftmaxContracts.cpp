@@ -769,6 +769,45 @@ Value yieldedAt(Region &region, unsigned position) {
   return cast<YieldOp>(region.front().getTerminator()).getValues()[position];
 }
 
+/// The ops between `earlier` and `later` that `later` needs, in block order,
+/// when they can all move above `earlier`: free of effects but reads, with
+/// everything they use from outside defined above `earlier`.
+FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
+                                                   Operation *later) {
+  Block *block = earlier->getBlock();
+  llvm::SetVector<Operation *> needed;
+  std::function<LogicalResult(Operation *)> need =
+      [&](Operation *user) -> LogicalResult {
+    LogicalResult result = success();
+    user->walk([&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        if (!isDefinedOutside(operand, user))
+          continue;
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != block || def->isBeforeInBlock(earlier))
+          continue;
+        if (def == earlier || !def->isBeforeInBlock(later) ||
+            (!isMemoryEffectFree(def) && !isa<ReadOp>(def))) {
+          result = failure();
+          continue;
+        }
+        if (!needed.contains(def)) {
+          if (failed(need(def)))
+            result = failure();
+          needed.insert(def);
+        }
+      }
+    });
+    return result;
+  };
+  if (failed(need(later)))
+    return failure();
+  SmallVector<Operation *> ordered(needed.begin(), needed.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
 /// Whether `later` computes the same weights as `earlier` and can join it.
 bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   if (earlier.getRows() != later.getRows() ||
@@ -796,25 +835,16 @@ bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
        op = op->getNextNode())
     if (isa<StoreOp, RepeatOp>(op))
       return false;
-  // Everything `later` uses from outside must exist where `earlier` is.
-  Block *block = earlier->getBlock();
-  bool available = true;
-  later->walk([&](Operation *op) {
-    for (Value operand : op->getOperands()) {
-      if (!isDefinedOutside(operand, later))
-        continue;
-      Operation *def = operand.getDefiningOp();
-      Block *owner =
-          def ? def->getBlock() : cast<BlockArgument>(operand).getOwner();
-      if (owner == block && def && !def->isBeforeInBlock(earlier))
-        available = false;
-    }
-  });
-  return available;
+  // Everything `later` uses from outside must exist where `earlier` is, or
+  // be computed between them from what exists there by ops free of effects
+  // (reads included: no store is between), which then move up.
+  return succeeded(opsToMoveAbove(earlier, later));
 }
 
 /// One contraction with the sums of both.
 void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  for (Operation *op : *opsToMoveAbove(earlier, later))
+    op->moveBefore(earlier);
   MLIRContext *context = earlier.getContext();
   ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
   contract.nameIndices(llvm::to_vector(llvm::map_range(
@@ -844,11 +874,28 @@ void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
     OpBuilder builder = endOf(contract.block(region));
     YieldOp::create(builder, loc, values);
   };
+  // A value both sum (the counts of two statistics) is summed once: each
+  // of the old results maps to its value's position among the distinct.
+  auto distinct = [](ArrayRef<Value> values, SmallVectorImpl<unsigned> &at) {
+    SmallVector<Value> unique;
+    for (Value value : values) {
+      auto same = llvm::find_if(unique, [&](Value other) {
+        return other == value || computeSame(other, value, IRMapping());
+      });
+      at.push_back(same - unique.begin());
+      if (same == unique.end())
+        unique.push_back(value);
+    }
+    return unique;
+  };
+  SmallVector<unsigned> rowAt, colAt;
+  SmallVector<Value> uniqueRows = distinct(rowValues, rowAt);
+  SmallVector<Value> uniqueCols = distinct(colValues, colAt);
   if (earlier.hasPredicate())
     yield(contract.predicate, predicateValues);
   yield(contract.score, scoreValues);
-  yield(contract.rowSums, rowValues);
-  yield(contract.colSums, colValues);
+  yield(contract.rowSums, uniqueRows);
+  yield(contract.colSums, uniqueCols);
   OpBuilder builder(earlier);
   SoftmaxContractOp merged =
       contract.create(builder, loc, earlier.getTemperature(), Value());
@@ -856,20 +903,14 @@ void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   later.getLse().replaceAllUsesWith(merged.getLse());
   ResultRange rowOutputs = merged.getRowOutputs();
   ResultRange colOutputs = merged.getColOutputs();
-  unsigned earlierRows = earlier.getRowOutputs().size();
-  unsigned earlierCols = earlier.getColOutputs().size();
-  for (auto [from, to] :
-       llvm::zip(earlier.getRowOutputs(), rowOutputs.take_front(earlierRows)))
-    from.replaceAllUsesWith(to);
-  for (auto [from, to] :
-       llvm::zip(later.getRowOutputs(), rowOutputs.drop_front(earlierRows)))
-    from.replaceAllUsesWith(to);
-  for (auto [from, to] :
-       llvm::zip(earlier.getColOutputs(), colOutputs.take_front(earlierCols)))
-    from.replaceAllUsesWith(to);
-  for (auto [from, to] :
-       llvm::zip(later.getColOutputs(), colOutputs.drop_front(earlierCols)))
-    from.replaceAllUsesWith(to);
+  SmallVector<Value> oldRows(earlier.getRowOutputs()),
+      oldCols(earlier.getColOutputs());
+  llvm::append_range(oldRows, later.getRowOutputs());
+  llvm::append_range(oldCols, later.getColOutputs());
+  for (auto [from, position] : llvm::zip(oldRows, rowAt))
+    from.replaceAllUsesWith(rowOutputs[position]);
+  for (auto [from, position] : llvm::zip(oldCols, colAt))
+    from.replaceAllUsesWith(colOutputs[position]);
   later.erase();
   earlier.erase();
 }

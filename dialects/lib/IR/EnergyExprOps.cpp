@@ -62,25 +62,152 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
 }
 
 namespace {
+/// -(A v) = A (-v) for a matrix A and a vector v: a matrix applied last can
+/// be taken out of a sum of such products (the kernel plan takes it out of
+/// softmax-weighted sums).
+struct NegateVectorNotMatrix : OpRewritePattern<NegOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NegOp neg,
+                                PatternRewriter &rewriter) const override {
+    auto product = neg.getOperand().getDefiningOp<MatmulOp>();
+    if (!product || !product->hasOneUse() ||
+        cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+      return failure();
+    Value negated = NegOp::create(rewriter, neg.getLoc(), product.getRhs());
+    rewriter.replaceOpWithNewOp<MatmulOp>(neg, product.getLhs(), negated);
+    rewriter.eraseOp(product);
+    return success();
+  }
+};
+} // namespace
+
+namespace {
+/// -(s v) = (-s) v for a scalar s: the sign joins the scalar factors.
+struct NegateScalarFactor : OpRewritePattern<NegOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NegOp neg,
+                                PatternRewriter &rewriter) const override {
+    auto product = neg.getOperand().getDefiningOp<MulOp>();
+    if (!product || !product->hasOneUse() ||
+        cast<ArrayType>(neg.getType()).isScalar())
+      return failure();
+    for (unsigned side = 0; side < 2; ++side) {
+      Value scale = product->getOperand(side);
+      if (!cast<ArrayType>(scale.getType()).isScalar())
+        continue;
+      Value negated = NegOp::create(rewriter, neg.getLoc(), scale);
+      rewriter.replaceOpWithNewOp<MulOp>(neg, negated,
+                                         product->getOperand(1 - side));
+      rewriter.eraseOp(product);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void NegOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<NegateVectorNotMatrix, NegateScalarFactor>(context);
+}
+
+namespace {
+/// s (A v) = A (s v) for a scalar s, a matrix A and a vector v: as for
+/// negation, the matrix is applied last.
+struct ScaleVectorNotMatrix : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp mul,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned side = 0; side < 2; ++side) {
+      Value scale = mul->getOperand(side);
+      auto product = mul->getOperand(1 - side).getDefiningOp<MatmulOp>();
+      if (!cast<ArrayType>(scale.getType()).isScalar() || !product ||
+          !product->hasOneUse() ||
+          cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+        continue;
+      Value scaled =
+          MulOp::create(rewriter, mul.getLoc(), scale, product.getRhs());
+      rewriter.replaceOpWithNewOp<MatmulOp>(mul, product.getLhs(), scaled);
+      rewriter.eraseOp(product);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+namespace {
+/// s (t v) = (s t) v for scalars s, t and an array v: scalar factors
+/// gather, so that those a sum can take out of its summand come out
+/// together.
+struct GatherScalarFactors : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp mul,
+                                PatternRewriter &rewriter) const override {
+    auto isScalar = [](Value value) {
+      return cast<ArrayType>(value.getType()).isScalar();
+    };
+    if (isScalar(mul.getResult()))
+      return failure();
+    for (unsigned side = 0; side < 2; ++side) {
+      Value scale = mul->getOperand(side);
+      auto inner = mul->getOperand(1 - side).getDefiningOp<MulOp>();
+      if (!isScalar(scale) || !inner || !inner->hasOneUse())
+        continue;
+      for (unsigned innerSide = 0; innerSide < 2; ++innerSide) {
+        Value innerScale = inner->getOperand(innerSide);
+        Value array = inner->getOperand(1 - innerSide);
+        if (!isScalar(innerScale) || isScalar(array))
+          continue;
+        Value scales = MulOp::create(rewriter, mul.getLoc(), scale, innerScale);
+        rewriter.replaceOpWithNewOp<MulOp>(mul, scales, array);
+        rewriter.eraseOp(inner);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<ScaleVectorNotMatrix, GatherScalarFactors>(context);
+}
+
+namespace {
 /// Whether `attr` is the scalar constant `value`.
 bool isConstant(Attribute attr, double value) {
   auto number = dyn_cast_or_null<FloatAttr>(attr);
   return number && number.getValueAsDouble() == value;
 }
+
+/// Whether `value` is an array of zeros: a broadcast 0.
+bool isBroadcastZero(Value value) {
+  auto broadcast = value.getDefiningOp<BroadcastOp>();
+  if (!broadcast)
+    return false;
+  auto constant = broadcast.getOperand().getDefiningOp<ConstantOp>();
+  return constant && constant.getValue().isZero();
+}
 } // namespace
 
-// x + 0 = 0 + x = x when the sum has x's type.
+// x + 0 = 0 + x = x when the sum has x's type (0 a scalar or an array of
+// zeros).
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (isConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
+  if ((isConstant(adaptor.getRhs(), 0.0) || isBroadcastZero(getRhs())) &&
+      getLhs().getType() == getType())
     return getLhs();
-  if (isConstant(adaptor.getLhs(), 0.0) && getRhs().getType() == getType())
+  if ((isConstant(adaptor.getLhs(), 0.0) || isBroadcastZero(getLhs())) &&
+      getRhs().getType() == getType())
     return getRhs();
   return {};
 }
 
 // x - 0 = x when the difference has x's type.
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (isConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
+  if ((isConstant(adaptor.getRhs(), 0.0) || isBroadcastZero(getRhs())) &&
+      getLhs().getType() == getType())
     return getLhs();
   return {};
 }

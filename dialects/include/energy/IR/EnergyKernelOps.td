@@ -10,6 +10,7 @@
 #define ENERGY_KERNEL_OPS_TD
 
 def Energy_TabulateOp : Energy_Op<"tabulate", [RecursiveMemoryEffects,
+    RecursivelySpeculatable,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<LoopLikeOpInterface>,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {

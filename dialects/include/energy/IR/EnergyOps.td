@@ -324,6 +324,7 @@ def Energy_SubOp : Energy_BinaryElementwiseOp<"sub", "Subtraction",
 def Energy_MulOp : Energy_BinaryElementwiseOp<"mul", "Multiplication",
     [Commutative, DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 def Energy_DivOp : Energy_BinaryElementwiseOp<"div", "Real division",
     [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
@@ -346,6 +347,7 @@ class Energy_DifferentiableUnaryOp<string mnemonic, string text>
 
 def Energy_NegOp : Energy_DifferentiableUnaryOp<"neg", "Negation"> {
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 def Energy_ExpOp : Energy_DifferentiableUnaryOp<"exp", "Elementwise exponential">;
 def Energy_LogOp : Energy_DifferentiableUnaryOp<"log", "Elementwise natural logarithm">;

@@ -12,9 +12,9 @@
 // CHECK-NOT:       embed
 // CHECK-NOT:       sum_last
 // CHECK-DAG:       accumulate %[[R]] into @w[%[[K]]] : !energy.array<>
-// CHECK-DAG:       %[[SCALED:.*]] = mul %[[P]], %[[R]] : !energy.array<K>, !energy.array<>
-// CHECK-DAG:       %[[NEG:.*]] = neg %[[SCALED]] : !energy.array<K>
-// CHECK-DAG:       accumulate %[[NEG]] into @w : !energy.array<K>
+// CHECK-DAG:       %[[NEG:.*]] = neg %[[R]] : !energy.array<>
+// CHECK-DAG:       %[[SCALED:.*]] = mul %[[NEG]], %[[P]] : !energy.array<>, !energy.array<K>
+// CHECK-DAG:       accumulate %[[SCALED]] into @w : !energy.array<K>
 energy.model @one_hot {
   energy.dim @K
   energy.tensor @w : state [@K]
@@ -85,5 +85,57 @@ energy.model @matrix_one_hot {
       %t = energy.broadcast %s : !energy.array<K> to !energy.array<K, D>
       energy.accumulate %t into @w : !energy.array<K, D>
     }
+  }
+}
+
+// -----
+
+// Scalars and signs move inside matrix-vector products and gather, so that
+// a matrix is applied last and scalar factors sit together (a sum takes
+// both out of its summand); adding or subtracting an array of zeros is the
+// array.
+// CHECK-LABEL: energy.model @factors
+// CHECK:       term @e {
+// CHECK-DAG:     %[[HALF:.*]] = constant 5.000000e-01
+// CHECK-DAG:     %[[A:.*]] = read @A : !energy.array<D, D>
+// CHECK-DAG:     %[[V:.*]] = read @v : !energy.array<D>
+// CHECK-DAG:     %[[S:.*]] = read @s : !energy.array<>
+// CHECK:         %[[NEGV:.*]] = neg %[[V]] : !energy.array<D>
+// CHECK:         %[[AV:.*]] = matmul %[[A]], %[[NEGV]]
+// CHECK:         %[[SH:.*]] = mul %[[S]], %[[HALF]] : !energy.array<>, !energy.array<>
+// CHECK:         %[[SHV:.*]] = mul %[[SH]], %[[V]] : !energy.array<>, !energy.array<D>
+// CHECK:         %[[ASV:.*]] = matmul %[[A]], %[[SHV]]
+// CHECK:         %[[NEGS:.*]] = neg %[[S]] : !energy.array<>
+// CHECK:         %[[NSV:.*]] = mul %[[NEGS]], %[[V]] : !energy.array<>, !energy.array<D>
+// CHECK-NOT:     broadcast
+// CHECK:         add %[[AV]], %[[ASV]]
+energy.model @factors {
+  energy.dim @D
+  energy.tensor @A : input [@D, @D]
+  energy.tensor @v : input [@D]
+  energy.tensor @s : input []
+  energy.term @e {
+    %a = energy.read @A : !energy.array<D, D>
+    %v = energy.read @v : !energy.array<D>
+    %s = energy.read @s : !energy.array<>
+    %half = energy.constant 0.5
+    // -(A v)
+    %av = energy.matmul %a, %v : !energy.array<D, D>, !energy.array<D>
+    %nav = energy.neg %av : !energy.array<D>
+    // s (0.5 v) inside A: s (A (0.5 v))
+    %hv = energy.mul %half, %v : !energy.array<>, !energy.array<D>
+    %ahv = energy.matmul %a, %hv : !energy.array<D, D>, !energy.array<D>
+    %sahv = energy.mul %s, %ahv : !energy.array<>, !energy.array<D>
+    // -(s v)
+    %sv = energy.mul %s, %v : !energy.array<>, !energy.array<D>
+    %nsv = energy.neg %sv : !energy.array<D>
+    // (-(A v) + s (A (0.5 v))) - 0 + (-(s v))
+    %zero = energy.constant 0.0
+    %zeros = energy.broadcast %zero : !energy.array<> to !energy.array<D>
+    %sum = energy.add %nav, %sahv : !energy.array<D>, !energy.array<D>
+    %minus = energy.sub %sum, %zeros : !energy.array<D>, !energy.array<D>
+    %all = energy.add %minus, %nsv : !energy.array<D>, !energy.array<D>
+    %t = energy.reduce_elements sum %all : !energy.array<D>
+    energy.yield %t : !energy.array<>
   }
 }
