@@ -166,11 +166,25 @@ std::string numberText(double value) {
   return llvm::formatv("{0}", llvm::format("%.3g", value)).str();
 }
 
+/// The labels of ticks `step` apart: enough significant digits that
+/// neighbours differ (1.695, 1.7, 1.705 rather than 1.69, 1.7, 1.7).
+std::string tickText(double value, double step) {
+  if (std::abs(value) < step * 1e-9)
+    return "0";
+  int digits = static_cast<int>(std::ceil(
+                   std::log10(std::max(std::abs(value), step) / step) + 1e-9)) +
+               1;
+  return llvm::formatv("{0}",
+                       llvm::format("%.*g", std::clamp(digits, 1, 12), value))
+      .str();
+}
+
 /// Tick positions covering [low, high]: multiples of 1, 2 or 5 × 10^k, about
-/// six of them.
-std::vector<double> linearTicks(double low, double high) {
+/// six of them, and no closer than `minimumStep` (1 on an axis of steps).
+std::vector<double> linearTicks(double low, double high,
+                                double minimumStep = 0) {
   double span = high - low;
-  double raw = span / 6;
+  double raw = std::max(span / 6, minimumStep);
   double power = std::pow(10, std::floor(std::log10(raw)));
   double step = power;
   for (double factor : {1.0, 2.0, 5.0, 10.0})
@@ -242,14 +256,17 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
   cairo_set_source_rgb(cr, 0, 0, 0);
   canvas.text(left, top + 24, panel.title, 14);
   cairo_set_line_width(cr, 1);
-  for (double tick : linearTicks(x.low, x.high)) {
+  std::vector<double> xTicks =
+      linearTicks(x.low, x.high, panel.integerX ? 1.0 : 0.0);
+  double xStep = xTicks.size() > 1 ? xTicks[1] - xTicks[0] : 1;
+  for (double tick : xTicks) {
     double px = left + (tick - x.low) / (x.high - x.low) * width;
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
     cairo_move_to(cr, px, plotTop);
     cairo_line_to(cr, px, plotTop + height);
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
-    canvas.text(px, plotTop + height + 16, numberText(tick), 11, 0.5);
+    canvas.text(px, plotTop + height + 16, tickText(tick, xStep), 11, 0.5);
   }
   std::vector<double> yTicks = linearTicks(y.low, y.high);
   if (y.log) {
@@ -259,6 +276,7 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
     if (yTicks.size() < 2)
       yTicks = linearTicks(y.low, y.high);
   }
+  double yStep = yTicks.size() > 1 ? yTicks[1] - yTicks[0] : 1;
   for (double tick : yTicks) {
     double py = plotTop + (1 - (tick - y.low) / (y.high - y.low)) * height;
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
@@ -266,7 +284,8 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
     cairo_line_to(cr, left + width, py);
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
-    canvas.text(left - 6, py + 4, numberText(y.log ? std::pow(10, tick) : tick),
+    canvas.text(left - 6, py + 4,
+                y.log ? numberText(std::pow(10, tick)) : tickText(tick, yStep),
                 11, 1);
   }
   cairo_set_source_rgb(cr, 0, 0, 0);
@@ -357,7 +376,9 @@ bool energy::charts::writeHeatMap(const HeatMap &map, const std::string &path,
       std::clamp(300.0 / std::max<int64_t>(map.rows, 1), 2.0, 40.0);
   double width = kLeft + cell * map.columns + 120;
   double height = kTop + rowHeight * map.rows + kBottom + 10;
-  Canvas canvas(path, std::max(width, 420.0), height);
+  // Wide enough for the title (about 7.5 units a character at size 14).
+  double titleWidth = kLeft + 7.5 * map.title.size() + 20;
+  Canvas canvas(path, std::max({width, 420.0, titleWidth}), height);
   double largest = 0;
   for (double value : map.values)
     largest = std::max(largest, value);
@@ -389,7 +410,8 @@ bool energy::charts::writeHeatMap(const HeatMap &map, const std::string &path,
                         ? map.rowLabels[row]
                         : std::to_string(row),
                     11, 1);
-    for (double tick : linearTicks(0, std::max<double>(map.columns - 1, 1)))
+    for (double tick :
+         linearTicks(0, std::max<double>(map.columns - 1, 1), 1.0))
       if (tick <= map.columns - 1)
         canvas.text(kLeft + (tick + 0.5) * cell,
                     kTop + rowHeight * map.rows + 16, numberText(tick), 11,

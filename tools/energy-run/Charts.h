@@ -28,6 +28,8 @@ struct Panel {
   std::string title, xLabel, yLabel;
   /// A logarithmic y axis (non-positive values are left out).
   bool logY = false;
+  /// x takes whole numbers only (steps): no ticks between them.
+  bool integerX = false;
   std::vector<Series> series;
 };
 

@@ -44,7 +44,8 @@ bool RunPlot::write(const std::string &path, const std::string &model,
   charts::Panel energy{"Energy of " + model + " per step",
                        "step",
                        "energy",
-                       false,
+                       /*logY=*/false,
+                       /*integerX=*/true,
                        {{"total", steps, energies}}};
   for (const auto &[term, values] : termEnergies)
     energy.series.push_back({"term " + term, steps, values});
@@ -65,6 +66,7 @@ bool RunPlot::write(const std::string &path, const std::string &model,
                       "step",
                       "gradient norm",
                       logScale,
+                      /*integerX=*/true,
                       {{"gradient norm", steps, gradientNorms}}});
   }
   return charts::writeLineCharts(panels, path, error);

@@ -252,20 +252,26 @@ public:
       outs() << formatv("start       energy {0:e}\n", energy);
   }
   /// The final report; `final` is the energy after the run (the start's
-  /// when no step was taken), `plot` what --plot drew.
-  void printSummary(int64_t steps, double final,
+  /// when no step was taken; none for a model without energy terms), `plot`
+  /// what --plot drew.
+  void printSummary(int64_t steps, std::optional<double> final,
                     std::optional<json::Object> plot = std::nullopt) {
     if (jsonOutput) {
       json::Array traceJson;
       for (double e : energies)
         traceJson.push_back(e);
-      json::Object result{
-          {"energy", final}, {"steps", steps}, {"trace", std::move(traceJson)}};
+      json::Object result{{"energy", final.value_or(0.0)},
+                          {"steps", steps},
+                          {"trace", std::move(traceJson)}};
       if (plot)
         result["plot"] = std::move(*plot);
       outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
     } else {
-      outs() << formatv("final energy {0:e} after {1} steps\n", final, steps);
+      if (final)
+        outs() << formatv("final energy {0:e} after {1} steps\n", *final,
+                          steps);
+      else
+        outs() << formatv("ran {0} steps (the model has no energy)\n", steps);
     }
   }
 
@@ -479,7 +485,9 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
       return 1;
     final = *energy;
   }
-  reporter.printSummary(*steps, *final);
+  if (model.getOps<TermOp>().empty())
+    final.reset();
+  reporter.printSummary(*steps, final);
   return 0;
 }
 
@@ -704,7 +712,13 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
     if (!writeOutputs(*values))
       return 1;
   }
-  reporter.printSummary(finished.steps, finished.energy, std::move(plotted));
+  // Artifacts from before terms were listed report an energy regardless.
+  bool noEnergy = model.termNames().empty() &&
+                  model.manifestText().find("\"terms\"") != std::string::npos;
+  reporter.printSummary(finished.steps,
+                        noEnergy ? std::nullopt
+                                 : std::optional<double>(finished.energy),
+                        std::move(plotted));
   return 0;
 }
 

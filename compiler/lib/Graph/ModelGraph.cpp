@@ -96,12 +96,16 @@ std::string quoted(StringRef text) {
   return result + "\"";
 }
 
-/// The value a one-op option region yields when it is a constant.
-std::optional<double> constantOption(Region &region) {
-  auto yield = cast<YieldOp>(region.front().getTerminator());
-  if (auto constant = yield.getValues()[0].getDefiningOp<ConstantOp>())
-    return constant.getValue().convertToDouble();
-  return std::nullopt;
+/// An option's value as written where it is a number or a const's name,
+/// else "...".
+std::string optionText(Region &region) {
+  Value value = cast<YieldOp>(region.front().getTerminator()).getValues()[0];
+  if (auto constant = value.getDefiningOp<ConstantOp>())
+    return numberText(constant.getValue().convertToDouble());
+  if (auto read = value.getDefiningOp<ReadOp>();
+      read && read.getIndices().empty())
+    return read.getSource().str();
+  return "...";
 }
 
 /// `gd(lr = 0.1)` for a gradient rule, `stationary` for an M-step.
@@ -109,11 +113,9 @@ std::string ruleText(UpdateOp update) {
   std::string text = update.getOptimizer().str();
   SmallVector<std::string> options;
   for (auto [name, region] :
-       llvm::zip(update.getOptionNames(), update.getOptions())) {
-    std::optional<double> value = constantOption(region);
+       llvm::zip(update.getOptionNames(), update.getOptions()))
     options.push_back(cast<StringAttr>(name).getValue().str() + " = " +
-                      (value ? numberText(*value) : std::string("...")));
-  }
+                      optionText(region));
   for (NamedAttribute option : update.getStringOptions())
     options.push_back(option.getName().str() + " = " +
                       cast<StringAttr>(option.getValue()).getValue().str());
@@ -136,6 +138,12 @@ public:
     collectRules();
     for (TensorOp tensor : model.getOps<TensorOp>())
       writeTensor(tensor);
+    // A tensor that starts as another's value.
+    for (TensorOp tensor : model.getOps<TensorOp>())
+      if (std::optional<StringRef> source = tensor.getInitSource())
+        os << "  " << quoted("tensor:" + source->str()) << " -> "
+           << quoted("tensor:" + tensor.getSymName().str())
+           << " [dir=forward, style=dashed, label=\"initial value\"];\n";
     for (LetOp let : model.getOps<LetOp>()) {
       os << "  " << quoted("let:" + let.getSymName().str())
          << " [shape=ellipse, style=dashed, label="
@@ -169,6 +177,14 @@ public:
          << "];\n";
       writeReads(output.getBody(), node, /*roles=*/false);
     }
+    // What a rule's options read (a preconditioner's factors, a learning
+    // rate from a tensor) feeds the node the rule updates.
+    if (DynamicsOp dynamics = model.getDynamics())
+      for (UpdateOp update : dynamics.getRules().front().getOps<UpdateOp>())
+        for (auto [name, region] :
+             llvm::zip(update.getOptionNames(), update.getOptions()))
+          writeOptionReads(region, update.getNode(),
+                           cast<StringAttr>(name).getValue());
     if (DynamicsOp dynamics = model.getDynamics())
       for (AssignOp assign : dynamics.getRules().front().getOps<AssignOp>()) {
         std::string node = "rule:" + assign.getNode().str();
@@ -288,6 +304,23 @@ private:
     for (auto &[source, label] : edges)
       os << "  " << quoted(source) << " -> " << quoted(node.str())
          << " [label=" << quoted(label) << "];\n";
+  }
+
+  /// A dashed edge, labelled by the option, from each tensor the option
+  /// `region` of the rule of `node` reads.
+  void writeOptionReads(Region &region, StringRef node, StringRef option) {
+    SmallVector<std::string> sources;
+    region.walk([&](ReadOp read) {
+      if (!model.lookupSymbol<TensorOp>(read.getSourceAttr()))
+        return;
+      std::string source = "tensor:" + read.getSource().str();
+      if (!llvm::is_contained(sources, source))
+        sources.push_back(source);
+    });
+    for (const std::string &source : sources)
+      os << "  " << quoted(source) << " -> " << quoted("tensor:" + node.str())
+         << " [dir=forward, style=dashed, label="
+         << quoted("option " + option.str()) << "];\n";
   }
 
   ModelOp model;
