@@ -13,7 +13,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 
                 doctest-dev libopenblas-dev libzstd-dev python3 python3-numpy \
                 libgraphviz-dev libcairo2-dev pkg-config
 
-.PHONY: all deps build test test-sanitized fuzz demo bench clean
+.PHONY: all deps build test test-sanitized fuzz demo bench install clean
 
 all: build
 
@@ -95,6 +95,14 @@ bench: build
 	  echo "make bench: softmax-contract-bench not built; going on without it"
 	/usr/bin/python3 bench/run_all.py --build-dir $(BUILD_DIR) --wait-idle $(BENCH_WAIT_IDLE) \
 	  --retries $(BENCH_RETRIES) --doc docs/benchmarks.md $(BENCH_ARGS)
+
+# The tools, the runtime library and headers, the kernel support library and
+# the CMake package (find_package(energy CONFIG) -> energy::runtime) under
+# PREFIX; needs write access there (sudo make install for /usr/local).
+PREFIX ?= /usr/local
+
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -107,6 +107,26 @@ mlir::energy::resolveArtifactTarget(StringRef cpu, std::string &error) {
 // The shared library
 //===----------------------------------------------------------------------===//
 
+/// The kernel support library artifacts link with: installed beside the
+/// compiler (PREFIX/lib next to PREFIX/bin), else the one this build made.
+static const std::string &kernelSupportLibrary() {
+  static const std::string path = [] {
+    static int anchor;
+    std::string executable =
+        llvm::sys::fs::getMainExecutable("energyc", &anchor);
+    llvm::SmallString<256> installed(
+        llvm::sys::path::parent_path(llvm::sys::path::parent_path(executable)));
+    llvm::sys::path::append(installed, "lib",
+                            llvm::sys::path::filename(
+                                ENERGY_KERNEL_SUPPORT_LIBRARY));
+    if (!executable.empty() && llvm::sys::fs::exists(installed) &&
+        !llvm::sys::fs::equivalent(installed, ENERGY_KERNEL_SUPPORT_LIBRARY))
+      return installed.str().str();
+    return std::string(ENERGY_KERNEL_SUPPORT_LIBRARY);
+  }();
+  return path;
+}
+
 LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
                                                const ArtifactTarget &target,
                                                StringRef path,
@@ -203,12 +223,13 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
 
   std::string temporary = (path + ".tmp").str();
   llvm::FileRemover removeTemporary(temporary);
+  const std::string &supportLibrary = kernelSupportLibrary();
   SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH, "-shared", "-o",
                                       temporary};
   for (const std::string &object : objectPaths)
     arguments.push_back(object);
   arguments.append(
-      {ENERGY_KERNEL_SUPPORT_LIBRARY, "-lstdc++", "-lm", "-lpthread"});
+      {supportLibrary, "-lstdc++", "-lm", "-lpthread"});
   int status = llvm::sys::ExecuteAndWait(ENERGY_CLANG_PATH, arguments,
                                          std::nullopt, {}, 0, 0, &message);
   if (status != 0)
