@@ -1524,7 +1524,7 @@ void Checker::checkOptimizerRule(UpdateRule &rule) {
     context = saved;
   }
   for (const OptimizerOptionInfo &optionInfo : info->options)
-    if (optionInfo.required && !seen.count(optionInfo.name))
+    if (optionInfo.required() && !seen.count(optionInfo.name))
       diagnostics.error(rule.optimizerRange.Start,
                         "optimizer " + optimizerName + " requires option " +
                             quote(optionInfo.name),

@@ -15,12 +15,12 @@
 #include "RunPlot.h"
 
 #include "energy/Codegen/Artifact.h"
-#include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
+#include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Random.h"
@@ -570,7 +570,7 @@ OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::unique_ptr<fe::Model> ast =
       fe::parseAndCheck(sourceMgr, sourceMgr.getMainFileID(), diagnostics,
-                        mlir::energy::getRegistryOptimizerTable());
+                        ::energy::plugin::getOptimizerTable());
   if (!ast || diagnostics.hasErrors())
     return nullptr;
   return fe::emitEnergyDialect(context, *ast, sourceMgr);

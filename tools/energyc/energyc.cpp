@@ -12,12 +12,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Artifact.h"
-#include "energy/Dynamics/FrontendOptimizers.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/Graph/ModelGraph.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
+#include "energy/Plugin/OptimizerTable.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -181,9 +181,9 @@ int main(int argc, char **argv) {
   SourceMgr sourceMgr;
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::string readError;
-  std::unique_ptr<fe::Model> model = fe::parseAndCheckFile(
-      inputFile, sourceMgr, diagnostics,
-      mlir::energy::getRegistryOptimizerTable(), readError);
+  std::unique_ptr<fe::Model> model =
+      fe::parseAndCheckFile(inputFile, sourceMgr, diagnostics,
+                            ::energy::plugin::getOptimizerTable(), readError);
   if (!readError.empty())
     return fail(readError);
   if (!model)

@@ -25,13 +25,6 @@ Value sub(UpdateBuilder &update, Value lhs, Value rhs) {
   return SubOp::create(update.getBuilder(), update.getLoc(), lhs, rhs);
 }
 
-OptimizerOption learningRate() {
-  return {"lr", "step size (required)", std::nullopt};
-}
-OptimizerOption momentumDecay() {
-  return {"beta", "decay of the momentum buffer", 0.9};
-}
-
 Value matmul(UpdateBuilder &update, Value lhs, Value rhs) {
   return MatmulOp::create(update.getBuilder(), update.getLoc(), lhs, rhs);
 }
@@ -212,30 +205,24 @@ Value descend(UpdateBuilder &update, Value entry, Value step, Value gradient) {
 
 void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
   // x ← x − lr ∇E(x)
-  registry.add({"gd",
-                "gradient descent: x <- x - lr * dE/dx",
-                {learningRate()},
-                /*prepare=*/nullptr,
-                [](UpdateBuilder &update, Value entry, Value gradient) {
-                  update.store(update.getNode().getSymName(),
-                               sub(update, entry,
-                                   mul(update, update.option("lr"), gradient)));
-                  return success();
-                }});
+  auto registerUpdate = [&](OptimizerDefinition definition) {
+    llvm::cantFail(registry.add(std::move(definition)));
+  };
+  registerUpdate(
+      {"gd",
+       /*prepare=*/nullptr,
+       [](UpdateBuilder &update, Value entry, Value gradient) {
+         update.store(
+             update.getNode().getSymName(),
+             sub(update, entry, mul(update, update.option("lr"), gradient)));
+         return success();
+       }});
   // p ← β p + ∇E(x);  x ← x − lr p   (000 eq. 9; p starts at 0)
-  registry.add({"momentum",
-                "heavy-ball momentum: p <- beta p + dE/dx; x <- x - lr p "
-                "(paper 000 eq. 9, p starts at 0)",
-                {learningRate(), momentumDecay()},
-                /*prepare=*/nullptr,
-                applyMomentum});
+  registerUpdate({"momentum", /*prepare=*/nullptr, applyMomentum});
   // The gradient is taken at the look-ahead y − β p; then as momentum:
   // p ← β p + ∇E(y − β p);  y ← y − lr p   (000 eq. 10)
-  registry.add(
+  registerUpdate(
       {"nesterov",
-       "Nesterov's accelerated gradient: the gradient at y - beta p, then "
-       "as momentum (paper 000 eq. 10)",
-       {learningRate(), momentumDecay()},
        [](UpdateBuilder &update) {
          StringRef node = update.getNode().getSymName();
          Value velocity = update.read(update.stateTensor("velocity"));
@@ -246,16 +233,8 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
        },
        applyMomentum});
   // w ← w − lr P ∇E(w), P applied along the last axis (001 eq. 14)
-  registry.add(
+  registerUpdate(
       {"precond",
-       "preconditioned gradient: w <- w - lr * P dE/dw, P an [n, n] matrix "
-       "applied along the last axis (paper 001 eq. 14)",
-       {learningRate(),
-        {"P",
-         "the preconditioner (required)",
-         std::nullopt,
-         {},
-         OptionShape::LastAxisMatrix}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) {
          Value preconditioned =
@@ -267,20 +246,8 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
        }});
   // x ← x − lr s with s ≈ H⁻¹ ∇E: Newton-CG on Hessian-vector products, or
   // the Taylor series Σ_{k≤n} (I − H)^k ∇E when `taylor = n` is given.
-  registry.add(
+  registerUpdate(
       {"newton",
-       "Newton step x <- x - lr * H^-1 dE/dx, H^-1 g by conjugate gradients "
-       "on Hessian-vector products (cg iterations; a direction of "
-       "non-positive curvature stops CG, and at the first iteration falls "
-       "back to the gradient step), or by the series sum_{k<=n} (I - H)^k g "
-       "when taylor = n is given (paper 000 section 3.2 for n = 1)",
-       {learningRate(),
-        {"cg", "conjugate-gradient iterations", 10.0, {}, OptionShape::Integer},
-        {"taylor",
-         "order n of the Taylor series (instead of CG)",
-         0.0,
-         {},
-         OptionShape::Integer}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
          bool taylor = update.hasOption("taylor");
@@ -303,13 +270,8 @@ void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
        }});
   // dv/dt = −∇E(v) over dt per step. Euler: v ← v − dt ∇E(v). Heun:
   // k₁ = ∇E(v), ṽ = v − dt k₁, k₂ = ∇E(ṽ), v ← v − dt (k₁ + k₂) / 2.
-  registry.add(
+  registerUpdate(
       {"ode",
-       "integrates dv/dt = -dE/dv over dt per step, by Euler or Heun",
-       {{"method", "euler or heun", std::nullopt, {"euler", "heun"}},
-        {"dt", "time per step (required)", std::nullopt},
-        {"rtol", "relative tolerance of adaptive sub-steps", 0.0},
-        {"atol", "absolute tolerance of adaptive sub-steps", 0.0}},
        /*prepare=*/nullptr,
        [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
          StringRef node = update.getNode().getSymName();

@@ -11,13 +11,6 @@ using namespace mlir::energy;
 
 UpdateBuilder::~UpdateBuilder() = default;
 
-const OptimizerOption *OptimizerDefinition::findOption(StringRef option) const {
-  for (const OptimizerOption &candidate : options)
-    if (candidate.name == option)
-      return &candidate;
-  return nullptr;
-}
-
 OptimizerRegistry &OptimizerRegistry::get() {
   static OptimizerRegistry *registry = [] {
     auto *instance = new OptimizerRegistry();
@@ -27,13 +20,12 @@ OptimizerRegistry &OptimizerRegistry::get() {
   return *registry;
 }
 
-void OptimizerRegistry::add(OptimizerDefinition definition) {
-  for (OptimizerDefinition &existing : definitions)
-    if (existing.name == definition.name) {
-      existing = std::move(definition);
-      return;
-    }
+llvm::Error OptimizerRegistry::add(OptimizerDefinition definition) {
+  if (lookup(definition.name))
+    return llvm::createStringError("the update of optimizer '" +
+                                   definition.name + "' is registered twice");
   definitions.push_back(std::move(definition));
+  return llvm::Error::success();
 }
 
 const OptimizerDefinition *OptimizerRegistry::lookup(StringRef name) const {

@@ -37,17 +37,17 @@ Value cloneBody(OpBuilder &builder, Region &region) {
 class ProgramUpdateBuilder : public UpdateBuilder {
 public:
   ProgramUpdateBuilder(OpBuilder &builder, UpdateOp rule, TensorOp node,
-                       const OptimizerDefinition &definition, ModelOp model,
-                       SymbolTable &symbols)
-      : UpdateBuilder(builder, rule, node), definition(definition),
-        model(model), symbols(symbols) {}
+                       const ::energy::plugin::OptimizerSignature &signature,
+                       ModelOp model, SymbolTable &symbols)
+      : UpdateBuilder(builder, rule, node), signature(signature), model(model),
+        symbols(symbols) {}
 
   Value option(StringRef name) override {
     for (auto [optionName, region] :
          llvm::zip(rule.getOptionNames(), rule.getOptions()))
       if (cast<StringAttr>(optionName).getValue() == name)
         return cloneBody(builder, region);
-    const OptimizerOption *known = definition.findOption(name);
+    const ::energy::plugin::OptimizerOption *known = signature.findOption(name);
     assert(known && known->defaultValue && "options are checked up front");
     return ConstantOp::create(builder, getLoc(), *known->defaultValue);
   }
@@ -70,7 +70,7 @@ public:
       rule.emitError() << "option '" << name << "' must be a number";
       return std::nullopt;
     }
-    return definition.findOption(name)->defaultValue;
+    return signature.findOption(name)->defaultValue;
   }
 
   Value hessianVectorProduct(Value direction) override {
@@ -93,9 +93,10 @@ public:
   StringRef choice(StringRef name) override {
     if (auto value = rule.getStringOptions().getAs<StringAttr>(name))
       return value.getValue();
-    const OptimizerOption *known = definition.findOption(name);
-    assert(known && known->isChoice() && "options are checked up front");
-    return known->choices.front();
+    assert(signature.positionalName == name &&
+           !signature.positionalChoices.empty() &&
+           "options are checked up front");
+    return signature.positionalChoices.front();
   }
 
   Value gradient(StringRef name) override {
@@ -136,13 +137,13 @@ public:
   }
 
 private:
-  const OptimizerDefinition &definition;
+  const ::energy::plugin::OptimizerSignature &signature;
   ModelOp model;
   SymbolTable &symbols;
 };
 
 struct BuildUpdatesPass
-    : public energy::impl::EnergyBuildUpdatesBase<BuildUpdatesPass> {
+    : public mlir::energy::impl::EnergyBuildUpdatesBase<BuildUpdatesPass> {
   void runOnOperation() override {
     ModelOp model = getOperation();
     DynamicsOp dynamics = model.getDynamics();
@@ -187,58 +188,65 @@ struct BuildUpdatesPass
       return signalPassFailure();
   }
 
-  /// Checks that the rule's optimizer is registered and that its options are
-  /// the optimizer's, with every required one given.
+  /// Checks that the rule's optimizer is in the optimizer table, with an
+  /// update registered, and that its options are the optimizer's, with every
+  /// required one given.
   LogicalResult checkRule(UpdateOp rule) {
     if (rule.getOptimizer() == "stationary") {
       if (!rule.getOptionNames().empty() || !rule.getStringOptions().empty())
         return rule.emitError() << "`stationary` takes no options";
       return success();
     }
-    const OptimizerRegistry &registry = OptimizerRegistry::get();
-    const OptimizerDefinition *definition =
-        registry.lookup(rule.getOptimizer());
-    if (!definition) {
+    const ::energy::plugin::OptimizerTable &table =
+        ::energy::plugin::getOptimizerTable();
+    const ::energy::plugin::OptimizerSignature *signature =
+        table.lookup(rule.getOptimizer());
+    if (!signature ||
+        signature->category != ::energy::plugin::OptimizerCategory::Gradient) {
       SmallVector<StringRef> known;
-      for (const OptimizerDefinition &candidate : registry.getDefinitions())
+      for (const ::energy::plugin::OptimizerSignature &candidate :
+           table.getOptimizers())
         known.push_back(candidate.name);
       return rule.emitError()
-             << "the optimizer registry has no '" << rule.getOptimizer()
-             << "'; registered: " << llvm::join(known, ", ");
+             << "the optimizer table has no gradient optimizer '"
+             << rule.getOptimizer() << "'; it has: " << llvm::join(known, ", ");
     }
+    if (!OptimizerRegistry::get().lookup(rule.getOptimizer()))
+      return rule.emitError() << "optimizer '" << rule.getOptimizer()
+                              << "' has no update registered";
+    StringRef name = signature->name;
     llvm::StringSet<> given;
-    for (Attribute name : rule.getOptionNames()) {
-      StringRef text = cast<StringAttr>(name).getValue();
+    for (Attribute option : rule.getOptionNames()) {
+      StringRef text = cast<StringAttr>(option).getValue();
       given.insert(text);
-      const OptimizerOption *option = definition->findOption(text);
-      if (!option)
-        return rule.emitError() << "optimizer '" << definition->name
-                                << "' has no option '" << text << "'";
-      if (option->isChoice())
+      if (text == signature->positionalName)
         return rule.emitError()
-               << "option '" << text << "' of optimizer '" << definition->name
-               << "' is one of " << llvm::join(option->choices, ", ")
+               << "option '" << text << "' of optimizer '" << name
+               << "' is one of "
+               << llvm::join(signature->positionalChoices, ", ")
                << ", not an expression";
+      if (!signature->findOption(text))
+        return rule.emitError()
+               << "optimizer '" << name << "' has no option '" << text << "'";
     }
     for (NamedAttribute named : rule.getStringOptions()) {
       StringRef text = named.getName().getValue();
-      given.insert(text);
-      const OptimizerOption *option = definition->findOption(text);
-      if (!option || !option->isChoice())
-        return rule.emitError() << "optimizer '" << definition->name
+      if (text != signature->positionalName ||
+          signature->positionalChoices.empty())
+        return rule.emitError() << "optimizer '" << name
                                 << "' has no choice option '" << text << "'";
       StringRef value = cast<StringAttr>(named.getValue()).getValue();
-      if (!llvm::is_contained(option->choices, value))
+      if (!llvm::is_contained(signature->positionalChoices, value))
         return rule.emitError()
-               << "option '" << text << "' of optimizer '" << definition->name
-               << "' is one of " << llvm::join(option->choices, ", ")
-               << ", not '" << value << "'";
+               << "option '" << text << "' of optimizer '" << name
+               << "' is one of "
+               << llvm::join(signature->positionalChoices, ", ") << ", not '"
+               << value << "'";
     }
-    for (const OptimizerOption &option : definition->options)
-      if (!option.isChoice() && !option.defaultValue &&
-          !given.contains(option.name))
-        return rule.emitError() << "optimizer '" << definition->name
-                                << "' needs option '" << option.name << "'";
+    for (const ::energy::plugin::OptimizerOption &option : signature->options)
+      if (option.required() && !given.contains(option.name))
+        return rule.emitError() << "optimizer '" << name << "' needs option '"
+                                << option.name << "'";
     return success();
   }
 
@@ -255,7 +263,9 @@ struct BuildUpdatesPass
       auto node = symbols.lookup<TensorOp>(rule.getNode());
       definitions.push_back(definition);
       updates.push_back(std::make_unique<ProgramUpdateBuilder>(
-          builder, rule, node, *definition, model, symbols));
+          builder, rule, node,
+          *::energy::plugin::getOptimizerTable().lookup(rule.getOptimizer()),
+          model, symbols));
       entries.push_back(updates.back()->read(rule.getNode()));
     }
     for (auto [update, definition] : llvm::zip(updates, definitions))

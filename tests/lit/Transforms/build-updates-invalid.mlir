@@ -4,7 +4,7 @@ energy.model @m {
   energy.dim @D
   energy.tensor @y : state [@D]
   energy.dynamics steps 1 {
-    // expected-error @below {{the optimizer registry has no 'adam'; registered: gd, momentum, nesterov, precond, newton, ode}}
+    // expected-error @below {{the optimizer table has no gradient optimizer 'adam'; it has: gd, momentum, nesterov, newton, precond, ode, stationary}}
     energy.update @y adam(lr = 1.0)
   }
 }

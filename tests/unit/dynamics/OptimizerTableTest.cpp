@@ -1,55 +1,51 @@
-//===- OptimizerTableTest.cpp - The front end's table follows the registry ===//
+//===- OptimizerTableTest.cpp - One optimizer table, builders by name -----===//
 //
-// The tools check rules in the front end against a table built from the
-// optimizer registry. The MLIR-free front end also has a default table of
-// its own (for the sanitizer build and the fuzzer); it must describe the
-// same optimizers and options as the registry, or the two would drift.
+// The front end and the compiler read one optimizer table (the plugin API's);
+// the compiler's registry holds, under the same names, how each gradient
+// optimizer builds its update. Every gradient optimizer of the table has an
+// update and every update an entry; a name is registered once.
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Frontend/OptimizerTable.h"
-#include "energy/Dynamics/FrontendOptimizers.h"
+#include "energy/Plugin/OptimizerTable.h"
+#include "energy/Dynamics/OptimizerRegistry.h"
 
 #include <doctest/doctest.h>
 
 using namespace mlir::energy;
-namespace fe = ::energy::frontend;
+namespace plugin = ::energy::plugin;
 
-TEST_CASE("the front end's default optimizers are the registry's") {
-  fe::OptimizerTable fromRegistry =
-      buildFrontendOptimizerTable(OptimizerRegistry::get());
-  const fe::OptimizerTable &defaults = fe::getDefaultOptimizerTable();
-  CHECK(fromRegistry.getOptimizers().size() == defaults.getOptimizers().size());
-  for (const fe::OptimizerInfo &expected : fromRegistry.getOptimizers()) {
-    CAPTURE(expected.name);
-    const fe::OptimizerInfo *actual = defaults.lookup(expected.name);
-    REQUIRE(actual);
-    CHECK(actual->category == expected.category);
-    CHECK(actual->positionalChoices == expected.positionalChoices);
-    CHECK(actual->positionalName == expected.positionalName);
-    REQUIRE(actual->options.size() == expected.options.size());
-    for (const fe::OptimizerOptionInfo &option : expected.options) {
-      CAPTURE(option.name);
-      const fe::OptimizerOptionInfo *match = actual->findOption(option.name);
-      REQUIRE(match);
-      CHECK(match->valueKind == option.valueKind);
-      CHECK(match->required == option.required);
-    }
+TEST_CASE("every gradient optimizer of the table has an update, and back") {
+  const plugin::OptimizerTable &table = plugin::getOptimizerTable();
+  const OptimizerRegistry &registry = OptimizerRegistry::get();
+  size_t gradients = 0;
+  for (const plugin::OptimizerSignature &signature : table.getOptimizers()) {
+    CAPTURE(signature.name);
+    if (signature.category != plugin::OptimizerCategory::Gradient)
+      continue;
+    ++gradients;
+    const OptimizerDefinition *definition = registry.lookup(signature.name);
+    REQUIRE(definition);
+    CHECK(definition->apply);
   }
+  CHECK(registry.getDefinitions().size() == gradients);
+  for (const OptimizerDefinition &definition : registry.getDefinitions())
+    CHECK(table.lookup(definition.name));
+  CHECK(table.lookup("stationary")->category ==
+        plugin::OptimizerCategory::Stationary);
+  // Defaults the dynamics lowering uses come from the table.
+  CHECK(*table.lookup("momentum")->findOption("beta")->defaultValue == 0.9);
+  CHECK(*table.lookup("newton")->findOption("cg")->defaultValue == 10.0);
+  CHECK(table.lookup("ode")->positionalChoices.front() == "euler");
+  CHECK(table.lookup("gd")->findOption("lr")->required());
 }
 
-TEST_CASE("an optimizer a plugin registers is accepted by the front end") {
+TEST_CASE("an optimizer's update is registered once") {
   OptimizerRegistry registry;
   registerBuiltinOptimizers(registry);
-  registry.add({"adam",
-                "a plugin's optimizer",
-                {{"lr", "", std::nullopt}},
-                nullptr,
-                nullptr});
-  fe::OptimizerTable table = buildFrontendOptimizerTable(registry);
-  const fe::OptimizerInfo *adam = table.lookup("adam");
-  REQUIRE(adam);
-  REQUIRE(adam->findOption("lr"));
-  CHECK(adam->findOption("lr")->required);
-  CHECK(table.lookup("stationary"));
+  llvm::Error twice = registry.add({"gd", nullptr, nullptr});
+  CHECK(llvm::toString(std::move(twice)) ==
+        "the update of optimizer 'gd' is registered twice");
+  llvm::cantFail(registry.add({"adam", nullptr, nullptr}));
+  CHECK(registry.lookup("adam"));
 }

@@ -139,13 +139,18 @@ TEST_CASE("the optimizer table can be extended") {
   OptimizerTable table = getDefaultOptimizerTable();
   CHECK(table.lookup("gd"));
   CHECK(table.lookup("ode")->positionalChoices.size() == 2);
-  CHECK(table.lookup("precond")->findOption("P")->required);
+  CHECK(table.lookup("precond")->findOption("P")->required());
   CHECK(!table.lookup("adam"));
-  table.add({"adam",
-             OptimizerCategory::Gradient,
-             {},
-             "",
-             {{"lr", OptionValueKind::Scalar, true}}});
+  llvm::cantFail(table.add({"adam",
+                            "a plugin's optimizer",
+                            OptimizerCategory::Gradient,
+                            {},
+                            "",
+                            {{"lr", "step size"}}}));
+  // A name can be registered once.
+  llvm::Error duplicate = table.add({"gd", "another gd"});
+  CHECK(llvm::toString(std::move(duplicate)) ==
+        "optimizer 'gd' is registered twice (a plugin's name must be new)");
   std::unique_ptr<Compilation> compilation = compile(R"(model m {
   dim N;
   state x : [N];

@@ -1,8 +1,10 @@
 //===- OptimizerRegistry.h - How gradient rules update nodes ----*- C++ -*-===//
 //
-// The registry of optimizers (GD forms) that `energy-build-updates` looks
-// names up in. Built-in optimizers register through the same API a plugin
-// uses: a definition with documented options and two build phases.
+// How each optimizer (GD form) of the plugin API's optimizer table builds
+// its update, by name, for `energy-build-updates`: two build phases. The
+// names, options and defaults are the table's (energy/Plugin/
+// OptimizerTable.h); built-in optimizers register through the same API a
+// plugin uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 #define ENERGY_DYNAMICS_OPTIMIZERREGISTRY_H
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Plugin/OptimizerTable.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -19,29 +22,6 @@
 #include <vector>
 
 namespace mlir::energy {
-
-/// What the value of a numeric option is.
-enum class OptionShape {
-  Scalar,         ///< a scalar expression over consts, params and dims
-  Integer,        ///< a literal integer (an iteration count)
-  LastAxisMatrix, ///< an [n, n] matrix, n the node's last axis
-};
-
-/// An option of an optimizer: `lr`, `beta`, ... A numeric option is an
-/// expression; a choice option (`method` of `ode`) is one of `choices`.
-struct OptimizerOption {
-  std::string name;
-  std::string description;
-  /// The value used when the rule does not give a numeric option; none
-  /// means the option is required.
-  std::optional<double> defaultValue;
-  /// The accepted values of a choice option, the default first; empty for
-  /// a numeric option.
-  std::vector<std::string> choices = {};
-  OptionShape shape = OptionShape::Scalar;
-
-  bool isChoice() const { return !choices.empty(); }
-};
 
 /// What an optimizer builds with, for one rule, at the insertion point of
 /// the update program.
@@ -97,14 +77,11 @@ protected:
 /// then every rule's `apply` with the node's value at the group's entry and
 /// the gradient taken after all `prepare`s (one joint evaluation).
 struct OptimizerDefinition {
+  /// The optimizer's name in the optimizer table.
   std::string name;
-  std::string summary;
-  std::vector<OptimizerOption> options;
   std::function<LogicalResult(UpdateBuilder &)> prepare;
   std::function<LogicalResult(UpdateBuilder &, Value entry, Value gradient)>
       apply;
-
-  const OptimizerOption *findOption(StringRef option) const;
 };
 
 class OptimizerRegistry {
@@ -112,8 +89,9 @@ public:
   /// The registry the compiler uses, with the built-in optimizers.
   static OptimizerRegistry &get();
 
-  /// Adds `definition`, replacing one of the same name.
-  void add(OptimizerDefinition definition);
+  /// Adds `definition`; an error naming it when one of the same name is
+  /// there.
+  llvm::Error add(OptimizerDefinition definition);
   const OptimizerDefinition *lookup(StringRef name) const;
   const std::vector<OptimizerDefinition> &getDefinitions() const {
     return definitions;
@@ -123,8 +101,8 @@ private:
   std::vector<OptimizerDefinition> definitions;
 };
 
-/// Adds `gd`, `momentum`, `nesterov`, `precond`, `ode` and `newton` to
-/// `registry`.
+/// Adds the builders of `gd`, `momentum`, `nesterov`, `precond`, `ode` and
+/// `newton` to `registry`.
 void registerBuiltinOptimizers(OptimizerRegistry &registry);
 
 } // namespace mlir::energy

@@ -52,7 +52,11 @@ class DimDecl;
 class FnDecl;
 class TensorDecl;
 struct IndexBinding;
-struct OptimizerInfo;
+} // namespace frontend
+namespace plugin {
+struct OptimizerSignature;
+} // namespace plugin
+namespace frontend {
 
 //===----------------------------------------------------------------------===//
 // Expressions
@@ -604,7 +608,8 @@ struct UpdateRule {
   llvm::SMRange optimizerRange;
   std::vector<PositionalArg> positional;
   std::vector<OptimizerOption> options;
-  const OptimizerInfo *optimizerInfo = nullptr; ///< set by the checker
+  /// Set by the checker.
+  const plugin::OptimizerSignature *optimizerInfo = nullptr;
 
   // Kind::Explicit.
   ExprPtr value;
