@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/Transforms/Passes.h"
 
@@ -17,6 +18,26 @@ void registerTestPasses();
 } // namespace mlir::energy::test
 
 int main(int argc, char **argv) {
+  // `--plugin PATH` (repeatable) and ENERGY_PLUGINS load plugins first; the
+  // rest of the command line is MlirOptMain's.
+  std::vector<std::string> plugins;
+  std::vector<char *> arguments = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef argument = argv[i];
+    if ((argument == "--plugin" || argument == "-plugin") && i + 1 < argc)
+      plugins.push_back(argv[++i]);
+    else if (argument.consume_front("--plugin="))
+      plugins.push_back(argument.str());
+    else
+      arguments.push_back(argv[i]);
+  }
+  if (llvm::Error error = mlir::energy::loadPlugins(plugins)) {
+    llvm::errs() << "energy-opt: error: " << llvm::toString(std::move(error))
+                 << "\n";
+    return 1;
+  }
+  argc = static_cast<int>(arguments.size());
+  argv = arguments.data();
   mlir::registerTransformsPasses();
   mlir::energy::registerEnergyPasses();
   mlir::energy::test::registerTestPasses();

@@ -15,6 +15,7 @@
 #include "RunPlot.h"
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/IR/EnergyDialect.h"
@@ -116,6 +117,11 @@ cl::list<std::string> plotAttentionArgs(
              "child); the weights come from the reference interpreter at the "
              "run's final values"),
     cl::value_desc("TERM:CHILD FILE"), cl::cat(runOptions));
+cl::list<std::string> plugins(
+    "plugin",
+    cl::desc("Load a plugin before compiling a .energy model (repeatable; "
+             "ENERGY_PLUGINS, colon-separated, loads more)"),
+    cl::value_desc("path"), cl::cat(runOptions));
 cl::opt<bool> trace("trace", cl::desc("Print the energy after every step"),
                     cl::cat(runOptions));
 cl::opt<bool> jsonOutput("json", cl::desc("Print results as one JSON object"),
@@ -760,6 +766,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "energy-run: evaluates an energy model's energy and gradients, or runs "
       "its dynamics\n");
+  if (llvm::Error error = mlir::energy::loadPlugins(
+          std::vector<std::string>(plugins.begin(), plugins.end())))
+    return fail(toString(std::move(error)));
   RunInputs inputs;
   if (!initSpec.empty()) {
     uint64_t value;

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
 #include "energy/Graph/ModelGraph.h"
@@ -84,6 +85,12 @@ cl::opt<std::string>
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(energycOptions));
+cl::list<std::string> plugins(
+    "plugin",
+    cl::desc("Load a plugin (a shared library exporting "
+             "energyGetPluginInfo) before reading the model; repeatable. "
+             "ENERGY_PLUGINS (colon-separated paths) loads more"),
+    cl::value_desc("path"), cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
                                    "tensors (with --emit=grad, update, "
@@ -177,6 +184,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "energyc: compiles a .energy model (energy graph) to the energy dialect "
       "and derives its gradients\n");
+
+  if (llvm::Error error = mlir::energy::loadPlugins(
+          std::vector<std::string>(plugins.begin(), plugins.end())))
+    return fail(toString(std::move(error)));
 
   SourceMgr sourceMgr;
   fe::DiagnosticEngine diagnostics(sourceMgr);

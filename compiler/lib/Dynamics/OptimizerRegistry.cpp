@@ -6,6 +6,8 @@
 
 #include "energy/Dynamics/OptimizerRegistry.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -33,4 +35,28 @@ const OptimizerDefinition *OptimizerRegistry::lookup(StringRef name) const {
     if (definition.name == name)
       return &definition;
   return nullptr;
+}
+
+OptimizerRegistry &
+mlir::energy::optimizerUpdates(::energy::plugin::Registration &registration) {
+  return *static_cast<OptimizerRegistry *>(
+      registration.getCompilerRegistries());
+}
+
+llvm::Error mlir::energy::loadPlugins(ArrayRef<std::string> paths) {
+  SmallVector<std::string> all(paths.begin(), paths.end());
+  if (const char *listed = std::getenv("ENERGY_PLUGINS")) {
+    SmallVector<StringRef> parts;
+    StringRef(listed).split(parts, ':', -1, /*KeepEmpty=*/false);
+    for (StringRef part : parts)
+      all.push_back(part.str());
+  }
+  ::energy::plugin::Registration registration(&OptimizerRegistry::get());
+  for (const std::string &path : all) {
+    llvm::Expected<::energy::plugin::LoadedPlugin> loaded =
+        ::energy::plugin::loadPlugin(path, registration);
+    if (!loaded)
+      return loaded.takeError();
+  }
+  return llvm::Error::success();
 }

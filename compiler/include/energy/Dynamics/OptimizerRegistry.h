@@ -13,6 +13,7 @@
 
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
+#include "energy/Plugin/Plugin.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -104,6 +105,16 @@ private:
 /// Adds the builders of `gd`, `momentum`, `nesterov`, `precond`, `ode` and
 /// `newton` to `registry`.
 void registerBuiltinOptimizers(OptimizerRegistry &registry);
+
+/// The registry of updates a plugin registers its optimizers' builders in,
+/// from the registration `loadPlugins` hands it.
+OptimizerRegistry &
+optimizerUpdates(::energy::plugin::Registration &registration);
+
+/// Loads the plugins at `paths` and those `ENERGY_PLUGINS` lists
+/// (colon-separated) into the optimizer table and registry; an error names
+/// the plugin file and what is wrong.
+llvm::Error loadPlugins(ArrayRef<std::string> paths);
 
 } // namespace mlir::energy
 
