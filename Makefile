@@ -33,12 +33,13 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The ASan + UBSan build of the front end and its tests runs first, so the
-# main ctest summary stays the last thing `make test` prints.
+# The ASan + UBSan build of the MLIR-free parts and their tests runs first,
+# so the main ctest summary stays the last thing `make test` prints.
 test: build test-sanitized
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
-# Front end only (no MLIR), built with -fsanitize=address,undefined.
+# The MLIR-free parts (front end, plugin API, runtime) and their unit tests,
+# built with -fsanitize=address,undefined.
 ASAN_BUILD_DIR ?= build-asan
 
 $(ASAN_BUILD_DIR)/build.ninja:
@@ -53,11 +54,14 @@ test-sanitized: deps $(ASAN_BUILD_DIR)/build.ninja
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
 
-# libFuzzer over lexer + parser + checker for FUZZ_TIME seconds, seeded from
-# examples/; exits non-zero on a crash, hang or sanitizer report, whose
+# libFuzzer over the readers of outside input, each for FUZZ_TIME seconds:
+# the front end (seeded from examples/), the safetensors reader, the manifest
+# reader and the plugin-info checks (seeded from tools/fuzz/seeds/). Stops
+# at the first fuzzer that finds a crash, hang or sanitizer report, whose
 # reproducer lands in $(FUZZ_BUILD_DIR)/artifacts/. Not part of `make test`.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_TIME      ?= 60
+FUZZERS        := frontend safetensors manifest plugin-info
 
 $(FUZZ_BUILD_DIR)/build.ninja:
 	cmake -G Ninja -S . -B $(FUZZ_BUILD_DIR) \
@@ -68,14 +72,21 @@ $(FUZZ_BUILD_DIR)/build.ninja:
 	  -DENERGY_FRONTEND_ONLY=ON -DENERGY_BUILD_FUZZER=ON
 
 fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
-	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target frontend-fuzzer
-	mkdir -p $(FUZZ_BUILD_DIR)/corpus $(FUZZ_BUILD_DIR)/artifacts
-	cp examples/*.energy $(FUZZ_BUILD_DIR)/corpus/
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(FUZZ_BUILD_DIR)/bin/frontend-fuzzer $(FUZZ_BUILD_DIR)/corpus \
-	  -dict=tools/fuzz/energy.dict -max_total_time=$(FUZZ_TIME) -timeout=5 \
-	  -rss_limit_mb=2048 -print_final_stats=1 \
-	  -artifact_prefix=$(FUZZ_BUILD_DIR)/artifacts/
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(FUZZERS:%=%-fuzzer)
+	mkdir -p $(FUZZ_BUILD_DIR)/artifacts $(FUZZERS:%=$(FUZZ_BUILD_DIR)/corpus/%)
+	cp examples/*.energy $(FUZZ_BUILD_DIR)/corpus/frontend/
+	for fuzzer in safetensors manifest plugin-info; do \
+	  cp tools/fuzz/seeds/$$fuzzer/* $(FUZZ_BUILD_DIR)/corpus/$$fuzzer/ || exit 1; \
+	done
+	for fuzzer in $(FUZZERS); do \
+	  dict=tools/fuzz/$$fuzzer.dict; \
+	  echo "== $$fuzzer-fuzzer, $(FUZZ_TIME) s"; \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    $(FUZZ_BUILD_DIR)/bin/$$fuzzer-fuzzer $(FUZZ_BUILD_DIR)/corpus/$$fuzzer \
+	    $$([ -f $$dict ] && echo -dict=$$dict) -max_total_time=$(FUZZ_TIME) \
+	    -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD_DIR)/artifacts/$$fuzzer- || exit 1; \
+	done
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)

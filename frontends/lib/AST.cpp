@@ -46,7 +46,8 @@ static unsigned domainDepth(const IndexDomain &domain) {
   return depth;
 }
 
-ReductionExpr::ReductionExpr(llvm::SMRange range, ReductionKind reductionKind,
+ReductionExpr::ReductionExpr(llvm::SMRange range,
+                             const plugin::AggregationInfo &aggregation,
                              IndexDomain domain, ExprPtr temperature,
                              ExprPtr body)
     : Expr(Kind::Reduction, range,
@@ -54,7 +55,7 @@ ReductionExpr::ReductionExpr(llvm::SMRange range, ReductionKind reductionKind,
                      temperature ? temperature->getDepth() : 0u,
                      body->getDepth()}) +
                1),
-      reductionKind(reductionKind), domain(std::move(domain)),
+      aggregation(&aggregation), domain(std::move(domain)),
       temperature(std::move(temperature)), body(std::move(body)) {}
 
 llvm::StringRef energy::frontend::getBinaryOpSpelling(BinaryOp op) {
@@ -93,20 +94,6 @@ llvm::StringRef energy::frontend::getBinaryOpSpelling(BinaryOp op) {
 
 bool energy::frontend::isComparison(BinaryOp op) {
   return op >= BinaryOp::Eq && op <= BinaryOp::Ge;
-}
-
-llvm::StringRef energy::frontend::getReductionKindSpelling(ReductionKind kind) {
-  switch (kind) {
-  case ReductionKind::Sum:
-    return "sum";
-  case ReductionKind::Mean:
-    return "mean";
-  case ReductionKind::Max:
-    return "max";
-  case ReductionKind::Lse:
-    return "lse";
-  }
-  return "?";
 }
 
 llvm::StringRef energy::frontend::getTensorRoleSpelling(TensorRole role) {
@@ -244,7 +231,7 @@ std::string energy::frontend::printExpr(const Expr &expr) {
   }
   case Expr::Kind::Reduction: {
     const auto &reduction = llvm::cast<ReductionExpr>(expr);
-    os << "(" << getReductionKindSpelling(reduction.getReductionKind());
+    os << "(" << reduction.getAggregation().name;
     printDomain(os, reduction.getDomain());
     if (const Expr *temperature = reduction.getTemperature())
       os << " temp " << printExpr(*temperature);

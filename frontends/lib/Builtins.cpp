@@ -1,6 +1,6 @@
 //===- Builtins.cpp - Builtin functions and their shape rules -------------===//
 //
-// The single table of builtin functions and the shape rule of each.
+// The shape rule of each function of the function table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,43 +10,8 @@
 
 using namespace energy::frontend;
 
-static const BuiltinFunction kBuiltins[] = {
-    {"exp", BuiltinId::Exp, 1, ShapeRule::Elementwise},
-    {"log", BuiltinId::Log, 1, ShapeRule::Elementwise},
-    {"tanh", BuiltinId::Tanh, 1, ShapeRule::Elementwise},
-    {"sigmoid", BuiltinId::Sigmoid, 1, ShapeRule::Elementwise},
-    {"silu", BuiltinId::Silu, 1, ShapeRule::Elementwise},
-    {"softplus", BuiltinId::Softplus, 1, ShapeRule::Elementwise},
-    {"gelu", BuiltinId::Gelu, 1, ShapeRule::Elementwise},
-    {"relu", BuiltinId::Relu, 1, ShapeRule::Elementwise},
-    {"sqrt", BuiltinId::Sqrt, 1, ShapeRule::Elementwise},
-    {"abs", BuiltinId::Abs, 1, ShapeRule::Elementwise},
-    {"silu_int", BuiltinId::SiluInt, 1, ShapeRule::Elementwise},
-    {"sum", BuiltinId::Sum, 1, ShapeRule::ReduceAll},
-    {"mean", BuiltinId::Mean, 1, ShapeRule::ReduceAll},
-    {"maxabs", BuiltinId::Maxabs, 1, ShapeRule::ReduceAll},
-    {"lse", BuiltinId::Lse, 1, ShapeRule::ReduceAll},
-    {"sqnorm", BuiltinId::Sqnorm, 1, ShapeRule::ReduceAll},
-    {"norm", BuiltinId::Norm, 1, ShapeRule::ReduceAll},
-    {"softmax", BuiltinId::Softmax, 1, ShapeRule::LastAxis},
-    {"log_softmax", BuiltinId::LogSoftmax, 1, ShapeRule::LastAxis},
-    {"rmsnorm", BuiltinId::Rmsnorm, 1, ShapeRule::LastAxis},
-    {"layernorm", BuiltinId::Layernorm, 1, ShapeRule::LastAxis},
-    {"softmax_rows", BuiltinId::SoftmaxRows, 1, ShapeRule::Rows},
-    {"dot", BuiltinId::Dot, 2, ShapeRule::Dot},
-    {"quad", BuiltinId::Quad, 2, ShapeRule::Quad},
-    {"outer", BuiltinId::Outer, 2, ShapeRule::Outer},
-    {"diag", BuiltinId::Diag, 1, ShapeRule::Diag},
-    {"eye", BuiltinId::Eye, 1, ShapeRule::Eye},
-    {"logdet", BuiltinId::Logdet, 1, ShapeRule::SquareToScalar},
-    {"inverse", BuiltinId::Inverse, 1, ShapeRule::Square},
-};
-
 const BuiltinFunction *energy::frontend::lookupBuiltin(llvm::StringRef name) {
-  for (const BuiltinFunction &function : kBuiltins)
-    if (function.name == name)
-      return &function;
-  return nullptr;
+  return plugin::getFunctionTable().lookup(name);
 }
 
 static bool isSquareMatrix(const Shape &shape) {
@@ -57,7 +22,7 @@ std::optional<Shape>
 energy::frontend::inferBuiltinShape(const BuiltinFunction &function,
                                     llvm::ArrayRef<Shape> args,
                                     std::string &error) {
-  std::string name = "`" + function.name.str() + "`";
+  std::string name = "`" + function.name + "`";
   auto expectation = [&](llvm::StringRef what, const Shape &got) {
     error = name + " expects " + what.str() + ", got " + got.str();
     return std::nullopt;

@@ -1345,6 +1345,28 @@ std::optional<Shape> Checker::checkReduction(ReductionExpr &reduction) {
     if (!checkScalar(*temperature, "the temperature"))
       return std::nullopt;
   }
+  if (reduction.getReductionKind() == ReductionKind::Plugin) {
+    // Its run-time code aggregates a table of the body over the domain.
+    std::string name = quote(reduction.getAggregation().name);
+    if (const Expr *predicate = reduction.getDomain().predicate.get()) {
+      diagnostics.error(predicate->getLoc(),
+                        "the plugin aggregation " + name +
+                            " takes no `where` condition",
+                        {predicate->getRange()});
+      return std::nullopt;
+    }
+    for (const IndexBinding &binding : reduction.getDomain().bindings) {
+      auto *dim = dyn_cast<NameExpr>(binding.size.get());
+      if (!dim || !globals.lookup(dim->getName()) ||
+          !isa<DimDecl>(globals.lookup(dim->getName()))) {
+        diagnostics.error(binding.size->getLoc(),
+                          "the plugin aggregation " + name +
+                              " ranges over dims, such as `p: N`",
+                          {binding.size->getRange()});
+        return std::nullopt;
+      }
+    }
+  }
   if (!pushDomain(reduction.getDomain(), /*allowPredicate=*/true))
     return std::nullopt;
   std::optional<Shape> body = checkExpr(reduction.getBody());
@@ -1432,7 +1454,8 @@ void Checker::checkDynamics(DynamicsBlock &dynamics) {
 }
 
 void Checker::checkOptimizerRule(UpdateRule &rule) {
-  const OptimizerInfo *info = optimizers.lookup(rule.optimizer);
+  const energy::plugin::OptimizerSignature *info =
+      optimizers.lookup(rule.optimizer);
   if (!info) {
     diagnostics.error(rule.optimizerRange.Start,
                       "unknown optimizer " + quote(rule.optimizer),
@@ -1469,7 +1492,8 @@ void Checker::checkOptimizerRule(UpdateRule &rule) {
   // Options.
   llvm::StringMap<const OptimizerOption *> seen;
   for (OptimizerOption &option : rule.options) {
-    const OptimizerOptionInfo *optionInfo = info->findOption(option.name);
+    const energy::plugin::OptimizerOption *optionInfo =
+        info->findOption(option.name);
     if (!optionInfo) {
       diagnostics.error(option.nameRange.Start,
                         "unknown option " + quote(option.name) +
@@ -1523,7 +1547,7 @@ void Checker::checkOptimizerRule(UpdateRule &rule) {
     }
     context = saved;
   }
-  for (const OptimizerOptionInfo &optionInfo : info->options)
+  for (const energy::plugin::OptimizerOption &optionInfo : info->options)
     if (optionInfo.required() && !seen.count(optionInfo.name))
       diagnostics.error(rule.optimizerRange.Start,
                         "optimizer " + optimizerName + " requires option " +

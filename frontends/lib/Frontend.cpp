@@ -23,20 +23,26 @@ std::unique_ptr<Model> energy::frontend::parseAndCheck(
   return model;
 }
 
-std::unique_ptr<Model> energy::frontend::parseAndCheckFile(
-    llvm::StringRef path, llvm::SourceMgr &sourceMgr,
-    DiagnosticEngine &diagnostics, const OptimizerTable &optimizers,
-    std::string &readError) {
+std::optional<unsigned> energy::frontend::readSourceFile(
+    llvm::StringRef path, llvm::SourceMgr &sourceMgr, std::string &readError) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (std::error_code error = file.getError()) {
     readError = "cannot read '" + path.str() + "': " + error.message();
-    return nullptr;
+    return std::nullopt;
   }
-  unsigned buffer =
-      sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  return sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+}
+
+std::unique_ptr<Model> energy::frontend::parseAndCheckFile(
+    llvm::StringRef path, llvm::SourceMgr &sourceMgr,
+    DiagnosticEngine &diagnostics, const OptimizerTable &optimizers,
+    std::string &readError) {
+  std::optional<unsigned> buffer = readSourceFile(path, sourceMgr, readError);
+  if (!buffer)
+    return nullptr;
   std::unique_ptr<Model> model =
-      parseAndCheck(sourceMgr, buffer, diagnostics, optimizers);
+      parseAndCheck(sourceMgr, *buffer, diagnostics, optimizers);
   if (diagnostics.hasErrors())
     return nullptr;
   return model;

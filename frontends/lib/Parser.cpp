@@ -821,29 +821,16 @@ ExprPtr Parser::parseCall(llvm::StringRef callee, llvm::SMRange calleeRange) {
       std::move(args));
 }
 
-static std::optional<ReductionKind> getReductionKind(TokenKind kind) {
-  switch (kind) {
-  case TokenKind::kw_sum:
-    return ReductionKind::Sum;
-  case TokenKind::kw_mean:
-    return ReductionKind::Mean;
-  case TokenKind::kw_max:
-    return ReductionKind::Max;
-  case TokenKind::kw_lse:
-    return ReductionKind::Lse;
-  default:
-    return std::nullopt;
-  }
-}
-
-// reduction ::= (`sum` | `mean` | `max` | `lse`) `(` indexDomain `)`
-//               additiveExpression
+// reduction ::= aggregation `(` indexDomain `)` additiveExpression
+// aggregation ::= `sum` | `mean` | `max` | `lse` | a plugin's aggregation
 // The body extends as far right as arithmetic goes: it stops at a
 // comparison, `and`, `or`, `;`, `,` or a closing bracket.
 ExprPtr Parser::parseReduction() {
   llvm::SMLoc start = token.getLoc();
-  ReductionKind kind = *getReductionKind(token.getKind());
-  consumeToken(); // keyword
+  const plugin::AggregationInfo *aggregation =
+      plugin::getAggregationTable().lookup(token.getSpelling());
+  assert(aggregation && "a reduction of an aggregation not in the table");
+  consumeToken(); // the aggregation's name
   consumeToken(); // `(`
   IndexDomain domain;
   ExprPtr temperature;
@@ -853,7 +840,7 @@ ExprPtr Parser::parseReduction() {
   if (!body)
     return nullptr;
   return std::make_unique<ReductionExpr>(
-      llvm::SMRange(start, previousEnd()), kind, std::move(domain),
+      llvm::SMRange(start, previousEnd()), *aggregation, std::move(domain),
       std::move(temperature), std::move(body));
 }
 
@@ -880,6 +867,12 @@ ExprPtr Parser::parsePrimary() {
   }
   case TokenKind::identifier: {
     llvm::StringRef name = token.getSpelling();
+    // A plugin's aggregation: `sparsemax(p: N) e`.
+    if (lexer.peekToken(0).is(TokenKind::l_paren) &&
+        lexer.peekToken(1).is(TokenKind::identifier) &&
+        lexer.peekToken(2).is(TokenKind::colon) &&
+        plugin::getAggregationTable().lookup(name))
+      return parseReduction();
     llvm::SMRange range = token.getRange();
     consumeToken();
     if (token.is(TokenKind::l_paren))

@@ -154,7 +154,11 @@ int energy_session_set(energy_session *session, const char *name,
       return result(Status::error(std::string(function) + ": tensor '" + name +
                                   "': invalid shape " +
                                   Tensor::shapeText(dims)));
-    Tensor value(*type, dims);
+    Expected<Tensor> allocated = Tensor::allocate(*type, dims);
+    if (!allocated)
+      return result(allocated.status().withContext(std::string(function) +
+                                                   ": tensor '" + name + "'"));
+    Tensor &value = *allocated;
     if (value.byteSize()) {
       if (!data)
         return result(nullArgument(function, "data"));

@@ -49,37 +49,45 @@ Expected<Tensor> energy::initialValue(DType dtype,
                                       const std::string &name,
                                       const std::optional<InitSpec> &init,
                                       std::optional<uint64_t> seed) {
-  Tensor value(dtype, shape);
-  int64_t count = value.elementCount();
-  RandomStream stream = RandomStream::forTensor(seed.value_or(0), name);
-  if (!init) {
-    if (!seed)
-      return Status::error("tensor '" + name +
-                           "' has no value: bind it or give an initialiser/"
-                           "--init random:SEED");
-    double scale =
-        1.0 / std::sqrt(static_cast<double>(shape.empty() ? 1 : shape.back()));
-    for (int64_t i = 0; i < count; ++i)
-      value.set(i, scale * stream.nextNormal());
-    return value;
-  }
-  if (init->args.size() != initArgumentCount(init->kind))
+  if (!init && !seed)
+    return Status::error("tensor '" + name +
+                         "' has no value: bind it or give an initialiser/"
+                         "--init random:SEED");
+  if (init && init->args.size() != initArgumentCount(init->kind))
     return Status::error("tensor '" + name + "': initialiser " +
                          std::string(initKindName(init->kind)) + " takes " +
                          std::to_string(initArgumentCount(init->kind)) +
                          " arguments, not " +
                          std::to_string(init->args.size()));
+  if (init && init->kind == InitKind::Eye && shape.empty())
+    return Status::error("tensor '" + name +
+                         "': initialiser eye needs at least one axis");
+  if (init && init->kind == InitKind::Copy)
+    return Status::error("tensor '" + name + "' is a copy of '" + init->source +
+                         "': its value comes from that tensor, not from an "
+                         "initialiser");
+  Expected<Tensor> allocated = Tensor::allocate(dtype, shape);
+  if (!allocated)
+    return allocated.status().withContext("tensor '" + name + "'");
+  Tensor &value = *allocated;
+  int64_t count = value.elementCount();
+  RandomStream stream = RandomStream::forTensor(seed.value_or(0), name);
+  if (!init) {
+    double scale =
+        1.0 / std::sqrt(static_cast<double>(shape.empty() ? 1 : shape.back()));
+    for (int64_t i = 0; i < count; ++i)
+      value.set(i, scale * stream.nextNormal());
+    return allocated;
+  }
   switch (init->kind) {
   case InitKind::Zeros:
+  case InitKind::Copy:
     break;
   case InitKind::Ones:
     for (int64_t i = 0; i < count; ++i)
       value.set(i, 1.0);
     break;
   case InitKind::Eye: {
-    if (shape.empty())
-      return Status::error("tensor '" + name +
-                           "': initialiser eye needs at least one axis");
     int64_t n = shape.back();
     for (int64_t i = 0; i < count; ++i)
       value.set(i, (i % n) == ((i / n) % n) ? 1.0 : 0.0);
@@ -94,10 +102,6 @@ Expected<Tensor> energy::initialValue(DType dtype,
       value.set(i, init->args[0] +
                        (init->args[1] - init->args[0]) * stream.nextUniform());
     break;
-  case InitKind::Copy:
-    return Status::error("tensor '" + name + "' is a copy of '" + init->source +
-                         "': its value comes from that tensor, not from an "
-                         "initialiser");
   }
-  return value;
+  return allocated;
 }

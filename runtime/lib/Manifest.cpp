@@ -547,6 +547,37 @@ static Status readTarget(const Value &root, Manifest &manifest) {
 }
 
 /// An object mapping names to kernel symbols.
+/// `plugins`: [{name, version, library, symbols: [...]}], optional.
+static Status readPlugins(const Value &root, Manifest &manifest) {
+  Expected<const Value *> list =
+      field(root, "", "plugins", Kind::Array, true, true);
+  if (!list || !*list)
+    return list ? Status::success() : list.status();
+  for (size_t i = 0; i < (*list)->elements().size(); ++i) {
+    const Value &entry = (*list)->elements()[i];
+    std::string where = "plugins[" + std::to_string(i) + "]";
+    if (!entry.is(Kind::Object))
+      return wrongKind(where, "an object", entry);
+    ManifestPlugin plugin;
+    for (auto [key, out] : {std::pair{"name", &plugin.name},
+                            std::pair{"version", &plugin.version},
+                            std::pair{"library", &plugin.library}})
+      if (Status status = readString(entry, where, key, *out); !status)
+        return status;
+    Expected<const Value *> symbols =
+        field(entry, where, "symbols", Kind::Array);
+    if (!symbols)
+      return symbols.status();
+    for (const Value &symbol : (*symbols)->elements()) {
+      if (!symbol.is(Kind::String))
+        return wrongKind(where + ": symbols", "strings", symbol);
+      plugin.symbols.push_back(symbol.string());
+    }
+    manifest.plugins.push_back(std::move(plugin));
+  }
+  return Status::success();
+}
+
 static Status readKernelMap(const Value &kernels, const std::string &key,
                             std::map<std::string, std::string> &out) {
   Expected<const Value *> map = field(kernels, "kernels", key, Kind::Object);
@@ -756,6 +787,8 @@ Expected<Manifest> Manifest::parse(std::string_view text) {
   if (!kernels)
     return kernels.status();
   if (Status status = readKernels(**kernels, manifest); !status)
+    return status;
+  if (Status status = readPlugins(root, manifest); !status)
     return status;
   Expected<const Value *> dynamics =
       field(root, "", "dynamics", Kind::Object, true, true);

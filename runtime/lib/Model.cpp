@@ -70,6 +70,11 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
         !status)
       return status.withContext(label);
 
+  // Before any kernel can run: the plugins' code the kernels call.
+  if (Status status = detail::bindPluginCode(*manifest, lookup, label);
+      !status)
+    return status;
+
   auto state = std::make_shared<ModelState>();
   state->label = std::move(label);
   state->keepAlive = std::move(keepAlive);

@@ -11,6 +11,8 @@
 
 #include "energy/Runtime/ArtifactABI.h"
 #include "energy/Runtime/Manifest.h"
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Status.h"
 
 #include <map>
 #include <memory>
@@ -42,6 +44,13 @@ struct ModelState {
   Kernel until;
   energy_set_threads_fn setThreads = nullptr;
 };
+
+/// Opens the run-time library of each plugin `manifest` names and fills the
+/// artifact's slots (found with `lookup`) for its symbols; an error naming
+/// the plugin when one cannot be had (PluginCode.cpp).
+Status bindPluginCode(const Manifest &manifest,
+                      const Model::SymbolLookup &lookup,
+                      const std::string &label);
 
 } // namespace energy::detail
 

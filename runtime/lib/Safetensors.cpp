@@ -4,6 +4,7 @@
 // JSON and every tensor entry in it, the entries against the size of the
 // data section and against each other, and only then reads the data, so that
 // nothing is allocated for a tensor whose bytes the file does not hold. The
+// same reader serves files and bytes in memory (a ByteSource each). The
 // writer builds the header in memory, then streams header and data into a
 // temporary file that is renamed over the path at the end.
 //
@@ -222,26 +223,54 @@ static Status checkLayout(const std::vector<TensorEntry> &entries,
   return Status::success();
 }
 
-static Status readContents(const std::string &path,
-                           SafetensorsContents &contents) {
-  std::error_code error;
-  fs::file_status fileStatus = fs::status(path, error);
-  if (error)
-    return Status::error("cannot read: " + error.message());
-  if (!fs::is_regular_file(fileStatus))
-    return Status::error("not a regular file");
-  uint64_t fileBytes = fs::file_size(path, error);
-  if (error)
-    return Status::error("cannot read: " + error.message());
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::error("cannot open for reading");
+namespace {
+/// Where the bytes of a safetensors file come from: the file, or memory.
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  /// The number of bytes.
+  virtual uint64_t size() const = 0;
+  /// Copies `count` bytes from `offset` (both within size()) to `out`.
+  virtual bool read(uint64_t offset, void *out, size_t count) = 0;
+};
 
+class FileSource : public ByteSource {
+public:
+  FileSource(std::ifstream &file, uint64_t bytes) : file(file), bytes(bytes) {}
+  uint64_t size() const override { return bytes; }
+  bool read(uint64_t offset, void *out, size_t count) override {
+    file.seekg(static_cast<std::streamoff>(offset));
+    return static_cast<bool>(file.read(static_cast<char *>(out),
+                                       static_cast<std::streamsize>(count)));
+  }
+
+private:
+  std::ifstream &file;
+  uint64_t bytes;
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(std::string_view bytes) : bytes(bytes) {}
+  uint64_t size() const override { return bytes.size(); }
+  bool read(uint64_t offset, void *out, size_t count) override {
+    if (count)
+      std::memcpy(out, bytes.data() + offset, count);
+    return true;
+  }
+
+private:
+  std::string_view bytes;
+};
+} // namespace
+
+static Status readContents(ByteSource &source, SafetensorsContents &contents) {
+  uint64_t fileBytes = source.size();
   if (fileBytes < 8)
     return Status::error("the file is " + std::to_string(fileBytes) +
                          " bytes long, too short for the 8-byte header length");
   unsigned char lengthBytes[8];
-  if (!file.read(reinterpret_cast<char *>(lengthBytes), 8))
+  if (!source.read(0, lengthBytes, 8))
     return Status::error("reading the header length failed");
   uint64_t headerBytes = 0;
   for (int i = 0; i < 8; ++i)
@@ -256,7 +285,7 @@ static Status readContents(const std::string &path,
                          " exceeds the " + std::to_string(fileBytes - 8) +
                          " bytes after it: the file is truncated or corrupt");
   std::string headerText(headerBytes, '\0');
-  if (!file.read(headerText.data(), static_cast<std::streamsize>(headerBytes)))
+  if (!source.read(8, headerText.data(), headerBytes))
     return Status::error("reading the header failed");
 
   std::vector<TensorEntry> entries;
@@ -268,21 +297,48 @@ static Status readContents(const std::string &path,
     return status;
 
   for (TensorEntry &entry : entries) {
-    Tensor tensor(entry.dtype, entry.shape);
-    file.seekg(static_cast<std::streamoff>(dataStart + entry.begin));
-    if (!file.read(reinterpret_cast<char *>(tensor.data()),
-                   static_cast<std::streamsize>(tensor.byteSize())))
-      return Status::error(tensorLabel(entry.name) +
-                           ": reading the data failed");
-    contents.tensors.emplace(std::move(entry.name), std::move(tensor));
+    std::string label = tensorLabel(entry.name);
+    Expected<Tensor> tensor = Tensor::allocate(entry.dtype, entry.shape);
+    if (!tensor)
+      return tensor.status().withContext(label);
+    if (!source.read(dataStart + entry.begin, tensor->data(),
+                     tensor->byteSize()))
+      return Status::error(label + ": reading the data failed");
+    contents.tensors.emplace(std::move(entry.name), std::move(*tensor));
   }
   return Status::success();
 }
 
+/// Opens the file at `path` and reads it.
+static Status readFile(const std::string &path, SafetensorsContents &contents) {
+  std::error_code error;
+  fs::file_status fileStatus = fs::status(path, error);
+  if (error)
+    return Status::error("cannot read: " + error.message());
+  if (!fs::is_regular_file(fileStatus))
+    return Status::error("not a regular file");
+  uint64_t fileBytes = fs::file_size(path, error);
+  if (error)
+    return Status::error("cannot read: " + error.message());
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::error("cannot open for reading");
+  FileSource source(file, fileBytes);
+  return readContents(source, contents);
+}
+
 Expected<SafetensorsContents> energy::readSafetensors(const std::string &path) {
   SafetensorsContents contents;
-  if (Status status = readContents(path, contents); !status)
+  if (Status status = readFile(path, contents); !status)
     return status.withContext(path);
+  return contents;
+}
+
+Expected<SafetensorsContents> energy::parseSafetensors(std::string_view bytes) {
+  SafetensorsContents contents;
+  MemorySource source(bytes);
+  if (Status status = readContents(source, contents); !status)
+    return status;
   return contents;
 }
 

@@ -26,6 +26,20 @@ static std::string nameList(const std::vector<std::string> &names) {
   return text;
 }
 
+/// How a buffer is named in messages: "tensor 'x'", "gradient 'grad.x'",
+/// "output 'y'".
+static std::string bufferLabel(const ManifestBuffer &buffer) {
+  switch (buffer.kind) {
+  case BufferKind::Tensor:
+    return "tensor '" + buffer.name + "'";
+  case BufferKind::Gradient:
+    return "gradient '" + buffer.name + "'";
+  case BufferKind::Output:
+    return "output '" + buffer.name + "'";
+  }
+  return "buffer '" + buffer.name + "'";
+}
+
 /// The message for kernel return code `code`.
 static std::string kernelFailure(int32_t code) {
   switch (code) {
@@ -78,6 +92,7 @@ Expected<Session> Session::create(const Model &model,
   }
   session.givenDims = options.dims;
   session.seed = options.seed;
+  session.memoryLimit = options.memoryLimit;
   for (const ManifestConst &constant : manifest.consts)
     session.consts.push_back(constant.value);
   for (const auto &[name, value] : options.consts) {
@@ -183,6 +198,38 @@ Status Session::resolveDims(std::vector<int64_t> &values) const {
   return Status::success();
 }
 
+Status
+Session::checkMemory(const std::vector<std::vector<int64_t>> &shapes) const {
+  const Manifest &manifest = owner.manifest();
+  uint64_t limit = memoryLimit.value_or(machineMemoryBytes());
+  std::string limitText = (memoryLimit ? "the session's memory limit, "
+                                       : "the memory this machine has, ") +
+                          byteCountText(limit);
+  size_t elementSize = dtypeSize(manifest.dtype);
+  uint64_t total = 0;
+  for (size_t i = 0; i < manifest.buffers.size(); ++i) {
+    const ManifestBuffer &buffer = manifest.buffers[i];
+    std::string where = bufferLabel(buffer) + " " + buffer.shapeText();
+    std::optional<int64_t> elements =
+        checkedElementCount(shapes[i], elementSize);
+    if (!elements)
+      return allocationBytes(manifest.dtype, shapes[i])
+          .status()
+          .withContext(where);
+    uint64_t bytes = static_cast<uint64_t>(*elements) * elementSize;
+    if (bytes > limit - total)
+      return Status::error(
+          where + ": " + cannotAllocateText(manifest.dtype, shapes[i], bytes) +
+          ": " +
+          (total ? "with the " + byteCountText(total) +
+                       " of the buffers before it, more than "
+                 : "more than ") +
+          limitText);
+    total += bytes;
+  }
+  return Status::success();
+}
+
 Status Session::prepare() {
   if (prepared)
     return Status::success();
@@ -208,9 +255,6 @@ Status Session::prepare() {
         return Status::error(where + " is negative: " + std::to_string(*size));
       shape.push_back(*size);
     }
-    if (!checkedElementCount(shape, dtypeSize(manifest.dtype)))
-      return Status::error("buffer '" + buffer.name + "': shape " +
-                           Tensor::shapeText(shape) + " is too large");
     auto value = bound.find(buffer.name);
     if (value != bound.end() && value->second.shape() != shape)
       return Status::error("tensor '" + buffer.name + "' is declared " +
@@ -219,13 +263,19 @@ Status Session::prepare() {
                            value->second.shapeString());
     newShapes.push_back(std::move(shape));
   }
+  if (Status status = checkMemory(newShapes); !status)
+    return status;
 
   // Every buffer but the copies, which wait for their sources.
   std::vector<std::optional<Tensor>> values(manifest.buffers.size());
   for (size_t i = 0; i < manifest.buffers.size(); ++i) {
     const ManifestBuffer &buffer = manifest.buffers[i];
     if (buffer.kind != BufferKind::Tensor) {
-      values[i] = Tensor(manifest.dtype, newShapes[i]);
+      Expected<Tensor> value = Tensor::allocate(manifest.dtype, newShapes[i]);
+      if (!value)
+        return value.status().withContext(bufferLabel(buffer) + " " +
+                                          buffer.shapeText());
+      values[i] = std::move(*value);
     } else if (auto value = bound.find(buffer.name); value != bound.end()) {
       values[i] = value->second;
     } else if (!buffer.init || buffer.init->kind != InitKind::Copy) {

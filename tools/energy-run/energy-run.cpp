@@ -24,6 +24,7 @@
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Model.h"
+#include "energy/Runtime/ModelFile.h"
 #include "energy/Runtime/Random.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
@@ -570,16 +571,11 @@ int printManifestOf(const ::energy::Model &model) {
   return 0;
 }
 
-/// Parses and checks `sourceMgr`'s main buffer and emits its model; null
-/// after reporting errors.
+/// The model of `sourceMgr`'s main buffer; null after reporting errors.
 OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
-  std::unique_ptr<fe::Model> ast =
-      fe::parseAndCheck(sourceMgr, sourceMgr.getMainFileID(), diagnostics,
-                        ::energy::plugin::getOptimizerTable());
-  if (!ast || diagnostics.hasErrors())
-    return nullptr;
-  return fe::emitEnergyDialect(context, *ast, sourceMgr);
+  return fe::emitSource(context, sourceMgr, sourceMgr.getMainFileID(),
+                        diagnostics);
 }
 
 /// Runs a compiled model through the runtime library.
@@ -816,9 +812,15 @@ int main(int argc, char **argv) {
     inputs.tensors.erase(it);
   }
 
-  // The source: the .energy file, or the one an artifact embeds.
+  // The source: the .energy file, or the one an artifact embeds. A file
+  // that is neither is refused in one line, before it is loaded or parsed.
+  ::energy::Expected<::energy::ModelFileKind> kind =
+      ::energy::identifyModelFile(
+          modelFile, ::energy::AcceptedModelFiles::SourceOrArtifact);
+  if (!kind)
+    return fail(kind.message());
   SourceMgr sourceMgr;
-  bool isArtifact = StringRef(modelFile).ends_with(".so");
+  bool isArtifact = *kind == ::energy::ModelFileKind::Artifact;
   std::optional<::energy::Model> artifact;
   if (isArtifact) {
     ::energy::Expected<::energy::Model> loaded =

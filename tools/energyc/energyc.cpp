@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/BackendRegistry.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
@@ -19,6 +20,7 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
+#include "energy/Runtime/ModelFile.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -82,6 +84,12 @@ cl::opt<std::string>
                  "CPU features the code may use"),
         cl::value_desc("native|x86-64-v2|x86-64-v3|x86-64-v4"),
         cl::init("native"), cl::cat(energycOptions));
+cl::opt<std::string>
+    backendName("target",
+                cl::desc("The backend that writes the artifact (default "
+                         "cpu); plugins may register more"),
+                cl::value_desc("name"), cl::init("cpu"),
+                cl::cat(energycOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Set a dim's default"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(energycOptions));
@@ -189,16 +197,21 @@ int main(int argc, char **argv) {
           std::vector<std::string>(plugins.begin(), plugins.end())))
     return fail(toString(std::move(error)));
 
+  // A compiled artifact, a safetensors file, an empty file: one line that
+  // says what the file is, not the parser's view of its bytes.
+  ::energy::Expected<::energy::ModelFileKind> kind =
+      ::energy::identifyModelFile(inputFile,
+                                  ::energy::AcceptedModelFiles::Source);
+  if (!kind)
+    return fail(kind.message());
+
   SourceMgr sourceMgr;
   fe::DiagnosticEngine diagnostics(sourceMgr);
   std::string readError;
-  std::unique_ptr<fe::Model> model =
-      fe::parseAndCheckFile(inputFile, sourceMgr, diagnostics,
-                            ::energy::plugin::getOptimizerTable(), readError);
-  if (!readError.empty())
+  std::optional<unsigned> buffer =
+      fe::readSourceFile(inputFile, sourceMgr, readError);
+  if (!buffer)
     return fail(readError);
-  if (!model)
-    return 1;
 
   if (dtype != "f32" && dtype != "f64")
     return fail("--dtype " + dtype + ": expected f32 or f64");
@@ -207,18 +220,27 @@ int main(int argc, char **argv) {
       mlir::energy::resolveArtifactTarget(cpu, targetError);
   if (mlir::failed(target))
     return fail(targetError);
+  const mlir::energy::Backend *backend =
+      mlir::energy::getBackendRegistry().lookup(backendName);
+  if (!backend)
+    return fail("--target " + backendName + ": unknown backend (known: " +
+                mlir::energy::getBackendRegistry().names() + ")");
+  if (emitKind == EmitKind::Llvm && backendName != "cpu")
+    return fail("--emit=llvm shows the cpu backend's code only");
   std::string text;
   raw_string_ostream os(text);
   if (emitKind == EmitKind::Ast) {
+    std::unique_ptr<fe::Model> model =
+        fe::parseAndCheck(sourceMgr, *buffer, diagnostics);
+    if (!model || diagnostics.hasErrors())
+      return 1;
     printAst(*model, os);
   } else {
     mlir::MLIRContext context;
-    context
-        .loadDialect<mlir::energy::EnergyDialect, mlir::arith::ArithDialect>();
     context.printOpOnDiagnostic(false);
     mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
     mlir::OwningOpRef<mlir::ModuleOp> module =
-        fe::emitEnergyDialect(context, *model, sourceMgr);
+        fe::emitSource(context, sourceMgr, *buffer, diagnostics);
     if (!module || mlir::failed(applyDimValues(*module)))
       return 1;
     if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update ||
@@ -256,20 +278,19 @@ int main(int argc, char **argv) {
       options.sourceName = inputFile;
       options.sourceText =
           sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
-      mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
-          mlir::energy::compileToArtifactModule(*module, options);
-      if (mlir::failed(artifact))
-        return 1;
       if (emitKind == EmitKind::Lib) {
         std::string path = outputFile;
         if (path == "-")
           path = (sys::path::stem(inputFile) + ".so").str();
         std::string error;
-        if (mlir::failed(mlir::energy::writeSharedLibrary(
-                **artifact, options.target, path, error)))
-          return fail(error);
+        if (mlir::failed(backend->writeArtifact(*module, options, path, error)))
+          return error.empty() ? 1 : fail(error);
         return 0;
       }
+      mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
+          mlir::energy::compileToArtifactModule(*module, options);
+      if (mlir::failed(artifact))
+        return 1;
       LLVMContext llvmContext;
       std::unique_ptr<Module> llvmModule =
           mlir::energy::translateArtifact(**artifact, llvmContext);

@@ -296,6 +296,8 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
       })
       .Case<SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp>(
           [&](Operation *) { return emitRows(op, operandAt(0), type); })
+      .Case<ApplyOp, SimilarityOp, SimilarityGradientOp, AggregateOp,
+            AggregateWeightsOp>([&](Operation *) { return emitPluginOp(op); })
       .Case<LogDetOp, InverseOp>([&](Operation *) {
         return emitSupportCall(op, operandAt(0), operandType(0));
       })

@@ -324,6 +324,14 @@ private:
   Value unary(Operation *op, Value x);
   FailureOr<Lowered> emitMatmul(MatmulOp matmul);
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
+  /// A plugin's function or aggregation (PluginCalls.cpp): a call of its
+  /// run-time code through the artifact's pointer slot.
+  FailureOr<Lowered> emitPluginOp(Operation *op);
+  Value callPluginCode(StringRef symbol, Type result, ValueRange arguments);
+  /// `value` as doubles: itself in f64 kernels, a converted copy in f32.
+  Value asDoubles(Lowered value, Value count);
+  /// Doubles back as the kernel's elements (in place in f64 kernels).
+  Value fromDoubles(Value doubles, Value count);
   FailureOr<Lowered> emitSupportCall(Operation *op, Lowered operand,
                                      ArrayType operandType);
 

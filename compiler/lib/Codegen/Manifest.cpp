@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/IR/AffineExpr.h"
@@ -90,6 +91,51 @@ json::Object targetOf(const ArtifactTarget &target) {
   return json::Object{{"arch", target.arch},
                       {"cpu", target.cpu},
                       {"features", std::move(features)}};
+}
+
+/// The plugins whose run-time code the model calls: name, version, library
+/// and the symbols whose slots the runtime fills.
+json::Array pluginsOf(ModelOp model) {
+  namespace plugin = ::energy::plugin;
+  std::vector<const plugin::RuntimeCode *> used;
+  auto use = [&](const plugin::RuntimeCode &code) {
+    if (!llvm::is_contained(used, &code))
+      used.push_back(&code);
+  };
+  const plugin::FunctionTable &functions = plugin::getFunctionTable();
+  const plugin::AggregationTable &aggregations = plugin::getAggregationTable();
+  model.walk([&](Operation *op) {
+    if (auto apply = dyn_cast<ApplyOp>(op))
+      use(functions.lookup(apply.getFunction())->code);
+    else if (auto similarity = dyn_cast<SimilarityOp>(op))
+      use(functions.lookup(similarity.getFunction())->code);
+    else if (auto gradient = dyn_cast<SimilarityGradientOp>(op))
+      use(functions.lookup(gradient.getFunction())->code);
+    else if (auto aggregate = dyn_cast<AggregateOp>(op))
+      use(aggregations.lookup(aggregate.getAggregation())->code);
+    else if (auto weights = dyn_cast<AggregateWeightsOp>(op))
+      use(aggregations.lookup(weights.getAggregation())->code);
+    else if (auto reduce = dyn_cast<ReduceOp>(op);
+             reduce && reduce.getAggregation())
+      use(aggregations.lookup(*reduce.getAggregation())->code);
+  });
+  json::Array plugins;
+  for (const plugin::RuntimeCode *code : used) {
+    auto same = llvm::find_if(plugins, [&](const json::Value &entry) {
+      return *entry.getAsObject()->getString("name") == code->plugin;
+    });
+    if (same == plugins.end()) {
+      plugins.push_back(json::Object{{"name", code->plugin},
+                                     {"version", code->version},
+                                     {"library", code->library},
+                                     {"symbols", json::Array()}});
+      same = std::prev(plugins.end());
+    }
+    json::Array &symbols = *same->getAsObject()->getArray("symbols");
+    for (const std::string &symbol : code->symbols)
+      symbols.push_back(symbol);
+  }
+  return plugins;
 }
 
 } // namespace
@@ -179,6 +225,7 @@ std::string mlir::energy::buildManifest(ModelOp model,
                         {"consts", std::move(consts)},
                         {"buffers", std::move(buffers)},
                         {"kernels", std::move(kernels)},
+                        {"plugins", pluginsOf(model)},
                         {"dynamics", std::move(dynamics)}};
   return llvm::formatv("{0}", json::Value(std::move(manifest))).str();
 }

@@ -10,6 +10,9 @@
 
 #include "InterpreterInternals.h"
 #include "energy/Interpreter/ArrayMath.h"
+#include "energy/Plugin/FunctionTable.h"
+#include "energy/Plugin/RuntimeCode.h"
+#include "energy/Runtime/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -21,6 +24,7 @@
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::interpreter;
+namespace plugin = ::energy::plugin;
 
 /// Calls `visit` at every position of the box [0, sizes) in row-major order
 /// (first index outermost); stops at the first failure.
@@ -52,7 +56,38 @@ Value interpreter::yieldedValue(Region &region) {
   return yield.getValues().front();
 }
 
+LogicalResult interpreter::checkAllocation(Operation *op,
+                                           ArrayRef<int64_t> shape,
+                                           const Twine &what) {
+  ::energy::Expected<uint64_t> bytes = ::energy::allocationBytes(
+      ::energy::DType::F64, std::vector<int64_t>(shape.begin(), shape.end()));
+  if (bytes)
+    return success();
+  InFlightDiagnostic diagnostic = op->emitError();
+  if (!what.isTriviallyEmpty())
+    diagnostic << what << ": ";
+  return diagnostic << bytes.message();
+}
+
 namespace {
+/// The run-time code of a plugin's function (the verifier checked that the
+/// table has it).
+const plugin::RuntimeCode &pluginCode(const plugin::FunctionInfo *function) {
+  return function->code;
+}
+
+struct AggregationCode {
+  EnergyAggregationCode value;
+  EnergyAggregationWeightsCode weights;
+};
+
+AggregationCode aggregationCode(StringRef name) {
+  const plugin::RuntimeCode &code =
+      plugin::getAggregationTable().lookup(name)->code;
+  return {reinterpret_cast<EnergyAggregationCode>(code.addresses[0]),
+          reinterpret_cast<EnergyAggregationWeightsCode>(code.addresses[1])};
+}
+
 /// Evaluates an affine expression over integer dims and symbols.
 std::optional<int64_t> evaluateAffine(AffineExpr expr,
                                       ArrayRef<int64_t> dimValues,
@@ -275,7 +310,8 @@ FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
       [&](StringRef name) -> std::optional<int64_t> { return getDim(name); });
   if (failed(value))
     return user->emitError() << "dim expression " << expr
-                             << " is not an exact integer for the bound dims";
+                             << " is not an exact integer for the bound dims "
+                                "(a division with a remainder, or overflow)";
   return value;
 }
 
@@ -307,7 +343,10 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
     return diag;
   }
   FailureOr<std::vector<int64_t>> shape = getShape(tensor.getArrayType(), user);
-  if (failed(shape))
+  if (failed(shape) ||
+      failed(checkAllocation(tensor, *shape,
+                             "tensor @" + name + " " +
+                                 tensor.getArrayType().shapeString())))
     return failure();
   Tensor value(*shape);
   switch (*init) {
@@ -484,6 +523,8 @@ FailureOr<Tensor> Interpreter::evaluateComprehension(
     return failure();
   std::vector<int64_t> shape = sizes;
   shape.insert(shape.end(), elementShape->begin(), elementShape->end());
+  if (failed(checkAllocation(user, shape)))
+    return failure();
   Tensor result(shape);
   if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
         FailureOr<Tensor> value = element(position);
@@ -789,6 +830,8 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         std::optional<int64_t> n = getDim(eye.getDim());
         if (!n)
           return unboundDim(op, eye.getDim());
+        if (failed(checkAllocation(op, {*n, *n})))
+          return failure();
         return array::diag(Tensor({*n}, 1.0));
       })
       .Case([&](PowOp pow) -> Result {
@@ -803,6 +846,9 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         if (lhs.getRank() != 2 || (rhs.getRank() != 1 && rhs.getRank() != 2) ||
             lhs.shape[1] != rhs.shape[0])
           return shapeError(op, {&lhs, &rhs});
+        if (failed(checkAllocation(
+                op, {lhs.shape[0], rhs.getRank() == 2 ? rhs.shape[1] : 1})))
+          return failure();
         return array::matmul(lhs, rhs);
       })
       .Case([&](TransposeOp) -> Result {
@@ -827,6 +873,8 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         const Tensor &lhs = operands[0], &rhs = operands[1];
         if (lhs.getRank() != 1 || rhs.getRank() != 1)
           return shapeError(op, {&lhs, &rhs});
+        if (failed(checkAllocation(op, {lhs.size(), rhs.size()})))
+          return failure();
         return array::outer(lhs, rhs);
       })
       .Case([&](ReduceElementsOp reduce) -> Result {
@@ -868,11 +916,16 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
             !std::equal(operand.shape.begin(), operand.shape.end(),
                         shape->begin()))
           return shapeError(op, {&operand});
+        if (failed(checkAllocation(op, *shape)))
+          return failure();
         return array::broadcast(operand, *shape);
       })
       .Case([&](DiagOp) -> Result {
         if (operands[0].getRank() != 1)
           return shapeError(op, {&operands[0]});
+        if (failed(
+                checkAllocation(op, {operands[0].size(), operands[0].size()})))
+          return failure();
         return array::diag(operands[0]);
       })
       .Case([&](DiagPartOp) -> Result {
@@ -889,6 +942,43 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
               "takes the log-determinant of a matrix that is not symmetric "
               "positive definite");
         return Tensor::scalar(*logDet);
+      })
+      .Case([&](ApplyOp apply) -> Result {
+        auto code = reinterpret_cast<EnergyElementwiseCode>(
+            pluginCode(plugin::getFunctionTable().lookup(apply.getFunction()))
+                .addresses[apply.getOrder()]);
+        Tensor result = operands[0];
+        for (double &value : result.data)
+          value = code(value);
+        return result;
+      })
+      .Case([&](SimilarityOp similarity) -> Result {
+        const plugin::RuntimeCode &code = pluginCode(
+            plugin::getFunctionTable().lookup(similarity.getFunction()));
+        return Tensor::scalar(reinterpret_cast<EnergySimilarityCode>(
+            code.addresses[0])(operands[0].size(), operands[0].data.data(),
+                               operands[1].data.data()));
+      })
+      .Case([&](SimilarityGradientOp gradient) -> Result {
+        const plugin::RuntimeCode &code = pluginCode(
+            plugin::getFunctionTable().lookup(gradient.getFunction()));
+        Tensor lhs = operands[0], rhs = operands[1];
+        reinterpret_cast<EnergySimilarityGradientCode>(code.addresses[1])(
+            lhs.size(), operands[0].data.data(), operands[1].data.data(),
+            lhs.data.data(), rhs.data.data());
+        return gradient.getArgument() == 0 ? lhs : rhs;
+      })
+      .Case([&](AggregateOp aggregate) -> Result {
+        return Tensor::scalar(
+            aggregationCode(aggregate.getAggregation())
+                .value(operands[0].size(), operands[0].data.data()));
+      })
+      .Case([&](AggregateWeightsOp aggregate) -> Result {
+        Tensor weights = operands[0];
+        aggregationCode(aggregate.getAggregation())
+            .weights(operands[0].size(), operands[0].data.data(),
+                     weights.data.data());
+        return weights;
       })
       .Case([&](InverseOp) -> Result {
         if (!isSquareMatrix(operands[0]))
@@ -924,7 +1014,8 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         if (failed(indices) ||
             failed(checkInRange(
                 op, *indices, *shape,
-                [](InFlightDiagnostic &diag, size_t) { diag << "embeds"; })))
+                [](InFlightDiagnostic &diag, size_t) { diag << "embeds"; })) ||
+            failed(checkAllocation(op, *shape)))
           return failure();
         Tensor result(*shape);
         if (!std::equal(value->shape.begin(), value->shape.end(),
@@ -1029,6 +1120,8 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
                                  wholeShape->begin() + domainRank);
   std::vector<int64_t> resultShape(wholeShape->begin() + indices.size(),
                                    wholeShape->end());
+  if (failed(checkAllocation(read, resultShape)))
+    return failure();
   Tensor result(resultShape);
   if (failed(forEachPosition(freeSizes, [&](ArrayRef<int64_t> position) {
         std::vector<int64_t> full = indices;
@@ -1105,6 +1198,8 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
       })))
     return failure();
 
+  if (failed(checkAllocation(reduce, *shape)))
+    return failure();
   Tensor result(*shape);
   if (values.empty())
     return result;
@@ -1129,6 +1224,10 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
       for (double &value : column)
         value /= temperature;
       out = temperature * array::logSumExp(column);
+      break;
+    case ReduceKind::custom:
+      out = aggregationCode(*reduce.getAggregation())
+                .value(column.size(), column.data());
       break;
     }
   }
@@ -1189,7 +1288,10 @@ Interpreter::evaluateGradients(GradientOp gradient) {
                                     << ", which is not a tensor of the model";
     FailureOr<std::vector<int64_t>> shape =
         getShape(tensor.getArrayType(), gradient);
-    if (failed(shape))
+    if (failed(shape) ||
+        failed(checkAllocation(gradient, *shape,
+                               "the gradient of @" + name.getValue() + " " +
+                                   tensor.getArrayType().shapeString())))
       return failure();
     buffers.try_emplace(name.getValue(), Tensor(*shape));
   }

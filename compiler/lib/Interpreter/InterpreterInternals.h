@@ -34,6 +34,11 @@ forEachPosition(ArrayRef<int64_t> sizes,
                 function_ref<LogicalResult(ArrayRef<int64_t>)> visit);
 /// The value yielded by the single block of `region`, or null.
 Value yieldedValue(Region &region);
+/// Checks, before an array of `shape` is allocated, that its doubles fit in
+/// this machine's memory (so that allocating cannot abort the process); the
+/// error, on `op`, starts with `what` when it is given ("tensor @x [N, D]").
+LogicalResult checkAllocation(Operation *op, ArrayRef<int64_t> shape,
+                              const Twine &what = {});
 } // namespace interpreter
 
 } // namespace mlir::energy

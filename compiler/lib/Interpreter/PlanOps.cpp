@@ -40,7 +40,7 @@ FailureOr<Tensor> Interpreter::evaluateTabulate(TabulateOp table,
       evaluateDomain(table.getSizes(), table);
   FailureOr<std::vector<int64_t>> shape =
       getShape(cast<ArrayType>(table.getType()), table);
-  if (failed(domain) || failed(shape))
+  if (failed(domain) || failed(shape) || failed(checkAllocation(table, *shape)))
     return failure();
   Tensor result(*shape);
   Value body = table.getBodyValue();

@@ -10,6 +10,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir::energy;
 
 Tensor::Tensor(std::vector<int64_t> shape, double fill)
@@ -18,9 +20,12 @@ Tensor::Tensor(std::vector<int64_t> shape, double fill)
 }
 
 int64_t Tensor::elementCount(llvm::ArrayRef<int64_t> shape) {
+  if (llvm::is_contained(shape, 0))
+    return 0;
   int64_t count = 1;
   for (int64_t extent : shape)
-    count *= extent;
+    if (__builtin_mul_overflow(count, extent, &count))
+      return std::numeric_limits<int64_t>::max();
   return count;
 }
 

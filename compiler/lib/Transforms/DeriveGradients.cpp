@@ -228,6 +228,15 @@ private:
                             OpBuilder &builder) {
     if (!active.contains(reduce.getBodyValue()))
       return success();
+    // A plugin's aggregation: its weights need every position's value, so
+    // they are tabulated ahead of the loop.
+    Value weights;
+    if (reduce.getKind() == ReduceKind::custom) {
+      Value table = reduce.buildValueTable(builder);
+      weights =
+          AggregateWeightsOp::create(builder, reduce.getLoc(), table.getType(),
+                                     *reduce.getAggregation(), table);
+    }
     auto loop = ForeachOp::create(builder, reduce.getLoc(), reduce.getSizes());
     IRMapping mapping;
     reduce.getPredicate().cloneInto(&loop.getPredicate(), mapping);
@@ -245,8 +254,20 @@ private:
     for (Operation &op : body)
       forward.push_back(&op);
     OpBuilder inner = OpBuilder::atBlockEnd(&body);
-    Value seed =
-        reduce.buildBodyAdjoint(inner, adjoint, reduce.getResult(), value);
+    Value seed;
+    if (weights) {
+      unsigned rank = body.getNumArguments();
+      SmallVector<AffineExpr> positions;
+      for (unsigned i = 0; i < rank; ++i)
+        positions.push_back(getAffineDimExpr(i, builder.getContext()));
+      auto map = AffineMap::get(rank, 0, positions, builder.getContext());
+      Value weight = ExtractOp::create(
+          inner, reduce.getLoc(), ArrayType::getScalar(builder.getContext()),
+          weights, AffineMapAttr::get(map), body.getArguments());
+      seed = MulOp::create(inner, reduce.getLoc(), adjoint, weight);
+    } else {
+      seed = reduce.buildBodyAdjoint(inner, adjoint, reduce.getResult(), value);
+    }
     if (!seed)
       return failure();
     return reverse(forward, value, seed, inner);

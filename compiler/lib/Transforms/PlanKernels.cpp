@@ -1,6 +1,7 @@
 //===- PlanKernels.cpp - The energy-plan-kernels pass ---------------------===//
 //
-// Runs the planning steps in order: softmax contractions, tables ahead of
+// Runs the planning steps in order: plugin aggregations as tables, softmax
+// contractions, tables ahead of
 // them (and their forms), parallel loops; then drops the lets that only the
 // parent side of a contraction read.
 //
@@ -24,11 +25,31 @@ struct PlanKernelsPass
     : public energy::impl::EnergyPlanKernelsBase<PlanKernelsPass> {
   void runOnOperation() override {
     ModelOp model = getOperation();
+    tabulateAggregations(model);
     formSoftmaxContracts(model);
     hoistContractTables(model);
     hoistLoopTables(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
+  }
+
+  /// A plugin's aggregation reads every value of its body at once: a table
+  /// of them, then `energy.aggregate`.
+  static void tabulateAggregations(ModelOp model) {
+    SmallVector<ReduceOp> custom;
+    model.walk([&](ReduceOp reduce) {
+      if (reduce.getKind() == ReduceKind::custom)
+        custom.push_back(reduce);
+    });
+    for (ReduceOp reduce : custom) {
+      OpBuilder builder(reduce);
+      Value table = reduce.buildValueTable(builder);
+      reduce.replaceAllUsesWith(
+          AggregateOp::create(builder, reduce.getLoc(), reduce.getType(),
+                              *reduce.getAggregation(), table)
+              .getResult());
+      reduce.erase();
+    }
   }
 
   /// A let energy-gather-gradients made: `@T.gather`, or `@T.gather_N` when

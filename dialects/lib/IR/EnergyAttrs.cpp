@@ -59,13 +59,18 @@ FailureOr<int64_t> DimExprAttr::evaluate(
     FailureOr<int64_t> rhs = eval(binary.getRHS());
     if (failed(lhs) || failed(rhs))
       return failure();
+    int64_t result;
     switch (binary.getKind()) {
     case AffineExprKind::Add:
-      return *lhs + *rhs;
+      if (__builtin_add_overflow(*lhs, *rhs, &result))
+        return failure();
+      return result;
     case AffineExprKind::Mul:
-      return *lhs * *rhs;
+      if (__builtin_mul_overflow(*lhs, *rhs, &result))
+        return failure();
+      return result;
     case AffineExprKind::FloorDiv:
-      if (*rhs == 0 || *lhs % *rhs != 0)
+      if (*rhs == 0 || (*lhs == INT64_MIN && *rhs == -1) || *lhs % *rhs != 0)
         return failure();
       return *lhs / *rhs;
     default:

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Plugin/FunctionTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -688,4 +689,81 @@ LogicalResult BroadcastOp::verify() {
                          << " to " << toType.shapeString()
                          << "; the operand's shape must be a proper prefix";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Plugins' functions and aggregations
+//===----------------------------------------------------------------------===//
+
+/// The plugin function `name` of `kind`, or an error on `op` saying how to
+/// make it known.
+static FailureOr<const ::energy::plugin::FunctionInfo *>
+lookupPluginFunction(Operation *op, StringRef name,
+                     ::energy::plugin::FunctionKind kind) {
+  const ::energy::plugin::FunctionInfo *function =
+      ::energy::plugin::getFunctionTable().lookup(name);
+  if (!function || function->kind != kind)
+    return op->emitOpError()
+           << "names '" << name << "', which no loaded plugin registers as "
+           << (kind == ::energy::plugin::FunctionKind::Elementwise
+                   ? "an element-wise function"
+                   : "a similarity")
+           << " (load its plugin with --plugin)";
+  return function;
+}
+
+LogicalResult ApplyOp::verify() {
+  auto function = lookupPluginFunction(
+      *this, getFunction(), ::energy::plugin::FunctionKind::Elementwise);
+  if (failed(function))
+    return failure();
+  size_t orders = (*function)->code.symbols.size();
+  if (getOrder() < 0 || static_cast<size_t>(getOrder()) >= orders)
+    return emitOpError() << "asks for derivative " << getOrder() << " of '"
+                         << getFunction()
+                         << "', whose plugin gives orders 0 to " << orders - 1;
+  return success();
+}
+
+static LogicalResult verifyVectors(Operation *op, Value vector) {
+  if (arrayTypeOf(vector).getRank() != 1)
+    return op->emitOpError()
+           << "expects vectors, found " << arrayTypeOf(vector).shapeString();
+  return success();
+}
+
+LogicalResult SimilarityOp::verify() {
+  if (failed(lookupPluginFunction(*this, getFunction(),
+                                  ::energy::plugin::FunctionKind::Similarity)))
+    return failure();
+  return verifyVectors(*this, getLhs());
+}
+
+LogicalResult SimilarityGradientOp::verify() {
+  if (failed(lookupPluginFunction(*this, getFunction(),
+                                  ::energy::plugin::FunctionKind::Similarity)))
+    return failure();
+  if (getArgument() != 0 && getArgument() != 1)
+    return emitOpError() << "argument must be 0 or 1, not " << getArgument();
+  return verifyVectors(*this, getLhs());
+}
+
+LogicalResult mlir::energy::verifyPluginAggregation(Operation *op,
+                                                    StringRef name) {
+  const ::energy::plugin::AggregationInfo *aggregation =
+      ::energy::plugin::getAggregationTable().lookup(name);
+  if (!aggregation ||
+      aggregation->kind != ::energy::plugin::AggregationKind::Plugin)
+    return op->emitOpError() << "names aggregation '" << name
+                             << "', which no loaded plugin registers (load "
+                                "its plugin with --plugin)";
+  return success();
+}
+
+LogicalResult AggregateOp::verify() {
+  return verifyPluginAggregation(*this, getAggregation());
+}
+
+LogicalResult AggregateWeightsOp::verify() {
+  return verifyPluginAggregation(*this, getAggregation());
 }

@@ -9,6 +9,7 @@
 #include "OpSyntax.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -593,8 +594,9 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   std::optional<ReduceKind> kind = symbolizeReduceKind(kindName);
   if (!kind)
-    return parser.emitError(kindLoc) << "unknown reduction '" << kindName
-                                     << "'; expected sum, mean, max or lse";
+    return parser.emitError(kindLoc)
+           << "unknown reduction '" << kindName
+           << "'; expected sum, mean, max, lse or custom";
   result.addAttribute("kind", ReduceKindAttr::get(context, *kind));
   if (succeeded(parser.parseOptionalKeyword("parallel")))
     result.addAttribute("parallel", UnitAttr::get(context));
@@ -644,11 +646,36 @@ LogicalResult ReduceOp::verifyRegions() {
   if (getTemperature() && getKind() != ReduceKind::lse)
     return emitOpError() << "takes a temperature only as 'lse', not as '"
                          << stringifyReduceKind(getKind()) << "'";
+  if ((getKind() == ReduceKind::custom) != getAggregation().has_value())
+    return emitOpError("names an aggregation exactly when it is 'custom'");
+  if (getKind() == ReduceKind::custom) {
+    if (hasPredicate())
+      return emitOpError("of a plugin's aggregation takes no predicate");
+    if (!cast<ArrayType>(getType()).isScalar())
+      return emitOpError("of a plugin's aggregation yields a scalar");
+    for (auto size : getSizes().getAsRange<DimExprAttr>())
+      if (!size.getDimName())
+        return emitOpError("of a plugin's aggregation ranges over dims, not ")
+               << size;
+    if (failed(verifyPluginAggregation(*this, *getAggregation())))
+      return failure();
+  }
   if (hasPredicate() &&
       failed(verifyBody(*this, getPredicate(), rank,
                         {IntegerType::get(getContext(), 1)}, "predicate")))
     return failure();
   return verifyBody(*this, getBody(), rank, {getType()}, "body");
+}
+
+Value ReduceOp::buildValueTable(OpBuilder &builder) {
+  SmallVector<StringAttr> dims;
+  for (auto size : getSizes().getAsRange<DimExprAttr>())
+    dims.push_back(builder.getStringAttr(*size.getDimName()));
+  auto table = TabulateOp::create(
+      builder, getLoc(), ArrayType::get(getContext(), dims), getSizes());
+  IRMapping mapping;
+  getBody().cloneInto(&table.getBody(), mapping);
+  return table;
 }
 
 LogicalResult ReduceOp::verifySymbolUses(SymbolTableCollection &tables) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Plugin/FunctionTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -676,6 +677,12 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
   case ReduceKind::max:
     emitOpError("'max' over an index domain has no derivative rule");
     return {};
+  case ReduceKind::custom:
+    // The weights depend on every position's value: derive-gradients
+    // tabulates them ahead of the loop (buildCustomWeights).
+    emitOpError("a plugin aggregation's body adjoint needs its weights "
+                "tabulated ahead of the loop");
+    return {};
   }
   llvm_unreachable("unknown reduction kind");
 }
@@ -689,5 +696,42 @@ LogicalResult SelectOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
   operandAdjoints.assign(
       {Value(), SelectOp::create(builder, getLoc(), getCondition(), g, zero),
        SelectOp::create(builder, getLoc(), getCondition(), zero, g)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Plugins' functions: their derivatives are run-time code too
+//===----------------------------------------------------------------------===//
+
+bool ApplyOp::hasDerivativeRule() {
+  const ::energy::plugin::FunctionInfo *function =
+      ::energy::plugin::getFunctionTable().lookup(getFunction());
+  return function &&
+         static_cast<size_t>(getOrder()) + 1 < function->code.symbols.size();
+}
+
+// d f^(k)(x) = f^(k+1)(x) dx
+LogicalResult ApplyOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                                     SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  Value derivative =
+      ApplyOp::create(builder, getLoc(), getType(), getFunctionAttr(),
+                      builder.getI64IntegerAttr(getOrder() + 1), getOperand());
+  operandAdjoints.assign({e.mul(adjoints[0], derivative)});
+  return success();
+}
+
+// d s(a, b) = ∇_a s · da + ∇_b s · db
+LogicalResult
+SimilarityOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
+                            SmallVectorImpl<Value> &operandAdjoints) {
+  ExprBuilder e(builder, getLoc());
+  auto gradient = [&](int64_t argument) {
+    return SimilarityGradientOp::create(
+        builder, getLoc(), getLhs().getType(), getFunctionAttr(),
+        builder.getI64IntegerAttr(argument), getLhs(), getRhs());
+  };
+  operandAdjoints.assign(
+      {e.mul(adjoints[0], gradient(0)), e.mul(adjoints[0], gradient(1))});
   return success();
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Frontend/EmitEnergyDialect.h"
+#include "energy/Frontend/Frontend.h"
 #include "energy/Frontend/OptimizerTable.h"
 
 #include "energy/IR/EnergyDialect.h"
@@ -615,7 +616,8 @@ private:
 
   Value emitReduction(const ReductionExpr &reduction) {
     static constexpr ReduceKind kinds[] = {ReduceKind::sum, ReduceKind::mean,
-                                           ReduceKind::max, ReduceKind::lse};
+                                           ReduceKind::max, ReduceKind::lse,
+                                           ReduceKind::custom};
     Location where = loc(reduction);
     const IndexDomain &domain = reduction.getDomain();
     SmallVector<Attribute> sizes;
@@ -633,6 +635,8 @@ private:
         ReduceOp::create(builder, where, typeOf(reduction.getShape()),
                          kinds[static_cast<int>(reduction.getReductionKind())],
                          builder.getArrayAttr(sizes), temperature);
+    if (reduction.getReductionKind() == ReductionKind::Plugin)
+      op.setAggregation(reduction.getAggregation().name);
     OpBuilder::InsertionGuard guard(builder);
     if (domain.predicate) {
       builder.setInsertionPointToStart(bindIndices(op.getPredicate(), domain));
@@ -690,6 +694,12 @@ private:
     }
     Value x = operands[0];
     Type type = x.getType();
+    StringAttr pluginName = builder.getStringAttr(builtin->name);
+    if (builtin->kind == FunctionKind::Elementwise)
+      return ApplyOp::create(builder, where, type, pluginName,
+                             builder.getI64IntegerAttr(0), x);
+    if (builtin->kind == FunctionKind::Similarity)
+      return SimilarityOp::create(builder, where, pluginName, x, operands[1]);
     auto elements = [&](ElementsKind kind) -> Value {
       return ReduceElementsOp::create(builder, where, kind, x);
     };
@@ -750,6 +760,7 @@ private:
     case BuiltinId::Inverse:
       return InverseOp::create(builder, where, x);
     case BuiltinId::Eye:
+    case BuiltinId::None:
       break;
     }
     llvm_unreachable("unknown builtin");
@@ -821,5 +832,16 @@ OwningOpRef<ModuleOp> emitEnergyDialect(MLIRContext &context,
       emitter.nodeTypes[tensor->getName()] = ArrayType::get(&context, dims);
     }
   return emitter.emit(model);
+}
+
+OwningOpRef<ModuleOp> emitSource(MLIRContext &context,
+                                 const llvm::SourceMgr &sourceMgr,
+                                 unsigned bufferId,
+                                 DiagnosticEngine &diagnostics) {
+  std::unique_ptr<Model> model =
+      parseAndCheck(sourceMgr, bufferId, diagnostics);
+  if (!model || diagnostics.hasErrors())
+    return nullptr;
+  return emitEnergyDialect(context, *model, sourceMgr);
 }
 } // namespace energy::frontend

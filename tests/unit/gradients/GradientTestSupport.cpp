@@ -50,16 +50,11 @@ compileSource(llvm::StringRef source, const std::vector<std::string> &wrt,
 
   fe::DiagnosticEngine diagnostics(compiled->sourceMgr);
   diagnostics.redirectTo(compiled->diagnosticStream);
-  std::unique_ptr<fe::Model> ast =
-      fe::parseAndCheck(compiled->sourceMgr, buffer, diagnostics);
-  if (!ast || diagnostics.hasErrors())
-    return compiled;
-
   MLIRContext &context = compiled->context;
-  context.loadDialect<EnergyDialect, arith::ArithDialect>();
   compiled->handler = std::make_unique<SourceMgrDiagnosticHandler>(
       compiled->sourceMgr, &context, compiled->diagnosticStream);
-  compiled->module = fe::emitEnergyDialect(context, *ast, compiled->sourceMgr);
+  compiled->module =
+      fe::emitSource(context, compiled->sourceMgr, buffer, diagnostics);
   if (!compiled->module)
     return compiled;
 

@@ -14,6 +14,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interfaces/DerivativeOpInterface.h"
 #include "energy/Interpreter/Interpreter.h"
+#include "energy/Plugin/FunctionTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -336,6 +337,13 @@ std::vector<RuleCase> ruleCases() {
       {"transpose", "m:N,K", "%y = energy.transpose %m : !energy.array<N, K>",
        "K, N"},
       {"dot", "a:N;b:N", "%y = energy.dot %a, %b : !energy.array<N>", ""},
+      {"plugin element-wise", "x:N",
+       "%y = energy.apply \"test_cubic\"[0] %x : !energy.array<N>", "N"},
+      {"plugin element-wise f'", "x:N",
+       "%y = energy.apply \"test_cubic\"[1] %x : !energy.array<N>", "N"},
+      {"plugin similarity", "a:N;b:N",
+       "%y = energy.similarity \"test_distance\" %a, %b : !energy.array<N>",
+       ""},
       {"quad", "v:N;m:N,N",
        "%y = energy.quad %v, %m : !energy.array<N>, !energy.array<N, N>", ""},
       {"outer", "a:N;b:K",
@@ -462,6 +470,56 @@ std::vector<RuleCase> ruleCases() {
   return cases;
 }
 
+/// A plugin's element-wise function and similarity, as run-time code
+/// linked into this test: f(x) = x³ + x and s(a, b) = −|a − b|².
+double cubic(double x) { return x * x * x + x; }
+double cubicDerivative(double x) { return 3 * x * x + 1; }
+double cubicSecondDerivative(double x) { return 6 * x; }
+double negatedSquaredDistance(int64_t n, const double *a, const double *b) {
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total -= (a[i] - b[i]) * (a[i] - b[i]);
+  return total;
+}
+void negatedSquaredDistanceGradient(int64_t n, const double *a, const double *b,
+                                    double *gradA, double *gradB) {
+  for (int64_t i = 0; i < n; ++i) {
+    gradA[i] = -2 * (a[i] - b[i]);
+    gradB[i] = -gradA[i];
+  }
+}
+
+void registerTestPluginFunctions() {
+  namespace plugin = ::energy::plugin;
+  static bool registered = false;
+  if (registered)
+    return;
+  registered = true;
+  auto code = [](std::vector<std::string> symbols,
+                 std::vector<void *> addresses) {
+    return plugin::RuntimeCode{"test", "1", "", std::move(symbols),
+                               std::move(addresses)};
+  };
+  plugin::FunctionInfo function;
+  function.name = "test_cubic";
+  function.kind = plugin::FunctionKind::Elementwise;
+  function.code = code({"cubic", "cubic_d1", "cubic_d2"},
+                       {reinterpret_cast<void *>(&cubic),
+                        reinterpret_cast<void *>(&cubicDerivative),
+                        reinterpret_cast<void *>(&cubicSecondDerivative)});
+  REQUIRE(
+      !llvm::errorToBool(plugin::getFunctionTable().add(std::move(function))));
+  plugin::FunctionInfo similarity;
+  similarity.name = "test_distance";
+  similarity.kind = plugin::FunctionKind::Similarity;
+  similarity.code =
+      code({"distance", "distance_gradient"},
+           {reinterpret_cast<void *>(&negatedSquaredDistance),
+            reinterpret_cast<void *>(&negatedSquaredDistanceGradient)});
+  REQUIRE(!llvm::errorToBool(
+      plugin::getFunctionTable().add(std::move(similarity))));
+}
+
 /// Builds and checks the rules of one case.
 void checkRuleCase(const RuleCase &rule, std::mt19937_64 &rng,
                    llvm::StringSet<> &covered) {
@@ -479,6 +537,7 @@ void checkRuleCase(const RuleCase &rule, std::mt19937_64 &rng,
 } // namespace
 
 TEST_CASE("derivative rules agree with finite differences") {
+  registerTestPluginFunctions();
   std::mt19937_64 rng(20240607);
   llvm::StringSet<> covered;
   for (const RuleCase &rule : ruleCases())

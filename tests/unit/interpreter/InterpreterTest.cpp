@@ -2,7 +2,8 @@
 //
 // The reference interpreter on small models: ops against hand-computed
 // values, the paper models' energies against direct loops, reductions'
-// domains and predicates, lets, outputs, bindings and run-time errors.
+// domains and predicates, lets, outputs, bindings and run-time errors
+// (arrays too large for memory among them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
+#include "energy/Runtime/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -450,6 +452,48 @@ TEST_CASE("errors name what is wrong") {
     %r = energy.reduce_elements sum %l : !energy.array<N>)"),
                 Bindings(indefinite).setTensor("v", Tensor({2}, {-1.0, 1.0})))
             .find("'energy.log' op produced NaN") != std::string::npos);
+}
+
+TEST_CASE("arrays beyond the machine's memory are errors, not aborts") {
+  auto errorOf = [](StringRef text, const Bindings &bindings) {
+    Model model(text);
+    CHECK(failed(model.energy(bindings)));
+    return model.diagnostics;
+  };
+  const std::string memory =
+      ::energy::byteCountText(::energy::machineMemoryBytes());
+  const char *zeros = R"(energy.model @m {
+  energy.dim @N
+  energy.dim @D = 16
+  energy.tensor @x : param [@N, @D] = zeros
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %r = energy.reduce_elements sum %x : !energy.array<N, D>
+    energy.yield %r : !energy.array<>
+  }
+})";
+  CHECK(errorOf(zeros, Bindings().setDim("N", 1'000'000'000'000))
+            .find("tensor @x [N, D]: cannot allocate 128000000000000 bytes "
+                  "(128.0 TB) for F64 [1000000000000, 16]: more than the "
+                  "memory this machine has, " +
+                  memory) != std::string::npos);
+  CHECK(errorOf(zeros, Bindings().setDim("N", 1ll << 60))
+            .find("tensor @x [N, D]: cannot allocate F64 "
+                  "[1152921504606846976, 16]: its size in bytes overflows 64 "
+                  "bits") != std::string::npos);
+  // An op whose result is larger than its operands.
+  CHECK(errorOf(R"(energy.model @m {
+  energy.dim @N
+  energy.term @e {
+    %e = energy.eye @N : !energy.array<N, N>
+    %r = energy.reduce_elements sum %e : !energy.array<N, N>
+    energy.yield %r : !energy.array<>
+  }
+})",
+                Bindings().setDim("N", 10'000'000))
+            .find("cannot allocate 800000000000000 bytes (800.0 TB) for F64 "
+                  "[10000000, 10000000]: more than the memory this machine "
+                  "has") != std::string::npos);
 }
 
 TEST_CASE("grad is not evaluable before derivation") {

@@ -2,9 +2,10 @@
 //
 // Unit tests of the reader's validation: every kind of truncated or corrupt
 // file, crafted byte by byte, gives its own message naming the file and the
-// tensor; and a fuzz-style loop over random mutations of a valid file, which
-// must each give tensors or an error (run under the sanitizers, it also
-// shows that nothing is read out of bounds).
+// tensor (and the same bytes read from memory give the same message without
+// the file's name); and a fuzz-style loop over random mutations of a valid
+// file, which must each give tensors or an error (run under the sanitizers, it
+// also shows that nothing is read out of bounds).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +23,15 @@ namespace {
 /// Writes files into a scratch directory and reads them back.
 class CorruptFileReader {
 public:
-  /// The error from reading a file holding `bytes` (empty on success).
+  /// The error from reading a file holding `bytes` (empty on success),
+  /// checked against reading them from memory.
   std::string errorOf(const std::string &bytes) {
     writeBytes(path(), bytes);
     Expected<SafetensorsContents> read = readSafetensors(path());
+    Expected<SafetensorsContents> parsed = parseSafetensors(bytes);
+    CHECK(parsed.ok() == read.ok());
+    if (!read.ok())
+      CHECK(path() + ": " + parsed.message() == read.message());
     return read.message();
   }
   /// The error from reading a file with `header` and `data`, without the
@@ -287,7 +293,10 @@ TEST_CASE("random mutations of a valid file give tensors or an error") {
     }
     writeBytes(path, bytes);
     Expected<SafetensorsContents> read = readSafetensors(path);
+    Expected<SafetensorsContents> parsed = parseSafetensors(bytes);
+    CHECK(parsed.ok() == read.ok());
     if (read.ok()) {
+      CHECK(parsed->tensors == read->tensors);
       ++accepted;
       for (const auto &[name, tensor] : read->tensors)
         CHECK(tensor.byteSize() == static_cast<size_t>(tensor.elementCount()) *

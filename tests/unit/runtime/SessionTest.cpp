@@ -262,6 +262,43 @@ TEST_CASE("non-finite values and kernel failures stop a run with a message") {
         "kernel fake_grad_x: out of memory for its scratch space");
 }
 
+TEST_CASE("buffers beyond the memory are an error naming the one that "
+          "does not fit") {
+  // x, c, x.previous and grad.x are [N], stacked [2N]; w, u [K], e [K, K].
+  const std::string machine =
+      energy::byteCountText(energy::machineMemoryBytes());
+  Session huge = sessionOf(fakeF64, {{{"N", 1'000'000'000'000}}, {}, 1});
+  CHECK(huge.energy().message() ==
+        "tensor 'x' [N]: cannot allocate 8000000000000 bytes (8.0 TB) for F64 "
+        "[1000000000000]: more than the memory this machine has, " +
+            machine);
+  // Nothing was allocated, and the session still answers.
+  CHECK(huge.dims().message() == huge.energy().message());
+
+  Session overflowing = sessionOf(fakeF64, {{{"N", 1ll << 61}}, {}, 1});
+  CHECK(overflowing.energy().message() ==
+        "tensor 'x' [N]: cannot allocate F64 [2305843009213693952]: its size "
+        "in bytes overflows 64 bits");
+
+  // 8000 bytes each for x and c, 24 for w and u, 72 for e: 16120 before
+  // x.previous.
+  SessionOptions limited{{{"N", 1000}}, {}, 1};
+  limited.memoryLimit = 20000;
+  Session small = sessionOf(fakeF64, limited);
+  CHECK(small.energy().message() ==
+        "tensor 'x.previous' [N]: cannot allocate 8000 bytes (8.0 kB) for F64 "
+        "[1000]: with the 16120 bytes (16.1 kB) of the buffers before it, "
+        "more than the session's memory limit, 20000 bytes (20.0 kB)");
+  limited.memoryLimit = 7000;
+  CHECK(sessionOf(fakeF64, limited).energy().message() ==
+        "tensor 'x' [N]: cannot allocate 8000 bytes (8.0 kB) for F64 [1000]: "
+        "more than the session's memory limit, 7000 bytes (7.0 kB)");
+  // All eight buffers: 4 * 8000 + 16000 + 2 * 24 + 72 = 48120 bytes.
+  limited.memoryLimit = 48120;
+  Expected<double> fits = sessionOf(fakeF64, limited).energy();
+  CHECK_MESSAGE(fits.ok(), fits.message());
+}
+
 TEST_CASE("a session keeps its model's code loaded") {
   std::optional<Session> session;
   {

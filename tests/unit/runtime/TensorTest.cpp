@@ -1,7 +1,8 @@
 //===- TensorTest.cpp - Dense fp32 and fp64 tensors and Status ------------===//
 //
 // Unit tests of energy::Tensor (shapes, element access, conversion,
-// equality) and of the Status and Expected error values.
+// equality, allocation that fails with a message) and of the Status and
+// Expected error values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,6 +110,57 @@ TEST_CASE("element counts that overflow are detected") {
   CHECK(checkedElementCount({1ll << 61}, 4) == std::nullopt);
   CHECK(checkedElementCount({1ll << 60}, 4) == (1ll << 60));
   CHECK(checkedElementCount({1ll << 32, 1ll << 32}, 4) == std::nullopt);
+}
+
+TEST_CASE("a copy owns its own bytes") {
+  Tensor original(DType::F32, {3});
+  original.set(1, 2.5);
+  Tensor copy = original;
+  CHECK(copy == original);
+  copy.set(1, -1.0);
+  CHECK(original.at(1) == 2.5);
+  Tensor assigned(DType::F64, {7});
+  assigned = original;
+  CHECK(assigned == original);
+  CHECK(assigned.data() != original.data());
+  Tensor moved = std::move(copy);
+  CHECK(moved.at(1) == -1.0);
+}
+
+TEST_CASE("allocate gives zeros, or an error naming the shape and bytes") {
+  Expected<Tensor> matrix = Tensor::allocate(DType::F32, {2, 3});
+  REQUIRE_MESSAGE(matrix.ok(), matrix.message());
+  CHECK(*matrix == Tensor(DType::F32, {2, 3}));
+  Expected<Tensor> empty = Tensor::allocate(DType::F64, {0, 1ll << 62});
+  REQUIRE_MESSAGE(empty.ok(), empty.message());
+  CHECK(empty->byteSize() == 0);
+  CHECK(empty->data() != nullptr);
+
+  CHECK(Tensor::allocate(DType::F32, {2, -1}).message() ==
+        "cannot allocate F32 [2, -1]: negative dimension -1");
+  CHECK(Tensor::allocate(DType::F64, {1ll << 32, 1ll << 32}).message() ==
+        "cannot allocate F64 [4294967296, 4294967296]: its size in bytes "
+        "overflows 64 bits");
+  // 2^62 bytes: representable, and more than any machine has. The check
+  // comes before calloc, so that no system's overcommitting matters.
+  CHECK(Tensor::allocate(DType::F32, {1ll << 60}).message() ==
+        "cannot allocate 4611686018427387904 bytes (4.6 EB) for F32 "
+        "[1152921504606846976]: more than the memory this machine has, " +
+            energy::byteCountText(energy::machineMemoryBytes()));
+  CHECK(energy::machineMemoryBytes() > (1ull << 20));
+}
+
+TEST_CASE("byte counts read in bytes and decimal units") {
+  using energy::byteCountText;
+  CHECK(byteCountText(0) == "0 bytes");
+  CHECK(byteCountText(999) == "999 bytes");
+  CHECK(byteCountText(1000) == "1000 bytes (1.0 kB)");
+  CHECK(byteCountText(999949) == "999949 bytes (999.9 kB)");
+  CHECK(byteCountText(999950) == "999950 bytes (1.0 MB)");
+  CHECK(byteCountText(64'000'000'000'000) == "64000000000000 bytes (64.0 TB)");
+  CHECK(byteCountText(UINT64_MAX) == "18446744073709551615 bytes (18.4 EB)");
+  CHECK(energy::cannotAllocateText(DType::F32, {2, 3}, 24) ==
+        "cannot allocate 24 bytes for F32 [2, 3]");
 }
 
 TEST_CASE("Status and Expected carry a value or a message") {

@@ -32,7 +32,9 @@ struct Tensor {
     return Tensor(std::vector<int64_t>(), std::vector<double>(1, value));
   }
 
-  /// The number of elements a tensor of `shape` holds.
+  /// The number of elements a tensor of `shape` holds; the largest int64_t
+  /// when that overflows (callers check shapes from outside first, with
+  /// checkAllocation).
   static int64_t elementCount(llvm::ArrayRef<int64_t> shape);
 
   size_t getRank() const { return shape.size(); }

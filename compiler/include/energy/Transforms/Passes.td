@@ -141,6 +141,9 @@ def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
     Takes the decisions that shape the kernels and writes them as ops and
     attributes that every backend lowers as they say:
 
+    - Plugin aggregations. A `custom` reduction becomes a table of its body
+      over the domain and `energy.aggregate` of it (the plugin's run-time
+      code reads every value at once).
     - Softmax contractions. An `lse` and the sums over the same domain whose
       summand is linear in its softmax weight exp((x − L)/T) (the child side
       of an lse term) become one `energy.softmax_contract`, lifted out of

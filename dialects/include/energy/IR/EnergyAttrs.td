@@ -40,9 +40,11 @@ def Energy_ReduceSum : I32EnumAttrCase<"sum", 0>;
 def Energy_ReduceMean : I32EnumAttrCase<"mean", 1>;
 def Energy_ReduceMax : I32EnumAttrCase<"max", 2>;
 def Energy_ReduceLse : I32EnumAttrCase<"lse", 3>;
+def Energy_ReduceCustom : I32EnumAttrCase<"custom", 4>;
 def Energy_ReduceKind : I32EnumAttr<"ReduceKind",
     "reduction over an index domain",
-    [Energy_ReduceSum, Energy_ReduceMean, Energy_ReduceMax, Energy_ReduceLse]> {
+    [Energy_ReduceSum, Energy_ReduceMean, Energy_ReduceMax, Energy_ReduceLse,
+     Energy_ReduceCustom]> {
   let cppNamespace = "::mlir::energy";
   let genSpecializedAttr = 0;
 }

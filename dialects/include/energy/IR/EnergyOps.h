@@ -48,6 +48,10 @@ struct BilinearContract {
   Value scale;
   SmallVector<Value> rowValueTables, colValueTables;
 };
+
+/// Checks that `name` is a plugin's aggregation in the aggregation table;
+/// otherwise an error on `op` that says to load its plugin.
+LogicalResult verifyPluginAggregation(Operation *op, StringRef name);
 } // namespace mlir::energy
 
 #define GET_OP_CLASSES

@@ -504,7 +504,7 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
                               ["buildBodyAdjoint", "hasDerivativeRule"]>,
     RecursiveMemoryEffects,
     DeclareOpInterfaceMethods<LoopLikeOpInterface>, DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
-  let summary = "Sum, mean, max or log-sum-exp of a body over an index domain";
+  let summary = "Sum, mean, max, log-sum-exp or a plugin's aggregation of a body over an index domain";
   let description = [{
     The body is evaluated at every position of the domain (the product of
     the index ranges `0 ≤ i < size`) that the optional predicate admits, and
@@ -528,8 +528,15 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
   let arguments = (ins Energy_ReduceKindAttr:$kind,
                        TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes,
                        Optional<Energy_Scalar>:$temperature,
-                       UnitAttr:$parallel);
+                       UnitAttr:$parallel,
+                       OptionalAttr<StrAttr>:$aggregation);
   let results = (outs Energy_AnyArray:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "ReduceKind":$kind,
+                   "::mlir::ArrayAttr":$sizes, "::mlir::Value":$temperature), [{
+      build($_builder, $_state, result, kind, sizes, temperature,
+            /*parallel=*/false, ::mlir::StringAttr());
+    }]>];
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -537,8 +544,85 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
     bool hasPredicate() { return !getPredicate().empty(); }
     /// The value yielded by the body.
     ::mlir::Value getBodyValue();
+    /// A table of the body's values at every position of the domain (whose
+    /// sizes are dims), built at `builder`: what a plugin's aggregation
+    /// reads.
+    ::mlir::Value buildValueTable(::mlir::OpBuilder &builder);
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Plugins' functions and aggregations (run-time code, FunctionTable.h)
+//===----------------------------------------------------------------------===//
+
+def Energy_ApplyOp : Energy_Op<"apply", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<DerivativeOpInterface, ["hasDerivativeRule"]>]> {
+  let summary = "A plugin's element-wise function, or its derivative of some order";
+  let description = [{
+    `order` 0 is the function, 1 its first derivative, 2 its second; each is
+    run-time code of the plugin that registered `function`.
+
+    ```mlir
+    %y = energy.apply "student_log"[1] %x : !energy.array<N>
+    ```
+  }];
+  let arguments = (ins StrAttr:$function, I64Attr:$order,
+                       Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$function `[` $order `]` $operand attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Energy_SimilarityOp : Energy_Op<"similarity", [Pure,
+    AllTypesMatch<["lhs", "rhs"]>,
+    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+  let summary = "A plugin's similarity of two vectors of equal length";
+  let arguments = (ins StrAttr:$function, Energy_AnyArray:$lhs,
+                       Energy_AnyArray:$rhs);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$function $lhs `,` $rhs attr-dict `:` type($lhs)";
+  let hasVerifier = 1;
+}
+
+def Energy_SimilarityGradientOp : Energy_Op<"similarity_gradient", [Pure,
+    AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "The gradient of a plugin's similarity in one of its vectors";
+  let description = [{
+    d s(lhs, rhs) / d lhs when `argument` is 0, d s / d rhs when it is 1.
+    It has no derivative rule: second-order dynamics refuse plugin
+    similarities.
+  }];
+  let arguments = (ins StrAttr:$function, I64Attr:$argument,
+                       Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$function `[` $argument `]` $lhs `,` $rhs attr-dict `:` type($lhs)";
+  let hasVerifier = 1;
+}
+
+def Energy_AggregateOp : Energy_Op<"aggregate", [Pure]> {
+  let summary = "A plugin's aggregation of every element of an array";
+  let description = [{
+    What `energy-plan-kernels` turns a `custom` reduction into: the body's
+    values tabulated over the domain, then the plugin's aggregation of them.
+  }];
+  let arguments = (ins StrAttr:$aggregation, Energy_AnyArray:$operand);
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "$aggregation $operand attr-dict `:` type($operand)";
+  let hasVerifier = 1;
+}
+
+def Energy_AggregateWeightsOp : Energy_Op<"aggregate_weights", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "The gradient weights of a plugin's aggregation";
+  let description = [{
+    dA/dz for the aggregation A of every element z of the operand (the
+    sparsemax probabilities of a sparsemax energy). No derivative rule.
+  }];
+  let arguments = (ins StrAttr:$aggregation, Energy_AnyArray:$operand);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = "$aggregation $operand attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

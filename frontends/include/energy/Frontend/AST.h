@@ -309,16 +309,18 @@ struct IndexDomain {
   ExprPtr predicate; ///< null when there is no `where`
 };
 
-enum class ReductionKind { Sum, Mean, Max, Lse };
-llvm::StringRef getReductionKindSpelling(ReductionKind kind);
+/// Sum, Mean, Max, Lse, or a plugin's aggregation (FunctionTable.h).
+using ReductionKind = plugin::AggregationKind;
 
 /// `sum(i: N) body`, `lse(p: N where p <= c; temp = tau) body`, ...
 class ReductionExpr : public Expr {
 public:
-  ReductionExpr(llvm::SMRange range, ReductionKind reductionKind,
+  ReductionExpr(llvm::SMRange range, const plugin::AggregationInfo &aggregation,
                 IndexDomain domain, ExprPtr temperature, ExprPtr body);
 
-  ReductionKind getReductionKind() const { return reductionKind; }
+  ReductionKind getReductionKind() const { return aggregation->kind; }
+  /// The aggregation's entry in the aggregation table.
+  const plugin::AggregationInfo &getAggregation() const { return *aggregation; }
   const IndexDomain &getDomain() const { return domain; }
   IndexDomain &getDomain() { return domain; }
   /// The `temp = T` operand of an `lse`, or null.
@@ -330,7 +332,7 @@ public:
   static bool classof(const Expr *e) { return e->getKind() == Kind::Reduction; }
 
 private:
-  ReductionKind reductionKind;
+  const plugin::AggregationInfo *aggregation;
   IndexDomain domain;
   ExprPtr temperature;
   ExprPtr body;

@@ -1,7 +1,8 @@
 //===- Builtins.h - Builtin functions and their shape rules -----*- C++ -*-===//
 //
-// The table of builtin functions of the .energy language (`dot`, `softmax`,
-// `exp`, ...): each has an arity and a shape rule. The checker computes a
+// The functions of the .energy language (`dot`, `softmax`, `exp`, ... and
+// plugins'), from the plugin API's function table: each has an arity and a
+// shape rule. The checker computes a
 // call's result shape from its argument shapes with `inferBuiltinShape`;
 // emission can switch on `BuiltinFunction::id`.
 //
@@ -11,6 +12,7 @@
 #define ENERGY_FRONTEND_BUILTINS_H
 
 #include "energy/Frontend/Shape.h"
+#include "energy/Plugin/FunctionTable.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -21,65 +23,13 @@
 namespace energy {
 namespace frontend {
 
-enum class BuiltinId {
-  // Elementwise.
-  Exp,
-  Log,
-  Tanh,
-  Sigmoid,
-  Silu,
-  Softplus,
-  Gelu,
-  Relu,
-  Sqrt,
-  Abs,
-  SiluInt,
-  // Whole-tensor reductions to a scalar.
-  Sum,
-  Mean,
-  Maxabs,
-  Lse,
-  Sqnorm,
-  Norm,
-  // Along the last axis.
-  Softmax,
-  LogSoftmax,
-  Rmsnorm,
-  Layernorm,
-  // Other shapes.
-  SoftmaxRows,
-  Dot,
-  Quad,
-  Outer,
-  Diag,
-  Eye,
-  Logdet,
-  Inverse,
-};
+using plugin::BuiltinId;
+using plugin::FunctionKind;
+using plugin::ShapeRule;
+/// A function a spec may call: a built-in or a plugin's (FunctionTable.h).
+using BuiltinFunction = plugin::FunctionInfo;
 
-/// How a builtin's result shape follows from its arguments.
-enum class ShapeRule {
-  Elementwise,    ///< any shape -> same shape
-  ReduceAll,      ///< rank >= 1 -> scalar
-  LastAxis,       ///< rank >= 1 -> same shape
-  Rows,           ///< [m, n] -> [m, n]
-  Dot,            ///< [n], [n] -> scalar
-  Quad,           ///< [n], [n, n] -> scalar
-  Outer,          ///< [m], [n] -> [m, n]
-  Diag,           ///< [n] -> [n, n]
-  Eye,            ///< dim D -> [D, D] (the argument is a dim, not a tensor)
-  SquareToScalar, ///< [n, n] -> scalar
-  Square,         ///< [n, n] -> [n, n]
-};
-
-struct BuiltinFunction {
-  llvm::StringRef name;
-  BuiltinId id;
-  unsigned arity;
-  ShapeRule rule;
-};
-
-/// The builtin named `name`, or null.
+/// The function named `name` in the function table, or null.
 const BuiltinFunction *lookupBuiltin(llvm::StringRef name);
 
 /// The result shape of `function` applied to `args` (for ShapeRule::Eye,

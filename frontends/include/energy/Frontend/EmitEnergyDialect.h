@@ -11,6 +11,7 @@
 #define ENERGY_FRONTEND_EMITENERGYDIALECT_H
 
 #include "energy/Frontend/AST.h"
+#include "energy/Frontend/Diagnostics.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -26,6 +27,17 @@ namespace frontend {
 mlir::OwningOpRef<mlir::ModuleOp>
 emitEnergyDialect(mlir::MLIRContext &context, const Model &model,
                   const llvm::SourceMgr &sourceMgr);
+
+/// The one path from source text to IR that every tool takes: parses and
+/// checks buffer `bufferId` of `sourceMgr` against the registries (the
+/// built-ins and the plugins loaded), loads the dialects emission needs
+/// into `context` and emits the model. Front-end errors go to
+/// `diagnostics`, emission errors to the context's diagnostic handler;
+/// returns null after any error.
+mlir::OwningOpRef<mlir::ModuleOp> emitSource(mlir::MLIRContext &context,
+                                             const llvm::SourceMgr &sourceMgr,
+                                             unsigned bufferId,
+                                             DiagnosticEngine &diagnostics);
 
 } // namespace frontend
 } // namespace energy

@@ -25,6 +25,12 @@ parseAndCheck(const llvm::SourceMgr &sourceMgr, unsigned bufferId,
               DiagnosticEngine &diagnostics,
               const OptimizerTable &optimizers = getDefaultOptimizerTable());
 
+/// Reads the file `path` ("-" for standard input) into `sourceMgr` and
+/// returns its buffer; none with `readError` set when it cannot be read.
+std::optional<unsigned> readSourceFile(llvm::StringRef path,
+                                       llvm::SourceMgr &sourceMgr,
+                                       std::string &readError);
+
 /// Reads the file `path` ("-" for standard input) into `sourceMgr`, then
 /// parses and checks it as `parseAndCheck` does. Returns the model only when
 /// there were no errors; a file that cannot be read sets `readError`.

@@ -2,8 +2,7 @@
 //-*-===//
 //
 // The checker consults the plugin API's optimizer table (the one table every
-// layer reads: energy/Plugin/OptimizerTable.h) under the names it has always
-// used.
+// layer reads: energy/Plugin/OptimizerTable.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +17,6 @@ namespace frontend {
 using plugin::OptimizerCategory;
 using plugin::OptimizerTable;
 using plugin::OptionValueKind;
-using OptimizerInfo = plugin::OptimizerSignature;
-using OptimizerOptionInfo = plugin::OptimizerOption;
 
 /// The table the tools use: the built-in optimizers and the plugins'.
 inline const OptimizerTable &getDefaultOptimizerTable() {

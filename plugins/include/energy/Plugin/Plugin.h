@@ -3,14 +3,16 @@
 // A plugin is a shared library that exports `energyGetPluginInfo`, in the
 // manner of MLIR's pass and dialect plugins: it returns the plugin API
 // version it was built for, its name and version, and a callback that
-// registers its extensions (optimizers today) in the registries every layer
-// reads. `loadPlugin` opens one, checks it and registers it.
+// registers its extensions (functions, aggregations, optimizers) in the
+// registries every layer reads. `loadPlugin` opens one, checks it and registers
+// it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ENERGY_PLUGIN_PLUGIN_H
 #define ENERGY_PLUGIN_PLUGIN_H
 
+#include "energy/Plugin/FunctionTable.h"
 #include "energy/Plugin/OptimizerTable.h"
 
 #include <cstdint>
@@ -32,11 +34,30 @@ public:
 
   /// The optimizers' names, options and defaults.
   OptimizerTable &optimizers() { return getOptimizerTable(); }
+  /// Functions and similarities.
+  FunctionTable &functions() { return getFunctionTable(); }
+  /// Aggregations of energy reductions.
+  AggregationTable &aggregations() { return getAggregationTable(); }
+
+  /// Run-time code of the plugin being registered: `symbols` exported by
+  /// its run-time library `libraryFile`, a path relative to the plugin's
+  /// own directory (or absolute).
+  RuntimeCode runtimeCode(llvm::StringRef libraryFile,
+                          std::vector<std::string> symbols) const;
+
+  /// Set by the loader while a plugin registers.
+  void setCurrentPlugin(std::string path, std::string name,
+                        std::string version) {
+    pluginPath = std::move(path);
+    pluginName = std::move(name);
+    pluginVersion = std::move(version);
+  }
   /// The compiler's registries, or null where no compiler is loaded.
   void *getCompilerRegistries() { return compilerRegistries; }
 
 private:
   void *compilerRegistries;
+  std::string pluginPath, pluginName, pluginVersion;
 };
 
 /// What `energyGetPluginInfo` returns.

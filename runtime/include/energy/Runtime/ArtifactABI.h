@@ -50,6 +50,13 @@ enum {
   ENERGY_KERNEL_INVALID_ARGUMENT = 3
 };
 
+/* A kernel that calls a plugin's run-time code (a function or aggregation
+ * of plugins/include/energy/Plugin/RuntimeCode.h) reads its address from the
+ * artifact's pointer slot named this prefix + the code's symbol; the
+ * manifest's `plugins` list the symbols, and the runtime stores their
+ * addresses before any kernel runs. */
+#define ENERGY_ARTIFACT_PLUGIN_SLOT_PREFIX "energy_plugin_code_"
+
 /* Optional: an artifact built with threads exports this to set how many
  * threads its kernels use; results do not depend on the count. */
 #define ENERGY_ARTIFACT_SET_THREADS_SYMBOL "energy_artifact_set_num_threads"

@@ -53,6 +53,8 @@ struct InitSpec {
 ///   by 1 / sqrt(last dimension) (1 for a scalar); without one, an error.
 /// Values are computed in double and rounded to `dtype`. A copy takes the
 /// value of another tensor, which only the caller has: it is an error here.
+/// A shape whose bytes cannot be allocated is an error naming the tensor
+/// (see Tensor::allocate).
 Expected<Tensor> initialValue(DType dtype, const std::vector<int64_t> &shape,
                               const std::string &name,
                               const std::optional<InitSpec> &init,

@@ -144,6 +144,16 @@ struct ManifestTarget {
   std::vector<std::string> features;
 };
 
+/// A plugin whose run-time code the kernels call (`plugins`): the runtime
+/// opens its library and stores each symbol's address in the artifact's
+/// slot for it (ArtifactABI.h).
+struct ManifestPlugin {
+  std::string name, version;
+  /// The run-time library the compiler used (absolute path).
+  std::string library;
+  std::vector<std::string> symbols;
+};
+
 /// A parsed and checked manifest.
 struct Manifest {
   int64_t formatVersion = 0;
@@ -163,6 +173,7 @@ struct Manifest {
   std::vector<ManifestConst> consts;
   std::vector<ManifestBuffer> buffers;
   ManifestKernels kernels;
+  std::vector<ManifestPlugin> plugins;
   /// The default number of dynamics steps; none without dynamics.
   std::optional<DimExpr> steps;
 

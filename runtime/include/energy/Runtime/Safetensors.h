@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace energy {
 
@@ -42,6 +43,9 @@ constexpr uint64_t maxSafetensorsHeaderBytes = 100'000'000;
 /// Reads and validates the safetensors file at `path`. Only F32 and F64
 /// tensors are supported; a file with any other dtype is an error.
 Expected<SafetensorsContents> readSafetensors(const std::string &path);
+/// Reads and validates the safetensors file whose bytes are `bytes`, as
+/// readSafetensors does; messages have no file name in front.
+Expected<SafetensorsContents> parseSafetensors(std::string_view bytes);
 
 /// Writes `tensors` (and `metadata`, if not empty) to `path` as a
 /// safetensors file: names in sorted order, data laid out in that order

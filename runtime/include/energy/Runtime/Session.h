@@ -34,6 +34,10 @@ struct SessionOptions {
   /// random values, and normal/uniform initialisers draw from it (0 when
   /// there is none).
   std::optional<uint64_t> seed;
+  /// The most bytes the session's buffers may take together; by default
+  /// the machine's memory (machineMemoryBytes). Buffers beyond it are an
+  /// error naming the one that does not fit, before any is allocated.
+  std::optional<uint64_t> memoryLimit = std::nullopt;
 };
 
 /// How a run goes.
@@ -121,6 +125,9 @@ private:
   Status prepare();
   /// Resolves the dims (into `values`).
   Status resolveDims(std::vector<int64_t> &values) const;
+  /// Checks that buffers of `shapes` (in manifest order) fit in the memory
+  /// limit together.
+  Status checkMemory(const std::vector<std::vector<int64_t>> &shapes) const;
   /// Calls `kernel` on the buffers.
   Status call(energy_kernel_fn kernel, const std::string &symbol, int64_t step,
               double *result);
@@ -128,6 +135,7 @@ private:
   Model owner;
   std::map<std::string, int64_t> givenDims;
   std::optional<uint64_t> seed;
+  std::optional<uint64_t> memoryLimit;
   std::vector<double> consts;
   /// Tensors bound before prepare().
   std::map<std::string, Tensor> bound;

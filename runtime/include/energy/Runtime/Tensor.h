@@ -10,13 +10,21 @@
 // native layout, so kernels may use data() directly. Element access goes
 // through doubles (an F32 element is rounded to nearest on `set`).
 //
+// Tensor::allocate is how a size that comes from outside (a dim, a file)
+// becomes a tensor: it checks the size against this machine's memory and
+// allocates without aborting, so that a size too large is an error naming
+// the shape and the bytes rather than a crash.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ENERGY_RUNTIME_TENSOR_H
 #define ENERGY_RUNTIME_TENSOR_H
 
+#include "energy/Runtime/Status.h"
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,14 +48,47 @@ std::optional<DType> dtypeFromName(std::string_view name);
 std::optional<int64_t> checkedElementCount(const std::vector<int64_t> &shape,
                                            size_t elementSize);
 
+/// The bytes of memory this machine has (RAM and swap): what no tensor, and
+/// no session's buffers together, may exceed. The largest uint64_t when the
+/// system does not say.
+uint64_t machineMemoryBytes();
+/// A number of bytes for a message: "12 bytes", "64000000000000 bytes
+/// (64.0 TB)" (decimal units, from 1000 bytes on).
+std::string byteCountText(uint64_t bytes);
+/// What an allocation that failed asked for, for messages that go on to
+/// say why: "cannot allocate 64000000000000 bytes (64.0 TB) for F32
+/// [1000000000000, 16]".
+std::string cannotAllocateText(DType dtype, const std::vector<int64_t> &shape,
+                               uint64_t bytes);
+/// The bytes of a tensor of `dtype` and `shape`, or the error that
+/// Tensor::allocate gives before it allocates anything: a negative
+/// dimension, a size in bytes beyond int64_t, more bytes than
+/// machineMemoryBytes().
+Expected<uint64_t> allocationBytes(DType dtype,
+                                   const std::vector<int64_t> &shape);
+
 /// A dense tensor with contiguous row-major elements.
 class Tensor {
 public:
   /// An F64 scalar holding 0.
   Tensor() : Tensor(DType::F64, {}) {}
   /// A tensor of zeros. Every dimension must be non-negative and the size
-  /// must fit in int64_t (see checkedElementCount).
+  /// must fit in int64_t (see checkedElementCount). For sizes that come
+  /// from outside, use allocate(): here, as in any container, memory that
+  /// cannot be had throws std::bad_alloc.
   Tensor(DType dtype, std::vector<int64_t> shape);
+  /// A tensor of zeros, or an error that names the dtype, the shape and the
+  /// bytes: a negative dimension, a size in bytes beyond int64_t, more bytes
+  /// than machineMemoryBytes(), or an allocation that fails ("cannot
+  /// allocate 64000000000000 bytes (64.0 TB) for F32 [1000000000000, 16]:
+  /// more than the memory this machine has, 26401685504 bytes (26.4 GB)").
+  static Expected<Tensor> allocate(DType dtype, std::vector<int64_t> shape);
+
+  Tensor(const Tensor &other);
+  Tensor &operator=(const Tensor &other);
+  /// A tensor moved from may only be assigned to or destroyed.
+  Tensor(Tensor &&other) noexcept = default;
+  Tensor &operator=(Tensor &&other) noexcept = default;
 
   DType dtype() const { return elementType; }
   const std::vector<int64_t> &shape() const { return dimensions; }
@@ -72,9 +113,9 @@ public:
   Tensor converted(DType target) const;
 
   /// The elements as little-endian bytes: elementCount() * dtypeSize(dtype()).
-  std::byte *data() { return bytes.data(); }
-  const std::byte *data() const { return bytes.data(); }
-  size_t byteSize() const { return bytes.size(); }
+  std::byte *data() { return bytes.get(); }
+  const std::byte *data() const { return bytes.get(); }
+  size_t byteSize() const { return byteLength; }
 
   /// Same dtype, shape and bytes (so NaNs with equal bits are equal, and
   /// 0.0 differs from -0.0): the equality of an exact round trip.
@@ -82,10 +123,22 @@ public:
   bool operator!=(const Tensor &other) const { return !(*this == other); }
 
 private:
+  /// Frees what calloc and malloc gave.
+  struct FreeBytes {
+    void operator()(std::byte *pointer) const;
+  };
+  /// A tensor of `dtype`, `shape` and `elements` (checked) that owns
+  /// `storage`, its zeroed bytes.
+  Tensor(DType dtype, std::vector<int64_t> shape, int64_t elements,
+         std::unique_ptr<std::byte, FreeBytes> storage);
+
   DType elementType;
   std::vector<int64_t> dimensions;
   int64_t count;
-  std::vector<std::byte> bytes;
+  /// The elements, byteLength bytes; never null (an empty tensor has one
+  /// byte allocated, so that data() is a valid pointer).
+  std::unique_ptr<std::byte, FreeBytes> bytes;
+  size_t byteLength;
 };
 
 } // namespace energy

@@ -1059,3 +1059,62 @@ energy.model @m {
     %g:2 = energy.grad @x and [@y] : !energy.array<N>, !energy.array<N>
   }
 }
+
+// -----
+
+// Plugins' functions and aggregations are verified against the tables: none
+// is loaded here.
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    %0 = energy.read @x[] : !energy.array<N>
+    // expected-error @below {{'energy.apply' op names 'softsign', which no loaded plugin registers as an element-wise function (load its plugin with --plugin)}}
+    %1 = energy.apply "softsign"[0] %0 : !energy.array<N>
+    %2 = energy.reduce_elements sum %1 : !energy.array<N>
+    energy.yield %2 : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    %0 = energy.read @x[] : !energy.array<N>
+    // expected-error @below {{'energy.similarity' op names 'exp', which no loaded plugin registers as a similarity (load its plugin with --plugin)}}
+    %1 = energy.similarity "exp" %0, %0 : !energy.array<N>
+    energy.yield %1 : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    // expected-error @below {{'energy.reduce' op names aggregation 'sparsemax', which no loaded plugin registers (load its plugin with --plugin)}}
+    %0 = energy.reduce custom (%i : @N) {
+      %1 = energy.read @x[%i] : !energy.array<>
+      energy.yield %1 : !energy.array<>
+    } {aggregation = "sparsemax"} : !energy.array<>
+    energy.yield %0 : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    // expected-error @below {{'energy.reduce' op names an aggregation exactly when it is 'custom'}}
+    %0 = energy.reduce sum (%i : @N) {
+      %1 = energy.read @x[%i] : !energy.array<>
+      energy.yield %1 : !energy.array<>
+    } {aggregation = "lse"} : !energy.array<>
+    energy.yield %0 : !energy.array<>
+  }
+}

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Out-of-tree plugins, built against the installed framework.
 
-Installs the build into a fresh prefix, builds plugins/examples/adam (the
-Adam optimizer) and three plugins that must be refused as their own CMake
-projects with only that prefix, then with the installed tools:
+Installs the build into a fresh prefix, builds plugins/examples/research
+(the Adam optimizer, the Student-t similarity, softsign and the sparsemax
+aggregation, with its run-time library) and three plugins that must be
+refused as their own CMake projects with only that prefix, then with the
+installed tools:
 - compiles a model that uses `adam` with `energyc --plugin`, runs it, and
   compares every step of the trajectory with an independent NumPy Adam
   (f64, 1e-12 relative: the same arithmetic in another order), and checks
@@ -13,9 +15,15 @@ projects with only that prefix, then with the installed tools:
 - without the plugin, `adam` is a located error;
 - refuses, with the file named: a missing file, a library without the
   entry point, a plugin built for another API version, a plugin whose
-  optimizer takes a registered name.
+  optimizer takes a registered name;
+- compiles a model using student_t, softsign and sparsemax (and adam):
+  the manifest records the plugin; the energy equals an independent NumPy
+  one (sparsemax by bisection, not by sorting); the gradient equals central
+  finite differences of the compiled energy; compiled equals interpreted;
+- refuses that artifact, naming the plugin, when its run-time library is
+  gone, and finds it again through ENERGY_PLUGIN_PATH.
 
-Usage: adam_plugin.py SOURCE_DIR BUILD_DIR WORK_DIR CXX_COMPILER
+Usage: research_plugin.py SOURCE_DIR BUILD_DIR WORK_DIR CXX_COMPILER
 """
 import json
 import os
@@ -61,8 +69,8 @@ def build_project(name, directory):
     return binary
 
 
-adam = os.path.join(build_project('adam', os.path.join(source, 'plugins', 'examples', 'adam')),
-                    'libenergy-adam.so')
+research = build_project('research', os.path.join(source, 'plugins', 'examples', 'research'))
+adam = os.path.join(research, 'libenergy-research.so')
 bad = build_project('bad', os.path.join(source, 'tests', 'plugins', 'bad'))
 
 model = os.path.join(work, 'bowl.energy')
@@ -148,6 +156,106 @@ for plugin, message in [
                             capture_output=True, text=True)
     check(result.returncode != 0 and message in result.stderr and plugin in result.stderr,
           'refused: %s' % result.stderr.strip())
+
+
+# Student-t, softsign, sparsemax: run-time code in kernels.
+heavy = os.path.join(work, 'heavy.energy')
+with open(heavy, 'w') as f:
+    f.write('''model heavy {
+  dim N, K, D;
+  input m : [K, D];
+  state x : [N, D];
+  energy fit = -sum(i: N) sparsemax(k: K) student_t(x[i], m[k]);
+  energy shape = 0.5 * sum(i: N) sqnorm(softsign(x[i]));
+  dynamics { x: adam(lr = 0.05); steps 10; }
+}
+''')
+heavy_so = os.path.join(work, 'heavy.so')
+run([energyc, '--plugin', adam, heavy, '--dtype', 'f64', '-o', heavy_so])
+manifest = json.loads(run([energy_run, heavy_so, '--print-manifest']).stdout)
+recorded = manifest.get('plugins', [])
+check(len(recorded) == 1 and recorded[0]['name'] == 'research' and recorded[0]['version'] == '1.0'
+      and recorded[0]['library'] == os.path.join(research, 'libenergy-research-kernels.so'),
+      'the manifest records the plugin whose code the kernels call: %s' % recorded)
+
+n, k, d = 5, 4, 3
+m = rng.normal(size=(k, d))
+x = m[rng.integers(0, k, size=n)] + 0.6 * rng.normal(size=(n, d))
+heavy_in = os.path.join(work, 'heavy_in.safetensors')
+
+
+def sparsemax_value(z):
+    """max over the simplex of <p, z> - |p|^2/2 + 1/2; tau by bisection."""
+    lo, hi = z.min() - 1, z.max()
+    for _ in range(200):
+        tau = 0.5 * (lo + hi)
+        lo, hi = (tau, hi) if np.maximum(z - tau, 0).sum() > 1 else (lo, tau)
+    p = np.maximum(z - 0.5 * (lo + hi), 0)
+    return p @ z - 0.5 * p @ p + 0.5
+
+
+def numpy_energy(x):
+    nu = 3.0
+    fit = 0.0
+    for i in range(n):
+        z = -(nu + 1) / 2 * np.log1p(((x[i] - m) ** 2).sum(axis=1) / nu)
+        fit -= sparsemax_value(z)
+    soft = x / (1 + np.abs(x))
+    return fit + 0.5 * (soft ** 2).sum()
+
+
+def compiled(arguments, x_value, *extra):
+    write_safetensors(heavy_in, {'m': m, 'x': x_value}, 'F64')
+    return json.loads(run([energy_run, heavy_so, '--in', heavy_in, '--json'] + list(arguments),
+                          *extra).stdout)
+
+
+energy = compiled(['--eval', 'energy'], x)['energy']
+check(abs(energy - numpy_energy(x)) <= 1e-12 * abs(numpy_energy(x)),
+      'energy with student_t, softsign, sparsemax vs NumPy: %.17g vs %.17g' % (energy, numpy_energy(x)))
+gradient = np.array(compiled(['--eval', 'grad', '--wrt', 'x'], x)['grad.x']['data']).reshape(n, d)
+# Central differences of the compiled energy: the error is O(h^2) times the
+# third derivative (order 1 here) plus rounding 1e-16 / h.
+h = 1e-5
+worst = 0.0
+for trial in range(4):
+    if trial < 3:
+        v = rng.normal(size=(n, d))
+    else:
+        v = np.zeros((n, d))
+        v[2, 1] = 1.0
+    plus = compiled(['--eval', 'energy'], x + h * v)['energy']
+    minus = compiled(['--eval', 'energy'], x - h * v)['energy']
+    fd = (plus - minus) / (2 * h)
+    worst = max(worst, abs(fd - (gradient * v).sum()) / max(1.0, abs(fd)))
+check(worst <= 1e-7, 'gradient vs central differences of the energy (3 directions, 1 coordinate): %.1e' % worst)
+write_safetensors(heavy_in, {'m': m, 'x': x}, 'F64')
+interp_energy = json.loads(run([energy_run, heavy, '--plugin', adam, '--interp', '--in', heavy_in,
+                                '--eval', 'energy', '--json']).stdout)['energy']
+interp_gradient = json.loads(run([energy_run, heavy, '--plugin', adam, '--interp', '--in', heavy_in,
+                                  '--eval', 'grad', '--wrt', 'x', '--json']).stdout)['grad.x']['data']
+check(abs(interp_energy - energy) <= 1e-12 * abs(energy)
+      and np.abs(np.array(interp_gradient).reshape(n, d) - gradient).max() <= 1e-12 * np.abs(gradient).max(),
+      'the interpreter calls the same run-time code: energy and gradient agree')
+steps = compiled(['--steps', '10'], x)
+check(steps['steps'] == 10 and steps['energy'] < energy,
+      'ten Adam steps lower the energy: %.6g -> %.6g' % (energy, steps['energy']))
+
+# The artifact without its plugin's run-time library: refused, by name.
+kernels = os.path.join(research, 'libenergy-research-kernels.so')
+elsewhere = os.path.join(work, 'moved')
+os.makedirs(elsewhere, exist_ok=True)
+shutil.move(kernels, os.path.join(elsewhere, 'libenergy-research-kernels.so'))
+result = subprocess.run([energy_run, heavy_so, '--in', heavy_in], capture_output=True, text=True)
+check(result.returncode != 0 and "needs plugin 'research' 1.0" in result.stderr
+      and 'Stack dump' not in result.stderr,
+      'without its run-time library: %s' % result.stderr.strip())
+result = subprocess.run([energy_run, heavy_so, '--in', heavy_in, '--eval', 'energy', '--json'],
+                        capture_output=True, text=True,
+                        env=dict(os.environ, ENERGY_PLUGIN_PATH=elsewhere))
+check(result.returncode == 0 and json.loads(result.stdout)['energy'] == energy,
+      'found again through ENERGY_PLUGIN_PATH')
+shutil.move(os.path.join(elsewhere, 'libenergy-research-kernels.so'), kernels)
 
 if failures:
     sys.exit('%d check(s) failed' % len(failures))

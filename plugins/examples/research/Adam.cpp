@@ -1,4 +1,4 @@
-//===- Adam.cpp - An out-of-tree plugin: the Adam optimizer ---------------===//
+//===- Adam.cpp - The example plugin's Adam optimizer ---------------------===//
 //
 // Registers `adam(lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8)` as gradient
 // dynamics: with g = dE/dx at the group's entry and t the step (from 1),
@@ -6,7 +6,7 @@
 //   x <- x - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps),
 // its moment buffers m and v state tensors of the model (`x.adam_m`,
 // `x.adam_v`, starting at zero), so runs save and resume them like
-// momentum's. Built against the installed framework (find_package(energy)).
+// momentum's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +60,7 @@ LogicalResult applyAdam(UpdateBuilder &update, Value entry, Value gradient) {
 
 /// Registers the optimizer's signature (names, options, defaults) and its
 /// update.
-static llvm::Error registerAdam(plugin::Registration &registration) {
+llvm::Error registerAdam(plugin::Registration &registration) {
   using plugin::OptionValueKind;
   if (llvm::Error error = registration.optimizers().add(
           {"adam",
@@ -78,8 +78,4 @@ static llvm::Error registerAdam(plugin::Registration &registration) {
              OptionValueKind::Scalar, 1e-8}}}))
     return error;
   return optimizerUpdates(registration).add({"adam", nullptr, applyAdam});
-}
-
-extern "C" plugin::PluginInfo energyGetPluginInfo() {
-  return {ENERGY_PLUGIN_API_VERSION, "adam", "1.0", registerAdam};
 }
