@@ -49,11 +49,11 @@ public:
   Checker(DiagnosticEngine &diagnostics, const OptimizerTable &optimizers)
       : diagnostics(diagnostics), optimizers(optimizers) {}
 
-  bool check(Model &model);
+  bool check(ModelSpec &model);
 
 private:
   // Declarations.
-  void declareGlobals(Model &model);
+  void declareGlobals(ModelSpec &model);
   void checkDim(DimDecl &dim);
   void checkTensor(TensorDecl &tensor);
   void checkInitializer(TensorDecl &tensor);
@@ -73,8 +73,8 @@ private:
   void checkStepsCount(DynamicsBlock &dynamics);
   void checkDynamics(DynamicsBlock &dynamics);
   void checkOptimizerRule(UpdateRule &rule);
-  void checkStationaryRules(Model &model);
-  void reportUnused(Model &model);
+  void checkStationaryRules(ModelSpec &model);
+  void reportUnused(ModelSpec &model);
 
   // Expressions.
   std::optional<Shape> checkExpr(Expr &expr);
@@ -214,10 +214,10 @@ std::optional<AffineExpr> Checker::toAffine(const Expr &expr) const {
 }
 
 //===----------------------------------------------------------------------===//
-// Model
+// ModelSpec
 //===----------------------------------------------------------------------===//
 
-bool Checker::check(Model &model) {
+bool Checker::check(ModelSpec &model) {
   unsigned errorsBefore = diagnostics.getNumErrors();
   declareGlobals(model);
 
@@ -263,7 +263,7 @@ bool Checker::check(Model &model) {
   return diagnostics.getNumErrors() == errorsBefore;
 }
 
-void Checker::declareGlobals(Model &model) {
+void Checker::declareGlobals(ModelSpec &model) {
   for (DeclPtr &decl : model.decls) {
     auto [it, inserted] = globals.try_emplace(decl->getName(), decl.get());
     if (!inserted) {
@@ -1586,7 +1586,7 @@ static void collectTensorsInsideLse(const Expr &expr, bool insideLse,
   });
 }
 
-void Checker::checkStationaryRules(Model &model) {
+void Checker::checkStationaryRules(ModelSpec &model) {
   llvm::DenseSet<const TensorDecl *> insideLse;
   llvm::DenseSet<const Decl *> visiting;
   for (DeclPtr &decl : model.decls)
@@ -1606,7 +1606,7 @@ void Checker::checkStationaryRules(Model &model) {
   }
 }
 
-void Checker::reportUnused(Model &model) {
+void Checker::reportUnused(ModelSpec &model) {
   for (DeclPtr &decl : model.decls) {
     if (decl->isUsed() || isa<EnergyDecl>(decl.get()) ||
         isa<OutputDecl>(decl.get()))
@@ -1618,7 +1618,8 @@ void Checker::reportUnused(Model &model) {
   }
 }
 
-bool energy::frontend::checkModel(Model &model, DiagnosticEngine &diagnostics,
+bool energy::frontend::checkModel(ModelSpec &model,
+                                  DiagnosticEngine &diagnostics,
                                   const OptimizerTable &optimizers) {
   Checker checker(diagnostics, optimizers);
   return checker.check(model);

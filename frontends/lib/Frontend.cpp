@@ -11,11 +11,11 @@
 
 using namespace energy::frontend;
 
-std::unique_ptr<Model> energy::frontend::parseAndCheck(
+std::unique_ptr<ModelSpec> energy::frontend::parseAndCheck(
     const llvm::SourceMgr &sourceMgr, unsigned bufferId,
     DiagnosticEngine &diagnostics, const OptimizerTable &optimizers) {
   Parser parser(sourceMgr, bufferId, diagnostics);
-  std::unique_ptr<Model> model = parser.parseModel();
+  std::unique_ptr<ModelSpec> model = parser.parseModel();
   // Check a model even after syntax errors: the parser recovered at
   // declaration boundaries, so what it kept is well-formed.
   if (model)
@@ -34,14 +34,14 @@ std::optional<unsigned> energy::frontend::readSourceFile(
   return sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
 }
 
-std::unique_ptr<Model> energy::frontend::parseAndCheckFile(
+std::unique_ptr<ModelSpec> energy::frontend::parseAndCheckFile(
     llvm::StringRef path, llvm::SourceMgr &sourceMgr,
     DiagnosticEngine &diagnostics, const OptimizerTable &optimizers,
     std::string &readError) {
   std::optional<unsigned> buffer = readSourceFile(path, sourceMgr, readError);
   if (!buffer)
     return nullptr;
-  std::unique_ptr<Model> model =
+  std::unique_ptr<ModelSpec> model =
       parseAndCheck(sourceMgr, *buffer, diagnostics, optimizers);
   if (diagnostics.hasErrors())
     return nullptr;

@@ -161,7 +161,7 @@ void Parser::skipToStatementEnd() {
 //===----------------------------------------------------------------------===//
 
 // model ::= `model` identifier `{` declaration* `}`
-std::unique_ptr<Model> Parser::parseModel() {
+std::unique_ptr<ModelSpec> Parser::parseModel() {
   if (token.isNot(TokenKind::kw_model)) {
     if (token.isNot(TokenKind::error))
       diagnostics.error(token.getLoc(),
@@ -170,7 +170,7 @@ std::unique_ptr<Model> Parser::parseModel() {
   }
   llvm::SMLoc start = token.getLoc();
   consumeToken();
-  auto model = std::make_unique<Model>();
+  auto model = std::make_unique<ModelSpec>();
   if (!expectIdentifier(model->name, model->nameRange, "a model name"))
     return nullptr;
   llvm::SMRange braceRange = token.getRange();
@@ -204,7 +204,7 @@ std::unique_ptr<Model> Parser::parseModel() {
 
 // declaration ::= dimDecl | tensorDecl | constDecl | letDecl | fnDecl
 //               | energyDecl | outputDecl | dynamicsBlock
-bool Parser::parseDeclaration(Model &model) {
+bool Parser::parseDeclaration(ModelSpec &model) {
   switch (token.getKind()) {
   case TokenKind::kw_dim:
     return parseDimDecl(model);
@@ -236,7 +236,7 @@ bool Parser::parseDeclaration(Model &model) {
 
 // dimDecl ::= `dim` dimItem (`,` dimItem)* `;`
 // dimItem ::= identifier (`=` expression)?
-bool Parser::parseDimDecl(Model &model) {
+bool Parser::parseDimDecl(ModelSpec &model) {
   consumeToken(); // `dim`
   do {
     llvm::StringRef name;
@@ -304,7 +304,7 @@ bool Parser::parseInitializer(Initializer &initializer) {
 // tensorDecl ::= (`input` | `param` | `state`) tensorItem (`,` tensorItem)*
 //                `;`
 // tensorItem ::= identifier `:` shape (`=` initializer)?
-bool Parser::parseTensorDecl(Model &model, TensorRole role) {
+bool Parser::parseTensorDecl(ModelSpec &model, TensorRole role) {
   consumeToken(); // role keyword
   do {
     llvm::StringRef name;
@@ -328,7 +328,7 @@ bool Parser::parseTensorDecl(Model &model, TensorRole role) {
 
 // constDecl ::= `const` identifier `=` expression
 //               (`,` identifier `=` expression)* `;`
-bool Parser::parseConstDecl(Model &model) {
+bool Parser::parseConstDecl(ModelSpec &model) {
   consumeToken(); // `const`
   do {
     llvm::StringRef name;
@@ -383,7 +383,7 @@ bool Parser::parseIndexDomain(IndexDomain &domain, TokenKind close,
 }
 
 // letDecl ::= `let` identifier (`[` indexDomain `]`)? `=` expression `;`
-bool Parser::parseLetDecl(Model &model) {
+bool Parser::parseLetDecl(ModelSpec &model) {
   consumeToken(); // `let`
   llvm::StringRef name;
   llvm::SMRange nameRange;
@@ -407,7 +407,7 @@ bool Parser::parseLetDecl(Model &model) {
 // fnDecl  ::= `fn` identifier `(` (fnParam (`,` fnParam)*)? `)` `->` shape
 //             `=` expression `;`
 // fnParam ::= identifier `:` shape
-bool Parser::parseFnDecl(Model &model) {
+bool Parser::parseFnDecl(ModelSpec &model) {
   consumeToken(); // `fn`
   llvm::StringRef name;
   llvm::SMRange nameRange;
@@ -447,7 +447,7 @@ bool Parser::parseFnDecl(Model &model) {
 }
 
 // energyDecl ::= `energy` identifier `=` expression `;`
-bool Parser::parseEnergyDecl(Model &model) {
+bool Parser::parseEnergyDecl(ModelSpec &model) {
   consumeToken(); // `energy`
   llvm::StringRef name;
   llvm::SMRange nameRange;
@@ -466,7 +466,7 @@ bool Parser::parseEnergyDecl(Model &model) {
 
 // outputDecl ::= `output` identifier (`[` indexDomain `]`)? `=` expression
 //                `;`
-bool Parser::parseOutputDecl(Model &model) {
+bool Parser::parseOutputDecl(ModelSpec &model) {
   consumeToken(); // `output`
   llvm::StringRef name;
   llvm::SMRange nameRange;
@@ -488,7 +488,7 @@ bool Parser::parseOutputDecl(Model &model) {
 }
 
 // dynamicsBlock ::= `dynamics` `{` dynamicsStatement* `}`
-bool Parser::parseDynamicsBlock(Model &model) {
+bool Parser::parseDynamicsBlock(ModelSpec &model) {
   llvm::SMLoc start = token.getLoc();
   llvm::SMRange keywordRange = token.getRange();
   consumeToken(); // `dynamics`

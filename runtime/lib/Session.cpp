@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Runtime/Session.h"
+#include "energy/Runtime/DimInference.h"
 
 #include "ModelState.h"
 
@@ -138,64 +139,11 @@ Status Session::set(const std::string &name, const Tensor &value) {
 }
 
 Status Session::resolveDims(std::vector<int64_t> &values) const {
-  const Manifest &manifest = owner.manifest();
-  std::vector<std::optional<int64_t>> known(manifest.dims.size());
-  std::vector<std::string> sources(manifest.dims.size());
-  for (const auto &[name, value] : givenDims) {
-    size_t index = *manifest.findDim(name);
-    known[index] = value;
-    sources[index] = "--dim/options";
-  }
-  // Inference: an axis that is just a free dim takes the size of the bound
-  // tensor's axis.
-  for (const ManifestBuffer &buffer : manifest.buffers) {
-    auto value = bound.find(buffer.name);
-    if (value == bound.end())
-      continue;
-    for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
-      std::optional<std::string> dimName = buffer.shape[axis].singleDim();
-      if (!dimName)
-        continue;
-      size_t index = *manifest.findDim(*dimName);
-      if (manifest.dims[index].derived)
-        continue;
-      int64_t size = value->second.shape()[axis];
-      std::string source = "tensor '" + buffer.name + "'";
-      if (known[index] && *known[index] != size)
-        return Status::error("dim " + *dimName + " is " +
-                             std::to_string(*known[index]) + " from " +
-                             sources[index] + " but " + source + " gives it " +
-                             std::to_string(size));
-      known[index] = size;
-      sources[index] = source;
-    }
-  }
-  for (size_t i = 0; i < manifest.dims.size(); ++i) {
-    const ManifestDim &dim = manifest.dims[i];
-    if (dim.derived) {
-      Expected<int64_t> value =
-          dim.derived->evaluate([&](const std::string &name) {
-            return known[*manifest.findDim(name)];
-          });
-      if (!value)
-        return value.status().withContext("dim " + dim.name + " (" +
-                                          dim.derived->text() + ")");
-      if (*value < 0)
-        return Status::error("dim " + dim.name + " (" + dim.derived->text() +
-                             ") is negative: " + std::to_string(*value));
-      known[i] = *value;
-    } else if (!known[i]) {
-      if (!dim.defaultValue)
-        return Status::error("dim " + dim.name +
-                             " is not bound; give it a value (--dim " +
-                             dim.name + "=...)");
-      known[i] = dim.defaultValue;
-    }
-  }
-  values.clear();
-  for (const std::optional<int64_t> &value : known)
-    values.push_back(*value);
-  return Status::success();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto &[name, tensor] : bound)
+    shapes[name] = tensor.shape();
+  return energy::resolveDims(owner.manifest(), givenDims, "--dim/options",
+                             shapes, values);
 }
 
 Status

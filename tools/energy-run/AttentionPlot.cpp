@@ -50,7 +50,7 @@ tools::plotAttention(ModelOp model, ::energy::Session &session, StringRef spec,
   ::energy::Expected<std::map<std::string, int64_t>> dims = session.dims();
   if (!dims)
     return fail(dims.message());
-  std::map<std::string, Tensor> given;
+  std::map<std::string, ArrayValue> given;
   for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
     ::energy::Expected<::energy::Tensor> value =
         session.get(tensor.getSymName().str());
@@ -70,7 +70,7 @@ tools::plotAttention(ModelOp model, ::energy::Session &session, StringRef spec,
   FailureOr<Interpreter> interpreter = run.interpreter();
   if (failed(interpreter))
     return failure();
-  FailureOr<Tensor> values = interpreter->evaluateOutput(weights->output);
+  FailureOr<ArrayValue> values = interpreter->evaluateOutput(weights->output);
   if (failed(values))
     return failure();
 

@@ -10,8 +10,10 @@
 #ifndef ENERGY_TOOLS_ENERGYRUN_INTERPRETEDRUN_H
 #define ENERGY_TOOLS_ENERGYRUN_INTERPRETEDRUN_H
 
+#include "energy/Codegen/Artifact.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
+#include "energy/Runtime/DimInference.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Random.h"
 #include "energy/Runtime/Tensor.h"
@@ -23,15 +25,15 @@
 namespace mlir::energy::tools {
 
 /// A tensor of the interpreter as a runtime tensor (f64), and back.
-inline ::energy::Tensor toRuntime(const Tensor &tensor) {
+inline ::energy::Tensor toRuntime(const ArrayValue &tensor) {
   ::energy::Tensor value(::energy::DType::F64, tensor.shape);
   for (int64_t i = 0; i < tensor.size(); ++i)
     value.set(i, tensor.data[i]);
   return value;
 }
 
-inline Tensor fromRuntime(const ::energy::Tensor &tensor) {
-  Tensor value(tensor.shape());
+inline ArrayValue fromRuntime(const ::energy::Tensor &tensor) {
+  ArrayValue value(tensor.shape());
   for (int64_t i = 0; i < value.size(); ++i)
     value.data[i] = tensor.at(i);
   return value;
@@ -53,7 +55,7 @@ public:
   /// `seed`.
   LogicalResult bind(ArrayRef<std::pair<std::string, int64_t>> dims,
                      ArrayRef<std::pair<std::string, double>> consts,
-                     const std::map<std::string, Tensor> &given,
+                     const std::map<std::string, ArrayValue> &given,
                      std::optional<uint64_t> seed) {
     for (auto &[name, value] : dims)
       bindings.setDim(name, value);
@@ -79,7 +81,7 @@ public:
           shapes->getShape(tensor.getArrayType(), tensor);
       if (failed(shape))
         return failure();
-      FailureOr<Tensor> value = initialValue(tensor, *shape, seed);
+      FailureOr<ArrayValue> value = initialValue(tensor, *shape, seed);
       if (failed(value))
         return failure();
       bindings.setTensor(tensor.getSymName(), std::move(*value));
@@ -139,7 +141,7 @@ public:
         return failure();
       report(step, *energy);
       if (!dynamics.getUntil().empty()) {
-        FailureOr<Tensor> done =
+        FailureOr<ArrayValue> done =
             state.evaluate(yieldedValue(dynamics.getUntil()));
         if (failed(done))
           return failure();
@@ -155,21 +157,21 @@ public:
 
   /// The values to write with --out: every state tensor (optimizer state
   /// included) and every output, after a run.
-  FailureOr<std::map<std::string, Tensor>> results() {
+  FailureOr<std::map<std::string, ArrayValue>> results() {
     FailureOr<Interpreter> state = interpreter();
     if (failed(state))
       return failure();
-    std::map<std::string, Tensor> values;
+    std::map<std::string, ArrayValue> values;
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
       if (tensor.getRole() != Role::state)
         continue;
-      FailureOr<Tensor> value = state->getTensorValue(tensor.getSymName());
+      FailureOr<ArrayValue> value = state->getTensorValue(tensor.getSymName());
       if (failed(value))
         return failure();
       values[tensor.getSymName().str()] = std::move(*value);
     }
     for (OutputOp output : model.getBody().front().getOps<OutputOp>()) {
-      FailureOr<Tensor> value = state->evaluateOutput(output);
+      FailureOr<ArrayValue> value = state->evaluateOutput(output);
       if (failed(value))
         return failure();
       values[output.getSymName().str()] = std::move(*value);
@@ -181,56 +183,52 @@ public:
   void keep(Interpreter &state) {
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
       if (tensor.getRole() == Role::state)
-        if (FailureOr<Tensor> value = state.getTensorValue(tensor.getSymName());
+        if (FailureOr<ArrayValue> value =
+                state.getTensorValue(tensor.getSymName());
             succeeded(value))
           bindings.setTensor(tensor.getSymName(), std::move(*value));
   }
 
 private:
-  /// Binds the dims that bound tensors determine: a dim that is neither
-  /// given nor derived takes the size of the axis it names; a conflict with
-  /// --dim or another tensor is an error naming both.
-  LogicalResult inferDims(const std::map<std::string, Tensor> &given) {
-    llvm::StringMap<std::pair<int64_t, std::string>> sources;
-    for (auto &entry : bindings.getDims())
-      sources[entry.getKey()] = {entry.getValue(), "--dim"};
-
+  /// Binds every dim by the runtime's rule (DimInference.h): --dim, else
+  /// the axes of the tensors `given`, else defaults (derived dims are the
+  /// interpreter's to compute). A tensor the model lacks or of another rank
+  /// is an error at the model.
+  LogicalResult inferDims(const std::map<std::string, ArrayValue> &given) {
+    std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto &[name, value] : given) {
       auto tensor =
           dyn_cast_or_null<TensorOp>(SymbolTable::lookupSymbolIn(model, name));
       if (!tensor)
         return model.emitError() << "--in binds '" << name
                                  << "', which is not a tensor of the model";
-      ArrayAttr dims = tensor.getShape();
-      if (dims.size() != value.shape.size())
+      if (tensor.getShape().size() != value.shape.size())
         return tensor.emitError()
                << "tensor '" << name << "' is declared "
                << tensor.getArrayType().shapeString() << " but --in gives "
-               << Tensor::shapeString(value.shape);
-      for (auto [dim, size] : llvm::zip(dims, value.shape)) {
-        StringRef dimName = cast<FlatSymbolRefAttr>(dim).getValue();
-        auto dimOp = SymbolTable::lookupSymbolIn(model, dimName);
-        if (cast<DimOp>(dimOp).getDerived())
-          continue;
-        auto [it, inserted] = sources.try_emplace(
-            dimName, std::make_pair(size, "tensor '" + name + "'"));
-        if (!inserted && it->second.first != size)
-          return tensor.emitError()
-                 << "dim " << dimName << " is " << it->second.first << " from "
-                 << it->second.second << " but tensor '" << name
-                 << "' gives it " << size;
-        if (inserted)
-          bindings.setDim(dimName, size);
-      }
+               << ArrayValue::shapeString(value.shape);
+      shapes[name] = value.shape;
     }
+    std::map<std::string, int64_t> givenDims;
+    for (auto &entry : bindings.getDims())
+      givenDims[entry.getKey().str()] = entry.getValue();
+    ::energy::Manifest described = describeDimsAndTensors(model);
+    std::vector<int64_t> values;
+    if (::energy::Status status = ::energy::resolveDims(
+            described, givenDims, "--dim", shapes, values);
+        !status)
+      return model.emitError() << status.message();
+    for (auto [dim, value] : llvm::zip(described.dims, values))
+      if (!dim.derived)
+        bindings.setDim(dim.name, value);
     return success();
   }
 
   /// The value the runtime's initialiser gives `tensor` (so that compiled
   /// and interpreted runs start from the same values).
-  FailureOr<Tensor> initialValue(TensorOp tensor,
-                                 const std::vector<int64_t> &shape,
-                                 std::optional<uint64_t> seed) {
+  FailureOr<ArrayValue> initialValue(TensorOp tensor,
+                                     const std::vector<int64_t> &shape,
+                                     std::optional<uint64_t> seed) {
     std::optional<::energy::InitSpec> init;
     if (std::optional<InitKind> kind = tensor.getInit()) {
       init.emplace();
@@ -243,7 +241,7 @@ private:
         ::energy::DType::F64, shape, tensor.getSymName().str(), init, seed);
     if (!value)
       return tensor.emitError() << value.message();
-    Tensor result(shape);
+    ArrayValue result(shape);
     for (int64_t i = 0; i < result.size(); ++i)
       result.data[i] = value->at(i);
     return result;

@@ -418,7 +418,7 @@ bool benchInterpreted(ModelOp model, const InterpretedRun &initial,
 
 /// Runs a model on the reference interpreter.
 int runInterpreted(ModelOp model, const RunInputs &inputs) {
-  std::map<std::string, Tensor> given;
+  std::map<std::string, ArrayValue> given;
   for (const auto &[name, value] : inputs.tensors)
     given[name] = fromRuntime(value);
   InterpretedRun run(model);
@@ -445,7 +445,7 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
       return 1;
     RuntimeTensors gradients;
     for (GradientOp gradient : wantedGradients(model)) {
-      FailureOr<Tensor> value = interpreter->evaluateGradient(gradient);
+      FailureOr<ArrayValue> value = interpreter->evaluateGradient(gradient);
       if (failed(value))
         return 1;
       gradients[("grad." + gradient.getTensor()).str()] = toRuntime(*value);
@@ -470,7 +470,7 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
   if (failed(steps))
     return 1;
   if (!outputFile.empty()) {
-    FailureOr<std::map<std::string, Tensor>> results = run.results();
+    FailureOr<std::map<std::string, ArrayValue>> results = run.results();
     if (failed(results))
       return 1;
     RuntimeTensors values;

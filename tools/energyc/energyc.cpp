@@ -112,7 +112,7 @@ int fail(const Twine &message) {
 
 /// Prints the declarations of a checked model, one per line, expressions as
 /// S-expressions.
-void printAst(const fe::Model &model, raw_ostream &os) {
+void printAst(const fe::ModelSpec &model, raw_ostream &os) {
   os << "model " << model.name << "\n";
   for (const fe::DeclPtr &decl : model.decls) {
     os << "  ";
@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
   std::string text;
   raw_string_ostream os(text);
   if (emitKind == EmitKind::Ast) {
-    std::unique_ptr<fe::Model> model =
+    std::unique_ptr<fe::ModelSpec> model =
         fe::parseAndCheck(sourceMgr, *buffer, diagnostics);
     if (!model || diagnostics.hasErrors())
       return 1;

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string printed;
   diagnostics.redirectTo(printed);
 
-  std::unique_ptr<Model> model =
+  std::unique_ptr<ModelSpec> model =
       parseAndCheck(sourceMgr, bufferId, diagnostics);
 
   // parseAndCheck returns null only when the model header did not parse,

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Runtime/Manifest.h"
 #include "energy/Codegen/Artifact.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -22,40 +23,64 @@ namespace json = llvm::json;
 namespace {
 
 /// An affine expression over named dims as RPN tokens.
-void appendRpn(AffineExpr expr, ArrayRef<StringAttr> names, json::Array &out) {
+void appendRpn(AffineExpr expr, ArrayRef<StringAttr> names,
+               std::vector<::energy::DimExpr::Token> &out) {
+  using Token = ::energy::DimExpr::Token;
+  using Op = ::energy::DimExpr::Op;
+  Token token;
   if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
-    out.push_back(constant.getValue());
+    token.kind = Token::Kind::Literal;
+    token.literal = constant.getValue();
+    out.push_back(token);
     return;
   }
   if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
-    out.push_back(names[symbol.getPosition()].getValue());
+    token.kind = Token::Kind::Dim;
+    token.dim = names[symbol.getPosition()].getValue().str();
+    out.push_back(token);
     return;
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);
   appendRpn(binary.getLHS(), names, out);
   appendRpn(binary.getRHS(), names, out);
+  token.kind = Token::Kind::Operator;
   switch (binary.getKind()) {
   case AffineExprKind::Add:
-    out.push_back("+");
+    token.op = Op::Add;
     break;
   case AffineExprKind::Mul:
-    out.push_back("*");
+    token.op = Op::Mul;
     break;
   case AffineExprKind::FloorDiv:
-    out.push_back("/");
+    // A dim expression's `/` is exact division.
+    token.op = Op::Div;
     break;
   case AffineExprKind::CeilDiv:
-    out.push_back("ceildiv");
+    token.op = Op::CeilDiv;
     break;
   default:
-    out.push_back("mod");
+    token.op = Op::Mod;
     break;
   }
+  out.push_back(token);
 }
 
 json::Array rpn(DimExprAttr expr) {
   json::Array out;
-  appendRpn(expr.getExpr(), expr.getNames(), out);
+  ::energy::DimExpr tokens = runtimeDimExpr(expr);
+  for (const ::energy::DimExpr::Token &token : tokens.tokens()) {
+    switch (token.kind) {
+    case ::energy::DimExpr::Token::Kind::Dim:
+      out.push_back(token.dim);
+      break;
+    case ::energy::DimExpr::Token::Kind::Literal:
+      out.push_back(token.literal);
+      break;
+    case ::energy::DimExpr::Token::Kind::Operator:
+      out.push_back(std::string(::energy::DimExpr::opName(token.op)));
+      break;
+    }
+  }
   return out;
 }
 
@@ -139,6 +164,36 @@ json::Array pluginsOf(ModelOp model) {
 }
 
 } // namespace
+
+::energy::DimExpr mlir::energy::runtimeDimExpr(DimExprAttr expr) {
+  std::vector<::energy::DimExpr::Token> tokens;
+  appendRpn(expr.getExpr(), expr.getNames(), tokens);
+  return ::energy::DimExpr(std::move(tokens));
+}
+
+::energy::Manifest mlir::energy::describeDimsAndTensors(ModelOp model) {
+  ::energy::Manifest manifest;
+  manifest.model = model.getSymName().str();
+  for (DimOp dim : model.getBody().front().getOps<DimOp>()) {
+    ::energy::ManifestDim entry{dim.getSymName().str(), std::nullopt,
+                                std::nullopt};
+    if (dim.getDefaultValue())
+      entry.defaultValue = *dim.getDefaultValue();
+    if (dim.getDerived())
+      entry.derived = runtimeDimExpr(*dim.getDerived());
+    manifest.dims.push_back(std::move(entry));
+  }
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+    ::energy::ManifestBuffer buffer;
+    buffer.name = tensor.getSymName().str();
+    buffer.kind = ::energy::BufferKind::Tensor;
+    for (StringAttr dim : tensor.getArrayType().getShape())
+      buffer.shape.push_back(::energy::DimExpr({::energy::DimExpr::Token{
+          ::energy::DimExpr::Token::Kind::Dim, dim.getValue().str()}}));
+    manifest.buffers.push_back(std::move(buffer));
+  }
+  return manifest;
+}
 
 std::string mlir::energy::buildManifest(ModelOp model,
                                         const ArtifactLayout &layout,

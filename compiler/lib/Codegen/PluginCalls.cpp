@@ -72,7 +72,7 @@ Value KernelFunction::fromDoubles(Value doubles, Value count) {
 FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
   auto type = cast<ArrayType>(op->getResult(0).getType());
   auto operandType = cast<ArrayType>(op->getOperand(0).getType());
-  Type f64 = b.getF64Type(), i64 = b.getI64Type();
+  Type f64 = b.getF64Type();
   auto narrow = [&](Value wide) -> Value {
     return singlePrecision()
                ? arith::TruncFOp::create(b, loc, context.elementType, wide)

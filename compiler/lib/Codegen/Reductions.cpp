@@ -17,6 +17,10 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
 FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
+  if (reduce.getKind() == ReduceKind::custom)
+    return reduce.emitOpError(
+        "of a plugin aggregation reaches code generation; energy-plan-kernels "
+        "turns it into energy.aggregate of a table");
   if (loopDepth > 0 || !reduce.getParallel())
     return emitReduceInOrder(reduce);
   // A sum outside every loop: fixed chunks of the first axis, summed on the
@@ -137,6 +141,8 @@ FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce,
                           exp(sub(value, largest)));
       return {largest, add(mul(sum, scale), term)};
     }
+    case ReduceKind::custom:
+      break;
     }
     return {Value(), Value()};
   };

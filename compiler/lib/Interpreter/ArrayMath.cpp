@@ -68,24 +68,25 @@ void array::layerNormRow(ArrayRef<double> row, MutableArrayRef<double> out) {
     out[i] = (row[i] - centre) * scale;
 }
 
-Tensor array::map(const Tensor &operand, scalar::UnaryFunction function) {
-  Tensor result = operand;
+ArrayValue array::map(const ArrayValue &operand,
+                      scalar::UnaryFunction function) {
+  ArrayValue result = operand;
   for (double &value : result.data)
     value = function(value);
   return result;
 }
 
-Tensor array::zip(const Tensor &lhs, const Tensor &rhs,
-                  scalar::BinaryFunction function) {
-  Tensor result(lhs.isScalar() ? rhs.shape : lhs.shape);
+ArrayValue array::zip(const ArrayValue &lhs, const ArrayValue &rhs,
+                      scalar::BinaryFunction function) {
+  ArrayValue result(lhs.isScalar() ? rhs.shape : lhs.shape);
   for (int64_t i = 0; i < result.size(); ++i)
     result.data[i] = function(lhs.data[lhs.isScalar() ? 0 : i],
                               rhs.data[rhs.isScalar() ? 0 : i]);
   return result;
 }
 
-Tensor array::mapRows(const Tensor &operand, RowFunction function) {
-  Tensor result = operand;
+ArrayValue array::mapRows(const ArrayValue &operand, RowFunction function) {
+  ArrayValue result = operand;
   int64_t length = operand.lastAxisLength();
   for (int64_t start = 0; start < operand.size(); start += length)
     function(ArrayRef<double>(operand.data).slice(start, length),
@@ -93,13 +94,13 @@ Tensor array::mapRows(const Tensor &operand, RowFunction function) {
   return result;
 }
 
-Tensor array::matmul(const Tensor &lhs, const Tensor &rhs) {
+ArrayValue array::matmul(const ArrayValue &lhs, const ArrayValue &rhs) {
   int64_t rows = lhs.shape[0], inner = lhs.shape[1];
   int64_t columns = rhs.getRank() == 1 ? 1 : rhs.shape[1];
   std::vector<int64_t> shape = {rows};
   if (rhs.getRank() == 2)
     shape.push_back(columns);
-  Tensor result(shape);
+  ArrayValue result(shape);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < columns; ++j) {
       double sum = 0;
@@ -110,12 +111,12 @@ Tensor array::matmul(const Tensor &lhs, const Tensor &rhs) {
   return result;
 }
 
-Tensor array::transpose(const Tensor &operand) {
+ArrayValue array::transpose(const ArrayValue &operand) {
   std::vector<int64_t> shape = operand.shape;
   size_t rank = shape.size();
   int64_t rows = shape[rank - 2], columns = shape[rank - 1];
   std::swap(shape[rank - 2], shape[rank - 1]);
-  Tensor result(shape);
+  ArrayValue result(shape);
   int64_t block = rows * columns;
   for (int64_t start = 0; start < operand.size(); start += block)
     for (int64_t i = 0; i < rows; ++i)
@@ -125,59 +126,61 @@ Tensor array::transpose(const Tensor &operand) {
   return result;
 }
 
-double array::dot(const Tensor &lhs, const Tensor &rhs) {
+double array::dot(const ArrayValue &lhs, const ArrayValue &rhs) {
   double sum = 0;
   for (int64_t i = 0; i < lhs.size(); ++i)
     sum += lhs.data[i] * rhs.data[i];
   return sum;
 }
 
-double array::quad(const Tensor &vector, const Tensor &matrix) {
+double array::quad(const ArrayValue &vector, const ArrayValue &matrix) {
   return dot(vector, matmul(matrix, vector));
 }
 
-Tensor array::outer(const Tensor &lhs, const Tensor &rhs) {
-  Tensor result({lhs.size(), rhs.size()});
+ArrayValue array::outer(const ArrayValue &lhs, const ArrayValue &rhs) {
+  ArrayValue result({lhs.size(), rhs.size()});
   for (int64_t i = 0; i < lhs.size(); ++i)
     for (int64_t j = 0; j < rhs.size(); ++j)
       result.data[i * rhs.size() + j] = lhs.data[i] * rhs.data[j];
   return result;
 }
 
-Tensor array::sumLast(const Tensor &operand) {
+ArrayValue array::sumLast(const ArrayValue &operand) {
   std::vector<int64_t> shape(operand.shape.begin(), operand.shape.end() - 1);
-  Tensor result(shape);
+  ArrayValue result(shape);
   int64_t length = operand.lastAxisLength();
   for (int64_t i = 0; i < operand.size(); ++i)
     result.data[i / length] += operand.data[i];
   return result;
 }
 
-Tensor array::broadcast(const Tensor &operand, ArrayRef<int64_t> shape) {
-  Tensor result(std::vector<int64_t>(shape.begin(), shape.end()));
-  int64_t repeats = Tensor::elementCount(shape.drop_front(operand.getRank()));
+ArrayValue array::broadcast(const ArrayValue &operand,
+                            ArrayRef<int64_t> shape) {
+  ArrayValue result(std::vector<int64_t>(shape.begin(), shape.end()));
+  int64_t repeats =
+      ArrayValue::elementCount(shape.drop_front(operand.getRank()));
   for (int64_t i = 0; i < result.size(); ++i)
     result.data[i] = operand.data[i / repeats];
   return result;
 }
 
-Tensor array::diag(const Tensor &vector) {
+ArrayValue array::diag(const ArrayValue &vector) {
   int64_t n = vector.size();
-  Tensor result({n, n});
+  ArrayValue result({n, n});
   for (int64_t i = 0; i < n; ++i)
     result.data[i * n + i] = vector.data[i];
   return result;
 }
 
-Tensor array::diagPart(const Tensor &matrix) {
+ArrayValue array::diagPart(const ArrayValue &matrix) {
   int64_t n = matrix.shape[0];
-  Tensor result({n});
+  ArrayValue result({n});
   for (int64_t i = 0; i < n; ++i)
     result.data[i] = matrix.data[i * n + i];
   return result;
 }
 
-std::optional<double> array::logDetSymmetric(const Tensor &matrix) {
+std::optional<double> array::logDetSymmetric(const ArrayValue &matrix) {
   double result =
       energy_support_logdet_f64(matrix.shape[0], matrix.data.data());
   if (std::isnan(result))
@@ -185,9 +188,9 @@ std::optional<double> array::logDetSymmetric(const Tensor &matrix) {
   return result;
 }
 
-std::optional<Tensor> array::inverse(const Tensor &matrix) {
+std::optional<ArrayValue> array::inverse(const ArrayValue &matrix) {
   int64_t n = matrix.shape[0];
-  Tensor result({n, n});
+  ArrayValue result({n, n});
   if (energy_support_inverse_f64(n, matrix.data.data(), result.data.data()))
     return std::nullopt;
   return result;

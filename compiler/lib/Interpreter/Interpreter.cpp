@@ -172,15 +172,15 @@ std::optional<array::RowFunction> rowFunctionOf(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-bool isSquareMatrix(const Tensor &t) {
+bool isSquareMatrix(const ArrayValue &t) {
   return t.getRank() == 2 && t.shape[0] == t.shape[1];
 }
 
 /// Reports a shape the op cannot take (only reachable with unverified IR).
-LogicalResult shapeError(Operation *op, ArrayRef<const Tensor *> operands) {
+LogicalResult shapeError(Operation *op, ArrayRef<const ArrayValue *> operands) {
   InFlightDiagnostic diag = op->emitOpError("cannot take operands of shape");
-  for (const Tensor *operand : operands)
-    diag << ' ' << Tensor::shapeString(operand->shape);
+  for (const ArrayValue *operand : operands)
+    diag << ' ' << ArrayValue::shapeString(operand->shape);
   return diag;
 }
 
@@ -192,7 +192,7 @@ checkInRange(Operation *op, ArrayRef<int64_t> indices, ArrayRef<int64_t> shape,
   if (indices.size() > shape.size())
     return op->emitOpError()
            << "has " << indices.size() << " indices for an array of shape "
-           << Tensor::shapeString(shape);
+           << ArrayValue::shapeString(shape);
   for (auto [axis, index] : llvm::enumerate(indices))
     if (index < 0 || index >= shape[axis]) {
       InFlightDiagnostic diag = op->emitOpError();
@@ -204,7 +204,7 @@ checkInRange(Operation *op, ArrayRef<int64_t> indices, ArrayRef<int64_t> shape,
   return success();
 }
 
-bool containsNaN(const Tensor &t) {
+bool containsNaN(const ArrayValue &t) {
   return llvm::any_of(t.data, [](double value) { return std::isnan(value); });
 }
 } // namespace
@@ -273,14 +273,14 @@ FailureOr<Interpreter> Interpreter::create(ModelOp model,
         interpreter.getShape(tensor.getArrayType(), tensor);
     if (failed(shape))
       return failure();
-    const Tensor &value = entry.getValue();
+    const ArrayValue &value = entry.getValue();
     if (value.shape != *shape ||
-        value.size() != Tensor::elementCount(value.shape))
+        value.size() != ArrayValue::elementCount(value.shape))
       return tensor.emitError()
              << "tensor @" << entry.getKey() << " is bound with shape "
-             << Tensor::shapeString(value.shape) << " but is declared "
+             << ArrayValue::shapeString(value.shape) << " but is declared "
              << tensor.getArrayType().shapeString() << " = "
-             << Tensor::shapeString(*shape);
+             << ArrayValue::shapeString(*shape);
     interpreter.tensors[entry.getKey()] = value;
   }
   return interpreter;
@@ -327,8 +327,8 @@ FailureOr<std::vector<int64_t>> Interpreter::getShape(ArrayType type,
   return shape;
 }
 
-FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
-                                                 Operation *user) {
+FailureOr<const ArrayValue *> Interpreter::getTensor(TensorOp tensor,
+                                                     Operation *user) {
   StringRef name = tensor.getSymName();
   auto found = tensors.find(name);
   if (found != tensors.end())
@@ -348,12 +348,12 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
                              "tensor @" + name + " " +
                                  tensor.getArrayType().shapeString())))
     return failure();
-  Tensor value(*shape);
+  ArrayValue value(*shape);
   switch (*init) {
   case InitKind::zeros:
     break;
   case InitKind::ones:
-    value = Tensor(*shape, 1.0);
+    value = ArrayValue(*shape, 1.0);
     break;
   case InitKind::eye: {
     int64_t n = shape->back();
@@ -367,7 +367,7 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
     if (!source || !inProgress.insert(tensor).second)
       return user->emitError()
              << "tensor @" << name << " is initialised from itself";
-    FailureOr<const Tensor *> copied = getTensor(source, user);
+    FailureOr<const ArrayValue *> copied = getTensor(source, user);
     inProgress.erase(tensor);
     if (failed(copied))
       return failure();
@@ -385,8 +385,8 @@ FailureOr<const Tensor *> Interpreter::getTensor(TensorOp tensor,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-FailureOr<Tensor> Interpreter::evaluate(Value value,
-                                        ArrayRef<int64_t> indices) {
+FailureOr<ArrayValue> Interpreter::evaluate(Value value,
+                                            ArrayRef<int64_t> indices) {
   Region *region = value.getParentRegion();
   Operation *owner = region ? region->getParentOp() : nullptr;
   if (!owner ||
@@ -411,7 +411,7 @@ FailureOr<Tensor> Interpreter::evaluate(Value value,
   FailureOr<int64_t> integer = evaluateInteger(value, frame);
   if (failed(integer))
     return failure();
-  return Tensor::scalar(static_cast<double>(*integer));
+  return ArrayValue::scalar(static_cast<double>(*integer));
 }
 
 void Interpreter::invalidateCaches() {
@@ -424,11 +424,12 @@ void Interpreter::setStep(int64_t newStep) {
   invalidateCaches();
 }
 
-FailureOr<Tensor> Interpreter::getTensorValue(StringRef name) {
+FailureOr<ArrayValue> Interpreter::getTensorValue(StringRef name) {
   auto tensor = SymbolTable::lookupSymbolIn(model, name);
   if (!isa_and_nonnull<TensorOp>(tensor))
     return model.emitError() << "has no tensor @" << name;
-  FailureOr<const Tensor *> value = getTensor(cast<TensorOp>(tensor), tensor);
+  FailureOr<const ArrayValue *> value =
+      getTensor(cast<TensorOp>(tensor), tensor);
   if (failed(value))
     return failure();
   return **value;
@@ -442,7 +443,7 @@ LogicalResult Interpreter::runUpdateProgram(UpdateProgramOp program) {
 LogicalResult Interpreter::executeProgramBlock(Block &block, Frame &frame) {
   for (Operation &op : block) {
     if (auto store = dyn_cast<StoreOp>(op)) {
-      FailureOr<Tensor> value = evaluateArray(store.getValue(), frame);
+      FailureOr<ArrayValue> value = evaluateArray(store.getValue(), frame);
       if (failed(value))
         return failure();
       tensors[store.getTensor()] = std::move(*value);
@@ -488,7 +489,7 @@ FailureOr<double> Interpreter::evaluateTerm(TermOp term) {
   Value energy = yieldedValue(term.getBody());
   if (!energy)
     return term.emitError("has no yielded energy");
-  FailureOr<Tensor> value = evaluate(energy);
+  FailureOr<ArrayValue> value = evaluate(energy);
   if (failed(value))
     return failure();
   return value->data.front();
@@ -507,9 +508,9 @@ FailureOr<double> Interpreter::evaluateEnergy() {
   return total;
 }
 
-FailureOr<Tensor> Interpreter::evaluateComprehension(
+FailureOr<ArrayValue> Interpreter::evaluateComprehension(
     Operation *user, ArrayAttr domain, Type elementType,
-    function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element) {
+    function_ref<FailureOr<ArrayValue>(ArrayRef<int64_t>)> element) {
   std::vector<int64_t> sizes;
   for (Attribute size : domain) {
     FailureOr<int64_t> extent = evaluateDimExpr(cast<DimExprAttr>(size), user);
@@ -525,9 +526,9 @@ FailureOr<Tensor> Interpreter::evaluateComprehension(
   shape.insert(shape.end(), elementShape->begin(), elementShape->end());
   if (failed(checkAllocation(user, shape)))
     return failure();
-  Tensor result(shape);
+  ArrayValue result(shape);
   if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
-        FailureOr<Tensor> value = element(position);
+        FailureOr<ArrayValue> value = element(position);
         if (failed(value))
           return failure();
         result.setSlice(position, *value);
@@ -537,7 +538,7 @@ FailureOr<Tensor> Interpreter::evaluateComprehension(
   return result;
 }
 
-FailureOr<Tensor> Interpreter::evaluateOutput(OutputOp output) {
+FailureOr<ArrayValue> Interpreter::evaluateOutput(OutputOp output) {
   Value element = yieldedValue(output.getBody());
   if (!element)
     return output.emitError("has no yielded element");
@@ -546,17 +547,17 @@ FailureOr<Tensor> Interpreter::evaluateOutput(OutputOp output) {
       [&](ArrayRef<int64_t> position) { return evaluate(element, position); });
 }
 
-FailureOr<Tensor> Interpreter::evaluateLet(LetOp let) {
+FailureOr<ArrayValue> Interpreter::evaluateLet(LetOp let) {
   return evaluateComprehension(let, let.getDomain(), let.getElementType(),
                                [&](ArrayRef<int64_t> position) {
                                  return evaluateLetElement(let, position, let);
                                });
 }
 
-FailureOr<Tensor> Interpreter::evaluateLetElement(LetOp let,
-                                                  ArrayRef<int64_t> indices,
-                                                  Operation *user) {
-  std::map<std::vector<int64_t>, Tensor> &cache = letCache[let];
+FailureOr<ArrayValue> Interpreter::evaluateLetElement(LetOp let,
+                                                      ArrayRef<int64_t> indices,
+                                                      Operation *user) {
+  std::map<std::vector<int64_t>, ArrayValue> &cache = letCache[let];
   std::vector<int64_t> key(indices.begin(), indices.end());
   auto found = cache.find(key);
   if (found != cache.end())
@@ -567,7 +568,7 @@ FailureOr<Tensor> Interpreter::evaluateLetElement(LetOp let,
   if (!inProgress.insert(let).second)
     return user->emitError()
            << "let @" << let.getSymName() << " is defined in terms of itself";
-  FailureOr<Tensor> value = evaluate(element, indices);
+  FailureOr<ArrayValue> value = evaluate(element, indices);
   inProgress.erase(let);
   if (failed(value))
     return failure();
@@ -587,7 +588,7 @@ Interpreter::Frame *Interpreter::findOwner(Value value, Frame &frame) {
   return nullptr;
 }
 
-FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
+FailureOr<ArrayValue> Interpreter::evaluateArray(Value value, Frame &frame) {
   Frame *owner = findOwner(value, frame);
   Operation *op = value.getDefiningOp();
   if (!owner || !op)
@@ -599,7 +600,7 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
 
   // A joint gradient computes all its results at once.
   if (auto grad = dyn_cast<GradOp>(op)) {
-    FailureOr<SmallVector<Tensor>> results = evaluateGradOp(grad);
+    FailureOr<SmallVector<ArrayValue>> results = evaluateGradOp(grad);
     if (failed(results))
       return failure();
     for (auto [result, tensor] : llvm::zip(grad.getResults(), *results))
@@ -608,7 +609,7 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
   }
   // A contraction computes all its results at once.
   if (auto contract = dyn_cast<SoftmaxContractOp>(op)) {
-    FailureOr<SmallVector<Tensor>> results =
+    FailureOr<SmallVector<ArrayValue>> results =
         evaluateSoftmaxContract(contract, *owner);
     if (failed(results))
       return failure();
@@ -616,7 +617,7 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
       owner->arrays[result] = tensor;
     return owner->arrays[value];
   }
-  FailureOr<Tensor> result = evaluateArrayOp(op, *owner);
+  FailureOr<ArrayValue> result = evaluateArrayOp(op, *owner);
   if (failed(result))
     return failure();
   FailureOr<std::vector<int64_t>> shape =
@@ -625,9 +626,9 @@ FailureOr<Tensor> Interpreter::evaluateArray(Value value, Frame &frame) {
     return failure();
   if (result->shape != *shape)
     return op->emitOpError()
-           << "produced shape " << Tensor::shapeString(result->shape)
+           << "produced shape " << ArrayValue::shapeString(result->shape)
            << " for its type " << value.getType() << " = "
-           << Tensor::shapeString(*shape);
+           << ArrayValue::shapeString(*shape);
   if (containsNaN(*result))
     return op->emitOpError("produced NaN");
   owner->arrays[value] = *result;
@@ -758,10 +759,10 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
       .Case([&](StepOp) -> FailureOr<int64_t> { return step; })
       .Case([&](SizeOp size) { return evaluateDimExpr(size.getSize(), op); })
       .Case([&](CmpOp cmp) -> FailureOr<int64_t> {
-        FailureOr<Tensor> lhs = evaluateArray(cmp.getLhs(), frame);
+        FailureOr<ArrayValue> lhs = evaluateArray(cmp.getLhs(), frame);
         if (failed(lhs))
           return failure();
-        FailureOr<Tensor> rhs = evaluateArray(cmp.getRhs(), frame);
+        FailureOr<ArrayValue> rhs = evaluateArray(cmp.getRhs(), frame);
         if (failed(rhs))
           return failure();
         double a = lhs->data.front(), b = rhs->data.front();
@@ -790,14 +791,15 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
 // Array ops
 //===----------------------------------------------------------------------===//
 
-FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
+FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
+                                                   Frame &frame) {
   // Operands first: every array op here takes array operands only (a
   // reduction's temperature included), except to_real, indexed ops and
   // select (whose condition is an i1 and whose branches are taken lazily).
-  SmallVector<Tensor> operands;
+  SmallVector<ArrayValue> operands;
   if (!isa<ToRealOp, ReadOp, ExtractOp, EmbedOp, SelectOp>(op))
     for (Value operand : op->getOperands()) {
-      FailureOr<Tensor> value = evaluateArray(operand, frame);
+      FailureOr<ArrayValue> value = evaluateArray(operand, frame);
       if (failed(value))
         return failure();
       operands.push_back(std::move(*value));
@@ -806,7 +808,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
   if (std::optional<scalar::UnaryFunction> function = unaryFunctionOf(op))
     return array::map(operands[0], *function);
   if (std::optional<scalar::BinaryFunction> function = binaryFunctionOf(op)) {
-    const Tensor &lhs = operands[0], &rhs = operands[1];
+    const ArrayValue &lhs = operands[0], &rhs = operands[1];
     if (lhs.shape != rhs.shape && !lhs.isScalar() && !rhs.isScalar())
       return shapeError(op, {&lhs, &rhs});
     return array::zip(lhs, rhs, *function);
@@ -814,17 +816,17 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
   if (std::optional<array::RowFunction> function = rowFunctionOf(op))
     return array::mapRows(operands[0], *function);
 
-  using Result = FailureOr<Tensor>;
+  using Result = FailureOr<ArrayValue>;
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](ConstantOp constant) -> Result {
-        return Tensor::scalar(constant.getValue().convertToDouble());
+        return ArrayValue::scalar(constant.getValue().convertToDouble());
       })
       .Case([&](ReadOp read) { return evaluateRead(read, frame); })
       .Case([&](ToRealOp toReal) -> Result {
         FailureOr<int64_t> index = evaluateInteger(toReal.getIndex(), frame);
         if (failed(index))
           return failure();
-        return Tensor::scalar(static_cast<double>(*index));
+        return ArrayValue::scalar(static_cast<double>(*index));
       })
       .Case([&](EyeOp eye) -> Result {
         std::optional<int64_t> n = getDim(eye.getDim());
@@ -832,17 +834,17 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
           return unboundDim(op, eye.getDim());
         if (failed(checkAllocation(op, {*n, *n})))
           return failure();
-        return array::diag(Tensor({*n}, 1.0));
+        return array::diag(ArrayValue({*n}, 1.0));
       })
       .Case([&](PowOp pow) -> Result {
-        Tensor result = operands[0];
+        ArrayValue result = operands[0];
         double exponent = static_cast<double>(pow.getExponent());
         for (double &value : result.data)
           value = std::pow(value, exponent);
         return result;
       })
       .Case([&](MatmulOp) -> Result {
-        const Tensor &lhs = operands[0], &rhs = operands[1];
+        const ArrayValue &lhs = operands[0], &rhs = operands[1];
         if (lhs.getRank() != 2 || (rhs.getRank() != 1 && rhs.getRank() != 2) ||
             lhs.shape[1] != rhs.shape[0])
           return shapeError(op, {&lhs, &rhs});
@@ -857,20 +859,20 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         return array::transpose(operands[0]);
       })
       .Case([&](DotOp) -> Result {
-        const Tensor &lhs = operands[0], &rhs = operands[1];
+        const ArrayValue &lhs = operands[0], &rhs = operands[1];
         if (lhs.getRank() != 1 || lhs.shape != rhs.shape)
           return shapeError(op, {&lhs, &rhs});
-        return Tensor::scalar(array::dot(lhs, rhs));
+        return ArrayValue::scalar(array::dot(lhs, rhs));
       })
       .Case([&](QuadOp) -> Result {
-        const Tensor &vector = operands[0], &matrix = operands[1];
+        const ArrayValue &vector = operands[0], &matrix = operands[1];
         if (vector.getRank() != 1 || !isSquareMatrix(matrix) ||
             matrix.shape[0] != vector.shape[0])
           return shapeError(op, {&vector, &matrix});
-        return Tensor::scalar(array::quad(vector, matrix));
+        return ArrayValue::scalar(array::quad(vector, matrix));
       })
       .Case([&](OuterOp) -> Result {
-        const Tensor &lhs = operands[0], &rhs = operands[1];
+        const ArrayValue &lhs = operands[0], &rhs = operands[1];
         if (lhs.getRank() != 1 || rhs.getRank() != 1)
           return shapeError(op, {&lhs, &rhs});
         if (failed(checkAllocation(op, {lhs.size(), rhs.size()})))
@@ -887,17 +889,17 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         }
         switch (reduce.getKind()) {
         case ElementsKind::sum:
-          return Tensor::scalar(sum);
+          return ArrayValue::scalar(sum);
         case ElementsKind::mean:
-          return Tensor::scalar(sum / values.size());
+          return ArrayValue::scalar(sum / values.size());
         case ElementsKind::maxabs:
-          return Tensor::scalar(largest);
+          return ArrayValue::scalar(largest);
         case ElementsKind::lse:
-          return Tensor::scalar(array::logSumExp(values));
+          return ArrayValue::scalar(array::logSumExp(values));
         case ElementsKind::sqnorm:
-          return Tensor::scalar(sumOfSquares);
+          return ArrayValue::scalar(sumOfSquares);
         case ElementsKind::norm:
-          return Tensor::scalar(std::sqrt(sumOfSquares));
+          return ArrayValue::scalar(std::sqrt(sumOfSquares));
         }
         return op->emitOpError("has an unknown kind");
       })
@@ -911,7 +913,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
             getShape(cast<ArrayType>(broadcast.getType()), op);
         if (failed(shape))
           return failure();
-        const Tensor &operand = operands[0];
+        const ArrayValue &operand = operands[0];
         if (operand.getRank() > shape->size() ||
             !std::equal(operand.shape.begin(), operand.shape.end(),
                         shape->begin()))
@@ -941,13 +943,13 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
           return op->emitOpError(
               "takes the log-determinant of a matrix that is not symmetric "
               "positive definite");
-        return Tensor::scalar(*logDet);
+        return ArrayValue::scalar(*logDet);
       })
       .Case([&](ApplyOp apply) -> Result {
         auto code = reinterpret_cast<EnergyElementwiseCode>(
             pluginCode(plugin::getFunctionTable().lookup(apply.getFunction()))
                 .addresses[apply.getOrder()]);
-        Tensor result = operands[0];
+        ArrayValue result = operands[0];
         for (double &value : result.data)
           value = code(value);
         return result;
@@ -955,26 +957,26 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
       .Case([&](SimilarityOp similarity) -> Result {
         const plugin::RuntimeCode &code = pluginCode(
             plugin::getFunctionTable().lookup(similarity.getFunction()));
-        return Tensor::scalar(reinterpret_cast<EnergySimilarityCode>(
+        return ArrayValue::scalar(reinterpret_cast<EnergySimilarityCode>(
             code.addresses[0])(operands[0].size(), operands[0].data.data(),
                                operands[1].data.data()));
       })
       .Case([&](SimilarityGradientOp gradient) -> Result {
         const plugin::RuntimeCode &code = pluginCode(
             plugin::getFunctionTable().lookup(gradient.getFunction()));
-        Tensor lhs = operands[0], rhs = operands[1];
+        ArrayValue lhs = operands[0], rhs = operands[1];
         reinterpret_cast<EnergySimilarityGradientCode>(code.addresses[1])(
             lhs.size(), operands[0].data.data(), operands[1].data.data(),
             lhs.data.data(), rhs.data.data());
         return gradient.getArgument() == 0 ? lhs : rhs;
       })
       .Case([&](AggregateOp aggregate) -> Result {
-        return Tensor::scalar(
+        return ArrayValue::scalar(
             aggregationCode(aggregate.getAggregation())
                 .value(operands[0].size(), operands[0].data.data()));
       })
       .Case([&](AggregateWeightsOp aggregate) -> Result {
-        Tensor weights = operands[0];
+        ArrayValue weights = operands[0];
         aggregationCode(aggregate.getAggregation())
             .weights(operands[0].size(), operands[0].data.data(),
                      weights.data.data());
@@ -983,13 +985,14 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
       .Case([&](InverseOp) -> Result {
         if (!isSquareMatrix(operands[0]))
           return shapeError(op, {&operands[0]});
-        std::optional<Tensor> inverse = array::inverse(operands[0]);
+        std::optional<ArrayValue> inverse = array::inverse(operands[0]);
         if (!inverse)
           return op->emitOpError("inverts a singular matrix");
         return std::move(*inverse);
       })
       .Case([&](ExtractOp extract) -> Result {
-        FailureOr<Tensor> source = evaluateArray(extract.getSource(), frame);
+        FailureOr<ArrayValue> source =
+            evaluateArray(extract.getSource(), frame);
         if (failed(source))
           return failure();
         FailureOr<std::vector<int64_t>> indices =
@@ -1002,7 +1005,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
         return source->slice(*indices);
       })
       .Case([&](EmbedOp embed) -> Result {
-        FailureOr<Tensor> value = evaluateArray(embed.getValue(), frame);
+        FailureOr<ArrayValue> value = evaluateArray(embed.getValue(), frame);
         if (failed(value))
           return failure();
         FailureOr<std::vector<int64_t>> shape =
@@ -1017,7 +1020,7 @@ FailureOr<Tensor> Interpreter::evaluateArrayOp(Operation *op, Frame &frame) {
                 [](InFlightDiagnostic &diag, size_t) { diag << "embeds"; })) ||
             failed(checkAllocation(op, *shape)))
           return failure();
-        Tensor result(*shape);
+        ArrayValue result(*shape);
         if (!std::equal(value->shape.begin(), value->shape.end(),
                         shape->begin() + indices->size(), shape->end()))
           return shapeError(op, {&*value});
@@ -1064,7 +1067,7 @@ Interpreter::evaluateIndices(Operation *op, AffineMap map, ValueRange operands,
   return indices;
 }
 
-FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
+FailureOr<ArrayValue> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
   FailureOr<std::vector<int64_t>> maybeIndices =
       evaluateIndices(read, read.getMap(), read.getIndices(), frame);
   if (failed(maybeIndices))
@@ -1075,7 +1078,7 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
       SymbolTable::lookupNearestSymbolFrom(read, read.getSourceAttr());
   StringAttr name = read.getSourceAttr().getAttr();
   if (auto constant = dyn_cast_or_null<ConstOp>(source))
-    return Tensor::scalar(consts.lookup(name.getValue()));
+    return ArrayValue::scalar(consts.lookup(name.getValue()));
 
   ArrayType wholeType;
   if (auto tensor = dyn_cast_or_null<TensorOp>(source))
@@ -1098,7 +1101,7 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
     return failure();
 
   if (auto tensor = dyn_cast<TensorOp>(source)) {
-    FailureOr<const Tensor *> value = getTensor(tensor, read);
+    FailureOr<const ArrayValue *> value = getTensor(tensor, read);
     if (failed(value))
       return failure();
     return (*value)->slice(indices);
@@ -1110,7 +1113,7 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
   size_t domainRank = let.getDomain().size();
   if (indices.size() >= domainRank) {
     ArrayRef<int64_t> all(indices);
-    FailureOr<Tensor> element =
+    FailureOr<ArrayValue> element =
         evaluateLetElement(let, all.take_front(domainRank), read);
     if (failed(element))
       return failure();
@@ -1122,11 +1125,11 @@ FailureOr<Tensor> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
                                    wholeShape->end());
   if (failed(checkAllocation(read, resultShape)))
     return failure();
-  Tensor result(resultShape);
+  ArrayValue result(resultShape);
   if (failed(forEachPosition(freeSizes, [&](ArrayRef<int64_t> position) {
         std::vector<int64_t> full = indices;
         full.insert(full.end(), position.begin(), position.end());
-        FailureOr<Tensor> element = evaluateLetElement(let, full, read);
+        FailureOr<ArrayValue> element = evaluateLetElement(let, full, read);
         if (failed(element))
           return failure();
         result.setSlice(position, *element);
@@ -1148,7 +1151,8 @@ FailureOr<std::vector<int64_t>> Interpreter::evaluateDomain(ArrayAttr sizes,
   return extents;
 }
 
-FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
+FailureOr<ArrayValue> Interpreter::evaluateReduce(ReduceOp reduce,
+                                                  Frame &frame) {
   FailureOr<std::vector<int64_t>> domain =
       evaluateDomain(reduce.getSizes(), reduce);
   if (failed(domain))
@@ -1156,7 +1160,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
   const std::vector<int64_t> &sizes = *domain;
   double temperature = 1.0;
   if (Value value = reduce.getTemperature()) {
-    FailureOr<Tensor> t = evaluateArray(value, frame);
+    FailureOr<ArrayValue> t = evaluateArray(value, frame);
     if (failed(t))
       return failure();
     temperature = t->data.front();
@@ -1178,7 +1182,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
       inner.integers[argument] = index;
     return inner;
   };
-  std::vector<Tensor> values;
+  std::vector<ArrayValue> values;
   if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
         if (admitted) {
           Frame predicateFrame = frameAt(reduce.getPredicate(), position);
@@ -1190,7 +1194,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
             return success();
         }
         Frame bodyFrame = frameAt(reduce.getBody(), position);
-        FailureOr<Tensor> value = evaluateArray(body, bodyFrame);
+        FailureOr<ArrayValue> value = evaluateArray(body, bodyFrame);
         if (failed(value))
           return failure();
         values.push_back(std::move(*value));
@@ -1200,12 +1204,12 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
 
   if (failed(checkAllocation(reduce, *shape)))
     return failure();
-  Tensor result(*shape);
+  ArrayValue result(*shape);
   if (values.empty())
     return result;
   for (int64_t element = 0; element < result.size(); ++element) {
     std::vector<double> column;
-    for (const Tensor &value : values)
+    for (const ArrayValue &value : values)
       column.push_back(value.data[element]);
     double &out = result.data[element];
     switch (reduce.getKind()) {
@@ -1238,7 +1242,7 @@ FailureOr<Tensor> Interpreter::evaluateReduce(ReduceOp reduce, Frame &frame) {
 // Gradient programs
 //===----------------------------------------------------------------------===//
 
-FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
+FailureOr<ArrayValue> Interpreter::evaluateGradient(StringRef tensorName) {
   for (GradientOp gradient : model.getOps<GradientOp>())
     if (gradient.getTensor() == tensorName && !gradient.getOf() &&
         !gradient.isJoint())
@@ -1248,7 +1252,7 @@ FailureOr<Tensor> Interpreter::evaluateGradient(StringRef tensorName) {
                               "first";
 }
 
-FailureOr<SmallVector<Tensor>> Interpreter::evaluateGradOp(GradOp grad) {
+FailureOr<SmallVector<ArrayValue>> Interpreter::evaluateGradOp(GradOp grad) {
   SmallVector<FlatSymbolRefAttr> tensors = grad.getTensors();
   for (GradientOp gradient : model.getOps<GradientOp>())
     if (gradient.getTensors() == tensors &&
@@ -1259,14 +1263,14 @@ FailureOr<SmallVector<Tensor>> Interpreter::evaluateGradOp(GradOp grad) {
          << " is not derived; run energy-derive-gradients first";
 }
 
-FailureOr<Tensor> Interpreter::evaluateGradient(GradientOp gradient) {
-  FailureOr<SmallVector<Tensor>> gradients = evaluateGradients(gradient);
+FailureOr<ArrayValue> Interpreter::evaluateGradient(GradientOp gradient) {
+  FailureOr<SmallVector<ArrayValue>> gradients = evaluateGradients(gradient);
   if (failed(gradients))
     return failure();
   return gradients->front();
 }
 
-FailureOr<SmallVector<Tensor>>
+FailureOr<SmallVector<ArrayValue>>
 Interpreter::evaluateGradients(GradientOp gradient) {
   if (gradient->getParentOp() != model)
     return gradient.emitOpError("is not a gradient of the interpreted model");
@@ -1293,7 +1297,7 @@ Interpreter::evaluateGradients(GradientOp gradient) {
                                "the gradient of @" + name.getValue() + " " +
                                    tensor.getArrayType().shapeString())))
       return failure();
-    buffers.try_emplace(name.getValue(), Tensor(*shape));
+    buffers.try_emplace(name.getValue(), ArrayValue(*shape));
   }
   if (gradient.getBody().empty())
     return gradient.emitOpError("has no body");
@@ -1307,9 +1311,9 @@ Interpreter::evaluateGradients(GradientOp gradient) {
   inProgress.erase(gradient);
   if (failed(result))
     return failure();
-  SmallVector<Tensor> gradients;
+  SmallVector<ArrayValue> gradients;
   for (FlatSymbolRefAttr name : names) {
-    Tensor &buffer = buffers.find(name.getValue())->second;
+    ArrayValue &buffer = buffers.find(name.getValue())->second;
     if (containsNaN(buffer))
       return gradient.emitOpError()
              << "produced NaN in the gradient of " << name;
@@ -1384,7 +1388,7 @@ LogicalResult Interpreter::executeAccumulate(AccumulateOp accumulate,
     return accumulate.emitOpError()
            << "accumulates into " << accumulate.getTensorAttr()
            << " outside the gradient of that tensor";
-  Tensor &gradient = buffer->second;
+  ArrayValue &gradient = buffer->second;
   FailureOr<std::vector<int64_t>> indices = evaluateIndices(
       accumulate, accumulate.getMap(), accumulate.getIndices(), frame);
   if (failed(indices))
@@ -1395,15 +1399,15 @@ LogicalResult Interpreter::executeAccumulate(AccumulateOp accumulate,
                                  << accumulate.getTensorAttr();
                           })))
     return failure();
-  FailureOr<Tensor> value = evaluateArray(accumulate.getValue(), frame);
+  FailureOr<ArrayValue> value = evaluateArray(accumulate.getValue(), frame);
   if (failed(value))
     return failure();
   ArrayRef<int64_t> sliceShape =
       ArrayRef<int64_t>(gradient.shape).drop_front(indices->size());
   if (ArrayRef<int64_t>(value->shape) != sliceShape)
     return accumulate.emitOpError()
-           << "adds a value of shape " << Tensor::shapeString(value->shape)
-           << " into a slice of shape " << Tensor::shapeString(sliceShape);
+           << "adds a value of shape " << ArrayValue::shapeString(value->shape)
+           << " into a slice of shape " << ArrayValue::shapeString(sliceShape);
   // Row-major: the slice at leading indices is a contiguous block.
   int64_t offset = 0;
   for (auto [axis, index] : llvm::enumerate(*indices))

@@ -21,7 +21,7 @@ struct Interpreter::Frame {
 
   Region *region;
   Frame *parent;
-  llvm::DenseMap<Value, Tensor> arrays;
+  llvm::DenseMap<Value, ArrayValue> arrays;
   /// Index and i1 values (i1 as 0 or 1), block arguments included.
   llvm::DenseMap<Value, int64_t> integers;
 };

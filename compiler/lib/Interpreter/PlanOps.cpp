@@ -34,19 +34,19 @@ ValueRange yieldedValues(Region &region) {
 }
 } // namespace
 
-FailureOr<Tensor> Interpreter::evaluateTabulate(TabulateOp table,
-                                                Frame &frame) {
+FailureOr<ArrayValue> Interpreter::evaluateTabulate(TabulateOp table,
+                                                    Frame &frame) {
   FailureOr<std::vector<int64_t>> domain =
       evaluateDomain(table.getSizes(), table);
   FailureOr<std::vector<int64_t>> shape =
       getShape(cast<ArrayType>(table.getType()), table);
   if (failed(domain) || failed(shape) || failed(checkAllocation(table, *shape)))
     return failure();
-  Tensor result(*shape);
+  ArrayValue result(*shape);
   Value body = table.getBodyValue();
   if (failed(forEachPosition(*domain, [&](ArrayRef<int64_t> position) {
         Frame inner = frameAt(table.getBody(), position, frame);
-        FailureOr<Tensor> value = evaluateArray(body, inner);
+        FailureOr<ArrayValue> value = evaluateArray(body, inner);
         if (failed(value))
           return failure();
         result.setSlice(position, *value);
@@ -56,7 +56,7 @@ FailureOr<Tensor> Interpreter::evaluateTabulate(TabulateOp table,
   return result;
 }
 
-FailureOr<SmallVector<Tensor>>
+FailureOr<SmallVector<ArrayValue>>
 Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
   FailureOr<std::vector<int64_t>> rows =
       evaluateDomain(contract.getRows(), contract);
@@ -67,19 +67,19 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
   int64_t columnCount = columns->front();
   double temperature = 1.0;
   if (Value value = contract.getTemperature()) {
-    FailureOr<Tensor> t = evaluateArray(value, frame);
+    FailureOr<ArrayValue> t = evaluateArray(value, frame);
     if (failed(t))
       return failure();
     temperature = t->data.front();
   }
-  std::optional<Tensor> given;
+  std::optional<ArrayValue> given;
   if (Value value = contract.getGivenLse()) {
-    FailureOr<Tensor> t = evaluateArray(value, frame);
+    FailureOr<ArrayValue> t = evaluateArray(value, frame);
     if (failed(t))
       return failure();
     given = *t;
   }
-  SmallVector<Tensor> results;
+  SmallVector<ArrayValue> results;
   for (Value result : contract.getResults()) {
     FailureOr<std::vector<int64_t>> shape =
         getShape(cast<ArrayType>(result.getType()), contract);
@@ -113,7 +113,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
               continue;
           }
           Frame scoreFrame = frameAt(contract.getScore(), pair, frame);
-          FailureOr<Tensor> value = evaluateArray(score, scoreFrame);
+          FailureOr<ArrayValue> value = evaluateArray(score, scoreFrame);
           if (failed(value))
             return failure();
           admittedColumns.push_back(column);
@@ -127,10 +127,10 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
         else
           normaliser = temperature * array::logSumExp(scaled);
         if (contract.getLse())
-          results[0].setSlice(row, Tensor::scalar(normaliser));
+          results[0].setSlice(row, ArrayValue::scalar(normaliser));
         if (!given && admittedColumns.empty())
           return success();
-        std::vector<Tensor> rowSums;
+        std::vector<ArrayValue> rowSums;
         for (Value value : contract.getRowValues()) {
           FailureOr<std::vector<int64_t>> shape =
               getShape(cast<ArrayType>(value.getType()), contract);
@@ -144,7 +144,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
           Frame rowFrame = frameAt(contract.getRowSums(), pair, frame);
           for (auto [sum, value] :
                llvm::zip(rowSums, contract.getRowValues())) {
-            FailureOr<Tensor> term = evaluateArray(value, rowFrame);
+            FailureOr<ArrayValue> term = evaluateArray(value, rowFrame);
             if (failed(term))
               return failure();
             for (size_t i = 0; i < sum.data.size(); ++i)
@@ -158,11 +158,11 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
           at.back() = column;
           Frame columnFrame = frameAt(contract.getColSums(), pair, frame);
           for (auto [j, value] : llvm::enumerate(contract.getColValues())) {
-            FailureOr<Tensor> term = evaluateArray(value, columnFrame);
+            FailureOr<ArrayValue> term = evaluateArray(value, columnFrame);
             if (failed(term))
               return failure();
-            Tensor &out = results[firstColumn + j];
-            Tensor slot = out.slice(at);
+            ArrayValue &out = results[firstColumn + j];
+            ArrayValue slot = out.slice(at);
             for (size_t i = 0; i < slot.data.size(); ++i)
               slot.data[i] += weight * term->data[term->isScalar() ? 0 : i];
             out.setSlice(at, slot);

@@ -30,7 +30,7 @@ public:
   Emitter(MLIRContext &context, const llvm::SourceMgr &sourceMgr)
       : context(context), sourceMgr(sourceMgr), builder(&context) {}
 
-  OwningOpRef<ModuleOp> emit(const Model &model) {
+  OwningOpRef<ModuleOp> emit(const ModelSpec &model) {
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc(model.range.Start));
     builder.setInsertionPointToEnd(module->getBody());
     auto modelOp =
@@ -820,7 +820,7 @@ public:
 
 namespace energy::frontend {
 OwningOpRef<ModuleOp> emitEnergyDialect(MLIRContext &context,
-                                        const Model &model,
+                                        const ModelSpec &model,
                                         const llvm::SourceMgr &sourceMgr) {
   context.loadDialect<EnergyDialect, arith::ArithDialect>();
   Emitter emitter(context, sourceMgr);
@@ -838,7 +838,7 @@ OwningOpRef<ModuleOp> emitSource(MLIRContext &context,
                                  const llvm::SourceMgr &sourceMgr,
                                  unsigned bufferId,
                                  DiagnosticEngine &diagnostics) {
-  std::unique_ptr<Model> model =
+  std::unique_ptr<ModelSpec> model =
       parseAndCheck(sourceMgr, bufferId, diagnostics);
   if (!model || diagnostics.hasErrors())
     return nullptr;

@@ -33,7 +33,7 @@ void checkDescent(CompiledModel &compiled, const Bindings &bindings,
   REQUIRE(*count >= 5);
   for (int64_t k = 0; k < *count; ++k) {
     std::optional<double> before = run->energy();
-    std::optional<Tensor> g = run->gradient(node);
+    std::optional<ArrayValue> g = run->gradient(node);
     REQUIRE_MESSAGE((before && g), compiled.diagnostics);
     REQUIRE_MESSAGE(run->step(), compiled.diagnostics);
     std::optional<double> after = run->energy();
@@ -115,7 +115,7 @@ TEST_CASE("gd on the means of a gmm lowers its energy at every step") {
   options.scale = 1.0;
   options.spd = {"prec"};
   Bindings bindings = bindRandom(compiled->model, options);
-  const Tensor &prec = bound(bindings, "prec");
+  const ArrayValue &prec = bound(bindings, "prec");
   double largest = 0;
   for (int64_t k = 0; k < 2; ++k)
     largest =
@@ -131,11 +131,11 @@ TEST_CASE("gd on the means of a gmm lowers its energy at every step") {
   REQUIRE_MESSAGE(run->run(), compiled->diagnostics);
   CHECK(run->stepsTaken() == 20);
   for (const char *fixed : {"prec", "w"}) {
-    std::optional<Tensor> value = run->value(fixed);
+    std::optional<ArrayValue> value = run->value(fixed);
     REQUIRE(value);
     CHECK(value->data == bound(bindings, fixed).data);
   }
-  std::optional<Tensor> mu = run->value("mu");
+  std::optional<ArrayValue> mu = run->value("mu");
   REQUIRE(mu);
   CHECK(mu->data != bound(bindings, "mu").data);
 }

@@ -58,7 +58,7 @@ bool DynamicsRun::step() {
   if (until.empty())
     return true;
   Value condition = cast<YieldOp>(until.front().back()).getValues().front();
-  FailureOr<Tensor> done = interpreter.evaluate(condition);
+  FailureOr<ArrayValue> done = interpreter.evaluate(condition);
   if (failed(done))
     return false;
   stoppedByRule = done->data[0] != 0.0;
@@ -78,8 +78,8 @@ bool DynamicsRun::run(llvm::function_ref<void(int64_t)> afterStep) {
   return true;
 }
 
-std::optional<Tensor> DynamicsRun::value(StringRef tensor) {
-  FailureOr<Tensor> result = interpreter.getTensorValue(tensor);
+std::optional<ArrayValue> DynamicsRun::value(StringRef tensor) {
+  FailureOr<ArrayValue> result = interpreter.getTensorValue(tensor);
   if (failed(result))
     return std::nullopt;
   return std::move(*result);
@@ -92,8 +92,8 @@ std::optional<double> DynamicsRun::energy() {
   return *result;
 }
 
-std::optional<Tensor> DynamicsRun::gradient(StringRef tensor) {
-  FailureOr<Tensor> result = interpreter.evaluateGradient(tensor);
+std::optional<ArrayValue> DynamicsRun::gradient(StringRef tensor) {
+  FailureOr<ArrayValue> result = interpreter.evaluateGradient(tensor);
   if (failed(result))
     return std::nullopt;
   return std::move(*result);
@@ -161,7 +161,7 @@ void heavyBallStep(HeavyBall &state, double lr, double beta, bool nesterov,
   state.y = axpy(state.y, -lr, state.p);
 }
 
-double relativeError(const Tensor &got, const Vector &want) {
+double relativeError(const ArrayValue &got, const Vector &want) {
   if (got.data.size() != want.size())
     return std::numeric_limits<double>::infinity();
   double largest = 0;
@@ -170,7 +170,7 @@ double relativeError(const Tensor &got, const Vector &want) {
   return largest / std::max(1.0, maxAbs(want));
 }
 
-const Tensor &bound(const Bindings &bindings, StringRef name) {
+const ArrayValue &bound(const Bindings &bindings, StringRef name) {
   auto found = bindings.getTensors().find(name);
   assert(found != bindings.getTensors().end() && "the tensor is not bound");
   return found->second;

@@ -51,11 +51,11 @@ public:
   bool stopped() const { return stoppedByRule; }
 
   /// The current value of a tensor (bound, initialised or last stored).
-  std::optional<Tensor> value(llvm::StringRef tensor);
+  std::optional<ArrayValue> value(llvm::StringRef tensor);
   /// The global energy at the current values and step.
   std::optional<double> energy();
   /// The derived gradient of `tensor` at the current values and step.
-  std::optional<Tensor> gradient(llvm::StringRef tensor);
+  std::optional<ArrayValue> gradient(llvm::StringRef tensor);
 
 private:
   DynamicsRun(CompiledModel &compiled, mlir::energy::Interpreter interpreter,
@@ -109,10 +109,10 @@ void heavyBallStep(HeavyBall &state, double lr, double beta, bool nesterov,
 
 /// max |got − want| / max(1, max |want|): the error relative to the
 /// reference's scale (infinity when the sizes differ).
-double relativeError(const Tensor &got, const Vector &want);
+double relativeError(const ArrayValue &got, const Vector &want);
 
 /// The tensor `name` of `bindings` (which must be bound).
-const Tensor &bound(const Bindings &bindings, llvm::StringRef name);
+const ArrayValue &bound(const Bindings &bindings, llvm::StringRef name);
 
 } // namespace energy::testing
 

@@ -57,13 +57,14 @@ TEST_CASE("the gmm example's EM reproduces scikit-learn's GaussianMixture") {
   REQUIRE_MESSAGE(compiled->model, compiled->diagnostics);
   Bindings bindings;
   bindings.setDim("N", n).setDim("K", k).setDim("D", d);
-  bindings.setTensor("x", Tensor({n, d}, numbers(reference, "x")));
-  bindings.setTensor("mu", Tensor({k, d}, numbers(init, "means")));
-  bindings.setTensor("prec", Tensor({k, d, d}, numbers(init, "precisions")));
+  bindings.setTensor("x", ArrayValue({n, d}, numbers(reference, "x")));
+  bindings.setTensor("mu", ArrayValue({k, d}, numbers(init, "means")));
+  bindings.setTensor("prec",
+                     ArrayValue({k, d, d}, numbers(init, "precisions")));
   Vector logWeights = numbers(init, "weights");
   for (double &w : logWeights)
     w = std::log(w);
-  bindings.setTensor("w", Tensor({k}, logWeights));
+  bindings.setTensor("w", ArrayValue({k}, logWeights));
 
   std::unique_ptr<DynamicsRun> run = DynamicsRun::start(*compiled, bindings);
   REQUIRE_MESSAGE(run, compiled->diagnostics);
@@ -83,8 +84,8 @@ TEST_CASE("the gmm example's EM reproduces scikit-learn's GaussianMixture") {
     REQUIRE_MESSAGE(run->step(), compiled->diagnostics);
     REQUIRE_FALSE(run->stopped());
     const llvm::json::Object &expected = *iterations[step].getAsObject();
-    std::optional<Tensor> mu = run->value("mu"), prec = run->value("prec"),
-                          w = run->value("w");
+    std::optional<ArrayValue> mu = run->value("mu"), prec = run->value("prec"),
+                              w = run->value("w");
     REQUIRE((mu && prec && w));
     Vector weights(w->data.size());
     double total = 0;
@@ -100,8 +101,8 @@ TEST_CASE("the gmm example's EM reproduces scikit-learn's GaussianMixture") {
     // scatter, unnormalised weights) is off by 1e-6 or more.
     CHECK(relativeError(*mu, numbers(expected, "means")) <= 1e-9);
     CHECK(relativeError(*prec, numbers(expected, "precisions")) <= 1e-9);
-    CHECK(relativeError(Tensor({k}, weights), numbers(expected, "weights")) <=
-          1e-9);
+    CHECK(relativeError(ArrayValue({k}, weights),
+                        numbers(expected, "weights")) <= 1e-9);
     double likelihood = meanLogLikelihood();
     CHECK(likelihood ==
           doctest::Approx(*expected.getNumber("mean_log_likelihood"))
@@ -141,7 +142,7 @@ TEST_CASE("a stationary mean under per-point precisions solves its system") {
   std::unique_ptr<DynamicsRun> run = DynamicsRun::start(*compiled, bindings);
   REQUIRE_MESSAGE(run, compiled->diagnostics);
   REQUIRE_MESSAGE(run->step(), compiled->diagnostics);
-  std::optional<Tensor> mu = run->value("mu");
+  std::optional<ArrayValue> mu = run->value("mu");
   REQUIRE(mu);
 
   const int n = 12, k = 3, d = 2;

@@ -91,7 +91,7 @@ TEST_CASE("hopfield_attention follows softmax attention layer by layer") {
     REQUIRE_MESSAGE(run, compiled->diagnostics);
     bool ran = run->run([&](int64_t l) {
       attentionLayer(x, h, bindings, l, a, a2);
-      std::optional<Tensor> gotX = run->value("x"), gotH = run->value("H");
+      std::optional<ArrayValue> gotX = run->value("x"), gotH = run->value("H");
       REQUIRE_MESSAGE((gotX && gotH), compiled->diagnostics);
       // O(D) dot products, a softmax over N and an O(N) mix per entry,
       // summed in a possibly different order: ~1e-15 relative per layer.

@@ -91,7 +91,7 @@ Reference checkScheme(llvm::StringRef rules, Scheme scheme) {
   REQUIRE_MESSAGE(run, compiled->diagnostics);
   bool ran = run->run([&](int64_t k) {
     referenceStep(reference, m, scheme);
-    std::optional<Tensor> a = run->value("a"), b = run->value("b");
+    std::optional<ArrayValue> a = run->value("a"), b = run->value("b");
     REQUIRE_MESSAGE((a && b), compiled->diagnostics);
     // A few O(P·Q) sums per step, in a possibly different order: rounding
     // of ~1e-15 relative, against a tolerance of 1e-12; using the wrong

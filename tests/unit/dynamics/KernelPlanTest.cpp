@@ -49,7 +49,7 @@ double relativeDifference(double a, double b) {
   return std::fabs(a - b) / std::max({1.0, std::fabs(a), std::fabs(b)});
 }
 
-double relativeDifference(const Tensor &a, const Tensor &b) {
+double relativeDifference(const ArrayValue &a, const ArrayValue &b) {
   return maxAbsDifference(a, b) / std::max({1.0, maxAbs(a), maxAbs(b)});
 }
 
@@ -85,9 +85,10 @@ TEST_CASE("planning changes no value of any example") {
 
     for (const std::string &tensor : unplanned->tensorNames()) {
       CAPTURE(tensor);
-      std::optional<Tensor> gradientBefore =
+      std::optional<ArrayValue> gradientBefore =
           unplanned->gradient(before, tensor);
-      std::optional<Tensor> gradientAfter = planned->gradient(after, tensor);
+      std::optional<ArrayValue> gradientAfter =
+          planned->gradient(after, tensor);
       REQUIRE_MESSAGE(gradientBefore, unplanned->diagnostics);
       REQUIRE_MESSAGE(gradientAfter, planned->diagnostics);
       CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
@@ -105,8 +106,8 @@ TEST_CASE("planning changes no value of any example") {
     }
     for (const std::string &tensor : unplanned->tensorNames()) {
       CAPTURE(tensor);
-      std::optional<Tensor> valueBefore = runBefore->value(tensor);
-      std::optional<Tensor> valueAfter = runAfter->value(tensor);
+      std::optional<ArrayValue> valueBefore = runBefore->value(tensor);
+      std::optional<ArrayValue> valueAfter = runAfter->value(tensor);
       REQUIRE(valueBefore);
       REQUIRE(valueAfter);
       CHECK(relativeDifference(*valueBefore, *valueAfter) <= kTolerance);

@@ -56,7 +56,8 @@ TEST_CASE("momentum and nesterov match paper 000 eqs. 9-10 exactly") {
     HeavyBall reference{bound(bindings, "y").data, {}};
     bool ran = run->run([&](int64_t k) {
       heavyBallStep(reference, test.lr, test.beta, test.nesterov, gradient);
-      std::optional<Tensor> y = run->value("y"), p = run->value("y.velocity");
+      std::optional<ArrayValue> y = run->value("y"),
+                                p = run->value("y.velocity");
       REQUIRE_MESSAGE((y && p), compiled->diagnostics);
       // Both sides do the same O(D) operations per step in a possibly
       // different order; the iteration is stable (lr λmax(A) < 2 (1 + β)),

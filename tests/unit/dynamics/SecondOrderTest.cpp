@@ -34,7 +34,7 @@ OneStep stepBowl(llvm::StringRef source, llvm::StringRef extraTensor = {}) {
   OneStep result{bindBowl(compiled->model), {}, {}};
   if (!extraTensor.empty()) {
     // A second SPD matrix: the bowl's A, shifted.
-    Tensor p = bound(result.bindings, "A");
+    ArrayValue p = bound(result.bindings, "A");
     for (int64_t i = 0; i < 4; ++i)
       p.data[i * 4 + i] += 0.5;
     result.bindings.setTensor(extraTensor, p);
@@ -44,7 +44,7 @@ OneStep stepBowl(llvm::StringRef source, llvm::StringRef extraTensor = {}) {
       DynamicsRun::start(*compiled, result.bindings);
   REQUIRE_MESSAGE(run, compiled->diagnostics);
   REQUIRE_MESSAGE(run->step(), compiled->diagnostics);
-  std::optional<Tensor> y = run->value("y");
+  std::optional<ArrayValue> y = run->value("y");
   REQUIRE_MESSAGE(y, compiled->diagnostics);
   result.after = y->data;
   return result;
@@ -55,8 +55,8 @@ Vector bowlGradient(const Bindings &bindings, const Vector &y) {
                 axpy(y, -1.0, bound(bindings, "c").data));
 }
 
-Tensor asTensor(const Vector &v) {
-  return Tensor({static_cast<int64_t>(v.size())}, v);
+ArrayValue asTensor(const Vector &v) {
+  return ArrayValue({static_cast<int64_t>(v.size())}, v);
 }
 } // namespace
 
@@ -78,7 +78,7 @@ TEST_CASE("the quadratic_bowl example converges in one Newton step") {
   REQUIRE_MESSAGE(run, compiled->diagnostics);
   REQUIRE_MESSAGE(run->run(), compiled->diagnostics);
   CHECK(run->stepsTaken() == 1);
-  std::optional<Tensor> y = run->value("y");
+  std::optional<ArrayValue> y = run->value("y");
   REQUIRE(y);
   CHECK(relativeError(*y, bound(bindings, "c").data) <= 1e-9);
 }
@@ -149,8 +149,8 @@ void checkHessianVectorProduct(llvm::StringRef source) {
   options.dims = {{"N", 3}, {"K", 4}, {"D", 2}};
   options.scale = 1.0;
   Bindings bindings = bindRandom(compiled->model, options);
-  Tensor x = bound(bindings, "x");
-  Tensor v(x.shape);
+  ArrayValue x = bound(bindings, "x");
+  ArrayValue v(x.shape);
   for (size_t i = 0; i < v.data.size(); ++i)
     v.data[i] = std::sin(1.0 + double(i));
   bindings.setTensor("x.direction", v);
@@ -163,20 +163,20 @@ void checkHessianVectorProduct(llvm::StringRef source) {
   mlir::FailureOr<Interpreter> interpreter =
       Interpreter::create(compiled->model, bindings);
   REQUIRE_MESSAGE(mlir::succeeded(interpreter), compiled->diagnostics);
-  mlir::FailureOr<Tensor> hv = interpreter->evaluateGradient(product);
+  mlir::FailureOr<ArrayValue> hv = interpreter->evaluateGradient(product);
   REQUIRE_MESSAGE(mlir::succeeded(hv), compiled->diagnostics);
 
   const double h = 1e-5;
   auto gradientAt = [&](double scale) {
     Bindings shifted = bindings;
-    Tensor moved = x;
+    ArrayValue moved = x;
     for (size_t i = 0; i < moved.data.size(); ++i)
       moved.data[i] += scale * v.data[i];
     shifted.setTensor("x", moved);
     mlir::FailureOr<Interpreter> at =
         Interpreter::create(compiled->model, shifted);
     REQUIRE(mlir::succeeded(at));
-    mlir::FailureOr<Tensor> g = at->evaluateGradient("x");
+    mlir::FailureOr<ArrayValue> g = at->evaluateGradient("x");
     REQUIRE(mlir::succeeded(g));
     return g->data;
   };

@@ -50,7 +50,7 @@ TEST_CASE("until maxabs(grad) < tol stops gd at the first step it holds") {
   REQUIRE_MESSAGE(run, compiled->diagnostics);
   bool ran = run->run([&](int64_t k) {
     REQUIRE(k < static_cast<int64_t>(trajectory.size()));
-    std::optional<Tensor> y = run->value("y");
+    std::optional<ArrayValue> y = run->value("y");
     REQUIRE_MESSAGE(y, compiled->diagnostics);
     // Same operations as the reference, possibly reordered; gd contracts
     // here (lr λmax(A) < 1), so the error stays ~1e-15.
@@ -139,7 +139,7 @@ TEST_CASE("step k of nag_attention uses Wq[k] and Wk[k]") {
                   [&](const Vector &x) { return nagGradient(x, bindings, k); });
     heavyBallStep(layerZero, 1.0, 0.9, /*nesterov=*/true,
                   [&](const Vector &x) { return nagGradient(x, bindings, 0); });
-    std::optional<Tensor> x = run->value("x");
+    std::optional<ArrayValue> x = run->value("x");
     REQUIRE_MESSAGE(x, compiled->diagnostics);
     // Softmax weights and O(N·D²) sums per step, reordered: ~1e-15
     // relative per step, over 4 steps; 1e-12 leaves a wide margin.

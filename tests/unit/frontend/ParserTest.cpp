@@ -81,7 +81,7 @@ model forms {
   INFO(parsed->printed);
   REQUIRE(parsed->model);
   CHECK(parsed->diagnostics.getNumErrors() == 0);
-  Model &model = *parsed->model;
+  ModelSpec &model = *parsed->model;
   CHECK(model.name == "forms");
   REQUIRE(model.decls.size() == 18);
   auto *dimD = dyn_cast<DimDecl>(model.decls[2].get());

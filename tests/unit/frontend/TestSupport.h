@@ -24,7 +24,7 @@ struct Compilation {
   llvm::SourceMgr sourceMgr;
   DiagnosticEngine diagnostics{sourceMgr};
   std::string printed; ///< everything the DiagnosticEngine printed
-  std::unique_ptr<Model> model;
+  std::unique_ptr<ModelSpec> model;
 
   /// "line:col: message" of the first error, or "" when there is none.
   std::string firstError() const;

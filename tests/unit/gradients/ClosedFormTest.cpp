@@ -31,7 +31,7 @@ using Vec = std::vector<double>;
 //===----------------------------------------------------------------------===//
 
 /// The row-major sub-array of `t` at leading `indices`.
-Vec at(const Tensor &t, std::vector<int64_t> indices) {
+Vec at(const ArrayValue &t, std::vector<int64_t> indices) {
   return t.slice(indices).data;
 }
 
@@ -85,8 +85,8 @@ double logDet(const Vec &m) {
 double silu(double u) { return u / (1 + std::exp(-u)); }
 
 /// Adds `value` into the slice of `t` at leading `indices`.
-void addAt(Tensor &t, std::vector<int64_t> indices, const Vec &value) {
-  Tensor slice = t.slice(indices);
+void addAt(ArrayValue &t, std::vector<int64_t> indices, const Vec &value) {
+  ArrayValue slice = t.slice(indices);
   for (size_t i = 0; i < value.size(); ++i)
     slice.data[i] += value[i];
   t.setSlice(indices, slice);
@@ -101,7 +101,7 @@ struct Case {
   std::unique_ptr<CompiledModel> compiled;
   Bindings bindings;
 
-  const Tensor &operator[](llvm::StringRef name) const {
+  const ArrayValue &operator[](llvm::StringRef name) const {
     return bindings.getTensors().find(name)->second;
   }
   double dim(llvm::StringRef name) const {
@@ -112,14 +112,14 @@ struct Case {
   }
 
   /// The derived ∂E/∂`name`.
-  Tensor gradient(llvm::StringRef name) {
-    std::optional<Tensor> value = compiled->gradient(bindings, name);
+  ArrayValue gradient(llvm::StringRef name) {
+    std::optional<ArrayValue> value = compiled->gradient(bindings, name);
     REQUIRE_MESSAGE(value, compiled->diagnostics);
     return *value;
   }
   /// The derived −∂E/∂`name`, the papers' usual left-hand side.
-  Tensor negativeGradient(llvm::StringRef name) {
-    Tensor value = gradient(name);
+  ArrayValue negativeGradient(llvm::StringRef name) {
+    ArrayValue value = gradient(name);
     for (double &entry : value.data)
       entry = -entry;
     return value;
@@ -151,7 +151,7 @@ withDims(std::initializer_list<std::pair<const char *, int64_t>> dims,
 
 /// Both sides are exact computations in double precision that differ only
 /// in rounding order, so they agree to ~1e-13 relative; 1e-10 leaves room.
-void checkMatches(const Tensor &derived, const Tensor &expected,
+void checkMatches(const ArrayValue &derived, const ArrayValue &expected,
                   llvm::StringRef what) {
   INFO(what.str());
   REQUIRE(derived.shape == expected.shape);
@@ -175,7 +175,7 @@ TEST_CASE("004 §2 GMM: gradient w.r.t. the means") {
   RandomBindingOptions options = withDims({{"N", 5}, {"K", 3}, {"D", 3}}, 31);
   options.spd = {"prec"};
   Case c = prepareExample("gmm", options);
-  const Tensor &x = c["x"], &mu = c["mu"], &prec = c["prec"], &w = c["w"];
+  const ArrayValue &x = c["x"], &mu = c["mu"], &prec = c["prec"], &w = c["w"];
   int64_t n = c.size("N"), k = c.size("K");
   Vec logWeights(k);
   double normaliser = 0;
@@ -183,7 +183,7 @@ TEST_CASE("004 §2 GMM: gradient w.r.t. the means") {
     normaliser += std::exp(w.data[j]);
   for (int64_t j = 0; j < k; ++j)
     logWeights[j] = w.data[j] - std::log(normaliser);
-  Tensor expected(mu.shape);
+  ArrayValue expected(mu.shape);
   for (int64_t i = 0; i < n; ++i) {
     Vec logits(k);
     for (int64_t j = 0; j < k; ++j) {
@@ -209,14 +209,14 @@ TEST_CASE("004 §3 cross-attention: eqs. 7 and 8, chained to the tokens") {
   // multiplies by W^Qᵀ and W^Kᵀ.
   Case c = prepareExample("cross_attention",
                           withDims({{"NQ", 3}, {"NK", 4}, {"D", 3}}, 32));
-  const Tensor &xq = c["xq"], &xk = c["xk"], &wq = c["Wq"], &wk = c["Wk"];
+  const ArrayValue &xq = c["xq"], &xk = c["xk"], &wq = c["Wq"], &wk = c["Wk"];
   int64_t nq = c.size("NQ"), nk = c.size("NK");
   std::vector<Vec> q, k;
   for (int64_t i = 0; i < nq; ++i)
     q.push_back(matVec(wq.data, at(xq, {i})));
   for (int64_t p = 0; p < nk; ++p)
     k.push_back(matVec(wk.data, at(xk, {p})));
-  Tensor expectedQ(xq.shape), expectedK(xk.shape);
+  ArrayValue expectedQ(xq.shape), expectedK(xk.shape);
   for (int64_t i = 0; i < nq; ++i) {
     Vec logits(nk);
     for (int64_t p = 0; p < nk; ++p)
@@ -240,9 +240,9 @@ TEST_CASE("004 §4 Hopfield: eqs. 10 and 11") {
   // x_i (β = 1).
   Case c =
       prepareExample("hopfield", withDims({{"N", 3}, {"K", 4}, {"D", 3}}, 33));
-  const Tensor &x = c["x"], &m = c["m"];
+  const ArrayValue &x = c["x"], &m = c["m"];
   int64_t n = c.size("N"), k = c.size("K");
-  Tensor expectedX(x.shape), expectedM(m.shape);
+  ArrayValue expectedX(x.shape), expectedM(m.shape);
   for (int64_t i = 0; i < n; ++i) {
     Vec logits(k);
     for (int64_t mu = 0; mu < k; ++mu)
@@ -266,9 +266,9 @@ TEST_CASE("004 §5 slot attention: eqs. 13 and 14") {
   // −∂E/∂μ_i = Σ_j softmax_i(sim) W_Qᵀ W_K x_j (eq. 14).
   Case c = prepareExample("slot_attention",
                           withDims({{"N", 4}, {"S", 3}, {"D", 3}}, 34));
-  const Tensor &x = c["x"], &mu = c["mu"], &wk = c["Wk"], &wq = c["Wq"];
+  const ArrayValue &x = c["x"], &mu = c["mu"], &wk = c["Wk"], &wq = c["Wq"];
   int64_t n = c.size("N"), slots = c.size("S");
-  Tensor expectedX(x.shape), expectedMu(mu.shape);
+  ArrayValue expectedX(x.shape), expectedMu(mu.shape);
   for (int64_t j = 0; j < n; ++j) {
     Vec key = matVec(wk.data, at(x, {j}));
     Vec logits(slots);
@@ -291,14 +291,14 @@ TEST_CASE("004 §6 self-attention: eq. 16, child and parent terms") {
   // −∂E/∂x_i = Σ_p softmax_p((W^Q x_i)ᵀ(W^K x_p)) W_Qᵀ W_K x_p   (child)
   //          + Σ_c softmax_i((W^Q x_c)ᵀ(W^K x_i)) W_Kᵀ W_Q x_c   (parent).
   Case c = prepareExample("self_attention", withDims({{"N", 4}, {"D", 3}}, 35));
-  const Tensor &x = c["x"], &wq = c["Wq"], &wk = c["Wk"];
+  const ArrayValue &x = c["x"], &wq = c["Wq"], &wk = c["Wk"];
   int64_t n = c.size("N");
   std::vector<Vec> q, k;
   for (int64_t i = 0; i < n; ++i) {
     q.push_back(matVec(wq.data, at(x, {i})));
     k.push_back(matVec(wk.data, at(x, {i})));
   }
-  Tensor child(x.shape), parent(x.shape);
+  ArrayValue child(x.shape), parent(x.shape);
   for (int64_t ci = 0; ci < n; ++ci) {
     Vec logits(n);
     for (int64_t p = 0; p < n; ++p)
@@ -312,7 +312,7 @@ TEST_CASE("004 §6 self-attention: eq. 16, child and parent terms") {
       addAt(parent, {p}, toParent);
     }
   }
-  Tensor expected(x.shape);
+  ArrayValue expected(x.shape);
   for (size_t i = 0; i < expected.data.size(); ++i)
     expected.data[i] = child.data[i] + parent.data[i];
   checkMatches(c.negativeGradient("x"), expected, "eq. 16: -dE/dx");
@@ -332,10 +332,10 @@ TEST_CASE("004 §7 SLDS: gradients w.r.t. x, A and b (signs corrected)") {
   RandomBindingOptions options = withDims({{"T", 5}, {"K", 2}, {"D", 3}}, 36);
   options.spd = {"prec"};
   Case c = prepareExample("slds", options);
-  const Tensor &x = c["x"], &a = c["A"], &b = c["b"], &logpi = c["logpi"],
-               &prec = c["prec"];
+  const ArrayValue &x = c["x"], &a = c["A"], &b = c["b"], &logpi = c["logpi"],
+                   &prec = c["prec"];
   int64_t steps = c.size("T"), k = c.size("K"), d = c.size("D");
-  Tensor expectedX(x.shape), expectedA(a.shape), expectedB(b.shape);
+  ArrayValue expectedX(x.shape), expectedA(a.shape), expectedB(b.shape);
   for (int64_t t = 0; t + 1 < steps; ++t) {
     std::vector<Vec> residual, weighted;
     Vec logits(k);
@@ -376,7 +376,7 @@ TEST_CASE("004 §8 predictive coding: gradients w.r.t. mu and x (corrected)") {
   Case c =
       prepareExample("predictive_coding",
                      withDims({{"N", 4}, {"K", 3}, {"D", 3}, {"Z", 2}}, 37));
-  const Tensor &x = c["x"], &mu = c["mu"], &w1 = c["W1"], &b1 = c["b1"];
+  const ArrayValue &x = c["x"], &mu = c["mu"], &w1 = c["W1"], &b1 = c["b1"];
   int64_t n = c.size("N"), k = c.size("K"), d = c.size("D");
   std::vector<Vec> f;
   for (int64_t j = 0; j < k; ++j) {
@@ -385,7 +385,7 @@ TEST_CASE("004 §8 predictive coding: gradients w.r.t. mu and x (corrected)") {
       pre[e] = std::tanh(pre[e] + b1.data[e]);
     f.push_back(pre);
   }
-  Tensor expectedMu(mu.shape), expectedX(x.shape);
+  ArrayValue expectedMu(mu.shape), expectedX(x.shape);
   for (int64_t i = 0; i < n; ++i) {
     Vec logits(k);
     for (int64_t j = 0; j < k; ++j) {
@@ -425,9 +425,9 @@ TEST_CASE("001 eqs. 3-5: tied multi-head attention") {
 
   SUBCASE("eq. 3 at a point x != h") {
     Case c = prepareExample("tied_mha", options);
-    const Tensor &x = c["x"], &h = c["h"], &wq = c["Wq"], &wk = c["Wk"];
+    const ArrayValue &x = c["x"], &h = c["h"], &wq = c["Wq"], &wk = c["Wk"];
     int64_t n = c.size("N"), heads = c.size("H");
-    Tensor expected(x.shape);
+    ArrayValue expected(x.shape);
     for (int64_t head = 0; head < heads; ++head)
       for (int64_t i = 0; i < n; ++i) {
         std::vector<Vec> beta;
@@ -452,9 +452,9 @@ TEST_CASE("001 eqs. 3-5: tied multi-head attention") {
     // α = softmax_j(k_jᵀq_i / τ) (eq. 5's tying).
     options.copies = {{"x", "h"}};
     Case c = prepareExample("tied_mha", options);
-    const Tensor &h = c["h"], &wq = c["Wq"], &wk = c["Wk"];
+    const ArrayValue &h = c["h"], &wq = c["Wq"], &wk = c["Wk"];
     int64_t n = c.size("N"), heads = c.size("H");
-    Tensor mha = h;
+    ArrayValue mha = h;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t head = 0; head < heads; ++head) {
         Vec q = matVec(at(wq, {head}), at(h, {i}));
@@ -470,7 +470,7 @@ TEST_CASE("001 eqs. 3-5: tied multi-head attention") {
           axpy(mixed, alpha[j], values[j]);
         addAt(mha, {i}, matTVec(at(wq, {head}), mixed));
       }
-    Tensor step = c.gradient("x");
+    ArrayValue step = c.gradient("x");
     for (size_t e = 0; e < step.data.size(); ++e)
       step.data[e] = h.data[e] - step.data[e];
     checkMatches(step, mha, "eq. 4: h - grad = tied MHA(h)");
@@ -484,8 +484,8 @@ TEST_CASE("001 eqs. 8-11: the element-wise energy gives a gated MLP") {
 
   SUBCASE("eq. 8 at a point x != h") {
     Case c = prepareExample("cem_mlp", options);
-    const Tensor &x = c["x"], &h = c["h"], &w = c["W"], &v = c["V"];
-    Tensor expected(x.shape);
+    const ArrayValue &x = c["x"], &h = c["h"], &w = c["W"], &v = c["V"];
+    ArrayValue expected(x.shape);
     for (int64_t i = 0; i < c.size("N"); ++i) {
       Vec gamma = matVec(w.data, at(h, {i}));
       Vec gate = matVec(v.data, at(x, {i}));
@@ -501,8 +501,8 @@ TEST_CASE("001 eqs. 8-11: the element-wise energy gives a gated MLP") {
     // W^u = V, W^g = W and σ = SiLU (eq. 11).
     options.copies = {{"x", "h"}};
     Case c = prepareExample("cem_mlp", options);
-    const Tensor &h = c["h"], &w = c["W"], &v = c["V"];
-    Tensor mlp = h;
+    const ArrayValue &h = c["h"], &w = c["W"], &v = c["V"];
+    ArrayValue mlp = h;
     for (int64_t i = 0; i < c.size("N"); ++i) {
       Vec gated = matVec(w.data, at(h, {i}));
       Vec up = matVec(v.data, at(h, {i}));
@@ -510,7 +510,7 @@ TEST_CASE("001 eqs. 8-11: the element-wise energy gives a gated MLP") {
         gated[e] *= silu(up[e]);
       addAt(mlp, {i}, matTVec(v.data, gated));
     }
-    Tensor step = c.gradient("x");
+    ArrayValue step = c.gradient("x");
     for (size_t e = 0; e < step.data.size(); ++e)
       step.data[e] = h.data[e] - step.data[e];
     checkMatches(step, mlp, "eq. 10: h - grad = gated MLP(h)");
@@ -540,7 +540,7 @@ TEST_CASE("000 Theorem 1 (corrected): a GD step on F~ is attention") {
   RandomBindingOptions options = withDims({{"N", 5}, {"D", 3}}, 40);
   options.scale = 1.0;
   Case c = prepare(compileSource(source, {"W"}, "theorem1.energy"), options);
-  const Tensor &z = c["z"], &h = c["h"], &w = c["W"];
+  const ArrayValue &z = c["z"], &h = c["h"], &w = c["W"];
   int64_t n = c.size("N");
   Vec logits;
   std::vector<Vec> values;
@@ -549,10 +549,10 @@ TEST_CASE("000 Theorem 1 (corrected): a GD step on F~ is attention") {
     logits.push_back(dot(z.data, values.back()) / temperature);
   }
   Vec alpha = softmax(logits);
-  Tensor attention = z;
+  ArrayValue attention = z;
   for (int64_t i = 0; i < n; ++i)
     axpy(attention.data, eta * alpha[i], values[i]);
-  Tensor step = c.gradient("z");
+  ArrayValue step = c.gradient("z");
   for (size_t e = 0; e < step.data.size(); ++e)
     step.data[e] = z.data[e] - eta * step.data[e];
   checkMatches(step, attention, "z - eta grad F~ = attention(z)");

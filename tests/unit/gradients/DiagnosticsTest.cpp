@@ -49,9 +49,9 @@ TEST_CASE("max over tensors that are not differentiated is fine") {
   REQUIRE_MESSAGE(compiled->model, compiled->diagnostics);
   RandomBindingOptions options;
   Bindings bindings = bindRandom(compiled->model, options);
-  std::optional<Tensor> gradient = compiled->gradient(bindings, "x");
+  std::optional<ArrayValue> gradient = compiled->gradient(bindings, "x");
   REQUIRE_MESSAGE(gradient, compiled->diagnostics);
-  const Tensor &x = bindings.getTensors().find("x")->second;
+  const ArrayValue &x = bindings.getTensors().find("x")->second;
   for (size_t i = 0; i < x.data.size(); ++i)
     CHECK(gradient->data[i] == doctest::Approx(2 * x.data[i]));
 

@@ -27,7 +27,7 @@ void checkExample(llvm::StringRef stem, RandomBindingOptions options) {
   REQUIRE(!names.empty());
   for (const std::string &name : names) {
     INFO("model ", stem.str(), ", gradient of @", name);
-    std::optional<Tensor> gradient = compiled->gradient(bindings, name);
+    std::optional<ArrayValue> gradient = compiled->gradient(bindings, name);
     REQUIRE_MESSAGE(gradient, compiled->diagnostics);
     FiniteDifferenceReport report = compareWithFiniteDifferences(
         *compiled, bindings, name, *gradient, options.seed + 17);
@@ -111,7 +111,7 @@ TEST_CASE("finite differences: the check detects a wrong gradient") {
   REQUIRE_MESSAGE(compiled->model, compiled->diagnostics);
   RandomBindingOptions options = withDims({{"N", 4}, {"D", 3}}, 19);
   Bindings bindings = bindRandom(compiled->model, options);
-  std::optional<Tensor> gradient = compiled->gradient(bindings, "x");
+  std::optional<ArrayValue> gradient = compiled->gradient(bindings, "x");
   REQUIRE_MESSAGE(gradient, compiled->diagnostics);
   CHECK(compareWithFiniteDifferences(*compiled, bindings, "x", *gradient, 5)
             .ok());

@@ -48,7 +48,7 @@ const char *kLoopProgram = R"(energy.model @gradients {
 
 TEST_CASE("gradient program: predicated foreach and slice accumulation") {
   ParsedModel parsed(kLoopProgram);
-  Tensor x({5, 2});
+  ArrayValue x({5, 2});
   for (size_t i = 0; i < x.data.size(); ++i)
     x.data[i] = 0.5 + static_cast<double>(i);
   Bindings bindings;
@@ -56,10 +56,10 @@ TEST_CASE("gradient program: predicated foreach and slice accumulation") {
   FailureOr<Interpreter> interpreter =
       Interpreter::create(parsed.model, bindings);
   REQUIRE_MESSAGE(succeeded(interpreter), parsed.diagnostics);
-  FailureOr<Tensor> gradient = interpreter->evaluateGradient("x");
+  FailureOr<ArrayValue> gradient = interpreter->evaluateGradient("x");
   REQUIRE_MESSAGE(succeeded(gradient), parsed.diagnostics);
   // t ranges over 0..3 and the predicate admits 1..3: rows 2..4 get 2·x.
-  Tensor expected = x;
+  ArrayValue expected = x;
   for (int64_t row = 2; row < 5; ++row)
     for (int64_t col = 0; col < 2; ++col)
       expected.at({row, col}) = 3 * x.at({row, col});
@@ -84,11 +84,11 @@ TEST_CASE("gradient program: values are scoped per iteration") {
   }
 })");
   Bindings bindings;
-  bindings.setDim("N", 3).setTensor("x", Tensor({3}, {1.0, -2.0, 4.0}));
+  bindings.setDim("N", 3).setTensor("x", ArrayValue({3}, {1.0, -2.0, 4.0}));
   FailureOr<Interpreter> interpreter =
       Interpreter::create(parsed.model, bindings);
   REQUIRE(succeeded(interpreter));
-  FailureOr<Tensor> gradient = interpreter->evaluateGradient("x");
+  FailureOr<ArrayValue> gradient = interpreter->evaluateGradient("x");
   REQUIRE_MESSAGE(succeeded(gradient), parsed.diagnostics);
   CHECK(gradient->data == std::vector<double>{3.0, -6.0, 12.0});
 }
@@ -105,7 +105,7 @@ TEST_CASE("gradient program: accumulation out of range is an error") {
   }
 })");
   Bindings bindings;
-  bindings.setDim("N", 3).setTensor("x", Tensor({3}, 1.0));
+  bindings.setDim("N", 3).setTensor("x", ArrayValue({3}, 1.0));
   FailureOr<Interpreter> interpreter =
       Interpreter::create(parsed.model, bindings);
   REQUIRE(succeeded(interpreter));
@@ -118,7 +118,7 @@ TEST_CASE("gradient program: accumulation out of range is an error") {
 TEST_CASE("gradient program: a tensor without a gradient is an error") {
   ParsedModel parsed(kLoopProgram);
   Bindings bindings;
-  bindings.setDim("T", 2).setDim("D", 1).setTensor("x", Tensor({2, 1}));
+  bindings.setDim("T", 2).setDim("D", 1).setTensor("x", ArrayValue({2, 1}));
   FailureOr<Interpreter> interpreter =
       Interpreter::create(parsed.model, bindings);
   REQUIRE(succeeded(interpreter));
@@ -146,9 +146,9 @@ TEST_CASE("energy.grad in a stopping rule runs the derived gradient") {
     ++grads;
     for (auto [tensor, result] :
          llvm::zip(grad.getTensors(), grad.getResults())) {
-      FailureOr<Tensor> value = interpreter->evaluate(result);
+      FailureOr<ArrayValue> value = interpreter->evaluate(result);
       REQUIRE_MESSAGE(succeeded(value), compiled->diagnostics);
-      FailureOr<Tensor> alone =
+      FailureOr<ArrayValue> alone =
           interpreter->evaluateGradient(tensor.getValue());
       REQUIRE(succeeded(alone));
       // The same sums in another order: equal to rounding.
@@ -160,7 +160,7 @@ TEST_CASE("energy.grad in a stopping rule runs the derived gradient") {
   CHECK(grads == 1);
   CHECK(gradients == 3);
   Value done = cast<YieldOp>(until.getTerminator()).getValues()[0];
-  FailureOr<Tensor> stop = interpreter->evaluate(done);
+  FailureOr<ArrayValue> stop = interpreter->evaluate(done);
   REQUIRE_MESSAGE(succeeded(stop), compiled->diagnostics);
   // Random parameters are far from a fixed point of EM.
   CHECK(stop->data[0] == 0.0);

@@ -122,12 +122,12 @@ std::optional<double> CompiledModel::energy(const Bindings &bindings) {
   return *value;
 }
 
-std::optional<Tensor> CompiledModel::gradient(const Bindings &bindings,
-                                              llvm::StringRef tensor) {
+std::optional<ArrayValue> CompiledModel::gradient(const Bindings &bindings,
+                                                  llvm::StringRef tensor) {
   FailureOr<Interpreter> interpreter = Interpreter::create(model, bindings);
   if (failed(interpreter))
     return std::nullopt;
-  FailureOr<Tensor> value = interpreter->evaluateGradient(tensor);
+  FailureOr<ArrayValue> value = interpreter->evaluateGradient(tensor);
   if (failed(value))
     return std::nullopt;
   return std::move(*value);
@@ -170,7 +170,7 @@ Bindings bindRandom(ModelOp model, const RandomBindingOptions &options) {
     std::vector<int64_t> shape;
     for (StringAttr dim : tensor.getArrayType().getShape())
       shape.push_back(dims.lookup(dim.getValue()));
-    Tensor value(shape);
+    ArrayValue value(shape);
     std::string name = tensor.getSymName().str();
     if (options.unbound.count(name) || tensor->hasAttr("optimizer_state"))
       continue;
@@ -205,14 +205,14 @@ Bindings bindRandom(ModelOp model, const RandomBindingOptions &options) {
 // Finite differences
 //===----------------------------------------------------------------------===//
 
-double maxAbs(const Tensor &a) {
+double maxAbs(const ArrayValue &a) {
   double largest = 0;
   for (double value : a.data)
     largest = std::max(largest, std::fabs(value));
   return largest;
 }
 
-double maxAbsDifference(const Tensor &a, const Tensor &b) {
+double maxAbsDifference(const ArrayValue &a, const ArrayValue &b) {
   if (a.shape != b.shape || a.data.size() != b.data.size())
     return std::numeric_limits<double>::infinity();
   double largest = 0;
@@ -223,7 +223,7 @@ double maxAbsDifference(const Tensor &a, const Tensor &b) {
 
 FiniteDifferenceReport
 compareWithFiniteDifferences(CompiledModel &compiled, const Bindings &bindings,
-                             StringRef tensor, const Tensor &gradient,
+                             StringRef tensor, const ArrayValue &gradient,
                              uint64_t seed, int directions, int coordinates) {
   FiniteDifferenceReport report;
   auto fail = [&](const std::string &why) {
@@ -234,11 +234,11 @@ compareWithFiniteDifferences(CompiledModel &compiled, const Bindings &bindings,
   auto bound = bindings.getTensors().find(tensor);
   if (bound == bindings.getTensors().end())
     return fail("tensor @" + tensor.str() + " is not bound");
-  const Tensor &point = bound->second;
+  const ArrayValue &point = bound->second;
   if (gradient.shape != point.shape)
     return fail("gradient of @" + tensor.str() + " has shape " +
-                Tensor::shapeString(gradient.shape) + ", tensor " +
-                Tensor::shapeString(point.shape));
+                ArrayValue::shapeString(gradient.shape) + ", tensor " +
+                ArrayValue::shapeString(point.shape));
   std::optional<double> energy = compiled.energy(bindings);
   if (!energy)
     return fail("the energy cannot be evaluated");
@@ -290,7 +290,7 @@ compareWithFiniteDifferences(CompiledModel &compiled, const Bindings &bindings,
     const std::vector<double> &v = sample.second;
     auto energyAt = [&](double step) -> std::optional<double> {
       Bindings moved = bindings;
-      Tensor value = point;
+      ArrayValue value = point;
       for (size_t i = 0; i < v.size(); ++i)
         value.data[i] += step * v[i];
       moved.setTensor(tensor, std::move(value));

@@ -13,8 +13,8 @@
 #define ENERGY_TESTS_UNIT_GRADIENTS_GRADIENTTESTSUPPORT_H
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/ArrayValue.h"
 #include "energy/Interpreter/Bindings.h"
-#include "energy/Interpreter/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -33,8 +33,8 @@
 
 namespace energy::testing {
 
+using mlir::energy::ArrayValue;
 using mlir::energy::Bindings;
-using mlir::energy::Tensor;
 
 /// The pass pipeline a model is compiled with.
 enum class Pipeline {
@@ -66,8 +66,8 @@ struct CompiledModel {
   /// The energy for `bindings`, or nullopt (the error is in `diagnostics`).
   std::optional<double> energy(const Bindings &bindings);
   /// The derived gradient of `tensor` for `bindings`, or nullopt.
-  std::optional<Tensor> gradient(const Bindings &bindings,
-                                 llvm::StringRef tensor);
+  std::optional<ArrayValue> gradient(const Bindings &bindings,
+                                     llvm::StringRef tensor);
   /// The names of the model's tensors, in declaration order.
   std::vector<std::string> tensorNames();
 };
@@ -128,14 +128,14 @@ struct FiniteDifferenceReport {
 /// random ones).
 FiniteDifferenceReport
 compareWithFiniteDifferences(CompiledModel &compiled, const Bindings &bindings,
-                             llvm::StringRef tensor, const Tensor &gradient,
+                             llvm::StringRef tensor, const ArrayValue &gradient,
                              uint64_t seed, int directions = 3,
                              int coordinates = 6);
 
 /// The largest |a − b| over all elements (infinity when shapes differ).
-double maxAbsDifference(const Tensor &a, const Tensor &b);
+double maxAbsDifference(const ArrayValue &a, const ArrayValue &b);
 /// The largest |a|.
-double maxAbs(const Tensor &a);
+double maxAbs(const ArrayValue &a);
 
 } // namespace energy::testing
 

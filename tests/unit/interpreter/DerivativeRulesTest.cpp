@@ -107,13 +107,13 @@ Bindings randomBindings(ModelOp model, bool positive, std::mt19937_64 &rng) {
     std::vector<int64_t> shape;
     for (StringAttr dim : tensor.getArrayType().getShape())
       shape.push_back(kDims.lookup(dim.getValue()));
-    Tensor value(shape);
+    ArrayValue value(shape);
     for (double &element : value.data)
       element = negative(rng) ? -magnitude(rng) : magnitude(rng);
     if (tensor.getSymName().starts_with("spd")) {
       // A Aᵀ + n I.
       int64_t n = shape[0];
-      Tensor spd({n, n});
+      ArrayValue spd({n, n});
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j) {
           for (int64_t k = 0; k < n; ++k)
@@ -168,7 +168,7 @@ struct RuleHarness {
     return interpreter->evaluateTerm(term);
   }
 
-  FailureOr<Tensor> value(const Bindings &bindings, Value value) {
+  FailureOr<ArrayValue> value(const Bindings &bindings, Value value) {
     FailureOr<Interpreter> interpreter = Interpreter::create(model, bindings);
     if (failed(interpreter))
       return failure();
@@ -179,16 +179,17 @@ struct RuleHarness {
   /// compared with `analytic` (all zeros when null). Returns the number of
   /// disagreements, reported through doctest.
   int compareWithFiniteDifferences(const Bindings &bindings, StringRef name,
-                                   const Tensor *analytic, StringRef what) {
+                                   const ArrayValue *analytic, StringRef what) {
     double f = *energy(bindings);
     bool isConst = !bindings.getTensors().count(name);
-    Tensor base = isConst ? Tensor::scalar(bindings.getConsts().lookup(name))
-                          : bindings.getTensors().lookup(name);
+    ArrayValue base =
+        isConst ? ArrayValue::scalar(bindings.getConsts().lookup(name))
+                : bindings.getTensors().lookup(name);
     if (analytic && analytic->shape != base.shape) {
       FAIL_CHECK(what.str() << ": adjoint of shape "
-                            << Tensor::shapeString(analytic->shape)
+                            << ArrayValue::shapeString(analytic->shape)
                             << " for an operand of shape "
-                            << Tensor::shapeString(base.shape));
+                            << ArrayValue::shapeString(base.shape));
       return 1;
     }
     int failures = 0;
@@ -196,7 +197,7 @@ struct RuleHarness {
       double h = 1e-6 * std::max(1.0, std::fabs(base.data[k]));
       auto at = [&](double delta) {
         Bindings shifted = bindings;
-        Tensor value = base;
+        ArrayValue value = base;
         value.data[k] += delta;
         if (isConst)
           shifted.setConst(name, value.data[0]);
@@ -233,10 +234,10 @@ void checkOperandAdjoints(RuleHarness &harness, const RuleCase &rule,
     auto read = operand.getDefiningOp<ReadOp>();
     if (!isa<ArrayType>(operand.getType()) || !read)
       continue;
-    std::optional<Tensor> analytic;
+    std::optional<ArrayValue> analytic;
     if (adjoint) {
       CHECK_MESSAGE(adjoint.getType() == operand.getType(), rule.name);
-      FailureOr<Tensor> value = harness.value(bindings, adjoint);
+      FailureOr<ArrayValue> value = harness.value(bindings, adjoint);
       REQUIRE_MESSAGE(succeeded(value),
                       rule.name << ": " << harness.diagnostics);
       analytic = *value;
@@ -287,17 +288,17 @@ void checkBodyAdjoint(RuleHarness &harness, const RuleCase &rule,
         ReduceElementsOp::create(builder, loc, ElementsKind::sum, weighted);
   yield->setOperands(weighted);
 
-  Tensor e = bindings.getTensors().lookup("e");
-  Tensor analytic(e.shape);
+  ArrayValue e = bindings.getTensors().lookup("e");
+  ArrayValue analytic(e.shape);
   for (int64_t k = 0; k < e.size(); ++k) {
-    Tensor oneHot(e.shape);
+    ArrayValue oneHot(e.shape);
     oneHot.data[k] = 1.0;
     bindings.setTensor("dir", oneHot);
-    FailureOr<Tensor> value = harness.value(bindings, check);
+    FailureOr<ArrayValue> value = harness.value(bindings, check);
     REQUIRE_MESSAGE(succeeded(value), rule.name << ": " << harness.diagnostics);
     analytic.data[k] = value->data[0];
   }
-  bindings.setTensor("dir", Tensor(e.shape));
+  bindings.setTensor("dir", ArrayValue(e.shape));
   harness.compareWithFiniteDifferences(bindings, "e", &analytic,
                                        rule.name + " (body adjoint)");
 }

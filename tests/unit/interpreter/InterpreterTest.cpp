@@ -31,9 +31,9 @@ using namespace mlir::energy;
 namespace {
 using Model = ::energy::testing::ParsedModel;
 
-Tensor randomTensor(std::vector<int64_t> shape, std::mt19937_64 &rng) {
+ArrayValue randomTensor(std::vector<int64_t> shape, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  Tensor tensor(std::move(shape));
+  ArrayValue tensor(std::move(shape));
   for (double &value : tensor.data)
     value = uniform(rng);
   return tensor;
@@ -69,8 +69,8 @@ double scalarValue(StringRef body, std::vector<double> v,
                    std::vector<double> m) {
   Model model(scalarModel(body));
   Bindings bindings;
-  bindings.setTensor("v", Tensor({2}, std::move(v)));
-  bindings.setTensor("M", Tensor({2, 2}, std::move(m)));
+  bindings.setTensor("v", ArrayValue({2}, std::move(v)));
+  bindings.setTensor("M", ArrayValue({2, 2}, std::move(m)));
   FailureOr<double> value = model.energy(bindings);
   REQUIRE_MESSAGE(succeeded(value), model.diagnostics);
   return *value;
@@ -168,7 +168,7 @@ TEST_CASE("hopfield energy against a direct loop") {
   std::mt19937_64 rng(7);
   const int64_t n = 4, k = 3, d = 5;
   const double beta = 0.8;
-  Tensor x = randomTensor({n, d}, rng), m = randomTensor({k, d}, rng);
+  ArrayValue x = randomTensor({n, d}, rng), m = randomTensor({k, d}, rng);
   Bindings bindings;
   bindings.setDim("N", n).setDim("K", k).setDim("D", d).setConst("beta", beta);
   bindings.setTensor("x", x).setTensor("m", m);
@@ -220,7 +220,7 @@ TEST_CASE("causal lse with temperature against a direct loop") {
   std::mt19937_64 rng(11);
   const int64_t n = 5, d = 3;
   const double tau = 0.6;
-  Tensor x = randomTensor({n, d}, rng), h = randomTensor({n, d}, rng);
+  ArrayValue x = randomTensor({n, d}, rng), h = randomTensor({n, d}, rng);
   Bindings bindings;
   bindings.setDim("N", n).setDim("D", d).setConst("tau", tau);
   bindings.setTensor("x", x).setTensor("h", h);
@@ -279,8 +279,8 @@ TEST_CASE("domains: empty, mean over admitted positions, affine offsets") {
   auto evaluate = [&](StringRef term, std::vector<double> values) -> double {
     Bindings bindings;
     bindings.setDim("T", values.size());
-    bindings.setTensor(
-        "x", Tensor({static_cast<int64_t>(values.size())}, std::move(values)));
+    bindings.setTensor("x", ArrayValue({static_cast<int64_t>(values.size())},
+                                       std::move(values)));
     FailureOr<Interpreter> interpreter =
         Interpreter::create(model.model, bindings);
     REQUIRE_MESSAGE(succeeded(interpreter), model.diagnostics);
@@ -332,7 +332,7 @@ TEST_CASE("lets, outputs, step and size") {
 })");
   std::mt19937_64 rng(3);
   const int64_t n = 3, d = 2, step = 2;
-  Tensor x = randomTensor({n, d}, rng), w = randomTensor({3, d, d}, rng);
+  ArrayValue x = randomTensor({n, d}, rng), w = randomTensor({3, d, d}, rng);
   Bindings bindings;
   bindings.setDim("N", n).setDim("D", d).setStep(step);
   bindings.setTensor("x", x).setTensor("W", w);
@@ -340,7 +340,7 @@ TEST_CASE("lets, outputs, step and size") {
       Interpreter::create(model.model, bindings);
   REQUIRE_MESSAGE(succeeded(interpreter), model.diagnostics);
 
-  Tensor q({n, d});
+  ArrayValue q({n, d});
   double expected = 0;
   for (int64_t c = 0; c < n; ++c)
     for (int64_t i = 0; i < d; ++i) {
@@ -348,7 +348,8 @@ TEST_CASE("lets, outputs, step and size") {
         q.data[c * d + i] += w.data[(step * d + i) * d + j] * x.data[c * d + j];
       expected += q.data[c * d + i] * x.data[c * d + i];
     }
-  FailureOr<Tensor> let = interpreter->evaluateLet(model.lookup<LetOp>("q"));
+  FailureOr<ArrayValue> let =
+      interpreter->evaluateLet(model.lookup<LetOp>("q"));
   REQUIRE_MESSAGE(succeeded(let), model.diagnostics);
   CHECK(let->shape == std::vector<int64_t>{n, d});
   for (int64_t i = 0; i < n * d; ++i)
@@ -356,7 +357,7 @@ TEST_CASE("lets, outputs, step and size") {
   FailureOr<double> energy = interpreter->evaluateEnergy();
   REQUIRE_MESSAGE(succeeded(energy), model.diagnostics);
   CHECK(*energy == doctest::Approx(expected));
-  FailureOr<Tensor> output =
+  FailureOr<ArrayValue> output =
       interpreter->evaluateOutput(model.lookup<OutputOp>("F"));
   REQUIRE_MESSAGE(succeeded(output), model.diagnostics);
   CHECK(output->shape == std::vector<int64_t>{n, d});
@@ -406,18 +407,18 @@ TEST_CASE("errors name what is wrong") {
   }
 })";
   Bindings three;
-  three.setDim("T", 3).setTensor("x", Tensor({3}, 1.0));
+  three.setDim("T", 3).setTensor("x", ArrayValue({3}, 1.0));
   std::string message = errorOf(readNext, three);
   CHECK(message.find(
             "reads @x (axis @T) at index 3 of axis 0, whose size is 3") !=
         std::string::npos);
 
   Bindings wrongShape;
-  wrongShape.setDim("T", 3).setTensor("x", Tensor({4}, 1.0));
+  wrongShape.setDim("T", 3).setTensor("x", ArrayValue({4}, 1.0));
   CHECK(errorOf(readNext, wrongShape)
             .find("tensor @x is bound with shape [4] but is declared [T] = "
                   "[3]") != std::string::npos);
-  CHECK(errorOf(readNext, Bindings().setTensor("x", Tensor({3})))
+  CHECK(errorOf(readNext, Bindings().setTensor("x", ArrayValue({3})))
             .find("dim @T is not bound") != std::string::npos);
   CHECK(
       errorOf(readNext, Bindings(three).setDim("Q", 1)).find("binds dim @Q") !=
@@ -439,19 +440,20 @@ TEST_CASE("errors name what is wrong") {
   std::string model =
       scalarModel("%r = energy.logdet %M : !energy.array<N, N>");
   Bindings indefinite;
-  indefinite.setTensor("v", Tensor({2}))
-      .setTensor("M", Tensor({2, 2}, {1.0, 2.0, 2.0, 1.0}));
+  indefinite.setTensor("v", ArrayValue({2}))
+      .setTensor("M", ArrayValue({2, 2}, {1.0, 2.0, 2.0, 1.0}));
   CHECK(errorOf(model, indefinite).find("not symmetric positive definite") !=
         std::string::npos);
   CHECK(errorOf(scalarModel(R"(%i = energy.inverse %M : !energy.array<N, N>
     %r = energy.reduce_elements sum %i : !energy.array<N, N>)"),
                 Bindings(indefinite)
-                    .setTensor("M", Tensor({2, 2}, {1.0, 2.0, 2.0, 4.0})))
+                    .setTensor("M", ArrayValue({2, 2}, {1.0, 2.0, 2.0, 4.0})))
             .find("inverts a singular matrix") != std::string::npos);
-  CHECK(errorOf(scalarModel(R"(%l = energy.log %v : !energy.array<N>
+  CHECK(
+      errorOf(scalarModel(R"(%l = energy.log %v : !energy.array<N>
     %r = energy.reduce_elements sum %l : !energy.array<N>)"),
-                Bindings(indefinite).setTensor("v", Tensor({2}, {-1.0, 1.0})))
-            .find("'energy.log' op produced NaN") != std::string::npos);
+              Bindings(indefinite).setTensor("v", ArrayValue({2}, {-1.0, 1.0})))
+          .find("'energy.log' op produced NaN") != std::string::npos);
 }
 
 TEST_CASE("arrays beyond the machine's memory are errors, not aborts") {
@@ -529,7 +531,7 @@ TEST_CASE("grad is not evaluable before derivation") {
                                "energy-derive-gradients first") !=
         std::string::npos);
   Value small = std::prev(until.end(), 2)->getResult(0);
-  FailureOr<Tensor> isSmall = interpreter->evaluate(small);
+  FailureOr<ArrayValue> isSmall = interpreter->evaluate(small);
   REQUIRE(succeeded(isSmall));
   CHECK(isSmall->data[0] == 1.0);
 }

@@ -10,6 +10,7 @@
 #define ENERGY_CODEGEN_ARTIFACT_H
 
 #include "energy/Codegen/KernelEmitter.h"
+#include "energy/Runtime/Manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -64,6 +65,14 @@ struct ArtifactOptions {
   std::string sourceName;
   std::string sourceText;
 };
+
+/// A dim expression as the runtime reads it (reverse Polish tokens).
+::energy::DimExpr runtimeDimExpr(DimExprAttr expr);
+
+/// The dims and tensors of `model` as a manifest without kernels: what the
+/// runtime's dim inference (DimInference.h) reads, for runs that do not
+/// compile.
+::energy::Manifest describeDimsAndTensors(ModelOp model);
 
 /// The manifest (docs/api.md, "Artifacts") of a model's kernels.
 std::string buildManifest(ModelOp model, const ArtifactLayout &layout,

@@ -10,8 +10,8 @@
 #ifndef ENERGY_INTERPRETER_ARRAYMATH_H
 #define ENERGY_INTERPRETER_ARRAYMATH_H
 
+#include "energy/Interpreter/ArrayValue.h"
 #include "energy/KernelSupport/ScalarMath.h"
-#include "energy/Interpreter/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -41,43 +41,43 @@ void layerNormRow(llvm::ArrayRef<double> row,
                   llvm::MutableArrayRef<double> out);
 
 /// `function` applied to every element.
-Tensor map(const Tensor &operand, scalar::UnaryFunction function);
+ArrayValue map(const ArrayValue &operand, scalar::UnaryFunction function);
 /// `function` applied elementwise; a scalar operand is broadcast.
 /// Precondition: equal shapes, or one operand is a scalar.
-Tensor zip(const Tensor &lhs, const Tensor &rhs,
-           scalar::BinaryFunction function);
+ArrayValue zip(const ArrayValue &lhs, const ArrayValue &rhs,
+               scalar::BinaryFunction function);
 /// `function` applied to every row along the last axis (a scalar is one row
 /// of length 1).
-Tensor mapRows(const Tensor &operand, RowFunction function);
+ArrayValue mapRows(const ArrayValue &operand, RowFunction function);
 
 /// Log-sum-exp of `values`, shifted by their maximum; -∞ when empty.
 double logSumExp(llvm::ArrayRef<double> values);
 
 /// Precondition: [m, n] @ [n] or [m, n] @ [n, k].
-Tensor matmul(const Tensor &lhs, const Tensor &rhs);
+ArrayValue matmul(const ArrayValue &lhs, const ArrayValue &rhs);
 /// Swaps the last two axes. Precondition: rank ≥ 2.
-Tensor transpose(const Tensor &operand);
+ArrayValue transpose(const ArrayValue &operand);
 /// Precondition: vectors of equal length.
-double dot(const Tensor &lhs, const Tensor &rhs);
+double dot(const ArrayValue &lhs, const ArrayValue &rhs);
 /// vᵀ M v. Precondition: v is [n], M is [n, n].
-double quad(const Tensor &vector, const Tensor &matrix);
+double quad(const ArrayValue &vector, const ArrayValue &matrix);
 /// Precondition: two vectors.
-Tensor outer(const Tensor &lhs, const Tensor &rhs);
+ArrayValue outer(const ArrayValue &lhs, const ArrayValue &rhs);
 /// Sum over the last axis. Precondition: rank ≥ 1.
-Tensor sumLast(const Tensor &operand);
+ArrayValue sumLast(const ArrayValue &operand);
 /// Repeats `operand` along new trailing axes up to `shape`.
 /// Precondition: operand's shape is a prefix of `shape`.
-Tensor broadcast(const Tensor &operand, llvm::ArrayRef<int64_t> shape);
+ArrayValue broadcast(const ArrayValue &operand, llvm::ArrayRef<int64_t> shape);
 /// Precondition: a vector.
-Tensor diag(const Tensor &vector);
+ArrayValue diag(const ArrayValue &vector);
 /// Precondition: a square matrix.
-Tensor diagPart(const Tensor &matrix);
+ArrayValue diagPart(const ArrayValue &matrix);
 /// log det of the symmetric part ½(M + Mᵀ) by Cholesky; nullopt when that is
 /// not positive definite. Precondition: a square matrix.
-std::optional<double> logDetSymmetric(const Tensor &matrix);
+std::optional<double> logDetSymmetric(const ArrayValue &matrix);
 /// Gauss-Jordan elimination with partial pivoting; nullopt when a pivot is
 /// (numerically) zero. Precondition: a square matrix.
-std::optional<Tensor> inverse(const Tensor &matrix);
+std::optional<ArrayValue> inverse(const ArrayValue &matrix);
 
 } // namespace mlir::energy::array
 

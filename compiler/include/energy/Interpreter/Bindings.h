@@ -10,7 +10,7 @@
 #ifndef ENERGY_INTERPRETER_BINDINGS_H
 #define ENERGY_INTERPRETER_BINDINGS_H
 
-#include "energy/Interpreter/Tensor.h"
+#include "energy/Interpreter/ArrayValue.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -26,7 +26,7 @@ public:
     dims[name] = value;
     return *this;
   }
-  Bindings &setTensor(llvm::StringRef name, Tensor value) {
+  Bindings &setTensor(llvm::StringRef name, ArrayValue value) {
     tensors[name] = std::move(value);
     return *this;
   }
@@ -40,13 +40,13 @@ public:
   }
 
   const llvm::StringMap<int64_t> &getDims() const { return dims; }
-  const llvm::StringMap<Tensor> &getTensors() const { return tensors; }
+  const llvm::StringMap<ArrayValue> &getTensors() const { return tensors; }
   const llvm::StringMap<double> &getConsts() const { return consts; }
   int64_t getStep() const { return step; }
 
 private:
   llvm::StringMap<int64_t> dims;
-  llvm::StringMap<Tensor> tensors;
+  llvm::StringMap<ArrayValue> tensors;
   llvm::StringMap<double> consts;
   int64_t step = 0;
 };

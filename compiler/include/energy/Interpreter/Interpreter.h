@@ -13,8 +13,8 @@
 #define ENERGY_INTERPRETER_INTERPRETER_H
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Interpreter/ArrayValue.h"
 #include "energy/Interpreter/Bindings.h"
-#include "energy/Interpreter/Tensor.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -40,26 +40,26 @@ public:
   FailureOr<double> evaluateEnergy();
   FailureOr<double> evaluateTerm(TermOp term);
   /// The whole output: its domain axes followed by its element's axes.
-  FailureOr<Tensor> evaluateOutput(OutputOp output);
+  FailureOr<ArrayValue> evaluateOutput(OutputOp output);
   /// The whole let: its domain axes followed by its element's axes.
-  FailureOr<Tensor> evaluateLet(LetOp let);
+  FailureOr<ArrayValue> evaluateLet(LetOp let);
   /// A value defined at the top level of the body of a term, let, output,
   /// update option, assign rule or stopping rule. `indices` give the values
   /// of the body's block arguments (a let's or output's domain indices).
   /// Index and i1 values are returned as scalars.
-  FailureOr<Tensor> evaluate(Value value, ArrayRef<int64_t> indices = {});
+  FailureOr<ArrayValue> evaluate(Value value, ArrayRef<int64_t> indices = {});
 
   /// Runs the gradient program `gradient`: a zero buffer of its tensor's
   /// shape, into which every `energy.accumulate` adds, executed in order
   /// (`energy.foreach` at every admitted position, row-major). The result is
   /// cached: bindings are fixed.
-  FailureOr<Tensor> evaluateGradient(GradientOp gradient);
+  FailureOr<ArrayValue> evaluateGradient(GradientOp gradient);
   /// Runs a gradient program of one or several tensors (a joint one): the
   /// gradient of each of its tensors, in order.
-  FailureOr<SmallVector<Tensor>> evaluateGradients(GradientOp gradient);
+  FailureOr<SmallVector<ArrayValue>> evaluateGradients(GradientOp gradient);
   /// The gradient program of the tensor named `tensorName`; an error on the
   /// model when it has none.
-  FailureOr<Tensor> evaluateGradient(StringRef tensorName);
+  FailureOr<ArrayValue> evaluateGradient(StringRef tensorName);
 
   /// Discards what was computed from the current tensors and step (lets and
   /// gradients), after either changes.
@@ -71,7 +71,7 @@ public:
   LogicalResult runUpdateProgram(UpdateProgramOp program);
 
   /// The current value of a tensor: bound, initialised, or last stored.
-  FailureOr<Tensor> getTensorValue(StringRef name);
+  FailureOr<ArrayValue> getTensorValue(StringRef name);
 
   /// Sets the dynamics step that `energy.step` reads.
   void setStep(int64_t newStep);
@@ -86,7 +86,7 @@ public:
   /// (defined in the interpreter's sources).
   struct Frame;
   /// The buffer each tensor of a running gradient program adds into.
-  using GradientBuffers = llvm::StringMap<Tensor>;
+  using GradientBuffers = llvm::StringMap<ArrayValue>;
 
 private:
   explicit Interpreter(ModelOp model) : model(model) {}
@@ -95,31 +95,31 @@ private:
   /// defined in; null when that block is not being evaluated.
   static Frame *findOwner(Value value, Frame &frame);
 
-  FailureOr<Tensor> evaluateArray(Value value, Frame &frame);
+  FailureOr<ArrayValue> evaluateArray(Value value, Frame &frame);
   FailureOr<int64_t> evaluateInteger(Value value, Frame &frame);
-  FailureOr<Tensor> evaluateArrayOp(Operation *op, Frame &frame);
+  FailureOr<ArrayValue> evaluateArrayOp(Operation *op, Frame &frame);
   FailureOr<int64_t> evaluateIntegerOp(Operation *op, Frame &frame);
   /// The results of an `energy.grad`: its gradient program's.
-  FailureOr<SmallVector<Tensor>> evaluateGradOp(GradOp grad);
+  FailureOr<SmallVector<ArrayValue>> evaluateGradOp(GradOp grad);
   /// The values of an affine index map over index operands.
   FailureOr<std::vector<int64_t>> evaluateIndices(Operation *op, AffineMap map,
                                                   ValueRange operands,
                                                   Frame &frame);
-  FailureOr<Tensor> evaluateRead(ReadOp read, Frame &frame);
-  FailureOr<Tensor> evaluateReduce(ReduceOp reduce, Frame &frame);
+  FailureOr<ArrayValue> evaluateRead(ReadOp read, Frame &frame);
+  FailureOr<ArrayValue> evaluateReduce(ReduceOp reduce, Frame &frame);
   /// Kernel-plan ops (PlanOps.cpp).
-  FailureOr<Tensor> evaluateTabulate(TabulateOp table, Frame &frame);
-  FailureOr<SmallVector<Tensor>>
+  FailureOr<ArrayValue> evaluateTabulate(TabulateOp table, Frame &frame);
+  FailureOr<SmallVector<ArrayValue>>
   evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame);
   /// The element of `let` at a full tuple of its domain indices (cached).
-  FailureOr<Tensor> evaluateLetElement(LetOp let, ArrayRef<int64_t> indices,
-                                       Operation *user);
+  FailureOr<ArrayValue> evaluateLetElement(LetOp let, ArrayRef<int64_t> indices,
+                                           Operation *user);
   /// The value of `user`'s region body evaluated at every position of
   /// `domain`, stacked in front of the element's axes.
-  FailureOr<Tensor> evaluateComprehension(
+  FailureOr<ArrayValue> evaluateComprehension(
       Operation *user, ArrayAttr domain, Type elementType,
-      function_ref<FailureOr<Tensor>(ArrayRef<int64_t>)> element);
-  FailureOr<const Tensor *> getTensor(TensorOp tensor, Operation *user);
+      function_ref<FailureOr<ArrayValue>(ArrayRef<int64_t>)> element);
+  FailureOr<const ArrayValue *> getTensor(TensorOp tensor, Operation *user);
   FailureOr<int64_t> evaluateDimExpr(DimExprAttr expr, Operation *user);
   /// The sizes of an index domain (negative sizes clamp to 0).
   FailureOr<std::vector<int64_t>> evaluateDomain(ArrayAttr sizes,
@@ -141,11 +141,12 @@ private:
   llvm::StringMap<int64_t> dims;
   llvm::StringMap<double> consts;
   /// Bound tensors, and unbound ones once their initialiser has run.
-  llvm::StringMap<Tensor> tensors;
+  llvm::StringMap<ArrayValue> tensors;
   int64_t step = 0;
-  llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, Tensor>> letCache;
+  llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, ArrayValue>>
+      letCache;
   /// Gradients computed so far, by program (its tensors and term).
-  llvm::StringMap<SmallVector<Tensor>> gradientCache;
+  llvm::StringMap<SmallVector<ArrayValue>> gradientCache;
   /// Lets, tensors and gradients being evaluated, to report cyclic
   /// definitions.
   llvm::DenseSet<Operation *> inProgress;

@@ -637,7 +637,7 @@ struct DynamicsBlock {
 };
 
 /// `model NAME { declarations }`: the root of the AST.
-struct Model {
+struct ModelSpec {
   llvm::StringRef name;
   llvm::SMRange nameRange;
   llvm::SMRange range;

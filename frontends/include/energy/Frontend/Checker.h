@@ -1,6 +1,6 @@
 //===- Checker.h - Name resolution and symbolic shape checking --*- C++ -*-===//
 //
-// The checker validates a parsed Model and annotates it for emission:
+// The checker validates a parsed ModelSpec and annotates it for emission:
 //
 //  - resolves every name (dims, tensors, consts, lets, fn parameters, index
 //    variables, `step`, `grad` in `until`) and every call (builtin or fn);
@@ -35,7 +35,7 @@ constexpr int64_t kMaxDimValue = int64_t(1) << 31;
 
 /// Checks `model`, annotating it in place. Returns true when no error was
 /// reported (warnings do not count).
-bool checkModel(Model &model, DiagnosticEngine &diagnostics,
+bool checkModel(ModelSpec &model, DiagnosticEngine &diagnostics,
                 const OptimizerTable &optimizers = getDefaultOptimizerTable());
 
 } // namespace frontend

@@ -25,7 +25,7 @@ namespace frontend {
 /// Returns null after reporting an error through the context's diagnostic
 /// handler when a construct cannot be emitted.
 mlir::OwningOpRef<mlir::ModuleOp>
-emitEnergyDialect(mlir::MLIRContext &context, const Model &model,
+emitEnergyDialect(mlir::MLIRContext &context, const ModelSpec &model,
                   const llvm::SourceMgr &sourceMgr);
 
 /// The one path from source text to IR that every tool takes: parses and

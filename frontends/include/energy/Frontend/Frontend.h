@@ -20,7 +20,7 @@ namespace frontend {
 /// when not even the model header parsed; success means the result is
 /// non-null and `diagnostics.hasErrors()` is false. The AST refers into the
 /// SourceMgr's buffer, which must outlive it.
-std::unique_ptr<Model>
+std::unique_ptr<ModelSpec>
 parseAndCheck(const llvm::SourceMgr &sourceMgr, unsigned bufferId,
               DiagnosticEngine &diagnostics,
               const OptimizerTable &optimizers = getDefaultOptimizerTable());
@@ -34,11 +34,11 @@ std::optional<unsigned> readSourceFile(llvm::StringRef path,
 /// Reads the file `path` ("-" for standard input) into `sourceMgr`, then
 /// parses and checks it as `parseAndCheck` does. Returns the model only when
 /// there were no errors; a file that cannot be read sets `readError`.
-std::unique_ptr<Model> parseAndCheckFile(llvm::StringRef path,
-                                         llvm::SourceMgr &sourceMgr,
-                                         DiagnosticEngine &diagnostics,
-                                         const OptimizerTable &optimizers,
-                                         std::string &readError);
+std::unique_ptr<ModelSpec> parseAndCheckFile(llvm::StringRef path,
+                                             llvm::SourceMgr &sourceMgr,
+                                             DiagnosticEngine &diagnostics,
+                                             const OptimizerTable &optimizers,
+                                             std::string &readError);
 
 } // namespace frontend
 } // namespace energy

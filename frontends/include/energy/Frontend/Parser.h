@@ -1,6 +1,6 @@
 //===- Parser.h - Recursive-descent parser of .energy files -----*- C++ -*-===//
 //
-// Builds a Model AST from one SourceMgr buffer. Syntax errors are reported
+// Builds a ModelSpec AST from one SourceMgr buffer. Syntax errors are reported
 // through the DiagnosticEngine; the parser then skips to the end of the
 // declaration or statement (`;` or `}`) and continues, so one run reports
 // several errors. Expressions deeper than `kMaxNestingDepth` are rejected
@@ -31,7 +31,7 @@ public:
   /// Parses the whole buffer. Returns null only when no model header could
   /// be parsed; otherwise returns the (possibly partial) model. Check
   /// `DiagnosticEngine::hasErrors()` for success.
-  std::unique_ptr<Model> parseModel();
+  std::unique_ptr<ModelSpec> parseModel();
 
   /// Parses a single expression followed by end of file (for tests and
   /// tools); null on error.
@@ -52,15 +52,15 @@ private:
   llvm::SMLoc previousEnd() const { return previousTokenEnd; }
 
   // Declarations.
-  bool parseDeclaration(Model &model);
-  bool parseDimDecl(Model &model);
-  bool parseTensorDecl(Model &model, TensorRole role);
-  bool parseConstDecl(Model &model);
-  bool parseLetDecl(Model &model);
-  bool parseFnDecl(Model &model);
-  bool parseEnergyDecl(Model &model);
-  bool parseOutputDecl(Model &model);
-  bool parseDynamicsBlock(Model &model);
+  bool parseDeclaration(ModelSpec &model);
+  bool parseDimDecl(ModelSpec &model);
+  bool parseTensorDecl(ModelSpec &model, TensorRole role);
+  bool parseConstDecl(ModelSpec &model);
+  bool parseLetDecl(ModelSpec &model);
+  bool parseFnDecl(ModelSpec &model);
+  bool parseEnergyDecl(ModelSpec &model);
+  bool parseOutputDecl(ModelSpec &model);
+  bool parseDynamicsBlock(ModelSpec &model);
   bool parseDynamicsStatement(DynamicsBlock &block);
   bool parseUpdateRule(DynamicsBlock &block);
   bool parseStepsClause(DynamicsBlock &block);

@@ -1,11 +1,11 @@
-//===- Tensor.cpp - Dense double-precision arrays for the interpreter -----===//
+//===- ArrayValue.cpp - Dense double-precision arrays for the interpreter -===//
 //
-// Indexing helpers of the interpreter's Tensor: flat offsets of (partial)
+// Indexing helpers of the interpreter's ArrayValue: flat offsets of (partial)
 // multi-indices, slices along leading axes, shape printing.
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Interpreter/Tensor.h"
+#include "energy/Interpreter/ArrayValue.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,12 +14,12 @@
 
 using namespace mlir::energy;
 
-Tensor::Tensor(std::vector<int64_t> shape, double fill)
+ArrayValue::ArrayValue(std::vector<int64_t> shape, double fill)
     : shape(std::move(shape)) {
   data.assign(elementCount(this->shape), fill);
 }
 
-int64_t Tensor::elementCount(llvm::ArrayRef<int64_t> shape) {
+int64_t ArrayValue::elementCount(llvm::ArrayRef<int64_t> shape) {
   if (llvm::is_contained(shape, 0))
     return 0;
   int64_t count = 1;
@@ -29,7 +29,7 @@ int64_t Tensor::elementCount(llvm::ArrayRef<int64_t> shape) {
   return count;
 }
 
-int64_t Tensor::offsetOf(llvm::ArrayRef<int64_t> indices) const {
+int64_t ArrayValue::offsetOf(llvm::ArrayRef<int64_t> indices) const {
   int64_t offset = 0;
   for (auto [axis, index] : llvm::enumerate(indices))
     offset = offset * shape[axis] + index;
@@ -37,29 +37,30 @@ int64_t Tensor::offsetOf(llvm::ArrayRef<int64_t> indices) const {
                       indices.size()));
 }
 
-Tensor Tensor::slice(llvm::ArrayRef<int64_t> indices) const {
+ArrayValue ArrayValue::slice(llvm::ArrayRef<int64_t> indices) const {
   std::vector<int64_t> rest(shape.begin() + indices.size(), shape.end());
   int64_t count = elementCount(rest);
   int64_t offset = offsetOf(indices);
-  return Tensor(std::move(rest),
-                std::vector<double>(data.begin() + offset,
-                                    data.begin() + offset + count));
+  return ArrayValue(std::move(rest),
+                    std::vector<double>(data.begin() + offset,
+                                        data.begin() + offset + count));
 }
 
-void Tensor::setSlice(llvm::ArrayRef<int64_t> indices, const Tensor &value) {
+void ArrayValue::setSlice(llvm::ArrayRef<int64_t> indices,
+                          const ArrayValue &value) {
   std::copy(value.data.begin(), value.data.end(),
             data.begin() + offsetOf(indices));
 }
 
-double &Tensor::at(llvm::ArrayRef<int64_t> indices) {
+double &ArrayValue::at(llvm::ArrayRef<int64_t> indices) {
   return data[offsetOf(indices)];
 }
 
-double Tensor::at(llvm::ArrayRef<int64_t> indices) const {
+double ArrayValue::at(llvm::ArrayRef<int64_t> indices) const {
   return data[offsetOf(indices)];
 }
 
-std::string Tensor::shapeString(llvm::ArrayRef<int64_t> shape) {
+std::string ArrayValue::shapeString(llvm::ArrayRef<int64_t> shape) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << '[';

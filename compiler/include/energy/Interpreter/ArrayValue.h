@@ -1,12 +1,14 @@
-//===- Tensor.h - Dense double-precision arrays for the interpreter -------===//
+//===- ArrayValue.h - The interpreter's value of an !energy.array -*- C++
+//-*-===//
 //
 // The value type of the reference interpreter: a row-major array of doubles
-// with a concrete shape. Rank 0 is a scalar holding one element.
+// with a concrete shape (the runtime's tensors are energy::Tensor). Rank 0 is
+// a scalar holding one element.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ENERGY_INTERPRETER_TENSOR_H
-#define ENERGY_INTERPRETER_TENSOR_H
+#ifndef ENERGY_INTERPRETER_ARRAYVALUE_H
+#define ENERGY_INTERPRETER_ARRAYVALUE_H
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -18,18 +20,18 @@ namespace mlir::energy {
 
 /// A dense row-major array of doubles. Plain data: copying copies the
 /// elements.
-struct Tensor {
+struct ArrayValue {
   std::vector<int64_t> shape;
   std::vector<double> data;
 
-  Tensor() : data(1, 0.0) {}
+  ArrayValue() : data(1, 0.0) {}
   /// A tensor of `shape` filled with `fill`.
-  explicit Tensor(std::vector<int64_t> shape, double fill = 0.0);
-  Tensor(std::vector<int64_t> shape, std::vector<double> data)
+  explicit ArrayValue(std::vector<int64_t> shape, double fill = 0.0);
+  ArrayValue(std::vector<int64_t> shape, std::vector<double> data)
       : shape(std::move(shape)), data(std::move(data)) {}
 
-  static Tensor scalar(double value) {
-    return Tensor(std::vector<int64_t>(), std::vector<double>(1, value));
+  static ArrayValue scalar(double value) {
+    return ArrayValue(std::vector<int64_t>(), std::vector<double>(1, value));
   }
 
   /// The number of elements a tensor of `shape` holds; the largest int64_t
@@ -44,10 +46,10 @@ struct Tensor {
   int64_t lastAxisLength() const { return shape.empty() ? 1 : shape.back(); }
 
   /// The sub-array at `indices` along the leading axes (all in range).
-  Tensor slice(llvm::ArrayRef<int64_t> indices) const;
+  ArrayValue slice(llvm::ArrayRef<int64_t> indices) const;
   /// Stores `value` at `indices` along the leading axes; its shape must be
   /// the remaining trailing axes.
-  void setSlice(llvm::ArrayRef<int64_t> indices, const Tensor &value);
+  void setSlice(llvm::ArrayRef<int64_t> indices, const ArrayValue &value);
 
   /// The element at a full multi-index.
   double &at(llvm::ArrayRef<int64_t> indices);
@@ -63,4 +65,4 @@ private:
 
 } // namespace mlir::energy
 
-#endif // ENERGY_INTERPRETER_TENSOR_H
+#endif // ENERGY_INTERPRETER_ARRAYVALUE_H
