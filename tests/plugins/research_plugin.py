@@ -20,6 +20,8 @@ installed tools:
   the manifest records the plugin; the energy equals an independent NumPy
   one (sparsemax by bisection, not by sorting); the gradient equals central
   finite differences of the compiled energy; compiled equals interpreted;
+- Newton through softsign (its f'') against NumPy's Newton; Newton through
+  the similarity is a located error (its gradient has no derivative rule);
 - refuses that artifact, naming the plugin, when its run-time library is
   gone, and finds it again through ENERGY_PLUGIN_PATH.
 
@@ -240,6 +242,47 @@ check(abs(interp_energy - energy) <= 1e-12 * abs(energy)
 steps = compiled(['--steps', '10'], x)
 check(steps['steps'] == 10 and steps['energy'] < energy,
       'ten Adam steps lower the energy: %.6g -> %.6g' % (energy, steps['energy']))
+
+# Newton's Hessian-vector products differentiate the gradient again: an
+# element-wise function with f'' (softsign) takes part; a similarity, whose
+# gradient has no derivative rule, is a located error.
+newton = os.path.join(work, 'newton.energy')
+with open(newton, 'w') as f:
+    f.write('''model newton {
+  dim N;
+  input t : [N];
+  state x : [N];
+  energy fit = 0.5 * sqnorm(softsign(x) - t) + 0.5 * sqnorm(x);
+  dynamics { x: newton(lr = 1.0); steps 5; }
+}
+''')
+newton_so = os.path.join(work, 'newton.so')
+run([energyc, '--plugin', adam, newton, '--dtype', 'f64', '-o', newton_so])
+t = 0.3 * rng.normal(size=4)
+x0 = 0.3 * rng.normal(size=4)
+newton_in = os.path.join(work, 'newton_in.safetensors')
+write_safetensors(newton_in, {'t': t, 'x': x0}, 'F64')
+softsign = lambda v: v / (1 + np.abs(v))  # noqa: E731
+d1 = lambda v: 1 / (1 + np.abs(v)) ** 2  # noqa: E731
+d2 = lambda v: -2 * np.sign(v) / (1 + np.abs(v)) ** 3  # noqa: E731
+expected = x0.copy()
+for _ in range(5):
+    # The Hessian is diagonal and positive here (the ridge dominates), so
+    # CG's Newton step is g / H exactly.
+    g = (softsign(expected) - t) * d1(expected) + expected
+    hessian = d1(expected) ** 2 + (softsign(expected) - t) * d2(expected) + 1
+    expected = expected - g / hessian
+newton_out = os.path.join(work, 'newton_out.safetensors')
+run([energy_run, newton_so, '--in', newton_in, '--steps', '5', '--out', newton_out])
+error = np.abs(read_safetensors(newton_out)['x'] - expected).max()
+check(error <= 1e-12, "five Newton steps through softsign's f' and f'' vs NumPy: %.1e" % error)
+with open(os.path.join(work, 'newton_t.energy'), 'w') as f:
+    f.write(open(heavy).read().replace('adam(lr = 0.05)', 'newton(lr = 0.5)'))
+result = subprocess.run([energyc, '--plugin', adam, os.path.join(work, 'newton_t.energy'),
+                         '-o', os.path.join(work, 'x.so')], capture_output=True, text=True)
+check(result.returncode != 0 and "newton_t.energy:5:43: error: 'energy.similarity_gradient' op has "
+      "no derivative rule; the energy reaches @x through it" in result.stderr,
+      'Newton through a similarity: %s' % result.stderr.strip().splitlines()[0])
 
 # The artifact without its plugin's run-time library: refused, by name.
 kernels = os.path.join(research, 'libenergy-research-kernels.so')
