@@ -44,8 +44,10 @@ inline Value yieldedValue(Region &region) {
   return cast<YieldOp>(region.front().back()).getValues().front();
 }
 
-/// Runs a model on the reference interpreter: binding tensors, stepping the
-/// dynamics on one interpreter, and evaluating energies and gradients.
+/// A model on the reference interpreter, used like a runtime::Session:
+/// binding tensors, stepping the dynamics on one interpreter, evaluating
+/// energies and gradients. Dims are resolved by the runtime's rule
+/// (DimInference.h).
 class InterpretedRun {
 public:
   explicit InterpretedRun(ModelOp model) : model(model) {}
@@ -179,6 +181,71 @@ public:
     return values;
   }
 
+  //===--------------------------------------------------------------------===//
+  // The calls of runtime::Session, so that interpreted and compiled runs are
+  // driven alike: values in and out as runtime tensors (f64).
+  //===--------------------------------------------------------------------===//
+
+  /// The global energy of the current values.
+  FailureOr<double> energy() {
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
+    return state->evaluateEnergy();
+  }
+
+  /// The gradient of the energy with respect to `gradient`'s tensor.
+  FailureOr<::energy::Tensor> gradient(GradientOp gradient) {
+    FailureOr<Interpreter> state = interpreter();
+    if (failed(state))
+      return failure();
+    FailureOr<ArrayValue> value = state->evaluateGradient(gradient);
+    if (failed(value))
+      return failure();
+    return toRuntime(*value);
+  }
+
+  /// Every state tensor (optimizer state included) and output by name.
+  FailureOr<std::map<std::string, ::energy::Tensor>> stateAndOutputs() {
+    FailureOr<std::map<std::string, ArrayValue>> values = results();
+    if (failed(values))
+      return failure();
+    std::map<std::string, ::energy::Tensor> converted;
+    for (const auto &[name, value] : *values)
+      converted.emplace(name, toRuntime(value));
+    return converted;
+  }
+
+  /// Runs steps from stepCount() until their count (the model's when
+  /// `options.steps` is absent) or the stopping rule; then stepCount()
+  /// has advanced by the steps taken.
+  FailureOr<::energy::RunResult> run(const ::energy::RunOptions &options) {
+    ::energy::RunResult result;
+    FailureOr<int64_t> taken = run(nextStep, options.steps.value_or(-1),
+                                   [&](int64_t step, double energy) {
+                                     result.trace.push_back(energy);
+                                     if (options.onStep)
+                                       options.onStep(step, energy);
+                                   });
+    if (failed(taken))
+      return failure();
+    nextStep += *taken;
+    result.steps = *taken;
+    if (!result.trace.empty()) {
+      result.energy = result.trace.back();
+    } else {
+      FailureOr<double> start = energy();
+      if (failed(start))
+        return failure();
+      result.energy = *start;
+    }
+    return result;
+  }
+
+  /// The number of the next step; set it to resume a saved run.
+  int64_t stepCount() const { return nextStep; }
+  void setStepCount(int64_t step) { nextStep = step; }
+
   /// Carries the final values of a run into the bindings.
   void keep(Interpreter &state) {
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
@@ -249,6 +316,7 @@ private:
 
   ModelOp model;
   Bindings bindings;
+  int64_t nextStep = 0;
 };
 
 } // namespace mlir::energy::tools

@@ -429,10 +429,7 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
     return benchInterpreted(model, run, inputs.step.value_or(0)) ? 0 : 1;
 
   if (evalKind == EvalKind::Energy) {
-    FailureOr<Interpreter> interpreter = run.interpreter();
-    if (failed(interpreter))
-      return 1;
-    FailureOr<double> energy = interpreter->evaluateEnergy();
+    FailureOr<double> energy = run.energy();
     if (failed(energy))
       return 1;
     printEnergy(*energy);
@@ -440,61 +437,47 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
   }
 
   if (evalKind == EvalKind::Grad) {
-    FailureOr<Interpreter> interpreter = run.interpreter();
-    if (failed(interpreter))
-      return 1;
     RuntimeTensors gradients;
     for (GradientOp gradient : wantedGradients(model)) {
-      FailureOr<ArrayValue> value = interpreter->evaluateGradient(gradient);
+      FailureOr<::energy::Tensor> value = run.gradient(gradient);
       if (failed(value))
         return 1;
-      gradients[("grad." + gradient.getTensor()).str()] = toRuntime(*value);
+      gradients.emplace(("grad." + gradient.getTensor()).str(),
+                        std::move(*value));
     }
     return reportGradients(gradients) ? 0 : 1;
   }
 
   StepReporter reporter;
   if (trace && !jsonOutput) {
-    FailureOr<Interpreter> initial = run.interpreter();
-    if (failed(initial))
-      return 1;
-    FailureOr<double> energy = initial->evaluateEnergy();
+    FailureOr<double> energy = run.energy();
     if (failed(energy))
       return 1;
     reporter.printStart(*energy);
   }
   int64_t firstStep = inputs.step.value_or(0);
-  FailureOr<int64_t> steps =
-      run.run(firstStep, stepsOverride,
-              [&](int64_t step, double energy) { reporter(step, energy); });
-  if (failed(steps))
+  run.setStepCount(firstStep);
+  ::energy::RunOptions options;
+  if (stepsOverride >= 0)
+    options.steps = stepsOverride;
+  options.onStep = [&](int64_t step, double energy) { reporter(step, energy); };
+  FailureOr<::energy::RunResult> finished = run.run(options);
+  if (failed(finished))
     return 1;
   if (!outputFile.empty()) {
-    FailureOr<std::map<std::string, ArrayValue>> results = run.results();
-    if (failed(results))
+    FailureOr<RuntimeTensors> values = run.stateAndOutputs();
+    if (failed(values))
       return 1;
-    RuntimeTensors values;
-    for (const auto &[name, value] : *results)
-      values.emplace(name, toRuntime(value));
     ::energy::Tensor step(::energy::DType::F64, {});
-    step.set(0, static_cast<double>(firstStep + *steps));
-    values.emplace(kStepTensor, std::move(step));
-    if (!writeOutputs(values))
+    step.set(0, static_cast<double>(run.stepCount()));
+    values->emplace(kStepTensor, std::move(step));
+    if (!writeOutputs(*values))
       return 1;
   }
-  std::optional<double> final = reporter.lastEnergy();
-  if (!final) {
-    FailureOr<Interpreter> start = run.interpreter();
-    if (failed(start))
-      return 1;
-    FailureOr<double> energy = start->evaluateEnergy();
-    if (failed(energy))
-      return 1;
-    final = *energy;
-  }
+  std::optional<double> final = finished->energy;
   if (model.getOps<TermOp>().empty())
     final.reset();
-  reporter.printSummary(*steps, final);
+  reporter.printSummary(finished->steps, final);
   return 0;
 }
 
