@@ -22,6 +22,8 @@ installed tools:
   finite differences of the compiled energy; compiled equals interpreted;
 - Newton through softsign (its f'') against NumPy's Newton; Newton through
   the similarity is a located error (its gradient has no derivative rule);
+- a plugin backend (tests/plugins/backend) writes artifacts for
+  `energyc --target portable`;
 - refuses that artifact, naming the plugin, when its run-time library is
   gone, and finds it again through ENERGY_PLUGIN_PATH.
 
@@ -299,6 +301,20 @@ result = subprocess.run([energy_run, heavy_so, '--in', heavy_in, '--eval', 'ener
 check(result.returncode == 0 and json.loads(result.stdout)['energy'] == energy,
       'found again through ENERGY_PLUGIN_PATH')
 shutil.move(os.path.join(elsewhere, 'libenergy-research-kernels.so'), kernels)
+
+# A backend from a plugin: energyc --target portable writes an artifact for
+# x86-64-v2 through the CPU backend.
+backend = build_project('backend', os.path.join(source, 'tests', 'plugins', 'backend'))
+portable_so = os.path.join(work, 'portable.so')
+run([energyc, '--plugin', adam, '--plugin', os.path.join(backend, 'libPortableBackend.so'),
+     model, '--target', 'portable', '-o', portable_so])
+target = json.loads(run([energy_run, portable_so, '--print-manifest']).stdout)['target']
+check(target['cpu'] == 'x86-64-v2', 'energyc --target portable (a plugin backend): %s' % target['cpu'])
+result = subprocess.run([energyc, '--plugin', adam, model, '--target', 'portable',
+                         '-o', os.path.join(work, 'x.so')],
+                        capture_output=True, text=True)
+check(result.returncode != 0 and 'unknown backend (known: cpu)' in result.stderr,
+      'without the plugin: %s' % result.stderr.strip())
 
 if failures:
     sys.exit('%d check(s) failed' % len(failures))
