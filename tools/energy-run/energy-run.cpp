@@ -22,6 +22,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Interpreter/Interpreter.h"
 #include "energy/Plugin/OptimizerTable.h"
+#include "energy/Runtime/CudaDriver.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ModelFile.h"
@@ -63,6 +64,12 @@ cl::opt<bool>
     useInterpreter("interp",
                    cl::desc("Evaluate with the reference interpreter"),
                    cl::cat(runOptions));
+cl::opt<std::string>
+    deviceOption("device",
+                 cl::desc("Where kernels run: cpu (default) or cuda (the "
+                          "first GPU; the CUDA driver is loaded only then)"),
+                 cl::value_desc("cpu|cuda"), cl::init("cpu"),
+                 cl::cat(runOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Bind a dim"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(runOptions));
@@ -748,6 +755,19 @@ int main(int argc, char **argv) {
   if (llvm::Error error = mlir::energy::loadPlugins(
           std::vector<std::string>(plugins.begin(), plugins.end())))
     return fail(toString(std::move(error)));
+  if (deviceOption == "cuda") {
+    // The driver is opened only now, so that energy-run starts anywhere.
+    ::energy::Expected<::energy::CudaDevice> device =
+        ::energy::openCudaDevice(0);
+    if (!device)
+      return fail("--device cuda: " + device.message());
+    return fail("--device cuda: found " + device->name + " (sm_" +
+                std::to_string(device->computeCapability) +
+                "), but there is no CUDA backend yet: artifacts have CPU "
+                "kernels only");
+  }
+  if (deviceOption != "cpu")
+    return fail("--device " + deviceOption + ": expected cpu or cuda");
   RunInputs inputs;
   if (!initSpec.empty()) {
     uint64_t value;

@@ -1,0 +1,37 @@
+//===- CudaDriver.h - The CUDA driver, loaded when first needed -*- C++ -*-===//
+//
+// libcuda is opened with dlopen the first time a CUDA device is asked for,
+// so that every binary starts on a machine without a driver; a machine
+// without a driver or without a GPU gets an error saying which.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_CUDADRIVER_H
+#define ENERGY_RUNTIME_CUDADRIVER_H
+
+#include "energy/Runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace energy {
+
+/// A CUDA device as the driver describes it.
+struct CudaDevice {
+  int ordinal = 0;
+  std::string name;
+  /// Compute capability, 90 for sm_90.
+  int computeCapability = 0;
+  uint64_t memoryBytes = 0;
+};
+
+/// Opens the driver (libcuda.so.1, or the library ENERGY_CUDA_DRIVER names;
+/// once, later calls reuse it), initialises it and
+/// describes device `ordinal`. Errors: no driver library ("no CUDA driver:
+/// libcuda.so.1: cannot open ..."), a driver that fails to initialise (its
+/// error name and text), no such device (with the number there is).
+Expected<CudaDevice> openCudaDevice(int ordinal = 0);
+
+} // namespace energy
+
+#endif // ENERGY_RUNTIME_CUDADRIVER_H
