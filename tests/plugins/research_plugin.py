@@ -74,7 +74,7 @@ def build_project(name, directory):
 
 
 research = build_project('research', os.path.join(source, 'plugins', 'examples', 'research'))
-adam = os.path.join(research, 'libenergy-research.so')
+research_plugin = os.path.join(research, 'libenergy-research.so')
 bad = build_project('bad', os.path.join(source, 'tests', 'plugins', 'bad'))
 
 model = os.path.join(work, 'bowl.energy')
@@ -88,7 +88,7 @@ with open(model, 'w') as f:
 }
 ''')
 artifact = os.path.join(work, 'bowl.so')
-run([energyc, '--plugin', adam, model, '--dtype', 'f64', '-o', artifact])
+run([energyc, '--plugin', research_plugin, model, '--dtype', 'f64', '-o', artifact])
 
 rng = np.random.default_rng(4)
 d = 5
@@ -141,7 +141,7 @@ check(np.array_equal(read_safetensors(resumed)['x'], straight['x']),
 # The same plugin through ENERGY_PLUGINS, for the in-process compiler too.
 result = subprocess.run([energy_run, model, '--dtype', 'f64', '--in', inputs, '--json'],
                         capture_output=True, text=True,
-                        env=dict(os.environ, ENERGY_PLUGINS=adam))
+                        env=dict(os.environ, ENERGY_PLUGINS=research_plugin))
 check(result.returncode == 0 and json.loads(result.stdout)['steps'] == 8,
       'energy-run compiles the model in process with ENERGY_PLUGINS')
 
@@ -175,7 +175,7 @@ with open(heavy, 'w') as f:
 }
 ''')
 heavy_so = os.path.join(work, 'heavy.so')
-run([energyc, '--plugin', adam, heavy, '--dtype', 'f64', '-o', heavy_so])
+run([energyc, '--plugin', research_plugin, heavy, '--dtype', 'f64', '-o', heavy_so])
 manifest = json.loads(run([energy_run, heavy_so, '--print-manifest']).stdout)
 recorded = manifest.get('plugins', [])
 check(len(recorded) == 1 and recorded[0]['name'] == 'research' and recorded[0]['version'] == '1.0'
@@ -234,9 +234,9 @@ for trial in range(4):
     worst = max(worst, abs(fd - (gradient * v).sum()) / max(1.0, abs(fd)))
 check(worst <= 1e-7, 'gradient vs central differences of the energy (3 directions, 1 coordinate): %.1e' % worst)
 write_safetensors(heavy_in, {'m': m, 'x': x}, 'F64')
-interp_energy = json.loads(run([energy_run, heavy, '--plugin', adam, '--interp', '--in', heavy_in,
+interp_energy = json.loads(run([energy_run, heavy, '--plugin', research_plugin, '--interp', '--in', heavy_in,
                                 '--eval', 'energy', '--json']).stdout)['energy']
-interp_gradient = json.loads(run([energy_run, heavy, '--plugin', adam, '--interp', '--in', heavy_in,
+interp_gradient = json.loads(run([energy_run, heavy, '--plugin', research_plugin, '--interp', '--in', heavy_in,
                                   '--eval', 'grad', '--wrt', 'x', '--json']).stdout)['grad.x']['data']
 check(abs(interp_energy - energy) <= 1e-12 * abs(energy)
       and np.abs(np.array(interp_gradient).reshape(n, d) - gradient).max() <= 1e-12 * np.abs(gradient).max(),
@@ -259,7 +259,7 @@ with open(newton, 'w') as f:
 }
 ''')
 newton_so = os.path.join(work, 'newton.so')
-run([energyc, '--plugin', adam, newton, '--dtype', 'f64', '-o', newton_so])
+run([energyc, '--plugin', research_plugin, newton, '--dtype', 'f64', '-o', newton_so])
 t = 0.3 * rng.normal(size=4)
 x0 = 0.3 * rng.normal(size=4)
 newton_in = os.path.join(work, 'newton_in.safetensors')
@@ -280,7 +280,7 @@ error = np.abs(read_safetensors(newton_out)['x'] - expected).max()
 check(error <= 1e-12, "five Newton steps through softsign's f' and f'' vs NumPy: %.1e" % error)
 with open(os.path.join(work, 'newton_t.energy'), 'w') as f:
     f.write(open(heavy).read().replace('adam(lr = 0.05)', 'newton(lr = 0.5)'))
-result = subprocess.run([energyc, '--plugin', adam, os.path.join(work, 'newton_t.energy'),
+result = subprocess.run([energyc, '--plugin', research_plugin, os.path.join(work, 'newton_t.energy'),
                          '-o', os.path.join(work, 'x.so')], capture_output=True, text=True)
 check(result.returncode != 0 and "newton_t.energy:5:43: error: 'energy.similarity_gradient' op has "
       "no derivative rule; the energy reaches @x through it" in result.stderr,
@@ -306,11 +306,11 @@ shutil.move(os.path.join(elsewhere, 'libenergy-research-kernels.so'), kernels)
 # x86-64-v2 through the CPU backend.
 backend = build_project('backend', os.path.join(source, 'tests', 'plugins', 'backend'))
 portable_so = os.path.join(work, 'portable.so')
-run([energyc, '--plugin', adam, '--plugin', os.path.join(backend, 'libPortableBackend.so'),
+run([energyc, '--plugin', research_plugin, '--plugin', os.path.join(backend, 'libPortableBackend.so'),
      model, '--target', 'portable', '-o', portable_so])
 target = json.loads(run([energy_run, portable_so, '--print-manifest']).stdout)['target']
 check(target['cpu'] == 'x86-64-v2', 'energyc --target portable (a plugin backend): %s' % target['cpu'])
-result = subprocess.run([energyc, '--plugin', adam, model, '--target', 'portable',
+result = subprocess.run([energyc, '--plugin', research_plugin, model, '--target', 'portable',
                          '-o', os.path.join(work, 'x.so')],
                         capture_output=True, text=True)
 check(result.returncode != 0 and 'unknown backend (known: cpu)' in result.stderr,

@@ -9,6 +9,7 @@
 
 #include "energy/Runtime/Manifest.h"
 #include "energy/Codegen/Artifact.h"
+#include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -127,22 +128,9 @@ json::Array pluginsOf(ModelOp model) {
     if (!llvm::is_contained(used, &code))
       used.push_back(&code);
   };
-  const plugin::FunctionTable &functions = plugin::getFunctionTable();
-  const plugin::AggregationTable &aggregations = plugin::getAggregationTable();
   model.walk([&](Operation *op) {
-    if (auto apply = dyn_cast<ApplyOp>(op))
-      use(functions.lookup(apply.getFunction())->code);
-    else if (auto similarity = dyn_cast<SimilarityOp>(op))
-      use(functions.lookup(similarity.getFunction())->code);
-    else if (auto gradient = dyn_cast<SimilarityGradientOp>(op))
-      use(functions.lookup(gradient.getFunction())->code);
-    else if (auto aggregate = dyn_cast<AggregateOp>(op))
-      use(aggregations.lookup(aggregate.getAggregation())->code);
-    else if (auto weights = dyn_cast<AggregateWeightsOp>(op))
-      use(aggregations.lookup(weights.getAggregation())->code);
-    else if (auto reduce = dyn_cast<ReduceOp>(op);
-             reduce && reduce.getAggregation())
-      use(aggregations.lookup(*reduce.getAggregation())->code);
+    if (const plugin::RuntimeCode *code = getPluginCode(op))
+      use(*code);
   });
   json::Array plugins;
   for (const plugin::RuntimeCode *code : used) {

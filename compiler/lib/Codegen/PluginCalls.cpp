@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFunction.h"
+#include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -78,13 +79,11 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
                ? arith::TruncFOp::create(b, loc, context.elementType, wide)
                : wide;
   };
-  const plugin::FunctionTable &functions = plugin::getFunctionTable();
-  const plugin::AggregationTable &aggregations = plugin::getAggregationTable();
+  const plugin::RuntimeCode &code = *getPluginCode(op);
   using Result = FailureOr<Lowered>;
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](ApplyOp apply) -> Result {
-        StringRef symbol = functions.lookup(apply.getFunction())
-                               ->code.symbols[apply.getOrder()];
+        StringRef symbol = code.symbols[apply.getOrder()];
         Lowered operand = get(apply.getOperand());
         auto at = [&](Value x) {
           return narrow(callPluginCode(symbol, f64, {toF64(x)}));
@@ -96,8 +95,6 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
         });
       })
       .Case([&](SimilarityOp similarity) -> Result {
-        const plugin::RuntimeCode &code =
-            functions.lookup(similarity.getFunction())->code;
         Value n = elementCount(operandType);
         Value value =
             callPluginCode(code.symbols[0], f64,
@@ -106,8 +103,6 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
         return Lowered{narrow(value), Value()};
       })
       .Case([&](SimilarityGradientOp gradient) -> Result {
-        const plugin::RuntimeCode &code =
-            functions.lookup(gradient.getFunction())->code;
         Value n = elementCount(operandType);
         Value lhsGradient = allocateElements(n, 8);
         Value rhsGradient = allocateElements(n, 8);
@@ -119,8 +114,6 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
         return Lowered{Value(), fromDoubles(wanted, n)};
       })
       .Case([&](AggregateOp aggregate) -> Result {
-        const plugin::RuntimeCode &code =
-            aggregations.lookup(aggregate.getAggregation())->code;
         Value n = elementCount(operandType);
         Value value = callPluginCode(
             code.symbols[0], f64,
@@ -128,8 +121,6 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
         return Lowered{narrow(value), Value()};
       })
       .Case([&](AggregateWeightsOp weights) -> Result {
-        const plugin::RuntimeCode &code =
-            aggregations.lookup(weights.getAggregation())->code;
         Value n = elementCount(operandType);
         Value out = allocateElements(n, 8);
         callPluginCode(

@@ -10,6 +10,7 @@
 
 #include "InterpreterInternals.h"
 #include "energy/Interpreter/ArrayMath.h"
+#include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Plugin/RuntimeCode.h"
 #include "energy/Runtime/Tensor.h"
@@ -70,22 +71,9 @@ LogicalResult interpreter::checkAllocation(Operation *op,
 }
 
 namespace {
-/// The run-time code of a plugin's function (the verifier checked that the
-/// table has it).
-const plugin::RuntimeCode &pluginCode(const plugin::FunctionInfo *function) {
-  return function->code;
-}
-
-struct AggregationCode {
-  EnergyAggregationCode value;
-  EnergyAggregationWeightsCode weights;
-};
-
-AggregationCode aggregationCode(StringRef name) {
-  const plugin::RuntimeCode &code =
-      plugin::getAggregationTable().lookup(name)->code;
-  return {reinterpret_cast<EnergyAggregationCode>(code.addresses[0]),
-          reinterpret_cast<EnergyAggregationWeightsCode>(code.addresses[1])};
+/// The `index`th function of `op`'s run-time code (see getPluginCode).
+template <typename Function> Function pluginCode(Operation *op, size_t index) {
+  return reinterpret_cast<Function>(getPluginCode(op)->addresses[index]);
 }
 
 /// Evaluates an affine expression over integer dims and symbols.
@@ -946,40 +934,32 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
         return ArrayValue::scalar(*logDet);
       })
       .Case([&](ApplyOp apply) -> Result {
-        auto code = reinterpret_cast<EnergyElementwiseCode>(
-            pluginCode(plugin::getFunctionTable().lookup(apply.getFunction()))
-                .addresses[apply.getOrder()]);
+        auto code = pluginCode<EnergyElementwiseCode>(op, apply.getOrder());
         ArrayValue result = operands[0];
         for (double &value : result.data)
           value = code(value);
         return result;
       })
-      .Case([&](SimilarityOp similarity) -> Result {
-        const plugin::RuntimeCode &code = pluginCode(
-            plugin::getFunctionTable().lookup(similarity.getFunction()));
-        return ArrayValue::scalar(reinterpret_cast<EnergySimilarityCode>(
-            code.addresses[0])(operands[0].size(), operands[0].data.data(),
-                               operands[1].data.data()));
+      .Case([&](SimilarityOp) -> Result {
+        return ArrayValue::scalar(pluginCode<EnergySimilarityCode>(op, 0)(
+            operands[0].size(), operands[0].data.data(),
+            operands[1].data.data()));
       })
       .Case([&](SimilarityGradientOp gradient) -> Result {
-        const plugin::RuntimeCode &code = pluginCode(
-            plugin::getFunctionTable().lookup(gradient.getFunction()));
         ArrayValue lhs = operands[0], rhs = operands[1];
-        reinterpret_cast<EnergySimilarityGradientCode>(code.addresses[1])(
+        pluginCode<EnergySimilarityGradientCode>(op, 1)(
             lhs.size(), operands[0].data.data(), operands[1].data.data(),
             lhs.data.data(), rhs.data.data());
         return gradient.getArgument() == 0 ? lhs : rhs;
       })
-      .Case([&](AggregateOp aggregate) -> Result {
-        return ArrayValue::scalar(
-            aggregationCode(aggregate.getAggregation())
-                .value(operands[0].size(), operands[0].data.data()));
+      .Case([&](AggregateOp) -> Result {
+        return ArrayValue::scalar(pluginCode<EnergyAggregationCode>(op, 0)(
+            operands[0].size(), operands[0].data.data()));
       })
-      .Case([&](AggregateWeightsOp aggregate) -> Result {
+      .Case([&](AggregateWeightsOp) -> Result {
         ArrayValue weights = operands[0];
-        aggregationCode(aggregate.getAggregation())
-            .weights(operands[0].size(), operands[0].data.data(),
-                     weights.data.data());
+        pluginCode<EnergyAggregationWeightsCode>(op, 1)(
+            operands[0].size(), operands[0].data.data(), weights.data.data());
         return weights;
       })
       .Case([&](InverseOp) -> Result {
@@ -1230,8 +1210,8 @@ FailureOr<ArrayValue> Interpreter::evaluateReduce(ReduceOp reduce,
       out = temperature * array::logSumExp(column);
       break;
     case ReduceKind::custom:
-      out = aggregationCode(*reduce.getAggregation())
-                .value(column.size(), column.data());
+      out = pluginCode<EnergyAggregationCode>(reduce, 0)(column.size(),
+                                                         column.data());
       break;
     }
   }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -766,4 +767,31 @@ LogicalResult AggregateOp::verify() {
 
 LogicalResult AggregateWeightsOp::verify() {
   return verifyPluginAggregation(*this, getAggregation());
+}
+
+const ::energy::plugin::RuntimeCode *
+mlir::energy::getPluginCode(Operation *op) {
+  const ::energy::plugin::FunctionTable &functions =
+      ::energy::plugin::getFunctionTable();
+  const ::energy::plugin::AggregationTable &aggregations =
+      ::energy::plugin::getAggregationTable();
+  auto functionCode = [&](StringRef name) {
+    return &functions.lookup(name)->code;
+  };
+  auto aggregationCode = [&](StringRef name) {
+    return &aggregations.lookup(name)->code;
+  };
+  if (auto apply = dyn_cast<ApplyOp>(op))
+    return functionCode(apply.getFunction());
+  if (auto similarity = dyn_cast<SimilarityOp>(op))
+    return functionCode(similarity.getFunction());
+  if (auto gradient = dyn_cast<SimilarityGradientOp>(op))
+    return functionCode(gradient.getFunction());
+  if (auto aggregate = dyn_cast<AggregateOp>(op))
+    return aggregationCode(aggregate.getAggregation());
+  if (auto weights = dyn_cast<AggregateWeightsOp>(op))
+    return aggregationCode(weights.getAggregation());
+  if (auto reduce = dyn_cast<ReduceOp>(op); reduce && reduce.getAggregation())
+    return aggregationCode(*reduce.getAggregation());
+  return nullptr;
 }

@@ -52,6 +52,7 @@ struct BilinearContract {
 /// Checks that `name` is a plugin's aggregation in the aggregation table;
 /// otherwise an error on `op` that says to load its plugin.
 LogicalResult verifyPluginAggregation(Operation *op, StringRef name);
+
 } // namespace mlir::energy
 
 #define GET_OP_CLASSES
