@@ -542,6 +542,20 @@ static Status readTarget(const Value &root, Manifest &manifest) {
     }
     out.features.push_back(feature.string());
   }
+  if (const Value *device = target->find("device")) {
+    if (!device->is(Kind::String) || device->string() != "cuda")
+      return wrongKind("target: device", "\"cuda\" (or absent)", *device);
+    out.device = device->string();
+    Expected<const Value *> archs =
+        field(*target, "target", "device_archs", Kind::Array);
+    if (!archs)
+      return archs.status();
+    for (const Value &arch : (*archs)->elements()) {
+      if (!arch.is(Kind::String))
+        return wrongKind("target: device_archs", "strings (\"sm_90\")", arch);
+      out.deviceArchs.push_back(arch.string());
+    }
+  }
   manifest.target = std::move(out);
   return Status::success();
 }

@@ -43,6 +43,8 @@ struct ModelState {
   Kernel step;
   Kernel until;
   energy_set_threads_fn setThreads = nullptr;
+  /// A CUDA artifact's description of its last device failure.
+  energy_device_error_fn deviceError = nullptr;
 };
 
 /// Opens the run-time library of each plugin `manifest` names and fills the

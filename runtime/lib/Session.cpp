@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Runtime/Session.h"
+#include "energy/Runtime/CudaDriver.h"
 #include "energy/Runtime/DimInference.h"
 
 #include "ModelState.h"
@@ -14,6 +15,8 @@
 #include "energy/Runtime/Initializer.h"
 
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 using namespace energy;
 
@@ -52,6 +55,8 @@ static std::string kernelFailure(int32_t code) {
   case ENERGY_KERNEL_INVALID_ARGUMENT:
     return "a value outside its domain (a temperature that is not finite and "
            "positive)";
+  case ENERGY_KERNEL_DEVICE_ERROR:
+    return "the GPU failed";
   default:
     return "unknown error code " + std::to_string(code);
   }
@@ -90,6 +95,18 @@ Expected<Session> Session::create(const Model &model,
     if (value < 0)
       return Status::error("dim " + name + " cannot be negative (" +
                            std::to_string(value) + ")");
+  }
+  if (manifest.target && manifest.target->device == "cuda") {
+    Expected<TensorMemory> memory = cudaManagedMemory();
+    if (!memory) {
+      std::string archs;
+      for (const std::string &arch : manifest.target->deviceArchs)
+        archs += (archs.empty() ? "" : ", ") + arch;
+      return Status::error("model " + manifest.model +
+                           " is compiled for CUDA (" + archs +
+                           ") and needs a GPU: " + memory.status().message());
+    }
+    session.deviceMemory = *memory;
   }
   session.givenDims = options.dims;
   session.seed = options.seed;
@@ -131,7 +148,12 @@ Status Session::set(const std::string &name, const Tensor &value) {
         "tensor '" + name + "' was given as " +
         std::string(dtypeName(value.dtype())) + " and converted to " +
         std::string(dtypeName(manifest.dtype)) + ", the model's element type");
-  if (prepared)
+  if (prepared && deviceMemory) {
+    Expected<Tensor> onDevice = converted.copyTo(*deviceMemory);
+    if (!onDevice)
+      return onDevice.status().withContext("tensor '" + name + "'");
+    buffers[*index] = std::move(*onDevice);
+  } else if (prepared)
     buffers[*index] = std::move(converted);
   else
     bound[name] = std::move(converted);
@@ -257,6 +279,24 @@ Status Session::prepare() {
     }
   }
 
+  if (deviceMemory) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      Expected<Tensor> onDevice = values[i]->copyTo(*deviceMemory);
+      if (!onDevice)
+        return onDevice.status().withContext(bufferLabel(manifest.buffers[i]) +
+                                             " " +
+                                             manifest.buffers[i].shapeText());
+      values[i] = std::move(*onDevice);
+    }
+    Expected<Tensor> arguments =
+        Tensor::allocate(DType::F64,
+                         {static_cast<int64_t>(values.size() + newDims.size() +
+                                               consts.size() + 1)},
+                         *deviceMemory);
+    if (!arguments)
+      return arguments.status().withContext("the kernels' arguments");
+    deviceArguments = std::move(*arguments);
+  }
   dimValues = std::move(newDims);
   shapes = std::move(newShapes);
   buffers.clear();
@@ -273,8 +313,32 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   for (Tensor &buffer : buffers)
     pointers.push_back(buffer.data());
   double ignored = 0;
-  int32_t code = kernel(pointers.data(), dimValues.data(), consts.data(), step,
-                        result ? result : &ignored);
+  int32_t code = ENERGY_KERNEL_OK;
+  if (deviceArguments) {
+    // The same arrays, in memory the GPU reaches.
+    std::byte *arguments = deviceArguments->data();
+    auto append = [&](const void *data, size_t count) {
+      std::memcpy(arguments, data, count * 8);
+      return std::exchange(arguments, arguments + count * 8);
+    };
+    static_assert(sizeof(void *) == 8 && sizeof(double) == 8);
+    void *devicePointers = append(pointers.data(), pointers.size());
+    void *deviceDims = append(dimValues.data(), dimValues.size());
+    void *deviceConsts = append(consts.data(), consts.size());
+    auto *deviceResult = reinterpret_cast<double *>(arguments);
+    *deviceResult = 0;
+    code =
+        kernel(static_cast<void **>(devicePointers),
+               static_cast<const int64_t *>(deviceDims),
+               static_cast<const double *>(deviceConsts), step, deviceResult);
+    (result ? *result : ignored) = *deviceResult;
+  } else {
+    code = kernel(pointers.data(), dimValues.data(), consts.data(), step,
+                  result ? result : &ignored);
+  }
+  if (code == ENERGY_KERNEL_DEVICE_ERROR && owner.state->deviceError)
+    return Status::error("kernel " + symbol +
+                         ": the GPU failed: " + owner.state->deviceError());
   if (code != ENERGY_KERNEL_OK)
     return Status::error("kernel " + symbol + ": " + kernelFailure(code));
   return Status::success();

@@ -118,7 +118,10 @@ std::string energy::cannotAllocateText(DType dtype,
 }
 
 void Tensor::FreeBytes::operator()(std::byte *pointer) const {
-  std::free(pointer);
+  if (release)
+    release(pointer);
+  else
+    std::free(pointer);
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, int64_t elements,
@@ -176,6 +179,30 @@ Expected<Tensor> Tensor::allocate(DType dtype, std::vector<int64_t> shape) {
                          ": out of memory");
   int64_t elements = static_cast<int64_t>(*bytes / dtypeSize(dtype));
   return Tensor(dtype, std::move(shape), elements, std::move(storage));
+}
+
+Expected<Tensor> Tensor::allocate(DType dtype, std::vector<int64_t> shape,
+                                  const TensorMemory &memory) {
+  Expected<uint64_t> bytes = allocationBytes(dtype, shape);
+  if (!bytes)
+    return bytes.status();
+  size_t size = *bytes ? static_cast<size_t>(*bytes) : 1;
+  std::unique_ptr<std::byte, FreeBytes> storage(
+      static_cast<std::byte *>(memory.allocate(size)),
+      FreeBytes{memory.release});
+  if (!storage)
+    return Status::error(cannotAllocateText(dtype, shape, *bytes) +
+                         ": out of device memory");
+  std::memset(storage.get(), 0, size);
+  int64_t elements = static_cast<int64_t>(*bytes / dtypeSize(dtype));
+  return Tensor(dtype, std::move(shape), elements, std::move(storage));
+}
+
+Expected<Tensor> Tensor::copyTo(const TensorMemory &memory) const {
+  Expected<Tensor> copy = allocate(elementType, dimensions, memory);
+  if (copy)
+    std::memcpy(copy->data(), data(), byteLength);
+  return copy;
 }
 
 Tensor::Tensor(const Tensor &other)

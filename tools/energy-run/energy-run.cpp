@@ -66,10 +66,11 @@ cl::opt<bool>
                    cl::cat(runOptions));
 cl::opt<std::string>
     deviceOption("device",
-                 cl::desc("Where kernels run: cpu (default) or cuda (the "
-                          "first GPU; the CUDA driver is loaded only then)"),
-                 cl::value_desc("cpu|cuda"), cl::init("cpu"),
-                 cl::cat(runOptions));
+                 cl::desc("Where kernels run: cpu or cuda (the first GPU; "
+                          "the CUDA driver is loaded only then). Default: "
+                          "what an artifact was compiled for; a .energy "
+                          "model is compiled for it"),
+                 cl::value_desc("cpu|cuda"), cl::init(""), cl::cat(runOptions));
 cl::list<std::string> dimValues("dim", cl::desc("Bind a dim"),
                                 cl::value_desc("NAME=VALUE"),
                                 cl::cat(runOptions));
@@ -755,19 +756,18 @@ int main(int argc, char **argv) {
   if (llvm::Error error = mlir::energy::loadPlugins(
           std::vector<std::string>(plugins.begin(), plugins.end())))
     return fail(toString(std::move(error)));
+  if (!deviceOption.empty() && deviceOption != "cpu" && deviceOption != "cuda")
+    return fail("--device " + deviceOption + ": expected cpu or cuda");
   if (deviceOption == "cuda") {
+    if (useInterpreter)
+      return fail("--device cuda runs compiled kernels; the interpreter "
+                  "runs on the CPU");
     // The driver is opened only now, so that energy-run starts anywhere.
     ::energy::Expected<::energy::CudaDevice> device =
         ::energy::openCudaDevice(0);
     if (!device)
       return fail("--device cuda: " + device.message());
-    return fail("--device cuda: found " + device->name + " (sm_" +
-                std::to_string(device->computeCapability) +
-                "), but there is no CUDA backend yet: artifacts have CPU "
-                "kernels only");
   }
-  if (deviceOption != "cpu")
-    return fail("--device " + deviceOption + ": expected cpu or cuda");
   RunInputs inputs;
   if (!initSpec.empty()) {
     uint64_t value;
@@ -833,6 +833,13 @@ int main(int argc, char **argv) {
     artifact = std::move(*loaded);
     if (printManifest)
       return printManifestOf(*artifact);
+    const auto &target = artifact->manifest().target;
+    std::string compiledFor =
+        target && target->device == "cuda" ? "cuda" : "cpu";
+    if (!useInterpreter && !deviceOption.empty() && deviceOption != compiledFor)
+      return fail(modelFile + " is compiled for " + compiledFor +
+                  ", not --device " + deviceOption +
+                  " (compile it with energyc --target " + deviceOption + ")");
     if (!useInterpreter)
       return runCompiled(*artifact, inputs);
     sourceMgr.AddNewSourceBuffer(
@@ -862,6 +869,8 @@ int main(int argc, char **argv) {
     options.sourceName = modelFile;
     options.sourceText =
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    if (deviceOption == "cuda")
+      options.target = withCudaDevice(options.target);
     FailureOr<OwningOpRef<ModuleOp>> lowered =
         compileToArtifactModule(*module, options);
     if (failed(lowered))

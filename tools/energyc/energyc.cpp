@@ -41,7 +41,18 @@ using namespace llvm;
 namespace fe = ::energy::frontend;
 
 namespace {
-enum class EmitKind { Ast, Energy, Grad, Update, Plan, Llvm, Lib, Dot, Svg };
+enum class EmitKind {
+  Ast,
+  Energy,
+  Grad,
+  Update,
+  Plan,
+  Llvm,
+  Ptx,
+  Lib,
+  Dot,
+  Svg
+};
 
 cl::OptionCategory energycOptions("energyc options");
 
@@ -57,6 +68,10 @@ cl::opt<EmitKind> emitKind(
     cl::values(clEnumValN(EmitKind::Lib, "lib",
                           "a shared-library artifact (default)"),
                clEnumValN(EmitKind::Llvm, "llvm", "the artifact's LLVM IR"),
+               clEnumValN(EmitKind::Ptx, "ptx",
+                          "with --target cuda: the GPU kernels' PTX, for "
+                          "each architecture after a line "
+                          "'// energy-ptx: sm_NN'"),
                clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
                clEnumValN(EmitKind::Energy, "energy", "the energy dialect"),
                clEnumValN(EmitKind::Grad, "grad",
@@ -227,6 +242,8 @@ int main(int argc, char **argv) {
                 mlir::energy::getBackendRegistry().names() + ")");
   if (emitKind == EmitKind::Llvm && backendName != "cpu")
     return fail("--emit=llvm shows the cpu backend's code only");
+  if (emitKind == EmitKind::Ptx && backendName != "cuda")
+    return fail("--emit=ptx needs --target cuda");
   std::string text;
   raw_string_ostream os(text);
   if (emitKind == EmitKind::Ast) {
@@ -271,7 +288,8 @@ int main(int argc, char **argv) {
           return fail(error);
         os << svg;
       }
-    } else if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm) {
+    } else if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
+               emitKind == EmitKind::Ptx) {
       mlir::energy::ArtifactOptions options;
       options.dtype = dtype;
       options.target = *target;
@@ -287,16 +305,23 @@ int main(int argc, char **argv) {
           return error.empty() ? 1 : fail(error);
         return 0;
       }
+      if (emitKind == EmitKind::Ptx)
+        options.target = mlir::energy::withCudaDevice(options.target);
       mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
           mlir::energy::compileToArtifactModule(*module, options);
       if (mlir::failed(artifact))
         return 1;
-      LLVMContext llvmContext;
-      std::unique_ptr<Module> llvmModule =
-          mlir::energy::translateArtifact(**artifact, llvmContext);
-      if (!llvmModule)
-        return fail("translating the kernels to LLVM IR failed");
-      llvmModule->print(os, nullptr);
+      if (emitKind == EmitKind::Ptx) {
+        for (const auto &[arch, ptx] : mlir::energy::cudaImagesOf(**artifact))
+          os << "// energy-ptx: " << arch << "\n" << ptx;
+      } else {
+        LLVMContext llvmContext;
+        std::unique_ptr<Module> llvmModule =
+            mlir::energy::translateArtifact(**artifact, llvmContext);
+        if (!llvmModule)
+          return fail("translating the kernels to LLVM IR failed");
+        llvmModule->print(os, nullptr);
+      }
     } else {
       module->print(os);
     }

@@ -1,7 +1,8 @@
 //===- BackendRegistry.cpp - The code-generation targets ------------------===//
 //
-// The registry and its built-in entry, the CPU backend: kernels lowered to
-// LLVM and linked into a shared library for the host (or --cpu).
+// The registry and its built-in entries: the CPU backend (kernels lowered to
+// LLVM and linked into a shared library for the host, or --cpu) and the
+// CUDA backend (the same library, with the loops the GPU can run as PTX).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,12 +44,25 @@ static LogicalResult writeCpuArtifact(ModuleOp energyModule,
   return writeSharedLibrary(**artifact, options.target, path, error);
 }
 
+static LogicalResult writeCudaArtifact(ModuleOp energyModule,
+                                       const ArtifactOptions &options,
+                                       StringRef path, std::string &error) {
+  ArtifactOptions cudaOptions = options;
+  cudaOptions.target = withCudaDevice(options.target);
+  return writeCpuArtifact(energyModule, cudaOptions, path, error);
+}
+
 BackendRegistry &mlir::energy::getBackendRegistry() {
   static BackendRegistry registry = [] {
     BackendRegistry builtins;
     llvm::cantFail(builtins.add(
         {"cpu", "fused CPU kernels in a shared library for the host or --cpu",
          writeCpuArtifact}));
+    llvm::cantFail(builtins.add(
+        {"cuda",
+         "the parallel loops as GPU kernels (PTX for sm_80 and sm_90, "
+         "through NVVM), the rest on the host; runs where a CUDA GPU is",
+         writeCudaArtifact}));
     return builtins;
   }();
   return registry;

@@ -41,6 +41,7 @@ KernelFunction::KernelFunction(ModelContext &context, func::FuncOp function,
   Value one =
       LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(1));
   status = LLVM::AllocaOp::create(b, loc, pointerType(), b.getI32Type(), one);
+  status.getDefiningOp()->setAttr(kKernelStatusAttr, b.getUnitAttr());
   LLVM::StoreOp::create(
       b, loc,
       arith::ConstantIntOp::create(b, loc, b.getI32Type(), ENERGY_KERNEL_OK),

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -75,7 +76,40 @@ mlir::energy::buildArtifactModule(ModelOp model,
   if (failed(verify(*module)))
     return model.emitError("internal error: the emitted kernels do not "
                            "verify");
-  outlineParallelLoops(*module);
+  // For CUDA, loops the GPU can run go to a gpu.module of their own,
+  // compiled to PTX that the artifact carries in one global.
+  OwningOpRef<ModuleOp> deviceModule;
+  gpu::GPUModuleOp gpuKernels;
+  LLVM::GlobalOp images;
+  if (options.target.device == "cuda") {
+    context->loadDialect<gpu::GPUDialect>();
+    deviceModule = ModuleOp::create(model.getLoc());
+    OpBuilder b = OpBuilder::atBlockEnd(deviceModule->getBody());
+    gpuKernels = gpu::GPUModuleOp::create(b, model.getLoc(), "energy_kernels");
+    b.setInsertionPointToEnd(module->getBody());
+    images = LLVM::GlobalOp::create(
+        b, model.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 1),
+        /*isConstant=*/true, LLVM::Linkage::Internal, kCudaImagesSymbol,
+        b.getStringAttr(StringRef("", 1)));
+  }
+  outlineParallelLoops(*module, gpuKernels);
+  if (gpuKernels) {
+    auto compiled =
+        compileGpuKernels(*deviceModule, options.target.deviceArchs);
+    if (failed(compiled))
+      return failure();
+    std::string bytes;
+    for (const auto &[arch, ptx] : *compiled) {
+      bytes += arch;
+      bytes.push_back('\0');
+      bytes += ptx;
+      bytes.push_back('\0');
+    }
+    bytes.push_back('\0');
+    images.setGlobalType(
+        LLVM::LLVMArrayType::get(IntegerType::get(context, 8), bytes.size()));
+    images.setValueAttr(StringAttr::get(context, bytes));
+  }
 
   PassManager passes(context);
   passes.addPass(createCanonicalizerPass());

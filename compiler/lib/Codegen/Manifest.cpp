@@ -114,9 +114,17 @@ json::Object targetOf(const ArtifactTarget &target) {
   json::Array features;
   for (const std::string &feature : target.features)
     features.push_back(feature);
-  return json::Object{{"arch", target.arch},
+  json::Object object{{"arch", target.arch},
                       {"cpu", target.cpu},
                       {"features", std::move(features)}};
+  if (!target.device.empty()) {
+    object["device"] = target.device;
+    json::Array archs;
+    for (const std::string &arch : target.deviceArchs)
+      archs.push_back(arch);
+    object["device_archs"] = std::move(archs);
+  }
+  return object;
 }
 
 /// The plugins whose run-time code the model calls: name, version, library

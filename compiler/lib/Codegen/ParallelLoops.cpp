@@ -2,7 +2,9 @@
 //
 // Outlines marked loops into chunk functions: the values the body uses from
 // outside travel in a context array of 8-byte slots, and the loop becomes a
-// call of energy_support_parallel_for(chunk, context, count).
+// call of energy_support_parallel_for(chunk, context, count). For CUDA, a
+// loop the GPU can run becomes a kernel taking the same slots instead, and
+// the loop energy_support_cuda_launch(images, name, cache, slots, n, count).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -42,10 +45,78 @@ bool isLoopScratch(Value value, scf::ForOp loop) {
   });
 }
 
+/// What the body of a loop uses from outside, as the outlined code gets
+/// it.
+struct LoopInputs {
+  /// Values passed in 8-byte slots.
+  SmallVector<Value> passed;
+  /// malloc calls of scratch only the loop uses (each gets a private copy).
+  SmallVector<func::CallOp> scratch;
+};
+
+/// The inputs of `loop`, or nothing when a value it uses does not fit a
+/// slot.
+std::optional<LoopInputs> loopInputs(scf::ForOp loop) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  LoopInputs inputs;
+  for (Value value : used) {
+    if (isLoopScratch(value, loop)) {
+      inputs.scratch.push_back(value.getDefiningOp<func::CallOp>());
+      continue;
+    }
+    if (!fitsSlot(value.getType()))
+      return std::nullopt;
+    inputs.passed.push_back(value);
+  }
+  for (func::CallOp allocation : inputs.scratch)
+    if (!llvm::is_contained(inputs.passed, allocation.getOperand(0)))
+      inputs.passed.push_back(allocation.getOperand(0));
+  return inputs;
+}
+
+/// The bytes of a stack slot (llvm.alloca of a constant count of a scalar
+/// type), or nothing.
+std::optional<int64_t> stackSlotBytes(LLVM::AllocaOp slot) {
+  APInt count;
+  if (!matchPattern(slot.getArraySize(), m_ConstantInt(&count)))
+    return std::nullopt;
+  Type type = slot.getElemType();
+  int64_t bytes = 0;
+  if (isa<LLVM::LLVMPointerType>(type))
+    bytes = 8;
+  else if (type.isIntOrFloat() && type.getIntOrFloatBitWidth() % 8 == 0)
+    bytes = type.getIntOrFloatBitWidth() / 8;
+  else
+    return std::nullopt;
+  return bytes * count.getSExtValue();
+}
+
+/// Whether the GPU can run the body of `loop` with `inputs`: only
+/// arithmetic, math, loops, vectors and memory access, and no stack slot
+/// of unknown size.
+bool gpuCanRun(scf::ForOp loop, const LoopInputs &inputs) {
+  for (Value value : inputs.passed)
+    if (auto slot = value.getDefiningOp<LLVM::AllocaOp>())
+      if (!stackSlotBytes(slot))
+        return false;
+  WalkResult walk = loop.getBody()->walk([](Operation *op) {
+    if (isa<LLVM::CallOp, LLVM::AddressOfOp, LLVM::AllocaOp>(op))
+      return WalkResult::interrupt();
+    StringRef dialect =
+        op->getDialect() ? op->getDialect()->getNamespace() : StringRef();
+    if (!llvm::is_contained({"arith", "math", "scf", "vector", "llvm"},
+                            dialect))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
 class Outliner {
 public:
-  explicit Outliner(ModuleOp module)
-      : module(module), b(module.getContext()),
+  Outliner(ModuleOp module, gpu::GPUModuleOp gpuKernels)
+      : module(module), gpuKernels(gpuKernels), b(module.getContext()),
         pointerType(LLVM::LLVMPointerType::get(module.getContext())) {
     chunkType =
         b.getFunctionType({pointerType, b.getI64Type(), b.getI64Type()}, {});
@@ -62,39 +133,69 @@ private:
   Value toI64(Value index, Location loc) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   }
+  Value i64(int64_t value, Location loc) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+  }
+  /// An array of `values` in 8-byte slots on the stack of the function of
+  /// `loop`, filled just before it.
+  Value packSlots(scf::ForOp loop, ArrayRef<Value> values);
+  func::FuncOp support(StringRef name) {
+    return module.lookupSymbol<func::FuncOp>(name);
+  }
+  void outlineChunk(scf::ForOp loop, LoopInputs &inputs, unsigned number);
+  void outlineKernel(scf::ForOp loop, LoopInputs &inputs, unsigned number);
+  /// A NUL-terminated string constant, as a global; its address.
+  Value stringAddress(StringRef name, StringRef text, Location loc);
 
   ModuleOp module;
+  gpu::GPUModuleOp gpuKernels;
   OpBuilder b;
   Type pointerType;
   FunctionType chunkType;
 };
 
-void Outliner::outline(scf::ForOp loop, unsigned number) {
+Value Outliner::packSlots(scf::ForOp loop, ArrayRef<Value> values) {
   Location loc = loop.getLoc();
+  auto parent = loop->getParentOfType<func::FuncOp>();
+  Value context;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&parent.front());
+    Value slots = LLVM::ConstantOp::create(
+        b, loc, b.getI64Type(),
+        b.getI64IntegerAttr(std::max<int64_t>(values.size(), 1)));
+    context =
+        LLVM::AllocaOp::create(b, loc, pointerType, b.getI64Type(), slots);
+  }
+  for (auto [position, value] : llvm::enumerate(values))
+    LLVM::StoreOp::create(b, loc,
+                          value.getType().isIndex() ? toI64(value, loc) : value,
+                          slot(context, position, loc));
+  return context;
+}
+
+void Outliner::outline(scf::ForOp loop, unsigned number) {
   loop->removeAttr(kParallelAttr);
   if (loop.getNumResults() != 0 ||
       !isConstantIntValue(loop.getLowerBound(), 0) ||
       !isConstantIntValue(loop.getStep(), 1))
     return;
-  llvm::SetVector<Value> used;
-  getUsedValuesDefinedAbove(loop.getRegion(), used);
-  SmallVector<Value> passed;
-  SmallVector<func::CallOp> scratch;
-  for (Value value : used) {
-    if (isLoopScratch(value, loop)) {
-      scratch.push_back(value.getDefiningOp<func::CallOp>());
-      continue;
-    }
-    if (!fitsSlot(value.getType()))
-      return;
-    passed.push_back(value);
-  }
-  for (func::CallOp allocation : scratch)
-    if (!llvm::is_contained(passed, allocation.getOperand(0)))
-      passed.push_back(allocation.getOperand(0));
+  std::optional<LoopInputs> inputs = loopInputs(loop);
+  if (!inputs)
+    return;
+  if (gpuKernels && gpuCanRun(loop, *inputs))
+    outlineKernel(loop, *inputs, number);
+  else
+    outlineChunk(loop, *inputs, number);
+  loop.erase();
+}
 
+void Outliner::outlineChunk(scf::ForOp loop, LoopInputs &inputs,
+                            unsigned number) {
+  Location loc = loop.getLoc();
   // The chunk function: unpack, allocate private scratch, run [begin, end).
   auto parent = loop->getParentOfType<func::FuncOp>();
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfter(parent);
   auto chunk = func::FuncOp::create(
       b, loc, (parent.getName() + "_chunk" + Twine(number)).str(), chunkType);
@@ -102,7 +203,7 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
   Block *entry = chunk.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
-  for (auto [position, value] : llvm::enumerate(passed)) {
+  for (auto [position, value] : llvm::enumerate(inputs.passed)) {
     Type type = value.getType();
     Value loaded =
         LLVM::LoadOp::create(b, loc, type.isIndex() ? b.getI64Type() : type,
@@ -112,9 +213,9 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
     mapping.map(value, loaded);
   }
   SmallVector<Value> privateScratch;
-  for (func::CallOp allocation : scratch)
+  for (func::CallOp allocation : inputs.scratch)
     privateScratch.push_back(b.clone(*allocation, mapping)->getResult(0));
-  for (auto [allocation, copy] : llvm::zip(scratch, privateScratch))
+  for (auto [allocation, copy] : llvm::zip(inputs.scratch, privateScratch))
     mapping.map(allocation.getResult(0), copy);
   auto toIndex = [&](Value i64) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
@@ -130,42 +231,189 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
       b.clone(op, mapping);
   }
   body->walk([](scf::ForOp nested) { nested->removeAttr(kParallelAttr); });
-  auto free = module.lookupSymbol<func::FuncOp>("free");
   for (Value pointer : privateScratch)
-    func::CallOp::create(b, loc, free, ValueRange{pointer});
+    func::CallOp::create(b, loc, support("free"), ValueRange{pointer});
   func::ReturnOp::create(b, loc);
 
   // The loop becomes: fill the context, call the pool.
-  {
+  b.setInsertionPoint(loop);
+  Value context = packSlots(loop, inputs.passed);
+  Value function = func::ConstantOp::create(
+      b, loc, chunkType, FlatSymbolRefAttr::get(chunk.getSymNameAttr()));
+  func::CallOp::create(
+      b, loc, support(ENERGY_SUPPORT_PARALLEL_FOR),
+      ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
+}
+
+Value Outliner::stringAddress(StringRef name, StringRef text, Location loc) {
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&parent.front());
-    Value slots = LLVM::ConstantOp::create(
-        b, loc, b.getI64Type(),
-        b.getI64IntegerAttr(std::max<int64_t>(passed.size(), 1)));
-    Value context =
-        LLVM::AllocaOp::create(b, loc, pointerType, b.getI64Type(), slots);
-    b.setInsertionPoint(loop);
-    for (auto [position, value] : llvm::enumerate(passed))
-      LLVM::StoreOp::create(
-          b, loc, value.getType().isIndex() ? toI64(value, loc) : value,
-          slot(context, position, loc));
-    Value function = func::ConstantOp::create(
-        b, loc, chunkType, FlatSymbolRefAttr::get(chunk.getSymNameAttr()));
-    auto parallelFor =
-        module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_PARALLEL_FOR);
-    func::CallOp::create(
-        b, loc, parallelFor,
-        ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
+    b.setInsertionPointToEnd(module.getBody());
+    std::string bytes = text.str();
+    bytes.push_back('\0');
+    global = LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+        /*isConstant=*/true, LLVM::Linkage::Internal, name,
+        b.getStringAttr(bytes));
   }
-  loop.erase();
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
+                             unsigned number) {
+  Location loc = loop.getLoc();
+  auto parent = loop->getParentOfType<func::FuncOp>();
+  std::string name = (parent.getName() + "_gpu" + Twine(number)).str();
+  OpBuilder::InsertionGuard guard(b);
+
+  // The kernel takes every input as 8 bytes, then one block of private
+  // scratch per scratch allocation, then the trip count.
+  unsigned argumentCount = inputs.passed.size() + inputs.scratch.size() + 1;
+  b.setInsertionPointToEnd(gpuKernels.getBody());
+  auto kernel = gpu::GPUFuncOp::create(
+      b, loc, name,
+      b.getFunctionType(SmallVector<Type>(argumentCount, b.getI64Type()), {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  IRMapping mapping;
+  for (auto [position, value] : llvm::enumerate(inputs.passed)) {
+    Value bits = entry.getArgument(position);
+    Type type = value.getType();
+    Value input;
+    if (type.isIndex())
+      input = arith::IndexCastOp::create(b, loc, type, bits);
+    else if (isa<LLVM::LLVMPointerType>(type))
+      input = LLVM::IntToPtrOp::create(b, loc, type, bits);
+    else if (type.isInteger(64))
+      input = bits;
+    else if (type.isInteger())
+      input = arith::TruncIOp::create(b, loc, type, bits);
+    else if (type.isF64())
+      input = arith::BitcastOp::create(b, loc, type, bits);
+    else
+      input = arith::BitcastOp::create(
+          b, loc, type, arith::TruncIOp::create(b, loc, b.getI32Type(), bits));
+    mapping.map(value, input);
+  }
+  Value position = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc,
+                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                            gpu::BlockDimOp::create(b, loc, gpu::Dimension::x)),
+      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  Value count = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                           entry.getArguments().back());
+  auto inRange = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, position, count),
+      /*withElseRegion=*/false);
+  b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+  for (auto [number, allocation] : llvm::enumerate(inputs.scratch)) {
+    Value base = LLVM::IntToPtrOp::create(
+        b, loc, pointerType, entry.getArgument(inputs.passed.size() + number));
+    Value offset = arith::MulIOp::create(
+        b, loc, mapping.lookup(allocation.getOperand(0)),
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), position));
+    mapping.map(allocation.getResult(0),
+                LLVM::GEPOp::create(b, loc, pointerType, b.getI8Type(), base,
+                                    ValueRange{offset}));
+  }
+  mapping.map(loop.getInductionVar(), position);
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, mapping);
+  b.setInsertionPointToEnd(&entry);
+  gpu::ReturnOp::create(b, loc);
+
+  // The loop becomes a launch: private scratch for every iteration, stack
+  // slots copied to managed memory and back, the kernel's status folded
+  // into the function's.
+  b.setInsertionPoint(loop);
+  Value trips = toI64(loop.getUpperBound(), loc);
+  auto allocate = [&](Value bytes) {
+    return func::CallOp::create(b, loc, support(ENERGY_SUPPORT_CUDA_ALLOC),
+                                ValueRange{bytes})
+        .getResult(0);
+  };
+  SmallVector<Value> arguments;
+  SmallVector<std::tuple<Value, Value, Value>> mirrors;
+  for (Value value : inputs.passed) {
+    auto stackSlot = value.getDefiningOp<LLVM::AllocaOp>();
+    if (!stackSlot) {
+      arguments.push_back(value);
+      continue;
+    }
+    Value bytes = i64(*stackSlotBytes(stackSlot), loc);
+    Value mirror = allocate(bytes);
+    LLVM::MemcpyOp::create(b, loc, mirror, value, bytes, false);
+    mirrors.emplace_back(value, mirror, bytes);
+    arguments.push_back(mirror);
+  }
+  SmallVector<Value> scratchBlocks;
+  for (func::CallOp allocation : inputs.scratch) {
+    scratchBlocks.push_back(allocate(
+        arith::MulIOp::create(b, loc, allocation.getOperand(0), trips)));
+    arguments.push_back(scratchBlocks.back());
+  }
+  Value context = packSlots(loop, arguments);
+  Value functionSlot;
+  {
+    OpBuilder::InsertionGuard globalGuard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/false,
+                           LLVM::Linkage::Internal, name + "_function",
+                           b.getI64IntegerAttr(0));
+  }
+  functionSlot = LLVM::AddressOfOp::create(
+      b, loc, pointerType,
+      FlatSymbolRefAttr::get(b.getContext(), name + "_function"));
+  Value images = LLVM::AddressOfOp::create(
+      b, loc, pointerType,
+      FlatSymbolRefAttr::get(b.getContext(), kCudaImagesSymbol));
+  Value code = func::CallOp::create(
+                   b, loc, support(ENERGY_SUPPORT_CUDA_LAUNCH),
+                   ValueRange{images, stringAddress(name + "_name", name, loc),
+                              functionSlot, context,
+                              arith::ConstantIntOp::create(
+                                  b, loc, b.getI32Type(), arguments.size()),
+                              trips})
+                   .getResult(0);
+  for (auto [stackSlot, mirror, bytes] : mirrors) {
+    LLVM::MemcpyOp::create(b, loc, stackSlot, mirror, bytes, false);
+    func::CallOp::create(b, loc, support(ENERGY_SUPPORT_CUDA_FREE),
+                         ValueRange{mirror});
+  }
+  for (Value block : scratchBlocks)
+    func::CallOp::create(b, loc, support(ENERGY_SUPPORT_CUDA_FREE),
+                         ValueRange{block});
+  Value status;
+  parent.walk([&](LLVM::AllocaOp slot) {
+    if (slot->hasAttr(kKernelStatusAttr))
+      status = slot;
+  });
+  if (status)
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
+                              LLVM::AtomicOrdering::monotonic);
 }
 } // namespace
+
+/// Every malloc and free of `module` takes and gives back managed memory.
+static void useManagedMemory(ModuleOp module) {
+  module.walk([&](func::CallOp call) {
+    if (call.getCallee() == "malloc")
+      call.setCallee(ENERGY_SUPPORT_CUDA_ALLOC);
+    else if (call.getCallee() == "free")
+      call.setCallee(ENERGY_SUPPORT_CUDA_FREE);
+  });
+}
 
 void mlir::energy::markParallel(scf::ForOp loop) {
   loop->setAttr(kParallelAttr, UnitAttr::get(loop.getContext()));
 }
 
-void mlir::energy::outlineParallelLoops(ModuleOp module) {
+void mlir::energy::outlineParallelLoops(ModuleOp module,
+                                        gpu::GPUModuleOp gpuKernels) {
   SmallVector<scf::ForOp> marked;
   module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     if (!loop->hasAttr(kParallelAttr))
@@ -173,9 +421,11 @@ void mlir::energy::outlineParallelLoops(ModuleOp module) {
     marked.push_back(loop);
     return WalkResult::skip();
   });
-  Outliner outliner(module);
+  Outliner outliner(module, gpuKernels);
   for (auto [number, loop] : llvm::enumerate(marked))
     outliner.outline(loop, number);
+  if (gpuKernels)
+    useManagedMemory(module);
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();

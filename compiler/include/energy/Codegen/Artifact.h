@@ -38,6 +38,10 @@ struct ArtifactTarget {
   /// (ArtifactABI.h's ENERGY_X86_CPU_FEATURES), LLVM's names, in that
   /// table's order.
   std::vector<std::string> features;
+  /// The device whose code the artifact also carries: empty (none) or
+  /// "cuda", with the GPU architectures ("sm_80", "sm_90").
+  std::string device;
+  std::vector<std::string> deviceArchs;
 };
 
 /// The CPUs energyc --cpu accepts: "native", then the x86-64 levels
@@ -98,6 +102,23 @@ std::unique_ptr<llvm::Module> translateArtifact(ModuleOp module,
 /// everything succeeded.
 LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
                                  StringRef path, std::string &error);
+
+/// `target` with CUDA as its device: the parallel loops the GPU can run
+/// become kernels, carried as PTX for sm_80 and sm_90.
+ArtifactTarget withCudaDevice(ArtifactTarget target);
+
+/// The PTX of the GPU kernels in `deviceModule` (a gpu.module of kernels
+/// from outlineParallelLoops) for each architecture of `archs`: NVVM, then
+/// LLVM's NVPTX back end with the CUDA toolkit's libdevice (at
+/// ENERGY_CUDA_TOOLKIT, else /usr/local/cuda). (architecture, PTX) pairs;
+/// errors are emitted on the module.
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+compileGpuKernels(ModuleOp deviceModule, ArrayRef<std::string> archs);
+
+/// The (architecture, PTX) pairs a CUDA artifact module carries (what
+/// energyc --emit=ptx prints).
+std::vector<std::pair<std::string, std::string>>
+cudaImagesOf(ModuleOp artifact);
 
 /// An artifact compiled in process: its symbols stay valid while the handle
 /// lives.

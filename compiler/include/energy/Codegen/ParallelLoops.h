@@ -9,20 +9,39 @@
 #ifndef ENERGY_CODEGEN_PARALLELLOOPS_H
 #define ENERGY_CODEGEN_PARALLELLOOPS_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::energy {
+/// The attribute of a kernel's status slot (the i32 it returns), which a
+/// launch on the GPU folds its own status into.
+inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
+
 /// Marks `loop` (from 0 by 1, no carried values) as one whose iterations
 /// write disjoint memory and may run on several threads in any order.
 void markParallel(scf::ForOp loop);
+
+/// The symbol of the artifact's PTX images (KernelSupport.h's
+/// energy_support_cuda_launch reads them), a global that
+/// outlineParallelLoops declares when it outlines for the GPU and the CUDA
+/// backend fills.
+inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 
 /// Replaces every marked loop (the outermost of nested ones) of the kernels
 /// `emitKernels` wrote into `module` by a call of the support library's
 /// parallel-for, which `emitKernels` declared, on a chunk function holding
 /// its body. Scratch memory used only inside a loop becomes private to each
 /// chunk. Adds `energy_artifact_set_num_threads` (ArtifactABI.h).
-void outlineParallelLoops(ModuleOp module);
+///
+/// With `gpuKernels`, a loop whose body the GPU can run (arithmetic, math,
+/// loops and memory access; no calls) becomes a kernel there, one thread per
+/// iteration, and the loop a launch of it; its private scratch is one block
+/// per iteration, and stack slots it uses are copied to managed memory and
+/// back around the launch. Every malloc and free of the module then takes
+/// managed memory, which the host and the GPU both reach.
+void outlineParallelLoops(ModuleOp module,
+                          gpu::GPUModuleOp gpuKernels = nullptr);
 } // namespace mlir::energy
 
 #endif // ENERGY_CODEGEN_PARALLELLOOPS_H

@@ -23,6 +23,9 @@
 #define ENERGY_SUPPORT_EXP_F64 "energy_support_exp_f64"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32 "energy_support_softmax_weights_f32"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64 "energy_support_softmax_weights_f64"
+#define ENERGY_SUPPORT_CUDA_ALLOC "energy_support_cuda_alloc"
+#define ENERGY_SUPPORT_CUDA_FREE "energy_support_cuda_free"
+#define ENERGY_SUPPORT_CUDA_LAUNCH "energy_support_cuda_launch"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +86,25 @@ void energy_support_exp_f64(int64_t n, const double *in, double *out);
 void energy_support_softmax_weights_f32(int64_t n, const float *in, float *out);
 void energy_support_softmax_weights_f64(int64_t n, const double *in,
                                         double *out);
+
+/* CUDA artifacts (CudaLaunch.cpp). The driver is opened with dlopen on first
+ * use; the calling thread gets device 0's primary context. */
+/* `bytes` of memory the host and the GPU both reach (managed), from a cache
+ * of blocks freed before; null when none can be had. */
+void *energy_support_cuda_alloc(int64_t bytes);
+void energy_support_cuda_free(void *pointer);
+/* Runs kernel `name` once per position [0, count) on the GPU and waits for
+ * it. `images` holds the artifact's PTX: pairs of NUL-terminated strings
+ * (architecture "sm_90", code), then an empty string; the newest
+ * architecture the device runs is loaded (once per `images`). The kernel
+ * takes `slot_count` 8-byte values from `slots`, then count. `function`
+ * caches the loaded kernel. Returns 0, or ENERGY_KERNEL_DEVICE_ERROR (4)
+ * with the reason in energy_support_cuda_last_error. */
+int32_t energy_support_cuda_launch(const char *images, const char *name,
+                                   void **function, const int64_t *slots,
+                                   int32_t slot_count, int64_t count);
+/* The last failure of the functions above, or "". */
+const char *energy_support_cuda_last_error(void);
 
 #ifdef __cplusplus
 }

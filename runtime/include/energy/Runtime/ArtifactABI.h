@@ -47,8 +47,19 @@ enum {
   ENERGY_KERNEL_OUT_OF_MEMORY = 2,
   /* A value a kernel needs is outside its domain (a temperature that is
    * not finite and positive). */
-  ENERGY_KERNEL_INVALID_ARGUMENT = 3
+  ENERGY_KERNEL_INVALID_ARGUMENT = 3,
+  /* The GPU failed (a kernel that did not load or launch); the artifact's
+   * ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL says how. */
+  ENERGY_KERNEL_DEVICE_ERROR = 4
 };
+
+/* CUDA artifacts (manifest target.device "cuda") run their parallel loops
+ * on the GPU and the rest on the host: every pointer a kernel gets (the
+ * buffers array, each buffer, dims, consts, result) must be memory that
+ * both reach (cuMemAllocManaged), as the runtime's CUDA sessions give. They
+ * export this function, which describes the last device failure. */
+#define ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL "energy_support_cuda_last_error"
+typedef const char *(*energy_device_error_fn)(void);
 
 /* A kernel that calls a plugin's run-time code (a function or aggregation
  * of plugins/include/energy/Plugin/RuntimeCode.h) reads its address from the

@@ -10,6 +10,7 @@
 #define ENERGY_RUNTIME_CUDADRIVER_H
 
 #include "energy/Runtime/Status.h"
+#include "energy/Runtime/Tensor.h"
 
 #include <cstdint>
 #include <string>
@@ -31,6 +32,10 @@ struct CudaDevice {
 /// libcuda.so.1: cannot open ..."), a driver that fails to initialise (its
 /// error name and text), no such device (with the number there is).
 Expected<CudaDevice> openCudaDevice(int ordinal = 0);
+
+/// Memory that the host and device 0 both reach (cuMemAllocManaged): where
+/// a session of a CUDA artifact keeps its buffers. Errors as openCudaDevice.
+Expected<TensorMemory> cudaManagedMemory();
 
 } // namespace energy
 

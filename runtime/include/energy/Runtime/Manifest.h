@@ -142,6 +142,11 @@ struct ManifestTarget {
   /// The CPU features the code may use, LLVM's names, each one the runtime
   /// can check (see CpuFeatures.h): "avx2", "fma", ...
   std::vector<std::string> features;
+  /// The device the kernels also run on: empty (the CPU alone) or "cuda".
+  std::string device;
+  /// For "cuda": the GPU architectures whose code the artifact carries
+  /// ("sm_80", "sm_90").
+  std::vector<std::string> deviceArchs;
 };
 
 /// A plugin whose run-time code the kernels call (`plugins`): the runtime

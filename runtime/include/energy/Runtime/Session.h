@@ -145,6 +145,11 @@ private:
   std::vector<int64_t> dimValues;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<Tensor> buffers;
+  /// For a CUDA artifact: memory both the host and the GPU reach, where the
+  /// buffers live, and the kernels' arguments there (buffer pointers, dims,
+  /// consts, result: 8 bytes each).
+  std::optional<TensorMemory> deviceMemory;
+  std::optional<Tensor> deviceArguments;
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
 };

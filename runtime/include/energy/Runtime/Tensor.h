@@ -67,6 +67,14 @@ std::string cannotAllocateText(DType dtype, const std::vector<int64_t> &shape,
 Expected<uint64_t> allocationBytes(DType dtype,
                                    const std::vector<int64_t> &shape);
 
+/// Where a tensor's bytes live: host memory (malloc) unless a device's
+/// runtime gives memory that both the host and the device reach.
+struct TensorMemory {
+  /// Null when `bytes` cannot be had.
+  void *(*allocate)(size_t bytes);
+  void (*release)(void *pointer);
+};
+
 /// A dense tensor with contiguous row-major elements.
 class Tensor {
 public:
@@ -83,6 +91,12 @@ public:
   /// allocate 64000000000000 bytes (64.0 TB) for F32 [1000000000000, 16]:
   /// more than the memory this machine has, 26401685504 bytes (26.4 GB)").
   static Expected<Tensor> allocate(DType dtype, std::vector<int64_t> shape);
+  /// The same in `memory`.
+  static Expected<Tensor> allocate(DType dtype, std::vector<int64_t> shape,
+                                   const TensorMemory &memory);
+  /// A copy of this tensor in `memory` (copies made with the copy
+  /// constructor are in host memory).
+  Expected<Tensor> copyTo(const TensorMemory &memory) const;
 
   Tensor(const Tensor &other);
   Tensor &operator=(const Tensor &other);
@@ -123,8 +137,11 @@ public:
   bool operator!=(const Tensor &other) const { return !(*this == other); }
 
 private:
-  /// Frees what calloc and malloc gave.
+  /// Frees what calloc and malloc (or a TensorMemory) gave.
   struct FreeBytes {
+    FreeBytes() noexcept : release(nullptr) {}
+    explicit FreeBytes(void (*release)(void *)) noexcept : release(release) {}
+    void (*release)(void *);
     void operator()(std::byte *pointer) const;
   };
   /// A tensor of `dtype`, `shape` and `elements` (checked) that owns

@@ -1,0 +1,186 @@
+//===- CudaLaunch.cpp - What CUDA artifacts call on the host
+//----------------===//
+//
+// Managed memory from a cache of freed blocks, and kernel launches from the
+// PTX images an artifact embeds, over the driver API (CudaDriverApi.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/KernelSupport/CudaDriverApi.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/Runtime/ArtifactABI.h"
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+using namespace energy::cuda;
+
+namespace {
+/// Threads per block of a launch.
+constexpr unsigned kBlockThreads = 256;
+
+std::mutex &lock() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::string &lastError() {
+  static std::string text;
+  return text;
+}
+
+int32_t fail(std::string message) {
+  std::lock_guard<std::mutex> guard(lock());
+  lastError() = std::move(message);
+  return ENERGY_KERNEL_DEVICE_ERROR;
+}
+
+/// Freed blocks by size, and the size of each block handed out. Kernels
+/// allocate and free scratch on every call; the driver's allocations are
+/// slow, so blocks are kept for the next request of a similar size.
+struct BlockCache {
+  std::multimap<size_t, void *> freeBlocks;
+  std::unordered_map<void *, size_t> sizes;
+};
+
+BlockCache &blocks() {
+  static BlockCache *cache = new BlockCache();
+  return *cache;
+}
+
+/// The architecture number of "sm_90" (90), or -1.
+int archNumber(const char *arch) {
+  if (std::strncmp(arch, "sm_", 3) != 0)
+    return -1;
+  return std::atoi(arch + 3);
+}
+} // namespace
+
+extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
+  size_t size =
+      bytes > 0 ? (static_cast<size_t>(bytes) + 255) & ~size_t(255) : 256;
+  {
+    std::lock_guard<std::mutex> guard(lock());
+    BlockCache &cache = blocks();
+    auto found = cache.freeBlocks.lower_bound(size);
+    if (found != cache.freeBlocks.end() && found->first <= 2 * size) {
+      void *pointer = found->second;
+      cache.freeBlocks.erase(found);
+      return pointer;
+    }
+  }
+  if (std::string error = makeContextCurrent(); !error.empty()) {
+    fail(error);
+    return nullptr;
+  }
+  CUdeviceptr pointer = 0;
+  if (CUresult result =
+          driverApi().memAllocManaged(&pointer, size, kMemAttachGlobal);
+      result != kSuccess) {
+    fail("cannot allocate " + std::to_string(size) +
+         " bytes of managed memory: " + driverApi().describe(result));
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> guard(lock());
+  blocks().sizes[reinterpret_cast<void *>(pointer)] = size;
+  return reinterpret_cast<void *>(pointer);
+}
+
+extern "C" void energy_support_cuda_free(void *pointer) {
+  if (!pointer)
+    return;
+  std::lock_guard<std::mutex> guard(lock());
+  BlockCache &cache = blocks();
+  auto size = cache.sizes.find(pointer);
+  if (size != cache.sizes.end())
+    cache.freeBlocks.emplace(size->second, pointer);
+}
+
+extern "C" int32_t energy_support_cuda_launch(const char *images,
+                                              const char *name, void **function,
+                                              const int64_t *slots,
+                                              int32_t slot_count,
+                                              int64_t count) {
+  if (count <= 0)
+    return ENERGY_KERNEL_OK;
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return fail(error);
+  const DriverApi &api = driverApi();
+  void *kernel = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(lock());
+    kernel = *function;
+  }
+  if (!kernel) {
+    // The module of these images, loaded once.
+    static std::map<const char *, CUmodule> modules;
+    std::lock_guard<std::mutex> guard(lock());
+    CUmodule &module = modules[images];
+    if (!module) {
+      int major = 0, minor = 0;
+      api.deviceGetAttribute(&major, kComputeCapabilityMajor, 0);
+      api.deviceGetAttribute(&minor, kComputeCapabilityMinor, 0);
+      int device = major * 10 + minor;
+      const char *best = nullptr;
+      int bestArch = -1;
+      std::string carried;
+      for (const char *arch = images; *arch;) {
+        const char *code = arch + std::strlen(arch) + 1;
+        int number = archNumber(arch);
+        carried += (carried.empty() ? "" : ", ") + std::string(arch);
+        if (number >= 0 && number <= device && number > bestArch) {
+          best = code;
+          bestArch = number;
+        }
+        arch = code + std::strlen(code) + 1;
+      }
+      if (!best) {
+        lastError() = "the GPU (sm_" + std::to_string(device) +
+                      ") is older than every architecture the artifact "
+                      "carries (" +
+                      carried + ")";
+        return ENERGY_KERNEL_DEVICE_ERROR;
+      }
+      if (CUresult result = api.moduleLoadData(&module, best);
+          result != kSuccess) {
+        module = nullptr;
+        lastError() = "cannot load the kernels' PTX (sm_" +
+                      std::to_string(bestArch) + "): " + api.describe(result);
+        return ENERGY_KERNEL_DEVICE_ERROR;
+      }
+    }
+    if (CUresult result = api.moduleGetFunction(&kernel, module, name);
+        result != kSuccess) {
+      lastError() = std::string("no kernel ") + name +
+                    " in the PTX: " + api.describe(result);
+      return ENERGY_KERNEL_DEVICE_ERROR;
+    }
+    *function = kernel;
+  }
+  std::vector<void *> parameters;
+  for (int32_t i = 0; i < slot_count; ++i)
+    parameters.push_back(const_cast<int64_t *>(slots + i));
+  parameters.push_back(&count);
+  uint64_t blocksNeeded =
+      (static_cast<uint64_t>(count) + kBlockThreads - 1) / kBlockThreads;
+  if (blocksNeeded > 0x7fffffffu)
+    return fail(std::string("kernel ") + name + ": " + std::to_string(count) +
+                " positions are more than one launch can cover");
+  if (CUresult result = api.launchKernel(
+          kernel, static_cast<unsigned>(blocksNeeded), 1, 1, kBlockThreads, 1,
+          1, 0, nullptr, parameters.data(), nullptr);
+      result != kSuccess)
+    return fail(std::string("cannot launch kernel ") + name + ": " +
+                api.describe(result));
+  if (CUresult result = api.ctxSynchronize(); result != kSuccess)
+    return fail(std::string("kernel ") + name +
+                " failed: " + api.describe(result));
+  return ENERGY_KERNEL_OK;
+}
+
+extern "C" const char *energy_support_cuda_last_error(void) {
+  std::lock_guard<std::mutex> guard(lock());
+  return lastError().c_str();
+}

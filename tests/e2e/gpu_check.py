@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""CUDA artifacts against the reference interpreter, on a machine with a GPU.
+
+The GPU machines have CUDA and Python but no MLIR, so the check has two
+halves:
+
+  gpu_check.py prepare BUILD_DIR BUNDLE
+      (here, with the compiler) compiles every case of cases.txt with
+      `energyc --target cuda` in f32 and f64, computes the interpreter's
+      energy, gradients and state after 3 steps (energy-run --interp, from
+      --init random:7), and puts them with energy-exec (the runner that
+      needs only the runtime) and these scripts into BUNDLE;
+  gpu_check.py check BUNDLE [REPORT.json]
+      (on the GPU machine) runs each CUDA artifact with energy-exec from the
+      same initial values and compares, as compare_with_interpreter.py does
+      and with its tolerances (f64 1e-10, f32 2e-3, relative to the max norm
+      of the interpreter's value). The GPU's libdevice exp and log are within
+      2 ulp, and its sums are reassociated like the CPU's, so the CPU bounds
+      hold. Exits non-zero when a case differs or fails.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from compare_with_interpreter import read_safetensors  # noqa: E402
+
+TOLERANCE = {'f64': 1e-10, 'f32': 2e-3}
+STEPS = '3'
+
+
+def cases():
+    with open(os.path.join(HERE, 'cases.txt')) as f:
+        for line in f:
+            if line[:1].isalpha():
+                model, arguments = line.strip().split('|')
+                yield model, arguments.split()
+
+
+def run(command, timeout=None):
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError('%s\ndid not finish in %d s' % (' '.join(command), timeout))
+    if result.returncode != 0:
+        raise RuntimeError('%s\n%s%s' % (' '.join(command), result.stdout, result.stderr))
+    return result.stdout
+
+
+def evaluations(arguments, out_prefix):
+    """The three evaluations: (name, extra arguments, output file or None)."""
+    dims = [a for a in arguments if a.startswith('--dim=')]
+    wrt = arguments[arguments.index('--wrt') + 1:][:1] if '--wrt' in arguments else []
+    common = dims + ['--init', 'random:7']
+    result = [('energy', common + ['--eval', 'energy', '--json'], None)]
+    if wrt:
+        result.append(('grad', common + ['--eval', 'grad', '--wrt', wrt[0], '--out',
+                                         out_prefix + '.grad.safetensors'],
+                       out_prefix + '.grad.safetensors'))
+    result.append(('run', common + ['--eval', 'run', '--steps', STEPS, '--out',
+                                    out_prefix + '.run.safetensors'],
+                   out_prefix + '.run.safetensors'))
+    return result
+
+
+def prepare(build_dir, bundle):
+    bin_dir = os.path.join(build_dir, 'bin')
+    for sub in ('bin', 'artifacts', 'references', 'scripts'):
+        os.makedirs(os.path.join(bundle, sub), exist_ok=True)
+    shutil.copy(os.path.join(bin_dir, 'energy-exec'), os.path.join(bundle, 'bin'))
+    for name in ('gpu_check.py', 'compare_with_interpreter.py', 'cases.txt'):
+        shutil.copy(os.path.join(HERE, name), os.path.join(bundle, 'scripts'))
+    examples = os.path.join(HERE, '..', '..', 'examples')
+    for model, arguments in cases():
+        for dtype in ('f32', 'f64'):
+            artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
+            run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--dtype', dtype,
+                 os.path.join(examples, model + '.energy'), '-o', artifact])
+            prefix = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
+            for name, extra, _ in evaluations(arguments, prefix):
+                output = run([os.path.join(bin_dir, 'energy-run'), artifact, '--interp'] + extra)
+                if name == 'energy':
+                    with open(prefix + '.energy.json', 'w') as f:
+                        f.write(output)
+        print('prepared', model)
+
+
+def relative_error(compiled, reference):
+    if len(compiled) != len(reference):
+        return float('inf'), 0.0
+    scale = max([abs(x) for x in reference] + [1e-3])
+    error = max([abs(a - b) for a, b in zip(compiled, reference)] + [0.0])
+    return error, scale
+
+
+def check(bundle, report_path=None):
+    energy_exec = os.path.join(bundle, 'bin', 'energy-exec')
+    outputs = os.path.join(bundle, 'gpu-outputs')
+    os.makedirs(outputs, exist_ok=True)
+    report, failures = [], 0
+    for model, arguments in cases():
+        for dtype in ('f32', 'f64'):
+            artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
+            reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
+            prefix = os.path.join(outputs, '%s.%s' % (model, dtype))
+            worst, status, detail = 0.0, 'ok', ''
+            start = time.time()
+            try:
+                for name, extra, out in evaluations(arguments, prefix):
+                    output = run([energy_exec, artifact, '--device', 'cuda'] + extra, timeout=60)
+                    if name == 'energy':
+                        with open(reference + '.energy.json') as f:
+                            pairs = {'energy': ([json.loads(output)['energy']],
+                                                [json.load(f)['energy']])}
+                    else:
+                        ours = read_safetensors(out)
+                        theirs = read_safetensors(reference + '.%s.safetensors' % name)
+                        if sorted(ours) != sorted(theirs):
+                            raise RuntimeError('%s: tensors %s, interpreter %s' % (
+                                name, sorted(ours), sorted(theirs)))
+                        pairs = {'%s %s' % (name, t): (ours[t], theirs[t]) for t in theirs}
+                    for label, (a, b) in pairs.items():
+                        error, scale = relative_error(a, b)
+                        worst = max(worst, error / scale)
+                        if error > TOLERANCE[dtype] * scale:
+                            status = 'MISMATCH'
+                            detail += '%s: %.3e > %.0e * %.3e; ' % (label, error,
+                                                                   TOLERANCE[dtype], scale)
+            except RuntimeError as error:
+                status, detail = 'FAILED', str(error).strip().splitlines()[-1]
+            seconds = time.time() - start
+            failures += status != 'ok'
+            print('%-22s %s  worst relative %.2e  %5.1f s  %s %s' % (
+                model, dtype, worst, seconds, status, detail), flush=True)
+            report.append({'model': model, 'dtype': dtype, 'status': status,
+                           'worst_relative': worst, 'seconds': seconds, 'detail': detail})
+    if report_path:
+        with open(report_path, 'w') as f:
+            json.dump(report, f, indent=1)
+    print('%d of %d cases match the interpreter' % (len(report) - failures, len(report)))
+    return 1 if failures else 0
+
+
+def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == 'prepare':
+        prepare(sys.argv[2], sys.argv[3])
+        return 0
+    if len(sys.argv) >= 3 and sys.argv[1] == 'check':
+        return check(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    sys.exit(__doc__)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
