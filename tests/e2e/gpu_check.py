@@ -78,7 +78,8 @@ def prepare(build_dir, bundle):
     for model, arguments in cases():
         for dtype in ('f32', 'f64'):
             artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
-            run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--dtype', dtype,
+            run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--cpu', 'x86-64-v3',
+                 '--dtype', dtype,
                  os.path.join(examples, model + '.energy'), '-o', artifact])
             prefix = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
             for name, extra, _ in evaluations(arguments, prefix):
