@@ -121,8 +121,9 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
       return status;
   state->setThreads = reinterpret_cast<energy_set_threads_fn>(
       lookup(ENERGY_ARTIFACT_SET_THREADS_SYMBOL));
-  state->deviceError = reinterpret_cast<energy_device_error_fn>(
-      lookup(ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL));
+  if (state->manifest.target && state->manifest.target->device == "cuda")
+    state->deviceError = reinterpret_cast<energy_device_error_fn>(
+        lookup(ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL));
   return Model(std::move(state));
 }
 

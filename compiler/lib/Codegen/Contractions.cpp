@@ -220,16 +220,20 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
                     {args})
             .getResult(0);
     // The kernel's codes: OK, an invalid argument (a temperature that is
-    // not positive), out of memory.
-    Value failedCode =
-        select(arith::CmpIOp::create(
-                   b, loc, arith::CmpIPredicate::eq, code,
-                   arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                                ENERGY_CONTRACT_OUT_OF_MEMORY)),
-               arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                            ENERGY_KERNEL_OUT_OF_MEMORY),
-               arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                            ENERGY_KERNEL_INVALID_ARGUMENT));
+    // not positive), out of memory, a device failure.
+    auto i32 = [&](int32_t value) {
+      return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+    };
+    auto codeIs = [&](int32_t value) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
+                                   i32(value));
+    };
+    // The GPU's version may also fail on the device.
+    Value failedCode = select(codeIs(ENERGY_CONTRACT_OUT_OF_MEMORY),
+                              i32(ENERGY_KERNEL_OUT_OF_MEMORY),
+                              select(codeIs(ENERGY_CONTRACT_DEVICE_ERROR),
+                                     i32(ENERGY_KERNEL_DEVICE_ERROR),
+                                     i32(ENERGY_KERNEL_INVALID_ARGUMENT)));
     reportStatus(select(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
                               arith::ConstantIntOp::create(

@@ -10,6 +10,7 @@
 
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -398,13 +399,20 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 }
 } // namespace
 
-/// Every malloc and free of `module` takes and gives back managed memory.
-static void useManagedMemory(ModuleOp module) {
+/// The support functions a CUDA artifact calls instead of the CPU's: memory
+/// both the host and the GPU reach, the GPU's softmax contraction.
+static void useCudaSupport(ModuleOp module) {
+  static const std::pair<StringRef, StringRef> replacements[] = {
+      {"malloc", ENERGY_SUPPORT_CUDA_ALLOC},
+      {"free", ENERGY_SUPPORT_CUDA_FREE},
+      {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
+       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
+      {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
+       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64}};
   module.walk([&](func::CallOp call) {
-    if (call.getCallee() == "malloc")
-      call.setCallee(ENERGY_SUPPORT_CUDA_ALLOC);
-    else if (call.getCallee() == "free")
-      call.setCallee(ENERGY_SUPPORT_CUDA_FREE);
+    for (auto [cpu, cuda] : replacements)
+      if (call.getCallee() == cpu)
+        call.setCallee(cuda);
   });
 }
 
@@ -425,7 +433,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
   for (auto [number, loop] : llvm::enumerate(marked))
     outliner.outline(loop, number);
   if (gpuKernels)
-    useManagedMemory(module);
+    useCudaSupport(module);
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();

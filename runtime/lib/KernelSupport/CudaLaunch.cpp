@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/KernelSupport/CudaDriverApi.h"
+#include "CudaLaunch.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -18,8 +18,6 @@
 using namespace energy::cuda;
 
 namespace {
-/// Threads per block of a launch.
-constexpr unsigned kBlockThreads = 256;
 
 std::mutex &lock() {
   static std::mutex mutex;
@@ -31,12 +29,15 @@ std::string &lastError() {
   return text;
 }
 
-int32_t fail(std::string message) {
+} // namespace
+
+int32_t energy::cuda::fail(std::string message) {
   std::lock_guard<std::mutex> guard(lock());
   lastError() = std::move(message);
   return ENERGY_KERNEL_DEVICE_ERROR;
 }
 
+namespace {
 /// Freed blocks by size, and the size of each block handed out. Kernels
 /// allocate and free scratch on every call; the driver's allocations are
 /// slow, so blocks are kept for the next request of a similar size.
@@ -98,71 +99,65 @@ extern "C" void energy_support_cuda_free(void *pointer) {
     cache.freeBlocks.emplace(size->second, pointer);
 }
 
-extern "C" int32_t energy_support_cuda_launch(const char *images,
-                                              const char *name, void **function,
-                                              const int64_t *slots,
-                                              int32_t slot_count,
-                                              int64_t count) {
-  if (count <= 0)
-    return ENERGY_KERNEL_OK;
+int32_t energy::cuda::loadKernel(const char *images, const char *name,
+                                 void **function, void *&kernel) {
   if (std::string error = makeContextCurrent(); !error.empty())
     return fail(error);
   const DriverApi &api = driverApi();
-  void *kernel = nullptr;
-  {
-    std::lock_guard<std::mutex> guard(lock());
-    kernel = *function;
-  }
-  if (!kernel) {
-    // The module of these images, loaded once.
-    static std::map<const char *, CUmodule> modules;
-    std::lock_guard<std::mutex> guard(lock());
-    CUmodule &module = modules[images];
-    if (!module) {
-      int major = 0, minor = 0;
-      api.deviceGetAttribute(&major, kComputeCapabilityMajor, 0);
-      api.deviceGetAttribute(&minor, kComputeCapabilityMinor, 0);
-      int device = major * 10 + minor;
-      const char *best = nullptr;
-      int bestArch = -1;
-      std::string carried;
-      for (const char *arch = images; *arch;) {
-        const char *code = arch + std::strlen(arch) + 1;
-        int number = archNumber(arch);
-        carried += (carried.empty() ? "" : ", ") + std::string(arch);
-        if (number >= 0 && number <= device && number > bestArch) {
-          best = code;
-          bestArch = number;
-        }
-        arch = code + std::strlen(code) + 1;
+  std::lock_guard<std::mutex> guard(lock());
+  kernel = *function;
+  if (kernel)
+    return ENERGY_KERNEL_OK;
+  // The module of these images, loaded once.
+  static std::map<const char *, CUmodule> modules;
+  CUmodule &module = modules[images];
+  if (!module) {
+    int major = 0, minor = 0;
+    api.deviceGetAttribute(&major, kComputeCapabilityMajor, 0);
+    api.deviceGetAttribute(&minor, kComputeCapabilityMinor, 0);
+    int device = major * 10 + minor;
+    const char *best = nullptr;
+    int bestArch = -1;
+    std::string carried;
+    for (const char *arch = images; *arch;) {
+      const char *code = arch + std::strlen(arch) + 1;
+      int number = archNumber(arch);
+      carried += (carried.empty() ? "" : ", ") + std::string(arch);
+      if (number >= 0 && number <= device && number > bestArch) {
+        best = code;
+        bestArch = number;
       }
-      if (!best) {
-        lastError() = "the GPU (sm_" + std::to_string(device) +
-                      ") is older than every architecture the artifact "
-                      "carries (" +
-                      carried + ")";
-        return ENERGY_KERNEL_DEVICE_ERROR;
-      }
-      if (CUresult result = api.moduleLoadData(&module, best);
-          result != kSuccess) {
-        module = nullptr;
-        lastError() = "cannot load the kernels' PTX (sm_" +
-                      std::to_string(bestArch) + "): " + api.describe(result);
-        return ENERGY_KERNEL_DEVICE_ERROR;
-      }
+      arch = code + std::strlen(code) + 1;
     }
-    if (CUresult result = api.moduleGetFunction(&kernel, module, name);
-        result != kSuccess) {
-      lastError() = std::string("no kernel ") + name +
-                    " in the PTX: " + api.describe(result);
+    if (!best) {
+      lastError() = "the GPU (sm_" + std::to_string(device) +
+                    ") is older than every architecture the code is for (" +
+                    carried + ")";
       return ENERGY_KERNEL_DEVICE_ERROR;
     }
-    *function = kernel;
+    if (CUresult result = api.moduleLoadData(&module, best);
+        result != kSuccess) {
+      module = nullptr;
+      lastError() = "cannot load the kernels' PTX (sm_" +
+                    std::to_string(bestArch) + "): " + api.describe(result);
+      return ENERGY_KERNEL_DEVICE_ERROR;
+    }
   }
-  std::vector<void *> parameters;
-  for (int32_t i = 0; i < slot_count; ++i)
-    parameters.push_back(const_cast<int64_t *>(slots + i));
-  parameters.push_back(&count);
+  if (CUresult result = api.moduleGetFunction(&kernel, module, name);
+      result != kSuccess) {
+    lastError() = std::string("no kernel ") + name +
+                  " in the PTX: " + api.describe(result);
+    return ENERGY_KERNEL_DEVICE_ERROR;
+  }
+  *function = kernel;
+  return ENERGY_KERNEL_OK;
+}
+
+int32_t energy::cuda::launchKernel(void *kernel, const char *name,
+                                   void **parameters, int64_t count) {
+  if (count <= 0)
+    return ENERGY_KERNEL_OK;
+  const DriverApi &api = driverApi();
   uint64_t blocksNeeded =
       (static_cast<uint64_t>(count) + kBlockThreads - 1) / kBlockThreads;
   if (blocksNeeded > 0x7fffffffu)
@@ -170,7 +165,7 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
                 " positions are more than one launch can cover");
   if (CUresult result = api.launchKernel(
           kernel, static_cast<unsigned>(blocksNeeded), 1, 1, kBlockThreads, 1,
-          1, 0, nullptr, parameters.data(), nullptr);
+          1, 0, nullptr, parameters, nullptr);
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));
@@ -178,6 +173,23 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
     return fail(std::string("kernel ") + name +
                 " failed: " + api.describe(result));
   return ENERGY_KERNEL_OK;
+}
+
+extern "C" int32_t energy_support_cuda_launch(const char *images,
+                                              const char *name, void **function,
+                                              const int64_t *slots,
+                                              int32_t slot_count,
+                                              int64_t count) {
+  if (count <= 0)
+    return ENERGY_KERNEL_OK;
+  void *kernel = nullptr;
+  if (int32_t code = loadKernel(images, name, function, kernel))
+    return code;
+  std::vector<void *> parameters;
+  for (int32_t i = 0; i < slot_count; ++i)
+    parameters.push_back(const_cast<int64_t *>(slots + i));
+  parameters.push_back(&count);
+  return launchKernel(kernel, name, parameters.data(), count);
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {

@@ -39,7 +39,8 @@ inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 /// iteration, and the loop a launch of it; its private scratch is one block
 /// per iteration, and stack slots it uses are copied to managed memory and
 /// back around the launch. Every malloc and free of the module then takes
-/// managed memory, which the host and the GPU both reach.
+/// managed memory, which the host and the GPU both reach, and softmax
+/// contractions call the support library's GPU version.
 void outlineParallelLoops(ModuleOp module,
                           gpu::GPUModuleOp gpuKernels = nullptr);
 } // namespace mlir::energy

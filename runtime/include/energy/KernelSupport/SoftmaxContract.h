@@ -28,6 +28,9 @@
 #define ENERGY_CONTRACT_OK 0
 #define ENERGY_CONTRACT_INVALID_ARGUMENT 1
 #define ENERGY_CONTRACT_OUT_OF_MEMORY 2
+/* The GPU failed (the CUDA versions only; energy_support_cuda_last_error
+ * says how). */
+#define ENERGY_CONTRACT_DEVICE_ERROR 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,6 +115,20 @@ int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args);
 int32_t
 energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
+
+/* The same for CUDA artifacts (CudaContract.cpp): on the GPU when the sizes
+ * fit its kernels (depth and the widths' sum at most 128 for f32, 64 for
+ * f64; at most 4 tables a side and 4 constraints), else on the host. Every
+ * pointer must be memory the GPU reaches. May also return
+ * ENERGY_CONTRACT_DEVICE_ERROR. */
+#define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32                               \
+  "energy_support_cuda_softmax_contract_f32"
+#define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64                               \
+  "energy_support_cuda_softmax_contract_f64"
+int32_t energy_support_cuda_softmax_contract_f32(
+    const energy_softmax_contract_args *args);
+int32_t energy_support_cuda_softmax_contract_f64(
+    const energy_softmax_contract_args *args);
 
 #ifdef __cplusplus
 }

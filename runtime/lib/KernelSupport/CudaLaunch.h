@@ -1,0 +1,40 @@
+//===- CudaLaunch.h - Loading and launching GPU kernels ---------*- C++ -*-===//
+//
+// What CudaLaunch.cpp shares with the support library's own GPU kernels
+// (CudaContract.cpp): loading a kernel from PTX images and launching it one
+// thread per position, with the failures energy_support_cuda_last_error
+// reports. Private to the kernel support library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_KERNELSUPPORT_CUDALAUNCH_H
+#define ENERGY_KERNELSUPPORT_CUDALAUNCH_H
+
+#include "energy/KernelSupport/CudaDriverApi.h"
+
+#include <cstdint>
+#include <string>
+
+namespace energy::cuda {
+
+/// Threads per block of a launch.
+constexpr unsigned kBlockThreads = 256;
+
+/// Records `message` as the last failure; returns ENERGY_KERNEL_DEVICE_ERROR.
+int32_t fail(std::string message);
+
+/// The kernel `name` of `images` (energy_support_cuda_launch's format) in
+/// `kernel`, loading the module once and caching the kernel in `*function`;
+/// 0 or ENERGY_KERNEL_DEVICE_ERROR.
+int32_t loadKernel(const char *images, const char *name, void **function,
+                   void *&kernel);
+
+/// Runs `kernel` on positions [0, count), kBlockThreads to a block, with
+/// cuLaunchKernel's `parameters`, and waits; 0 or
+/// ENERGY_KERNEL_DEVICE_ERROR.
+int32_t launchKernel(void *kernel, const char *name, void **parameters,
+                     int64_t count);
+
+} // namespace energy::cuda
+
+#endif // ENERGY_KERNELSUPPORT_CUDALAUNCH_H
