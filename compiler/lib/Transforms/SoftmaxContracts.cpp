@@ -4,6 +4,8 @@
 // `energy.softmax_contract`: an lse with the sums linear in its weights
 // over the same domain (child side), and sums over rows weighted by the
 // softmax of an lse that a let or the sum itself recomputes (parent side).
+// A summand that adds terms linear in the weight (derivation adds the
+// adjoints of a value's uses) gives the contraction one sum per term.
 // Contractions of one block with the same score then merge, so that the
 // parent side reuses the child side's normaliser.
 //
@@ -15,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -25,17 +28,24 @@ namespace {
 // Sums linear in a softmax weight
 //===----------------------------------------------------------------------===//
 
+/// One term of a summand linear in a softmax weight w: the ops from w up to
+/// the term, and which of them apply a factor that does not depend on the
+/// sum's index and so is taken out of the sum.
+struct LinearTerm {
+  SmallVector<Operation *> chain;
+  SmallVector<bool> pulledOut;
+};
+
 /// A sum whose summand is linear in w = exp((x − L) / T), with L a
-/// normaliser: the ops from w up to the summand, and which of them apply
-/// a factor that does not depend on the sum's index and so is taken out of
-/// the sum.
+/// normaliser: the summand is one term, or an addition of terms (the
+/// adjoints of two uses of a value, as derivation adds them), each the
+/// weight times factors; each term becomes one sum of the contraction.
 struct WeightedSum {
   ReduceOp sum;
   SubOp shift;           ///< x − L
   Operation *weight;     ///< exp((x − L) / T)
   Value temperatureUsed; ///< T as the sum divides by it, or null
-  SmallVector<Operation *> chain;
-  SmallVector<bool> pulledOut;
+  SmallVector<LinearTerm> terms;
 };
 
 /// Whether `value` depends on `weight` within `body`.
@@ -63,51 +73,87 @@ unsigned taintedOperand(Operation *op, Value weight) {
   return dependsOnWeight(op->getOperand(0), weight) ? 0 : 1;
 }
 
-/// Fills `sum.chain` with the ops from the weight to the summand when the
-/// summand is the weight times factors that do not depend on it.
-bool findLinearChain(WeightedSum &sum) {
-  Value weight = sum.weight->getResult(0);
-  Value value = sum.sum.getBodyValue();
+/// Adds to `terms` the terms of `value`: the operands of an addition in
+/// `body` of two values of its own type that both depend on `weight`,
+/// recursively, and otherwise `value` itself.
+void collectTerms(Value value, Value weight, Block &body,
+                  SmallVectorImpl<Value> &terms) {
+  auto add = value.getDefiningOp<AddOp>();
+  if (add && add->getBlock() == &body &&
+      add.getLhs().getType() == add.getType() &&
+      add.getRhs().getType() == add.getType() &&
+      dependsOnWeight(add.getLhs(), weight) &&
+      dependsOnWeight(add.getRhs(), weight)) {
+    collectTerms(add.getLhs(), weight, body, terms);
+    collectTerms(add.getRhs(), weight, body, terms);
+    return;
+  }
+  terms.push_back(value);
+}
+
+/// The ops from the weight to `value` when `value` is the weight times
+/// factors that do not depend on it, top down.
+FailureOr<SmallVector<Operation *>> linearChainTo(Value value, Value weight) {
   SmallVector<Operation *> topDown;
   while (value != weight) {
     Operation *op = value.getDefiningOp();
     if (!op || !isa<MulOp, MatmulOp, DivOp, NegOp>(op))
-      return false;
+      return failure();
     unsigned tainted = taintedOperand(op, weight);
     if (!dependsOnWeight(op->getOperand(tainted), weight))
-      return false;
+      return failure();
     if (op->getNumOperands() == 2 &&
         dependsOnWeight(op->getOperand(1 - tainted), weight))
-      return false;
+      return failure();
     // A quotient is linear in its numerator only.
     if (isa<DivOp>(op) && tainted != 0)
-      return false;
+      return failure();
     topDown.push_back(op);
     value = op->getOperand(tainted);
   }
-  // The weight must reach the summand through the chain only (or be it).
-  for (Operation *user : weight.getUsers())
-    if (!llvm::is_contained(topDown, user) && !isa<YieldOp>(user))
+  return topDown;
+}
+
+/// Fills `sum.terms` when every term of the summand is the weight times
+/// factors that do not depend on it.
+bool findLinearTerms(WeightedSum &sum) {
+  Value weight = sum.weight->getResult(0);
+  SmallVector<Value> termValues;
+  collectTerms(sum.sum.getBodyValue(), weight, sum.sum.getBody().front(),
+               termValues);
+  sum.terms.clear();
+  llvm::SmallPtrSet<Operation *, 8> chainOps;
+  for (Value termValue : termValues) {
+    FailureOr<SmallVector<Operation *>> topDown =
+        linearChainTo(termValue, weight);
+    if (failed(topDown))
       return false;
-  sum.chain.assign(topDown.rbegin(), topDown.rend());
-  // Factors outside the sum come out of it: scalars wherever they are
-  // (they commute with every linear op), others while every op above them
-  // comes out too.
-  sum.pulledOut.assign(sum.chain.size(), false);
-  bool outermost = true;
-  for (int i = static_cast<int>(sum.chain.size()) - 1; i >= 0; --i) {
-    Operation *op = sum.chain[i];
-    Value factor = op->getNumOperands() == 2
-                       ? op->getOperand(1 - taintedOperand(op, weight))
-                       : Value();
-    bool outside = !factor || isDefinedOutside(factor, sum.sum);
-    bool scalar = !factor || (cast<ArrayType>(factor.getType()).isScalar() &&
-                              !isa<MatmulOp>(op));
-    if (outside && (outermost || scalar))
-      sum.pulledOut[i] = true;
-    else
-      outermost = false;
+    chainOps.insert(topDown->begin(), topDown->end());
+    LinearTerm &term = sum.terms.emplace_back();
+    term.chain.assign(topDown->rbegin(), topDown->rend());
+    // Factors outside the sum come out of it: scalars wherever they are
+    // (they commute with every linear op), others while every op above
+    // them comes out too.
+    term.pulledOut.assign(term.chain.size(), false);
+    bool outermost = true;
+    for (int i = static_cast<int>(term.chain.size()) - 1; i >= 0; --i) {
+      Operation *op = term.chain[i];
+      Value factor = op->getNumOperands() == 2
+                         ? op->getOperand(1 - taintedOperand(op, weight))
+                         : Value();
+      bool outside = !factor || isDefinedOutside(factor, sum.sum);
+      bool scalar = !factor || (cast<ArrayType>(factor.getType()).isScalar() &&
+                                !isa<MatmulOp>(op));
+      if (outside && (outermost || scalar))
+        term.pulledOut[i] = true;
+      else
+        outermost = false;
+    }
   }
+  // The weight must reach the summand through the chains only (or be it).
+  for (Operation *user : weight.getUsers())
+    if (!chainOps.contains(user) && !isa<YieldOp>(user))
+      return false;
   return true;
 }
 
@@ -149,7 +195,7 @@ matchWeightedSum(ReduceOp sum, function_ref<bool(Value)> isNormaliser) {
   for (auto shift : sum.getBody().front().getOps<SubOp>()) {
     if (!isNormaliser(shift.getRhs()) || !shift->hasOneUse())
       continue;
-    WeightedSum found{sum, shift, nullptr, Value(), {}, {}};
+    WeightedSum found{sum, shift, nullptr, Value(), {}};
     Operation *argument = shift;
     if (auto scaled = dyn_cast<DivOp>(*shift->getUsers().begin());
         scaled && scaled.getLhs() == shift.getResult()) {
@@ -163,7 +209,7 @@ matchWeightedSum(ReduceOp sum, function_ref<bool(Value)> isNormaliser) {
     if (!exponential)
       continue;
     found.weight = exponential;
-    if (findLinearChain(found))
+    if (findLinearTerms(found))
       return found;
   }
   return std::nullopt;
@@ -220,12 +266,13 @@ public:
     return mapping.lookup(value);
   }
 
-  /// The value a chain builds from the weight with the taken-out ops
-  /// skipped and the weight itself 1.
-  FailureOr<Value> materializeChain(const WeightedSum &sum) {
+  /// The value a term's chain builds from the weight with the taken-out
+  /// ops skipped and the weight itself 1.
+  FailureOr<Value> materializeTerm(const WeightedSum &sum,
+                                   const LinearTerm &term) {
     Value weight = sum.weight->getResult(0);
     Value current; // null: the weight, i.e. 1
-    for (auto [op, pulled] : llvm::zip(sum.chain, sum.pulledOut)) {
+    for (auto [op, pulled] : llvm::zip(term.chain, term.pulledOut)) {
       if (pulled)
         continue;
       unsigned tainted = taintedOperand(op, weight);
@@ -364,10 +411,12 @@ Value extractAt(OpBuilder &builder, Location loc, Value table, Type type,
                            indices);
 }
 
-/// Applies the ops of a chain that were taken out of the sum to `value`.
-Value applyPulledOut(OpBuilder &builder, const WeightedSum &sum, Value value) {
+/// Applies the ops of a term's chain that were taken out of the sum to
+/// `value`.
+Value applyPulledOut(OpBuilder &builder, const WeightedSum &sum,
+                     const LinearTerm &term, Value value) {
   Value weight = sum.weight->getResult(0);
-  for (auto [op, pulled] : llvm::zip(sum.chain, sum.pulledOut)) {
+  for (auto [op, pulled] : llvm::zip(term.chain, term.pulledOut)) {
     if (!pulled)
       continue;
     IRMapping mapping;
@@ -387,6 +436,20 @@ Value applyPulledOut(OpBuilder &builder, const WeightedSum &sum, Value value) {
     value = copy->getResult(0);
   }
   return value;
+}
+
+/// The value of `sum` from the sums of its terms (`termSums`, one per term,
+/// in order): each with its taken-out ops applied, added up.
+Value sumOfTerms(OpBuilder &builder, const WeightedSum &sum,
+                 ArrayRef<Value> termSums) {
+  Location loc = sum.sum->getLoc();
+  Value total;
+  for (auto [term, termSum] : llvm::zip_equal(sum.terms, termSums)) {
+    Value value = applyPulledOut(builder, sum, term, termSum);
+    total =
+        total ? AddOp::create(builder, loc, total, value).getResult() : value;
+  }
+  return total;
 }
 
 //===----------------------------------------------------------------------===//
@@ -573,10 +636,12 @@ void formChildSide(ReduceOp lse) {
     if (loop)
       sources.insert(sources.begin(), &block);
     RegionFiller filler(rowBlock, mapping, sources, {&body});
-    FailureOr<Value> value = filler.materializeChain(sum);
-    failedToFill |= failed(value);
-    if (succeeded(value))
-      rowValues.push_back(*value);
+    for (const LinearTerm &term : sum.terms) {
+      FailureOr<Value> value = filler.materializeTerm(sum, term);
+      failedToFill |= failed(value);
+      if (succeeded(value))
+        rowValues.push_back(*value);
+    }
   }
   if (failedToFill)
     return;
@@ -593,13 +658,18 @@ void formChildSide(ReduceOp lse) {
   builder.setInsertionPoint(lse);
   lse.getResult().replaceAllUsesWith(
       extractAt(builder, lse.getLoc(), op.getLse(), lse.getType(), rowIndices));
-  for (auto [sum, output] : llvm::zip(sums, op.getRowOutputs())) {
+  ResultRange rowOutputs = op.getRowOutputs();
+  for (WeightedSum &sum : sums) {
     builder.setInsertionPoint(sum.sum);
-    ArrayRef<StringAttr> shape = cast<ArrayType>(output.getType()).getShape();
-    Type rowType = ArrayType::get(context, shape.drop_front(rowCount));
-    Value value =
-        extractAt(builder, sum.sum.getLoc(), output, rowType, rowIndices);
-    sum.sum.getResult().replaceAllUsesWith(applyPulledOut(builder, sum, value));
+    SmallVector<Value> termSums;
+    for (Value output : rowOutputs.take_front(sum.terms.size())) {
+      ArrayRef<StringAttr> shape = cast<ArrayType>(output.getType()).getShape();
+      Type rowType = ArrayType::get(context, shape.drop_front(rowCount));
+      termSums.push_back(
+          extractAt(builder, sum.sum.getLoc(), output, rowType, rowIndices));
+    }
+    rowOutputs = rowOutputs.drop_front(sum.terms.size());
+    sum.sum.getResult().replaceAllUsesWith(sumOfTerms(builder, sum, termSums));
     sum.sum.erase();
   }
   lse.erase();
@@ -739,10 +809,15 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     mapping.map(body.getArgument(0), target.getArgument(0));
     mapping.map(column, target.getArgument(1));
     RegionFiller filler(target, mapping, {&loopBody, &body}, {&body});
-    FailureOr<Value> value = filler.materializeChain(*weighted);
-    failedToFill |= failed(value);
-    if (succeeded(value))
-      filler.yield(sum.getLoc(), *value);
+    SmallVector<Value> values;
+    for (const LinearTerm &term : weighted->terms) {
+      FailureOr<Value> value = filler.materializeTerm(*weighted, term);
+      failedToFill |= failed(value);
+      if (succeeded(value))
+        values.push_back(*value);
+    }
+    if (!failedToFill)
+      filler.yield(sum.getLoc(), values);
   }
   if (failedToFill)
     return;
@@ -753,11 +828,14 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   SoftmaxContractOp op =
       contract.create(builder, sum.getLoc(), temperature, Value());
   builder.setInsertionPoint(sum);
-  Value output = op.getColOutputs()[0];
-  auto rowType = ArrayType::get(
-      context, cast<ArrayType>(output.getType()).getShape().drop_front());
-  Value value = extractAt(builder, sum.getLoc(), output, rowType, column);
-  sum.getResult().replaceAllUsesWith(applyPulledOut(builder, *weighted, value));
+  SmallVector<Value> termSums;
+  for (Value output : op.getColOutputs()) {
+    auto rowType = ArrayType::get(
+        context, cast<ArrayType>(output.getType()).getShape().drop_front());
+    termSums.push_back(
+        extractAt(builder, sum.getLoc(), output, rowType, column));
+  }
+  sum.getResult().replaceAllUsesWith(sumOfTerms(builder, *weighted, termSums));
   sum.erase();
 }
 
