@@ -99,6 +99,10 @@ energy_dtype energy_model_dtype(const energy_model *model) {
   return model->model.dtype() == DType::F32 ? ENERGY_F32 : ENERGY_F64;
 }
 
+const char *energy_model_device(const energy_model *model) {
+  return model->model.device() == "cuda" ? "cuda" : "cpu";
+}
+
 int energy_model_set_threads(energy_model *model, int threads) {
   if (!model)
     return result(nullArgument("energy_model_set_threads", "model"));

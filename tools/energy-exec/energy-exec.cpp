@@ -259,9 +259,7 @@ int main(int argc, char **argv) {
   Expected<Model> model = Model::load(options.artifact);
   if (!model)
     return fail(model.status().message());
-  const ManifestTarget *target =
-      model->manifest().target ? &*model->manifest().target : nullptr;
-  std::string compiledFor = target && target->device == "cuda" ? "cuda" : "cpu";
+  std::string compiledFor = model->device();
   if (!options.device.empty() && options.device != compiledFor)
     return fail(options.artifact + " is compiled for " + compiledFor +
                 ", not --device " + options.device +

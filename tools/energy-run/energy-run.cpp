@@ -833,9 +833,7 @@ int main(int argc, char **argv) {
     artifact = std::move(*loaded);
     if (printManifest)
       return printManifestOf(*artifact);
-    const auto &target = artifact->manifest().target;
-    std::string compiledFor =
-        target && target->device == "cuda" ? "cuda" : "cpu";
+    std::string compiledFor = artifact->device();
     if (!useInterpreter && !deviceOption.empty() && deviceOption != compiledFor)
       return fail(modelFile + " is compiled for " + compiledFor +
                   ", not --device " + deviceOption +

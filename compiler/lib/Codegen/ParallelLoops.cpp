@@ -10,6 +10,7 @@
 
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/MatrixProduct.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -400,7 +401,7 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 } // namespace
 
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
-/// both the host and the GPU reach, the GPU's softmax contraction.
+/// both the host and the GPU reach, the GPU's softmax contraction, cuBLAS.
 static void useCudaSupport(ModuleOp module) {
   static const std::pair<StringRef, StringRef> replacements[] = {
       {"malloc", ENERGY_SUPPORT_CUDA_ALLOC},
@@ -408,7 +409,9 @@ static void useCudaSupport(ModuleOp module) {
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
        ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64}};
+       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64},
+      {ENERGY_SUPPORT_MATMUL_F32, ENERGY_SUPPORT_CUDA_MATMUL_F32},
+      {ENERGY_SUPPORT_MATMUL_F64, ENERGY_SUPPORT_CUDA_MATMUL_F64}};
   module.walk([&](func::CallOp call) {
     for (auto [cpu, cuda] : replacements)
       if (call.getCallee() == cpu)

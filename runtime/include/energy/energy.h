@@ -44,6 +44,10 @@ energy_model *energy_model_load(const char *path);
 void energy_model_free(energy_model *model);
 /* The model's element type (`model` must not be NULL). */
 energy_dtype energy_model_dtype(const energy_model *model);
+/* Where the model's kernels run: "cpu", or "cuda" for an artifact of energyc
+ * --target cuda, whose sessions need a CUDA GPU (energy_session_create
+ * fails with a message without one). Valid while the model lives. */
+const char *energy_model_device(const energy_model *model);
 /* Sets the number of threads of the model's kernels; returns non-zero
  * (with a message) if the artifact was built without threads. */
 int energy_model_set_threads(energy_model *model, int threads);

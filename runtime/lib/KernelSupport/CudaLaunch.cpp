@@ -10,6 +10,8 @@
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -153,10 +155,21 @@ int32_t energy::cuda::loadKernel(const char *images, const char *name,
   return ENERGY_KERNEL_OK;
 }
 
+bool energy::cuda::tracing() {
+  static const bool enabled = std::getenv("ENERGY_CUDA_TRACE") != nullptr;
+  return enabled;
+}
+
+void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
+  std::fprintf(stderr, "energy-cuda: %s: %lld positions, %.3f ms\n", what,
+               static_cast<long long>(count), milliseconds);
+}
+
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
+  auto start = std::chrono::steady_clock::now();
   const DriverApi &api = driverApi();
   uint64_t blocksNeeded =
       (static_cast<uint64_t>(count) + kBlockThreads - 1) / kBlockThreads;
@@ -172,6 +185,11 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
   if (CUresult result = api.ctxSynchronize(); result != kSuccess)
     return fail(std::string("kernel ") + name +
                 " failed: " + api.describe(result));
+  if (tracing())
+    trace(name, count,
+          std::chrono::duration<double, std::milli>(
+              std::chrono::steady_clock::now() - start)
+              .count());
   return ENERGY_KERNEL_OK;
 }
 

@@ -35,6 +35,12 @@ int32_t loadKernel(const char *images, const char *name, void **function,
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count);
 
+/// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
+/// prints its name, size and milliseconds (device work and the wait) on
+/// stderr.
+bool tracing();
+void trace(const char *what, int64_t count, double milliseconds);
+
 } // namespace energy::cuda
 
 #endif // ENERGY_KERNELSUPPORT_CUDALAUNCH_H

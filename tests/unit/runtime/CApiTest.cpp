@@ -19,6 +19,7 @@ TEST_CASE("a model runs through the C API") {
   energy_model *model = energy_model_load(fakeF64);
   REQUIRE_MESSAGE(model, energy_last_error());
   CHECK(energy_model_dtype(model) == ENERGY_F64);
+  CHECK(std::string(energy_model_device(model)) == "cpu");
   CHECK(energy_model_set_threads(model, 2) == 0);
 
   const char *names[] = {"N"};

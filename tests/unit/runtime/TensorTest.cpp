@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -20,6 +22,7 @@ using energy::DType;
 using energy::Expected;
 using energy::Status;
 using energy::Tensor;
+using energy::TensorMemory;
 
 TEST_CASE("a tensor starts as zeros of its shape") {
   Tensor matrix(DType::F32, {2, 3});
@@ -181,4 +184,52 @@ TEST_CASE("Status and Expected carry a value or a message") {
   Expected<int> error = Status::error("no value");
   CHECK_FALSE(error.ok());
   CHECK(error.message() == "no value");
+}
+
+namespace {
+/// A TensorMemory that counts what it hands out and takes back, and fills
+/// new blocks with a pattern, so that zeroing is visible.
+int liveBlocks = 0;
+void *allocateCounted(size_t bytes) {
+  ++liveBlocks;
+  void *pointer = std::malloc(bytes);
+  if (pointer)
+    std::memset(pointer, 0xAB, bytes);
+  return pointer;
+}
+void releaseCounted(void *pointer) {
+  --liveBlocks;
+  std::free(pointer);
+}
+void *refuse(size_t) { return nullptr; }
+} // namespace
+
+TEST_CASE("tensors live in the memory a device runtime gives") {
+  const TensorMemory counted{allocateCounted, releaseCounted};
+  {
+    Expected<Tensor> zeros = Tensor::allocate(DType::F32, {2, 3}, counted);
+    REQUIRE(zeros.ok());
+    CHECK(liveBlocks == 1);
+    for (int64_t i = 0; i < 6; ++i)
+      CHECK(zeros->at(i) == 0.0);
+
+    Tensor host(DType::F64, {3});
+    host.set(0, 1.5);
+    host.set(2, -2.0);
+    Expected<Tensor> copy = host.copyTo(counted);
+    REQUIRE(copy.ok());
+    CHECK(liveBlocks == 2);
+    CHECK(*copy == host);
+    // A copy made with the copy constructor is in host memory.
+    Tensor back = *copy;
+    CHECK(liveBlocks == 2);
+    CHECK(back == host);
+  }
+  CHECK(liveBlocks == 0);
+
+  Expected<Tensor> none =
+      Tensor::allocate(DType::F32, {4}, TensorMemory{refuse, releaseCounted});
+  REQUIRE(!none.ok());
+  CHECK(none.message() ==
+        "cannot allocate 16 bytes for F32 [4]: out of device memory");
 }

@@ -32,6 +32,18 @@ void energy_support_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
  * with ENERGY_BLAS=none). Loads OpenBLAS if that has not happened yet. */
 const char *energy_support_matmul_backend(void);
 
+/* The same for CUDA artifacts (CudaMatmul.cpp): through cuBLAS (opened with
+ * dlopen: libcublas.so.13, or ENERGY_CUBLAS) on memory the GPU reaches, or
+ * on the host when cuBLAS cannot be had or a size exceeds its 32-bit sizes
+ * (or is 0). */
+#define ENERGY_SUPPORT_CUDA_MATMUL_F32 "energy_support_cuda_matmul_f32"
+#define ENERGY_SUPPORT_CUDA_MATMUL_F64 "energy_support_cuda_matmul_f64"
+void energy_support_cuda_matmul_f32(int64_t m, int64_t n, int64_t k,
+                                    const float *a, const float *b, float *c);
+void energy_support_cuda_matmul_f64(int64_t m, int64_t n, int64_t k,
+                                    const double *a, const double *b,
+                                    double *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,6 +56,12 @@ public:
   const std::string &name() const { return manifest().model; }
   /// The element type of all its tensors.
   DType dtype() const { return manifest().dtype; }
+  /// Where its kernels run: "cpu", or "cuda" for an artifact of energyc
+  /// --target cuda (its sessions need a CUDA GPU).
+  std::string device() const {
+    const auto &target = manifest().target;
+    return target && target->device == "cuda" ? "cuda" : "cpu";
+  }
   /// The .energy text it was compiled from, and that file's name.
   const std::string &source() const { return manifest().source; }
   const std::string &sourceName() const { return manifest().sourceName; }

@@ -1,0 +1,106 @@
+//===- CudaMatmul.cpp - Matrix products of CUDA artifacts through cuBLAS --===//
+//
+// energy_support_cuda_matmul_*: MatrixProduct.h's row-major C = A · B with
+// cuBLAS (libcublas.so.13, or the library ENERGY_CUBLAS names, opened with
+// dlopen on first use) on memory the GPU reaches; on the host when cuBLAS
+// cannot be had or a size does not fit its 32-bit interface.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaLaunch.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/MatrixProduct.h"
+
+#include <chrono>
+#include <climits>
+#include <string>
+#include <dlfcn.h>
+
+namespace {
+using Handle = void *;
+constexpr int kNoTranspose = 0; // CUBLAS_OP_N
+
+struct Cublas {
+  int (*create)(Handle *) = nullptr;
+  int (*sgemm)(Handle, int, int, int, int, int, const float *, const float *,
+               int, const float *, int, const float *, float *,
+               int) = nullptr;
+  int (*dgemm)(Handle, int, int, int, int, int, const double *,
+               const double *, int, const double *, int, const double *,
+               double *, int) = nullptr;
+  Handle handle = nullptr;
+};
+
+/// cuBLAS with a handle on the primary context, or null.
+const Cublas *cublas() {
+  static Cublas *loaded = [] () -> Cublas * {
+    if (!energy::cuda::makeContextCurrent().empty())
+      return nullptr;
+    const char *path = std::getenv("ENERGY_CUBLAS");
+    void *library = nullptr;
+    for (const char *name : {path, "libcublas.so.13", "libcublas.so"})
+      if (name && (library = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!library)
+      return nullptr;
+    auto *api = new Cublas();
+    api->create = reinterpret_cast<decltype(api->create)>(
+        dlsym(library, "cublasCreate_v2"));
+    api->sgemm = reinterpret_cast<decltype(api->sgemm)>(
+        dlsym(library, "cublasSgemm_v2"));
+    api->dgemm = reinterpret_cast<decltype(api->dgemm)>(
+        dlsym(library, "cublasDgemm_v2"));
+    if (!api->create || !api->sgemm || !api->dgemm ||
+        api->create(&api->handle) != 0)
+      return nullptr;
+    return api;
+  }();
+  return loaded;
+}
+
+void traceProduct(const char *what, int64_t m, int64_t n, int64_t k,
+                  std::chrono::steady_clock::time_point start) {
+  if (!energy::cuda::tracing())
+    return;
+  std::string label = std::string(what) + " " + std::to_string(m) + "x" +
+                      std::to_string(n) + "x" + std::to_string(k);
+  energy::cuda::trace(label.c_str(), m * n,
+                      std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+}
+
+bool fitsInt(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && n > 0 && k > 0 && m <= INT_MAX && n <= INT_MAX &&
+         k <= INT_MAX;
+}
+} // namespace
+
+// Row-major C = A · B is column-major Cᵀ = Bᵀ · Aᵀ: cuBLAS gets B, then A.
+extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n,
+                                               int64_t k, const float *a,
+                                               const float *b, float *c) {
+  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
+  const float one = 1, zero = 0;
+  auto start = std::chrono::steady_clock::now();
+  if (!api ||
+      api->sgemm(api->handle, kNoTranspose, kNoTranspose, int(n), int(m),
+                 int(k), &one, b, int(n), a, int(k), &zero, c, int(n)) != 0 ||
+      energy::cuda::driverApi().ctxSynchronize() != energy::cuda::kSuccess)
+    energy_support_matmul_f32(m, n, k, a, b, c);
+  traceProduct(api ? "cublasSgemm" : "matmul_f32 on the host", m, n, k, start);
+}
+
+extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n,
+                                               int64_t k, const double *a,
+                                               const double *b, double *c) {
+  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
+  const double one = 1, zero = 0;
+  auto start = std::chrono::steady_clock::now();
+  if (!api ||
+      api->dgemm(api->handle, kNoTranspose, kNoTranspose, int(n), int(m),
+                 int(k), &one, b, int(n), a, int(k), &zero, c, int(n)) != 0 ||
+      energy::cuda::driverApi().ctxSynchronize() != energy::cuda::kSuccess)
+    energy_support_matmul_f64(m, n, k, a, b, c);
+  traceProduct(api ? "cublasDgemm" : "matmul_f64 on the host", m, n, k, start);
+}
