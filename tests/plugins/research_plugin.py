@@ -313,7 +313,7 @@ check(target['cpu'] == 'x86-64-v2', 'energyc --target portable (a plugin backend
 result = subprocess.run([energyc, '--plugin', research_plugin, model, '--target', 'portable',
                          '-o', os.path.join(work, 'x.so')],
                         capture_output=True, text=True)
-check(result.returncode != 0 and 'unknown backend (known: cpu)' in result.stderr,
+check(result.returncode != 0 and 'unknown backend (known: cpu, cuda)' in result.stderr,
       'without the plugin: %s' % result.stderr.strip())
 
 if failures:
