@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Every example's GPU kernels pass ptxas: `energyc --target cuda --emit=ptx`
-in f32 and f64, each architecture's PTX through `ptxas -O0 -arch=sm_NN`
-(-O0: the check is that ptxas accepts the code; optimising it took twice
-as long).
+in f32 and f64 (or one of them), each architecture's PTX through
+`ptxas -O0 -arch=sm_NN` (-O0: the check is that ptxas accepts the code;
+optimising it took twice as long).
 
-Usage: ptxas_check.py ENERGYC EXAMPLES_DIR [PTXAS]
+Usage: ptxas_check.py ENERGYC EXAMPLES_DIR [f32|f64|both] [PTXAS]
 Exits 77 (skipped) with a message when ptxas is not there (no CUDA toolkit).
 """
 import glob
@@ -16,7 +16,9 @@ import tempfile
 
 def main():
     energyc, examples = sys.argv[1], sys.argv[2]
-    ptxas = sys.argv[3] if len(sys.argv) > 3 else '/usr/local/cuda/bin/ptxas'
+    which = sys.argv[3] if len(sys.argv) > 3 else 'both'
+    dtypes = ('f32', 'f64') if which == 'both' else (which,)
+    ptxas = sys.argv[4] if len(sys.argv) > 4 else '/usr/local/cuda/bin/ptxas'
     if not os.access(ptxas, os.X_OK):
         print('skipped: no ptxas at %s (the CUDA toolkit is not installed)' % ptxas)
         return 77
@@ -24,7 +26,7 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         for source in sorted(glob.glob(os.path.join(examples, '*.energy'))):
             model = os.path.basename(source)[:-len('.energy')]
-            for dtype in ('f32', 'f64'):
+            for dtype in dtypes:
                 result = subprocess.run([energyc, '--target', 'cuda', '--emit=ptx',
                                          '--dtype', dtype, source],
                                         capture_output=True, text=True)
