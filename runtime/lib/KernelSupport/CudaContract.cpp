@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaLaunch.h"
+#include "SoftmaxContractSlots.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -23,22 +24,9 @@ extern const char energySoftmaxContractPtx[];
 #endif
 
 namespace {
-constexpr int kMaxTables = 4;
-constexpr int kMaxConstraints = 4;
-
-/// SoftmaxContract.cu's Slots.
-struct Slots {
-  int64_t rows, cols, depth;
-  int64_t rowFeatures, colFeatures;
-  int64_t scaleBits, temperatureBits;
-  int64_t numConstraints;
-  int64_t constraints[kMaxConstraints * 4];
-  int64_t lse, givenLse;
-  int64_t numTables;
-  int64_t values[kMaxTables];
-  int64_t widths[kMaxTables];
-  int64_t outputs[kMaxTables];
-};
+using energy::cuda::ContractSlots;
+using energy::cuda::kContractMaxConstraints;
+using energy::cuda::kContractMaxTables;
 
 int64_t bits(const void *pointer) {
   return static_cast<int64_t>(reinterpret_cast<uintptr_t>(pointer));
@@ -73,9 +61,9 @@ int64_t widthSum(int64_t count, const int64_t *widths) {
 bool fitsKernels(const energy_softmax_contract_args &a) {
   if (a.rows < 0 || a.cols < 0 || a.depth < 0 || !std::isfinite(a.scale) ||
       !std::isfinite(a.temperature) || a.temperature <= 0 ||
-      a.num_constraints < 0 || a.num_constraints > kMaxConstraints ||
-      a.num_row_outputs < 0 || a.num_row_outputs > kMaxTables ||
-      a.num_col_outputs < 0 || a.num_col_outputs > kMaxTables)
+      a.num_constraints < 0 || a.num_constraints > kContractMaxConstraints ||
+      a.num_row_outputs < 0 || a.num_row_outputs > kContractMaxTables ||
+      a.num_col_outputs < 0 || a.num_col_outputs > kContractMaxTables)
     return false;
   for (int64_t k = 0; k < a.num_constraints; ++k)
     if (a.constraints[k].kind != ENERGY_CONSTRAINT_GE &&
@@ -91,14 +79,38 @@ bool fitsKernels(const energy_softmax_contract_args &a) {
          (a.depth == 0 || (a.row_features && a.col_features));
 }
 
+#if ENERGY_HAS_CUDA_KERNELS
+/// Runs one pass, `side` ("rows" or "cols") of the kernels `suffix` names,
+/// on `count` positions: `slots` with this side's `tables` value tables of
+/// `widths`, summed into `outputs`. `function` caches the kernel.
+int32_t runPass(const std::string &images, const char *side,
+                const std::string &suffix, void **function, ContractSlots slots,
+                int64_t tables, const void *const *values,
+                const int64_t *widths, void *const *outputs, int64_t count) {
+  slots.numTables = tables;
+  for (int64_t j = 0; j < tables; ++j) {
+    slots.values[j] = bits(values[j]);
+    slots.widths[j] = widths[j];
+    slots.outputs[j] = bits(outputs[j]);
+  }
+  std::string name = "energy_contract_" + std::string(side) + "_" + suffix;
+  void *kernel = nullptr;
+  if (int32_t code = energy::cuda::loadKernel(images.c_str(), name.c_str(),
+                                              function, kernel))
+    return code;
+  void *parameters[] = {&slots, &count};
+  return energy::cuda::launchKernel(kernel, name.c_str(), parameters, count);
+}
+#endif
+
 template <typename T>
 int32_t contract(const energy_softmax_contract_args *args, const char *type,
                  int largest,
                  int32_t (*onHost)(const energy_softmax_contract_args *)) {
 #if ENERGY_HAS_CUDA_KERNELS
-  const energy_softmax_contract_args &a = *args;
-  if (!args || !fitsKernels(a))
+  if (!args || !fitsKernels(*args))
     return onHost(args);
+  const energy_softmax_contract_args &a = *args;
   int64_t rowWidth = widthSum(a.num_row_outputs, a.row_output_widths);
   int64_t colWidth = widthSum(a.num_col_outputs, a.col_output_widths);
   int bound = boundFor({a.depth, rowWidth, colWidth}, largest);
@@ -107,7 +119,7 @@ int32_t contract(const energy_softmax_contract_args *args, const char *type,
   static const std::string images =
       std::string("sm_80") + '\0' + energySoftmaxContractPtx + '\0' + '\0';
 
-  Slots slots{};
+  ContractSlots slots{};
   slots.rows = a.rows;
   slots.cols = a.cols;
   slots.depth = a.depth;
@@ -137,47 +149,17 @@ int32_t contract(const energy_softmax_contract_args *args, const char *type,
 
   std::string suffix = std::string(type) + "_" + std::to_string(bound) + "_" +
                        std::to_string(bound);
+  // One cached kernel per bound (32, 64, 128) and side.
+  static void *rowKernels[3], *colKernels[3];
   int32_t code = ENERGY_KERNEL_OK;
-  if (a.num_row_outputs > 0 || a.lse || scratch) {
-    Slots rows = slots;
-    rows.numTables = a.num_row_outputs;
-    for (int64_t j = 0; j < a.num_row_outputs; ++j) {
-      rows.values[j] = bits(a.col_values[j]);
-      rows.widths[j] = a.row_output_widths[j];
-      rows.outputs[j] = bits(a.row_outputs[j]);
-    }
-    static void *functions[2][3];
-    std::string name = "energy_contract_rows_" + suffix;
-    void *kernel = nullptr;
-    code = energy::cuda::loadKernel(
-        images.c_str(), name.c_str(),
-        &functions[sizeof(T) == 8][bound / 64], kernel);
-    int64_t count = a.rows;
-    void *parameters[] = {&rows, &count};
-    if (code == ENERGY_KERNEL_OK)
-      code = energy::cuda::launchKernel(kernel, name.c_str(), parameters,
-                                        count);
-  }
-  if (code == ENERGY_KERNEL_OK && a.num_col_outputs > 0) {
-    Slots cols = slots;
-    cols.numTables = a.num_col_outputs;
-    for (int64_t j = 0; j < a.num_col_outputs; ++j) {
-      cols.values[j] = bits(a.row_values[j]);
-      cols.widths[j] = a.col_output_widths[j];
-      cols.outputs[j] = bits(a.col_outputs[j]);
-    }
-    static void *functions[2][3];
-    std::string name = "energy_contract_cols_" + suffix;
-    void *kernel = nullptr;
-    code = energy::cuda::loadKernel(
-        images.c_str(), name.c_str(),
-        &functions[sizeof(T) == 8][bound / 64], kernel);
-    int64_t count = a.cols;
-    void *parameters[] = {&cols, &count};
-    if (code == ENERGY_KERNEL_OK)
-      code = energy::cuda::launchKernel(kernel, name.c_str(), parameters,
-                                        count);
-  }
+  if (a.num_row_outputs > 0 || a.lse || scratch)
+    code = runPass(images, "rows", suffix, &rowKernels[bound / 64], slots,
+                   a.num_row_outputs, a.col_values, a.row_output_widths,
+                   a.row_outputs, a.rows);
+  if (code == ENERGY_KERNEL_OK && a.num_col_outputs > 0)
+    code = runPass(images, "cols", suffix, &colKernels[bound / 64], slots,
+                   a.num_col_outputs, a.row_values, a.col_output_widths,
+                   a.col_outputs, a.cols);
   if (scratch)
     energy_support_cuda_free(normalisers);
   return code == ENERGY_KERNEL_OK ? ENERGY_CONTRACT_OK

@@ -211,6 +211,10 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {
+  // A copy per thread, so that a failure on another thread cannot change
+  // the text while the caller reads it.
+  thread_local std::string copy;
   std::lock_guard<std::mutex> guard(lock());
-  return lastError().c_str();
+  copy = lastError();
+  return copy.c_str();
 }

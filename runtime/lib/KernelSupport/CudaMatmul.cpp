@@ -74,33 +74,47 @@ bool fitsInt(int64_t m, int64_t n, int64_t k) {
   return m > 0 && n > 0 && k > 0 && m <= INT_MAX && n <= INT_MAX &&
          k <= INT_MAX;
 }
-} // namespace
 
 // Row-major C = A · B is column-major Cᵀ = Bᵀ · Aᵀ: cuBLAS gets B, then A.
+int gemm(const Cublas &api, int m, int n, int k, const float *a, const float *b,
+         float *c) {
+  const float one = 1, zero = 0;
+  return api.sgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
+                   a, k, &zero, c, n);
+}
+
+int gemm(const Cublas &api, int m, int n, int k, const double *a,
+         const double *b, double *c) {
+  const double one = 1, zero = 0;
+  return api.dgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
+                   a, k, &zero, c, n);
+}
+
+/// c = a · b through cuBLAS, or `onHost` where it cannot be had or fails.
+template <typename T>
+void product(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c,
+             void (*onHost)(int64_t, int64_t, int64_t, const T *, const T *,
+                            T *),
+             const char *name) {
+  auto start = std::chrono::steady_clock::now();
+  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
+  bool onDevice =
+      api && gemm(*api, int(m), int(n), int(k), a, b, c) == 0 &&
+      energy::cuda::driverApi().ctxSynchronize() == energy::cuda::kSuccess;
+  if (!onDevice)
+    onHost(m, n, k, a, b, c);
+  traceProduct(onDevice ? name : "a product on the host", m, n, k, start);
+}
+} // namespace
+
 extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n,
                                                int64_t k, const float *a,
                                                const float *b, float *c) {
-  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
-  const float one = 1, zero = 0;
-  auto start = std::chrono::steady_clock::now();
-  if (!api ||
-      api->sgemm(api->handle, kNoTranspose, kNoTranspose, int(n), int(m),
-                 int(k), &one, b, int(n), a, int(k), &zero, c, int(n)) != 0 ||
-      energy::cuda::driverApi().ctxSynchronize() != energy::cuda::kSuccess)
-    energy_support_matmul_f32(m, n, k, a, b, c);
-  traceProduct(api ? "cublasSgemm" : "matmul_f32 on the host", m, n, k, start);
+  product(m, n, k, a, b, c, energy_support_matmul_f32, "cublasSgemm");
 }
 
 extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n,
                                                int64_t k, const double *a,
                                                const double *b, double *c) {
-  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
-  const double one = 1, zero = 0;
-  auto start = std::chrono::steady_clock::now();
-  if (!api ||
-      api->dgemm(api->handle, kNoTranspose, kNoTranspose, int(n), int(m),
-                 int(k), &one, b, int(n), a, int(k), &zero, c, int(n)) != 0 ||
-      energy::cuda::driverApi().ctxSynchronize() != energy::cuda::kSuccess)
-    energy_support_matmul_f64(m, n, k, a, b, c);
-  traceProduct(api ? "cublasDgemm" : "matmul_f64 on the host", m, n, k, start);
+  product(m, n, k, a, b, c, energy_support_matmul_f64, "cublasDgemm");
 }

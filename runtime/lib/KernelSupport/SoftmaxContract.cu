@@ -5,44 +5,36 @@
 // runs an online softmax over tiles of columns staged in shared memory and
 // accumulates Σ_c w · col_values; the column side, one thread per column,
 // reuses each row's normaliser L from the row side over tiles of rows.
-// Compiled to PTX by nvcc at build time (CudaContract.cpp embeds it and
-// launches it through energy_support_cuda_launch: one thread per position,
-// 256 to a block, arguments in 8-byte slots, the position count last).
+// Compiled to PTX by nvcc at build time; CudaContract.cpp embeds it and
+// launches each pass one thread per position, kBlockThreads to a block, with
+// the pass's ContractSlots by value, then the position count.
 //
 //===----------------------------------------------------------------------===//
+
+#include "SoftmaxContractSlots.h"
 
 #include <stdint.h>
 
 namespace {
 
+using Slots = energy::cuda::ContractSlots;
+using energy::cuda::kContractMaxConstraints;
+
 /// Columns (or rows) staged in shared memory at a time.
 constexpr int kTile = 32;
+/// Threads per block (CudaLaunch.h's kBlockThreads).
 constexpr int kBlockThreads = 256;
-constexpr int kMaxTables = 4;
-constexpr int kMaxConstraints = 4;
 
-/// The slots both passes take (the launcher's 8-byte values), in order.
-struct Slots {
-  int64_t rows, cols, depth;
-  int64_t rowFeatures, colFeatures;
-  int64_t scaleBits, temperatureBits;
-  int64_t numConstraints;
-  int64_t constraints[kMaxConstraints * 4];
-  int64_t lse, givenLse;
-  int64_t numTables;
-  int64_t values[kMaxTables];
-  int64_t widths[kMaxTables];
-  int64_t outputs[kMaxTables];
-};
-
-__device__ double bitsToDouble(int64_t bits) { return __longlong_as_double(bits); }
+__device__ double bitsToDouble(int64_t bits) {
+  return __longlong_as_double(bits);
+}
 
 template <typename T> __device__ T *pointer(int64_t bits) {
   return reinterpret_cast<T *>(static_cast<uintptr_t>(bits));
 }
 
 __device__ bool admitted(const Slots &s, int64_t row, int64_t col) {
-  for (int k = 0; k < kMaxConstraints; ++k) {
+  for (int k = 0; k < kContractMaxConstraints; ++k) {
     if (k >= s.numConstraints)
       break;
     const int64_t *c = s.constraints + 4 * k;
@@ -58,63 +50,99 @@ __device__ double expOf(double x) { return exp(x); }
 __device__ float logOf(float x) { return logf(x); }
 __device__ double logOf(double x) { return log(x); }
 
+/// The widths of this pass's tables together.
+__device__ int tableWidth(const Slots &s) {
+  int width = 0;
+  for (int j = 0; j < s.numTables; ++j)
+    width += static_cast<int>(s.widths[j]);
+  return width;
+}
+
+/// Stages positions [base, base + kTile) of `source` (rows of `depth`
+/// features; `count` of them) and of this pass's value tables (their rows
+/// side by side, `width` in all) in shared memory; zeros past the ends.
+template <typename T, int MaxD, int MaxW>
+__device__ void stage(T (&features)[kTile][MaxD], T (&values)[kTile][MaxW],
+                      int64_t base, int64_t count, const T *source, int depth,
+                      const Slots &s, int width) {
+  for (int i = threadIdx.x; i < kTile * MaxD; i += blockDim.x) {
+    int p = i / MaxD, d = i % MaxD;
+    features[p][d] =
+        base + p < count && d < depth ? source[(base + p) * depth + d] : T(0);
+  }
+  for (int i = threadIdx.x; i < kTile * MaxW; i += blockDim.x) {
+    int p = i / MaxW, w = i % MaxW;
+    T value = T(0);
+    if (base + p < count && w < width) {
+      int offset = w;
+      for (int j = 0; j < s.numTables; ++j) {
+        if (offset < s.widths[j]) {
+          value = pointer<const T>(s.values[j])[(base + p) * s.widths[j] +
+                                                offset];
+          break;
+        }
+        offset -= static_cast<int>(s.widths[j]);
+      }
+    }
+    values[p][w] = value;
+  }
+}
+
+/// Writes the accumulators of `position` (over `divisor`) to this pass's
+/// output tables, each its share of them.
+template <typename T, int MaxW>
+__device__ void writeOutputs(const Slots &s, int64_t position,
+                             const T (&accumulator)[MaxW], T divisor) {
+  int offset = 0;
+  for (int j = 0; j < s.numTables; ++j) {
+    T *out = pointer<T>(s.outputs[j]);
+    int w = static_cast<int>(s.widths[j]);
+#pragma unroll
+    for (int k = 0; k < MaxW; ++k)
+      if (k >= offset && k < offset + w)
+        out[position * w + (k - offset)] = accumulator[k] / divisor;
+    offset += w;
+  }
+}
+
+/// Features of `position` (a row of `depth`), times `scale`, in registers;
+/// zeros for an inactive thread.
+template <typename T, int MaxD>
+__device__ void loadFeatures(T (&features)[MaxD], const T *source,
+                             int64_t position, int depth, T scale,
+                             bool active) {
+#pragma unroll
+  for (int d = 0; d < MaxD; ++d)
+    features[d] =
+        active && d < depth ? source[position * depth + d] * scale : T(0);
+}
+
 /// Row side. MaxD bounds the depth, MaxW the widths' sum (in registers).
 /// With a given normaliser (givenLse) the weights need no online rescaling.
 template <typename T, int MaxD, int MaxW>
 __device__ void rowPass(const Slots &s) {
   __shared__ T features[kTile][MaxD];
-  __shared__ T values[kTile][MaxW > 0 ? MaxW : 1];
+  __shared__ T values[kTile][MaxW];
   const int64_t row =
       static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = row < s.rows;
   const int depth = static_cast<int>(s.depth);
-  const T scale = static_cast<T>(bitsToDouble(s.scaleBits));
   const T temperature = static_cast<T>(bitsToDouble(s.temperatureBits));
-  const T *rowFeatures = pointer<const T>(s.rowFeatures);
-  const T *colFeatures = pointer<const T>(s.colFeatures);
   const T *givenLse = pointer<const T>(s.givenLse);
-  int width = 0;
-  for (int j = 0; j < s.numTables; ++j)
-    width += static_cast<int>(s.widths[j]);
+  const int width = tableWidth(s);
 
   T q[MaxD];
-#pragma unroll
-  for (int d = 0; d < MaxD; ++d)
-    q[d] = active && d < depth ? rowFeatures[row * depth + d] * scale
-                               : T(0);
-  T accumulator[MaxW > 0 ? MaxW : 1];
-#pragma unroll
-  for (int w = 0; w < (MaxW > 0 ? MaxW : 1); ++w)
-    accumulator[w] = T(0);
+  loadFeatures(q, pointer<const T>(s.rowFeatures), row, depth,
+               static_cast<T>(bitsToDouble(s.scaleBits)), active);
+  T accumulator[MaxW] = {};
   // In units of the temperature: running max m, Σ exp(t − m) as sum.
   T m = -INFINITY, sum = T(0);
   const T given = givenLse && active ? givenLse[row] / temperature : T(0);
 
   for (int64_t base = 0; base < s.cols; base += kTile) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kTile * MaxD; i += blockDim.x) {
-      int c = i / MaxD, d = i % MaxD;
-      features[c][d] = base + c < s.cols && d < depth
-                           ? colFeatures[(base + c) * depth + d]
-                           : T(0);
-    }
-    if (MaxW > 0)
-      for (int i = threadIdx.x; i < kTile * MaxW; i += blockDim.x) {
-        int c = i / MaxW, w = i % MaxW;
-        T value = T(0);
-        if (base + c < s.cols && w < width) {
-          int offset = w;
-          for (int j = 0; j < s.numTables; ++j) {
-            if (offset < s.widths[j]) {
-              value = pointer<const T>(s.values[j])[(base + c) * s.widths[j] +
-                                                    offset];
-              break;
-            }
-            offset -= static_cast<int>(s.widths[j]);
-          }
-        }
-        values[c][w] = value;
-      }
+    stage(features, values, base, s.cols, pointer<const T>(s.colFeatures),
+          depth, s, width);
     __syncthreads();
     if (!active)
       continue;
@@ -158,18 +186,8 @@ __device__ void rowPass(const Slots &s) {
     normaliser = sum > T(0) ? temperature * (m + logOf(sum)) : T(0);
   if (s.lse)
     pointer<T>(s.lse)[row] = normaliser;
-  const T divide = givenLse || sum <= T(0) ? T(1) : sum;
-  int offset = 0;
-  for (int j = 0; j < s.numTables; ++j) {
-    T *out = pointer<T>(s.outputs[j]);
-    int w = static_cast<int>(s.widths[j]);
-#pragma unroll
-    for (int k = 0; k < MaxW; ++k)
-      if (k >= offset && k < offset + w)
-        out[row * w + (k - offset)] =
-            sum <= T(0) && !givenLse ? T(0) : accumulator[k] / divide;
-    offset += w;
-  }
+  // A row without an admitted column has nothing accumulated: zeros.
+  writeOutputs(s, row, accumulator, givenLse || sum <= T(0) ? T(1) : sum);
 }
 
 /// Column side: col_outputs[j][c] = Σ_r w(r, c) · row_values[j][r], with L
@@ -183,48 +201,19 @@ __device__ void colPass(const Slots &s) {
       static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = col < s.cols;
   const int depth = static_cast<int>(s.depth);
-  const T scale = static_cast<T>(bitsToDouble(s.scaleBits));
   const T temperature = static_cast<T>(bitsToDouble(s.temperatureBits));
-  const T *rowFeatures = pointer<const T>(s.rowFeatures);
-  const T *colFeatures = pointer<const T>(s.colFeatures);
   const T *lse = pointer<const T>(s.givenLse ? s.givenLse : s.lse);
-  int width = 0;
-  for (int j = 0; j < s.numTables; ++j)
-    width += static_cast<int>(s.widths[j]);
+  const int width = tableWidth(s);
 
   T k[MaxD];
-#pragma unroll
-  for (int d = 0; d < MaxD; ++d)
-    k[d] = active && d < depth ? colFeatures[col * depth + d] * scale : T(0);
-  T accumulator[MaxW];
-#pragma unroll
-  for (int w = 0; w < MaxW; ++w)
-    accumulator[w] = T(0);
+  loadFeatures(k, pointer<const T>(s.colFeatures), col, depth,
+               static_cast<T>(bitsToDouble(s.scaleBits)), active);
+  T accumulator[MaxW] = {};
 
   for (int64_t base = 0; base < s.rows; base += kTile) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kTile * MaxD; i += blockDim.x) {
-      int r = i / MaxD, d = i % MaxD;
-      features[r][d] = base + r < s.rows && d < depth
-                           ? rowFeatures[(base + r) * depth + d]
-                           : T(0);
-    }
-    for (int i = threadIdx.x; i < kTile * MaxW; i += blockDim.x) {
-      int r = i / MaxW, w = i % MaxW;
-      T value = T(0);
-      if (base + r < s.rows && w < width) {
-        int offset = w;
-        for (int j = 0; j < s.numTables; ++j) {
-          if (offset < s.widths[j]) {
-            value = pointer<const T>(s.values[j])[(base + r) * s.widths[j] +
-                                                  offset];
-            break;
-          }
-          offset -= static_cast<int>(s.widths[j]);
-        }
-      }
-      values[r][w] = value;
-    }
+    stage(features, values, base, s.rows, pointer<const T>(s.rowFeatures),
+          depth, s, width);
     for (int i = threadIdx.x; i < kTile; i += blockDim.x)
       normalisers[i] = base + i < s.rows ? lse[base + i] / temperature : T(0);
     __syncthreads();
@@ -246,25 +235,15 @@ __device__ void colPass(const Slots &s) {
         accumulator[w] += weight * values[r][w];
     }
   }
-  if (!active)
-    return;
-  int offset = 0;
-  for (int j = 0; j < s.numTables; ++j) {
-    T *out = pointer<T>(s.outputs[j]);
-    int w = static_cast<int>(s.widths[j]);
-#pragma unroll
-    for (int c = 0; c < MaxW; ++c)
-      if (c >= offset && c < offset + w)
-        out[col * w + (c - offset)] = accumulator[c];
-    offset += w;
-  }
+  if (active)
+    writeOutputs(s, col, accumulator, T(1));
 }
 
 } // namespace
 
 // One entry per element type, bound on the depth and on the widths' sum;
-// CudaContract.cpp picks the smallest that fits. The slots are those of
-// Slots, then the position count (rows or cols).
+// CudaContract.cpp picks the smallest that fits. They take the pass's
+// ContractSlots, then the position count (rows or cols).
 #define ENERGY_CONTRACT_KERNELS(T, SUFFIX, D, W)                               \
   extern "C" __global__ void __launch_bounds__(kBlockThreads)                  \
       energy_contract_rows_##SUFFIX##_##D##_##W(Slots s, int64_t) {            \
