@@ -106,9 +106,11 @@ cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::value_desc("a,b"), cl::cat(runOptions));
 cl::opt<std::string>
     dtypeOption("dtype",
-                cl::desc("Element type: f32 (default) or f64; an artifact has "
-                         "the one energyc --dtype gave it"),
-                cl::value_desc("f32|f64"), cl::cat(runOptions));
+                cl::desc("Element type: f32 (default), f64, or bf16 with "
+                         "--device cuda (f32 tensors, bf16 products on "
+                         "tensor cores); an artifact has the one energyc "
+                         "--dtype gave it"),
+                cl::value_desc("f32|f64|bf16"), cl::cat(runOptions));
 /// --threads N: LLVM's libraries register an option named `threads`, so
 /// main() takes ours out of the command line before parsing the rest.
 int threadCount = 0;
@@ -573,7 +575,10 @@ OwningOpRef<ModuleOp> emitModel(MLIRContext &context, SourceMgr &sourceMgr) {
 int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   std::string modelDtype =
       StringRef(std::string(::energy::dtypeName(model.dtype()))).lower();
-  if (!dtypeOption.empty() && dtypeOption != modelDtype)
+  // bf16 artifacts keep f32 tensors.
+  StringRef wanted =
+      dtypeOption == "bf16" ? StringRef("f32") : StringRef(dtypeOption);
+  if (!wanted.empty() && wanted != modelDtype)
     return fail(model.label() + " was compiled for " + modelDtype +
                 "; recompile it with energyc --dtype " + dtypeOption);
   int threads = threadCount;
@@ -776,8 +781,12 @@ int main(int argc, char **argv) {
       return fail("--init " + initSpec + ": expected random:SEED");
     inputs.seed = value;
   }
-  if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64")
-    return fail("--dtype " + dtypeOption + ": expected f32 or f64");
+  if (!dtypeOption.empty() && dtypeOption != "f32" && dtypeOption != "f64" &&
+      dtypeOption != "bf16")
+    return fail("--dtype " + dtypeOption + ": expected f32, f64 or bf16");
+  if (dtypeOption == "bf16" && deviceOption != "cuda")
+    return fail("--dtype bf16 needs --device cuda (bf16 products run on "
+                "tensor cores)");
   if ((!plotFile.empty() || !plotAttentionArgs.empty()) &&
       (useInterpreter || evalKind != EvalKind::Run ||
        benchRepetitions.getNumOccurrences()))

@@ -87,10 +87,14 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Svg, "svg",
                           "the energy graph drawn by Graphviz (SVG)")),
     cl::cat(energycOptions));
-cl::opt<std::string> dtype("dtype",
-                           cl::desc("Element type of an artifact: f32 "
-                                    "(default) or f64"),
-                           cl::init("f32"), cl::cat(energycOptions));
+cl::opt<std::string>
+    dtype("dtype",
+          cl::desc("Element type of an artifact: f32 (default), f64, or "
+                   "bf16 with --target cuda (f32 tensors; matrix products "
+                   "and softmax contractions on tensor cores with bf16 "
+                   "operands and f32 accumulation)"),
+          cl::value_desc("f32|f64|bf16"), cl::init("f32"),
+          cl::cat(energycOptions));
 cl::opt<std::string>
     cpu("cpu",
         cl::desc("The CPU an artifact's kernels are compiled for (clang "
@@ -228,8 +232,12 @@ int main(int argc, char **argv) {
   if (!buffer)
     return fail(readError);
 
-  if (dtype != "f32" && dtype != "f64")
-    return fail("--dtype " + dtype + ": expected f32 or f64");
+  if (dtype != "f32" && dtype != "f64" && dtype != "bf16")
+    return fail("--dtype " + dtype + ": expected f32, f64 or bf16");
+  if (dtype == "bf16" && backendName != "cuda")
+    return fail("--dtype bf16 needs --target cuda (bf16 products run on "
+                "tensor cores; the " +
+                backendName + " backend computes in f32 or f64)");
   std::string targetError;
   mlir::FailureOr<mlir::energy::ArtifactTarget> target =
       mlir::energy::resolveArtifactTarget(cpu, targetError);

@@ -64,6 +64,9 @@ mlir::energy::buildArtifactModule(ModelOp model,
   context->loadDialect<arith::ArithDialect, func::FuncDialect,
                        LLVM::LLVMDialect, math::MathDialect, scf::SCFDialect,
                        affine::AffineDialect, vector::VectorDialect>();
+  if (options.dtype == "bf16" && options.target.device != "cuda")
+    return model.emitError("--dtype bf16 (bf16 products on tensor cores) "
+                           "needs a CUDA target");
   OwningOpRef<ModuleOp> module = ModuleOp::create(model.getLoc());
   FloatType elementType = options.dtype == "f64"
                               ? FloatType(Float64Type::get(context))
@@ -92,7 +95,8 @@ mlir::energy::buildArtifactModule(ModelOp model,
         /*isConstant=*/true, LLVM::Linkage::Internal, kCudaImagesSymbol,
         b.getStringAttr(StringRef("", 1)));
   }
-  outlineParallelLoops(*module, gpuKernels);
+  outlineParallelLoops(*module, gpuKernels,
+                       /*bf16Products=*/options.dtype == "bf16");
   if (gpuKernels) {
     auto compiled =
         compileGpuKernels(*deviceModule, options.target.deviceArchs);

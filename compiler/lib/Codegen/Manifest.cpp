@@ -110,7 +110,7 @@ json::Value initOf(TensorOp tensor) {
 }
 
 /// The CPU the kernels are compiled for and the features they may use.
-json::Object targetOf(const ArtifactTarget &target) {
+json::Object targetOf(const ArtifactTarget &target, StringRef dtype) {
   json::Array features;
   for (const std::string &feature : target.features)
     features.push_back(feature);
@@ -123,6 +123,9 @@ json::Object targetOf(const ArtifactTarget &target) {
     for (const std::string &arch : target.deviceArchs)
       archs.push_back(arch);
     object["device_archs"] = std::move(archs);
+    // The tensors are f32; the products take bf16 operands.
+    if (dtype == "bf16")
+      object["device_products"] = "bf16";
   }
   return object;
 }
@@ -265,18 +268,19 @@ std::string mlir::energy::buildManifest(ModelOp model,
   json::Value dynamics = nullptr;
   if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
     dynamics = json::Object{{"steps", rpn(op.getSteps())}};
-  json::Object manifest{{"format", "energy-artifact"},
-                        {"format_version", ENERGY_ARTIFACT_FORMAT_VERSION},
-                        {"model", model.getSymName()},
-                        {"dtype", options.dtype},
-                        {"target", targetOf(options.target)},
-                        {"source_name", options.sourceName},
-                        {"source", options.sourceText},
-                        {"dims", std::move(dims)},
-                        {"consts", std::move(consts)},
-                        {"buffers", std::move(buffers)},
-                        {"kernels", std::move(kernels)},
-                        {"plugins", pluginsOf(model)},
-                        {"dynamics", std::move(dynamics)}};
+  json::Object manifest{
+      {"format", "energy-artifact"},
+      {"format_version", ENERGY_ARTIFACT_FORMAT_VERSION},
+      {"model", model.getSymName()},
+      {"dtype", options.dtype == "bf16" ? "f32" : options.dtype},
+      {"target", targetOf(options.target, options.dtype)},
+      {"source_name", options.sourceName},
+      {"source", options.sourceText},
+      {"dims", std::move(dims)},
+      {"consts", std::move(consts)},
+      {"buffers", std::move(buffers)},
+      {"kernels", std::move(kernels)},
+      {"plugins", pluginsOf(model)},
+      {"dynamics", std::move(dynamics)}};
   return llvm::formatv("{0}", json::Value(std::move(manifest))).str();
 }

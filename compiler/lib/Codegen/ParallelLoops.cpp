@@ -401,16 +401,20 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 } // namespace
 
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
-/// both the host and the GPU reach, the GPU's softmax contraction, cuBLAS.
-static void useCudaSupport(ModuleOp module) {
-  static const std::pair<StringRef, StringRef> replacements[] = {
+/// both the host and the GPU reach, the GPU's softmax contraction, cuBLAS;
+/// for f32, with `bf16Products`, their tensor-core versions.
+static void useCudaSupport(ModuleOp module, bool bf16Products) {
+  const std::pair<StringRef, StringRef> replacements[] = {
       {"malloc", ENERGY_SUPPORT_CUDA_ALLOC},
       {"free", ENERGY_SUPPORT_CUDA_FREE},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
-       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
+       bf16Products ? ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16
+                    : ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
        ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64},
-      {ENERGY_SUPPORT_MATMUL_F32, ENERGY_SUPPORT_CUDA_MATMUL_F32},
+      {ENERGY_SUPPORT_MATMUL_F32, bf16Products
+                                      ? ENERGY_SUPPORT_CUDA_MATMUL_BF16
+                                      : ENERGY_SUPPORT_CUDA_MATMUL_F32},
       {ENERGY_SUPPORT_MATMUL_F64, ENERGY_SUPPORT_CUDA_MATMUL_F64}};
   module.walk([&](func::CallOp call) {
     for (auto [cpu, cuda] : replacements)
@@ -424,7 +428,8 @@ void mlir::energy::markParallel(scf::ForOp loop) {
 }
 
 void mlir::energy::outlineParallelLoops(ModuleOp module,
-                                        gpu::GPUModuleOp gpuKernels) {
+                                        gpu::GPUModuleOp gpuKernels,
+                                        bool bf16Products) {
   SmallVector<scf::ForOp> marked;
   module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     if (!loop->hasAttr(kParallelAttr))
@@ -436,7 +441,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
   for (auto [number, loop] : llvm::enumerate(marked))
     outliner.outline(loop, number);
   if (gpuKernels)
-    useCudaSupport(module);
+    useCudaSupport(module, bf16Products);
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();

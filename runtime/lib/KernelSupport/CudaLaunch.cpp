@@ -166,19 +166,22 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 }
 
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
-                                   void **parameters, int64_t count) {
+                                   void **parameters, int64_t count,
+                                   unsigned threads,
+                                   unsigned positionsPerBlock) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
   const DriverApi &api = driverApi();
   uint64_t blocksNeeded =
-      (static_cast<uint64_t>(count) + kBlockThreads - 1) / kBlockThreads;
+      (static_cast<uint64_t>(count) + positionsPerBlock - 1) /
+      positionsPerBlock;
   if (blocksNeeded > 0x7fffffffu)
     return fail(std::string("kernel ") + name + ": " + std::to_string(count) +
                 " positions are more than one launch can cover");
-  if (CUresult result = api.launchKernel(
-          kernel, static_cast<unsigned>(blocksNeeded), 1, 1, kBlockThreads, 1,
-          1, 0, nullptr, parameters, nullptr);
+  if (CUresult result =
+          api.launchKernel(kernel, static_cast<unsigned>(blocksNeeded), 1, 1,
+                           threads, 1, 1, 0, nullptr, parameters, nullptr);
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));

@@ -29,11 +29,12 @@ int32_t fail(std::string message);
 int32_t loadKernel(const char *images, const char *name, void **function,
                    void *&kernel);
 
-/// Runs `kernel` on positions [0, count), kBlockThreads to a block, with
-/// cuLaunchKernel's `parameters`, and waits; 0 or
+/// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
+/// of `threads`, with cuLaunchKernel's `parameters`, and waits; 0 or
 /// ENERGY_KERNEL_DEVICE_ERROR.
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
-                     int64_t count);
+                     int64_t count, unsigned threads = kBlockThreads,
+                     unsigned positionsPerBlock = kBlockThreads);
 
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// prints its name, size and milliseconds (device work and the wait) on

@@ -19,6 +19,9 @@
 namespace {
 using Handle = void *;
 constexpr int kNoTranspose = 0; // CUBLAS_OP_N
+constexpr int kReal32 = 0;      // CUDA_R_32F
+// CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT
+constexpr int kComputeFast16bf = 75, kDefaultAlgorithm = -1;
 
 struct Cublas {
   int (*create)(Handle *) = nullptr;
@@ -28,6 +31,9 @@ struct Cublas {
   int (*dgemm)(Handle, int, int, int, int, int, const double *,
                const double *, int, const double *, int, const double *,
                double *, int) = nullptr;
+  int (*gemmEx)(Handle, int, int, int, int, int, const void *, const void *,
+                int, int, const void *, int, int, const void *, void *, int,
+                int, int, int) = nullptr;
   Handle handle = nullptr;
 };
 
@@ -50,7 +56,9 @@ const Cublas *cublas() {
         dlsym(library, "cublasSgemm_v2"));
     api->dgemm = reinterpret_cast<decltype(api->dgemm)>(
         dlsym(library, "cublasDgemm_v2"));
-    if (!api->create || !api->sgemm || !api->dgemm ||
+    api->gemmEx =
+        reinterpret_cast<decltype(api->gemmEx)>(dlsym(library, "cublasGemmEx"));
+    if (!api->create || !api->sgemm || !api->dgemm || !api->gemmEx ||
         api->create(&api->handle) != 0)
       return nullptr;
     return api;
@@ -75,16 +83,24 @@ bool fitsInt(int64_t m, int64_t n, int64_t k) {
          k <= INT_MAX;
 }
 
+/// How cuBLAS computes f32 products: in f32, or with inputs rounded to
+/// bf16 on tensor cores (energyc --dtype bf16).
+enum class Precision { Full, Bf16 };
+
 // Row-major C = A · B is column-major Cᵀ = Bᵀ · Aᵀ: cuBLAS gets B, then A.
 int gemm(const Cublas &api, int m, int n, int k, const float *a, const float *b,
-         float *c) {
+         float *c, Precision precision) {
   const float one = 1, zero = 0;
+  if (precision == Precision::Bf16)
+    return api.gemmEx(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b,
+                      kReal32, n, a, kReal32, k, &zero, c, kReal32, n,
+                      kComputeFast16bf, kDefaultAlgorithm);
   return api.sgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
                    a, k, &zero, c, n);
 }
 
 int gemm(const Cublas &api, int m, int n, int k, const double *a,
-         const double *b, double *c) {
+         const double *b, double *c, Precision) {
   const double one = 1, zero = 0;
   return api.dgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
                    a, k, &zero, c, n);
@@ -93,13 +109,14 @@ int gemm(const Cublas &api, int m, int n, int k, const double *a,
 /// c = a · b through cuBLAS, or `onHost` where it cannot be had or fails.
 template <typename T>
 void product(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c,
+             Precision precision,
              void (*onHost)(int64_t, int64_t, int64_t, const T *, const T *,
                             T *),
              const char *name) {
   auto start = std::chrono::steady_clock::now();
   const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
   bool onDevice =
-      api && gemm(*api, int(m), int(n), int(k), a, b, c) == 0 &&
+      api && gemm(*api, int(m), int(n), int(k), a, b, c, precision) == 0 &&
       energy::cuda::driverApi().ctxSynchronize() == energy::cuda::kSuccess;
   if (!onDevice)
     onHost(m, n, k, a, b, c);
@@ -110,11 +127,20 @@ void product(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c,
 extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n,
                                                int64_t k, const float *a,
                                                const float *b, float *c) {
-  product(m, n, k, a, b, c, energy_support_matmul_f32, "cublasSgemm");
+  product(m, n, k, a, b, c, Precision::Full, energy_support_matmul_f32,
+          "cublasSgemm");
 }
 
 extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n,
                                                int64_t k, const double *a,
                                                const double *b, double *c) {
-  product(m, n, k, a, b, c, energy_support_matmul_f64, "cublasDgemm");
+  product(m, n, k, a, b, c, Precision::Full, energy_support_matmul_f64,
+          "cublasDgemm");
+}
+
+extern "C" void energy_support_cuda_matmul_bf16(int64_t m, int64_t n, int64_t k,
+                                                const float *a, const float *b,
+                                                float *c) {
+  product(m, n, k, a, b, c, Precision::Bf16, energy_support_matmul_f32,
+          "cublasGemmEx (bf16 products)");
 }

@@ -11,52 +11,27 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SoftmaxContractSlots.h"
+#include "SoftmaxContractDevice.h"
 
 #include <stdint.h>
 
 namespace {
 
 using Slots = energy::cuda::ContractSlots;
-using energy::cuda::kContractMaxConstraints;
+using energy::cuda::admitted;
+using energy::cuda::bitsToDouble;
+using energy::cuda::pointer;
+using energy::cuda::tableWidth;
 
 /// Columns (or rows) staged in shared memory at a time.
 constexpr int kTile = 32;
 /// Threads per block (CudaLaunch.h's kBlockThreads).
 constexpr int kBlockThreads = 256;
 
-__device__ double bitsToDouble(int64_t bits) {
-  return __longlong_as_double(bits);
-}
-
-template <typename T> __device__ T *pointer(int64_t bits) {
-  return reinterpret_cast<T *>(static_cast<uintptr_t>(bits));
-}
-
-__device__ bool admitted(const Slots &s, int64_t row, int64_t col) {
-  for (int k = 0; k < kContractMaxConstraints; ++k) {
-    if (k >= s.numConstraints)
-      break;
-    const int64_t *c = s.constraints + 4 * k;
-    int64_t value = c[0] * row + c[1] * col + c[2];
-    if (c[3] == 0 ? value < 0 : value == 0)
-      return false;
-  }
-  return true;
-}
-
 __device__ float expOf(float x) { return expf(x); }
 __device__ double expOf(double x) { return exp(x); }
 __device__ float logOf(float x) { return logf(x); }
 __device__ double logOf(double x) { return log(x); }
-
-/// The widths of this pass's tables together.
-__device__ int tableWidth(const Slots &s) {
-  int width = 0;
-  for (int j = 0; j < s.numTables; ++j)
-    width += static_cast<int>(s.widths[j]);
-  return width;
-}
 
 /// Stages positions [base, base + kTile) of `source` (rows of `depth`
 /// features; `count` of them) and of this pass's value tables (their rows
@@ -72,19 +47,9 @@ __device__ void stage(T (&features)[kTile][MaxD], T (&values)[kTile][MaxW],
   }
   for (int i = threadIdx.x; i < kTile * MaxW; i += blockDim.x) {
     int p = i / MaxW, w = i % MaxW;
-    T value = T(0);
-    if (base + p < count && w < width) {
-      int offset = w;
-      for (int j = 0; j < s.numTables; ++j) {
-        if (offset < s.widths[j]) {
-          value = pointer<const T>(s.values[j])[(base + p) * s.widths[j] +
-                                                offset];
-          break;
-        }
-        offset -= static_cast<int>(s.widths[j]);
-      }
-    }
-    values[p][w] = value;
+    values[p][w] = base + p < count && w < width
+                       ? energy::cuda::tableValue<T>(s, base + p, w)
+                       : T(0);
   }
 }
 
@@ -93,16 +58,11 @@ __device__ void stage(T (&features)[kTile][MaxD], T (&values)[kTile][MaxW],
 template <typename T, int MaxW>
 __device__ void writeOutputs(const Slots &s, int64_t position,
                              const T (&accumulator)[MaxW], T divisor) {
-  int offset = 0;
-  for (int j = 0; j < s.numTables; ++j) {
-    T *out = pointer<T>(s.outputs[j]);
-    int w = static_cast<int>(s.widths[j]);
+  const int width = tableWidth(s);
 #pragma unroll
-    for (int k = 0; k < MaxW; ++k)
-      if (k >= offset && k < offset + w)
-        out[position * w + (k - offset)] = accumulator[k] / divisor;
-    offset += w;
-  }
+  for (int w = 0; w < MaxW; ++w)
+    if (w < width)
+      energy::cuda::storeOutput<T>(s, position, w, accumulator[w] / divisor);
 }
 
 /// Features of `position` (a row of `depth`), times `scale`, in registers;

@@ -61,7 +61,9 @@ ArtifactTarget hostArtifactTarget();
 
 /// What an artifact is built for, and the source it embeds.
 struct ArtifactOptions {
-  /// "f32" or "f64".
+  /// "f32", "f64", or "bf16" (CUDA only): f32 tensors whose matrix
+  /// products and softmax contractions take bf16 operands on tensor cores
+  /// and accumulate in f32.
   std::string dtype = "f32";
   /// The CPU its kernels are compiled for (the JIT always compiles for the
   /// host).

@@ -40,9 +40,12 @@ inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 /// per iteration, and stack slots it uses are copied to managed memory and
 /// back around the launch. Every malloc and free of the module then takes
 /// managed memory, which the host and the GPU both reach, and softmax
-/// contractions call the support library's GPU version.
+/// contractions and matrix products call the support library's GPU
+/// versions: with `bf16Products`, those taking bf16 operands on tensor
+/// cores (f32 kernels only).
 void outlineParallelLoops(ModuleOp module,
-                          gpu::GPUModuleOp gpuKernels = nullptr);
+                          gpu::GPUModuleOp gpuKernels = nullptr,
+                          bool bf16Products = false);
 } // namespace mlir::energy
 
 #endif // ENERGY_CODEGEN_PARALLELLOOPS_H

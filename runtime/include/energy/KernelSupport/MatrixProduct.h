@@ -43,6 +43,11 @@ void energy_support_cuda_matmul_f32(int64_t m, int64_t n, int64_t k,
 void energy_support_cuda_matmul_f64(int64_t m, int64_t n, int64_t k,
                                     const double *a, const double *b,
                                     double *c);
+/* f32 products whose inputs cuBLAS may round to bf16 on tensor cores
+ * (CUBLAS_COMPUTE_32F_FAST_16BF; fp32 accumulation): energyc --dtype bf16. */
+#define ENERGY_SUPPORT_CUDA_MATMUL_BF16 "energy_support_cuda_matmul_bf16"
+void energy_support_cuda_matmul_bf16(int64_t m, int64_t n, int64_t k,
+                                     const float *a, const float *b, float *c);
 
 #ifdef __cplusplus
 }

@@ -130,6 +130,15 @@ int32_t energy_support_cuda_softmax_contract_f32(
 int32_t energy_support_cuda_softmax_contract_f64(
     const energy_softmax_contract_args *args);
 
+/* The f32 contraction with bf16 operands on tensor cores (fp32 scores,
+ * softmax and sums; the weights rounded to bf16 before they meet the
+ * values): what energyc --dtype bf16 artifacts call. The same sizes as
+ * _f32 go to the GPU; the host computes the others in f32. */
+#define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16                              \
+  "energy_support_cuda_softmax_contract_bf16"
+int32_t energy_support_cuda_softmax_contract_bf16(
+    const energy_softmax_contract_args *args);
+
 #ifdef __cplusplus
 }
 #endif
