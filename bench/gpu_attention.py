@@ -1,20 +1,34 @@
 #!/usr/bin/env python3
-"""On a GPU machine: a CUDA artifact's self-attention energy gradient against
-torch.autograd of the same energy on the same GPU, same inputs.
+"""On a GPU machine: CUDA artifacts against PyTorch on the same GPU, same
+inputs. Prints one JSON object per run.
 
-Usage: gpu_attention.py ENERGY_EXEC ARTIFACT N [REPS]
+Usage: gpu_attention.py BENCHMARK ENERGY_EXEC ARTIFACT N [REPS]
 
-ARTIFACT is examples/self_attention.energy compiled with `energyc --target
-cuda` (f32, D = 64). Ours: `energy-exec ARTIFACT --in x.safetensors --eval
-grad --wrt x --bench REPS --json` (one warm-up, median of REPS, wall time of
-the whole call: host to device and back included). Anchor: torch.autograd.grad
-of E = -sum_c logsumexp_p((Wq x_c) . (Wk x_p)) on CUDA tensors, timed with
-torch.cuda.synchronize (median of REPS after a warm-up). Both gradients are
-compared with each other (max difference over the largest entry). Prints one
-JSON object.
+BENCHMARK is one of
+  self   examples/self_attention.energy (f32, D = 64, energyc --target
+         cuda): the gradient of E = -sum_c lse_p (Wq x_c).(Wk x_p) with
+         respect to x, against torch.autograd.grad in f32;
+  step   bench/models/mha_step.energy (energyc --target cuda --dtype bf16):
+         one update q + softmax(q k^T / tau) k of 16 heads of dim 128,
+         against q + torch.nn.functional.scaled_dot_product_attention(q, k,
+         k) on bf16 tensors (benchmark (a));
+  grad   bench/models/mha_grad.energy (--dtype bf16): the gradient of a
+         16-head self-attention energy, model dim 2048, with respect to x,
+         against torch.autograd.grad of the same energy on bf16 tensors
+         (benchmark (b)).
+
+Ours: `energy-exec ARTIFACT --in in.safetensors ... --bench REPS --json`
+(one warm-up, median of REPS, wall time of the whole call: copying the
+inputs in and the results out included), and the sum of the GPU work in one
+traced call (ENERGY_CUDA_TRACE: contractions, cuBLAS products, kernels).
+Anchor: the median of REPS after a warm-up, timed with
+torch.cuda.synchronize. Both results are compared with an f32 (step, grad)
+or f64 (self) evaluation of the same formula in PyTorch: the max difference
+over the largest entry.
 """
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -23,6 +37,9 @@ import time
 
 import numpy as np
 import torch
+
+HEADS, HEAD_DIM = 16, 128
+TAU = HEAD_DIM ** 0.5
 
 
 def write_safetensors(path, tensors):
@@ -48,54 +65,128 @@ def read_tensor(path, name):
     return np.frombuffer(data[begin:end], dtype=np.float32).reshape(info['shape'])
 
 
-def main():
-    energy_exec, artifact, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    reps = int(sys.argv[4]) if len(sys.argv) > 4 else 5
-    d = 64
-    rng = np.random.default_rng(2026)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    wq = (rng.standard_normal((d, d)) * d ** -0.75).astype(np.float32)
-    wk = (rng.standard_normal((d, d)) * d ** -0.75).astype(np.float32)
+def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
+    """(result tensor, median ms of the whole call, ms of traced GPU work)."""
     with tempfile.TemporaryDirectory() as directory:
-        inputs = os.path.join(directory, 'in.safetensors')
+        given = os.path.join(directory, 'in.safetensors')
         output = os.path.join(directory, 'out.safetensors')
-        write_safetensors(inputs, {'x': x, 'Wq': wq, 'Wk': wk})
-        common = [energy_exec, artifact, '--device', 'cuda', '--in', inputs,
-                  '--eval', 'grad', '--wrt', 'x']
-        subprocess.run(common + ['--out', output], check=True)
-        ours_grad = read_tensor(output, 'grad.x')
+        write_safetensors(given, inputs)
+        common = [energy_exec, artifact, '--device', 'cuda', '--in', given] + evaluation
+        traced = subprocess.run(common + ['--out', output], check=True, text=True,
+                                capture_output=True,
+                                env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
+        work = {}
+        for line in traced.stderr.splitlines():
+            match = re.match(r'energy-cuda: (.*?)( \d+x\d+x\d+)?: \d+ positions, ([\d.]+) ms',
+                             line)
+            if match:
+                work[match.group(1)] = work.get(match.group(1), 0.0) + float(match.group(3))
+        value = read_tensor(output, result)
         bench = subprocess.run(common + ['--bench', str(reps), '--json'], check=True,
                                capture_output=True, text=True)
-        ours_ms = json.loads(bench.stdout)['median_ms']
+    return value, json.loads(bench.stdout)['median_ms'], work
 
-    device = torch.device('cuda')
-    tx = torch.tensor(x, device=device, requires_grad=True)
-    tq = torch.tensor(wq, device=device)
-    tk = torch.tensor(wk, device=device)
 
-    def anchor():
-        q = tx @ tq.T
-        k = tx @ tk.T
-        energy = -torch.logsumexp(q @ k.T, dim=1).sum()
-        return torch.autograd.grad(energy, tx)[0]
-
-    anchor()
+def time_torch(function, reps):
+    function()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         start = time.perf_counter()
-        value = anchor()
+        value = function()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     times.sort()
-    torch_ms = times[len(times) // 2]
-    torch_grad = value.cpu().numpy()
-    difference = float(np.max(np.abs(ours_grad - torch_grad)) / np.max(np.abs(torch_grad)))
-    print(json.dumps({'benchmark': 'self-attention gradient, f32', 'n': n, 'd': d,
-                      'reps': reps, 'device': torch.cuda.get_device_name(0),
-                      'ours_ms': ours_ms, 'torch_ms': torch_ms,
-                      'torch_over_ours': torch_ms / ours_ms,
-                      'max_difference_over_largest': difference}))
+    return value, times[len(times) // 2]
+
+
+def difference(value, reference):
+    reference = np.asarray(reference, dtype=np.float64)
+    return float(np.max(np.abs(np.asarray(value, dtype=np.float64) - reference)) /
+                 np.max(np.abs(reference)))
+
+
+def self_attention(energy_exec, artifact, n, reps, rng):
+    d = 64
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    wq = (rng.standard_normal((d, d)) * d ** -0.75).astype(np.float32)
+    wk = (rng.standard_normal((d, d)) * d ** -0.75).astype(np.float32)
+    ours, ours_ms, work = run_ours(energy_exec, artifact, {'x': x, 'Wq': wq, 'Wk': wk},
+                                   ['--eval', 'grad', '--wrt', 'x'], 'grad.x', reps)
+
+    def gradient(dtype):
+        tx = torch.tensor(x, device='cuda', dtype=dtype, requires_grad=True)
+        tq = torch.tensor(wq, device='cuda', dtype=dtype)
+        tk = torch.tensor(wk, device='cuda', dtype=dtype)
+        energy = -torch.logsumexp((tx @ tq.T) @ (tx @ tk.T).T, dim=1).sum()
+        return torch.autograd.grad(energy, tx)[0]
+
+    theirs, torch_ms = time_torch(lambda: gradient(torch.float32), reps)
+    reference = gradient(torch.float64).cpu().numpy()
+    return {'benchmark': 'self-attention gradient, f32, D = 64', 'n': n,
+            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
+            'ours_difference': difference(ours, reference),
+            'torch_difference': difference(theirs.float().cpu().numpy(), reference)}
+
+
+def attention_step(energy_exec, artifact, n, reps, rng):
+    q = rng.standard_normal((HEADS, n, HEAD_DIM)).astype(np.float32)
+    k = rng.standard_normal((HEADS, n, HEAD_DIM)).astype(np.float32)
+    ours, ours_ms, work = run_ours(energy_exec, artifact, {'q': q, 'k': k},
+                                   ['--eval', 'run', '--steps', '1'], 'q', reps)
+    tq = torch.tensor(q, device='cuda')
+    tk = torch.tensor(k, device='cuda')
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    bq, bk = tq.bfloat16()[None], tk.bfloat16()[None]
+    theirs, torch_ms = time_torch(lambda: bq + sdpa(bq, bk, bk), reps)
+    reference = (tq + torch.softmax(tq @ tk.transpose(1, 2) / TAU, dim=-1) @ tk).cpu().numpy()
+    flops = 4.0 * HEADS * n * n * HEAD_DIM
+    return {'benchmark': '(a) attention update, 16 heads x 128, bf16', 'n': n,
+            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
+            'torch_tflops': flops / torch_ms * 1e-9,
+            'ours_tflops_whole_call': flops / ours_ms * 1e-9,
+            'ours_difference': difference(ours, reference),
+            'torch_difference': difference(theirs[0].float().cpu().numpy(), reference)}
+
+
+def attention_gradient(energy_exec, artifact, n, reps, rng):
+    d = HEADS * HEAD_DIM
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    wq = (rng.standard_normal((HEADS, HEAD_DIM, d)) * d ** -0.5).astype(np.float32)
+    wk = (rng.standard_normal((HEADS, HEAD_DIM, d)) * d ** -0.5).astype(np.float32)
+    ours, ours_ms, work = run_ours(energy_exec, artifact, {'x': x, 'Wq': wq, 'Wk': wk},
+                                   ['--eval', 'grad', '--wrt', 'x'], 'grad.x', reps)
+
+    def gradient(dtype):
+        tx = torch.tensor(x, device='cuda', dtype=dtype, requires_grad=True)
+        tq = torch.tensor(wq, device='cuda', dtype=dtype)
+        tk = torch.tensor(wk, device='cuda', dtype=dtype)
+        q = torch.einsum('hed,nd->hne', tq, tx)
+        k = torch.einsum('hed,nd->hne', tk, tx)
+        energy = -TAU * torch.logsumexp(q @ k.transpose(1, 2) / TAU, dim=-1).sum()
+        return torch.autograd.grad(energy, tx)[0]
+
+    theirs, torch_ms = time_torch(lambda: gradient(torch.bfloat16), reps)
+    reference = gradient(torch.float32).cpu().numpy()
+    return {'benchmark': '(b) 16-head self-attention energy gradient, bf16', 'n': n,
+            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
+            'ours_difference': difference(ours, reference),
+            'torch_difference': difference(theirs.float().cpu().numpy(), reference)}
+
+
+BENCHMARKS = {'self': self_attention, 'step': attention_step, 'grad': attention_gradient}
+
+
+def main():
+    if len(sys.argv) < 5 or sys.argv[1] not in BENCHMARKS:
+        sys.exit(__doc__)
+    benchmark, energy_exec, artifact, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    reps = int(sys.argv[5]) if len(sys.argv) > 5 else 5
+    result = BENCHMARKS[benchmark](energy_exec, artifact, n, reps, np.random.default_rng(2026))
+    result.update({'reps': reps, 'device': torch.cuda.get_device_name(0),
+                   'torch': torch.__version__,
+                   'torch_over_ours': result['torch_ms'] / result['ours_ms']})
+    print(json.dumps(result))
 
 
 if __name__ == '__main__':

@@ -6,7 +6,7 @@ halves:
 
   gpu_check.py prepare BUILD_DIR BUNDLE
       (here, with the compiler) compiles every case of cases.txt with
-      `energyc --target cuda` in f32 and f64, computes the interpreter's
+      `energyc --target cuda` in f32, f64 and bf16, computes the interpreter's
       energy, gradients and state after 3 steps (energy-run --interp, from
       --init random:7), and puts them with energy-exec (the runner that
       needs only the runtime) and these scripts into BUNDLE;
@@ -16,7 +16,11 @@ halves:
       and with its tolerances (f64 1e-10, f32 2e-3, relative to the max norm
       of the interpreter's value). The GPU's libdevice exp and log are within
       2 ulp, and its sums are reassociated like the CPU's, so the CPU bounds
-      hold. Exits non-zero when a case differs or fails.
+      hold. bf16 artifacts round the operands of contractions and products
+      to 8 significant bits (relative 2^-9 = 2e-3 each): a score, a weight
+      and a value each carry such an error, and 3 steps compound them, so
+      they get 3e-2 (about 15 roundings' worth). Exits non-zero when a case
+      differs or fails.
 """
 import json
 import os
@@ -29,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare_with_interpreter import read_safetensors  # noqa: E402
 
-TOLERANCE = {'f64': 1e-10, 'f32': 2e-3}
+TOLERANCE = {'f64': 1e-10, 'f32': 2e-3, 'bf16': 3e-2}
+DTYPES = ('f32', 'f64', 'bf16')
 STEPS = '3'
 
 
@@ -76,7 +81,7 @@ def prepare(build_dir, bundle):
         shutil.copy(os.path.join(HERE, name), os.path.join(bundle, 'scripts'))
     examples = os.path.join(HERE, '..', '..', 'examples')
     for model, arguments in cases():
-        for dtype in ('f32', 'f64'):
+        for dtype in DTYPES:
             artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
             run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--cpu', 'x86-64-v3',
                  '--dtype', dtype,
@@ -104,7 +109,7 @@ def check(bundle, report_path=None):
     os.makedirs(outputs, exist_ok=True)
     report, failures = [], 0
     for model, arguments in cases():
-        for dtype in ('f32', 'f64'):
+        for dtype in DTYPES:
             artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
             reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
             prefix = os.path.join(outputs, '%s.%s' % (model, dtype))
