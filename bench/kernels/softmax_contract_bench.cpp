@@ -191,6 +191,7 @@ int main(int argc, char **argv) {
   int64_t widths[] = {depth};
   energy_contract_constraint causal = {1, -1, 0, ENERGY_CONSTRAINT_GE};
   energy_softmax_contract_args child{};
+  child.batch = 1;
   child.rows = n;
   child.cols = n;
   child.depth = depth;

@@ -50,6 +50,7 @@ enum ContractSlot : unsigned {
   kRowValues,
   kColOutputWidths,
   kColOutputs,
+  kBatch,
   kSlotCount
 };
 } // namespace
@@ -188,65 +189,51 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   storeSlot(kColOutputWidths, colOutputWidths);
   storeSlot(kColOutputs, colOutputArray);
 
-  // One call per position of the batch indices, on that position's slices.
-  auto call = [&](Value batch) {
-    Value rowBlock = arith::MulIOp::create(b, loc, batch, rows);
-    Value colBlock = arith::MulIOp::create(b, loc, batch, columns);
-    auto at = [&](Value data, Value block, Value width) {
-      return offsetPointer(data, arith::MulIOp::create(b, loc, block, width));
-    };
-    storeSlot(kRowFeatures, at(get(form.rowTable).data, rowBlock, depth));
-    storeSlot(kColFeatures, at(get(form.colTable).data, colBlock, depth));
-    Value lse = contract.getLse();
-    storeSlot(kLse, lse ? at(get(lse).data, rowBlock, index(1)) : null);
-    Value given = contract.getGivenLse();
-    storeSlot(kGivenLse,
-              given ? at(get(given).data, rowBlock, index(1)) : null);
-    for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
-      storeIn(colValues, j, at(get(table).data, colBlock, rowWidths[j]));
-      storeIn(
-          rowOutputArray, j,
-          at(get(contract.getRowOutputs()[j]).data, rowBlock, rowWidths[j]));
-    }
-    for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
-      storeIn(rowValues, j, at(get(table).data, rowBlock, colWidths[j]));
-      storeIn(
-          colOutputArray, j,
-          at(get(contract.getColOutputs()[j]).data, colBlock, colWidths[j]));
-    }
-    Value code =
-        callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
-                                      : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-                    {args})
-            .getResult(0);
-    // The kernel's codes: OK, an invalid argument (a temperature that is
-    // not positive), out of memory, a device failure.
-    auto i32 = [&](int32_t value) {
-      return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
-    };
-    auto codeIs = [&](int32_t value) {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
-                                   i32(value));
-    };
-    // The GPU's version may also fail on the device.
-    Value failedCode = select(codeIs(ENERGY_CONTRACT_OUT_OF_MEMORY),
-                              i32(ENERGY_KERNEL_OUT_OF_MEMORY),
-                              select(codeIs(ENERGY_CONTRACT_DEVICE_ERROR),
-                                     i32(ENERGY_KERNEL_DEVICE_ERROR),
-                                     i32(ENERGY_KERNEL_INVALID_ARGUMENT)));
-    reportStatus(select(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
-                              arith::ConstantIntOp::create(
-                                  b, loc, b.getI32Type(), ENERGY_CONTRACT_OK)),
-        code, failedCode));
-  };
+  // One call for every position of the batch indices: the tables hold one
+  // problem per position, back to back.
   Value batchCount = index(1);
   for (Value extent : batchExtents)
     batchCount = arith::MulIOp::create(b, loc, batchCount, extent);
-  if (batchExtents.empty())
-    call(index(0));
-  else
-    forRange(batchCount, call);
+  storeSlot(kBatch, batchCount);
+  storeSlot(kRowFeatures, get(form.rowTable).data);
+  storeSlot(kColFeatures, get(form.colTable).data);
+  Value lse = contract.getLse();
+  storeSlot(kLse, lse ? get(lse).data : null);
+  Value given = contract.getGivenLse();
+  storeSlot(kGivenLse, given ? get(given).data : null);
+  for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
+    storeIn(colValues, j, get(table).data);
+    storeIn(rowOutputArray, j, get(contract.getRowOutputs()[j]).data);
+  }
+  for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
+    storeIn(rowValues, j, get(table).data);
+    storeIn(colOutputArray, j, get(contract.getColOutputs()[j]).data);
+  }
+  Value code =
+      callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
+                                    : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
+                  {args})
+          .getResult(0);
+  // The kernel's codes: OK, an invalid argument (a temperature that is
+  // not positive), out of memory, a device failure.
+  auto i32 = [&](int32_t value) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+  };
+  auto codeIs = [&](int32_t value) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
+                                 i32(value));
+  };
+  // The GPU's version may also fail on the device.
+  Value failedCode = select(codeIs(ENERGY_CONTRACT_OUT_OF_MEMORY),
+                            i32(ENERGY_KERNEL_OUT_OF_MEMORY),
+                            select(codeIs(ENERGY_CONTRACT_DEVICE_ERROR),
+                                   i32(ENERGY_KERNEL_DEVICE_ERROR),
+                                   i32(ENERGY_KERNEL_INVALID_ARGUMENT)));
+  reportStatus(select(
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
+                            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                         ENERGY_CONTRACT_OK)),
+      code, failedCode));
   return success();
 }
 

@@ -14,6 +14,7 @@
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -61,11 +62,12 @@ int64_t widthSum(int64_t count, const int64_t *widths) {
 /// Whether the GPU kernels take these arguments (else the host computes
 /// them, which also reports invalid ones).
 bool fitsKernels(const energy_softmax_contract_args &a) {
-  if (a.rows < 0 || a.cols < 0 || a.depth < 0 || !std::isfinite(a.scale) ||
-      !std::isfinite(a.temperature) || a.temperature <= 0 ||
-      a.num_constraints < 0 || a.num_constraints > kContractMaxConstraints ||
-      a.num_row_outputs < 0 || a.num_row_outputs > kContractMaxTables ||
-      a.num_col_outputs < 0 || a.num_col_outputs > kContractMaxTables)
+  if (a.batch < 1 || a.rows < 0 || a.cols < 0 || a.depth < 0 ||
+      !std::isfinite(a.scale) || !std::isfinite(a.temperature) ||
+      a.temperature <= 0 || a.num_constraints < 0 ||
+      a.num_constraints > kContractMaxConstraints || a.num_row_outputs < 0 ||
+      a.num_row_outputs > kContractMaxTables || a.num_col_outputs < 0 ||
+      a.num_col_outputs > kContractMaxTables)
     return false;
   for (int64_t k = 0; k < a.num_constraints; ++k)
     if (a.constraints[k].kind != ENERGY_CONSTRAINT_GE &&
@@ -77,6 +79,9 @@ bool fitsKernels(const energy_softmax_contract_args &a) {
   for (int64_t j = 0; j < a.num_col_outputs; ++j)
     if (a.col_output_widths[j] < 0)
       return false;
+  int64_t total;
+  if (__builtin_mul_overflow(a.batch, std::max(a.rows, a.cols), &total))
+    return false;
   return a.rows > 0 && a.cols > 0 && a.depth > 0 &&
          (a.depth == 0 || (a.row_features && a.col_features));
 }
@@ -100,11 +105,12 @@ struct KernelFamily {
 };
 
 /// Runs one pass, `side` ("rows" or "cols") of `family`'s kernels for
-/// `bound`, on `count` positions: `slots` with this side's `tables` value
-/// tables of `widths`, summed into `outputs`.
+/// `bound`, on `count` positions of each of `batch` problems: `slots` with
+/// this side's `tables` value tables of `widths`, summed into `outputs`.
 int32_t runPass(KernelFamily &family, const char *side, int bound,
                 ContractSlots slots, int64_t tables, const void *const *values,
-                const int64_t *widths, void *const *outputs, int64_t count) {
+                const int64_t *widths, void *const *outputs, int64_t count,
+                int64_t batch) {
   slots.numTables = tables;
   for (int64_t j = 0; j < tables; ++j) {
     slots.values[j] = bits(values[j]);
@@ -121,9 +127,18 @@ int32_t runPass(KernelFamily &family, const char *side, int bound,
   if (int32_t code = energy::cuda::loadKernel(family.images.c_str(),
                                               name.c_str(), cached, kernel))
     return code;
-  void *parameters[] = {&slots, &count};
-  return energy::cuda::launchKernel(kernel, name.c_str(), parameters, count,
-                                    family.threads, family.positionsPerBlock);
+  // One row of blocks per problem of the batch, kMaxLayers at a time.
+  for (int64_t first = 0; first < batch; first += energy::cuda::kMaxLayers) {
+    slots.batchBase = first;
+    auto layers = static_cast<unsigned>(
+        std::min<int64_t>(batch - first, energy::cuda::kMaxLayers));
+    void *parameters[] = {&slots, &count};
+    if (int32_t code = energy::cuda::launchKernel(
+            kernel, name.c_str(), parameters, count, family.threads,
+            family.positionsPerBlock, layers))
+      return code;
+  }
+  return ENERGY_KERNEL_OK;
 }
 #endif
 
@@ -165,7 +180,7 @@ int32_t contract(const energy_softmax_contract_args *args,
   void *normalisers = a.lse;
   bool scratch = false;
   if (!normalisers && !a.given_lse && a.num_col_outputs > 0) {
-    normalisers = energy_support_cuda_alloc(a.rows * sizeof(T));
+    normalisers = energy_support_cuda_alloc(a.batch * a.rows * sizeof(T));
     if (!normalisers)
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
     scratch = true;
@@ -174,11 +189,13 @@ int32_t contract(const energy_softmax_contract_args *args,
 
   int32_t code = ENERGY_KERNEL_OK;
   if (a.num_row_outputs > 0 || a.lse || scratch)
-    code = runPass(family, "rows", bound, slots, a.num_row_outputs,
-                   a.col_values, a.row_output_widths, a.row_outputs, a.rows);
+    code =
+        runPass(family, "rows", bound, slots, a.num_row_outputs, a.col_values,
+                a.row_output_widths, a.row_outputs, a.rows, a.batch);
   if (code == ENERGY_KERNEL_OK && a.num_col_outputs > 0)
-    code = runPass(family, "cols", bound, slots, a.num_col_outputs,
-                   a.row_values, a.col_output_widths, a.col_outputs, a.cols);
+    code =
+        runPass(family, "cols", bound, slots, a.num_col_outputs, a.row_values,
+                a.col_output_widths, a.col_outputs, a.cols, a.batch);
   if (scratch)
     energy_support_cuda_free(normalisers);
   return code == ENERGY_KERNEL_OK ? ENERGY_CONTRACT_OK

@@ -167,8 +167,8 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count,
-                                   unsigned threads,
-                                   unsigned positionsPerBlock) {
+                                   unsigned threads, unsigned positionsPerBlock,
+                                   unsigned layers) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
@@ -180,8 +180,8 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
     return fail(std::string("kernel ") + name + ": " + std::to_string(count) +
                 " positions are more than one launch can cover");
   if (CUresult result =
-          api.launchKernel(kernel, static_cast<unsigned>(blocksNeeded), 1, 1,
-                           threads, 1, 1, 0, nullptr, parameters, nullptr);
+          api.launchKernel(kernel, static_cast<unsigned>(blocksNeeded), layers,
+                           1, threads, 1, 1, 0, nullptr, parameters, nullptr);
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));

@@ -30,11 +30,14 @@ int32_t loadKernel(const char *images, const char *name, void **function,
                    void *&kernel);
 
 /// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
-/// of `threads`, with cuLaunchKernel's `parameters`, and waits; 0 or
+/// of `threads`, `layers` such rows of blocks (blockIdx.y; at most
+/// kMaxLayers), with cuLaunchKernel's `parameters`, and waits; 0 or
 /// ENERGY_KERNEL_DEVICE_ERROR.
+constexpr unsigned kMaxLayers = 65535;
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
-                     unsigned positionsPerBlock = kBlockThreads);
+                     unsigned positionsPerBlock = kBlockThreads,
+                     unsigned layers = 1);
 
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// prints its name, size and milliseconds (device work and the wait) on

@@ -203,15 +203,16 @@ __device__ void colPass(const Slots &s) {
 
 // One entry per element type, bound on the depth and on the widths' sum;
 // CudaContract.cpp picks the smallest that fits. They take the pass's
-// ContractSlots, then the position count (rows or cols).
+// ContractSlots, then the position count (rows or cols); blockIdx.y is the
+// problem of the batch.
 #define ENERGY_CONTRACT_KERNELS(T, SUFFIX, D, W)                               \
   extern "C" __global__ void __launch_bounds__(kBlockThreads)                  \
       energy_contract_rows_##SUFFIX##_##D##_##W(Slots s, int64_t) {            \
-    rowPass<T, D, W>(s);                                                       \
+    rowPass<T, D, W>(energy::cuda::problemSlots<T>(s, false));                 \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kBlockThreads)                  \
       energy_contract_cols_##SUFFIX##_##D##_##W(Slots s, int64_t) {            \
-    colPass<T, D, W>(s);                                                       \
+    colPass<T, D, W>(energy::cuda::problemSlots<T>(s, true));                  \
   }
 
 ENERGY_CONTRACT_KERNELS(float, f32, 32, 32)

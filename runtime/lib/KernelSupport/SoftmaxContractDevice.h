@@ -25,6 +25,30 @@ template <typename T> __device__ T *pointer(int64_t bits) {
   return reinterpret_cast<T *>(static_cast<uintptr_t>(bits));
 }
 
+/// `s` for this block's problem of the batch (batchBase + blockIdx.y): every
+/// pointer at that problem's slice of its array, elements of T. On the
+/// column side the value tables are the rows' and the outputs the columns'.
+template <typename T>
+__device__ ContractSlots problemSlots(const ContractSlots &s, bool columnSide) {
+  ContractSlots p = s;
+  const int64_t problem = s.batchBase + blockIdx.y;
+  auto advance = [&](int64_t &bits, int64_t positions, int64_t width) {
+    if (bits)
+      bits += problem * positions * width * static_cast<int64_t>(sizeof(T));
+  };
+  advance(p.rowFeatures, s.rows, s.depth);
+  advance(p.colFeatures, s.cols, s.depth);
+  advance(p.lse, s.rows, 1);
+  advance(p.givenLse, s.rows, 1);
+  for (int j = 0; j < kContractMaxTables; ++j) {
+    if (j >= s.numTables)
+      break;
+    advance(p.values[j], columnSide ? s.rows : s.cols, s.widths[j]);
+    advance(p.outputs[j], columnSide ? s.cols : s.rows, s.widths[j]);
+  }
+  return p;
+}
+
 /// Whether the pair (row, col) satisfies every constraint of `s`.
 __device__ inline bool admitted(const ContractSlots &s, int64_t row,
                                 int64_t col) {

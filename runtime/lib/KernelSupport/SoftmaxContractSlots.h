@@ -18,7 +18,9 @@ constexpr int kContractMaxTables = 4;
 constexpr int kContractMaxConstraints = 4;
 
 struct ContractSlots {
-  int64_t rows, cols, depth;
+  /// One problem's sizes; the launch's problems are batchBase +
+  /// blockIdx.y (SoftmaxContract.h's batch), back to back in every array.
+  int64_t rows, cols, depth, batchBase;
   /// Pointers, as integers.
   int64_t rowFeatures, colFeatures;
   /// Doubles, as their bits.
@@ -35,7 +37,7 @@ struct ContractSlots {
   int64_t outputs[kContractMaxTables];
 };
 
-static_assert(sizeof(ContractSlots) == (23 + 4 * kContractMaxConstraints) * 8,
+static_assert(sizeof(ContractSlots) == (24 + 4 * kContractMaxConstraints) * 8,
               "every field is one 8-byte value, without padding");
 
 } // namespace energy::cuda

@@ -61,23 +61,47 @@ __device__ void loadTransposed(uint32_t &b0, uint32_t &b1,
       : "r"(address));
 }
 
-/// Stages inner positions [base, base + kInner) in shared memory as bf16:
-/// their features (`depth` each) and their values (the tables' rows side
-/// by side, `width` in all); zeros past the ends.
-template <int MaxD, int MaxW>
-__device__ void stage(__nv_bfloat16 (&features)[kInner][MaxD + kPad],
-                      __nv_bfloat16 (&values)[kInner][MaxW + kPad],
-                      const ContractSlots &s, const float *source,
-                      int64_t count, int depth, int width, int64_t base) {
-  for (int i = threadIdx.x; i < kInner * MaxD / 2; i += kThreads) {
-    int p = i / (MaxD / 2), d = 2 * (i % (MaxD / 2));
+/// Stages rows [base, base + kInner) of `source` (`count` rows of `width`
+/// floats) in `tile` as bf16, zeros past the ends; four at a time when the
+/// width and the alignment allow.
+template <int MaxW>
+__device__ void stageTable(__nv_bfloat16 (&tile)[kInner][MaxW + kPad],
+                           const float *source, int64_t count, int width,
+                           int64_t base) {
+  if (width % 4 == 0 && reinterpret_cast<uintptr_t>(source) % 16 == 0) {
+    for (int i = threadIdx.x; i < kInner * MaxW / 4; i += kThreads) {
+      int p = i / (MaxW / 4), w = 4 * (i % (MaxW / 4));
+      int64_t position = base + p;
+      float4 v =
+          position < count && w < width
+              ? *reinterpret_cast<const float4 *>(source + position * width + w)
+              : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<uint2 *>(&tile[p][w]) =
+          make_uint2(pack(v.x, v.y), pack(v.z, v.w));
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < kInner * MaxW / 2; i += kThreads) {
+    int p = i / (MaxW / 2), w = 2 * (i % (MaxW / 2));
     int64_t position = base + p;
     bool inside = position < count;
-    const float *row = source + position * depth;
-    float low = inside && d < depth ? row[d] : 0.f;
-    float high = inside && d + 1 < depth ? row[d + 1] : 0.f;
-    *reinterpret_cast<uint32_t *>(&features[p][d]) = pack(low, high);
+    const float *row = source + position * width;
+    float low = inside && w < width ? row[w] : 0.f;
+    float high = inside && w + 1 < width ? row[w + 1] : 0.f;
+    *reinterpret_cast<uint32_t *>(&tile[p][w]) = pack(low, high);
   }
+}
+
+/// Stages the value tables' rows [base, base + kInner) side by side
+/// (`width` in all) in `tile` as bf16, zeros past the ends.
+template <int MaxW>
+__device__ void stageValues(__nv_bfloat16 (&tile)[kInner][MaxW + kPad],
+                            const ContractSlots &s, int64_t count, int width,
+                            int64_t base) {
+  if (s.numTables == 1)
+    return stageTable<MaxW>(tile,
+                            energy::cuda::pointer<const float>(s.values[0]),
+                            count, width, base);
   for (int i = threadIdx.x; i < kInner * MaxW / 2; i += kThreads) {
     int p = i / (MaxW / 2), w = 2 * (i % (MaxW / 2));
     int64_t position = base + p;
@@ -88,7 +112,7 @@ __device__ void stage(__nv_bfloat16 (&features)[kInner][MaxD + kPad],
     float high = inside && w + 1 < width
                      ? energy::cuda::tableValue<float>(s, position, w + 1)
                      : 0.f;
-    *reinterpret_cast<uint32_t *>(&values[p][w]) = pack(low, high);
+    *reinterpret_cast<uint32_t *>(&tile[p][w]) = pack(low, high);
   }
 }
 
@@ -119,6 +143,7 @@ __device__ void contractPass(const ContractSlots &s) {
   const float normaliserToLog2 = static_cast<float>(kLog2e / temperature);
   const float *lse = pointer<const float>(s.givenLse ? s.givenLse : s.lse);
   const bool given = !ColumnSide && s.givenLse;
+  const bool constrained = s.numConstraints > 0;
   const int64_t blockOuter = static_cast<int64_t>(blockIdx.x) * kOuter;
   // This thread's two outer positions: fragment rows `group` and + 8.
   const int64_t outer[2] = {blockOuter + 16 * warp + group,
@@ -154,7 +179,7 @@ __device__ void contractPass(const ContractSlots &s) {
   const int64_t lastOuter =
       (blockOuter + kOuter < outerCount ? blockOuter + kOuter : outerCount) - 1;
   for (int64_t base = 0; base < innerCount; base += kInner) {
-    if (s.numConstraints > 0) {
+    if (constrained) {
       int64_t lastInner =
           (base + kInner < innerCount ? base + kInner : innerCount) - 1;
       if (ColumnSide ? energy::cuda::noneAdmitted(s, base, lastInner,
@@ -164,8 +189,8 @@ __device__ void contractPass(const ContractSlots &s) {
         continue;
     }
     __syncthreads();
-    stage<MaxD, MaxW>(features, values, s, innerFeatures, innerCount, depth,
-                      width, base);
+    stageTable<MaxD>(features, innerFeatures, innerCount, depth, base);
+    stageValues<MaxW>(values, s, innerCount, width, base);
     if (ColumnSide)
       for (int i = threadIdx.x; i < kInner; i += kThreads)
         innerNormalisers[i] =
@@ -194,7 +219,7 @@ __device__ void contractPass(const ContractSlots &s) {
         int64_t position = outer[e / 2];
         bool valid =
             inner < innerCount && position < outerCount &&
-            (s.numConstraints == 0 ||
+            (!constrained ||
              (ColumnSide ? energy::cuda::admitted(s, inner, position)
                          : energy::cuda::admitted(s, position, inner)));
         scores[nt][e] = valid ? scores[nt][e] * toLog2 : -INFINITY;
@@ -299,16 +324,16 @@ __device__ void contractPass(const ContractSlots &s) {
 
 // One pair of entries per bound on the depth and the widths' sum;
 // CudaContract.cpp picks the smallest that fits and launches kThreads to a
-// block, one block per kOuter positions. They take the pass's
-// ContractSlots, then the position count (rows or cols).
+// block, one block per kOuter positions, blockIdx.y the problem of the
+// batch. They take the pass's ContractSlots, then the position count.
 #define ENERGY_TENSOR_CORE_KERNELS(B)                                          \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       energy_contract_rows_bf16_##B##_##B(ContractSlots s, int64_t) {          \
-    contractPass<B, B, false>(s);                                              \
+    contractPass<B, B, false>(energy::cuda::problemSlots<float>(s, false));    \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       energy_contract_cols_bf16_##B##_##B(ContractSlots s, int64_t) {          \
-    contractPass<B, B, true>(s);                                               \
+    contractPass<B, B, true>(energy::cuda::problemSlots<float>(s, true));      \
   }
 
 ENERGY_TENSOR_CORE_KERNELS(32)

@@ -250,6 +250,7 @@ Result runKernel(const Problem &p, const std::vector<double> &given,
     colOutputPointers.push_back(colOutputs[j].data());
   }
   energy_softmax_contract_args args{};
+  args.batch = 1;
   args.rows = p.rows;
   args.cols = p.cols;
   args.depth = p.depth;
@@ -532,6 +533,7 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   int64_t rowWidths[] = {3}, colWidths[] = {2};
   energy_contract_constraint constraint = atLeast(1, -1, 0);
   energy_softmax_contract_args valid{};
+  valid.batch = 1;
   valid.rows = 9;
   valid.cols = 11;
   valid.depth = 4;
@@ -557,6 +559,9 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   void *nullOutput[] = {nullptr};
   std::vector<std::pair<const char *, void (*)(energy_softmax_contract_args &)>>
       breakers = {
+          {"zero batch", [](auto &a) { a.batch = 0; }},
+          {"batch times rows overflowing",
+           [](auto &a) { a.batch = int64_t(1) << 62; }},
           {"negative rows", [](auto &a) { a.rows = -1; }},
           {"negative cols", [](auto &a) { a.cols = -1; }},
           {"negative depth", [](auto &a) { a.depth = -1; }},
@@ -633,6 +638,7 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
     void *outputs[] = {&output};
     int64_t width[] = {1};
     energy_softmax_contract_args huge{};
+    huge.batch = 1;
     huge.rows = int64_t(1) << 42;
     huge.cols = 1;
     huge.depth = 0;
@@ -648,4 +654,76 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   // Finally the valid arguments themselves.
   CHECK(energy_support_softmax_contract_f32(&valid) == ENERGY_CONTRACT_OK);
   CHECK(rowOutput != std::vector<float>(9 * 3, -1.0f));
+}
+
+TEST_CASE("softmax contract: a batch is each of its problems") {
+  // Three problems of the same sizes, back to back in every array, in one
+  // call: the same bits as three calls (the batch only slices the arrays).
+  const int64_t batch = 3, rows = 9, cols = 37, depth = 6;
+  std::vector<Problem> problems;
+  for (uint64_t seed = 0; seed < batch; ++seed)
+    problems.push_back(makeProblem(rows, cols, depth, {4, 1}, {3}, 700 + seed));
+  for (Problem &p : problems)
+    p.constraints = {{1, -1, 2, ENERGY_CONSTRAINT_GE}};
+  auto concatenated = [&](auto member) {
+    std::vector<float> all;
+    for (const Problem &p : problems) {
+      const std::vector<double> &part = member(p);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  };
+  std::vector<float> rowFeatures =
+      concatenated([](const Problem &p) -> auto & { return p.rowFeatures; });
+  std::vector<float> colFeatures =
+      concatenated([](const Problem &p) -> auto & { return p.colFeatures; });
+  std::vector<float> colValues0 =
+      concatenated([](const Problem &p) -> auto & { return p.colValues[0]; });
+  std::vector<float> colValues1 =
+      concatenated([](const Problem &p) -> auto & { return p.colValues[1]; });
+  std::vector<float> rowValues0 =
+      concatenated([](const Problem &p) -> auto & { return p.rowValues[0]; });
+  std::vector<float> lse(batch * rows), rowOutput0(batch * rows * 4),
+      rowOutput1(batch * rows), colOutput0(batch * cols * 3);
+  const void *colValues[] = {colValues0.data(), colValues1.data()};
+  const void *rowValues[] = {rowValues0.data()};
+  void *rowOutputs[] = {rowOutput0.data(), rowOutput1.data()};
+  void *colOutputs[] = {colOutput0.data()};
+  int64_t rowWidths[] = {4, 1}, colWidths[] = {3};
+  energy_softmax_contract_args args{};
+  args.batch = batch;
+  args.rows = rows;
+  args.cols = cols;
+  args.depth = depth;
+  args.row_features = rowFeatures.data();
+  args.col_features = colFeatures.data();
+  args.scale = problems[0].scale;
+  args.temperature = problems[0].temperature;
+  args.num_constraints = 1;
+  args.constraints = problems[0].constraints.data();
+  args.lse = lse.data();
+  args.num_row_outputs = 2;
+  args.col_values = colValues;
+  args.row_output_widths = rowWidths;
+  args.row_outputs = rowOutputs;
+  args.num_col_outputs = 1;
+  args.row_values = rowValues;
+  args.col_output_widths = colWidths;
+  args.col_outputs = colOutputs;
+  REQUIRE(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
+  for (int64_t b = 0; b < batch; ++b) {
+    INFO("problem " << b);
+    Problem p = problems[b];
+    p.scale = problems[0].scale;
+    p.temperature = problems[0].temperature;
+    Result alone = runKernel<float>(p, {});
+    auto slice = [&](const std::vector<float> &all, int64_t size) {
+      return std::vector<double>(all.begin() + b * size,
+                                 all.begin() + (b + 1) * size);
+    };
+    CHECK(slice(lse, rows) == alone.lse);
+    CHECK(slice(rowOutput0, rows * 4) == alone.rowOutputs[0]);
+    CHECK(slice(rowOutput1, rows) == alone.rowOutputs[1]);
+    CHECK(slice(colOutput0, cols * 3) == alone.colOutputs[0]);
+  }
 }

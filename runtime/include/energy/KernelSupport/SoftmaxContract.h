@@ -44,13 +44,14 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 19 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 20 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
  *   6 temperature  7 num_constraints  8 constraints  9 lse  10 given_lse
  *   11 num_row_outputs  12 col_values  13 row_output_widths  14 row_outputs
  *   15 num_col_outputs  16 row_values  17 col_output_widths  18 col_outputs
+ *   19 batch
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
@@ -63,6 +64,10 @@ typedef struct energy_contract_constraint {
  *   row_outputs[j][r, :] = Σ_c w(r, c) · col_values[j][c, :]   (Nr × width)
  *   col_outputs[j][c, :] = Σ_r w(r, c) · row_values[j][r, :]   (Nc × width)
  *   lse[r] = L[r] (a copy of given_lse when that is set).
+ * With batch = B >= 1, every array holds B such problems back to back (a
+ * row-side array B · Nr rows, a column-side one B · Nc rows): problem b
+ * reads and writes slice b of each, with the same sizes, widths, scale,
+ * temperature and constraints (a batch of attention heads).
  * Every output is overwritten, not accumulated into. Outputs must not
  * overlap inputs or each other. The results are the same, bit for bit,
  * whatever the number of threads of the pool. */
@@ -84,6 +89,7 @@ typedef struct energy_softmax_contract_args {
   const void *const *row_values;    /* table j: Nr × col_output_widths[j] */
   const int64_t *col_output_widths; /* >= 0 */
   void *const *col_outputs;         /* output j: Nc × col_output_widths[j] */
+  int64_t batch;                    /* problems, >= 1 */
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -91,20 +97,22 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 19 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 20 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
         offsetof(energy_softmax_contract_args, lse) == 9 * 8 &&
         offsetof(energy_softmax_contract_args, num_col_outputs) == 15 * 8 &&
-        offsetof(energy_softmax_contract_args, col_outputs) == 18 * 8,
+        offsetof(energy_softmax_contract_args, col_outputs) == 18 * 8 &&
+        offsetof(energy_softmax_contract_args, batch) == 19 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
 #undef ENERGY_CONTRACT_STATIC_ASSERT
 
 /* Computes the outputs the arguments ask for. Returns ENERGY_CONTRACT_OK, or
- * ENERGY_CONTRACT_INVALID_ARGUMENT (negative sizes or widths, a null pointer
+ * ENERGY_CONTRACT_INVALID_ARGUMENT (a batch < 1, negative sizes or widths,
+ * sizes whose product overflows, a null pointer
  * that is needed, a temperature that is not finite and positive, a scale
  * that is not finite, an unknown constraint kind), having written nothing, or
  * ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs unspecified. Never aborts.
