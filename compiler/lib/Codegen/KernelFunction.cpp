@@ -166,12 +166,13 @@ SmallVector<Value> KernelFunction::extentsOf(ArrayAttr sizes) {
   return extents;
 }
 
-void KernelFunction::forSteps(Value lower, Value upper, Value step,
-                              function_ref<void(Value)> body) {
+scf::ForOp KernelFunction::forSteps(Value lower, Value upper, Value step,
+                                    function_ref<void(Value)> body) {
   auto loop = scf::ForOp::create(b, loc, lower, upper, step);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   body(loop.getInductionVar());
+  return loop;
 }
 
 FailureOr<SmallVector<Value>> KernelFunction::forDomain(

@@ -242,8 +242,8 @@ private:
   forRange(Value upper, ValueRange carried,
            function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Loops over [lower, upper) in steps of `step`.
-  void forSteps(Value lower, Value upper, Value step,
-                function_ref<void(Value)> body);
+  scf::ForOp forSteps(Value lower, Value upper, Value step,
+                      function_ref<void(Value)> body);
   /// Runs `body` at every position of `sizes` that `predicate` (when not
   /// empty) admits, carrying `carried`.
   FailureOr<SmallVector<Value>> forDomain(

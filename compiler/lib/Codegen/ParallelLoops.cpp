@@ -27,6 +27,7 @@ using namespace mlir::energy;
 
 namespace {
 constexpr StringLiteral kParallelAttr = "energy.parallel";
+constexpr StringLiteral kElementwiseAttr = "energy.elementwise";
 
 /// A value that fits an 8-byte context slot.
 bool fitsSlot(Type type) {
@@ -427,9 +428,45 @@ void mlir::energy::markParallel(scf::ForOp loop) {
   loop->setAttr(kParallelAttr, UnitAttr::get(loop.getContext()));
 }
 
+void mlir::energy::markElementwise(scf::ForOp loop) {
+  loop->setAttr(kElementwiseAttr, UnitAttr::get(loop.getContext()));
+}
+
+/// Rewrites `loop` (no carried values) to run from 0 by 1 over its trip
+/// count, its old induction value computed from the new one, and marks it
+/// parallel.
+static void normaliseToParallel(scf::ForOp loop) {
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  Value lower = loop.getLowerBound(), step = loop.getStep();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, loop.getUpperBound(), lower), zero);
+  loop.setLowerBound(zero);
+  loop.setUpperBound(arith::CeilDivUIOp::create(b, loc, span, step));
+  loop.setStep(arith::ConstantIndexOp::create(b, loc, 1));
+  Value trip = loop.getInductionVar();
+  b.setInsertionPointToStart(loop.getBody());
+  auto scaled = arith::MulIOp::create(b, loc, trip, step);
+  Value position = arith::AddIOp::create(b, loc, lower, scaled);
+  trip.replaceAllUsesExcept(position, scaled);
+  markParallel(loop);
+}
+
 void mlir::energy::outlineParallelLoops(ModuleOp module,
                                         gpu::GPUModuleOp gpuKernels,
                                         bool bf16Products) {
+  SmallVector<scf::ForOp> elementwise;
+  module.walk([&](scf::ForOp loop) {
+    if (loop->hasAttr(kElementwiseAttr))
+      elementwise.push_back(loop);
+  });
+  for (scf::ForOp loop : elementwise) {
+    loop->removeAttr(kElementwiseAttr);
+    if (gpuKernels && !loop->getParentOfType<scf::ForOp>() &&
+        loop.getInitArgs().empty())
+      normaliseToParallel(loop);
+  }
   SmallVector<scf::ForOp> marked;
   module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     if (!loop->hasAttr(kParallelAttr))

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelFunction.h"
+#include "energy/Codegen/ParallelLoops.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -45,9 +46,10 @@ void KernelFunction::forLanes(Value count,
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
       index(lanes));
-  forSteps(index(0), full, index(lanes),
-           [&](Value offset) { body(offset, lanes); });
-  forSteps(full, count, index(1), [&](Value offset) { body(offset, 1); });
+  markElementwise(forSteps(index(0), full, index(lanes),
+                           [&](Value offset) { body(offset, lanes); }));
+  markElementwise(
+      forSteps(full, count, index(1), [&](Value offset) { body(offset, 1); }));
 }
 
 Value KernelFunction::sumLanes(Value count,

@@ -22,6 +22,13 @@ inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
 /// write disjoint memory and may run on several threads in any order.
 void markParallel(scf::ForOp loop);
 
+/// Marks `loop` (any bounds and step, no carried values) as one whose
+/// iterations touch disjoint elements but are each too little work for the
+/// thread pool: where it is not nested in another loop, outlineParallelLoops
+/// makes it a GPU kernel for the GPU (so that the host does not touch the
+/// memory the GPU works on) and leaves it alone for the CPU.
+void markElementwise(scf::ForOp loop);
+
 /// The symbol of the artifact's PTX images (KernelSupport.h's
 /// energy_support_cuda_launch reads them), a global that
 /// outlineParallelLoops declares when it outlines for the GPU and the CUDA
