@@ -59,6 +59,18 @@ void releaseManaged(void *pointer) {
 }
 } // namespace
 
+void energy::prefetchManaged(const void *pointer, size_t bytes, bool toDevice) {
+  const DriverApi &api = driverApi();
+  if (!pointer || !bytes || !api.memPrefetchAsync ||
+      !makeContextCurrent().empty())
+    return;
+  CUmemLocation location{toDevice ? kMemLocationDevice : kMemLocationHost, 0};
+  if (api.memPrefetchAsync(reinterpret_cast<CUdeviceptr>(pointer), bytes,
+                           location, 0, nullptr) == kSuccess &&
+      !toDevice)
+    api.ctxSynchronize();
+}
+
 Expected<TensorMemory> energy::cudaManagedMemory() {
   if (std::string error = makeContextCurrent(); !error.empty())
     return Status::error(error);

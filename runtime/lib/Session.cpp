@@ -307,11 +307,21 @@ Status Session::prepare() {
   return Status::success();
 }
 
+const Tensor &Session::readBuffer(size_t index) {
+  const Tensor &buffer = buffers[index];
+  if (deviceMemory)
+    prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false);
+  return buffer;
+}
+
 Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                      int64_t step, double *result) {
   std::vector<void *> pointers;
-  for (Tensor &buffer : buffers)
+  for (Tensor &buffer : buffers) {
     pointers.push_back(buffer.data());
+    if (deviceMemory)
+      prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  }
   double ignored = 0;
   int32_t code = ENERGY_KERNEL_OK;
   if (deviceArguments) {
@@ -393,7 +403,7 @@ Expected<Tensor> Session::gradient(const std::string &tensor) {
                            evaluationStep(), nullptr);
       !status)
     return status;
-  return buffers[*owner.manifest().findGradientBuffer(tensor)];
+  return readBuffer(*owner.manifest().findGradientBuffer(tensor));
 }
 
 Expected<Tensor> Session::get(const std::string &name) {
@@ -413,7 +423,7 @@ Expected<Tensor> Session::get(const std::string &name) {
         !status)
       return status;
   }
-  return buffers[*index];
+  return readBuffer(*index);
 }
 
 Expected<std::map<std::string, Tensor>> Session::stateTensors() {
@@ -424,7 +434,7 @@ Expected<std::map<std::string, Tensor>> Session::stateTensors() {
   for (size_t i = 0; i < manifest.buffers.size(); ++i)
     if (manifest.buffers[i].kind == BufferKind::Tensor &&
         manifest.buffers[i].role == TensorRole::State)
-      values[manifest.buffers[i].name] = buffers[i];
+      values[manifest.buffers[i].name] = readBuffer(i);
   return values;
 }
 
@@ -438,6 +448,19 @@ Status Session::step() {
       !status)
     return status.withContext("step " + std::to_string(nextStep));
   ++nextStep;
+  return Status::success();
+}
+
+Status Session::checkStatesFinite(const std::string &where) {
+  const Manifest &manifest = owner.manifest();
+  for (size_t b = 0; b < manifest.buffers.size(); ++b) {
+    const ManifestBuffer &buffer = manifest.buffers[b];
+    if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State)
+      continue;
+    if (!allFinite(readBuffer(b)))
+      return Status::error(where + " produced a non-finite value in tensor '" +
+                           buffer.name + "'");
+  }
   return Status::success();
 }
 
@@ -473,15 +496,12 @@ Expected<RunResult> Session::run(const RunOptions &options) {
     Expected<double> energyAfter = energy();
     if (!energyAfter)
       return energyAfter.status().withContext(where);
-    for (size_t b = 0; b < manifest.buffers.size(); ++b) {
-      const ManifestBuffer &buffer = manifest.buffers[b];
-      if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State)
-        continue;
-      if (!allFinite(buffers[b]))
-        return Status::error(where +
-                             " produced a non-finite value in tensor '" +
-                             buffer.name + "'");
-    }
+    // On a GPU, reading every state on the host each step would move it
+    // there and back: its values are checked when the energy is not finite
+    // and after the last step.
+    if (!deviceMemory || !std::isfinite(*energyAfter))
+      if (Status status = checkStatesFinite(where); !status)
+        return status;
     if (!std::isfinite(*energyAfter))
       return Status::error(where + " produced a non-finite energy");
     result.trace.push_back(*energyAfter);
@@ -499,6 +519,11 @@ Expected<RunResult> Session::run(const RunOptions &options) {
         break;
     }
   }
+  if (deviceMemory && result.steps > 0)
+    if (Status status =
+            checkStatesFinite("step " + std::to_string(nextStep - 1));
+        !status)
+      return status;
   if (result.steps == 0) {
     Expected<double> energyNow = energy();
     if (!energyNow)

@@ -35,6 +35,12 @@ constexpr int kComputeCapabilityMinor = 76;
 constexpr int kConcurrentManagedAccess = 89;
 // cuMemAllocManaged: memory any stream and the host may reach.
 constexpr unsigned kMemAttachGlobal = 1;
+// CUmemLocation (cuMemPrefetchAsync_v2): a device ordinal, or the host.
+struct CUmemLocation {
+  int type;
+  int id;
+};
+constexpr int kMemLocationDevice = 1, kMemLocationHost = 2;
 
 struct DriverApi {
   CUresult (*init)(unsigned) = nullptr;
@@ -55,6 +61,9 @@ struct DriverApi {
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                            unsigned, unsigned, unsigned, void *, void **,
                            void **) = nullptr;
+  /// Optional (null where the driver lacks it): a hint, never needed.
+  CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
+                               void *) = nullptr;
   /// Why the driver cannot be used; empty when it can.
   std::string error;
 
@@ -113,6 +122,9 @@ inline const DriverApi &driverApi() {
     bind(loaded.moduleLoadData, "cuModuleLoadData");
     bind(loaded.moduleGetFunction, "cuModuleGetFunction");
     bind(loaded.launchKernel, "cuLaunchKernel");
+    loaded.memPrefetchAsync =
+        reinterpret_cast<decltype(loaded.memPrefetchAsync)>(
+            dlsym(handle, "cuMemPrefetchAsync_v2"));
     if (!loaded.error.empty())
       return;
     if (CUresult result = loaded.init(0); result != kSuccess)

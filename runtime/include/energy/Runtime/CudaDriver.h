@@ -37,6 +37,12 @@ Expected<CudaDevice> openCudaDevice(int ordinal = 0);
 /// a session of a CUDA artifact keeps its buffers. Errors as openCudaDevice.
 Expected<TensorMemory> cudaManagedMemory();
 
+/// Moves managed memory (from cudaManagedMemory) to device 0 ahead of the
+/// kernels, or to the host ahead of host reads (then waits), in bulk rather
+/// than page by page on first touch. A hint: where the driver cannot, the
+/// pages move when touched.
+void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
+
 } // namespace energy
 
 #endif // ENERGY_RUNTIME_CUDADRIVER_H

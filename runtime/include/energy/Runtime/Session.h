@@ -128,9 +128,14 @@ private:
   /// Checks that buffers of `shapes` (in manifest order) fit in the memory
   /// limit together.
   Status checkMemory(const std::vector<std::vector<int64_t>> &shapes) const;
-  /// Calls `kernel` on the buffers.
+  /// Calls `kernel` on the buffers (moved to the GPU first, for a CUDA
+  /// artifact).
   Status call(energy_kernel_fn kernel, const std::string &symbol, int64_t step,
               double *result);
+  /// Buffer `index`, moved to the host first for a CUDA artifact.
+  const Tensor &readBuffer(size_t index);
+  /// An error naming the first state tensor with a non-finite value.
+  Status checkStatesFinite(const std::string &where);
 
   Model owner;
   std::map<std::string, int64_t> givenDims;
