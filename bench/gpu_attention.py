@@ -20,7 +20,7 @@ BENCHMARK is one of
 Ours: `energy-exec ARTIFACT --in in.safetensors ... --bench REPS --json`
 (one warm-up, median of REPS, wall time of the whole call: copying the
 inputs in and the results out included), and the sum of the GPU work in one
-traced call (ENERGY_CUDA_TRACE: contractions, cuBLAS products, kernels).
+warm traced call (ENERGY_CUDA_TRACE: contractions, cuBLAS products, kernels).
 Anchor: the median of REPS after a warm-up, timed with
 torch.cuda.synchronize. Both results are compared with an f32 (step, grad)
 or f64 (self) evaluation of the same formula in PyTorch: the max difference
@@ -66,22 +66,29 @@ def read_tensor(path, name):
 
 
 def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
-    """(result tensor, median ms of the whole call, ms of traced GPU work)."""
+    """(result tensor, median ms of the whole call, ms of each kind of GPU
+    work in one warm call)."""
     with tempfile.TemporaryDirectory() as directory:
         given = os.path.join(directory, 'in.safetensors')
         output = os.path.join(directory, 'out.safetensors')
         write_safetensors(given, inputs)
         common = [energy_exec, artifact, '--device', 'cuda', '--in', given] + evaluation
-        traced = subprocess.run(common + ['--out', output], check=True, text=True,
+        subprocess.run(common + ['--out', output], check=True)
+        value = read_tensor(output, result)
+        # A warm-up and one timed call, traced: the second half of the
+        # trace is the warm call.
+        traced = subprocess.run(common + ['--bench', '1'], check=True, text=True,
                                 capture_output=True,
                                 env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
+        lines = [line for line in traced.stderr.splitlines()
+                 if line.startswith('energy-cuda: ')]
         work = {}
-        for line in traced.stderr.splitlines():
+        for line in lines[len(lines) // 2:]:
             match = re.match(r'energy-cuda: (.*?)( \d+x\d+x\d+)?: \d+ positions, ([\d.]+) ms',
                              line)
             if match:
-                work[match.group(1)] = work.get(match.group(1), 0.0) + float(match.group(3))
-        value = read_tensor(output, result)
+                work[match.group(1)] = round(work.get(match.group(1), 0.0) +
+                                             float(match.group(3)), 3)
         bench = subprocess.run(common + ['--bench', str(reps), '--json'], check=True,
                                capture_output=True, text=True)
     return value, json.loads(bench.stdout)['median_ms'], work

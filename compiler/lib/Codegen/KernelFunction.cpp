@@ -13,6 +13,7 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
+#include "energy/Transforms/ParallelForeach.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -227,9 +228,10 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getBody());
   indices.push_back(loop.getInductionVar());
-  FailureOr<SmallVector<Value>> next =
-      forDomainLevel(extents.drop_front(), indices, predicate,
-                     loop.getRegionIterArgs(), body, FirstAxis());
+  FailureOr<SmallVector<Value>> next = forDomainLevel(
+      extents.drop_front(), indices, predicate, loop.getRegionIterArgs(), body,
+      FirstAxis::levels(first.parallelLevels > 0 ? first.parallelLevels - 1
+                                                 : 0));
   indices.pop_back();
   if (failed(next))
     return failure();
@@ -378,7 +380,9 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
             return failure();
           return SmallVector<Value>();
         },
-        FirstAxis::whole(loopDepth == 0 && loop.getParallel()));
+        FirstAxis::levels(loopDepth == 0 && loop.getParallel()
+                              ? disjointLeadingIndices(loop)
+                              : 0));
   }
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);
@@ -562,7 +566,7 @@ LogicalResult KernelFunction::emitComprehension(ArrayAttr domain,
                  /*accumulate=*/false);
         return SmallVector<Value>();
       },
-      FirstAxis::whole(loopDepth == 0));
+      FirstAxis::levels(loopDepth == 0 ? domain.size() : 0));
 }
 
 LogicalResult KernelFunction::emitRepeat(RepeatOp repeat) {

@@ -40,9 +40,20 @@ struct FirstAxis {
   bool parallel = false;
   /// Only positions [start, end) (a chunk of a reduction); null: all.
   Value start, end;
+  /// The leading levels of the domain, this one first, whose positions
+  /// write disjoint memory (for a given position of the levels before
+  /// them); the GPU backend may run them as one loop.
+  unsigned parallelLevels = 0;
 
-  static FirstAxis whole(bool parallel) { return {parallel, Value(), Value()}; }
-  static FirstAxis chunk(Value start, Value end) { return {false, start, end}; }
+  static FirstAxis whole(bool parallel) {
+    return {parallel, Value(), Value(), parallel ? 1u : 0u};
+  }
+  static FirstAxis levels(unsigned count) {
+    return {count > 0, Value(), Value(), count};
+  }
+  static FirstAxis chunk(Value start, Value end) {
+    return {false, start, end, 0};
+  }
 };
 
 /// Loops without carried values come with a yield; bodies here add their

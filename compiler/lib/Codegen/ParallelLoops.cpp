@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -453,6 +454,89 @@ static void normaliseToParallel(scf::ForOp loop) {
   markParallel(loop);
 }
 
+/// Whether `loop` runs from 0 by 1.
+static bool fromZeroByOne(scf::ForOp loop) {
+  return matchPattern(loop.getLowerBound(), m_Zero()) &&
+         matchPattern(loop.getStep(), m_One());
+}
+
+/// For the GPU: `loop` (marked, from 0 by 1) and the marked loops from 0 by
+/// 1 perfectly nested in it whose trip counts do not depend on the nest, as
+/// one loop over all their positions (row-major), so that its kernel gets a
+/// thread per position of the band, not only per position of the outermost
+/// loop (the heads of a multi-head term). Pure operations between the loops
+/// move into the innermost body, constant bounds out of the band.
+static void coalesceParallelBand(scf::ForOp loop) {
+  if (!fromZeroByOne(loop))
+    return;
+  SmallVector<scf::ForOp> band{loop};
+  for (;;) {
+    scf::ForOp inner;
+    SmallVector<Operation *> between;
+    bool perfect = true;
+    for (Operation &op : band.back().getBody()->without_terminator()) {
+      auto nested = dyn_cast<scf::ForOp>(op);
+      if (!inner && nested && nested->hasAttr(kParallelAttr) &&
+          nested.getInitArgs().empty()) {
+        inner = nested;
+        continue;
+      }
+      if (inner || op.getNumRegions() > 0 || !isPure(&op)) {
+        perfect = false;
+        break;
+      }
+      between.push_back(&op);
+    }
+    if (!perfect || !inner || !fromZeroByOne(inner))
+      break;
+    Value extent = inner.getUpperBound();
+    if (loop->isAncestor(extent.getParentRegion()->getParentOp())) {
+      Operation *definition = extent.getDefiningOp();
+      if (!definition || !matchPattern(definition, m_Constant()))
+        break;
+      definition->moveBefore(loop);
+    }
+    for (Operation *op : llvm::reverse(between))
+      if (op->getBlock() == band.back().getBody())
+        op->moveBefore(&inner.getBody()->front());
+    band.push_back(inner);
+  }
+  if (band.size() < 2)
+    return;
+  // One loop over the product of the trip counts; each old induction value
+  // is its digit of the new one, the innermost varying fastest.
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  Value total = loop.getUpperBound();
+  for (scf::ForOp inner : ArrayRef(band).drop_front())
+    total = arith::MulIOp::create(b, loc, total, inner.getUpperBound());
+  loop.setUpperBound(total);
+  Value position = loop.getInductionVar();
+  b.setInsertionPointToStart(loop.getBody());
+  SmallVector<Operation *> digitOps;
+  Value rest = position;
+  SmallVector<Value> digits(band.size());
+  for (size_t k = band.size() - 1; k > 0; --k) {
+    auto digit = arith::RemUIOp::create(b, loc, rest, band[k].getUpperBound());
+    auto quotient =
+        arith::DivUIOp::create(b, loc, rest, band[k].getUpperBound());
+    digitOps.append({digit, quotient});
+    digits[k] = digit;
+    rest = quotient;
+  }
+  digits[0] = rest;
+  for (size_t k = 1; k < band.size(); ++k)
+    band[k].getInductionVar().replaceAllUsesWith(digits[k]);
+  SmallPtrSet<Operation *, 8> exceptions(digitOps.begin(), digitOps.end());
+  position.replaceAllUsesExcept(digits[0], exceptions);
+  // The innermost body takes the place of the second loop of the band.
+  Block *innermost = band.back().getBody();
+  loop.getBody()->getOperations().splice(
+      Block::iterator(band[1]), innermost->getOperations(), innermost->begin(),
+      std::prev(innermost->end()));
+  band[1].erase();
+}
+
 void mlir::energy::outlineParallelLoops(ModuleOp module,
                                         gpu::GPUModuleOp gpuKernels,
                                         bool bf16Products) {
@@ -475,8 +559,11 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     return WalkResult::skip();
   });
   Outliner outliner(module, gpuKernels);
-  for (auto [number, loop] : llvm::enumerate(marked))
+  for (auto [number, loop] : llvm::enumerate(marked)) {
+    if (gpuKernels)
+      coalesceParallelBand(loop);
     outliner.outline(loop, number);
+  }
   if (gpuKernels)
     useCudaSupport(module, bf16Products);
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "energy/Transforms/ParallelForeach.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -17,38 +18,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-
-/// Whether every position of `loop` along its index number `position` adds
-/// into slots no other position adds into: every accumulation in it has
-/// that index, alone, as one of its slot's indices, at the same axis for
-/// every accumulation into the same tensor (W[i, j] and W[j, i] meet at
-/// W[1, 0] from i = 0 and i = 1), and nothing else in it writes.
-bool writesDisjointSlots(ForeachOp loop, unsigned position) {
-  Value index = loop.getBody().front().getArgument(position);
-  llvm::StringMap<unsigned> axisOf;
-  WalkResult walk = loop.getBody().walk([&](Operation *op) {
-    if (isa<StoreOp, GradOp, RepeatOp>(op))
-      return WalkResult::interrupt();
-    auto accumulate = dyn_cast<AccumulateOp>(op);
-    if (!accumulate)
-      return WalkResult::advance();
-    std::optional<unsigned> axis;
-    for (auto [number, result] :
-         llvm::enumerate(accumulate.getMap().getResults())) {
-      auto dim = dyn_cast<AffineDimExpr>(result);
-      if (dim && accumulate.getIndices()[dim.getPosition()] == index) {
-        axis = number;
-        break;
-      }
-    }
-    if (!axis)
-      return WalkResult::interrupt();
-    auto [entry, inserted] = axisOf.try_emplace(accumulate.getTensor(), *axis);
-    return inserted || entry->second == *axis ? WalkResult::advance()
-                                              : WalkResult::interrupt();
-  });
-  return !walk.wasInterrupted();
-}
 
 /// Moves index number `position` of every region of `loop` to the front.
 void bringIndexFirst(ForeachOp loop, unsigned position) {
@@ -77,6 +46,40 @@ bool isStatement(Operation *op) {
 }
 
 } // namespace
+
+bool mlir::energy::writesDisjointSlots(ForeachOp loop, unsigned position) {
+  Value index = loop.getBody().front().getArgument(position);
+  llvm::StringMap<unsigned> axisOf;
+  WalkResult walk = loop.getBody().walk([&](Operation *op) {
+    if (isa<StoreOp, GradOp, RepeatOp>(op))
+      return WalkResult::interrupt();
+    auto accumulate = dyn_cast<AccumulateOp>(op);
+    if (!accumulate)
+      return WalkResult::advance();
+    std::optional<unsigned> axis;
+    for (auto [number, result] :
+         llvm::enumerate(accumulate.getMap().getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (dim && accumulate.getIndices()[dim.getPosition()] == index) {
+        axis = number;
+        break;
+      }
+    }
+    if (!axis)
+      return WalkResult::interrupt();
+    auto [entry, inserted] = axisOf.try_emplace(accumulate.getTensor(), *axis);
+    return inserted || entry->second == *axis ? WalkResult::advance()
+                                              : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
+}
+
+unsigned mlir::energy::disjointLeadingIndices(ForeachOp loop) {
+  unsigned count = 0, rank = loop.getSizes().size();
+  while (count < rank && writesDisjointSlots(loop, count))
+    ++count;
+  return count;
+}
 
 void mlir::energy::markParallelLoops(ModelOp model) {
   model.walk([&](ForeachOp loop) {
