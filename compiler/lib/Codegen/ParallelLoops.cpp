@@ -29,6 +29,7 @@ using namespace mlir::energy;
 namespace {
 constexpr StringLiteral kParallelAttr = "energy.parallel";
 constexpr StringLiteral kElementwiseAttr = "energy.elementwise";
+constexpr StringLiteral kElementwiseTailAttr = "energy.elementwise_tail";
 
 /// A value that fits an 8-byte context slot.
 bool fitsSlot(Type type) {
@@ -433,6 +434,55 @@ void mlir::energy::markElementwise(scf::ForOp loop) {
   loop->setAttr(kElementwiseAttr, UnitAttr::get(loop.getContext()));
 }
 
+void mlir::energy::markElementwise(scf::ForOp vectors, scf::ForOp tail) {
+  markElementwise(vectors);
+  tail->setAttr(kElementwiseTailAttr, UnitAttr::get(tail.getContext()));
+}
+
+/// `vectors` (from a constant by a constant) and the loop after it over the
+/// remainder (from where `vectors` ends) as one parallel loop from 0 by 1,
+/// an iteration per vector: the vector's body where a whole vector fits,
+/// else the remainder loop from there. False (nothing changed) when `tail`
+/// is not that loop.
+static bool mergeWithTail(scf::ForOp vectors) {
+  auto tail = dyn_cast_or_null<scf::ForOp>(vectors->getNextNode());
+  if (!tail || !tail->hasAttr(kElementwiseTailAttr) ||
+      tail.getLowerBound() != vectors.getUpperBound() ||
+      !tail.getInitArgs().empty() ||
+      !matchPattern(vectors.getLowerBound(), m_Constant()) ||
+      !matchPattern(vectors.getStep(), m_Constant()))
+    return false;
+  tail->removeAttr(kElementwiseTailAttr);
+  Location loc = vectors.getLoc();
+  OpBuilder b(vectors);
+  Value lower = vectors.getLowerBound(), step = vectors.getStep();
+  Value count = tail.getUpperBound();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, count, lower), zero);
+  auto merged = scf::ForOp::create(
+      b, loc, zero, arith::CeilDivUIOp::create(b, loc, span, step),
+      arith::ConstantIndexOp::create(b, loc, 1));
+  b.setInsertionPointToStart(merged.getBody());
+  Value offset = arith::AddIOp::create(
+      b, loc, lower,
+      arith::MulIOp::create(b, loc, merged.getInductionVar(), step));
+  Value whole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                            arith::AddIOp::create(b, loc, offset, step), count);
+  auto branch = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+  Block *vectorBody = vectors.getBody();
+  vectors.getInductionVar().replaceAllUsesWith(offset);
+  branch.thenBlock()->getOperations().splice(
+      branch.thenBlock()->begin(), vectorBody->getOperations(),
+      vectorBody->begin(), std::prev(vectorBody->end()));
+  tail->moveBefore(branch.elseBlock()->getTerminator());
+  tail.setLowerBound(offset);
+  vectors.erase();
+  markParallel(merged);
+  return true;
+}
+
 /// Rewrites `loop` (no carried values) to run from 0 by 1 over its trip
 /// count, its old induction value computed from the new one, and marks it
 /// parallel.
@@ -547,10 +597,21 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
   });
   for (scf::ForOp loop : elementwise) {
     loop->removeAttr(kElementwiseAttr);
+    if (!gpuKernels || loop->getParentOfType<scf::ForOp>() ||
+        !loop.getInitArgs().empty())
+      continue;
+    if (!mergeWithTail(loop))
+      normaliseToParallel(loop);
+  }
+  // Remainders whose vector loops stayed (nested in another loop): alone.
+  module.walk([&](scf::ForOp loop) {
+    if (!loop->hasAttr(kElementwiseTailAttr))
+      return;
+    loop->removeAttr(kElementwiseTailAttr);
     if (gpuKernels && !loop->getParentOfType<scf::ForOp>() &&
         loop.getInitArgs().empty())
       normaliseToParallel(loop);
-  }
+  });
   SmallVector<scf::ForOp> marked;
   module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     if (!loop->hasAttr(kParallelAttr))

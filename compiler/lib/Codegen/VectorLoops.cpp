@@ -46,10 +46,13 @@ void KernelFunction::forLanes(Value count,
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
       index(lanes));
-  markElementwise(forSteps(index(0), full, index(lanes),
-                           [&](Value offset) { body(offset, lanes); }));
-  markElementwise(
-      forSteps(full, count, index(1), [&](Value offset) { body(offset, 1); }));
+  // The remainder loop follows the vector loop directly (markElementwise).
+  Value one = index(1);
+  scf::ForOp vectors = forSteps(index(0), full, index(lanes),
+                                [&](Value offset) { body(offset, lanes); });
+  scf::ForOp tail =
+      forSteps(full, count, one, [&](Value offset) { body(offset, 1); });
+  markElementwise(vectors, tail);
 }
 
 Value KernelFunction::sumLanes(Value count,

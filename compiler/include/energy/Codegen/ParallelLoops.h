@@ -29,6 +29,12 @@ void markParallel(scf::ForOp loop);
 /// memory the GPU works on) and leaves it alone for the CPU.
 void markElementwise(scf::ForOp loop);
 
+/// The same for a loop over vectors of elements and the loop over the
+/// scalar remainder that follows it (`tail`, from where `vectors` ends): on
+/// the GPU one kernel, a thread per vector, the last one taking the
+/// remainder.
+void markElementwise(scf::ForOp vectors, scf::ForOp tail);
+
 /// The symbol of the artifact's PTX images (KernelSupport.h's
 /// energy_support_cuda_launch reads them), a global that
 /// outlineParallelLoops declares when it outlines for the GPU and the CUDA
