@@ -1,10 +1,11 @@
 //===- SoftmaxContract.cu - The softmax-contraction kernel on the GPU -----===//
 //
 // The two passes of SoftmaxContract.h's contraction on CUDA cores, streaming
-// (nothing of size rows × cols is stored): the row side, one thread per row,
-// runs an online softmax over tiles of columns staged in shared memory and
-// accumulates Σ_c w · col_values; the column side, one thread per column,
-// reuses each row's normaliser L from the row side over tiles of rows.
+// (nothing of size rows × cols is stored), one template: the row side, one
+// thread per row, runs an online softmax over tiles of columns staged in
+// shared memory and accumulates Σ_c w · col_values; the column side, one
+// thread per column, reuses each row's normaliser L from the row side over
+// tiles of rows.
 // Compiled to PTX by nvcc at build time; CudaContract.cpp embeds it and
 // launches each pass one thread per position, kBlockThreads to a block, with
 // the pass's ContractSlots by value, then the position count.
@@ -77,49 +78,67 @@ __device__ void loadFeatures(T (&features)[MaxD], const T *source,
         active && d < depth ? source[position * depth + d] * scale : T(0);
 }
 
-/// Row side. MaxD bounds the depth, MaxW the widths' sum (in registers).
-/// With a given normaliser (givenLse) the weights need no online rescaling.
-template <typename T, int MaxD, int MaxW>
-__device__ void rowPass(const Slots &s) {
+/// One pass. MaxD bounds the depth, MaxW the widths' sum (in registers).
+/// The row side (ColumnSide false) sums over columns for each row, with an
+/// online softmax, or with the given normaliser, which needs no rescaling;
+/// the column side sums over rows for each column, with each row's L (lse,
+/// a row-side output, or the given one).
+template <typename T, int MaxD, int MaxW, bool ColumnSide>
+__device__ void contractPass(const Slots &s) {
   __shared__ T features[kTile][MaxD];
   __shared__ T values[kTile][MaxW];
-  const int64_t row =
+  __shared__ T innerNormalisers[kTile];
+  const int64_t outerCount = ColumnSide ? s.cols : s.rows;
+  const int64_t innerCount = ColumnSide ? s.rows : s.cols;
+  const int64_t position =
       static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = row < s.rows;
+  const bool active = position < outerCount;
   const int depth = static_cast<int>(s.depth);
   const T temperature = static_cast<T>(bitsToDouble(s.temperatureBits));
-  const T *givenLse = pointer<const T>(s.givenLse);
+  const T *lse = pointer<const T>(s.givenLse ? s.givenLse : s.lse);
+  const bool given = !ColumnSide && s.givenLse;
   const int width = tableWidth(s);
 
-  T q[MaxD];
-  loadFeatures(q, pointer<const T>(s.rowFeatures), row, depth,
-               static_cast<T>(bitsToDouble(s.scaleBits)), active);
+  T own[MaxD];
+  loadFeatures(
+      own, pointer<const T>(ColumnSide ? s.colFeatures : s.rowFeatures),
+      position, depth, static_cast<T>(bitsToDouble(s.scaleBits)), active);
   T accumulator[MaxW] = {};
-  // In units of the temperature: running max m, Σ exp(t − m) as sum.
+  // Row side, in units of the temperature: running max m, Σ exp(t − m) as
+  // sum; or the given normaliser.
   T m = -INFINITY, sum = T(0);
-  const T given = givenLse && active ? givenLse[row] / temperature : T(0);
+  const T givenNormaliser =
+      given && active ? lse[position] / temperature : T(0);
 
-  for (int64_t base = 0; base < s.cols; base += kTile) {
+  for (int64_t base = 0; base < innerCount; base += kTile) {
     __syncthreads();
-    stage(features, values, base, s.cols, pointer<const T>(s.colFeatures),
-          depth, s, width);
+    stage(features, values, base, innerCount,
+          pointer<const T>(ColumnSide ? s.rowFeatures : s.colFeatures), depth,
+          s, width);
+    if (ColumnSide)
+      for (int i = threadIdx.x; i < kTile; i += blockDim.x)
+        innerNormalisers[i] =
+            base + i < innerCount ? lse[base + i] / temperature : T(0);
     __syncthreads();
     if (!active)
       continue;
     for (int c = 0; c < kTile; ++c) {
-      int64_t col = base + c;
-      if (col >= s.cols)
+      int64_t inner = base + c;
+      if (inner >= innerCount)
         break;
-      if (!admitted(s, row, col))
+      if (!(ColumnSide ? admitted(s, inner, position)
+                       : admitted(s, position, inner)))
         continue;
       T score = T(0);
 #pragma unroll
       for (int d = 0; d < MaxD; ++d)
-        score += q[d] * features[c][d];
+        score += own[d] * features[c][d];
       T t = score / temperature;
       T weight;
-      if (givenLse) {
-        weight = expOf(t - given);
+      if (ColumnSide) {
+        weight = expOf(t - innerNormalisers[c]);
+      } else if (given) {
+        weight = expOf(t - givenNormaliser);
       } else {
         if (t > m) {
           T rescale = expOf(m - t);
@@ -139,64 +158,17 @@ __device__ void rowPass(const Slots &s) {
   }
   if (!active)
     return;
+  if (ColumnSide)
+    return writeOutputs(s, position, accumulator, T(1));
   T normaliser;
-  if (givenLse)
-    normaliser = givenLse[row];
+  if (given)
+    normaliser = lse[position];
   else
     normaliser = sum > T(0) ? temperature * (m + logOf(sum)) : T(0);
   if (s.lse)
-    pointer<T>(s.lse)[row] = normaliser;
+    pointer<T>(s.lse)[position] = normaliser;
   // A row without an admitted column has nothing accumulated: zeros.
-  writeOutputs(s, row, accumulator, givenLse || sum <= T(0) ? T(1) : sum);
-}
-
-/// Column side: col_outputs[j][c] = Σ_r w(r, c) · row_values[j][r], with L
-/// (lse, a row-side output or the given one) read for each row.
-template <typename T, int MaxD, int MaxW>
-__device__ void colPass(const Slots &s) {
-  __shared__ T features[kTile][MaxD];
-  __shared__ T values[kTile][MaxW];
-  __shared__ T normalisers[kTile];
-  const int64_t col =
-      static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = col < s.cols;
-  const int depth = static_cast<int>(s.depth);
-  const T temperature = static_cast<T>(bitsToDouble(s.temperatureBits));
-  const T *lse = pointer<const T>(s.givenLse ? s.givenLse : s.lse);
-  const int width = tableWidth(s);
-
-  T k[MaxD];
-  loadFeatures(k, pointer<const T>(s.colFeatures), col, depth,
-               static_cast<T>(bitsToDouble(s.scaleBits)), active);
-  T accumulator[MaxW] = {};
-
-  for (int64_t base = 0; base < s.rows; base += kTile) {
-    __syncthreads();
-    stage(features, values, base, s.rows, pointer<const T>(s.rowFeatures),
-          depth, s, width);
-    for (int i = threadIdx.x; i < kTile; i += blockDim.x)
-      normalisers[i] = base + i < s.rows ? lse[base + i] / temperature : T(0);
-    __syncthreads();
-    if (!active)
-      continue;
-    for (int r = 0; r < kTile; ++r) {
-      int64_t row = base + r;
-      if (row >= s.rows)
-        break;
-      if (!admitted(s, row, col))
-        continue;
-      T score = T(0);
-#pragma unroll
-      for (int d = 0; d < MaxD; ++d)
-        score += features[r][d] * k[d];
-      T weight = expOf(score / temperature - normalisers[r]);
-#pragma unroll
-      for (int w = 0; w < MaxW; ++w)
-        accumulator[w] += weight * values[r][w];
-    }
-  }
-  if (active)
-    writeOutputs(s, col, accumulator, T(1));
+  writeOutputs(s, position, accumulator, given || sum <= T(0) ? T(1) : sum);
 }
 
 } // namespace
@@ -208,11 +180,11 @@ __device__ void colPass(const Slots &s) {
 #define ENERGY_CONTRACT_KERNELS(T, SUFFIX, D, W)                               \
   extern "C" __global__ void __launch_bounds__(kBlockThreads)                  \
       energy_contract_rows_##SUFFIX##_##D##_##W(Slots s, int64_t) {            \
-    rowPass<T, D, W>(energy::cuda::problemSlots<T>(s, false));                 \
+    contractPass<T, D, W, false>(energy::cuda::problemSlots<T>(s, false));     \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kBlockThreads)                  \
       energy_contract_cols_##SUFFIX##_##D##_##W(Slots s, int64_t) {            \
-    colPass<T, D, W>(energy::cuda::problemSlots<T>(s, true));                  \
+    contractPass<T, D, W, true>(energy::cuda::problemSlots<T>(s, true));       \
   }
 
 ENERGY_CONTRACT_KERNELS(float, f32, 32, 32)
