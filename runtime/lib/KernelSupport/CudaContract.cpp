@@ -1,7 +1,8 @@
 //===- CudaContract.cpp - The softmax contraction of CUDA artifacts -------===//
 //
 // energy_support_cuda_softmax_contract_*: SoftmaxContract.h's contraction
-// on the GPU (SoftmaxContract.cu, whose PTX the build embeds) when its sizes
+// on the GPU (SoftmaxContract.cu, or SoftmaxContractTensorCores.cu for
+// bf16, whose PTX the build embeds) when its sizes
 // fit the GPU kernels, else on the host; CUDA artifacts call it where CPU
 // artifacts call energy_support_softmax_contract_*. Every pointer must be
 // memory the GPU reaches (as in CUDA artifacts).
@@ -27,6 +28,15 @@ extern const char energySoftmaxContractTensorCoresPtx[];
 #endif
 
 namespace {
+/// The PTX of the CUDA-core and tensor-core kernels, or null when the
+/// build had no nvcc (contractions then run on the host).
+#if ENERGY_HAS_CUDA_KERNELS
+const char *const kCudaCorePtx = energySoftmaxContractPtx;
+const char *const kTensorCorePtx = energySoftmaxContractTensorCoresPtx;
+#else
+const char *const kCudaCorePtx = nullptr;
+const char *const kTensorCorePtx = nullptr;
+#endif
 using energy::cuda::ContractSlots;
 using energy::cuda::kContractMaxConstraints;
 using energy::cuda::kContractMaxTables;
@@ -86,11 +96,12 @@ bool fitsKernels(const energy_softmax_contract_args &a) {
          (a.depth == 0 || (a.row_features && a.col_features));
 }
 
-#if ENERGY_HAS_CUDA_KERNELS
-/// One family of GPU contraction kernels: those of one .cu file for one
-/// element type, their largest bound, how they are launched, and the
-/// kernels loaded so far (one per bound 32, 64, 128 and side).
+/// One family of GPU contraction kernels: those of one .cu file (its PTX,
+/// or null) for one element type, their largest bound, how they are
+/// launched, and the kernels loaded so far (one per bound 32, 64, 128 and
+/// side).
 struct KernelFamily {
+  const char *ptx;
   std::string images;
   const char *type;
   int largest;
@@ -99,8 +110,9 @@ struct KernelFamily {
 
   KernelFamily(const char *ptx, const char *type, int largest, unsigned threads,
                unsigned positionsPerBlock)
-      : images(std::string("sm_80") + '\0' + ptx + '\0' + '\0'), type(type),
-        largest(largest), threads(threads),
+      : ptx(ptx),
+        images(ptx ? std::string("sm_80") + '\0' + ptx + '\0' + '\0' : ""),
+        type(type), largest(largest), threads(threads),
         positionsPerBlock(positionsPerBlock) {}
 };
 
@@ -140,17 +152,13 @@ int32_t runPass(KernelFamily &family, const char *side, int bound,
   }
   return ENERGY_KERNEL_OK;
 }
-#endif
 
-/// The contraction with `family`'s kernels (made on first use) where its
-/// sizes fit them, else `onHost`.
-template <typename T, typename MakeFamily>
-int32_t contract(const energy_softmax_contract_args *args,
-                 MakeFamily makeFamily,
+/// The contraction with `family`'s kernels where it has them and the sizes
+/// fit them, else `onHost`.
+template <typename T>
+int32_t contract(const energy_softmax_contract_args *args, KernelFamily &family,
                  int32_t (*onHost)(const energy_softmax_contract_args *)) {
-#if ENERGY_HAS_CUDA_KERNELS
-  static KernelFamily family = makeFamily();
-  if (!args || !fitsKernels(*args))
+  if (!family.ptx || !args || !fitsKernels(*args))
     return onHost(args);
   const energy_softmax_contract_args &a = *args;
   int64_t rowWidth = widthSum(a.num_row_outputs, a.row_output_widths);
@@ -200,45 +208,29 @@ int32_t contract(const energy_softmax_contract_args *args,
     energy_support_cuda_free(normalisers);
   return code == ENERGY_KERNEL_OK ? ENERGY_CONTRACT_OK
                                   : ENERGY_CONTRACT_DEVICE_ERROR;
-#else
-  (void)makeFamily;
-  return onHost(args);
-#endif
 }
 } // namespace
 
 // The CUDA-core kernels launch one thread per position, the tensor-core
 // ones (SoftmaxContractTensorCores.cu) 128 threads per 64 positions.
-#if ENERGY_HAS_CUDA_KERNELS
-#define ENERGY_KERNEL_FAMILY(PTX, TYPE, LARGEST, THREADS, PER_BLOCK)           \
-  [] { return KernelFamily(PTX, TYPE, LARGEST, THREADS, PER_BLOCK); }
-#else
-#define ENERGY_KERNEL_FAMILY(PTX, TYPE, LARGEST, THREADS, PER_BLOCK) 0
-#endif
-
 extern "C" int32_t energy_support_cuda_softmax_contract_f32(
     const energy_softmax_contract_args *args) {
-  return contract<float>(args,
-                         ENERGY_KERNEL_FAMILY(energySoftmaxContractPtx, "f32",
-                                              128, energy::cuda::kBlockThreads,
-                                              energy::cuda::kBlockThreads),
-                         energy_support_softmax_contract_f32);
+  static KernelFamily family(kCudaCorePtx, "f32", 128,
+                             energy::cuda::kBlockThreads,
+                             energy::cuda::kBlockThreads);
+  return contract<float>(args, family, energy_support_softmax_contract_f32);
 }
 
 extern "C" int32_t energy_support_cuda_softmax_contract_f64(
     const energy_softmax_contract_args *args) {
-  return contract<double>(args,
-                          ENERGY_KERNEL_FAMILY(energySoftmaxContractPtx, "f64",
-                                               64, energy::cuda::kBlockThreads,
-                                               energy::cuda::kBlockThreads),
-                          energy_support_softmax_contract_f64);
+  static KernelFamily family(kCudaCorePtx, "f64", 64,
+                             energy::cuda::kBlockThreads,
+                             energy::cuda::kBlockThreads);
+  return contract<double>(args, family, energy_support_softmax_contract_f64);
 }
 
 extern "C" int32_t energy_support_cuda_softmax_contract_bf16(
     const energy_softmax_contract_args *args) {
-  return contract<float>(
-      args,
-      ENERGY_KERNEL_FAMILY(energySoftmaxContractTensorCoresPtx, "bf16", 128,
-                           128, 64),
-      energy_support_softmax_contract_f32);
+  static KernelFamily family(kTensorCorePtx, "bf16", 128, 128, 64);
+  return contract<float>(args, family, energy_support_softmax_contract_f32);
 }
