@@ -439,54 +439,10 @@ void mlir::energy::markElementwise(scf::ForOp vectors, scf::ForOp tail) {
   tail->setAttr(kElementwiseTailAttr, UnitAttr::get(tail.getContext()));
 }
 
-/// `vectors` (from a constant by a constant) and the loop after it over the
-/// remainder (from where `vectors` ends) as one parallel loop from 0 by 1,
-/// an iteration per vector: the vector's body where a whole vector fits,
-/// else the remainder loop from there. False (nothing changed) when `tail`
-/// is not that loop.
-static bool mergeWithTail(scf::ForOp vectors) {
-  auto tail = dyn_cast_or_null<scf::ForOp>(vectors->getNextNode());
-  if (!tail || !tail->hasAttr(kElementwiseTailAttr) ||
-      tail.getLowerBound() != vectors.getUpperBound() ||
-      !tail.getInitArgs().empty() ||
-      !matchPattern(vectors.getLowerBound(), m_Constant()) ||
-      !matchPattern(vectors.getStep(), m_Constant()))
-    return false;
-  tail->removeAttr(kElementwiseTailAttr);
-  Location loc = vectors.getLoc();
-  OpBuilder b(vectors);
-  Value lower = vectors.getLowerBound(), step = vectors.getStep();
-  Value count = tail.getUpperBound();
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value span = arith::MaxSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, count, lower), zero);
-  auto merged = scf::ForOp::create(
-      b, loc, zero, arith::CeilDivUIOp::create(b, loc, span, step),
-      arith::ConstantIndexOp::create(b, loc, 1));
-  b.setInsertionPointToStart(merged.getBody());
-  Value offset = arith::AddIOp::create(
-      b, loc, lower,
-      arith::MulIOp::create(b, loc, merged.getInductionVar(), step));
-  Value whole =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                            arith::AddIOp::create(b, loc, offset, step), count);
-  auto branch = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
-  Block *vectorBody = vectors.getBody();
-  vectors.getInductionVar().replaceAllUsesWith(offset);
-  branch.thenBlock()->getOperations().splice(
-      branch.thenBlock()->begin(), vectorBody->getOperations(),
-      vectorBody->begin(), std::prev(vectorBody->end()));
-  tail->moveBefore(branch.elseBlock()->getTerminator());
-  tail.setLowerBound(offset);
-  vectors.erase();
-  markParallel(merged);
-  return true;
-}
-
 /// Rewrites `loop` (no carried values) to run from 0 by 1 over its trip
 /// count, its old induction value computed from the new one, and marks it
-/// parallel.
-static void normaliseToParallel(scf::ForOp loop) {
+/// parallel; returns that old induction value.
+static Value normaliseToParallel(scf::ForOp loop) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
   Value lower = loop.getLowerBound(), step = loop.getStep();
@@ -502,6 +458,38 @@ static void normaliseToParallel(scf::ForOp loop) {
   Value position = arith::AddIOp::create(b, loc, lower, scaled);
   trip.replaceAllUsesExcept(position, scaled);
   markParallel(loop);
+  return position;
+}
+
+/// `vectors` and the loop after it over the remainder (from where `vectors`
+/// ends) as one parallel loop from 0 by 1, an iteration per vector: the
+/// vector's body where a whole vector fits, else the remainder loop from
+/// there. False (nothing changed) when the next op is not that loop.
+static bool mergeWithTail(scf::ForOp vectors) {
+  auto tail = dyn_cast_or_null<scf::ForOp>(vectors->getNextNode());
+  if (!tail || !tail->hasAttr(kElementwiseTailAttr) ||
+      tail.getLowerBound() != vectors.getUpperBound() ||
+      !tail.getInitArgs().empty())
+    return false;
+  tail->removeAttr(kElementwiseTailAttr);
+  // The vectors' iterations now cover the remainder too.
+  Value count = tail.getUpperBound(), step = vectors.getStep();
+  vectors.setUpperBound(count);
+  Value offset = normaliseToParallel(vectors);
+  Operation *firstOfBody = offset.getDefiningOp()->getNextNode();
+  Location loc = vectors.getLoc();
+  OpBuilder b(firstOfBody);
+  Value whole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                            arith::AddIOp::create(b, loc, offset, step), count);
+  auto branch = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+  Block *body = vectors.getBody();
+  branch.thenBlock()->getOperations().splice(
+      branch.thenBlock()->begin(), body->getOperations(),
+      Block::iterator(firstOfBody), std::prev(body->end()));
+  tail->moveBefore(branch.elseBlock()->getTerminator());
+  tail.setLowerBound(offset);
+  return true;
 }
 
 /// Whether `loop` runs from 0 by 1.
