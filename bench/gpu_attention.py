@@ -113,6 +113,24 @@ def difference(value, reference):
                  np.max(np.abs(reference)))
 
 
+def torch_gradient(energy, x, params, dtype):
+    """The gradient with respect to x of energy(x, *params), on the GPU in
+    dtype."""
+    tx = torch.tensor(x, device='cuda', dtype=dtype, requires_grad=True)
+    tensors = [torch.tensor(p, device='cuda', dtype=dtype) for p in params]
+    return torch.autograd.grad(energy(tx, *tensors), tx)[0]
+
+
+def report(name, n, ours, ours_ms, work, theirs, torch_ms, reference, **more):
+    """The JSON record of one benchmark: times, and both results' distance
+    from the reference."""
+    return dict({'benchmark': name, 'n': n, 'ours_ms': ours_ms, 'torch_ms': torch_ms,
+                 'ours_gpu_work_ms': work,
+                 'ours_difference': difference(ours, reference),
+                 'torch_difference': difference(theirs.float().cpu().numpy(), reference)},
+                **more)
+
+
 def self_attention(energy_exec, artifact, n, reps, rng):
     d = 64
     x = rng.standard_normal((n, d)).astype(np.float32)
@@ -121,19 +139,14 @@ def self_attention(energy_exec, artifact, n, reps, rng):
     ours, ours_ms, work = run_ours(energy_exec, artifact, {'x': x, 'Wq': wq, 'Wk': wk},
                                    ['--eval', 'grad', '--wrt', 'x'], 'grad.x', reps)
 
-    def gradient(dtype):
-        tx = torch.tensor(x, device='cuda', dtype=dtype, requires_grad=True)
-        tq = torch.tensor(wq, device='cuda', dtype=dtype)
-        tk = torch.tensor(wk, device='cuda', dtype=dtype)
-        energy = -torch.logsumexp((tx @ tq.T) @ (tx @ tk.T).T, dim=1).sum()
-        return torch.autograd.grad(energy, tx)[0]
+    def energy(tx, tq, tk):
+        return -torch.logsumexp((tx @ tq.T) @ (tx @ tk.T).T, dim=1).sum()
 
-    theirs, torch_ms = time_torch(lambda: gradient(torch.float32), reps)
-    reference = gradient(torch.float64).cpu().numpy()
-    return {'benchmark': 'self-attention gradient, f32, D = 64', 'n': n,
-            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
-            'ours_difference': difference(ours, reference),
-            'torch_difference': difference(theirs.float().cpu().numpy(), reference)}
+    theirs, torch_ms = time_torch(
+        lambda: torch_gradient(energy, x, (wq, wk), torch.float32), reps)
+    reference = torch_gradient(energy, x, (wq, wk), torch.float64).cpu().numpy()
+    return report('self-attention gradient, f32, D = 64', n, ours, ours_ms, work,
+                  theirs, torch_ms, reference)
 
 
 def attention_step(energy_exec, artifact, n, reps, rng):
@@ -148,12 +161,10 @@ def attention_step(energy_exec, artifact, n, reps, rng):
     theirs, torch_ms = time_torch(lambda: bq + sdpa(bq, bk, bk), reps)
     reference = (tq + torch.softmax(tq @ tk.transpose(1, 2) / TAU, dim=-1) @ tk).cpu().numpy()
     flops = 4.0 * HEADS * n * n * HEAD_DIM
-    return {'benchmark': '(a) attention update, 16 heads x 128, bf16', 'n': n,
-            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
-            'torch_tflops': flops / torch_ms * 1e-9,
-            'ours_tflops_whole_call': flops / ours_ms * 1e-9,
-            'ours_difference': difference(ours, reference),
-            'torch_difference': difference(theirs[0].float().cpu().numpy(), reference)}
+    return report('(a) attention update, 16 heads x 128, bf16', n, ours, ours_ms, work,
+                  theirs[0], torch_ms, reference,
+                  torch_tflops=flops / torch_ms * 1e-9,
+                  ours_tflops_whole_call=flops / ours_ms * 1e-9)
 
 
 def attention_gradient(energy_exec, artifact, n, reps, rng):
@@ -164,21 +175,16 @@ def attention_gradient(energy_exec, artifact, n, reps, rng):
     ours, ours_ms, work = run_ours(energy_exec, artifact, {'x': x, 'Wq': wq, 'Wk': wk},
                                    ['--eval', 'grad', '--wrt', 'x'], 'grad.x', reps)
 
-    def gradient(dtype):
-        tx = torch.tensor(x, device='cuda', dtype=dtype, requires_grad=True)
-        tq = torch.tensor(wq, device='cuda', dtype=dtype)
-        tk = torch.tensor(wk, device='cuda', dtype=dtype)
+    def energy(tx, tq, tk):
         q = torch.einsum('hed,nd->hne', tq, tx)
         k = torch.einsum('hed,nd->hne', tk, tx)
-        energy = -TAU * torch.logsumexp(q @ k.transpose(1, 2) / TAU, dim=-1).sum()
-        return torch.autograd.grad(energy, tx)[0]
+        return -TAU * torch.logsumexp(q @ k.transpose(1, 2) / TAU, dim=-1).sum()
 
-    theirs, torch_ms = time_torch(lambda: gradient(torch.bfloat16), reps)
-    reference = gradient(torch.float32).cpu().numpy()
-    return {'benchmark': '(b) 16-head self-attention energy gradient, bf16', 'n': n,
-            'ours_ms': ours_ms, 'torch_ms': torch_ms, 'ours_gpu_work_ms': work,
-            'ours_difference': difference(ours, reference),
-            'torch_difference': difference(theirs.float().cpu().numpy(), reference)}
+    theirs, torch_ms = time_torch(
+        lambda: torch_gradient(energy, x, (wq, wk), torch.bfloat16), reps)
+    reference = torch_gradient(energy, x, (wq, wk), torch.float32).cpu().numpy()
+    return report('(b) 16-head self-attention energy gradient, bf16', n, ours, ours_ms,
+                  work, theirs, torch_ms, reference)
 
 
 BENCHMARKS = {'self': self_attention, 'step': attention_step, 'grad': attention_gradient}
