@@ -52,13 +52,14 @@ bool validArguments(const energy_softmax_contract_args *args) {
   if (!args)
     return false;
   const energy_softmax_contract_args &a = *args;
-  if (a.batch < 1 || a.rows < 0 || a.cols < 0 || a.depth < 0 ||
-      !productFits(a.batch, a.rows) || !productFits(a.batch, a.cols) ||
-      !productFits(a.batch * a.rows, a.depth) ||
-      !productFits(a.batch * a.cols, a.depth))
+  // Every array holds the batch's problems back to back: its rows are
+  // batch · rows (or cols).
+  if (a.batch < 1 || a.rows < 0 || a.cols < 0 ||
+      !productFits(a.batch, a.rows) || !productFits(a.batch, a.cols))
     return false;
-  if (!validMatrix(a.row_features, a.rows, a.depth) ||
-      !validMatrix(a.col_features, a.cols, a.depth))
+  const int64_t rows = a.batch * a.rows, cols = a.batch * a.cols;
+  if (!validMatrix(a.row_features, rows, a.depth) ||
+      !validMatrix(a.col_features, cols, a.depth))
     return false;
   if (!std::isfinite(a.scale) || !std::isfinite(a.temperature) ||
       !(a.temperature > 0))
@@ -70,9 +71,9 @@ bool validArguments(const energy_softmax_contract_args *args) {
         a.constraints[k].kind != ENERGY_CONSTRAINT_NE)
       return false;
   return validSide(a.num_row_outputs, a.col_values, a.row_output_widths,
-                   a.row_outputs, a.cols, a.rows) &&
+                   a.row_outputs, cols, rows) &&
          validSide(a.num_col_outputs, a.row_values, a.col_output_widths,
-                   a.col_outputs, a.rows, a.cols);
+                   a.col_outputs, rows, cols);
 }
 
 /// `data` (a void pointer to elements of T, or null) `offset` elements on.

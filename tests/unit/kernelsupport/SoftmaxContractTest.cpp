@@ -562,6 +562,13 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
           {"zero batch", [](auto &a) { a.batch = 0; }},
           {"batch times rows overflowing",
            [](auto &a) { a.batch = int64_t(1) << 62; }},
+          {"a batch of features overflowing",
+           [](auto &a) { a.batch = int64_t(1) << 59; }},
+          {"a batch of value tables overflowing",
+           [](auto &a) {
+             a.batch = int64_t(1) << 59;
+             a.depth = 0;
+           }},
           {"negative rows", [](auto &a) { a.rows = -1; }},
           {"negative cols", [](auto &a) { a.cols = -1; }},
           {"negative depth", [](auto &a) { a.depth = -1; }},
