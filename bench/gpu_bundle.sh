@@ -42,7 +42,7 @@ bench() {
 }
 bench step8192 90 step $E artifacts/mha_step.bench.so 8192 5
 bench grad2048 60 grad $E artifacts/mha_grad.bench.so 2048 3
-bench grad8192 100 grad $E artifacts/mha_grad.bench.so 8192 3
+bench grad8192 60 grad $E artifacts/mha_grad.bench.so 8192 3
 bench self4096 40 self $E artifacts/self_attention.bench.so 4096 5
 RUN
 (cd "$bundle" && tar czf "../$(basename "$bundle").tgz" .)

@@ -16,6 +16,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -688,16 +689,49 @@ struct NormaliserSource {
   Block *rowBlock;
 };
 
-/// L as a read of a let whose body is an lse, read at the sum's own index,
-/// or as an lse in the sum's body.
+/// The sums whose bodies enclose `sum` up to the loop around them, outermost
+/// first: a sum over (b…, r) split into Σ_b Σ_r by splitBatchIndices.
+SmallVector<ReduceOp> batchSums(ReduceOp sum) {
+  SmallVector<ReduceOp> batches;
+  for (auto outer = dyn_cast<ReduceOp>(sum->getParentOp());
+       outer && outer.getKind() == ReduceKind::sum && !outer.hasPredicate() &&
+       hasPlainDims(outer.getSizes());
+       outer = dyn_cast<ReduceOp>(outer->getParentOp()))
+    batches.insert(batches.begin(), outer);
+  return batches;
+}
+
+/// The indices of the batch sums then the sum's own: the rows of the lse
+/// that the sum's normaliser reads.
+SmallVector<Value> rowIndicesOf(ReduceOp sum, ArrayRef<ReduceOp> batches) {
+  SmallVector<Value> indices;
+  for (ReduceOp batch : batches)
+    llvm::append_range(indices, batch.getBody().front().getArguments());
+  indices.push_back(sum.getBody().front().getArgument(0));
+  return indices;
+}
+
+/// Their domains, in the same order.
+SmallVector<Attribute> rowSizesOf(ReduceOp sum, ArrayRef<ReduceOp> batches) {
+  SmallVector<Attribute> sizes;
+  for (ReduceOp batch : batches)
+    llvm::append_range(sizes, batch.getSizes());
+  llvm::append_range(sizes, sum.getSizes());
+  return sizes;
+}
+
+/// L as a read of a let whose body is an lse, read at the rows `rows` (the
+/// sum's own index after those of its batch sums), or as an lse in the
+/// sum's body.
 std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
+                                             ArrayRef<ReduceOp> batches,
                                              SymbolTable &symbols) {
   Block &body = sum.getBody().front();
   if (auto read = value.getDefiningOp<ReadOp>()) {
     auto let = symbols.lookup<LetOp>(read.getSource());
-    if (!let || read.getIndices().size() != 1 ||
-        read.getIndices()[0] != body.getArgument(0) ||
-        !read.getMap().isIdentity() || let.getDomain() != sum.getSizes())
+    if (!let || !read.getMap().isIdentity() ||
+        !llvm::equal(read.getIndices(), rowIndicesOf(sum, batches)) ||
+        !llvm::equal(let.getDomain(), rowSizesOf(sum, batches)))
       return std::nullopt;
     auto lse = cast<YieldOp>(let.getBody().front().getTerminator())
                    .getValues()[0]
@@ -708,19 +742,81 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     return NormaliserSource{lse, &let.getBody().front()};
   }
   auto lse = value.getDefiningOp<ReduceOp>();
-  if (lse && lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
+  if (batches.empty() && lse && lse.getKind() == ReduceKind::lse &&
+      lse->getBlock() == &body)
     return NormaliserSource{lse, &body};
   return std::nullopt;
 }
 
+/// Writes a sum over several indices (b…, r) whose summand shifts by a
+/// normaliser read at all of them as Σ_b Σ_r, the batch sums outside, so
+/// that the sum over r can become the parent side of a batched contraction
+/// (the rows of a multi-head term are (head, position)); what depends on b
+/// only moves out of the sum over r. Returns that inner sum, or null.
+ReduceOp splitBatchIndices(ReduceOp sum, SymbolTable &symbols) {
+  ArrayAttr sizes = sum.getSizes();
+  if (sum.getKind() != ReduceKind::sum || sizes.size() < 2 ||
+      !hasPlainDims(sizes))
+    return nullptr;
+  Block &body = sum.getBody().front();
+  bool shiftedByLet = llvm::any_of(body.getOps<SubOp>(), [&](SubOp shift) {
+    auto read = shift.getRhs().getDefiningOp<ReadOp>();
+    auto let = read ? symbols.lookup<LetOp>(read.getSource()) : LetOp();
+    return let && read.getMap().isIdentity() &&
+           llvm::equal(read.getIndices(), body.getArguments()) &&
+           let.getDomain() == sizes;
+  });
+  if (!shiftedByLet)
+    return nullptr;
+  MLIRContext *context = sum.getContext();
+  OpBuilder builder(sum);
+  auto outer = ReduceOp::create(
+      builder, sum.getLoc(), sum.getType(), ReduceKind::sum,
+      ArrayAttr::get(context, sizes.getValue().drop_back()), Value());
+  Block &outerBody = outer.getBody().emplaceBlock();
+  for (BlockArgument index : body.getArguments().drop_back())
+    outerBody.addArgument(index.getType(), index.getLoc());
+  builder.setInsertionPointToStart(&outerBody);
+  auto inner = ReduceOp::create(
+      builder, sum.getLoc(), sum.getType(), ReduceKind::sum,
+      ArrayAttr::get(context, sizes.getValue().back()), Value());
+  Block &innerBody = inner.getBody().emplaceBlock();
+  BlockArgument last = body.getArguments().back();
+  innerBody.addArgument(last.getType(), last.getLoc());
+  YieldOp::create(builder, sum.getLoc(), inner.getResult());
+  for (auto [from, to] :
+       llvm::zip(body.getArguments().drop_back(), outerBody.getArguments()))
+    from.replaceAllUsesWith(to);
+  last.replaceAllUsesWith(innerBody.getArgument(0));
+  innerBody.getOperations().splice(innerBody.end(), body.getOperations());
+  // The predicate admits the same (b…, r), as a predicate on r.
+  if (sum.hasPredicate()) {
+    inner.getPredicate().takeBody(sum.getPredicate());
+    Block &predicate = inner.getPredicate().front();
+    for (auto [from, to] : llvm::zip(predicate.getArguments().drop_back(),
+                                     outerBody.getArguments()))
+      from.replaceAllUsesWith(to);
+    predicate.eraseArguments(0, predicate.getNumArguments() - 1);
+  }
+  sum.getResult().replaceAllUsesWith(outer.getResult());
+  sum.erase();
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(inner.getOperation()));
+  return inner;
+}
+
 /// Writes `sum`, a sum over rows r of w(r, c) · g with c the index of the
 /// loop or table around it and w the softmax weight of an lse over c, as
-/// the parent side of a contraction placed before that loop.
+/// the parent side of a contraction placed before that loop. Sums over
+/// batch indices b between the two (splitBatchIndices) make the rows
+/// (b…, r) and the outputs per (b…, c).
 void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1 ||
       !hasPlainDims(sum.getSizes()))
     return;
-  Operation *loop = sum->getParentOp();
+  SmallVector<ReduceOp> batches = batchSums(sum);
+  Operation *outermost =
+      batches.empty() ? sum.getOperation() : batches.front().getOperation();
+  Operation *loop = outermost->getParentOp();
   ArrayAttr loopSizes;
   if (auto foreach = dyn_cast<ForeachOp>(loop);
       foreach && !foreach.hasPredicate())
@@ -729,12 +825,14 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     loopSizes = table.getSizes();
   if (!loopSizes || loopSizes.size() != 1 || !hasPlainDims(loopSizes))
     return;
-  Block &loopBody = *sum->getBlock();
+  Block &loopBody = *outermost->getBlock();
   Value column = loopBody.getArgument(0);
   Block &body = sum.getBody().front();
+  SmallVector<Value> rowIndices = rowIndicesOf(sum, batches);
+  const unsigned rowCount = rowIndices.size();
   std::optional<NormaliserSource> source;
   std::optional<WeightedSum> weighted = matchWeightedSum(sum, [&](Value value) {
-    source = normaliserOf(value, sum, symbols);
+    source = normaliserOf(value, sum, batches, symbols);
     return source.has_value();
   });
   if (!weighted || !source)
@@ -754,7 +852,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   IRMapping toSum;
   toSum.map(lse.getBody().front().getArgument(0), column);
   if (source->rowBlock != &body)
-    toSum.map(source->rowBlock->getArgument(0), body.getArgument(0));
+    toSum.map(source->rowBlock->getArguments(), rowIndices);
   if (!computeSame(lse.getBodyValue(), weighted->shift.getLhs(), toSum))
     return;
   if (lse.hasPredicate() != sum.hasPredicate())
@@ -763,8 +861,9 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     Block &sumPredicate = sum.getPredicate().front();
     IRMapping toPredicate;
     toPredicate.map(lse.getPredicate().front().getArgument(0), column);
-    toPredicate.map(source->rowBlock->getArgument(0),
-                    sumPredicate.getArgument(0));
+    SmallVector<Value> predicateRows(ArrayRef(rowIndices).drop_back());
+    predicateRows.push_back(sumPredicate.getArgument(0));
+    toPredicate.map(source->rowBlock->getArguments(), predicateRows);
     auto admits = [](Region &region) {
       return cast<YieldOp>(region.front().getTerminator()).getValues()[0];
     };
@@ -774,15 +873,21 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   }
 
   MLIRContext *context = sum.getContext();
-  ContractBuilder contract(context, sum.getSizes(),
+  ContractBuilder contract(context,
+                           ArrayAttr::get(context, rowSizesOf(sum, batches)),
                            cast<DimExprAttr>(lse.getSizes()[0]));
-  contract.nameIndices({body.getArgument(0).getLoc(), column.getLoc()});
-  // Region arguments: (row, column).
+  SmallVector<Location> indexLocations;
+  for (Value index : rowIndices)
+    indexLocations.push_back(index.getLoc());
+  indexLocations.push_back(column.getLoc());
+  contract.nameIndices(indexLocations);
+  // Region arguments: (rows…, column).
   auto fill = [&](Region &region, Block &lseBlock) {
     Block &target = contract.block(region);
     IRMapping mapping;
-    mapping.map(source->rowBlock->getArgument(0), target.getArgument(0));
-    mapping.map(lseBlock.getArgument(0), target.getArgument(1));
+    mapping.map(source->rowBlock->getArguments(),
+                target.getArguments().take_front(rowCount));
+    mapping.map(lseBlock.getArgument(0), target.getArgument(rowCount));
     return RegionFiller(target, mapping, {source->rowBlock, &lseBlock},
                         {&lseBlock});
   };
@@ -806,9 +911,13 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   {
     Block &target = contract.block(contract.colSums);
     IRMapping mapping;
-    mapping.map(body.getArgument(0), target.getArgument(0));
-    mapping.map(column, target.getArgument(1));
-    RegionFiller filler(target, mapping, {&loopBody, &body}, {&body});
+    mapping.map(rowIndices, target.getArguments().take_front(rowCount));
+    mapping.map(column, target.getArgument(rowCount));
+    SmallVector<Block *> sources = {&loopBody};
+    for (ReduceOp batch : batches)
+      sources.push_back(&batch.getBody().front());
+    sources.push_back(&body);
+    RegionFiller filler(target, mapping, sources, {&body});
     SmallVector<Value> values;
     for (const LinearTerm &term : weighted->terms) {
       FailureOr<Value> value = filler.materializeTerm(*weighted, term);
@@ -828,12 +937,17 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   SoftmaxContractOp op =
       contract.create(builder, sum.getLoc(), temperature, Value());
   builder.setInsertionPoint(sum);
+  // The outputs are per (batch…, column).
+  SmallVector<Value> outputIndices(ArrayRef(rowIndices).drop_back());
+  outputIndices.push_back(column);
   SmallVector<Value> termSums;
   for (Value output : op.getColOutputs()) {
-    auto rowType = ArrayType::get(
-        context, cast<ArrayType>(output.getType()).getShape().drop_front());
+    auto rowType =
+        ArrayType::get(context, cast<ArrayType>(output.getType())
+                                    .getShape()
+                                    .drop_front(outputIndices.size()));
     termSums.push_back(
-        extractAt(builder, sum.getLoc(), output, rowType, column));
+        extractAt(builder, sum.getLoc(), output, rowType, outputIndices));
   }
   sum.getResult().replaceAllUsesWith(sumOfTerms(builder, *weighted, termSums));
   sum.erase();
@@ -1020,8 +1134,11 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
         !reduce->getParentOfType<LetOp>())
       sums.push_back(reduce);
   });
-  for (ReduceOp sum : sums)
+  for (ReduceOp sum : sums) {
+    if (ReduceOp inner = splitBatchIndices(sum, symbols))
+      sum = inner;
     formParentSide(sum, symbols);
+  }
 
   // Child side: innermost lse first, so that an lse inside the body of
   // another is planned before its enclosing one is considered.
