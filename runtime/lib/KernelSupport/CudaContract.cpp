@@ -96,30 +96,75 @@ bool fitsKernels(const energy_softmax_contract_args &a) {
          (a.depth == 0 || (a.row_features && a.col_features));
 }
 
+/// Elements in one row of the tensor-core kernels' packed bf16 copies of
+/// `size` values: whole 16-byte chunks (packedStride in
+/// SoftmaxContractTensorCores.cu).
+int64_t packedStride(int64_t size) { return (size + 7) / 8 * 8; }
+
 /// One family of GPU contraction kernels: those of one .cu file (its PTX,
 /// or null) for one element type, their largest bound, how they are
 /// launched, and the kernels loaded so far (one per bound 32, 64, 128 and
-/// side).
+/// side). A family whose kernels read the inner side from packed bf16
+/// copies has a packing kernel per side and pads each problem's copies to
+/// a multiple of `packedRowMultiple` rows (its inner tile); 0 for the
+/// others.
 struct KernelFamily {
   const char *ptx;
   std::string images;
   const char *type;
   int largest;
   unsigned threads, positionsPerBlock;
+  int64_t packedRowMultiple;
   void *rowKernels[3] = {}, *colKernels[3] = {};
+  void *packKernels[2] = {};
 
   KernelFamily(const char *ptx, const char *type, int largest, unsigned threads,
-               unsigned positionsPerBlock)
+               unsigned positionsPerBlock, int64_t packedRowMultiple = 0)
       : ptx(ptx),
         images(ptx ? std::string("sm_80") + '\0' + ptx + '\0' + '\0' : ""),
         type(type), largest(largest), threads(threads),
-        positionsPerBlock(positionsPerBlock) {}
+        positionsPerBlock(positionsPerBlock),
+        packedRowMultiple(packedRowMultiple) {}
 };
 
-/// Runs one pass, `side` ("rows" or "cols") of `family`'s kernels for
-/// `bound`, on `count` positions of each of `batch` problems: `slots` with
-/// this side's `tables` value tables of `widths`, summed into `outputs`.
-int32_t runPass(KernelFamily &family, const char *side, int bound,
+/// Where a family's packing kernel leaves one launch's copies: device
+/// addresses of the features and of the value tables (each problem's
+/// `rows` rows back to back), the 16-byte chunks of a problem's rows (one
+/// packing thread each), and the scratch that holds them.
+struct PackedCopies {
+  energy::cuda::DeviceScratch scratch;
+  int64_t features = 0, values = 0, rows = 0, chunks = 0;
+};
+
+/// Reserves `copies` for up to `layers` problems of one pass whose inner
+/// side has `count` positions of `depth` features and `width` table values.
+int32_t reservePackedCopies(PackedCopies &copies, int64_t rowMultiple,
+                            int64_t layers, int64_t count, int64_t depth,
+                            int64_t width) {
+  copies.rows = (count + rowMultiple - 1) / rowMultiple * rowMultiple;
+  int64_t rows, featureBytes, valueBytes, bytes;
+  if (__builtin_mul_overflow(layers, copies.rows, &rows) ||
+      __builtin_mul_overflow(rows, 2 * packedStride(depth), &featureBytes) ||
+      __builtin_mul_overflow(rows, 2 * packedStride(width), &valueBytes) ||
+      __builtin_add_overflow(featureBytes, valueBytes, &bytes))
+    return energy::cuda::fail("the contraction's bf16 copies of " +
+                              std::to_string(layers) + " problems of " +
+                              std::to_string(count) +
+                              " positions are too large to address");
+  if (int32_t code = copies.scratch.reserve(static_cast<size_t>(bytes),
+                                            "the contraction's bf16 copies"))
+    return code;
+  copies.chunks = copies.rows * (packedStride(depth) + packedStride(width)) / 8;
+  copies.features = static_cast<int64_t>(copies.scratch.address());
+  copies.values = copies.features + featureBytes;
+  return ENERGY_KERNEL_OK;
+}
+
+/// Runs one pass, the column side or the row side of `family`'s kernels
+/// for `bound`, on `count` positions of each of `batch` problems: `slots`
+/// with this side's `tables` value tables of `widths`, summed into
+/// `outputs`.
+int32_t runPass(KernelFamily &family, bool columnSide, int bound,
                 ContractSlots slots, int64_t tables, const void *const *values,
                 const int64_t *widths, void *const *outputs, int64_t count,
                 int64_t batch) {
@@ -129,25 +174,50 @@ int32_t runPass(KernelFamily &family, const char *side, int bound,
     slots.widths[j] = widths[j];
     slots.outputs[j] = bits(outputs[j]);
   }
-  std::string name = "energy_contract_" + std::string(side) + "_" +
-                     family.type + "_" + std::to_string(bound) + "_" +
-                     std::to_string(bound);
-  void **cached =
-      &(std::strcmp(side, "rows") == 0 ? family.rowKernels
-                                       : family.colKernels)[bound / 64];
+  std::string prefix = std::string("energy_contract_") +
+                       (columnSide ? "cols" : "rows") + "_" + family.type;
+  std::string name =
+      prefix + "_" + std::to_string(bound) + "_" + std::to_string(bound);
   void *kernel = nullptr;
-  if (int32_t code = energy::cuda::loadKernel(family.images.c_str(),
-                                              name.c_str(), cached, kernel))
+  if (int32_t code = energy::cuda::loadKernel(
+          family.images.c_str(), name.c_str(),
+          &(columnSide ? family.colKernels : family.rowKernels)[bound / 64],
+          kernel))
     return code;
+  // The packing kernel and its copies, kMaxLayers problems at a time.
+  std::string packName = prefix + "_pack";
+  void *pack = nullptr;
+  PackedCopies copies;
+  if (family.packedRowMultiple) {
+    if (int32_t code =
+            energy::cuda::loadKernel(family.images.c_str(), packName.c_str(),
+                                     &family.packKernels[columnSide], pack))
+      return code;
+    if (int32_t code = reservePackedCopies(
+            copies, family.packedRowMultiple,
+            std::min<int64_t>(batch, energy::cuda::kMaxLayers),
+            columnSide ? slots.rows : slots.cols, slots.depth,
+            widthSum(tables, widths)))
+      return code;
+  }
   // One row of blocks per problem of the batch, kMaxLayers at a time.
   for (int64_t first = 0; first < batch; first += energy::cuda::kMaxLayers) {
     slots.batchBase = first;
     auto layers = static_cast<unsigned>(
         std::min<int64_t>(batch - first, energy::cuda::kMaxLayers));
-    void *parameters[] = {&slots, &count};
+    void *packParameters[] = {&slots, &copies.features, &copies.values,
+                              &copies.rows, &copies.chunks};
+    if (pack)
+      if (int32_t code = energy::cuda::launchKernel(
+              pack, packName.c_str(), packParameters, copies.chunks,
+              energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers))
+        return code;
+    void *packedParameters[] = {&slots, &copies.features, &copies.values,
+                                &copies.rows, &count};
+    void *plainParameters[] = {&slots, &count};
     if (int32_t code = energy::cuda::launchKernel(
-            kernel, name.c_str(), parameters, count, family.threads,
-            family.positionsPerBlock, layers))
+            kernel, name.c_str(), pack ? packedParameters : plainParameters,
+            count, family.threads, family.positionsPerBlock, layers))
       return code;
   }
   return ENERGY_KERNEL_OK;
@@ -197,13 +267,11 @@ int32_t contract(const energy_softmax_contract_args *args, KernelFamily &family,
 
   int32_t code = ENERGY_KERNEL_OK;
   if (a.num_row_outputs > 0 || a.lse || scratch)
-    code =
-        runPass(family, "rows", bound, slots, a.num_row_outputs, a.col_values,
-                a.row_output_widths, a.row_outputs, a.rows, a.batch);
+    code = runPass(family, false, bound, slots, a.num_row_outputs, a.col_values,
+                   a.row_output_widths, a.row_outputs, a.rows, a.batch);
   if (code == ENERGY_KERNEL_OK && a.num_col_outputs > 0)
-    code =
-        runPass(family, "cols", bound, slots, a.num_col_outputs, a.row_values,
-                a.col_output_widths, a.col_outputs, a.cols, a.batch);
+    code = runPass(family, true, bound, slots, a.num_col_outputs, a.row_values,
+                   a.col_output_widths, a.col_outputs, a.cols, a.batch);
   if (scratch)
     energy_support_cuda_free(normalisers);
   return code == ENERGY_KERNEL_OK ? ENERGY_CONTRACT_OK
@@ -212,7 +280,8 @@ int32_t contract(const energy_softmax_contract_args *args, KernelFamily &family,
 } // namespace
 
 // The CUDA-core kernels launch one thread per position, the tensor-core
-// ones (SoftmaxContractTensorCores.cu) 128 threads per 64 positions.
+// ones (SoftmaxContractTensorCores.cu) 128 threads per 64 positions, on
+// copies padded to whole tiles of 32 inner positions.
 extern "C" int32_t energy_support_cuda_softmax_contract_f32(
     const energy_softmax_contract_args *args) {
   static KernelFamily family(kCudaCorePtx, "f32", 128,
@@ -231,6 +300,6 @@ extern "C" int32_t energy_support_cuda_softmax_contract_f64(
 
 extern "C" int32_t energy_support_cuda_softmax_contract_bf16(
     const energy_softmax_contract_args *args) {
-  static KernelFamily family(kTensorCorePtx, "bf16", 128, 128, 64);
+  static KernelFamily family(kTensorCorePtx, "bf16", 128, 128, 64, 32);
   return contract<float>(args, family, energy_support_softmax_contract_f32);
 }

@@ -1,8 +1,9 @@
 //===- CudaLaunch.cpp - What CUDA artifacts call on the host
 //----------------===//
 //
-// Managed memory from a cache of freed blocks, and kernel launches from the
-// PTX images an artifact embeds, over the driver API (CudaDriverApi.h).
+// Managed memory from a cache of freed blocks, device scratch for the
+// support library's kernels, and kernel launches from the PTX images an
+// artifact embeds, over the driver API (CudaDriverApi.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,9 +11,11 @@
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +54,12 @@ struct BlockCache {
 BlockCache &blocks() {
   static BlockCache *cache = new BlockCache();
   return *cache;
+}
+
+/// Device blocks that DeviceScratch holders gave back, by size.
+std::multimap<size_t, CUdeviceptr> &spareDeviceBlocks() {
+  static auto *spare = new std::multimap<size_t, CUdeviceptr>();
+  return *spare;
 }
 
 /// The architecture number of "sm_90" (90), or -1.
@@ -99,6 +108,52 @@ extern "C" void energy_support_cuda_free(void *pointer) {
   auto size = cache.sizes.find(pointer);
   if (size != cache.sizes.end())
     cache.freeBlocks.emplace(size->second, pointer);
+}
+
+int32_t energy::cuda::DeviceScratch::reserve(size_t bytes,
+                                             const char *purpose) {
+  release();
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return fail(error);
+  CUdeviceptr tooSmall = 0;
+  {
+    std::lock_guard<std::mutex> guard(lock());
+    std::multimap<size_t, CUdeviceptr> &spare = spareDeviceBlocks();
+    if (auto found = spare.lower_bound(bytes); found != spare.end()) {
+      size = found->first;
+      block = found->second;
+      spare.erase(found);
+      return ENERGY_KERNEL_OK;
+    }
+    // None is large enough: the largest makes way for a larger one.
+    if (!spare.empty()) {
+      tooSmall = std::prev(spare.end())->second;
+      spare.erase(std::prev(spare.end()));
+    }
+  }
+  const DriverApi &api = driverApi();
+  if (tooSmall)
+    api.memFree(tooSmall);
+  // Whole 2 MiB pages, the driver's granularity for large blocks.
+  constexpr size_t kPage = size_t(2) << 20;
+  size_t rounded = (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+  if (CUresult result = api.memAlloc(&block, rounded); result != kSuccess) {
+    block = 0;
+    return fail("cannot allocate " + std::to_string(rounded) +
+                " bytes of device memory for " + purpose + ": " +
+                api.describe(result));
+  }
+  size = rounded;
+  return ENERGY_KERNEL_OK;
+}
+
+void energy::cuda::DeviceScratch::release() {
+  if (!block)
+    return;
+  std::lock_guard<std::mutex> guard(lock());
+  spareDeviceBlocks().emplace(size, block);
+  block = 0;
+  size = 0;
 }
 
 int32_t energy::cuda::loadKernel(const char *images, const char *name,

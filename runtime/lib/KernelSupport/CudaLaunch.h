@@ -1,9 +1,10 @@
 //===- CudaLaunch.h - Loading and launching GPU kernels ---------*- C++ -*-===//
 //
 // What CudaLaunch.cpp shares with the support library's own GPU kernels
-// (CudaContract.cpp): loading a kernel from PTX images and launching it one
-// thread per position, with the failures energy_support_cuda_last_error
-// reports. Private to the kernel support library.
+// (CudaContract.cpp): loading a kernel from PTX images, launching it one
+// thread per position, and device scratch memory, with the failures
+// energy_support_cuda_last_error reports. Private to the kernel support
+// library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +39,30 @@ int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
                      unsigned positionsPerBlock = kBlockThreads,
                      unsigned layers = 1);
+
+/// Device memory (cuMemAlloc) that a caller holds while its kernels run,
+/// taken from the blocks earlier holders gave back: a kernel that needs
+/// scratch on every call reuses one block, which grows to its largest
+/// request. The block goes back when the holder is destroyed, so the
+/// holder must outlive the kernels that use it (launchKernel waits).
+class DeviceScratch {
+public:
+  DeviceScratch() = default;
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+  ~DeviceScratch() { release(); }
+
+  /// At least `bytes` at address() (giving back what was held); 0, or
+  /// ENERGY_KERNEL_DEVICE_ERROR with the reason, naming `purpose`.
+  int32_t reserve(size_t bytes, const char *purpose);
+  CUdeviceptr address() const { return block; }
+
+private:
+  void release();
+
+  CUdeviceptr block = 0;
+  size_t size = 0;
+};
 
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// prints its name, size and milliseconds (device work and the wait) on

@@ -2,12 +2,16 @@
 //
 // The two passes of SoftmaxContract.h's f32 contraction with bf16 operands
 // on tensor cores (mma.sync m16n8k16, fp32 accumulation), the way
-// FlashAttention computes attention: a warp owns 16 positions of the outer
-// side (rows on the row side, columns on the column side), a block 64;
-// tiles of 64 inner positions are staged in shared memory as bf16, and
-// scores, weights, sums and accumulators stay in registers. The row side
-// runs an online softmax (or takes the given normaliser); the column side
-// reads each row's normaliser L. Nothing of size rows × cols is stored.
+// FlashAttention computes attention. Before a pass, its packing kernel
+// writes the pass's inner side (features and value tables) once as bf16
+// copies made of 16-byte chunks. The pass then gives a warp 16
+// positions of the outer side (rows on the row side, columns on the column
+// side; their features stay in registers), a block 64, and streams tiles of
+// 32 inner positions of the copies through two shared-memory stages with
+// cp.async, copying the next tile while it computes the current one. Scores,
+// weights, sums and accumulators stay in registers. The row side runs an
+// online softmax (or takes the given normaliser); the column side reads
+// each row's normaliser L. Nothing of size rows × cols is stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,18 +22,28 @@
 
 namespace {
 using energy::cuda::ContractSlots;
+using energy::cuda::pointer;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-/// Outer positions per block (16 a warp) and inner positions per tile.
+/// Outer positions per block (16 a warp) and inner positions per tile
+/// (CudaContract.cpp pads the packed copies to a multiple of it).
 constexpr int kOuter = 16 * kWarps;
-constexpr int kInner = 64;
-/// bf16 elements after each staged row, so that a warp's fragment reads
-/// fall in distinct banks.
+constexpr int kInner = 32;
+/// Tiles in shared memory at a time: the one computed, the one arriving.
+constexpr int kStages = 2;
+/// bf16 elements in one 16-byte copy.
+constexpr int kChunk = 8;
+/// bf16 elements after each staged row, so that the eight rows one
+/// ldmatrix reads fall in distinct banks.
 constexpr int kPad = 8;
+/// Threads per block of the packing kernels (CudaLaunch.h's kBlockThreads).
+constexpr int kPackThreads = 256;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr unsigned kAllLanes = 0xffffffffu;
+
+static_assert(kInner % 16 == 0, "a tile is whole k blocks of the weights");
 
 /// Two floats as a pair of bf16 (round to nearest), `low` in the low half.
 __device__ uint32_t pack(float low, float high) {
@@ -48,92 +62,177 @@ __device__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/// The b fragment (16 k × 8 n) of a row-major k × n bf16 tile in shared
-/// memory whose first element is `tile` and rows `stride` apart.
-__device__ void loadTransposed(uint32_t &b0, uint32_t &b1,
-                               const __nv_bfloat16 *tile, int stride) {
-  // Lanes 0-15 give the addresses of rows 0-15; the others' are ignored.
-  const __nv_bfloat16 *row = tile + (threadIdx.x % 16) * stride;
+/// Four 8 × 8 bf16 matrices from shared memory: lanes 8i to 8i + 7 give the
+/// addresses of matrix i's rows (16 bytes each), and each lane receives in
+/// m[i] the pair at (lane / 4, 2 · (lane % 4)) of matrix i, or of its
+/// transpose.
+template <bool Transposed>
+__device__ void loadMatrices(uint32_t (&m)[4], const __nv_bfloat16 *row) {
   uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-      : "=r"(b0), "=r"(b1)
-      : "r"(address));
+  if (Transposed)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(address));
 }
 
-/// Stages rows [base, base + kInner) of `source` (`count` rows of `width`
-/// floats) in `tile` as bf16, zeros past the ends; four at a time when the
-/// width and the alignment allow.
-template <int MaxW>
-__device__ void stageTable(__nv_bfloat16 (&tile)[kInner][MaxW + kPad],
-                           const float *source, int64_t count, int width,
-                           int64_t base) {
-  if (width % 4 == 0 && reinterpret_cast<uintptr_t>(source) % 16 == 0) {
-    for (int i = threadIdx.x; i < kInner * MaxW / 4; i += kThreads) {
-      int p = i / (MaxW / 4), w = 4 * (i % (MaxW / 4));
-      int64_t position = base + p;
-      float4 v =
-          position < count && w < width
-              ? *reinterpret_cast<const float4 *>(source + position * width + w)
-              : make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<uint2 *>(&tile[p][w]) =
-          make_uint2(pack(v.x, v.y), pack(v.z, v.w));
-    }
+/// Starts copying `bytes` (16, or 4 with `available` of them read and the
+/// rest zeros) from global to shared memory; they land once a later
+/// waitForCopies returns.
+template <int Bytes>
+__device__ void copyAsync(void *shared, const void *global,
+                          uint32_t available = Bytes) {
+  uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  if (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+                 :
+                 : "r"(address), "l"(global)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :
+                 : "r"(address), "l"(global), "r"(available)
+                 : "memory");
+}
+
+/// Closes the group of copies started since the last call.
+__device__ void commitCopies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/// Waits for this thread's copies of every closed group.
+__device__ void waitForCopies() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/// Elements in one packed row of `size` values: whole 16-byte chunks
+/// (CudaContract.cpp computes the same).
+__device__ int packedStride(int size) {
+  return (size + kChunk - 1) / kChunk * kChunk;
+}
+
+/// One problem's bf16 copies of a pass's inner side, in two arrays: its
+/// features, and its value tables side by side (as tableValue reads them).
+/// Each has the inner positions padded with zero rows to a multiple of
+/// kInner, and each row padded with zeros to its stride.
+struct PackedInner {
+  __nv_bfloat16 *features, *values;
+  int featureStride, valueStride;
+};
+
+/// The copies of problem blockIdx.y of the launch in the arrays at
+/// `features` and `values` (the launch's problems back to back, `rows` each).
+__device__ PackedInner packedInner(const ContractSlots &s, int64_t features,
+                                   int64_t values, int64_t rows) {
+  PackedInner p;
+  p.featureStride = packedStride(static_cast<int>(s.depth));
+  p.valueStride = packedStride(energy::cuda::tableWidth(s));
+  p.features =
+      pointer<__nv_bfloat16>(features) + blockIdx.y * rows * p.featureStride;
+  p.values = pointer<__nv_bfloat16>(values) + blockIdx.y * rows * p.valueStride;
+  return p;
+}
+
+/// Writes one 16-byte chunk per thread of the launch's packed copies
+/// (as the kernels take them): rows [0, packedRows) of the inner side of
+/// problem blockIdx.y, zeros past its ends.
+template <bool ColumnSide>
+__device__ void packInner(const ContractSlots &slots, int64_t packedFeatures,
+                          int64_t packedValues, int64_t packedRows) {
+  // This problem's slots, in shared memory as contractPass keeps them.
+  __shared__ ContractSlots s;
+  if (threadIdx.x == 0)
+    s = energy::cuda::problemSlots<float>(slots, ColumnSide);
+  __syncthreads();
+  const PackedInner packed =
+      packedInner(s, packedFeatures, packedValues, packedRows);
+  const int featureChunks = packed.featureStride / kChunk;
+  const int chunks = featureChunks + packed.valueStride / kChunk;
+  const int64_t index =
+      static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= packedRows * chunks)
     return;
+  const int64_t position = index / chunks;
+  const int chunk = static_cast<int>(index % chunks);
+  const bool isFeature = chunk < featureChunks;
+  const int first = kChunk * (isFeature ? chunk : chunk - featureChunks);
+  const int depth = static_cast<int>(s.depth);
+  const int size = isFeature ? depth : energy::cuda::tableWidth(s);
+  const bool inside = position < (ColumnSide ? s.rows : s.cols);
+  const float *features =
+      pointer<const float>(ColumnSide ? s.rowFeatures : s.colFeatures) +
+      position * depth;
+  float v[kChunk];
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) {
+    int k = first + e;
+    v[e] = !inside || k >= size ? 0.f
+           : isFeature          ? features[k]
+                       : energy::cuda::tableValue<float>(s, position, k);
   }
-  for (int i = threadIdx.x; i < kInner * MaxW / 2; i += kThreads) {
-    int p = i / (MaxW / 2), w = 2 * (i % (MaxW / 2));
-    int64_t position = base + p;
-    bool inside = position < count;
-    const float *row = source + position * width;
-    float low = inside && w < width ? row[w] : 0.f;
-    float high = inside && w + 1 < width ? row[w + 1] : 0.f;
-    *reinterpret_cast<uint32_t *>(&tile[p][w]) = pack(low, high);
+  __nv_bfloat16 *target =
+      isFeature ? packed.features + position * packed.featureStride + first
+                : packed.values + position * packed.valueStride + first;
+  *reinterpret_cast<uint4 *>(target) = make_uint4(
+      pack(v[0], v[1]), pack(v[2], v[3]), pack(v[4], v[5]), pack(v[6], v[7]));
+}
+
+/// Starts copying packed rows [base, base + kInner) (`stride` elements
+/// each) into `tile`; the columns past `stride` keep what they hold.
+template <int MaxSize>
+__device__ void stageTile(__nv_bfloat16 (&tile)[kInner][MaxSize + kPad],
+                          const __nv_bfloat16 *packed, int stride,
+                          int64_t base) {
+  constexpr int kRowChunks = MaxSize / kChunk;
+  static_assert(kInner * kRowChunks % kThreads == 0, "whole rounds of copies");
+#pragma unroll
+  for (int round = 0; round < kInner * kRowChunks / kThreads; ++round) {
+    int i = round * kThreads + threadIdx.x;
+    int p = i / kRowChunks, column = kChunk * (i % kRowChunks);
+    if (column < stride)
+      copyAsync<16>(&tile[p][column], packed + (base + p) * stride + column);
   }
 }
 
-/// Stages the value tables' rows [base, base + kInner) side by side
-/// (`width` in all) in `tile` as bf16, zeros past the ends.
-template <int MaxW>
-__device__ void stageValues(__nv_bfloat16 (&tile)[kInner][MaxW + kPad],
-                            const ContractSlots &s, int64_t count, int width,
-                            int64_t base) {
-  if (s.numTables == 1)
-    return stageTable<MaxW>(tile,
-                            energy::cuda::pointer<const float>(s.values[0]),
-                            count, width, base);
-  for (int i = threadIdx.x; i < kInner * MaxW / 2; i += kThreads) {
-    int p = i / (MaxW / 2), w = 2 * (i % (MaxW / 2));
-    int64_t position = base + p;
-    bool inside = position < count;
-    float low = inside && w < width
-                    ? energy::cuda::tableValue<float>(s, position, w)
-                    : 0.f;
-    float high = inside && w + 1 < width
-                     ? energy::cuda::tableValue<float>(s, position, w + 1)
-                     : 0.f;
-    *reinterpret_cast<uint32_t *>(&tile[p][w]) = pack(low, high);
-  }
-}
-
-/// One pass. MaxD bounds the depth, MaxW the widths' sum (multiples of 16).
-/// The row side (ColumnSide false) sums over columns for each row; the
+/// One pass, on the launch's `slots` and packed copies (as the kernels
+/// take them). MaxD bounds the depth, MaxW the widths' sum (multiples of
+/// 16). The row side (ColumnSide false) sums over columns for each row; the
 /// column side over rows for each column, with the rows' normalisers.
 template <int MaxD, int MaxW, bool ColumnSide>
-__device__ void contractPass(const ContractSlots &s) {
-  using energy::cuda::pointer;
-  __shared__ __align__(16) __nv_bfloat16 features[kInner][MaxD + kPad];
-  __shared__ __align__(16) __nv_bfloat16 values[kInner][MaxW + kPad];
-  __shared__ float innerNormalisers[kInner];
+__device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
+                             int64_t packedValues, int64_t packedRows) {
+  __shared__ __align__(16) __nv_bfloat16 features[kStages][kInner][MaxD + kPad];
+  __shared__ __align__(16) __nv_bfloat16 values[kStages][kInner][MaxW + kPad];
+  __shared__ float innerNormalisers[kStages][kInner];
+  // This problem's slots, read from shared memory where needed: held in
+  // registers, the constraints alone would take 32 of them.
+  __shared__ ContractSlots s;
 
+  if (threadIdx.x == 0)
+    s = energy::cuda::problemSlots<float>(slots, ColumnSide);
+  // Zeros in every column the copies leave alone (past a row's stride),
+  // which the products read when the depth is not a multiple of 16.
+  for (int i = threadIdx.x; i < kStages * kInner * (MaxD + kPad) / 2;
+       i += kThreads)
+    reinterpret_cast<uint32_t *>(features)[i] = 0;
+  for (int i = threadIdx.x; i < kStages * kInner * (MaxW + kPad) / 2;
+       i += kThreads)
+    reinterpret_cast<uint32_t *>(values)[i] = 0;
+  __syncthreads();
+
+  const PackedInner packed =
+      packedInner(s, packedFeatures, packedValues, packedRows);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, member = lane % 4;
   const int64_t outerCount = ColumnSide ? s.cols : s.rows;
   const int64_t innerCount = ColumnSide ? s.rows : s.cols;
   const float *outerFeatures =
       pointer<const float>(ColumnSide ? s.colFeatures : s.rowFeatures);
-  const float *innerFeatures =
-      pointer<const float>(ColumnSide ? s.rowFeatures : s.colFeatures);
   const int depth = static_cast<int>(s.depth);
   const int width = energy::cuda::tableWidth(s);
   const double temperature = energy::cuda::bitsToDouble(s.temperatureBits);
@@ -145,9 +244,42 @@ __device__ void contractPass(const ContractSlots &s) {
   const bool given = !ColumnSide && s.givenLse;
   const bool constrained = s.numConstraints > 0;
   const int64_t blockOuter = static_cast<int64_t>(blockIdx.x) * kOuter;
+  const int64_t lastOuter =
+      (blockOuter + kOuter < outerCount ? blockOuter + kOuter : outerCount) - 1;
   // This thread's two outer positions: fragment rows `group` and + 8.
   const int64_t outer[2] = {blockOuter + 16 * warp + group,
                             blockOuter + 16 * warp + group + 8};
+
+  // The first tile at or after `base` with an admitted pair, or innerCount;
+  // the same for every thread of the block.
+  auto nextTile = [&](int64_t base) {
+    for (; constrained && base < innerCount; base += kInner) {
+      int64_t lastInner =
+          (base + kInner < innerCount ? base + kInner : innerCount) - 1;
+      if (!(ColumnSide ? energy::cuda::noneAdmitted(s, base, lastInner,
+                                                    blockOuter, lastOuter)
+                       : energy::cuda::noneAdmitted(s, blockOuter, lastOuter,
+                                                    base, lastInner)))
+        break;
+    }
+    return base < innerCount ? base : innerCount;
+  };
+  auto stage = [&](int into, int64_t base) {
+    stageTile<MaxD>(features[into], packed.features, packed.featureStride,
+                    base);
+    stageTile<MaxW>(values[into], packed.values, packed.valueStride, base);
+    if (ColumnSide && threadIdx.x < kInner) {
+      int64_t inner = base + threadIdx.x;
+      bool inside = inner < innerCount;
+      copyAsync<4>(&innerNormalisers[into][threadIdx.x],
+                   inside ? lse + inner : lse, inside ? 4 : 0);
+    }
+  };
+
+  int64_t base = nextTile(0);
+  if (base < innerCount)
+    stage(0, base);
+  commitCopies();
 
   // The warp's outer features as a fragments. (Scaling the products rather
   // than the features keeps both passes' scores the same numbers.)
@@ -176,54 +308,51 @@ __device__ void contractPass(const ContractSlots &s) {
       if (outer[r] < outerCount)
         givenLog2[r] = lse[outer[r]] * normaliserToLog2;
 
-  const int64_t lastOuter =
-      (blockOuter + kOuter < outerCount ? blockOuter + kOuter : outerCount) - 1;
-  for (int64_t base = 0; base < innerCount; base += kInner) {
-    if (constrained) {
-      int64_t lastInner =
-          (base + kInner < innerCount ? base + kInner : innerCount) - 1;
-      if (ColumnSide ? energy::cuda::noneAdmitted(s, base, lastInner,
-                                                  blockOuter, lastOuter)
-                     : energy::cuda::noneAdmitted(s, blockOuter, lastOuter,
-                                                  base, lastInner))
-        continue;
-    }
+  for (int current = 0; base < innerCount; current ^= 1) {
+    // This tile's copies have landed, and every warp is done with the
+    // other stage, which the next tile's copies may now overwrite.
+    waitForCopies();
     __syncthreads();
-    stageTable<MaxD>(features, innerFeatures, innerCount, depth, base);
-    stageValues<MaxW>(values, s, innerCount, width, base);
-    if (ColumnSide)
-      for (int i = threadIdx.x; i < kInner; i += kThreads)
-        innerNormalisers[i] =
-            base + i < innerCount ? lse[base + i] * normaliserToLog2 : 0.f;
-    __syncthreads();
+    const int64_t next = nextTile(base + kInner);
+    if (next < innerCount)
+      stage(current ^ 1, next);
+    commitCopies();
 
+    // Scores: b fragments of inner positions 8nt to 8nt + 15 at once.
     float scores[kInner / 8][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kInner / 8; ++nt)
+    for (int kk = 0; kk < MaxD / 16; ++kk) {
+      if (16 * kk >= depth)
+        break;
 #pragma unroll
-      for (int kk = 0; kk < MaxD / 16; ++kk) {
-        if (16 * kk >= depth)
-          break;
-        const __nv_bfloat16 *key = &features[8 * nt + group][16 * kk];
-        mma(scores[nt], a[kk],
-            *reinterpret_cast<const uint32_t *>(key + 2 * member),
-            *reinterpret_cast<const uint32_t *>(key + 2 * member + 8));
+      for (int nt = 0; nt < kInner / 8; nt += 2) {
+        uint32_t b[4];
+        loadMatrices<false>(
+            b, &features[current][8 * nt + 8 * (lane / 16) + lane % 8]
+                        [16 * kk + 8 * (lane / 8 % 2)]);
+        mma(scores[nt], a[kk], b[0], b[1]);
+        mma(scores[nt + 1], a[kk], b[2], b[3]);
       }
+    }
 
-      // Scores in log2 units, masked pairs −∞; then weights, in place.
+    // Scores in log2 units, masked pairs −∞ (only a last or constrained
+    // tile has any; positions past the outer end are never written).
+    const bool masked = constrained || base + kInner > innerCount;
 #pragma unroll
     for (int nt = 0; nt < kInner / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         int64_t inner = base + 8 * nt + 2 * member + (e & 1);
-        int64_t position = outer[e / 2];
         bool valid =
-            inner < innerCount && position < outerCount &&
-            (!constrained ||
-             (ColumnSide ? energy::cuda::admitted(s, inner, position)
-                         : energy::cuda::admitted(s, position, inner)));
+            !masked ||
+            (inner < innerCount &&
+             (!constrained ||
+              (ColumnSide ? energy::cuda::admitted(s, inner, outer[e / 2])
+                          : energy::cuda::admitted(s, outer[e / 2], inner))));
         scores[nt][e] = valid ? scores[nt][e] * toLog2 : -INFINITY;
       }
+
+    // Weights, in place.
     if (ColumnSide || given) {
 #pragma unroll
       for (int nt = 0; nt < kInner / 8; ++nt)
@@ -231,9 +360,12 @@ __device__ void contractPass(const ContractSlots &s) {
         for (int e = 0; e < 4; ++e)
           scores[nt][e] = exp2f(
               scores[nt][e] -
-              (ColumnSide ? innerNormalisers[8 * nt + 2 * member + (e & 1)]
-                          : givenLog2[e / 2]));
+              (ColumnSide
+                   ? innerNormalisers[current][8 * nt + 2 * member + (e & 1)] *
+                         normaliserToLog2
+                   : givenLog2[e / 2]));
     } else {
+      float rescale[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         float tileMax = -INFINITY;
@@ -246,7 +378,7 @@ __device__ void contractPass(const ContractSlots &s) {
         float newMax = fmaxf(runningMax[r], tileMax);
         // Until a row has an admitted column, everything stays 0.
         float reference = newMax == -INFINITY ? 0.f : newMax;
-        float rescale = exp2f(runningMax[r] - reference);
+        rescale[r] = exp2f(runningMax[r] - reference);
         runningMax[r] = newMax;
         float tileSum = 0.f;
 #pragma unroll
@@ -256,17 +388,19 @@ __device__ void contractPass(const ContractSlots &s) {
             scores[nt][e] = exp2f(scores[nt][e] - reference);
             tileSum += scores[nt][e];
           }
-        sum[r] = sum[r] * rescale + tileSum;
-#pragma unroll
-        for (int nw = 0; nw < MaxW / 8; ++nw) {
-          accumulator[nw][2 * r] *= rescale;
-          accumulator[nw][2 * r + 1] *= rescale;
-        }
+        sum[r] = sum[r] * rescale[r] + tileSum;
       }
+      // Once the maxima settle, most tiles leave them (rescale 1).
+      if (__any_sync(kAllLanes, rescale[0] != 1.f || rescale[1] != 1.f))
+#pragma unroll
+        for (int nw = 0; nw < MaxW / 8; ++nw)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            accumulator[nw][e] *= rescale[e / 2];
     }
 
     // accumulator += weights · values, the weights' c fragments reused as
-    // a fragments.
+    // a fragments; b fragments of value columns 8nw to 8nw + 15 at once.
 #pragma unroll
     for (int kk = 0; kk < kInner / 16; ++kk) {
       uint32_t weights[4] = {
@@ -275,14 +409,18 @@ __device__ void contractPass(const ContractSlots &s) {
           pack(scores[2 * kk + 1][0], scores[2 * kk + 1][1]),
           pack(scores[2 * kk + 1][2], scores[2 * kk + 1][3])};
 #pragma unroll
-      for (int nw = 0; nw < MaxW / 8; ++nw) {
+      for (int nw = 0; nw < MaxW / 8; nw += 2) {
         if (8 * nw >= width)
           break;
-        uint32_t b0, b1;
-        loadTransposed(b0, b1, &values[16 * kk][8 * nw], MaxW + kPad);
-        mma(accumulator[nw], weights, b0, b1);
+        uint32_t b[4];
+        loadMatrices<true>(
+            b, &values[current][16 * kk + lane % 16][8 * nw + 8 * (lane / 16)]);
+        mma(accumulator[nw], weights, b[0], b[1]);
+        if (8 * nw + 8 < width)
+          mma(accumulator[nw + 1], weights, b[2], b[3]);
       }
     }
+    base = next;
   }
 
   float divisor[2] = {1.f, 1.f};
@@ -322,18 +460,37 @@ __device__ void contractPass(const ContractSlots &s) {
 
 } // namespace
 
-// One pair of entries per bound on the depth and the widths' sum;
-// CudaContract.cpp picks the smallest that fits and launches kThreads to a
-// block, one block per kOuter positions, blockIdx.y the problem of the
-// batch. They take the pass's ContractSlots, then the position count.
+// Every kernel takes the pass's ContractSlots, the device addresses of the
+// launch's packed features and value tables, the packed rows of a problem,
+// then the position count; blockIdx.y is the problem of the launch
+// (ContractSlots' batchBase + blockIdx.y of the batch). CudaContract.cpp
+// runs a pass's packing kernel, one thread per 16-byte chunk of a problem's
+// copies (kPackThreads to a block), then the pass's contraction for the
+// smallest bound on the depth and the widths' sum that fits, kThreads to a
+// block, one block per kOuter positions.
+#define ENERGY_TENSOR_CORE_PACKING(SIDE, COLUMN_SIDE)                          \
+  extern "C" __global__ void __launch_bounds__(kPackThreads)                   \
+      energy_contract_##SIDE##_bf16_pack(ContractSlots s, int64_t features,    \
+                                         int64_t values, int64_t rows,         \
+                                         int64_t) {                            \
+    packInner<COLUMN_SIDE>(s, features, values, rows);                         \
+  }
+
+ENERGY_TENSOR_CORE_PACKING(rows, false)
+ENERGY_TENSOR_CORE_PACKING(cols, true)
+
 #define ENERGY_TENSOR_CORE_KERNELS(B)                                          \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      energy_contract_rows_bf16_##B##_##B(ContractSlots s, int64_t) {          \
-    contractPass<B, B, false>(energy::cuda::problemSlots<float>(s, false));    \
+      energy_contract_rows_bf16_##B##_##B(ContractSlots s, int64_t features,   \
+                                          int64_t values, int64_t rows,        \
+                                          int64_t) {                           \
+    contractPass<B, B, false>(s, features, values, rows);                      \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      energy_contract_cols_bf16_##B##_##B(ContractSlots s, int64_t) {          \
-    contractPass<B, B, true>(energy::cuda::problemSlots<float>(s, true));      \
+      energy_contract_cols_bf16_##B##_##B(ContractSlots s, int64_t features,   \
+                                          int64_t values, int64_t rows,        \
+                                          int64_t) {                           \
+    contractPass<B, B, true>(s, features, values, rows);                       \
   }
 
 ENERGY_TENSOR_CORE_KERNELS(32)

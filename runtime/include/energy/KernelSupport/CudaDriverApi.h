@@ -54,6 +54,7 @@ struct DriverApi {
   CUresult (*primaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
   CUresult (*ctxSetCurrent)(CUcontext) = nullptr;
   CUresult (*ctxSynchronize)() = nullptr;
+  CUresult (*memAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*memAllocManaged)(CUdeviceptr *, size_t, unsigned) = nullptr;
   CUresult (*memFree)(CUdeviceptr) = nullptr;
   CUresult (*moduleLoadData)(CUmodule *, const void *) = nullptr;
@@ -117,6 +118,7 @@ inline const DriverApi &driverApi() {
     bind(loaded.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
     bind(loaded.ctxSetCurrent, "cuCtxSetCurrent");
     bind(loaded.ctxSynchronize, "cuCtxSynchronize");
+    bind(loaded.memAlloc, "cuMemAlloc_v2");
     bind(loaded.memAllocManaged, "cuMemAllocManaged");
     bind(loaded.memFree, "cuMemFree_v2");
     bind(loaded.moduleLoadData, "cuModuleLoadData");
