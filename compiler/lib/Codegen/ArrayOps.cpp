@@ -139,6 +139,7 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         });
       })
       .Case([&](MatmulOp matmul) { return emitMatmul(matmul); })
+      .Case([&](BatchMatmulOp product) { return emitBatchMatmul(product); })
       .Case([&](TransposeOp) -> Result {
         Lowered operand = operandAt(0);
         SmallVector<Value> extents = shape(type);
@@ -416,6 +417,40 @@ FailureOr<Lowered> KernelFunction::emitSupportCall(Operation *op,
       single ? ENERGY_SUPPORT_INVERSE_F32 : ENERGY_SUPPORT_INVERSE_F64);
   Value data = allocate(operandType);
   func::CallOp::create(b, loc, function, ValueRange{n, operand.data, data});
+  return Lowered{Value(), data};
+}
+
+FailureOr<Lowered> KernelFunction::emitBatchMatmul(BatchMatmulOp product) {
+  if (loopDepth > 0)
+    return product.emitOpError(
+        "is lowered to a support call once per statement, not in a loop");
+  auto lhsType = cast<ArrayType>(product.getLhs().getType());
+  auto rhsType = cast<ArrayType>(product.getRhs().getType());
+  SmallVector<Value> lhsShape = shape(lhsType), rhsShape = shape(rhsType);
+  // An operand's matrix (its last two axes) and the elements between the
+  // matrices of two positions of the batch (0 when it has no batch axis).
+  auto matrixOf = [&](ArrayRef<Value> extents, bool transposed) {
+    Value rows = extents[extents.size() - 2], columns = extents.back();
+    return transposed ? std::pair(columns, rows) : std::pair(rows, columns);
+  };
+  auto strideOf = [&](ArrayRef<Value> extents) {
+    return extents.size() == 3
+               ? toI64(arith::MulIOp::create(b, loc, extents[1], extents[2]))
+               : toI64(index(0));
+  };
+  auto [m, k] = matrixOf(lhsShape, product.getTransposeLhs());
+  Value n = matrixOf(rhsShape, product.getTransposeRhs()).second;
+  Value batch = lhsShape.size() == 3 ? lhsShape.front() : rhsShape.front();
+  int64_t flags = (product.getTransposeLhs() ? ENERGY_PRODUCT_TRANSPOSE_A : 0) |
+                  (product.getTransposeRhs() ? ENERGY_PRODUCT_TRANSPOSE_B : 0) |
+                  (product.getSumBatch() ? ENERGY_PRODUCT_SUM_BATCH : 0);
+  Value data = allocate(cast<ArrayType>(product.getType()));
+  callSupport(singlePrecision() ? ENERGY_SUPPORT_MATMUL_BATCH_F32
+                                : ENERGY_SUPPORT_MATMUL_BATCH_F64,
+              {toI64(batch), toI64(m), toI64(n), toI64(k),
+               get(product.getLhs()).data, strideOf(lhsShape),
+               get(product.getRhs()).data, strideOf(rhsShape), data,
+               arith::ConstantIntOp::create(b, loc, flags, 64)});
   return Lowered{Value(), data};
 }
 

@@ -334,6 +334,7 @@ private:
   FailureOr<Lowered> emitArrayOp(Operation *op);
   Value unary(Operation *op, Value x);
   FailureOr<Lowered> emitMatmul(MatmulOp matmul);
+  FailureOr<Lowered> emitBatchMatmul(BatchMatmulOp product);
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
   /// A plugin's function or aggregation (PluginCalls.cpp): a call of its
   /// run-time code through the artifact's pointer slot.

@@ -418,7 +418,11 @@ static void useCudaSupport(ModuleOp module, bool bf16Products) {
       {ENERGY_SUPPORT_MATMUL_F32, bf16Products
                                       ? ENERGY_SUPPORT_CUDA_MATMUL_BF16
                                       : ENERGY_SUPPORT_CUDA_MATMUL_F32},
-      {ENERGY_SUPPORT_MATMUL_F64, ENERGY_SUPPORT_CUDA_MATMUL_F64}};
+      {ENERGY_SUPPORT_MATMUL_F64, ENERGY_SUPPORT_CUDA_MATMUL_F64},
+      {ENERGY_SUPPORT_MATMUL_BATCH_F32,
+       bf16Products ? ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16
+                    : ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32},
+      {ENERGY_SUPPORT_MATMUL_BATCH_F64, ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64}};
   module.walk([&](func::CallOp call) {
     for (auto [cpu, cuda] : replacements)
       if (call.getCallee() == cpu)

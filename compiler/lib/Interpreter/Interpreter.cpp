@@ -841,6 +841,9 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
           return failure();
         return array::matmul(lhs, rhs);
       })
+      .Case([&](BatchMatmulOp product) -> Result {
+        return evaluateBatchMatmul(product, operands[0], operands[1]);
+      })
       .Case([&](TransposeOp) -> Result {
         if (operands[0].getRank() < 2)
           return shapeError(op, {&operands[0]});

@@ -175,3 +175,52 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
     return failure();
   return results;
 }
+
+FailureOr<ArrayValue> Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
+                                                       const ArrayValue &lhs,
+                                                       const ArrayValue &rhs) {
+  auto batchOf = [](const ArrayValue &value) {
+    return value.getRank() == 3 ? value.shape[0] : int64_t(-1);
+  };
+  // The matrix of an operand at one position of the batch, as the product
+  // takes it.
+  auto matrixAt = [](const ArrayValue &value, int64_t position,
+                     bool transposed) {
+    ArrayValue matrix = value.getRank() == 3 ? value.slice({position}) : value;
+    return transposed ? array::transpose(matrix) : matrix;
+  };
+  auto rows = [](const ArrayValue &value, bool transposed) {
+    return value.shape[value.getRank() - (transposed ? 1 : 2)];
+  };
+  auto columns = [](const ArrayValue &value, bool transposed) {
+    return value.shape[value.getRank() - (transposed ? 2 : 1)];
+  };
+  bool transposeLhs = product.getTransposeLhs(),
+       transposeRhs = product.getTransposeRhs();
+  int64_t batch = std::max(batchOf(lhs), batchOf(rhs));
+  if (lhs.getRank() < 2 || lhs.getRank() > 3 || rhs.getRank() < 2 ||
+      rhs.getRank() > 3 || batch < 0 ||
+      (batchOf(lhs) >= 0 && batchOf(rhs) >= 0 &&
+       batchOf(lhs) != batchOf(rhs)) ||
+      columns(lhs, transposeLhs) != rows(rhs, transposeRhs))
+    return product.emitOpError("cannot take operands of shape ")
+           << ArrayValue::shapeString(lhs.shape) << ' '
+           << ArrayValue::shapeString(rhs.shape);
+  std::vector<int64_t> shape = {rows(lhs, transposeLhs),
+                                columns(rhs, transposeRhs)};
+  if (!product.getSumBatch())
+    shape.insert(shape.begin(), batch);
+  if (failed(checkAllocation(product, shape)))
+    return failure();
+  ArrayValue result(shape);
+  for (int64_t position = 0; position < batch; ++position) {
+    ArrayValue slice = array::matmul(matrixAt(lhs, position, transposeLhs),
+                                     matrixAt(rhs, position, transposeRhs));
+    if (!product.getSumBatch())
+      result.setSlice({position}, slice);
+    else
+      for (auto [total, value] : llvm::zip(result.data, slice.data))
+        total += value;
+  }
+  return result;
+}

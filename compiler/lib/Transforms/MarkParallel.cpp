@@ -38,14 +38,12 @@ void bringIndexFirst(ForeachOp loop, unsigned position) {
   }
 }
 
-/// Whether `op` runs once per evaluation of its kernel: it sits directly in
-/// a term, gradient, step program or stopping rule, not in a loop.
-bool isStatement(Operation *op) {
+} // namespace
+
+bool mlir::energy::isStatement(Operation *op) {
   return isa<TermOp, GradientOp, UpdateProgramOp, RepeatOp, DynamicsOp>(
       op->getParentOp());
 }
-
-} // namespace
 
 bool mlir::energy::writesDisjointSlots(ForeachOp loop, unsigned position) {
   Value index = loop.getBody().front().getArgument(position);

@@ -28,6 +28,7 @@ struct PlanKernelsPass
     tabulateAggregations(model);
     formSoftmaxContracts(model);
     hoistContractTables(model);
+    formBatchedProducts(model);
     hoistLoopTables(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);

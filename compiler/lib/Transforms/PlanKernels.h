@@ -32,6 +32,11 @@ void formSoftmaxContracts(ModelOp model);
 /// `bilinear`.
 void hoistContractTables(ModelOp model);
 
+/// Writes the per-head products of multi-head terms as
+/// `energy.batch_matmul`: tables of W[b] x[p] over (head b, position p),
+/// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
+void formBatchedProducts(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.
@@ -42,6 +47,10 @@ void hoistLoopTables(ModelOp model);
 /// indices of a loop to bring such an index first), and sums outside every
 /// loop.
 void markParallelLoops(ModelOp model);
+
+/// Whether `op` runs once per evaluation of its kernel: it sits directly in
+/// a term, gradient, step program or stopping rule, not in a loop.
+bool isStatement(Operation *op);
 
 } // namespace mlir::energy
 

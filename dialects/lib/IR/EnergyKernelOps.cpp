@@ -599,3 +599,57 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
   }
   return form;
 }
+
+//===----------------------------------------------------------------------===//
+// BatchMatmulOp
+//===----------------------------------------------------------------------===//
+
+ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
+                                   bool transposeLhs, bool transposeRhs,
+                                   bool sumBatch, std::string &reason) {
+  auto matrix = [](ArrayType type, bool transposed) {
+    SmallVector<StringAttr> dims(type.getShape().take_back(2));
+    if (transposed && dims.size() == 2)
+      std::swap(dims[0], dims[1]);
+    return dims;
+  };
+  auto batchOf = [](ArrayType type) {
+    return type.getRank() == 3 ? type.getShape().front() : StringAttr();
+  };
+  if ((lhs.getRank() != 2 && lhs.getRank() != 3) ||
+      (rhs.getRank() != 2 && rhs.getRank() != 3)) {
+    reason = "expected operands of two or three axes";
+    return {};
+  }
+  StringAttr batch = batchOf(lhs) ? batchOf(lhs) : batchOf(rhs);
+  if (!batch ||
+      (batchOf(lhs) && batchOf(rhs) && batchOf(lhs) != batchOf(rhs))) {
+    reason = "expected one batch axis, the first of an operand of three axes "
+             "(both the same when both have one)";
+    return {};
+  }
+  SmallVector<StringAttr> left = matrix(lhs, transposeLhs),
+                          right = matrix(rhs, transposeRhs);
+  if (left[1] != right[0]) {
+    reason = "the matrices' inner dims differ";
+    return {};
+  }
+  SmallVector<StringAttr> dims;
+  if (!sumBatch)
+    dims.push_back(batch);
+  dims.push_back(left[0]);
+  dims.push_back(right[1]);
+  return ArrayType::get(lhs.getContext(), dims);
+}
+
+LogicalResult BatchMatmulOp::verify() {
+  std::string reason;
+  ArrayType expected = inferType(
+      cast<ArrayType>(getLhs().getType()), cast<ArrayType>(getRhs().getType()),
+      getTransposeLhs(), getTransposeRhs(), getSumBatch(), reason);
+  if (!expected)
+    return emitOpError(reason);
+  if (expected != getType())
+    return emitOpError("expected result type ") << expected;
+  return success();
+}

@@ -18,7 +18,7 @@
 
 namespace {
 using Handle = void *;
-constexpr int kNoTranspose = 0; // CUBLAS_OP_N
+constexpr int kNoTranspose = 0, kTranspose = 1; // CUBLAS_OP_N, CUBLAS_OP_T
 constexpr int kReal32 = 0;      // CUDA_R_32F
 // CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT
 constexpr int kComputeFast16bf = 75, kDefaultAlgorithm = -1;
@@ -87,39 +87,66 @@ bool fitsInt(int64_t m, int64_t n, int64_t k) {
 /// bf16 on tensor cores (energyc --dtype bf16).
 enum class Precision { Full, Bf16 };
 
-// Row-major C = A · B is column-major Cᵀ = Bᵀ · Aᵀ: cuBLAS gets B, then A.
-int gemm(const Cublas &api, int m, int n, int k, const float *a, const float *b,
-         float *c, Precision precision) {
-  const float one = 1, zero = 0;
+/// One product of a batch: op(a) (m × k) times op(b) (k × n), row-major.
+template <typename T> struct Product {
+  int m, n, k;
+  const T *a;
+  bool transposeA;
+  const T *b;
+  bool transposeB;
+  T *c;
+  bool add;
+};
+
+// Row-major C = op(A) · op(B) is column-major Cᵀ = op(B)ᵀ · op(A)ᵀ: cuBLAS
+// gets B, then A, each with its own transposition and leading dimension.
+int gemm(const Cublas &api, const Product<float> &p, Precision precision) {
+  const float one = 1, beta = p.add ? 1 : 0;
+  int opA = p.transposeA ? kTranspose : kNoTranspose;
+  int opB = p.transposeB ? kTranspose : kNoTranspose;
+  int lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
   if (precision == Precision::Bf16)
-    return api.gemmEx(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b,
-                      kReal32, n, a, kReal32, k, &zero, c, kReal32, n,
+    return api.gemmEx(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, kReal32,
+                      ldb, p.a, kReal32, lda, &beta, p.c, kReal32, p.n,
                       kComputeFast16bf, kDefaultAlgorithm);
-  return api.sgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
-                   a, k, &zero, c, n);
+  return api.sgemm(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, ldb, p.a,
+                   lda, &beta, p.c, p.n);
 }
 
-int gemm(const Cublas &api, int m, int n, int k, const double *a,
-         const double *b, double *c, Precision) {
-  const double one = 1, zero = 0;
-  return api.dgemm(api.handle, kNoTranspose, kNoTranspose, n, m, k, &one, b, n,
-                   a, k, &zero, c, n);
+int gemm(const Cublas &api, const Product<double> &p, Precision) {
+  const double one = 1, beta = p.add ? 1 : 0;
+  int opA = p.transposeA ? kTranspose : kNoTranspose;
+  int opB = p.transposeB ? kTranspose : kNoTranspose;
+  int lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
+  return api.dgemm(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, ldb, p.a,
+                   lda, &beta, p.c, p.n);
 }
 
-/// c = a · b through cuBLAS, or `onHost` where it cannot be had or fails.
+/// The products of a batch (MatrixProduct.h) through cuBLAS, one call
+/// each, or `onHost` where it cannot be had or fails.
 template <typename T>
-void product(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c,
-             Precision precision,
-             void (*onHost)(int64_t, int64_t, int64_t, const T *, const T *,
-                            T *),
-             const char *name) {
+void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
+              int64_t aStride, const T *b, int64_t bStride, T *c, int64_t flags,
+              Precision precision,
+              void (*onHost)(int64_t, int64_t, int64_t, int64_t, const T *,
+                             int64_t, const T *, int64_t, T *, int64_t),
+              const char *name) {
   auto start = std::chrono::steady_clock::now();
-  const Cublas *api = fitsInt(m, n, k) ? cublas() : nullptr;
-  bool onDevice =
-      api && gemm(*api, int(m), int(n), int(k), a, b, c, precision) == 0 &&
-      energy::cuda::driverApi().ctxSynchronize() == energy::cuda::kSuccess;
+  const Cublas *api = fitsInt(m, n, k) && batch > 0 ? cublas() : nullptr;
+  bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
+  bool onDevice = api != nullptr;
+  for (int64_t p = 0; p < batch && onDevice; ++p)
+    onDevice = gemm(*api,
+                    Product<T>{int(m), int(n), int(k), a + p * aStride,
+                               bool(flags & ENERGY_PRODUCT_TRANSPOSE_A),
+                               b + p * bStride,
+                               bool(flags & ENERGY_PRODUCT_TRANSPOSE_B),
+                               sum ? c : c + p * m * n, sum && p > 0},
+                    precision) == 0;
+  onDevice = onDevice && energy::cuda::driverApi().ctxSynchronize() ==
+                             energy::cuda::kSuccess;
   if (!onDevice)
-    onHost(m, n, k, a, b, c);
+    onHost(batch, m, n, k, a, aStride, b, bStride, c, flags);
   traceProduct(onDevice ? name : "a product on the host", m, n, k, start);
 }
 } // namespace
@@ -127,20 +154,43 @@ void product(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c,
 extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n,
                                                int64_t k, const float *a,
                                                const float *b, float *c) {
-  product(m, n, k, a, b, c, Precision::Full, energy_support_matmul_f32,
-          "cublasSgemm");
+  products(1, m, n, k, a, 0, b, 0, c, 0, Precision::Full,
+           energy_support_matmul_batch_f32, "cublasSgemm");
 }
 
 extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n,
                                                int64_t k, const double *a,
                                                const double *b, double *c) {
-  product(m, n, k, a, b, c, Precision::Full, energy_support_matmul_f64,
-          "cublasDgemm");
+  products(1, m, n, k, a, 0, b, 0, c, 0, Precision::Full,
+           energy_support_matmul_batch_f64, "cublasDgemm");
 }
 
 extern "C" void energy_support_cuda_matmul_bf16(int64_t m, int64_t n, int64_t k,
                                                 const float *a, const float *b,
                                                 float *c) {
-  product(m, n, k, a, b, c, Precision::Bf16, energy_support_matmul_f32,
-          "cublasGemmEx (bf16 products)");
+  products(1, m, n, k, a, 0, b, 0, c, 0, Precision::Bf16,
+           energy_support_matmul_batch_f32, "cublasGemmEx (bf16 products)");
+}
+
+extern "C" void energy_support_cuda_matmul_batch_f32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
+    int64_t aStride, const float *b, int64_t bStride, float *c, int64_t flags) {
+  products(batch, m, n, k, a, aStride, b, bStride, c, flags, Precision::Full,
+           energy_support_matmul_batch_f32, "cublasSgemm (batch)");
+}
+
+extern "C" void energy_support_cuda_matmul_batch_f64(
+    int64_t batch, int64_t m, int64_t n, int64_t k, const double *a,
+    int64_t aStride, const double *b, int64_t bStride, double *c,
+    int64_t flags) {
+  products(batch, m, n, k, a, aStride, b, bStride, c, flags, Precision::Full,
+           energy_support_matmul_batch_f64, "cublasDgemm (batch)");
+}
+
+extern "C" void energy_support_cuda_matmul_batch_bf16(
+    int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
+    int64_t aStride, const float *b, int64_t bStride, float *c, int64_t flags) {
+  products(batch, m, n, k, a, aStride, b, bStride, c, flags, Precision::Bf16,
+           energy_support_matmul_batch_f32,
+           "cublasGemmEx (bf16 products, batch)");
 }

@@ -23,11 +23,12 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
+#include <type_traits>
 
 namespace {
 
 // The CBLAS enumerators OpenBLAS expects.
-constexpr int kRowMajor = 101, kNoTranspose = 111;
+constexpr int kRowMajor = 101, kNoTranspose = 111, kTranspose = 112;
 
 using SgemmFunction = void (*)(int, int, int, int, int, int, float,
                                const float *, int, const float *, int, float,
@@ -106,20 +107,71 @@ bool fitsBlas(int64_t m, int64_t n, int64_t k) {
   return m > 0 && n > 0 && k > 0 && m < kLimit && n < kLimit && k < kLimit;
 }
 
-/// c = a · b in i, k, j order: the innermost loop runs along rows of b and
-/// of c, so the compiler vectorises it.
+/// c = op(a) · op(b), or c += with `add`, in i, k, j order: the innermost
+/// loop runs along rows of b (when not transposed) and of c, so the
+/// compiler vectorises it.
 template <typename T>
-void fallbackProduct(int64_t m, int64_t n, int64_t k, const T *a, const T *b,
+void fallbackProduct(int64_t m, int64_t n, int64_t k, const T *a,
+                     bool transposeA, const T *b, bool transposeB, bool add,
                      T *c) {
   for (int64_t i = 0; i < m; ++i) {
     T *row = c + i * n;
-    std::fill(row, row + n, T(0));
+    if (!add)
+      std::fill(row, row + n, T(0));
     for (int64_t p = 0; p < k; ++p) {
-      T factor = a[i * k + p];
+      T factor = transposeA ? a[p * m + i] : a[i * k + p];
+      if (transposeB) {
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += factor * b[j * k + p];
+        continue;
+      }
       const T *other = b + p * n;
       for (int64_t j = 0; j < n; ++j)
         row[j] += factor * other[j];
     }
+  }
+}
+
+void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
+                 int n, int k, const float *a, int lda, const float *b, int ldb,
+                 float beta, float *c) {
+  library.sgemm(kRowMajor, transposeA, transposeB, m, n, k, 1.0f, a, lda, b,
+                ldb, beta, c, n);
+}
+
+void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
+                 int n, int k, const double *a, int lda, const double *b,
+                 int ldb, double beta, double *c) {
+  library.dgemm(kRowMajor, transposeA, transposeB, m, n, k, 1.0, a, lda, b, ldb,
+                beta, c, n);
+}
+
+template <typename T>
+void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
+                   int64_t aStride, const T *b, int64_t bStride, T *c,
+                   int64_t flags) {
+  bool transposeA = flags & ENERGY_PRODUCT_TRANSPOSE_A;
+  bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
+  bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
+  const Blas &library = blas();
+  bool useBlas =
+      (std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm)) &&
+      fitsBlas(m, n, k);
+  if (useBlas)
+    matchThreads(library);
+  if (sum && (batch == 0 || !useBlas))
+    std::fill(c, c + m * n, T(0));
+  for (int64_t p = 0; p < batch; ++p) {
+    const T *ap = a + p * aStride, *bp = b + p * bStride;
+    T *cp = sum ? c : c + p * m * n;
+    bool add = sum && p > 0;
+    if (useBlas)
+      blasProduct(library, transposeA ? kTranspose : kNoTranspose,
+                  transposeB ? kTranspose : kNoTranspose, int(m), int(n),
+                  int(k), ap, int(transposeA ? m : k), bp,
+                  int(transposeB ? k : n), T(add ? 1 : 0), cp);
+    else
+      fallbackProduct(m, n, k, ap, transposeA, bp, transposeB, sum, cp);
   }
 }
 
@@ -129,26 +181,27 @@ extern "C" {
 
 void energy_support_matmul_f32(int64_t m, int64_t n, int64_t k, const float *a,
                                const float *b, float *c) {
-  const Blas &library = blas();
-  if (library.sgemm && fitsBlas(m, n, k)) {
-    matchThreads(library);
-    library.sgemm(kRowMajor, kNoTranspose, kNoTranspose, int(m), int(n), int(k),
-                  1.0f, a, int(k), b, int(n), 0.0f, c, int(n));
-    return;
-  }
-  fallbackProduct(m, n, k, a, b, c);
+  batchProducts(1, m, n, k, a, 0, b, 0, c, 0);
 }
 
 void energy_support_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
                                const double *b, double *c) {
-  const Blas &library = blas();
-  if (library.dgemm && fitsBlas(m, n, k)) {
-    matchThreads(library);
-    library.dgemm(kRowMajor, kNoTranspose, kNoTranspose, int(m), int(n), int(k),
-                  1.0, a, int(k), b, int(n), 0.0, c, int(n));
-    return;
-  }
-  fallbackProduct(m, n, k, a, b, c);
+  batchProducts(1, m, n, k, a, 0, b, 0, c, 0);
+}
+
+void energy_support_matmul_batch_f32(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, const float *a, int64_t aStride,
+                                     const float *b, int64_t bStride, float *c,
+                                     int64_t flags) {
+  batchProducts(batch, m, n, k, a, aStride, b, bStride, c, flags);
+}
+
+void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, const double *a,
+                                     int64_t aStride, const double *b,
+                                     int64_t bStride, double *c,
+                                     int64_t flags) {
+  batchProducts(batch, m, n, k, a, aStride, b, bStride, c, flags);
 }
 
 const char *energy_support_matmul_backend(void) {

@@ -109,6 +109,9 @@ private:
   FailureOr<ArrayValue> evaluateReduce(ReduceOp reduce, Frame &frame);
   /// Kernel-plan ops (PlanOps.cpp).
   FailureOr<ArrayValue> evaluateTabulate(TabulateOp table, Frame &frame);
+  FailureOr<ArrayValue> evaluateBatchMatmul(BatchMatmulOp product,
+                                            const ArrayValue &lhs,
+                                            const ArrayValue &rhs);
   FailureOr<SmallVector<ArrayValue>>
   evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame);
   /// The element of `let` at a full tuple of its domain indices (cached).

@@ -131,4 +131,41 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
   }];
 }
 
+def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
+  let summary = "Matrix products along a batch axis, one GEMM each";
+  let description = [{
+    The products `lhs[b] @ rhs[b]` for every position b of a leading batch
+    axis: `lhs` is `[B, m, k]`, or `[m, k]` for the same matrix at every
+    position, and likewise `rhs` `[B, k, n]` or `[k, n]` (one of them has
+    the batch axis). `transposed` after an operand swaps its last two axes
+    first. The result is `[B, m, n]`; with `summed`, the sum over b,
+    `[m, n]`. Per-head projections of multi-head terms (every head's
+    X Wq[h]ᵀ) and the sums over heads of their adjoints, which the
+    backends run as products of whole matrices rather than as one
+    matrix-vector product per position.
+
+    ```mlir
+    %q = energy.batch_matmul %x, %Wq transposed
+        : !energy.array<N, D>, !energy.array<H, Dh, D> -> !energy.array<H, N, Dh>
+    ```
+  }];
+  let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       UnitAttr:$sum_batch);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = [{
+    $lhs (`transposed` $transpose_lhs^)? `,` $rhs (`transposed` $transpose_rhs^)?
+    (`summed` $sum_batch^)? attr-dict `:` type($lhs) `,` type($rhs) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type of the product of `lhs` and `rhs` with these flags, or
+    /// null with `reason` set when their shapes do not fit.
+    static ArrayType inferType(ArrayType lhs, ArrayType rhs, bool transposeLhs,
+                               bool transposeRhs, bool sumBatch,
+                               std::string &reason);
+  }];
+}
+
 #endif // ENERGY_KERNEL_OPS_TD

@@ -13,6 +13,15 @@
 
 #define ENERGY_SUPPORT_MATMUL_F32 "energy_support_matmul_f32"
 #define ENERGY_SUPPORT_MATMUL_F64 "energy_support_matmul_f64"
+#define ENERGY_SUPPORT_MATMUL_BATCH_F32 "energy_support_matmul_batch_f32"
+#define ENERGY_SUPPORT_MATMUL_BATCH_F64 "energy_support_matmul_batch_f64"
+
+/* Flags of a batch of products (energy.batch_matmul): a operand stored
+ * transposed (k × m), b stored transposed (n × k), the products added into
+ * one c instead of one c each. */
+#define ENERGY_PRODUCT_TRANSPOSE_A 1
+#define ENERGY_PRODUCT_TRANSPOSE_B 2
+#define ENERGY_PRODUCT_SUM_BATCH 4
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +36,19 @@ void energy_support_matmul_f32(int64_t m, int64_t n, int64_t k, const float *a,
 void energy_support_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
                                const double *b, double *c);
 
+/* For p < batch: op(a + p·aStride) · op(b + p·bStride), m × n, into
+ * c + p·m·n, or with ENERGY_PRODUCT_SUM_BATCH all added into c (m × n);
+ * op transposes an operand whose flag is set. A stride of 0 takes the same
+ * matrix at every p. c must not overlap a or b. */
+void energy_support_matmul_batch_f32(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, const float *a, int64_t aStride,
+                                     const float *b, int64_t bStride, float *c,
+                                     int64_t flags);
+void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, const double *a,
+                                     int64_t aStride, const double *b,
+                                     int64_t bStride, double *c, int64_t flags);
+
 /* Which implementation products use: "openblas (CORE)" with OpenBLAS's core
  * name, or "fallback" when OpenBLAS could not be loaded (or was disabled
  * with ENERGY_BLAS=none). Loads OpenBLAS if that has not happened yet. */
@@ -38,6 +60,12 @@ const char *energy_support_matmul_backend(void);
  * (or is 0). */
 #define ENERGY_SUPPORT_CUDA_MATMUL_F32 "energy_support_cuda_matmul_f32"
 #define ENERGY_SUPPORT_CUDA_MATMUL_F64 "energy_support_cuda_matmul_f64"
+#define ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32                                   \
+  "energy_support_cuda_matmul_batch_f32"
+#define ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64                                   \
+  "energy_support_cuda_matmul_batch_f64"
+#define ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16                                  \
+  "energy_support_cuda_matmul_batch_bf16"
 void energy_support_cuda_matmul_f32(int64_t m, int64_t n, int64_t k,
                                     const float *a, const float *b, float *c);
 void energy_support_cuda_matmul_f64(int64_t m, int64_t n, int64_t k,
@@ -48,6 +76,21 @@ void energy_support_cuda_matmul_f64(int64_t m, int64_t n, int64_t k,
 #define ENERGY_SUPPORT_CUDA_MATMUL_BF16 "energy_support_cuda_matmul_bf16"
 void energy_support_cuda_matmul_bf16(int64_t m, int64_t n, int64_t k,
                                      const float *a, const float *b, float *c);
+void energy_support_cuda_matmul_batch_f32(int64_t batch, int64_t m, int64_t n,
+                                          int64_t k, const float *a,
+                                          int64_t aStride, const float *b,
+                                          int64_t bStride, float *c,
+                                          int64_t flags);
+void energy_support_cuda_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
+                                          int64_t k, const double *a,
+                                          int64_t aStride, const double *b,
+                                          int64_t bStride, double *c,
+                                          int64_t flags);
+void energy_support_cuda_matmul_batch_bf16(int64_t batch, int64_t m, int64_t n,
+                                           int64_t k, const float *a,
+                                           int64_t aStride, const float *b,
+                                           int64_t bStride, float *c,
+                                           int64_t flags);
 
 #ifdef __cplusplus
 }

@@ -1118,3 +1118,85 @@ energy.model @m {
     energy.yield %0 : !energy.array<>
   }
 }
+
+// -----
+
+// energy.batch_matmul: the batch axis, the inner dims, the result type.
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected one batch axis, the first of an operand of three axes (both the same when both have one)}}
+    %a = energy.batch_matmul %x, %x transposed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<N, N>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected one batch axis, the first of an operand of three axes (both the same when both have one)}}
+    %b = energy.batch_matmul %w, %v : !energy.array<H, D, D>, !energy.array<N, D, D> -> !energy.array<H, D, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op the matrices' inner dims differ}}
+    %c = energy.batch_matmul %x transposed, %w : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<H, D, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected result type '!energy.array<H, N, D>'}}
+    %d = energy.batch_matmul %x, %w transposed : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<N, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}

@@ -412,6 +412,12 @@ energy.model @kernel_plan {
       %xi = energy.extract %x[%i] : !energy.array<N, D> -> !energy.array<D>
       energy.yield %xi : !energy.array<D>
     } : !energy.array<H, N, D>
+    // CHECK: %[[WQ:.*]] = read @Wq : !energy.array<H, D, D>
+    // CHECK-NEXT: %[[QB:.*]] = batch_matmul %{{.*}}, %[[WQ]] transposed : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    // CHECK-NEXT: batch_matmul %[[XH]] transposed, %[[QB]] summed : !energy.array<H, N, D>, !energy.array<H, N, D> -> !energy.array<D, D>
+    %wq = energy.read @Wq : !energy.array<H, D, D>
+    %qb = energy.batch_matmul %x, %wq transposed : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    %g = energy.batch_matmul %xh transposed, %qb summed : !energy.array<H, N, D>, !energy.array<H, N, D> -> !energy.array<D, D>
     %scale = energy.constant 0.5
     // CHECK: %[[R:.*]]:3 = softmax_contract bilinear rows (%[[H:.*]] : @H, %[[I:.*]] : @N) cols (%[[J:.*]] : @N) where {
     // CHECK-NEXT: %[[A:.*]] = arith.cmpi sle, %[[J]], %[[I]] : index

@@ -1,0 +1,95 @@
+//===- MatrixProductTest.cpp - Batches of matrix products -----------------===//
+//
+// energy_support_matmul_batch_* against products summed in long double, for
+// every combination of transposed operands, shared operands (stride 0) and
+// summed batches, through OpenBLAS or (ENERGY_BLAS=none, a second run of
+// this test) the fallback loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/KernelSupport/MatrixProduct.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+/// Element (i, j) of op(matrix) where op(matrix) is rows × columns.
+template <typename T>
+long double at(const T *matrix, bool transposed, int64_t rows, int64_t columns,
+               int64_t i, int64_t j) {
+  return transposed ? matrix[j * rows + i] : matrix[i * columns + j];
+}
+
+template <typename T>
+void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
+                                     const T *, int64_t, const T *, int64_t,
+                                     T *, int64_t),
+                double tolerance) {
+  const int64_t batch = 3, m = 5, n = 7, k = 6;
+  std::mt19937 generator(2026);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (int64_t flags = 0; flags < 8; ++flags)
+    for (bool sharedA : {false, true})
+      for (bool sharedB : {false, true}) {
+        if (sharedA && sharedB)
+          continue;
+        bool transposeA = flags & ENERGY_PRODUCT_TRANSPOSE_A;
+        bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
+        bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
+        int64_t aStride = sharedA ? 0 : m * k, bStride = sharedB ? 0 : k * n;
+        std::vector<T> a((sharedA ? 1 : batch) * m * k),
+            b((sharedB ? 1 : batch) * k * n);
+        for (T &value : a)
+          value = T(uniform(generator));
+        for (T &value : b)
+          value = T(uniform(generator));
+        // Garbage in c: a product overwrites it (or the sum starts at 0).
+        std::vector<T> c((sum ? 1 : batch) * m * n, T(1e3));
+        batchProduct(batch, m, n, k, a.data(), aStride, b.data(), bStride,
+                     c.data(), flags);
+        std::vector<long double> expected(c.size(), 0.0L);
+        for (int64_t p = 0; p < batch; ++p)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              long double total = 0;
+              for (int64_t q = 0; q < k; ++q)
+                total += at(a.data() + p * aStride, transposeA, m, k, i, q) *
+                         at(b.data() + p * bStride, transposeB, k, n, q, j);
+              expected[(sum ? 0 : p * m * n) + i * n + j] += total;
+            }
+        INFO("flags " << flags << ", shared a " << sharedA << ", shared b "
+                      << sharedB);
+        for (size_t e = 0; e < c.size(); ++e)
+          CHECK(std::abs(double(c[e] - expected[e])) <= tolerance);
+      }
+}
+
+} // namespace
+
+// Each entry sums at most 3 · 6 products of numbers in [-1, 1]: rounding
+// errors of 18 terms of size ≤ 1, a few ulps each.
+TEST_CASE("batch products: transposes, shared operands, sums (f32)") {
+  checkBatch<float>(energy_support_matmul_batch_f32, 1e-5);
+}
+
+TEST_CASE("batch products: transposes, shared operands, sums (f64)") {
+  checkBatch<double>(energy_support_matmul_batch_f64, 1e-13);
+}
+
+TEST_CASE("batch products: an empty batch sums to zeros, empty inner dims "
+          "give zeros") {
+  std::vector<float> a(6, 1.f), b(6, 1.f), c(4, 5.f);
+  energy_support_matmul_batch_f32(0, 2, 2, 3, a.data(), 6, b.data(), 6,
+                                  c.data(), ENERGY_PRODUCT_SUM_BATCH);
+  for (float value : c)
+    CHECK(value == 0.f);
+  std::vector<float> d(8, 5.f);
+  energy_support_matmul_batch_f32(2, 2, 2, 0, a.data(), 0, b.data(), 0,
+                                  d.data(), 0);
+  for (float value : d)
+    CHECK(value == 0.f);
+}
