@@ -67,14 +67,16 @@ def read_tensor(path, name):
 
 def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
     """(result tensor, median ms of the whole call, ms of each kind of GPU
-    work in one warm call)."""
+    work in one warm call); with a list of names as `result`, a dict of
+    those result tensors."""
     with tempfile.TemporaryDirectory() as directory:
         given = os.path.join(directory, 'in.safetensors')
         output = os.path.join(directory, 'out.safetensors')
         write_safetensors(given, inputs)
         common = [energy_exec, artifact, '--device', 'cuda', '--in', given] + evaluation
         subprocess.run(common + ['--out', output], check=True)
-        value = read_tensor(output, result)
+        value = ({name: read_tensor(output, name) for name in result}
+                 if isinstance(result, (list, tuple)) else read_tensor(output, result))
         # A warm-up and one timed call, traced: the second half of the
         # trace is the warm call.
         traced = subprocess.run(common + ['--bench', '1'], check=True, text=True,

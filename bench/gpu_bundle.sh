@@ -2,9 +2,10 @@
 # Prepares what a GPU machine (CUDA and PyTorch, no MLIR) needs for issue
 # 14's device checks: tests/e2e/gpu_check.py's bundle (energy-exec, every
 # example compiled for CUDA in f32, f64 and bf16, the interpreter's
-# references), the benchmark artifacts of bench/gpu_attention.py, and
-# run.sh, which runs them all there and writes the results under $OUT; then
-# packs it into BUNDLE.tgz (under the device tool's 64 MiB).
+# references), the benchmark artifacts of bench/gpu_attention.py and
+# bench/gpu_gmm.py, and run.sh, which runs them all there and writes the
+# results under $OUT; then packs it into BUNDLE.tgz (under the device tool's
+# 64 MiB).
 #
 # Usage: bench/gpu_bundle.sh [BUILD_DIR] [BUNDLE]   (build, build/gpu-bundle)
 # On the GPU machine: mkdir -p BUNDLE && tar xzf BUNDLE.tgz -C BUNDLE &&
@@ -22,28 +23,36 @@ for model in mha_step mha_grad; do
   $energyc --dtype bf16 "$here/models/$model.energy" \
     -o "$bundle/artifacts/$model.bench.so"
 done
-cp "$here/gpu_attention.py" "$bundle/scripts/"
+# (c): examples/gmm.energy without its `until` (as bench/gmm_em.py does).
+sed -E 's/[[:space:]]+until [^;]*;/;/' "$here/../examples/gmm.energy" \
+  > "$bundle/gmm_em.energy"
+grep -q until "$bundle/gmm_em.energy" && { echo "gmm: until left" >&2; exit 1; }
+$energyc "$bundle/gmm_em.energy" -o "$bundle/artifacts/gmm_em.bench.so"
+rm "$bundle/gmm_em.energy"
+cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
-# The device checks: every example against the interpreter (f32, f64,
-# bf16), then benchmarks (a) and (b) at N = 8192 and the f32 one; each
-# under a time limit, results in $OUT.
+# The device checks: benchmarks (a) and (b) at N = 8192, the f32 one and
+# (c) at N = 10^6, then every example against the interpreter (f32, f64,
+# bf16); each under a time limit, results in $OUT.
 cd "$(dirname "$0")"
 E=bin/energy-exec
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
-timeout 150 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
-  > "$OUT/gpu_check.log" 2>&1
-echo "gpu_check rc=$?"; grep -v " ok " "$OUT/gpu_check.log" | tail -30
 bench() {
-  name=$1; limit=$2; shift 2
-  timeout "$limit" python3 scripts/gpu_attention.py "$@" > "$OUT/$name.json" \
+  name=$1; limit=$2; script=$3; shift 3
+  timeout "$limit" python3 "scripts/$script" "$@" > "$OUT/$name.json" \
     2> "$OUT/$name.err"
   echo "$name rc=$?"; cat "$OUT/$name.json"; tail -3 "$OUT/$name.err"
 }
-bench step8192 90 step $E artifacts/mha_step.bench.so 8192 5
-bench grad2048 60 grad $E artifacts/mha_grad.bench.so 2048 3
-bench grad8192 60 grad $E artifacts/mha_grad.bench.so 8192 3
-bench self4096 40 self $E artifacts/self_attention.bench.so 4096 5
+A=gpu_attention.py
+bench step8192 90 $A step $E artifacts/mha_step.bench.so 8192 5
+bench grad2048 60 $A grad $E artifacts/mha_grad.bench.so 2048 3
+bench grad8192 60 $A grad $E artifacts/mha_grad.bench.so 8192 3
+bench self4096 40 $A self $E artifacts/self_attention.bench.so 4096 5
+bench gmm1e6 120 gpu_gmm.py $E artifacts/gmm_em.bench.so 1000000 5
+timeout 150 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
+  > "$OUT/gpu_check.log" 2>&1
+echo "gpu_check rc=$?"; grep -v " ok " "$OUT/gpu_check.log" | tail -30
 RUN
 (cd "$bundle" && tar czf "../$(basename "$bundle").tgz" .)
 ls -la "$bundle.tgz"
