@@ -136,6 +136,29 @@ MatmulOp headProduct(Value value, Operation *scope, Value head,
   return product;
 }
 
+/// `value` as s · w, scalars s from outside `scope` multiplying w: returns
+/// w and appends the s, outermost first.
+Value peelScalarFactors(Value value, Operation *scope,
+                        SmallVectorImpl<Value> &factors) {
+  auto outerScalar = [&](Value factor) {
+    return cast<ArrayType>(factor.getType()).isScalar() &&
+           isDefinedOutside(factor, scope);
+  };
+  while (auto product = value.getDefiningOp<MulOp>()) {
+    Value lhs = product.getLhs(), rhs = product.getRhs();
+    if (outerScalar(rhs) && lhs.getType() == value.getType()) {
+      factors.push_back(rhs);
+      value = lhs;
+    } else if (outerScalar(lhs) && rhs.getType() == value.getType()) {
+      factors.push_back(lhs);
+      value = rhs;
+    } else {
+      break;
+    }
+  }
+  return value;
+}
+
 /// tabulate (%b, %p) { M[b] v[p] } is, per head, X M[b]ᵀ with X the rows
 /// v[p]: batch_matmul X, M transposed.
 void batchTable(TabulateOp table) {
@@ -163,88 +186,145 @@ void batchTable(TabulateOp table) {
   table.erase();
 }
 
-/// A loop that adds M[b] v[b, p] into row p of a tensor for every head b
-/// (a second index of the loop, or a sum over b in its body) adds row p of
-/// Σ_b V[b] M[b]ᵀ, V[b] the rows v[b, p]: one batch_matmul, summed, then a
-/// loop over p that adds its rows.
-void batchAccumulation(ForeachOp loop) {
+/// A loop that adds M[b] v[b, p] into row p of a tensor for every head b:
+/// b a second index of the loop, or the index of a sum in its body.
+struct HeadSum {
+  AccumulateOp accumulate;
+  Value head, position;
+  Attribute headSize, positionSize;
+  /// The loop's body, and the sum's when there is one.
+  SmallVector<Block *> blocks;
+  MatmulOp product;
+};
+
+/// The HeadSum of `loop` with `added` the value its accumulate adds, or
+/// (null `added`) the one it adds.
+std::optional<HeadSum> matchHeadSum(ForeachOp loop, Value added = {}) {
   ArrayAttr sizes = loop.getSizes();
   if (loop.hasPredicate() || !hasPlainDims(sizes) || sizes.size() > 2)
-    return;
+    return std::nullopt;
   Block &body = loop.getBody().front();
   SmallVector<AccumulateOp> accumulates(body.getOps<AccumulateOp>());
   if (accumulates.size() != 1)
-    return;
-  AccumulateOp accumulate = accumulates.front();
-  if (accumulate.getIndices().size() != 1 ||
-      !accumulate.getMap().isIdentity() ||
-      !isa<BlockArgument>(accumulate.getIndices()[0]) ||
-      accumulate.getIndices()[0].getParentBlock() != &body)
-    return;
+    return std::nullopt;
+  HeadSum match;
+  match.accumulate = accumulates.front();
+  if (!added)
+    added = match.accumulate.getValue();
+  if (match.accumulate.getIndices().size() != 1 ||
+      !match.accumulate.getMap().isIdentity() ||
+      !isa<BlockArgument>(match.accumulate.getIndices()[0]) ||
+      match.accumulate.getIndices()[0].getParentBlock() != &body)
+    return std::nullopt;
   // Nothing else with effects: the loop only computes that value.
-  bool onlyValue = true;
-  body.walk([&](Operation *op) {
-    if (op != accumulate && !isMemoryEffectFree(op) &&
-        !isa<ReadOp, ReduceOp, YieldOp>(op))
-      onlyValue = false;
+  WalkResult effects = body.walk([&](Operation *op) {
+    return op != match.accumulate && !isMemoryEffectFree(op) &&
+                   !isa<ReadOp, ReduceOp, YieldOp>(op)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
   });
-  if (!onlyValue)
-    return;
-  Value position = accumulate.getIndices()[0];
-  Value head, summand;
-  Attribute headSize;
-  SmallVector<Block *> blocks = {&body};
-  Operation *scope = loop;
+  if (effects.wasInterrupted())
+    return std::nullopt;
+  match.position = match.accumulate.getIndices()[0];
+  unsigned positionNumber = match.position == body.getArgument(0) ? 0 : 1;
+  match.positionSize = sizes[positionNumber];
+  match.blocks = {&body};
+  Value summand;
   if (sizes.size() == 2) {
-    unsigned headNumber = position == body.getArgument(0) ? 1 : 0;
-    head = body.getArgument(headNumber);
-    headSize = sizes[headNumber];
-    summand = accumulate.getValue();
-  } else if (auto sum = accumulate.getValue().getDefiningOp<ReduceOp>();
+    match.head = body.getArgument(1 - positionNumber);
+    match.headSize = sizes[1 - positionNumber];
+    summand = added;
+  } else if (auto sum = added.getDefiningOp<ReduceOp>();
              sum && sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
              sum.getSizes().size() == 1 && hasPlainDims(sum.getSizes())) {
     Block &sumBody = sum.getBody().front();
-    head = sumBody.getArgument(0);
-    headSize = sum.getSizes()[0];
+    match.head = sumBody.getArgument(0);
+    match.headSize = sum.getSizes()[0];
     summand = sum.getBodyValue();
-    blocks.push_back(&sumBody);
+    match.blocks.push_back(&sumBody);
   } else {
-    return;
+    return std::nullopt;
   }
-  MatmulOp product = headProduct(summand, scope, head, position);
-  if (!product)
-    return;
-  Attribute positionSize = sizes[position == body.getArgument(0) ? 0 : 1];
-  Value rows = arrayOver(product.getRhs(), {head, position},
-                         {headSize, positionSize}, blocks, loop);
+  match.product = headProduct(summand, loop, match.head, match.position);
+  if (!match.product)
+    return std::nullopt;
+  return match;
+}
+
+/// Writes `loop` as Σ_b V[b] M[b]ᵀ, V[b] the rows v[b, p], one summed
+/// batch_matmul, then a loop over p that adds its rows.
+void batchAccumulation(ForeachOp loop, HeadSum match) {
+  // Scalars that scale every v[b, p] scale the sum instead (the adjoints'
+  // −1), rather than a table of scaled rows.
+  SmallVector<Value> scales;
+  Value rowValue = peelScalarFactors(match.product.getRhs(), loop, scales);
+  Value rows =
+      arrayOver(rowValue, {match.head, match.position},
+                {match.headSize, match.positionSize}, match.blocks, loop);
   auto [matrices, transposed] =
-      matricesOver(product.getLhs(), head, headSize, blocks, loop, true);
+      matricesOver(match.product.getLhs(), match.head, match.headSize,
+                   match.blocks, loop, true);
   std::string reason;
   ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
                                             cast<ArrayType>(matrices.getType()),
                                             false, transposed, true, reason);
-  if (!type || type.getRank() != 2)
-    return;
+  assert(type && type.getRank() == 2 && "the matmul's shapes were verified");
   OpBuilder builder(loop);
   Location loc = loop.getLoc();
   Value total = BatchMatmulOp::create(builder, loc, type, rows, matrices, false,
                                       transposed, true);
+  MLIRContext *context = loop.getContext();
   auto adding = ForeachOp::create(
-      builder, loc, ArrayAttr::get(loop.getContext(), {positionSize}));
+      builder, loc, ArrayAttr::get(context, {match.positionSize}));
   Block &addingBody = adding.getBody().emplaceBlock();
-  Value row = addingBody.addArgument(position.getType(), position.getLoc());
+  Value row =
+      addingBody.addArgument(match.position.getType(), match.position.getLoc());
   OpBuilder inside = OpBuilder::atBlockEnd(&addingBody);
-  auto rowType =
-      ArrayType::get(loop.getContext(), type.getShape().drop_front());
-  Value value =
-      ExtractOp::create(inside, loc, rowType, total,
-                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
-                            1, loop.getContext())),
-                        ValueRange{row});
-  AccumulateOp::create(inside, accumulate.getLoc(), value,
-                       accumulate.getTensorAttr(), accumulate.getMapAttr(),
-                       ValueRange{row});
+  auto rowType = ArrayType::get(context, type.getShape().drop_front());
+  Value value = ExtractOp::create(
+      inside, loc, rowType, total,
+      AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(1, context)),
+      ValueRange{row});
+  for (Value scale : llvm::reverse(scales))
+    value = MulOp::create(inside, loc, value, scale);
+  AccumulateOp::create(inside, match.accumulate.getLoc(), value,
+                       match.accumulate.getTensorAttr(),
+                       match.accumulate.getMapAttr(), ValueRange{row});
   loop.erase();
+}
+
+/// A loop that adds M[b] v[b, p] + u into row p becomes two loops, one
+/// adding each term, so that the product can be batched (the adjoints of a
+/// score with a per-head bilinear part and another part). Returns the loop
+/// of the product, or null when neither term is such a product.
+ForeachOp splitAddedProduct(ForeachOp loop) {
+  SmallVector<AccumulateOp> accumulates(
+      loop.getBody().front().getOps<AccumulateOp>());
+  if (accumulates.size() != 1)
+    return {};
+  AccumulateOp accumulate = accumulates.front();
+  auto sum = accumulate.getValue().getDefiningOp<AddOp>();
+  if (!sum || sum.getLhs().getType() != sum.getType() ||
+      sum.getRhs().getType() != sum.getType())
+    return {};
+  std::optional<unsigned> productSide;
+  for (unsigned side = 0; side < 2 && !productSide; ++side)
+    if (matchHeadSum(loop, sum->getOperand(side)))
+      productSide = side;
+  if (!productSide)
+    return {};
+  OpBuilder builder(loop);
+  IRMapping mapping;
+  auto productLoop = cast<ForeachOp>(builder.clone(*loop, mapping));
+  cast<AccumulateOp>(mapping.lookup(accumulate.getOperation()))
+      .getValueMutable()
+      .assign(mapping.lookup(sum->getOperand(*productSide)));
+  accumulate.getValueMutable().assign(sum->getOperand(1 - *productSide));
+  for (Operation *added :
+       {sum.getOperation(), mapping.lookup(sum.getOperation())})
+    if (added->use_empty())
+      added->erase();
+  return productLoop;
 }
 
 } // namespace
@@ -262,6 +342,12 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   });
   for (TabulateOp table : tables)
     batchTable(table);
-  for (ForeachOp loop : loops)
-    batchAccumulation(loop);
+  for (ForeachOp loop : loops) {
+    if (std::optional<HeadSum> match = matchHeadSum(loop)) {
+      batchAccumulation(loop, *match);
+      continue;
+    }
+    if (ForeachOp productLoop = splitAddedProduct(loop))
+      batchAccumulation(productLoop, *matchHeadSum(productLoop));
+  }
 }
