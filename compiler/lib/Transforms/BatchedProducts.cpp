@@ -252,7 +252,7 @@ std::optional<HeadSum> matchHeadSum(ForeachOp loop, Value added = {}) {
 }
 
 /// Writes `loop` as Σ_b V[b] M[b]ᵀ, V[b] the rows v[b, p], one summed
-/// batch_matmul, then a loop over p that adds its rows.
+/// batch_matmul, then adds it to the tensor.
 void batchAccumulation(ForeachOp loop, HeadSum match) {
   // Scalars that scale every v[b, p] scale the sum instead (the adjoints'
   // −1), rather than a table of scaled rows.
@@ -274,6 +274,22 @@ void batchAccumulation(ForeachOp loop, HeadSum match) {
   Value total = BatchMatmulOp::create(builder, loc, type, rows, matrices, false,
                                       transposed, true);
   MLIRContext *context = loop.getContext();
+  // When the rows are the whole tensor's, one element-wise addition of the
+  // whole array (one GPU kernel with a thread per vector), otherwise a loop
+  // that adds each row.
+  auto model = loop->getParentOfType<ModelOp>();
+  auto tensor = dyn_cast_or_null<TensorOp>(
+      model.lookupSymbol(match.accumulate.getTensorAttr()));
+  if (tensor && tensor.getArrayType() == type) {
+    for (Value scale : llvm::reverse(scales))
+      total = MulOp::create(builder, loc, total, scale);
+    AccumulateOp::create(builder, match.accumulate.getLoc(), total,
+                         match.accumulate.getTensorAttr(),
+                         AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
+                         ValueRange());
+    loop.erase();
+    return;
+  }
   auto adding = ForeachOp::create(
       builder, loc, ArrayAttr::get(context, {match.positionSize}));
   Block &addingBody = adding.getBody().emplaceBlock();
