@@ -84,13 +84,16 @@ def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
                                 env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
         lines = [line for line in traced.stderr.splitlines()
                  if line.startswith('energy-cuda: ')]
+        # Launches of the same kernel (the step's contraction and the
+        # energy's after it) add up; "launches" says how many there were.
         work = {}
         for line in lines[len(lines) // 2:]:
             match = re.match(r'energy-cuda: (.*?)( \d+x\d+x\d+)?: \d+ positions, ([\d.]+) ms',
                              line)
             if match:
-                work[match.group(1)] = round(work.get(match.group(1), 0.0) +
-                                             float(match.group(3)), 3)
+                entry = work.setdefault(match.group(1), {'ms': 0.0, 'launches': 0})
+                entry['ms'] = round(entry['ms'] + float(match.group(3)), 3)
+                entry['launches'] += 1
         bench = subprocess.run(common + ['--bench', str(reps), '--json'], check=True,
                                capture_output=True, text=True)
     return value, json.loads(bench.stdout)['median_ms'], work
