@@ -48,15 +48,6 @@ bool dependsOnlyOn(Value value, Operation *scope, ArrayRef<Value> allowed) {
       indices, [&](Value index) { return llvm::is_contained(allowed, index); });
 }
 
-/// `read @T` of a whole tensor.
-Value wholeRead(OpBuilder &builder, Location loc, ArrayType type,
-                FlatSymbolRefAttr tensor) {
-  return ReadOp::create(
-      builder, loc, type, tensor,
-      AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
-      ValueRange());
-}
-
 /// The array of `value` at every position of `indices` (sizes `sizes`),
 /// computed before `anchor`: the array `value` reads a slice of when it is
 /// a read or extract at exactly those indices, otherwise a table of it.
@@ -78,15 +69,8 @@ Value arrayOver(Value value, ArrayRef<Value> indices, ArrayRef<Attribute> sizes,
       isDefinedOutside(extract.getSource(), anchor) &&
       extract.getSource().getType() == type)
     return extract.getSource();
-  if (auto read = value.getDefiningOp<ReadOp>();
-      read && read.getMap().isIdentity() &&
-      llvm::equal(read.getIndices(), indices)) {
-    auto model = anchor->getParentOfType<ModelOp>();
-    auto tensor =
-        dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSourceAttr()));
-    if (tensor && tensor.getArrayType() == type)
-      return wholeRead(builder, loc, type, read.getSourceAttr());
-  }
+  if (Value whole = wholeTensorOf(value, indices, type, builder))
+    return whole;
   auto table =
       TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
   Block &body = table.getBody().emplaceBlock();

@@ -128,7 +128,7 @@ private:
     auto tableType = ArrayType::get(contract.getContext(), dims);
     Location loc = op->getLoc();
     OpBuilder builder(contract);
-    Value table = wholeTensorRead(op, indices, tableType, builder);
+    Value table = wholeTensorOf(value, indices, tableType, builder);
     if (!table)
       table = tabulate(op, block, sizes, tableType, builder);
     builder.setInsertionPoint(op);
@@ -140,24 +140,6 @@ private:
     dependence[row.getDefiningOp()] = side;
     if (op->use_empty())
       op->erase();
-  }
-
-  /// `read @T` for `read @T[indices]` at exactly the side's indices.
-  Value wholeTensorRead(Operation *op, ArrayRef<Value> indices,
-                        ArrayType tableType, OpBuilder &builder) {
-    auto read = dyn_cast<ReadOp>(op);
-    if (!read || !read.getMap().isIdentity() ||
-        SmallVector<Value>(read.getIndices()) != SmallVector<Value>(indices))
-      return Value();
-    auto model = contract->getParentOfType<ModelOp>();
-    Operation *source = model.lookupSymbol(read.getSourceAttr());
-    auto tensor = dyn_cast_or_null<TensorOp>(source);
-    if (!tensor || tensor.getArrayType() != tableType)
-      return Value();
-    return ReadOp::create(
-        builder, read.getLoc(), tableType, read.getSourceAttr(),
-        AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
-        ValueRange());
   }
 
   /// A table of `op`'s value at every position of the side, or an equal
@@ -219,10 +201,8 @@ private:
       return table;
     Location loc = table.getLoc();
     builder.setInsertionPoint(table);
-    Value rows = ReadOp::create(
-        builder, loc, tensor.getArrayType(), read.getSourceAttr(),
-        AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
-        ValueRange());
+    Value rows = readWholeTensor(builder, loc, tensor.getArrayType(),
+                                 read.getSourceAttr());
     Value transposed = TransposeOp::create(builder, loc, matmul.getLhs());
     Value product = MatmulOp::create(builder, loc, rows, transposed);
     if (product.getType() != table.getType()) {

@@ -46,6 +46,28 @@ void mlir::energy::addIndexArguments(Block &block, Block &like,
                 block.addArgument(argument.getType(), argument.getLoc()));
 }
 
+Value mlir::energy::readWholeTensor(OpBuilder &builder, Location loc,
+                                    ArrayType type, FlatSymbolRefAttr tensor) {
+  return ReadOp::create(
+      builder, loc, type, tensor,
+      AffineMapAttr::get(AffineMap::get(0, 0, {}, builder.getContext())),
+      ValueRange());
+}
+
+Value mlir::energy::wholeTensorOf(Value value, ArrayRef<Value> indices,
+                                  ArrayType type, OpBuilder &builder) {
+  auto read = value.getDefiningOp<ReadOp>();
+  if (!read || !read.getMap().isIdentity() ||
+      !llvm::equal(read.getIndices(), indices))
+    return Value();
+  auto model = read->getParentOfType<ModelOp>();
+  auto tensor =
+      dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSourceAttr()));
+  if (!tensor || tensor.getArrayType() != type)
+    return Value();
+  return readWholeTensor(builder, read.getLoc(), type, read.getSourceAttr());
+}
+
 bool mlir::energy::hasPlainDims(ArrayAttr sizes) {
   return llvm::all_of(sizes, [](Attribute size) {
     return cast<DimExprAttr>(size).getDimName().has_value();

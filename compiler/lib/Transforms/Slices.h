@@ -32,6 +32,15 @@ void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
 /// Adds to `block` one index argument per argument of `like`, mapped.
 void addIndexArguments(Block &block, Block &like, IRMapping &mapping);
 
+/// `read @T` of the whole tensor T, of type `type`, at the builder's point.
+Value readWholeTensor(OpBuilder &builder, Location loc, ArrayType type,
+                      FlatSymbolRefAttr tensor);
+/// The whole tensor that `value` reads a slice of, read ahead at the
+/// builder's point, when `value` is `read @T[indices]` at exactly `indices`
+/// (identity map) and T's type is `type`; null otherwise.
+Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
+                    OpBuilder &builder);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 
