@@ -24,6 +24,11 @@ namespace mlir::energy {
 /// contractions of one block with the same domains and score merge.
 void formSoftmaxContracts(ModelOp model);
 
+/// Merges the contractions of `block` with the same domains, predicate,
+/// temperature and score into one with the sums of both, moving what the
+/// later one needs above the earlier when it can.
+void mergeSoftmaxContracts(Block &block);
+
 /// Computes, ahead of each softmax contraction, the values of its regions
 /// that depend on the row indices only or on the column (and batch) indices
 /// only, into `energy.tabulate` tables (or whole-tensor reads, or matrix

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ContractBuilder.h"
 #include "PlanKernels.h"
 #include "Slices.h"
 
@@ -220,14 +221,6 @@ matchWeightedSum(ReduceOp sum, function_ref<bool(Value)> isNormaliser) {
 // Filling the regions of a contraction
 //===----------------------------------------------------------------------===//
 
-/// A builder at the end of `block`, which may belong to a region that no op
-/// holds yet.
-OpBuilder endOf(Block &block) {
-  OpBuilder builder(block.getArgument(0).getContext());
-  builder.setInsertionPointToEnd(&block);
-  return builder;
-}
-
 /// Clones into a region of a new contraction the ops a value needs: values
 /// defined in the `sources` blocks are cloned (their block arguments mapped
 /// to the region's indices), others are used from outside. Fails on ops
@@ -312,92 +305,6 @@ private:
 
   SmallVector<Block *> sources;
   llvm::DenseSet<Block *> regionOpsAllowed;
-};
-
-/// The pieces of a new contraction, whose regions are filled before the op
-/// exists (its result types follow from what they yield).
-struct ContractBuilder {
-  ContractBuilder(MLIRContext *context, ArrayAttr rows, DimExprAttr cols)
-      : rows(rows), cols(cols) {
-    for (Region *region : {&predicate, &score, &rowSums, &colSums}) {
-      Block *block = new Block();
-      region->push_back(block);
-      for (unsigned i = 0; i <= rows.size(); ++i)
-        block->addArgument(IndexType::get(context), UnknownLoc::get(context));
-    }
-  }
-
-  /// Regions never handed to an op are dropped with their ops.
-  ~ContractBuilder() {
-    for (Region *region : {&predicate, &score, &rowSums, &colSums})
-      for (Block &block : *region) {
-        for (Operation &op : block)
-          op.dropAllReferences();
-        block.dropAllDefinedValueUses();
-      }
-  }
-
-  Block &block(Region &region) { return region.front(); }
-
-  /// Gives the index arguments of every region the locations (and so the
-  /// printed names) of the indices they stand for.
-  void nameIndices(ArrayRef<Location> locations) {
-    for (Region *region : {&predicate, &score, &rowSums, &colSums})
-      for (auto [argument, location] :
-           llvm::zip(region->front().getArguments(), locations))
-        argument.setLoc(location);
-  }
-
-  /// Creates the op at the builder's position; `predicate` is dropped when
-  /// it was left empty.
-  SoftmaxContractOp create(OpBuilder &builder, Location loc, Value temperature,
-                           Value givenLse) {
-    OperationState state(loc, SoftmaxContractOp::getOperationName());
-    if (temperature)
-      state.addOperands(temperature);
-    if (givenLse)
-      state.addOperands(givenLse);
-    MLIRContext *context = builder.getContext();
-    auto &properties =
-        state.getOrAddProperties<SoftmaxContractOp::Properties>();
-    properties.operandSegmentSizes = {temperature ? 1 : 0, givenLse ? 1 : 0};
-    properties.form = ContractFormAttr::get(context, ContractForm::generic);
-    properties.rows = rows;
-    properties.cols = cols;
-    if (block(predicate).empty())
-      predicate.getBlocks().clear();
-    for (Region *region : {&predicate, &score, &rowSums, &colSums}) {
-      Region *owned = state.addRegion();
-      owned->takeBody(*region);
-    }
-    // Result types, from the domains and the yields.
-    SmallVector<StringAttr> rowDims, columnDims;
-    for (Attribute size : rows)
-      rowDims.push_back(
-          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
-    if (!rowDims.empty())
-      columnDims.assign(rowDims.begin(), rowDims.end() - 1);
-    columnDims.push_back(StringAttr::get(context, *cols.getDimName()));
-    auto withAxes = [&](ArrayRef<StringAttr> prefix, Type element) {
-      SmallVector<StringAttr> dims(prefix);
-      llvm::append_range(dims, cast<ArrayType>(element).getShape());
-      return ArrayType::get(context, dims);
-    };
-    if (!givenLse)
-      state.addTypes(ArrayType::get(context, rowDims));
-    auto yielded = [](Region &region) {
-      return cast<YieldOp>(region.front().getTerminator()).getValues();
-    };
-    for (Value value : yielded(*state.regions[2]))
-      state.addTypes(withAxes(rowDims, value.getType()));
-    for (Value value : yielded(*state.regions[3]))
-      state.addTypes(withAxes(columnDims, value.getType()));
-    return cast<SoftmaxContractOp>(builder.create(state));
-  }
-
-  ArrayAttr rows;
-  DimExprAttr cols;
-  Region predicate, score, rowSums, colSums;
 };
 
 /// `extract %table[indices]` (a scalar table read at all its indices gives
@@ -953,174 +860,6 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   sum.erase();
 }
 
-//===----------------------------------------------------------------------===//
-// Merging
-//===----------------------------------------------------------------------===//
-
-Value yieldedAt(Region &region, unsigned position) {
-  return cast<YieldOp>(region.front().getTerminator()).getValues()[position];
-}
-
-/// The ops between `earlier` and `later` that `later` needs, in block order,
-/// when they can all move above `earlier`: free of effects but reads, with
-/// everything they use from outside defined above `earlier`.
-FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
-                                                   Operation *later) {
-  Block *block = earlier->getBlock();
-  llvm::SetVector<Operation *> needed;
-  std::function<LogicalResult(Operation *)> need =
-      [&](Operation *user) -> LogicalResult {
-    LogicalResult result = success();
-    user->walk([&](Operation *op) {
-      for (Value operand : op->getOperands()) {
-        if (!isDefinedOutside(operand, user))
-          continue;
-        Operation *def = operand.getDefiningOp();
-        if (!def || def->getBlock() != block || def->isBeforeInBlock(earlier))
-          continue;
-        if (def == earlier || !def->isBeforeInBlock(later) ||
-            (!isMemoryEffectFree(def) && !isa<ReadOp>(def))) {
-          result = failure();
-          continue;
-        }
-        if (!needed.contains(def)) {
-          if (failed(need(def)))
-            result = failure();
-          needed.insert(def);
-        }
-      }
-    });
-    return result;
-  };
-  if (failed(need(later)))
-    return failure();
-  SmallVector<Operation *> ordered(needed.begin(), needed.end());
-  llvm::sort(ordered,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
-
-/// Whether `later` computes the same weights as `earlier` and can join it.
-bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
-  if (earlier.getRows() != later.getRows() ||
-      earlier.getCols() != later.getCols() || earlier.getGivenLse() ||
-      later.getGivenLse() || earlier.hasPredicate() != later.hasPredicate())
-    return false;
-  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
-  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
-    return false;
-  IRMapping arguments;
-  arguments.map(earlier.getScore().front().getArguments(),
-                later.getScore().front().getArguments());
-  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
-    return false;
-  if (earlier.hasPredicate()) {
-    IRMapping predicateArguments;
-    predicateArguments.map(earlier.getPredicate().front().getArguments(),
-                           later.getPredicate().front().getArguments());
-    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
-                     yieldedAt(later.getPredicate(), 0), predicateArguments))
-      return false;
-  }
-  // `later` may not move above a store: its reads would see other values.
-  for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
-       op = op->getNextNode())
-    if (isa<StoreOp, RepeatOp>(op))
-      return false;
-  // Everything `later` uses from outside must exist where `earlier` is, or
-  // be computed between them from what exists there by ops free of effects
-  // (reads included: no store is between), which then move up.
-  return succeeded(opsToMoveAbove(earlier, later));
-}
-
-/// One contraction with the sums of both.
-void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
-  for (Operation *op : *opsToMoveAbove(earlier, later))
-    op->moveBefore(earlier);
-  MLIRContext *context = earlier.getContext();
-  ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
-  contract.nameIndices(llvm::to_vector(llvm::map_range(
-      earlier.getScore().front().getArguments(),
-      [](BlockArgument argument) { return argument.getLoc(); })));
-  auto cloneInto = [&](Region &into, Region &from,
-                       SmallVectorImpl<Value> &values) {
-    Block &target = contract.block(into);
-    IRMapping mapping;
-    mapping.map(from.front().getArguments(), target.getArguments());
-    OpBuilder builder = endOf(target);
-    for (Operation &op : from.front().without_terminator())
-      builder.clone(op, mapping);
-    for (Value value : cast<YieldOp>(from.front().getTerminator()).getValues())
-      values.push_back(mapping.lookupOrDefault(value));
-  };
-  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
-  if (earlier.hasPredicate())
-    cloneInto(contract.predicate, earlier.getPredicate(), predicateValues);
-  cloneInto(contract.score, earlier.getScore(), scoreValues);
-  cloneInto(contract.rowSums, earlier.getRowSums(), rowValues);
-  cloneInto(contract.rowSums, later.getRowSums(), rowValues);
-  cloneInto(contract.colSums, earlier.getColSums(), colValues);
-  cloneInto(contract.colSums, later.getColSums(), colValues);
-  Location loc = earlier.getLoc();
-  auto yield = [&](Region &region, ValueRange values) {
-    OpBuilder builder = endOf(contract.block(region));
-    YieldOp::create(builder, loc, values);
-  };
-  // A value both sum (the counts of two statistics) is summed once: each
-  // of the old results maps to its value's position among the distinct.
-  auto distinct = [](ArrayRef<Value> values, SmallVectorImpl<unsigned> &at) {
-    SmallVector<Value> unique;
-    for (Value value : values) {
-      auto same = llvm::find_if(unique, [&](Value other) {
-        return other == value || computeSame(other, value, IRMapping());
-      });
-      at.push_back(same - unique.begin());
-      if (same == unique.end())
-        unique.push_back(value);
-    }
-    return unique;
-  };
-  SmallVector<unsigned> rowAt, colAt;
-  SmallVector<Value> uniqueRows = distinct(rowValues, rowAt);
-  SmallVector<Value> uniqueCols = distinct(colValues, colAt);
-  if (earlier.hasPredicate())
-    yield(contract.predicate, predicateValues);
-  yield(contract.score, scoreValues);
-  yield(contract.rowSums, uniqueRows);
-  yield(contract.colSums, uniqueCols);
-  OpBuilder builder(earlier);
-  SoftmaxContractOp merged =
-      contract.create(builder, loc, earlier.getTemperature(), Value());
-  earlier.getLse().replaceAllUsesWith(merged.getLse());
-  later.getLse().replaceAllUsesWith(merged.getLse());
-  ResultRange rowOutputs = merged.getRowOutputs();
-  ResultRange colOutputs = merged.getColOutputs();
-  SmallVector<Value> oldRows(earlier.getRowOutputs()),
-      oldCols(earlier.getColOutputs());
-  llvm::append_range(oldRows, later.getRowOutputs());
-  llvm::append_range(oldCols, later.getColOutputs());
-  for (auto [from, position] : llvm::zip(oldRows, rowAt))
-    from.replaceAllUsesWith(rowOutputs[position]);
-  for (auto [from, position] : llvm::zip(oldCols, colAt))
-    from.replaceAllUsesWith(colOutputs[position]);
-  later.erase();
-  earlier.erase();
-}
-
-void mergeContracts(Block &block) {
-  bool merged = true;
-  while (merged) {
-    merged = false;
-    SmallVector<SoftmaxContractOp> contracts(block.getOps<SoftmaxContractOp>());
-    for (size_t i = 0; i < contracts.size() && !merged; ++i)
-      for (size_t j = i + 1; j < contracts.size() && !merged; ++j)
-        if (canMerge(contracts[i], contracts[j])) {
-          merge(contracts[i], contracts[j]);
-          merged = true;
-        }
-  }
-}
-
 } // namespace
 
 void mlir::energy::formSoftmaxContracts(ModelOp model) {
@@ -1154,5 +893,5 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   llvm::SetVector<Block *> blocks;
   model.walk([&](SoftmaxContractOp op) { blocks.insert(op->getBlock()); });
   for (Block *block : blocks)
-    mergeContracts(*block);
+    mergeSoftmaxContracts(*block);
 }

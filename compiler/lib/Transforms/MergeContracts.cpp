@@ -1,0 +1,183 @@
+//===- MergeContracts.cpp - Contractions that share their weights ---------===//
+//
+// Contractions of one block with the same domains, predicate, temperature
+// and score compute the same weights: they become one, with the sums of
+// both (a value both sum is summed once), so that the parent side reuses
+// the child side's normaliser.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ContractBuilder.h"
+#include "PlanKernels.h"
+#include "Slices.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+Value yieldedAt(Region &region, unsigned position) {
+  return cast<YieldOp>(region.front().getTerminator()).getValues()[position];
+}
+
+/// The ops between `earlier` and `later` that `later` needs, in block order,
+/// when they can all move above `earlier`: free of effects but reads, with
+/// everything they use from outside defined above `earlier`.
+FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
+                                                   Operation *later) {
+  Block *block = earlier->getBlock();
+  llvm::SetVector<Operation *> needed;
+  std::function<LogicalResult(Operation *)> need =
+      [&](Operation *user) -> LogicalResult {
+    LogicalResult result = success();
+    user->walk([&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        if (!isDefinedOutside(operand, user))
+          continue;
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != block || def->isBeforeInBlock(earlier))
+          continue;
+        if (def == earlier || !def->isBeforeInBlock(later) ||
+            (!isMemoryEffectFree(def) && !isa<ReadOp>(def))) {
+          result = failure();
+          continue;
+        }
+        if (!needed.contains(def)) {
+          if (failed(need(def)))
+            result = failure();
+          needed.insert(def);
+        }
+      }
+    });
+    return result;
+  };
+  if (failed(need(later)))
+    return failure();
+  SmallVector<Operation *> ordered(needed.begin(), needed.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Whether `later` computes the same weights as `earlier` and can join it.
+bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  if (earlier.getRows() != later.getRows() ||
+      earlier.getCols() != later.getCols() || earlier.getGivenLse() ||
+      later.getGivenLse() || earlier.hasPredicate() != later.hasPredicate())
+    return false;
+  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
+  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
+    return false;
+  IRMapping arguments;
+  arguments.map(earlier.getScore().front().getArguments(),
+                later.getScore().front().getArguments());
+  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
+    return false;
+  if (earlier.hasPredicate()) {
+    IRMapping predicateArguments;
+    predicateArguments.map(earlier.getPredicate().front().getArguments(),
+                           later.getPredicate().front().getArguments());
+    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
+                     yieldedAt(later.getPredicate(), 0), predicateArguments))
+      return false;
+  }
+  // `later` may not move above a store: its reads would see other values.
+  for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
+       op = op->getNextNode())
+    if (isa<StoreOp, RepeatOp>(op))
+      return false;
+  // Everything `later` uses from outside must exist where `earlier` is, or
+  // be computed between them from what exists there by ops free of effects
+  // (reads included: no store is between), which then move up.
+  return succeeded(opsToMoveAbove(earlier, later));
+}
+
+/// One contraction with the sums of both.
+void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  for (Operation *op : *opsToMoveAbove(earlier, later))
+    op->moveBefore(earlier);
+  MLIRContext *context = earlier.getContext();
+  ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
+  contract.nameIndices(llvm::to_vector(llvm::map_range(
+      earlier.getScore().front().getArguments(),
+      [](BlockArgument argument) { return argument.getLoc(); })));
+  auto cloneInto = [&](Region &into, Region &from,
+                       SmallVectorImpl<Value> &values) {
+    Block &target = contract.block(into);
+    IRMapping mapping;
+    mapping.map(from.front().getArguments(), target.getArguments());
+    OpBuilder builder = endOf(target);
+    for (Operation &op : from.front().without_terminator())
+      builder.clone(op, mapping);
+    for (Value value : cast<YieldOp>(from.front().getTerminator()).getValues())
+      values.push_back(mapping.lookupOrDefault(value));
+  };
+  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
+  if (earlier.hasPredicate())
+    cloneInto(contract.predicate, earlier.getPredicate(), predicateValues);
+  cloneInto(contract.score, earlier.getScore(), scoreValues);
+  cloneInto(contract.rowSums, earlier.getRowSums(), rowValues);
+  cloneInto(contract.rowSums, later.getRowSums(), rowValues);
+  cloneInto(contract.colSums, earlier.getColSums(), colValues);
+  cloneInto(contract.colSums, later.getColSums(), colValues);
+  Location loc = earlier.getLoc();
+  auto yield = [&](Region &region, ValueRange values) {
+    OpBuilder builder = endOf(contract.block(region));
+    YieldOp::create(builder, loc, values);
+  };
+  // A value both sum (the counts of two statistics) is summed once: each
+  // of the old results maps to its value's position among the distinct.
+  auto distinct = [](ArrayRef<Value> values, SmallVectorImpl<unsigned> &at) {
+    SmallVector<Value> unique;
+    for (Value value : values) {
+      auto same = llvm::find_if(unique, [&](Value other) {
+        return other == value || computeSame(other, value, IRMapping());
+      });
+      at.push_back(same - unique.begin());
+      if (same == unique.end())
+        unique.push_back(value);
+    }
+    return unique;
+  };
+  SmallVector<unsigned> rowAt, colAt;
+  SmallVector<Value> uniqueRows = distinct(rowValues, rowAt);
+  SmallVector<Value> uniqueCols = distinct(colValues, colAt);
+  if (earlier.hasPredicate())
+    yield(contract.predicate, predicateValues);
+  yield(contract.score, scoreValues);
+  yield(contract.rowSums, uniqueRows);
+  yield(contract.colSums, uniqueCols);
+  OpBuilder builder(earlier);
+  SoftmaxContractOp merged =
+      contract.create(builder, loc, earlier.getTemperature(), Value());
+  earlier.getLse().replaceAllUsesWith(merged.getLse());
+  later.getLse().replaceAllUsesWith(merged.getLse());
+  ResultRange rowOutputs = merged.getRowOutputs();
+  ResultRange colOutputs = merged.getColOutputs();
+  SmallVector<Value> oldRows(earlier.getRowOutputs()),
+      oldCols(earlier.getColOutputs());
+  llvm::append_range(oldRows, later.getRowOutputs());
+  llvm::append_range(oldCols, later.getColOutputs());
+  for (auto [from, position] : llvm::zip(oldRows, rowAt))
+    from.replaceAllUsesWith(rowOutputs[position]);
+  for (auto [from, position] : llvm::zip(oldCols, colAt))
+    from.replaceAllUsesWith(colOutputs[position]);
+  later.erase();
+  earlier.erase();
+}
+
+} // namespace
+
+void mlir::energy::mergeSoftmaxContracts(Block &block) {
+  bool merged = true;
+  while (merged) {
+    merged = false;
+    SmallVector<SoftmaxContractOp> contracts(block.getOps<SoftmaxContractOp>());
+    for (size_t i = 0; i < contracts.size() && !merged; ++i)
+      for (size_t j = i + 1; j < contracts.size() && !merged; ++j)
+        if (canMerge(contracts[i], contracts[j])) {
+          merge(contracts[i], contracts[j]);
+          merged = true;
+        }
+  }
+}
