@@ -7,10 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaLaunch.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -149,7 +151,18 @@ void energy_support_parallel_for(energy_chunk_fn chunk, void *context,
                                  int64_t count) {
   if (count <= 0)
     return;
+  if (!energy::cuda::tracing()) {
+    pool().run(chunk, context, count);
+    return;
+  }
+  // A CUDA artifact's loop that the GPU cannot run (a call in its body)
+  // runs here; the trace shows it beside the GPU's work.
+  auto start = std::chrono::steady_clock::now();
   pool().run(chunk, context, count);
+  energy::cuda::trace("a loop on the host's threads", count,
+                      std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
 }
 
 void energy_support_set_num_threads(int32_t threads) { pool().resize(threads); }
