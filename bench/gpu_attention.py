@@ -100,13 +100,17 @@ def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
 
 
 def time_torch(function, reps):
+    """(value, median ms of `function` over REPS after a warm-up), waiting
+    for the GPU after each call (when there is one: gpu_gmm.py's --device
+    cpu check)."""
+    synchronize = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     function()
-    torch.cuda.synchronize()
+    synchronize()
     times = []
     for _ in range(reps):
         start = time.perf_counter()
         value = function()
-        torch.cuda.synchronize()
+        synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     times.sort()
     return value, times[len(times) // 2]

@@ -143,8 +143,6 @@ def main():
         at = arguments.index('--device')
         device = arguments[at + 1]
         del arguments[at:at + 2]
-        if device == 'cpu':
-            torch.cuda.synchronize = lambda: None  # for time_torch
     if len(arguments) not in (3, 4, 6):
         sys.exit(__doc__)
     energy_exec, artifact, n = arguments[0], arguments[1], int(arguments[2])

@@ -222,16 +222,15 @@ FailureOr<SmallVector<Value>> KernelFunction::forDomainLevel(
   }
   auto loop = scf::ForOp::create(b, loc, first.start ? first.start : index(0),
                                  extents.front(), index(1), carried);
-  if (first.parallel && carried.empty())
+  if (first.parallel() && carried.empty())
     markParallel(loop);
   dropImplicitYield(loop);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getBody());
   indices.push_back(loop.getInductionVar());
-  FailureOr<SmallVector<Value>> next = forDomainLevel(
-      extents.drop_front(), indices, predicate, loop.getRegionIterArgs(), body,
-      FirstAxis::levels(first.parallelLevels > 0 ? first.parallelLevels - 1
-                                                 : 0));
+  FailureOr<SmallVector<Value>> next =
+      forDomainLevel(extents.drop_front(), indices, predicate,
+                     loop.getRegionIterArgs(), body, first.next());
   indices.pop_back();
   if (failed(next))
     return failure();

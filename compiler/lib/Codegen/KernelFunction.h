@@ -35,25 +35,22 @@ struct Lowered {
 
 /// How the outermost loop of a domain runs.
 struct FirstAxis {
-  /// Its positions write disjoint memory, so it may be shared out on the
-  /// thread pool (ParallelLoops.h).
-  bool parallel = false;
-  /// Only positions [start, end) (a chunk of a reduction); null: all.
-  Value start, end;
   /// The leading levels of the domain, this one first, whose positions
   /// write disjoint memory (for a given position of the levels before
-  /// them); the GPU backend may run them as one loop.
+  /// them): the first may be shared out on the thread pool
+  /// (ParallelLoops.h), and the GPU backend may run them all as one loop.
   unsigned parallelLevels = 0;
+  /// Only positions [start, end) (a chunk of a reduction); null: all.
+  Value start, end;
 
-  static FirstAxis whole(bool parallel) {
-    return {parallel, Value(), Value(), parallel ? 1u : 0u};
+  bool parallel() const { return parallelLevels > 0; }
+  /// The levels below this one.
+  FirstAxis next() const {
+    return levels(parallelLevels > 0 ? parallelLevels - 1 : 0);
   }
-  static FirstAxis levels(unsigned count) {
-    return {count > 0, Value(), Value(), count};
-  }
-  static FirstAxis chunk(Value start, Value end) {
-    return {false, start, end, 0};
-  }
+  static FirstAxis whole(bool parallel) { return levels(parallel ? 1 : 0); }
+  static FirstAxis levels(unsigned count) { return {count, Value(), Value()}; }
+  static FirstAxis chunk(Value start, Value end) { return {0, start, end}; }
 };
 
 /// Loops without carried values come with a yield; bodies here add their

@@ -627,6 +627,19 @@ SmallVector<Attribute> rowSizesOf(ReduceOp sum, ArrayRef<ReduceOp> batches) {
   return sizes;
 }
 
+/// The let that `value` reads at exactly `indices` (identity map), when its
+/// domain is `domain`; null otherwise.
+LetOp letReadAt(Value value, ArrayRef<Value> indices,
+                ArrayRef<Attribute> domain, SymbolTable &symbols) {
+  auto read = value.getDefiningOp<ReadOp>();
+  auto let = read ? symbols.lookup<LetOp>(read.getSource()) : LetOp();
+  if (!let || !read.getMap().isIdentity() ||
+      !llvm::equal(read.getIndices(), indices) ||
+      !llvm::equal(let.getDomain(), domain))
+    return {};
+  return let;
+}
+
 /// L as a read of a let whose body is an lse, read at the rows `rows` (the
 /// sum's own index after those of its batch sums), or as an lse in the
 /// sum's body.
@@ -634,11 +647,10 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
                                              ArrayRef<ReduceOp> batches,
                                              SymbolTable &symbols) {
   Block &body = sum.getBody().front();
-  if (auto read = value.getDefiningOp<ReadOp>()) {
-    auto let = symbols.lookup<LetOp>(read.getSource());
-    if (!let || !read.getMap().isIdentity() ||
-        !llvm::equal(read.getIndices(), rowIndicesOf(sum, batches)) ||
-        !llvm::equal(let.getDomain(), rowSizesOf(sum, batches)))
+  if (value.getDefiningOp<ReadOp>()) {
+    LetOp let = letReadAt(value, rowIndicesOf(sum, batches),
+                          rowSizesOf(sum, batches), symbols);
+    if (!let)
       return std::nullopt;
     auto lse = cast<YieldOp>(let.getBody().front().getTerminator())
                    .getValues()[0]
@@ -667,11 +679,9 @@ ReduceOp splitBatchIndices(ReduceOp sum, SymbolTable &symbols) {
     return nullptr;
   Block &body = sum.getBody().front();
   bool shiftedByLet = llvm::any_of(body.getOps<SubOp>(), [&](SubOp shift) {
-    auto read = shift.getRhs().getDefiningOp<ReadOp>();
-    auto let = read ? symbols.lookup<LetOp>(read.getSource()) : LetOp();
-    return let && read.getMap().isIdentity() &&
-           llvm::equal(read.getIndices(), body.getArguments()) &&
-           let.getDomain() == sizes;
+    return bool(letReadAt(shift.getRhs(),
+                          SmallVector<Value>(body.getArguments()),
+                          sizes.getValue(), symbols));
   });
   if (!shiftedByLet)
     return nullptr;

@@ -13,24 +13,23 @@
 
 #include <chrono>
 #include <climits>
-#include <string>
 #include <dlfcn.h>
+#include <string>
 
 namespace {
 using Handle = void *;
 constexpr int kNoTranspose = 0, kTranspose = 1; // CUBLAS_OP_N, CUBLAS_OP_T
-constexpr int kReal32 = 0;      // CUDA_R_32F
+constexpr int kReal32 = 0;                      // CUDA_R_32F
 // CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT
 constexpr int kComputeFast16bf = 75, kDefaultAlgorithm = -1;
 
 struct Cublas {
   int (*create)(Handle *) = nullptr;
   int (*sgemm)(Handle, int, int, int, int, int, const float *, const float *,
-               int, const float *, int, const float *, float *,
+               int, const float *, int, const float *, float *, int) = nullptr;
+  int (*dgemm)(Handle, int, int, int, int, int, const double *, const double *,
+               int, const double *, int, const double *, double *,
                int) = nullptr;
-  int (*dgemm)(Handle, int, int, int, int, int, const double *,
-               const double *, int, const double *, int, const double *,
-               double *, int) = nullptr;
   int (*gemmEx)(Handle, int, int, int, int, int, const void *, const void *,
                 int, int, const void *, int, int, const void *, void *, int,
                 int, int, int) = nullptr;
@@ -39,7 +38,7 @@ struct Cublas {
 
 /// cuBLAS with a handle on the primary context, or null.
 const Cublas *cublas() {
-  static Cublas *loaded = [] () -> Cublas * {
+  static Cublas *loaded = []() -> Cublas * {
     if (!energy::cuda::makeContextCurrent().empty())
       return nullptr;
     const char *path = std::getenv("ENERGY_CUBLAS");
@@ -96,30 +95,29 @@ template <typename T> struct Product {
   bool transposeB;
   T *c;
   bool add;
+
+  // Row-major C = op(A) · op(B) is column-major Cᵀ = op(B)ᵀ · op(A)ᵀ:
+  // cuBLAS gets B, then A, each with its own op and leading dimension.
+  int opA() const { return transposeA ? kTranspose : kNoTranspose; }
+  int opB() const { return transposeB ? kTranspose : kNoTranspose; }
+  int lda() const { return transposeA ? m : k; }
+  int ldb() const { return transposeB ? k : n; }
 };
 
-// Row-major C = op(A) · op(B) is column-major Cᵀ = op(B)ᵀ · op(A)ᵀ: cuBLAS
-// gets B, then A, each with its own transposition and leading dimension.
 int gemm(const Cublas &api, const Product<float> &p, Precision precision) {
   const float one = 1, beta = p.add ? 1 : 0;
-  int opA = p.transposeA ? kTranspose : kNoTranspose;
-  int opB = p.transposeB ? kTranspose : kNoTranspose;
-  int lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
   if (precision == Precision::Bf16)
-    return api.gemmEx(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, kReal32,
-                      ldb, p.a, kReal32, lda, &beta, p.c, kReal32, p.n,
-                      kComputeFast16bf, kDefaultAlgorithm);
-  return api.sgemm(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, ldb, p.a,
-                   lda, &beta, p.c, p.n);
+    return api.gemmEx(api.handle, p.opB(), p.opA(), p.n, p.m, p.k, &one, p.b,
+                      kReal32, p.ldb(), p.a, kReal32, p.lda(), &beta, p.c,
+                      kReal32, p.n, kComputeFast16bf, kDefaultAlgorithm);
+  return api.sgemm(api.handle, p.opB(), p.opA(), p.n, p.m, p.k, &one, p.b,
+                   p.ldb(), p.a, p.lda(), &beta, p.c, p.n);
 }
 
 int gemm(const Cublas &api, const Product<double> &p, Precision) {
   const double one = 1, beta = p.add ? 1 : 0;
-  int opA = p.transposeA ? kTranspose : kNoTranspose;
-  int opB = p.transposeB ? kTranspose : kNoTranspose;
-  int lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
-  return api.dgemm(api.handle, opB, opA, p.n, p.m, p.k, &one, p.b, ldb, p.a,
-                   lda, &beta, p.c, p.n);
+  return api.dgemm(api.handle, p.opB(), p.opA(), p.n, p.m, p.k, &one, p.b,
+                   p.ldb(), p.a, p.lda(), &beta, p.c, p.n);
 }
 
 /// The products of a batch (MatrixProduct.h) through cuBLAS, one call
@@ -151,16 +149,16 @@ void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
 }
 } // namespace
 
-extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n,
-                                               int64_t k, const float *a,
-                                               const float *b, float *c) {
+extern "C" void energy_support_cuda_matmul_f32(int64_t m, int64_t n, int64_t k,
+                                               const float *a, const float *b,
+                                               float *c) {
   products(1, m, n, k, a, 0, b, 0, c, 0, Precision::Full,
            energy_support_matmul_batch_f32, "cublasSgemm");
 }
 
-extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n,
-                                               int64_t k, const double *a,
-                                               const double *b, double *c) {
+extern "C" void energy_support_cuda_matmul_f64(int64_t m, int64_t n, int64_t k,
+                                               const double *a, const double *b,
+                                               double *c) {
   products(1, m, n, k, a, 0, b, 0, c, 0, Precision::Full,
            energy_support_matmul_batch_f64, "cublasDgemm");
 }

@@ -1,5 +1,4 @@
-//===- ParallelForeach.h - Which indices of a foreach are parallel -*- C++
-//-*-===//
+//===- ParallelForeach.h - Parallel indices of a foreach --------*- C++ -*-===//
 //
 // The analysis behind `foreach parallel` (MarkParallel.cpp), for code
 // generation: how many leading indices of a loop may each be shared out
