@@ -38,7 +38,8 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-/// The GPU architectures every CUDA artifact carries: Ampere and Hopper.
+/// The GPU architectures every CUDA artifact carries, oldest first: Ampere
+/// and Hopper.
 static const char *const kCudaArchitectures[] = {"sm_80", "sm_90"};
 
 ArtifactTarget mlir::energy::withCudaDevice(ArtifactTarget target) {
@@ -82,17 +83,20 @@ mlir::energy::compileGpuKernels(ModuleOp deviceModule,
   context->appendDialectRegistry(registry);
   context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
 
-  SmallVector<Attribute> targets;
-  for (const std::string &arch : archs) {
-    Attribute target = parseAttribute("#nvvm.target<chip = \"" + arch +
-                                          "\", features = \"+ptx80\", O = 3>",
-                                      context);
-    if (!target)
-      return deviceModule.emitError() << "no NVVM target for " << arch;
-    targets.push_back(target);
-  }
+  // The kernels use nothing newer than the oldest architecture, so LLVM
+  // compiles them once for it (NVPTX gave the same PTX for each, and took
+  // most of energyc's time); every newer architecture's image is that PTX
+  // with its own .target line, which PTX's forward compatibility allows.
+  if (archs.empty())
+    return deviceModule.emitError("no GPU architecture to compile for");
+  const std::string &oldestArch = archs.front();
+  Attribute target = parseAttribute("#nvvm.target<chip = \"" + oldestArch +
+                                        "\", features = \"+ptx80\", O = 3>",
+                                    context);
+  if (!target)
+    return deviceModule.emitError() << "no NVVM target for " << oldestArch;
   deviceModule.walk([&](gpu::GPUModuleOp kernels) {
-    kernels.setTargetsAttr(ArrayAttr::get(context, targets));
+    kernels.setTargetsAttr(ArrayAttr::get(context, {target}));
   });
 
   PassManager passes(context);
@@ -113,19 +117,25 @@ mlir::energy::compileGpuKernels(ModuleOp deviceModule,
   if (failed(passes.run(deviceModule)))
     return deviceModule.emitError("compiling the GPU kernels to PTX failed");
 
-  std::vector<std::pair<std::string, std::string>> images;
+  SmallVector<StringRef> compiled;
   deviceModule.walk([&](gpu::BinaryOp binary) {
-    for (Attribute object : binary.getObjects()) {
-      auto gpuObject = cast<gpu::ObjectAttr>(object);
-      auto target = cast<NVVM::NVVMTargetAttr>(gpuObject.getTarget());
-      images.emplace_back(target.getChip().str(),
-                          gpuObject.getObject().getValue().str());
-    }
+    for (Attribute object : binary.getObjects())
+      compiled.push_back(cast<gpu::ObjectAttr>(object).getObject().getValue());
   });
-  if (images.size() != archs.size())
+  if (compiled.size() != 1)
     return deviceModule.emitError("the GPU kernels gave ")
-           << images.size() << " PTX images for " << archs.size()
-           << " architectures";
+           << compiled.size() << " PTX images, expected one";
+  std::string oldestTarget = ".target " + oldestArch + "\n";
+  size_t targetLine = compiled.front().find(oldestTarget);
+  if (targetLine == StringRef::npos)
+    return deviceModule.emitError("the PTX for ")
+           << oldestArch << " has no '.target " << oldestArch << "' line";
+  std::vector<std::pair<std::string, std::string>> images;
+  for (const std::string &arch : archs) {
+    std::string ptx = compiled.front().str();
+    ptx.replace(targetLine, oldestTarget.size(), ".target " + arch + "\n");
+    images.emplace_back(arch, std::move(ptx));
+  }
   return images;
 }
 

@@ -110,9 +110,10 @@ LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
 ArtifactTarget withCudaDevice(ArtifactTarget target);
 
 /// The PTX of the GPU kernels in `deviceModule` (a gpu.module of kernels
-/// from outlineParallelLoops) for each architecture of `archs`: NVVM, then
-/// LLVM's NVPTX back end with the CUDA toolkit's libdevice (at
-/// ENERGY_CUDA_TOOLKIT, else /usr/local/cuda). (architecture, PTX) pairs;
+/// from outlineParallelLoops) for each architecture of `archs` (oldest
+/// first): NVVM, then LLVM's NVPTX back end with the CUDA toolkit's libdevice
+/// (at ENERGY_CUDA_TOOLKIT, else /usr/local/cuda), once, for the oldest; the
+/// others get the same PTX with their own .target. (architecture, PTX) pairs;
 /// errors are emitted on the module.
 FailureOr<std::vector<std::pair<std::string, std::string>>>
 compileGpuKernels(ModuleOp deviceModule, ArrayRef<std::string> archs);
