@@ -8,6 +8,9 @@
 #include "energy/Runtime/CudaDriver.h"
 #include "energy/KernelSupport/CudaDriverApi.h"
 
+#include <cstdlib>
+#include <string>
+
 using namespace energy;
 using namespace energy::cuda;
 
@@ -69,6 +72,19 @@ void energy::prefetchManaged(const void *pointer, size_t bytes, bool toDevice) {
                            location, 0, nullptr) == kSuccess &&
       !toDevice)
     api.ctxSynchronize();
+}
+
+bool energy::cudaTracing() {
+  static const bool tracing = [] {
+    const char *value = std::getenv("ENERGY_CUDA_TRACE");
+    return value && *value && std::string(value) != "0";
+  }();
+  return tracing;
+}
+
+void energy::synchronizeDevice() {
+  if (makeContextCurrent().empty())
+    driverApi().ctxSynchronize();
 }
 
 Expected<TensorMemory> energy::cudaManagedMemory() {

@@ -14,7 +14,9 @@
 
 #include "energy/Runtime/Initializer.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -307,20 +309,47 @@ Status Session::prepare() {
   return Status::success();
 }
 
+namespace {
+/// Milliseconds since `start`.
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+} // namespace
+
 const Tensor &Session::readBuffer(size_t index) {
   const Tensor &buffer = buffers[index];
-  if (deviceMemory)
+  if (deviceMemory) {
+    auto start = std::chrono::steady_clock::now();
     prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false);
+    if (cudaTracing())
+      std::fprintf(stderr, "energy-cuda: %s to the host: %zu bytes, %.3f ms\n",
+                   owner.manifest().buffers[index].name.c_str(),
+                   buffer.byteSize(), millisecondsSince(start));
+  }
   return buffer;
 }
 
 Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                      int64_t step, double *result) {
   std::vector<void *> pointers;
+  bool tracing = deviceMemory && cudaTracing();
+  auto start = std::chrono::steady_clock::now();
+  size_t bytes = 0;
   for (Tensor &buffer : buffers) {
     pointers.push_back(buffer.data());
+    bytes += buffer.byteSize();
     if (deviceMemory)
       prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  }
+  if (tracing) {
+    synchronizeDevice();
+    std::fprintf(stderr,
+                 "energy-cuda: the buffers to the device: %zu buffers, %zu "
+                 "bytes, %.3f ms\n",
+                 buffers.size(), bytes, millisecondsSince(start));
+    start = std::chrono::steady_clock::now();
   }
   double ignored = 0;
   int32_t code = ENERGY_KERNEL_OK;
@@ -346,6 +375,9 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
     code = kernel(pointers.data(), dimValues.data(), consts.data(), step,
                   result ? result : &ignored);
   }
+  if (tracing)
+    std::fprintf(stderr, "energy-cuda: %s, the whole call: %.3f ms\n",
+                 symbol.c_str(), millisecondsSince(start));
   if (code == ENERGY_KERNEL_DEVICE_ERROR && owner.state->deviceError)
     return Status::error("kernel " + symbol +
                          ": the GPU failed: " + owner.state->deviceError());

@@ -43,6 +43,13 @@ Expected<TensorMemory> cudaManagedMemory();
 /// pages move when touched.
 void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
 
+/// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU print how long
+/// moving their buffers and each kernel function took, on stderr, beside
+/// the support library's launch times.
+bool cudaTracing();
+/// Waits until the GPU has done what was queued (tracing's times).
+void synchronizeDevice();
+
 } // namespace energy
 
 #endif // ENERGY_RUNTIME_CUDADRIVER_H
