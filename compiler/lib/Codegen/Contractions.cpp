@@ -2,12 +2,14 @@
 //
 // Lowers the kernel plan's ops. A table is a comprehension into scratch. A
 // bilinear softmax contraction is a call of the support library's blocked
-// kernel (SoftmaxContract.h) per position of its batch indices. A generic
-// one runs the same algorithm as generated code: per row, panels of columns
-// whose scores are evaluated pair by pair into a buffer, an online softmax
-// (the running maximum moves once per panel), the vector exp over the
-// panel, and the weighted sums; the column side is a second pass, parallel
-// over columns, that reuses each row's normaliser. Nothing of size
+// kernel (SoftmaxContract.h) per position of its batch indices; a quadratic
+// one (a mixture's E-step and moments), in CUDA artifacts, a call of its
+// mixture kernel (QuadraticContract.h). A generic one (and a quadratic one
+// on a CPU) runs the same algorithm as generated code: per row, panels of
+// columns whose scores are evaluated pair by pair into a buffer, an online
+// softmax (the running maximum moves once per panel), the vector exp over
+// the panel, and the weighted sums; the column side is a second pass,
+// parallel over columns, that reuses each row's normaliser. Nothing of size
 // rows × columns is stored.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +17,7 @@
 #include "KernelFunction.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -53,6 +56,8 @@ enum ContractSlot : unsigned {
   kBatch,
   kSlotCount
 };
+/// The slots of energy_quadratic_contract_args (QuadraticContract.h).
+constexpr unsigned kQuadraticSlotCount = 12;
 } // namespace
 
 FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
@@ -79,6 +84,13 @@ LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
     if (failed(form))
       return contract.emitOpError() << "is marked bilinear but " << reason;
     return emitBilinearContract(contract, *form);
+  }
+  if (contract.getForm() == ContractForm::quadratic && context.quadraticCalls) {
+    std::string reason;
+    FailureOr<QuadraticContract> form = contract.matchQuadratic(reason);
+    if (failed(form))
+      return contract.emitOpError() << "is marked quadratic but " << reason;
+    return emitQuadraticContract(contract, *form);
   }
   return emitGenericContract(contract);
 }
@@ -115,23 +127,11 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
       contract.getLinearConstraints();
 
   Value args = allocateSlots(kSlotCount);
-  auto slot = [&](unsigned position) {
-    return LLVM::GEPOp::create(
-        b, loc, pointerType(), b.getI64Type(), args,
-        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
-  };
   auto storeSlot = [&](unsigned position, Value value) {
-    if (value.getType().isIndex())
-      value = toI64(value);
-    LLVM::StoreOp::create(b, loc, value, slot(position));
+    storeInSlot(args, position, value);
   };
   auto storeIn = [&](Value array, unsigned position, Value value) {
-    if (value.getType().isIndex())
-      value = toI64(value);
-    Value at = LLVM::GEPOp::create(
-        b, loc, pointerType(), b.getI64Type(), array,
-        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
-    LLVM::StoreOp::create(b, loc, value, at);
+    storeInSlot(array, position, value);
   };
   Value null = LLVM::ZeroOp::create(b, loc, pointerType());
   storeSlot(kRows, rows);
@@ -209,13 +209,26 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
     storeIn(rowValues, j, get(table).data);
     storeIn(colOutputArray, j, get(contract.getColOutputs()[j]).data);
   }
-  Value code =
-      callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
-                                    : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-                  {args})
-          .getResult(0);
-  // The kernel's codes: OK, an invalid argument (a temperature that is
-  // not positive), out of memory, a device failure.
+  reportContractStatus(callSupport(singlePrecision()
+                                       ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
+                                       : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
+                                   {args})
+                           .getResult(0));
+  return success();
+}
+
+void KernelFunction::storeInSlot(Value slots, unsigned position, Value value) {
+  if (value.getType().isIndex())
+    value = toI64(value);
+  Value at = LLVM::GEPOp::create(
+      b, loc, pointerType(), b.getI64Type(), slots,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
+  LLVM::StoreOp::create(b, loc, value, at);
+}
+
+void KernelFunction::reportContractStatus(Value code) {
+  // The kernels' codes: OK, an invalid argument (a temperature that is
+  // not positive), out of memory, a device failure (the GPU's versions).
   auto i32 = [&](int32_t value) {
     return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
   };
@@ -223,17 +236,71 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
                                  i32(value));
   };
-  // The GPU's version may also fail on the device.
   Value failedCode = select(codeIs(ENERGY_CONTRACT_OUT_OF_MEMORY),
                             i32(ENERGY_KERNEL_OUT_OF_MEMORY),
                             select(codeIs(ENERGY_CONTRACT_DEVICE_ERROR),
                                    i32(ENERGY_KERNEL_DEVICE_ERROR),
                                    i32(ENERGY_KERNEL_INVALID_ARGUMENT)));
-  reportStatus(select(
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, code,
-                            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                                         ENERGY_CONTRACT_OK)),
-      code, failedCode));
+  reportStatus(select(codeIs(ENERGY_CONTRACT_OK), code, failedCode));
+}
+
+//===----------------------------------------------------------------------===//
+// Quadratic: the support library's mixture kernel
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
+                                      const QuadraticContract &form) {
+  auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
+  for (Value result : contract.getResults())
+    arrays[result] = Lowered{Value(), allocate(typeOf(result))};
+  Value rows = extentsOf(contract.getRows()).front();
+  Value columns =
+      extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
+          .front();
+  Value depth = dim(typeOf(form.points).getShape().back().getValue());
+  Value scale = form.scale
+                    ? toF64(get(form.scale).scalar)
+                    : arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1.0))
+                          .getResult();
+  if (form.negated)
+    scale = arith::NegFOp::create(b, loc, scale);
+  Value null = LLVM::ZeroOp::create(b, loc, pointerType());
+  Value lse = contract.getLse();
+  unsigned outputs = form.moments.size();
+  Value kinds = allocateSlots(std::max(1u, outputs));
+  Value outputArray = allocateSlots(std::max(1u, outputs));
+  for (auto [j, moment] : llvm::enumerate(form.moments)) {
+    int64_t kind = moment == QuadraticMoment::Weight  ? ENERGY_MOMENT_WEIGHT
+                   : moment == QuadraticMoment::Point ? ENERGY_MOMENT_POINT
+                   : moment == QuadraticMoment::Centred
+                       ? ENERGY_MOMENT_CENTRED
+                       : ENERGY_MOMENT_CENTRED_OUTER;
+    storeInSlot(kinds, j,
+                arith::ConstantIntOp::create(b, loc, b.getI64Type(), kind));
+    storeInSlot(outputArray, j, get(contract.getColOutputs()[j]).data);
+  }
+  Value args = allocateSlots(kQuadraticSlotCount);
+  const Value slots[kQuadraticSlotCount] = {rows,
+                                            columns,
+                                            depth,
+                                            get(form.points).data,
+                                            get(form.means).data,
+                                            get(form.precisions).data,
+                                            form.bias ? get(form.bias).data
+                                                      : null,
+                                            scale,
+                                            lse ? get(lse).data : null,
+                                            index(outputs),
+                                            kinds,
+                                            outputArray};
+  for (auto [position, value] : llvm::enumerate(slots))
+    storeInSlot(args, position, value);
+  reportContractStatus(callSupport(singlePrecision()
+                                       ? ENERGY_SUPPORT_QUADRATIC_CONTRACT_F32
+                                       : ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
+                                   {args})
+                           .getResult(0));
   return success();
 }
 

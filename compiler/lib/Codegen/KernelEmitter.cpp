@@ -59,11 +59,13 @@ std::string mangle(StringRef name) {
 
 FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
                                                     ModuleOp target,
-                                                    FloatType elementType) {
+                                                    FloatType elementType,
+                                                    bool quadraticCalls) {
   ModelContext context;
   context.model = model;
   context.target = target;
   context.elementType = elementType;
+  context.quadraticCalls = quadraticCalls;
   ArtifactLayout &layout = context.layout;
   Block &body = model.getBody().front();
   for (DimOp dim : body.getOps<DimOp>()) {

@@ -62,6 +62,8 @@ struct ModelContext {
   ModelOp model;
   ModuleOp target;
   FloatType elementType;
+  /// Whether quadratic contractions call the mixture kernel (emitKernels).
+  bool quadraticCalls = false;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
   /// The private function computing each gradient program into a buffer.
@@ -354,7 +356,14 @@ private:
   LogicalResult emitSoftmaxContract(SoftmaxContractOp contract);
   LogicalResult emitBilinearContract(SoftmaxContractOp contract,
                                      const BilinearContract &form);
+  LogicalResult emitQuadraticContract(SoftmaxContractOp contract,
+                                      const QuadraticContract &form);
   LogicalResult emitGenericContract(SoftmaxContractOp contract);
+  /// Stores `value` (an index as i64) in 8-byte slot `position` of `slots`.
+  void storeInSlot(Value slots, unsigned position, Value value);
+  /// Reports a contraction kernel's code (SoftmaxContract.h's
+  /// ENERGY_CONTRACT_*) as the kernel's status.
+  void reportContractStatus(Value code);
   /// The softmax weights exp(x) of `count` elements at `values`, in place
   /// (the support library's vector exp, results below the smallest normal
   /// number dropped).

@@ -71,7 +71,9 @@ mlir::energy::buildArtifactModule(ModelOp model,
   FloatType elementType = options.dtype == "f64"
                               ? FloatType(Float64Type::get(context))
                               : FloatType(Float32Type::get(context));
-  FailureOr<ArtifactLayout> layout = emitKernels(model, *module, elementType);
+  FailureOr<ArtifactLayout> layout =
+      emitKernels(model, *module, elementType,
+                  /*quadraticCalls=*/options.target.device == "cuda");
   if (failed(layout))
     return failure();
   // Emission builds its IR directly; a slip there is a compiler bug, and

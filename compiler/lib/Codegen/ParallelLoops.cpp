@@ -11,6 +11,7 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
+#include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -404,7 +405,7 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 } // namespace
 
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
-/// both the host and the GPU reach, the GPU's softmax contraction, cuBLAS;
+/// both the host and the GPU reach, the GPU's softmax contractions, cuBLAS;
 /// for f32, with `bf16Products`, their tensor-core versions.
 static void useCudaSupport(ModuleOp module, bool bf16Products) {
   const std::pair<StringRef, StringRef> replacements[] = {
@@ -415,6 +416,10 @@ static void useCudaSupport(ModuleOp module, bool bf16Products) {
                     : ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
        ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64},
+      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F32,
+       ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32},
+      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
+       ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64},
       {ENERGY_SUPPORT_MATMUL_F32, bf16Products
                                       ? ENERGY_SUPPORT_CUDA_MATMUL_BF16
                                       : ENERGY_SUPPORT_CUDA_MATMUL_F32},

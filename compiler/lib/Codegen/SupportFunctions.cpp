@@ -7,6 +7,7 @@
 #include "SupportFunctions.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
+#include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 
 #include <cstdlib>
@@ -120,6 +121,22 @@ llvm::ArrayRef<SupportFunction> mlir::energy::codegen::supportFunctions() {
        {T::Pointer},
        {T::I32},
        address(&energy_support_cuda_softmax_contract_f32)},
+      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F32,
+       {T::Pointer},
+       {T::I32},
+       address(&energy_support_quadratic_contract_f32)},
+      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
+       {T::Pointer},
+       {T::I32},
+       address(&energy_support_quadratic_contract_f64)},
+      {ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32,
+       {T::Pointer},
+       {T::I32},
+       address(&energy_support_cuda_quadratic_contract_f32)},
+      {ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64,
+       {T::Pointer},
+       {T::I32},
+       address(&energy_support_cuda_quadratic_contract_f64)},
       {ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64,
        {T::Pointer},
        {T::I32},

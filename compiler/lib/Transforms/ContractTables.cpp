@@ -256,5 +256,7 @@ void mlir::energy::hoistContractTables(ModelOp model) {
     std::string reason;
     if (succeeded(contract.matchBilinear(reason)))
       contract.setForm(ContractForm::bilinear);
+    else if (succeeded(contract.matchQuadratic(reason)))
+      contract.setForm(ContractForm::quadratic);
   }
 }

@@ -34,7 +34,8 @@ void mergeSoftmaxContracts(Block &block);
 /// only, into `energy.tabulate` tables (or whole-tensor reads, or matrix
 /// products when the table is a matrix applied to every row of a tensor),
 /// and marks contractions whose score is then a dot product of two tables
-/// `bilinear`.
+/// `bilinear`, and those of a mixture's quadratic form with moments as
+/// column values `quadratic`.
 void hoistContractTables(ModelOp model);
 
 /// Writes the per-head products of multi-head terms as

@@ -139,8 +139,9 @@ ParseResult SoftmaxContractOp::parse(OpAsmParser &parser,
     return failure();
   std::optional<ContractForm> form = symbolizeContractForm(formName);
   if (!form)
-    return parser.emitError(formLoc) << "unknown contraction form '" << formName
-                                     << "'; expected generic or bilinear";
+    return parser.emitError(formLoc)
+           << "unknown contraction form '" << formName
+           << "'; expected generic, bilinear or quadratic";
   result.addAttribute("form", ContractFormAttr::get(context, *form));
 
   SmallVector<OpAsmParser::Argument> indices, colIndex;
@@ -358,6 +359,11 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
     std::string reason;
     if (failed(matchBilinear(reason)))
       return emitOpError() << "is marked bilinear but " << reason;
+  }
+  if (getForm() == ContractForm::quadratic) {
+    std::string reason;
+    if (failed(matchQuadratic(reason)))
+      return emitOpError() << "is marked quadratic but " << reason;
   }
   return success();
 }
@@ -596,6 +602,138 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
     reason = "its predicate is not a conjunction of linear comparisons of the "
              "row and the column";
     return failure();
+  }
+  return form;
+}
+
+/// Whether `a` and `b` hold the same array: one value, or two whole reads of
+/// one tensor in one block with no store into it between them (as they are
+/// before CSE merges them).
+static bool sameArray(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto first = a.getDefiningOp<ReadOp>(), second = b.getDefiningOp<ReadOp>();
+  if (!first || !second || first.getSource() != second.getSource() ||
+      !first.getIndices().empty() || !second.getIndices().empty() ||
+      first->getBlock() != second->getBlock())
+    return false;
+  if (second->isBeforeInBlock(first))
+    std::swap(first, second);
+  for (Operation *op = first->getNextNode(); op != second;
+       op = op->getNextNode()) {
+    WalkResult stores = op->walk([&](StoreOp store) {
+      return store.getTensor() == first.getSource() ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+    });
+    if (stores.wasInterrupted())
+      return false;
+  }
+  return true;
+}
+
+FailureOr<QuadraticContract>
+SoftmaxContractOp::matchQuadratic(std::string &reason) {
+  auto fail = [&](const char *why) -> FailureOr<QuadraticContract> {
+    reason = why;
+    return failure();
+  };
+  if (getNumRowIndices() != 1)
+    return fail("it does not have exactly one row index");
+  if (hasPredicate() || getTemperature() || getGivenLse() ||
+      !getRowValues().empty())
+    return fail("it has a predicate, a temperature, a given normaliser or "
+                "row values");
+  Operation *self = getOperation();
+  auto outside = [&](Value v) {
+    return !self->isAncestor(v.getParentRegion()->getParentOp());
+  };
+  auto rankOf = [](Value v) { return cast<ArrayType>(v.getType()).getRank(); };
+  QuadraticContract form;
+  // d = points[r] − means[c], in a region whose arguments are (r, c).
+  auto isCentred = [&](Value value, Block &block) {
+    auto difference = value.getDefiningOp<SubOp>();
+    if (!difference)
+      return false;
+    Value points =
+        tableRowAt(difference.getLhs(), self, {block.getArgument(0)});
+    Value means = tableRowAt(difference.getRhs(), self, {block.getArgument(1)});
+    if (!points || !means || rankOf(points) != 2 || rankOf(means) != 2)
+      return false;
+    if (!form.points) {
+      form.points = points;
+      form.means = means;
+    }
+    return sameArray(points, form.points) && sameArray(means, form.means);
+  };
+
+  // The score: a signed sum of one quadratic form (times a scale) and at
+  // most one bias.
+  Block &scoreBlock = getScore().front();
+  bool failedTerm = false;
+  std::function<void(Value, bool)> addTerm = [&](Value value, bool negated) {
+    Operation *op = value.getDefiningOp();
+    if (auto sum = dyn_cast_or_null<AddOp>(op)) {
+      addTerm(sum.getLhs(), negated);
+      addTerm(sum.getRhs(), negated);
+    } else if (auto difference = dyn_cast_or_null<SubOp>(op)) {
+      addTerm(difference.getLhs(), negated);
+      addTerm(difference.getRhs(), !negated);
+    } else if (auto negation = dyn_cast_or_null<NegOp>(op)) {
+      addTerm(negation.getOperand(), !negated);
+    } else if (auto product = dyn_cast_or_null<MulOp>(op)) {
+      Value scale = product.getLhs(), quad = product.getRhs();
+      if (!outside(scale))
+        std::swap(scale, quad);
+      if (form.scale || !outside(scale) ||
+          !cast<ArrayType>(scale.getType()).isScalar() ||
+          !quad.getDefiningOp<QuadOp>()) {
+        failedTerm = true;
+        return;
+      }
+      form.scale = scale;
+      addTerm(quad, negated);
+    } else if (auto quad = dyn_cast_or_null<QuadOp>(op)) {
+      if (form.precisions || !isCentred(quad.getVector(), scoreBlock)) {
+        failedTerm = true;
+        return;
+      }
+      form.precisions =
+          tableRowAt(quad.getMatrix(), self, {scoreBlock.getArgument(1)});
+      form.negated = negated;
+      if (!form.precisions || rankOf(form.precisions) != 3)
+        failedTerm = true;
+    } else if (Value bias =
+                   tableRowAt(value, self, {scoreBlock.getArgument(1)})) {
+      if (form.bias || negated || rankOf(bias) != 1)
+        failedTerm = true;
+      form.bias = bias;
+    } else {
+      failedTerm = true;
+    }
+  };
+  addTerm(getScoreValue(), false);
+  if (failedTerm || !form.precisions)
+    return fail("its score is not bias[c] ± scale · quad(X[r] − M[c], P[c])");
+
+  Block &valueBlock = getColSums().front();
+  for (Value value : getColValues()) {
+    if (auto constant = value.getDefiningOp<ConstantOp>();
+        constant && constant.getValue().convertToDouble() == 1.0) {
+      form.moments.push_back(QuadraticMoment::Weight);
+    } else if (Value points =
+                   tableRowAt(value, self, {valueBlock.getArgument(0)});
+               points && sameArray(points, form.points)) {
+      form.moments.push_back(QuadraticMoment::Point);
+    } else if (isCentred(value, valueBlock)) {
+      form.moments.push_back(QuadraticMoment::Centred);
+    } else if (auto outer = value.getDefiningOp<OuterOp>();
+               outer && isCentred(outer.getLhs(), valueBlock) &&
+               isCentred(outer.getRhs(), valueBlock)) {
+      form.moments.push_back(QuadraticMoment::CentredOuter);
+    } else {
+      return fail("a column value is not 1, X[r], X[r] − M[c] or the outer "
+                  "product of X[r] − M[c] with itself");
+    }
   }
   return form;
 }

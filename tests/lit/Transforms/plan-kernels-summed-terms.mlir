@@ -11,13 +11,15 @@
 // −r (−½ P⁻ᵀ) summed over the points, reduced from `energyc --emit=update`
 // of examples/gmm.energy. Both terms become column sums of one contraction
 // (the scatter and the counts), so the let that recomputed the lse per
-// point, with a log-determinant per point and component, is erased.
+// point, with a log-determinant per point and component, is erased; the
+// contraction is a mixture's (`quadratic`: its score is a quadratic form
+// about mu[k], its column values moments).
 // CHECK-LABEL: energy.model @precision_gradient
 // CHECK-NOT:   let @prec.gather
 // CHECK:       gradient @prec {
 // CHECK:         %[[HALF:.*]] = constant 5.000000e-01
 // CHECK-NEXT:    %[[MINUS:.*]] = constant -1.000000e+00
-// CHECK:         %[[R:.*]]:3 = softmax_contract generic rows (%[[I:.*]] : @N) cols (%[[K:.*]] : @K) score {
+// CHECK:         %[[R:.*]]:3 = softmax_contract quadratic rows (%[[I:.*]] : @N) cols (%[[K:.*]] : @K) score {
 // CHECK:         } col_values {
 // CHECK:           %[[D:.*]] = sub
 // CHECK-NEXT:      %[[O:.*]] = outer %[[D]], %[[D]] : !energy.array<D>, !energy.array<D>

@@ -270,12 +270,13 @@ energy.model @parent_side {
 
 // -----
 
-// Tables over one side and the generic form. In a mixture's score, ½ logdet
-// of the component's precision depends on k only: one `tabulate` over K
-// ahead of the contraction, read back with an extract. The quadratic form
-// of x_i − mu_k depends on both sides, so the score is not a dot product of
-// tables: the contraction is generic. The rows of x, mu and prec read at
-// one side's index become whole reads and extracts.
+// Tables over one side and the quadratic form. In a mixture's score, ½
+// logdet of the component's precision depends on k only: one `tabulate`
+// over K ahead of the contraction, read back with an extract. The quadratic
+// form of x_i − mu_k depends on both sides, so the score is not a dot
+// product of tables; it is bias[k] − ½ quad(x[i] − mu[k], prec[k]): the
+// contraction is `quadratic` (a mixture kernel's). The rows of x, mu and
+// prec read at one side's index become whole reads and extracts.
 // CHECK-LABEL: energy.model @mixture
 // CHECK:       term @fit {
 // CHECK:         %[[HALF:.*]] = constant 5.000000e-01
@@ -288,7 +289,7 @@ energy.model @parent_side {
 // CHECK-NEXT:    } : !energy.array<K>
 // CHECK-NEXT:    %[[X:.*]] = read @x : !energy.array<N, D>
 // CHECK-NEXT:    %[[MU:.*]] = read @mu : !energy.array<K, D>
-// CHECK-NEXT:    %[[L:.*]] = softmax_contract generic rows (%[[I:.*]] : @N) cols (%[[K2:.*]] : @K) score {
+// CHECK-NEXT:    %[[L:.*]] = softmax_contract quadratic rows (%[[I:.*]] : @N) cols (%[[K2:.*]] : @K) score {
 // CHECK-NEXT:      %[[P:.*]] = extract %[[PREC]][%[[K2]]] : !energy.array<K, D, D> -> !energy.array<D, D>
 // CHECK:           %[[TK:.*]] = extract %[[T]][%[[K2]]] : !energy.array<K> -> !energy.array<>
 // CHECK-NEXT:      %[[XI:.*]] = extract %[[X]][%[[I]]] : !energy.array<N, D> -> !energy.array<D>

@@ -49,9 +49,13 @@ struct ArtifactLayout {
 /// Emits the kernels of `model` into `target` with elements of type
 /// `elementType` (f32 or f64). Every gradient program without `of` becomes a
 /// gradient kernel. An op the code generator does not support is an error on
-/// that op.
+/// that op. With `quadraticCalls`, quadratic softmax contractions call the
+/// support library's mixture kernel (what a GPU needs); without, they are
+/// generated like generic ones (on a CPU the generated loops, vectorised and
+/// one pass, are the faster).
 FailureOr<ArtifactLayout> emitKernels(ModelOp model, ModuleOp target,
-                                      FloatType elementType);
+                                      FloatType elementType,
+                                      bool quadraticCalls = false);
 
 } // namespace mlir::energy
 

@@ -90,9 +90,11 @@ def Energy_OrderAttr : EnumAttr<Energy_Dialect, Energy_Order, "order">;
 
 def Energy_ContractGeneric : I32EnumAttrCase<"generic", 0>;
 def Energy_ContractBilinear : I32EnumAttrCase<"bilinear", 1>;
+def Energy_ContractQuadratic : I32EnumAttrCase<"quadratic", 2>;
 def Energy_ContractForm : I32EnumAttr<"ContractForm",
     "how a softmax contraction's score is computed",
-    [Energy_ContractGeneric, Energy_ContractBilinear]> {
+    [Energy_ContractGeneric, Energy_ContractBilinear,
+     Energy_ContractQuadratic]> {
   let cppNamespace = "::mlir::energy";
   let genSpecializedAttr = 0;
 }

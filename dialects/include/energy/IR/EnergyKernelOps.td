@@ -75,7 +75,12 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     outside, with A and B computed outside (the verifier checks it), and
     that every row value is a row `V[batch rows, c]` of a table and every
     column value a row `G[rows]` — the shape that runs as small matrix
-    products (../notes/softmax-contract.md). A backend may recompute
+    products (../notes/softmax-contract.md); `quadratic` promises one row
+    index, no predicate, temperature, given normaliser or row values, a
+    score `bias[c] ± scale · quad(X[r] − M[c], P[c])` (a Gaussian
+    mixture's E-step, the bias and scale optional) and column values that
+    are each 1, `X[r]`, `X[r] − M[c]` or its outer product with itself (the
+    M-step's moments). A backend may recompute
     scores (the parent side reuses L_r); nothing of size rows × cols is
     stored.
 
@@ -125,6 +130,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     /// The operands of the bilinear form, or failure (with a reason) when
     /// the regions do not have it.
     ::mlir::FailureOr<BilinearContract> matchBilinear(std::string &reason);
+    /// The operands of the quadratic form, or failure (with a reason).
+    ::mlir::FailureOr<QuadraticContract> matchQuadratic(std::string &reason);
     /// The result types implied by the domains and the regions' values.
     ::llvm::SmallVector<::mlir::Type> inferResultTypes();
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }

@@ -49,6 +49,25 @@ struct BilinearContract {
   SmallVector<Value> rowValueTables, colValueTables;
 };
 
+/// What a column value of a quadratic softmax contraction is, at row r and
+/// column c: 1, points[r], points[r] − means[c], or the outer product of
+/// the last with itself.
+enum class QuadraticMoment { Weight, Point, Centred, CentredOuter };
+
+/// The operands of a quadratic softmax contraction (a Gaussian mixture's
+/// E-step and M-step sums): the score is
+///   bias[c] ± scale · quad(points[r] − means[c], precisions[c]),
+/// with − when `negated`; every column value is a moment.
+struct QuadraticContract {
+  Value points, means, precisions;
+  /// A table over the columns, or null for 0.
+  Value bias;
+  /// A scalar computed outside the contraction, or null for 1.
+  Value scale;
+  bool negated = false;
+  SmallVector<QuadraticMoment> moments;
+};
+
 /// Checks that `name` is a plugin's aggregation in the aggregation table;
 /// otherwise an error on `op` that says to load its plugin.
 LogicalResult verifyPluginAggregation(Operation *op, StringRef name);

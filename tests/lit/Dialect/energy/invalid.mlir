@@ -497,7 +497,7 @@ energy.model @m {
   energy.term @e {
     %X = energy.read @x : !energy.array<N, D>
     %Y = energy.read @y : !energy.array<K, D>
-    // expected-error @below {{unknown contraction form 'fused'; expected generic or bilinear}}
+    // expected-error @below {{unknown contraction form 'fused'; expected generic, bilinear or quadratic}}
     %l = energy.softmax_contract fused rows (%i : @N) cols (%k : @K) score {
       %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
       %b = energy.extract %Y[%k] : !energy.array<K, D> -> !energy.array<D>
@@ -1198,5 +1198,40 @@ energy.model @m {
     %d = energy.batch_matmul %x, %w transposed : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<N, D>
     %s = energy.constant 1.0
     energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+// A quadratic contraction's column values are moments: 1, X[r], X[r] − M[c]
+// or its outer product with itself; twice X[r] is not one.
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @mu : state [@K, @D]
+  energy.tensor @prec : state [@K, @D, @D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %M = energy.read @mu : !energy.array<K, D>
+    %P = energy.read @prec : !energy.array<K, D, D>
+    %two = energy.constant 2.0
+    // expected-error @below {{'energy.softmax_contract' op is marked quadratic but a column value is not 1, X[r], X[r] − M[c] or the outer product of X[r] − M[c] with itself}}
+    %l:2 = energy.softmax_contract quadratic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %p = energy.extract %P[%k] : !energy.array<K, D, D> -> !energy.array<D, D>
+      %d = energy.sub %a, %b : !energy.array<D>, !energy.array<D>
+      %q = energy.quad %d, %p : !energy.array<D>, !energy.array<D, D>
+      %s = energy.neg %q : !energy.array<>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %v = energy.mul %a, %two : !energy.array<D>, !energy.array<>
+      energy.yield %v : !energy.array<D>
+    } : !energy.array<N>, !energy.array<K, D>
+    %t = energy.reduce_elements sum %l#0 : !energy.array<N>
+    energy.yield %t : !energy.array<>
   }
 }

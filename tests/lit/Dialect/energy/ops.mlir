@@ -482,3 +482,48 @@ energy.model @kernel_plan {
     }
   }
 }
+
+// A quadratic contraction, a mixture's E-step and M-step moments: the
+// score bias[k] − ½ quad(x[i] − mu[k], prec[k]), the column values 1, x[i],
+// x[i] − mu[k] and its outer product with itself.
+// CHECK-LABEL: energy.model @mixture_moments
+energy.model @mixture_moments {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @mu : state [@K, @D]
+  energy.tensor @prec : state [@K, @D, @D]
+  energy.tensor @w : state [@K]
+  energy.term @fit {
+    %half = energy.constant 5.000000e-01
+    %one = energy.constant 1.000000e+00
+    %X = energy.read @x : !energy.array<N, D>
+    %M = energy.read @mu : !energy.array<K, D>
+    %P = energy.read @prec : !energy.array<K, D, D>
+    %W = energy.read @w : !energy.array<K>
+    // CHECK: softmax_contract quadratic rows (%[[I:.*]] : @N) cols (%[[K:.*]] : @K) score {
+    // CHECK: } col_values {
+    // CHECK: outer
+    // CHECK: } : !energy.array<N>, !energy.array<K>, !energy.array<K, D>, !energy.array<K, D>, !energy.array<K, D, D>
+    %r:5 = energy.softmax_contract quadratic rows (%i : @N) cols (%k : @K) score {
+      %p = energy.extract %P[%k] : !energy.array<K, D, D> -> !energy.array<D, D>
+      %b = energy.extract %W[%k] : !energy.array<K> -> !energy.array<>
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = energy.extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %d = energy.sub %a, %m : !energy.array<D>, !energy.array<D>
+      %q = energy.quad %d, %p : !energy.array<D>, !energy.array<D, D>
+      %h = energy.mul %q, %half : !energy.array<>, !energy.array<>
+      %s = energy.sub %b, %h : !energy.array<>, !energy.array<>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = energy.extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %d = energy.sub %a, %m : !energy.array<D>, !energy.array<D>
+      %o = energy.outer %d, %d : !energy.array<D>, !energy.array<D>
+      energy.yield %one, %a, %d, %o : !energy.array<>, !energy.array<D>, !energy.array<D>, !energy.array<D, D>
+    } : !energy.array<N>, !energy.array<K>, !energy.array<K, D>, !energy.array<K, D>, !energy.array<K, D, D>
+    %t = energy.reduce_elements sum %r#0 : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
