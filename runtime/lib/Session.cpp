@@ -424,6 +424,13 @@ Expected<double> Session::termEnergy(const std::string &term) {
 }
 
 Expected<Tensor> Session::gradient(const std::string &tensor) {
+  Expected<const Tensor *> computed = computeGradient(tensor);
+  if (!computed)
+    return computed.status();
+  return readBuffer(*owner.manifest().findGradientBuffer(tensor));
+}
+
+Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
   auto kernel = owner.state->gradients.find(tensor);
   if (kernel == owner.state->gradients.end())
     return Status::error(
@@ -435,7 +442,7 @@ Expected<Tensor> Session::gradient(const std::string &tensor) {
                            evaluationStep(), nullptr);
       !status)
     return status;
-  return readBuffer(*owner.manifest().findGradientBuffer(tensor));
+  return &buffers[*owner.manifest().findGradientBuffer(tensor)];
 }
 
 Expected<Tensor> Session::get(const std::string &name) {

@@ -177,11 +177,18 @@ Status evaluate(Session &session, const Options &options, Tensors *results) {
   }
   if (options.eval == "grad") {
     for (const std::string &name : wantedGradients(model, options)) {
+      // Without `results` (--bench) the gradient stays where it was
+      // computed, as torch.autograd's stays on the GPU.
+      if (!results) {
+        if (Expected<const Tensor *> computed = session.computeGradient(name);
+            !computed)
+          return computed.status();
+        continue;
+      }
       Expected<Tensor> value = session.gradient(name);
       if (!value)
         return value.status();
-      if (results)
-        results->emplace("grad." + name, std::move(*value));
+      results->emplace("grad." + name, std::move(*value));
     }
     return Status::success();
   }

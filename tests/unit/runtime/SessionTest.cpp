@@ -60,6 +60,12 @@ TEST_CASE("energy, gradient and output match the closed forms") {
     Expected<Tensor> gradient = session.gradient("x");
     REQUIRE_MESSAGE(gradient.ok(), gradient.message());
     CHECK(*gradient == vectorTensor(dtype, {0.5, 1.5, 2.5}));
+    // Computed in place: the session's own buffer, the same values, the
+    // same buffer on the next call.
+    Expected<const Tensor *> computed = session.computeGradient("x");
+    REQUIRE_MESSAGE(computed.ok(), computed.message());
+    CHECK(**computed == vectorTensor(dtype, {0.5, 1.5, 2.5}));
+    CHECK(*session.computeGradient("x") == *computed);
 
     Expected<Tensor> stacked = session.get("stacked");
     REQUIRE_MESSAGE(stacked.ok(), stacked.message());
@@ -192,6 +198,8 @@ TEST_CASE("set checks names and shapes and binds nothing on error") {
         "'nothing' is not a tensor or output of model quadratic (its "
         "tensors: x, c, w, u, e, x.previous; its outputs: stacked)");
   CHECK(session.gradient("c").message() ==
+        "model quadratic has no gradient of 'c' (it has gradients of: x)");
+  CHECK(session.computeGradient("c").message() ==
         "model quadratic has no gradient of 'c' (it has gradients of: x)");
 }
 

@@ -86,6 +86,11 @@ public:
   /// The gradient of the energy with respect to tensor `tensor` (one with a
   /// gradient kernel: see Model::gradientNames).
   Expected<Tensor> gradient(const std::string &tensor);
+  /// The same computed into the session's own buffer, which it returns
+  /// without copying it: on a GPU it stays in device memory (the host's
+  /// reads move it, page by page), as a chain of GPU work or a benchmark
+  /// wants. Valid until the next call that evaluates anything.
+  Expected<const Tensor *> computeGradient(const std::string &tensor);
   /// The value of a tensor, or an output computed from the current values.
   Expected<Tensor> get(const std::string &name);
   /// Every state tensor (optimizer state included) by name.
