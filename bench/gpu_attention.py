@@ -9,7 +9,8 @@ BENCHMARK is one of
          cuda): the gradient of E = -sum_c lse_p (Wq x_c).(Wk x_p) with
          respect to x, against torch.autograd.grad in f32;
   step   bench/models/mha_step.energy (energyc --target cuda --dtype bf16):
-         one update q + softmax(q k^T / tau) k of 16 heads of dim 128,
+         one update q + softmax(q k^T / tau) k of 16 heads of dim 128
+         (`--eval step`: the step kernel, without the energy after it),
          against q + torch.nn.functional.scaled_dot_product_attention(q, k,
          k) on bf16 tensors (benchmark (a));
   grad   bench/models/mha_grad.energy (--dtype bf16): the gradient of a
@@ -18,8 +19,9 @@ BENCHMARK is one of
          (benchmark (b)).
 
 Ours: `energy-exec ARTIFACT --in in.safetensors ... --bench REPS --json`
-(one warm-up, median of REPS, wall time of the whole call: copying the
-inputs in and the results out included), and the sum of the GPU work in one
+(one warm-up, median of REPS, wall time of the whole call: the state set
+from the host before each step, a gradient left on the GPU as torch's is),
+and the sum of the GPU work in one
 warm traced call (ENERGY_CUDA_TRACE: contractions, cuBLAS products, kernels).
 Anchor: the median of REPS after a warm-up, timed with
 torch.cuda.synchronize. Both results are compared with an f32 (step, grad)
@@ -162,7 +164,7 @@ def attention_step(energy_exec, artifact, n, reps, rng):
     q = rng.standard_normal((HEADS, n, HEAD_DIM)).astype(np.float32)
     k = rng.standard_normal((HEADS, n, HEAD_DIM)).astype(np.float32)
     ours, ours_ms, work = run_ours(energy_exec, artifact, {'q': q, 'k': k},
-                                   ['--eval', 'run', '--steps', '1'], 'q', reps)
+                                   ['--eval', 'step'], 'q', reps)
     tq = torch.tensor(q, device='cuda')
     tk = torch.tensor(k, device='cuda')
     sdpa = torch.nn.functional.scaled_dot_product_attention

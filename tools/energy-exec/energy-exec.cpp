@@ -1,11 +1,11 @@
 //===- energy-exec.cpp - Runs compiled artifacts, without the compiler ----===//
 //
 // energy-exec ARTIFACT.so [--device cpu|cuda] [--dim N=V]... [--const C=V]...
-//   [--in FILE] [--init random:SEED] [--eval energy|grad|run] [--wrt a,b]
+//   [--in FILE] [--init random:SEED] [--eval energy|grad|run|step] [--wrt a,b]
 //   [--steps N] [--out FILE] [--json] [--bench K]
-// evaluates a compiled model's energy or gradients, or runs its dynamics,
-// with the options energy-run gives them; it links only the runtime, so it
-// runs where neither MLIR nor LLVM is installed.
+// evaluates a compiled model's energy or gradients, or runs or steps its
+// dynamics, with the options energy-run gives them; it links only the
+// runtime, so it runs where neither MLIR nor LLVM is installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,8 @@ int fail(const std::string &message) {
 const char *kUsage =
     "usage: energy-exec ARTIFACT.so [--device cpu|cuda] [--dim NAME=VALUE]... "
     "[--const NAME=VALUE]... [--in FILE.safetensors]... [--init random:SEED] "
-    "[--eval energy|grad|run] [--wrt a,b] [--steps N] [--out FILE] [--json] "
+    "[--eval energy|grad|run|step] [--wrt a,b] [--steps N] [--out FILE] "
+    "[--json] "
     "[--bench K]\n";
 
 struct Options {
@@ -117,8 +118,9 @@ std::string parse(int argc, char **argv, Options &options) {
         return "--init " + value + ": expected random:SEED";
       options.seed = static_cast<uint64_t>(*seed);
     } else if (name == "eval") {
-      if (value != "energy" && value != "grad" && value != "run")
-        return "--eval " + value + ": expected energy, grad or run";
+      if (value != "energy" && value != "grad" && value != "run" &&
+          value != "step")
+        return "--eval " + value + ": expected energy, grad, run or step";
       options.eval = value;
     } else if (name == "wrt") {
       for (size_t start = 0; start <= value.size();) {
@@ -192,7 +194,13 @@ Status evaluate(Session &session, const Options &options, Tensors *results) {
     }
     return Status::success();
   }
-  if (model.hasDynamics()) {
+  if (options.eval == "step") {
+    // The step kernel alone, --steps times (1 by default): no energy after
+    // each step, no check of the values, no stopping rule.
+    for (int64_t i = 0; i < options.steps.value_or(1); ++i)
+      if (Status status = session.step(); !status)
+        return status;
+  } else if (model.hasDynamics()) {
     RunOptions run;
     run.steps = options.steps;
     Expected<RunResult> result = session.run(run);
@@ -218,15 +226,15 @@ Status evaluate(Session &session, const Options &options, Tensors *results) {
 }
 
 /// --bench: one warm-up, then K timed evaluations, each from the same
-/// state; prints the median, min and max milliseconds of one. Only runs
-/// change the state, so only they set it again before each evaluation (on
+/// state; prints the median, min and max milliseconds of one. Only runs and
+/// steps change the state, so only they set it again before each one (on
 /// a GPU that moves it back to the device inside the next one).
 int bench(Session &session, const Options &options) {
   Expected<Tensors> initial = session.stateTensors();
   if (!initial)
     return fail(initial.status().message());
   int64_t firstStep = session.stepCount();
-  bool changesState = options.eval == "run";
+  bool changesState = options.eval == "run" || options.eval == "step";
   std::vector<double> milliseconds;
   for (int64_t repetition = 0; repetition <= options.bench; ++repetition) {
     if (changesState)
