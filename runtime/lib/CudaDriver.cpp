@@ -9,6 +9,7 @@
 #include "energy/KernelSupport/CudaDriverApi.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace energy;
@@ -72,6 +73,15 @@ void energy::prefetchManaged(const void *pointer, size_t bytes, bool toDevice) {
                            location, 0, nullptr) == kSuccess &&
       !toDevice)
     api.ctxSynchronize();
+}
+
+void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
+  const DriverApi &api = driverApi();
+  prefetchManaged(destination, bytes, /*toDevice=*/true);
+  if (!bytes || !api.memcpy || !makeContextCurrent().empty() ||
+      api.memcpy(reinterpret_cast<CUdeviceptr>(destination),
+                 reinterpret_cast<CUdeviceptr>(source), bytes) != kSuccess)
+    std::memcpy(destination, source, bytes);
 }
 
 bool energy::cudaTracing() {

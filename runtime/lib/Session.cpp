@@ -150,7 +150,12 @@ Status Session::set(const std::string &name, const Tensor &value) {
         "tensor '" + name + "' was given as " +
         std::string(dtypeName(value.dtype())) + " and converted to " +
         std::string(dtypeName(manifest.dtype)) + ", the model's element type");
-  if (prepared && deviceMemory) {
+  if (prepared && deviceMemory &&
+      buffers[*index].byteSize() == converted.byteSize()) {
+    // Into the buffer the kernels use, on the device.
+    copyToDevice(buffers[*index].data(), converted.data(),
+                 converted.byteSize());
+  } else if (prepared && deviceMemory) {
     Expected<Tensor> onDevice = converted.copyTo(*deviceMemory);
     if (!onDevice)
       return onDevice.status().withContext("tensor '" + name + "'");

@@ -57,6 +57,8 @@ struct DriverApi {
   CUresult (*memAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*memAllocManaged)(CUdeviceptr *, size_t, unsigned) = nullptr;
   CUresult (*memFree)(CUdeviceptr) = nullptr;
+  // cuMemcpy: between any two addresses of the unified address space.
+  CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*moduleLoadData)(CUmodule *, const void *) = nullptr;
   CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
@@ -121,6 +123,7 @@ inline const DriverApi &driverApi() {
     bind(loaded.memAlloc, "cuMemAlloc_v2");
     bind(loaded.memAllocManaged, "cuMemAllocManaged");
     bind(loaded.memFree, "cuMemFree_v2");
+    bind(loaded.memcpy, "cuMemcpy");
     bind(loaded.moduleLoadData, "cuModuleLoadData");
     bind(loaded.moduleGetFunction, "cuModuleGetFunction");
     bind(loaded.launchKernel, "cuLaunchKernel");

@@ -43,6 +43,11 @@ Expected<TensorMemory> cudaManagedMemory();
 /// pages move when touched.
 void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
 
+/// Copies `bytes` from host memory at `source` into managed memory at
+/// `destination`, on the device (the pages move there first, and the copy
+/// is the driver's, not page faults on the host).
+void copyToDevice(void *destination, const void *source, size_t bytes);
+
 /// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU print how long
 /// moving their buffers and each kernel function took, on stderr, beside
 /// the support library's launch times.
