@@ -347,6 +347,13 @@ TEST_CASE("quadratic contract: mixtures of several shapes") {
   checkBoth(lseOnly, "lse only");
 }
 
+/// Every column output of `result` is zero.
+template <typename T> static void checkOutputsZero(const Result<T> &result) {
+  for (const auto &output : result.outputs)
+    for (T v : output)
+      CHECK(v == 0);
+}
+
 TEST_CASE("quadratic contract: no rows, no columns, no depth") {
   // N = 0: every column output is zero.
   Problem noRows = makeProblem(0, 3, 2, kAllKinds, 11);
@@ -354,12 +361,8 @@ TEST_CASE("quadratic contract: no rows, no columns, no depth") {
   Result<double> f64 = run<double>(noRows);
   CHECK(f32.status == ENERGY_CONTRACT_OK);
   CHECK(f64.status == ENERGY_CONTRACT_OK);
-  for (const auto &output : f32.outputs)
-    for (float v : output)
-      CHECK(v == 0);
-  for (const auto &output : f64.outputs)
-    for (double v : output)
-      CHECK(v == 0);
+  checkOutputsZero(f32);
+  checkOutputsZero(f64);
   // K = 0: L = 0, no column outputs to write.
   Problem noCols = makeProblem(5, 0, 3, kAllKinds, 12);
   Result<float> lse32 = run<float>(noCols);
@@ -426,12 +429,8 @@ TEST_CASE("quadratic contract: components of bias −∞") {
     CHECK(f32.lse[r] == -std::numeric_limits<float>::infinity());
     CHECK(f64.lse[r] == -infinity);
   }
-  for (const auto &output : f32.outputs)
-    for (float v : output)
-      CHECK(v == 0);
-  for (const auto &output : f64.outputs)
-    for (double v : output)
-      CHECK(v == 0);
+  checkOutputsZero(f32);
+  checkOutputsZero(f64);
 }
 
 namespace {
