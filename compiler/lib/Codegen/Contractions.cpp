@@ -267,6 +267,11 @@ KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
     scale = arith::NegFOp::create(b, loc, scale);
   Value null = LLVM::ZeroOp::create(b, loc, pointerType());
   Value lse = contract.getLse();
+  // The row values' sums need each row's L (scratch when it is not a
+  // result).
+  Value lseData = lse                       ? get(lse).data
+                  : form.rowScalars.empty() ? null
+                                            : allocateElements(rows);
   unsigned outputs = form.moments.size();
   Value kinds = allocateSlots(std::max(1u, outputs));
   Value outputArray = allocateSlots(std::max(1u, outputs));
@@ -290,7 +295,7 @@ KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
                                             form.bias ? get(form.bias).data
                                                       : null,
                                             scale,
-                                            lse ? get(lse).data : null,
+                                            lseData,
                                             index(outputs),
                                             kinds,
                                             outputArray};
@@ -301,6 +306,21 @@ KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
                                        : ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
                                    {args})
                            .getResult(0));
+  // Σ_c w(r, c) · v = v for a row whose weights sum to 1; 0 for a row
+  // without weights (no columns, or every score −∞).
+  for (auto [j, value] : llvm::enumerate(form.rowScalars)) {
+    Value scalar = get(value).scalar;
+    Value output = get(contract.getRowOutputs()[j]).data;
+    Value hasColumns = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                             columns, index(0));
+    Value negativeInfinity = real(-std::numeric_limits<double>::infinity());
+    forRange(rows, [&](Value r) {
+      Value weighted = arith::AndIOp::create(
+          b, loc, hasColumns,
+          cmp(arith::CmpFPredicate::OGT, load(lseData, r), negativeInfinity));
+      store(select(weighted, scalar, real(0.0)), output, r);
+    });
+  }
   return success();
 }
 

@@ -639,16 +639,21 @@ SoftmaxContractOp::matchQuadratic(std::string &reason) {
   };
   if (getNumRowIndices() != 1)
     return fail("it does not have exactly one row index");
-  if (hasPredicate() || getTemperature() || getGivenLse() ||
-      !getRowValues().empty())
-    return fail("it has a predicate, a temperature, a given normaliser or "
-                "row values");
+  if (hasPredicate() || getTemperature() || getGivenLse())
+    return fail("it has a predicate, a temperature or a given normaliser");
   Operation *self = getOperation();
   auto outside = [&](Value v) {
     return !self->isAncestor(v.getParentRegion()->getParentOp());
   };
-  auto rankOf = [](Value v) { return cast<ArrayType>(v.getType()).getRank(); };
   QuadraticContract form;
+  // Row values: scalars computed outside (Σ_c w(r, c) · v = v where the
+  // row's weights sum to 1).
+  for (Value value : getRowValues()) {
+    if (!outside(value) || !cast<ArrayType>(value.getType()).isScalar())
+      return fail("a row value is not a scalar computed outside it");
+    form.rowScalars.push_back(value);
+  }
+  auto rankOf = [](Value v) { return cast<ArrayType>(v.getType()).getRank(); };
   // d = points[r] − means[c], in a region whose arguments are (r, c).
   auto isCentred = [&](Value value, Block &block) {
     auto difference = value.getDefiningOp<SubOp>();

@@ -76,13 +76,13 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     that every row value is a row `V[batch rows, c]` of a table and every
     column value a row `G[rows]` — the shape that runs as small matrix
     products (../notes/softmax-contract.md); `quadratic` promises one row
-    index, no predicate, temperature, given normaliser or row values, a
-    score `bias[c] ± scale · quad(X[r] − M[c], P[c])` (a Gaussian
-    mixture's E-step, the bias and scale optional) and column values that
-    are each 1, `X[r]`, `X[r] − M[c]` or its outer product with itself (the
-    M-step's moments). A backend may recompute
-    scores (the parent side reuses L_r); nothing of size rows × cols is
-    stored.
+    index, no predicate, temperature or given normaliser, a score
+    `bias[c] ± scale · quad(X[r] − M[c], P[c])` (a Gaussian mixture's
+    E-step, the bias and scale optional), row values that are scalars
+    computed outside, and column values that are each 1, `X[r]`,
+    `X[r] − M[c]` or its outer product with itself (the M-step's moments).
+    A backend may recompute scores (the parent side reuses L_r); nothing of
+    size rows × cols is stored.
 
     ```mlir
     %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)

@@ -57,7 +57,9 @@ enum class QuadraticMoment { Weight, Point, Centred, CentredOuter };
 /// The operands of a quadratic softmax contraction (a Gaussian mixture's
 /// E-step and M-step sums): the score is
 ///   bias[c] ± scale · quad(points[r] − means[c], precisions[c]),
-/// with − when `negated`; every column value is a moment.
+/// with − when `negated`; every column value is a moment, and every row
+/// value a scalar computed outside (its sum is itself where a row's weights
+/// sum to 1).
 struct QuadraticContract {
   Value points, means, precisions;
   /// A table over the columns, or null for 0.
@@ -66,6 +68,7 @@ struct QuadraticContract {
   Value scale;
   bool negated = false;
   SmallVector<QuadraticMoment> moments;
+  SmallVector<Value> rowScalars;
 };
 
 /// Checks that `name` is a plugin's aggregation in the aggregation table;

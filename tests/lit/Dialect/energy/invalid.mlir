@@ -1235,3 +1235,35 @@ energy.model @m {
     energy.yield %t : !energy.array<>
   }
 }
+
+// -----
+
+// A quadratic contraction's row values are scalars computed outside it.
+energy.model @m {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @mu : state [@K, @D]
+  energy.tensor @prec : state [@K, @D, @D]
+  energy.term @e {
+    %X = energy.read @x : !energy.array<N, D>
+    %M = energy.read @mu : !energy.array<K, D>
+    %P = energy.read @prec : !energy.array<K, D, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked quadratic but a row value is not a scalar computed outside it}}
+    %l:2 = energy.softmax_contract quadratic rows (%i : @N) cols (%k : @K) score {
+      %a = energy.extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %p = energy.extract %P[%k] : !energy.array<K, D, D> -> !energy.array<D, D>
+      %d = energy.sub %a, %b : !energy.array<D>, !energy.array<D>
+      %q = energy.quad %d, %p : !energy.array<D>, !energy.array<D, D>
+      %s = energy.neg %q : !energy.array<>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+    %t = energy.reduce_elements sum %l#0 : !energy.array<N>
+    energy.yield %t : !energy.array<>
+  }
+}
