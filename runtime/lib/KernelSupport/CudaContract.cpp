@@ -120,9 +120,8 @@ struct KernelFamily {
 
   KernelFamily(const char *ptx, const char *type, int largest, unsigned threads,
                unsigned positionsPerBlock, int64_t packedRowMultiple = 0)
-      : ptx(ptx),
-        images(ptx ? std::string("sm_80") + '\0' + ptx + '\0' + '\0' : ""),
-        type(type), largest(largest), threads(threads),
+      : ptx(ptx), images(energy::cuda::supportImages(ptx)), type(type),
+        largest(largest), threads(threads),
         positionsPerBlock(positionsPerBlock),
         packedRowMultiple(packedRowMultiple) {}
 };

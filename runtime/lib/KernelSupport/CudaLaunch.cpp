@@ -156,6 +156,10 @@ void energy::cuda::DeviceScratch::release() {
   size = 0;
 }
 
+std::string energy::cuda::supportImages(const char *ptx) {
+  return ptx ? std::string("sm_80") + '\0' + ptx + '\0' + '\0' : "";
+}
+
 int32_t energy::cuda::loadKernel(const char *images, const char *name,
                                  void **function, void *&kernel) {
   if (std::string error = makeContextCurrent(); !error.empty())

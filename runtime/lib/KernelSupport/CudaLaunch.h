@@ -24,6 +24,11 @@ constexpr unsigned kBlockThreads = 256;
 /// Records `message` as the last failure; returns ENERGY_KERNEL_DEVICE_ERROR.
 int32_t fail(std::string message);
 
+/// The support library's own kernels' PTX (nvcc's, for compute_80 and up)
+/// as loadKernel's images: one sm_80 image, or none when `ptx` is null (a
+/// build without nvcc).
+std::string supportImages(const char *ptx);
+
 /// The kernel `name` of `images` (energy_support_cuda_launch's format) in
 /// `kernel`, loading the module once and caching the kernel in `*function`;
 /// 0 or ENERGY_KERNEL_DEVICE_ERROR.

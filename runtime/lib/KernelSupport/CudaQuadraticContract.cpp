@@ -53,8 +53,7 @@ struct KernelSet {
   void *rows[4] = {}, *cols[4] = {}, *colsOuter[4] = {};
 
   explicit KernelSet(const char *type)
-      : type(type),
-        images(kPtx ? std::string("sm_80") + '\0' + kPtx + '\0' + '\0' : "") {}
+      : type(type), images(energy::cuda::supportImages(kPtx)) {}
 };
 
 /// Loads kernel `name` of `set` (cached in `*cached`) and launches it as
