@@ -533,6 +533,13 @@ ArrayType OutputOp::getArrayType() {
   return comprehensionType(getDomain(), cast<ArrayType>(getElementType()));
 }
 
+LogicalResult TermOp::verify() {
+  if (getLoss() && !getAuxiliary())
+    return emitOpError() << "is a loss, so it must be auxiliary (a loss is "
+                            "not part of the global energy)";
+  return success();
+}
+
 LogicalResult TermOp::verifyRegions() {
   return verifyBody(*this, getBody(), 0, {ArrayType::getScalar(getContext())},
                     "body (an energy is a scalar)");

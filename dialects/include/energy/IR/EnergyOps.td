@@ -140,7 +140,10 @@ def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
   let description = [{
     A term marked `auxiliary` is not part of the global energy: passes add
     such terms when they need the gradient of another scalar (Newton's
-    Hessian-vector products differentiate ⟨∇E, v⟩).
+    Hessian-vector products differentiate ⟨∇E, v⟩). A term marked `loss`
+    (always also `auxiliary`) is a training objective (`loss NAME = ...;`),
+    evaluated after the dynamics at the final values; its gradient through
+    the steps is what training follows.
 
     ```mlir
     energy.term @retrieval {
@@ -149,12 +152,14 @@ def Energy_TermOp : Energy_Op<"term", [Symbol, HasParent<"ModelOp">,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, UnitAttr:$auxiliary);
+  let arguments = (ins SymbolNameAttr:$sym_name, UnitAttr:$auxiliary,
+                       UnitAttr:$loss);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name (`auxiliary` $auxiliary^)? attr-dict-with-keyword $body";
+  let assemblyFormat = "$sym_name (`auxiliary` $auxiliary^)? (`loss` $loss^)? attr-dict-with-keyword $body";
+  let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name), [{
-    build($_builder, $_state, $_builder.getStringAttr(name), false);
+    build($_builder, $_state, $_builder.getStringAttr(name), false, false);
   }]>];
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
