@@ -1,124 +1,30 @@
 //===- Checker.cpp - Name resolution and symbolic shape checking ----------===//
 //
 // A single pass over the declarations in a fixed order (dims, tensors,
-// steps count, consts, fns, lets, energies, outputs, dynamics). Lets and fns
-// are checked on first use as well, so they may be declared in any order;
-// a use while one is being checked is a cycle. Expressions are checked
-// recursively; the parser bounds their depth.
+// steps count, consts, fns, lets, energies, losses, outputs, dynamics). Lets,
+// fns and outputs are checked on first use as well, so they may be declared
+// in any order; a use while one is being checked is a cycle. Expressions are
+// checked recursively; the parser bounds their depth. Losses, and the output
+// reads only they may make, are in CheckLoss.cpp.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckerImpl.h"
+
 #include "energy/Frontend/Checker.h"
-#include "energy/Frontend/Affine.h"
 #include "energy/Frontend/Diagnostics.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringMap.h"
 
 using namespace energy::frontend;
+using namespace energy::frontend::detail;
 using llvm::cast;
 using llvm::dyn_cast;
 using llvm::isa;
 
-namespace {
-
-/// Where an expression appears; decides which names it may use.
-enum class ExprContext {
-  Value,  ///< energies, lets, outputs, fn bodies, explicit rules
-  Const,  ///< const values and initialiser arguments: numbers, consts, dims
-  Option, ///< optimizer options: consts, params, dims
-  Until,  ///< the `until` condition: may use `grad`
-};
-
-/// The state of a let or fn during the lazy, cycle-detecting check.
-enum class CheckState { Unvisited, InProgress, Done, Failed };
-
-/// Range knowledge of an index variable in scope.
-struct IndexVariable {
-  const IndexBinding *binding;
-  AffineExpr lower; ///< smallest admitted value
-  AffineExpr upper; ///< largest admitted value
-  /// False when the predicate constrains the variable in a way the bounds
-  /// do not capture (`!=`, `or`, ...); then no out-of-range error is proven.
-  bool exact = true;
-};
-
-class Checker {
-public:
-  Checker(DiagnosticEngine &diagnostics, const OptimizerTable &optimizers)
-      : diagnostics(diagnostics), optimizers(optimizers) {}
-
-  bool check(ModelSpec &model);
-
-private:
-  // Declarations.
-  void declareGlobals(ModelSpec &model);
-  void checkDim(DimDecl &dim);
-  void checkTensor(TensorDecl &tensor);
-  void checkInitializer(TensorDecl &tensor);
-  bool resolveDimRefs(std::vector<DimRef> &dims);
-  void checkConst(ConstDecl &decl);
-  bool ensureLetChecked(LetDecl &let);
-  bool ensureFnChecked(FnDecl &fn);
-  /// Checks the definition `decl` once, with `check`: later calls return the
-  /// first result; a call while it is being checked (a cycle) or beyond the
-  /// nesting limit fails.
-  bool checkDefinitionOnce(Decl &decl, llvm::function_ref<bool()> check);
-  /// The parameters, result dims and body of `fn`.
-  bool checkFnDefinition(FnDecl &fn);
-  void checkEnergy(EnergyDecl &energy);
-  /// The domain and body of a let or output; sets its shape.
-  bool checkComprehension(ComprehensionDecl &decl);
-  void checkStepsCount(DynamicsBlock &dynamics);
-  void checkDynamics(DynamicsBlock &dynamics);
-  void checkOptimizerRule(UpdateRule &rule);
-  void checkStationaryRules(ModelSpec &model);
-  void reportUnused(ModelSpec &model);
-
-  // Expressions.
-  std::optional<Shape> checkExpr(Expr &expr);
-  std::optional<Shape> checkName(NameExpr &name);
-  std::optional<Shape> checkIndex(IndexExpr &index);
-  std::optional<Shape> checkCall(CallExpr &call);
-  std::optional<Shape> checkBinary(BinaryExpr &binary);
-  std::optional<Shape> checkReduction(ReductionExpr &reduction);
-  std::optional<Shape> checkScalar(Expr &expr, const llvm::Twine &what);
-  bool checkCondition(Expr &expr, bool requireAffine);
-  std::optional<AffineExpr> checkDomainSize(Expr &size);
-  bool pushDomain(IndexDomain &domain, bool allowPredicate);
-  void popDomain(const IndexDomain &domain);
-  void applyPredicateBounds(Expr &predicate, size_t firstVariable);
-  void checkIndexInRange(const Expr &index, const AffineExpr &value,
-                         const std::string &axis);
-
-  std::optional<AffineExpr> toAffine(const Expr &expr) const;
-  IndexVariable *lookupIndex(llvm::StringRef name);
-
-  DiagnosticEngine &diagnostics;
-  const OptimizerTable &optimizers;
-
-  llvm::StringMap<Decl *> globals;
-  std::vector<IndexVariable> indexScope;
-  FnDecl *currentFn = nullptr;
-  ExprContext context = ExprContext::Value;
-  llvm::DenseMap<Decl *, CheckState> definitionState;
-  unsigned definitionDepth = 0;
-  /// Affine meaning of every axis symbol made from a domain size.
-  std::map<std::string, AffineExpr> symbolMeaning;
-  /// Bounds of `step` when the step count is known.
-  std::optional<AffineExpr> stepUpper;
-};
-
-} // namespace
-
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-static std::string quote(llvm::StringRef name) {
-  return ("`" + name + "`").str();
-}
 
 static llvm::StringRef describeDecl(const Decl &decl) {
   switch (decl.getKind()) {
@@ -134,6 +40,8 @@ static llvm::StringRef describeDecl(const Decl &decl) {
     return "fn";
   case Decl::Kind::Energy:
     return "energy";
+  case Decl::Kind::Loss:
+    return "loss";
   case Decl::Kind::Output:
     return "output";
   }
@@ -241,10 +149,13 @@ bool Checker::check(ModelSpec &model) {
       ensureLetChecked(cast<LetDecl>(*decl));
       break;
     case Decl::Kind::Energy:
-      checkEnergy(cast<EnergyDecl>(*decl));
+      checkTerm(cast<EnergyDecl>(*decl));
+      break;
+    case Decl::Kind::Loss:
+      checkLoss(cast<LossDecl>(*decl));
       break;
     case Decl::Kind::Output:
-      checkComprehension(cast<OutputDecl>(*decl));
+      ensureOutputChecked(cast<OutputDecl>(*decl));
       break;
     default:
       break;
@@ -573,6 +484,13 @@ bool Checker::ensureFnChecked(FnDecl &fn) {
   return checkDefinitionOnce(fn, [&] { return checkFnDefinition(fn); });
 }
 
+bool Checker::ensureOutputChecked(OutputDecl &output) {
+  return checkDefinitionOnce(output, [&] {
+    DefinitionScope scope(indexScope, currentFn, context, nullptr);
+    return checkComprehension(output);
+  });
+}
+
 bool Checker::checkFnDefinition(FnDecl &fn) {
   bool ok = true;
   llvm::StringMap<const FnParam *> seen;
@@ -607,14 +525,14 @@ bool Checker::checkFnDefinition(FnDecl &fn) {
   return ok;
 }
 
-void Checker::checkEnergy(EnergyDecl &energy) {
-  std::optional<Shape> shape = checkExpr(energy.getBody());
+void Checker::checkTerm(TermDecl &term) {
+  std::optional<Shape> shape = checkExpr(term.getBody());
   if (shape && !shape->isScalar())
-    diagnostics.error(energy.getBody().getLoc(),
-                      "energy " + quote(energy.getName()) +
-                          " must be a scalar, but its value has shape " +
-                          shape->str(),
-                      {energy.getBody().getRange()});
+    diagnostics.error(
+        term.getBody().getLoc(),
+        llvm::Twine(describeDecl(term)) + " " + quote(term.getName()) +
+            " must be a scalar, but its value has shape " + shape->str(),
+        {term.getBody().getRange()});
 }
 
 bool Checker::checkComprehension(ComprehensionDecl &decl) {
@@ -967,7 +885,7 @@ std::optional<Shape> Checker::checkExpr(Expr &expr) {
     shape = Shape();
     break;
   case Expr::Kind::Step:
-    if (context == ExprContext::Value) {
+    if (context == ExprContext::Value || context == ExprContext::Loss) {
       shape = Shape();
     } else {
       diagnostics.error(expr.getLoc(),
@@ -1097,14 +1015,19 @@ std::optional<Shape> Checker::checkName(NameExpr &name) {
   }
   case Decl::Kind::Fn:
     return notHere("as a value; call it with arguments");
-  case Decl::Kind::Energy:
   case Decl::Kind::Output:
+    if (context == ExprContext::Loss)
+      return checkOutputRead(name, cast<OutputDecl>(*decl));
+    return notHere("in an expression");
+  case Decl::Kind::Energy:
+  case Decl::Kind::Loss:
     return notHere("in an expression");
   }
   return std::nullopt;
 }
 
 std::optional<Shape> Checker::checkIndex(IndexExpr &index) {
+  currentRead = &index;
   std::optional<Shape> base = checkExpr(index.getBase());
   bool ok = base.has_value();
   std::vector<std::optional<AffineExpr>> affines;
@@ -1608,7 +1531,7 @@ void Checker::checkStationaryRules(ModelSpec &model) {
 
 void Checker::reportUnused(ModelSpec &model) {
   for (DeclPtr &decl : model.decls) {
-    if (decl->isUsed() || isa<EnergyDecl>(decl.get()) ||
+    if (decl->isUsed() || isa<TermDecl>(decl.get()) ||
         isa<OutputDecl>(decl.get()))
       continue;
     diagnostics.warning(decl->getNameRange().Start,

@@ -220,6 +220,7 @@ Token Lexer::lexIdentifierOrKeyword(const char *tokenStart) {
                        .Case("let", TokenKind::kw_let)
                        .Case("fn", TokenKind::kw_fn)
                        .Case("energy", TokenKind::kw_energy)
+                       .Case("loss", TokenKind::kw_loss)
                        .Case("output", TokenKind::kw_output)
                        .Case("dynamics", TokenKind::kw_dynamics)
                        .Case("steps", TokenKind::kw_steps)

@@ -118,6 +118,7 @@ static bool isStatementKeyword(TokenKind kind) {
   case TokenKind::kw_let:
   case TokenKind::kw_fn:
   case TokenKind::kw_energy:
+  case TokenKind::kw_loss:
   case TokenKind::kw_output:
   case TokenKind::kw_dynamics:
   case TokenKind::kw_steps:
@@ -203,7 +204,7 @@ std::unique_ptr<ModelSpec> Parser::parseModel() {
 }
 
 // declaration ::= dimDecl | tensorDecl | constDecl | letDecl | fnDecl
-//               | energyDecl | outputDecl | dynamicsBlock
+//               | energyDecl | lossDecl | outputDecl | dynamicsBlock
 bool Parser::parseDeclaration(ModelSpec &model) {
   switch (token.getKind()) {
   case TokenKind::kw_dim:
@@ -221,14 +222,15 @@ bool Parser::parseDeclaration(ModelSpec &model) {
   case TokenKind::kw_fn:
     return parseFnDecl(model);
   case TokenKind::kw_energy:
-    return parseEnergyDecl(model);
+  case TokenKind::kw_loss:
+    return parseTermDecl(model);
   case TokenKind::kw_output:
     return parseOutputDecl(model);
   case TokenKind::kw_dynamics:
     return parseDynamicsBlock(model);
   default:
     reportUnexpected("a declaration (`dim`, `input`, `param`, `state`, "
-                     "`const`, `let`, `fn`, `energy`, `output` or "
+                     "`const`, `let`, `fn`, `energy`, `loss`, `output` or "
                      "`dynamics`)");
     return false;
   }
@@ -447,21 +449,29 @@ bool Parser::parseFnDecl(ModelSpec &model) {
 }
 
 // energyDecl ::= `energy` identifier `=` expression `;`
-bool Parser::parseEnergyDecl(ModelSpec &model) {
-  consumeToken(); // `energy`
+// lossDecl   ::= `loss` identifier `=` expression `;`
+bool Parser::parseTermDecl(ModelSpec &model) {
+  bool loss = token.is(TokenKind::kw_loss);
+  llvm::StringRef keyword = token.getSpelling();
+  consumeToken(); // `energy` or `loss`
   llvm::StringRef name;
   llvm::SMRange nameRange;
-  if (!expectIdentifier(name, nameRange, "an energy name"))
+  if (!expectIdentifier(name, nameRange,
+                        loss ? "a loss name" : "an energy name"))
     return false;
-  if (!expect(TokenKind::equal, "after energy name"))
+  if (!expect(TokenKind::equal, "after " + keyword + " name"))
     return false;
   ExprPtr body = parseExpression();
   if (!body)
     return false;
-  model.decls.push_back(std::make_unique<EnergyDecl>(
-      name, nameRange, llvm::SMRange(nameRange.Start, previousEnd()),
-      std::move(body)));
-  return expect(TokenKind::semicolon, "after energy declaration");
+  llvm::SMRange range(nameRange.Start, previousEnd());
+  if (loss)
+    model.decls.push_back(
+        std::make_unique<LossDecl>(name, nameRange, range, std::move(body)));
+  else
+    model.decls.push_back(
+        std::make_unique<EnergyDecl>(name, nameRange, range, std::move(body)));
+  return expect(TokenKind::semicolon, "after " + keyword + " declaration");
 }
 
 // outputDecl ::= `output` identifier (`[` indexDomain `]`)? `=` expression

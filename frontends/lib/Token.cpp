@@ -34,6 +34,7 @@ llvm::StringRef energy::frontend::getTokenKindDescription(TokenKind kind) {
     KEYWORD(let)
     KEYWORD(fn)
     KEYWORD(energy)
+    KEYWORD(loss)
     KEYWORD(output)
     KEYWORD(dynamics)
     KEYWORD(steps)

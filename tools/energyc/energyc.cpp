@@ -151,9 +151,9 @@ void printAst(const fe::ModelSpec &model, raw_ostream &os) {
     } else if (auto *fn = dyn_cast<fe::FnDecl>(decl.get())) {
       os << "fn " << fn->getName() << " -> " << fn->getResultShape().str()
          << " = " << fe::printExpr(fn->getBody());
-    } else if (auto *energy = dyn_cast<fe::EnergyDecl>(decl.get())) {
-      os << "energy " << energy->getName() << " = "
-         << fe::printExpr(energy->getBody());
+    } else if (auto *term = dyn_cast<fe::TermDecl>(decl.get())) {
+      os << (isa<fe::LossDecl>(term) ? "loss " : "energy ") << term->getName()
+         << " = " << fe::printExpr(term->getBody());
     } else if (auto *output = dyn_cast<fe::OutputDecl>(decl.get())) {
       os << "output " << output->getName() << " : " << output->getShape().str()
          << " = " << fe::printExpr(output->getBody());

@@ -2,7 +2,8 @@
 //
 // Walks a checked `.energy` AST and builds the `energy` dialect: one op per
 // declaration, expressions as energy ops placed where they occur (inside the
-// reduction bodies that bind their indices), `fn` helpers inlined at calls.
+// reduction bodies that bind their indices), `fn` helpers inlined at calls,
+// and the outputs a loss reads inlined at the read's indices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,11 +189,14 @@ private:
       return emitComprehension<LetOp>(*let, where);
     if (auto *output = dyn_cast<OutputDecl>(&decl))
       return emitComprehension<OutputOp>(*output, where);
-    if (auto *energy = dyn_cast<EnergyDecl>(&decl)) {
-      auto term = TermOp::create(builder, where, energy->getName());
+    if (auto *term = dyn_cast<TermDecl>(&decl)) {
+      // A loss is a term outside the global energy: auxiliary.
+      bool loss = isa<LossDecl>(term);
+      auto op = TermOp::create(builder, where, term->getName(),
+                               /*auxiliary=*/loss, /*loss=*/loss);
       OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(&term.getBody().emplaceBlock());
-      Value value = emitExpr(energy->getBody());
+      builder.setInsertionPointToStart(&op.getBody().emplaceBlock());
+      Value value = emitExpr(term->getBody());
       if (!value)
         return failure();
       YieldOp::create(builder, where, value);
@@ -371,6 +375,16 @@ private:
       indices.erase(&binding);
   }
 
+  /// The value of index `binding`: its block argument, or inside an inlined
+  /// output read, the read's index.
+  Value indexValue(const IndexBinding &binding, Location where) {
+    auto found = inlinedIndices.find(&binding);
+    if (found == inlinedIndices.end())
+      return indices.lookup(&binding);
+    return materializeAffineExpr(builder, where, found->second.expr,
+                                 found->second.operands, {});
+  }
+
   /// `expr` as an affine expression whose dims are `operands` (index values
   /// it appends to: domain indices, `step`, dim sizes).
   FailureOr<AffineExpr> affineIndex(const Expr &expr,
@@ -387,8 +401,16 @@ private:
         return getAffineConstantExpr(static_cast<int64_t>(number->getValue()),
                                      &context);
     } else if (auto *name = dyn_cast<NameExpr>(&expr)) {
-      if (name->getSymbolKind() == SymbolKind::IndexVar)
-        return dimFor(indices.lookup(name->getBinding()));
+      if (name->getSymbolKind() == SymbolKind::IndexVar) {
+        auto found = inlinedIndices.find(name->getBinding());
+        if (found == inlinedIndices.end())
+          return dimFor(indices.lookup(name->getBinding()));
+        // An output's index bound by an inlined read: the read's index.
+        SmallVector<AffineExpr> dims;
+        for (Value operand : found->second.operands)
+          dims.push_back(dimFor(operand));
+        return found->second.expr.replaceDims(dims);
+      }
       if (name->getSymbolKind() == SymbolKind::Dim)
         return dimFor(
             SizeOp::create(builder, loc(expr),
@@ -533,7 +555,9 @@ private:
       return fnArguments.lookup(name.getFn())[name.getParamIndex()];
     case SymbolKind::IndexVar:
       return ToRealOp::create(builder, where,
-                              indices.lookup(name.getBinding()));
+                              indexValue(*name.getBinding(), where));
+    case SymbolKind::Output:
+      return emitOutputRead(name, cast<OutputDecl>(*name.getDecl()), {});
     case SymbolKind::Grad:
     case SymbolKind::Unresolved:
       break;
@@ -545,6 +569,10 @@ private:
 
   Value emitIndex(const IndexExpr &index) {
     Location where = loc(index);
+    if (auto *name = dyn_cast<NameExpr>(&index.getBase());
+        name && name->getSymbolKind() == SymbolKind::Output)
+      return emitOutputRead(index, cast<OutputDecl>(*name->getDecl()),
+                            index.getIndices());
     SmallVector<Value> operands;
     FailureOr<AffineMap> map = affineIndices(index.getIndices(), operands);
     if (failed(map))
@@ -560,6 +588,39 @@ private:
     if (!base)
       return {};
     return ExtractOp::create(builder, where, type, base,
+                             AffineMapAttr::get(*map), operands);
+  }
+
+  /// A read of `output` in a loss (`read` is `output[readIndices...]`, or the
+  /// bare name of an output without indices): the output's body, emitted
+  /// with its domain indices bound to the read's first indices, so the
+  /// dialect never reads an output. Further indices extract from the body's
+  /// value.
+  Value emitOutputRead(const Expr &read, const OutputDecl &output,
+                       ArrayRef<ExprPtr> readIndices) {
+    const std::vector<IndexBinding> &bindings = output.getDomain().bindings;
+    SmallVector<InlinedIndex> bound;
+    for (const ExprPtr &index : readIndices.take_front(bindings.size())) {
+      InlinedIndex inlined;
+      FailureOr<AffineExpr> expr = affineIndex(*index, inlined.operands);
+      if (failed(expr))
+        return {};
+      inlined.expr = *expr;
+      bound.push_back(std::move(inlined));
+    }
+    for (auto [binding, inlined] : llvm::zip_equal(bindings, bound))
+      inlinedIndices[&binding] = inlined;
+    Value value = emitExpr(output.getBody());
+    for (const IndexBinding &binding : bindings)
+      inlinedIndices.erase(&binding);
+    if (!value || readIndices.size() == bindings.size())
+      return value;
+    SmallVector<Value> operands;
+    FailureOr<AffineMap> map =
+        affineIndices(readIndices.drop_front(bindings.size()), operands);
+    if (failed(map))
+      return {};
+    return ExtractOp::create(builder, loc(read), typeOf(read.getShape()), value,
                              AffineMapAttr::get(*map), operands);
   }
 
@@ -808,6 +869,14 @@ private:
   const llvm::SourceMgr &sourceMgr;
   OpBuilder builder;
   llvm::DenseMap<const IndexBinding *, Value> indices;
+  /// An output's domain index while a read of it is inlined in a loss: the
+  /// read's affine index over values of the loss (`logits[i + 1, c]` binds
+  /// the first index to `d0 + 1` over `%i`).
+  struct InlinedIndex {
+    AffineExpr expr;
+    SmallVector<Value> operands;
+  };
+  llvm::DenseMap<const IndexBinding *, InlinedIndex> inlinedIndices;
   llvm::DenseMap<const FnDecl *, SmallVector<Value>> fnArguments;
 
 public:

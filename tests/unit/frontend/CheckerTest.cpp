@@ -78,6 +78,57 @@ TEST_CASE("lets, outputs and fns get their shapes") {
   CHECK(call.getFn() == compilation->model->decls[7].get());
 }
 
+TEST_CASE("losses read outputs with all their domain indices") {
+  std::unique_ptr<Compilation> compilation = compile(R"(model m {
+  dim N, D, C;
+  input x : [N, D], y : [N, C];
+  param W : [C, D], V : [C, D];
+  state z : [N, D] = x;
+  energy e = 0.5 * sum(i: N) sqnorm(z[i]);
+  loss xent = -sum(i: N) dot(y[i], log_softmax(V @ z[i]));
+  loss mse = (mean(i: N, c: C) (logits[i, c] - y[i, c]) ^ 2) + rows[0, 1]
+             + spread;
+  output logits[i: N, c: C] = dot(W[c], z[i]);
+  output rows[i: N] = W @ z[i];
+  output spread = sum(i: N) sqnorm(z[i]);
+  dynamics { z: gd(lr = 0.1); steps 3; }
+})");
+  INFO(compilation->printed);
+  // V is used by a loss only; losses and outputs are never unused.
+  CHECK(compilation->diagnostics.getNumErrors() == 0);
+  CHECK(compilation->diagnostics.getNumWarnings() == 0);
+  auto &mse = cast<LossDecl>(*compilation->model->decls[10]);
+  CHECK(mse.getBody().getShape().isScalar());
+  const auto &sum = cast<BinaryExpr>(mse.getBody());
+  const auto &spread = cast<NameExpr>(sum.getRhs());
+  CHECK(spread.getSymbolKind() == SymbolKind::Output);
+  CHECK(spread.getShape().isScalar());
+  const auto &rows = cast<IndexExpr>(cast<BinaryExpr>(sum.getLhs()).getRhs());
+  CHECK(cast<NameExpr>(rows.getBase()).getShape().str() == "[N, C]");
+  CHECK(rows.getShape().isScalar());
+  const auto &mean =
+      cast<ReductionExpr>(cast<BinaryExpr>(sum.getLhs()).getLhs());
+  const auto &square = cast<BinaryExpr>(mean.getBody());
+  const auto &read =
+      cast<IndexExpr>(cast<BinaryExpr>(square.getLhs()).getLhs());
+  const auto &logits = cast<NameExpr>(read.getBase());
+  CHECK(logits.getSymbolKind() == SymbolKind::Output);
+  CHECK(logits.getDecl() == compilation->model->decls[11].get());
+  CHECK(read.getShape().isScalar());
+}
+
+TEST_CASE("a loss needs no dynamics") {
+  std::unique_ptr<Compilation> compilation = compile(R"(model m {
+  dim N;
+  input x : [N];
+  param w : [N];
+  loss fit = sum(i: N) (w[i] - x[i]) ^ 2;
+})");
+  INFO(compilation->printed);
+  CHECK(compilation->diagnostics.getNumErrors() == 0);
+  CHECK(compilation->diagnostics.getNumWarnings() == 0);
+}
+
 TEST_CASE("range proofs accept the in-range cases") {
   std::unique_ptr<Compilation> compilation = compile(R"(model m {
   dim T, D, L;

@@ -51,14 +51,15 @@ Lexed lexAll(llvm::StringRef source) {
 
 TEST_CASE("keywords and identifiers") {
   Lexed lexed = lexAll("model dim input param state const let fn energy "
-                       "output dynamics steps until order sequential sum mean "
-                       "lse max where temp and or step models _x1 T");
-  REQUIRE(lexed.tokens.size() == 27);
+                       "loss output dynamics steps until order sequential sum "
+                       "mean lse max where temp and or step models _x1 T");
+  REQUIRE(lexed.tokens.size() == 28);
   CHECK(lexed.tokens[0].first == TokenKind::kw_model);
-  CHECK(lexed.tokens[23].first == TokenKind::kw_step);
-  CHECK(lexed.tokens[24].first == TokenKind::identifier);
+  CHECK(lexed.tokens[9].first == TokenKind::kw_loss);
+  CHECK(lexed.tokens[24].first == TokenKind::kw_step);
   CHECK(lexed.tokens[25].first == TokenKind::identifier);
-  CHECK(lexed.tokens[25].second == "_x1");
+  CHECK(lexed.tokens[26].first == TokenKind::identifier);
+  CHECK(lexed.tokens[26].second == "_x1");
   CHECK(lexed.numErrors == 0);
 }
 

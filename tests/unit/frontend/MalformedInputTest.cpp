@@ -50,7 +50,8 @@ static const MalformedCase kCases[] = {
      "7:32: expected `)` to close the parenthesis, found `;`"},
     {"stray declaration keyword", withPrelude("  sum x;"),
      "7:3: expected a declaration (`dim`, `input`, `param`, `state`, `const`, "
-     "`let`, `fn`, `energy`, `output` or `dynamics`), found keyword `sum`"},
+     "`let`, `fn`, `energy`, `loss`, `output` or `dynamics`), found keyword "
+     "`sum`"},
     {"two models", "model a {}\nmodel b {}\n",
      "2:1: only one model per file is allowed"},
     {"unknown name", withPrelude("  energy e = sum(i: N) dot(x[i], q[i]);"),
@@ -135,6 +136,28 @@ static const MalformedCase kCases[] = {
     {"energy used in an expression",
      withPrelude("  energy e = sum(x);\n  energy f = e * 2;"),
      "8:14: energy `e` cannot be used in an expression"},
+    {"non-scalar loss", withPrelude("  loss l = x[0];"),
+     "7:12: loss `l` must be a scalar, but its value has shape [D]"},
+    {"loss used in an expression",
+     withPrelude("  loss l = sum(x);\n  loss m = l * 2;"),
+     "8:12: loss `l` cannot be used in an expression"},
+    {"partial output read in a loss",
+     withPrelude("  output F[i: N, j: D] = x[i, j];\n"
+                 "  loss l = sum(i: N) sum(F[i]);"),
+     "8:26: output `F` needs 2 indices in a loss (`F[i, j]`), but this read "
+     "has 1"},
+    {"bare output read in a loss",
+     withPrelude("  output F[i: N] = x[i, 0];\n  loss l = sum(F);"),
+     "8:16: output `F` needs 1 index in a loss (`F[i]`), but this read has "
+     "none"},
+    {"output read in an energy",
+     withPrelude("  output F[i: N, j: D] = x[i, j];\n"
+                 "  energy e = sum(i: N) F[i, 0];"),
+     "8:24: output `F` cannot be used in an expression"},
+    {"output read in a let of a loss",
+     withPrelude("  output F[i: N] = x[i, 0];\n"
+                 "  let g = sum(i: N) F[i];\n  loss l = g;"),
+     "8:21: output `F` cannot be used in an expression"},
     {"unknown optimizer",
      withPrelude("  energy e = sum(x);\n  dynamics { x: adam(lr = 1.0); }"),
      "8:17: unknown optimizer `adam`"},

@@ -69,6 +69,7 @@ model forms {
   fn f(v: [K], w: [D]) -> [D] = tanh(w);
   energy e = sum(i: N) dot(z[i], b);
   output F[t: N, j: D] = z[t, j];
+  loss l = mean(t: N) F[t, 0];
   dynamics {
     z: ode(heun, dt = 0.5, rtol = 1e-3, atol = 1e-3);
     s: stationary;
@@ -83,7 +84,7 @@ model forms {
   CHECK(parsed->diagnostics.getNumErrors() == 0);
   ModelSpec &model = *parsed->model;
   CHECK(model.name == "forms");
-  REQUIRE(model.decls.size() == 18);
+  REQUIRE(model.decls.size() == 19);
   auto *dimD = dyn_cast<DimDecl>(model.decls[2].get());
   REQUIRE(dimD);
   CHECK(dimD->getName() == "D");
@@ -117,6 +118,10 @@ model forms {
   auto *output = dyn_cast<OutputDecl>(model.decls[17].get());
   REQUIRE(output);
   CHECK(output->getDomain().bindings[1].name == "j");
+  auto *loss = dyn_cast<LossDecl>(model.decls[18].get());
+  REQUIRE(loss);
+  CHECK(loss->getName() == "l");
+  CHECK(printExpr(loss->getBody()) == "(mean t:N (index F t 0))");
 
   REQUIRE(model.dynamics);
   DynamicsBlock &dynamics = *model.dynamics;

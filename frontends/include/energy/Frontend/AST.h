@@ -133,6 +133,8 @@ enum class SymbolKind {
   FnParam,  ///< getFn() / getParamIndex()
   IndexVar, ///< getBinding(): a reduction, let or output index
   Grad,     ///< `grad` in an `until` clause
+  Output,   ///< getDecl() is an OutputDecl, read in a loss (all its domain
+            ///< indices fixed, unless it has none)
 };
 
 /// A reference to a named entity.
@@ -361,7 +363,7 @@ std::string printExpr(const Expr &expr);
 
 class Decl {
 public:
-  enum class Kind { Dim, Tensor, Const, Let, Fn, Energy, Output };
+  enum class Kind { Dim, Tensor, Const, Let, Fn, Energy, Loss, Output };
 
   virtual ~Decl();
 
@@ -551,20 +553,44 @@ private:
   ExprPtr body;
 };
 
-/// `energy NAME = scalar expression;` one term of the global energy.
-class EnergyDecl : public Decl {
+/// A named scalar: an `energy` or a `loss` (a term of the dialect).
+class TermDecl : public Decl {
 public:
-  EnergyDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
-             ExprPtr body)
-      : Decl(Kind::Energy, name, nameRange, range), body(std::move(body)) {}
-
   const Expr &getBody() const { return *body; }
   Expr &getBody() { return *body; }
 
-  static bool classof(const Decl *d) { return d->getKind() == Kind::Energy; }
+  static bool classof(const Decl *d) {
+    return d->getKind() == Kind::Energy || d->getKind() == Kind::Loss;
+  }
+
+protected:
+  TermDecl(Kind kind, llvm::StringRef name, llvm::SMRange nameRange,
+           llvm::SMRange range, ExprPtr body)
+      : Decl(kind, name, nameRange, range), body(std::move(body)) {}
 
 private:
   ExprPtr body;
+};
+
+/// `energy NAME = scalar expression;` one term of the global energy.
+class EnergyDecl : public TermDecl {
+public:
+  EnergyDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
+             ExprPtr body)
+      : TermDecl(Kind::Energy, name, nameRange, range, std::move(body)) {}
+
+  static bool classof(const Decl *d) { return d->getKind() == Kind::Energy; }
+};
+
+/// `loss NAME = scalar expression;` a training objective, evaluated after the
+/// dynamics over the final values; unlike an energy it may read outputs.
+class LossDecl : public TermDecl {
+public:
+  LossDecl(llvm::StringRef name, llvm::SMRange nameRange, llvm::SMRange range,
+           ExprPtr body)
+      : TermDecl(Kind::Loss, name, nameRange, range, std::move(body)) {}
+
+  static bool classof(const Decl *d) { return d->getKind() == Kind::Loss; }
 };
 
 /// `output F[t: N, j: D] = body;` a read-out computed after the dynamics.

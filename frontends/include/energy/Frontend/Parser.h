@@ -58,7 +58,7 @@ private:
   bool parseConstDecl(ModelSpec &model);
   bool parseLetDecl(ModelSpec &model);
   bool parseFnDecl(ModelSpec &model);
-  bool parseEnergyDecl(ModelSpec &model);
+  bool parseTermDecl(ModelSpec &model);
   bool parseOutputDecl(ModelSpec &model);
   bool parseDynamicsBlock(ModelSpec &model);
   bool parseDynamicsStatement(DynamicsBlock &block);

@@ -32,6 +32,7 @@ enum class TokenKind {
   kw_let,
   kw_fn,
   kw_energy,
+  kw_loss,
   kw_output,
   kw_dynamics,
   kw_steps,
