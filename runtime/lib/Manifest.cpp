@@ -500,6 +500,10 @@ static Status readBuffer(const Value &entry, std::string where,
                                            buffer.optimizerStateOf);
         !status)
       return status;
+    for (auto [key, out] : {std::pair{"adjoint_of", &buffer.adjointOf},
+                            std::pair{"cotangent_of", &buffer.cotangentOf}})
+      if (Status status = readOptionalString(entry, where, key, *out); !status)
+        return status;
   }
   manifest.buffers.push_back(std::move(buffer));
   return Status::success();
@@ -622,7 +626,29 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
   if (Status status = readOptionalString(kernels, "kernels", "step", out.step);
       !status)
     return status;
-  return readOptionalString(kernels, "kernels", "until", out.until);
+  if (Status status =
+          readOptionalString(kernels, "kernels", "until", out.until);
+      !status)
+    return status;
+  if (kernels.find("losses"))
+    if (Status status = readKernelMap(kernels, "losses", out.losses); !status)
+      return status;
+  Expected<const Value *> backward =
+      field(kernels, "kernels", "backward", Kind::Object, true, true);
+  if (!backward)
+    return backward.status();
+  if (*backward) {
+    ManifestKernels::Backward parts;
+    for (auto [key, part] :
+         {std::pair{"seed", &parts.seed}, std::pair{"step", &parts.step},
+          std::pair{"finish", &parts.finish}})
+      if (Status status =
+              readString(**backward, "kernels: backward", key, *part);
+          !status)
+        return status;
+    out.backward = std::move(parts);
+  }
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -663,6 +689,11 @@ static Status checkConsistency(const Manifest &manifest) {
     if (buffer.optimizerStateOf)
       if (Status status = checkTensorReference(
               manifest, *buffer.optimizerStateOf, where + ": optimizer_state");
+          !status)
+        return status;
+    if (buffer.adjointOf)
+      if (Status status = checkTensorReference(manifest, *buffer.adjointOf,
+                                               where + ": adjoint_of");
           !status)
         return status;
     if (buffer.init && buffer.init->kind == InitKind::Copy) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <tuple>
 
 using namespace energy;
 using detail::Kernel;
@@ -119,6 +120,21 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
             resolve(*kernels.until, "the stopping rule", state->until);
         !status)
       return status;
+  for (const auto &[loss, symbol] : kernels.losses)
+    if (Status status =
+            resolve(symbol, "loss '" + loss + "'", state->losses[loss]);
+        !status)
+      return status;
+  if (kernels.backward) {
+    const ManifestKernels::Backward &parts = *kernels.backward;
+    for (auto [symbol, what, out] :
+         {std::tuple{&parts.seed, "the loss's gradient", &state->backwardSeed},
+          std::tuple{&parts.step, "the backward step", &state->backwardStep},
+          std::tuple{&parts.finish, "the backward finish",
+                     &state->backwardFinish}})
+      if (Status status = resolve(*symbol, what, *out); !status)
+        return status;
+  }
   state->setThreads = reinterpret_cast<energy_set_threads_fn>(
       lookup(ENERGY_ARTIFACT_SET_THREADS_SYMBOL));
   if (state->manifest.target && state->manifest.target->device == "cuda")
@@ -145,6 +161,21 @@ std::vector<std::string> Model::termNames() const {
   std::vector<std::string> names;
   for (const auto &[term, symbol] : manifest().kernels.terms)
     names.push_back(term);
+  return names;
+}
+
+std::vector<std::string> Model::lossNames() const {
+  std::vector<std::string> names;
+  for (const auto &[loss, symbol] : manifest().kernels.losses)
+    names.push_back(loss);
+  return names;
+}
+
+std::vector<std::string> Model::adjointNames() const {
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : manifest().buffers)
+    if (buffer.adjointOf)
+      names.push_back(*buffer.adjointOf);
   return names;
 }
 

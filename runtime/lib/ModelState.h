@@ -42,6 +42,10 @@ struct ModelState {
   /// Null function when the manifest names none.
   Kernel step;
   Kernel until;
+  /// By loss name; the backward program's parts (null functions without a
+  /// loss).
+  std::map<std::string, Kernel> losses;
+  Kernel backwardSeed, backwardStep, backwardFinish;
   energy_set_threads_fn setThreads = nullptr;
   /// A CUDA artifact's description of its last device failure.
   energy_device_error_fn deviceError = nullptr;

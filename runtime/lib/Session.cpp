@@ -311,6 +311,10 @@ Status Session::prepare() {
     buffers.push_back(std::move(*value));
   bound.clear();
   prepared = true;
+  if (owner.state->backwardStep.function)
+    for (size_t i = 0; i < manifest.buffers.size(); ++i)
+      if (isForwardState(manifest.buffers[i]))
+        initialStates[i] = readBuffer(i);
   return Status::success();
 }
 

@@ -199,16 +199,51 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     layout.outputKernels.push_back({output.getSymName().str(), symbol});
   }
 
+  // Losses: one kernel each, like a term's energy.
+  for (TermOp term : body.getOps<TermOp>()) {
+    if (!term.getLoss())
+      continue;
+    std::string symbol = "energy_kernel_loss_" + mangle(term.getSymName());
+    if (failed(emitEnergy(symbol, {term}, term.getLoc())))
+      return failure();
+    layout.lossKernels.push_back({term.getSymName().str(), symbol});
+  }
+
+  auto emitProgram = [&](Region &program, StringRef symbol,
+                         Location loc) -> FailureOr<std::string> {
+    func::FuncOp function = createFunction(symbol, 0, loc);
+    KernelFunction kernel(context, function, /*isProgram=*/true);
+    if (failed(kernel.emitBlock(program.front(), {})))
+      return failure();
+    kernel.finish();
+    return symbol.str();
+  };
   auto programs = body.getOps<UpdateProgramOp>();
   if (!programs.empty()) {
     UpdateProgramOp program = *programs.begin();
-    func::FuncOp function =
-        createFunction("energy_kernel_step", 0, program.getLoc());
-    KernelFunction kernel(context, function, /*isProgram=*/true);
-    if (failed(kernel.emitBlock(program.getBody().front(), {})))
+    FailureOr<std::string> step =
+        emitProgram(program.getBody(), "energy_kernel_step", program.getLoc());
+    if (failed(step))
       return failure();
-    kernel.finish();
-    layout.stepKernel = "energy_kernel_step";
+    layout.stepKernel = *step;
+  }
+  auto backwards = body.getOps<BackwardProgramOp>();
+  if (!backwards.empty()) {
+    BackwardProgramOp backward = *backwards.begin();
+    Location loc = backward.getLoc();
+    FailureOr<std::string> seed =
+        emitProgram(backward.getSeed(), "energy_kernel_backward_seed", loc);
+    if (failed(seed))
+      return failure();
+    FailureOr<std::string> step =
+        emitProgram(backward.getBody(), "energy_kernel_backward_step", loc);
+    if (failed(step))
+      return failure();
+    FailureOr<std::string> finish =
+        emitProgram(backward.getFinish(), "energy_kernel_backward_finish", loc);
+    if (failed(finish))
+      return failure();
+    layout.backwardKernels = {*seed, *step, *finish};
   }
   if (DynamicsOp dynamics = model.getDynamics();
       dynamics && !dynamics.getUntil().empty()) {

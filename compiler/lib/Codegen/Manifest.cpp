@@ -225,6 +225,9 @@ std::string mlir::energy::buildManifest(ModelOp model,
       auto owner = tensor->getAttrOfType<FlatSymbolRefAttr>("optimizer_state");
       entry["optimizer_state"] =
           owner ? json::Value(owner.getValue()) : json::Value(nullptr);
+      for (StringRef mark : {"adjoint_of", "cotangent_of"})
+        if (auto of = tensor->getAttrOfType<FlatSymbolRefAttr>(mark))
+          entry[mark] = of.getValue();
       break;
     }
     case ArtifactLayout::BufferKind::Gradient: {
@@ -264,7 +267,12 @@ std::string mlir::energy::buildManifest(ModelOp model,
                        {"gradients", kernelMap(layout.gradientKernels)},
                        {"outputs", kernelMap(layout.outputKernels)},
                        {"step", optionalName(layout.stepKernel)},
-                       {"until", optionalName(layout.untilKernel)}};
+                       {"until", optionalName(layout.untilKernel)},
+                       {"losses", kernelMap(layout.lossKernels)}};
+  if (!layout.backwardKernels.empty())
+    kernels["backward"] = json::Object{{"seed", layout.backwardKernels[0]},
+                                       {"step", layout.backwardKernels[1]},
+                                       {"finish", layout.backwardKernels[2]}};
   json::Value dynamics = nullptr;
   if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
     dynamics = json::Object{{"steps", rpn(op.getSteps())}};

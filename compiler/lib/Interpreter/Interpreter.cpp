@@ -379,7 +379,7 @@ FailureOr<ArrayValue> Interpreter::evaluate(Value value,
   Operation *owner = region ? region->getParentOp() : nullptr;
   if (!owner ||
       !isa<TermOp, LetOp, OutputOp, UpdateOp, AssignOp, DynamicsOp, GradientOp,
-           UpdateProgramOp>(owner) ||
+           UpdateProgramOp, BackwardProgramOp>(owner) ||
       owner->getParentOfType<ModelOp>() != model) {
     Operation *where = value.getDefiningOp();
     return (where ? where : model.getOperation())->emitError()
@@ -424,8 +424,27 @@ FailureOr<ArrayValue> Interpreter::getTensorValue(StringRef name) {
 }
 
 LogicalResult Interpreter::runUpdateProgram(UpdateProgramOp program) {
-  Frame frame(&program.getBody(), nullptr);
-  return executeProgramBlock(program.getBody().front(), frame);
+  return runProgram(program.getBody());
+}
+
+LogicalResult Interpreter::runProgram(Region &program) {
+  Frame frame(&program, nullptr);
+  return executeProgramBlock(program.front(), frame);
+}
+
+LogicalResult Interpreter::setTensorValue(StringRef name, ArrayValue value) {
+  auto tensor =
+      dyn_cast_or_null<TensorOp>(SymbolTable::lookupSymbolIn(model, name));
+  if (!tensor)
+    return model.emitError() << "has no tensor @" << name;
+  FailureOr<const ArrayValue *> current = getTensor(tensor, tensor);
+  if (failed(current))
+    return failure();
+  if ((*current)->shape != value.shape)
+    return tensor.emitError() << "is set to a value of another shape";
+  tensors[name] = std::move(value);
+  invalidateCaches();
+  return success();
 }
 
 LogicalResult Interpreter::executeProgramBlock(Block &block, Frame &frame) {

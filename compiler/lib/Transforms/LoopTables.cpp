@@ -105,8 +105,8 @@ void hoistFrom(InnerLoop loop) {
     return;
   // The outermost op around `loop` whose values the tables do not need.
   Operation *point = outer;
-  while (!isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, DynamicsOp, LetOp,
-              OutputOp, RepeatOp>(point->getParentOp())) {
+  while (!isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
+              DynamicsOp, LetOp, OutputOp, RepeatOp>(point->getParentOp())) {
     Operation *next = point->getParentOp();
     bool available = true;
     for (Operation *op : hoisted) {

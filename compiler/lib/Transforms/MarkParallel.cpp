@@ -41,8 +41,8 @@ void bringIndexFirst(ForeachOp loop, unsigned position) {
 } // namespace
 
 bool mlir::energy::isStatement(Operation *op) {
-  return isa<TermOp, GradientOp, UpdateProgramOp, RepeatOp, DynamicsOp>(
-      op->getParentOp());
+  return isa<TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp, RepeatOp,
+             DynamicsOp>(op->getParentOp());
 }
 
 bool mlir::energy::writesDisjointSlots(ForeachOp loop, unsigned position) {

@@ -29,6 +29,7 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyBuildUpdates());
+  modelPasses.addPass(createEnergyBuildBackward());
   buildGradientPipeline(modelPasses, wrt);
 }
 

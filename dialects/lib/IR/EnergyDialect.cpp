@@ -23,7 +23,8 @@ struct EnergyFoldInterface : public DialectFoldInterface {
 
   bool shouldMaterializeInto(Region *region) const final {
     return isa<TermOp, LetOp, OutputOp, GradientOp, UpdateOp, AssignOp,
-               DynamicsOp, UpdateProgramOp>(region->getParentOp());
+               DynamicsOp, UpdateProgramOp, BackwardProgramOp>(
+        region->getParentOp());
   }
 };
 } // namespace

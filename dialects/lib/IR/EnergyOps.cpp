@@ -252,11 +252,11 @@ LogicalResult ModelOp::verifyRegions() {
   unsigned dynamicsCount = 0;
   for (Operation &op : getBody().front()) {
     if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp,
-             GradientOp, UpdateProgramOp>(op))
+             GradientOp, UpdateProgramOp, BackwardProgramOp>(op))
       return op.emitOpError()
              << "cannot appear in a model; a model holds dims, tensors, "
-                "consts, lets, terms, outputs, dynamics, gradients and "
-                "update programs";
+                "consts, lets, terms, outputs, dynamics, gradients, update "
+                "programs and backward programs";
     if (auto dim = dyn_cast<DimOp>(op))
       dims.insert(dim.getSymName());
     if (isa<DynamicsOp>(op) && ++dynamicsCount > 1)
@@ -993,11 +993,16 @@ LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &tables) {
 /// Inside an update program tensors change (`energy.store`), so reading one
 /// there is a memory read, ordered with respect to stores; everywhere else
 /// tensors are fixed during an evaluation and reading is free of effects.
+static bool isInsideProgram(Operation *op) {
+  return op->getParentOfType<UpdateProgramOp>() ||
+         op->getParentOfType<BackwardProgramOp>();
+}
+
 static void addStateReadEffect(
     Operation *op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  if (op->getParentOfType<UpdateProgramOp>())
+  if (isInsideProgram(op))
     effects.emplace_back(MemoryEffects::Read::get());
 }
 
@@ -1023,8 +1028,9 @@ LogicalResult RepeatOp::verifyRegions() {
 }
 
 LogicalResult StoreOp::verify() {
-  if (!(*this)->getParentOfType<UpdateProgramOp>())
-    return emitOpError("stores only inside an 'energy.update_program'");
+  if (!isInsideProgram(*this))
+    return emitOpError("stores only inside an 'energy.update_program' or "
+                       "'energy.backward_program'");
   return success();
 }
 

@@ -44,6 +44,11 @@ struct ArtifactLayout {
   /// Empty when the model has no dynamics (or no stopping rule).
   std::string stepKernel;
   std::string untilKernel;
+  /// The loss of each `loss` (writes it to *result).
+  std::vector<NamedKernel> lossKernels;
+  /// The parts of the backward program (seed, step, finish); empty without
+  /// a loss.
+  std::vector<std::string> backwardKernels;
 };
 
 /// Emits the kernels of `model` into `target` with elements of type

@@ -69,6 +69,12 @@ public:
   /// replacing its tensor's value for everything evaluated afterwards.
   /// Values computed before a store keep the values they had then.
   LogicalResult runUpdateProgram(UpdateProgramOp program);
+  /// Runs a program block the same way: a part of an
+  /// `energy.backward_program` (its seed, step or finish).
+  LogicalResult runProgram(Region &program);
+
+  /// Replaces the value of a tensor (of its shape), as a store does.
+  LogicalResult setTensorValue(StringRef name, ArrayValue value);
 
   /// The current value of a tensor: bound, initialised, or last stored.
   FailureOr<ArrayValue> getTensorValue(StringRef name);

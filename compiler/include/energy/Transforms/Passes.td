@@ -135,6 +135,26 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyBuildBackward : Pass<"energy-build-backward", "::mlir::energy::ModelOp"> {
+  let summary = "Builds the dynamics run backwards, for gradients of a loss";
+  let description = [{
+    For a model with a `loss`, builds `energy.backward_program` from the
+    step program: the gradient of the sum of the losses at the final values
+    (`seed`), the reverse-mode derivative of one step (`step`), run from the
+    last step to the first on the values each step started from, and the
+    hand-over from states to the tensors that initialise them (`finish`).
+    Every state and param X gets an adjoint tensor `@X.adjoint`. The step is
+    reversed op by op with each op's derivative rule; a store hands the
+    adjoint of its tensor to the stored value and is undone, so that the
+    sweep sees the values the forward step saw; the vector-Jacobian product
+    of `energy.grad @x` (and of a whole read of a let) is the gradient of an
+    auxiliary term ⟨∇E, c⟩ (⟨S, c⟩) with the cotangent c stored in the
+    state tensor `@x.cotangent` — the Hessian-vector products of Newton's
+    steps, applied to the adjoint.
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
   let summary = "Writes how the kernels run as IR: softmax contractions, tables, parallel loops";
   let description = [{

@@ -811,6 +811,59 @@ def Energy_UpdateProgramOp : Energy_Op<"update_program", [
   }];
 }
 
+def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
+    HasParent<"ModelOp">, NoTerminator, NoRegionArguments, OpAsmOpInterface]> {
+  let summary = "The dynamics run backwards: a loss's gradient through the steps";
+  let description = [{
+    Built by `energy-build-backward` from `energy.update_program` and the
+    model's losses. Each tensor X that carries an adjoint (every state and
+    param) has a state tensor `@X.adjoint` (marked `adjoint_of = @X`). Three
+    programs, each run like an update program:
+
+    - `seed`, once after the forward run: the adjoints start as the
+      gradient of the sum of the losses at the final values.
+    - `step`, once per step t from the last step to the first, with
+      `energy.step` = t and every state tensor at its value at the start of
+      step t (restored from checkpoints by the caller): on entry `@X.adjoint`
+      holds the derivative of the loss with respect to X after step t (for a
+      tensor the step never stores, such as a param, summed over the later
+      steps and the loss itself), and the program leaves there the
+      derivative with respect to X before step t. The body is the step's
+      ops (each store preceded by a read of the value it replaces), then the
+      reverse sweep, which stores those values back as it passes their
+      stores, so that each `energy.grad` of the sweep sees the values its
+      forward counterpart saw. The vector-Jacobian product of a gradient is
+      the gradient of an auxiliary term ⟨∇E, c⟩ with the cotangent c stored
+      in `@X.cotangent`.
+    - `finish`, once after the first step's: a state initialised from
+      another tensor (`state x = h`) passes its adjoint on to it.
+
+    ```mlir
+    energy.backward_program seed {
+      %g = energy.grad @x of @mse : !energy.array<D>
+      energy.store %g into @x.adjoint : !energy.array<D>
+    } step {
+      %x = energy.read @x : !energy.array<D>
+      ...
+      energy.store %x into @x : !energy.array<D>
+      %a = energy.read @x.adjoint : !energy.array<D>
+      energy.store %a into @x.cotangent : !energy.array<D>
+      %h = energy.grad @x of @x.backprop : !energy.array<D>
+      ...
+      energy.store %new into @x.adjoint : !energy.array<D>
+    } finish {
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$seed, SizedRegion<1>:$body,
+                        SizedRegion<1>:$finish);
+  let assemblyFormat =
+      "attr-dict-with-keyword `seed` $seed `step` $body `finish` $finish";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+  }];
+}
+
 def Energy_RepeatOp : Energy_Op<"repeat", [SingleBlock, NoRegionArguments,
     RecursiveMemoryEffects, OpAsmOpInterface]> {
   let summary = "Runs a body of an update program until it yields true";

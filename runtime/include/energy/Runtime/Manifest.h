@@ -107,12 +107,24 @@ struct ManifestBuffer {
   TensorRole role = TensorRole::State;
   std::optional<InitSpec> init;
   std::optional<std::string> optimizerStateOf;
+  /// Tensors a backward program adds: the adjoint of a tensor (the
+  /// derivative of the loss with respect to it), or the scratch where a
+  /// cotangent is stored. Neither is part of the forward state.
+  std::optional<std::string> adjointOf, cotangentOf;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;
 
   /// The declared shape: "[N, T - 1, 4]".
   std::string shapeText() const;
 };
+
+/// Whether `buffer` is part of the forward state: a state tensor
+/// (optimizer state included) that is not an adjoint or a cotangent.
+inline bool isForwardState(const ManifestBuffer &buffer) {
+  return buffer.kind == BufferKind::Tensor &&
+         buffer.role == TensorRole::State && !buffer.adjointOf &&
+         !buffer.cotangentOf;
+}
 
 /// The kernels' symbol names.
 struct ManifestKernels {
@@ -130,6 +142,13 @@ struct ManifestKernels {
   std::optional<std::string> step;
   /// The stopping rule (*result = 1 to stop); none when there is no rule.
   std::optional<std::string> until;
+  /// Loss name to the kernel that writes that loss to *result.
+  std::map<std::string, std::string> losses;
+  /// The backward program's parts (Backprop.h); none without a loss.
+  struct Backward {
+    std::string seed, step, finish;
+  };
+  std::optional<Backward> backward;
 };
 
 /// What the kernels were compiled for: the manifest's `target` object.

@@ -76,6 +76,10 @@ public:
   std::vector<std::string> gradientNames() const;
   /// The energy terms whose energies Session::termEnergy gives (sorted).
   std::vector<std::string> termNames() const;
+  /// Its losses, and the tensors whose derivatives a backward run gives
+  /// (every param and state of a model with a loss), in manifest order.
+  std::vector<std::string> lossNames() const;
+  std::vector<std::string> adjointNames() const;
 
   /// Whether the kernels were built with threads.
   bool hasThreads() const;

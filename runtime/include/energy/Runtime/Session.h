@@ -11,6 +11,7 @@
 #define ENERGY_RUNTIME_SESSION_H
 
 #include "energy/Runtime/ArtifactABI.h"
+#include "energy/Runtime/Backprop.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Status.h"
 #include "energy/Runtime/Tensor.h"
@@ -56,6 +57,22 @@ struct RunResult {
   double energy = 0;
   /// The energy after each step.
   std::vector<double> trace;
+};
+
+/// How a backward run goes (Session::backward).
+struct BackwardOptions {
+  /// How many steps at most; the manifest's step count when absent.
+  std::optional<int64_t> steps;
+  BackpropStorage storage = BackpropStorage::Checkpointed;
+};
+
+/// What a backward run found.
+struct BackwardResult {
+  /// Steps taken forward (fewer than asked when the stopping rule fired).
+  int64_t steps = 0;
+  /// The sum of the losses at the final values, and each loss.
+  double loss = 0;
+  std::map<std::string, double> losses;
 };
 
 /// The values of a model's buffers. Dims are resolved, and every buffer
@@ -104,6 +121,24 @@ public:
   /// the energy are finite ("step 3 produced a non-finite value in tensor
   /// 'x'").
   Expected<RunResult> run(const RunOptions &options = {});
+  /// For a model with a loss: runs the dynamics from the current state
+  /// (steps numbered from 0), evaluates the losses at the final values, then
+  /// runs the backward program (Backprop.h). Afterwards adjoint(X) is the
+  /// derivative of the sum of the losses with respect to X (a param, or the
+  /// value a state had before the run), and the state is back where the run
+  /// started. Errors name the step and the kernel; a non-finite loss is an
+  /// error naming the loss.
+  Expected<BackwardResult> backward(const BackwardOptions &options = {});
+  /// The adjoint of tensor `name` (see Model::adjointNames) that the last
+  /// backward() left, in the session's own buffer (valid until the next
+  /// call that evaluates anything).
+  Expected<const Tensor *> adjoint(const std::string &name);
+  /// Sets every state tensor (optimizer state included) back to its value
+  /// before any step: a copy of its source's current value for a state
+  /// initialised from another tensor (`state x = h`), else the value it had
+  /// when the session's buffers were set up. Then stepCount() is 0.
+  Status resetStates();
+
   /// The number of the next step (what the kernels see as `step`); set it
   /// to resume a saved run.
   int64_t stepCount() const { return nextStep; }
@@ -162,6 +197,14 @@ private:
   std::optional<Tensor> deviceArguments;
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
+  /// For a model with a loss: each state's value when the buffers were set
+  /// up (resetStates), by buffer position.
+  std::map<size_t, Tensor> initialStates;
+  /// The steps and the step count a backward run uses.
+  Expected<int64_t> defaultStepCount();
+  /// Copies `value` into buffer `index` (on the device for a CUDA
+  /// artifact).
+  void overwriteBuffer(size_t index, const Tensor &value);
 };
 
 } // namespace energy
