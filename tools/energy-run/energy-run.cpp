@@ -12,6 +12,7 @@
 
 #include "AttentionPlot.h"
 #include "InterpretedRun.h"
+#include "LossGradients.h"
 #include "RunPlot.h"
 
 #include "energy/Codegen/Artifact.h"
@@ -49,12 +50,14 @@ using namespace mlir::energy;
 namespace fe = ::energy::frontend;
 using mlir::energy::tools::fromRuntime;
 using mlir::energy::tools::InterpretedRun;
+using mlir::energy::tools::LossGradients;
+using mlir::energy::tools::lossGradientsOf;
 using mlir::energy::tools::plotAttention;
 using mlir::energy::tools::toRuntime;
 using mlir::energy::tools::yieldedValue;
 
 namespace {
-enum class EvalKind { Energy, Grad, Run };
+enum class EvalKind { Energy, Grad, LossGrad, Run };
 
 cl::OptionCategory runOptions("energy-run options");
 cl::opt<std::string> modelFile(cl::Positional,
@@ -99,7 +102,17 @@ cl::opt<EvalKind> evalKind(
     cl::values(clEnumValN(EvalKind::Energy, "energy", "the global energy"),
                clEnumValN(EvalKind::Grad, "grad",
                           "dE/dT for each state tensor (or --wrt)"),
+               clEnumValN(EvalKind::LossGrad, "loss-grad",
+                          "run the dynamics, then the losses and their "
+                          "gradient through the run (adjoint.T for each param "
+                          "and state)"),
                clEnumValN(EvalKind::Run, "run", "run the dynamics (default)")),
+    cl::cat(runOptions));
+cl::opt<bool> storeAllSteps(
+    "store-all-steps",
+    cl::desc("With --eval loss-grad: keep the state of every step for the "
+             "backward pass instead of checkpoints every sqrt(steps) steps "
+             "(more memory, no recomputation)"),
     cl::cat(runOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Tensors to differentiate (--eval grad)"),
@@ -223,8 +236,8 @@ void printEnergy(double energy) {
 }
 
 /// Prints gradients (text or JSON) and writes them with --out.
-bool reportGradients(const RuntimeTensors &gradients) {
-  json::Object result;
+bool reportGradients(const RuntimeTensors &gradients,
+                     json::Object result = {}) {
   for (const auto &[name, value] : gradients) {
     if (jsonOutput) {
       json::Array shape;
@@ -243,6 +256,31 @@ bool reportGradients(const RuntimeTensors &gradients) {
   if (jsonOutput)
     outs() << formatv("{0}", json::Value(std::move(result))) << "\n";
   return outputFile.empty() || writeOutputs(gradients);
+}
+
+/// --eval loss-grad: each loss, then the adjoints as --eval grad reports
+/// gradients.
+bool reportLossGradients(const LossGradients &result) {
+  if (!jsonOutput)
+    for (const auto &[name, value] : result.losses)
+      outs() << formatv("loss {0} {1:e} after {2} steps\n", name, value,
+                        result.steps);
+  json::Object losses;
+  for (const auto &[name, value] : result.losses)
+    losses[name] = value;
+  return reportGradients(
+      result.adjoints,
+      json::Object{{"losses", std::move(losses)}, {"steps", result.steps}});
+}
+
+::energy::BackpropStorage backwardStorage() {
+  return storeAllSteps ? ::energy::BackpropStorage::Full
+                       : ::energy::BackpropStorage::Checkpointed;
+}
+
+std::optional<int64_t> stepsOption() {
+  return stepsOverride >= 0 ? std::optional<int64_t>(stepsOverride)
+                            : std::nullopt;
 }
 
 /// Reports the energy after each step: --trace lines, or a progress line
@@ -305,6 +343,8 @@ std::string benchedEvaluation(std::optional<int64_t> steps) {
     return "energy";
   case EvalKind::Grad:
     return "grad";
+  case EvalKind::LossGrad:
+    return "loss-grad";
   case EvalKind::Run:
     break;
   }
@@ -456,6 +496,15 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
                         std::move(*value));
     }
     return reportGradients(gradients) ? 0 : 1;
+  }
+
+  if (evalKind == EvalKind::LossGrad) {
+    FailureOr<Interpreter> interpreter = run.interpreter();
+    if (failed(interpreter))
+      return 1;
+    FailureOr<LossGradients> result =
+        lossGradientsOf(model, *interpreter, stepsOption(), backwardStorage());
+    return succeeded(result) && reportLossGradients(*result) ? 0 : 1;
   }
 
   StepReporter reporter;
@@ -629,6 +678,14 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
       gradients.emplace("grad." + name, std::move(*value));
     }
     return reportGradients(gradients) ? 0 : 1;
+  }
+
+  if (evalKind == EvalKind::LossGrad) {
+    ::energy::Expected<LossGradients> result =
+        lossGradientsOf(session, stepsOption(), backwardStorage());
+    if (!result)
+      return fail(result.message());
+    return reportLossGradients(*result) ? 0 : 1;
   }
 
   StepReporter reporter;

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Compares a compiled loss gradient through the dynamics with the interpreter.
+
+For one model of tests/e2e/loss_models: `energy-run ARTIFACT --eval
+loss-grad` (the compiled forward run, losses and backward program under the
+checkpoint schedule) against `energy-run ARTIFACT --interp --eval loss-grad`
+(the interpreter running the embedded source's backward program), from the
+same initial values. The interpreter's backward program is itself checked
+against central finite differences (tests/unit/dynamics/LossGradientTest);
+this checks that compiled kernels run it as the interpreter does. Each loss
+and each adjoint must agree within compare_with_interpreter.py's tolerances
+(f64 1e-10, f32 2e-3 relative, for the reasons given there: the backward pass
+is a few times as deep as the forward run, well inside that margin). The
+compiled adjoints with checkpoints, with every step stored
+(--store-all-steps), and on 1 and 3 threads must be the same bits.
+"""
+import json
+import os
+import sys
+import tempfile
+
+from compare_with_interpreter import compare, read_safetensors, run
+
+
+def main():
+    energy_run, artifact, dtype = sys.argv[1:4]
+    dims = sys.argv[4:]
+    tolerance = {'f64': 1e-10, 'f32': 2e-3}[dtype]
+    common = dims + ['--init', 'random:5', '--eval', 'loss-grad']
+    compiled = json.loads(run([energy_run, artifact, '--json'] + common))
+    interpreted = json.loads(run([energy_run, artifact, '--interp', '--json'] + common))
+    if compiled['steps'] != interpreted['steps']:
+        sys.exit('steps taken differ: %s vs %s' % (compiled['steps'], interpreted['steps']))
+    for name in sorted(interpreted['losses']):
+        compare('loss ' + name, [compiled['losses'][name]], [interpreted['losses'][name]],
+                tolerance)
+    adjoints = sorted(k for k in interpreted if k.startswith('adjoint.'))
+    if adjoints != sorted(k for k in compiled if k.startswith('adjoint.')):
+        sys.exit('adjoints differ in names')
+    if not adjoints:
+        sys.exit('no adjoints to compare')
+    for name in adjoints:
+        compare(name, compiled[name]['data'], interpreted[name]['data'], tolerance)
+
+    with tempfile.TemporaryDirectory() as directory:
+        results = []
+        for extra in (['--threads', '1'], ['--threads', '3'],
+                      ['--threads', '1', '--store-all-steps']):
+            path = os.path.join(directory, 'adjoints.safetensors')
+            run([energy_run, artifact] + extra + common + ['--out', path])
+            with open(path, 'rb') as f:
+                results.append(f.read())
+        if results[0] != results[1]:
+            sys.exit('the compiled adjoints on 1 and on 3 threads differ')
+        if results[0] != results[2]:
+            sys.exit('checkpointed and fully stored backward runs differ')
+        print('%-40s identical' % 'on 1 and 3 threads, checkpointed or not')
+
+
+if __name__ == '__main__':
+    main()

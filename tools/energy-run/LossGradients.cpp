@@ -1,0 +1,85 @@
+//===- LossGradients.cpp - energy-run --eval loss-grad --------------------===//
+//
+// Session::backward, or the interpreter under the same schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LossGradients.h"
+
+#include "InterpretedRun.h"
+
+#include "energy/Interpreter/InterpretedBackprop.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::tools;
+
+::energy::Expected<LossGradients>
+tools::lossGradientsOf(::energy::Session &session, std::optional<int64_t> steps,
+                       ::energy::BackpropStorage storage) {
+  ::energy::BackwardOptions options;
+  options.steps = steps;
+  options.storage = storage;
+  ::energy::Expected<::energy::BackwardResult> result =
+      session.backward(options);
+  if (!result)
+    return result.status();
+  LossGradients gradients;
+  gradients.steps = result->steps;
+  gradients.losses = result->losses;
+  for (const std::string &name : session.model().adjointNames()) {
+    ::energy::Expected<const ::energy::Tensor *> adjoint =
+        session.adjoint(name);
+    if (!adjoint)
+      return adjoint.status();
+    gradients.adjoints.emplace("adjoint." + name, **adjoint);
+  }
+  return gradients;
+}
+
+FailureOr<LossGradients>
+tools::lossGradientsOf(ModelOp model, Interpreter &interpreter,
+                       std::optional<int64_t> steps,
+                       ::energy::BackpropStorage storage) {
+  FailureOr<std::unique_ptr<InterpretedBackprop>> target =
+      InterpretedBackprop::create(model, interpreter);
+  if (failed(target))
+    return failure();
+  ::energy::BackpropSchedule schedule;
+  if (steps) {
+    schedule.maxSteps = *steps;
+  } else if (DynamicsOp dynamics = model.getDynamics()) {
+    FailureOr<int64_t> count = dynamics.getSteps().evaluate(
+        [&](StringRef name) { return interpreter.getDim(name); });
+    if (failed(count))
+      return dynamics.emitError("the step count cannot be evaluated");
+    schedule.maxSteps = *count;
+  }
+  schedule.storage = storage;
+  LossGradients gradients;
+  schedule.afterForward = [&](int64_t taken) -> ::energy::Status {
+    gradients.steps = taken;
+    for (TermOp term : model.getBody().front().getOps<TermOp>()) {
+      if (!term.getLoss())
+        continue;
+      FailureOr<double> value = interpreter.evaluateTerm(term);
+      if (failed(value))
+        return ::energy::Status::error("loss '" + term.getSymName().str() +
+                                       "' failed in the interpreter");
+      gradients.losses[term.getSymName().str()] = *value;
+    }
+    return ::energy::Status::success();
+  };
+  ::energy::Expected<int64_t> taken =
+      ::energy::runForwardBackward(**target, schedule);
+  if (!taken)
+    return model.emitError() << taken.message();
+  for (const std::string &name : (*target)->differentiable()) {
+    FailureOr<ArrayValue> adjoint =
+        interpreter.getTensorValue(name + ".adjoint");
+    if (failed(adjoint))
+      return failure();
+    gradients.adjoints.emplace("adjoint." + name, toRuntime(*adjoint));
+  }
+  return gradients;
+}
