@@ -54,7 +54,87 @@ Status Session::resetStates() {
   return Status::success();
 }
 
-Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
+namespace energy {
+/// The schedule's target: a session's kernels and buffers.
+class SessionBackpropTarget : public BackpropTarget {
+public:
+  explicit SessionBackpropTarget(Session &session) : session(session) {
+    const Manifest &manifest = session.owner.manifest();
+    for (size_t i = 0; i < manifest.buffers.size(); ++i)
+      if (isForwardState(manifest.buffers[i]))
+        states.push_back(i);
+  }
+  Status forwardStep(int64_t step, bool &stop) override {
+    const detail::ModelState &state = session.modelState();
+    stop = false;
+    last = step;
+    if (Status status =
+            session.call(state.step.function, state.step.symbol, step, nullptr);
+        !status)
+      return status;
+    if (!state.until.function)
+      return Status::success();
+    double done = 0;
+    if (Status status =
+            session.call(state.until.function, state.until.symbol, step, &done);
+        !status)
+      return status;
+    stop = done != 0.0;
+    return Status::success();
+  }
+  Status seed() override {
+    const detail::Kernel &kernel = session.modelState().backwardSeed;
+    return session.call(kernel.function, kernel.symbol, last, nullptr);
+  }
+  Status backwardStep(int64_t step) override {
+    const detail::Kernel &kernel = session.modelState().backwardStep;
+    return session.call(kernel.function, kernel.symbol, step, nullptr);
+  }
+  Status finish() override {
+    const detail::Kernel &kernel = session.modelState().backwardFinish;
+    return session.call(kernel.function, kernel.symbol, 0, nullptr);
+  }
+  Status save(size_t slot) override {
+    if (slots.size() <= slot)
+      slots.resize(slot + 1);
+    slots[slot].clear();
+    for (size_t index : states)
+      slots[slot].push_back(session.readBuffer(index));
+    return Status::success();
+  }
+  Status restore(size_t slot) override {
+    for (size_t k = 0; k < states.size(); ++k)
+      session.overwriteBuffer(states[k], slots[slot][k]);
+    return Status::success();
+  }
+  /// Each loss at the current values, after `taken` steps.
+  Status evaluateLosses(int64_t taken, BackwardResult &result) {
+    result.steps = taken;
+    for (const auto &[name, kernel] : session.modelState().losses) {
+      double value = 0;
+      if (Status status =
+              session.call(kernel.function, kernel.symbol, last, &value);
+          !status)
+        return status;
+      if (!std::isfinite(value))
+        return Status::error("loss '" + name + "' is not finite (" +
+                             std::to_string(value) + ") after " +
+                             std::to_string(taken) + " steps");
+      result.losses[name] = value;
+      result.loss += value;
+    }
+    return Status::success();
+  }
+
+private:
+  Session &session;
+  int64_t last = 0;
+  std::vector<size_t> states;
+  std::vector<std::vector<Tensor>> slots;
+};
+} // namespace energy
+
+Expected<int64_t> Session::lossRunSteps(const BackwardOptions &options) {
   const detail::ModelState &state = *owner.state;
   if (!state.backwardStep.function)
     return Status::error("model " + owner.name() +
@@ -62,111 +142,56 @@ Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
                          "`loss NAME = ...;`)");
   if (Status status = prepare(); !status)
     return status;
-  int64_t steps = 0;
-  if (options.steps) {
-    steps = *options.steps;
-  } else {
-    Expected<int64_t> count = defaultStepCount();
-    if (!count)
-      return count.status();
-    steps = *count;
-  }
-  if (steps < 0)
+  Expected<int64_t> steps =
+      options.steps ? Expected<int64_t>(*options.steps) : defaultStepCount();
+  if (!steps)
+    return steps.status();
+  if (*steps < 0)
     return Status::error("the step count is negative: " +
-                         std::to_string(steps));
-  if (steps > 0 && !state.step.function)
+                         std::to_string(*steps));
+  if (*steps > 0 && !state.step.function)
     return Status::error("model " + owner.name() + " has no dynamics to run");
+  return steps;
+}
 
-  // The schedule's target: this session's kernels and buffers.
-  class Target : public BackpropTarget {
-  public:
-    explicit Target(Session &session) : session(session) {
-      const Manifest &manifest = session.owner.manifest();
-      for (size_t i = 0; i < manifest.buffers.size(); ++i)
-        if (isForwardState(manifest.buffers[i]))
-          states.push_back(i);
-    }
-    Status forwardStep(int64_t step, bool &stop) override {
-      const detail::ModelState &state = *session.owner.state;
-      stop = false;
-      last = step;
-      if (Status status = session.call(state.step.function, state.step.symbol,
-                                       step, nullptr);
-          !status)
-        return status;
-      if (!state.until.function)
-        return Status::success();
-      double done = 0;
-      if (Status status = session.call(state.until.function, state.until.symbol,
-                                       step, &done);
-          !status)
-        return status;
-      stop = done != 0.0;
-      return Status::success();
-    }
-    Status seed() override {
-      const detail::Kernel &kernel = session.owner.state->backwardSeed;
-      return session.call(kernel.function, kernel.symbol, last, nullptr);
-    }
-    Status backwardStep(int64_t step) override {
-      const detail::Kernel &kernel = session.owner.state->backwardStep;
-      return session.call(kernel.function, kernel.symbol, step, nullptr);
-    }
-    Status finish() override {
-      const detail::Kernel &kernel = session.owner.state->backwardFinish;
-      return session.call(kernel.function, kernel.symbol, 0, nullptr);
-    }
-    Status save(size_t slot) override {
-      if (slots.size() <= slot)
-        slots.resize(slot + 1);
-      slots[slot].clear();
-      for (size_t index : states)
-        slots[slot].push_back(session.readBuffer(index));
-      return Status::success();
-    }
-    Status restore(size_t slot) override {
-      for (size_t k = 0; k < states.size(); ++k)
-        session.overwriteBuffer(states[k], slots[slot][k]);
-      return Status::success();
-    }
-    Status evaluateLosses(BackwardResult &result) {
-      for (const auto &[name, kernel] : session.owner.state->losses) {
-        double value = 0;
-        if (Status status =
-                session.call(kernel.function, kernel.symbol, last, &value);
-            !status)
-          return status;
-        if (!std::isfinite(value))
-          return Status::error("loss '" + name + "' is not finite (" +
-                               std::to_string(value) + ") after " +
-                               std::to_string(last + 1) + " steps");
-        result.losses[name] = value;
-        result.loss += value;
-      }
-      return Status::success();
-    }
-
-    int64_t last = 0;
-
-  private:
-    Session &session;
-    std::vector<size_t> states;
-    std::vector<std::vector<Tensor>> slots;
-  };
-
-  Target target(*this);
+Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
+  Expected<int64_t> steps = lossRunSteps(options);
+  if (!steps)
+    return steps.status();
+  SessionBackpropTarget target(*this);
   BackwardResult result;
   BackpropSchedule schedule;
-  schedule.maxSteps = steps;
+  schedule.maxSteps = *steps;
   schedule.storage = options.storage;
   schedule.afterForward = [&](int64_t taken) {
-    result.steps = taken;
-    return target.evaluateLosses(result);
+    return target.evaluateLosses(taken, result);
   };
   Expected<int64_t> taken = runForwardBackward(target, schedule);
   nextStep = 0;
   if (!taken)
     return taken.status();
+  return result;
+}
+
+Expected<BackwardResult>
+Session::evaluateLosses(const BackwardOptions &options) {
+  Expected<int64_t> steps = lossRunSteps(options);
+  if (!steps)
+    return steps.status();
+  SessionBackpropTarget target(*this);
+  int64_t taken = 0;
+  for (int64_t step = 0; step < *steps; ++step) {
+    bool stop = false;
+    if (Status ran = target.forwardStep(step, stop); !ran)
+      return ran.withContext("step " + std::to_string(step));
+    taken = step + 1;
+    if (stop)
+      break;
+  }
+  nextStep = taken;
+  BackwardResult result;
+  if (Status status = target.evaluateLosses(taken, result); !status)
+    return status;
   return result;
 }
 

@@ -129,6 +129,10 @@ public:
   /// started. Errors name the step and the kernel; a non-finite loss is an
   /// error naming the loss.
   Expected<BackwardResult> backward(const BackwardOptions &options = {});
+  /// Runs the dynamics from the current state (steps numbered from 0) and
+  /// evaluates the losses at the final values, with no backward pass; the
+  /// state is then the final one.
+  Expected<BackwardResult> evaluateLosses(const BackwardOptions &options = {});
   /// The adjoint of tensor `name` (see Model::adjointNames) that the last
   /// backward() left, in the session's own buffer (valid until the next
   /// call that evaluates anything).
@@ -158,7 +162,12 @@ public:
   const std::vector<std::string> &notes() const { return noteList; }
 
 private:
+  friend class SessionBackpropTarget;
+  const detail::ModelState &modelState() const { return *owner.state; }
   explicit Session(Model model) : owner(std::move(model)) {}
+  /// The step count of a backward or loss run (options.steps, else the
+  /// manifest's); an error without a loss.
+  Expected<int64_t> lossRunSteps(const BackwardOptions &options);
 
   /// Resolves dims and shapes, allocates and initialises every buffer;
   /// nothing when already done.

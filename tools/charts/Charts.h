@@ -1,7 +1,7 @@
 //===- Charts.h - Line charts and heat maps drawn with cairo -----*- C++
 //-*-===//
 //
-// The pictures energy-run draws: stacked line charts (the energy per step,
+// The pictures the tools draw: stacked line charts (the energy per step,
 // per term, and the gradient norm) and heat maps (softmax weights), as SVG
 // or PNG by the file's extension, drawn with cairo. An SVG also carries, in a
 // <metadata> element, where each panel's axes map data to the picture and
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ENERGY_TOOLS_ENERGYRUN_CHARTS_H
-#define ENERGY_TOOLS_ENERGYRUN_CHARTS_H
+#ifndef ENERGY_TOOLS_CHARTS_CHARTS_H
+#define ENERGY_TOOLS_CHARTS_CHARTS_H
 
 #include <string>
 #include <vector>
@@ -53,4 +53,4 @@ bool writeHeatMap(const HeatMap &map, const std::string &path,
 
 } // namespace energy::charts
 
-#endif // ENERGY_TOOLS_ENERGYRUN_CHARTS_H
+#endif // ENERGY_TOOLS_CHARTS_CHARTS_H
