@@ -11,6 +11,7 @@ CMAKE_FLAGS ?=
 APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 \
                 libclang-rt-22-dev lld-22 cmake ninja-build libfmt-dev libspdlog-dev \
                 doctest-dev libopenblas-dev libzstd-dev python3 python3-numpy \
+                python3-torch \
                 libgraphviz-dev libcairo2-dev pkg-config
 
 .PHONY: all deps build test test-sanitized fuzz demo bench install clean

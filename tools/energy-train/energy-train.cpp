@@ -62,7 +62,8 @@ differentiated through the run, and the params are updated.
   --no-shuffle           visit the examples in order
   --dim NAME=V, --const NAME=V, --in FILE   as energy-exec: dims, consts,
                          fixed tensors and initial params
-  --checkpoint FILE      write a checkpoint after every epoch
+  --checkpoint FILE      write a checkpoint after every epoch ({epoch} in
+                         FILE becomes the epoch's number)
   --resume FILE          go on from a checkpoint (same data and options)
   --out FILE             write the trained params (safetensors)
   --log FILE.csv         the loss of every update and each epoch's
@@ -409,9 +410,13 @@ int main(int argc, char **argv) {
       return fail(summary.message());
     bar.epoch(*summary);
     curves.record(*summary, trainer.updatesDone());
-    if (!options.checkpoint.empty())
-      if (Status status = trainer.saveCheckpoint(options.checkpoint); !status)
+    if (!options.checkpoint.empty()) {
+      std::string path = options.checkpoint;
+      if (size_t at = path.find("{epoch}"); at != std::string::npos)
+        path.replace(at, 7, std::to_string(summary->epoch));
+      if (Status status = trainer.saveCheckpoint(path); !status)
         return fail(status.message());
+    }
   }
   if (!options.out.empty()) {
     Expected<std::map<std::string, Tensor>> params = trainer.params();
