@@ -152,8 +152,11 @@ private:
           for (OpOperand &use : user->getOpOperands()) {
             Value value = use.get();
             Operation *def = value.getDefiningOp();
+            // A reduction is not recomputed at every position: its adjoint
+            // is summed over the loop instead (reverseBody).
             if (!def || !active.contains(value) ||
-                body.isAncestor(def->getParentRegion()))
+                body.isAncestor(def->getParentRegion()) ||
+                def->getNumRegions() != 0)
               continue;
             OpBuilder builder(&body.front(), body.front().begin());
             Operation *copy = builder.clone(*def);
@@ -189,6 +192,13 @@ private:
   LogicalResult reverse(ArrayRef<Operation *> forward, Value output, Value seed,
                         OpBuilder &builder) {
     DenseMap<Value, Value> adjoints;
+    return reverse(forward, output, seed, builder, adjoints);
+  }
+
+  /// The same with the adjoints of the sweep in `adjoints` (a caller reads
+  /// those of values defined outside `forward` from it).
+  LogicalResult reverse(ArrayRef<Operation *> forward, Value output, Value seed,
+                        OpBuilder &builder, DenseMap<Value, Value> &adjoints) {
     adjoints[output] = seed;
     for (Operation *op : llvm::reverse(forward)) {
       if (op->getNumResults() != 1 || !active.contains(op->getResult(0)))
@@ -215,7 +225,7 @@ private:
            llvm::zip(op->getOperands(), operandAdjoints))
         accumulateAdjoint(adjoints, operand, contribution, builder, loc);
       if (auto reduce = dyn_cast<ReduceOp>(op))
-        if (failed(reverseBody(reduce, adjoint, builder)))
+        if (failed(reverseBody(reduce, adjoint, builder, adjoints)))
           return failure();
     }
     return success();
@@ -224,10 +234,26 @@ private:
   /// Reverses the body of `reduce`, whose result has adjoint `adjoint`: a
   /// loop over the same domain that recomputes the body and walks it back
   /// from the body's value, seeded by the reduction's rule.
-  LogicalResult reverseBody(ReduceOp reduce, Value adjoint,
-                            OpBuilder &builder) {
+  LogicalResult reverseBody(ReduceOp reduce, Value adjoint, OpBuilder &builder,
+                            DenseMap<Value, Value> &outerAdjoints) {
     if (!active.contains(reduce.getBodyValue()))
       return success();
+    // Active values from outside that the body reads (reductions, which
+    // sinkIntoReductions leaves outside): their adjoints are sums over the
+    // domain, each one a reduction of its own that recomputes the body.
+    SetVector<Value> outside;
+    reduce.getBody().walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (active.contains(operand) &&
+            !reduce.getBody().isAncestor(operand.getParentRegion()))
+          outside.insert(operand);
+    });
+    for (Value value : outside) {
+      FailureOr<Value> sum = sumBodyAdjoint(reduce, adjoint, value, builder);
+      if (failed(sum))
+        return failure();
+      accumulateAdjoint(outerAdjoints, value, *sum, builder, reduce.getLoc());
+    }
     // A plugin's aggregation: its weights need every position's value, so
     // they are tabulated ahead of the loop.
     Value weights;
@@ -254,23 +280,87 @@ private:
     for (Operation &op : body)
       forward.push_back(&op);
     OpBuilder inner = OpBuilder::atBlockEnd(&body);
+    Value seed = bodySeed(reduce, adjoint, weights, body, value, inner);
+    if (!seed)
+      return failure();
+    return reverse(forward, value, seed, inner);
+  }
+
+  /// Σ over the domain of `reduce` of the adjoint that `outside` (a value
+  /// defined outside the body) gets from the body at each position: a
+  /// `reduce sum` that recomputes the body and walks it back, keeping only
+  /// that adjoint (the accumulations into tensors are reverseBody's).
+  FailureOr<Value> sumBodyAdjoint(ReduceOp reduce, Value adjoint, Value outside,
+                                  OpBuilder &builder) {
+    if (reduce.getKind() == ReduceKind::custom)
+      return reduce.emitOpError()
+             << "reads a reduction computed outside it; a plugin's "
+                "aggregation cannot sum its adjoint";
+    Location loc = reduce.getLoc();
+    auto sum = ReduceOp::create(builder, loc, outside.getType(),
+                                ReduceKind::sum, reduce.getSizes(), Value());
+    IRMapping mapping;
+    reduce.getPredicate().cloneInto(&sum.getPredicate(), mapping);
+    reduce.getBody().cloneInto(&sum.getBody(), mapping);
+    reduce.getBody().walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (active.contains(result))
+          active.insert(mapping.lookup(result));
+    });
+    Block &body = sum.getBody().front();
+    Value value = mapping.lookup(reduce.getBodyValue());
+    body.getTerminator()->erase();
+    SmallVector<Operation *> forward;
+    for (Operation &op : body)
+      forward.push_back(&op);
+    OpBuilder inner = OpBuilder::atBlockEnd(&body);
+    Value seed = bodySeed(reduce, adjoint, Value(), body, value, inner);
+    if (!seed)
+      return failure();
+    DenseMap<Value, Value> adjoints;
+    if (failed(reverse(forward, value, seed, inner, adjoints)))
+      return failure();
+    // Only the adjoint of `outside` is wanted here.
+    SmallVector<Operation *> accumulations;
+    body.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (!isa<AccumulateOp, ForeachOp>(op))
+        return WalkResult::advance();
+      accumulations.push_back(op);
+      return WalkResult::skip();
+    });
+    for (Operation *op : accumulations)
+      op->erase();
+    Value part = adjoints.lookup(outside);
+    if (!part) {
+      Value zero = ConstantOp::create(inner, loc, 0.0);
+      auto type = cast<ArrayType>(outside.getType());
+      part = type.isScalar()
+                 ? zero
+                 : BroadcastOp::create(inner, loc, type, zero).getResult();
+    }
+    YieldOp::create(inner, loc, part);
+    return sum.getResult();
+  }
+
+  /// The adjoint of the body's value at one position of `reduce`, whose
+  /// result has adjoint `adjoint` (`weights`: a plugin aggregation's table).
+  Value bodySeed(ReduceOp reduce, Value adjoint, Value weights, Block &body,
+                 Value value, OpBuilder &inner) {
     Value seed;
     if (weights) {
       unsigned rank = body.getNumArguments();
       SmallVector<AffineExpr> positions;
       for (unsigned i = 0; i < rank; ++i)
-        positions.push_back(getAffineDimExpr(i, builder.getContext()));
-      auto map = AffineMap::get(rank, 0, positions, builder.getContext());
+        positions.push_back(getAffineDimExpr(i, inner.getContext()));
+      auto map = AffineMap::get(rank, 0, positions, inner.getContext());
       Value weight = ExtractOp::create(
-          inner, reduce.getLoc(), ArrayType::getScalar(builder.getContext()),
+          inner, reduce.getLoc(), ArrayType::getScalar(inner.getContext()),
           weights, AffineMapAttr::get(map), body.getArguments());
       seed = MulOp::create(inner, reduce.getLoc(), adjoint, weight);
     } else {
       seed = reduce.buildBodyAdjoint(inner, adjoint, reduce.getResult(), value);
     }
-    if (!seed)
-      return failure();
-    return reverse(forward, value, seed, inner);
+    return seed;
   }
 
   GradientOp gradient;
