@@ -132,6 +132,13 @@ def targets(results):
         rows.append(row)
     else:
         missing('compile', '(f) energyc on every example', '< 2 s each')
+    if 'training' in parts:
+        p = parts['training']
+        rows.append(ratio_target(
+            p, 2, 'training step (%d momentum steps + backward), B = %d, N = %d, D = %d, '
+            'vs torch' % (p['steps'], p['b'], p['n'], p['d'])))
+    else:
+        missing('training', 'training step (run + backward) vs torch', '≥ 2')
     return rows
 
 

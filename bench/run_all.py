@@ -17,6 +17,7 @@ Parts (targets of the issue):
   scaling         self-attention gradient at N = 4096 .. 65 536:
                   time and peak memory                               (e)
   compile         energyc on every example                           (f)
+  training        one training step (run + backward) vs torch        (issue 15)
 
 Use Debian's /usr/bin/python3 (python3-torch, python3-sklearn). Before
 numpy or torch load, OPENBLAS_CORETYPE is set to the core this CPU supports
@@ -50,7 +51,7 @@ MALLOC_SETTINGS = {'MALLOC_MMAP_THRESHOLD_': str(2**30),
 # run again (--retries times at most), and the least disturbed run is kept.
 DISTURBED = 0.10
 
-PARTS = ['sgemm', 'hopfield', 'self_attention', 'gmm', 'scaling', 'compile']
+PARTS = ['sgemm', 'hopfield', 'self_attention', 'gmm', 'scaling', 'compile', 'training']
 
 
 def parse_arguments():
@@ -195,9 +196,11 @@ def main():
     import gmm_em
     import hopfield_grad
     import self_attention_torch
+    import training_step
     modules = {'sgemm': blas_sgemm, 'hopfield': hopfield_grad,
                'self_attention': self_attention_torch, 'gmm': gmm_em,
-               'scaling': attention_scaling, 'compile': compile_times}
+               'scaling': attention_scaling, 'compile': compile_times,
+               'training': training_step}
 
     results = {'machine': machine, 'parts': {}, 'errors': {},
                'arguments': {key: value for key, value in vars(arguments).items()},

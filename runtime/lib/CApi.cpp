@@ -9,10 +9,16 @@
 #include "energy/energy.h"
 
 #include "energy/Runtime/Model.h"
+#include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
+#include "energy/Runtime/Trainer.h"
 
 #include <cstring>
 #include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 using namespace energy;
@@ -270,5 +276,166 @@ int energy_session_run(energy_session *session, int64_t steps,
     if (final_energy)
       *final_energy = run->energy;
     return 0;
+  });
+}
+
+int energy_session_backward(energy_session *session, int64_t steps,
+                            int store_all_steps, double *loss,
+                            int64_t *steps_taken) {
+  return guarded(1, [&] {
+    if (!session)
+      return result(nullArgument("energy_session_backward", "session"));
+    BackwardOptions options;
+    if (steps >= 0)
+      options.steps = steps;
+    options.storage =
+        store_all_steps ? BackpropStorage::Full : BackpropStorage::Checkpointed;
+    Expected<BackwardResult> run = session->session.backward(options);
+    if (!run)
+      return result(run.status());
+    if (loss)
+      *loss = run->loss;
+    if (steps_taken)
+      *steps_taken = run->steps;
+    return 0;
+  });
+}
+
+int energy_session_adjoint(energy_session *session, const char *name,
+                           energy_dtype dtype, void *data,
+                           size_t capacity_elements, int64_t *shape_out,
+                           size_t *rank_inout) {
+  return guarded(1, [&] {
+    if (!session || !name)
+      return result(nullArgument("energy_session_adjoint", "session or name"));
+    Expected<const Tensor *> adjoint = session->session.adjoint(name);
+    Expected<Tensor> value = adjoint ? Expected<Tensor>(**adjoint)
+                                     : Expected<Tensor>(adjoint.status());
+    return copyOut("energy_session_adjoint", std::move(value), dtype, data,
+                   capacity_elements, shape_out, rank_inout);
+  });
+}
+
+int energy_session_reset_states(energy_session *session) {
+  return guarded(1, [&] {
+    if (!session)
+      return result(nullArgument("energy_session_reset_states", "session"));
+    return result(session->session.resetStates());
+  });
+}
+
+struct energy_trainer {
+  std::unique_ptr<Trainer> trainer;
+};
+
+void energy_train_options_init(energy_train_options *options) {
+  if (!options)
+    return;
+  *options = energy_train_options{};
+  options->epochs = 1;
+  options->learning_rate = 1e-3;
+  options->shuffle = 1;
+}
+
+energy_trainer *energy_trainer_create(energy_model *model,
+                                      const char *data_path,
+                                      const char *validation_path,
+                                      const energy_train_options *options) {
+  return guarded<energy_trainer *>(nullptr, [&]() -> energy_trainer * {
+    if (!model || !data_path || !options) {
+      result(
+          nullArgument("energy_trainer_create", "model, data_path or options"));
+      return nullptr;
+    }
+    Expected<SafetensorsContents> data = readSafetensors(data_path);
+    if (!data) {
+      result(data.status());
+      return nullptr;
+    }
+    std::optional<TrainData> validation;
+    if (validation_path) {
+      Expected<SafetensorsContents> read = readSafetensors(validation_path);
+      if (!read) {
+        result(read.status());
+        return nullptr;
+      }
+      validation = std::move(read->tensors);
+    }
+    TrainOptions train;
+    train.batchSize = options->batch_size;
+    train.epochs = options->epochs;
+    if (options->optimizer)
+      train.optimizer = options->optimizer;
+    train.schedule.lr = options->learning_rate;
+    if (options->schedule)
+      train.schedule.kind = options->schedule;
+    train.optimizerOptions.weightDecay = options->weight_decay;
+    train.seed = options->seed;
+    train.session.seed = options->seed;
+    train.shuffle = options->shuffle != 0;
+    Expected<std::unique_ptr<Trainer>> created = Trainer::create(
+        model->model, std::move(data->tensors), train, std::move(validation));
+    if (!created) {
+      result(created.status());
+      return nullptr;
+    }
+    return new energy_trainer{std::move(*created)};
+  });
+}
+
+void energy_trainer_free(energy_trainer *trainer) { delete trainer; }
+
+int energy_trainer_run_epoch(energy_trainer *trainer, double *train_loss,
+                             double *validation_loss) {
+  return guarded(1, [&] {
+    if (!trainer)
+      return result(nullArgument("energy_trainer_run_epoch", "trainer"));
+    Expected<EpochSummary> summary = trainer->trainer->runEpoch();
+    if (!summary)
+      return result(summary.status());
+    if (train_loss)
+      *train_loss = summary->trainLoss;
+    if (validation_loss)
+      *validation_loss = summary->validationLoss.value_or(
+          std::numeric_limits<double>::quiet_NaN());
+    return 0;
+  });
+}
+
+int energy_trainer_get_param(energy_trainer *trainer, const char *name,
+                             energy_dtype dtype, void *data,
+                             size_t capacity_elements, int64_t *shape_out,
+                             size_t *rank_inout) {
+  return guarded(1, [&] {
+    if (!trainer || !name)
+      return result(
+          nullArgument("energy_trainer_get_param", "trainer or name"));
+    Expected<std::map<std::string, Tensor>> params = trainer->trainer->params();
+    if (!params)
+      return result(params.status());
+    auto found = params->find(name);
+    if (found == params->end())
+      return result(
+          Status::error(std::string("'") + name + "' is not a trained param"));
+    return copyOut("energy_trainer_get_param", found->second, dtype, data,
+                   capacity_elements, shape_out, rank_inout);
+  });
+}
+
+int energy_trainer_save_checkpoint(energy_trainer *trainer, const char *path) {
+  return guarded(1, [&] {
+    if (!trainer || !path)
+      return result(
+          nullArgument("energy_trainer_save_checkpoint", "trainer or path"));
+    return result(trainer->trainer->saveCheckpoint(path));
+  });
+}
+
+int energy_trainer_load_checkpoint(energy_trainer *trainer, const char *path) {
+  return guarded(1, [&] {
+    if (!trainer || !path)
+      return result(
+          nullArgument("energy_trainer_load_checkpoint", "trainer or path"));
+    return result(trainer->trainer->loadCheckpoint(path));
   });
 }

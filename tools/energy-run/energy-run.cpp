@@ -475,6 +475,8 @@ int runInterpreted(ModelOp model, const RunInputs &inputs) {
   if (failed(run.bind(inputs.dims, inputs.consts, given, inputs.seed)))
     return 1;
 
+  if (benchRepetitions > 0 && evalKind == EvalKind::LossGrad)
+    return fail("--bench --eval loss-grad times compiled models only");
   if (benchRepetitions > 0)
     return benchInterpreted(model, run, inputs.step.value_or(0)) ? 0 : 1;
 
@@ -587,6 +589,22 @@ bool benchCompiled(::energy::Session &session) {
       return true;
     };
     return runBench(reset, evaluate, [&] { return benchedEvaluation(steps); });
+  }
+  if (evalKind == EvalKind::LossGrad) {
+    // One training step's work: the run, the losses and the backward pass
+    // (which leaves the state where the run started).
+    ::energy::BackwardOptions options;
+    options.steps = stepsOption();
+    options.storage = backwardStorage();
+    auto evaluate = [&] {
+      ::energy::Expected<::energy::BackwardResult> result =
+          session.backward(options);
+      if (!result)
+        return fail(result.message()), false;
+      return true;
+    };
+    return runBench([] { return true; }, evaluate,
+                    [] { return benchedEvaluation(std::nullopt); });
   }
   std::vector<std::string> gradients = wantedGradients(model);
   auto evaluate = [&] {

@@ -94,6 +94,60 @@ int energy_session_step(energy_session *session);
 int energy_session_run(energy_session *session, int64_t steps,
                        int64_t *steps_taken, double *final_energy);
 
+/* For a model with a loss: runs `steps` steps (the model's count when
+ * negative) from the current state, evaluates the losses, and runs the
+ * backward pass (checkpoints every sqrt(steps) steps, or every step when
+ * `store_all_steps`); `loss` (the sum of the losses) and `steps_taken` may
+ * be NULL. The state is then back where the run started. */
+int energy_session_backward(energy_session *session, int64_t steps,
+                            int store_all_steps, double *loss,
+                            int64_t *steps_taken);
+/* After energy_session_backward: the derivative of the loss with respect to
+ * tensor `name` (a param, or a state's value before the run), copied out as
+ * energy_session_get does. */
+int energy_session_adjoint(energy_session *session, const char *name,
+                           energy_dtype dtype, void *data,
+                           size_t capacity_elements, int64_t *shape_out,
+                           size_t *rank_inout);
+/* Sets every state tensor back to its value before any step. */
+int energy_session_reset_states(energy_session *session);
+
+/* Training (energy::Trainer): minibatches of the examples in a safetensors
+ * file, the losses differentiated through each run, the params updated. */
+typedef struct energy_trainer energy_trainer;
+typedef struct energy_train_options {
+  int64_t batch_size; /* 0: every example at once */
+  int64_t epochs;
+  const char *optimizer; /* "sgd", "momentum", "adam", "adamw"; NULL: adam */
+  double learning_rate;
+  double weight_decay;
+  const char *schedule; /* "constant", "cosine", "step"; NULL: constant */
+  uint64_t seed;
+  int shuffle;
+} energy_train_options;
+/* Fills `options` with the defaults (batch 0, 1 epoch, adam, 1e-3, no
+ * weight decay, constant, seed 0, shuffled). */
+void energy_train_options_init(energy_train_options *options);
+/* A trainer of `model` on the examples of `data_path` (and, if not NULL,
+ * the validation examples of `validation_path`). NULL on error. */
+energy_trainer *energy_trainer_create(energy_model *model,
+                                      const char *data_path,
+                                      const char *validation_path,
+                                      const energy_train_options *options);
+void energy_trainer_free(energy_trainer *trainer);
+/* Runs the next epoch; `train_loss` (the mean of its updates' losses) and
+ * `validation_loss` (NaN without validation data) may be NULL. Returns 1
+ * with nothing done once every epoch has run. */
+int energy_trainer_run_epoch(energy_trainer *trainer, double *train_loss,
+                             double *validation_loss);
+/* Copies a trained param out, as energy_session_get does. */
+int energy_trainer_get_param(energy_trainer *trainer, const char *name,
+                             energy_dtype dtype, void *data,
+                             size_t capacity_elements, int64_t *shape_out,
+                             size_t *rank_inout);
+int energy_trainer_save_checkpoint(energy_trainer *trainer, const char *path);
+int energy_trainer_load_checkpoint(energy_trainer *trainer, const char *path);
+
 #ifdef __cplusplus
 }
 #endif
