@@ -52,8 +52,10 @@ def torch_step(h, y, wq0, wk0, steps):
 
 
 def run(ctx):
-    b, n, d, steps = 16, 256, 64, 4
-    reps = ctx.reps
+    # Sizes at which one step of ours takes seconds (see docs/benchmarks.md:
+    # the backward pass's parameter gradients are outer products per pair).
+    b, n, d, steps = 4, 64, 64, 4
+    reps = min(ctx.reps, 5)
     artifact = ctx.compile('attention_train', source=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), 'models', 'attention_train.energy'))
     rng = np.random.default_rng(2026)

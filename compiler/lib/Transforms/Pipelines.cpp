@@ -21,6 +21,10 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createEnergyGatherGradients());
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createEnergyFactorOuterSums());
+  modelPasses.addPass(createCanonicalizerPass());
+  modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createLoopInvariantCodeMotionPass());
 }
 
 void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,

@@ -155,6 +155,21 @@ def EnergyBuildBackward : Pass<"energy-build-backward", "::mlir::energy::ModelOp
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyFactorOuterSums : Pass<"energy-factor-outer-sums", "::mlir::energy::ModelOp"> {
+  let summary = "Takes outer products' invariant sides out of sums in second derivatives";
+  let description = [{
+    In the gradients of auxiliary terms (Newton's Hessian-vector products,
+    the backward pass through gradient rules), a parameter's adjoint is a
+    sum over pairs of outer products. By linearity a side that does not
+    depend on the sum's indices comes out of it:
+    Σ_p outer(s_p u, v_p) = outer(u, Σ_p s_p v_p), after a sum of such
+    products is split into sums (Σ (x + y) = Σ x + Σ y) and outer products
+    of sums are distributed (outer(a + b, c) = outer(a, c) + outer(b, c)).
+    D² work per pair becomes D.
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
   let summary = "Writes how the kernels run as IR: softmax contractions, tables, parallel loops";
   let description = [{
