@@ -1,0 +1,61 @@
+// RUN: energy-opt %s --energy-factor-outer-sums | FileCheck %s
+
+// In the gradient of an auxiliary term, a sum over p of outer products
+// whose left side is a scalar times a vector from outside the sum becomes
+// one outer product of that vector with a sum of vectors; a sum of two such
+// products is split first, and an outer product of a sum distributed.
+
+// CHECK-LABEL: gradient @w of @aux
+// CHECK:      %[[U:.*]] = read @u
+// CHECK:      %[[S:.*]] = reduce sum (%{{.*}} : @N) {
+// CHECK:        %[[D:.*]] = dot
+// CHECK:        %[[SV:.*]] = mul %[[D]], %{{.*}} : !energy.array<>, !energy.array<D>
+// CHECK:        yield %[[SV]] : !energy.array<D>
+// CHECK:      } : !energy.array<D>
+// CHECK:      %[[O:.*]] = outer %[[U]], %[[S]]
+// CHECK:      add
+// CHECK:      accumulate
+// CHECK-NOT:  reduce sum {{.*}} -> !energy.array<D, D>
+
+// In the gradient of the energy itself nothing changes.
+// CHECK-LABEL: gradient @w {
+// CHECK:        outer
+// CHECK:        yield %{{.*}} : !energy.array<D, D>
+energy.model @m {
+  dim @N
+  dim @D
+  tensor @x : input [@N, @D]
+  tensor @u : param [@D]
+  tensor @w : state [@D, @D]
+  term @e {
+    %0 = constant 0.0
+    yield %0 : !energy.array<>
+  }
+  term @aux auxiliary {
+    %0 = constant 0.0
+    yield %0 : !energy.array<>
+  }
+  gradient @w of @aux {
+    %u = read @u : !energy.array<D>
+    %s = reduce sum (%p : @N) {
+      %v = read @x[%p] : !energy.array<D>
+      %d = dot %v, %u : !energy.array<D>
+      %su = mul %d, %u : !energy.array<>, !energy.array<D>
+      %a = add %su, %u : !energy.array<D>, !energy.array<D>
+      %o = outer %a, %v : !energy.array<D>, !energy.array<D>
+      yield %o : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %s into @w : !energy.array<D, D>
+  }
+  gradient @w {
+    %u = read @u : !energy.array<D>
+    %s = reduce sum (%p : @N) {
+      %v = read @x[%p] : !energy.array<D>
+      %d = dot %v, %u : !energy.array<D>
+      %su = mul %d, %u : !energy.array<>, !energy.array<D>
+      %o = outer %su, %v : !energy.array<D>, !energy.array<D>
+      yield %o : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %s into @w : !energy.array<D, D>
+  }
+}
