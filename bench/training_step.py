@@ -75,8 +75,8 @@ def run(ctx):
     ctx.log('training step: ours %.2f ms' % (ours['median_s'] * 1e3))
 
     anchor = torch_step(h, y, wq, wk, steps)
-    ctx.log('training step: timing torch (%d repetitions)' % reps)
-    torch_time = ctx.time_anchor(anchor, reps)
+    ctx.log('training step: timing torch (%d repetitions)' % ctx.reps)
+    torch_time = ctx.time_anchor(anchor, ctx.reps)
     ctx.log('training step: torch %.2f ms' % (torch_time['median_s'] * 1e3))
     torch_wq, torch_wk = (g.numpy() for g in anchor())
     result = {
