@@ -900,8 +900,19 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   for (ReduceOp lse : lses)
     formChildSide(lse);
 
+  // Deepest blocks first: merging erases contractions and with them the
+  // blocks nested in their regions, which must not be visited afterwards.
   llvm::SetVector<Block *> blocks;
   model.walk([&](SoftmaxContractOp op) { blocks.insert(op->getBlock()); });
-  for (Block *block : blocks)
+  auto depth = [](Block *block) {
+    unsigned levels = 0;
+    for (Operation *op = block->getParentOp(); op; op = op->getParentOp())
+      ++levels;
+    return levels;
+  };
+  SmallVector<Block *> ordered(blocks.begin(), blocks.end());
+  llvm::stable_sort(ordered,
+                    [&](Block *a, Block *b) { return depth(a) > depth(b); });
+  for (Block *block : ordered)
     mergeSoftmaxContracts(*block);
 }
