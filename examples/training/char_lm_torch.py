@@ -39,7 +39,10 @@ class Block(torch.nn.Module):
         q, k, v = self.qkv(self.norm1(x)).split(d, dim=2)
         shape = (b, t, self.heads, d // self.heads)
         q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
-        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        scores = q @ k.transpose(2, 3) / math.sqrt(d // self.heads)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        weights = torch.softmax(scores.masked_fill(~causal, float('-inf')), dim=3)
+        attended = weights @ v
         x = x + self.out(attended.transpose(1, 2).reshape(b, t, d))
         return x + self.mlp(self.norm2(x))
 
