@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandLineValues.h"
+
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
@@ -23,6 +25,9 @@
 #include <vector>
 
 using namespace energy;
+using energy::tools::integerOf;
+using energy::tools::numberOf;
+using energy::tools::readSetting;
 
 namespace {
 using Tensors = std::map<std::string, Tensor>;
@@ -50,22 +55,6 @@ struct Options {
   bool json = false;
 };
 
-/// A whole integer or number, or nothing.
-std::optional<int64_t> integerOf(const std::string &text) {
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end)
-    return std::nullopt;
-  return value;
-}
-std::optional<double> numberOf(const std::string &text) {
-  char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end)
-    return std::nullopt;
-  return value;
-}
-
 /// Parses the command line; an error message, or "".
 std::string parse(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
@@ -86,15 +75,8 @@ std::string parse(int argc, char **argv, Options &options) {
         return "--" + name + " needs a value";
       value = argv[++i];
     }
-    auto setting = [&](auto parseNumber, auto &into) -> std::string {
-      size_t equals = value.find('=');
-      auto number = equals == std::string::npos
-                        ? std::nullopt
-                        : parseNumber(value.substr(equals + 1));
-      if (!number || equals == 0)
-        return "--" + name + " " + value + ": expected NAME=VALUE";
-      into[value.substr(0, equals)] = *number;
-      return "";
+    auto setting = [&](auto parse, auto &into) {
+      return readSetting(name, value, parse, into);
     };
     if (name == "help")
       return "help";

@@ -12,6 +12,8 @@
 
 #include "Charts.h"
 
+#include "CommandLineValues.h"
+
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Trainer.h"
@@ -27,6 +29,9 @@
 #include <vector>
 
 using namespace energy;
+using energy::tools::integerOf;
+using energy::tools::numberOf;
+using energy::tools::readSetting;
 
 namespace {
 
@@ -79,22 +84,6 @@ struct Options {
   bool quiet = false;
 };
 
-std::optional<int64_t> integerOf(const std::string &text) {
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end)
-    return std::nullopt;
-  return value;
-}
-
-std::optional<double> numberOf(const std::string &text) {
-  char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end)
-    return std::nullopt;
-  return value;
-}
-
 /// Parses the command line; an error message, "help", or "".
 std::string parse(int argc, char **argv, Options &options) {
   TrainOptions &train = options.train;
@@ -133,15 +122,8 @@ std::string parse(int argc, char **argv, Options &options) {
       into = *parsed;
       return "";
     };
-    auto setting = [&](auto parse, auto &into) -> std::string {
-      size_t equals = value.find('=');
-      auto parsed = equals == std::string::npos
-                        ? std::nullopt
-                        : parse(value.substr(equals + 1));
-      if (!parsed || equals == 0)
-        return "--" + name + " " + value + ": expected NAME=VALUE";
-      into[value.substr(0, equals)] = *parsed;
-      return "";
+    auto setting = [&](auto parse, auto &into) {
+      return readSetting(name, value, parse, into);
     };
     std::string error;
     if (name == "help")
