@@ -167,6 +167,8 @@ bool Checker::check(ModelSpec &model) {
   if (model.dynamics) {
     checkDynamics(*model.dynamics);
     checkStationaryRules(model);
+    if (model.dynamics->backward)
+      checkBackward(model);
   }
   // Unused-declaration warnings are noise on top of errors.
   if (diagnostics.getNumErrors() == errorsBefore)

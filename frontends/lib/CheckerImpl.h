@@ -92,6 +92,8 @@ private:
   void checkDynamics(DynamicsBlock &dynamics);
   void checkOptimizerRule(UpdateRule &rule);
   void checkStationaryRules(ModelSpec &model);
+  /// The dynamics' `backward` statement (CheckBackward.cpp).
+  void checkBackward(ModelSpec &model);
   void reportUnused(ModelSpec &model);
 
   // Expressions.

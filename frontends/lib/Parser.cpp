@@ -539,7 +539,12 @@ bool Parser::parseDynamicsBlock(ModelSpec &model) {
 // dynamicsStatement ::= updateRule
 //                     | `steps` expression (`until` expression)? `;`
 //                     | `order` `sequential` `;`
+//                     | `backward` identifier (`(` option (`,` option)* `)`)?
+//                       `;`
 bool Parser::parseDynamicsStatement(DynamicsBlock &block) {
+  if (token.is(TokenKind::identifier) && token.getSpelling() == "backward" &&
+      lexer.peekToken(0).is(TokenKind::identifier))
+    return parseBackwardClause(block);
   switch (token.getKind()) {
   case TokenKind::kw_steps:
     return parseStepsClause(block);
@@ -585,6 +590,40 @@ bool Parser::parseStepsClause(DynamicsBlock &block) {
     block.steps = std::move(clause);
   }
   return expect(TokenKind::semicolon, "after `steps` statement");
+}
+
+bool Parser::parseBackwardClause(DynamicsBlock &block) {
+  llvm::SMLoc start = token.getLoc();
+  llvm::SMRange keywordRange = token.getRange();
+  consumeToken(); // `backward`
+  BackwardClause clause;
+  if (!expectIdentifier(clause.mode, clause.modeRange,
+                        "`implicit` or `unrolled` after `backward`"))
+    return false;
+  if (consumeIf(TokenKind::l_paren) && !consumeIf(TokenKind::r_paren)) {
+    do {
+      OptimizerOption option;
+      if (!expectIdentifier(option.name, option.nameRange,
+                            "an option `name = value`") ||
+          !expect(TokenKind::equal, "after the option's name"))
+        return false;
+      option.value = parseExpression();
+      if (!option.value)
+        return false;
+      clause.options.push_back(std::move(option));
+    } while (consumeIf(TokenKind::comma));
+    if (!expect(TokenKind::r_paren, "to close the `backward` options"))
+      return false;
+  }
+  clause.range = {start, previousEnd()};
+  if (block.backward) {
+    diagnostics.error(start, "duplicate `backward` statement", {keywordRange});
+    diagnostics.note(block.backward->range.Start,
+                     "see previous `backward` statement here");
+  } else {
+    block.backward = std::move(clause);
+  }
+  return expect(TokenKind::semicolon, "after `backward` statement");
 }
 
 // updateRule   ::= identifier `:` identifier (`(` optimizerArg

@@ -24,8 +24,11 @@ int64_t energy::checkpointInterval(int64_t steps, BackpropStorage storage) {
 
 Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
                                              const BackpropSchedule &schedule) {
+  // At a fixed point the one snapshot is the start, restored at the end.
   const int64_t interval =
-      checkpointInterval(schedule.maxSteps, schedule.storage);
+      target.implicit()
+          ? schedule.maxSteps + 1
+          : checkpointInterval(schedule.maxSteps, schedule.storage);
   // Slots [0, checkpoints) hold the checkpoints, the ones after them the
   // states inside the segment being reversed.
   const size_t checkpoints =
@@ -52,8 +55,9 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
   if (Status seeded = target.seed(); !seeded)
     return seeded.withContext("the loss's gradient");
 
-  for (int64_t segment = (taken - 1) / interval; taken > 0 && segment >= 0;
-       --segment) {
+  const int64_t reversed = target.implicit() ? 0 : taken;
+  for (int64_t segment = (reversed - 1) / interval;
+       reversed > 0 && segment >= 0; --segment) {
     const int64_t start = segment * interval;
     const int64_t end = std::min(taken, start + interval);
     auto slotOf = [&](int64_t step) {
@@ -82,5 +86,8 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
   }
   if (Status finished = target.finish(); !finished)
     return finished;
+  if (target.implicit() && taken > 0)
+    if (Status restored = target.restore(0); !restored)
+      return restored;
   return taken;
 }

@@ -501,7 +501,8 @@ static Status readBuffer(const Value &entry, std::string where,
         !status)
       return status;
     for (auto [key, out] : {std::pair{"adjoint_of", &buffer.adjointOf},
-                            std::pair{"cotangent_of", &buffer.cotangentOf}})
+                            std::pair{"cotangent_of", &buffer.cotangentOf},
+                            std::pair{"solver_of", &buffer.solverOf}})
       if (Status status = readOptionalString(entry, where, key, *out); !status)
         return status;
   }
@@ -646,6 +647,15 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
               readString(**backward, "kernels: backward", key, *part);
           !status)
         return status;
+    std::optional<std::string> mode;
+    if (Status status =
+            readOptionalString(**backward, "kernels: backward", "mode", mode);
+        !status)
+      return status;
+    if (mode && *mode != "implicit" && *mode != "unrolled")
+      return Status::error("kernels: backward: unknown mode '" + *mode +
+                           "' (expected implicit or unrolled)");
+    parts.implicit = mode && *mode == "implicit";
     out.backward = std::move(parts);
   }
   return Status::success();

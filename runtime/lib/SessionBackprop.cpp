@@ -82,6 +82,9 @@ public:
     stop = done != 0.0;
     return Status::success();
   }
+  bool implicit() override {
+    return session.owner.manifest().kernels.backward->implicit;
+  }
   Status seed() override {
     const detail::Kernel &kernel = session.modelState().backwardSeed;
     return session.call(kernel.function, kernel.symbol, last, nullptr);

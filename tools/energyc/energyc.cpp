@@ -166,6 +166,12 @@ void printAst(const fe::ModelSpec &model, raw_ostream &os) {
       os << ' ' << rule.node << ':'
          << (rule.kind == fe::UpdateRule::Kind::Explicit ? StringRef("<-")
                                                          : rule.optimizer);
+    if (const std::optional<fe::BackwardClause> &backward =
+            model.dynamics->backward) {
+      os << " backward " << backward->mode;
+      if (backward->implicit)
+        os << " cg=" << backward->iterations << " tol=" << backward->tolerance;
+    }
     os << "\n";
   }
 }

@@ -244,6 +244,7 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     if (failed(finish))
       return failure();
     layout.backwardKernels = {*seed, *step, *finish};
+    layout.implicitBackward = backward.getImplicit();
   }
   if (DynamicsOp dynamics = model.getDynamics();
       dynamics && !dynamics.getUntil().empty()) {

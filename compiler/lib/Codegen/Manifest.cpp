@@ -225,7 +225,7 @@ std::string mlir::energy::buildManifest(ModelOp model,
       auto owner = tensor->getAttrOfType<FlatSymbolRefAttr>("optimizer_state");
       entry["optimizer_state"] =
           owner ? json::Value(owner.getValue()) : json::Value(nullptr);
-      for (StringRef mark : {"adjoint_of", "cotangent_of"})
+      for (StringRef mark : {"adjoint_of", "cotangent_of", "solver_of"})
         if (auto of = tensor->getAttrOfType<FlatSymbolRefAttr>(mark))
           entry[mark] = of.getValue();
       break;
@@ -270,9 +270,11 @@ std::string mlir::energy::buildManifest(ModelOp model,
                        {"until", optionalName(layout.untilKernel)},
                        {"losses", kernelMap(layout.lossKernels)}};
   if (!layout.backwardKernels.empty())
-    kernels["backward"] = json::Object{{"seed", layout.backwardKernels[0]},
-                                       {"step", layout.backwardKernels[1]},
-                                       {"finish", layout.backwardKernels[2]}};
+    kernels["backward"] = json::Object{
+        {"seed", layout.backwardKernels[0]},
+        {"step", layout.backwardKernels[1]},
+        {"finish", layout.backwardKernels[2]},
+        {"mode", layout.implicitBackward ? "implicit" : "unrolled"}};
   json::Value dynamics = nullptr;
   if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
     dynamics = json::Object{{"steps", rpn(op.getSteps())}};

@@ -32,7 +32,8 @@ InterpretedBackprop::create(ModelOp model, Interpreter &interpreter) {
               .str());
       continue;
     }
-    if (tensor.getRole() == Role::state && !tensor->hasAttr("cotangent_of"))
+    if (tensor.getRole() == Role::state && !tensor->hasAttr("cotangent_of") &&
+        !tensor->hasAttr("solver_of"))
       target->states.push_back(tensor.getSymName().str());
   }
   return target;

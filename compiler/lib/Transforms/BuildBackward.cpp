@@ -26,6 +26,7 @@ namespace {
 
 constexpr StringLiteral kAdjointOf = "adjoint_of";
 constexpr StringLiteral kCotangentOf = "cotangent_of";
+constexpr StringLiteral kSolverOf = "solver_of";
 
 /// The tensors that `region` reads, directly or through lets.
 void collectReadTensors(Region &region, ModelOp model,
@@ -58,17 +59,22 @@ public:
   LogicalResult build() {
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
       if (tensor.getRole() != Role::input && !tensor->hasAttr(kAdjointOf) &&
-          !tensor->hasAttr(kCotangentOf))
+          !tensor->hasAttr(kCotangentOf) && !tensor->hasAttr(kSolverOf))
         differentiable.insert(tensor.getSymName());
     for (StringRef tensor : differentiable)
       adjointTensor(tensor);
 
+    DynamicsOp dynamics = model.getDynamics();
+    bool implicit = dynamics && dynamics.getImplicitIterations();
     OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
-    backward = BackwardProgramOp::create(declarations, loc());
+    backward = BackwardProgramOp::create(declarations, loc(), implicit);
     buildSeed(backward.getSeed().emplaceBlock());
-    if (failed(buildStep(backward.getBody().emplaceBlock())))
+    Block &step = backward.getBody().emplaceBlock();
+    Block &finish = backward.getFinish().emplaceBlock();
+    if (failed(implicit ? buildImplicitSolve(dynamics, finish)
+                        : buildStep(step)))
       return failure();
-    buildFinish(backward.getFinish().emplaceBlock());
+    buildFinish(finish);
     return success();
   }
 
@@ -176,6 +182,199 @@ private:
   }
 
   //===--------------------------------------------------------------------===//
+  // The fixed point
+  //===--------------------------------------------------------------------===//
+
+  Value constant(OpBuilder &builder, double value) {
+    return ConstantOp::create(builder, loc(), value);
+  }
+  Value innerProduct(OpBuilder &builder, Value lhs, Value rhs) {
+    Value product = MulOp::create(builder, loc(), lhs, rhs);
+    if (cast<ArrayType>(product.getType()).isScalar())
+      return product;
+    return ReduceElementsOp::create(builder, loc(), ElementsKind::sum, product);
+  }
+  /// numerator / denominator where `valid`, else 0, never dividing by 0.
+  Value guardedRatio(OpBuilder &builder, Value valid, Value numerator,
+                     Value denominator) {
+    Value safe = SelectOp::create(builder, loc(), valid, denominator,
+                                  constant(builder, 1));
+    Value ratio = DivOp::create(builder, loc(), numerator, safe);
+    return SelectOp::create(builder, loc(), valid, ratio, constant(builder, 0));
+  }
+  Value compare(OpBuilder &builder, CmpPredicate predicate, Value lhs,
+                Value rhs) {
+    return CmpOp::create(builder, loc(), predicate, lhs, rhs);
+  }
+
+  /// The adjoints at a fixed point x* of the updated nodes x, where
+  /// ∇ₓE(x*, Y) = 0 for the other tensors Y: with H = ∇²ₓE and x̄ the
+  /// seeded adjoint, Ȳ −= ∇_Y ⟨∇ₓE, v⟩ where H v = x̄, and x̄ = 0. v comes
+  /// from conjugate gradients on the Hessian-vector products
+  /// H p = ∇ₓ ⟨∇ₓE, p⟩ (the gradient of the terms `x.backprop` with the
+  /// cotangents c = p), at most `implicit_iterations` rounds, until
+  /// ‖r‖ ≤ tol ‖x̄‖ or a direction of non-positive curvature.
+  LogicalResult buildImplicitSolve(DynamicsOp dynamics, Block &block) {
+    llvm::SetVector<StringRef> solved;
+    for (UpdateOp rule : dynamics.getRules().front().getOps<UpdateOp>())
+      solved.insert(rule.getNode());
+    if (solved.empty() ||
+        !dynamics.getRules().front().getOps<AssignOp>().empty())
+      return dynamics.emitOpError()
+             << "differentiates implicitly at a fixed point, which needs "
+                "gradient rules and no explicit ones";
+    OpBuilder builder = OpBuilder::atBlockEnd(&block);
+    // The directional terms ⟨∇ₓE, c⟩ and what each of them reads.
+    SmallVector<std::pair<TermOp, StringRef>> terms;
+    SmallVector<llvm::SetVector<StringRef>> termReads;
+    for (StringRef node : solved) {
+      FailureOr<std::pair<TermOp, StringRef>> term =
+          directionalTerm(node, FlatSymbolRefAttr());
+      if (failed(term))
+        return failure();
+      terms.push_back(*term);
+      termReads.push_back(readTensors(term->first.getBody(), model));
+    }
+    auto solverTensor = [&](StringRef node, StringRef suffix, bool scalar) {
+      return auxiliaryTensor(node, suffix,
+                             scalar ? builder.getArrayAttr({})
+                                    : symbols.lookup<TensorOp>(node).getShape(),
+                             kSolverOf);
+    };
+    StringRef first = solved.front();
+    StringRef residualNorm = solverTensor(first, "solver_residual_norm", true);
+    StringRef threshold = solverTensor(first, "solver_threshold", true);
+    StringRef rounds = solverTensor(first, "solver_rounds", true);
+    SmallVector<StringRef> solutions, residuals, directions;
+    for (StringRef node : solved) {
+      solutions.push_back(solverTensor(node, "solver_solution", false));
+      residuals.push_back(solverTensor(node, "solver_residual", false));
+      directions.push_back(solverTensor(node, "solver_direction", false));
+    }
+
+    // x = 0, r = p = x̄.
+    Value norm;
+    for (auto [k, node] : llvm::enumerate(solved)) {
+      Value seed = readWhole(builder, loc(), adjointTensor(node));
+      StoreOp::create(builder, loc(), zeros(builder, loc(), typeOf(node)),
+                      ref(solutions[k]));
+      StoreOp::create(builder, loc(), seed, ref(residuals[k]));
+      StoreOp::create(builder, loc(), seed, ref(directions[k]));
+      Value part = innerProduct(builder, seed, seed);
+      norm =
+          norm ? AddOp::create(builder, loc(), norm, part).getResult() : part;
+    }
+    double tolerance = dynamics.getImplicitTolerance()->convertToDouble();
+    StoreOp::create(builder, loc(), norm, ref(residualNorm));
+    StoreOp::create(builder, loc(),
+                    MulOp::create(builder, loc(), norm,
+                                  constant(builder, tolerance * tolerance)),
+                    ref(threshold));
+    StoreOp::create(builder, loc(), constant(builder, 0), ref(rounds));
+
+    int64_t iterations = int64_t(*dynamics.getImplicitIterations());
+    auto loop = RepeatOp::create(builder, loc(),
+                                 builder.getI64IntegerAttr(iterations + 1));
+    {
+      OpBuilder in = OpBuilder::atBlockEnd(&loop.getBody().emplaceBlock());
+      SmallVector<Value> direction;
+      for (auto [k, term] : llvm::enumerate(terms)) {
+        direction.push_back(readWhole(in, loc(), directions[k]));
+        StoreOp::create(in, loc(), direction.back(), ref(term.second));
+      }
+      // H p, and pᵀ H p.
+      SmallVector<Value> product;
+      Value curvature;
+      for (StringRef node : solved) {
+        Value sum;
+        for (auto [term, reads] : llvm::zip(terms, termReads)) {
+          if (!reads.contains(node))
+            continue;
+          Value part = GradOp::create(in, loc(), typeOf(node), ref(node),
+                                      ref(term.first.getSymName()))
+                           ->getResult(0);
+          sum = sum ? AddOp::create(in, loc(), sum, part).getResult() : part;
+        }
+        product.push_back(sum ? sum : zeros(in, loc(), typeOf(node)));
+        Value part =
+            innerProduct(in, direction[product.size() - 1], product.back());
+        curvature = curvature
+                        ? AddOp::create(in, loc(), curvature, part).getResult()
+                        : part;
+      }
+      Value previous = readWhole(in, loc(), residualNorm);
+      Value positive =
+          compare(in, CmpPredicate::gt, curvature, constant(in, 0));
+      Value alpha = guardedRatio(in, positive, previous, curvature);
+      Value norm;
+      SmallVector<Value> newResiduals;
+      for (size_t k = 0; k < solved.size(); ++k) {
+        Value solution =
+            AddOp::create(in, loc(), readWhole(in, loc(), solutions[k]),
+                          MulOp::create(in, loc(), alpha, direction[k]));
+        StoreOp::create(in, loc(), solution, ref(solutions[k]));
+        Value residual =
+            SubOp::create(in, loc(), readWhole(in, loc(), residuals[k]),
+                          MulOp::create(in, loc(), alpha, product[k]));
+        StoreOp::create(in, loc(), residual, ref(residuals[k]));
+        newResiduals.push_back(residual);
+        Value part = innerProduct(in, residual, residual);
+        norm = norm ? AddOp::create(in, loc(), norm, part).getResult() : part;
+      }
+      Value beta = guardedRatio(in, positive, norm, previous);
+      for (size_t k = 0; k < solved.size(); ++k)
+        StoreOp::create(
+            in, loc(),
+            AddOp::create(in, loc(), newResiduals[k],
+                          MulOp::create(in, loc(), beta, direction[k])),
+            ref(directions[k]));
+      StoreOp::create(in, loc(), norm, ref(residualNorm));
+      Value round = AddOp::create(in, loc(), readWhole(in, loc(), rounds),
+                                  constant(in, 1));
+      StoreOp::create(in, loc(), round, ref(rounds));
+      Value converged =
+          compare(in, CmpPredicate::le, norm, readWhole(in, loc(), threshold));
+      Value exhausted = compare(in, CmpPredicate::ge, round,
+                                constant(in, double(iterations)));
+      Value stalled = compare(in, CmpPredicate::le, curvature, constant(in, 0));
+      Value done = arith::OrIOp::create(
+          in, loc(), arith::OrIOp::create(in, loc(), converged, exhausted),
+          stalled);
+      YieldOp::create(in, loc(), done);
+    }
+
+    // Ȳ −= ∇_Y ⟨∇ₓE, v⟩ with c = v; x̄ = 0 for the nodes and their
+    // optimizer states.
+    llvm::MapVector<StringRef, Value> mixed;
+    for (auto [k, term] : llvm::enumerate(terms)) {
+      StoreOp::create(builder, loc(), readWhole(builder, loc(), solutions[k]),
+                      ref(term.second));
+      for (StringRef tensor : termReads[k]) {
+        if (!differentiable.contains(tensor) || solved.contains(tensor))
+          continue;
+        Value part = GradOp::create(builder, loc(), typeOf(tensor), ref(tensor),
+                                    ref(term.first.getSymName()))
+                         ->getResult(0);
+        Value &sum = mixed[tensor];
+        sum = sum ? AddOp::create(builder, loc(), sum, part).getResult() : part;
+      }
+    }
+    for (StringRef tensor : differentiable) {
+      TensorOp declaration = symbols.lookup<TensorOp>(tensor);
+      Value adjoint;
+      if (solved.contains(tensor) || (declaration->hasAttr("optimizer_state")))
+        adjoint = zeros(builder, loc(), typeOf(tensor));
+      else if (Value sum = mixed.lookup(tensor))
+        adjoint = SubOp::create(
+            builder, loc(), readWhole(builder, loc(), adjointTensor(tensor)),
+            sum);
+      if (adjoint)
+        StoreOp::create(builder, loc(), adjoint, ref(adjointTensor(tensor)));
+    }
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
   // The step
   //===--------------------------------------------------------------------===//
 
@@ -190,9 +389,10 @@ private:
       if (op.getNumRegions() != 0)
         return op.emitOpError()
                << "cannot be differentiated through yet: gradients of a loss "
-                  "through the dynamics support gradient rules with fixed "
+                  "through the steps support gradient rules with fixed "
                   "steps and explicit rules, not adaptive `ode` steps or "
-                  "`stationary` rules";
+                  "`stationary` rules; `backward implicit;` in the dynamics "
+                  "differentiates such runs at their fixed point instead";
       Value old;
       if (auto store = dyn_cast<StoreOp>(op))
         old = readWhole(builder, op.getLoc(), store.getTensor());
@@ -331,31 +531,40 @@ private:
   /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ for every tensor Y: the gradient of the auxiliary
   /// term ⟨∇E, c⟩, c the cotangent tensor of x.
   LogicalResult reverseGrad(GradOp grad, OpBuilder &builder) {
-    Location loc = grad.getLoc();
     for (auto [tensorRef, result] :
          llvm::zip(grad.getTensors(), grad.getResults())) {
       Value adjoint = adjoints.lookup(result);
       if (!adjoint)
         continue;
-      StringRef tensor = tensorRef.getValue();
-      std::string name = (tensor + ".backprop").str();
-      if (FlatSymbolRefAttr of = grad.getOfAttr())
-        name += ("." + of.getValue()).str();
-      StringRef cotangent = auxiliaryTensor(
-          tensor, "cotangent", symbols.lookup<TensorOp>(tensor).getShape(),
-          kCotangentOf);
-      auto term = symbols.lookup<TermOp>(name);
-      if (!term) {
-        FailureOr<GradientOp> gradient =
-            getOrDeriveGradient(model, tensor, grad.getOfAttr());
-        if (failed(gradient))
-          return failure();
-        term = buildDirectionalTerm(*gradient, cotangent, name);
-        symbols.insert(term);
-      }
-      pullBackThrough(term, cotangent, adjoint, builder, loc);
+      FailureOr<std::pair<TermOp, StringRef>> term =
+          directionalTerm(tensorRef.getValue(), grad.getOfAttr());
+      if (failed(term))
+        return failure();
+      pullBackThrough(term->first, term->second, adjoint, builder,
+                      grad.getLoc());
     }
     return success();
+  }
+
+  /// The auxiliary term ⟨∇_x E, c⟩ (E the global energy, or term `of`) and
+  /// the cotangent tensor c of x it reads, made on first use.
+  FailureOr<std::pair<TermOp, StringRef>>
+  directionalTerm(StringRef tensor, FlatSymbolRefAttr of) {
+    std::string name = (tensor + ".backprop").str();
+    if (of)
+      name += ("." + of.getValue()).str();
+    StringRef cotangent = auxiliaryTensor(
+        tensor, "cotangent", symbols.lookup<TensorOp>(tensor).getShape(),
+        kCotangentOf);
+    auto term = symbols.lookup<TermOp>(name);
+    if (!term) {
+      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensor, of);
+      if (failed(gradient))
+        return failure();
+      term = buildDirectionalTerm(*gradient, cotangent, name);
+      symbols.insert(term);
+    }
+    return std::make_pair(term, cotangent);
   }
 
   /// S̄ ↦ ∇_Y ⟨S̄, S⟩ for a let S read whole: the gradient of the auxiliary

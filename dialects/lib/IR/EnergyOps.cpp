@@ -845,6 +845,15 @@ LogicalResult DynamicsOp::verifyRegions() {
       constant && constant.getValue() <= 0)
     return emitOpError() << "takes " << constant.getValue()
                          << " steps; the step count must be positive";
+  if (std::optional<uint64_t> rounds = getImplicitIterations();
+      rounds && int64_t(*rounds) < 1)
+    return emitOpError() << "has implicit_iterations " << int64_t(*rounds)
+                         << "; the solver needs at least one round";
+  if (std::optional<APFloat> tolerance = getImplicitTolerance();
+      tolerance && !(tolerance->convertToDouble() > 0.0))
+    return emitOpError() << "has implicit_tolerance "
+                         << tolerance->convertToDouble()
+                         << "; it must be positive";
   llvm::StringMap<Operation *> updated;
   for (Operation &rule : getRules().front()) {
     FlatSymbolRefAttr node;
@@ -1019,8 +1028,9 @@ void GradOp::getEffects(
 }
 
 LogicalResult RepeatOp::verifyRegions() {
-  if (!(*this)->getParentOfType<UpdateProgramOp>())
-    return emitOpError("repeats only inside an 'energy.update_program'");
+  if (!isInsideProgram(*this))
+    return emitOpError("repeats only inside an 'energy.update_program' or "
+                       "'energy.backward_program'");
   if (getMaxIterations() <= 0)
     return emitOpError("needs a positive iteration limit");
   return verifyBody(*this, getBody(), 0, {IntegerType::get(getContext(), 1)},

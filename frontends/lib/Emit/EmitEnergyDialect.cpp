@@ -296,7 +296,12 @@ private:
     }
     auto op = DynamicsOp::create(builder, where, steps,
                                  dynamics.sequential ? Order::sequential
-                                                     : Order::simultaneous);
+                                                     : Order::simultaneous,
+                                 IntegerAttr(), FloatAttr());
+    if (dynamics.backward && dynamics.backward->implicit) {
+      op.setImplicitIterations(dynamics.backward->iterations);
+      op.setImplicitTolerance(APFloat(dynamics.backward->tolerance));
+    }
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&op.getRules().emplaceBlock());
     for (const UpdateRule &rule : dynamics.rules) {

@@ -89,7 +89,8 @@ llvm::StringMap<ArrayValue> lossGradients(CompiledModel &compiled,
 /// leaves a wide margin over both and is far below a wrong term.
 void checkAgainstFiniteDifferences(CompiledModel &compiled,
                                    const Bindings &bindings,
-                                   const std::vector<std::string> &checked) {
+                                   const std::vector<std::string> &checked,
+                                   double tolerance = 1e-6) {
   llvm::StringMap<ArrayValue> gradients = lossGradients(
       compiled, bindings, ::energy::BackpropStorage::Checkpointed);
   std::mt19937_64 random(7);
@@ -136,7 +137,7 @@ void checkAgainstFiniteDifferences(CompiledModel &compiled,
       double projected = 0;
       for (size_t i = 0; i < v.size(); ++i)
         projected += gradient.data[i] * v[i];
-      CHECK_MESSAGE(std::abs(difference - projected) <= 1e-6 * scale,
+      CHECK_MESSAGE(std::abs(difference - projected) <= tolerance * scale,
                     "finite difference " << difference << " vs gradient "
                                          << projected);
     }
@@ -310,4 +311,163 @@ TEST_CASE("checkpointed and fully stored backward runs give the same bits") {
     CHECK(entry.getValue().data == full[entry.getKey()].data);
   }
   checkAgainstFiniteDifferences(*compiled, bindings, {"Wq", "x"});
+}
+
+namespace {
+/// A model whose dynamics converge to the unique minimum of a strongly
+/// convex energy in x (Hessian ⪰ I: a quadratic plus log-sum-exps of
+/// functions affine in x), differentiated with `backward`.
+std::string fixedPointSource(llvm::StringRef backward,
+                             llvm::StringRef rule = "gd(lr = 0.5)") {
+  return (R"(model fixed {
+  dim N = 3, D = 2;
+  input y : [N, D], u : [N, D];
+  state x : [N, D];
+  param Wq : [D, D], Wk : [D, D], b : [D];
+  energy prior = 0.5 * sum(i: N) sqnorm(x[i] - u[i] - b);
+  energy attn = 0.5 * sum(c: N) lse(p: N) dot(Wq @ x[c], Wk @ u[p]);
+  loss fit = 0.5 * sum(i: N) sqnorm(x[i] - y[i]) + 0.1 * sqnorm(b);
+  dynamics {
+    x: )" +
+          rule + R"(;
+    steps 300 until maxabs(grad) < 1e-13;
+    )" + backward +
+          R"(
+  }
+})")
+      .str();
+}
+
+/// Two states updated by different rules in a sequential group, coupled by
+/// a small log-sum-exp term: the Hessian is joint over both.
+std::string pairFixedPointSource(llvm::StringRef backward) {
+  return (R"(model pair {
+  dim N = 3, D = 2;
+  input y : [N, D];
+  state a : [N, D], c : [N, D];
+  param W : [D, D], m : [D];
+  energy couple = 0.3 * sum(i: N) lse(p: N) dot(W @ a[i], c[p]);
+  energy prior = 0.5 * sum(i: N) (sqnorm(a[i] - m) + sqnorm(c[i] + m));
+  loss fit = sum(i: N) dot(a[i] + 2 * c[i], y[i]);
+  dynamics {
+    a: gd(lr = 0.4);
+    c: momentum(lr = 0.3, beta = 0.5);
+    order sequential;
+    steps 400 until maxabs(grad) < 1e-13;
+    )" + backward +
+          R"(
+  }
+})")
+      .str();
+}
+
+/// Implicit and unrolled gradients at the fixed point: the run converges to
+/// ~1e-13, where the steps' Jacobians multiply out to (I - lr H)^T and the
+/// unrolled derivative with respect to the start vanishes; CG stops at a
+/// residual of 1e-12 of the seed. 1e-9 of the gradient's scale allows
+/// both and is far below any wrong term.
+void checkImplicitAgainstUnrolled(llvm::StringRef implicitSource,
+                                  llvm::StringRef unrolledSource,
+                                  uint64_t seed) {
+  auto implicit = compileLossModel(implicitSource);
+  auto unrolled = compileLossModel(unrolledSource);
+  // Bound alike: the tensors of the spec, not those of either backward
+  // program, which the programs set before reading.
+  RandomBindingOptions options;
+  options.seed = seed;
+  options.scale = 0.5;
+  for (TensorOp tensor : implicit->model.getBody().front().getOps<TensorOp>())
+    for (StringRef mark : {"adjoint_of", "cotangent_of", "solver_of"})
+      if (tensor->hasAttr(mark))
+        options.unbound.insert(tensor.getSymName().str());
+  Bindings bindings = bindRandom(implicit->model, options);
+  llvm::StringMap<ArrayValue> fromImplicit = lossGradients(
+      *implicit, bindings, ::energy::BackpropStorage::Checkpointed);
+  llvm::StringMap<ArrayValue> fromUnrolled = lossGradients(
+      *unrolled, bindings, ::energy::BackpropStorage::Checkpointed);
+  REQUIRE(fromImplicit.size() == fromUnrolled.size());
+  for (auto &entry : fromImplicit) {
+    CAPTURE(entry.getKey().str());
+    const std::vector<double> &a = entry.getValue().data;
+    const std::vector<double> &b = fromUnrolled[entry.getKey()].data;
+    REQUIRE(a.size() == b.size());
+    double scale = 1.0;
+    for (double v : b)
+      scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < a.size(); ++i)
+      CHECK_MESSAGE(std::abs(a[i] - b[i]) <= 1e-9 * scale,
+                    "implicit " << a[i] << " vs unrolled " << b[i]);
+  }
+}
+} // namespace
+
+TEST_CASE("implicit gradients at a fixed point match finite differences") {
+  // The oracle differences the loss after runs that converge to ~1e-13:
+  // the run's error moves the difference by ~1e-13 / 1e-5, far below 1e-6.
+  auto compiled =
+      compileLossModel(fixedPointSource("backward implicit(cg = 50, tol = "
+                                        "1e-12);"));
+  BackwardProgramOp backward =
+      *compiled->model.getBody().front().getOps<BackwardProgramOp>().begin();
+  REQUIRE(backward.getImplicit());
+  Bindings bindings = bindAttention(compiled->model, 17);
+  checkAgainstFiniteDifferences(*compiled, bindings, {"Wq", "Wk", "b", "x"});
+
+  // Adaptive ode steps, which have no unrolled backward form.
+  auto adaptive = compileLossModel(
+      fixedPointSource("backward implicit(cg = 50, tol = 1e-12);",
+                       "ode(heun, dt = 1.0, rtol = 1e-3, atol = 1e-6)"));
+  Bindings adaptiveBindings = bindAttention(adaptive->model, 17);
+  checkAgainstFiniteDifferences(*adaptive, adaptiveBindings, {"b"});
+
+  auto pair = compileLossModel(
+      pairFixedPointSource("backward implicit(cg = 50, tol = 1e-12);"));
+  Bindings pairBindings = bindAttention(pair->model, 19);
+  checkAgainstFiniteDifferences(*pair, pairBindings, {"W", "m", "a", "c"});
+}
+
+TEST_CASE("implicit gradients equal unrolled ones at convergence") {
+  const char *implicit = "backward implicit(cg = 50, tol = 1e-12);";
+  const char *unrolled = "backward unrolled;";
+  checkImplicitAgainstUnrolled(fixedPointSource(implicit),
+                               fixedPointSource(unrolled), 23);
+  checkImplicitAgainstUnrolled(pairFixedPointSource(implicit),
+                               pairFixedPointSource(unrolled), 29);
+}
+
+TEST_CASE("implicit gradients through EM's stationary rules match finite "
+          "differences") {
+  // A gmm (examples/gmm.energy) whose data moves with a param: EM converges
+  // to a fixed point of its closed-form steps, where the energy's gradient
+  // in mu, prec and w is zero but for the covariance ridge 1e-6 (a
+  // precision's gradient is -N_k 1e-6 / 2 I there, docs/dynamics.md), and
+  // the loss on the means is differentiated there. Two clusters of 3 points
+  // with noise 0.3: the ridge is ~1e-5 of a covariance, so the implicit
+  // gradient (at the energy's stationary point) is checked at 1e-4 of its
+  // scale. 60 steps take EM to its fixed point to rounding on this data.
+  auto compiled = compileLossModel(R"(model gmm {
+  dim N = 6, K = 2, D = 2;
+  input x : [N, D], target : [K, D];
+  param shift : [N, D];
+  state mu : [K, D], prec : [K, D, D] = eye, w : [K] = zeros;
+  energy fit = -sum(i: N) lse(k: K) (log_softmax(w)[k] + 0.5 * logdet(prec[k]) - 0.5 * quad(x[i] + shift[i] - mu[k], prec[k]));
+  loss near = 0.5 * sum(k: K) sqnorm(mu[k] - target[k]);
+  dynamics {
+    mu: stationary; prec: stationary; w: stationary;
+    steps 60;
+    backward implicit(cg = 100, tol = 1e-13);
+  }
+})");
+  RandomBindingOptions options;
+  options.seed = 31;
+  options.scale = 0.3;
+  options.unbound = {"prec", "w"};
+  Bindings bindings = bindRandom(compiled->model, options);
+  // Two well-separated clusters of three points, so that EM has a
+  // well-posed fixed point: N(0, 0.3²) noise around (±1.5, ±1.5).
+  ArrayValue x = bindings.getTensors().lookup("x");
+  for (size_t i = 0; i < x.data.size(); ++i)
+    x.data[i] += i < x.data.size() / 2 ? 1.5 : -1.5;
+  bindings.setTensor("x", x);
+  checkAgainstFiniteDifferences(*compiled, bindings, {"shift"}, 1e-4);
 }

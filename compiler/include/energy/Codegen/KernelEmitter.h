@@ -49,6 +49,9 @@ struct ArtifactLayout {
   /// The parts of the backward program (seed, step, finish); empty without
   /// a loss.
   std::vector<std::string> backwardKernels;
+  /// Whether the backward program differentiates at the fixed point (its
+  /// step never runs).
+  bool implicitBackward = false;
 };
 
 /// Emits the kernels of `model` into `target` with elements of type

@@ -31,6 +31,7 @@ public:
   ::energy::Status finish() override;
   ::energy::Status save(size_t slot) override;
   ::energy::Status restore(size_t slot) override;
+  bool implicit() override { return backward.getImplicit(); }
 
   /// The sum of the model's losses at the current values.
   FailureOr<double> loss();

@@ -727,6 +727,12 @@ def Energy_DynamicsOp : Energy_Op<"dynamics", [HasParent<"ModelOp">, NoTerminato
     The rules run in the order written once per step, `steps` times or until
     the stopping rule (a region yielding an `i1`) holds after a step.
 
+    With `implicit_iterations` (and `implicit_tolerance`), a loss's gradient
+    is taken at the fixed point the run reaches (`backward implicit` in the
+    language): `energy-build-backward` solves with the energy's Hessian by
+    at most that many rounds of conjugate gradients, stopping at a residual
+    of `implicit_tolerance` relative to the right-hand side.
+
     ```mlir
     energy.dynamics steps 12 order sequential {
       energy.update @x gd(lr = 0.1)
@@ -736,7 +742,9 @@ def Energy_DynamicsOp : Energy_Op<"dynamics", [HasParent<"ModelOp">, NoTerminato
     }
     ```
   }];
-  let arguments = (ins Energy_DimExprAttr:$steps, Energy_OrderAttr:$order);
+  let arguments = (ins Energy_DimExprAttr:$steps, Energy_OrderAttr:$order,
+                       OptionalAttr<I64Attr>:$implicit_iterations,
+                       OptionalAttr<F64Attr>:$implicit_tolerance);
   let regions = (region SizedRegion<1>:$rules, AnyRegion:$until);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -838,6 +846,16 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
     - `finish`, once after the first step's: a state initialised from
       another tensor (`state x = h`) passes its adjoint on to it.
 
+    An `implicit` program differentiates at the fixed point the run ends
+    at, where the gradient of the energy with respect to the updated nodes
+    x is zero: its `step` is empty and never runs (nothing is checkpointed),
+    and `finish` solves H v = x̄ (H the Hessian of the energy in x, x̄ the
+    seeded adjoints of x) by conjugate gradients on Hessian-vector products,
+    in an `energy.repeat` whose vectors live in state tensors marked
+    `solver_of`, then subtracts ∇_Y ⟨∇_x E, v⟩ from the adjoint of every
+    other tensor Y. The updated nodes and their optimizer states end with
+    zero adjoints: the fixed point does not depend on where the run started.
+
     ```mlir
     energy.backward_program seed {
       %g = energy.grad @x of @mse : !energy.array<D>
@@ -855,10 +873,12 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
     }
     ```
   }];
+  let arguments = (ins UnitAttr:$implicit);
   let regions = (region SizedRegion<1>:$seed, SizedRegion<1>:$body,
                         SizedRegion<1>:$finish);
   let assemblyFormat =
-      "attr-dict-with-keyword `seed` $seed `step` $body `finish` $finish";
+      "(`implicit` $implicit^)? attr-dict-with-keyword `seed` $seed `step` "
+      "$body `finish` $finish";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];

@@ -654,12 +654,28 @@ struct StepsClause {
   ExprPtr until; ///< null when absent
 };
 
+/// `backward implicit(cg = 100, tol = 1e-6);` or `backward unrolled;`: how
+/// a loss's gradient goes through the dynamics. `backward` is a keyword only
+/// where a statement starts with it followed by a name.
+struct BackwardClause {
+  llvm::SMRange range;
+  llvm::StringRef mode;
+  llvm::SMRange modeRange;
+  std::vector<OptimizerOption> options;
+  /// Set by the checker for `implicit`: the most conjugate-gradient rounds
+  /// and the residual to stop at, relative to the right-hand side.
+  bool implicit = false;
+  int64_t iterations = 100;
+  double tolerance = 1e-6;
+};
+
 /// `dynamics { ... }`.
 struct DynamicsBlock {
   llvm::SMRange range;
   std::vector<UpdateRule> rules;
   std::optional<StepsClause> steps;
   bool sequential = false; ///< `order sequential;`
+  std::optional<BackwardClause> backward;
 };
 
 /// `model NAME { declarations }`: the root of the AST.

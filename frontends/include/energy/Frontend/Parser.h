@@ -64,6 +64,7 @@ private:
   bool parseDynamicsStatement(DynamicsBlock &block);
   bool parseUpdateRule(DynamicsBlock &block);
   bool parseStepsClause(DynamicsBlock &block);
+  bool parseBackwardClause(DynamicsBlock &block);
   bool parseShape(std::vector<DimRef> &dims);
   bool parseInitializer(Initializer &initializer);
   bool parseIndexDomain(IndexDomain &domain, TokenKind close,

@@ -2,7 +2,8 @@
 //
 // The schedule of a run followed by its backward pass: checkpoints every
 // √steps steps (or every step), each segment recomputed from its checkpoint
-// and reversed step by step. Shared by compiled sessions and the interpreter.
+// and reversed step by step; or, differentiating at the fixed point, no
+// steps reversed at all. Shared by compiled sessions and the interpreter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,11 @@ public:
   /// are reused), or back from it.
   virtual Status save(size_t slot) = 0;
   virtual Status restore(size_t slot) = 0;
+  /// Whether the backward program differentiates at the fixed point the run
+  /// ends at (`backward implicit`): then the run keeps one snapshot (its
+  /// start), and `finish` follows `seed` at the final state with no
+  /// backward steps between them.
+  virtual bool implicit() { return false; }
 };
 
 /// How the states the backward pass needs are kept.

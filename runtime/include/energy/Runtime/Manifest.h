@@ -108,9 +108,10 @@ struct ManifestBuffer {
   std::optional<InitSpec> init;
   std::optional<std::string> optimizerStateOf;
   /// Tensors a backward program adds: the adjoint of a tensor (the
-  /// derivative of the loss with respect to it), or the scratch where a
-  /// cotangent is stored. Neither is part of the forward state.
-  std::optional<std::string> adjointOf, cotangentOf;
+  /// derivative of the loss with respect to it), the scratch where a
+  /// cotangent is stored, or the vectors of the implicit solve. None is part
+  /// of the forward state.
+  std::optional<std::string> adjointOf, cotangentOf, solverOf;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;
 
@@ -119,11 +120,11 @@ struct ManifestBuffer {
 };
 
 /// Whether `buffer` is part of the forward state: a state tensor
-/// (optimizer state included) that is not an adjoint or a cotangent.
+/// (optimizer state included) that the backward program did not add.
 inline bool isForwardState(const ManifestBuffer &buffer) {
   return buffer.kind == BufferKind::Tensor &&
          buffer.role == TensorRole::State && !buffer.adjointOf &&
-         !buffer.cotangentOf;
+         !buffer.cotangentOf && !buffer.solverOf;
 }
 
 /// The kernels' symbol names.
@@ -147,6 +148,9 @@ struct ManifestKernels {
   /// The backward program's parts (Backprop.h); none without a loss.
   struct Backward {
     std::string seed, step, finish;
+    /// At the fixed point the run ends at: `step` never runs and `finish`
+    /// solves for the adjoints ("mode": "implicit"; else "unrolled").
+    bool implicit = false;
   };
   std::optional<Backward> backward;
 };
