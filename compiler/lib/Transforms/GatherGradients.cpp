@@ -119,10 +119,16 @@ struct GatherGradientsPass
   }
 
   /// Whether `inner`, a loop in the body of `outer`, only adds into slots
-  /// that its own indices choose: a scatter, whose sum over `outer`'s domain
-  /// can be gathered slot by slot.
-  static bool isScatter(ForeachOp inner, ForeachOp outer) {
+  /// that its own indices choose, maybe together with some of `outer`'s (a
+  /// batch index that rows and columns share): a scatter, whose sum over
+  /// the rest of `outer`'s domain can be gathered slot by slot. Returns, for
+  /// each of `outer`'s indices, whether the slots use it (it is then carried
+  /// into the gathering loop instead of summed over).
+  static std::optional<SmallVector<bool>> scatterIndices(ForeachOp inner,
+                                                         ForeachOp outer) {
     Block &body = inner.getBody().front();
+    Block &outerBody = outer.getBody().front();
+    SmallVector<bool> carried(outerBody.getNumArguments(), false);
     bool accumulates = false;
     WalkResult walk = inner.getBody().walk([&](Operation *op) {
       if (isa<ForeachOp>(op))
@@ -133,13 +139,32 @@ struct GatherGradientsPass
       accumulates = true;
       if (accumulate->getBlock() != &body)
         return WalkResult::interrupt();
-      for (Value index : accumulate.getIndices())
-        if (!isDefinedOutside(index, outer) &&
-            llvm::find(body.getArguments(), index) == body.args_end())
+      for (Value index : accumulate.getIndices()) {
+        if (isDefinedOutside(index, outer) ||
+            llvm::is_contained(body.getArguments(), index))
+          continue;
+        auto *position = llvm::find(outerBody.getArguments(), index);
+        if (position == outerBody.args_end())
           return WalkResult::interrupt();
+        carried[position - outerBody.args_begin()] = true;
+      }
       return WalkResult::advance();
     });
-    return accumulates && !walk.wasInterrupted();
+    if (!accumulates || walk.wasInterrupted() ||
+        llvm::all_of(carried, [](bool c) { return c; }))
+      return std::nullopt;
+    return carried;
+  }
+
+  /// Adds to `block` an index argument per index of `outerBody` that is
+  /// summed over (not `carried`), mapped; carried ones keep their mapping.
+  static void addSummedIndices(Block &block, Block &outerBody,
+                               ArrayRef<bool> carried, IRMapping &mapping) {
+    for (auto [argument, isCarried] :
+         llvm::zip(outerBody.getArguments(), carried))
+      if (!isCarried)
+        mapping.map(argument,
+                    block.addArgument(argument.getType(), argument.getLoc()));
   }
 
   /// Rewrites each scatter nested in `outer` (the parent side of an lse
@@ -157,18 +182,19 @@ struct GatherGradientsPass
         }))
       return;
     Block &outerBody = outer.getBody().front();
-    SmallVector<ForeachOp> scatters;
+    SmallVector<std::pair<ForeachOp, SmallVector<bool>>> scatters;
     for (ForeachOp inner : outerBody.getOps<ForeachOp>())
-      if (isScatter(inner, outer))
-        scatters.push_back(inner);
-    for (ForeachOp inner : scatters) {
+      if (std::optional<SmallVector<bool>> carried =
+              scatterIndices(inner, outer))
+        scatters.emplace_back(inner, std::move(*carried));
+    for (auto &[inner, carried] : scatters) {
       llvm::SetVector<Operation *> needed;
       addOperandsToSlice(inner, outerBody, needed);
       SmallVector<ReadOp> stashed;
       for (Operation *op : needed)
         if (auto reduce = dyn_cast<ReduceOp>(op))
           stashed.push_back(stash(reduce, inner, outer, symbols));
-      gatherScatter(inner, outer);
+      gatherScatter(inner, outer, carried);
       for (ReadOp read : stashed)
         if (read->use_empty())
           read.erase();
@@ -220,31 +246,46 @@ struct GatherGradientsPass
   }
 
   /// Moves the scatter `inner` out of `outer`: a new loop after `outer`
-  /// over `inner`'s domain accumulates, at each slot, the sum over `outer`'s
-  /// domain of what `inner` added there.
-  static void gatherScatter(ForeachOp inner, ForeachOp outer) {
+  /// over `outer`'s `carried` indices and `inner`'s domain accumulates, at
+  /// each slot, the sum over the rest of `outer`'s domain of what `inner`
+  /// added there.
+  static void gatherScatter(ForeachOp inner, ForeachOp outer,
+                            ArrayRef<bool> carried) {
     Block &outerBody = outer.getBody().front();
     Block &innerBody = inner.getBody().front();
     OpBuilder builder(outer->getContext());
     builder.setInsertionPointAfter(outer);
-    auto gather = ForeachOp::create(builder, inner.getLoc(), inner.getSizes());
+    SmallVector<Attribute> gatherSizes, summedSizes;
+    for (auto [size, isCarried] : llvm::zip(outer.getSizes(), carried))
+      (isCarried ? gatherSizes : summedSizes).push_back(size);
+    llvm::append_range(gatherSizes, inner.getSizes());
+    auto gather = ForeachOp::create(builder, inner.getLoc(),
+                                    builder.getArrayAttr(gatherSizes));
     Block &gatherBody = gather.getBody().emplaceBlock();
     IRMapping slots;
+    for (auto [argument, isCarried] :
+         llvm::zip(outerBody.getArguments(), carried))
+      if (isCarried)
+        slots.map(argument, gatherBody.addArgument(argument.getType(),
+                                                   argument.getLoc()));
+    size_t innerStart = gatherBody.getNumArguments();
     addIndexArguments(gatherBody, innerBody, slots);
+    ArrayAttr summed = builder.getArrayAttr(summedSizes);
     builder.setInsertionPointToStart(&gatherBody);
     for (AccumulateOp accumulate :
          llvm::to_vector(innerBody.getOps<AccumulateOp>())) {
       Value value = accumulate.getValue();
       auto sum = ReduceOp::create(builder, inner.getLoc(), value.getType(),
-                                  ReduceKind::sum, outer.getSizes(), Value());
+                                  ReduceKind::sum, summed, Value());
       // The positions of `outer` at which `inner` admitted the slot.
       if (inner.hasPredicate()) {
         Block &predicate = sum.getPredicate().emplaceBlock();
         IRMapping mapping = slots;
-        addIndexArguments(predicate, outerBody, mapping);
+        addSummedIndices(predicate, outerBody, carried, mapping);
         Block &innerPredicate = inner.getPredicate().front();
-        for (auto [from, to] : llvm::zip(innerPredicate.getArguments(),
-                                         gatherBody.getArguments()))
+        for (auto [from, to] :
+             llvm::zip(innerPredicate.getArguments(),
+                       gatherBody.getArguments().drop_front(innerStart)))
           mapping.map(from, to);
         llvm::SetVector<Operation *> needed;
         for (Operation &op : innerPredicate)
@@ -256,7 +297,7 @@ struct GatherGradientsPass
       }
       Block &sumBody = sum.getBody().emplaceBlock();
       IRMapping mapping = slots;
-      addIndexArguments(sumBody, outerBody, mapping);
+      addSummedIndices(sumBody, outerBody, carried, mapping);
       llvm::SetVector<Operation *> innerSlice, outerSlice;
       addToSlice(value, innerBody, innerSlice);
       for (Operation *op : innerSlice)

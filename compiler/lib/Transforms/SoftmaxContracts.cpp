@@ -640,16 +640,17 @@ LetOp letReadAt(Value value, ArrayRef<Value> indices,
   return let;
 }
 
-/// L as a read of a let whose body is an lse, read at the rows `rows` (the
-/// sum's own index after those of its batch sums), or as an lse in the
-/// sum's body.
+/// L as a read of a let whose body is an lse, read at the rows
+/// `rowIndices` over `rowSizes` (the sum's own index after those of its
+/// batch), or as an lse in the sum's body.
 std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
                                              ArrayRef<ReduceOp> batches,
+                                             ArrayRef<Value> rowIndices,
+                                             ArrayRef<Attribute> rowSizes,
                                              SymbolTable &symbols) {
   Block &body = sum.getBody().front();
   if (value.getDefiningOp<ReadOp>()) {
-    LetOp let = letReadAt(value, rowIndicesOf(sum, batches),
-                          rowSizesOf(sum, batches), symbols);
+    LetOp let = letReadAt(value, rowIndices, rowSizes, symbols);
     if (!let)
       return std::nullopt;
     auto lse = cast<YieldOp>(let.getBody().front().getTerminator())
@@ -661,8 +662,8 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     return NormaliserSource{lse, &let.getBody().front()};
   }
   auto lse = value.getDefiningOp<ReduceOp>();
-  if (batches.empty() && lse && lse.getKind() == ReduceKind::lse &&
-      lse->getBlock() == &body)
+  if (batches.empty() && rowIndices.size() == 1 && lse &&
+      lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
     return NormaliserSource{lse, &body};
   return std::nullopt;
 }
@@ -725,7 +726,9 @@ ReduceOp splitBatchIndices(ReduceOp sum, SymbolTable &symbols) {
 /// loop or table around it and w the softmax weight of an lse over c, as
 /// the parent side of a contraction placed before that loop. Sums over
 /// batch indices b between the two (splitBatchIndices) make the rows
-/// (b…, r) and the outputs per (b…, c).
+/// (b…, r) and the outputs per (b…, c); so do leading indices b of the loop
+/// itself, over (b…, c), when rows and columns share them (a batch of
+/// attention problems).
 void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   if (sum.getKind() != ReduceKind::sum || sum.getSizes().size() != 1 ||
       !hasPlainDims(sum.getSizes()))
@@ -740,22 +743,28 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     loopSizes = foreach.getSizes();
   else if (auto table = dyn_cast<TabulateOp>(loop))
     loopSizes = table.getSizes();
-  if (!loopSizes || loopSizes.size() != 1 || !hasPlainDims(loopSizes))
+  if (!loopSizes || loopSizes.empty() || !hasPlainDims(loopSizes))
+    return;
+  const size_t shared = loopSizes.size() - 1;
+  if (shared > 0 && !batches.empty())
     return;
   Block &loopBody = *outermost->getBlock();
-  Value column = loopBody.getArgument(0);
+  Value column = loopBody.getArgument(shared);
   Block &body = sum.getBody().front();
-  SmallVector<Value> rowIndices = rowIndicesOf(sum, batches);
+  SmallVector<Value> rowIndices(loopBody.getArguments().take_front(shared));
+  llvm::append_range(rowIndices, rowIndicesOf(sum, batches));
+  SmallVector<Attribute> rowSizes(loopSizes.getValue().take_front(shared));
+  llvm::append_range(rowSizes, rowSizesOf(sum, batches));
   const unsigned rowCount = rowIndices.size();
   std::optional<NormaliserSource> source;
   std::optional<WeightedSum> weighted = matchWeightedSum(sum, [&](Value value) {
-    source = normaliserOf(value, sum, batches, symbols);
+    source = normaliserOf(value, sum, batches, rowIndices, rowSizes, symbols);
     return source.has_value();
   });
   if (!weighted || !source)
     return;
   ReduceOp lse = source->lse;
-  if (lse.getSizes() != loopSizes || lse.getSizes().size() != 1)
+  if (lse.getSizes().size() != 1 || lse.getSizes()[0] != loopSizes[shared])
     return;
   // The temperature: what the sum divides by must be the lse's, and
   // available before the loop.
@@ -790,8 +799,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   }
 
   MLIRContext *context = sum.getContext();
-  ContractBuilder contract(context,
-                           ArrayAttr::get(context, rowSizesOf(sum, batches)),
+  ContractBuilder contract(context, ArrayAttr::get(context, rowSizes),
                            cast<DimExprAttr>(lse.getSizes()[0]));
   SmallVector<Location> indexLocations;
   for (Value index : rowIndices)

@@ -55,3 +55,46 @@ energy.model @whole {
     }
   }
 }
+
+// -----
+
+// A scatter whose slots also use an index of the loop around it (a batch b
+// that rows and columns share) is gathered per (b, p): the new loop carries
+// b, and the sum runs over the rest of the outer domain (c).
+// CHECK-LABEL: energy.model @batched
+// CHECK: gradient @x {
+// CHECK:   %[[M:.*]] = read @W : !energy.array<D, D>
+// CHECK:   foreach (%{{.*}} : @B, %{{.*}} : @N) {
+// CHECK-NOT: foreach (%{{.*}} : @N)
+// CHECK:   }
+// CHECK:   foreach (%[[B:.*]] : @B, %[[P:.*]] : @N) {
+// CHECK:     %[[XP:.*]] = read @x[%[[B]], %[[P]]] : !energy.array<D>
+// CHECK:     %[[SUM:.*]] = reduce sum (%[[C:.*]] : @N) {
+// CHECK:       %[[XC:.*]] = read @x[%[[B]], %[[C]]] : !energy.array<D>
+// CHECK:       %[[D:.*]] = dot %[[XC]], %[[XP]]
+// CHECK:       %[[W:.*]] = mul %[[D]], %[[XC]]
+// CHECK:       yield %[[W]] : !energy.array<D>
+// CHECK:     } : !energy.array<D>
+// CHECK:     %[[PRODUCT:.*]] = matmul %[[M]], %[[SUM]]
+// CHECK:     accumulate %[[PRODUCT]] into @x[%[[B]], %[[P]]]
+energy.model @batched {
+  energy.dim @B
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@B, @N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.gradient @x {
+    %w = energy.read @W : !energy.array<D, D>
+    energy.foreach (%b : @B, %c : @N) {
+      %xc = energy.read @x[%b, %c] : !energy.array<D>
+      energy.accumulate %xc into @x[%b, %c] : !energy.array<D>
+      energy.foreach (%p : @N) {
+        %xp = energy.read @x[%b, %p] : !energy.array<D>
+        %d = energy.dot %xc, %xp : !energy.array<D>
+        %v = energy.mul %d, %xc : !energy.array<>, !energy.array<D>
+        %g = energy.matmul %w, %v : !energy.array<D, D>, !energy.array<D>
+        energy.accumulate %g into @x[%b, %p] : !energy.array<D>
+      }
+    }
+  }
+}
