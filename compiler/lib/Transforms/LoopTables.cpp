@@ -5,8 +5,10 @@
 // component's log-determinant inside a sum over points and components) is
 // computed once per position of those indices, into an `energy.tabulate`
 // ahead of the outermost loop it does not depend on, and read back with
-// `energy.extract`. Softmax contractions have their own tables
-// (ContractTables.cpp).
+// `energy.extract`. Work that also depends on indices of the loop directly
+// around (a batch index b in Σ_c W x[b, c] inside a loop over (b, p)) is
+// tabulated over those too, just ahead of that loop. Softmax contractions have
+// their own tables (ContractTables.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "Slices.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/DenseSet.h"
@@ -58,7 +61,21 @@ bool availableBefore(Value value, Operation *point) {
   return ancestor && def->isBeforeInBlock(ancestor);
 }
 
-/// Hoists the values of `loop`'s body that depend on its indices only.
+/// The indices of `outer`, a loop over plain dims directly around an inner
+/// loop, that the inner loop's tables may be indexed by too (a batch index
+/// that rows and columns share), with their sizes; none for other ops.
+std::optional<InnerLoop> carriedLoopOf(Operation *outer) {
+  std::optional<InnerLoop> loop = innerLoopOf(outer);
+  if (!loop)
+    if (auto table = dyn_cast<TabulateOp>(outer))
+      loop = InnerLoop{outer, table.getSizes(), &table.getBody().front()};
+  if (!loop || !hasPlainDims(loop->sizes))
+    return std::nullopt;
+  return loop;
+}
+
+/// Hoists the values of `loop`'s body that depend on its indices only, or
+/// on them and the indices of the loop directly around it.
 void hoistFrom(InnerLoop loop) {
   // Only a loop inside another runs its body more often than its domain.
   Operation *outer = loop.op->getParentOp();
@@ -66,17 +83,22 @@ void hoistFrom(InnerLoop loop) {
       !hasPlainDims(loop.sizes))
     return;
   Block &body = *loop.body;
-  // Ops of the body that depend on nothing but its indices and values from
-  // outside the enclosing loop.
-  llvm::DenseSet<Value> own;
+  // Ops of the body that depend on nothing but its indices, the indices of
+  // the loop around it and values from outside that loop.
+  std::optional<InnerLoop> carrier = carriedLoopOf(outer);
+  llvm::DenseSet<Value> own, carried;
   for (BlockArgument argument : body.getArguments())
     own.insert(argument);
+  if (carrier)
+    for (BlockArgument argument : carrier->body->getArguments())
+      carried.insert(argument);
   llvm::DenseSet<Operation *> candidates;
   for (Operation &op : body.without_terminator()) {
     if (op.getNumRegions())
       continue;
     bool local = llvm::all_of(op.getOperands(), [&](Value operand) {
-      return own.contains(operand) || isDefinedOutside(operand, outer);
+      return own.contains(operand) || carried.contains(operand) ||
+             isDefinedOutside(operand, outer);
     });
     if (!local)
       continue;
@@ -103,9 +125,31 @@ void hoistFrom(InnerLoop loop) {
   }
   if (hoisted.empty())
     return;
-  // The outermost op around `loop` whose values the tables do not need.
+  // Which of the carried indices each table needs.
+  auto carriedBy = [&](Operation *op) {
+    SmallVector<BlockArgument> used;
+    if (!carrier)
+      return used;
+    llvm::SetVector<Operation *> slice;
+    addToSlice(op->getResult(0), body, slice);
+    for (BlockArgument argument : carrier->body->getArguments())
+      if (llvm::any_of(slice, [&](Operation *member) {
+            bool uses = false;
+            member->walk([&](Operation *nested) {
+              uses |= llvm::is_contained(nested->getOperands(), argument);
+            });
+            return uses;
+          }))
+        used.push_back(argument);
+    return used;
+  };
+  bool anyCarried = llvm::any_of(
+      hoisted, [&](Operation *op) { return !carriedBy(op).empty(); });
+  // The outermost op around `loop` whose values the tables do not need;
+  // tables indexed by the carried indices go just before their loop.
   Operation *point = outer;
-  while (!isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
+  while (!anyCarried &&
+         !isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
               DynamicsOp, LetOp, OutputOp, RepeatOp>(point->getParentOp())) {
     Operation *next = point->getParentOp();
     bool available = true;
@@ -125,16 +169,25 @@ void hoistFrom(InnerLoop loop) {
   for (Operation *op : hoisted) {
     Value value = op->getResult(0);
     auto elementType = cast<ArrayType>(value.getType());
+    SmallVector<BlockArgument> outerIndices = carriedBy(op);
+    SmallVector<Attribute> sizes;
+    for (BlockArgument index : outerIndices)
+      sizes.push_back(carrier->sizes[index.getArgNumber()]);
+    llvm::append_range(sizes, loop.sizes);
     SmallVector<StringAttr> dims;
-    for (Attribute size : loop.sizes)
+    for (Attribute size : sizes)
       dims.push_back(
           StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
     llvm::append_range(dims, elementType.getShape());
     OpBuilder builder(point);
-    auto table = TabulateOp::create(builder, op->getLoc(),
-                                    ArrayType::get(context, dims), loop.sizes);
+    auto table =
+        TabulateOp::create(builder, op->getLoc(), ArrayType::get(context, dims),
+                           ArrayAttr::get(context, sizes));
     Block &tableBody = table.getBody().emplaceBlock();
     IRMapping mapping;
+    for (BlockArgument index : outerIndices)
+      mapping.map(index,
+                  tableBody.addArgument(index.getType(), index.getLoc()));
     addIndexArguments(tableBody, body, mapping);
     llvm::SetVector<Operation *> slice;
     addToSlice(value, body, slice);
@@ -143,17 +196,55 @@ void hoistFrom(InnerLoop loop) {
     YieldOp::create(inside, op->getLoc(), mapping.lookup(value));
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
     builder.setInsertionPoint(op);
-    auto map =
-        AffineMap::getMultiDimIdentityMap(body.getNumArguments(), context);
+    SmallVector<Value> indices(outerIndices.begin(), outerIndices.end());
+    llvm::append_range(indices, body.getArguments());
+    auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
     Value row = ExtractOp::create(builder, op->getLoc(), elementType, table,
-                                  AffineMapAttr::get(map), body.getArguments());
+                                  AffineMapAttr::get(map), indices);
     value.replaceAllUsesWith(row);
+  }
+}
+
+/// Replaces each whole-element read of a let at a table's own indices
+/// (`tabulate (b, c) { read @L[b, c] }`, the table being where the let is
+/// computed once per position) by the let's body, so that the work in the
+/// body's own loops that depends on fewer indices is tabulated too.
+void inlineLetsIntoTables(ModelOp model) {
+  SymbolTable symbols(model);
+  SmallVector<ReadOp> reads;
+  model.walk([&](ReadOp read) {
+    auto table = dyn_cast<TabulateOp>(read->getParentOp());
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    if (!table || !let || !read.getMap().isIdentity() ||
+        read.getIndices().size() != let.getDomain().size() ||
+        read.getType() != let.getElementType())
+      return;
+    Block &tableBody = table.getBody().front();
+    if (llvm::all_of(read.getIndices(), [&](Value index) {
+          return llvm::is_contained(tableBody.getArguments(), index);
+        }))
+      reads.push_back(read);
+  });
+  for (ReadOp read : reads) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    Block &letBody = let.getBody().front();
+    IRMapping mapping;
+    mapping.map(letBody.getArguments(), read.getIndices());
+    OpBuilder builder(read);
+    for (Operation &op : letBody.without_terminator())
+      builder.clone(op, mapping);
+    read.replaceAllUsesWith(
+        mapping.lookup(cast<YieldOp>(letBody.getTerminator()).getValues()[0]));
+    auto table = cast<TabulateOp>(read->getParentOp());
+    read.erase();
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
   }
 }
 
 } // namespace
 
 void mlir::energy::hoistLoopTables(ModelOp model) {
+  inlineLetsIntoTables(model);
   SmallVector<InnerLoop> loops;
   model.walk([&](Operation *op) {
     if (std::optional<InnerLoop> loop = innerLoopOf(op))
