@@ -10,6 +10,7 @@
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -48,6 +49,65 @@ llvm::SetVector<StringRef> readTensors(Region &region, ModelOp model) {
   llvm::StringSet<> visitedLets;
   collectReadTensors(region, model, tensors, visitedLets);
   return tensors;
+}
+
+/// Whether `op`, between a store to `tensor` and the next one, may read
+/// what the store wrote: a read of the tensor, of a let (which may read
+/// it), or anything else that reads state (a gradient reads every tensor).
+bool mayRead(Operation *op, StringRef tensor, SymbolTable &symbols) {
+  if (auto read = dyn_cast<ReadOp>(op))
+    return read.getSource() == tensor ||
+           !isa_and_nonnull<TensorOp>(symbols.lookup(read.getSource()));
+  if (isa<StoreOp>(op))
+    return false;
+  if (op->getNumRegions() != 0)
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return !effects || !effects.hasNoEffect();
+}
+
+/// Removes the stores of `block` whose value nothing reads before the next
+/// store to the same tensor, and the stores that put back what the tensor
+/// already holds (`store (read T) into T` with no store to T between), then
+/// the ops left without uses. In a backward step these are the forward
+/// sweep's stores that the reverse sweep undoes before anything reads them,
+/// and the work (a first-order gradient) that only they needed.
+void removeUndoneStores(Block &block, SymbolTable &symbols) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto store : llvm::make_early_inc_range(block.getOps<StoreOp>())) {
+      StringRef tensor = store.getTensor();
+      bool overwritten = false;
+      for (Operation *op = store->getNextNode(); op; op = op->getNextNode()) {
+        if (auto next = dyn_cast<StoreOp>(op);
+            next && next.getTensor() == tensor) {
+          overwritten = true;
+          break;
+        }
+        if (mayRead(op, tensor, symbols))
+          break;
+      }
+      bool restoring = false;
+      if (auto read = store.getValue().getDefiningOp<ReadOp>();
+          read && read->getBlock() == &block && read.getSource() == tensor &&
+          read.getMap().getNumResults() == 0) {
+        restoring = true;
+        for (Operation *op = read->getNextNode(); op != store;
+             op = op->getNextNode())
+          if (auto between = dyn_cast<StoreOp>(op);
+              between && between.getTensor() == tensor)
+            restoring = false;
+      }
+      if (overwritten || restoring) {
+        store.erase();
+        changed = true;
+      }
+    }
+  }
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
 }
 
 class BackwardBuilder {
@@ -415,6 +475,7 @@ private:
         value = zeros(builder, loc(), typeOf(tensor));
       StoreOp::create(builder, loc(), value, ref(adjointTensor(tensor)));
     }
+    removeUndoneStores(block, symbols);
     return success();
   }
 
