@@ -131,7 +131,7 @@ struct DistributeOuterProduct : OpRewritePattern<ReduceOp> {
         outerSides(yieldedValue(reduce));
     if (!sides)
       return failure();
-    auto [lhs, rhs] = *sides;
+    Value lhs = sides->first, rhs = sides->second;
     AddOp sum = lhs.getDefiningOp<AddOp>();
     bool onLeft = sum && !isOutside(lhs, reduce);
     if (!onLeft) {
@@ -174,7 +174,7 @@ struct FactorOuterProduct : OpRewritePattern<ReduceOp> {
           factorSide(factored, reduce);
       if (!factor || isOutside(other, reduce))
         continue;
-      auto [scale, outside] = *factor;
+      Value scale = factor->first, outside = factor->second;
       ReduceOp summed =
           cloneYielding(rewriter, reduce, other.getType(),
                         [&](OpBuilder &builder, IRMapping &m) -> Value {
