@@ -9,6 +9,7 @@
 #include "energy/energy.h"
 
 #include "energy/Runtime/Model.h"
+#include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
 #include "energy/Runtime/Trainer.h"
@@ -437,5 +438,13 @@ int energy_trainer_load_checkpoint(energy_trainer *trainer, const char *path) {
       return result(
           nullArgument("energy_trainer_load_checkpoint", "trainer or path"));
     return result(trainer->trainer->loadCheckpoint(path));
+  });
+}
+
+int energy_plugin_load(const char *path) {
+  return guarded(1, [&] {
+    if (!path)
+      return result(nullArgument("energy_plugin_load", "path"));
+    return result(loadPluginParamOptimizers(path).status());
   });
 }

@@ -5,17 +5,25 @@
 // the unit tests compare their trajectories with PyTorch's to 1e-12. One
 // class keeps the per-param state (its buffers, named "<param>.<buffer>" in
 // checkpoints) and checks shapes for every optimiser; the update rules only
-// compute on arrays of doubles. The registry of optimisers by name is a
-// process-wide map behind a mutex, holding the built-ins from its creation.
+// compute on arrays of doubles, and so does a plugin's update, called
+// through the C interface of its run-time library. The registry of
+// optimisers by name is a process-wide map behind a mutex, holding the
+// built-ins from its creation.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/Runtime/ParamOptimizer.h"
 
+#include "energy/Plugin/RuntimeLibrary.h"
+
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <mutex>
+#include <optional>
+#include <unistd.h>
 #include <utility>
 
 using namespace energy;
@@ -57,10 +65,10 @@ std::vector<double> elementsOf(const Tensor &tensor) {
 /// the param's shape (none for plain SGD).
 class BufferedOptimizer : public ParamOptimizer {
 public:
-  BufferedOptimizer(std::string_view optimizerName,
+  BufferedOptimizer(std::string optimizerName,
                     std::vector<std::string> bufferNames,
                     const ParamOptimizerOptions &options)
-      : options(options), optimizerName(optimizerName),
+      : options(options), optimizerName(std::move(optimizerName)),
         bufferNames(std::move(bufferNames)) {}
 
   std::string_view name() const override { return optimizerName; }
@@ -88,10 +96,10 @@ private:
 
   /// "adam: " + `message`.
   Status error(const std::string &message) const {
-    return Status::error(std::string(optimizerName) + ": " + message);
+    return Status::error(optimizerName + ": " + message);
   }
 
-  std::string_view optimizerName;
+  std::string optimizerName;
   std::vector<std::string> bufferNames;
   std::map<std::string, ParamState> params;
 };
@@ -303,6 +311,37 @@ private:
   bool decoupledWeightDecay;
 };
 
+/// The options as a plugin's code takes them.
+EnergyParamOptimizerOptions pluginOptionsOf(const ParamOptimizerOptions &o) {
+  return {o.momentum, o.beta1, o.beta2, o.eps, o.weightDecay};
+}
+
+/// An optimiser of a plugin's run-time library: its update rule is the
+/// library's code (RuntimeCode.h), on the same arrays of doubles.
+class PluginOptimizer : public BufferedOptimizer {
+public:
+  PluginOptimizer(std::string name, std::vector<std::string> bufferNames,
+                  EnergyParamUpdateCode updateCode,
+                  const ParamOptimizerOptions &options)
+      : BufferedOptimizer(std::move(name), std::move(bufferNames), options),
+        updateCode(updateCode), pluginOptions(pluginOptionsOf(options)) {}
+
+private:
+  void apply(std::vector<double> &value, const std::vector<double> &gradient,
+             std::vector<std::vector<double>> &buffers, bool fresh, double lr,
+             int64_t step) const override {
+    std::vector<double *> bufferData;
+    for (std::vector<double> &buffer : buffers)
+      bufferData.push_back(buffer.data());
+    updateCode(static_cast<int64_t>(value.size()), value.data(),
+               gradient.data(), bufferData.data(), fresh ? 1 : 0, lr, step,
+               &pluginOptions);
+  }
+
+  EnergyParamUpdateCode updateCode;
+  EnergyParamOptimizerOptions pluginOptions;
+};
+
 //===----------------------------------------------------------------------===//
 // The registry
 //===----------------------------------------------------------------------===//
@@ -351,11 +390,14 @@ Status checkAdamOptions(std::string_view name,
   return Status::success();
 }
 
+/// A check of the options an optimiser is created with.
+using OptionsCheck =
+    std::function<Status(std::string_view, const ParamOptimizerOptions &)>;
+
 struct RegistryEntry {
   ParamOptimizerFactory factory;
-  /// The built-ins' check of the options; null for others.
-  Status (*checkOptions)(std::string_view name,
-                         const ParamOptimizerOptions &options) = nullptr;
+  /// The built-ins' and plugins' check of the options; empty for others.
+  OptionsCheck checkOptions = nullptr;
 };
 
 /// The registry's entry of a built-in: an `Optimizer` made with `variant`
@@ -381,6 +423,11 @@ struct Registry {
 
   std::mutex mutex;
   std::map<std::string, RegistryEntry> entries;
+  /// Plugins' run-time libraries by handle, with the names they registered;
+  /// loading holds `loading` (not `mutex`: a library's constructors may
+  /// register).
+  std::mutex loading;
+  std::map<void *, std::vector<std::string>> libraries;
 };
 
 Registry &registry() {
@@ -438,6 +485,153 @@ std::vector<std::string> energy::paramOptimizerNames() {
   std::vector<std::string> names;
   for (const auto &[name, entry] : instance.entries)
     names.push_back(name);
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter optimisers of plugins
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The most optimisers a library may export, and buffers an optimiser may
+/// keep.
+constexpr int64_t kMaxPluginOptimizers = 64, kMaxBuffers = 16;
+/// The longest name of an optimiser or a buffer (as plugins' names).
+constexpr size_t kMaxNameBytes = 64;
+
+/// `text` when it is a name: 1 to kMaxNameBytes letters, digits, '_', '-'
+/// or '.', read without looking past its end; else nothing.
+std::optional<std::string> nameOf(const char *text) {
+  if (!text)
+    return std::nullopt;
+  size_t length = strnlen(text, kMaxNameBytes + 1);
+  if (length == 0 || length > kMaxNameBytes)
+    return std::nullopt;
+  std::string name(text, length);
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
+        c != '.')
+      return std::nullopt;
+  return name;
+}
+
+const char *const kNameRule = "1 to 64 letters, digits, '_', '-' or '.'";
+
+/// The registry entry of a plugin's optimiser `code`, checked.
+Expected<std::pair<std::string, RegistryEntry>>
+pluginEntry(const EnergyParamOptimizerCode &code, int64_t index) {
+  std::optional<std::string> name = nameOf(code.name);
+  if (!name)
+    return Status::error("param optimiser #" + std::to_string(index + 1) +
+                         ": its name is not " + kNameRule);
+  std::string where = "param optimiser '" + *name + "': ";
+  if (!code.update)
+    return Status::error(where + "no update function");
+  if (code.buffer_count < 0 || code.buffer_count > kMaxBuffers ||
+      (code.buffer_count > 0 && !code.buffer_names))
+    return Status::error(where + "buffer_count " +
+                         std::to_string(code.buffer_count) + " is not 0 to " +
+                         std::to_string(kMaxBuffers) + " named buffers");
+  std::vector<std::string> buffers;
+  for (int64_t k = 0; k < code.buffer_count; ++k) {
+    std::optional<std::string> buffer = nameOf(code.buffer_names[k]);
+    if (!buffer)
+      return Status::error(where + "the name of buffer #" +
+                           std::to_string(k + 1) + " is not " + kNameRule);
+    if (std::find(buffers.begin(), buffers.end(), *buffer) != buffers.end())
+      return Status::error(where + "buffer '" + *buffer + "' is named twice");
+    buffers.push_back(*buffer);
+  }
+  RegistryEntry entry;
+  entry.factory = [name = *name, buffers,
+                   update = code.update](const ParamOptimizerOptions &options)
+      -> std::unique_ptr<ParamOptimizer> {
+    return std::make_unique<PluginOptimizer>(name, buffers, update, options);
+  };
+  if (EnergyParamOptionsCheckCode check = code.check_options)
+    entry.checkOptions = [check](std::string_view optimizer,
+                                 const ParamOptimizerOptions &options) {
+      EnergyParamOptimizerOptions given = pluginOptionsOf(options);
+      const char *problem = check(&given);
+      if (!problem)
+        return Status::success();
+      return Status::error(std::string(optimizer) + ": " +
+                           std::string(problem, strnlen(problem, 512)));
+    };
+  return std::make_pair(*name, std::move(entry));
+}
+
+/// Opens the library at `path`, which becomes the file opened: a bare file
+/// name is looked for in the directories of ENERGY_PLUGIN_PATH first.
+void *openForTraining(std::string &path, EnergyPluginRuntimeInfo &info,
+                      std::string &error) {
+  if (path.find('/') == std::string::npos)
+    for (const std::string &directory : plugin::pluginSearchPath())
+      if (std::string candidate = directory + "/" + path;
+          access(candidate.c_str(), F_OK) == 0) {
+        path = candidate;
+        break;
+      }
+  return plugin::openRuntimeLibraryFile(path, info, error);
+}
+
+} // namespace
+
+Expected<std::vector<std::string>>
+energy::loadPluginParamOptimizers(const std::string &path) {
+  Registry &instance = registry();
+  std::lock_guard<std::mutex> loading(instance.loading);
+  EnergyPluginRuntimeInfo info{};
+  std::string error, opened = path;
+  void *handle = openForTraining(opened, info, error);
+  if (!handle)
+    return Status::error(error);
+  if (auto found = instance.libraries.find(handle);
+      found != instance.libraries.end())
+    return found->second;
+
+  std::optional<std::string> plugin = nameOf(info.name);
+  std::string label = opened + " (plugin '" + plugin.value_or("?") + "')";
+  using ListFunction = EnergyParamOptimizerList (*)();
+  auto list = reinterpret_cast<ListFunction>(
+      dlsym(handle, "energyGetPluginParamOptimizers"));
+  if (!list)
+    return Status::error(label +
+                         " exports no parameter optimisers (it has no entry "
+                         "point energyGetPluginParamOptimizers)");
+  EnergyParamOptimizerList exported = list();
+  if (exported.count < 1 || exported.count > kMaxPluginOptimizers ||
+      !exported.optimizers)
+    return Status::error(label + ": energyGetPluginParamOptimizers gives " +
+                         std::to_string(exported.count) +
+                         " optimisers; expected 1 to " +
+                         std::to_string(kMaxPluginOptimizers));
+  std::map<std::string, RegistryEntry> entries;
+  for (int64_t i = 0; i < exported.count; ++i) {
+    Expected<std::pair<std::string, RegistryEntry>> entry =
+        pluginEntry(exported.optimizers[i], i);
+    if (!entry)
+      return Status::error(label + ": " + entry.message());
+    std::string name = entry->first;
+    if (!entries.emplace(std::move(*entry)).second)
+      return Status::error(label + ": param optimiser '" + name +
+                           "' is exported twice");
+  }
+
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(instance.mutex);
+    for (const auto &[name, entry] : entries)
+      if (instance.entries.count(name))
+        return Status::error(label + ": param optimiser '" + name +
+                             "' is already registered");
+    for (auto &[name, entry] : entries) {
+      names.push_back(name);
+      instance.entries.emplace(name, std::move(entry));
+    }
+  }
+  instance.libraries[handle] = names;
   return names;
 }
 

@@ -11,28 +11,16 @@
 #include "energy/Plugin/RuntimeLibrary.h"
 #include "energy/Runtime/ArtifactABI.h"
 
-#include <cstdlib>
-
 using namespace energy;
 
 namespace {
-/// Where to look for `library`: the directories of ENERGY_PLUGIN_PATH
-/// (colon-separated) by file name, then the path the compiler recorded.
+/// Where to look for `library`: the directories of ENERGY_PLUGIN_PATH by
+/// file name, then the path the compiler recorded.
 std::vector<std::string> candidatePaths(const std::string &library) {
   std::vector<std::string> paths;
   std::string fileName = library.substr(library.rfind('/') + 1);
-  if (const char *searchPath = std::getenv("ENERGY_PLUGIN_PATH")) {
-    std::string list = searchPath;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(':', start);
-      if (end == std::string::npos)
-        end = list.size();
-      if (end > start)
-        paths.push_back(list.substr(start, end - start) + "/" + fileName);
-      start = end + 1;
-    }
-  }
+  for (const std::string &directory : ::energy::plugin::pluginSearchPath())
+    paths.push_back(directory + "/" + fileName);
   paths.push_back(library);
   return paths;
 }

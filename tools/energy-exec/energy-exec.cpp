@@ -1,15 +1,18 @@
 //===- energy-exec.cpp - Runs compiled artifacts, without the compiler ----===//
 //
 // energy-exec ARTIFACT.so [--device cpu|cuda] [--dim N=V]... [--const C=V]...
-//   [--in FILE] [--init random:SEED] [--eval energy|grad|run|step] [--wrt a,b]
-//   [--steps N] [--out FILE] [--json] [--bench K]
-// evaluates a compiled model's energy or gradients, or runs or steps its
-// dynamics, with the options energy-run gives them; it links only the
-// runtime, so it runs where neither MLIR nor LLVM is installed.
+//   [--in FILE] [--init random:SEED] [--eval energy|grad|loss-grad|run|step]
+//   [--wrt a,b] [--steps N] [--store-all-steps] [--out FILE] [--json]
+//   [--bench K]
+// evaluates a compiled model's energy, gradients or loss gradients through
+// a run, or runs or steps its dynamics, with the options energy-run gives
+// them; it links only the runtime, so it runs where neither MLIR nor LLVM
+// is installed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommandLineValues.h"
+#include "LossGradients.h"
 
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Safetensors.h"
@@ -26,6 +29,10 @@
 
 using namespace energy;
 using energy::tools::integerOf;
+using energy::tools::LossGradients;
+using energy::tools::lossGradientsJson;
+using energy::tools::lossGradientsOf;
+using energy::tools::lossGradientsText;
 using energy::tools::numberOf;
 using energy::tools::readSetting;
 
@@ -40,9 +47,8 @@ int fail(const std::string &message) {
 const char *kUsage =
     "usage: energy-exec ARTIFACT.so [--device cpu|cuda] [--dim NAME=VALUE]... "
     "[--const NAME=VALUE]... [--in FILE.safetensors]... [--init random:SEED] "
-    "[--eval energy|grad|run|step] [--wrt a,b] [--steps N] [--out FILE] "
-    "[--json] "
-    "[--bench K]\n";
+    "[--eval energy|grad|loss-grad|run|step] [--wrt a,b] [--steps N] "
+    "[--store-all-steps] [--out FILE] [--json] [--bench K]\n";
 
 struct Options {
   std::string artifact, device, eval = "run", out;
@@ -52,7 +58,7 @@ struct Options {
   std::optional<uint64_t> seed;
   std::optional<int64_t> steps;
   int64_t bench = 0;
-  bool json = false;
+  bool json = false, storeAllSteps = false;
 };
 
 /// Parses the command line; an error message, or "".
@@ -66,7 +72,7 @@ std::string parse(int argc, char **argv, Options &options) {
       continue;
     }
     std::string name = argument.substr(2), value;
-    bool flag = name == "json" || name == "help";
+    bool flag = name == "json" || name == "help" || name == "store-all-steps";
     if (size_t equals = name.find('='); equals != std::string::npos) {
       value = name.substr(equals + 1);
       name = name.substr(0, equals);
@@ -82,6 +88,8 @@ std::string parse(int argc, char **argv, Options &options) {
       return "help";
     if (name == "json")
       options.json = true;
+    else if (name == "store-all-steps")
+      options.storeAllSteps = true;
     else if (name == "device")
       options.device = value;
     else if (name == "dim") {
@@ -100,9 +108,10 @@ std::string parse(int argc, char **argv, Options &options) {
         return "--init " + value + ": expected random:SEED";
       options.seed = static_cast<uint64_t>(*seed);
     } else if (name == "eval") {
-      if (value != "energy" && value != "grad" && value != "run" &&
-          value != "step")
-        return "--eval " + value + ": expected energy, grad, run or step";
+      if (value != "energy" && value != "grad" && value != "loss-grad" &&
+          value != "run" && value != "step")
+        return "--eval " + value +
+               ": expected energy, grad, loss-grad, run or step";
       options.eval = value;
     } else if (name == "wrt") {
       for (size_t start = 0; start <= value.size();) {
@@ -145,9 +154,24 @@ std::vector<std::string> wantedGradients(const Model &model,
   return names;
 }
 
-/// One evaluation (--eval), its results in `results` when not null.
+/// How --eval loss-grad keeps the run for the backward pass.
+BackpropStorage storageOf(const Options &options) {
+  return options.storeAllSteps ? BackpropStorage::Full
+                               : BackpropStorage::Checkpointed;
+}
+
+/// One evaluation (--eval; loss-grad only without `results`, as --bench
+/// times it), its results in `results` when not null.
 Status evaluate(Session &session, const Options &options, Tensors *results) {
   const Model &model = session.model();
+  if (options.eval == "loss-grad") {
+    // One training step's work: the run, the losses and the backward pass,
+    // which leaves the state where the run started.
+    BackwardOptions backward;
+    backward.steps = options.steps;
+    backward.storage = storageOf(options);
+    return session.backward(backward).status();
+  }
   if (options.eval == "energy") {
     Expected<double> energy = session.energy();
     if (!energy)
@@ -290,6 +314,22 @@ int main(int argc, char **argv) {
   }
   if (options.bench > 0)
     return bench(*session, options);
+
+  if (options.eval == "loss-grad") {
+    Expected<LossGradients> gradients =
+        lossGradientsOf(*session, options.steps, storageOf(options));
+    if (!gradients)
+      return fail(gradients.message());
+    std::fputs(options.json
+                   ? (lossGradientsJson(*gradients) + "\n").c_str()
+                   : lossGradientsText(*gradients, options.out.empty()).c_str(),
+               stdout);
+    if (!options.out.empty())
+      if (Status status = writeSafetensors(options.out, gradients->adjoints);
+          !status)
+        return fail(status.message());
+    return 0;
+  }
 
   Tensors results;
   if (Status status = evaluate(*session, options, &results); !status)

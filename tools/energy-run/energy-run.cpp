@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionPlot.h"
+#include "InterpretedLossGradients.h"
 #include "InterpretedRun.h"
-#include "LossGradients.h"
 #include "RunPlot.h"
 
 #include "energy/Codegen/Artifact.h"
@@ -48,9 +48,11 @@ using namespace llvm;
 using namespace mlir;
 using namespace mlir::energy;
 namespace fe = ::energy::frontend;
+using ::energy::tools::LossGradients;
+using ::energy::tools::lossGradientsJson;
+using ::energy::tools::lossGradientsText;
 using mlir::energy::tools::fromRuntime;
 using mlir::energy::tools::InterpretedRun;
-using mlir::energy::tools::LossGradients;
 using mlir::energy::tools::lossGradientsOf;
 using mlir::energy::tools::plotAttention;
 using mlir::energy::tools::toRuntime;
@@ -236,8 +238,8 @@ void printEnergy(double energy) {
 }
 
 /// Prints gradients (text or JSON) and writes them with --out.
-bool reportGradients(const RuntimeTensors &gradients,
-                     json::Object result = {}) {
+bool reportGradients(const RuntimeTensors &gradients) {
+  json::Object result;
   for (const auto &[name, value] : gradients) {
     if (jsonOutput) {
       json::Array shape;
@@ -259,18 +261,11 @@ bool reportGradients(const RuntimeTensors &gradients,
 }
 
 /// --eval loss-grad: each loss, then the adjoints as --eval grad reports
-/// gradients.
+/// gradients (energy-exec prints the same).
 bool reportLossGradients(const LossGradients &result) {
-  if (!jsonOutput)
-    for (const auto &[name, value] : result.losses)
-      outs() << formatv("loss {0} {1:e} after {2} steps\n", name, value,
-                        result.steps);
-  json::Object losses;
-  for (const auto &[name, value] : result.losses)
-    losses[name] = value;
-  return reportGradients(
-      result.adjoints,
-      json::Object{{"losses", std::move(losses)}, {"steps", result.steps}});
+  outs() << (jsonOutput ? lossGradientsJson(result) + "\n"
+                        : lossGradientsText(result, outputFile.empty()));
+  return outputFile.empty() || writeOutputs(result.adjoints);
 }
 
 ::energy::BackpropStorage backwardStorage() {
@@ -699,8 +694,8 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   }
 
   if (evalKind == EvalKind::LossGrad) {
-    ::energy::Expected<LossGradients> result =
-        lossGradientsOf(session, stepsOption(), backwardStorage());
+    ::energy::Expected<LossGradients> result = ::energy::tools::lossGradientsOf(
+        session, stepsOption(), backwardStorage());
     if (!result)
       return fail(result.message());
     return reportLossGradients(*result) ? 0 : 1;

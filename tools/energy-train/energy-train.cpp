@@ -1,9 +1,9 @@
 //===- energy-train.cpp - Trains a compiled model's params ----------------===//
 //
 // energy-train ARTIFACT.so --data FILE.safetensors [--val FILE] [--batch B]
-//   [--epochs E] [--optimizer sgd|momentum|adam|adamw] [--lr X] [--schedule
-//   constant|cosine|step] ... [--checkpoint FILE] [--resume FILE] [--out FILE]
-//   [--log FILE.csv] [--plot FILE.svg|.png]
+//   [--epochs E] [--optimizer sgd|momentum|adam|adamw|NAME] [--plugin LIB]
+//   [--lr X] [--schedule constant|cosine|step] ... [--checkpoint FILE]
+//   [--resume FILE] [--out FILE] [--log FILE.csv] [--plot FILE.svg|.png]
 // minibatch training of the params of a model with a loss (energy::Trainer):
 // a progress bar with the running loss and throughput, checkpoints that
 // resume exactly, the loss curves as CSV and as a picture.
@@ -15,6 +15,7 @@
 #include "CommandLineValues.h"
 
 #include "energy/Runtime/Model.h"
+#include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Trainer.h"
 
@@ -52,7 +53,10 @@ differentiated through the run, and the params are updated.
   --val FILE             validation examples: the loss after every epoch
   --batch B              examples per update (default: all)
   --epochs E             passes over the data (default 1)
-  --optimizer NAME       sgd, momentum, adam (default) or adamw
+  --optimizer NAME       sgd, momentum, adam (default), adamw, or a plugin's
+  --plugin LIB           load the parameter optimisers of a plugin's run-time
+                         library (repeatable; a bare file name is looked for
+                         in ENERGY_PLUGIN_PATH first)
   --lr X                 learning rate (default 1e-3)
   --momentum X           momentum's coefficient (default 0.9)
   --beta1 X --beta2 X --eps X   Adam's (defaults 0.9, 0.999, 1e-8)
@@ -79,7 +83,7 @@ differentiated through the run, and the params are updated.
 
 struct Options {
   std::string artifact, data, validation, checkpoint, resume, out, log, plot;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, plugins;
   TrainOptions train;
   bool quiet = false;
 };
@@ -150,6 +154,8 @@ std::string parse(int argc, char **argv, Options &options) {
       options.plot = value;
     else if (name == "in")
       options.inputs.push_back(value);
+    else if (name == "plugin")
+      options.plugins.push_back(value);
     else if (name == "optimizer")
       train.optimizer = value;
     else if (name == "schedule")
@@ -338,6 +344,11 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stderr);
     return fail(error);
   }
+  for (const std::string &plugin : options.plugins)
+    if (Expected<std::vector<std::string>> loaded =
+            loadPluginParamOptimizers(plugin);
+        !loaded)
+      return fail("--plugin: " + loaded.message());
   if (options.artifact.size() > 7 &&
       options.artifact.substr(options.artifact.size() - 7) == ".energy")
     return fail(options.artifact +

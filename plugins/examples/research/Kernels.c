@@ -2,7 +2,8 @@
 //
 // Plain C, no dependencies: what compiled kernels and the interpreter call
 // for the plugin's similarity, element-wise function and aggregation
-// (energy/Plugin/RuntimeCode.h). The runtime loads it with dlopen.
+// (energy/Plugin/RuntimeCode.h). The runtime loads it with dlopen; with
+// Lion.c it also gives training a parameter optimiser.
 //
 //===----------------------------------------------------------------------===*/
 

@@ -118,7 +118,8 @@ typedef struct energy_trainer energy_trainer;
 typedef struct energy_train_options {
   int64_t batch_size; /* 0: every example at once */
   int64_t epochs;
-  const char *optimizer; /* "sgd", "momentum", "adam", "adamw"; NULL: adam */
+  /* "sgd", "momentum", "adam", "adamw", or a plugin's; NULL: adam */
+  const char *optimizer;
   double learning_rate;
   double weight_decay;
   const char *schedule; /* "constant", "cosine", "step"; NULL: constant */
@@ -147,6 +148,12 @@ int energy_trainer_get_param(energy_trainer *trainer, const char *name,
                              size_t *rank_inout);
 int energy_trainer_save_checkpoint(energy_trainer *trainer, const char *path);
 int energy_trainer_load_checkpoint(energy_trainer *trainer, const char *path);
+/* Loads the run-time library of a plugin (a bare file name is looked for in
+ * the directories of ENERGY_PLUGIN_PATH first) and registers the parameter
+ * optimisers it exports, which energy_train_options.optimizer may then
+ * name; loading it again does nothing. Non-zero, with a message naming the
+ * file, when it cannot be loaded or its optimisers cannot be registered. */
+int energy_plugin_load(const char *path);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,15 @@
 /*===- c_api.c - Training through the C API
 --------------------------------===*\
 |*                                                                            *|
-|* energy_session_backward's gradient against central finite differences of  *|
-|* the loss it reports, and a trainer from a safetensors file: two epochs    *|
-|* lower the loss, a checkpoint saves and loads, errors have messages.       *|
+|* energy_session_backward's gradient against central finite differences of   *|
+|* the loss it reports, and a trainer from a safetensors file: two epochs     *|
+|* lower the loss, a checkpoint saves and loads, errors have messages; a      *|
+|* plugin's optimiser (Lion) is unknown until its run-time library is         *|
+|* loaded, and then trains too.                                               *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
-/* Usage: c_api ARTIFACT(attention_train, f64) WORK_DIR */
+/* Usage: c_api ARTIFACT(attention_train, f64) WORK_DIR PLUGIN_LIBRARY */
 
 #include "energy/energy.h"
 
@@ -68,8 +70,8 @@ static int writeData(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s ARTIFACT WORK_DIR\n", argv[0]);
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s ARTIFACT WORK_DIR PLUGIN_LIBRARY\n", argv[0]);
     return 2;
   }
   energy_model *model = energy_model_load(argv[1]);
@@ -161,6 +163,30 @@ int main(int argc, char **argv) {
   if (energy_trainer_get_param(trainer, "Wq", ENERGY_F64, trained, D * D, NULL,
                                NULL))
     return fail("param");
+  energy_trainer_free(trainer);
+
+  char missing[1024];
+  snprintf(missing, sizeof missing, "%s/no-such-plugin.so", argv[2]);
+  options.optimizer = "lion";
+  options.learning_rate = 0.01;
+  if (energy_trainer_create(model, data, NULL, &options) ||
+      !strstr(energy_last_error(), "unknown param optimiser 'lion'"))
+    return fprintf(stderr, "c_api: lion is known before its plugin\n"), 1;
+  if (energy_plugin_load(NULL) == 0 || energy_plugin_load(missing) == 0 ||
+      !strstr(energy_last_error(), missing))
+    return fprintf(stderr, "c_api: expected an error naming %s\n", missing), 1;
+  if (energy_plugin_load(argv[3]))
+    return fail("plugin");
+  trainer = energy_trainer_create(model, data, NULL, &options);
+  if (!trainer)
+    return fail("trainer with lion");
+  for (int epoch = 0; epoch < 3; ++epoch)
+    if (energy_trainer_run_epoch(trainer, epoch ? &last : &first, NULL))
+      return fail("epoch with lion");
+  printf("lion: train loss %.6f after the first epoch, %.6f after the third\n",
+         first, last);
+  if (!(last < first))
+    return fprintf(stderr, "c_api: lion did not lower the loss\n"), 1;
   energy_trainer_free(trainer);
   energy_model_free(model);
   printf("the C API trains\n");

@@ -30,7 +30,7 @@ const std::vector<std::string> levelFour = {
 
 ManifestTarget target(const std::string &cpu,
                       std::vector<std::string> features) {
-  return ManifestTarget{"x86_64", cpu, std::move(features)};
+  return ManifestTarget{"x86_64", cpu, std::move(features), "", {}};
 }
 
 /// An x86-64 CPU with `features`.

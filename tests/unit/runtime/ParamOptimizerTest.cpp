@@ -4,7 +4,8 @@
 // built-ins' trajectories against PyTorch's (param_optimizer_reference.json,
 // made by param_optimizer_reference.py with Debian's python3-torch), for F64
 // and F32 params; the registry; checkpointed state that resumes bit for bit;
-// the errors of updates, of setState and of options; the schedules.
+// the errors of updates, of setState and of options; the schedules; the
+// optimisers of plugins' run-time libraries, and those refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@ using energy::createParamOptimizer;
 using energy::DType;
 using energy::Expected;
 using energy::LearningRateSchedule;
+using energy::loadPluginParamOptimizers;
 using energy::ParamOptimizer;
 using energy::paramOptimizerNames;
 using energy::ParamOptimizerOptions;
@@ -580,4 +582,104 @@ TEST_CASE("a schedule's validate names the field at fault") {
   schedule.lrMin = 5;
   schedule.gamma = -1;
   CHECK(schedule.validate().ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Optimisers of plugins' run-time libraries (these run last: they add names
+// to the registry)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("a plugin's run-time library registers its optimisers, once") {
+  Expected<std::vector<std::string>> loaded =
+      loadPluginParamOptimizers(ENERGY_RESEARCH_RUNTIME);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.message());
+  CHECK(*loaded == std::vector<std::string>{"lion"});
+  Expected<std::vector<std::string>> again =
+      loadPluginParamOptimizers(ENERGY_RESEARCH_RUNTIME);
+  REQUIRE_MESSAGE(again.ok(), again.message());
+  CHECK(*again == std::vector<std::string>{"lion"});
+  Expected<std::unique_ptr<ParamOptimizer>> unknown =
+      createParamOptimizer("lino", {});
+  REQUIRE(!unknown.ok());
+  CHECK(unknown.message().find("adamw, lion, momentum") != std::string::npos);
+
+  // Lion: p <- p (1 - lr wd) - lr sign(beta1 m + (1 - beta1) g),
+  // m <- beta2 m + (1 - beta2) g, with m = 0 at the first update.
+  ParamOptimizerOptions options;
+  options.beta2 = 0.99;
+  options.weightDecay = 0.1;
+  std::unique_ptr<ParamOptimizer> lion = create("lion", options);
+  CHECK(lion->name() == "lion");
+  double lr = 0.1, decay = 1 - lr * 0.1;
+  std::vector<double> p = {1, -2, 0.5}, g1 = {0.3, -0.2, 0},
+                      g2 = {-0.01, -0.2, 0.4};
+  Tensor value = tensorOf(DType::F64, {3}, p);
+  REQUIRE(lion->update("w", value, tensorOf(DType::F64, {3}, g1), lr, 1).ok());
+  std::vector<double> m(3), expected(3);
+  for (size_t i = 0; i < 3; ++i) {
+    double c = 0.1 * g1[i];
+    p[i] = p[i] * decay - lr * ((c > 0) - (c < 0));
+    m[i] = 0.01 * g1[i];
+  }
+  for (int64_t i = 0; i < 3; ++i)
+    CHECK(value.at(i) == doctest::Approx(p[i]).epsilon(1e-15));
+  std::map<std::string, Tensor> state = lion->state();
+  REQUIRE(state.count("w.exp_avg"));
+  for (int64_t i = 0; i < 3; ++i)
+    CHECK(state.at("w.exp_avg").at(i) == doctest::Approx(m[i]).epsilon(1e-15));
+
+  // The second update reads the momentum, which a restored optimiser has too.
+  std::unique_ptr<ParamOptimizer> resumed = create("lion", options);
+  REQUIRE(resumed->setState(state).ok());
+  Tensor copy = value;
+  REQUIRE(lion->update("w", value, tensorOf(DType::F64, {3}, g2), lr, 2).ok());
+  REQUIRE(
+      resumed->update("w", copy, tensorOf(DType::F64, {3}, g2), lr, 2).ok());
+  CHECK(copy == value);
+  for (size_t i = 0; i < 3; ++i) {
+    double c = 0.9 * m[i] + 0.1 * g2[i];
+    p[i] = p[i] * decay - lr * ((c > 0) - (c < 0));
+  }
+  // The momentum decides the first element's step (g2 alone points the
+  // other way).
+  CHECK(p[0] == doctest::Approx(0.89 * decay - lr));
+  for (int64_t i = 0; i < 3; ++i)
+    CHECK(value.at(i) == doctest::Approx(p[i]).epsilon(1e-15));
+
+  // The plugin checks its options.
+  options.beta1 = 1.5;
+  Expected<std::unique_ptr<ParamOptimizer>> refused =
+      createParamOptimizer("lion", options);
+  REQUIRE(!refused.ok());
+  CHECK(refused.message() == "lion: beta1 and beta2 must be in [0, 1]");
+}
+
+TEST_CASE("a run-time library whose optimisers are refused is named") {
+  auto fails = [](const std::string &path, const std::string &message) {
+    Expected<std::vector<std::string>> loaded = loadPluginParamOptimizers(path);
+    REQUIRE(!loaded.ok());
+    CHECK_MESSAGE(loaded.message().find(path) != std::string::npos,
+                  loaded.message());
+    CHECK_MESSAGE(loaded.message().find(message) != std::string::npos,
+                  loaded.message());
+  };
+  std::string missing = std::string(ENERGY_TEST_TMPDIR) + "/no-such-plugin.so";
+  fails(missing, "cannot load run-time library " + missing);
+  fails(ENERGY_FAKE_F64, "has no entry point energyGetPluginRuntimeInfo (is it "
+                         "a plugin's run-time library?)");
+  fails(ENERGY_PLUGIN_NO_LIST,
+        "(plugin 'refused') exports no parameter optimisers (it has no entry "
+        "point energyGetPluginParamOptimizers)");
+  fails(ENERGY_PLUGIN_TAKEN,
+        "(plugin 'refused'): param optimiser 'adam' is already registered");
+  fails(ENERGY_PLUGIN_NO_UPDATE, "param optimiser 'test-no-update': no update "
+                                 "function");
+  fails(ENERGY_PLUGIN_TWIN_BUFFERS,
+        "param optimiser 'test-twin-buffers': buffer 'm' is named twice");
+  // Nothing of a refused library is registered.
+  std::vector<std::string> names = paramOptimizerNames();
+  for (const char *name :
+       {"test-taken-new", "test-no-update", "test-twin-buffers"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), name) == names.end(),
+                  name);
 }

@@ -5,8 +5,9 @@
 // Adam, AdamW, exactly as torch.optim computes them) and keeps its own
 // state per param (moments, momentum buffers), which it gives as named
 // tensors for checkpoints and takes back to resume bit for bit. Optimisers
-// are found by name in one registry: the built-ins are always there, and
-// plugins and applications add their own.
+// are found by name in one registry: the built-ins are always there,
+// applications add their own, and plugins theirs from their run-time
+// library (loadPluginParamOptimizers).
 //
 // A learning-rate schedule says which learning rate each update uses.
 //
@@ -88,6 +89,18 @@ createParamOptimizer(const std::string &name,
                      const ParamOptimizerOptions &options);
 /// The registered names, sorted.
 std::vector<std::string> paramOptimizerNames();
+
+/// Loads the run-time library of a plugin (energy/Plugin/RuntimeCode.h) at
+/// `path` — a bare file name is looked for in the directories of
+/// ENERGY_PLUGIN_PATH first — and registers the parameter optimisers it
+/// exports with `energyGetPluginParamOptimizers`. Returns their names; a
+/// library loaded before registers nothing more and gives the same names.
+/// Errors name the file: one that cannot be loaded or is no run-time
+/// library, no optimisers, an optimiser without a name or an update or with
+/// ill-named buffers, a name already registered. On an error nothing of the
+/// library is registered.
+Expected<std::vector<std::string>>
+loadPluginParamOptimizers(const std::string &path);
 
 /// The learning rate of each update of a run of `total` updates:
 /// - "constant": lr;

@@ -1,10 +1,10 @@
-//===- LossGradients.cpp - energy-run --eval loss-grad --------------------===//
+//===- InterpretedLossGradients.cpp - energy-run --interp loss-grad -------===//
 //
-// Session::backward, or the interpreter under the same schedule.
+// The interpreter under Session::backward's schedule.
 //
 //===----------------------------------------------------------------------===//
 
-#include "LossGradients.h"
+#include "InterpretedLossGradients.h"
 
 #include "InterpretedRun.h"
 
@@ -13,29 +13,6 @@
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::tools;
-
-::energy::Expected<LossGradients>
-tools::lossGradientsOf(::energy::Session &session, std::optional<int64_t> steps,
-                       ::energy::BackpropStorage storage) {
-  ::energy::BackwardOptions options;
-  options.steps = steps;
-  options.storage = storage;
-  ::energy::Expected<::energy::BackwardResult> result =
-      session.backward(options);
-  if (!result)
-    return result.status();
-  LossGradients gradients;
-  gradients.steps = result->steps;
-  gradients.losses = result->losses;
-  for (const std::string &name : session.model().adjointNames()) {
-    ::energy::Expected<const ::energy::Tensor *> adjoint =
-        session.adjoint(name);
-    if (!adjoint)
-      return adjoint.status();
-    gradients.adjoints.emplace("adjoint." + name, **adjoint);
-  }
-  return gradients;
-}
 
 FailureOr<LossGradients>
 tools::lossGradientsOf(ModelOp model, Interpreter &interpreter,
