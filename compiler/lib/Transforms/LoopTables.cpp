@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -34,9 +35,9 @@ struct InnerLoop {
 };
 
 std::optional<InnerLoop> innerLoopOf(Operation *op) {
-  if (auto reduce = dyn_cast<ReduceOp>(op); reduce && !reduce.hasPredicate())
+  if (auto reduce = dyn_cast<ReduceOp>(op))
     return InnerLoop{op, reduce.getSizes(), &reduce.getBody().front()};
-  if (auto loop = dyn_cast<ForeachOp>(op); loop && !loop.hasPredicate())
+  if (auto loop = dyn_cast<ForeachOp>(op))
     return InnerLoop{op, loop.getSizes(), &loop.getBody().front()};
   return std::nullopt;
 }
@@ -61,55 +62,148 @@ bool availableBefore(Value value, Operation *point) {
   return ancestor && def->isBeforeInBlock(ancestor);
 }
 
-/// The indices of `outer`, a loop over plain dims directly around an inner
-/// loop, that the inner loop's tables may be indexed by too (a batch index
-/// that rows and columns share), with their sizes; none for other ops.
-std::optional<InnerLoop> carriedLoopOf(Operation *outer) {
-  std::optional<InnerLoop> loop = innerLoopOf(outer);
-  if (!loop)
-    if (auto table = dyn_cast<TabulateOp>(outer))
-      loop = InnerLoop{outer, table.getSizes(), &table.getBody().front()};
+/// A loop over plain dims around an inner loop, whose indices the inner
+/// loop's tables may be indexed by too (a batch index that rows and columns
+/// share); none for other ops.
+std::optional<InnerLoop> carrierOf(Operation *op) {
+  std::optional<InnerLoop> loop;
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    loop = InnerLoop{op, reduce.getSizes(), &reduce.getBody().front()};
+  else if (auto foreach = dyn_cast<ForeachOp>(op))
+    loop = InnerLoop{op, foreach.getSizes(), &foreach.getBody().front()};
+  else if (auto table = dyn_cast<TabulateOp>(op))
+    loop = InnerLoop{op, table.getSizes(), &table.getBody().front()};
   if (!loop || !hasPlainDims(loop->sizes))
     return std::nullopt;
   return loop;
 }
 
+bool hasPredicate(Operation *op) {
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return reduce.hasPredicate();
+  if (auto foreach = dyn_cast<ForeachOp>(op))
+    return foreach.hasPredicate();
+  return false;
+}
+
+/// Whether `op` reads only at plain indices (each a loop index), so that it
+/// may run at positions a predicate would skip: a table fills every
+/// position of its domain.
+bool readsPlainly(Operation *op) {
+  auto plain = [](AffineMap map) {
+    return llvm::all_of(map.getResults(), [](AffineExpr expr) {
+      return isa<AffineDimExpr>(expr);
+    });
+  };
+  if (auto read = dyn_cast<ReadOp>(op))
+    return plain(read.getMap());
+  if (auto extract = dyn_cast<ExtractOp>(op))
+    return plain(extract.getMap());
+  return true;
+}
+
 /// Hoists the values of `loop`'s body that depend on its indices only, or
-/// on them and the indices of the loop directly around it.
-void hoistFrom(InnerLoop loop) {
+/// on them and the indices of the loops around it: each goes into a table
+/// over the indices it uses, ahead of the outermost loop it can be
+/// computed outside of.
+void hoistFrom(InnerLoop loop, SymbolTable &symbols) {
   // Only a loop inside another runs its body more often than its domain.
   Operation *outer = loop.op->getParentOp();
   if (!isa<ReduceOp, ForeachOp, TabulateOp, SoftmaxContractOp>(outer) ||
       !hasPlainDims(loop.sizes))
     return;
   Block &body = *loop.body;
+  // The loops around, innermost first, whose indices tables may carry.
+  SmallVector<InnerLoop> carriers;
+  for (Operation *op = outer; op; op = op->getParentOp()) {
+    std::optional<InnerLoop> carrier = carrierOf(op);
+    if (!carrier)
+      break;
+    carriers.push_back(*carrier);
+  }
+  bool predicated = hasPredicate(loop.op) ||
+                    llvm::any_of(carriers, [](const InnerLoop &carrier) {
+                      return hasPredicate(carrier.op);
+                    });
   // Ops of the body that depend on nothing but its indices, the indices of
-  // the loop around it and values from outside that loop.
-  std::optional<InnerLoop> carrier = carriedLoopOf(outer);
+  // the loops around it and values from outside the enclosing loop.
   llvm::DenseSet<Value> own, carried;
   for (BlockArgument argument : body.getArguments())
     own.insert(argument);
-  if (carrier)
-    for (BlockArgument argument : carrier->body->getArguments())
+  for (const InnerLoop &carrier : carriers)
+    for (BlockArgument argument : carrier.body->getArguments())
       carried.insert(argument);
+  // Values the loops around compute from their indices alone (Wk[k] in a
+  // loop over heads k): a table may compute them again itself.
+  llvm::DenseSet<Operation *> liftable;
+  for (const InnerLoop &carrier : llvm::reverse(carriers))
+    for (Operation &op : carrier.body->without_terminator()) {
+      if (op.getNumRegions() ||
+          !(isa<ReadOp, ExtractOp>(op) || isMemoryEffectFree(&op)) ||
+          (predicated && !readsPlainly(&op)))
+        continue;
+      if (llvm::all_of(op.getOperands(), [&](Value operand) {
+            Operation *def = operand.getDefiningOp();
+            return carried.contains(operand) || liftable.contains(def) ||
+                   isDefinedOutside(operand, carriers.back().op);
+          }))
+        liftable.insert(&op);
+    }
+  auto isLifted = [&](Value value) {
+    return liftable.contains(value.getDefiningOp());
+  };
+  // Which indices of the loops around each value depends on: one that
+  // depends on all of them (and on the inner loop's) is a value per
+  // position of the whole nest, which a table would only copy.
+  llvm::DenseMap<Value, uint64_t> outerMask;
+  uint64_t allOuter = 0;
+  unsigned bit = 0;
+  for (const InnerLoop &carrier : carriers)
+    for (BlockArgument argument : carrier.body->getArguments())
+      if (bit < 64) {
+        outerMask[argument] = uint64_t(1) << bit++;
+        allOuter |= outerMask[argument];
+      }
+  auto maskOf = [&](Operation *op) {
+    uint64_t mask = 0;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        mask |= outerMask.lookup(operand);
+    });
+    return mask;
+  };
+  for (const InnerLoop &carrier : llvm::reverse(carriers))
+    for (Operation &op : carrier.body->without_terminator())
+      if (liftable.contains(&op))
+        for (Value result : op.getResults())
+          outerMask[result] = maskOf(&op);
   llvm::DenseSet<Operation *> candidates;
   for (Operation &op : body.without_terminator()) {
-    if (op.getNumRegions())
+    if (op.getNumRegions() || (predicated && !readsPlainly(&op)))
       continue;
     bool local = llvm::all_of(op.getOperands(), [&](Value operand) {
       return own.contains(operand) || carried.contains(operand) ||
-             isDefinedOutside(operand, outer);
+             isLifted(operand) || isDefinedOutside(operand, outer);
     });
-    if (!local)
+    uint64_t mask = maskOf(&op);
+    if (!local || (allOuter && mask == allOuter))
       continue;
+    for (Value result : op.getResults())
+      outerMask[result] = mask;
     for (Value result : op.getResults())
       own.insert(result);
     candidates.insert(&op);
   }
-  // Worth a table: computations used by something that depends on more.
+  // Worth a table: computations used by something that depends on more. A
+  // read of a let computes the let's body.
+  auto worthATable = [&](Operation *op) {
+    if (auto read = dyn_cast<ReadOp>(op))
+      return isa_and_nonnull<LetOp>(symbols.lookup(read.getSource()));
+    return isComputation(op);
+  };
   SmallVector<Operation *> hoisted;
   for (Operation &op : body.without_terminator()) {
-    if (!candidates.contains(&op) || !isComputation(&op))
+    if (!candidates.contains(&op) || !worthATable(&op))
       continue;
     bool dependsOnIndex = false;
     op.walk([&](Operation *nested) {
@@ -123,57 +217,92 @@ void hoistFrom(InnerLoop loop) {
     if (dependsOnIndex && usedByPairs)
       hoisted.push_back(&op);
   }
-  if (hoisted.empty())
-    return;
-  // Which of the carried indices each table needs.
-  auto carriedBy = [&](Operation *op) {
-    SmallVector<BlockArgument> used;
-    if (!carrier)
-      return used;
+  MLIRContext *context = loop.op->getContext();
+  for (Operation *op : hoisted) {
+    Value value = op->getResult(0);
     llvm::SetVector<Operation *> slice;
-    addToSlice(op->getResult(0), body, slice);
-    for (BlockArgument argument : carrier->body->getArguments())
-      if (llvm::any_of(slice, [&](Operation *member) {
-            bool uses = false;
-            member->walk([&](Operation *nested) {
-              uses |= llvm::is_contained(nested->getOperands(), argument);
-            });
-            return uses;
-          }))
-        used.push_back(argument);
-    return used;
-  };
-  bool anyCarried = llvm::any_of(
-      hoisted, [&](Operation *op) { return !carriedBy(op).empty(); });
-  // The outermost op around `loop` whose values the tables do not need;
-  // tables indexed by the carried indices go just before their loop.
-  Operation *point = outer;
-  while (!anyCarried &&
-         !isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
-              DynamicsOp, LetOp, OutputOp, RepeatOp>(point->getParentOp())) {
-    Operation *next = point->getParentOp();
-    bool available = true;
-    for (Operation *op : hoisted) {
-      llvm::SetVector<Operation *> slice;
-      addToSlice(op->getResult(0), body, slice);
+    addToSlice(value, body, slice);
+    // The lifted values the slice needs, outermost loop first.
+    llvm::SetVector<Operation *> lifted;
+    {
+      llvm::DenseSet<Operation *> needed;
+      SmallVector<Operation *> work(slice.begin(), slice.end());
+      while (!work.empty()) {
+        Operation *member = work.pop_back_val();
+        for (Value operand : member->getOperands())
+          if (isLifted(operand) &&
+              needed.insert(operand.getDefiningOp()).second)
+            work.push_back(operand.getDefiningOp());
+      }
+      for (const InnerLoop &carrier : llvm::reverse(carriers))
+        for (Operation &member : carrier.body->without_terminator())
+          if (needed.contains(&member))
+            lifted.insert(&member);
+    }
+    auto uses = [&](Value argument) {
+      auto usesIn = [&](Operation *member) {
+        bool found = false;
+        member->walk([&](Operation *nested) {
+          found |= llvm::is_contained(nested->getOperands(), argument);
+        });
+        return found;
+      };
+      return llvm::any_of(slice, usesIn) || llvm::any_of(lifted, usesIn);
+    };
+    // The outermost carrier the table can go before: every value the
+    // slice needs, other than its own indices and those of the carriers
+    // inside that one, is available there.
+    size_t level = 0;
+    bool anyCarried = false;
+    for (size_t candidate = 0; candidate < carriers.size(); ++candidate) {
+      llvm::DenseSet<Value> indices(own.begin(), own.end());
+      for (size_t inner = 0; inner <= candidate; ++inner)
+        for (BlockArgument argument : carriers[inner].body->getArguments())
+          indices.insert(argument);
+      bool available = true;
+      for (auto *members : {&lifted, &slice})
+        for (Operation *member : *members)
+          for (Value operand : member->getOperands())
+            if (!indices.contains(operand) && !isLifted(operand) &&
+                !availableBefore(operand, carriers[candidate].op))
+              available = false;
+      if (!available)
+        break;
+      level = candidate;
+    }
+    SmallVector<Value> outerIndices;
+    SmallVector<Attribute> sizes;
+    bool everyIndex = !carriers.empty();
+    for (size_t inner = carriers.empty() ? 0 : level + 1; inner-- > 0;)
+      for (BlockArgument argument : carriers[inner].body->getArguments()) {
+        if (!uses(argument)) {
+          everyIndex = false;
+          continue;
+        }
+        outerIndices.push_back(argument);
+        sizes.push_back(carriers[inner].sizes[argument.getArgNumber()]);
+        anyCarried = true;
+      }
+    // A table over every index of the loops it would leave saves nothing.
+    if (everyIndex)
+      continue;
+    // Without carried indices, as far out as the values allow.
+    Operation *point = carriers.empty() ? outer : carriers[level].op;
+    while (!anyCarried &&
+           !isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
+                DynamicsOp, LetOp, OutputOp, RepeatOp>(point->getParentOp())) {
+      Operation *next = point->getParentOp();
+      bool available = lifted.empty();
       for (Operation *member : slice)
         for (Value operand : member->getOperands())
           if (!own.contains(operand) && !availableBefore(operand, next))
             available = false;
+      if (!available)
+        break;
+      point = next;
     }
-    if (!available)
-      break;
-    point = next;
-  }
-  MLIRContext *context = loop.op->getContext();
-  for (Operation *op : hoisted) {
-    Value value = op->getResult(0);
-    auto elementType = cast<ArrayType>(value.getType());
-    SmallVector<BlockArgument> outerIndices = carriedBy(op);
-    SmallVector<Attribute> sizes;
-    for (BlockArgument index : outerIndices)
-      sizes.push_back(carrier->sizes[index.getArgNumber()]);
     llvm::append_range(sizes, loop.sizes);
+    auto elementType = cast<ArrayType>(value.getType());
     SmallVector<StringAttr> dims;
     for (Attribute size : sizes)
       dims.push_back(
@@ -185,18 +314,18 @@ void hoistFrom(InnerLoop loop) {
                            ArrayAttr::get(context, sizes));
     Block &tableBody = table.getBody().emplaceBlock();
     IRMapping mapping;
-    for (BlockArgument index : outerIndices)
+    for (Value index : outerIndices)
       mapping.map(index,
                   tableBody.addArgument(index.getType(), index.getLoc()));
     addIndexArguments(tableBody, body, mapping);
-    llvm::SetVector<Operation *> slice;
-    addToSlice(value, body, slice);
     OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
+    for (Operation *member : lifted)
+      inside.clone(*member, mapping);
     cloneSlice(body, slice, inside, mapping);
     YieldOp::create(inside, op->getLoc(), mapping.lookup(value));
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
     builder.setInsertionPoint(op);
-    SmallVector<Value> indices(outerIndices.begin(), outerIndices.end());
+    SmallVector<Value> indices(outerIndices);
     llvm::append_range(indices, body.getArguments());
     auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
     Value row = ExtractOp::create(builder, op->getLoc(), elementType, table,
@@ -209,7 +338,8 @@ void hoistFrom(InnerLoop loop) {
 /// (`tabulate (b, c) { read @L[b, c] }`, the table being where the let is
 /// computed once per position) by the let's body, so that the work in the
 /// body's own loops that depends on fewer indices is tabulated too.
-void inlineLetsIntoTables(ModelOp model) {
+/// Returns whether it replaced any.
+bool inlineLetsIntoTables(ModelOp model) {
   SymbolTable symbols(model);
   SmallVector<ReadOp> reads;
   model.walk([&](ReadOp read) {
@@ -239,17 +369,28 @@ void inlineLetsIntoTables(ModelOp model) {
     read.erase();
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
   }
+  return !reads.empty();
 }
 
 } // namespace
 
 void mlir::energy::hoistLoopTables(ModelOp model) {
-  inlineLetsIntoTables(model);
-  SmallVector<InnerLoop> loops;
-  model.walk([&](Operation *op) {
-    if (std::optional<InnerLoop> loop = innerLoopOf(op))
-      loops.push_back(*loop);
-  });
-  for (InnerLoop loop : loops)
-    hoistFrom(loop);
+  // Tables made here may read lets too: their bodies are inlined in turn,
+  // and their loops get tables of their own.
+  for (int round = 0, more = true; more && round < 8; ++round) {
+    more = inlineLetsIntoTables(model);
+    SymbolTable symbols(model);
+    SmallVector<InnerLoop> loops;
+    model.walk([&](Operation *op) {
+      if (std::optional<InnerLoop> loop = innerLoopOf(op))
+        loops.push_back(*loop);
+    });
+    size_t tables = 0;
+    model.walk([&](TabulateOp) { ++tables; });
+    for (InnerLoop loop : loops)
+      hoistFrom(loop, symbols);
+    size_t after = 0;
+    model.walk([&](TabulateOp) { ++after; });
+    more = more || after != tables;
+  }
 }

@@ -679,10 +679,28 @@ ReduceOp splitBatchIndices(ReduceOp sum, SymbolTable &symbols) {
       !hasPlainDims(sizes))
     return nullptr;
   Block &body = sum.getBody().front();
+  // The let may also be indexed, ahead of the sum's indices, by values from
+  // outside the sum (the batch index of the loop around it).
+  auto readAtSumIndices = [&](Value value) {
+    auto read = value.getDefiningOp<ReadOp>();
+    auto let = read ? symbols.lookup<LetOp>(read.getSource()) : LetOp();
+    if (!let || !read.getMap().isIdentity())
+      return false;
+    size_t leading = read.getIndices().size() - body.getNumArguments();
+    if (read.getIndices().size() < body.getNumArguments() ||
+        let.getDomain().size() != read.getIndices().size())
+      return false;
+    return llvm::equal(read.getIndices().drop_front(leading),
+                       body.getArguments()) &&
+           llvm::equal(let.getDomain().getValue().drop_front(leading),
+                       sizes.getValue()) &&
+           llvm::all_of(read.getIndices().take_front(leading),
+                        [&](Value index) {
+                          return isDefinedOutside(index, sum);
+                        });
+  };
   bool shiftedByLet = llvm::any_of(body.getOps<SubOp>(), [&](SubOp shift) {
-    return bool(letReadAt(shift.getRhs(),
-                          SmallVector<Value>(body.getArguments()),
-                          sizes.getValue(), symbols));
+    return readAtSumIndices(shift.getRhs());
   });
   if (!shiftedByLet)
     return nullptr;
@@ -746,8 +764,6 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   if (!loopSizes || loopSizes.empty() || !hasPlainDims(loopSizes))
     return;
   const size_t shared = loopSizes.size() - 1;
-  if (shared > 0 && !batches.empty())
-    return;
   Block &loopBody = *outermost->getBlock();
   Value column = loopBody.getArgument(shared);
   Block &body = sum.getBody().front();
