@@ -694,10 +694,9 @@ ReduceOp splitBatchIndices(ReduceOp sum, SymbolTable &symbols) {
                        body.getArguments()) &&
            llvm::equal(let.getDomain().getValue().drop_front(leading),
                        sizes.getValue()) &&
-           llvm::all_of(read.getIndices().take_front(leading),
-                        [&](Value index) {
-                          return isDefinedOutside(index, sum);
-                        });
+           llvm::all_of(
+               read.getIndices().take_front(leading),
+               [&](Value index) { return isDefinedOutside(index, sum); });
   };
   bool shiftedByLet = llvm::any_of(body.getOps<SubOp>(), [&](SubOp shift) {
     return readAtSumIndices(shift.getRhs());
