@@ -78,8 +78,9 @@ def main():
                   '--lr', str(LR)])
     print(result.stdout.strip())
     if arguments.figure:
+        # Log scale: PyTorch's first losses (~60 nats) would flatten the rest.
         run([os.path.join(bin_dir, 'energy-curves'), arguments.figure, '--x', 'update',
-             '--y', 'loss', '--title',
+             '--y', 'loss', '--log-y', '--title',
              'character-level LM on Genesis: training loss (cross-entropy, nats)',
              'energy Transformer=' + ours_log,
              'PyTorch Transformer=' + torch_log])

@@ -167,13 +167,18 @@ std::string numberText(double value) {
 }
 
 /// The labels of ticks `step` apart: enough significant digits that
-/// neighbours differ (1.695, 1.7, 1.705 rather than 1.69, 1.7, 1.7).
+/// neighbours differ (1.695, 1.7, 1.705 rather than 1.69, 1.7, 1.7), and at
+/// least the digits of the whole part.
 std::string tickText(double value, double step) {
   if (std::abs(value) < step * 1e-9)
     return "0";
   int digits = static_cast<int>(std::ceil(
                    std::log10(std::max(std::abs(value), step) / step) + 1e-9)) +
                1;
+  // Whole numbers in full (150, not 1.5e+02), up to a million.
+  if (std::abs(value) >= 1 && std::abs(value) < 1e6)
+    digits = std::max(
+        digits, static_cast<int>(std::floor(std::log10(std::abs(value)))) + 1);
   return llvm::formatv("{0}",
                        llvm::format("%.*g", std::clamp(digits, 1, 12), value))
       .str();

@@ -78,7 +78,7 @@ std::string readSeries(const std::string &path, const std::string &x,
 
 int main(int argc, char **argv) {
   std::string out, x, y, title;
-  bool logY = false;
+  bool logY = false, help = false;
   std::vector<std::pair<std::string, std::string>> files;
   for (int i = 1; i < argc; ++i) {
     std::string argument = argv[i];
@@ -91,6 +91,8 @@ int main(int argc, char **argv) {
       title = value();
     else if (argument == "--log-y")
       logY = true;
+    else if (argument == "--help" || argument == "-h")
+      help = true;
     else if (argument.rfind("--", 0) == 0)
       return fail("unknown option " + argument);
     else if (out.empty())
@@ -101,9 +103,14 @@ int main(int argc, char **argv) {
     else
       return fail("expected LABEL=FILE.csv, got " + argument);
   }
+  const char *usage = "usage: energy-curves OUT.svg|png --x COLUMN --y COLUMN "
+                      "[--title T] [--log-y] LABEL=FILE.csv ...";
+  if (help) {
+    std::printf("%s\n", usage);
+    return 0;
+  }
   if (out.empty() || x.empty() || y.empty() || files.empty())
-    return fail("usage: energy-curves OUT.svg|png --x COLUMN --y COLUMN "
-                "[--title T] [--log-y] LABEL=FILE.csv ...");
+    return fail(usage);
   energy::charts::Panel panel;
   panel.title = title;
   panel.xLabel = x;
