@@ -14,12 +14,11 @@ wrong in both is caught. Also: --bench times the evaluation, and an unknown
 Usage: exec_loss_gradients.py ENERGY_EXEC ENERGY_RUN ARTIFACT(f64) [--dim=N=V]...
 """
 import json
-import os
 import subprocess
 import sys
-import tempfile
 
-from compare_with_interpreter import compare, run
+from compare_with_interpreter import run
+from loss_gradients import compare_reports, out_files
 
 
 def main():
@@ -40,25 +39,14 @@ def main():
           % (report['losses'], sum(k.startswith('adjoint.') for k in report)))
 
     interpreted = json.loads(run([energy_run, artifact, '--interp', '--json'] + common))
-    if report['steps'] != interpreted['steps']:
-        sys.exit('steps taken differ: %s vs %s' % (report['steps'], interpreted['steps']))
-    for name in sorted(interpreted['losses']):
-        compare('loss ' + name, [report['losses'][name]], [interpreted['losses'][name]], 1e-10)
-    for name in sorted(k for k in interpreted if k.startswith('adjoint.')):
-        compare(name, report[name]['data'], interpreted[name]['data'], 1e-10)
+    compare_reports(report, interpreted, 1e-10)
 
-    with tempfile.TemporaryDirectory() as directory:
-        files = []
-        for tool, extra in ((energy_exec, []), (energy_run, []),
-                            (energy_exec, ['--store-all-steps'])):
-            path = os.path.join(directory, '%d.safetensors' % len(files))
-            run([tool, artifact] + common + extra + ['--out', path])
-            with open(path, 'rb') as f:
-                files.append(f.read())
-        if files[0] != files[1]:
-            sys.exit('energy-exec and energy-run write different adjoints with --out')
-        if files[0] != files[2]:
-            sys.exit('energy-exec: checkpointed and fully stored backward runs differ')
+    files = out_files([[tool, artifact] + common + extra for tool, extra in (
+        (energy_exec, []), (energy_run, []), (energy_exec, ['--store-all-steps']))])
+    if files[0] != files[1]:
+        sys.exit('energy-exec and energy-run write different adjoints with --out')
+    if files[0] != files[2]:
+        sys.exit('energy-exec: checkpointed and fully stored backward runs differ')
     print('%-40s identical' % '--out files, checkpointed or not')
 
     bench = run([energy_exec, artifact] + common + ['--bench', '2'])

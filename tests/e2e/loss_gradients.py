@@ -19,7 +19,36 @@ import os
 import sys
 import tempfile
 
-from compare_with_interpreter import compare, read_safetensors, run
+from compare_with_interpreter import compare, run
+
+
+def compare_reports(report, interpreted, tolerance):
+    """Each loss and adjoint of a `--eval loss-grad --json` report against the
+    interpreter's, within `tolerance`; the same steps and adjoint names."""
+    if report['steps'] != interpreted['steps']:
+        sys.exit('steps taken differ: %s vs %s' % (report['steps'], interpreted['steps']))
+    for name in sorted(interpreted['losses']):
+        compare('loss ' + name, [report['losses'][name]], [interpreted['losses'][name]],
+                tolerance)
+    adjoints = sorted(k for k in interpreted if k.startswith('adjoint.'))
+    if adjoints != sorted(k for k in report if k.startswith('adjoint.')):
+        sys.exit('adjoints differ in names')
+    if not adjoints:
+        sys.exit('no adjoints to compare')
+    for name in adjoints:
+        compare(name, report[name]['data'], interpreted[name]['data'], tolerance)
+
+
+def out_files(commands):
+    """The bytes each command writes with `--out FILE`."""
+    results = []
+    with tempfile.TemporaryDirectory() as directory:
+        for command in commands:
+            path = os.path.join(directory, '%d.safetensors' % len(results))
+            run(command + ['--out', path])
+            with open(path, 'rb') as f:
+                results.append(f.read())
+    return results
 
 
 def main():
@@ -29,32 +58,15 @@ def main():
     common = dims + ['--init', 'random:5', '--eval', 'loss-grad']
     compiled = json.loads(run([energy_run, artifact, '--json'] + common))
     interpreted = json.loads(run([energy_run, artifact, '--interp', '--json'] + common))
-    if compiled['steps'] != interpreted['steps']:
-        sys.exit('steps taken differ: %s vs %s' % (compiled['steps'], interpreted['steps']))
-    for name in sorted(interpreted['losses']):
-        compare('loss ' + name, [compiled['losses'][name]], [interpreted['losses'][name]],
-                tolerance)
-    adjoints = sorted(k for k in interpreted if k.startswith('adjoint.'))
-    if adjoints != sorted(k for k in compiled if k.startswith('adjoint.')):
-        sys.exit('adjoints differ in names')
-    if not adjoints:
-        sys.exit('no adjoints to compare')
-    for name in adjoints:
-        compare(name, compiled[name]['data'], interpreted[name]['data'], tolerance)
+    compare_reports(compiled, interpreted, tolerance)
 
-    with tempfile.TemporaryDirectory() as directory:
-        results = []
-        for extra in (['--threads', '1'], ['--threads', '3'],
-                      ['--threads', '1', '--store-all-steps']):
-            path = os.path.join(directory, 'adjoints.safetensors')
-            run([energy_run, artifact] + extra + common + ['--out', path])
-            with open(path, 'rb') as f:
-                results.append(f.read())
-        if results[0] != results[1]:
-            sys.exit('the compiled adjoints on 1 and on 3 threads differ')
-        if results[0] != results[2]:
-            sys.exit('checkpointed and fully stored backward runs differ')
-        print('%-40s identical' % 'on 1 and 3 threads, checkpointed or not')
+    results = out_files([[energy_run, artifact] + extra + common for extra in (
+        ['--threads', '1'], ['--threads', '3'], ['--threads', '1', '--store-all-steps'])])
+    if results[0] != results[1]:
+        sys.exit('the compiled adjoints on 1 and on 3 threads differ')
+    if results[0] != results[2]:
+        sys.exit('checkpointed and fully stored backward runs differ')
+    print('%-40s identical' % 'on 1 and 3 threads, checkpointed or not')
 
 
 if __name__ == '__main__':

@@ -91,6 +91,13 @@ std::optional<std::pair<Value, Value>> outerSides(Value value) {
                     : std::make_pair(outer.getLhs(), outer.getRhs());
 }
 
+/// The sides of the outer product a plain sum adds up, if it adds one.
+std::optional<std::pair<Value, Value>> summedOuterSides(ReduceOp reduce) {
+  if (!isPlainSum(reduce))
+    return std::nullopt;
+  return outerSides(yieldedValue(reduce));
+}
+
 /// Σ (x + y) = Σ x + Σ y, when x or y is an outer product (so that the
 /// other patterns can take each apart).
 struct SplitSumOfOuterProducts : OpRewritePattern<ReduceOp> {
@@ -125,10 +132,7 @@ struct DistributeOuterProduct : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    if (!isPlainSum(reduce))
-      return failure();
-    std::optional<std::pair<Value, Value>> sides =
-        outerSides(yieldedValue(reduce));
+    std::optional<std::pair<Value, Value>> sides = summedOuterSides(reduce);
     if (!sides)
       return failure();
     Value lhs = sides->first, rhs = sides->second;
@@ -161,10 +165,7 @@ struct FactorOuterProduct : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    if (!isPlainSum(reduce))
-      return failure();
-    std::optional<std::pair<Value, Value>> sides =
-        outerSides(yieldedValue(reduce));
+    std::optional<std::pair<Value, Value>> sides = summedOuterSides(reduce);
     if (!sides)
       return failure();
     auto [lhs, rhs] = *sides;

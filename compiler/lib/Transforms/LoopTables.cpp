@@ -66,12 +66,8 @@ bool availableBefore(Value value, Operation *point) {
 /// loop's tables may be indexed by too (a batch index that rows and columns
 /// share); none for other ops.
 std::optional<InnerLoop> carrierOf(Operation *op) {
-  std::optional<InnerLoop> loop;
-  if (auto reduce = dyn_cast<ReduceOp>(op))
-    loop = InnerLoop{op, reduce.getSizes(), &reduce.getBody().front()};
-  else if (auto foreach = dyn_cast<ForeachOp>(op))
-    loop = InnerLoop{op, foreach.getSizes(), &foreach.getBody().front()};
-  else if (auto table = dyn_cast<TabulateOp>(op))
+  std::optional<InnerLoop> loop = innerLoopOf(op);
+  if (auto table = dyn_cast<TabulateOp>(op))
     loop = InnerLoop{op, table.getSizes(), &table.getBody().front()};
   if (!loop || !hasPlainDims(loop->sizes))
     return std::nullopt;
@@ -105,13 +101,13 @@ bool readsPlainly(Operation *op) {
 /// Hoists the values of `loop`'s body that depend on its indices only, or
 /// on them and the indices of the loops around it: each goes into a table
 /// over the indices it uses, ahead of the outermost loop it can be
-/// computed outside of.
-void hoistFrom(InnerLoop loop, SymbolTable &symbols) {
+/// computed outside of. Returns whether it made any table.
+bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
   // Only a loop inside another runs its body more often than its domain.
   Operation *outer = loop.op->getParentOp();
   if (!isa<ReduceOp, ForeachOp, TabulateOp, SoftmaxContractOp>(outer) ||
       !hasPlainDims(loop.sizes))
-    return;
+    return false;
   Block &body = *loop.body;
   // The loops around, innermost first, whose indices tables may carry.
   SmallVector<InnerLoop> carriers;
@@ -218,6 +214,7 @@ void hoistFrom(InnerLoop loop, SymbolTable &symbols) {
       hoisted.push_back(&op);
   }
   MLIRContext *context = loop.op->getContext();
+  bool made = false;
   for (Operation *op : hoisted) {
     Value value = op->getResult(0);
     llvm::SetVector<Operation *> slice;
@@ -331,7 +328,9 @@ void hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     Value row = ExtractOp::create(builder, op->getLoc(), elementType, table,
                                   AffineMapAttr::get(map), indices);
     value.replaceAllUsesWith(row);
+    made = true;
   }
+  return made;
 }
 
 /// Replaces each whole-element read of a let at a table's own indices
@@ -377,7 +376,8 @@ bool inlineLetsIntoTables(ModelOp model) {
 void mlir::energy::hoistLoopTables(ModelOp model) {
   // Tables made here may read lets too: their bodies are inlined in turn,
   // and their loops get tables of their own.
-  for (int round = 0, more = true; more && round < 8; ++round) {
+  bool more = true;
+  for (int round = 0; more && round < 8; ++round) {
     more = inlineLetsIntoTables(model);
     SymbolTable symbols(model);
     SmallVector<InnerLoop> loops;
@@ -385,12 +385,7 @@ void mlir::energy::hoistLoopTables(ModelOp model) {
       if (std::optional<InnerLoop> loop = innerLoopOf(op))
         loops.push_back(*loop);
     });
-    size_t tables = 0;
-    model.walk([&](TabulateOp) { ++tables; });
     for (InnerLoop loop : loops)
-      hoistFrom(loop, symbols);
-    size_t after = 0;
-    model.walk([&](TabulateOp) { ++after; });
-    more = more || after != tables;
+      more |= hoistFrom(loop, symbols);
   }
 }
