@@ -6,7 +6,10 @@
 // heads). Planned as they are, each position computes a matrix-vector
 // product; written as `energy.batch_matmul`, each head is one product of
 // whole matrices (a GEMM), X W[b]ᵀ for the table and Σ_b V[b] M[b]ᵀ for
-// the loops.
+// the loops. Likewise a sum of outer products Σ_{b,p} u[b, p] v[b, p]ᵀ
+// (a parameter's adjoint summed over a batch and positions) is Σ_b U[b]ᵀ
+// V[b], one summed batch_matmul of the tables of u and v, or Uᵀ V with a
+// single index.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,36 +123,101 @@ MatmulOp headProduct(Value value, Operation *scope, Value head,
   return product;
 }
 
-/// `value` as s · w, scalars s from outside `scope` multiplying w: returns
-/// w and appends the s, outermost first.
-Value peelScalarFactors(Value value, Operation *scope,
-                        SmallVectorImpl<Value> &factors) {
-  auto outerScalar = [&](Value factor) {
-    return cast<ArrayType>(factor.getType()).isScalar() &&
-           isDefinedOutside(factor, scope);
-  };
-  while (auto product = value.getDefiningOp<MulOp>()) {
-    Value lhs = product.getLhs(), rhs = product.getRhs();
-    if (outerScalar(rhs) && lhs.getType() == value.getType()) {
-      factors.push_back(rhs);
-      value = lhs;
-    } else if (outerScalar(lhs) && rhs.getType() == value.getType()) {
-      factors.push_back(lhs);
-      value = rhs;
-    } else {
-      break;
+/// Scalars from outside a loop that multiply (or divide) a value computed
+/// in it: applied to a product of whole arrays instead of to every row.
+struct ScalarFactors {
+  SmallVector<std::pair<Value, bool>> factors; ///< (s, whether it divides)
+
+  /// `value` as w · s₁ / s₂ …, the s from outside `scope`: returns w and
+  /// records the s, outermost first.
+  Value peel(Value value, Operation *scope) {
+    auto outerScalar = [&](Value factor) {
+      return cast<ArrayType>(factor.getType()).isScalar() &&
+             isDefinedOutside(factor, scope);
+    };
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isa<MulOp, DivOp>(def))
+        break;
+      Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+      if (outerScalar(rhs) && lhs.getType() == value.getType()) {
+        factors.push_back({rhs, isa<DivOp>(def)});
+        value = lhs;
+      } else if (isa<MulOp>(def) && outerScalar(lhs) &&
+                 rhs.getType() == value.getType()) {
+        factors.push_back({lhs, false});
+        value = rhs;
+      } else {
+        break;
+      }
     }
+    return value;
   }
-  return value;
+
+  /// `value` with the recorded factors applied, innermost first.
+  Value apply(OpBuilder &builder, Location loc, Value value) const {
+    for (auto [factor, divides] : llvm::reverse(factors))
+      value = divides ? DivOp::create(builder, loc, value, factor).getResult()
+                      : MulOp::create(builder, loc, value, factor).getResult();
+    return value;
+  }
+};
+
+/// tabulate (%b, %p) { M v[b, p] } with M the same at every position is
+/// the rows V = v[b, p] times Mᵀ: batch_matmul V, M transposed (with one
+/// index, a matmul).
+void productOfRows(TabulateOp table, MatmulOp product) {
+  if (cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
+      cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+    return;
+  ArrayAttr sizes = table.getSizes();
+  Block &body = table.getBody().front();
+  SmallVector<Value> indices(body.getArguments());
+  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
+  ScalarFactors scales;
+  Value rows = arrayOver(scales.peel(product.getRhs(), table), indices, dims,
+                         {&body}, table);
+  Value matrix = product.getLhs();
+  bool transposed = true;
+  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
+    matrix = transpose.getOperand();
+    transposed = false;
+  }
+  OpBuilder builder(table);
+  Location loc = table.getLoc();
+  Value result;
+  if (sizes.size() == 2) {
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
+                                              cast<ArrayType>(matrix.getType()),
+                                              false, transposed, false, reason);
+    assert(type == table.getType() && "the rows' products");
+    result = BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
+                                   transposed, false);
+  } else {
+    if (transposed)
+      matrix = TransposeOp::create(builder, loc, matrix);
+    result = MatmulOp::create(builder, loc, rows, matrix);
+    assert(result.getType() == table.getType() && "the rows' products");
+  }
+  result = scales.apply(builder, loc, result);
+  table.getResult().replaceAllUsesWith(result);
+  table.erase();
 }
 
 /// tabulate (%b, %p) { M[b] v[p] } is, per head, X M[b]ᵀ with X the rows
 /// v[p]: batch_matmul X, M transposed.
 void batchTable(TabulateOp table) {
   ArrayAttr sizes = table.getSizes();
-  if (sizes.size() != 2 || !hasPlainDims(sizes))
+  if (sizes.size() > 2 || !hasPlainDims(sizes))
     return;
   Block &body = table.getBody().front();
+  if (auto product = table.getBodyValue().getDefiningOp<MatmulOp>();
+      product && isDefinedOutside(product.getLhs(), table)) {
+    productOfRows(table, product);
+    return;
+  }
+  if (sizes.size() != 2)
+    return;
   Value head = body.getArgument(0), position = body.getArgument(1);
   MatmulOp product = headProduct(table.getBodyValue(), table, head, position);
   if (!product || !dependsOnlyOn(product.getRhs(), table, {position}))
@@ -240,8 +308,8 @@ std::optional<HeadSum> matchHeadSum(ForeachOp loop, Value added = {}) {
 void batchAccumulation(ForeachOp loop, HeadSum match) {
   // Scalars that scale every v[b, p] scale the sum instead (the adjoints'
   // −1), rather than a table of scaled rows.
-  SmallVector<Value> scales;
-  Value rowValue = peelScalarFactors(match.product.getRhs(), loop, scales);
+  ScalarFactors scales;
+  Value rowValue = scales.peel(match.product.getRhs(), loop);
   Value rows =
       arrayOver(rowValue, {match.head, match.position},
                 {match.headSize, match.positionSize}, match.blocks, loop);
@@ -265,8 +333,7 @@ void batchAccumulation(ForeachOp loop, HeadSum match) {
   auto tensor = dyn_cast_or_null<TensorOp>(
       model.lookupSymbol(match.accumulate.getTensorAttr()));
   if (tensor && tensor.getArrayType() == type) {
-    for (Value scale : llvm::reverse(scales))
-      total = MulOp::create(builder, loc, total, scale);
+    total = scales.apply(builder, loc, total);
     AccumulateOp::create(builder, match.accumulate.getLoc(), total,
                          match.accumulate.getTensorAttr(),
                          AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
@@ -285,8 +352,7 @@ void batchAccumulation(ForeachOp loop, HeadSum match) {
       inside, loc, rowType, total,
       AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(1, context)),
       ValueRange{row});
-  for (Value scale : llvm::reverse(scales))
-    value = MulOp::create(inside, loc, value, scale);
+  value = scales.apply(inside, loc, value);
   AccumulateOp::create(inside, match.accumulate.getLoc(), value,
                        match.accumulate.getTensorAttr(),
                        match.accumulate.getMapAttr(), ValueRange{row});
@@ -327,11 +393,126 @@ ForeachOp splitAddedProduct(ForeachOp loop) {
   return productLoop;
 }
 
+/// `reduce sum (%b, %p) { … outer u, v }`, possibly scaled by scalars from
+/// outside, as the tables U and V of u and v over (b, p) and one GEMM
+/// Σ_b U[b]ᵀ V[b] (Uᵀ V over a single index p).
+void batchOuterSum(ReduceOp reduce) {
+  ArrayAttr sizes = reduce.getSizes();
+  if (reduce.getKind() != ReduceKind::sum || reduce.hasPredicate() ||
+      !hasPlainDims(sizes) || sizes.empty() || sizes.size() > 2)
+    return;
+  Block &body = reduce.getBody().front();
+  ScalarFactors scales;
+  auto outer =
+      scales.peel(reduce.getBodyValue(), reduce).getDefiningOp<OuterOp>();
+  if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
+      cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
+    return;
+  SmallVector<Value> indices(body.getArguments());
+  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
+  Value lhs = arrayOver(scales.peel(outer.getLhs(), reduce), indices, dims,
+                        {&body}, reduce);
+  Value rhs = arrayOver(scales.peel(outer.getRhs(), reduce), indices, dims,
+                        {&body}, reduce);
+  OpBuilder builder(reduce);
+  Location loc = reduce.getLoc();
+  Value total;
+  if (sizes.size() == 2) {
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(lhs.getType()),
+                                              cast<ArrayType>(rhs.getType()),
+                                              true, false, true, reason);
+    assert(type == outer.getType() && "an outer product's shape");
+    total =
+        BatchMatmulOp::create(builder, loc, type, lhs, rhs, true, false, true);
+  } else {
+    total = MatmulOp::create(builder, loc,
+                             TransposeOp::create(builder, loc, lhs), rhs);
+  }
+  total = scales.apply(builder, loc, total);
+  reduce.getResult().replaceAllUsesWith(total);
+  reduce.erase();
+}
+
+/// In a loop over every row (b, p) of a tensor X, `accumulate M v[b, p]
+/// into @X[b, p]` with M the same at every position adds the rows V M^T:
+/// one batch_matmul ahead of the loop (a matmul with one index) and one
+/// addition of the whole array. The loop keeps its other work, and goes
+/// when nothing is left.
+void batchRowProducts(ForeachOp loop) {
+  ArrayAttr sizes = loop.getSizes();
+  if (loop.hasPredicate() || !hasPlainDims(sizes) || sizes.size() > 2)
+    return;
+  Block &body = loop.getBody().front();
+  auto model = loop->getParentOfType<ModelOp>();
+  SmallVector<Value> indices(body.getArguments());
+  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
+  MLIRContext *context = loop.getContext();
+  for (AccumulateOp accumulate :
+       llvm::make_early_inc_range(body.getOps<AccumulateOp>())) {
+    auto product = accumulate.getValue().getDefiningOp<MatmulOp>();
+    if (!product || !isDefinedOutside(product.getLhs(), loop) ||
+        cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
+        cast<ArrayType>(product.getRhs().getType()).getRank() != 1 ||
+        !accumulate.getMap().isIdentity() ||
+        !llvm::equal(accumulate.getIndices(), indices))
+      continue;
+    auto tensor = dyn_cast_or_null<TensorOp>(
+        model.lookupSymbol(accumulate.getTensorAttr()));
+    SmallVector<StringAttr> resultDims;
+    for (Attribute size : dims)
+      resultDims.push_back(
+          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+    llvm::append_range(resultDims,
+                       cast<ArrayType>(product.getType()).getShape());
+    if (!tensor || tensor.getArrayType() != ArrayType::get(context, resultDims))
+      continue;
+    ScalarFactors scales;
+    Value rows = arrayOver(scales.peel(product.getRhs(), loop), indices, dims,
+                           {&body}, loop);
+    Value matrix = product.getLhs();
+    bool transposed = true;
+    if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
+      matrix = transpose.getOperand();
+      transposed = false;
+    }
+    OpBuilder builder(loop);
+    Location loc = accumulate.getLoc();
+    Value total;
+    if (sizes.size() == 2) {
+      std::string reason;
+      ArrayType type = BatchMatmulOp::inferType(
+          cast<ArrayType>(rows.getType()), cast<ArrayType>(matrix.getType()),
+          false, transposed, false, reason);
+      assert(type == tensor.getArrayType() && "the rows' products");
+      total = BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
+                                    transposed, false);
+    } else {
+      if (transposed)
+        matrix = TransposeOp::create(builder, loc, matrix);
+      total = MatmulOp::create(builder, loc, rows, matrix);
+    }
+    total = scales.apply(builder, loc, total);
+    AccumulateOp::create(builder, loc, total, accumulate.getTensorAttr(),
+                         AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
+                         ValueRange());
+    accumulate.erase();
+  }
+  WalkResult effects = body.walk([&](Operation *op) {
+    return isMemoryEffectFree(op) || isa<ReadOp, ReduceOp, YieldOp>(op)
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  if (!effects.wasInterrupted())
+    loop.erase();
+}
+
 } // namespace
 
 void mlir::energy::formBatchedProducts(ModelOp model) {
   SmallVector<TabulateOp> tables;
   SmallVector<ForeachOp> loops;
+  SmallVector<ReduceOp> sums;
   model.walk([&](Operation *op) {
     if (!isStatement(op))
       return;
@@ -339,7 +520,11 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       tables.push_back(table);
     else if (auto loop = dyn_cast<ForeachOp>(op))
       loops.push_back(loop);
+    else if (auto sum = dyn_cast<ReduceOp>(op))
+      sums.push_back(sum);
   });
+  for (ReduceOp sum : sums)
+    batchOuterSum(sum);
   for (TabulateOp table : tables)
     batchTable(table);
   for (ForeachOp loop : loops) {
@@ -347,7 +532,10 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       batchAccumulation(loop, *match);
       continue;
     }
-    if (ForeachOp productLoop = splitAddedProduct(loop))
+    if (ForeachOp productLoop = splitAddedProduct(loop)) {
       batchAccumulation(productLoop, *matchHeadSum(productLoop));
+      continue;
+    }
+    batchRowProducts(loop);
   }
 }

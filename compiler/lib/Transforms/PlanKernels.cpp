@@ -30,6 +30,7 @@ struct PlanKernelsPass
     hoistContractTables(model);
     formBatchedProducts(model);
     hoistLoopTables(model);
+    formBatchedProducts(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
   }

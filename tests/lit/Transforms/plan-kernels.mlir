@@ -149,7 +149,8 @@ energy.model @not_linear {
 // now, is erased. The projections Wq x_c and Wk x_p become matrix products
 // X Wqᵀ and X Wkᵀ ahead of the contraction, whose score is then a dot
 // product of two tables: bilinear. −1 and the matrices Wqᵀ, Wkᵀ are taken
-// out of the sums.
+// out of the sums, and each side's adjoint, Wqᵀ r_c at every c, is one
+// product of the whole output, R Wq, scaled by −1 and added into all of x.
 // CHECK-LABEL: energy.model @parent_side
 // CHECK-NOT:   let @x.gather
 // CHECK:       gradient @x {
@@ -186,20 +187,12 @@ energy.model @not_linear {
 // CHECK:           %[[G:.*]] = extract %[[QV]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
 // CHECK-NEXT:      yield %[[G]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
-// CHECK-NEXT:    foreach parallel (%[[C2:.*]] : @N) {
-// CHECK-NOT:       reduce
-// CHECK:           %[[SC:.*]] = extract %[[R]]#1[%[[C2]]] : !energy.array<N, D> -> !energy.array<D>
-// CHECK-NEXT:      %[[SCM:.*]] = mul %[[SC]], %[[MINUS]] : !energy.array<D>, !energy.array<>
-// CHECK-NEXT:      %[[GQ:.*]] = matmul %[[WQT]], %[[SCM]] : !energy.array<D, D>, !energy.array<D>
-// CHECK-NEXT:      accumulate %[[GQ]] into @x[%[[C2]]] : !energy.array<D>
-// CHECK-NEXT:    }
-// CHECK-NEXT:    foreach parallel (%[[P2:.*]] : @N) {
-// CHECK-NOT:       reduce
-// CHECK:           %[[SP:.*]] = extract %[[R]]#2[%[[P2]]] : !energy.array<N, D> -> !energy.array<D>
-// CHECK-NEXT:      %[[SPM:.*]] = mul %[[SP]], %[[MINUS]] : !energy.array<D>, !energy.array<>
-// CHECK-NEXT:      %[[GK:.*]] = matmul %[[WKT]], %[[SPM]] : !energy.array<D, D>, !energy.array<D>
-// CHECK-NEXT:      accumulate %[[GK]] into @x[%[[P2]]] : !energy.array<D>
-// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[GQ:.*]] = matmul %[[R]]#1, %[[WQ]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[GQM:.*]] = mul %[[GQ]], %[[MINUS]] : !energy.array<N, D>, !energy.array<>
+// CHECK-NEXT:    accumulate %[[GQM]] into @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[GK:.*]] = matmul %[[R]]#2, %[[WK]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[GKM:.*]] = mul %[[GK]], %[[MINUS]] : !energy.array<N, D>, !energy.array<>
+// CHECK-NEXT:    accumulate %[[GKM]] into @x : !energy.array<N, D>
 // CHECK-NEXT:  }
 energy.model @parent_side {
   dim @N
@@ -548,6 +541,117 @@ energy.model @parallel {
     foreach (%i : @N) {
       %xi = read @x[%i] : !energy.array<D>
       accumulate %xi into @y : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// Products of whole arrays: a parameter's adjoint summed over positions,
+// Σ_i u_i v_iᵀ, is Uᵀ V (one index) or Σ_b U[b]ᵀ V[b] (two, a summed
+// batch), its scalar factors applied once to the sum; a matrix applied to
+// every row of a tensor and added into that row is one product of the
+// rows, V Mᵀ (or, for Mᵀ, V M), added into the whole tensor; and a table
+// of M v[b, i] is one batch of products. A loop that adds into other rows
+// than its own, or a sum with a predicate, is left alone.
+// CHECK-LABEL: energy.model @whole_products
+// CHECK:       gradient @W {
+// CHECK:         %[[MINUS:.*]] = constant -1.0
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK:         %[[Y:.*]] = read @y : !energy.array<N, D>
+// CHECK:         %[[XT:.*]] = transpose %[[X]] : !energy.array<N, D>
+// CHECK-NEXT:    %[[P:.*]] = matmul %[[XT]], %[[Y]] : !energy.array<D, N>, !energy.array<N, D>
+// CHECK-NEXT:    %[[PM:.*]] = mul %[[P]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
+// CHECK-NEXT:    accumulate %[[PM]] into @W : !energy.array<D, D>
+// CHECK:         %[[ZZ:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[ZZ]] into @W : !energy.array<D, D>
+// CHECK:         reduce sum parallel (%{{.*}} : @N) where {
+// CHECK:           outer
+// CHECK:       gradient @z {
+// CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
+// CHECK:         %[[Z:.*]] = read @z : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[WZ:.*]] = batch_matmul %[[Z]], %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[WZ]] into @z : !energy.array<B, N, D>
+// CHECK:         %[[T:.*]] = batch_matmul %{{.*}}, %[[W]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK:         foreach parallel (%{{.*}} : @B, %{{.*}} : @N) {
+// CHECK:           extract %[[T]]
+// CHECK:           accumulate %{{.*}} into @z[
+// CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK:           matmul %[[W]]
+// CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
+// CHECK:       gradient @x {
+// CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[WX:.*]] = matmul %[[X]], %[[W]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[WX]] into @x : !energy.array<N, D>
+// CHECK-NOT:     foreach
+energy.model @whole_products {
+  dim @B
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @z : state [@B, @N, @D]
+  tensor @y : input [@N, @D]
+  tensor @W : param [@D, @D]
+  gradient @W {
+    %minus = constant -1.000000e+00
+    %s = reduce sum (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %yi = read @y[%i] : !energy.array<D>
+      %o = outer %xi, %yi : !energy.array<D>, !energy.array<D>
+      %m = mul %o, %minus : !energy.array<D, D>, !energy.array<>
+      yield %m : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %s into @W : !energy.array<D, D>
+    %t = reduce sum (%b : @B, %i : @N) {
+      %zi = read @z[%b, %i] : !energy.array<D>
+      %o = outer %zi, %zi : !energy.array<D>, !energy.array<D>
+      yield %o : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %t into @W : !energy.array<D, D>
+    %u = reduce sum (%i : @N) where {
+      %c0 = arith.constant 0 : index
+      %a = arith.cmpi sgt, %i, %c0 : index
+      yield %a : i1
+    } {
+      %xi = read @x[%i] : !energy.array<D>
+      %o = outer %xi, %xi : !energy.array<D>, !energy.array<D>
+      yield %o : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %u into @W : !energy.array<D, D>
+  }
+  gradient @z {
+    %w = read @W : !energy.array<D, D>
+    %wT = transpose %w : !energy.array<D, D>
+    foreach (%b : @B, %i : @N) {
+      %zi = read @z[%b, %i] : !energy.array<D>
+      %p = matmul %w, %zi : !energy.array<D, D>, !energy.array<D>
+      accumulate %p into @z[%b, %i] : !energy.array<D>
+    }
+    %t = tabulate (%b : @B, %i : @N) {
+      %zi = read @z[%b, %i] : !energy.array<D>
+      %p = matmul %wT, %zi : !energy.array<D, D>, !energy.array<D>
+      yield %p : !energy.array<D>
+    } : !energy.array<B, N, D>
+    foreach (%b : @B, %i : @N) {
+      %ti = extract %t[%b, %i] : !energy.array<B, N, D> -> !energy.array<D>
+      accumulate %ti into @z[%i, %b] : !energy.array<D>
+    }
+    foreach (%b : @B, %i : @N) {
+      %zi = read @z[%b, %i] : !energy.array<D>
+      %p = matmul %w, %zi : !energy.array<D, D>, !energy.array<D>
+      %c = dot %zi, %zi : !energy.array<D>
+      %q = mul %p, %c : !energy.array<D>, !energy.array<>
+      accumulate %q into @z[%b, %i] : !energy.array<D>
+    }
+  }
+  gradient @x {
+    %w = read @W : !energy.array<D, D>
+    %wT = transpose %w : !energy.array<D, D>
+    foreach (%i : @N) {
+      %xi = read @x[%i] : !energy.array<D>
+      %p = matmul %wT, %xi : !energy.array<D, D>, !energy.array<D>
+      accumulate %p into @x[%i] : !energy.array<D>
     }
   }
 }
