@@ -6,7 +6,9 @@
 // child side (Hopfield: softmax(X Mᵀ) M, 4·N²·D flops), both sides (the
 // self-attention gradient shape, 8·N²·D flops with the recomputation) and
 // the causal child side, each as the median of several timed repetitions
-// after a warm-up, and the kernel / sgemm ratios.
+// after a warm-up, and the kernel / sgemm ratios; then the cost of pair
+// terms (SoftmaxContract.h) on a small batched problem: the same outputs
+// with and without two of them weighted by two pair terms.
 //
 // Debian's OpenBLAS 0.3.21 does not recognise recent Xeons and falls back to
 // its Prescott kernels; set OPENBLAS_CORETYPE (e.g. SkylakeX) to compare
@@ -48,15 +50,17 @@ struct Options {
   int repetitions = 7;
   int threads = 0; // 0: ENERGY_NUM_THREADS, or the pool's default
   int isa = ENERGY_ISA_AUTOMATIC;
+  bool pairsOnly = false;
 };
 
 void usage() {
   std::printf(
       "usage: softmax-contract-bench [--n N] [--d D] [--square S] [--reps R]\n"
       "                              [--threads T] [--isa scalar|avx2|avx512]\n"
+      "                              [--pairs-only]\n"
       "  N = 4096, D = 64, S = 2048, R = 7 by default; T is the thread count\n"
       "  of both the kernel pool and OpenBLAS (default: ENERGY_NUM_THREADS,\n"
-      "  or one per core).\n");
+      "  or one per core). --pairs-only times only the pair-term case.\n");
 }
 
 bool parse(int argc, char **argv, Options &options) {
@@ -64,6 +68,10 @@ bool parse(int argc, char **argv, Options &options) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h")
       return false;
+    if (flag == "--pairs-only") {
+      options.pairsOnly = true;
+      continue;
+    }
     if (i + 1 >= argc)
       return false;
     std::string value = argv[++i];
@@ -122,6 +130,95 @@ std::vector<float> randomMatrix(int64_t count, uint64_t seed) {
     v = uniform(random);
   return values;
 }
+
+/// The cost of pair terms: a batch of 4 problems of 64 × 64 positions,
+/// D = 64, with 4 outputs of width 64 (2 a side), plain, then with one
+/// output a side weighted by 2 pair terms of depth 64 (the others plain),
+/// each the median over repetitions of kCalls calls. Returns the kernel's
+/// status.
+int32_t timePairTerms(int repetitions) {
+  constexpr int64_t batch = 4, n = 64, depth = 64, width = 64, pairDepth = 64;
+  constexpr int kCalls = 200;
+  const int64_t positions = batch * n;
+  std::vector<float> x = randomMatrix(positions * depth, 11);
+  std::vector<float> m = randomMatrix(positions * depth, 12);
+  std::vector<std::vector<float>> values, outputs, pairFeatures;
+  for (int j = 0; j < 4; ++j) {
+    values.push_back(randomMatrix(positions * width, 20 + j));
+    outputs.emplace_back(positions * width);
+  }
+  for (int j = 0; j < 4; ++j)
+    pairFeatures.push_back(randomMatrix(positions * pairDepth, 30 + j));
+  const void *colValues[] = {values[0].data(), values[1].data()};
+  const void *rowValues[] = {values[2].data(), values[3].data()};
+  void *rowOutputs[] = {outputs[0].data(), outputs[1].data()};
+  void *colOutputs[] = {outputs[2].data(), outputs[3].data()};
+  int64_t widths[] = {width, width};
+  const void *pairRowFeatures[] = {pairFeatures[0].data(),
+                                   pairFeatures[1].data()};
+  const void *pairColFeatures[] = {pairFeatures[2].data(),
+                                   pairFeatures[3].data()};
+  int64_t pairDepths[] = {pairDepth, pairDepth};
+  // Per side: one plain output, one weighted by κ + α_0 t_0 + α_1 t_1.
+  const double rowWeights[] = {1, 0, 0, 0.5, 0.7, -1.3};
+  const double colWeights[] = {0.25, 2, 1, 1, 0, 0};
+
+  energy_softmax_contract_args plain{};
+  plain.batch = batch;
+  plain.rows = n;
+  plain.cols = n;
+  plain.depth = depth;
+  plain.row_features = x.data();
+  plain.col_features = m.data();
+  plain.scale = 1.0 / 8;
+  plain.temperature = 1;
+  plain.num_row_outputs = 2;
+  plain.col_values = colValues;
+  plain.row_output_widths = widths;
+  plain.row_outputs = rowOutputs;
+  plain.num_col_outputs = 2;
+  plain.row_values = rowValues;
+  plain.col_output_widths = widths;
+  plain.col_outputs = colOutputs;
+  energy_softmax_contract_args paired = plain;
+  paired.num_pair_terms = 2;
+  paired.pair_depths = pairDepths;
+  paired.pair_row_features = pairRowFeatures;
+  paired.pair_col_features = pairColFeatures;
+  paired.row_output_weights = rowWeights;
+  paired.col_output_weights = colWeights;
+
+  int32_t status = 0;
+  auto calls = [&](const energy_softmax_contract_args &args) {
+    return [&] {
+      for (int i = 0; i < kCalls; ++i)
+        status |= energy_support_softmax_contract_f32(&args);
+    };
+  };
+  // Each pass recomputes the scores (2·N²·D) and sums 2 outputs (2·N²·W
+  // each); a pass with a weighted output adds 2·N²·P per pair term.
+  double plainFlops =
+      kCalls * batch * 2.0 * (2.0 * n * n * depth + 2 * 2.0 * n * n * width);
+  double pairedFlops =
+      plainFlops + kCalls * batch * 2.0 * (2 * 2.0 * n * n * pairDepth);
+  std::printf("\npair terms: batch %lld of %lld x %lld, D = %lld, 4 outputs "
+              "of width %lld (2 a side), per call:\n",
+              static_cast<long long>(batch), static_cast<long long>(n),
+              static_cast<long long>(n), static_cast<long long>(depth),
+              static_cast<long long>(width));
+  Timing plainTime = measure(repetitions, calls(plain));
+  Timing pairedTime = measure(repetitions, calls(paired));
+  auto line = [&](const char *what, double flops, Timing timing) {
+    std::printf("%-44s %8.1f us  %8.1f GFLOP/s  (fastest %.1f)\n", what,
+                timing.median / kCalls * 1e6, flops / timing.median * 1e-9,
+                flops / timing.fastest * 1e-9);
+  };
+  line("plain (no pair terms)", plainFlops, plainTime);
+  line("2 pair terms (P = 64), 2 outputs weighted", pairedFlops, pairedTime);
+  std::printf("pair terms / plain time: %.2f\n",
+              pairedTime.median / plainTime.median);
+  return status;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -144,6 +241,18 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *isaNames[] = {"scalar", "avx2", "avx512"};
+  if (options.pairsOnly) {
+    std::printf("threads: kernel pool %d; kernel path: %s; median of %d "
+                "after a warm-up\n",
+                energy_support_num_threads(),
+                isaNames[energy_support_active_isa()], options.repetitions);
+    int32_t status = timePairTerms(options.repetitions);
+    if (status != ENERGY_CONTRACT_OK) {
+      std::fprintf(stderr, "the kernel failed: %d\n", status);
+      return 1;
+    }
+    return 0;
+  }
   const int64_t n = options.n, depth = options.depth;
   std::printf("threads: kernel pool %d, OpenBLAS %d\n",
               energy_support_num_threads(), openblas_get_num_threads());
@@ -243,5 +352,10 @@ int main(int argc, char **argv) {
               productFlops / product.median * 1e-9,
               childRate / (productFlops / product.median),
               bothRate / (productFlops / product.median));
+  if (int32_t code = timePairTerms(options.repetitions);
+      code != ENERGY_CONTRACT_OK) {
+    std::fprintf(stderr, "the kernel failed: %d\n", code);
+    return 1;
+  }
   return 0;
 }

@@ -794,10 +794,13 @@ Expected<Manifest> Manifest::parse(std::string_view text) {
     return versionNumber.status();
   manifest.formatVersion = *versionNumber;
   if (manifest.formatVersion != ENERGY_ARTIFACT_FORMAT_VERSION)
-    return Status::error("artifact format version " +
-                         std::to_string(manifest.formatVersion) +
-                         ", this runtime reads version " +
-                         std::to_string(ENERGY_ARTIFACT_FORMAT_VERSION));
+    return Status::error(
+        "artifact format version " + std::to_string(manifest.formatVersion) +
+        ", this runtime reads version " +
+        std::to_string(ENERGY_ARTIFACT_FORMAT_VERSION) +
+        (manifest.formatVersion < ENERGY_ARTIFACT_FORMAT_VERSION
+             ? " (compile the model again with this release's energyc)"
+             : ""));
 
   if (Status status = readString(root, "", "model", manifest.model); !status)
     return status;

@@ -2,7 +2,10 @@
 //
 // Lowers the kernel plan's ops. A table is a comprehension into scratch. A
 // bilinear softmax contraction is a call of the support library's blocked
-// kernel (SoftmaxContract.h) per position of its batch indices; a quadratic
+// kernel (SoftmaxContract.h) for all positions of its batch indices, with
+// the coefficients of its values' factors in its pair terms computed here
+// from the factors' ops (second derivatives weigh their sums by the score's
+// derivative in a direction, itself a dot product of table rows); a quadratic
 // one (a mixture's E-step and moments), in CUDA artifacts, a call of its
 // mixture kernel (QuadraticContract.h). A generic one (and a quadratic one
 // on a CPU) runs the same algorithm as generated code: per row, panels of
@@ -21,6 +24,7 @@
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -54,8 +58,16 @@ enum ContractSlot : unsigned {
   kColOutputWidths,
   kColOutputs,
   kBatch,
+  kNumPairTerms,
+  kPairDepths,
+  kPairRowFeatures,
+  kPairColFeatures,
+  kRowOutputWeights,
+  kColOutputWeights,
   kSlotCount
 };
+static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
+              "one slot per field of energy_softmax_contract_args");
 /// The slots of energy_quadratic_contract_args (QuadraticContract.h).
 constexpr unsigned kQuadraticSlotCount = 12;
 } // namespace
@@ -163,6 +175,25 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   storeSlot(kNumConstraints, index(constraints->size()));
   storeSlot(kConstraints, constraintArray);
 
+  // A value that is a factor alone sums a table of ones over the batch
+  // and the columns (for the rows' sums) or the rows (for the columns').
+  auto tableData = [&](Value table, bool overRows) {
+    if (table)
+      return get(table).data;
+    SmallVector<StringAttr> dims;
+    ArrayRef<Attribute> sizes = contract.getRows().getValue();
+    for (Attribute size : overRows ? sizes : sizes.drop_back())
+      dims.push_back(StringAttr::get(contract.getContext(),
+                                     *cast<DimExprAttr>(size).getDimName()));
+    if (!overRows)
+      dims.push_back(
+          StringAttr::get(contract.getContext(),
+                          *cast<DimExprAttr>(contract.getCols()).getDimName()));
+    auto type = ArrayType::get(contract.getContext(), dims);
+    Value ones = allocate(type);
+    forRange(elementCount(type), [&](Value i) { store(real(1.0), ones, i); });
+    return ones;
+  };
   unsigned rowOutputs = form.rowValueTables.size();
   unsigned colOutputs = form.colValueTables.size();
   Value colValues = allocateSlots(std::max(1u, rowOutputs));
@@ -173,11 +204,11 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   Value colOutputArray = allocateSlots(std::max(1u, colOutputs));
   SmallVector<Value> rowWidths, colWidths;
   for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
-    rowWidths.push_back(widthOf(table));
+    rowWidths.push_back(table ? widthOf(table) : index(1));
     storeIn(rowOutputWidths, j, rowWidths.back());
   }
   for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
-    colWidths.push_back(widthOf(table));
+    colWidths.push_back(table ? widthOf(table) : index(1));
     storeIn(colOutputWidths, j, colWidths.back());
   }
   storeSlot(kNumRowOutputs, index(rowOutputs));
@@ -202,19 +233,138 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   Value given = contract.getGivenLse();
   storeSlot(kGivenLse, given ? get(given).data : null);
   for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {
-    storeIn(colValues, j, get(table).data);
+    storeIn(colValues, j, tableData(table, /*overRows=*/false));
     storeIn(rowOutputArray, j, get(contract.getRowOutputs()[j]).data);
   }
   for (auto [j, table] : llvm::enumerate(form.colValueTables)) {
-    storeIn(rowValues, j, get(table).data);
+    storeIn(rowValues, j, tableData(table, /*overRows=*/true));
     storeIn(colOutputArray, j, get(contract.getColOutputs()[j]).data);
   }
+  // The pair terms, and each output's weights (κ, α₁ … αₘ): its weight at a
+  // pair is w · (κ + Σ_j α_j t_j).
+  unsigned terms = form.pairTerms.size();
+  Value pairDepths = allocateSlots(std::max(1u, terms));
+  Value pairRowFeatures = allocateSlots(std::max(1u, terms));
+  Value pairColFeatures = allocateSlots(std::max(1u, terms));
+  for (auto [j, term] : llvm::enumerate(form.pairTerms)) {
+    storeIn(pairDepths, j, widthOf(term.rowTable));
+    storeIn(pairRowFeatures, j, get(term.rowTable).data);
+    storeIn(pairColFeatures, j, get(term.colTable).data);
+  }
+  storeSlot(kNumPairTerms, index(terms));
+  storeSlot(kPairDepths, pairDepths);
+  storeSlot(kPairRowFeatures, pairRowFeatures);
+  storeSlot(kPairColFeatures, pairColFeatures);
+  auto weightsOf = [&](ArrayRef<Value> factors) -> FailureOr<Value> {
+    if (llvm::all_of(factors, [](Value factor) { return !factor; }))
+      return null;
+    Value weights =
+        allocateSlots(std::max<size_t>(1, factors.size()) * (1 + terms));
+    for (auto [k, factor] : llvm::enumerate(factors)) {
+      FailureOr<SmallVector<Value>> coefficients =
+          factorCoefficients(factor, form);
+      if (failed(coefficients))
+        return failure();
+      for (auto [j, coefficient] : llvm::enumerate(*coefficients))
+        storeIn(weights, k * (1 + terms) + j, coefficient);
+    }
+    return weights;
+  };
+  FailureOr<Value> rowWeights = weightsOf(form.rowValueFactors);
+  FailureOr<Value> colWeights = weightsOf(form.colValueFactors);
+  if (failed(rowWeights) || failed(colWeights))
+    return failure();
+  storeSlot(kRowOutputWeights, *rowWeights);
+  storeSlot(kColOutputWeights, *colWeights);
   reportContractStatus(callSupport(singlePrecision()
                                        ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
                                        : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
                                    {args})
                            .getResult(0));
   return success();
+}
+
+FailureOr<SmallVector<Value>>
+KernelFunction::factorCoefficients(Value factor, const BilinearContract &form) {
+  auto f64 = [&](double value) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value))
+        .getResult();
+  };
+  // Coefficients with null for a known 0, so that a product's invariant
+  // operand is the one whose α are all null.
+  std::function<FailureOr<SmallVector<Value>>(Value)> coefficientsOf =
+      [&](Value value) -> FailureOr<SmallVector<Value>> {
+    SmallVector<Value> result(1 + form.pairTerms.size());
+    Operation *def = value.getDefiningOp();
+    if (auto constant = dyn_cast_or_null<ConstantOp>(def)) {
+      result[0] = f64(constant.getValue().convertToDouble());
+      return result;
+    }
+    // Computed outside the contraction: κ alone.
+    if (arrays.count(value) && get(value).scalar) {
+      result[0] = toF64(get(value).scalar);
+      return result;
+    }
+    if (!def)
+      return emitError(value.getLoc(), "is not affine in the contraction's "
+                                       "pair terms, which its weights need");
+    if (auto term = form.pairTermOfDot.find(def);
+        term != form.pairTermOfDot.end()) {
+      result[1 + term->second] = f64(1.0);
+      return result;
+    }
+    SmallVector<SmallVector<Value>> operands;
+    for (Value operand : def->getOperands()) {
+      FailureOr<SmallVector<Value>> inner = coefficientsOf(operand);
+      if (failed(inner))
+        return failure();
+      operands.push_back(std::move(*inner));
+    }
+    auto invariant = [](ArrayRef<Value> c) {
+      return llvm::all_of(c.drop_front(), [](Value v) { return !v; });
+    };
+    auto binary = [&](auto create, Value lhs, Value rhs) -> Value {
+      if (!lhs || !rhs)
+        return Value();
+      return decltype(create)::create(b, loc, lhs, rhs).getResult();
+    };
+    for (unsigned j = 0; j < result.size(); ++j) {
+      Value lhs = operands[0][j];
+      if (isa<NegOp>(def)) {
+        result[j] = lhs ? arith::NegFOp::create(b, loc, lhs).getResult() : lhs;
+      } else if (isa<AddOp, SubOp>(def)) {
+        Value rhs = operands[1][j];
+        if (rhs && isa<SubOp>(def))
+          rhs = arith::NegFOp::create(b, loc, rhs);
+        result[j] = !lhs ? rhs
+                    : !rhs
+                        ? lhs
+                        : arith::AddFOp::create(b, loc, lhs, rhs).getResult();
+      } else if (isa<DivOp>(def) && invariant(operands[1])) {
+        result[j] = binary(arith::DivFOp(), lhs, operands[1][0]);
+      } else if (isa<MulOp>(def) && invariant(operands[1])) {
+        result[j] = binary(arith::MulFOp(), lhs, operands[1][0]);
+      } else if (isa<MulOp>(def) && invariant(operands[0])) {
+        result[j] = binary(arith::MulFOp(), operands[0][0], operands[1][j]);
+      } else {
+        return def->emitOpError("is not affine in the contraction's pair "
+                                "terms, which its weights need");
+      }
+    }
+    return result;
+  };
+  if (!factor) {
+    SmallVector<Value> plain(1 + form.pairTerms.size(), f64(0.0));
+    plain[0] = f64(1.0);
+    return plain;
+  }
+  FailureOr<SmallVector<Value>> coefficients = coefficientsOf(factor);
+  if (failed(coefficients))
+    return failure();
+  for (Value &coefficient : *coefficients)
+    if (!coefficient)
+      coefficient = f64(0.0);
+  return coefficients;
 }
 
 void KernelFunction::storeInSlot(Value slots, unsigned position, Value value) {

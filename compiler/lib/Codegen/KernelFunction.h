@@ -356,6 +356,10 @@ private:
   LogicalResult emitSoftmaxContract(SoftmaxContractOp contract);
   LogicalResult emitBilinearContract(SoftmaxContractOp contract,
                                      const BilinearContract &form);
+  /// The weights (κ, α₁ … αₘ), as f64, of a bilinear contraction's value
+  /// whose factor is `factor` (null for 1), affine in the form's pair terms.
+  FailureOr<SmallVector<Value>>
+  factorCoefficients(Value factor, const BilinearContract &form);
   LogicalResult emitQuadraticContract(SoftmaxContractOp contract,
                                       const QuadraticContract &form);
   LogicalResult emitGenericContract(SoftmaxContractOp contract);

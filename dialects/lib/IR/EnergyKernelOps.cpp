@@ -13,6 +13,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::syntax;
@@ -582,21 +584,115 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
              "indices and a row of a table at the column";
     return failure();
   }
+  // How a scalar of a value's region depends on the pair: not at all (it is
+  // computed outside, or a constant), affinely through pair terms, or
+  // otherwise.
+  enum class Dependence { Invariant, Affine, Other };
+  // A dot product of a row of a table at the row indices and one at the
+  // column: `dot`, or the sum of an element-wise product of two vectors.
+  auto pairTermOf = [&](Operation *product, Region &region) -> bool {
+    Value lhs, rhs;
+    if (auto dot = dyn_cast<DotOp>(product)) {
+      lhs = dot.getLhs();
+      rhs = dot.getRhs();
+    } else if (auto sum = dyn_cast<ReduceElementsOp>(product);
+               sum && sum.getKind() == ElementsKind::sum) {
+      auto elementwise = sum.getOperand().getDefiningOp<MulOp>();
+      if (!elementwise ||
+          cast<ArrayType>(sum.getOperand().getType()).getRank() != 1 ||
+          elementwise.getLhs().getType() != elementwise.getRhs().getType())
+        return false;
+      lhs = elementwise.getLhs();
+      rhs = elementwise.getRhs();
+    } else {
+      return false;
+    }
+    for (bool swapped : {false, true}) {
+      Value rowTable = tableRowAt(swapped ? rhs : lhs, *this, allRows(region));
+      Value colTable =
+          tableRowAt(swapped ? lhs : rhs, *this, indicesOf(region, true));
+      if (!rowTable || !colTable)
+        continue;
+      auto *known = llvm::find_if(form.pairTerms, [&](const PairTerm &term) {
+        return term.rowTable == rowTable && term.colTable == colTable;
+      });
+      form.pairTermOfDot[product] = known - form.pairTerms.begin();
+      if (known == form.pairTerms.end())
+        form.pairTerms.push_back({rowTable, colTable});
+      return true;
+    }
+    return false;
+  };
+  std::function<Dependence(Value, Region &)> dependence =
+      [&](Value value, Region &region) -> Dependence {
+    if (!cast<ArrayType>(value.getType()).isScalar())
+      return Dependence::Other;
+    if (!getOperation()->isAncestor(value.getParentRegion()->getParentOp()))
+      return Dependence::Invariant;
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return Dependence::Other;
+    if (isa<ConstantOp>(def))
+      return Dependence::Invariant;
+    if (isa<DotOp, ReduceElementsOp>(def))
+      return pairTermOf(def, region) ? Dependence::Affine : Dependence::Other;
+    if (!isa<AddOp, SubOp, NegOp, MulOp, DivOp>(def))
+      return Dependence::Other;
+    SmallVector<Dependence> operands;
+    for (Value operand : def->getOperands())
+      operands.push_back(dependence(operand, region));
+    if (llvm::is_contained(operands, Dependence::Other))
+      return Dependence::Other;
+    unsigned affine = llvm::count(operands, Dependence::Affine);
+    if ((isa<MulOp>(def) && affine > 1) ||
+        (isa<DivOp>(def) && operands[1] != Dependence::Invariant))
+      return Dependence::Other;
+    return affine ? Dependence::Affine : Dependence::Invariant;
+  };
+  // A value: a table's row, a factor times one, or a factor alone.
+  auto matchValue = [&](Value value, Region &region,
+                        ArrayRef<BlockArgument> tableIndices, Value &table,
+                        Value &factor) {
+    table = tableRowAt(value, *this, tableIndices);
+    factor = Value();
+    if (table)
+      return true;
+    if (auto product = value.getDefiningOp<MulOp>()) {
+      for (auto [row, scalar] : {std::pair(product.getLhs(), product.getRhs()),
+                                 std::pair(product.getRhs(), product.getLhs())})
+        if (Value found = tableRowAt(row, *this, tableIndices);
+            found && dependence(scalar, region) != Dependence::Other) {
+          table = found;
+          factor = scalar;
+          return true;
+        }
+    }
+    if (dependence(value, region) == Dependence::Other)
+      return false;
+    factor = value;
+    return true;
+  };
   for (Value value : getRowValues()) {
-    Value table = tableRowAt(value, *this, indicesOf(getRowSums(), true));
-    if (!table) {
-      reason = "a row value is not a row of a table at the column";
+    Value table, factor;
+    if (!matchValue(value, getRowSums(), indicesOf(getRowSums(), true), table,
+                    factor)) {
+      reason = "a row value is not a row of a table at the column, times a "
+               "factor affine in products of table rows at the pair";
       return failure();
     }
     form.rowValueTables.push_back(table);
+    form.rowValueFactors.push_back(factor);
   }
   for (Value value : getColValues()) {
-    Value table = tableRowAt(value, *this, allRows(getColSums()));
-    if (!table) {
-      reason = "a column value is not a row of a table at the row indices";
+    Value table, factor;
+    if (!matchValue(value, getColSums(), allRows(getColSums()), table,
+                    factor)) {
+      reason = "a column value is not a row of a table at the row indices, "
+               "times a factor affine in products of table rows at the pair";
       return failure();
     }
     form.colValueTables.push_back(table);
+    form.colValueFactors.push_back(factor);
   }
   if (!getLinearConstraints()) {
     reason = "its predicate is not a conjunction of linear comparisons of the "

@@ -2,8 +2,8 @@
 //
 // energy_support_cuda_softmax_contract_*: SoftmaxContract.h's contraction
 // on the GPU (SoftmaxContract.cu, or SoftmaxContractTensorCores.cu for
-// bf16, whose PTX the build embeds) when its sizes
-// fit the GPU kernels, else on the host; CUDA artifacts call it where CPU
+// bf16, whose PTX the build embeds) when its sizes fit the GPU kernels
+// and it has no pair terms, else on the host; CUDA artifacts call it where CPU
 // artifacts call energy_support_softmax_contract_*. Every pointer must be
 // memory the GPU reaches (as in CUDA artifacts).
 //
@@ -69,9 +69,23 @@ int64_t widthSum(int64_t count, const int64_t *widths) {
   return sum;
 }
 
+/// Whether `count` outputs without pair terms (one coefficient κ each, or
+/// null: all 1) all have κ = 1, the weighting the GPU kernels compute.
+bool plainWeights(const double *weights, int64_t count) {
+  if (weights)
+    for (int64_t j = 0; j < count; ++j)
+      if (weights[j] != 1)
+        return false;
+  return true;
+}
+
 /// Whether the GPU kernels take these arguments (else the host computes
-/// them, which also reports invalid ones).
+/// them, which also reports invalid ones). They know no pair terms.
 bool fitsKernels(const energy_softmax_contract_args &a) {
+  if (a.num_pair_terms != 0 ||
+      !plainWeights(a.row_output_weights, a.num_row_outputs) ||
+      !plainWeights(a.col_output_weights, a.num_col_outputs))
+    return false;
   if (a.batch < 1 || a.rows < 0 || a.cols < 0 || a.depth < 0 ||
       !std::isfinite(a.scale) || !std::isfinite(a.temperature) ||
       a.temperature <= 0 || a.num_constraints < 0 ||

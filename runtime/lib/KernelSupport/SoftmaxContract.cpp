@@ -1,9 +1,10 @@
 //===- SoftmaxContract.cpp - Entry points of the softmax contraction ------===//
 //
 // energy_support_softmax_contract_f32/f64: check the arguments (sizes, the
-// pointers that are needed, the temperature, the constraint kinds), then run
-// the kernel of the instruction-set path chosen at run time on each problem
-// of the batch. The kernel itself is SoftmaxContractKernel.h.
+// pointers that are needed, the temperature, the constraint kinds, the
+// outputs' coefficients), then run the kernel of the instruction-set path
+// chosen at run time on each problem of the batch. The kernel itself is
+// SoftmaxContractKernel.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +49,40 @@ bool validSide(int64_t num, const void *const *tables, const int64_t *widths,
   return true;
 }
 
+/// The pair terms: `num` depths, and features of `rows` and `cols` rows of
+/// each term's depth.
+bool validPairTerms(int64_t num, const int64_t *depths,
+                    const void *const *rowFeatures,
+                    const void *const *colFeatures, int64_t rows,
+                    int64_t cols) {
+  if (num < 0)
+    return false;
+  if (num == 0)
+    return true;
+  if (!depths || !rowFeatures || !colFeatures)
+    return false;
+  for (int64_t i = 0; i < num; ++i)
+    if (!validMatrix(rowFeatures[i], rows, depths[i]) ||
+        !validMatrix(colFeatures[i], cols, depths[i]))
+      return false;
+  return true;
+}
+
+/// One side's coefficients: null, or `outputs` (valid) rows of 1 + `terms`
+/// finite numbers.
+bool validWeights(const double *weights, int64_t outputs, int64_t terms) {
+  if (!weights || outputs == 0)
+    return true;
+  int64_t stride;
+  if (terms < 0 || __builtin_add_overflow(terms, 1, &stride) ||
+      !productFits(outputs, stride))
+    return false;
+  for (int64_t k = 0; k < outputs * stride; ++k)
+    if (!std::isfinite(weights[k]))
+      return false;
+  return true;
+}
+
 bool validArguments(const energy_softmax_contract_args *args) {
   if (!args)
     return false;
@@ -73,7 +108,15 @@ bool validArguments(const energy_softmax_contract_args *args) {
   return validSide(a.num_row_outputs, a.col_values, a.row_output_widths,
                    a.row_outputs, cols, rows) &&
          validSide(a.num_col_outputs, a.row_values, a.col_output_widths,
-                   a.col_outputs, rows, cols);
+                   a.col_outputs, rows, cols) &&
+         // The coefficients first: a count of pair terms whose rows of
+         // coefficients overflow is refused before any depth is read.
+         validWeights(a.row_output_weights, a.num_row_outputs,
+                      a.num_pair_terms) &&
+         validWeights(a.col_output_weights, a.num_col_outputs,
+                      a.num_pair_terms) &&
+         validPairTerms(a.num_pair_terms, a.pair_depths, a.pair_row_features,
+                        a.pair_col_features, rows, cols);
 }
 
 /// `data` (a void pointer to elements of T, or null) `offset` elements on.
@@ -109,6 +152,12 @@ int32_t eachProblem(const energy_softmax_contract_args &args,
   problem.row_outputs = rowOutputs.data();
   problem.row_values = rowValues.data();
   problem.col_outputs = colOutputs.data();
+  std::vector<const void *> pairRowFeatures(
+      args.pair_row_features, args.pair_row_features + args.num_pair_terms);
+  std::vector<const void *> pairColFeatures(
+      args.pair_col_features, args.pair_col_features + args.num_pair_terms);
+  problem.pair_row_features = pairRowFeatures.data();
+  problem.pair_col_features = pairColFeatures.data();
   // Problem b's part of an array of `rows` rows of `width` elements.
   auto slice = [](auto *data, int64_t b, int64_t rows, int64_t width) {
     return sliceAt<T>(data, b * rows * width);
@@ -127,6 +176,13 @@ int32_t eachProblem(const energy_softmax_contract_args &args,
       int64_t width = args.col_output_widths[j];
       rowValues[j] = slice(args.row_values[j], b, args.rows, width);
       colOutputs[j] = slice(args.col_outputs[j], b, args.cols, width);
+    }
+    for (int64_t i = 0; i < args.num_pair_terms; ++i) {
+      int64_t depth = args.pair_depths[i];
+      pairRowFeatures[i] =
+          slice(args.pair_row_features[i], b, args.rows, depth);
+      pairColFeatures[i] =
+          slice(args.pair_col_features[i], b, args.cols, depth);
     }
     if (int32_t code = kernel(problem); code != ENERGY_CONTRACT_OK)
       return code;

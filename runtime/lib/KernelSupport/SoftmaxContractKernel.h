@@ -33,6 +33,14 @@
 // (kBlockRows × each output's width) are scratch per task. Nothing of size
 // rows × cols is ever stored.
 //
+// Pair terms: an output with coefficients other than κ = 1, α = 0 sums
+// W_k = W ∘ (κ + Σ_i α_i T_i) instead of W, with T_i = A_i B_iᵀ the tile of
+// pair term i over the same strips, by the same score micro-kernel (factor
+// 1); W_k is formed in scratch per output, just before its weighted sum.
+// Only the terms that some output of the pass weights are packed (inner
+// features in strips once per pass, outer ones in slivers per block) and
+// multiplied. The rescaling of the online normaliser applies to W_k as to W.
+//
 // Constraints: for each outer index, the GE constraints leave an interval of
 // inner indices and each NE constraint removes at most one index (exact
 // integer arithmetic, so this is the corner test of the linear forms made
@@ -120,6 +128,22 @@ enum class Normaliser {
   PerInner, ///< L/T given per inner index (parent side)
 };
 
+/// How the outputs of a pass weight their sums: output k sums
+/// W ∘ (kappa[k] + Σ_a alphas[k, a] · T_{alphaTerms[k, a]}) over
+/// a < numAlphas[k], or W itself when plain[k] (or when plain is null). The
+/// terms are those that some output of the pass weights, renumbered.
+template <class T> struct PairWeights {
+  int64_t numTerms = 0;
+  const int64_t *depths = nullptr;       ///< per term
+  const T *const *outer = nullptr;       ///< per term: outerCount × depth
+  const T *const *packedInner = nullptr; ///< per term: strips, as packedInner
+  const bool *plain = nullptr;           ///< per output
+  const T *kappa = nullptr;              ///< per output
+  const int64_t *numAlphas = nullptr;    ///< per output
+  const T *alphas = nullptr;             ///< per output, numTerms slots
+  const int64_t *alphaTerms = nullptr;   ///< per output, numTerms slots
+};
+
 /// One pass: everything a block needs, shared by the tasks.
 template <class T> struct Pass {
   int64_t outerCount, innerCount, depth;
@@ -139,6 +163,7 @@ template <class T> struct Pass {
   const int64_t *widths;
   T *const *outputs; ///< output k: outerCount × widths[k]
   int failed;        ///< set (atomically) when a task cannot allocate
+  PairWeights<T> pairs = {};
 };
 
 /// Memory aligned for any vector, or null.
@@ -159,6 +184,9 @@ template <class V> struct Workspace {
   int64_t *begin, *end; ///< admitted inner interval per outer index
   int64_t *holes;       ///< per outer index, numNotEqual excluded indices
   int64_t *holeCount;
+  T **pairOuter;  ///< per pair term: kBlockRows × its depth, in slivers
+  T **pairTiles;  ///< per pair term: kBlockRows × kPanel
+  T *pairWeights; ///< kBlockRows × kPanel: one output's W_k
   void *memory = nullptr;
 
   bool allocate(const Pass<T> &pass) {
@@ -170,6 +198,12 @@ template <class V> struct Workspace {
       return false;
     for (int64_t k = 0; k < pass.numOutputs; ++k)
       if (pass.widths[k] > limit)
+        return false;
+    const PairWeights<T> &pairs = pass.pairs;
+    if (pairs.numTerms > limit)
+      return false;
+    for (int64_t i = 0; i < pairs.numTerms; ++i)
+      if (pairs.depths[i] > limit)
         return false;
     size_t bytes = 0;
     auto reserve = [&](size_t size) {
@@ -187,9 +221,18 @@ template <class V> struct Workspace {
     size_t endAt = reserve(sizeof(int64_t) * rows);
     size_t holesAt = reserve(sizeof(int64_t) * rows * pass.numNotEqual);
     size_t holeCountAt = reserve(sizeof(int64_t) * rows);
+    size_t pairOuterAt = reserve(sizeof(T *) * pairs.numTerms);
+    size_t pairTilesAt = reserve(sizeof(T *) * pairs.numTerms);
+    size_t pairWeightsAt =
+        reserve(pairs.plain ? sizeof(T) * rows * Shape::kPanel : 0);
     size_t accumulatorAt = bytes;
     for (int64_t k = 0; k < pass.numOutputs; ++k)
       reserve(sizeof(T) * rows * roundUp(pass.widths[k], V::kLanes));
+    size_t pairAt = bytes;
+    for (int64_t i = 0; i < pairs.numTerms; ++i) {
+      reserve(sizeof(T) * rows * pairs.depths[i]);
+      reserve(sizeof(T) * rows * Shape::kPanel);
+    }
     memory = allocateAligned(bytes);
     if (!memory)
       return false;
@@ -204,11 +247,21 @@ template <class V> struct Workspace {
     end = reinterpret_cast<int64_t *>(base + endAt);
     holes = reinterpret_cast<int64_t *>(base + holesAt);
     holeCount = reinterpret_cast<int64_t *>(base + holeCountAt);
+    pairOuter = reinterpret_cast<T **>(base + pairOuterAt);
+    pairTiles = reinterpret_cast<T **>(base + pairTilesAt);
+    pairWeights = reinterpret_cast<T *>(base + pairWeightsAt);
     size_t at = accumulatorAt;
     for (int64_t k = 0; k < pass.numOutputs; ++k) {
       accumulatorStride[k] = roundUp(pass.widths[k], V::kLanes);
       accumulators[k] = reinterpret_cast<T *>(base + at);
       at += (sizeof(T) * rows * accumulatorStride[k] + 63) / 64 * 64;
+    }
+    at = pairAt;
+    for (int64_t i = 0; i < pairs.numTerms; ++i) {
+      pairOuter[i] = reinterpret_cast<T *>(base + at);
+      at += (sizeof(T) * rows * pairs.depths[i] + 63) / 64 * 64;
+      pairTiles[i] = reinterpret_cast<T *>(base + at);
+      at += (sizeof(T) * rows * Shape::kPanel + 63) / 64 * 64;
     }
     return true;
   }
@@ -220,27 +273,31 @@ template <class V> struct Workspace {
 // Packing
 //===----------------------------------------------------------------------===//
 
-/// Inner features, transposed into strips: strip s holds, for each d, the
-/// kStrip values features[s·kStrip + c, d], zero past the end.
+/// Inner features, transposed into strips: strip s of matrix i holds, for
+/// each d, the kStrip values features[i][s·kStrip + c, d], zero past the
+/// end. One loop over the strips of all the matrices (of `count` rows each).
 template <class V> struct PackStrips {
   using T = typename V::Scalar;
-  const T *features;
-  int64_t count, depth;
-  T *packed;
+  const T *const *features;
+  const int64_t *depths;
+  T *const *packed;
+  int64_t count, strips; ///< rows, and strips, of each matrix
 
   static void run(void *context, int64_t first, int64_t last) {
     const auto &self = *static_cast<const PackStrips *>(context);
     constexpr int64_t strip = Tiling<V>::kStrip;
-    for (int64_t s = first; s < last; ++s) {
-      T *out = self.packed + s * self.depth * strip;
+    for (int64_t at = first; at < last; ++at) {
+      const int64_t i = at / self.strips, s = at % self.strips;
+      const int64_t depth = self.depths[i];
+      T *out = self.packed[i] + s * depth * strip;
       for (int64_t c = 0; c < strip; ++c) {
         int64_t index = s * strip + c;
         if (index < self.count) {
-          const T *row = self.features + index * self.depth;
-          for (int64_t d = 0; d < self.depth; ++d)
+          const T *row = self.features[i] + index * depth;
+          for (int64_t d = 0; d < depth; ++d)
             out[d * strip + c] = row[d];
         } else {
-          for (int64_t d = 0; d < self.depth; ++d)
+          for (int64_t d = 0; d < depth; ++d)
             out[d * strip + c] = 0;
         }
       }
@@ -248,19 +305,19 @@ template <class V> struct PackStrips {
   }
 };
 
-/// A block's outer features in slivers: sliver g holds, for each d, the
-/// kScoreRows values features[first + g·kScoreRows + r, d], zero past the end.
+/// A block's outer features (`count` × `depth`) in slivers: sliver g holds,
+/// for each d, the kScoreRows values features[first + g·kScoreRows + r, d],
+/// zero past the end.
 template <class V>
-void packOuter(const Pass<typename V::Scalar> &pass, int64_t first,
-               typename V::Scalar *packed) {
+void packOuter(const typename V::Scalar *features, int64_t count, int64_t depth,
+               int64_t first, typename V::Scalar *packed) {
   constexpr int64_t rows = Tiling<V>::kScoreRows;
-  const int64_t depth = pass.depth;
   for (int64_t g = 0; g < Tiling<V>::kBlockRows / rows; ++g) {
     auto *out = packed + g * depth * rows;
     for (int64_t r = 0; r < rows; ++r) {
       int64_t index = first + g * rows + r;
-      if (index < pass.outerCount) {
-        const auto *row = pass.outerFeatures + index * depth;
+      if (index < count) {
+        const auto *row = features + index * depth;
         for (int64_t d = 0; d < depth; ++d)
           out[d * rows + r] = row[d];
       } else {
@@ -384,6 +441,31 @@ void sumPanel(int64_t count, const typename V::Scalar *weights,
   }
 }
 
+/// W_k = W ∘ (kappa + Σ_a alphas[a] · tiles[terms[a]]) over `width`
+/// columns (a multiple of L) of every row of the block, each a row of
+/// kPanel.
+template <class V>
+void pairWeighted(const typename V::Scalar *weights,
+                  typename V::Scalar *const *tiles, typename V::Scalar kappa,
+                  int64_t numAlphas, const typename V::Scalar *alphas,
+                  const int64_t *terms, int64_t offset, int64_t width,
+                  typename V::Scalar *out) {
+  using Vec = typename V::Vec;
+  constexpr int L = V::kLanes;
+  constexpr int64_t panel = Tiling<V>::kPanel;
+  const Vec base = V::broadcast(kappa);
+  for (int64_t r = 0; r < Tiling<V>::kBlockRows; ++r) {
+    const int64_t at = r * panel + offset;
+    for (int64_t j = 0; j < width; j += L) {
+      Vec factor = base;
+      for (int64_t a = 0; a < numAlphas; ++a)
+        factor = V::fma(V::broadcast(alphas[a]),
+                        V::load(tiles[terms[a]] + at + j), factor);
+      V::store(out + at + j, V::mul(V::load(weights + at + j), factor));
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Constraints
 //===----------------------------------------------------------------------===//
@@ -451,7 +533,12 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
   const int64_t depth = pass.depth;
   const int64_t innerStrips = roundUp(pass.innerCount, strip);
 
-  packOuter<V>(pass, first, space.packedOuter);
+  const PairWeights<T> &pairs = pass.pairs;
+  packOuter<V>(pass.outerFeatures, pass.outerCount, depth, first,
+               space.packedOuter);
+  for (int64_t i = 0; i < pairs.numTerms; ++i)
+    packOuter<V>(pairs.outer[i], pass.outerCount, pairs.depths[i], first,
+                 space.pairOuter[i]);
   // The admitted intervals; rows past the end admit nothing, and the union
   // [lowest, highest) bounds the panels to visit.
   int64_t lowest = pass.innerCount, highest = 0;
@@ -584,12 +671,32 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       }
     }
 
-    // acc += W · V over the admitted inner indices.
+    // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips.
+    for (int64_t i = 0; i < pairs.numTerms; ++i) {
+      const int64_t termDepth = pairs.depths[i];
+      for (int64_t s = from; s < to; s += strip) {
+        const T *b = pairs.packedInner[i] + (s / strip) * termDepth * strip;
+        for (int64_t g = 0; g < blockRows; g += Shape::kScoreRows)
+          scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
+              termDepth, space.pairOuter[i] + g * termDepth, b, T(1),
+              space.pairTiles[i] + g * panel + (s - start), panel);
+      }
+    }
+
+    // acc += W · V (or W_k · V) over the admitted inner indices.
     const int64_t count = minOf(to, pass.innerCount) - from;
     for (int64_t k = 0; k < pass.numOutputs; ++k) {
       if (pass.widths[k] == 0)
         continue;
-      sumPanel<V>(count, scores, pass.values[k] + from * pass.widths[k],
+      const T *weights = scores;
+      if (pairs.plain && !pairs.plain[k]) {
+        pairWeighted<V>(space.scores, space.pairTiles, pairs.kappa[k],
+                        pairs.numAlphas[k], pairs.alphas + k * pairs.numTerms,
+                        pairs.alphaTerms + k * pairs.numTerms, from - start,
+                        width, space.pairWeights);
+        weights = space.pairWeights + (from - start);
+      }
+      sumPanel<V>(count, weights, pass.values[k] + from * pass.widths[k],
                   pass.widths[k], space.accumulators[k],
                   space.accumulatorStride[k]);
     }
@@ -651,23 +758,161 @@ struct Buffer {
   }
 };
 
+/// Elements of `count` inner features of `depth` packed into strips, in
+/// `size`; false when that overflows.
+template <class V>
+bool packedSize(int64_t count, int64_t depth, int64_t &size) {
+  constexpr int64_t strip = Tiling<V>::kStrip;
+  return !__builtin_mul_overflow(roundUp(count, strip), depth, &size);
+}
+
+/// Packs `matrices` of inner features (`count` × depths[i]) into strips at
+/// packed[i], on the thread pool; false when there are too many strips.
+template <class V>
+bool packStrips(int64_t matrices, const typename V::Scalar *const *features,
+                int64_t count, const int64_t *depths,
+                typename V::Scalar *const *packed) {
+  constexpr int64_t strip = Tiling<V>::kStrip;
+  PackStrips<V> pack{features, depths, packed, count,
+                     roundUp(count, strip) / strip};
+  int64_t total;
+  if (__builtin_mul_overflow(matrices, pack.strips, &total))
+    return false;
+  energy_support_parallel_for(PackStrips<V>::run, &pack, total);
+  return true;
+}
+
 /// Packs the inner features of a pass into strips, on the thread pool.
 template <class V>
 typename V::Scalar *packInner(Buffer &buffer,
                               const typename V::Scalar *features, int64_t count,
                               int64_t depth) {
   using T = typename V::Scalar;
-  constexpr int64_t strip = Tiling<V>::kStrip;
-  int64_t strips = roundUp(count, strip) / strip;
   int64_t size;
-  if (__builtin_mul_overflow(strips * strip, depth, &size))
+  if (!packedSize<V>(count, depth, size))
     return nullptr;
   T *packed = buffer.allocate<T>(size);
   if (!packed)
     return nullptr;
-  PackStrips<V> pack{features, count, depth, packed};
-  energy_support_parallel_for(PackStrips<V>::run, &pack, strips);
+  packStrips<V>(1, &features, count, &depth, &packed);
   return packed;
+}
+
+/// The pair weights of a pass whose `numOutputs` outputs have `weights`
+/// (numOutputs × (1 + numTerms) coefficients, or null), the pair terms
+/// having `depths`, `outer` features (outerCount rows) and `inner` ones
+/// (innerCount rows): in `pairs`, with its memory in `buffer` and `packed`.
+/// False when out of memory.
+template <class V>
+bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
+                  Buffer &packed, int64_t numOutputs, const double *weights,
+                  int64_t numTerms, const int64_t *depths,
+                  const void *const *outer, const void *const *inner,
+                  int64_t innerCount) {
+  using T = typename V::Scalar;
+  if (!weights || numOutputs == 0)
+    return true;
+  const int64_t stride = numTerms + 1;
+  auto alpha = [&](int64_t k, int64_t i) {
+    return weights[k * stride + 1 + i];
+  };
+  auto needed = [&](int64_t i) {
+    for (int64_t k = 0; k < numOutputs; ++k)
+      if (alpha(k, i) != 0)
+        return true;
+    return false;
+  };
+  // The terms some output weights, and whether any output is not plain.
+  int64_t used = 0;
+  bool anyWeighted = false;
+  for (int64_t k = 0; k < numOutputs; ++k)
+    anyWeighted = anyWeighted || weights[k * stride] != 1;
+  for (int64_t i = 0; i < numTerms; ++i)
+    used += needed(i);
+  if (!anyWeighted && used == 0)
+    return true;
+
+  // The arrays; numOutputs · stride coefficients fit in memory, so these
+  // do too.
+  size_t bytes = 0;
+  auto reserve = [&](size_t size) {
+    size_t at = bytes;
+    bytes += (size + 63) / 64 * 64;
+    return at;
+  };
+  size_t depthsAt = reserve(sizeof(int64_t) * used);
+  size_t outerAt = reserve(sizeof(T *) * used);
+  size_t innerAt = reserve(sizeof(T *) * used);
+  size_t sourcesAt = reserve(sizeof(T *) * used);
+  size_t plainAt = reserve(sizeof(bool) * numOutputs);
+  size_t kappaAt = reserve(sizeof(T) * numOutputs);
+  size_t numAlphasAt = reserve(sizeof(int64_t) * numOutputs);
+  size_t alphasAt = reserve(sizeof(T) * numOutputs * used);
+  size_t alphaTermsAt = reserve(sizeof(int64_t) * numOutputs * used);
+  char *base = buffer.allocate<char>(static_cast<int64_t>(bytes));
+  if (!base)
+    return false;
+  auto *termDepths = reinterpret_cast<int64_t *>(base + depthsAt);
+  auto *termOuter = reinterpret_cast<const T **>(base + outerAt);
+  auto *termInner = reinterpret_cast<T **>(base + innerAt);
+  auto *sources = reinterpret_cast<const T **>(base + sourcesAt);
+  auto *plain = reinterpret_cast<bool *>(base + plainAt);
+  auto *kappa = reinterpret_cast<T *>(base + kappaAt);
+  auto *numAlphas = reinterpret_cast<int64_t *>(base + numAlphasAt);
+  auto *alphas = reinterpret_cast<T *>(base + alphasAt);
+  auto *alphaTerms = reinterpret_cast<int64_t *>(base + alphaTermsAt);
+
+  // Each output's kappa and nonzero alphas, with the terms renumbered.
+  for (int64_t k = 0; k < numOutputs; ++k) {
+    kappa[k] = static_cast<T>(weights[k * stride]);
+    numAlphas[k] = 0;
+    for (int64_t i = 0, term = 0; i < numTerms; ++i) {
+      if (!needed(i))
+        continue;
+      if (alpha(k, i) != 0) {
+        alphas[k * used + numAlphas[k]] = static_cast<T>(alpha(k, i));
+        alphaTerms[k * used + numAlphas[k]] = term;
+        ++numAlphas[k];
+      }
+      ++term;
+    }
+    plain[k] = weights[k * stride] == 1 && numAlphas[k] == 0;
+  }
+
+  // The inner features of the terms, packed into strips once.
+  int64_t total = 0;
+  for (int64_t i = 0, term = 0; i < numTerms; ++i) {
+    if (!needed(i))
+      continue;
+    int64_t size;
+    if (!packedSize<V>(innerCount, depths[i], size) ||
+        __builtin_add_overflow(total, size, &total))
+      return false;
+    termDepths[term] = depths[i];
+    termOuter[term] = static_cast<const T *>(outer[i]);
+    sources[term] = static_cast<const T *>(inner[i]);
+    ++term;
+  }
+  T *strips = packed.allocate<T>(total);
+  if (!strips)
+    return false;
+  for (int64_t term = 0; term < used; ++term) {
+    termInner[term] = strips;
+    strips += roundUp(innerCount, Tiling<V>::kStrip) * termDepths[term];
+  }
+  if (!packStrips<V>(used, sources, innerCount, termDepths, termInner))
+    return false;
+
+  pairs.numTerms = used;
+  pairs.depths = termDepths;
+  pairs.outer = termOuter;
+  pairs.packedInner = termInner;
+  pairs.plain = plain;
+  pairs.kappa = kappa;
+  pairs.numAlphas = numAlphas;
+  pairs.alphas = alphas;
+  pairs.alphaTerms = alphaTerms;
+  return true;
 }
 
 /// Runs a pass over all its blocks; false when some task ran out of memory.
@@ -727,7 +972,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   }
 
   if (rowSide) {
-    Buffer packedBuffer, normaliserBuffer;
+    Buffer packedBuffer, normaliserBuffer, pairBuffer, pairPackedBuffer;
     const T *packed = packInner<V>(
         packedBuffer, static_cast<const T *>(args.col_features), cols, depth);
     if (!packed)
@@ -758,12 +1003,17 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  args.row_output_widths,
                  reinterpret_cast<T *const *>(args.row_outputs),
                  0};
+    if (!preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
+                         args.num_row_outputs, args.row_output_weights,
+                         args.num_pair_terms, args.pair_depths,
+                         args.pair_row_features, args.pair_col_features, cols))
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
     if (!runPass<V>(pass))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
   if (colSide) {
-    Buffer packedBuffer, normaliserBuffer;
+    Buffer packedBuffer, normaliserBuffer, pairBuffer, pairPackedBuffer;
     const T *packed = packInner<V>(
         packedBuffer, static_cast<const T *>(args.row_features), rows, depth);
     if (!packed)
@@ -794,6 +1044,11 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  args.col_output_widths,
                  reinterpret_cast<T *const *>(args.col_outputs),
                  0};
+    if (!preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
+                         args.num_col_outputs, args.col_output_weights,
+                         args.num_pair_terms, args.pair_depths,
+                         args.pair_col_features, args.pair_row_features, rows))
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
     if (!runPass<V>(pass))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }

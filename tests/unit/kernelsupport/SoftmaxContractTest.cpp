@@ -5,9 +5,10 @@
 // over every pair with the textbook stable log-sum-exp), at sizes that are
 // multiples of no tile or vector width, with causal, windowed and NE
 // constraints, rows left empty, a given normaliser, temperatures other than
-// 1, several outputs of different widths on both sides, on every
-// instruction-set path the CPU runs; then the same bits on 1, 2 and 3
-// threads, and refusals of invalid arguments.
+// 1, several outputs of different widths on both sides, pair terms with
+// outputs weighted by them, batches, on every instruction-set path the CPU
+// runs; then the same bits on 1, 2 and 3 threads, and refusals of invalid
+// arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +22,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iomanip>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,11 @@ struct Problem {
   std::vector<std::vector<double>> colValues, rowValues;
   bool givenLse = false;
   bool wantLse = true;
+  std::vector<int64_t> pairDepths;
+  std::vector<std::vector<double>> pairRowFeatures, pairColFeatures;
+  /// The coefficients of the row and col outputs, 1 + pairDepths.size()
+  /// each, or empty (null: κ = 1, α = 0).
+  std::vector<double> rowWeights, colWeights;
 };
 
 Problem makeProblem(int64_t rows, int64_t cols, int64_t depth,
@@ -97,6 +105,26 @@ Problem makeProblem(int64_t rows, int64_t cols, int64_t depth,
   return p;
 }
 
+/// Gives `p` pair terms of `depths`, their features drawn from `seed`.
+void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
+                  uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto fill = [&](int64_t count) {
+    std::vector<double> values(count);
+    for (double &v : values)
+      v = uniform(random);
+    return values;
+  };
+  p.pairDepths = depths;
+  p.pairRowFeatures.clear();
+  p.pairColFeatures.clear();
+  for (int64_t depth : depths) {
+    p.pairRowFeatures.push_back(fill(p.rows * depth));
+    p.pairColFeatures.push_back(fill(p.cols * depth));
+  }
+}
+
 /// The outputs, in doubles, and for each output element the size
 /// Σ w·|value| of the sum that produced it.
 struct Result {
@@ -105,6 +133,7 @@ struct Result {
   std::vector<std::vector<double>> rowMagnitudes, colMagnitudes;
   double scoreMagnitude = 0; ///< max over pairs of |scale| · Σ_d |q_d k_d|
   double lseMagnitude = 0;   ///< max |L|
+  double termMagnitude = 0;  ///< max over admitted pairs of F · |v|
 };
 
 bool admitted(const Problem &p, int64_t r, int64_t c) {
@@ -177,16 +206,54 @@ Result reference(const Problem &p, const PairScores &pairScores,
         weights[r * cols + c] =
             std::exp((scores[r * cols + c] - lse) / temperature);
   }
+  // The pair terms t_i(r, c) and their sizes Σ_d |a_d b_d|.
+  const size_t terms = p.pairDepths.size();
+  std::vector<std::vector<double>> tangents(terms), tangentSizes(terms);
+  for (size_t i = 0; i < terms; ++i) {
+    const int64_t depth = p.pairDepths[i];
+    tangents[i].assign(rows * cols, 0.0);
+    tangentSizes[i].assign(rows * cols, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t d = 0; d < depth; ++d) {
+          double term = p.pairRowFeatures[i][r * depth + d] *
+                        p.pairColFeatures[i][c * depth + d];
+          tangents[i][r * cols + c] += term;
+          tangentSizes[i][r * cols + c] += std::fabs(term);
+        }
+  }
+  // Output j's factor κ + Σ_i α_i·t_i at a pair, and its size
+  // |κ| + Σ_i |α_i|·Σ_d |a_d b_d| in `size`.
+  auto factor = [&](const std::vector<double> &coefficients, size_t j,
+                    int64_t pair, double &size) {
+    if (coefficients.empty()) {
+      size = 1;
+      return 1.0;
+    }
+    const double *k = &coefficients[j * (1 + terms)];
+    double f = k[0];
+    size = std::fabs(k[0]);
+    for (size_t i = 0; i < terms; ++i) {
+      f += k[1 + i] * tangents[i][pair];
+      size += std::fabs(k[1 + i]) * tangentSizes[i][pair];
+    }
+    return f;
+  };
   for (size_t j = 0; j < p.rowWidths.size(); ++j) {
     int64_t width = p.rowWidths[j];
     std::vector<double> sum(rows * width, 0.0), size(rows * width, 0.0);
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        for (int64_t k = 0; k < width && weights[r * cols + c] != 0; ++k) {
-          double term = weights[r * cols + c] * p.colValues[j][c * width + k];
-          sum[r * width + k] += term;
-          size[r * width + k] += std::fabs(term);
+      for (int64_t c = 0; c < cols; ++c) {
+        double w = weights[r * cols + c], factorSize;
+        double f = factor(p.rowWeights, j, r * cols + c, factorSize);
+        for (int64_t k = 0; k < width && w != 0; ++k) {
+          double value = p.colValues[j][c * width + k];
+          sum[r * width + k] += w * f * value;
+          size[r * width + k] += w * factorSize * std::fabs(value);
+          out.termMagnitude =
+              std::max(out.termMagnitude, factorSize * std::fabs(value));
         }
+      }
     out.rowOutputs.push_back(sum);
     out.rowMagnitudes.push_back(size);
   }
@@ -194,12 +261,17 @@ Result reference(const Problem &p, const PairScores &pairScores,
     int64_t width = p.colWidths[j];
     std::vector<double> sum(cols * width, 0.0), size(cols * width, 0.0);
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        for (int64_t k = 0; k < width && weights[r * cols + c] != 0; ++k) {
-          double term = weights[r * cols + c] * p.rowValues[j][r * width + k];
-          sum[c * width + k] += term;
-          size[c * width + k] += std::fabs(term);
+      for (int64_t c = 0; c < cols; ++c) {
+        double w = weights[r * cols + c], factorSize;
+        double f = factor(p.colWeights, j, r * cols + c, factorSize);
+        for (int64_t k = 0; k < width && w != 0; ++k) {
+          double value = p.rowValues[j][r * width + k];
+          sum[c * width + k] += w * f * value;
+          size[c * width + k] += w * factorSize * std::fabs(value);
+          out.termMagnitude =
+              std::max(out.termMagnitude, factorSize * std::fabs(value));
         }
+      }
     out.colOutputs.push_back(sum);
     out.colMagnitudes.push_back(size);
   }
@@ -220,26 +292,59 @@ int32_t callKernel<double>(const energy_softmax_contract_args &args) {
   return energy_support_softmax_contract_f64(&args);
 }
 
-/// Runs the kernel in element type T. Outputs start as NaN, so that an
+/// Runs the kernel in element type T on a batch of problems of the same
+/// sizes, widths, depths, scale, temperature, constraints and coefficients
+/// (those of the first), back to back in every array; `given` holds each
+/// problem's normaliser, or is empty. Outputs start as NaN, so that an
 /// output the kernel does not overwrite shows.
 template <class T>
-Result runKernel(const Problem &p, const std::vector<double> &given,
-                 int32_t *status = nullptr) {
-  std::vector<T> rowFeatures = cast<T>(p.rowFeatures);
-  std::vector<T> colFeatures = cast<T>(p.colFeatures);
-  std::vector<T> givenLse = cast<T>(given);
+std::vector<Result> runBatch(const std::vector<Problem> &problems,
+                             const std::vector<std::vector<double>> &given,
+                             int32_t *status = nullptr) {
+  const Problem &p = problems.front();
+  const int64_t batch = static_cast<int64_t>(problems.size());
+  const size_t terms = p.pairDepths.size();
+  auto joined = [&](auto part) {
+    std::vector<T> all;
+    for (const Problem &q : problems) {
+      const std::vector<double> &values = part(q);
+      all.insert(all.end(), values.begin(), values.end());
+    }
+    return all;
+  };
+  std::vector<T> rowFeatures =
+      joined([](const Problem &q) -> const auto & { return q.rowFeatures; });
+  std::vector<T> colFeatures =
+      joined([](const Problem &q) -> const auto & { return q.colFeatures; });
+  std::vector<T> givenLse;
+  for (const std::vector<double> &lse : given)
+    givenLse.insert(givenLse.end(), lse.begin(), lse.end());
   const T nan = std::numeric_limits<T>::quiet_NaN();
-  std::vector<T> lse(p.rows, nan);
+  std::vector<T> lse(batch * p.rows, nan);
   std::vector<std::vector<T>> colValues, rowValues, rowOutputs, colOutputs;
+  std::vector<std::vector<T>> pairRowFeatures, pairColFeatures;
   std::vector<const void *> colValuePointers, rowValuePointers;
+  std::vector<const void *> pairRowPointers, pairColPointers;
   std::vector<void *> rowOutputPointers, colOutputPointers;
   for (size_t j = 0; j < p.rowWidths.size(); ++j) {
-    colValues.push_back(cast<T>(p.colValues[j]));
-    rowOutputs.emplace_back(p.rows * p.rowWidths[j], nan);
+    colValues.push_back(joined([j](const Problem &q) -> const auto & {
+      return q.colValues[j];
+    }));
+    rowOutputs.emplace_back(batch * p.rows * p.rowWidths[j], nan);
   }
   for (size_t j = 0; j < p.colWidths.size(); ++j) {
-    rowValues.push_back(cast<T>(p.rowValues[j]));
-    colOutputs.emplace_back(p.cols * p.colWidths[j], nan);
+    rowValues.push_back(joined([j](const Problem &q) -> const auto & {
+      return q.rowValues[j];
+    }));
+    colOutputs.emplace_back(batch * p.cols * p.colWidths[j], nan);
+  }
+  for (size_t i = 0; i < terms; ++i) {
+    pairRowFeatures.push_back(joined([i](const Problem &q) -> const auto & {
+      return q.pairRowFeatures[i];
+    }));
+    pairColFeatures.push_back(joined([i](const Problem &q) -> const auto & {
+      return q.pairColFeatures[i];
+    }));
   }
   for (size_t j = 0; j < p.rowWidths.size(); ++j) {
     colValuePointers.push_back(colValues[j].data());
@@ -249,8 +354,12 @@ Result runKernel(const Problem &p, const std::vector<double> &given,
     rowValuePointers.push_back(rowValues[j].data());
     colOutputPointers.push_back(colOutputs[j].data());
   }
+  for (size_t i = 0; i < terms; ++i) {
+    pairRowPointers.push_back(pairRowFeatures[i].data());
+    pairColPointers.push_back(pairColFeatures[i].data());
+  }
   energy_softmax_contract_args args{};
-  args.batch = 1;
+  args.batch = batch;
   args.rows = p.rows;
   args.cols = p.cols;
   args.depth = p.depth;
@@ -270,18 +379,45 @@ Result runKernel(const Problem &p, const std::vector<double> &given,
   args.row_values = rowValuePointers.data();
   args.col_output_widths = p.colWidths.data();
   args.col_outputs = colOutputPointers.data();
+  args.num_pair_terms = static_cast<int64_t>(terms);
+  args.pair_depths = p.pairDepths.data();
+  args.pair_row_features = pairRowPointers.data();
+  args.pair_col_features = pairColPointers.data();
+  args.row_output_weights =
+      p.rowWeights.empty() ? nullptr : p.rowWeights.data();
+  args.col_output_weights =
+      p.colWeights.empty() ? nullptr : p.colWeights.data();
   int32_t result = callKernel<T>(args);
   if (status)
     *status = result;
   else
     REQUIRE(result == ENERGY_CONTRACT_OK);
-  Result out;
-  out.lse.assign(lse.begin(), lse.end());
-  for (auto &o : rowOutputs)
-    out.rowOutputs.emplace_back(o.begin(), o.end());
-  for (auto &o : colOutputs)
-    out.colOutputs.emplace_back(o.begin(), o.end());
+  // Problem b's part of an array of `size` elements per problem.
+  auto slice = [](const std::vector<T> &all, int64_t b, int64_t size) {
+    return std::vector<double>(all.begin() + b * size,
+                               all.begin() + (b + 1) * size);
+  };
+  std::vector<Result> out(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    out[b].lse = slice(lse, b, p.rows);
+    for (size_t j = 0; j < p.rowWidths.size(); ++j)
+      out[b].rowOutputs.push_back(
+          slice(rowOutputs[j], b, p.rows * p.rowWidths[j]));
+    for (size_t j = 0; j < p.colWidths.size(); ++j)
+      out[b].colOutputs.push_back(
+          slice(colOutputs[j], b, p.cols * p.colWidths[j]));
+  }
   return out;
+}
+
+/// Runs the kernel in element type T on one problem.
+template <class T>
+Result runKernel(const Problem &p, const std::vector<double> &given,
+                 int32_t *status = nullptr) {
+  std::vector<std::vector<double>> givens;
+  if (!given.empty())
+    givens.push_back(given);
+  return runBatch<T>({p}, givens, status).front();
 }
 
 /// γ(n) = n·u/(1 - n·u), the classical bound on the relative error of n
@@ -296,21 +432,42 @@ double gamma(double n, double u) { return n * u / (1 - n * u); }
 ///    that of the exp (2 ulp) and of forming the argument (u·|s - L|/T <=
 ///    u·2S/T); |δL| <= |δs|max + T·γ(N+2) (log-sum-exp of N terms);
 ///  - an output Σ w·v over N terms adds γ(N+2) relative to Σ w·|v|, and the
-///    division by the sum of weights another γ(N+2).
+///    division by the sum of weights another γ(N+2);
+///  - with pair terms, a factor f = κ + Σ_i α_i·t_i (m terms, of depth at
+///    most P) has |δf| <= (γ(P+1) + γ(m+2) + 2u)·F, F = |κ| + Σ_i |α_i|·
+///    Σ_d |a_d b_d| (the dot products, their sum, the rounded coefficients).
 /// So |output - reference| <= M·(4·γ(D+4)·S/T + 3·γ(N+4) + 4u·(S + |L|)/T
-/// + 8u), M = Σ w·|v| of that element; and |δL| <= 2γ(D+4)·S + 2T·γ(N+4)
-/// + 4u·|L|. These are worst-case bounds: a missing or extra pair, a wrong
-/// mask or a wrong normaliser moves an output by about w·|v| of that pair,
-/// far more than γ(N)·M when N <= 1000.
+/// + 8u [+ γ(P+4) + γ(m+4) with pair terms]), M = Σ w·F·|v| of that element
+/// (F = 1 without pair terms); and |δL| <= 2γ(D+4)·S + 2T·γ(N+4) + 4u·|L|.
+/// Weights below μ, the smallest normal number of T, lose their relative
+/// precision or become 0: each term may be off by μ·F·|v| more, so the
+/// outputs' bounds add 4·(N+4)·μ·max(F·|v|) (negligible beside outputs that
+/// are not themselves tiny).
+/// These are worst-case bounds: a missing or extra pair, a wrong mask, a
+/// wrong normaliser or a wrong factor moves an output by about w·F·|v| of
+/// that pair, far more than γ(N)·M when N <= 1000.
 template <class T>
 void compare(const Problem &p, const Result &expected, const Result &actual,
              const std::string &what) {
   const double u = std::numeric_limits<T>::epsilon() / 2;
   const double t = p.temperature, s = expected.scoreMagnitude;
   const double lseSize = expected.lseMagnitude;
+  double pairs = 0;
+  if (!p.rowWeights.empty() || !p.colWeights.empty()) {
+    int64_t deepest = 0;
+    for (int64_t depth : p.pairDepths)
+      deepest = std::max(deepest, depth);
+    pairs = gamma(deepest + 4, u) +
+            gamma(static_cast<double>(p.pairDepths.size()) + 4, u);
+  }
   auto relative = [&](int64_t n) {
     return 4 * gamma(p.depth + 4, u) * s / t + 3 * gamma(n + 4, u) +
-           4 * u * (s + lseSize) / t + 8 * u;
+           4 * u * (s + lseSize) / t + 8 * u + pairs;
+  };
+  auto underflow = [&](int64_t n) {
+    return 4 * static_cast<double>(n + 4) * std::numeric_limits<T>::min() *
+               expected.termMagnitude +
+           1e-300;
   };
   int64_t failures = 0;
   double worst = 0;
@@ -323,8 +480,10 @@ void compare(const Problem &p, const Result &expected, const Result &actual,
       double ratio = tolerance > 0 ? error / tolerance : INFINITY;
       if (!(ratio <= worst)) {
         worst = ratio;
-        worstAt = where + ": got " + std::to_string(got) + ", want " +
-                  std::to_string(want);
+        std::ostringstream text;
+        text << std::setprecision(17) << where << ": got " << got << ", want "
+             << want << ", bound " << tolerance;
+        worstAt = text.str();
       }
     }
   };
@@ -337,12 +496,12 @@ void compare(const Problem &p, const Result &expected, const Result &actual,
   for (size_t j = 0; j < expected.rowOutputs.size(); ++j)
     for (size_t i = 0; i < expected.rowOutputs[j].size(); ++i)
       check(actual.rowOutputs[j][i], expected.rowOutputs[j][i],
-            expected.rowMagnitudes[j][i] * relative(p.cols) + 1e-300,
+            expected.rowMagnitudes[j][i] * relative(p.cols) + underflow(p.cols),
             "row output " + std::to_string(j) + "[" + std::to_string(i) + "]");
   for (size_t j = 0; j < expected.colOutputs.size(); ++j)
     for (size_t i = 0; i < expected.colOutputs[j].size(); ++i)
       check(actual.colOutputs[j][i], expected.colOutputs[j][i],
-            expected.colMagnitudes[j][i] * relative(p.rows) + 1e-300,
+            expected.colMagnitudes[j][i] * relative(p.rows) + underflow(p.rows),
             "col output " + std::to_string(j) + "[" + std::to_string(i) + "]");
   INFO(what << ": " << failures << " elements beyond the bound, worst " << worst
             << " × the bound at " << worstAt);
@@ -356,30 +515,53 @@ std::string describe(const Problem &p, const char *name) {
          (p.givenLse ? ", given lse" : "");
 }
 
-/// The kernel on every path, f32 and f64, against the reference; with a
-/// given normaliser too (the reference's own, rounded to the element type).
-void checkEverywhere(Problem p, const char *name) {
-  PairScores scores = pairScores(p);
-  Result expected = reference(p, scores, {});
-  std::vector<double> givenF32(expected.lse.size()), givenF64 = expected.lse;
-  for (size_t r = 0; r < givenF32.size(); ++r)
-    givenF32[r] = static_cast<float>(expected.lse[r]);
-  Result expectedGivenF32 = reference(p, scores, givenF32);
-  Result expectedGivenF64 = reference(p, scores, givenF64);
-  Problem given = p;
-  given.givenLse = true;
+/// The kernel on every path, f32 and f64, against the reference, on a batch
+/// of problems (see runBatch) in one call; with a given normaliser too (the
+/// reference's own, rounded to the element type).
+void checkBatchEverywhere(const std::vector<Problem> &problems,
+                          const char *name) {
+  std::vector<Result> expected, expectedGivenF32, expectedGivenF64;
+  std::vector<std::vector<double>> givenF32, givenF64;
+  for (const Problem &p : problems) {
+    PairScores scores = pairScores(p);
+    expected.push_back(reference(p, scores, {}));
+    const std::vector<double> &lse = expected.back().lse;
+    givenF64.push_back(lse);
+    givenF32.emplace_back(lse.size());
+    for (size_t r = 0; r < lse.size(); ++r)
+      givenF32.back()[r] = static_cast<float>(lse[r]);
+    expectedGivenF32.push_back(reference(p, scores, givenF32.back()));
+    expectedGivenF64.push_back(reference(p, scores, givenF64.back()));
+  }
+  std::vector<Problem> given = problems;
+  for (Problem &p : given)
+    p.givenLse = true;
+  const size_t batch = problems.size();
   for (int32_t isa : supportedPaths()) {
     ForcedPath forced(isa);
-    std::string path = " on " + pathName(isa);
-    compare<float>(p, expected, runKernel<float>(p, {}),
-                   describe(p, name) + ", f32" + path);
-    compare<double>(p, expected, runKernel<double>(p, {}),
-                    describe(p, name) + ", f64" + path);
-    compare<float>(given, expectedGivenF32, runKernel<float>(given, givenF32),
-                   describe(given, name) + ", f32" + path);
-    compare<double>(given, expectedGivenF64, runKernel<double>(given, givenF64),
-                    describe(given, name) + ", f64" + path);
+    std::vector<Result> f32 = runBatch<float>(problems, {});
+    std::vector<Result> f64 = runBatch<double>(problems, {});
+    std::vector<Result> givenResultF32 = runBatch<float>(given, givenF32);
+    std::vector<Result> givenResultF64 = runBatch<double>(given, givenF64);
+    for (size_t b = 0; b < batch; ++b) {
+      std::string path = " on " + pathName(isa);
+      if (batch > 1)
+        path +=
+            ", problem " + std::to_string(b) + " of " + std::to_string(batch);
+      compare<float>(problems[b], expected[b], f32[b],
+                     describe(problems[b], name) + ", f32" + path);
+      compare<double>(problems[b], expected[b], f64[b],
+                      describe(problems[b], name) + ", f64" + path);
+      compare<float>(given[b], expectedGivenF32[b], givenResultF32[b],
+                     describe(given[b], name) + ", f32" + path);
+      compare<double>(given[b], expectedGivenF64[b], givenResultF64[b],
+                      describe(given[b], name) + ", f64" + path);
+    }
   }
+}
+
+void checkEverywhere(const Problem &p, const char *name) {
+  checkBatchEverywhere({p}, name);
 }
 
 } // namespace
@@ -452,6 +634,115 @@ TEST_CASE("softmax contract: temperatures, large scores, lse not asked") {
   checkEverywhere(p, "negative scale, no lse output");
 }
 
+namespace {
+/// The coefficients (κ, α_0, α_1) of three outputs: plain, pair terms only,
+/// κ and the second term.
+const std::vector<double> kMixedWeights = {1, 0, 0, 0, 0.7, -1.3, 0.5, 0, 2};
+/// The same three in another order, with the first term in none of them.
+const std::vector<double> kSecondTermWeights = {0.5, 0, 2, 1, 0, 0, 0, 0, -1.3};
+
+/// `batch` problems of rows × cols × depth with two pair terms of depths 5
+/// and 13 and three outputs a side, of widths that are multiples of no
+/// vector width; the row outputs weighted by kMixedWeights, the col outputs
+/// by `colWeights`.
+std::vector<Problem> pairProblems(int64_t batch, int64_t rows, int64_t cols,
+                                  int64_t depth,
+                                  const std::vector<double> &colWeights,
+                                  uint64_t seed) {
+  std::vector<Problem> problems;
+  for (int64_t b = 0; b < batch; ++b) {
+    Problem p =
+        makeProblem(rows, cols, depth, {3, 19, 1}, {4, 7, 17}, seed + 2 * b);
+    addPairTerms(p, {5, 13}, seed + 2 * b + 1);
+    p.rowWeights = kMixedWeights;
+    p.colWeights = colWeights;
+    problems.push_back(p);
+  }
+  return problems;
+}
+} // namespace
+
+TEST_CASE("softmax contract: pair terms weight the outputs") {
+  uint64_t seed = 500;
+  struct Case {
+    const char *name;
+    std::vector<energy_contract_constraint> constraints;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"pair terms", {}},
+           {"pair terms, c <= r", {atLeast(1, -1, 0)}},
+           {"pair terms, r - 3 <= c <= r + 40, c != r",
+            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}}) {
+    for (const std::vector<double> *colWeights :
+         {&kMixedWeights, &kSecondTermWeights}) {
+      std::vector<Problem> problems =
+          pairProblems(3, 70, 131, 19, *colWeights, seed);
+      seed += 10;
+      for (Problem &p : problems)
+        p.constraints = c.constraints;
+      checkBatchEverywhere(problems, c.name);
+      // Plain row outputs and pair terms on the col side only.
+      for (Problem &p : problems)
+        p.rowWeights.clear();
+      checkBatchEverywhere(problems, c.name);
+    }
+  }
+  // Coefficients without pair terms: κ alone, 0 included.
+  std::vector<Problem> scaled;
+  for (uint64_t b = 0; b < 3; ++b) {
+    scaled.push_back(makeProblem(70, 131, 19, {3, 19, 1}, {4, 7}, seed++));
+    scaled.back().rowWeights = {1, -0.5, 3};
+    scaled.back().colWeights = {0, 2};
+    scaled.back().constraints = {atLeast(1, -1, 0)};
+  }
+  checkBatchEverywhere(scaled, "coefficients without pair terms");
+  // Scores up to ±60/T, so that the running maximum grows from panel to
+  // panel and the weighted accumulators are rescaled too.
+  std::vector<Problem> problems =
+      pairProblems(3, 100, 300, 64, kMixedWeights, seed);
+  for (Problem &p : problems) {
+    p.scale = 30.0 / 64 * 8;
+    p.temperature = 0.37;
+    p.constraints = {atLeast(1, -1, 0)};
+  }
+  checkBatchEverywhere(problems, "pair terms, large scores");
+}
+
+TEST_CASE("softmax contract: plain outputs ignore the pair terms") {
+  // Outputs with κ = 1 and α = 0 sum the weights themselves: the same bits
+  // as without pair terms and coefficients.
+  for (bool causal : {false, true}) {
+    std::vector<Problem> problems =
+        pairProblems(3, 70, 131, 19, kSecondTermWeights, 600 + causal);
+    if (causal)
+      for (Problem &p : problems)
+        p.constraints = {atLeast(1, -1, 0)};
+    std::vector<Problem> plain = problems;
+    for (Problem &p : plain) {
+      p.pairDepths.clear();
+      p.pairRowFeatures.clear();
+      p.pairColFeatures.clear();
+      p.rowWeights.clear();
+      p.colWeights.clear();
+    }
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
+      std::vector<Result> weighted = runBatch<float>(problems, {});
+      std::vector<Result> alone = runBatch<float>(plain, {});
+      std::vector<Result> weighted64 = runBatch<double>(problems, {});
+      std::vector<Result> alone64 = runBatch<double>(plain, {});
+      for (size_t b = 0; b < problems.size(); ++b) {
+        CHECK(weighted[b].lse == alone[b].lse);
+        CHECK(weighted[b].rowOutputs[0] == alone[b].rowOutputs[0]);
+        CHECK(weighted[b].colOutputs[1] == alone[b].colOutputs[1]);
+        CHECK(weighted64[b].rowOutputs[0] == alone64[b].rowOutputs[0]);
+        CHECK(weighted64[b].colOutputs[1] == alone64[b].colOutputs[1]);
+      }
+    }
+  }
+}
+
 TEST_CASE("softmax contract: empty sides give zeros") {
   for (auto [rows, cols] :
        std::vector<std::pair<int64_t, int64_t>>{{0, 9}, {9, 0}, {0, 0}}) {
@@ -475,11 +766,12 @@ TEST_CASE("softmax contract: empty sides give zeros") {
 }
 
 namespace {
-/// The kernel's outputs on `threads` threads, as raw bytes.
+/// The kernel's outputs for a batch on `threads` threads, as raw bytes.
 template <class T>
-std::vector<char> bytesOnThreads(const Problem &p, int threads) {
+std::vector<char> bytesOnThreads(const std::vector<Problem> &problems,
+                                 int threads) {
   energy_support_set_num_threads(threads);
-  Result result = runKernel<T>(p, {});
+  std::vector<Result> results = runBatch<T>(problems, {});
   std::vector<char> bytes;
   auto append = [&](const std::vector<double> &values) {
     for (double v : values) {
@@ -488,11 +780,13 @@ std::vector<char> bytesOnThreads(const Problem &p, int threads) {
       bytes.insert(bytes.end(), raw, raw + sizeof x);
     }
   };
-  append(result.lse);
-  for (const auto &o : result.rowOutputs)
-    append(o);
-  for (const auto &o : result.colOutputs)
-    append(o);
+  for (const Result &result : results) {
+    append(result.lse);
+    for (const auto &o : result.rowOutputs)
+      append(o);
+    for (const auto &o : result.colOutputs)
+      append(o);
+  }
   return bytes;
 }
 } // namespace
@@ -506,12 +800,35 @@ TEST_CASE("softmax contract: the same bits on 1, 2 and 3 threads") {
     for (int32_t isa : supportedPaths()) {
       ForcedPath forced(isa);
       INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
-      std::vector<char> f32 = bytesOnThreads<float>(p, 1);
-      std::vector<char> f64 = bytesOnThreads<double>(p, 1);
+      std::vector<char> f32 = bytesOnThreads<float>({p}, 1);
+      std::vector<char> f64 = bytesOnThreads<double>({p}, 1);
       for (int threads : {2, 3}) {
         INFO(threads << " threads");
-        CHECK(bytesOnThreads<float>(p, threads) == f32);
-        CHECK(bytesOnThreads<double>(p, threads) == f64);
+        CHECK(bytesOnThreads<float>({p}, threads) == f32);
+        CHECK(bytesOnThreads<double>({p}, threads) == f64);
+      }
+    }
+  }
+  energy_support_set_num_threads(initial);
+}
+
+TEST_CASE("softmax contract: pair terms, the same bits on 1, 2 and 3 threads") {
+  int32_t initial = energy_support_num_threads();
+  for (bool causal : {false, true}) {
+    std::vector<Problem> problems =
+        pairProblems(3, 300, 257, 67, kMixedWeights, 800 + 10 * causal);
+    if (causal)
+      for (Problem &p : problems)
+        p.constraints = {atLeast(1, -1, 0), notEqual(1, -1, -5)};
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
+      std::vector<char> f32 = bytesOnThreads<float>(problems, 1);
+      std::vector<char> f64 = bytesOnThreads<double>(problems, 1);
+      for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        CHECK(bytesOnThreads<float>(problems, threads) == f32);
+        CHECK(bytesOnThreads<double>(problems, threads) == f64);
       }
     }
   }
@@ -589,7 +906,7 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
       };
   auto expectRefused = [&](const char *what,
                            const energy_softmax_contract_args &args) {
-    INFO(what);
+    INFO(std::string(what));
     std::vector<float> before = rowOutput;
     CHECK(energy_support_softmax_contract_f32(&args) ==
           ENERGY_CONTRACT_INVALID_ARGUMENT);
@@ -617,6 +934,74 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   expectRefused("null output", args);
   CHECK(energy_support_softmax_contract_f32(nullptr) ==
         ENERGY_CONTRACT_INVALID_ARGUMENT);
+
+  // Pair terms: two, of depths 2 and 3, weighting both sides.
+  std::vector<float> pairRow0(9 * 2, 0.5f), pairCol0(11 * 2, 0.25f),
+      pairRow1(9 * 3, -0.5f), pairCol1(11 * 3, 1.0f);
+  const void *pairRowPointers[] = {pairRow0.data(), pairRow1.data()};
+  const void *pairColPointers[] = {pairCol0.data(), pairCol1.data()};
+  const void *nullPairRowFeatures[] = {pairRow0.data(), nullptr};
+  const void *nullPairColFeatures[] = {pairCol0.data(), nullptr};
+  int64_t pairDepths[] = {2, 3}, negativePairDepth[] = {2, -1};
+  double rowWeights[] = {0.5, 1, -2}, colWeights[] = {1, 0, 0.7};
+  double nanWeights[] = {0.5, NAN, -2}, infiniteWeights[] = {1, 0, INFINITY};
+  energy_softmax_contract_args paired = valid;
+  paired.num_pair_terms = 2;
+  paired.pair_depths = pairDepths;
+  paired.pair_row_features = pairRowPointers;
+  paired.pair_col_features = pairColPointers;
+  paired.row_output_weights = rowWeights;
+  paired.col_output_weights = colWeights;
+  std::vector<std::pair<const char *, void (*)(energy_softmax_contract_args &)>>
+      pairBreakers = {
+          {"negative pair term count", [](auto &a) { a.num_pair_terms = -1; }},
+          {"null pair depths", [](auto &a) { a.pair_depths = nullptr; }},
+          {"null pair row feature array",
+           [](auto &a) { a.pair_row_features = nullptr; }},
+          {"null pair col feature array",
+           [](auto &a) { a.pair_col_features = nullptr; }},
+          {"pair term count overflowing the coefficients",
+           [](auto &a) { a.num_pair_terms = INT64_MAX; }},
+      };
+  for (auto &[what, breaker] : pairBreakers) {
+    args = paired;
+    breaker(args);
+    expectRefused(what, args);
+  }
+  args = paired;
+  args.pair_depths = negativePairDepth;
+  expectRefused("negative pair depth", args);
+  args = paired;
+  args.pair_row_features = nullPairRowFeatures;
+  expectRefused("null pair row features", args);
+  args = paired;
+  args.pair_col_features = nullPairColFeatures;
+  expectRefused("null pair col features", args);
+  args = paired;
+  args.row_output_weights = nanWeights;
+  expectRefused("NaN row coefficient", args);
+  args = paired;
+  args.col_output_weights = infiniteWeights;
+  expectRefused("infinite col coefficient", args);
+  args = paired;
+  args.num_pair_terms = 0;
+  args.col_output_weights = nanWeights + 1;
+  expectRefused("NaN coefficient without pair terms", args);
+  CHECK(energy_support_softmax_contract_f32(&paired) == ENERGY_CONTRACT_OK);
+  // Pair features are not needed when a term is empty, nor anything but
+  // the counts when there are no pair terms.
+  args = paired;
+  int64_t emptyTerm[] = {2, 0};
+  args.pair_depths = emptyTerm;
+  args.pair_row_features = nullPairRowFeatures;
+  args.pair_col_features = nullPairColFeatures;
+  CHECK(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
+  args = valid;
+  args.pair_depths = nullptr;
+  args.pair_row_features = nullptr;
+  args.pair_col_features = nullptr;
+  args.row_output_weights = nullptr;
+  CHECK(energy_support_softmax_contract_f32(&args) == ENERGY_CONTRACT_OK);
 
   // Null is fine where nothing is read or written.
   args = valid;

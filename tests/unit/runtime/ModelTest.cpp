@@ -110,8 +110,8 @@ TEST_CASE("files that are not usable artifacts are refused, naming the "
             "energy_artifact_manifest");
   CHECK(Model::load(fakeVersion2).message() ==
         std::string(fakeVersion2) +
-            ": manifest: artifact format version 2, this runtime reads "
-            "version 1");
+            ": manifest: artifact format version 3, this runtime reads "
+            "version 2");
   CHECK(Model::load(fakeMissingKernel).message() ==
         std::string(fakeMissingKernel) +
             ": the manifest names kernel fake_stacked (output 'stacked'), "

@@ -32,7 +32,7 @@ typedef double real;
 #endif
 
 #ifndef FAKE_FORMAT_VERSION
-#define FAKE_FORMAT_VERSION 1
+#define FAKE_FORMAT_VERSION 2
 #endif
 
 #define STRINGIFY_(x) #x

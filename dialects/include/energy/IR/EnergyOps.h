@@ -38,15 +38,30 @@ struct LinearConstraint {
   bool notEqual = false;
 };
 
+/// A product of two tables at a pair, dot(rowTable[rows], colTable[batch
+/// rows, c]), that the weights of a bilinear contraction's sums may be
+/// multiplied by (a derivative of the score in some direction).
+struct PairTerm {
+  Value rowTable, colTable;
+};
+
 /// The operands of a bilinear softmax contraction: the score is
 /// scale · dot(rowTable[rows], colTable[batch rows, c]); the child side sums
 /// rows `rowValueTables[j][batch rows, c]`, the parent side rows
-/// `colValueTables[j][rows]`.
+/// `colValueTables[j][rows]`. A value may be such a row times a factor, or
+/// a factor alone (its table null: 1 at every position); a factor is a
+/// scalar of the value's region, affine in the `pairTerms` (its dot products
+/// of table rows) with coefficients computed outside the contraction.
 struct BilinearContract {
   Value rowTable, colTable;
   /// A scalar computed outside the contraction, or null for 1.
   Value scale;
   SmallVector<Value> rowValueTables, colValueTables;
+  /// Each value's factor, or null for 1.
+  SmallVector<Value> rowValueFactors, colValueFactors;
+  SmallVector<PairTerm> pairTerms;
+  /// The term each dot product in the factors is.
+  llvm::DenseMap<Operation *, unsigned> pairTermOfDot;
 };
 
 /// What a column value of a quadratic softmax contraction is, at row r and

@@ -44,30 +44,41 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 20 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 26 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
  *   6 temperature  7 num_constraints  8 constraints  9 lse  10 given_lse
  *   11 num_row_outputs  12 col_values  13 row_output_widths  14 row_outputs
  *   15 num_col_outputs  16 row_values  17 col_output_widths  18 col_outputs
- *   19 batch
+ *   19 batch  20 num_pair_terms  21 pair_depths  22 pair_row_features
+ *   23 pair_col_features  24 row_output_weights  25 col_output_weights
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
- * Semantics, with Nr = rows, Nc = cols, D = depth, T = temperature:
+ * Semantics, with Nr = rows, Nc = cols, D = depth, T = temperature,
+ * m = num_pair_terms:
  *   s(r, c) = scale · <row_features[r, :], col_features[c, :]>
  *   (r, c) is admitted when every constraint holds; only admitted pairs count.
  *   L[r] = T · log Σ_{admitted c} exp(s(r, c) / T), or 0 for a row with no
  *          admitted column; or given_lse[r] when given_lse is not null.
  *   w(r, c) = exp((s(r, c) − L[r]) / T) for admitted pairs, else 0.
- *   row_outputs[j][r, :] = Σ_c w(r, c) · col_values[j][c, :]   (Nr × width)
- *   col_outputs[j][c, :] = Σ_r w(r, c) · row_values[j][r, :]   (Nc × width)
+ *   t_i(r, c) = <pair_row_features[i][r, :], pair_col_features[i][c, :]>
+ *          for each pair term i < m (no scale, no temperature)
+ *   f_j(r, c) = κ + Σ_i α_i · t_i(r, c), with (κ, α_0, .., α_{m−1}) the
+ *          coefficients of output j: row output j's are row_output_weights[
+ *          j·(1 + m) .. (j + 1)·(1 + m)), col output j's col_output_weights'
+ *          likewise; a null array gives its side's outputs κ = 1, α = 0
+ *   row_outputs[j][r, :] = Σ_c w(r, c) · f_j(r, c) · col_values[j][c, :]
+ *          (Nr × width)
+ *   col_outputs[j][c, :] = Σ_r w(r, c) · f_j(r, c) · row_values[j][r, :]
+ *          (Nc × width)
  *   lse[r] = L[r] (a copy of given_lse when that is set).
- * With batch = B >= 1, every array holds B such problems back to back (a
- * row-side array B · Nr rows, a column-side one B · Nc rows): problem b
- * reads and writes slice b of each, with the same sizes, widths, scale,
- * temperature and constraints (a batch of attention heads).
+ * With batch = B >= 1, every array of elements holds B such problems back to
+ * back (a row-side array B · Nr rows, a column-side one B · Nc rows, pair
+ * features included): problem b reads and writes slice b of each, with the
+ * same sizes, widths, depths, scale, temperature, constraints and
+ * coefficients (a batch of attention heads).
  * Every output is overwritten, not accumulated into. Outputs must not
  * overlap inputs or each other. The results are the same, bit for bit,
  * whatever the number of threads of the pool. */
@@ -90,6 +101,14 @@ typedef struct energy_softmax_contract_args {
   const int64_t *col_output_widths; /* >= 0 */
   void *const *col_outputs;         /* output j: Nc × col_output_widths[j] */
   int64_t batch;                    /* problems, >= 1 */
+  int64_t num_pair_terms;           /* m >= 0 */
+  const int64_t *pair_depths;       /* term i: >= 0 */
+  const void *const *pair_row_features; /* term i: Nr × pair_depths[i] */
+  const void *const *pair_col_features; /* term i: Nc × pair_depths[i] */
+  /* num_row_outputs × (1 + m), finite, or null */
+  const double *row_output_weights;
+  /* num_col_outputs × (1 + m), finite, or null */
+  const double *col_output_weights;
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -97,28 +116,37 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 20 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 26 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
         offsetof(energy_softmax_contract_args, lse) == 9 * 8 &&
         offsetof(energy_softmax_contract_args, num_col_outputs) == 15 * 8 &&
         offsetof(energy_softmax_contract_args, col_outputs) == 18 * 8 &&
-        offsetof(energy_softmax_contract_args, batch) == 19 * 8,
+        offsetof(energy_softmax_contract_args, batch) == 19 * 8 &&
+        offsetof(energy_softmax_contract_args, num_pair_terms) == 20 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_depths) == 21 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_row_features) == 22 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_col_features) == 23 * 8 &&
+        offsetof(energy_softmax_contract_args, row_output_weights) == 24 * 8 &&
+        offsetof(energy_softmax_contract_args, col_output_weights) == 25 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
 #undef ENERGY_CONTRACT_STATIC_ASSERT
 
 /* Computes the outputs the arguments ask for. Returns ENERGY_CONTRACT_OK, or
- * ENERGY_CONTRACT_INVALID_ARGUMENT (a batch < 1, negative sizes or widths,
- * sizes whose product overflows, a null pointer
+ * ENERGY_CONTRACT_INVALID_ARGUMENT (a batch < 1, negative sizes, widths,
+ * counts or pair depths, sizes whose product overflows, a null pointer
  * that is needed, a temperature that is not finite and positive, a scale
- * that is not finite, an unknown constraint kind), having written nothing, or
- * ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs unspecified. Never aborts.
+ * or a coefficient that is not finite, an unknown constraint kind), having
+ * written nothing, or ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs
+ * unspecified. Never aborts.
  * A pointer is needed when what it points at is not empty: row_features when
- * Nr·D > 0, a value table or output when its rows × width > 0; the arrays of
- * tables, widths and outputs when their count is > 0. */
+ * Nr·D > 0, a value table or output when its rows × width > 0, pair
+ * features when their rows × pair depth > 0; the arrays of tables, widths
+ * and outputs when their count is > 0, and pair_depths, pair_row_features
+ * and pair_col_features when m > 0. */
 int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args);
 int32_t
@@ -126,7 +154,8 @@ energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
 
 /* The same for CUDA artifacts (CudaContract.cpp): on the GPU when the sizes
  * fit its kernels (depth and the widths' sum at most 128 for f32, 64 for
- * f64; at most 4 tables a side and 4 constraints), else on the host. Every
+ * f64; at most 4 tables a side and 4 constraints) and there are no pair
+ * terms and no coefficients other than κ = 1, else on the host. Every
  * pointer must be memory the GPU reaches. May also return
  * ENERGY_CONTRACT_DEVICE_ERROR. */
 #define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32                               \
