@@ -162,6 +162,30 @@ struct ScalarFactors {
   }
 };
 
+/// A table of s · (M v), s a scalar and M from outside, as M (s v): the
+/// rows' product then takes the scaled rows.
+void distributeScalarOverProduct(TabulateOp table) {
+  auto scaled = table.getBodyValue().getDefiningOp<MulOp>();
+  if (!scaled)
+    return;
+  for (unsigned side = 0; side < 2; ++side) {
+    Value scale = scaled->getOperand(side);
+    auto product = scaled->getOperand(1 - side).getDefiningOp<MatmulOp>();
+    if (!cast<ArrayType>(scale.getType()).isScalar() || !product ||
+        !product->hasOneUse() || !isDefinedOutside(product.getLhs(), table) ||
+        cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+      continue;
+    OpBuilder builder(scaled);
+    Location loc = scaled.getLoc();
+    Value rows = MulOp::create(builder, loc, scale, product.getRhs());
+    Value result = MatmulOp::create(builder, loc, product.getLhs(), rows);
+    scaled.getResult().replaceAllUsesWith(result);
+    scaled.erase();
+    product.erase();
+    return;
+  }
+}
+
 /// tabulate (%b, %p) { M v[b, p] } with M the same at every position is
 /// the rows V = v[b, p] times Mᵀ: batch_matmul V, M transposed (with one
 /// index, a matmul).
@@ -211,6 +235,7 @@ void batchTable(TabulateOp table) {
   if (sizes.size() > 2 || !hasPlainDims(sizes))
     return;
   Block &body = table.getBody().front();
+  distributeScalarOverProduct(table);
   if (auto product = table.getBodyValue().getDefiningOp<MatmulOp>();
       product && isDefinedOutside(product.getLhs(), table)) {
     productOfRows(table, product);

@@ -30,6 +30,8 @@ struct PlanKernelsPass
     hoistContractTables(model);
     formBatchedProducts(model);
     hoistLoopTables(model);
+    formSoftmaxContracts(model);
+    hoistContractTables(model);
     formBatchedProducts(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);

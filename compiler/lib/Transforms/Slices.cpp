@@ -80,6 +80,18 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (isa<BlockArgument>(a))
     return arguments.lookupOrNull(a) == b;
   Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  // Two tables of the same values (the plan makes one per loop that needs
+  // it, before CSE merges them).
+  if (auto first = dyn_cast_or_null<TabulateOp>(x)) {
+    auto second = dyn_cast_or_null<TabulateOp>(y);
+    if (!second || first.getType() != second.getType() ||
+        first.getSizes() != second.getSizes())
+      return false;
+    IRMapping bodies = arguments;
+    bodies.map(first.getBody().front().getArguments(),
+               second.getBody().front().getArguments());
+    return computeSame(first.getBodyValue(), second.getBodyValue(), bodies);
+  }
   if (!x || !y || x->getName() != y->getName() || x->getNumRegions() != 0 ||
       y->getNumRegions() != 0 || x->getResultTypes() != y->getResultTypes() ||
       cast<OpResult>(a).getResultNumber() !=
