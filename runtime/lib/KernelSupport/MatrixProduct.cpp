@@ -159,6 +159,19 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
       fitsBlas(m, n, k);
   if (useBlas)
     matchThreads(library);
+  // Products that are one GEMM of the stacked matrices: A[p] B for every p
+  // (the rows of all A[p] times one B), and Σ_p A[p]ᵀ B[p] (a sum over the
+  // rows of all of them).
+  if (useBlas && batch > 1 && !transposeA && !sum && bStride == 0 &&
+      aStride == m * k && fitsBlas(batch * m, n, k)) {
+    m *= batch;
+    batch = 1;
+  } else if (useBlas && batch > 1 && transposeA && !transposeB && sum &&
+             aStride == m * k && bStride == k * n &&
+             fitsBlas(m, n, batch * k)) {
+    k *= batch;
+    batch = 1;
+  }
   if (sum && (batch == 0 || !useBlas))
     std::fill(c, c + m * n, T(0));
   for (int64_t p = 0; p < batch; ++p) {
