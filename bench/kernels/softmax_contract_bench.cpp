@@ -7,8 +7,9 @@
 // self-attention gradient shape, 8·N²·D flops with the recomputation) and
 // the causal child side, each as the median of several timed repetitions
 // after a warm-up, and the kernel / sgemm ratios; then the cost of pair
-// terms (SoftmaxContract.h) on a small batched problem: the same outputs
-// with and without two of them weighted by two pair terms.
+// terms (SoftmaxContract.h) on a small batched problem (a training step's
+// shape: by default 4 problems of 64 × 64, one call for the batch): the same
+// outputs with and without two of them weighted by two pair terms.
 //
 // Debian's OpenBLAS 0.3.21 does not recognise recent Xeons and falls back to
 // its Prescott kernels; set OPENBLAS_CORETYPE (e.g. SkylakeX) to compare
@@ -51,16 +52,19 @@ struct Options {
   int threads = 0; // 0: ENERGY_NUM_THREADS, or the pool's default
   int isa = ENERGY_ISA_AUTOMATIC;
   bool pairsOnly = false;
+  int64_t pairsBatch = 4, pairsN = 64; // the pair-term case's problems
 };
 
 void usage() {
   std::printf(
       "usage: softmax-contract-bench [--n N] [--d D] [--square S] [--reps R]\n"
       "                              [--threads T] [--isa scalar|avx2|avx512]\n"
-      "                              [--pairs-only]\n"
+      "                              [--pairs-only] [--pairs-batch B]\n"
+      "                              [--pairs-n M]\n"
       "  N = 4096, D = 64, S = 2048, R = 7 by default; T is the thread count\n"
       "  of both the kernel pool and OpenBLAS (default: ENERGY_NUM_THREADS,\n"
-      "  or one per core). --pairs-only times only the pair-term case.\n");
+      "  or one per core). --pairs-only times only the pair-term case, a\n"
+      "  batch of B = 4 problems of M × M = 64 × 64 by default.\n");
 }
 
 bool parse(int argc, char **argv, Options &options) {
@@ -85,6 +89,10 @@ bool parse(int argc, char **argv, Options &options) {
       options.repetitions = std::atoi(value.c_str());
     else if (flag == "--threads")
       options.threads = std::atoi(value.c_str());
+    else if (flag == "--pairs-batch")
+      options.pairsBatch = std::atoll(value.c_str());
+    else if (flag == "--pairs-n")
+      options.pairsN = std::atoll(value.c_str());
     else if (flag == "--isa")
       options.isa = value == "scalar"   ? ENERGY_ISA_SCALAR
                     : value == "avx2"   ? ENERGY_ISA_AVX2
@@ -94,7 +102,8 @@ bool parse(int argc, char **argv, Options &options) {
       return false;
   }
   return options.n > 0 && options.depth > 0 && options.square > 0 &&
-         options.repetitions > 0 && options.isa >= ENERGY_ISA_AUTOMATIC;
+         options.repetitions > 0 && options.isa >= ENERGY_ISA_AUTOMATIC &&
+         options.pairsBatch > 0 && options.pairsN > 0;
 }
 
 /// The median time of `repetitions` runs of `body` after one warm-up run,
@@ -131,13 +140,13 @@ std::vector<float> randomMatrix(int64_t count, uint64_t seed) {
   return values;
 }
 
-/// The cost of pair terms: a batch of 4 problems of 64 × 64 positions,
-/// D = 64, with 4 outputs of width 64 (2 a side), plain, then with one
-/// output a side weighted by 2 pair terms of depth 64 (the others plain),
-/// each the median over repetitions of kCalls calls. Returns the kernel's
-/// status.
-int32_t timePairTerms(int repetitions) {
-  constexpr int64_t batch = 4, n = 64, depth = 64, width = 64, pairDepth = 64;
+/// The cost of pair terms: a batch of `batch` problems (4 by default) of
+/// n × n positions (64), D = 64, with 4 outputs of width 64 (2 a side),
+/// plain, then with one output a side weighted by 2 pair terms of depth 64
+/// (the others plain), each the median over repetitions of kCalls calls of
+/// the kernel on the whole batch. Returns the kernel's status.
+int32_t timePairTerms(int repetitions, int64_t batch, int64_t n) {
+  constexpr int64_t depth = 64, width = 64, pairDepth = 64;
   constexpr int kCalls = 200;
   const int64_t positions = batch * n;
   std::vector<float> x = randomMatrix(positions * depth, 11);
@@ -246,7 +255,8 @@ int main(int argc, char **argv) {
                 "after a warm-up\n",
                 energy_support_num_threads(),
                 isaNames[energy_support_active_isa()], options.repetitions);
-    int32_t status = timePairTerms(options.repetitions);
+    int32_t status =
+        timePairTerms(options.repetitions, options.pairsBatch, options.pairsN);
     if (status != ENERGY_CONTRACT_OK) {
       std::fprintf(stderr, "the kernel failed: %d\n", status);
       return 1;
@@ -352,7 +362,8 @@ int main(int argc, char **argv) {
               productFlops / product.median * 1e-9,
               childRate / (productFlops / product.median),
               bothRate / (productFlops / product.median));
-  if (int32_t code = timePairTerms(options.repetitions);
+  if (int32_t code = timePairTerms(options.repetitions, options.pairsBatch,
+                                   options.pairsN);
       code != ENERGY_CONTRACT_OK) {
     std::fprintf(stderr, "the kernel failed: %d\n", code);
     return 1;

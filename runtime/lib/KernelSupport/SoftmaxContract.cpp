@@ -3,8 +3,8 @@
 // energy_support_softmax_contract_f32/f64: check the arguments (sizes, the
 // pointers that are needed, the temperature, the constraint kinds, the
 // outputs' coefficients), then run the kernel of the instruction-set path
-// chosen at run time on each problem of the batch. The kernel itself is
-// SoftmaxContractKernel.h.
+// chosen at run time on the whole batch (one parallel loop a side over all
+// its problems). The kernel itself is SoftmaxContractKernel.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +13,6 @@
 #include "energy/KernelSupport/SoftmaxContract.h"
 
 #include <cmath>
-#include <type_traits>
-#include <vector>
 
 namespace {
 
@@ -119,77 +117,6 @@ bool validArguments(const energy_softmax_contract_args *args) {
                         a.pair_col_features, rows, cols);
 }
 
-/// `data` (a void pointer to elements of T, or null) `offset` elements on.
-template <typename T, typename Pointer>
-Pointer sliceAt(Pointer data, int64_t offset) {
-  using Byte =
-      std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
-                         const char, char>;
-  if (!data)
-    return data;
-  return static_cast<Pointer>(static_cast<Byte *>(data) +
-                              offset * static_cast<int64_t>(sizeof(T)));
-}
-
-/// `kernel` on each problem of the batch `args` describes (valid), with T
-/// its element type: one problem's arguments, slice by slice.
-template <typename T>
-int32_t eachProblem(const energy_softmax_contract_args &args,
-                    int32_t (*kernel)(const energy_softmax_contract_args &)) {
-  if (args.batch == 1)
-    return kernel(args);
-  energy_softmax_contract_args problem = args;
-  problem.batch = 1;
-  std::vector<const void *> colValues(args.col_values,
-                                      args.col_values + args.num_row_outputs);
-  std::vector<void *> rowOutputs(args.row_outputs,
-                                 args.row_outputs + args.num_row_outputs);
-  std::vector<const void *> rowValues(args.row_values,
-                                      args.row_values + args.num_col_outputs);
-  std::vector<void *> colOutputs(args.col_outputs,
-                                 args.col_outputs + args.num_col_outputs);
-  problem.col_values = colValues.data();
-  problem.row_outputs = rowOutputs.data();
-  problem.row_values = rowValues.data();
-  problem.col_outputs = colOutputs.data();
-  std::vector<const void *> pairRowFeatures(
-      args.pair_row_features, args.pair_row_features + args.num_pair_terms);
-  std::vector<const void *> pairColFeatures(
-      args.pair_col_features, args.pair_col_features + args.num_pair_terms);
-  problem.pair_row_features = pairRowFeatures.data();
-  problem.pair_col_features = pairColFeatures.data();
-  // Problem b's part of an array of `rows` rows of `width` elements.
-  auto slice = [](auto *data, int64_t b, int64_t rows, int64_t width) {
-    return sliceAt<T>(data, b * rows * width);
-  };
-  for (int64_t b = 0; b < args.batch; ++b) {
-    problem.row_features = slice(args.row_features, b, args.rows, args.depth);
-    problem.col_features = slice(args.col_features, b, args.cols, args.depth);
-    problem.lse = slice(args.lse, b, args.rows, 1);
-    problem.given_lse = slice(args.given_lse, b, args.rows, 1);
-    for (int64_t j = 0; j < args.num_row_outputs; ++j) {
-      int64_t width = args.row_output_widths[j];
-      colValues[j] = slice(args.col_values[j], b, args.cols, width);
-      rowOutputs[j] = slice(args.row_outputs[j], b, args.rows, width);
-    }
-    for (int64_t j = 0; j < args.num_col_outputs; ++j) {
-      int64_t width = args.col_output_widths[j];
-      rowValues[j] = slice(args.row_values[j], b, args.rows, width);
-      colOutputs[j] = slice(args.col_outputs[j], b, args.cols, width);
-    }
-    for (int64_t i = 0; i < args.num_pair_terms; ++i) {
-      int64_t depth = args.pair_depths[i];
-      pairRowFeatures[i] =
-          slice(args.pair_row_features[i], b, args.rows, depth);
-      pairColFeatures[i] =
-          slice(args.pair_col_features[i], b, args.cols, depth);
-    }
-    if (int32_t code = kernel(problem); code != ENERGY_CONTRACT_OK)
-      return code;
-  }
-  return ENERGY_CONTRACT_OK;
-}
-
 } // namespace
 
 extern "C" {
@@ -197,15 +124,13 @@ int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args) {
   if (!validArguments(args))
     return ENERGY_CONTRACT_INVALID_ARGUMENT;
-  return eachProblem<float>(*args,
-                            ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxContractF32));
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxContractF32)(*args);
 }
 
 int32_t
 energy_support_softmax_contract_f64(const energy_softmax_contract_args *args) {
   if (!validArguments(args))
     return ENERGY_CONTRACT_INVALID_ARGUMENT;
-  return eachProblem<double>(*args,
-                             ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxContractF64));
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(softmaxContractF64)(*args);
 }
 }

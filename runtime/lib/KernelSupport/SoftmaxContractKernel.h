@@ -13,9 +13,18 @@
 //                normaliser of each inner row is the final L (given, or from
 //                the child side), so there is no running maximum
 //
-// A pass runs over blocks of kBlockRows outer indices, in parallel on the
-// kernel thread pool: a block writes only its own output rows, so results do
-// not depend on the thread count. For each panel of kPanel inner indices:
+// A pass runs over blocks of outer indices, in parallel on the kernel thread
+// pool: a block writes only its own output rows, so results do not depend on
+// the thread count. A batch of problems is one pass a side: one parallel
+// loop packs the inner features of every problem, one runs the (problem,
+// block) tasks, so that a batch of small problems costs two fork/joins a
+// pass rather than two per problem. Blocks are at most kBlockRows high;
+// fewer outer indices are split into blocks of nearly equal heights that are
+// multiples of the micro-tiles' (blockHeight), and a block computes only the
+// tiles its rows reach. The blocks depend only on one problem's sizes, so a
+// batch gives the bits of its problems run one at a time (and, for finite
+// inputs, a row's results do not depend on the other rows of its block).
+// For each panel of kPanel inner indices:
 //
 //   S = (scale/T) · A_blk · B_panelᵀ       score micro-kernel, a register
 //                                          tile of kScoreRows × kScoreVectors
@@ -28,9 +37,10 @@
 //
 // and at the end of the block, online: out = acc / l, L = T·(m + log l).
 // The inner features are packed once per pass, transposed into strips of
-// kStrip columns (O(N·D) memory); a block's outer features are packed into
-// slivers of kScoreRows rows; S (kBlockRows × kPanel) and the accumulators
-// (kBlockRows × each output's width) are scratch per task. Nothing of size
+// kStrip columns (O(B·N·D) memory for B problems); a block's outer features
+// are packed into slivers of kScoreRows rows; S (block height × kPanel) and
+// the accumulators (block height × each output's width) are scratch per
+// task, allocated once per task of the thread pool. Nothing of size
 // rows × cols is ever stored.
 //
 // Pair terms: an output with coefficients other than κ = 1, α = 0 sums
@@ -59,6 +69,7 @@
 #ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
 #define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
 
+#include "ScratchMemory.h"
 #include "VectorExp.h"
 
 #include "energy/KernelSupport/KernelSupport.h"
@@ -91,12 +102,14 @@ template <class V> struct Tiling {
   static constexpr int kSumVectors = kScalar ? 4 : (kWide ? 4 : 2);
   /// Columns of a strip of packed inner features.
   static constexpr int kStrip = kScoreVectors * kLanes;
-  /// Outer indices of a block, a multiple of both tile heights.
+  /// The most outer indices of a block, a multiple of both tile heights.
   static constexpr int kBlockRows = kScalar ? 32 : 48;
+  /// What block heights are a multiple of: both tile heights.
+  static constexpr int kBlockStep = kScoreRows;
   /// Inner indices of a panel, a multiple of kStrip.
   static constexpr int kPanel = kScalar ? 64 : 4 * kStrip;
 
-  static_assert(kBlockRows % kScoreRows == 0 && kBlockRows % kSumRows == 0);
+  static_assert(kBlockStep % kSumRows == 0 && kBlockRows % kBlockStep == 0);
   static_assert(kPanel % kStrip == 0);
 };
 
@@ -134,22 +147,32 @@ enum class Normaliser {
 /// terms are those that some output of the pass weights, renumbered.
 template <class T> struct PairWeights {
   int64_t numTerms = 0;
-  const int64_t *depths = nullptr;       ///< per term
-  const T *const *outer = nullptr;       ///< per term: outerCount × depth
-  const T *const *packedInner = nullptr; ///< per term: strips, as packedInner
-  const bool *plain = nullptr;           ///< per output
-  const T *kappa = nullptr;              ///< per output
-  const int64_t *numAlphas = nullptr;    ///< per output
-  const T *alphas = nullptr;             ///< per output, numTerms slots
-  const int64_t *alphaTerms = nullptr;   ///< per output, numTerms slots
+  const int64_t *depths = nullptr; ///< per term
+  /// Per term: the problems' outerCount × depth, back to back.
+  const T *const *outer = nullptr;
+  /// Per term: the problems' strips, as Pass::packedInner.
+  T *const *packedInner = nullptr;
+  /// Per term: its inner features (innerCount × depth per problem), read
+  /// only to pack them.
+  const T *const *inner = nullptr;
+  const bool *plain = nullptr;         ///< per output
+  const T *kappa = nullptr;            ///< per output
+  const int64_t *numAlphas = nullptr;  ///< per output
+  const T *alphas = nullptr;           ///< per output, numTerms slots
+  const int64_t *alphaTerms = nullptr; ///< per output, numTerms slots
 };
 
-/// One pass: everything a block needs, shared by the tasks.
+/// One pass: everything a block needs, shared by the tasks. Every array
+/// holds `problems` problems of the sizes below back to back: problem b's
+/// part of an array of outerCount rows of w elements starts b · outerCount ·
+/// w elements in; packed inner features and per-inner normalisers are padded
+/// per problem to whole strips (problem b's starts at inner index
+/// b · roundUp(innerCount, kStrip)).
 template <class T> struct Pass {
-  int64_t outerCount, innerCount, depth;
-  const T *outerFeatures; ///< outerCount × depth
-  const T *packedInner;   ///< strips of kStrip inner indices × depth
-  T factor;               ///< scale / temperature
+  int64_t outerCount, innerCount, depth; ///< of each problem
+  const T *outerFeatures;                ///< outerCount × depth
+  const T *packedInner; ///< strips of kStrip inner indices × depth
+  T factor;             ///< scale / temperature
   T temperature;
   const PassConstraint *constraints;
   int64_t numConstraints, numNotEqual;
@@ -164,33 +187,43 @@ template <class T> struct Pass {
   T *const *outputs; ///< output k: outerCount × widths[k]
   int failed;        ///< set (atomically) when a task cannot allocate
   PairWeights<T> pairs = {};
+  int64_t problems = 1;  ///< B >= 1
+  int64_t blockRows = 0; ///< the height of a block (blockHeight)
+  int64_t blocks = 0;    ///< blocks per problem
 };
 
-/// Memory aligned for any vector, or null.
-inline void *allocateAligned(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  return aligned_alloc(64, rounded ? rounded : 64);
+/// The height of the blocks over `count` outer indices: the fewest blocks
+/// of at most kBlockRows, of nearly equal heights that are multiples of
+/// kBlockStep (64 rows: 36 and 28 rather than 48 and 16), so that the tasks
+/// of small problems are even.
+template <class V> int64_t blockHeight(int64_t count) {
+  using Shape = Tiling<V>;
+  const int64_t blocks =
+      maxOf(1, (count + Shape::kBlockRows - 1) / Shape::kBlockRows);
+  return maxOf(Shape::kBlockStep,
+               roundUp((count + blocks - 1) / blocks, Shape::kBlockStep));
 }
 
 /// The scratch memory of one task, carved from one allocation.
 template <class V> struct Workspace {
   using T = typename V::Scalar;
   using Shape = Tiling<V>;
-  T *packedOuter; ///< kBlockRows × depth, in slivers of kScoreRows
-  T *scores;      ///< kBlockRows × kPanel
+  // `rows` is the pass's block height.
+  T *packedOuter; ///< rows × depth, in slivers of kScoreRows
+  T *scores;      ///< rows × kPanel
   T *rowMax, *rowSum;
-  T **accumulators; ///< per output: kBlockRows × accumulatorStride[k]
+  T **accumulators; ///< per output: rows × accumulatorStride[k]
   int64_t *accumulatorStride;
   int64_t *begin, *end; ///< admitted inner interval per outer index
   int64_t *holes;       ///< per outer index, numNotEqual excluded indices
   int64_t *holeCount;
-  T **pairOuter;  ///< per pair term: kBlockRows × its depth, in slivers
-  T **pairTiles;  ///< per pair term: kBlockRows × kPanel
-  T *pairWeights; ///< kBlockRows × kPanel: one output's W_k
+  T **pairOuter;  ///< per pair term: rows × its depth, in slivers
+  T **pairTiles;  ///< per pair term: rows × kPanel
+  T *pairWeights; ///< rows × kPanel: one output's W_k
   void *memory = nullptr;
 
   bool allocate(const Pass<T> &pass) {
-    const int64_t rows = Shape::kBlockRows;
+    const int64_t rows = pass.blockRows;
     // Sizes that no memory could hold would overflow the byte counts below.
     const int64_t limit = int64_t(1) << 40;
     if (pass.depth > limit || pass.numNotEqual > limit ||
@@ -233,7 +266,8 @@ template <class V> struct Workspace {
       reserve(sizeof(T) * rows * pairs.depths[i]);
       reserve(sizeof(T) * rows * Shape::kPanel);
     }
-    memory = allocateAligned(bytes);
+    memory = acquireScratch(bytes);
+    size = bytes;
     if (!memory)
       return false;
     char *base = static_cast<char *>(memory);
@@ -266,34 +300,41 @@ template <class V> struct Workspace {
     return true;
   }
 
-  ~Workspace() { free(memory); }
+  size_t size = 0;
+  ~Workspace() { releaseScratch(memory, size); }
 };
 
 //===----------------------------------------------------------------------===//
 // Packing
 //===----------------------------------------------------------------------===//
 
-/// Inner features, transposed into strips: strip s of matrix i holds, for
-/// each d, the kStrip values features[i][s·kStrip + c, d], zero past the
-/// end. One loop over the strips of all the matrices (of `count` rows each).
+/// Inner features, transposed into strips: strip s of problem b of matrix i
+/// holds, for each d, the kStrip values of features[i] at row s·kStrip + c
+/// of problem b and column d, zero past the end of the problem; problem b's
+/// strips follow problem b − 1's. One loop over the strips of all the
+/// problems of all the matrices (of `count` rows a problem each).
 template <class V> struct PackStrips {
   using T = typename V::Scalar;
   const T *const *features;
   const int64_t *depths;
   T *const *packed;
-  int64_t count, strips; ///< rows, and strips, of each matrix
+  int64_t count, strips; ///< rows, and strips, of each problem
+  int64_t problems;
 
   static void run(void *context, int64_t first, int64_t last) {
     const auto &self = *static_cast<const PackStrips *>(context);
     constexpr int64_t strip = Tiling<V>::kStrip;
+    const int64_t perMatrix = self.problems * self.strips;
     for (int64_t at = first; at < last; ++at) {
-      const int64_t i = at / self.strips, s = at % self.strips;
+      const int64_t i = at / perMatrix, b = at % perMatrix / self.strips,
+                    s = at % self.strips;
       const int64_t depth = self.depths[i];
-      T *out = self.packed[i] + s * depth * strip;
+      T *out = self.packed[i] + (b * self.strips + s) * depth * strip;
+      const T *features = self.features[i] + b * self.count * depth;
       for (int64_t c = 0; c < strip; ++c) {
         int64_t index = s * strip + c;
         if (index < self.count) {
-          const T *row = self.features[i] + index * depth;
+          const T *row = features + index * depth;
           for (int64_t d = 0; d < depth; ++d)
             out[d * strip + c] = row[d];
         } else {
@@ -305,14 +346,15 @@ template <class V> struct PackStrips {
   }
 };
 
-/// A block's outer features (`count` × `depth`) in slivers: sliver g holds,
-/// for each d, the kScoreRows values features[first + g·kScoreRows + r, d],
-/// zero past the end.
+/// The `tileRows` (a multiple of kScoreRows) outer features of a block from
+/// `first` on (of `count` × `depth`) in slivers: sliver g holds, for each d,
+/// the kScoreRows values features[first + g·kScoreRows + r, d], zero past
+/// the end.
 template <class V>
 void packOuter(const typename V::Scalar *features, int64_t count, int64_t depth,
-               int64_t first, typename V::Scalar *packed) {
+               int64_t first, int64_t tileRows, typename V::Scalar *packed) {
   constexpr int64_t rows = Tiling<V>::kScoreRows;
-  for (int64_t g = 0; g < Tiling<V>::kBlockRows / rows; ++g) {
+  for (int64_t g = 0; g < tileRows / rows; ++g) {
     auto *out = packed + g * depth * rows;
     for (int64_t r = 0; r < rows; ++r) {
       int64_t index = first + g * rows + r;
@@ -392,18 +434,20 @@ inline void sumTile(int64_t count, const typename V::Scalar *weights,
       V::store(acc + r * accStride + v * L, sum[r][v]);
 }
 
-/// The weighted sums of one output over a panel, for all rows of the block:
-/// whole tiles of kSumVectors vectors across the width, then one tile of the
-/// vectors that remain, its last one masked.
+/// The weighted sums of one output over a panel, for the `tileRows` (a
+/// multiple of kSumRows) rows of the block: whole tiles of kSumVectors
+/// vectors across the width, then one tile of the vectors that remain, its
+/// last one masked.
 template <class V>
-void sumPanel(int64_t count, const typename V::Scalar *weights,
+void sumPanel(int64_t count, int64_t tileRows,
+              const typename V::Scalar *weights,
               const typename V::Scalar *values, int64_t width,
               typename V::Scalar *acc, int64_t accStride) {
   using Shape = Tiling<V>;
   constexpr int L = V::kLanes;
   constexpr int Rows = Shape::kSumRows, Vectors = Shape::kSumVectors;
   constexpr int64_t weightStride = Shape::kPanel;
-  for (int64_t r = 0; r < Shape::kBlockRows; r += Rows) {
+  for (int64_t r = 0; r < tileRows; r += Rows) {
     const auto *w = weights + r * weightStride;
     auto *a = acc + r * accStride;
     int64_t c = 0;
@@ -442,10 +486,10 @@ void sumPanel(int64_t count, const typename V::Scalar *weights,
 }
 
 /// W_k = W ∘ (kappa + Σ_a alphas[a] · tiles[terms[a]]) over `width`
-/// columns (a multiple of L) of every row of the block, each a row of
-/// kPanel.
+/// columns (a multiple of L) of the `tileRows` rows of the block, each a row
+/// of kPanel.
 template <class V>
-void pairWeighted(const typename V::Scalar *weights,
+void pairWeighted(int64_t tileRows, const typename V::Scalar *weights,
                   typename V::Scalar *const *tiles, typename V::Scalar kappa,
                   int64_t numAlphas, const typename V::Scalar *alphas,
                   const int64_t *terms, int64_t offset, int64_t width,
@@ -454,7 +498,7 @@ void pairWeighted(const typename V::Scalar *weights,
   constexpr int L = V::kLanes;
   constexpr int64_t panel = Tiling<V>::kPanel;
   const Vec base = V::broadcast(kappa);
-  for (int64_t r = 0; r < Tiling<V>::kBlockRows; ++r) {
+  for (int64_t r = 0; r < tileRows; ++r) {
     const int64_t at = r * panel + offset;
     for (int64_t j = 0; j < width; j += L) {
       Vec factor = base;
@@ -518,31 +562,45 @@ void admittedInterval(const Pass<T> &pass, int64_t outer, int64_t &begin,
 // One block of outer indices
 //===----------------------------------------------------------------------===//
 
+/// Block `block` of problem `problem`: its rows of every output (and of
+/// lse). Only the tiles that its rows reach are computed: rows past the end
+/// of the problem up to a multiple of kBlockStep are zero and admit nothing.
 template <class V>
 void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
-                  int64_t block) {
+                  int64_t problem, int64_t block) {
   using T = typename V::Scalar;
   using Vec = typename V::Vec;
   using Shape = Tiling<V>;
   constexpr int L = V::kLanes;
-  constexpr int64_t blockRows = Shape::kBlockRows, panel = Shape::kPanel,
-                    strip = Shape::kStrip;
+  constexpr int64_t panel = Shape::kPanel, strip = Shape::kStrip;
   const T minusInfinity = -__builtin_huge_val();
-  const int64_t first = block * blockRows;
-  const int64_t rows = minOf(blockRows, pass.outerCount - first);
+  const int64_t first = block * pass.blockRows;
+  const int64_t rows = minOf(pass.blockRows, pass.outerCount - first);
+  const int64_t tileRows = roundUp(rows, Shape::kBlockStep);
   const int64_t depth = pass.depth;
   const int64_t innerStrips = roundUp(pass.innerCount, strip);
 
+  // The problem's slices of the arrays (Pass).
+  const int64_t outerAt = problem * pass.outerCount;
+  const int64_t innerAt = problem * pass.innerCount;
+  const int64_t packedAt = problem * innerStrips;
+  const T *const packedInner = pass.packedInner + packedAt * depth;
+  const T *const normalisers =
+      pass.normaliser == Normaliser::PerOuter   ? pass.normalisers + outerAt
+      : pass.normaliser == Normaliser::PerInner ? pass.normalisers + packedAt
+                                                : nullptr;
+  T *const lseOut = pass.lse ? pass.lse + outerAt : nullptr;
+
   const PairWeights<T> &pairs = pass.pairs;
-  packOuter<V>(pass.outerFeatures, pass.outerCount, depth, first,
-               space.packedOuter);
+  packOuter<V>(pass.outerFeatures + outerAt * depth, pass.outerCount, depth,
+               first, tileRows, space.packedOuter);
   for (int64_t i = 0; i < pairs.numTerms; ++i)
-    packOuter<V>(pairs.outer[i], pass.outerCount, pairs.depths[i], first,
-                 space.pairOuter[i]);
+    packOuter<V>(pairs.outer[i] + outerAt * pairs.depths[i], pass.outerCount,
+                 pairs.depths[i], first, tileRows, space.pairOuter[i]);
   // The admitted intervals; rows past the end admit nothing, and the union
   // [lowest, highest) bounds the panels to visit.
   int64_t lowest = pass.innerCount, highest = 0;
-  for (int64_t r = 0; r < blockRows; ++r) {
+  for (int64_t r = 0; r < tileRows; ++r) {
     int64_t *holes = space.holes + r * pass.numNotEqual;
     if (r < rows)
       admittedInterval(pass, first + r, space.begin[r], space.end[r], holes,
@@ -554,20 +612,20 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       highest = maxOf(highest, space.end[r]);
     }
   }
-  for (int64_t r = 0; r < blockRows; ++r) {
+  for (int64_t r = 0; r < tileRows; ++r) {
     space.rowMax[r] = minusInfinity;
     space.rowSum[r] = 0;
   }
   for (int64_t k = 0; k < pass.numOutputs; ++k)
     memset(space.accumulators[k], 0,
-           sizeof(T) * blockRows * space.accumulatorStride[k]);
+           sizeof(T) * tileRows * space.accumulatorStride[k]);
 
   for (int64_t start = lowest / panel * panel; start < highest;
        start += panel) {
     const int64_t stop = minOf(start + panel, innerStrips);
     // Classify the panel: full (every row admits every column), empty, or
     // partial, with the columns some row admits.
-    bool full = rows == blockRows, any = false;
+    bool full = rows == tileRows, any = false;
     int64_t columnsFrom = stop, columnsTo = start;
     for (int64_t r = 0; r < rows; ++r) {
       int64_t from = maxOf(space.begin[r], start);
@@ -595,15 +653,15 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
 
     // S = factor · A · Bᵀ over the strips [from, to).
     for (int64_t s = from; s < to; s += strip) {
-      const T *b = pass.packedInner + (s / strip) * depth * strip;
-      for (int64_t g = 0; g < blockRows; g += Shape::kScoreRows)
+      const T *b = packedInner + (s / strip) * depth * strip;
+      for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
         scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
             depth, space.packedOuter + g * depth, b, pass.factor,
             scores + g * panel + (s - from), panel);
     }
     // Excluded pairs score -inf, so that their weight is 0.
     if (!full) {
-      for (int64_t r = 0; r < blockRows; ++r) {
+      for (int64_t r = 0; r < tileRows; ++r) {
         T *row = scores + r * panel - from; // indexed by inner index
         int64_t admittedFrom = maxOf(space.begin[r], from);
         int64_t admittedTo = minOf(space.end[r], to);
@@ -625,7 +683,7 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
 
     // The weights, in place of the scores.
     const int64_t width = to - from; // a multiple of L
-    for (int64_t r = 0; r < blockRows; ++r) {
+    for (int64_t r = 0; r < tileRows; ++r) {
       T *row = scores + r * panel;
       if (pass.normaliser == Normaliser::Online) {
         Vec highestScore = V::broadcast(minusInfinity);
@@ -660,11 +718,11 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         }
         space.rowSum[r] += V::reduceAdd(sum);
       } else if (pass.normaliser == Normaliser::PerOuter) {
-        Vec shift = V::broadcast(r < rows ? pass.normalisers[first + r] : 0);
+        Vec shift = V::broadcast(r < rows ? normalisers[first + r] : 0);
         for (int64_t j = 0; j < width; j += L)
           V::store(row + j, expVector<V>(V::sub(V::load(row + j), shift)));
       } else {
-        const T *shift = pass.normalisers + from;
+        const T *shift = normalisers + from;
         for (int64_t j = 0; j < width; j += L)
           V::store(row + j,
                    expVector<V>(V::sub(V::load(row + j), V::load(shift + j))));
@@ -674,9 +732,10 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips.
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
       const int64_t termDepth = pairs.depths[i];
+      const T *packedTerm = pairs.packedInner[i] + packedAt * termDepth;
       for (int64_t s = from; s < to; s += strip) {
-        const T *b = pairs.packedInner[i] + (s / strip) * termDepth * strip;
-        for (int64_t g = 0; g < blockRows; g += Shape::kScoreRows)
+        const T *b = packedTerm + (s / strip) * termDepth * strip;
+        for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
           scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
               termDepth, space.pairOuter[i] + g * termDepth, b, T(1),
               space.pairTiles[i] + g * panel + (s - start), panel);
@@ -686,19 +745,20 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     // acc += W · V (or W_k · V) over the admitted inner indices.
     const int64_t count = minOf(to, pass.innerCount) - from;
     for (int64_t k = 0; k < pass.numOutputs; ++k) {
-      if (pass.widths[k] == 0)
+      const int64_t valueWidth = pass.widths[k];
+      if (valueWidth == 0)
         continue;
       const T *weights = scores;
       if (pairs.plain && !pairs.plain[k]) {
-        pairWeighted<V>(space.scores, space.pairTiles, pairs.kappa[k],
+        pairWeighted<V>(tileRows, space.scores, space.pairTiles, pairs.kappa[k],
                         pairs.numAlphas[k], pairs.alphas + k * pairs.numTerms,
                         pairs.alphaTerms + k * pairs.numTerms, from - start,
                         width, space.pairWeights);
         weights = space.pairWeights + (from - start);
       }
-      sumPanel<V>(count, weights, pass.values[k] + from * pass.widths[k],
-                  pass.widths[k], space.accumulators[k],
-                  space.accumulatorStride[k]);
+      sumPanel<V>(count, tileRows, weights,
+                  pass.values[k] + (innerAt + from) * valueWidth, valueWidth,
+                  space.accumulators[k], space.accumulatorStride[k]);
     }
   }
 
@@ -712,12 +772,12 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         divisor = space.rowSum[r];
         lse = pass.temperature * (space.rowMax[r] + logOf(space.rowSum[r]));
       }
-      if (pass.lse)
-        pass.lse[first + r] = lse;
+      if (lseOut)
+        lseOut[first + r] = lse;
     }
     for (int64_t k = 0; k < pass.numOutputs; ++k) {
       const int64_t width = pass.widths[k];
-      T *out = pass.outputs[k] + (first + r) * width;
+      T *out = pass.outputs[k] + (outerAt + first + r) * width;
       const T *acc = space.accumulators[k] + r * space.accumulatorStride[k];
       if (empty) {
         for (int64_t c = 0; c < width; ++c)
@@ -733,7 +793,8 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
   }
 }
 
-/// The task of the thread pool: blocks [first, last) with one workspace.
+/// The task of the thread pool: tasks [first, last) of the pass, task t
+/// block t % blocks of problem t / blocks, with one workspace.
 template <class V> void runBlocks(void *context, int64_t first, int64_t last) {
   auto &pass = *static_cast<Pass<typename V::Scalar> *>(context);
   Workspace<V> space;
@@ -741,74 +802,47 @@ template <class V> void runBlocks(void *context, int64_t first, int64_t last) {
     __atomic_store_n(&pass.failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  for (int64_t block = first; block < last; ++block)
-    processBlock<V>(pass, space, block);
+  for (int64_t task = first; task < last; ++task)
+    processBlock<V>(pass, space, task / pass.blocks, task % pass.blocks);
 }
 
 /// Owns an aligned allocation.
 struct Buffer {
   void *memory = nullptr;
-  ~Buffer() { free(memory); }
+  size_t size = 0;
+  ~Buffer() { releaseScratch(memory, size); }
   template <class T> T *allocate(int64_t count) {
     // Sizes are validated to fit in int64_t; the byte count may not.
     if (count < 0 || (uint64_t)count > SIZE_MAX / sizeof(T) / 2)
       return nullptr;
-    memory = allocateAligned(sizeof(T) * count);
+    size = sizeof(T) * count;
+    memory = acquireScratch(size);
     return static_cast<T *>(memory);
   }
 };
 
-/// Elements of `count` inner features of `depth` packed into strips, in
-/// `size`; false when that overflows.
+/// Elements of `problems` problems of `count` inner features of `depth`
+/// each, packed into strips, in `size`; false when that overflows.
 template <class V>
-bool packedSize(int64_t count, int64_t depth, int64_t &size) {
+bool packedSize(int64_t problems, int64_t count, int64_t depth, int64_t &size) {
   constexpr int64_t strip = Tiling<V>::kStrip;
-  return !__builtin_mul_overflow(roundUp(count, strip), depth, &size);
-}
-
-/// Packs `matrices` of inner features (`count` × depths[i]) into strips at
-/// packed[i], on the thread pool; false when there are too many strips.
-template <class V>
-bool packStrips(int64_t matrices, const typename V::Scalar *const *features,
-                int64_t count, const int64_t *depths,
-                typename V::Scalar *const *packed) {
-  constexpr int64_t strip = Tiling<V>::kStrip;
-  PackStrips<V> pack{features, depths, packed, count,
-                     roundUp(count, strip) / strip};
-  int64_t total;
-  if (__builtin_mul_overflow(matrices, pack.strips, &total))
-    return false;
-  energy_support_parallel_for(PackStrips<V>::run, &pack, total);
-  return true;
-}
-
-/// Packs the inner features of a pass into strips, on the thread pool.
-template <class V>
-typename V::Scalar *packInner(Buffer &buffer,
-                              const typename V::Scalar *features, int64_t count,
-                              int64_t depth) {
-  using T = typename V::Scalar;
-  int64_t size;
-  if (!packedSize<V>(count, depth, size))
-    return nullptr;
-  T *packed = buffer.allocate<T>(size);
-  if (!packed)
-    return nullptr;
-  packStrips<V>(1, &features, count, &depth, &packed);
-  return packed;
+  int64_t perProblem;
+  return !__builtin_mul_overflow(roundUp(count, strip), depth, &perProblem) &&
+         !__builtin_mul_overflow(perProblem, problems, &size);
 }
 
 /// The pair weights of a pass whose `numOutputs` outputs have `weights`
 /// (numOutputs × (1 + numTerms) coefficients, or null), the pair terms
-/// having `depths`, `outer` features (outerCount rows) and `inner` ones
-/// (innerCount rows): in `pairs`, with its memory in `buffer` and `packed`.
-/// False when out of memory.
+/// having `depths`, `outer` features (outerCount rows a problem) and `inner`
+/// ones (innerCount rows a problem, `problems` problems): in `pairs`, with
+/// its memory in `buffer`, and room in `packed` for the inner features in
+/// strips, which packPass fills. False when out of memory.
 template <class V>
 bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
                   Buffer &packed, int64_t numOutputs, const double *weights,
                   int64_t numTerms, const int64_t *depths,
                   const void *const *outer, const void *const *inner,
-                  int64_t innerCount) {
+                  int64_t problems, int64_t innerCount) {
   using T = typename V::Scalar;
   if (!weights || numOutputs == 0)
     return true;
@@ -879,13 +913,13 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
     plain[k] = weights[k * stride] == 1 && numAlphas[k] == 0;
   }
 
-  // The inner features of the terms, packed into strips once.
+  // Room for the inner features of the terms in strips.
   int64_t total = 0;
   for (int64_t i = 0, term = 0; i < numTerms; ++i) {
     if (!needed(i))
       continue;
     int64_t size;
-    if (!packedSize<V>(innerCount, depths[i], size) ||
+    if (!packedSize<V>(problems, innerCount, depths[i], size) ||
         __builtin_add_overflow(total, size, &total))
       return false;
     termDepths[term] = depths[i];
@@ -898,15 +932,15 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
     return false;
   for (int64_t term = 0; term < used; ++term) {
     termInner[term] = strips;
-    strips += roundUp(innerCount, Tiling<V>::kStrip) * termDepths[term];
+    strips +=
+        problems * roundUp(innerCount, Tiling<V>::kStrip) * termDepths[term];
   }
-  if (!packStrips<V>(used, sources, innerCount, termDepths, termInner))
-    return false;
 
   pairs.numTerms = used;
   pairs.depths = termDepths;
   pairs.outer = termOuter;
   pairs.packedInner = termInner;
+  pairs.inner = sources;
   pairs.plain = plain;
   pairs.kappa = kappa;
   pairs.numAlphas = numAlphas;
@@ -915,23 +949,77 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   return true;
 }
 
-/// Runs a pass over all its blocks; false when some task ran out of memory.
+/// Packs the inner features of a pass, `features` (innerCount × depth a
+/// problem), into strips in `buffer` (pass.packedInner), and those of its
+/// pair terms (pairs.inner into pairs.packedInner): one loop on the thread
+/// pool over the strips of every problem of every matrix. False when out of
+/// memory.
+template <class V>
+bool packPass(Pass<typename V::Scalar> &pass,
+              const typename V::Scalar *features, Buffer &buffer,
+              Buffer &lists) {
+  using T = typename V::Scalar;
+  constexpr int64_t strip = Tiling<V>::kStrip;
+  int64_t size;
+  if (!packedSize<V>(pass.problems, pass.innerCount, pass.depth, size))
+    return false;
+  T *packed = buffer.allocate<T>(size);
+  if (!packed)
+    return false;
+  pass.packedInner = packed;
+  // The matrices: the features, then the pair terms'.
+  const PairWeights<T> &pairs = pass.pairs;
+  const int64_t matrices = 1 + pairs.numTerms;
+  char *base = lists.allocate<char>(
+      static_cast<int64_t>(2 * sizeof(T *) + sizeof(int64_t)) * matrices);
+  if (!base)
+    return false;
+  auto *sources = reinterpret_cast<const T **>(base);
+  auto *targets = reinterpret_cast<T **>(base + sizeof(T *) * matrices);
+  auto *depths = reinterpret_cast<int64_t *>(base + 2 * sizeof(T *) * matrices);
+  sources[0] = features;
+  targets[0] = packed;
+  depths[0] = pass.depth;
+  for (int64_t i = 0; i < pairs.numTerms; ++i) {
+    sources[1 + i] = pairs.inner[i];
+    targets[1 + i] = pairs.packedInner[i];
+    depths[1 + i] = pairs.depths[i];
+  }
+  const int64_t strips = roundUp(pass.innerCount, strip) / strip;
+  PackStrips<V> pack{sources,         depths, targets,
+                     pass.innerCount, strips, pass.problems};
+  int64_t total;
+  if (__builtin_mul_overflow(matrices, pass.problems, &total) ||
+      __builtin_mul_overflow(total, strips, &total))
+    return false;
+  energy_support_parallel_for(PackStrips<V>::run, &pack, total);
+  return true;
+}
+
+/// Runs a pass over all the blocks of all its problems, in one loop on the
+/// thread pool; false when some task ran out of memory.
 template <class V> bool runPass(Pass<typename V::Scalar> &pass) {
   pass.failed = 0;
-  int64_t blocks =
-      roundUp(pass.outerCount, Tiling<V>::kBlockRows) / Tiling<V>::kBlockRows;
-  energy_support_parallel_for(runBlocks<V>, &pass, blocks);
+  pass.blockRows = blockHeight<V>(pass.outerCount);
+  pass.blocks = roundUp(pass.outerCount, pass.blockRows) / pass.blockRows;
+  // At most problems · outerCount, which fits.
+  const int64_t tasks = pass.problems * pass.blocks;
+  energy_support_parallel_for(runBlocks<V>, &pass, tasks);
   return !__atomic_load_n(&pass.failed, __ATOMIC_RELAXED);
 }
 
 } // namespace contract
 
-/// The whole kernel for validated arguments (see SoftmaxContract.h).
+/// The whole kernel for validated arguments (see SoftmaxContract.h), all the
+/// problems of the batch at once: a pass a side over all of them.
 template <class V>
 int32_t softmaxContract(const energy_softmax_contract_args &args) {
   using namespace contract;
   using T = typename V::Scalar;
   const int64_t rows = args.rows, cols = args.cols, depth = args.depth;
+  // Every array holds the batch's problems back to back; the validation
+  // checked that batch · rows and batch · cols fit.
+  const int64_t batch = args.batch, allRows = batch * rows;
   const T *given = static_cast<const T *>(args.given_lse);
   const bool rowSide = args.num_row_outputs > 0 || (args.lse && !given) ||
                        (args.num_col_outputs > 0 && !given);
@@ -959,37 +1047,34 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   const T temperature = static_cast<T>(args.temperature);
 
   if (given && args.lse)
-    memcpy(args.lse, given, sizeof(T) * rows);
+    memcpy(args.lse, given, sizeof(T) * allRows);
 
   // The normaliser L of every row, when the column side needs it and it is
   // not given: written to lse, or to scratch.
   Buffer lseBuffer;
   T *lse = given ? nullptr : static_cast<T *>(args.lse);
   if (colSide && !given && !lse) {
-    lse = lseBuffer.allocate<T>(rows);
+    lse = lseBuffer.allocate<T>(allRows);
     if (!lse)
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
   if (rowSide) {
-    Buffer packedBuffer, normaliserBuffer, pairBuffer, pairPackedBuffer;
-    const T *packed = packInner<V>(
-        packedBuffer, static_cast<const T *>(args.col_features), cols, depth);
-    if (!packed)
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    Buffer packedBuffer, listBuffer, normaliserBuffer, pairBuffer,
+        pairPackedBuffer;
     T *normalisers = nullptr;
     if (given) {
-      normalisers = normaliserBuffer.allocate<T>(rows);
+      normalisers = normaliserBuffer.allocate<T>(allRows);
       if (!normalisers)
         return ENERGY_CONTRACT_OUT_OF_MEMORY;
-      for (int64_t r = 0; r < rows; ++r)
+      for (int64_t r = 0; r < allRows; ++r)
         normalisers[r] = static_cast<T>(given[r] / args.temperature);
     }
     Pass<T> pass{rows,
                  cols,
                  depth,
                  static_cast<const T *>(args.row_features),
-                 packed,
+                 nullptr, // packPass
                  factor,
                  temperature,
                  rowConstraints,
@@ -1003,34 +1088,39 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  args.row_output_widths,
                  reinterpret_cast<T *const *>(args.row_outputs),
                  0};
-    if (!preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
-                         args.num_row_outputs, args.row_output_weights,
-                         args.num_pair_terms, args.pair_depths,
-                         args.pair_row_features, args.pair_col_features, cols))
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
-    if (!runPass<V>(pass))
+    pass.problems = batch;
+    if (!preparePairs<V>(
+            pass.pairs, pairBuffer, pairPackedBuffer, args.num_row_outputs,
+            args.row_output_weights, args.num_pair_terms, args.pair_depths,
+            args.pair_row_features, args.pair_col_features, batch, cols) ||
+        !packPass<V>(pass, static_cast<const T *>(args.col_features),
+                     packedBuffer, listBuffer) ||
+        !runPass<V>(pass))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
   if (colSide) {
-    Buffer packedBuffer, normaliserBuffer, pairBuffer, pairPackedBuffer;
-    const T *packed = packInner<V>(
-        packedBuffer, static_cast<const T *>(args.row_features), rows, depth);
-    if (!packed)
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    Buffer packedBuffer, listBuffer, normaliserBuffer, pairBuffer,
+        pairPackedBuffer;
+    // L/T per inner index, each problem's padded to whole strips.
     const int64_t padded = roundUp(rows, Tiling<V>::kStrip);
-    T *normalisers = normaliserBuffer.allocate<T>(padded);
+    int64_t allPadded;
+    if (__builtin_mul_overflow(batch, padded, &allPadded))
+      return ENERGY_CONTRACT_OUT_OF_MEMORY;
+    T *normalisers = normaliserBuffer.allocate<T>(allPadded);
     if (!normalisers)
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
     const T *source = given ? given : lse;
-    for (int64_t r = 0; r < padded; ++r)
-      normalisers[r] =
-          r < rows ? static_cast<T>(source[r] / args.temperature) : T(0);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t r = 0; r < padded; ++r)
+        normalisers[b * padded + r] =
+            r < rows ? static_cast<T>(source[b * rows + r] / args.temperature)
+                     : T(0);
     Pass<T> pass{cols,
                  rows,
                  depth,
                  static_cast<const T *>(args.col_features),
-                 packed,
+                 nullptr, // packPass
                  factor,
                  temperature,
                  colConstraints,
@@ -1044,12 +1134,14 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  args.col_output_widths,
                  reinterpret_cast<T *const *>(args.col_outputs),
                  0};
-    if (!preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
-                         args.num_col_outputs, args.col_output_weights,
-                         args.num_pair_terms, args.pair_depths,
-                         args.pair_col_features, args.pair_row_features, rows))
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
-    if (!runPass<V>(pass))
+    pass.problems = batch;
+    if (!preparePairs<V>(
+            pass.pairs, pairBuffer, pairPackedBuffer, args.num_col_outputs,
+            args.col_output_weights, args.num_pair_terms, args.pair_depths,
+            args.pair_col_features, args.pair_row_features, batch, rows) ||
+        !packPass<V>(pass, static_cast<const T *>(args.row_features),
+                     packedBuffer, listBuffer) ||
+        !runPass<V>(pass))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
   return ENERGY_CONTRACT_OK;

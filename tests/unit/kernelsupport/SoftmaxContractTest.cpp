@@ -1119,3 +1119,130 @@ TEST_CASE("softmax contract: a batch is each of its problems") {
     CHECK(slice(colOutput0, cols * 3) == alone.colOutputs[0]);
   }
 }
+
+namespace {
+/// The kernel's outputs for `problems` as raw bytes: in one call for the
+/// batch, or (`separately`) one call per problem; `given` as runBatch's.
+template <class T>
+std::vector<char> batchBytes(const std::vector<Problem> &problems,
+                             const std::vector<std::vector<double>> &given,
+                             bool separately) {
+  std::vector<Result> results;
+  if (separately) {
+    for (size_t b = 0; b < problems.size(); ++b) {
+      std::vector<std::vector<double>> one;
+      if (!given.empty())
+        one.push_back(given[b]);
+      results.push_back(runBatch<T>({problems[b]}, one).front());
+    }
+  } else {
+    results = runBatch<T>(problems, given);
+  }
+  std::vector<char> bytes;
+  auto append = [&](const std::vector<double> &values) {
+    for (double v : values) {
+      T x = static_cast<T>(v); // exact: the values were of type T
+      const char *raw = reinterpret_cast<const char *>(&x);
+      bytes.insert(bytes.end(), raw, raw + sizeof x);
+    }
+  };
+  for (const Result &result : results) {
+    append(result.lse);
+    for (const auto &o : result.rowOutputs)
+      append(o);
+    for (const auto &o : result.colOutputs)
+      append(o);
+  }
+  return bytes;
+}
+} // namespace
+
+TEST_CASE("softmax contract: a batch in one call, the bits of one call each") {
+  // The kernel runs a batch as one loop over (problem, block) tasks a side:
+  // every problem must read and write its own slices, with blocks of the
+  // height one problem alone gets. Sizes that split into blocks of unequal
+  // heights (64 rows: 36 and 28; 70: 36 and 34; 131 cols: 48, 48 and 35),
+  // fewer rows than a block and counts that are multiples of no tile height
+  // (6 or 4) nor strip; pair terms weighting outputs on both sides, a causal
+  // constraint, an NE one, a given normaliser.
+  struct Shape {
+    int64_t batch, rows, cols, depth;
+  };
+  uint64_t seed = 900;
+  for (Shape shape : std::vector<Shape>{{4, 64, 64, 64},
+                                        {3, 70, 131, 19},
+                                        {5, 31, 64, 7},
+                                        {2, 100, 37, 13},
+                                        {6, 13, 9, 5}}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      std::vector<Problem> problems =
+          pairProblems(shape.batch, shape.rows, shape.cols, shape.depth,
+                       kSecondTermWeights, seed);
+      seed += 2 * shape.batch;
+      if (variant == 0) { // plain: no pair terms, no constraints
+        for (Problem &p : problems) {
+          p.pairDepths.clear();
+          p.pairRowFeatures.clear();
+          p.pairColFeatures.clear();
+          p.rowWeights.clear();
+          p.colWeights.clear();
+        }
+      } else {
+        for (Problem &p : problems)
+          p.constraints =
+              variant == 1
+                  ? std::vector<energy_contract_constraint>{atLeast(1, -1, 0)}
+                  : std::vector<energy_contract_constraint>{
+                        atLeast(1, -1, 0), notEqual(1, -1, -5)};
+      }
+      // Each problem's own normaliser, as given_lse.
+      std::vector<std::vector<double>> given;
+      if (variant == 2)
+        for (Problem &p : problems) {
+          p.givenLse = true;
+          given.push_back(reference(p, pairScores(p), {}).lse);
+          for (double &v : given.back())
+            v = static_cast<float>(v);
+        }
+      for (int32_t isa : supportedPaths()) {
+        ForcedPath forced(isa);
+        INFO("path " << pathName(isa) << ", batch " << shape.batch << " of "
+                     << shape.rows << " × " << shape.cols
+                     << ", D = " << shape.depth << ", variant " << variant);
+        CHECK(batchBytes<float>(problems, given, false) ==
+              batchBytes<float>(problems, given, true));
+        CHECK(batchBytes<double>(problems, given, false) ==
+              batchBytes<double>(problems, given, true));
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax contract: a batch of 8 problems of 64 rows, the same bits "
+          "on 1, 2 and 3 threads") {
+  // A training step's shape: more (problem, block) tasks than threads,
+  // blocks of 36 and 28 rows.
+  int32_t initial = energy_support_num_threads();
+  for (bool causal : {false, true}) {
+    std::vector<Problem> problems =
+        pairProblems(8, 64, 64, 64, kMixedWeights, 1000 + 20 * causal);
+    if (causal)
+      for (Problem &p : problems)
+        p.constraints = {atLeast(1, -1, 0)};
+    energy_support_set_num_threads(2);
+    checkBatchEverywhere(problems,
+                         causal ? "batch of 8, causal" : "batch of 8");
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
+      std::vector<char> f32 = bytesOnThreads<float>(problems, 1);
+      std::vector<char> f64 = bytesOnThreads<double>(problems, 1);
+      for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        CHECK(bytesOnThreads<float>(problems, threads) == f32);
+        CHECK(bytesOnThreads<double>(problems, threads) == f64);
+      }
+    }
+  }
+  energy_support_set_num_threads(initial);
+}
