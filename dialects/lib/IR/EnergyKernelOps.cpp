@@ -625,7 +625,8 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
   };
   std::function<Dependence(Value, Region &)> dependence =
       [&](Value value, Region &region) -> Dependence {
-    if (!cast<ArrayType>(value.getType()).isScalar())
+    auto type = dyn_cast<ArrayType>(value.getType());
+    if (!type || !type.isScalar())
       return Dependence::Other;
     if (!getOperation()->isAncestor(value.getParentRegion()->getParentOp()))
       return Dependence::Invariant;
