@@ -186,46 +186,44 @@ void distributeScalarOverProduct(TabulateOp table) {
   }
 }
 
-/// tabulate (%b, %p) { M v[b, p] } with M the same at every position is
-/// the rows V = v[b, p] times Mᵀ: batch_matmul V, M transposed (with one
-/// index, a matmul).
-void productOfRows(TabulateOp table, MatmulOp product) {
-  if (cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
-      cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
-    return;
-  ArrayAttr sizes = table.getSizes();
-  Block &body = table.getBody().front();
-  SmallVector<Value> indices(body.getArguments());
-  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
+/// M v[b, p] at every position of `indices` (`dims`), M from outside: the
+/// rows v[b, p] times Mᵀ, one batch_matmul (a matmul with one index), built
+/// ahead of `anchor` from the ops of `body`, v's scalar factors applied to
+/// the product.
+Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
+                    ArrayRef<Attribute> dims, Block &body, Operation *anchor) {
   ScalarFactors scales;
-  Value rows = arrayOver(scales.peel(product.getRhs(), table), indices, dims,
-                         {&body}, table);
+  Value rows = arrayOver(scales.peel(product.getRhs(), anchor), indices, dims,
+                         {&body}, anchor);
   Value matrix = product.getLhs();
   bool transposed = true;
   if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
     matrix = transpose.getOperand();
     transposed = false;
   }
-  OpBuilder builder(table);
-  Location loc = table.getLoc();
+  OpBuilder builder(anchor);
+  Location loc = product.getLoc();
   Value result;
-  if (sizes.size() == 2) {
+  if (indices.size() == 2) {
     std::string reason;
     ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
                                               cast<ArrayType>(matrix.getType()),
                                               false, transposed, false, reason);
-    assert(type == table.getType() && "the rows' products");
     result = BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
                                    transposed, false);
   } else {
     if (transposed)
       matrix = TransposeOp::create(builder, loc, matrix);
     result = MatmulOp::create(builder, loc, rows, matrix);
-    assert(result.getType() == table.getType() && "the rows' products");
   }
-  result = scales.apply(builder, loc, result);
-  table.getResult().replaceAllUsesWith(result);
-  table.erase();
+  return scales.apply(builder, loc, result);
+}
+
+/// Whether `product` is a matrix from outside `scope` times a vector.
+bool isOuterMatrixProduct(MatmulOp product, Operation *scope) {
+  return product && isDefinedOutside(product.getLhs(), scope) &&
+         cast<ArrayType>(product.getLhs().getType()).getRank() == 2 &&
+         cast<ArrayType>(product.getRhs().getType()).getRank() == 1;
 }
 
 /// tabulate (%b, %p) { M[b] v[p] } is, per head, X M[b]ᵀ with X the rows
@@ -237,8 +235,13 @@ void batchTable(TabulateOp table) {
   Block &body = table.getBody().front();
   distributeScalarOverProduct(table);
   if (auto product = table.getBodyValue().getDefiningOp<MatmulOp>();
-      product && isDefinedOutside(product.getLhs(), table)) {
-    productOfRows(table, product);
+      isOuterMatrixProduct(product, table)) {
+    SmallVector<Value> indices(body.getArguments());
+    SmallVector<Attribute> dims(sizes.begin(), sizes.end());
+    Value result = productOfRows(product, indices, dims, body, table);
+    assert(result.getType() == table.getType() && "the rows' products");
+    table.getResult().replaceAllUsesWith(result);
+    table.erase();
     return;
   }
   if (sizes.size() != 2)
@@ -476,9 +479,7 @@ void batchRowProducts(ForeachOp loop) {
   for (AccumulateOp accumulate :
        llvm::make_early_inc_range(body.getOps<AccumulateOp>())) {
     auto product = accumulate.getValue().getDefiningOp<MatmulOp>();
-    if (!product || !isDefinedOutside(product.getLhs(), loop) ||
-        cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
-        cast<ArrayType>(product.getRhs().getType()).getRank() != 1 ||
+    if (!isOuterMatrixProduct(product, loop) ||
         !accumulate.getMap().isIdentity() ||
         !llvm::equal(accumulate.getIndices(), indices))
       continue;
@@ -492,32 +493,10 @@ void batchRowProducts(ForeachOp loop) {
                        cast<ArrayType>(product.getType()).getShape());
     if (!tensor || tensor.getArrayType() != ArrayType::get(context, resultDims))
       continue;
-    ScalarFactors scales;
-    Value rows = arrayOver(scales.peel(product.getRhs(), loop), indices, dims,
-                           {&body}, loop);
-    Value matrix = product.getLhs();
-    bool transposed = true;
-    if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
-      matrix = transpose.getOperand();
-      transposed = false;
-    }
+    Value total = productOfRows(product, indices, dims, body, loop);
+    assert(total.getType() == tensor.getArrayType() && "the rows' products");
     OpBuilder builder(loop);
     Location loc = accumulate.getLoc();
-    Value total;
-    if (sizes.size() == 2) {
-      std::string reason;
-      ArrayType type = BatchMatmulOp::inferType(
-          cast<ArrayType>(rows.getType()), cast<ArrayType>(matrix.getType()),
-          false, transposed, false, reason);
-      assert(type == tensor.getArrayType() && "the rows' products");
-      total = BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
-                                    transposed, false);
-    } else {
-      if (transposed)
-        matrix = TransposeOp::create(builder, loc, matrix);
-      total = MatmulOp::create(builder, loc, rows, matrix);
-    }
-    total = scales.apply(builder, loc, total);
     AccumulateOp::create(builder, loc, total, accumulate.getTensorAttr(),
                          AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
                          ValueRange());
