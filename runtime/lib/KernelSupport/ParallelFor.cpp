@@ -23,9 +23,11 @@ namespace {
 
 /// Spins of a thread waiting for work or for the last chunk before it
 /// sleeps: kernels hand out loops in quick succession (a backward step is
-/// tens of them, each a fraction of a millisecond), and waking a sleeping
-/// thread costs more than many of them take. About 50 µs.
-constexpr int kSpins = 2000;
+/// tens of them, each a fraction of a millisecond, with serial work between
+/// them), and waking a sleeping thread costs more than many of them take.
+/// About 1 ms: with 50 µs, half the runs of a training step on a shared
+/// 2-core machine took twice as long, their workers asleep between loops.
+constexpr int kSpins = 40000;
 
 inline void pause() {
 #if defined(__x86_64__) || defined(__i386__)
