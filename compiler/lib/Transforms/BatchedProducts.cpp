@@ -189,7 +189,7 @@ void distributeScalarOverProduct(TabulateOp table) {
 /// M v[b, p] at every position of `indices` (`dims`), M from outside: the
 /// rows v[b, p] times Mᵀ, one batch_matmul (a matmul with one index), built
 /// ahead of `anchor` from the ops of `body`, v's scalar factors applied to
-/// the product.
+/// M.
 Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
                     ArrayRef<Attribute> dims, Block &body, Operation *anchor) {
   ScalarFactors scales;
@@ -203,6 +203,8 @@ Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
   }
   OpBuilder builder(anchor);
   Location loc = product.getLoc();
+  // The factors scale the matrix, not the (larger) product.
+  matrix = scales.apply(builder, loc, matrix);
   Value result;
   if (indices.size() == 2) {
     std::string reason;
@@ -216,7 +218,7 @@ Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
       matrix = TransposeOp::create(builder, loc, matrix);
     result = MatmulOp::create(builder, loc, rows, matrix);
   }
-  return scales.apply(builder, loc, result);
+  return result;
 }
 
 /// Whether `product` is a matrix from outside `scope` times a vector.
@@ -462,55 +464,6 @@ void batchOuterSum(ReduceOp reduce) {
   reduce.erase();
 }
 
-/// In a loop over every row (b, p) of a tensor X, `accumulate M v[b, p]
-/// into @X[b, p]` with M the same at every position adds the rows V M^T:
-/// one batch_matmul ahead of the loop (a matmul with one index) and one
-/// addition of the whole array. The loop keeps its other work, and goes
-/// when nothing is left.
-void batchRowProducts(ForeachOp loop) {
-  ArrayAttr sizes = loop.getSizes();
-  if (loop.hasPredicate() || !hasPlainDims(sizes) || sizes.size() > 2)
-    return;
-  Block &body = loop.getBody().front();
-  auto model = loop->getParentOfType<ModelOp>();
-  SmallVector<Value> indices(body.getArguments());
-  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
-  MLIRContext *context = loop.getContext();
-  for (AccumulateOp accumulate :
-       llvm::make_early_inc_range(body.getOps<AccumulateOp>())) {
-    auto product = accumulate.getValue().getDefiningOp<MatmulOp>();
-    if (!isOuterMatrixProduct(product, loop) ||
-        !accumulate.getMap().isIdentity() ||
-        !llvm::equal(accumulate.getIndices(), indices))
-      continue;
-    auto tensor = dyn_cast_or_null<TensorOp>(
-        model.lookupSymbol(accumulate.getTensorAttr()));
-    SmallVector<StringAttr> resultDims;
-    for (Attribute size : dims)
-      resultDims.push_back(
-          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
-    llvm::append_range(resultDims,
-                       cast<ArrayType>(product.getType()).getShape());
-    if (!tensor || tensor.getArrayType() != ArrayType::get(context, resultDims))
-      continue;
-    Value total = productOfRows(product, indices, dims, body, loop);
-    assert(total.getType() == tensor.getArrayType() && "the rows' products");
-    OpBuilder builder(loop);
-    Location loc = accumulate.getLoc();
-    AccumulateOp::create(builder, loc, total, accumulate.getTensorAttr(),
-                         AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
-                         ValueRange());
-    accumulate.erase();
-  }
-  WalkResult effects = body.walk([&](Operation *op) {
-    return isMemoryEffectFree(op) || isa<ReadOp, ReduceOp, YieldOp>(op)
-               ? WalkResult::advance()
-               : WalkResult::interrupt();
-  });
-  if (!effects.wasInterrupted())
-    loop.erase();
-}
-
 } // namespace
 
 void mlir::energy::formBatchedProducts(ModelOp model) {
@@ -536,10 +489,7 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       batchAccumulation(loop, *match);
       continue;
     }
-    if (ForeachOp productLoop = splitAddedProduct(loop)) {
+    if (ForeachOp productLoop = splitAddedProduct(loop))
       batchAccumulation(productLoop, *matchHeadSum(productLoop));
-      continue;
-    }
-    batchRowProducts(loop);
   }
 }

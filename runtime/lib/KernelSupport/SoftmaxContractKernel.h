@@ -69,7 +69,6 @@
 #ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
 #define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTKERNEL_H
 
-#include "ScratchMemory.h"
 #include "VectorExp.h"
 
 #include "energy/KernelSupport/KernelSupport.h"
@@ -204,6 +203,12 @@ template <class V> int64_t blockHeight(int64_t count) {
                roundUp((count + blocks - 1) / blocks, Shape::kBlockStep));
 }
 
+/// Memory aligned for any vector, or null.
+inline void *allocateAligned(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  return aligned_alloc(64, rounded ? rounded : 64);
+}
+
 /// The scratch memory of one task, carved from one allocation.
 template <class V> struct Workspace {
   using T = typename V::Scalar;
@@ -266,8 +271,7 @@ template <class V> struct Workspace {
       reserve(sizeof(T) * rows * pairs.depths[i]);
       reserve(sizeof(T) * rows * Shape::kPanel);
     }
-    memory = acquireScratch(bytes);
-    size = bytes;
+    memory = allocateAligned(bytes);
     if (!memory)
       return false;
     char *base = static_cast<char *>(memory);
@@ -300,8 +304,7 @@ template <class V> struct Workspace {
     return true;
   }
 
-  size_t size = 0;
-  ~Workspace() { releaseScratch(memory, size); }
+  ~Workspace() { free(memory); }
 };
 
 //===----------------------------------------------------------------------===//
@@ -809,14 +812,12 @@ template <class V> void runBlocks(void *context, int64_t first, int64_t last) {
 /// Owns an aligned allocation.
 struct Buffer {
   void *memory = nullptr;
-  size_t size = 0;
-  ~Buffer() { releaseScratch(memory, size); }
+  ~Buffer() { free(memory); }
   template <class T> T *allocate(int64_t count) {
     // Sizes are validated to fit in int64_t; the byte count may not.
     if (count < 0 || (uint64_t)count > SIZE_MAX / sizeof(T) / 2)
       return nullptr;
-    size = sizeof(T) * count;
-    memory = acquireScratch(size);
+    memory = allocateAligned(sizeof(T) * count);
     return static_cast<T *>(memory);
   }
 };
