@@ -209,6 +209,17 @@ inline void *allocateAligned(size_t bytes) {
   return aligned_alloc(64, rounded ? rounded : 64);
 }
 
+/// Offsets of arrays carved from one allocation, each at a multiple of 64
+/// bytes; `bytes` is the allocation's size.
+struct Carving {
+  size_t bytes = 0;
+  size_t reserve(size_t size) {
+    size_t at = bytes;
+    bytes += (size + 63) / 64 * 64;
+    return at;
+  }
+};
+
 /// The scratch memory of one task, carved from one allocation.
 template <class V> struct Workspace {
   using T = typename V::Scalar;
@@ -243,12 +254,8 @@ template <class V> struct Workspace {
     for (int64_t i = 0; i < pairs.numTerms; ++i)
       if (pairs.depths[i] > limit)
         return false;
-    size_t bytes = 0;
-    auto reserve = [&](size_t size) {
-      size_t at = bytes;
-      bytes += (size + 63) / 64 * 64;
-      return at;
-    };
+    Carving carving;
+    auto reserve = [&](size_t size) { return carving.reserve(size); };
     size_t packedAt = reserve(sizeof(T) * rows * pass.depth);
     size_t scoresAt = reserve(sizeof(T) * rows * Shape::kPanel);
     size_t maxAt = reserve(sizeof(T) * rows);
@@ -263,15 +270,15 @@ template <class V> struct Workspace {
     size_t pairTilesAt = reserve(sizeof(T *) * pairs.numTerms);
     size_t pairWeightsAt =
         reserve(pairs.plain ? sizeof(T) * rows * Shape::kPanel : 0);
-    size_t accumulatorAt = bytes;
+    size_t accumulatorAt = carving.bytes;
     for (int64_t k = 0; k < pass.numOutputs; ++k)
       reserve(sizeof(T) * rows * roundUp(pass.widths[k], V::kLanes));
-    size_t pairAt = bytes;
+    size_t pairAt = carving.bytes;
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
       reserve(sizeof(T) * rows * pairs.depths[i]);
       reserve(sizeof(T) * rows * Shape::kPanel);
     }
-    memory = allocateAligned(bytes);
+    memory = allocateAligned(carving.bytes);
     if (!memory)
       return false;
     char *base = static_cast<char *>(memory);
@@ -869,12 +876,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
 
   // The arrays; numOutputs · stride coefficients fit in memory, so these
   // do too.
-  size_t bytes = 0;
-  auto reserve = [&](size_t size) {
-    size_t at = bytes;
-    bytes += (size + 63) / 64 * 64;
-    return at;
-  };
+  Carving carving;
+  auto reserve = [&](size_t size) { return carving.reserve(size); };
   size_t depthsAt = reserve(sizeof(int64_t) * used);
   size_t outerAt = reserve(sizeof(T *) * used);
   size_t innerAt = reserve(sizeof(T *) * used);
@@ -884,7 +887,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   size_t numAlphasAt = reserve(sizeof(int64_t) * numOutputs);
   size_t alphasAt = reserve(sizeof(T) * numOutputs * used);
   size_t alphaTermsAt = reserve(sizeof(int64_t) * numOutputs * used);
-  char *base = buffer.allocate<char>(static_cast<int64_t>(bytes));
+  char *base = buffer.allocate<char>(static_cast<int64_t>(carving.bytes));
   if (!base)
     return false;
   auto *termDepths = reinterpret_cast<int64_t *>(base + depthsAt);

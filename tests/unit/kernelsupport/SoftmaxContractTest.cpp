@@ -766,12 +766,9 @@ TEST_CASE("softmax contract: empty sides give zeros") {
 }
 
 namespace {
-/// The kernel's outputs for a batch on `threads` threads, as raw bytes.
+/// The bits of results of type T, every output of every problem in turn.
 template <class T>
-std::vector<char> bytesOnThreads(const std::vector<Problem> &problems,
-                                 int threads) {
-  energy_support_set_num_threads(threads);
-  std::vector<Result> results = runBatch<T>(problems, {});
+std::vector<char> bytesOf(const std::vector<Result> &results) {
   std::vector<char> bytes;
   auto append = [&](const std::vector<double> &values) {
     for (double v : values) {
@@ -788,6 +785,15 @@ std::vector<char> bytesOnThreads(const std::vector<Problem> &problems,
       append(o);
   }
   return bytes;
+}
+
+/// The kernel's outputs for a batch on `threads` threads, as raw bytes.
+template <class T>
+std::vector<char> bytesOnThreads(const std::vector<Problem> &problems,
+                                 int threads) {
+  energy_support_set_num_threads(threads);
+  std::vector<Result> results = runBatch<T>(problems, {});
+  return bytesOf<T>(results);
 }
 } // namespace
 
@@ -1138,22 +1144,7 @@ std::vector<char> batchBytes(const std::vector<Problem> &problems,
   } else {
     results = runBatch<T>(problems, given);
   }
-  std::vector<char> bytes;
-  auto append = [&](const std::vector<double> &values) {
-    for (double v : values) {
-      T x = static_cast<T>(v); // exact: the values were of type T
-      const char *raw = reinterpret_cast<const char *>(&x);
-      bytes.insert(bytes.end(), raw, raw + sizeof x);
-    }
-  };
-  for (const Result &result : results) {
-    append(result.lse);
-    for (const auto &o : result.rowOutputs)
-      append(o);
-    for (const auto &o : result.colOutputs)
-      append(o);
-  }
-  return bytes;
+  return bytesOf<T>(results);
 }
 } // namespace
 
