@@ -51,6 +51,78 @@ llvm::SetVector<StringRef> readTensors(Region &region, ModelOp model) {
   return tensors;
 }
 
+/// Whether `region` reads `tensor` other than through the let `through`:
+/// directly, or through another let that reaches it.
+bool readsBeside(Region &region, StringRef tensor, StringRef through,
+                 ModelOp model) {
+  llvm::SetVector<StringRef> reached;
+  llvm::StringSet<> visitedLets;
+  visitedLets.insert(through);
+  collectReadTensors(region, model, reached, visitedLets);
+  return reached.contains(tensor);
+}
+
+/// Whether `let` is a residual stream of `tensor`: its element at each
+/// index of its domain is `tensor` at the same index plus terms that do not
+/// read `tensor`, so that its Jacobian with respect to `tensor` is the
+/// identity.
+bool isResidualOf(LetOp let, StringRef tensor, ModelOp model) {
+  Block &body = let.getBody().front();
+  Value element = cast<YieldOp>(body.getTerminator()).getValues().front();
+  auto isTheRead = [&](Value value) {
+    auto read = value.getDefiningOp<ReadOp>();
+    return read && read.getSource() == tensor && read.getMap().isIdentity() &&
+           read.getMap().getNumDims() == body.getNumArguments() &&
+           llvm::equal(read.getIndices(), body.getArguments());
+  };
+  // Whether `value` depends on a read of the tensor (directly, or through
+  // another let that reads it).
+  auto readsTensor = [&](Value value) {
+    SmallVector<Value> pending{value};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!pending.empty()) {
+      Operation *op = pending.pop_back_val().getDefiningOp();
+      if (!op || !seen.insert(op).second)
+        continue;
+      bool reads = false;
+      op->walk([&](ReadOp read) {
+        Operation *source =
+            SymbolTable::lookupSymbolIn(model, read.getSource());
+        if (read.getSource() == tensor)
+          reads = true;
+        else if (auto inner = dyn_cast_or_null<LetOp>(source))
+          reads |= readTensors(inner.getBody(), model).contains(tensor);
+      });
+      if (reads)
+        return true;
+      op->walk([&](Operation *nested) {
+        llvm::append_range(pending, nested->getOperands());
+      });
+    }
+    return false;
+  };
+  // The element as a sum: exactly one addend is the read, none of the
+  // others reads the tensor.
+  SmallVector<Value> addends{element}, others;
+  unsigned reads = 0;
+  while (!addends.empty()) {
+    Value value = addends.pop_back_val();
+    if (auto add = value.getDefiningOp<AddOp>();
+        add && add.getLhs().getType() == add.getRhs().getType() &&
+        add.getLhs().getType() == add.getType()) {
+      addends.push_back(add.getLhs());
+      addends.push_back(add.getRhs());
+      continue;
+    }
+    if (isTheRead(value))
+      ++reads;
+    else
+      others.push_back(value);
+  }
+  return reads == 1 &&
+         llvm::none_of(others, [&](Value other) { return readsTensor(other); });
+}
+
 /// Whether `op`, between a store to `tensor` and the next one, may read
 /// what the store wrote: a read of the tensor, of a let (which may read
 /// it), or anything else that reads state (a gradient reads every tensor).
@@ -590,21 +662,91 @@ private:
   }
 
   /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ for every tensor Y: the gradient of the auxiliary
-  /// term ⟨∇E, c⟩, c the cotangent tensor of x.
+  /// term ⟨∇E, c⟩, c the cotangent tensor of x. Where the energy reads x
+  /// through a residual let S = x + R(Y) (and the Y only through S), the
+  /// term is F(S): its gradient in x is ∇_S F, and in each Y the pull-back
+  /// of that through S, ∇_Y ⟨∇_S F, S⟩, which is computed once per S
+  /// rather than once per use of S in the energy (a sum of outer products
+  /// per pair of an attention becomes one per position).
   LogicalResult reverseGrad(GradOp grad, OpBuilder &builder) {
     for (auto [tensorRef, result] :
          llvm::zip(grad.getTensors(), grad.getResults())) {
       Value adjoint = adjoints.lookup(result);
       if (!adjoint)
         continue;
+      StringRef tensor = tensorRef.getValue();
       FailureOr<std::pair<TermOp, StringRef>> term =
-          directionalTerm(tensorRef.getValue(), grad.getOfAttr());
+          directionalTerm(tensor, grad.getOfAttr());
       if (failed(term))
         return failure();
-      pullBackThrough(term->first, term->second, adjoint, builder,
-                      grad.getLoc());
+      Location loc = grad.getLoc();
+      auto [let, through] = residualStream(tensor, grad.getOfAttr());
+      if (!let) {
+        pullBackThrough(term->first, term->second, adjoint, builder, loc);
+        continue;
+      }
+      StoreOp::create(builder, loc, adjoint, ref(term->second));
+      Value inStream;
+      for (StringRef read : readTensors(term->first.getBody(), model)) {
+        if (!differentiable.contains(read) || through.contains(read))
+          continue;
+        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
+                                       ref(term->first.getSymName()))
+                            ->getResult(0);
+        addTensorAdjoint(builder, loc, read, product);
+        if (read == tensor)
+          inStream = product;
+      }
+      if (!inStream)
+        continue;
+      auto [letTerm, letCotangent] = letPullback(let);
+      StoreOp::create(builder, loc, inStream, ref(letCotangent));
+      for (StringRef read : through) {
+        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
+                                       ref(letTerm.getSymName()))
+                            ->getResult(0);
+        addTensorAdjoint(builder, loc, read, product);
+      }
     }
     return success();
+  }
+
+  /// The residual let S = x + R through which the energy terms (the term
+  /// `of` alone, when given) read `tensor` x, and the differentiable tensors
+  /// other than x that they read only through S; a null let where there is
+  /// none (x read beside S, several such lets) or no tensor reads only
+  /// through it.
+  std::pair<LetOp, llvm::SetVector<StringRef>>
+  residualStream(StringRef tensor, FlatSymbolRefAttr of) {
+    SmallVector<TermOp> terms;
+    for (TermOp term : model.getBody().front().getOps<TermOp>())
+      if (of ? term.getSymName() == of.getValue()
+             : !term.getAuxiliary() && !term.getLoss())
+        terms.push_back(term);
+    LetOp found;
+    for (LetOp let : model.getBody().front().getOps<LetOp>()) {
+      if (!isResidualOf(let, tensor, model))
+        continue;
+      if (found)
+        return {};
+      found = let;
+    }
+    if (!found)
+      return {};
+    auto readBeside = [&](StringRef other) {
+      return llvm::any_of(terms, [&](TermOp term) {
+        return readsBeside(term.getBody(), other, found.getSymName(), model);
+      });
+    };
+    if (readBeside(tensor))
+      return {};
+    llvm::SetVector<StringRef> through;
+    for (StringRef read : readTensors(found.getBody(), model))
+      if (read != tensor && differentiable.contains(read) && !readBeside(read))
+        through.insert(read);
+    if (through.empty())
+      return {};
+    return {found, through};
   }
 
   /// The auxiliary term ⟨∇_x E, c⟩ (E the global energy, or term `of`) and
@@ -632,6 +774,14 @@ private:
   /// term Σ_i ⟨S̄[i], body(i)⟩ over the let's domain.
   LogicalResult reverseLetRead(LetOp let, Value adjoint, OpBuilder &builder,
                                Location loc) {
+    auto [term, cotangent] = letPullback(let);
+    pullBackThrough(term, cotangent, adjoint, builder, loc);
+    return success();
+  }
+
+  /// The auxiliary term Σ_i ⟨S̄[i], body(i)⟩ of a let S over its domain and
+  /// the cotangent tensor S̄ it reads, made on first use.
+  std::pair<TermOp, StringRef> letPullback(LetOp let) {
     std::string name = (let.getSymName() + ".backprop").str();
     SmallVector<Attribute> shape;
     ArrayType whole = let.getArrayType();
@@ -676,8 +826,7 @@ private:
       YieldOp::create(body, let.getLoc(), sum.getResult());
       symbols.insert(term);
     }
-    pullBackThrough(term, cotangent, adjoint, builder, loc);
-    return success();
+    return {term, cotangent};
   }
 
   ModelOp model;
