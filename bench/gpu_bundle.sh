@@ -3,7 +3,7 @@
 # 14's device checks: tests/e2e/gpu_check.py's bundle (energy-exec, every
 # example compiled for CUDA in f32, f64 and bf16, the interpreter's
 # references), the benchmark artifacts of bench/gpu_attention.py and
-# bench/gpu_gmm.py, and run.sh, which runs them all there and writes the
+# bench/gpu_gmm.py and bench/gpu_training.py, and run.sh, which runs them all there and writes the
 # results under $OUT; then packs it into BUNDLE.tgz (under the device tool's
 # 64 MiB).
 #
@@ -29,12 +29,20 @@ sed -E 's/[[:space:]]+until [^;]*;/;/' "$here/../examples/gmm.energy" \
 grep -q until "$bundle/gmm_em.energy" && { echo "gmm: until left" >&2; exit 1; }
 $energyc "$bundle/gmm_em.energy" -o "$bundle/artifacts/gmm_em.bench.so"
 rm "$bundle/gmm_em.energy"
-cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$bundle/scripts/"
+# The training step on the GPU and on the host, from one source.
+$energyc "$here/models/attention_train.energy" \
+  -o "$bundle/artifacts/attention_train.cuda.so"
+$build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
+  -o "$bundle/artifacts/attention_train.cpu.so"
+cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
+  "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
-# The device checks: benchmarks (a) and (b) at N = 8192, the f32 one and
-# (c) at N = 10^6, then every example against the interpreter (f32, f64,
-# bf16); each under a time limit, results in $OUT.
+# The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
+# (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
+# then every example against the interpreter (f32, f64, bf16) and every
+# loss model's gradient (f32, f64); each under a time limit, results in
+# $OUT.
 cd "$(dirname "$0")"
 E=bin/energy-exec
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
@@ -50,9 +58,14 @@ bench grad2048 60 $A grad $E artifacts/mha_grad.bench.so 2048 3
 bench grad8192 60 $A grad $E artifacts/mha_grad.bench.so 8192 3
 bench self4096 40 $A self $E artifacts/self_attention.bench.so 4096 5
 bench gmm1e6 120 gpu_gmm.py $E artifacts/gmm_em.bench.so 1000000 5
-timeout 150 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
+T="gpu_training.py $E artifacts/attention_train.cuda.so artifacts/attention_train.cpu.so"
+bench train64 60 $T 4 64 64 4 10
+bench train1024 90 $T 8 1024 64 4 5
+timeout 240 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
   > "$OUT/gpu_check.log" 2>&1
 echo "gpu_check rc=$?"; grep -v " ok " "$OUT/gpu_check.log" | tail -30
+# The device tool brings back at most 8 files: one archive.
+(cd "$OUT" && tar czf results.tgz --remove-files ./*)
 RUN
 (cd "$bundle" && tar czf "../$(basename "$bundle").tgz" .)
 ls -la "$bundle.tgz"

@@ -21,6 +21,14 @@ halves:
       and a value each carry such an error, and 3 steps compound them, so
       they get 3e-2 (about 15 roundings' worth). Exits non-zero when a case
       differs or fails.
+
+Loss gradients through the dynamics are checked the same way: every model of
+tests/e2e/loss_models and examples/training, compiled for CUDA in f32 and f64,
+`--eval loss-grad` (the forward run, the losses and the backward program on
+the GPU, contractions the GPU kernels do not take on the host) against the
+interpreter's losses and adjoints, with the tolerances above (the backward
+pass is a few times as deep as the forward run, well inside them, as
+loss_gradients.py argues for the CPU).
 """
 import json
 import os
@@ -44,6 +52,31 @@ def cases():
             if line[:1].isalpha():
                 model, arguments = line.strip().split('|')
                 yield model, arguments.split()
+
+
+LOSS_DTYPES = ('f32', 'f64')
+LOSS_DIMS = ['--dim=N=4', '--dim=D=3']
+TRAINING_DIMS = {
+    'fem_argmax': ['--dim=B=3', '--dim=N=4', '--dim=D=3'],
+    'softmax_argmax': ['--dim=B=3', '--dim=N=4', '--dim=D=3'],
+    'char_transformer': ['--dim=B=2', '--dim=T=4', '--dim=V=5', '--dim=D=8', '--dim=H=2',
+                         '--dim=M=6'],
+}
+
+
+def loss_cases():
+    """(name, source file, dims) of every model with a loss."""
+    models = os.path.join(HERE, 'loss_models')
+    for file in sorted(os.listdir(models)):
+        if file.endswith('.energy'):
+            yield 'loss-' + file[:-7], os.path.join(models, file), LOSS_DIMS
+    training = os.path.join(HERE, '..', '..', 'examples', 'training')
+    for model, dims in sorted(TRAINING_DIMS.items()):
+        yield 'loss-' + model, os.path.join(training, model + '.energy'), dims
+
+
+def loss_arguments(dims):
+    return dims + ['--init', 'random:5', '--eval', 'loss-grad', '--json']
 
 
 def run(command, timeout=None):
@@ -93,6 +126,21 @@ def prepare(build_dir, bundle):
                     with open(prefix + '.energy.json', 'w') as f:
                         f.write(output)
         print('prepared', model)
+    listed = []
+    for name, source, dims in loss_cases():
+        listed.append([name, dims])
+        for dtype in LOSS_DTYPES:
+            artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (name, dtype))
+            run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--cpu', 'x86-64-v3',
+                 '--dtype', dtype, source, '-o', artifact])
+            output = run([os.path.join(bin_dir, 'energy-run'), artifact, '--interp'] +
+                         loss_arguments(dims))
+            with open(os.path.join(bundle, 'references', '%s.%s.json' % (name, dtype)),
+                      'w') as f:
+                f.write(output)
+        print('prepared', name)
+    with open(os.path.join(bundle, 'scripts', 'loss_cases.json'), 'w') as f:
+        json.dump(listed, f)
 
 
 def relative_error(compiled, reference):
@@ -103,47 +151,82 @@ def relative_error(compiled, reference):
     return error, scale
 
 
+def loss_pairs(ours, theirs):
+    """{label: (compiled, interpreted)} of the losses and adjoints of two
+    `--eval loss-grad --json` reports, which must name the same tensors."""
+    if ours['steps'] != theirs['steps']:
+        raise RuntimeError('steps taken: %s, interpreter %s' % (ours['steps'], theirs['steps']))
+    adjoints = sorted(k for k in theirs if k.startswith('adjoint.'))
+    if not adjoints or adjoints != sorted(k for k in ours if k.startswith('adjoint.')):
+        raise RuntimeError('adjoints %s, interpreter %s' % (
+            sorted(k for k in ours if k.startswith('adjoint.')), adjoints))
+    pairs = {'loss ' + k: ([ours['losses'][k]], [v]) for k, v in theirs['losses'].items()}
+    pairs.update({k: (ours[k]['data'], theirs[k]['data']) for k in adjoints})
+    return pairs
+
+
+def all_cases():
+    """(model, dtype, cases.txt arguments or None, loss dims or None) of
+    every check: the examples' three evaluations, then the loss gradients
+    (as `prepare` listed them in the bundle, which holds no sources)."""
+    for model, arguments in cases():
+        for dtype in DTYPES:
+            yield model, dtype, arguments, None
+    with open(os.path.join(HERE, 'loss_cases.json')) as f:
+        for name, dims in json.load(f):
+            for dtype in LOSS_DTYPES:
+                yield name, dtype, None, dims
+
+
 def check(bundle, report_path=None):
     energy_exec = os.path.join(bundle, 'bin', 'energy-exec')
     outputs = os.path.join(bundle, 'gpu-outputs')
     os.makedirs(outputs, exist_ok=True)
     report, failures = [], 0
-    for model, arguments in cases():
-        for dtype in DTYPES:
-            artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
-            reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
-            prefix = os.path.join(outputs, '%s.%s' % (model, dtype))
-            worst, status, detail = 0.0, 'ok', ''
-            start = time.time()
-            try:
+    for model, dtype, arguments, loss_dims in all_cases():
+        artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
+        reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
+        prefix = os.path.join(outputs, '%s.%s' % (model, dtype))
+        worst, status, detail = 0.0, 'ok', ''
+        start = time.time()
+        try:
+            if loss_dims is not None:
+                output = run([energy_exec, artifact, '--device', 'cuda'] +
+                             loss_arguments(loss_dims), timeout=60)
+                with open(reference + '.json') as f:
+                    comparisons = [loss_pairs(json.loads(output), json.load(f))]
+            else:
+                comparisons = []
                 for name, extra, out in evaluations(arguments, prefix):
                     output = run([energy_exec, artifact, '--device', 'cuda'] + extra, timeout=60)
                     if name == 'energy':
                         with open(reference + '.energy.json') as f:
-                            pairs = {'energy': ([json.loads(output)['energy']],
-                                                [json.load(f)['energy']])}
-                    else:
-                        ours = read_safetensors(out)
-                        theirs = read_safetensors(reference + '.%s.safetensors' % name)
-                        if sorted(ours) != sorted(theirs):
-                            raise RuntimeError('%s: tensors %s, interpreter %s' % (
-                                name, sorted(ours), sorted(theirs)))
-                        pairs = {'%s %s' % (name, t): (ours[t], theirs[t]) for t in theirs}
-                    for label, (a, b) in pairs.items():
-                        error, scale = relative_error(a, b)
-                        worst = max(worst, error / scale)
-                        if error > TOLERANCE[dtype] * scale:
-                            status = 'MISMATCH'
-                            detail += '%s: %.3e > %.0e * %.3e; ' % (label, error,
-                                                                   TOLERANCE[dtype], scale)
-            except RuntimeError as error:
-                status, detail = 'FAILED', str(error).strip().splitlines()[-1]
-            seconds = time.time() - start
-            failures += status != 'ok'
-            print('%-22s %s  worst relative %.2e  %5.1f s  %s %s' % (
-                model, dtype, worst, seconds, status, detail), flush=True)
-            report.append({'model': model, 'dtype': dtype, 'status': status,
-                           'worst_relative': worst, 'seconds': seconds, 'detail': detail})
+                            comparisons.append({'energy': ([json.loads(output)['energy']],
+                                                           [json.load(f)['energy']])})
+                        continue
+                    ours = read_safetensors(out)
+                    theirs = read_safetensors(reference + '.%s.safetensors' % name)
+                    if sorted(ours) != sorted(theirs):
+                        raise RuntimeError('%s: tensors %s, interpreter %s' % (
+                            name, sorted(ours), sorted(theirs)))
+                    comparisons.append({'%s %s' % (name, t): (ours[t], theirs[t])
+                                        for t in theirs})
+            for pairs in comparisons:
+                for label, (a, b) in pairs.items():
+                    error, scale = relative_error(a, b)
+                    worst = max(worst, error / scale)
+                    if error > TOLERANCE[dtype] * scale:
+                        status = 'MISMATCH'
+                        detail += '%s: %.3e > %.0e * %.3e; ' % (label, error,
+                                                               TOLERANCE[dtype], scale)
+        except RuntimeError as error:
+            status, detail = 'FAILED', str(error).strip().splitlines()[-1]
+        seconds = time.time() - start
+        failures += status != 'ok'
+        print('%-26s %s  worst relative %.2e  %5.1f s  %s %s' % (
+            model, dtype, worst, seconds, status, detail), flush=True)
+        report.append({'model': model, 'dtype': dtype, 'status': status,
+                       'worst_relative': worst, 'seconds': seconds, 'detail': detail})
     if report_path:
         with open(report_path, 'w') as f:
             json.dump(report, f, indent=1)

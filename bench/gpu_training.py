@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""On a GPU machine: one training step's loss gradient on the GPU, against
+the same artifact's CPU build and PyTorch on the same GPU. Prints one JSON
+object.
+
+Usage: gpu_training.py ENERGY_EXEC CUDA_ARTIFACT CPU_ARTIFACT B N D STEPS [REPS]
+
+The model is bench/models/attention_train.energy (benchmark "training step"
+of docs/benchmarks.md): STEPS momentum steps of a batch of self-attention
+energies, a squared-error loss, and its gradient with respect to Wq and Wk
+through the steps. Ours: `energy-exec ARTIFACT --eval loss-grad` with the
+CUDA artifact on the GPU (`--device cuda`, the forward steps and the
+backward program; contractions with pair terms on the host) and the CPU
+artifact on the host's cores, from the same inputs; the GPU's adjoints are
+compared with the CPU's (relative to their largest entry; both f32). The
+anchor is training_step.py's PyTorch step (autograd with create_graph
+through the steps) run on the GPU in f32, timed with torch.cuda.synchronize.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+from gpu_attention import difference, time_torch, write_safetensors
+
+LR_DYN, BETA_DYN = 0.5, 0.8
+
+
+def torch_gradient(h, y, wq, wk, steps):
+    """Wq's and Wk's gradients of the loss after STEPS momentum steps, on
+    the GPU."""
+    tensors = [torch.tensor(a, device='cuda') for a in (h, y)]
+    d = h.shape[2]
+
+    def step():
+        ht, yt = tensors
+        tq = torch.tensor(wq, device='cuda', requires_grad=True)
+        tk = torch.tensor(wk, device='cuda', requires_grad=True)
+        x = ht.clone().requires_grad_(True)
+        velocity = torch.zeros_like(x)
+        for _ in range(steps):
+            scores = (x @ tq.T) @ (x @ tk.T).transpose(1, 2) / d ** 0.5
+            energy = -torch.logsumexp(scores, dim=2).sum()
+            (gradient,) = torch.autograd.grad(energy, x, create_graph=True)
+            velocity = BETA_DYN * velocity + gradient
+            x = x - LR_DYN * velocity
+        loss = 0.5 * ((x - yt) ** 2).sum(dim=(1, 2)).mean()
+        loss.backward()
+        return tq.grad, tk.grad
+
+    return step
+
+
+def ours(energy_exec, artifact, device, inputs, steps, reps):
+    """({adjoint name: array}, median ms of `--bench REPS`)."""
+    command = [energy_exec, artifact, '--in', inputs, '--eval', 'loss-grad', '--steps',
+               str(steps)] + (['--device', device] if device == 'cuda' else [])
+    report = json.loads(subprocess.run(command + ['--json'], check=True, capture_output=True,
+                                       text=True).stdout)
+    adjoints = {k: np.asarray(v['data']) for k, v in report.items() if k.startswith('adjoint.')}
+    bench = subprocess.run(command + ['--bench', str(reps), '--json'], check=True,
+                           capture_output=True, text=True)
+    return adjoints, json.loads(bench.stdout)['median_ms']
+
+
+def main():
+    energy_exec, cuda_artifact, cpu_artifact = sys.argv[1:4]
+    b, n, d, steps = (int(a) for a in sys.argv[4:8])
+    reps = int(sys.argv[8]) if len(sys.argv) > 8 else 10
+    rng = np.random.default_rng(2026)
+    h = (rng.standard_normal((b, n, d)) * 0.5).astype(np.float32)
+    y = (rng.standard_normal((b, n, d)) * 0.5).astype(np.float32)
+    wq = (rng.standard_normal((d, d)) * d ** -0.5).astype(np.float32)
+    wk = (rng.standard_normal((d, d)) * d ** -0.5).astype(np.float32)
+    with tempfile.TemporaryDirectory() as directory:
+        inputs = os.path.join(directory, 'in.safetensors')
+        write_safetensors(inputs, {'h': h, 'y': y, 'Wq': wq, 'Wk': wk})
+        gpu, gpu_ms = ours(energy_exec, cuda_artifact, 'cuda', inputs, steps, reps)
+        cpu, cpu_ms = ours(energy_exec, cpu_artifact, 'cpu', inputs, steps, reps)
+    (torch_wq, torch_wk), torch_ms = time_torch(torch_gradient(h, y, wq, wk, steps), reps)
+    print(json.dumps({
+        'benchmark': 'training step', 'b': b, 'n': n, 'd': d, 'steps': steps,
+        'ours_gpu_ms': gpu_ms, 'ours_cpu_ms': cpu_ms, 'torch_gpu_ms': torch_ms,
+        'gpu_vs_cpu': {k: difference(gpu[k], cpu[k]) for k in sorted(cpu)},
+        'gpu_vs_torch': {'adjoint.Wq': difference(gpu['adjoint.Wq'], torch_wq.cpu().numpy().ravel()),
+                         'adjoint.Wk': difference(gpu['adjoint.Wk'], torch_wk.cpu().numpy().ravel())},
+    }))
+
+
+if __name__ == '__main__':
+    main()
