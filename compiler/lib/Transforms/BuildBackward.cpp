@@ -680,6 +680,14 @@ private:
       if (failed(term))
         return failure();
       Location loc = grad.getLoc();
+      if (!grad.getOfAttr()) {
+        FailureOr<bool> fixed =
+            pullBackThroughFixedLets(tensor, adjoint, builder, loc);
+        if (failed(fixed))
+          return failure();
+        if (*fixed)
+          continue;
+      }
       auto [let, through] = residualStream(tensor, grad.getOfAttr());
       if (!let) {
         pullBackThrough(term->first, term->second, adjoint, builder, loc);
@@ -709,6 +717,153 @@ private:
       }
     }
     return success();
+  }
+
+  /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ where the energy reads lets F that read no state
+  /// (a Transformer's embedded tokens, the keys of a conditional energy):
+  /// the directional term is taken of the energy with each F read from a
+  /// tensor F.value that holds F's value, so that ∇_{F.value} of it is F's
+  /// cotangent, pulled back through F (one outer product per position) to
+  /// the tensors F reads. Returns false, adding nothing, where no such let
+  /// is read.
+  FailureOr<bool> pullBackThroughFixedLets(StringRef tensor, Value adjoint,
+                                           OpBuilder &builder, Location loc) {
+    FailureOr<TermOp> energy = energyOfFixedLets();
+    if (failed(energy))
+      return failure();
+    if (!*energy)
+      return false;
+    FailureOr<std::pair<TermOp, StringRef>> term =
+        directionalTerm(tensor, FlatSymbolRefAttr::get(*energy));
+    if (failed(term))
+      return failure();
+    StoreOp::create(builder, loc, adjoint, ref(term->second));
+    for (LetOp let : fixedLets)
+      StoreOp::create(
+          builder, loc,
+          ReadOp::create(
+              builder, loc, let.getArrayType(), ref(let.getSymName()),
+              AffineMapAttr::get(AffineMap::get(context)), ValueRange()),
+          ref(valueTensor(let)));
+    for (StringRef read : readTensors(term->first.getBody(), model)) {
+      if (!differentiable.contains(read))
+        continue;
+      Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
+                                     ref(term->first.getSymName()))
+                          ->getResult(0);
+      addTensorAdjoint(builder, loc, read, product);
+    }
+    for (LetOp let : fixedLets) {
+      StringRef value = valueTensor(let);
+      Value cotangent = GradOp::create(builder, loc, typeOf(value), ref(value),
+                                       ref(term->first.getSymName()))
+                            ->getResult(0);
+      auto [letTerm, letCotangent] = letPullback(let);
+      StoreOp::create(builder, loc, cotangent, ref(letCotangent));
+      for (StringRef read : readTensors(let.getBody(), model)) {
+        if (!differentiable.contains(read))
+          continue;
+        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
+                                       ref(letTerm.getSymName()))
+                            ->getResult(0);
+        addTensorAdjoint(builder, loc, read, product);
+      }
+    }
+    return true;
+  }
+
+  /// The tensor `F.value` that stands for the let F in energyOfFixedLets.
+  StringRef valueTensor(LetOp let) {
+    SmallVector<Attribute> shape;
+    for (StringRef dim : let.getArrayType().getShape())
+      shape.push_back(ref(dim));
+    return auxiliaryTensor(let.getSymName(), "value",
+                           ArrayAttr::get(context, shape), kCotangentOf);
+  }
+
+  /// The auxiliary term `energy.fixed_lets`: the sum of the energy terms,
+  /// with every let that reads no state and some differentiable tensor
+  /// (`fixedLets`) read from its value tensor and the other lets inlined;
+  /// made on first use, null where no such let is read.
+  FailureOr<TermOp> energyOfFixedLets() {
+    constexpr StringLiteral kName = "energy.fixed_lets";
+    if (auto existing = symbols.lookup<TermOp>(kName))
+      return existing;
+    if (fixedLetsSearched)
+      return TermOp();
+    fixedLetsSearched = true;
+    SmallVector<TermOp> terms;
+    llvm::SetVector<StringRef> lets;
+    for (TermOp term : model.getBody().front().getOps<TermOp>()) {
+      if (term.getAuxiliary() || term.getLoss())
+        continue;
+      terms.push_back(term);
+      term.getBody().walk([&](ReadOp read) {
+        if (symbols.lookup<LetOp>(read.getSource()))
+          lets.insert(read.getSource());
+      });
+    }
+    // Every let the energy reads, through other lets too.
+    for (size_t i = 0; i < lets.size(); ++i)
+      symbols.lookup<LetOp>(lets[i]).getBody().walk([&](ReadOp read) {
+        if (symbols.lookup<LetOp>(read.getSource()))
+          lets.insert(read.getSource());
+      });
+    for (StringRef name : lets) {
+      auto let = symbols.lookup<LetOp>(name);
+      llvm::SetVector<StringRef> reads = readTensors(let.getBody(), model);
+      bool readsState = llvm::any_of(reads, [&](StringRef tensor) {
+        return symbols.lookup<TensorOp>(tensor).getRole() == Role::state;
+      });
+      bool readsDifferentiable = llvm::any_of(reads, [&](StringRef tensor) {
+        return differentiable.contains(tensor);
+      });
+      if (!readsState && readsDifferentiable)
+        fixedLets.push_back(let);
+    }
+    if (fixedLets.empty() || terms.empty())
+      return TermOp();
+
+    OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
+    auto energy = TermOp::create(declarations, model.getLoc(),
+                                 declarations.getStringAttr(kName),
+                                 /*auxiliary=*/true, /*loss=*/false);
+    OpBuilder body = OpBuilder::atBlockEnd(&energy.getBody().emplaceBlock());
+    Value sum;
+    for (TermOp term : terms) {
+      IRMapping mapping;
+      Block &source = term.getBody().front();
+      for (Operation &op : source.without_terminator())
+        body.clone(op, mapping);
+      Value value = mapping.lookup(
+          cast<YieldOp>(source.getTerminator()).getValues().front());
+      sum = sum ? AddOp::create(body, term.getLoc(), sum, value).getResult()
+                : value;
+    }
+    YieldOp::create(body, model.getLoc(), sum);
+    symbols.insert(energy);
+    SymbolTableCollection tables;
+    llvm::SmallPtrSet<Operation *, 4> fixed;
+    for (LetOp let : fixedLets)
+      fixed.insert(let);
+    if (failed(inlineLets(energy.getBody(), tables,
+                          [&](LetOp let) { return fixed.contains(let); })))
+      return failure();
+    SmallVector<ReadOp> reads;
+    energy.getBody().walk([&](ReadOp read) {
+      if (symbols.lookup<LetOp>(read.getSource()))
+        reads.push_back(read);
+    });
+    for (ReadOp read : reads) {
+      OpBuilder at(read);
+      auto let = symbols.lookup<LetOp>(read.getSource());
+      Value replacement = ReadOp::create(at, read.getLoc(), read.getType(),
+                                         ref(valueTensor(let)),
+                                         read.getMapAttr(), read.getIndices());
+      read.getResult().replaceAllUsesWith(replacement);
+      read.erase();
+    }
+    return energy;
   }
 
   /// The residual let S = x + R through which the energy terms (the term
@@ -843,6 +998,9 @@ private:
   llvm::MapVector<StringRef, Value> tensorAdjoints;
   /// For each store of the forward sweep, the value it replaced.
   DenseMap<Operation *, Value> replaced;
+  /// The lets energyOfFixedLets reads from value tensors.
+  SmallVector<LetOp> fixedLets;
+  bool fixedLetsSearched = false;
 };
 
 struct BuildBackwardPass

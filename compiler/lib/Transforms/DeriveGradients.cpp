@@ -26,49 +26,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Replaces every read of a let inside `region` by a copy of the let's body
-/// at the read's indices, until no let is read. Fails (with an error) on a
-/// read that slices a let without fixing all of its domain indices.
-LogicalResult inlineLets(Region &region, SymbolTableCollection &tables) {
-  while (true) {
-    SmallVector<ReadOp> letReads;
-    region.walk([&](ReadOp read) {
-      if (isa_and_nonnull<LetOp>(
-              tables.lookupNearestSymbolFrom(read, read.getSourceAttr())))
-        letReads.push_back(read);
-    });
-    if (letReads.empty())
-      return success();
-    for (ReadOp read : letReads) {
-      auto let = cast<LetOp>(
-          tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
-      unsigned domainRank = let.getDomain().size();
-      AffineMap map = read.getMap();
-      if (map.getNumResults() != domainRank)
-        return read.emitOpError()
-               << "reads let " << read.getSourceAttr() << " with "
-               << map.getNumResults() << " indices; gradients need all "
-               << domainRank << " indices of its domain fixed";
-      OpBuilder builder(read);
-      ValueRange operands = read.getIndices();
-      ValueRange dims = operands.take_front(map.getNumDims());
-      ValueRange symbols = operands.drop_front(map.getNumDims());
-      IRMapping mapping;
-      Block &body = let.getBody().front();
-      for (auto [argument, expr] :
-           llvm::zip(body.getArguments(), map.getResults()))
-        mapping.map(argument, materializeAffineExpr(builder, read.getLoc(),
-                                                    expr, dims, symbols));
-      for (Operation &op : body.without_terminator())
-        builder.clone(op, mapping);
-      Value value = mapping.lookup(
-          cast<YieldOp>(body.getTerminator()).getValues().front());
-      read.replaceAllUsesWith(value);
-      read.erase();
-    }
-  }
-}
-
 /// Reverse-mode differentiation of the energy terms of a model with respect
 /// to the tensors of an `energy.gradient`, appending to its body: one
 /// recomputation and one reverse sweep serve them all.
@@ -371,6 +328,49 @@ private:
 };
 
 } // namespace
+
+LogicalResult mlir::energy::inlineLets(Region &region,
+                                       SymbolTableCollection &tables,
+                                       function_ref<bool(LetOp)> kept) {
+  while (true) {
+    SmallVector<ReadOp> letReads;
+    region.walk([&](ReadOp read) {
+      auto let = dyn_cast_or_null<LetOp>(
+          tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
+      if (let && !(kept && kept(let)))
+        letReads.push_back(read);
+    });
+    if (letReads.empty())
+      return success();
+    for (ReadOp read : letReads) {
+      auto let = cast<LetOp>(
+          tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
+      unsigned domainRank = let.getDomain().size();
+      AffineMap map = read.getMap();
+      if (map.getNumResults() != domainRank)
+        return read.emitOpError()
+               << "reads let " << read.getSourceAttr() << " with "
+               << map.getNumResults() << " indices; gradients need all "
+               << domainRank << " indices of its domain fixed";
+      OpBuilder builder(read);
+      ValueRange operands = read.getIndices();
+      ValueRange dims = operands.take_front(map.getNumDims());
+      ValueRange symbols = operands.drop_front(map.getNumDims());
+      IRMapping mapping;
+      Block &body = let.getBody().front();
+      for (auto [argument, expr] :
+           llvm::zip(body.getArguments(), map.getResults()))
+        mapping.map(argument, materializeAffineExpr(builder, read.getLoc(),
+                                                    expr, dims, symbols));
+      for (Operation &op : body.without_terminator())
+        builder.clone(op, mapping);
+      Value value = mapping.lookup(
+          cast<YieldOp>(body.getTerminator()).getValues().front());
+      read.replaceAllUsesWith(value);
+      read.erase();
+    }
+  }
+}
 
 FailureOr<GradientOp> mlir::energy::getOrDeriveGradient(ModelOp model,
                                                         StringRef tensor,

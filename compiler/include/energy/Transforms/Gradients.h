@@ -26,6 +26,13 @@ FailureOr<GradientOp> getOrDeriveGradient(ModelOp model,
                                           ArrayRef<FlatSymbolRefAttr> tensors,
                                           FlatSymbolRefAttr of = {});
 
+/// Replaces every read of a let inside `region` (but those of the lets
+/// `kept` holds to) by a copy of the let's body at the read's indices,
+/// until no such read is left. Fails (with an error) on a read that slices
+/// a let without fixing all of its domain indices.
+LogicalResult inlineLets(Region &region, SymbolTableCollection &tables,
+                         function_ref<bool(LetOp)> kept = nullptr);
+
 /// Appends to the model the auxiliary term `name` = ⟨g, v⟩, where g is the
 /// gradient `gradient` computes and v the tensor `direction` (of g's
 /// shape): every `energy.accumulate %g into @x[i]` becomes the sum of
