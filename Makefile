@@ -14,7 +14,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 
                 python3-torch \
                 libgraphviz-dev libcairo2-dev pkg-config
 
-.PHONY: all deps build test test-sanitized fuzz demo bench install clean
+.PHONY: all deps build test test-sanitized fuzz demo demo-training bench install clean
 
 all: build
 
@@ -91,6 +91,20 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
+
+# The training demonstrations of docs/models.md (minutes, not part of `make
+# test`): the argmax task of paper 003 and the character-level language model
+# against PyTorch, figures under $(BUILD_DIR)/demos. DEMO_ARGS passes options
+# to the char-LM demo, e.g. DEMO_ARGS="--sequences 5535 --epochs 2".
+DEMO_PACKAGES := python3-torch bible-kjv bible-kjv-text
+DEMO_ARGS     ?=
+
+demo-training: build
+	@./tools/scripts/install-deps.sh $(DEMO_PACKAGES)
+	/usr/bin/python3 examples/training/argmax_demo.py --build-dir $(BUILD_DIR) \
+	  --figure $(BUILD_DIR)/demos/argmax-training.svg
+	/usr/bin/python3 examples/training/char_lm_demo.py --build-dir $(BUILD_DIR) \
+	  --figure $(BUILD_DIR)/demos/char_lm-training.svg $(DEMO_ARGS)
 
 # Ours against the anchors (PyTorch, scikit-learn, OpenBLAS sgemm) in one run
 # on the same inputs; writes docs/benchmarks.md (bench/README.md). Not part of

@@ -247,11 +247,15 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
       y.low = std::min(y.low, yValue);
       y.high = std::max(y.high, yValue);
     }
+  bool clipped = usable(panel.yMax, y.log) && y.value(panel.yMax) < y.high;
+  if (clipped)
+    y.high = std::max(y.value(panel.yMax), y.low);
   widen(x.low, x.high);
   widen(y.low, y.high);
   double yPad = (y.high - y.low) * 0.05;
   y.low -= yPad;
-  y.high += yPad;
+  if (!clipped)
+    y.high += yPad;
   auto toX = [&](double data) { return left + x.fraction(data) * width; };
   auto toY = [&](double data) {
     return plotTop + (1 - y.fraction(data)) * height;
@@ -303,6 +307,9 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
   // The lines, each with a dot per point, and the legend.
   json::Array lines;
   for (auto [number, series] : llvm::enumerate(panel.series)) {
+    cairo_save(cr);
+    cairo_rectangle(cr, left, plotTop, width, height);
+    cairo_clip(cr);
     const Color &color = kPalette[number % std::size(kPalette)];
     cairo_set_source_rgb(cr, color.r, color.g, color.b);
     cairo_set_line_width(cr, 2);
@@ -325,6 +332,9 @@ json::Object drawPanel(Canvas &canvas, const Panel &panel, double top) {
           cairo_arc(cr, toX(series.x[i]), toY(series.y[i]), 2.5, 0, 2 * M_PI);
           cairo_fill(cr);
         }
+    cairo_restore(cr);
+    cairo_set_source_rgb(cr, color.r, color.g, color.b);
+    cairo_set_line_width(cr, 2);
     double legendY = plotTop + 14 + 20 * number;
     cairo_move_to(cr, left + width + 14, legendY - 4);
     cairo_line_to(cr, left + width + 40, legendY - 4);

@@ -12,6 +12,7 @@
 #ifndef ENERGY_TOOLS_CHARTS_CHARTS_H
 #define ENERGY_TOOLS_CHARTS_CHARTS_H
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct Panel {
   /// x takes whole numbers only (steps): no ticks between them.
   bool integerX = false;
   std::vector<Series> series;
+  /// The top of the y axis, when given (NaN: the data's maximum); lines
+  /// above it leave the frame.
+  double yMax = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// A matrix of values in [0, 1] shown as colours: rows top to bottom.

@@ -1,6 +1,7 @@
 //===- energy-curves.cpp - Draws columns of CSV files as line charts ------===//
 //
 // energy-curves OUT.svg|png --x COLUMN --y COLUMN [--title T] [--log-y]
+//               [--y-max Y]
 //   LABEL=FILE.csv ...
 // draws one line per file (column y against column x; rows where either is
 // empty are left out) in one chart: loss curves of several trainings side
@@ -10,9 +11,11 @@
 
 #include "Charts.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,6 +82,7 @@ std::string readSeries(const std::string &path, const std::string &x,
 int main(int argc, char **argv) {
   std::string out, x, y, title;
   bool logY = false, help = false;
+  double yMax = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::pair<std::string, std::string>> files;
   for (int i = 1; i < argc; ++i) {
     std::string argument = argv[i];
@@ -91,7 +95,13 @@ int main(int argc, char **argv) {
       title = value();
     else if (argument == "--log-y")
       logY = true;
-    else if (argument == "--help" || argument == "-h")
+    else if (argument == "--y-max") {
+      std::string text = value();
+      char *end = nullptr;
+      yMax = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != 0 || !std::isfinite(yMax))
+        return fail("--y-max needs a number, got '" + text + "'");
+    } else if (argument == "--help" || argument == "-h")
       help = true;
     else if (argument.rfind("--", 0) == 0)
       return fail("unknown option " + argument);
@@ -104,7 +114,7 @@ int main(int argc, char **argv) {
       return fail("expected LABEL=FILE.csv, got " + argument);
   }
   const char *usage = "usage: energy-curves OUT.svg|png --x COLUMN --y COLUMN "
-                      "[--title T] [--log-y] LABEL=FILE.csv ...";
+                      "[--title T] [--log-y] [--y-max Y] LABEL=FILE.csv ...";
   if (help) {
     std::printf("%s\n", usage);
     return 0;
@@ -116,6 +126,7 @@ int main(int argc, char **argv) {
   panel.xLabel = x;
   panel.yLabel = y;
   panel.logY = logY;
+  panel.yMax = yMax;
   for (const auto &[label, path] : files) {
     energy::charts::Series series;
     series.name = label;

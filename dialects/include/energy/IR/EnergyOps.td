@@ -842,7 +842,10 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
       stores, so that each `energy.grad` of the sweep sees the values its
       forward counterpart saw. The vector-Jacobian product of a gradient is
       the gradient of an auxiliary term ⟨∇E, c⟩ with the cotangent c stored
-      in `@X.cotangent`.
+      in `@X.cotangent`; where the energy reads lets that read no state, the
+      term is taken of the energy with each such let S read from a tensor
+      `@S.value` (marked `cotangent_of = @S`) holding its value, and the
+      gradient with respect to `@S.value` is pulled back through S.
     - `finish`, once after the first step's: a state initialised from
       another tensor (`state x = h`) passes its adjoint on to it.
 
