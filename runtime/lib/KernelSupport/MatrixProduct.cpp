@@ -9,7 +9,9 @@
 // kernels, about five times slower than its AVX-512 ones: when this library
 // loads OpenBLAS it names the core the CPU supports (OPENBLAS_CORETYPE:
 // SkylakeX with AVX-512, Haswell with AVX2), unless the user named one or
-// the process had loaded OpenBLAS already.
+// the process had loaded OpenBLAS already. OpenBLAS runs on one thread:
+// large products are cut into pieces of rows that the kernels' thread pool
+// shares out, so that one pool, not two, uses the cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,12 +94,28 @@ const Blas &blas() {
   return loaded;
 }
 
-/// OpenBLAS runs on as many threads as the kernels' pool.
-void matchThreads(const Blas &library) {
-  static std::atomic<int> current{0};
-  int threads = energy_support_num_threads();
-  if (library.setThreads && current.exchange(threads) != threads)
-    library.setThreads(threads);
+/// OpenBLAS runs on one thread. With its own threads beside the kernels'
+/// pool, both on the same cores (the pool's workers spinning between
+/// loops, OpenBLAS's yielding while they wait), a training step's small
+/// products and loops slowed each other down: on 2 cores, runs of the same
+/// step took 47 to 207 ms (68 to 72 median), 45 to 64 ms with one pool.
+void singleThreaded(const Blas &library) {
+  static std::atomic<bool> done{false};
+  if (library.setThreads && !done.exchange(true))
+    library.setThreads(1);
+}
+
+/// Multiply-adds below which a product is one BLAS call on the calling
+/// thread (tens of microseconds).
+constexpr int64_t kPieceWork = int64_t(1) << 20;
+
+/// The number of pieces of rows of C a product of these sizes is cut into:
+/// from its size alone, never from the number of threads, so that the
+/// result does not depend on it.
+int64_t piecesOf(int64_t m, int64_t n, int64_t k) {
+  int64_t byWork = (m * n * k) / kPieceWork;
+  int64_t byRows = m / 32;
+  return std::clamp<int64_t>(std::min(byWork, byRows), 1, 64);
 }
 
 /// Whether OpenBLAS takes a product of these sizes (its interface counts in
@@ -146,6 +164,43 @@ void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
                 beta, c, n);
 }
 
+/// A batch of products for BLAS, cut into pieces of rows of C: work item
+/// i is piece i % pieces of product i / pieces (of every product, summed
+/// in order, with `sum`).
+template <typename T> struct PiecedProducts {
+  const Blas *library;
+  int64_t batch, m, n, k, pieces, rowsPerPiece;
+  const T *a, *b;
+  int64_t aStride, bStride;
+  T *c;
+  bool transposeA, transposeB, sum;
+
+  void run(int64_t item) const {
+    int64_t piece = item % pieces;
+    int64_t first = piece * rowsPerPiece;
+    int64_t rows = std::min(m, first + rowsPerPiece) - first;
+    if (rows <= 0)
+      return;
+    int64_t lda = transposeA ? m : k;
+    int64_t rowOffset = transposeA ? first : first * lda;
+    int64_t begin = sum ? 0 : item / pieces, end = sum ? batch : begin + 1;
+    for (int64_t p = begin; p < end; ++p) {
+      const T *ap = a + p * aStride + rowOffset, *bp = b + p * bStride;
+      T *cp = (sum ? c : c + p * m * n) + first * n;
+      blasProduct(*library, transposeA ? kTranspose : kNoTranspose,
+                  transposeB ? kTranspose : kNoTranspose, int(rows), int(n),
+                  int(k), ap, int(lda), bp, int(transposeB ? k : n),
+                  T(sum && p > 0 ? 1 : 0), cp);
+    }
+  }
+
+  static void chunk(void *context, int64_t begin, int64_t end) {
+    auto *self = static_cast<const PiecedProducts *>(context);
+    for (int64_t item = begin; item < end; ++item)
+      self->run(item);
+  }
+};
+
 template <typename T>
 void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t aStride, const T *b, int64_t bStride, T *c,
@@ -158,7 +213,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
       (std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm)) &&
       fitsBlas(m, n, k);
   if (useBlas)
-    matchThreads(library);
+    singleThreaded(library);
   // Products that are one GEMM of the stacked matrices: A[p] B for every p
   // (the rows of all A[p] times one B), and Σ_p A[p]ᵀ B[p] (a sum over the
   // rows of all of them).
@@ -174,18 +229,33 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   }
   if (sum && (batch == 0 || !useBlas))
     std::fill(c, c + m * n, T(0));
-  for (int64_t p = 0; p < batch; ++p) {
-    const T *ap = a + p * aStride, *bp = b + p * bStride;
-    T *cp = sum ? c : c + p * m * n;
-    bool add = sum && p > 0;
-    if (useBlas)
-      blasProduct(library, transposeA ? kTranspose : kNoTranspose,
-                  transposeB ? kTranspose : kNoTranspose, int(m), int(n),
-                  int(k), ap, int(transposeA ? m : k), bp,
-                  int(transposeB ? k : n), T(add ? 1 : 0), cp);
+  if (useBlas && batch > 0) {
+    int64_t pieces = piecesOf(m, n, k * (sum ? batch : 1));
+    int64_t items = (sum ? 1 : batch) * pieces;
+    PiecedProducts<T> products{&library,
+                               batch,
+                               m,
+                               n,
+                               k,
+                               pieces,
+                               (m + pieces - 1) / pieces,
+                               a,
+                               b,
+                               aStride,
+                               bStride,
+                               c,
+                               transposeA,
+                               transposeB,
+                               sum};
+    if (items == 1)
+      products.run(0);
     else
-      fallbackProduct(m, n, k, ap, transposeA, bp, transposeB, sum, cp);
+      energy_support_parallel_for(PiecedProducts<T>::chunk, &products, items);
+    return;
   }
+  for (int64_t p = 0; p < batch; ++p)
+    fallbackProduct(m, n, k, a + p * aStride, transposeA, b + p * bStride,
+                    transposeB, sum, sum ? c : c + p * m * n);
 }
 
 } // namespace

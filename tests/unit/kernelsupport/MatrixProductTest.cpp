@@ -3,11 +3,14 @@
 // energy_support_matmul_batch_* against products summed in long double, for
 // every combination of transposed operands, shared operands (stride 0) and
 // summed batches, through OpenBLAS or (ENERGY_BLAS=none, a second run of
-// this test) the fallback loop.
+// this test) the fallback loop; products large enough to be cut into
+// pieces of rows for the thread pool give the same bits on 1 and 3
+// threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/KernelSupport/MatrixProduct.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include <doctest/doctest.h>
 
@@ -24,12 +27,17 @@ long double at(const T *matrix, bool transposed, int64_t rows, int64_t columns,
   return transposed ? matrix[j * rows + i] : matrix[i * columns + j];
 }
 
+struct Sizes {
+  int64_t batch, m, n, k;
+};
+
 template <typename T>
 void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
                                      const T *, int64_t, const T *, int64_t,
                                      T *, int64_t),
-                double tolerance) {
-  const int64_t batch = 3, m = 5, n = 7, k = 6;
+                double tolerance, Sizes sizes = {3, 5, 7, 6},
+                bool sameOnThreads = false) {
+  const auto [batch, m, n, k] = sizes;
   std::mt19937 generator(2026);
   std::uniform_real_distribution<double> uniform(-1, 1);
   for (int64_t flags = 0; flags < 8; ++flags)
@@ -65,6 +73,18 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
                       << sharedB);
         for (size_t e = 0; e < c.size(); ++e)
           CHECK(std::abs(double(c[e] - expected[e])) <= tolerance);
+        if (!sameOnThreads)
+          continue;
+        int32_t threads = energy_support_num_threads();
+        for (int32_t other : {1, 3}) {
+          energy_support_set_num_threads(other);
+          std::vector<T> again(c.size(), T(-7));
+          batchProduct(batch, m, n, k, a.data(), aStride, b.data(), bStride,
+                       again.data(), flags);
+          CHECK_MESSAGE(again == c,
+                        "different bits on " << other << " threads");
+        }
+        energy_support_set_num_threads(threads);
       }
 }
 
@@ -78,6 +98,14 @@ TEST_CASE("batch products: transposes, shared operands, sums (f32)") {
 
 TEST_CASE("batch products: transposes, shared operands, sums (f64)") {
   checkBatch<double>(energy_support_matmul_batch_f64, 1e-13);
+}
+
+// Products of 300 × 80 by 80 × 96 (summed over 3: 240 products a sum) are
+// cut into pieces of rows: the same bits on 1, 3 and the default number of
+// threads, and rounding errors of 240 terms of size ≤ 1.
+TEST_CASE("batch products cut into pieces for the thread pool (f32)") {
+  checkBatch<float>(energy_support_matmul_batch_f32, 1e-4, {3, 300, 96, 80},
+                    /*sameOnThreads=*/true);
 }
 
 TEST_CASE("batch products: an empty batch sums to zeros, empty inner dims "
