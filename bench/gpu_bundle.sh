@@ -35,7 +35,8 @@ $energyc "$here/models/attention_train.energy" \
 $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
-  "$bundle/scripts/"
+  "$here/training_step.py" "$here/benchlib.py" \
+  "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,

@@ -14,7 +14,9 @@ backward program; contractions with pair terms on the host) and the CPU
 artifact on the host's cores, from the same inputs; the GPU's adjoints are
 compared with the CPU's (relative to their largest entry; both f32). The
 anchor is training_step.py's PyTorch step (autograd with create_graph
-through the steps) run on the GPU in f32, timed with torch.cuda.synchronize.
+through the steps) run on the GPU in f32, timed with torch.cuda.synchronize
+(training_step.py, benchlib.py and tools/python/attention_numpy.py beside
+this script).
 """
 import json
 import os
@@ -23,36 +25,9 @@ import sys
 import tempfile
 
 import numpy as np
-import torch
 
 from gpu_attention import difference, time_torch, write_safetensors
-
-LR_DYN, BETA_DYN = 0.5, 0.8
-
-
-def torch_gradient(h, y, wq, wk, steps):
-    """Wq's and Wk's gradients of the loss after STEPS momentum steps, on
-    the GPU."""
-    tensors = [torch.tensor(a, device='cuda') for a in (h, y)]
-    d = h.shape[2]
-
-    def step():
-        ht, yt = tensors
-        tq = torch.tensor(wq, device='cuda', requires_grad=True)
-        tk = torch.tensor(wk, device='cuda', requires_grad=True)
-        x = ht.clone().requires_grad_(True)
-        velocity = torch.zeros_like(x)
-        for _ in range(steps):
-            scores = (x @ tq.T) @ (x @ tk.T).transpose(1, 2) / d ** 0.5
-            energy = -torch.logsumexp(scores, dim=2).sum()
-            (gradient,) = torch.autograd.grad(energy, x, create_graph=True)
-            velocity = BETA_DYN * velocity + gradient
-            x = x - LR_DYN * velocity
-        loss = 0.5 * ((x - yt) ** 2).sum(dim=(1, 2)).mean()
-        loss.backward()
-        return tq.grad, tk.grad
-
-    return step
+from training_step import torch_step
 
 
 def ours(energy_exec, artifact, device, inputs, steps, reps):
@@ -81,7 +56,7 @@ def main():
         write_safetensors(inputs, {'h': h, 'y': y, 'Wq': wq, 'Wk': wk})
         gpu, gpu_ms = ours(energy_exec, cuda_artifact, 'cuda', inputs, steps, reps)
         cpu, cpu_ms = ours(energy_exec, cpu_artifact, 'cpu', inputs, steps, reps)
-    (torch_wq, torch_wk), torch_ms = time_torch(torch_gradient(h, y, wq, wk, steps), reps)
+    (torch_wq, torch_wk), torch_ms = time_torch(torch_step(h, y, wq, wk, steps, 'cuda'), reps)
     print(json.dumps({
         'benchmark': 'training step', 'b': b, 'n': n, 'd': d, 'steps': steps,
         'ours_gpu_ms': gpu_ms, 'ours_cpu_ms': cpu_ms, 'torch_gpu_ms': torch_ms,

@@ -28,13 +28,15 @@ LR_DYN, BETA_DYN = 0.5, 0.8
 TOLERANCE = 1e-3
 
 
-def torch_step(h, y, wq0, wk0, steps):
-    ht, yt = torch.from_numpy(h), torch.from_numpy(y)
+def torch_step(h, y, wq0, wk0, steps, device='cpu'):
+    """A function that computes Wq's and Wk's gradients of the loss after
+    `steps` momentum steps, on `device` (bench/gpu_training.py: 'cuda')."""
+    ht, yt = (torch.from_numpy(a).to(device) for a in (h, y))
     d = h.shape[2]
 
     def step():
-        wq = torch.from_numpy(wq0).requires_grad_(True)
-        wk = torch.from_numpy(wk0).requires_grad_(True)
+        wq = torch.from_numpy(wq0).to(device).requires_grad_(True)
+        wk = torch.from_numpy(wk0).to(device).requires_grad_(True)
         x = ht.clone().requires_grad_(True)
         velocity = torch.zeros_like(x)
         for _ in range(steps):

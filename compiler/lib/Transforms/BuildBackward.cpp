@@ -651,14 +651,28 @@ private:
   void pullBackThrough(TermOp term, StringRef cotangent, Value adjoint,
                        OpBuilder &builder, Location loc) {
     StoreOp::create(builder, loc, adjoint, ref(cotangent));
-    for (StringRef tensor : readTensors(term.getBody(), model)) {
-      if (!differentiable.contains(tensor))
+    addGradients(term, readTensors(term.getBody(), model), builder, loc);
+  }
+
+  /// Adds the gradient of `term` with respect to each differentiable tensor
+  /// of `tensors` but those `skipped` holds into its adjoint; returns the
+  /// gradient with respect to `wanted` (null if none was taken).
+  Value addGradients(TermOp term, const llvm::SetVector<StringRef> &tensors,
+                     OpBuilder &builder, Location loc,
+                     const llvm::SetVector<StringRef> &skipped = {},
+                     StringRef wanted = {}) {
+    Value found;
+    for (StringRef tensor : tensors) {
+      if (!differentiable.contains(tensor) || skipped.contains(tensor))
         continue;
       Value product = GradOp::create(builder, loc, typeOf(tensor), ref(tensor),
                                      ref(term.getSymName()))
                           ->getResult(0);
       addTensorAdjoint(builder, loc, tensor, product);
+      if (tensor == wanted)
+        found = product;
     }
+    return found;
   }
 
   /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ for every tensor Y: the gradient of the auxiliary
@@ -694,27 +708,14 @@ private:
         continue;
       }
       StoreOp::create(builder, loc, adjoint, ref(term->second));
-      Value inStream;
-      for (StringRef read : readTensors(term->first.getBody(), model)) {
-        if (!differentiable.contains(read) || through.contains(read))
-          continue;
-        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
-                                       ref(term->first.getSymName()))
-                            ->getResult(0);
-        addTensorAdjoint(builder, loc, read, product);
-        if (read == tensor)
-          inStream = product;
-      }
+      Value inStream =
+          addGradients(term->first, readTensors(term->first.getBody(), model),
+                       builder, loc, through, tensor);
       if (!inStream)
         continue;
       auto [letTerm, letCotangent] = letPullback(let);
       StoreOp::create(builder, loc, inStream, ref(letCotangent));
-      for (StringRef read : through) {
-        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
-                                       ref(letTerm.getSymName()))
-                            ->getResult(0);
-        addTensorAdjoint(builder, loc, read, product);
-      }
+      addGradients(letTerm, through, builder, loc);
     }
     return success();
   }
@@ -745,14 +746,8 @@ private:
               builder, loc, let.getArrayType(), ref(let.getSymName()),
               AffineMapAttr::get(AffineMap::get(context)), ValueRange()),
           ref(valueTensor(let)));
-    for (StringRef read : readTensors(term->first.getBody(), model)) {
-      if (!differentiable.contains(read))
-        continue;
-      Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
-                                     ref(term->first.getSymName()))
-                          ->getResult(0);
-      addTensorAdjoint(builder, loc, read, product);
-    }
+    addGradients(term->first, readTensors(term->first.getBody(), model),
+                 builder, loc);
     for (LetOp let : fixedLets) {
       StringRef value = valueTensor(let);
       Value cotangent = GradOp::create(builder, loc, typeOf(value), ref(value),
@@ -760,14 +755,7 @@ private:
                             ->getResult(0);
       auto [letTerm, letCotangent] = letPullback(let);
       StoreOp::create(builder, loc, cotangent, ref(letCotangent));
-      for (StringRef read : readTensors(let.getBody(), model)) {
-        if (!differentiable.contains(read))
-          continue;
-        Value product = GradOp::create(builder, loc, typeOf(read), ref(read),
-                                       ref(letTerm.getSymName()))
-                            ->getResult(0);
-        addTensorAdjoint(builder, loc, read, product);
-      }
+      addGradients(letTerm, readTensors(let.getBody(), model), builder, loc);
     }
     return true;
   }
