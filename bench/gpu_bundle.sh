@@ -34,6 +34,7 @@ $energyc "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cuda.so"
 $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
+cp "$build/tests/e2e/energy-device-buffers" "$bundle/bin/"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
   "$here/training_step.py" "$here/benchlib.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
@@ -41,9 +42,9 @@ cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
-# then every example against the interpreter (f32, f64, bf16) and every
-# loss model's gradient (f32, f64); each under a time limit, results in
-# $OUT.
+# the C API's device buffers and streams, then every example against the
+# interpreter (f32, f64, bf16) and every loss model's gradient (f32, f64);
+# each under a time limit, results in $OUT.
 cd "$(dirname "$0")"
 E=bin/energy-exec
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
@@ -62,6 +63,8 @@ bench gmm1e6 120 gpu_gmm.py $E artifacts/gmm_em.bench.so 1000000 5
 T="gpu_training.py $E artifacts/attention_train.cuda.so artifacts/attention_train.cpu.so"
 bench train64 60 $T 4 64 64 4 10
 bench train1024 90 $T 8 1024 64 4 5
+timeout 60 bin/energy-device-buffers artifacts/self_attention.bench.so
+echo "device buffers rc=$?"
 timeout 240 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
   > "$OUT/gpu_check.log" 2>&1
 echo "gpu_check rc=$?"; grep -v " ok " "$OUT/gpu_check.log" | tail -30

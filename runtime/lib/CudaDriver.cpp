@@ -97,6 +97,16 @@ void energy::synchronizeDevice() {
     driverApi().ctxSynchronize();
 }
 
+Status energy::waitForStream(void *stream) {
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return Status::error(error);
+  if (CUresult result = driverApi().streamSynchronize(stream);
+      result != kSuccess)
+    return Status::error("CUDA: cannot wait for the application's stream: " +
+                         driverApi().describe(result));
+  return Status::success();
+}
+
 Expected<TensorMemory> energy::cudaManagedMemory() {
   if (std::string error = makeContextCurrent(); !error.empty())
     return Status::error(error);

@@ -342,6 +342,9 @@ const Tensor &Session::readBuffer(size_t index) {
 
 Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                      int64_t step, double *result) {
+  if (stream)
+    if (Status status = waitForStream(stream); !status)
+      return status.withContext(symbol);
   std::vector<void *> pointers;
   bool tracing = deviceMemory && cudaTracing();
   auto start = std::chrono::steady_clock::now();
@@ -454,7 +457,7 @@ Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
   return &buffers[*owner.manifest().findGradientBuffer(tensor)];
 }
 
-Expected<Tensor> Session::get(const std::string &name) {
+Expected<size_t> Session::valueBuffer(const std::string &name) {
   const Manifest &manifest = owner.manifest();
   std::optional<size_t> index = manifest.findBuffer(name);
   if (!index || manifest.buffers[*index].kind == BufferKind::Gradient)
@@ -471,7 +474,44 @@ Expected<Tensor> Session::get(const std::string &name) {
         !status)
       return status;
   }
+  return *index;
+}
+
+Expected<Tensor> Session::get(const std::string &name) {
+  Expected<size_t> index = valueBuffer(name);
+  if (!index)
+    return index.status();
   return readBuffer(*index);
+}
+
+Expected<Tensor *> Session::deviceBuffer(const std::string &name) {
+  if (!deviceMemory)
+    return Status::error("deviceBuffer('" + name + "'): model " +
+                         owner.manifest().model +
+                         " runs on the CPU; its tensors are host arrays (get)");
+  Expected<size_t> index = valueBuffer(name);
+  if (!index)
+    return index.status();
+  Tensor &buffer = buffers[*index];
+  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  return &buffer;
+}
+
+Expected<const Tensor *> Session::deviceGradient(const std::string &tensor) {
+  if (!deviceMemory)
+    return Status::error("deviceGradient('" + tensor + "'): model " +
+                         owner.manifest().model +
+                         " runs on the CPU; its gradients are host arrays "
+                         "(gradient)");
+  return computeGradient(tensor);
+}
+
+Status Session::setStream(void *applicationStream) {
+  if (!deviceMemory)
+    return Status::error("setStream: model " + owner.manifest().model +
+                         " runs on the CPU, not on a CUDA stream");
+  stream = applicationStream;
+  return Status::success();
 }
 
 Expected<std::map<std::string, Tensor>> Session::stateTensors() {

@@ -85,6 +85,27 @@ int energy_session_gradient(energy_session *session, const char *name,
                             size_t capacity_elements, int64_t *shape_out,
                             size_t *rank_inout);
 
+/* Sessions of CUDA artifacts (energy_model_device "cuda"): the session's
+ * own buffer of tensor or output `name` (an output computed first), or with
+ * energy_session_device_gradient the gradient of the energy with respect to
+ * tensor `name` computed into the session's buffer, as `*data`, `*bytes`
+ * long (row-major elements of the model's type, the shape
+ * energy_session_get gives), in memory that the GPU and the host both
+ * address (CUDA managed memory), on the GPU: an application's kernels read
+ * or write it in place, without copies. Valid until the session is freed
+ * or `name` is bound to an array of another shape; a gradient until the
+ * next call that evaluates anything. An error for a session on the CPU. */
+int energy_session_device_buffer(energy_session *session, const char *name,
+                                 void **data, size_t *bytes);
+int energy_session_device_gradient(energy_session *session, const char *name,
+                                   void **data, size_t *bytes);
+/* Sessions of CUDA artifacts: the work an application queued on `stream`
+ * (a CUstream or cudaStream_t; NULL for none) is waited for at the start of
+ * each evaluation, so that a buffer it writes there is seen. The session's
+ * kernels run on the default stream, and each call returns when they are
+ * done. An error for a session on the CPU. */
+int energy_session_set_stream(energy_session *session, void *stream);
+
 /* The global energy of the current values. */
 int energy_session_energy(energy_session *session, double *out);
 /* One step of the dynamics. */

@@ -126,6 +126,26 @@ TEST_CASE("C API errors return non-zero with a message") {
   CHECK(energy_session_step(nullptr) != 0);
   CHECK(std::string(energy_last_error()) ==
         "energy_session_step: session is NULL");
+
+  // The device buffers and streams of CUDA sessions, on a CPU session.
+  void *data = &rank;
+  size_t bytes = 7;
+  CHECK(energy_session_device_buffer(session, "x", &data, &bytes) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_device_buffer: deviceBuffer('x'): model quadratic "
+        "runs on the CPU; its tensors are host arrays (get)");
+  CHECK(energy_session_device_gradient(session, "x", &data, &bytes) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_device_gradient: deviceGradient('x'): model "
+        "quadratic runs on the CPU; its gradients are host arrays (gradient)");
+  CHECK((data == &rank && bytes == 7));
+  CHECK(energy_session_device_buffer(session, "x", nullptr, &bytes) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_device_buffer: session, name, data or bytes is NULL");
+  CHECK(energy_session_set_stream(session, nullptr) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_set_stream: setStream: model quadratic runs on the "
+        "CPU, not on a CUDA stream");
   energy_session_free(session);
   energy_model_free(model);
 }

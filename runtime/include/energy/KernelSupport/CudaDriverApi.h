@@ -67,6 +67,8 @@ struct DriverApi {
   /// Optional (null where the driver lacks it): a hint, never needed.
   CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                void *) = nullptr;
+  /// Waits for the work queued on an application's stream (a CUstream).
+  CUresult (*streamSynchronize)(void *) = nullptr;
   /// Why the driver cannot be used; empty when it can.
   std::string error;
 
@@ -127,6 +129,7 @@ inline const DriverApi &driverApi() {
     bind(loaded.moduleLoadData, "cuModuleLoadData");
     bind(loaded.moduleGetFunction, "cuModuleGetFunction");
     bind(loaded.launchKernel, "cuLaunchKernel");
+    bind(loaded.streamSynchronize, "cuStreamSynchronize");
     loaded.memPrefetchAsync =
         reinterpret_cast<decltype(loaded.memPrefetchAsync)>(
             dlsym(handle, "cuMemPrefetchAsync_v2"));

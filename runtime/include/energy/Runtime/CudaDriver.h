@@ -54,6 +54,9 @@ void copyToDevice(void *destination, const void *source, size_t bytes);
 bool cudaTracing();
 /// Waits until the GPU has done what was queued (tracing's times).
 void synchronizeDevice();
+/// Waits for the work queued on an application's CUDA stream (a CUstream);
+/// the driver's error otherwise.
+Status waitForStream(void *stream);
 
 } // namespace energy
 

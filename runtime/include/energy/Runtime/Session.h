@@ -110,6 +110,21 @@ public:
   Expected<const Tensor *> computeGradient(const std::string &tensor);
   /// The value of a tensor, or an output computed from the current values.
   Expected<Tensor> get(const std::string &name);
+  /// For a session of a CUDA artifact: the session's own buffer of tensor
+  /// or output `name` (an output computed first), in memory that the GPU
+  /// and the host both address, moved to the GPU, so that an application's
+  /// GPU work reads or writes it in place, without copies. Valid until the
+  /// session is destroyed or `name` is bound to an array of another shape.
+  /// An error for a session on the CPU (its tensors are host arrays: get).
+  Expected<Tensor *> deviceBuffer(const std::string &name);
+  /// For a session of a CUDA artifact: computeGradient, whose buffer is on
+  /// the GPU in the memory deviceBuffer describes. An error on the CPU.
+  Expected<const Tensor *> deviceGradient(const std::string &tensor);
+  /// Work an application queued on `stream` (a CUstream; null for none) is
+  /// waited for at the start of each evaluation, so that a buffer it writes
+  /// on that stream is seen. The kernels run on the default stream, and
+  /// each call returns when they are done. An error on the CPU.
+  Status setStream(void *stream);
   /// Every state tensor (optimizer state included) by name.
   Expected<std::map<std::string, Tensor>> stateTensors();
 
@@ -204,6 +219,7 @@ private:
   /// consts, result: 8 bytes each).
   std::optional<TensorMemory> deviceMemory;
   std::optional<Tensor> deviceArguments;
+  void *stream = nullptr;
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
   /// For a model with a loss: each state's value when the buffers were set
@@ -211,6 +227,8 @@ private:
   std::map<size_t, Tensor> initialStates;
   /// The steps and the step count a backward run uses.
   Expected<int64_t> defaultStepCount();
+  /// The buffer of tensor or output `name`, an output computed first.
+  Expected<size_t> valueBuffer(const std::string &name);
   /// Copies `value` into buffer `index` (on the device for a CUDA
   /// artifact).
   void overwriteBuffer(size_t index, const Tensor &value);
