@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LetReads.h"
 #include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
 
@@ -13,7 +14,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYBUILDBACKWARD
@@ -28,100 +28,6 @@ namespace {
 constexpr StringLiteral kAdjointOf = "adjoint_of";
 constexpr StringLiteral kCotangentOf = "cotangent_of";
 constexpr StringLiteral kSolverOf = "solver_of";
-
-/// The tensors that `region` reads, directly or through lets.
-void collectReadTensors(Region &region, ModelOp model,
-                        llvm::SetVector<StringRef> &tensors,
-                        llvm::StringSet<> &visitedLets) {
-  region.walk([&](ReadOp read) {
-    Operation *source = SymbolTable::lookupSymbolIn(model, read.getSource());
-    if (auto let = dyn_cast_or_null<LetOp>(source)) {
-      if (visitedLets.insert(let.getSymName()).second)
-        collectReadTensors(let.getBody(), model, tensors, visitedLets);
-    } else if (isa_and_nonnull<TensorOp>(source)) {
-      tensors.insert(read.getSource());
-    }
-  });
-}
-
-llvm::SetVector<StringRef> readTensors(Region &region, ModelOp model) {
-  llvm::SetVector<StringRef> tensors;
-  llvm::StringSet<> visitedLets;
-  collectReadTensors(region, model, tensors, visitedLets);
-  return tensors;
-}
-
-/// Whether `region` reads `tensor` other than through the let `through`:
-/// directly, or through another let that reaches it.
-bool readsBeside(Region &region, StringRef tensor, StringRef through,
-                 ModelOp model) {
-  llvm::SetVector<StringRef> reached;
-  llvm::StringSet<> visitedLets;
-  visitedLets.insert(through);
-  collectReadTensors(region, model, reached, visitedLets);
-  return reached.contains(tensor);
-}
-
-/// Whether `let` is a residual stream of `tensor`: its element at each
-/// index of its domain is `tensor` at the same index plus terms that do not
-/// read `tensor`, so that its Jacobian with respect to `tensor` is the
-/// identity.
-bool isResidualOf(LetOp let, StringRef tensor, ModelOp model) {
-  Block &body = let.getBody().front();
-  Value element = cast<YieldOp>(body.getTerminator()).getValues().front();
-  auto isTheRead = [&](Value value) {
-    auto read = value.getDefiningOp<ReadOp>();
-    return read && read.getSource() == tensor && read.getMap().isIdentity() &&
-           read.getMap().getNumDims() == body.getNumArguments() &&
-           llvm::equal(read.getIndices(), body.getArguments());
-  };
-  // Whether `value` depends on a read of the tensor (directly, or through
-  // another let that reads it).
-  auto readsTensor = [&](Value value) {
-    SmallVector<Value> pending{value};
-    llvm::SmallPtrSet<Operation *, 16> seen;
-    while (!pending.empty()) {
-      Operation *op = pending.pop_back_val().getDefiningOp();
-      if (!op || !seen.insert(op).second)
-        continue;
-      bool reads = false;
-      op->walk([&](ReadOp read) {
-        Operation *source =
-            SymbolTable::lookupSymbolIn(model, read.getSource());
-        if (read.getSource() == tensor)
-          reads = true;
-        else if (auto inner = dyn_cast_or_null<LetOp>(source))
-          reads |= readTensors(inner.getBody(), model).contains(tensor);
-      });
-      if (reads)
-        return true;
-      op->walk([&](Operation *nested) {
-        llvm::append_range(pending, nested->getOperands());
-      });
-    }
-    return false;
-  };
-  // The element as a sum: exactly one addend is the read, none of the
-  // others reads the tensor.
-  SmallVector<Value> addends{element}, others;
-  unsigned reads = 0;
-  while (!addends.empty()) {
-    Value value = addends.pop_back_val();
-    if (auto add = value.getDefiningOp<AddOp>();
-        add && add.getLhs().getType() == add.getRhs().getType() &&
-        add.getLhs().getType() == add.getType()) {
-      addends.push_back(add.getLhs());
-      addends.push_back(add.getRhs());
-      continue;
-    }
-    if (isTheRead(value))
-      ++reads;
-    else
-      others.push_back(value);
-  }
-  return reads == 1 &&
-         llvm::none_of(others, [&](Value other) { return readsTensor(other); });
-}
 
 /// Whether `op`, between a store to `tensor` and the next one, may read
 /// what the store wrote: a read of the tensor, of a let (which may read
@@ -812,45 +718,14 @@ private:
     if (fixedLets.empty() || terms.empty())
       return TermOp();
 
-    OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
-    auto energy = TermOp::create(declarations, model.getLoc(),
-                                 declarations.getStringAttr(kName),
-                                 /*auxiliary=*/true, /*loss=*/false);
-    OpBuilder body = OpBuilder::atBlockEnd(&energy.getBody().emplaceBlock());
-    Value sum;
-    for (TermOp term : terms) {
-      IRMapping mapping;
-      Block &source = term.getBody().front();
-      for (Operation &op : source.without_terminator())
-        body.clone(op, mapping);
-      Value value = mapping.lookup(
-          cast<YieldOp>(source.getTerminator()).getValues().front());
-      sum = sum ? AddOp::create(body, term.getLoc(), sum, value).getResult()
-                : value;
-    }
-    YieldOp::create(body, model.getLoc(), sum);
-    symbols.insert(energy);
-    SymbolTableCollection tables;
-    llvm::SmallPtrSet<Operation *, 4> fixed;
+    SmallVector<StringRef> values;
     for (LetOp let : fixedLets)
-      fixed.insert(let);
-    if (failed(inlineLets(energy.getBody(), tables,
-                          [&](LetOp let) { return fixed.contains(let); })))
+      values.push_back(valueTensor(let));
+    FailureOr<TermOp> energy =
+        buildEnergyReadingValues(model, terms, fixedLets, values, kName);
+    if (failed(energy))
       return failure();
-    SmallVector<ReadOp> reads;
-    energy.getBody().walk([&](ReadOp read) {
-      if (symbols.lookup<LetOp>(read.getSource()))
-        reads.push_back(read);
-    });
-    for (ReadOp read : reads) {
-      OpBuilder at(read);
-      auto let = symbols.lookup<LetOp>(read.getSource());
-      Value replacement = ReadOp::create(at, read.getLoc(), read.getType(),
-                                         ref(valueTensor(let)),
-                                         read.getMapAttr(), read.getIndices());
-      read.getResult().replaceAllUsesWith(replacement);
-      read.erase();
-    }
+    symbols.insert(*energy);
     return energy;
   }
 
