@@ -169,10 +169,10 @@ std::string attentionSource(llvm::StringRef rule, llvm::StringRef extra = "") {
       .str();
 }
 
-Bindings bindAttention(ModelOp model, uint64_t seed = 3) {
+Bindings bindAttention(ModelOp model, uint64_t seed = 3, double scale = 0.5) {
   RandomBindingOptions options;
   options.seed = seed;
-  options.scale = 0.5;
+  options.scale = scale;
   return bindRandom(model, options);
 }
 
@@ -311,10 +311,7 @@ TEST_CASE("through a residual let: E and P's adjoints as one pull-back per "
     auto compiled = compileLossModel(residualSource(beside));
     CHECK(backwardDifferentiates(compiled->model, "g.backprop") ==
           beside.empty());
-    RandomBindingOptions options;
-    options.seed = 17;
-    options.scale = 0.6;
-    Bindings bindings = bindRandom(compiled->model, options);
+    Bindings bindings = bindAttention(compiled->model, 17, 0.6);
     checkAgainstFiniteDifferences(*compiled, bindings,
                                   {"E", "P", "Wq", "Wk", "W"});
   }
@@ -339,10 +336,7 @@ TEST_CASE("through lets that read no state: E and P's adjoints as the "
   dynamics { x: momentum(lr = 0.4, beta = 0.5); steps 2; }
 })");
   CHECK(backwardDifferentiates(compiled->model, "h.backprop"));
-  RandomBindingOptions options;
-  options.seed = 19;
-  options.scale = 0.6;
-  Bindings bindings = bindRandom(compiled->model, options);
+  Bindings bindings = bindAttention(compiled->model, 19, 0.6);
   checkAgainstFiniteDifferences(*compiled, bindings,
                                 {"E", "P", "Wq", "Wk", "W"});
 }
