@@ -1012,6 +1012,23 @@ template <class V> bool runPass(Pass<typename V::Scalar> &pass) {
   return !__atomic_load_n(&pass.failed, __ATOMIC_RELAXED);
 }
 
+/// One side's pass from its Pass: the pair terms' weights (`outer` the
+/// pass's own side's pair features, `inner` the other's), the other side's
+/// `features` packed, then the blocks; false when memory runs out.
+template <class V>
+bool preparePackRun(Pass<typename V::Scalar> &pass, const double *weights,
+                    const energy_softmax_contract_args &args,
+                    const void *const *outer, const void *const *inner,
+                    const typename V::Scalar *features) {
+  Buffer packedBuffer, listBuffer, pairBuffer, pairPackedBuffer;
+  return preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
+                         pass.numOutputs, weights, args.num_pair_terms,
+                         args.pair_depths, outer, inner, pass.problems,
+                         pass.innerCount) &&
+         packPass<V>(pass, features, packedBuffer, listBuffer) &&
+         runPass<V>(pass);
+}
+
 } // namespace contract
 
 /// The whole kernel for validated arguments (see SoftmaxContract.h), all the
@@ -1064,8 +1081,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   }
 
   if (rowSide) {
-    Buffer packedBuffer, listBuffer, normaliserBuffer, pairBuffer,
-        pairPackedBuffer;
+    Buffer normaliserBuffer;
     T *normalisers = nullptr;
     if (given) {
       normalisers = normaliserBuffer.allocate<T>(allRows);
@@ -1093,19 +1109,14 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  reinterpret_cast<T *const *>(args.row_outputs),
                  0};
     pass.problems = batch;
-    if (!preparePairs<V>(
-            pass.pairs, pairBuffer, pairPackedBuffer, args.num_row_outputs,
-            args.row_output_weights, args.num_pair_terms, args.pair_depths,
-            args.pair_row_features, args.pair_col_features, batch, cols) ||
-        !packPass<V>(pass, static_cast<const T *>(args.col_features),
-                     packedBuffer, listBuffer) ||
-        !runPass<V>(pass))
+    if (!preparePackRun<V>(pass, args.row_output_weights, args,
+                           args.pair_row_features, args.pair_col_features,
+                           static_cast<const T *>(args.col_features)))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
   if (colSide) {
-    Buffer packedBuffer, listBuffer, normaliserBuffer, pairBuffer,
-        pairPackedBuffer;
+    Buffer normaliserBuffer;
     // L/T per inner index, each problem's padded to whole strips.
     const int64_t padded = roundUp(rows, Tiling<V>::kStrip);
     int64_t allPadded;
@@ -1139,13 +1150,9 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  reinterpret_cast<T *const *>(args.col_outputs),
                  0};
     pass.problems = batch;
-    if (!preparePairs<V>(
-            pass.pairs, pairBuffer, pairPackedBuffer, args.num_col_outputs,
-            args.col_output_weights, args.num_pair_terms, args.pair_depths,
-            args.pair_col_features, args.pair_row_features, batch, rows) ||
-        !packPass<V>(pass, static_cast<const T *>(args.row_features),
-                     packedBuffer, listBuffer) ||
-        !runPass<V>(pass))
+    if (!preparePackRun<V>(pass, args.col_output_weights, args,
+                           args.pair_col_features, args.pair_row_features,
+                           static_cast<const T *>(args.row_features)))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
   return ENERGY_CONTRACT_OK;

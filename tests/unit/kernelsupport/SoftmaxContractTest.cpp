@@ -795,6 +795,23 @@ std::vector<char> bytesOnThreads(const std::vector<Problem> &problems,
   std::vector<Result> results = runBatch<T>(problems, {});
   return bytesOf<T>(results);
 }
+
+/// On every instruction-set path, the outputs for `problems` on 2 and 3
+/// threads have the bits of those on 1, in f32 and f64.
+void checkSameBitsOnThreads(const std::vector<Problem> &problems,
+                            const std::string &label) {
+  for (int32_t isa : supportedPaths()) {
+    ForcedPath forced(isa);
+    INFO("path " << pathName(isa) << ", " << label);
+    std::vector<char> f32 = bytesOnThreads<float>(problems, 1);
+    std::vector<char> f64 = bytesOnThreads<double>(problems, 1);
+    for (int threads : {2, 3}) {
+      INFO(threads << " threads");
+      CHECK(bytesOnThreads<float>(problems, threads) == f32);
+      CHECK(bytesOnThreads<double>(problems, threads) == f64);
+    }
+  }
+}
 } // namespace
 
 TEST_CASE("softmax contract: the same bits on 1, 2 and 3 threads") {
@@ -803,17 +820,7 @@ TEST_CASE("softmax contract: the same bits on 1, 2 and 3 threads") {
     Problem p = makeProblem(1000, 777, 67, {67, 5}, {67, 3}, 300 + causal);
     if (causal)
       p.constraints = {atLeast(1, -1, 0), notEqual(1, -1, -5)};
-    for (int32_t isa : supportedPaths()) {
-      ForcedPath forced(isa);
-      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
-      std::vector<char> f32 = bytesOnThreads<float>({p}, 1);
-      std::vector<char> f64 = bytesOnThreads<double>({p}, 1);
-      for (int threads : {2, 3}) {
-        INFO(threads << " threads");
-        CHECK(bytesOnThreads<float>({p}, threads) == f32);
-        CHECK(bytesOnThreads<double>({p}, threads) == f64);
-      }
-    }
+    checkSameBitsOnThreads({p}, causal ? "causal" : "unconstrained");
   }
   energy_support_set_num_threads(initial);
 }
@@ -826,17 +833,7 @@ TEST_CASE("softmax contract: pair terms, the same bits on 1, 2 and 3 threads") {
     if (causal)
       for (Problem &p : problems)
         p.constraints = {atLeast(1, -1, 0), notEqual(1, -1, -5)};
-    for (int32_t isa : supportedPaths()) {
-      ForcedPath forced(isa);
-      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
-      std::vector<char> f32 = bytesOnThreads<float>(problems, 1);
-      std::vector<char> f64 = bytesOnThreads<double>(problems, 1);
-      for (int threads : {2, 3}) {
-        INFO(threads << " threads");
-        CHECK(bytesOnThreads<float>(problems, threads) == f32);
-        CHECK(bytesOnThreads<double>(problems, threads) == f64);
-      }
-    }
+    checkSameBitsOnThreads(problems, causal ? "causal" : "unconstrained");
   }
   energy_support_set_num_threads(initial);
 }
@@ -1223,17 +1220,7 @@ TEST_CASE("softmax contract: a batch of 8 problems of 64 rows, the same bits "
     energy_support_set_num_threads(2);
     checkBatchEverywhere(problems,
                          causal ? "batch of 8, causal" : "batch of 8");
-    for (int32_t isa : supportedPaths()) {
-      ForcedPath forced(isa);
-      INFO("path " << pathName(isa) << (causal ? ", causal" : ""));
-      std::vector<char> f32 = bytesOnThreads<float>(problems, 1);
-      std::vector<char> f64 = bytesOnThreads<double>(problems, 1);
-      for (int threads : {2, 3}) {
-        INFO(threads << " threads");
-        CHECK(bytesOnThreads<float>(problems, threads) == f32);
-        CHECK(bytesOnThreads<double>(problems, threads) == f64);
-      }
-    }
+    checkSameBitsOnThreads(problems, causal ? "causal" : "unconstrained");
   }
   energy_support_set_num_threads(initial);
 }
