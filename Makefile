@@ -95,7 +95,7 @@ demo: build
 # The training demonstrations of docs/models.md (minutes, not part of `make
 # test`): the argmax task of paper 003 and the character-level language model
 # against PyTorch, figures under $(BUILD_DIR)/demos. DEMO_ARGS passes options
-# to the char-LM demo, e.g. DEMO_ARGS="--sequences 5535 --epochs 2".
+# to the char-LM demo, e.g. DEMO_ARGS="--epochs 4" (default: two epochs).
 DEMO_PACKAGES := python3-torch bible-kjv bible-kjv-text
 DEMO_ARGS     ?=
 
