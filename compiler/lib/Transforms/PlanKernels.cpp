@@ -1,9 +1,9 @@
 //===- PlanKernels.cpp - The energy-plan-kernels pass ---------------------===//
 //
 // Runs the planning steps in order: plugin aggregations as tables, softmax
-// contractions, tables ahead of
-// them (and their forms), parallel loops; then drops the lets that only the
-// parent side of a contraction read.
+// contractions, tables ahead of them (and their forms), batched products,
+// outputs of contractions that are products of others, parallel loops;
+// then drops the lets that only the parent side of a contraction read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,7 @@ struct PlanKernelsPass
     formSoftmaxContracts(model);
     hoistContractTables(model);
     formBatchedProducts(model);
+    factorContractOutputs(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
   }

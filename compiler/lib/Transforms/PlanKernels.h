@@ -43,6 +43,11 @@ void hoistContractTables(ModelOp model);
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
 void formBatchedProducts(ModelOp model);
 
+/// Drops the outputs of softmax contractions that are a matrix applied to
+/// another output of the same side (the sums of f(u) and f(u M) over the
+/// same weights), which then read the product of that output and M.
+void factorContractOutputs(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.

@@ -75,10 +75,12 @@ bool mlir::energy::hasPlainDims(ArrayAttr sizes) {
 }
 
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
+  if (Value mapped = arguments.lookupOrNull(a))
+    return mapped == b;
   if (a == b)
     return true;
   if (isa<BlockArgument>(a))
-    return arguments.lookupOrNull(a) == b;
+    return false;
   Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
   // Two tables of the same values (the plan makes one per loop that needs
   // it, before CSE merges them).

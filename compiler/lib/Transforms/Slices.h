@@ -45,8 +45,9 @@ Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
 bool hasPlainDims(ArrayAttr sizes);
 
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
-/// corresponding operands, block arguments corresponding through
-/// `arguments`, the operands of commutative ops in either order.
+/// corresponding operands, the values `arguments` maps (block arguments, or
+/// any value to substitute) corresponding through it, the operands of
+/// commutative ops in either order.
 bool computeSame(Value a, Value b, const IRMapping &arguments);
 
 } // namespace mlir::energy
