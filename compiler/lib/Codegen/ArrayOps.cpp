@@ -424,9 +424,37 @@ FailureOr<Lowered> KernelFunction::emitBatchMatmul(BatchMatmulOp product) {
   if (loopDepth > 0)
     return product.emitOpError(
         "is lowered to a support call once per statement, not in a loop");
-  auto lhsType = cast<ArrayType>(product.getLhs().getType());
-  auto rhsType = cast<ArrayType>(product.getRhs().getType());
-  SmallVector<Value> lhsShape = shape(lhsType), rhsShape = shape(rhsType);
+  Value data = allocate(cast<ArrayType>(product.getType()));
+  emitProducts(product, data, /*add=*/false);
+  return Lowered{Value(), data};
+}
+
+AccumulateOp KernelFunction::addedInPlace(Operation *op) {
+  auto accumulate = dyn_cast_or_null<AccumulateOp>(op->getNextNode());
+  if (loopDepth > 0 || !accumulate || !op->hasOneUse() ||
+      accumulate.getValue() != op->getResult(0) ||
+      !accumulate.getIndices().empty())
+    return AccumulateOp();
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!isa<BatchMatmulOp>(op) &&
+      !(matmul && cast<ArrayType>(matmul.getLhs().getType()).getRank() == 2 &&
+        cast<ArrayType>(matmul.getRhs().getType()).getRank() == 2))
+    return AccumulateOp();
+  auto tensor =
+      context.model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
+  return tensor && tensor.getArrayType() == op->getResult(0).getType()
+             ? accumulate
+             : AccumulateOp();
+}
+
+void KernelFunction::emitProducts(Operation *op, Value into, bool add) {
+  auto product = dyn_cast<BatchMatmulOp>(op);
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  bool transposeLhs = product && product.getTransposeLhs();
+  bool transposeRhs = product && product.getTransposeRhs();
+  bool sum = product && product.getSumBatch();
+  SmallVector<Value> lhsShape = shape(cast<ArrayType>(lhs.getType())),
+                     rhsShape = shape(cast<ArrayType>(rhs.getType()));
   // An operand's matrix (its last two axes) and the elements between the
   // matrices of two positions of the batch (0 when it has no batch axis).
   auto matrixOf = [&](ArrayRef<Value> extents, bool transposed) {
@@ -438,20 +466,20 @@ FailureOr<Lowered> KernelFunction::emitBatchMatmul(BatchMatmulOp product) {
                ? toI64(arith::MulIOp::create(b, loc, extents[1], extents[2]))
                : toI64(index(0));
   };
-  auto [m, k] = matrixOf(lhsShape, product.getTransposeLhs());
-  Value n = matrixOf(rhsShape, product.getTransposeRhs()).second;
-  Value batch = lhsShape.size() == 3 ? lhsShape.front() : rhsShape.front();
-  int64_t flags = (product.getTransposeLhs() ? ENERGY_PRODUCT_TRANSPOSE_A : 0) |
-                  (product.getTransposeRhs() ? ENERGY_PRODUCT_TRANSPOSE_B : 0) |
-                  (product.getSumBatch() ? ENERGY_PRODUCT_SUM_BATCH : 0);
-  Value data = allocate(cast<ArrayType>(product.getType()));
+  auto [m, k] = matrixOf(lhsShape, transposeLhs);
+  Value n = matrixOf(rhsShape, transposeRhs).second;
+  Value batch = lhsShape.size() == 3   ? lhsShape.front()
+                : rhsShape.size() == 3 ? rhsShape.front()
+                                       : index(1);
+  int64_t flags = (transposeLhs ? ENERGY_PRODUCT_TRANSPOSE_A : 0) |
+                  (transposeRhs ? ENERGY_PRODUCT_TRANSPOSE_B : 0) |
+                  (sum ? ENERGY_PRODUCT_SUM_BATCH : 0) |
+                  (add ? ENERGY_PRODUCT_ACCUMULATE : 0);
   callSupport(singlePrecision() ? ENERGY_SUPPORT_MATMUL_BATCH_F32
                                 : ENERGY_SUPPORT_MATMUL_BATCH_F64,
-              {toI64(batch), toI64(m), toI64(n), toI64(k),
-               get(product.getLhs()).data, strideOf(lhsShape),
-               get(product.getRhs()).data, strideOf(rhsShape), data,
+              {toI64(batch), toI64(m), toI64(n), toI64(k), get(lhs).data,
+               strideOf(lhsShape), get(rhs).data, strideOf(rhsShape), into,
                arith::ConstantIntOp::create(b, loc, flags, 64)});
-  return Lowered{Value(), data};
 }
 
 FailureOr<Lowered> KernelFunction::emitMatmul(MatmulOp matmul) {

@@ -354,7 +354,15 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
     forgetStateDerivedWork();
     return success();
   }
+  if (addedInPlace(op))
+    return success();
   if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
+    Value target = gradientTargets.lookup(accumulate.getTensor());
+    if (Operation *product = accumulate.getValue().getDefiningOp();
+        product && addedInPlace(product) == accumulate) {
+      emitProducts(product, target, /*add=*/true);
+      return success();
+    }
     auto tensor =
         context.model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
     FailureOr<SmallVector<Value>> indices =
@@ -363,10 +371,9 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
       return failure();
     auto valueType = cast<ArrayType>(accumulate.getValue().getType());
     Value offset = sliceOffset(*indices, shape(tensor.getArrayType()));
-    copyInto(
-        get(accumulate.getValue()), valueType,
-        offsetPointer(gradientTargets.lookup(accumulate.getTensor()), offset),
-        /*accumulate=*/true);
+    copyInto(get(accumulate.getValue()), valueType,
+             offsetPointer(target, offset),
+             /*accumulate=*/true);
     return success();
   }
   if (auto grad = dyn_cast<GradOp>(op))

@@ -334,6 +334,14 @@ private:
   Value unary(Operation *op, Value x);
   FailureOr<Lowered> emitMatmul(MatmulOp matmul);
   FailureOr<Lowered> emitBatchMatmul(BatchMatmulOp product);
+  /// The accumulate right after `op` that adds its product (a batch_matmul,
+  /// or a matmul of two matrices, outside every loop) into a whole tensor
+  /// when nothing else reads it: the product is then computed into the
+  /// tensor's storage, never stored on its own; null otherwise.
+  AccumulateOp addedInPlace(Operation *op);
+  /// The support call of a batch_matmul or matmul `op` writing into `into`,
+  /// or adding to it with `add`.
+  void emitProducts(Operation *op, Value into, bool add);
   FailureOr<Lowered> emitRows(Operation *op, Lowered operand, ArrayType type);
   /// A plugin's function or aggregation (PluginCalls.cpp): a call of its
   /// run-time code through the artifact's pointer slot.

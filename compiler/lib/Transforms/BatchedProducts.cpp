@@ -9,7 +9,9 @@
 // the loops. Likewise a sum of outer products Σ_{b,p} u[b, p] v[b, p]ᵀ
 // (a parameter's adjoint summed over a batch and positions) is Σ_b U[b]ᵀ
 // V[b], one summed batch_matmul of the tables of u and v, or Uᵀ V with a
-// single index.
+// single index. A loop that adds M v[b, p] into every row of a tensor, v a
+// sum of rows of arrays, adds their products with Mᵀ into the whole tensor
+// (in place, with no array of the tensor's size more).
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,6 +188,35 @@ void distributeScalarOverProduct(TabulateOp table) {
   }
 }
 
+/// M (±s v[b, p]) at every position of `indices` for the rows V of v (one
+/// per position) and M = `matrix` (the lhs of a matrix-vector product): V
+/// times (±s M)ᵀ, one batch_matmul (a matmul with one index) at `builder`;
+/// the scalar factors s and the sign scale the matrix, not the (larger)
+/// product.
+Value productOfRowArray(OpBuilder &builder, Location loc, Value rows,
+                        Value matrix, const ScalarFactors &scales, bool negated,
+                        size_t indexCount) {
+  bool transposed = true;
+  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
+    matrix = transpose.getOperand();
+    transposed = false;
+  }
+  matrix = scales.apply(builder, loc, matrix);
+  if (negated)
+    matrix = NegOp::create(builder, loc, matrix);
+  if (indexCount == 2) {
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
+                                              cast<ArrayType>(matrix.getType()),
+                                              false, transposed, false, reason);
+    return BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
+                                 transposed, false);
+  }
+  if (transposed)
+    matrix = TransposeOp::create(builder, loc, matrix);
+  return MatmulOp::create(builder, loc, rows, matrix);
+}
+
 /// M v[b, p] at every position of `indices` (`dims`), M from outside: the
 /// rows v[b, p] times Mᵀ, one batch_matmul (a matmul with one index), built
 /// ahead of `anchor` from the ops of `body`, v's scalar factors applied to
@@ -195,30 +226,9 @@ Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
   ScalarFactors scales;
   Value rows = arrayOver(scales.peel(product.getRhs(), anchor), indices, dims,
                          {&body}, anchor);
-  Value matrix = product.getLhs();
-  bool transposed = true;
-  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
-    matrix = transpose.getOperand();
-    transposed = false;
-  }
   OpBuilder builder(anchor);
-  Location loc = product.getLoc();
-  // The factors scale the matrix, not the (larger) product.
-  matrix = scales.apply(builder, loc, matrix);
-  Value result;
-  if (indices.size() == 2) {
-    std::string reason;
-    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
-                                              cast<ArrayType>(matrix.getType()),
-                                              false, transposed, false, reason);
-    result = BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
-                                   transposed, false);
-  } else {
-    if (transposed)
-      matrix = TransposeOp::create(builder, loc, matrix);
-    result = MatmulOp::create(builder, loc, rows, matrix);
-  }
-  return result;
+  return productOfRowArray(builder, product.getLoc(), rows, product.getLhs(),
+                           scales, /*negated=*/false, indices.size());
 }
 
 /// Whether `product` is a matrix from outside `scope` times a vector.
@@ -464,6 +474,125 @@ void batchOuterSum(ReduceOp reduce) {
   reduce.erase();
 }
 
+/// One term of a vector that is a sum of rows of arrays: ±s times the row
+/// at the loop's indices of `rows`, an array from outside the loop.
+struct RowTerm {
+  Value rows;
+  ScalarFactors scales;
+  bool negated;
+};
+
+/// `value` as a sum of RowTerms of `loop` (indices `indices`), appended to
+/// `terms`, or failure when it is not one.
+LogicalResult collectRowTerms(Value value, ForeachOp loop,
+                              ArrayRef<Value> indices, ArrayType rowsType,
+                              ScalarFactors scales, bool negated,
+                              SmallVectorImpl<RowTerm> &terms) {
+  value = scales.peel(value, loop);
+  Operation *def = value.getDefiningOp();
+  auto sameType = [&](Value operand) {
+    return operand.getType() == value.getType();
+  };
+  if (isa_and_nonnull<AddOp, SubOp>(def) && sameType(def->getOperand(0)) &&
+      sameType(def->getOperand(1)))
+    return success(
+        succeeded(collectRowTerms(def->getOperand(0), loop, indices, rowsType,
+                                  scales, negated, terms)) &&
+        succeeded(collectRowTerms(def->getOperand(1), loop, indices, rowsType,
+                                  scales, negated != isa<SubOp>(def), terms)));
+  if (auto neg = dyn_cast_or_null<NegOp>(def))
+    return collectRowTerms(neg.getOperand(), loop, indices, rowsType, scales,
+                           !negated, terms);
+  auto extract = dyn_cast_or_null<ExtractOp>(def);
+  if (extract && extract.getMap().isIdentity() &&
+      llvm::equal(extract.getIndices(), indices) &&
+      isDefinedOutside(extract.getSource(), loop) &&
+      extract.getSource().getType() == rowsType) {
+    terms.push_back({extract.getSource(), scales, negated});
+    return success();
+  }
+  OpBuilder builder(loop);
+  if (Value whole = wholeTensorOf(value, indices, rowsType, builder)) {
+    terms.push_back({whole, scales, negated});
+    return success();
+  }
+  // A table ahead of the loop of the same rows (the parameters' adjoints
+  // tabulate them too).
+  for (Operation *op = loop->getPrevNode(); op; op = op->getPrevNode()) {
+    auto table = dyn_cast<TabulateOp>(op);
+    if (!table || table.getType() != rowsType ||
+        table.getSizes() != loop.getSizes())
+      continue;
+    IRMapping arguments;
+    arguments.map(table.getBody().front().getArguments(), indices);
+    if (computeSame(table.getBodyValue(), value, arguments)) {
+      terms.push_back({table, scales, negated});
+      return success();
+    }
+  }
+  return failure();
+}
+
+/// In a loop over every row (b, p) of a tensor X, `accumulate M v into
+/// @X[b, p]` with M from outside the loop and v a sum of rows of arrays
+/// (times scalars from outside) adds, for each term, its array's rows times
+/// Mᵀ: one product a term ahead of the loop, accumulated into the whole
+/// tensor, which the backends compute into X's storage (no array of X's
+/// size more). Accumulates of other values stay in the loop, which goes
+/// when nothing is left.
+void batchRowProducts(ForeachOp loop) {
+  ArrayAttr sizes = loop.getSizes();
+  if (loop.hasPredicate() || !hasPlainDims(sizes) || sizes.size() > 2)
+    return;
+  Block &body = loop.getBody().front();
+  auto model = loop->getParentOfType<ModelOp>();
+  SmallVector<Value> indices(body.getArguments());
+  MLIRContext *context = loop.getContext();
+  for (AccumulateOp accumulate :
+       llvm::make_early_inc_range(body.getOps<AccumulateOp>())) {
+    auto product = accumulate.getValue().getDefiningOp<MatmulOp>();
+    if (!isOuterMatrixProduct(product, loop) ||
+        !accumulate.getMap().isIdentity() ||
+        !llvm::equal(accumulate.getIndices(), indices))
+      continue;
+    auto tensor = dyn_cast_or_null<TensorOp>(
+        model.lookupSymbol(accumulate.getTensorAttr()));
+    auto withRowsOf = [&](Value row) {
+      SmallVector<StringAttr> dims;
+      for (Attribute size : sizes)
+        dims.push_back(
+            StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+      llvm::append_range(dims, cast<ArrayType>(row.getType()).getShape());
+      return ArrayType::get(context, dims);
+    };
+    SmallVector<RowTerm> terms;
+    if (!tensor || tensor.getArrayType() != withRowsOf(product) ||
+        failed(collectRowTerms(product.getRhs(), loop, indices,
+                               withRowsOf(product.getRhs()), ScalarFactors(),
+                               false, terms)))
+      continue;
+    OpBuilder builder(loop);
+    Location loc = accumulate.getLoc();
+    for (const RowTerm &term : terms) {
+      Value total = productOfRowArray(builder, product.getLoc(), term.rows,
+                                      product.getLhs(), term.scales,
+                                      term.negated, indices.size());
+      assert(total.getType() == tensor.getArrayType() && "the rows' products");
+      AccumulateOp::create(
+          builder, loc, total, accumulate.getTensorAttr(),
+          AffineMapAttr::get(AffineMap::get(0, 0, {}, context)), ValueRange());
+    }
+    accumulate.erase();
+  }
+  WalkResult effects = body.walk([&](Operation *op) {
+    return isMemoryEffectFree(op) || isa<ReadOp, ReduceOp, YieldOp>(op)
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  if (!effects.wasInterrupted())
+    loop.erase();
+}
+
 } // namespace
 
 void mlir::energy::formBatchedProducts(ModelOp model) {
@@ -489,7 +618,10 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       batchAccumulation(loop, *match);
       continue;
     }
-    if (ForeachOp productLoop = splitAddedProduct(loop))
+    if (ForeachOp productLoop = splitAddedProduct(loop)) {
       batchAccumulation(productLoop, *matchHeadSum(productLoop));
+      continue;
+    }
+    batchRowProducts(loop);
   }
 }

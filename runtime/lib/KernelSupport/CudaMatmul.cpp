@@ -132,19 +132,25 @@ void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   auto start = std::chrono::steady_clock::now();
   const Cublas *api = fitsInt(m, n, k) && batch > 0 ? cublas() : nullptr;
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
-  bool onDevice = api != nullptr;
-  for (int64_t p = 0; p < batch && onDevice; ++p)
-    onDevice = gemm(*api,
-                    Product<T>{int(m), int(n), int(k), a + p * aStride,
-                               bool(flags & ENERGY_PRODUCT_TRANSPOSE_A),
-                               b + p * bStride,
-                               bool(flags & ENERGY_PRODUCT_TRANSPOSE_B),
-                               sum ? c : c + p * m * n, sum && p > 0},
-                    precision) == 0;
-  onDevice = onDevice && energy::cuda::driverApi().ctxSynchronize() ==
-                             energy::cuda::kSuccess;
-  if (!onDevice)
-    onHost(batch, m, n, k, a, aStride, b, bStride, c, flags);
+  bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
+  int64_t done = 0;
+  for (; api && done < batch; ++done)
+    if (gemm(*api,
+             Product<T>{
+                 int(m), int(n), int(k), a + done * aStride,
+                 bool(flags & ENERGY_PRODUCT_TRANSPOSE_A), b + done * bStride,
+                 bool(flags & ENERGY_PRODUCT_TRANSPOSE_B),
+                 sum ? c : c + done * m * n, accumulate || (sum && done > 0)},
+             precision) != 0)
+      break;
+  bool onDevice = done == batch && energy::cuda::driverApi().ctxSynchronize() ==
+                                       energy::cuda::kSuccess;
+  // What the GPU did not do: all of it again, or, when the products add to
+  // c, the ones after those it did (the others are already added).
+  int64_t first = accumulate ? done : 0;
+  if (!onDevice && first < batch)
+    onHost(batch - first, m, n, k, a + first * aStride, aStride,
+           b + first * bStride, bStride, sum ? c : c + first * m * n, flags);
   traceProduct(onDevice ? name : "a product on the host", m, n, k, start);
 }
 } // namespace

@@ -175,7 +175,7 @@ template <typename T> struct PiecedProducts {
   const T *a, *b;
   int64_t aStride, bStride;
   T *c;
-  bool transposeA, transposeB, sum;
+  bool transposeA, transposeB, sum, accumulate;
 
   void run(int64_t item) const {
     int64_t piece = item % pieces;
@@ -192,7 +192,7 @@ template <typename T> struct PiecedProducts {
       blasProduct(*library, transposeA ? kTranspose : kNoTranspose,
                   transposeB ? kTranspose : kNoTranspose, int(rows), int(n),
                   int(k), ap, int(lda), bp, int(transposeB ? k : n),
-                  T(sum && p > 0 ? 1 : 0), cp);
+                  T(accumulate || (sum && p > 0) ? 1 : 0), cp);
     }
   }
 
@@ -210,6 +210,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   bool transposeA = flags & ENERGY_PRODUCT_TRANSPOSE_A;
   bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
+  bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
   const Blas &library = blas();
   bool useBlas =
       (std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm)) &&
@@ -229,7 +230,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
     k *= batch;
     batch = 1;
   }
-  if (sum && (batch == 0 || !useBlas))
+  if (sum && !accumulate && (batch == 0 || !useBlas))
     std::fill(c, c + m * n, T(0));
   if (useBlas && batch > 0) {
     int64_t pieces = piecesOf(m, n, k * (sum ? batch : 1));
@@ -248,7 +249,8 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                                c,
                                transposeA,
                                transposeB,
-                               sum};
+                               sum,
+                               accumulate};
     if (items == 1)
       products.run(0);
     else
@@ -257,7 +259,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   }
   for (int64_t p = 0; p < batch; ++p)
     fallbackProduct(m, n, k, a + p * aStride, transposeA, b + p * bStride,
-                    transposeB, sum, sum ? c : c + p * m * n);
+                    transposeB, sum || accumulate, sum ? c : c + p * m * n);
 }
 
 } // namespace

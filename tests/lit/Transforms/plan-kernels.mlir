@@ -149,7 +149,8 @@ energy.model @not_linear {
 // now, is erased. The projections Wq x_c and Wk x_p become matrix products
 // X Wqᵀ and X Wkᵀ ahead of the contraction, whose score is then a dot
 // product of two tables: bilinear. −1 and the matrices Wqᵀ, Wkᵀ are taken
-// out of the sums.
+// out of the sums, and each side's adjoint, Wqᵀ r_c at every c, is one
+// product of the whole output, R (−Wq), added into all of x.
 // CHECK-LABEL: energy.model @parent_side
 // CHECK-NOT:   let @x.gather
 // CHECK:       gradient @x {
@@ -186,20 +187,12 @@ energy.model @not_linear {
 // CHECK:           %[[G:.*]] = extract %[[QV]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
 // CHECK-NEXT:      yield %[[G]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
-// CHECK-NEXT:    foreach parallel (%[[C2:.*]] : @N) {
-// CHECK-NOT:       reduce
-// CHECK:           %[[SC:.*]] = extract %[[R]]#1[%[[C2]]] : !energy.array<N, D> -> !energy.array<D>
-// CHECK-NEXT:      %[[SCM:.*]] = mul %[[SC]], %[[MINUS]] : !energy.array<D>, !energy.array<>
-// CHECK-NEXT:      %[[GQ:.*]] = matmul %[[WQT]], %[[SCM]] : !energy.array<D, D>, !energy.array<D>
-// CHECK-NEXT:      accumulate %[[GQ]] into @x[%[[C2]]] : !energy.array<D>
-// CHECK-NEXT:    }
-// CHECK-NEXT:    foreach parallel (%[[P2:.*]] : @N) {
-// CHECK-NOT:       reduce
-// CHECK:           %[[SP:.*]] = extract %[[R]]#2[%[[P2]]] : !energy.array<N, D> -> !energy.array<D>
-// CHECK-NEXT:      %[[SPM:.*]] = mul %[[SP]], %[[MINUS]] : !energy.array<D>, !energy.array<>
-// CHECK-NEXT:      %[[GK:.*]] = matmul %[[WKT]], %[[SPM]] : !energy.array<D, D>, !energy.array<D>
-// CHECK-NEXT:      accumulate %[[GK]] into @x[%[[P2]]] : !energy.array<D>
-// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[MQ:.*]] = mul %[[WQ]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
+// CHECK-NEXT:    %[[GQ:.*]] = matmul %[[R]]#1, %[[MQ]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[GQ]] into @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[MK:.*]] = mul %[[WK]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
+// CHECK-NEXT:    %[[GK:.*]] = matmul %[[R]]#2, %[[MK]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[GK]] into @x : !energy.array<N, D>
 // CHECK-NEXT:  }
 energy.model @parent_side {
   dim @N
@@ -556,11 +549,13 @@ energy.model @parallel {
 
 // Products of whole arrays: a parameter's adjoint summed over positions,
 // Σ_i u_i v_iᵀ, is Uᵀ V (one index) or Σ_b U[b]ᵀ V[b] (two, a summed
-// batch), its scalar factors applied once to the sum; a table of M v[b, i]
-// (M the same everywhere) is one batch of products of the rows. A sum with
-// a predicate is left alone, and so are loops that add M v[b, i] into a
-// tensor's rows: as a product of the whole rows they would need an array
-// of the tensor's size more (self-attention's gradient at N = 65 536).
+// batch), its scalar factors applied once to the sum; a matrix applied to
+// every row of a tensor and added into that row is one product of the
+// rows, V Mᵀ (or, for Mᵀ, V M), added into the whole tensor (the backends
+// compute it into the tensor's storage); and a table of M v[b, i] is one
+// batch of products. A loop that adds into other rows than its own, or
+// whose rows are scaled by a value of the row (not a table ahead of it),
+// or a sum with a predicate, is left alone.
 // CHECK-LABEL: energy.model @whole_products
 // CHECK:       gradient @W {
 // CHECK:         %[[MINUS:.*]] = constant -1.0
@@ -576,17 +571,22 @@ energy.model @parallel {
 // CHECK:           outer
 // CHECK:       gradient @z {
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
-// CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
-// CHECK:           matmul %[[W]]
-// CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
+// CHECK:         %[[Z:.*]] = read @z : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[WZ:.*]] = batch_matmul %[[Z]], %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[WZ]] into @z : !energy.array<B, N, D>
 // CHECK:         %[[T:.*]] = batch_matmul %{{.*}}, %[[W]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK:         foreach parallel (%{{.*}} : @B, %{{.*}} : @N) {
 // CHECK:           extract %[[T]]
 // CHECK:           accumulate %{{.*}} into @z[
+// CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK:           matmul %[[W]]
+// CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
 // CHECK:       gradient @x {
-// CHECK:         foreach parallel (%{{.*}} : @N) {
-// CHECK:           matmul
-// CHECK:           accumulate
+// CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[WX:.*]] = matmul %[[X]], %[[W]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[WX]] into @x : !energy.array<N, D>
+// CHECK-NOT:     foreach
 energy.model @whole_products {
   dim @B
   dim @N

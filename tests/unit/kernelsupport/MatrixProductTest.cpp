@@ -40,7 +40,7 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
   const auto [batch, m, n, k] = sizes;
   std::mt19937 generator(2026);
   std::uniform_real_distribution<double> uniform(-1, 1);
-  for (int64_t flags = 0; flags < 8; ++flags)
+  for (int64_t flags = 0; flags < 16; ++flags)
     for (bool sharedA : {false, true})
       for (bool sharedB : {false, true}) {
         if (sharedA && sharedB)
@@ -48,6 +48,7 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
         bool transposeA = flags & ENERGY_PRODUCT_TRANSPOSE_A;
         bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
         bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
+        bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
         int64_t aStride = sharedA ? 0 : m * k, bStride = sharedB ? 0 : k * n;
         std::vector<T> a((sharedA ? 1 : batch) * m * k),
             b((sharedB ? 1 : batch) * k * n);
@@ -55,11 +56,18 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
           value = T(uniform(generator));
         for (T &value : b)
           value = T(uniform(generator));
-        // Garbage in c: a product overwrites it (or the sum starts at 0).
-        std::vector<T> c((sum ? 1 : batch) * m * n, T(1e3));
+        // Garbage in c: a product overwrites it (or the sum starts at 0);
+        // values in [-1, 1] that the products are added to.
+        std::vector<T> initial((sum ? 1 : batch) * m * n, T(1e3));
+        if (accumulate)
+          for (T &value : initial)
+            value = T(uniform(generator));
+        std::vector<T> c = initial;
         batchProduct(batch, m, n, k, a.data(), aStride, b.data(), bStride,
                      c.data(), flags);
         std::vector<long double> expected(c.size(), 0.0L);
+        if (accumulate)
+          std::copy(initial.begin(), initial.end(), expected.begin());
         for (int64_t p = 0; p < batch; ++p)
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
@@ -78,7 +86,7 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
         int32_t threads = energy_support_num_threads();
         for (int32_t other : {1, 3}) {
           energy_support_set_num_threads(other);
-          std::vector<T> again(c.size(), T(-7));
+          std::vector<T> again = initial;
           batchProduct(batch, m, n, k, a.data(), aStride, b.data(), bStride,
                        again.data(), flags);
           CHECK_MESSAGE(again == c,
@@ -90,8 +98,9 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
 
 } // namespace
 
-// Each entry sums at most 3 · 6 products of numbers in [-1, 1]: rounding
-// errors of 18 terms of size ≤ 1, a few ulps each.
+// Each entry sums at most 3 · 6 products of numbers in [-1, 1] (and, added
+// to c, a number in [-1, 1]): rounding errors of 19 terms of size ≤ 1, a
+// few ulps each.
 TEST_CASE("batch products: transposes, shared operands, sums (f32)") {
   checkBatch<float>(energy_support_matmul_batch_f32, 1e-5);
 }
@@ -108,13 +117,19 @@ TEST_CASE("batch products cut into pieces for the thread pool (f32)") {
                     /*sameOnThreads=*/true);
 }
 
-TEST_CASE("batch products: an empty batch sums to zeros, empty inner dims "
-          "give zeros") {
+TEST_CASE("batch products: an empty batch sums to zeros (adds nothing when "
+          "accumulating), empty inner dims give zeros") {
   std::vector<float> a(6, 1.f), b(6, 1.f), c(4, 5.f);
   energy_support_matmul_batch_f32(0, 2, 2, 3, a.data(), 6, b.data(), 6,
                                   c.data(), ENERGY_PRODUCT_SUM_BATCH);
   for (float value : c)
     CHECK(value == 0.f);
+  std::vector<float> kept(4, 5.f);
+  energy_support_matmul_batch_f32(
+      0, 2, 2, 3, a.data(), 6, b.data(), 6, kept.data(),
+      ENERGY_PRODUCT_SUM_BATCH | ENERGY_PRODUCT_ACCUMULATE);
+  for (float value : kept)
+    CHECK(value == 5.f);
   std::vector<float> d(8, 5.f);
   energy_support_matmul_batch_f32(2, 2, 2, 0, a.data(), 0, b.data(), 0,
                                   d.data(), 0);

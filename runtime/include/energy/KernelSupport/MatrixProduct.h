@@ -18,10 +18,13 @@
 
 /* Flags of a batch of products (energy.batch_matmul): a operand stored
  * transposed (k × m), b stored transposed (n × k), the products added into
- * one c instead of one c each. */
+ * one c instead of one c each, the products added to what c holds (an
+ * `energy.accumulate` of the product into a tensor) instead of replacing
+ * it. */
 #define ENERGY_PRODUCT_TRANSPOSE_A 1
 #define ENERGY_PRODUCT_TRANSPOSE_B 2
 #define ENERGY_PRODUCT_SUM_BATCH 4
+#define ENERGY_PRODUCT_ACCUMULATE 8
 
 #ifdef __cplusplus
 extern "C" {
