@@ -2,7 +2,8 @@
 //
 // Runs the planning steps in order: plugin aggregations as tables, softmax
 // contractions, tables ahead of them (and their forms), batched products,
-// outputs of contractions that are products of others, parallel loops;
+// outputs of contractions that are products of others, products in the
+// cheaper order, parallel loops;
 // then drops the lets that only the parent side of a contraction read.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +35,7 @@ struct PlanKernelsPass
     hoistContractTables(model);
     formBatchedProducts(model);
     factorContractOutputs(model);
+    reassociateProducts(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
   }

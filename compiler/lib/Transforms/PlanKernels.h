@@ -48,6 +48,11 @@ void formBatchedProducts(ModelOp model);
 /// same weights), which then read the product of that output and M.
 void factorContractOutputs(ModelOp model);
 
+/// Reassociates the uses of a product of rows and a matrix, P = A op(M),
+/// when all of them multiply it by matrices again (P M₂, Σ_b P[b]ᵀ C[b],
+/// Σ_b C[b]ᵀ P[b]), so that the matrices meet first and P is not computed.
+void reassociateProducts(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.

@@ -1,0 +1,130 @@
+//===- ReassociateProducts.cpp - Matrix products in the cheaper order -----===//
+//
+// A product of rows with a matrix, P = A op(M) (A [B, N, K], M a K × D
+// matrix), that is only multiplied further by matrices, need not be
+// computed: the products of its uses are reassociated so that the small
+// matrices meet first,
+//   P op(M₂)            = A (op(M) op(M₂))
+//   Σ_b P[b]ᵀ C[b]      = op(M)ᵀ (Σ_b A[b]ᵀ C[b])
+//   Σ_b C[b]ᵀ P[b]      = (Σ_b C[b]ᵀ A[b]) op(M)
+// one product of K × D matrices (K·D·D' work) in place of one over every
+// row (B·N·K·D). The backward step's adjoints apply Wk and Wq to outputs of
+// contractions before summing them into the parameters' adjoints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+bool isMatrix(Value value) {
+  return cast<ArrayType>(value.getType()).getRank() == 2;
+}
+
+/// Whether `product` is rows times one matrix: A op(M), A with a batch axis.
+bool isRowsTimesMatrix(BatchMatmulOp product) {
+  return !product.getTransposeLhs() && !product.getSumBatch() &&
+         !isMatrix(product.getLhs()) && isMatrix(product.getRhs());
+}
+
+/// op(M) of a product's rhs as a matrix value (a transpose when the product
+/// takes it transposed, or, with `transposeAgain`, when it does not).
+Value matrixOf(OpBuilder &builder, BatchMatmulOp product,
+               bool transposeAgain = false) {
+  Value matrix = product.getRhs();
+  if (product.getTransposeRhs() != transposeAgain)
+    matrix = TransposeOp::create(builder, product.getLoc(), matrix);
+  return matrix;
+}
+
+/// How a use of P = A op(M) is rewritten without P, or std::nullopt.
+enum class UseForm { TimesMatrix, SummedLhs, SummedRhs };
+
+std::optional<UseForm> formOf(BatchMatmulOp use, Value rows) {
+  if (use.getLhs() == rows && isRowsTimesMatrix(use))
+    return UseForm::TimesMatrix;
+  if (!use.getSumBatch() || !use.getTransposeLhs() || use.getTransposeRhs() ||
+      isMatrix(use.getLhs()) || isMatrix(use.getRhs()) ||
+      use.getLhs() == use.getRhs())
+    return std::nullopt;
+  return use.getLhs() == rows ? UseForm::SummedLhs : UseForm::SummedRhs;
+}
+
+/// Rewrites every use of `rows` (= A op(M)) and erases it, when every use
+/// is one of the forms above.
+bool reassociate(BatchMatmulOp rows) {
+  if (!isRowsTimesMatrix(rows) || rows->use_empty())
+    return false;
+  SmallVector<std::pair<BatchMatmulOp, UseForm>> uses;
+  for (Operation *user : rows->getUsers()) {
+    auto use = dyn_cast<BatchMatmulOp>(user);
+    std::optional<UseForm> form = use && use->getBlock() == rows->getBlock()
+                                      ? formOf(use, rows)
+                                      : std::nullopt;
+    if (!form)
+      return false;
+    uses.push_back({use, *form});
+  }
+  Value a = rows.getLhs();
+  for (auto [use, form] : uses) {
+    OpBuilder builder(use);
+    Location loc = use.getLoc();
+    Value result;
+    switch (form) {
+    case UseForm::TimesMatrix: {
+      Value matrices = MatmulOp::create(builder, loc, matrixOf(builder, rows),
+                                        matrixOf(builder, use));
+      result = BatchMatmulOp::create(builder, loc, use.getType(), a, matrices,
+                                     false, false, false);
+      break;
+    }
+    case UseForm::SummedLhs: {
+      std::string reason;
+      ArrayType type = BatchMatmulOp::inferType(
+          cast<ArrayType>(a.getType()), cast<ArrayType>(use.getRhs().getType()),
+          true, false, true, reason);
+      Value sum = BatchMatmulOp::create(builder, loc, type, a, use.getRhs(),
+                                        true, false, true);
+      result = MatmulOp::create(
+          builder, loc, matrixOf(builder, rows, /*transposeAgain=*/true), sum);
+      break;
+    }
+    case UseForm::SummedRhs: {
+      std::string reason;
+      ArrayType type = BatchMatmulOp::inferType(
+          cast<ArrayType>(use.getLhs().getType()), cast<ArrayType>(a.getType()),
+          true, false, true, reason);
+      Value sum = BatchMatmulOp::create(builder, loc, type, use.getLhs(), a,
+                                        true, false, true);
+      result = MatmulOp::create(builder, loc, sum, matrixOf(builder, rows));
+      break;
+    }
+    }
+    assert(result.getType() == use.getType() && "the same product");
+    use.getResult().replaceAllUsesWith(result);
+    use.erase();
+  }
+  rows.erase();
+  return true;
+}
+
+} // namespace
+
+void mlir::energy::reassociateProducts(ModelOp model) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<BatchMatmulOp> products;
+    model.walk([&](BatchMatmulOp product) { products.push_back(product); });
+    for (BatchMatmulOp product : products)
+      if (reassociate(product)) {
+        changed = true;
+        break;
+      }
+  }
+}
