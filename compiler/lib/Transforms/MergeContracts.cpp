@@ -3,7 +3,11 @@
 // Contractions of one block with the same domains, predicate, temperature
 // and score compute the same weights: they become one, with the sums of
 // both (a value both sum is summed once), so that the parent side reuses
-// the child side's normaliser.
+// the child side's normaliser. When the later one's column sums need what
+// is computed from the earlier one's results (second derivatives: the
+// column side reads Σ_p w·s at each row), its row sums still join the
+// earlier one, and its column sums take the merged normaliser as given:
+// one row pass where there were two.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,17 +24,21 @@ Value yieldedAt(Region &region, unsigned position) {
   return cast<YieldOp>(region.front().getTerminator()).getValues()[position];
 }
 
-/// The ops between `earlier` and `later` that `later` needs, in block order,
-/// when they can all move above `earlier`: free of effects but reads, with
-/// everything they use from outside defined above `earlier`.
+/// The ops between `earlier` and `later` that `later` (but what it holds
+/// in `skipped`) needs, in block order, when they can all move above
+/// `earlier`: free of effects but reads, with everything they use from
+/// outside defined above `earlier`.
 FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
-                                                   Operation *later) {
+                                                   Operation *later,
+                                                   Region *skipped = nullptr) {
   Block *block = earlier->getBlock();
   llvm::SetVector<Operation *> needed;
   std::function<LogicalResult(Operation *)> need =
       [&](Operation *user) -> LogicalResult {
     LogicalResult result = success();
     user->walk([&](Operation *op) {
+      if (skipped && skipped->isAncestor(op->getParentRegion()))
+        return;
       for (Value operand : op->getOperands()) {
         if (!isDefinedOutside(operand, user))
           continue;
@@ -59,8 +67,11 @@ FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
   return ordered;
 }
 
-/// Whether `later` computes the same weights as `earlier` and can join it.
-bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+/// Whether `later` computes the same weights as `earlier` and can join it
+/// (with `rowsOnly`: its score and row sums can, its column sums may need
+/// what is computed from `earlier`'s results).
+bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later,
+              bool rowsOnly = false) {
   if (earlier.getRows() != later.getRows() ||
       earlier.getCols() != later.getCols() || earlier.getGivenLse() ||
       later.getGivenLse() || earlier.hasPredicate() != later.hasPredicate())
@@ -89,12 +100,41 @@ bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   // Everything `later` uses from outside must exist where `earlier` is, or
   // be computed between them from what exists there by ops free of effects
   // (reads included: no store is between), which then move up.
-  return succeeded(opsToMoveAbove(earlier, later));
+  return succeeded(
+      opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr));
 }
 
-/// One contraction with the sums of both.
-void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
-  for (Operation *op : *opsToMoveAbove(earlier, later))
+/// `later`'s column sums as a contraction of their own before it, with the
+/// normaliser `lse` given: no row pass.
+void keepColumns(SoftmaxContractOp later, Value lse) {
+  SmallVector<Value> outputs(later.getColOutputs());
+  ContractBuilder contract(later.getContext(), later.getRows(),
+                           later.getCols());
+  contract.nameIndices(llvm::to_vector(llvm::map_range(
+      later.getScore().front().getArguments(),
+      [](BlockArgument argument) { return argument.getLoc(); })));
+  for (auto [into, from] :
+       {std::pair(&contract.predicate, &later.getPredicate()),
+        std::pair(&contract.score, &later.getScore()),
+        std::pair(&contract.colSums, &later.getColSums())})
+    if (!from->empty())
+      into->takeBody(*from);
+  OpBuilder rows = endOf(contract.block(contract.rowSums));
+  YieldOp::create(rows, later.getLoc(), ValueRange());
+  OpBuilder builder(later);
+  SoftmaxContractOp columns =
+      contract.create(builder, later.getLoc(), later.getTemperature(), lse);
+  for (auto [from, to] : llvm::zip_equal(outputs, columns.getColOutputs()))
+    from.replaceAllUsesWith(to);
+}
+
+/// One contraction with the sums of both; with `rowsOnly`, with the row
+/// sums of both and `earlier`'s column sums, `later` keeping its column
+/// sums with the merged contraction's normaliser given.
+void merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
+           bool rowsOnly = false) {
+  for (Operation *op : *opsToMoveAbove(
+           earlier, later, rowsOnly ? &later.getColSums() : nullptr))
     op->moveBefore(earlier);
   MLIRContext *context = earlier.getContext();
   ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
@@ -119,7 +159,8 @@ void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   cloneInto(contract.rowSums, earlier.getRowSums(), rowValues);
   cloneInto(contract.rowSums, later.getRowSums(), rowValues);
   cloneInto(contract.colSums, earlier.getColSums(), colValues);
-  cloneInto(contract.colSums, later.getColSums(), colValues);
+  if (!rowsOnly)
+    cloneInto(contract.colSums, later.getColSums(), colValues);
   Location loc = earlier.getLoc();
   auto yield = [&](Region &region, ValueRange values) {
     OpBuilder builder = endOf(contract.block(region));
@@ -157,18 +198,21 @@ void merge(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   SmallVector<Value> oldRows(earlier.getRowOutputs()),
       oldCols(earlier.getColOutputs());
   llvm::append_range(oldRows, later.getRowOutputs());
-  llvm::append_range(oldCols, later.getColOutputs());
+  if (!rowsOnly)
+    llvm::append_range(oldCols, later.getColOutputs());
   for (auto [from, position] : llvm::zip(oldRows, rowAt))
     from.replaceAllUsesWith(rowOutputs[position]);
   for (auto [from, position] : llvm::zip(oldCols, colAt))
     from.replaceAllUsesWith(colOutputs[position]);
+  if (rowsOnly)
+    keepColumns(later, merged.getLse());
   later.erase();
   earlier.erase();
 }
 
 } // namespace
 
-void mlir::energy::mergeSoftmaxContracts(Block &block) {
+void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
   bool merged = true;
   while (merged) {
     merged = false;
@@ -177,6 +221,12 @@ void mlir::energy::mergeSoftmaxContracts(Block &block) {
       for (size_t j = i + 1; j < contracts.size() && !merged; ++j)
         if (canMerge(contracts[i], contracts[j])) {
           merge(contracts[i], contracts[j]);
+          merged = true;
+        } else if (rowsOfBilinear &&
+                   contracts[i].getForm() == ContractForm::bilinear &&
+                   contracts[j].getForm() == ContractForm::bilinear &&
+                   canMerge(contracts[i], contracts[j], /*rowsOnly=*/true)) {
+          merge(contracts[i], contracts[j], /*rowsOnly=*/true);
           merged = true;
         }
   }

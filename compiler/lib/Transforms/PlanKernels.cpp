@@ -34,6 +34,12 @@ struct PlanKernelsPass
     formSoftmaxContracts(model);
     hoistContractTables(model);
     formBatchedProducts(model);
+    // Contractions formed from the loop tables with those formed before,
+    // now that their scores read the same products, and the rows of
+    // bilinear ones whose columns need the other's results (their forms
+    // marked again).
+    mergeAllSoftmaxContracts(model, /*rowsOfBilinear=*/true);
+    hoistContractTables(model);
     factorContractOutputs(model);
     reassociateProducts(model);
     markParallelLoops(model);

@@ -26,8 +26,14 @@ void formSoftmaxContracts(ModelOp model);
 
 /// Merges the contractions of `block` with the same domains, predicate,
 /// temperature and score into one with the sums of both, moving what the
-/// later one needs above the earlier when it can.
-void mergeSoftmaxContracts(Block &block);
+/// later one needs above the earlier when it can. With `rowsOfBilinear`,
+/// of two bilinear ones where the later's column sums need what is
+/// computed from the earlier's results, the later's row sums join the
+/// earlier and its column sums take the earlier's normaliser as given.
+void mergeSoftmaxContracts(Block &block, bool rowsOfBilinear = false);
+
+/// mergeSoftmaxContracts in every block of `model`, the deepest first.
+void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
 
 /// Computes, ahead of each softmax contraction, the values of its regions
 /// that depend on the row indices only or on the column (and batch) indices

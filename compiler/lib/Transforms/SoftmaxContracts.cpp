@@ -923,6 +923,11 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   for (ReduceOp lse : lses)
     formChildSide(lse);
 
+  mergeAllSoftmaxContracts(model);
+}
+
+void mlir::energy::mergeAllSoftmaxContracts(ModelOp model,
+                                            bool rowsOfBilinear) {
   // Deepest blocks first: merging erases contractions and with them the
   // blocks nested in their regions, which must not be visited afterwards.
   llvm::SetVector<Block *> blocks;
@@ -937,5 +942,5 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   llvm::stable_sort(ordered,
                     [&](Block *a, Block *b) { return depth(a) > depth(b); });
   for (Block *block : ordered)
-    mergeSoftmaxContracts(*block);
+    mergeSoftmaxContracts(*block, rowsOfBilinear);
 }
