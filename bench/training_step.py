@@ -16,6 +16,7 @@ other (relative to their scale).
 """
 import math
 import os
+import statistics
 
 import numpy as np
 import torch
@@ -23,6 +24,8 @@ import torch
 from benchlib import relative_difference, write_safetensors
 
 LR_DYN, BETA_DYN = 0.5, 0.8
+# Alternated rounds of timing (ours, then torch).
+ROUNDS = 7
 # Both in float32 through 4 dependent steps and their reverse: a few
 # thousand roundings of 6e-8 each, relative to the gradients' scale.
 TOLERANCE = 1e-3
@@ -57,7 +60,7 @@ def run(ctx):
     # Sizes at which one step of ours takes seconds (see docs/benchmarks.md:
     # the backward pass's parameter gradients are outer products per pair).
     b, n, d, steps = 4, 64, 64, 4
-    reps = min(ctx.reps, 5)
+    reps = ctx.reps
     artifact = ctx.compile('attention_train', source=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), 'models', 'attention_train.energy'))
     rng = np.random.default_rng(2026)
@@ -72,22 +75,30 @@ def run(ctx):
     ctx.log('training step: B = %d, N = %d, D = %d, %d steps: values of ours' % (
         b, n, d, steps))
     values = ctx.values_ours(artifact, args, 'training')
-    ctx.log('training step: timing ours (energy-run --bench %d)' % reps)
-    ours = ctx.bench_ours(artifact, args, reps)
-    ctx.log('training step: ours %.2f ms' % (ours['median_s'] * 1e3))
-
+    # Ours and torch alternate, so that both see the same state of the
+    # machine (on a shared 2-core machine a run's speed drifts by tens of
+    # per cent over seconds): each round times ours (its median over
+    # `reps`), then torch (its median over `reps` calls); the figures are
+    # the medians of the rounds' medians.
     anchor = torch_step(h, y, wq, wk, steps)
-    ctx.log('training step: timing torch (%d repetitions)' % ctx.reps)
-    torch_time = ctx.time_anchor(anchor, ctx.reps)
-    ctx.log('training step: torch %.2f ms' % (torch_time['median_s'] * 1e3))
+    rounds = []
+    for round_number in range(ROUNDS):
+        ours = ctx.bench_ours(artifact, args, reps)
+        torch_round = ctx.time_anchor(anchor, reps)
+        rounds.append({'ours_s': ours['median_s'],
+                       'anchor_s': torch_round['median_s']})
+        ctx.log('training step: round %d of %d: ours %.2f ms, torch %.2f ms' % (
+            round_number + 1, ROUNDS, ours['median_s'] * 1e3,
+            torch_round['median_s'] * 1e3))
+    ours_s = statistics.median(r['ours_s'] for r in rounds)
+    anchor_s = statistics.median(r['anchor_s'] for r in rounds)
     torch_wq, torch_wk = (g.numpy() for g in anchor())
     result = {
         'b': b, 'n': n, 'd': d, 'steps': steps, 'reps': reps,
-        'command': ours['command'],
-        'ours_s': ours['median_s'], 'ours_rss': ours['rss_bytes'],
-        'anchor_s': torch_time['median_s'],
-        'anchor_min_s': torch_time['min_s'], 'anchor_max_s': torch_time['max_s'],
-        'ratio': torch_time['median_s'] / ours['median_s'],
+        'command': ours['command'], 'rounds': rounds,
+        'ours_s': ours_s, 'ours_rss': ours['rss_bytes'],
+        'anchor_s': anchor_s,
+        'ratio': anchor_s / ours_s,
         'diff_wq': relative_difference(values['adjoint.Wq'], torch_wq),
         'diff_wk': relative_difference(values['adjoint.Wk'], torch_wk),
         'tolerance': TOLERANCE,

@@ -56,7 +56,8 @@ void factorContractOutputs(ModelOp model);
 
 /// Reassociates the uses of a product of rows and a matrix, P = A op(M),
 /// when all of them multiply it by matrices again (P M₂, Σ_b P[b]ᵀ C[b],
-/// Σ_b C[b]ᵀ P[b]), so that the matrices meet first and P is not computed.
+/// Σ_b C[b]ᵀ P[b]), so that the matrices meet first and P is not computed;
+/// and takes Σ_b C[b]ᵀ A[b] as the transpose of an earlier Σ_b A[b]ᵀ C[b].
 void reassociateProducts(ModelOp model);
 
 /// Computes, ahead of a reduction or loop nested in another, the values of

@@ -9,11 +9,14 @@
 //   Σ_b C[b]ᵀ P[b]      = (Σ_b C[b]ᵀ A[b]) op(M)
 // one product of K × D matrices (K·D·D' work) in place of one over every
 // row (B·N·K·D). The backward step's adjoints apply Wk and Wq to outputs of
-// contractions before summing them into the parameters' adjoints.
+// contractions before summing them into the parameters' adjoints. And of
+// Σ_b A[b]ᵀ C[b] and Σ_b C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the
+// same outer products, transposed), the second is the first's transpose.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "Slices.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -113,6 +116,38 @@ bool reassociate(BatchMatmulOp rows) {
   return true;
 }
 
+/// Whether `product` is a summed product of two batches of rows, Σ_b
+/// lhs[b]ᵀ rhs[b].
+bool isSummedRowProduct(BatchMatmulOp product) {
+  return product.getSumBatch() && product.getTransposeLhs() &&
+         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
+         !isMatrix(product.getRhs());
+}
+
+/// Replaces `product`, Σ_b C[b]ᵀ A[b], by the transpose of an earlier
+/// Σ_b A[b]ᵀ C[b] of its block.
+bool transposeOfEarlier(BatchMatmulOp product) {
+  if (!isSummedRowProduct(product))
+    return false;
+  for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
+    auto earlier = dyn_cast<BatchMatmulOp>(op);
+    // (CSE has not yet merged equal reads and tables.)
+    if (!earlier || !isSummedRowProduct(earlier) ||
+        !computeSame(earlier.getLhs(), product.getRhs(), {}) ||
+        !computeSame(earlier.getRhs(), product.getLhs(), {}))
+      continue;
+    OpBuilder builder(product);
+    Value transpose =
+        TransposeOp::create(builder, product.getLoc(), earlier.getResult());
+    if (transpose.getType() != product.getType())
+      return false;
+    product.getResult().replaceAllUsesWith(transpose);
+    product.erase();
+    return true;
+  }
+  return false;
+}
+
 } // namespace
 
 void mlir::energy::reassociateProducts(ModelOp model) {
@@ -127,4 +162,8 @@ void mlir::energy::reassociateProducts(ModelOp model) {
         break;
       }
   }
+  SmallVector<BatchMatmulOp> products;
+  model.walk([&](BatchMatmulOp product) { products.push_back(product); });
+  for (BatchMatmulOp product : products)
+    transposeOfEarlier(product);
 }
