@@ -134,9 +134,15 @@ def targets(results):
         missing('compile', '(f) energyc on every example', '< 2 s each')
     if 'training' in parts:
         p = parts['training']
-        rows.append(ratio_target(
+        row = ratio_target(
             p, 2, 'training step (%d momentum steps + backward), B = %d, N = %d, D = %d, '
-            'vs torch' % (p['steps'], p['b'], p['n'], p['d'])))
+            'vs torch' % (p['steps'], p['b'], p['n'], p['d']))
+        if 'ratio_checkpointed' in p:
+            row['figure'] += ('; every step\'s state kept (--store-all-steps), as torch '
+                              'keeps every step\'s graph; with the default checkpoints '
+                              '%.2f (ours %s)' % (p['ratio_checkpointed'],
+                                                  ms(p['ours_checkpointed_s'])))
+        rows.append(row)
     else:
         missing('training', 'training step (run + backward) vs torch', '≥ 2')
     return rows
