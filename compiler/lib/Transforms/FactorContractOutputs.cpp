@@ -20,11 +20,6 @@ using namespace mlir::energy;
 
 namespace {
 
-bool isScalar(Value value) {
-  auto type = dyn_cast<ArrayType>(value.getType());
-  return type && type.isScalar();
-}
-
 /// Whether `value` is computed from the result of `op` (within the block
 /// they share).
 bool dependsOn(Value value, Operation *op) {

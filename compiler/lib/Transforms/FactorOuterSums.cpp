@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Slices.h"
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -24,11 +25,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-
-bool isScalar(Value value) {
-  auto type = dyn_cast<ArrayType>(value.getType());
-  return type && type.isScalar();
-}
 
 /// A `reduce sum` without a temperature.
 bool isPlainSum(ReduceOp reduce) {

@@ -74,6 +74,11 @@ bool mlir::energy::hasPlainDims(ArrayAttr sizes) {
   });
 }
 
+bool mlir::energy::isScalar(Value value) {
+  auto type = dyn_cast<ArrayType>(value.getType());
+  return type && type.isScalar();
+}
+
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (Value mapped = arguments.lookupOrNull(a))
     return mapped == b;

@@ -41,6 +41,9 @@ Value readWholeTensor(OpBuilder &builder, Location loc, ArrayType type,
 Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
                     OpBuilder &builder);
 
+/// Whether `value` is a scalar array (rank 0).
+bool isScalar(Value value);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 
