@@ -20,44 +20,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Whether `value` is computed from the result of `op` (within the block
-/// they share).
-bool dependsOn(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != op->getBlock())
-    return false;
-  if (def == op)
-    return true;
-  return llvm::any_of(def->getOperands(),
-                      [&](Value operand) { return dependsOn(operand, op); });
-}
-
-/// The row of a table that `value` is made of through negations and
-/// products and quotients by scalars (that do not depend on the row, when
-/// `linear`: then `value` is a linear function of it); null when `value` is
-/// not of that form.
-ExtractOp scaledRow(Value value, bool linear) {
-  Operation *def = value.getDefiningOp();
-  if (auto extract = dyn_cast_or_null<ExtractOp>(def))
-    return isScalar(value) ? ExtractOp() : extract;
-  if (auto neg = dyn_cast_or_null<NegOp>(def))
-    return scaledRow(neg.getOperand(), linear);
-  auto scaled = [&](Value vector, Value factor) -> ExtractOp {
-    if (!isScalar(factor) || isScalar(vector))
-      return ExtractOp();
-    ExtractOp row = scaledRow(vector, linear);
-    return row && !(linear && dependsOn(factor, row)) ? row : ExtractOp();
-  };
-  if (auto mul = dyn_cast_or_null<MulOp>(def)) {
-    if (ExtractOp source = scaled(mul.getLhs(), mul.getRhs()))
-      return source;
-    return scaled(mul.getRhs(), mul.getLhs());
-  }
-  if (auto div = dyn_cast_or_null<DivOp>(def))
-    return scaled(div.getLhs(), div.getRhs());
-  return ExtractOp();
-}
-
 /// The product U M (one matrix for every row of U) that `table` is, or null.
 BatchMatmulOp productOfRows(Value table) {
   auto product = table.getDefiningOp<BatchMatmulOp>();

@@ -9,9 +9,11 @@
 //   Σ_b C[b]ᵀ P[b]      = (Σ_b C[b]ᵀ A[b]) op(M)
 // one product of K × D matrices (K·D·D' work) in place of one over every
 // row (B·N·K·D). The backward step's adjoints apply Wk and Wq to outputs of
-// contractions before summing them into the parameters' adjoints. And of
-// Σ_b A[b]ᵀ C[b] and Σ_b C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the
-// same outer products, transposed), the second is the first's transpose.
+// contractions before summing them into the parameters' adjoints. A table
+// of s · P[b, i] (s scalars) is the table of s · A[b, i] times op(M) first,
+// so that it is a use of that form too. And of Σ_b A[b]ᵀ C[b] and
+// Σ_b C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the same outer products,
+// transposed), the second is the first's transpose.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +118,33 @@ bool reassociate(BatchMatmulOp rows) {
   return true;
 }
 
+/// A table of s · P[b, i] (scalar factors s, linear in the row) with
+/// P = A op(M) and M square is the table of s · A[b, i] times op(M): the
+/// product leaves the table, so that P's other uses may be reassociated.
+bool productOutOfTable(TabulateOp table) {
+  Block &body = table.getBody().front();
+  ExtractOp row = scaledRow(table.getBodyValue(), /*linear=*/true);
+  auto rows =
+      row ? row.getSource().getDefiningOp<BatchMatmulOp>() : BatchMatmulOp();
+  if (!rows || !isRowsTimesMatrix(rows) ||
+      rows.getLhs().getType() != rows.getType() || !row.getMap().isIdentity() ||
+      !llvm::equal(row.getIndices(), body.getArguments()) ||
+      rows.getType() != table.getType())
+    return false;
+  OpBuilder builder(table);
+  IRMapping mapping;
+  auto scaledRows = cast<TabulateOp>(builder.clone(*table, mapping));
+  cast<ExtractOp>(mapping.lookup(row.getOperation()))
+      .getSourceMutable()
+      .assign(rows.getLhs());
+  Value product = BatchMatmulOp::create(
+      builder, table.getLoc(), table.getType(), scaledRows, rows.getRhs(),
+      false, rows.getTransposeRhs(), false);
+  table.getResult().replaceAllUsesWith(product);
+  table.erase();
+  return true;
+}
+
 /// Whether `product` is a summed product of two batches of rows, Σ_b
 /// lhs[b]ᵀ rhs[b].
 bool isSummedRowProduct(BatchMatmulOp product) {
@@ -151,6 +180,13 @@ bool transposeOfEarlier(BatchMatmulOp product) {
 } // namespace
 
 void mlir::energy::reassociateProducts(ModelOp model) {
+  SmallVector<TabulateOp> tables;
+  model.walk([&](TabulateOp table) {
+    if (isStatement(table))
+      tables.push_back(table);
+  });
+  for (TabulateOp table : tables)
+    productOutOfTable(table);
   bool changed = true;
   while (changed) {
     changed = false;

@@ -120,3 +120,35 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   return x->getNumOperands() == 2 && x->hasTrait<OpTrait::IsCommutative>() &&
          sameOperands(/*swapped=*/true);
 }
+
+bool mlir::energy::dependsOn(Value value, Operation *op) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock())
+    return false;
+  if (def == op)
+    return true;
+  return llvm::any_of(def->getOperands(),
+                      [&](Value operand) { return dependsOn(operand, op); });
+}
+
+ExtractOp mlir::energy::scaledRow(Value value, bool linear) {
+  Operation *def = value.getDefiningOp();
+  if (auto extract = dyn_cast_or_null<ExtractOp>(def))
+    return isScalar(value) ? ExtractOp() : extract;
+  if (auto neg = dyn_cast_or_null<NegOp>(def))
+    return scaledRow(neg.getOperand(), linear);
+  auto scaled = [&](Value vector, Value factor) -> ExtractOp {
+    if (!isScalar(factor) || isScalar(vector))
+      return ExtractOp();
+    ExtractOp row = scaledRow(vector, linear);
+    return row && !(linear && dependsOn(factor, row)) ? row : ExtractOp();
+  };
+  if (auto mul = dyn_cast_or_null<MulOp>(def)) {
+    if (ExtractOp source = scaled(mul.getLhs(), mul.getRhs()))
+      return source;
+    return scaled(mul.getRhs(), mul.getLhs());
+  }
+  if (auto div = dyn_cast_or_null<DivOp>(def))
+    return scaled(div.getLhs(), div.getRhs());
+  return ExtractOp();
+}

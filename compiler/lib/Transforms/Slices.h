@@ -44,6 +44,16 @@ Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
 /// Whether `value` is a scalar array (rank 0).
 bool isScalar(Value value);
 
+/// Whether `value` is computed from the result of `op` (within the block
+/// they share).
+bool dependsOn(Value value, Operation *op);
+
+/// The row of a table that `value` is made of through negations and
+/// products and quotients by scalars (that do not depend on the row, when
+/// `linear`: then `value` is a linear function of it); null when `value` is
+/// not of that form.
+ExtractOp scaledRow(Value value, bool linear);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 
