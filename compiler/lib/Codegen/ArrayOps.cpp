@@ -146,19 +146,25 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         Value rows = extents[extents.size() - 2];
         Value columns = extents.back();
         Value block = arith::MulIOp::create(b, loc, rows, columns);
-        return build(type, [&](Value position) {
-          // The result's (i, j) in a block is the operand's (j, i).
+        Value data = allocate(type);
+        // Row r of the result (its block r / rows, row i = r % rows in it):
+        // its (i, j) is the operand's (j, i). Divisions once per row.
+        Value allRows =
+            arith::DivUIOp::create(b, loc, elementCount(type), columns);
+        forRange(allRows, [&](Value r) {
           Value start = arith::MulIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, position, block), block);
-          Value within = arith::RemUIOp::create(b, loc, position, block);
-          Value i = arith::DivUIOp::create(b, loc, within, columns);
-          Value j = arith::RemUIOp::create(b, loc, within, columns);
-          Value source = arith::AddIOp::create(
-              b, loc, start,
-              arith::AddIOp::create(b, loc,
-                                    arith::MulIOp::create(b, loc, j, rows), i));
-          return load(operand.data, source);
+              b, loc, arith::DivUIOp::create(b, loc, r, rows), block);
+          Value from = arith::AddIOp::create(
+              b, loc, start, arith::RemUIOp::create(b, loc, r, rows));
+          Value to = arith::MulIOp::create(b, loc, r, columns);
+          forRange(columns, [&](Value j) {
+            Value source = arith::AddIOp::create(
+                b, loc, from, arith::MulIOp::create(b, loc, j, rows));
+            store(load(operand.data, source), data,
+                  arith::AddIOp::create(b, loc, to, j));
+          });
         });
+        return Lowered{Value(), data};
       })
       .Case([&](DotOp) -> Result {
         Lowered lhs = operandAt(0), rhs = operandAt(1);
