@@ -20,17 +20,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// The product U M (one matrix for every row of U) that `table` is, or null.
-BatchMatmulOp productOfRows(Value table) {
-  auto product = table.getDefiningOp<BatchMatmulOp>();
-  if (!product || product.getTransposeLhs() || product.getSumBatch() ||
-      cast<ArrayType>(product.getRhs().getType()).getRank() != 2 ||
-      cast<ArrayType>(product.getLhs().getType()).getRank() !=
-          cast<ArrayType>(product.getType()).getRank())
-    return BatchMatmulOp();
-  return product;
-}
-
 /// An output of a contraction that another output of the same side
 /// determines: result `output` is `product`'s matrix applied to result
 /// `source` (result numbers of the op); `position` is its value's among the
@@ -50,9 +39,9 @@ SmallVector<Factored> findFactored(ValueRange values, ResultRange outputs) {
     // same factors (then the sum over pairs of f(u M) is that of f(u)
     // times M).
     ExtractOp mapped = scaledRow(value, /*linear=*/false);
-    BatchMatmulOp product =
-        mapped ? productOfRows(mapped.getSource()) : BatchMatmulOp();
-    if (!product || kept.contains(j))
+    auto product = mapped ? mapped.getSource().getDefiningOp<BatchMatmulOp>()
+                          : BatchMatmulOp();
+    if (!product || !isRowsTimesMatrix(product) || kept.contains(j))
       continue;
     for (auto [i, candidate] : llvm::enumerate(values)) {
       if (i == j || dropped.contains(i))

@@ -31,12 +31,6 @@ bool isMatrix(Value value) {
   return cast<ArrayType>(value.getType()).getRank() == 2;
 }
 
-/// Whether `product` is rows times one matrix: A op(M), A with a batch axis.
-bool isRowsTimesMatrix(BatchMatmulOp product) {
-  return !product.getTransposeLhs() && !product.getSumBatch() &&
-         !isMatrix(product.getLhs()) && isMatrix(product.getRhs());
-}
-
 /// op(M) of a product's rhs as a matrix value (a transpose when the product
 /// takes it transposed, or, with `transposeAgain`, when it does not).
 Value matrixOf(OpBuilder &builder, BatchMatmulOp product,

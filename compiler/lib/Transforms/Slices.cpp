@@ -79,6 +79,15 @@ bool mlir::energy::isScalar(Value value) {
   return type && type.isScalar();
 }
 
+bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
+  auto rank = [](Value value) {
+    return cast<ArrayType>(value.getType()).getRank();
+  };
+  return !product.getTransposeLhs() && !product.getSumBatch() &&
+         rank(product.getRhs()) == 2 &&
+         rank(product.getLhs()) == rank(product.getResult());
+}
+
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (Value mapped = arguments.lookupOrNull(a))
     return mapped == b;

@@ -54,6 +54,10 @@ bool dependsOn(Value value, Operation *op);
 /// not of that form.
 ExtractOp scaledRow(Value value, bool linear);
 
+/// Whether `product` applies one matrix to every row of a batch of rows:
+/// A op(M) with A [B, N, K] (not transposed, not summed) and M a matrix.
+bool isRowsTimesMatrix(BatchMatmulOp product);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 
