@@ -241,39 +241,38 @@ int energy_session_gradient(energy_session *session, const char *name,
   });
 }
 
-/// Hands out a buffer of the session as energy_session_device_buffer says.
-static int deviceData(const char *function, Expected<const Tensor *> buffer,
-                      void **data, size_t *bytes) {
-  if (!buffer)
-    return result(buffer.status().withContext(function));
-  *data = const_cast<std::byte *>((*buffer)->data());
-  *bytes = (*buffer)->byteSize();
-  return 0;
+/// energy_session_device_buffer and _gradient: the buffer `lookup` finds in
+/// the session, handed out as they say.
+template <typename Lookup>
+static int deviceData(const char *function, energy_session *session,
+                      const char *name, void **data, size_t *bytes,
+                      Lookup lookup) {
+  return guarded(1, [&] {
+    if (!session || !name || !data || !bytes)
+      return result(nullArgument(function, "session, name, data or bytes"));
+    auto buffer = lookup(session->session, name);
+    if (!buffer)
+      return result(buffer.status().withContext(function));
+    *data = const_cast<std::byte *>((*buffer)->data());
+    *bytes = (*buffer)->byteSize();
+    return 0;
+  });
 }
 
 int energy_session_device_buffer(energy_session *session, const char *name,
                                  void **data, size_t *bytes) {
-  return guarded(1, [&] {
-    const char *function = "energy_session_device_buffer";
-    if (!session || !name || !data || !bytes)
-      return result(nullArgument(function, "session, name, data or bytes"));
-    Expected<Tensor *> buffer = session->session.deviceBuffer(name);
-    if (!buffer)
-      return result(buffer.status().withContext(function));
-    return deviceData(function, static_cast<const Tensor *>(*buffer), data,
-                      bytes);
-  });
+  return deviceData("energy_session_device_buffer", session, name, data, bytes,
+                    [](Session &owner, const char *tensor) {
+                      return owner.deviceBuffer(tensor);
+                    });
 }
 
 int energy_session_device_gradient(energy_session *session, const char *name,
                                    void **data, size_t *bytes) {
-  return guarded(1, [&] {
-    const char *function = "energy_session_device_gradient";
-    if (!session || !name || !data || !bytes)
-      return result(nullArgument(function, "session, name, data or bytes"));
-    return deviceData(function, session->session.deviceGradient(name), data,
-                      bytes);
-  });
+  return deviceData("energy_session_device_gradient", session, name, data,
+                    bytes, [](Session &owner, const char *tensor) {
+                      return owner.deviceGradient(tensor);
+                    });
 }
 
 int energy_session_set_stream(energy_session *session, void *stream) {

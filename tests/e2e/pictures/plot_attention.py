@@ -11,7 +11,6 @@ that name the term or index.
 
 Usage: plot_attention.py ENERGYC ENERGY_RUN EXAMPLES_DIR
 """
-import json
 import os
 import re
 import subprocess
@@ -23,15 +22,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..',
                                 'tools', 'python'))
 from energy_tools import EnergyTools  # noqa: E402
+from chart_checks import chart_metadata, check, finish  # noqa: E402
 
 energyc, energy_run, examples = sys.argv[1:4]
-failures = []
-
-
-def check(condition, message):
-    print(('ok    ' if condition else 'FAIL  ') + message)
-    if not condition:
-        failures.append(message)
 
 
 def softmax(scores, mask=None):
@@ -43,8 +36,7 @@ def softmax(scores, mask=None):
 def read_heat_map(path):
     """The metadata, and the cells drawn: {(row, column): luminance}."""
     text = open(path).read()
-    meta = json.loads(re.search(r'<metadata id="energy-chart">(.*?)</metadata>',
-                                text, re.S).group(1))
+    meta = chart_metadata(text)
     left, top, width, height = meta['cells']
     cells = {}
     pattern = (r'fill:rgb\(([\d.]+)%,([\d.]+)%,([\d.]+)%\);[^"]*" '
@@ -128,6 +120,4 @@ with tempfile.TemporaryDirectory() as directory:
          '--plot-attention', 'dyn:t=1', os.path.join(directory, 'slds.png')],
         capture_output=True).returncode == 0, 'slds dyn:t=1 draws a PNG')
 
-if failures:
-    sys.exit('%d check(s) failed' % len(failures))
-print('all checks passed')
+finish()

@@ -9,27 +9,19 @@ lines: the frame is a clip rectangle before each line); and that bad
 arguments are one-line errors with a non-zero status.
 Usage: plot_curves.py ENERGY_CURVES
 """
-import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+from chart_checks import chart_metadata, check, finish  # noqa: E402
 
 energy_curves = sys.argv[1]
-failures = []
-
-
-def check(condition, message):
-    print(('ok    ' if condition else 'FAIL  ') + message)
-    if not condition:
-        failures.append(message)
 
 
 def metadata(path):
     text = open(path).read()
-    meta = re.search(r'<metadata id="energy-chart">(.*?)</metadata>', text, re.S)
-    chart = json.loads(meta.group(1).replace('&lt;', '<').replace('&amp;', '&'))
+    chart = chart_metadata(text)
     return chart['panels'][0], text
 
 
@@ -64,5 +56,4 @@ with tempfile.TemporaryDirectory() as work:
         check(result.returncode != 0 and expected in result.stderr,
               '%s: status %d, %s' % (' '.join(extra), result.returncode, result.stderr.strip()))
 
-if failures:
-    sys.exit('%d check(s) failed' % len(failures))
+finish()

@@ -17,7 +17,6 @@ of the plotting code:
 
 Usage: plot_run.py ENERGYC ENERGY_RUN EXAMPLES_DIR
 """
-import json
 import os
 import re
 import struct
@@ -30,23 +29,16 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..',
                                 'tools', 'python'))
 from energy_tools import EnergyTools  # noqa: E402
+from chart_checks import chart_metadata, check, finish  # noqa: E402
 
 energyc, energy_run, examples = sys.argv[1:4]
-failures = []
-
-
-def check(condition, message):
-    print(('ok    ' if condition else 'FAIL  ') + message)
-    if not condition:
-        failures.append(message)
 
 
 def svg_lines(path):
     """The chart metadata and the thick (data) paths of an SVG: for each
     path its stroke colour (0..1) and its points."""
     text = open(path).read()
-    meta = re.search(r'<metadata id="energy-chart">(.*?)</metadata>', text, re.S)
-    metadata = json.loads(meta.group(1).replace('&lt;', '<').replace('&amp;', '&'))
+    metadata = chart_metadata(text)
     paths = []
     for style, d in re.findall(r'<path style="([^"]*stroke-width:2;[^"]*)" d="([^"]*)"', text):
         rgb = re.search(r'stroke:rgb\(([\d.]+)%,([\d.]+)%,([\d.]+)%\)', style)
@@ -163,6 +155,4 @@ with tempfile.TemporaryDirectory() as directory:
         check(result.returncode != 0 and message in result.stderr,
               'error for %s: %s' % (' '.join(arguments[:2]), result.stderr.strip()))
 
-if failures:
-    sys.exit('%d check(s) failed' % len(failures))
-print('all checks passed')
+finish()
