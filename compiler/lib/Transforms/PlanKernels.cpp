@@ -3,7 +3,7 @@
 // Runs the planning steps in order: plugin aggregations as tables, softmax
 // contractions, tables ahead of them (and their forms), batched products,
 // outputs of contractions that are products of others, products in the
-// cheaper order, parallel loops;
+// cheaper order, products with a shared factor as one, parallel loops;
 // then drops the lets that only the parent side of a contraction read.
 //
 //===----------------------------------------------------------------------===//
@@ -42,6 +42,7 @@ struct PlanKernelsPass
     hoistContractTables(model);
     factorContractOutputs(model);
     reassociateProducts(model);
+    combineProducts(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
   }

@@ -60,6 +60,12 @@ void factorContractOutputs(ModelOp model);
 /// and takes Σ_b C[b]ᵀ A[b] as the transpose of an earlier Σ_b A[b]ᵀ C[b].
 void reassociateProducts(ModelOp model);
 
+/// Rewrites what a gradient adds into each tensor so that products sharing
+/// a factor (up to scalars) are one product of that factor and the sum of
+/// their other factors: Σ c_i A_i M = (Σ c_i A_i) M, and likewise for
+/// products of matrices, sums of outer products over a batch, transposes.
+void combineProducts(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.

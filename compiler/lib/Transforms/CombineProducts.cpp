@@ -1,0 +1,521 @@
+//===- CombineProducts.cpp - Sums of products with a shared factor --------===//
+//
+// What a gradient adds into one tensor is often a sum of products that share
+// a factor, up to scalars:
+//   Σ_i c_i A_i op(M)           (rows of different arrays, one matrix)
+//   Σ_i c_i L R_i,  Σ_i c_i L_i R  (matrices)
+//   Σ_i c_i Σ_b X[b]ᵀ A_i[b],  Σ_i c_i Σ_b A_i[b]ᵀ X[b]
+//   Σ_i c_i R_iᵀ = (Σ_i c_i R_i)ᵀ
+// Each such sum is one product of the shared factor with Σ_i c_i A_i, an
+// elementwise sum (a table over the rows for batches of rows): one product
+// in place of several. The scalars c_i include those inside the factors
+// (Wkᵀ Wq/√D and Wkᵀ (-Wq)/√D share Wkᵀ Wq), and the sums are built once
+// for every product that needs the same one. The backward step's adjoints
+// of x, Wq and Wk add 6, 4 and 4 such products; they become 2, 1 and 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+#include "Slices.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// A scalar coefficient: a number times scalar values, each to the power
+/// +1 or -1, in a canonical order so that equal coefficients compare equal.
+struct Coefficient {
+  double number = 1.0;
+  SmallVector<std::pair<Value, int>> factors;
+
+  bool isOne() const { return number == 1.0 && factors.empty(); }
+
+  void multiply(Value factor, int power) {
+    if (auto constant = factor.getDefiningOp<ConstantOp>()) {
+      double value = constant.getValueAttr().getValueAsDouble();
+      number = power > 0 ? number * value : number / value;
+      return;
+    }
+    for (auto *it = factors.begin(); it != factors.end(); ++it)
+      if (it->first == factor && it->second == -power) {
+        factors.erase(it);
+        return;
+      }
+    factors.push_back({factor, power});
+    llvm::sort(factors, [](auto &a, auto &b) {
+      return std::make_pair(a.first.getAsOpaquePointer(), a.second) <
+             std::make_pair(b.first.getAsOpaquePointer(), b.second);
+    });
+  }
+
+  Coefficient times(const Coefficient &other) const {
+    Coefficient product = *this;
+    product.number *= other.number;
+    for (auto [factor, power] : other.factors)
+      product.multiply(factor, power);
+    return product;
+  }
+
+  bool operator==(const Coefficient &other) const {
+    return number == other.number && factors == other.factors;
+  }
+
+  /// The coefficient as a scalar value at the builder's point; null when
+  /// it is one.
+  Value scalar(OpBuilder &builder, Location loc) const {
+    if (isOne())
+      return Value();
+    Value scalar = ConstantOp::create(builder, loc, number);
+    for (auto [factor, power] : factors)
+      scalar = power > 0
+                   ? MulOp::create(builder, loc, scalar, factor).getResult()
+                   : DivOp::create(builder, loc, scalar, factor).getResult();
+    return scalar;
+  }
+
+  /// `value` times this coefficient, at the builder's point.
+  Value scale(OpBuilder &builder, Location loc, Value value) const {
+    if (isOne())
+      return value;
+    if (number == -1.0 && factors.empty())
+      return NegOp::create(builder, loc, value);
+    return MulOp::create(builder, loc, value, scalar(builder, loc));
+  }
+};
+
+/// Whether `factor` may be divided by: not the constant 0.
+bool isDivisor(Value factor) {
+  auto constant = factor.getDefiningOp<ConstantOp>();
+  return !constant || constant.getValueAttr().getValueAsDouble() != 0.0;
+}
+
+/// `value` without the negations and the products and quotients by scalars
+/// at its top, which go into `coefficient`; a transpose of a transpose
+/// (scaled) is its operand.
+Value stripScalars(Value value, Coefficient &coefficient) {
+  for (;;) {
+    Operation *def = value.getDefiningOp();
+    if (auto neg = dyn_cast_or_null<NegOp>(def)) {
+      coefficient.number = -coefficient.number;
+      value = neg.getOperand();
+      continue;
+    }
+    if (isa_and_nonnull<MulOp, DivOp>(def)) {
+      Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+      if (isScalar(rhs) && lhs.getType() == value.getType() &&
+          (isa<MulOp>(def) || isDivisor(rhs))) {
+        coefficient.multiply(rhs, isa<MulOp>(def) ? 1 : -1);
+        value = lhs;
+        continue;
+      }
+      if (isa<MulOp>(def) && isScalar(lhs) &&
+          rhs.getType() == value.getType()) {
+        coefficient.multiply(lhs, 1);
+        value = rhs;
+        continue;
+      }
+    }
+    if (auto transpose = dyn_cast_or_null<TransposeOp>(def)) {
+      Coefficient inner;
+      Value operand = stripScalars(transpose.getOperand(), inner);
+      if (auto again = operand.getDefiningOp<TransposeOp>()) {
+        coefficient = coefficient.times(inner);
+        value = again.getOperand();
+        continue;
+      }
+    }
+    return value;
+  }
+}
+
+/// The scalars of a matrix expression: those of its top and of the
+/// operands of its products and transposes.
+Coefficient scaleOf(Value value) {
+  Coefficient coefficient;
+  value = stripScalars(value, coefficient);
+  Operation *def = value.getDefiningOp();
+  if (auto transpose = dyn_cast_or_null<TransposeOp>(def))
+    return coefficient.times(scaleOf(transpose.getOperand()));
+  if (auto product = dyn_cast_or_null<MatmulOp>(def))
+    return coefficient.times(scaleOf(product.getLhs()))
+        .times(scaleOf(product.getRhs()));
+  return coefficient;
+}
+
+/// Whether `a` and `b` are the same expression up to scalars.
+bool sameUpToScalars(Value a, Value b) {
+  Coefficient ignored;
+  a = stripScalars(a, ignored);
+  b = stripScalars(b, ignored);
+  if (a == b)
+    return true;
+  if (a.getType() != b.getType())
+    return false;
+  auto ta = a.getDefiningOp<TransposeOp>(), tb = b.getDefiningOp<TransposeOp>();
+  if (ta && tb)
+    return sameUpToScalars(ta.getOperand(), tb.getOperand());
+  auto pa = a.getDefiningOp<MatmulOp>(), pb = b.getDefiningOp<MatmulOp>();
+  if (pa && pb)
+    return sameUpToScalars(pa.getLhs(), pb.getLhs()) &&
+           sameUpToScalars(pa.getRhs(), pb.getRhs());
+  return computeSame(a, b, {});
+}
+
+/// `value` without its scalars (scaleOf(value) times it is `value`), reusing
+/// the ops that have none.
+Value withoutScalars(OpBuilder &builder, Value value) {
+  Coefficient ignored;
+  value = stripScalars(value, ignored);
+  Location loc = value.getLoc();
+  if (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    Value operand = withoutScalars(builder, transpose.getOperand());
+    return operand == transpose.getOperand()
+               ? value
+               : TransposeOp::create(builder, loc, operand).getResult();
+  }
+  if (auto product = value.getDefiningOp<MatmulOp>()) {
+    Value lhs = withoutScalars(builder, product.getLhs());
+    Value rhs = withoutScalars(builder, product.getRhs());
+    return lhs == product.getLhs() && rhs == product.getRhs()
+               ? value
+               : MatmulOp::create(builder, loc, lhs, rhs).getResult();
+  }
+  return value;
+}
+
+/// c · value, one summand.
+struct Term {
+  Coefficient coefficient;
+  Value value;
+  bool operator==(const Term &other) const {
+    return coefficient == other.coefficient && value == other.value;
+  }
+};
+
+/// Adds to `terms` the summands of `coefficient` · `value`, through sums,
+/// differences, negations and scalar factors of the same type.
+void expand(Value value, Coefficient coefficient,
+            SmallVectorImpl<Term> &terms) {
+  Operation *def = value.getDefiningOp();
+  Type type = value.getType();
+  auto sameType = [&](Value operand) { return operand.getType() == type; };
+  if (!isScalar(value) && isa_and_nonnull<AddOp, SubOp>(def) &&
+      sameType(def->getOperand(0)) && sameType(def->getOperand(1))) {
+    expand(def->getOperand(0), coefficient, terms);
+    if (isa<SubOp>(def))
+      coefficient.number = -coefficient.number;
+    expand(def->getOperand(1), coefficient, terms);
+    return;
+  }
+  Coefficient scalars;
+  Value stripped = isScalar(value) ? value : stripScalars(value, scalars);
+  if (stripped != value) {
+    expand(stripped, coefficient.times(scalars), terms);
+    return;
+  }
+  terms.push_back({coefficient, value});
+}
+
+/// The ways a group of terms shares a factor.
+enum class Shared {
+  RowsTimesMatrix, // A_i op(M): M
+  MatrixTimes,     // L R_i: L
+  TimesMatrix,     // L_i R: R
+  SummedLhs,       // Σ_b X[b]ᵀ A_i[b]: X
+  SummedRhs,       // Σ_b A_i[b]ᵀ X[b]: X
+  Transposed,      // R_iᵀ
+};
+constexpr Shared kSharedForms[] = {Shared::RowsTimesMatrix, Shared::MatrixTimes,
+                                   Shared::TimesMatrix,     Shared::SummedLhs,
+                                   Shared::SummedRhs,       Shared::Transposed};
+
+bool isMatrix(Value value) {
+  return cast<ArrayType>(value.getType()).getRank() == 2;
+}
+
+bool isSummedRowProduct(BatchMatmulOp product) {
+  return product && product.getSumBatch() && product.getTransposeLhs() &&
+         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
+         !isMatrix(product.getRhs());
+}
+
+/// A term's shared factor and its other factor (the summand of the inner
+/// sum) in form `form`, or nulls.
+std::pair<Value, Value> splitTerm(Value value, Shared form) {
+  Operation *def = value.getDefiningOp();
+  auto rows = dyn_cast_or_null<BatchMatmulOp>(def);
+  auto product = dyn_cast_or_null<MatmulOp>(def);
+  bool matrices =
+      product && isMatrix(product.getLhs()) && isMatrix(product.getRhs());
+  switch (form) {
+  case Shared::RowsTimesMatrix:
+    if (rows && isRowsTimesMatrix(rows))
+      return {rows.getRhs(), rows.getLhs()};
+    break;
+  case Shared::MatrixTimes:
+    if (matrices)
+      return {product.getLhs(), product.getRhs()};
+    break;
+  case Shared::TimesMatrix:
+    if (matrices)
+      return {product.getRhs(), product.getLhs()};
+    break;
+  case Shared::SummedLhs:
+    if (isSummedRowProduct(rows))
+      return {rows.getLhs(), rows.getRhs()};
+    break;
+  case Shared::SummedRhs:
+    if (isSummedRowProduct(rows))
+      return {rows.getRhs(), rows.getLhs()};
+    break;
+  case Shared::Transposed:
+    if (auto transpose = dyn_cast_or_null<TransposeOp>(def))
+      return {Value(), transpose.getOperand()};
+    break;
+  }
+  return {Value(), Value()};
+}
+
+/// Whether two terms of form `form` share their factor.
+bool shareFactor(Value a, Value b, Shared form) {
+  if (form == Shared::Transposed)
+    return true;
+  if (form == Shared::RowsTimesMatrix &&
+      a.getDefiningOp<BatchMatmulOp>().getTransposeRhs() !=
+          b.getDefiningOp<BatchMatmulOp>().getTransposeRhs())
+    return false;
+  return sameUpToScalars(splitTerm(a, form).first, splitTerm(b, form).first);
+}
+
+/// Builds sums of terms at one point, each sum once.
+class SumBuilder {
+public:
+  explicit SumBuilder(OpBuilder &builder) : builder(builder) {}
+
+  /// The terms with every group that shares a factor (two or more) replaced
+  /// by one product of that factor and the group's inner sum.
+  SmallVector<Term> combine(SmallVector<Term> terms, bool &combined) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Shared form : kSharedForms) {
+        for (size_t i = 0; i < terms.size() && !changed; ++i) {
+          if (!splitTerm(terms[i].value, form).second)
+            continue;
+          SmallVector<size_t> group{i};
+          for (size_t j = i + 1; j < terms.size(); ++j)
+            if (splitTerm(terms[j].value, form).second &&
+                terms[j].value.getType() == terms[i].value.getType() &&
+                shareFactor(terms[i].value, terms[j].value, form))
+              group.push_back(j);
+          if (group.size() < 2)
+            continue;
+          Term product = {Coefficient(), productOf(terms, group, form)};
+          for (size_t j : llvm::reverse(group))
+            terms.erase(terms.begin() + j);
+          terms.push_back(product);
+          changed = combined = true;
+        }
+        if (changed)
+          break;
+      }
+    }
+    return terms;
+  }
+
+  /// Σ terms (of type `type`), built once per set of terms.
+  Value sum(SmallVector<Term> terms, Type type) {
+    for (auto &[built, value] : sums)
+      if (value.getType() == type && built.size() == terms.size() &&
+          std::is_permutation(built.begin(), built.end(), terms.begin()))
+        return value;
+    bool combined = false;
+    SmallVector<Term> remaining = combine(terms, combined);
+    Value result = cast<ArrayType>(type).getRank() >= 3
+                       ? tableOf(remaining, cast<ArrayType>(type))
+                       : wholeSum(remaining);
+    sums.push_back({terms, result});
+    return result;
+  }
+
+private:
+  /// One product of the shared factor of `terms[group]` and their inner sum.
+  Value productOf(ArrayRef<Term> terms, ArrayRef<size_t> group, Shared form) {
+    Value first = terms[group.front()].value;
+    Location loc = first.getLoc();
+    SmallVector<Term> inner;
+    for (size_t j : group) {
+      auto [factor, other] = splitTerm(terms[j].value, form);
+      Coefficient coefficient = terms[j].coefficient;
+      if (factor)
+        coefficient = coefficient.times(scaleOf(factor));
+      inner.push_back({coefficient, other});
+    }
+    Value otherSum = sum(inner, inner.front().value.getType());
+    Value factor = splitTerm(first, form).first;
+    if (factor)
+      factor = withoutScalars(builder, factor);
+    Type type = first.getType();
+    switch (form) {
+    case Shared::RowsTimesMatrix:
+      return BatchMatmulOp::create(
+          builder, loc, type, otherSum, factor, false,
+          first.getDefiningOp<BatchMatmulOp>().getTransposeRhs(), false);
+    case Shared::MatrixTimes:
+      return MatmulOp::create(builder, loc, factor, otherSum);
+    case Shared::TimesMatrix:
+      return MatmulOp::create(builder, loc, otherSum, factor);
+    case Shared::SummedLhs:
+      return BatchMatmulOp::create(builder, loc, type, factor, otherSum, true,
+                                   false, true);
+    case Shared::SummedRhs:
+      return BatchMatmulOp::create(builder, loc, type, otherSum, factor, true,
+                                   false, true);
+    case Shared::Transposed:
+      return TransposeOp::create(builder, loc, otherSum);
+    }
+    llvm_unreachable("every form of a shared factor");
+  }
+
+  /// Σ c_i v_i with whole-array operations.
+  Value wholeSum(ArrayRef<Term> terms) {
+    Value total;
+    for (const Term &term : terms) {
+      Location loc = term.value.getLoc();
+      Value scaled = term.coefficient.scale(builder, loc, term.value);
+      total = total ? AddOp::create(builder, loc, total, scaled).getResult()
+                    : scaled;
+    }
+    return total;
+  }
+
+  /// Σ c_i v_i for batches of rows: a table over every axis but the last,
+  /// whose positions run in parallel.
+  Value tableOf(ArrayRef<Term> terms, ArrayType type) {
+    if (terms.size() == 1 && terms.front().coefficient.isOne())
+      return terms.front().value;
+    MLIRContext *context = type.getContext();
+    Location loc = terms.front().value.getLoc();
+    SmallVector<Value> scalars;
+    for (const Term &term : terms)
+      scalars.push_back(term.coefficient.scalar(builder, loc));
+    SmallVector<Attribute> sizes;
+    ArrayRef<StringAttr> shape = type.getShape();
+    for (StringAttr dim : shape.drop_back())
+      sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
+    auto table =
+        TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
+    Block &body = table.getBody().emplaceBlock();
+    SmallVector<Value> indices;
+    for (StringAttr dim : shape.drop_back())
+      indices.push_back(body.addArgument(
+          builder.getIndexType(),
+          NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
+    OpBuilder inside = OpBuilder::atBlockEnd(&body);
+    auto rowType = ArrayType::get(context, shape.take_back());
+    auto map = AffineMapAttr::get(
+        AffineMap::getMultiDimIdentityMap(indices.size(), context));
+    Value total;
+    for (auto [term, scalar] : llvm::zip(terms, scalars)) {
+      Value row = inlinedRow(inside, term.value, table.getSizes(), indices);
+      if (!row)
+        row = ExtractOp::create(inside, loc, rowType, term.value, map, indices);
+      if (scalar)
+        row = MulOp::create(inside, loc, row, scalar);
+      total = total ? AddOp::create(inside, loc, total, row).getResult() : row;
+    }
+    YieldOp::create(inside, loc, total);
+    return table;
+  }
+
+  /// The row at `indices` of `value` when it is a table over `sizes` of
+  /// elementwise work on rows (no loops): its body, cloned, so that the sum
+  /// makes one pass where the table made another. Null otherwise.
+  static Value inlinedRow(OpBuilder &inside, Value value, ArrayAttr sizes,
+                          ValueRange indices) {
+    auto table = value.getDefiningOp<TabulateOp>();
+    if (!table || table.getSizes() != sizes)
+      return Value();
+    Block &body = table.getBody().front();
+    if (llvm::any_of(body.without_terminator(),
+                     [](Operation &op) { return op.getNumRegions() != 0; }))
+      return Value();
+    IRMapping mapping;
+    mapping.map(body.getArguments(), indices);
+    for (Operation &op : body.without_terminator())
+      inside.clone(op, mapping);
+    return mapping.lookupOrDefault(table.getBodyValue());
+  }
+
+  OpBuilder &builder;
+  SmallVector<std::pair<SmallVector<Term>, Value>> sums;
+};
+
+/// Rewrites what the whole-tensor accumulates of `block` add into each
+/// tensor as sums of combined products, at the last of them, when some
+/// products combine.
+void combineAccumulatedProducts(Block &block) {
+  SmallVector<AccumulateOp> accumulates;
+  auto model = block.getParentOp()->getParentOfType<ModelOp>();
+  for (auto accumulate : block.getOps<AccumulateOp>()) {
+    auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
+    if (accumulate.getIndices().empty() && tensor &&
+        tensor.getArrayType() == accumulate.getValue().getType() &&
+        !isScalar(accumulate.getValue()))
+      accumulates.push_back(accumulate);
+  }
+  if (accumulates.size() < 2)
+    return;
+  // The terms added into each tensor, in the order of their first add.
+  SmallVector<std::pair<FlatSymbolRefAttr, SmallVector<Term>>> targets;
+  for (AccumulateOp accumulate : accumulates) {
+    auto *target = llvm::find_if(targets, [&](auto &entry) {
+      return entry.first == accumulate.getTensorAttr();
+    });
+    if (target == targets.end()) {
+      targets.push_back({accumulate.getTensorAttr(), {}});
+      target = &targets.back();
+    }
+    expand(accumulate.getValue(), Coefficient(), target->second);
+  }
+  OpBuilder builder(accumulates.back());
+  SumBuilder sums(builder);
+  SmallVector<std::pair<FlatSymbolRefAttr, SmallVector<Term>>> rewritten;
+  for (auto &[tensor, terms] : targets) {
+    bool combined = false;
+    SmallVector<Term> remaining = sums.combine(terms, combined);
+    if (combined)
+      rewritten.push_back({tensor, remaining});
+  }
+  MLIRContext *context = block.getParentOp()->getContext();
+  for (auto &[tensor, terms] : rewritten) {
+    for (const Term &term : terms) {
+      Location loc = term.value.getLoc();
+      Value value = term.coefficient.scale(builder, loc, term.value);
+      auto accumulate = AccumulateOp::create(
+          builder, loc, value, tensor,
+          AffineMapAttr::get(AffineMap::get(0, 0, {}, context)), ValueRange());
+      // Right after the product, which the backends then compute into the
+      // tensor.
+      if (Operation *def = value.getDefiningOp();
+          def && def->getBlock() == &block && value.hasOneUse())
+        accumulate->moveAfter(def);
+    }
+  }
+  for (AccumulateOp accumulate : accumulates)
+    if (llvm::any_of(rewritten, [&](auto &entry) {
+          return entry.first == accumulate.getTensorAttr();
+        }))
+      accumulate.erase();
+}
+
+} // namespace
+
+void mlir::energy::combineProducts(ModelOp model) {
+  model.walk([](GradientOp gradient) {
+    combineAccumulatedProducts(gradient.getBody().front());
+  });
+}

@@ -1,0 +1,121 @@
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-kernels))' | FileCheck %s
+
+// Products that a gradient adds into one tensor and that share a factor up
+// to scalars are one product of that factor and the sum of the others. The
+// pass runs alone, so the products it replaces stay in the output, unused;
+// the checks skip them.
+
+// Rows of three arrays times W, -W/s and (W/s)ᵀᵀ, added into x: one table
+// of a - b/s + c/s (each row scaled as its product was) times W, added
+// right after the product; rows times V stay as they are. W's adjoint adds
+// V Σ_b a[b]ᵀ b[b] - V Σ_b a[b]ᵀ c[b]: V (Σ_b a[b]ᵀ (b - c)[b]), one
+// summed product of a and a table. V's adjoint adds (Σ_b a[b]ᵀ b[b])ᵀ W
+// and (Σ_b a[b]ᵀ c[b])ᵀ W: (Σ_b a[b]ᵀ (b + c)[b])ᵀ W.
+// CHECK-LABEL: energy.model @shared_factors
+// CHECK:       gradient @x and [@W, @V] of @e {
+// CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
+// CHECK-NEXT:    %[[V:.*]] = read @V : !energy.array<D, D>
+// CHECK-NEXT:    %[[S:.*]] = read @s : !energy.array<>
+// CHECK-NEXT:    %[[A:.*]] = read @a : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[B:.*]] = read @b : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[C:.*]] = read @c : !energy.array<B, N, D>
+// CHECK:         %[[AV:.*]] = batch_matmul %[[A]], %[[V]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
+// CHECK-NEXT:    %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:    %[[ONE:.*]] = constant 1.000000e+00
+// CHECK-NEXT:    %[[PS:.*]] = div %[[ONE]], %[[S]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:    %[[R:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {
+// CHECK-NEXT:      %[[AI:.*]] = extract %[[A]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[BI:.*]] = extract %[[B]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[BS:.*]] = mul %[[BI]], %[[MS]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[AB:.*]] = add %[[AI]], %[[BS]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:      %[[CI:.*]] = extract %[[C]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[CS:.*]] = mul %[[CI]], %[[PS]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[ABC:.*]] = add %[[AB]], %[[CS]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:      yield %[[ABC]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[RW:.*]] = batch_matmul %[[R]], %[[W]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[RW]] into @x : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[MINUS2:.*]] = constant -1.000000e+00
+// CHECK-NEXT:    %[[BMC:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {
+// CHECK-NEXT:      %[[BI:.*]] = extract %[[B]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[CI:.*]] = extract %[[C]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[CM:.*]] = mul %[[CI]], %[[MINUS2]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[D:.*]] = add %[[BI]], %[[CM]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:      yield %[[D]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[ABMC:.*]] = batch_matmul %[[A]] transposed, %[[BMC]] summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+// CHECK-NEXT:    %[[VW:.*]] = matmul %[[V]], %[[ABMC]] : !energy.array<D, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[VW]] into @W : !energy.array<D, D>
+// CHECK-NEXT:    %[[BPC:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {
+// CHECK-NEXT:      %[[BI:.*]] = extract %[[B]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[CI:.*]] = extract %[[C]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[BC:.*]] = add %[[BI]], %[[CI]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:      yield %[[BC]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[ABPC:.*]] = batch_matmul %[[A]] transposed, %[[BPC]] summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+// CHECK-NEXT:    %[[T:.*]] = transpose %[[ABPC]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[TW:.*]] = matmul %[[T]], %[[W]] : !energy.array<D, D>, !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[TW]] into @V : !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[AV]] into @x : !energy.array<B, N, D>
+// CHECK-NEXT:  }
+
+energy.model @shared_factors {
+  dim @B
+  dim @N
+  dim @D
+  tensor @x : state [@B, @N, @D]
+  tensor @a : input [@B, @N, @D]
+  tensor @b : input [@B, @N, @D]
+  tensor @c : input [@B, @N, @D]
+  tensor @W : param [@D, @D]
+  tensor @V : param [@D, @D]
+  tensor @s : param []
+  term @e {
+    %x = read @x : !energy.array<B, N, D>
+    %w = read @W : !energy.array<D, D>
+    %xw = batch_matmul %x, %w : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    %e = reduce sum (%i : @B, %j : @N) {
+      %r = extract %xw[%i, %j] : !energy.array<B, N, D> -> !energy.array<D>
+      %q = reduce_elements sum %r : !energy.array<D>
+      yield %q : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+  gradient @x and [@W, @V] of @e {
+    %minus = constant -1.000000e+00
+    %w = read @W : !energy.array<D, D>
+    %v = read @V : !energy.array<D, D>
+    %s = read @s : !energy.array<>
+    %a = read @a : !energy.array<B, N, D>
+    %b = read @b : !energy.array<B, N, D>
+    %c = read @c : !energy.array<B, N, D>
+    %aw = batch_matmul %a, %w : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    accumulate %aw into @x : !energy.array<B, N, D>
+    %wm = mul %w, %minus : !energy.array<D, D>, !energy.array<>
+    %wms = div %wm, %s : !energy.array<D, D>, !energy.array<>
+    %bw = batch_matmul %b, %wms : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    %av = batch_matmul %a, %v : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    %sum = add %bw, %av : !energy.array<B, N, D>, !energy.array<B, N, D>
+    accumulate %sum into @x : !energy.array<B, N, D>
+    %ws = div %w, %s : !energy.array<D, D>, !energy.array<>
+    %wst = transpose %ws : !energy.array<D, D>
+    %wstt = transpose %wst : !energy.array<D, D>
+    %cw = batch_matmul %c, %wstt : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    %cwn = neg %cw : !energy.array<B, N, D>
+    %cwm = mul %cwn, %minus : !energy.array<B, N, D>, !energy.array<>
+    accumulate %cwm into @x : !energy.array<B, N, D>
+    %ab = batch_matmul %a transposed, %b summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+    %ac = batch_matmul %a transposed, %c summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+    %vab = matmul %v, %ab : !energy.array<D, D>, !energy.array<D, D>
+    %vac = matmul %v, %ac : !energy.array<D, D>, !energy.array<D, D>
+    %gw = sub %vab, %vac : !energy.array<D, D>, !energy.array<D, D>
+    accumulate %gw into @W : !energy.array<D, D>
+    %abt = transpose %ab : !energy.array<D, D>
+    %act = transpose %ac : !energy.array<D, D>
+    %abtw = matmul %abt, %w : !energy.array<D, D>, !energy.array<D, D>
+    %actw = matmul %act, %w : !energy.array<D, D>, !energy.array<D, D>
+    accumulate %abtw into @V : !energy.array<D, D>
+    accumulate %actw into @V : !energy.array<D, D>
+  }
+}
