@@ -184,14 +184,17 @@ bool isConstant(Attribute attr, double value) {
   return number && number.getValueAsDouble() == value;
 }
 
-/// Whether `value` is an array of zeros: a broadcast 0.
-bool isBroadcastZero(Value value) {
+/// Whether `value` is an array of one number: a broadcast constant.
+bool isBroadcastOf(Value value, double number) {
   auto broadcast = value.getDefiningOp<BroadcastOp>();
   if (!broadcast)
     return false;
   auto constant = broadcast.getOperand().getDefiningOp<ConstantOp>();
-  return constant && constant.getValue().isZero();
+  return constant && constant.getValueAttr().getValueAsDouble() == number;
 }
+
+/// Whether `value` is an array of zeros: a broadcast 0.
+bool isBroadcastZero(Value value) { return isBroadcastOf(value, 0.0); }
 } // namespace
 
 // x + 0 = 0 + x = x when the sum has x's type (0 a scalar or an array of
@@ -214,12 +217,15 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-// x * 1 = x when the product has x's type; a scalar x * 0 = 0. (An array
-// times 0 keeps its op: the fold would need a zero array constant.)
+// x * 1 = x when the product has x's type (1 a scalar or an array of ones);
+// a scalar x * 0 = 0. (An array times 0 keeps its op: the fold would need
+// a zero array constant.)
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  if (isConstant(adaptor.getRhs(), 1.0) && getLhs().getType() == getType())
+  if ((isConstant(adaptor.getRhs(), 1.0) || isBroadcastOf(getRhs(), 1.0)) &&
+      getLhs().getType() == getType())
     return getLhs();
-  if (isConstant(adaptor.getLhs(), 1.0) && getRhs().getType() == getType())
+  if ((isConstant(adaptor.getLhs(), 1.0) || isBroadcastOf(getLhs(), 1.0)) &&
+      getRhs().getType() == getType())
     return getRhs();
   bool scalar = cast<ArrayType>(getType()).isScalar();
   if (scalar && isConstant(adaptor.getRhs(), 0.0))

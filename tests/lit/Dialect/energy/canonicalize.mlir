@@ -139,3 +139,34 @@ energy.model @factors {
     energy.yield %t : !energy.array<>
   }
 }
+
+// -----
+
+// Multiplying by an array of ones (a broadcast 1, as derived gradients
+// seed a vector's adjoint) is the other factor, on either side; a broadcast
+// of another number stays.
+// CHECK-LABEL: energy.model @ones
+// CHECK:       term @e {
+// CHECK:         %[[V:.*]] = read @v : !energy.array<D>
+// CHECK:         %[[TWOS:.*]] = broadcast
+// CHECK-NOT:     mul %{{.*}}, %[[V]]
+// CHECK-NOT:     mul %[[V]]
+// CHECK:         %[[V2:.*]] = mul %[[TWOS]], %[[V]] : !energy.array<D>, !energy.array<D>
+// CHECK:         add %[[V]], %[[V2]] : !energy.array<D>, !energy.array<D>
+energy.model @ones {
+  energy.dim @D
+  energy.tensor @v : input [@D]
+  energy.term @e {
+    %v = energy.read @v : !energy.array<D>
+    %one = energy.constant 1.0
+    %two = energy.constant 2.0
+    %ones = energy.broadcast %one : !energy.array<> to !energy.array<D>
+    %twos = energy.broadcast %two : !energy.array<> to !energy.array<D>
+    %v1 = energy.mul %ones, %v : !energy.array<D>, !energy.array<D>
+    %v1b = energy.mul %v1, %ones : !energy.array<D>, !energy.array<D>
+    %v2 = energy.mul %twos, %v : !energy.array<D>, !energy.array<D>
+    %all = energy.add %v1b, %v2 : !energy.array<D>, !energy.array<D>
+    %t = energy.reduce_elements sum %all : !energy.array<D>
+    energy.yield %t : !energy.array<>
+  }
+}
