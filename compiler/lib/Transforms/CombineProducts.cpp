@@ -233,16 +233,6 @@ constexpr Shared kSharedForms[] = {Shared::RowsTimesMatrix, Shared::MatrixTimes,
                                    Shared::TimesMatrix,     Shared::SummedLhs,
                                    Shared::SummedRhs,       Shared::Transposed};
 
-bool isMatrix(Value value) {
-  return cast<ArrayType>(value.getType()).getRank() == 2;
-}
-
-bool isSummedRowProduct(BatchMatmulOp product) {
-  return product && product.getSumBatch() && product.getTransposeLhs() &&
-         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
-         !isMatrix(product.getRhs());
-}
-
 /// A term's shared factor and its other factor (the summand of the inner
 /// sum) in form `form`, or nulls.
 std::pair<Value, Value> splitTerm(Value value, Shared form) {

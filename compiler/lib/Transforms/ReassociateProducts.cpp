@@ -27,10 +27,6 @@ using namespace mlir::energy;
 
 namespace {
 
-bool isMatrix(Value value) {
-  return cast<ArrayType>(value.getType()).getRank() == 2;
-}
-
 /// op(M) of a product's rhs as a matrix value (a transpose when the product
 /// takes it transposed, or, with `transposeAgain`, when it does not).
 Value matrixOf(OpBuilder &builder, BatchMatmulOp product,
@@ -137,14 +133,6 @@ bool productOutOfTable(TabulateOp table) {
   table.getResult().replaceAllUsesWith(product);
   table.erase();
   return true;
-}
-
-/// Whether `product` is a summed product of two batches of rows, Σ_b
-/// lhs[b]ᵀ rhs[b].
-bool isSummedRowProduct(BatchMatmulOp product) {
-  return product.getSumBatch() && product.getTransposeLhs() &&
-         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
-         !isMatrix(product.getRhs());
 }
 
 /// Replaces `product`, Σ_b C[b]ᵀ A[b], by the transpose of an earlier

@@ -79,6 +79,16 @@ bool mlir::energy::isScalar(Value value) {
   return type && type.isScalar();
 }
 
+bool mlir::energy::isMatrix(Value value) {
+  return cast<ArrayType>(value.getType()).getRank() == 2;
+}
+
+bool mlir::energy::isSummedRowProduct(BatchMatmulOp product) {
+  return product && product.getSumBatch() && product.getTransposeLhs() &&
+         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
+         !isMatrix(product.getRhs());
+}
+
 bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
   auto rank = [](Value value) {
     return cast<ArrayType>(value.getType()).getRank();

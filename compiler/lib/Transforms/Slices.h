@@ -54,6 +54,13 @@ bool dependsOn(Value value, Operation *op);
 /// not of that form.
 ExtractOp scaledRow(Value value, bool linear);
 
+/// Whether `value` is a matrix (rank 2).
+bool isMatrix(Value value);
+
+/// Whether `product` is a summed product of two batches of rows,
+/// Σ_b lhs[b]ᵀ rhs[b] (false for a null product).
+bool isSummedRowProduct(BatchMatmulOp product);
+
 /// Whether `product` applies one matrix to every row of a batch of rows:
 /// A op(M) with A [B, N, K] (not transposed, not summed) and M a matrix.
 bool isRowsTimesMatrix(BatchMatmulOp product);
