@@ -3,7 +3,8 @@
 // Runs the planning steps in order: plugin aggregations as tables, softmax
 // contractions, tables ahead of them (and their forms), batched products,
 // outputs of contractions that are products of others, products in the
-// cheaper order, products with a shared factor as one, parallel loops;
+// cheaper order, products with a shared factor as one, elementwise
+// expressions as tables, parallel loops;
 // then drops the lets that only the parent side of a contraction read.
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +44,7 @@ struct PlanKernelsPass
     factorContractOutputs(model);
     reassociateProducts(model);
     combineProducts(model);
+    fuseElementwise(model);
     markParallelLoops(model);
     eraseUnreadGatherLets(model);
   }

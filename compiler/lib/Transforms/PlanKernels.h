@@ -66,6 +66,11 @@ void reassociateProducts(ModelOp model);
 /// products of matrices, sums of outer products over a batch, transposes.
 void combineProducts(ModelOp model);
 
+/// Computes each expression of elementwise arithmetic on whole arrays (of
+/// rank two or more) whose intermediate values feed only it as one table of
+/// its rows: one pass over memory, shared out among threads.
+void fuseElementwise(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.
