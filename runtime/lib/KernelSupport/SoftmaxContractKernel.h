@@ -38,7 +38,8 @@
 // and at the end of the block, online: out = acc / l, L = T·(m + log l).
 // The inner features are packed once per pass, transposed into strips of
 // kStrip columns (O(B·N·D) memory for B problems); a block's outer features
-// are packed into slivers of kScoreRows rows; S (block height × kPanel) and
+// are read in place (the score micro-kernel broadcasts one element of each
+// of its rows at a time); S (block height × kPanel) and
 // the accumulators (block height × each output's width) are scratch per
 // task, allocated once per task of the thread pool. Nothing of size
 // rows × cols is ever stored.
@@ -48,8 +49,7 @@
 // pair term i over the same strips, by the same score micro-kernel (factor
 // 1); W_k is formed in scratch per output, just before its weighted sum.
 // Only the terms that some output of the pass weights are packed (inner
-// features in strips once per pass, outer ones in slivers per block) and
-// multiplied. The rescaling of the online normaliser applies to W_k as to W.
+// features in strips once per pass) and multiplied. The rescaling of the online normaliser applies to W_k as to W.
 //
 // Constraints: for each outer index, the GE constraints leave an interval of
 // inner indices and each NE constraint removes at most one index (exact
@@ -84,7 +84,7 @@ namespace contract {
 /// Tile and block shapes for one vector type. The micro-tiles fill the
 /// register file (AVX-512: 6 × 4 zmm accumulators and 4 operands of 32; AVX2:
 /// 6 × 2 of 16 ymm); a block of 48 rows with a panel of 4 strips keeps the
-/// packed rows, a strip of packed columns and the score tile within L1/L2
+/// block's rows, a strip of packed columns and the score tile within L1/L2
 /// (at D = 64, f32: 12 KiB, 16 KiB, 48 KiB). Measured on a Sapphire Rapids
 /// core (f32, D = 64): blocks of 24–96 rows and panels of 2–8 strips are
 /// within a few per cent of each other; 8 × 3 or 12 × 2 score tiles are not
@@ -225,7 +225,7 @@ template <class V> struct Workspace {
   using T = typename V::Scalar;
   using Shape = Tiling<V>;
   // `rows` is the pass's block height.
-  T *packedOuter; ///< rows × depth, in slivers of kScoreRows
+  T *zeroRow; ///< zeros, as many as the deepest features: rows past the end
   T *scores;      ///< rows × kPanel
   T *rowMax, *rowSum;
   T **accumulators; ///< per output: rows × accumulatorStride[k]
@@ -233,7 +233,6 @@ template <class V> struct Workspace {
   int64_t *begin, *end; ///< admitted inner interval per outer index
   int64_t *holes;       ///< per outer index, numNotEqual excluded indices
   int64_t *holeCount;
-  T **pairOuter;  ///< per pair term: rows × its depth, in slivers
   T **pairTiles;  ///< per pair term: rows × kPanel
   T *pairWeights; ///< rows × kPanel: one output's W_k
   void *memory = nullptr;
@@ -256,7 +255,10 @@ template <class V> struct Workspace {
         return false;
     Carving carving;
     auto reserve = [&](size_t size) { return carving.reserve(size); };
-    size_t packedAt = reserve(sizeof(T) * rows * pass.depth);
+    int64_t deepest = pass.depth;
+    for (int64_t i = 0; i < pairs.numTerms; ++i)
+      deepest = maxOf(deepest, pairs.depths[i]);
+    size_t zeroRowAt = reserve(sizeof(T) * deepest);
     size_t scoresAt = reserve(sizeof(T) * rows * Shape::kPanel);
     size_t maxAt = reserve(sizeof(T) * rows);
     size_t sumAt = reserve(sizeof(T) * rows);
@@ -266,7 +268,6 @@ template <class V> struct Workspace {
     size_t endAt = reserve(sizeof(int64_t) * rows);
     size_t holesAt = reserve(sizeof(int64_t) * rows * pass.numNotEqual);
     size_t holeCountAt = reserve(sizeof(int64_t) * rows);
-    size_t pairOuterAt = reserve(sizeof(T *) * pairs.numTerms);
     size_t pairTilesAt = reserve(sizeof(T *) * pairs.numTerms);
     size_t pairWeightsAt =
         reserve(pairs.plain ? sizeof(T) * rows * Shape::kPanel : 0);
@@ -274,15 +275,15 @@ template <class V> struct Workspace {
     for (int64_t k = 0; k < pass.numOutputs; ++k)
       reserve(sizeof(T) * rows * roundUp(pass.widths[k], V::kLanes));
     size_t pairAt = carving.bytes;
-    for (int64_t i = 0; i < pairs.numTerms; ++i) {
-      reserve(sizeof(T) * rows * pairs.depths[i]);
+    for (int64_t i = 0; i < pairs.numTerms; ++i)
       reserve(sizeof(T) * rows * Shape::kPanel);
-    }
     memory = allocateAligned(carving.bytes);
     if (!memory)
       return false;
     char *base = static_cast<char *>(memory);
-    packedOuter = reinterpret_cast<T *>(base + packedAt);
+    zeroRow = reinterpret_cast<T *>(base + zeroRowAt);
+    for (int64_t d = 0; d < deepest; ++d)
+      zeroRow[d] = 0;
     scores = reinterpret_cast<T *>(base + scoresAt);
     rowMax = reinterpret_cast<T *>(base + maxAt);
     rowSum = reinterpret_cast<T *>(base + sumAt);
@@ -292,7 +293,6 @@ template <class V> struct Workspace {
     end = reinterpret_cast<int64_t *>(base + endAt);
     holes = reinterpret_cast<int64_t *>(base + holesAt);
     holeCount = reinterpret_cast<int64_t *>(base + holeCountAt);
-    pairOuter = reinterpret_cast<T **>(base + pairOuterAt);
     pairTiles = reinterpret_cast<T **>(base + pairTilesAt);
     pairWeights = reinterpret_cast<T *>(base + pairWeightsAt);
     size_t at = accumulatorAt;
@@ -303,8 +303,6 @@ template <class V> struct Workspace {
     }
     at = pairAt;
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
-      pairOuter[i] = reinterpret_cast<T *>(base + at);
-      at += (sizeof(T) * rows * pairs.depths[i] + 63) / 64 * 64;
       pairTiles[i] = reinterpret_cast<T *>(base + at);
       at += (sizeof(T) * rows * Shape::kPanel + 63) / 64 * 64;
     }
@@ -356,42 +354,24 @@ template <class V> struct PackStrips {
   }
 };
 
-/// The `tileRows` (a multiple of kScoreRows) outer features of a block from
-/// `first` on (of `count` × `depth`) in slivers: sliver g holds, for each d,
-/// the kScoreRows values features[first + g·kScoreRows + r, d], zero past
-/// the end.
-template <class V>
-void packOuter(const typename V::Scalar *features, int64_t count, int64_t depth,
-               int64_t first, int64_t tileRows, typename V::Scalar *packed) {
-  constexpr int64_t rows = Tiling<V>::kScoreRows;
-  for (int64_t g = 0; g < tileRows / rows; ++g) {
-    auto *out = packed + g * depth * rows;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t index = first + g * rows + r;
-      if (index < count) {
-        const auto *row = features + index * depth;
-        for (int64_t d = 0; d < depth; ++d)
-          out[d * rows + r] = row[d];
-      } else {
-        for (int64_t d = 0; d < depth; ++d)
-          out[d * rows + r] = 0;
-      }
-    }
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Micro-kernels
 //===----------------------------------------------------------------------===//
 
-/// scores[r, v·L + l] = factor · Σ_d a[d, r] · b[d, v·L + l]: a tile of
-/// Rows × Vectors·L scores, accumulated in registers.
+/// scores[r, v·L + l] = factor · Σ_d a[r, d] · b[d, v·L + l]: a tile of
+/// Rows × Vectors·L scores, accumulated in registers. Row r of a is at
+/// a + r · aStride for r < aRows and is `zeros` past them.
 template <class V, int Rows, int Vectors>
 inline void scoreTile(int64_t depth, const typename V::Scalar *a,
+                      int64_t aStride, int64_t aRows,
+                      const typename V::Scalar *zeros,
                       const typename V::Scalar *b, typename V::Scalar factor,
                       typename V::Scalar *scores, int64_t scoreStride) {
   using Vec = typename V::Vec;
   constexpr int L = V::kLanes;
+  const typename V::Scalar *rowOf[Rows];
+  for (int r = 0; r < Rows; ++r)
+    rowOf[r] = r < aRows ? a + r * aStride : zeros;
   Vec acc[Rows][Vectors];
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Vectors; ++v)
@@ -401,7 +381,7 @@ inline void scoreTile(int64_t depth, const typename V::Scalar *a,
     for (int v = 0; v < Vectors; ++v)
       column[v] = V::load(b + d * Vectors * L + v * L);
     for (int r = 0; r < Rows; ++r) {
-      Vec row = V::broadcast(a[d * Rows + r]);
+      Vec row = V::broadcast(rowOf[r][d]);
       for (int v = 0; v < Vectors; ++v)
         acc[r][v] = V::fma(row, column[v], acc[r][v]);
     }
@@ -602,11 +582,9 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
   T *const lseOut = pass.lse ? pass.lse + outerAt : nullptr;
 
   const PairWeights<T> &pairs = pass.pairs;
-  packOuter<V>(pass.outerFeatures + outerAt * depth, pass.outerCount, depth,
-               first, tileRows, space.packedOuter);
-  for (int64_t i = 0; i < pairs.numTerms; ++i)
-    packOuter<V>(pairs.outer[i] + outerAt * pairs.depths[i], pass.outerCount,
-                 pairs.depths[i], first, tileRows, space.pairOuter[i]);
+  // The block's outer features, read in place: row r of the block at
+  // (outerAt + first + r) · depth.
+  const T *const outer = pass.outerFeatures + (outerAt + first) * depth;
   // The admitted intervals; rows past the end admit nothing, and the union
   // [lowest, highest) bounds the panels to visit.
   int64_t lowest = pass.innerCount, highest = 0;
@@ -666,8 +644,8 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       const T *b = packedInner + (s / strip) * depth * strip;
       for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
         scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
-            depth, space.packedOuter + g * depth, b, pass.factor,
-            scores + g * panel + (s - from), panel);
+            depth, outer + g * depth, depth, rows - g, space.zeroRow, b,
+            pass.factor, scores + g * panel + (s - from), panel);
     }
     // Excluded pairs score -inf, so that their weight is 0.
     if (!full) {
@@ -743,11 +721,13 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
       const int64_t termDepth = pairs.depths[i];
       const T *packedTerm = pairs.packedInner[i] + packedAt * termDepth;
+      const T *termOuter = pairs.outer[i] + (outerAt + first) * termDepth;
       for (int64_t s = from; s < to; s += strip) {
         const T *b = packedTerm + (s / strip) * termDepth * strip;
         for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
           scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
-              termDepth, space.pairOuter[i] + g * termDepth, b, T(1),
+              termDepth, termOuter + g * termDepth, termDepth, rows - g,
+              space.zeroRow, b, T(1),
               space.pairTiles[i] + g * panel + (s - start), panel);
       }
     }
