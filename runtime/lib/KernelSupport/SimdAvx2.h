@@ -42,6 +42,29 @@ template <> struct Simd<float> {
     _mm256_maskstore_ps(p, t, v);
   }
 
+  static void transpose(const float *src, int64_t srcStride, float *dst,
+                        int64_t dstStride) {
+    Vec r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i)
+      r[i] = load(src + i * srcStride);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[4h + k]: elements k and k + 4 of rows 4h … 4h + 3.
+    for (int h = 0; h < 2; ++h) {
+      u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+      u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+      u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+      u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; ++k) {
+      store(dst + k * dstStride, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+      store(dst + (k + 4) * dstStride,
+            _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
+  }
+
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
@@ -107,6 +130,21 @@ template <> struct Simd<double> {
   }
   static void storeTail(double *p, Vec v, Tail t) {
     _mm256_maskstore_pd(p, t, v);
+  }
+
+  static void transpose(const double *src, int64_t srcStride, double *dst,
+                        int64_t dstStride) {
+    Vec r[4];
+    for (int i = 0; i < 4; ++i)
+      r[i] = load(src + i * srcStride);
+    Vec low01 = _mm256_unpacklo_pd(r[0], r[1]),
+        high01 = _mm256_unpackhi_pd(r[0], r[1]),
+        low23 = _mm256_unpacklo_pd(r[2], r[3]),
+        high23 = _mm256_unpackhi_pd(r[2], r[3]);
+    store(dst, _mm256_permute2f128_pd(low01, low23, 0x20));
+    store(dst + dstStride, _mm256_permute2f128_pd(high01, high23, 0x20));
+    store(dst + 2 * dstStride, _mm256_permute2f128_pd(low01, low23, 0x31));
+    store(dst + 3 * dstStride, _mm256_permute2f128_pd(high01, high23, 0x31));
   }
 
   static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }

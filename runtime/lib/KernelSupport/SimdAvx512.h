@@ -42,6 +42,14 @@ template <> struct Simd<float> {
     _mm512_mask_storeu_ps(p, t, v);
   }
 
+  /// Element by element: no machine here has AVX-512 to test shuffles on.
+  static void transpose(const float *src, int64_t srcStride, float *dst,
+                        int64_t dstStride) {
+    for (int c = 0; c < kLanes; ++c)
+      for (int d = 0; d < kLanes; ++d)
+        dst[d * dstStride + c] = src[c * srcStride + d];
+  }
+
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
@@ -103,6 +111,14 @@ template <> struct Simd<double> {
   }
   static void storeTail(double *p, Vec v, Tail t) {
     _mm512_mask_storeu_pd(p, t, v);
+  }
+
+  /// Element by element: no machine here has AVX-512 to test shuffles on.
+  static void transpose(const double *src, int64_t srcStride, double *dst,
+                        int64_t dstStride) {
+    for (int c = 0; c < kLanes; ++c)
+      for (int d = 0; d < kLanes; ++d)
+        dst[d * dstStride + c] = src[c * srcStride + d];
   }
 
   static Vec add(Vec a, Vec b) { return _mm512_add_pd(a, b); }

@@ -16,6 +16,8 @@
 //                                 k with |k| < 2^(mantissa bits - 1), and
 //                                 shifted = k + shifter, shifter = 1.5 · 2^m
 //   firstLane
+//   transpose(src, srcStride, dst, dstStride)   a kLanes × kLanes block:
+//                                 dst[d·dstStride + c] = src[c·srcStride + d]
 //
 // Each Simd header is included by one translation unit, compiled for its
 // instruction set, inside the namespace ENERGY_KERNEL_ISA that the unit
@@ -61,6 +63,9 @@ template <class T> struct Simd {
   static Tail tail(int64_t) { return 0; }
   static Vec loadTail(const Scalar *p, Tail) { return *p; }
   static void storeTail(Scalar *p, Vec v, Tail) { *p = v; }
+  static void transpose(const Scalar *src, int64_t, Scalar *dst, int64_t) {
+    *dst = *src;
+  }
 
   static Vec add(Vec a, Vec b) { return a + b; }
   static Vec sub(Vec a, Vec b) { return a - b; }

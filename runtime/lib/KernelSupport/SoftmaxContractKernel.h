@@ -339,6 +339,16 @@ template <class V> struct PackStrips {
       const int64_t depth = self.depths[i];
       T *out = self.packed[i] + (b * self.strips + s) * depth * strip;
       const T *features = self.features[i] + b * self.count * depth;
+      constexpr int64_t L = V::kLanes;
+      if ((s + 1) * strip <= self.count && depth % L == 0) {
+        // A whole strip, in blocks of L × L.
+        const T *rows = features + s * strip * depth;
+        for (int64_t d = 0; d < depth; d += L)
+          for (int64_t c = 0; c < strip; c += L)
+            V::transpose(rows + c * depth + d, depth, out + d * strip + c,
+                         strip);
+        continue;
+      }
       for (int64_t c = 0; c < strip; ++c) {
         int64_t index = s * strip + c;
         if (index < self.count) {
