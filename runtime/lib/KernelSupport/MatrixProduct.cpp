@@ -67,17 +67,7 @@ Blas loadBlas() {
     bool named = core && !std::getenv("OPENBLAS_CORETYPE");
     if (named)
       setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
-    // Products run on one thread each, inside the kernels' own pool; threads
-    // of OpenBLAS's own would only spin beside it (for 0.1 s after it
-    // starts them).
-    const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
-    std::string userThreads = threads ? threads : "";
-    setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
     handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (threads)
-      setenv("OPENBLAS_NUM_THREADS", userThreads.c_str(), /*overwrite=*/1);
-    else
-      unsetenv("OPENBLAS_NUM_THREADS");
     if (named)
       unsetenv("OPENBLAS_CORETYPE");
   }
