@@ -21,13 +21,15 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
 
 /// A scalar coefficient: a number times scalar values, each to the power
-/// +1 or -1, in a canonical order so that equal coefficients compare equal.
+/// +1 or -1 (in the order they were met; equal as multisets).
 struct Coefficient {
   double number = 1.0;
   SmallVector<std::pair<Value, int>> factors;
@@ -46,10 +48,6 @@ struct Coefficient {
         return;
       }
     factors.push_back({factor, power});
-    llvm::sort(factors, [](auto &a, auto &b) {
-      return std::make_pair(a.first.getAsOpaquePointer(), a.second) <
-             std::make_pair(b.first.getAsOpaquePointer(), b.second);
-    });
   }
 
   Coefficient times(const Coefficient &other) const {
@@ -61,7 +59,9 @@ struct Coefficient {
   }
 
   bool operator==(const Coefficient &other) const {
-    return number == other.number && factors == other.factors;
+    return number == other.number && factors.size() == other.factors.size() &&
+           std::is_permutation(factors.begin(), factors.end(),
+                               other.factors.begin());
   }
 
   /// The coefficient as a scalar value at the builder's point; null when
@@ -387,38 +387,23 @@ private:
   Value tableOf(ArrayRef<Term> terms, ArrayType type) {
     if (terms.size() == 1 && terms.front().coefficient.isOne())
       return terms.front().value;
-    MLIRContext *context = type.getContext();
     Location loc = terms.front().value.getLoc();
     SmallVector<Value> scalars;
     for (const Term &term : terms)
       scalars.push_back(term.coefficient.scalar(builder, loc));
-    SmallVector<Attribute> sizes;
-    ArrayRef<StringAttr> shape = type.getShape();
-    for (StringAttr dim : shape.drop_back())
-      sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
-    auto table =
-        TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
-    Block &body = table.getBody().emplaceBlock();
-    SmallVector<Value> indices;
-    for (StringAttr dim : shape.drop_back())
-      indices.push_back(body.addArgument(
-          builder.getIndexType(),
-          NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
-    OpBuilder inside = OpBuilder::atBlockEnd(&body);
-    auto rowType = ArrayType::get(context, shape.take_back());
-    auto map = AffineMapAttr::get(
-        AffineMap::getMultiDimIdentityMap(indices.size(), context));
+    RowTable rows(builder, loc, type);
+    OpBuilder &inside = rows.getBodyBuilder();
     Value total;
     for (auto [term, scalar] : llvm::zip(terms, scalars)) {
-      Value row = inlinedRow(inside, term.value, table.getSizes(), indices);
+      Value row = inlinedRow(inside, term.value, rows.getTable().getSizes(),
+                             rows.getIndices());
       if (!row)
-        row = ExtractOp::create(inside, loc, rowType, term.value, map, indices);
+        row = rows.rowOf(term.value, loc);
       if (scalar)
         row = MulOp::create(inside, loc, row, scalar);
       total = total ? AddOp::create(inside, loc, total, row).getResult() : row;
     }
-    YieldOp::create(inside, loc, total);
-    return table;
+    return rows.finish(total, loc);
   }
 
   /// The row at `indices` of `value` when it is a table over `sizes` of

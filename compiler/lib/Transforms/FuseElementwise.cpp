@@ -59,25 +59,11 @@ void tabulateExpression(Operation *root) {
   if (ops.size() < 2)
     return;
   auto type = cast<ArrayType>(root->getResult(0).getType());
-  MLIRContext *context = type.getContext();
   Location loc = root->getLoc();
   OpBuilder builder(root);
-  SmallVector<Attribute> sizes;
-  ArrayRef<StringAttr> shape = type.getShape();
-  for (StringAttr dim : shape.drop_back())
-    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
-  auto table =
-      TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
-  Block &body = table.getBody().emplaceBlock();
-  SmallVector<Value> indices;
-  for (StringAttr dim : shape.drop_back())
-    indices.push_back(body.addArgument(
-        builder.getIndexType(),
-        NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
-  OpBuilder inside = OpBuilder::atBlockEnd(&body);
-  auto rowType = ArrayType::get(context, shape.take_back());
-  auto map = AffineMapAttr::get(
-      AffineMap::getMultiDimIdentityMap(indices.size(), context));
+  RowTable table(builder, loc, type);
+  OpBuilder &inside = table.getBodyBuilder();
+  auto rowType = ArrayType::get(type.getContext(), type.getShape().take_back());
   llvm::SmallPtrSet<Operation *, 8> fused(ops.begin(), ops.end());
   IRMapping rows;
   for (Operation *op : ops) {
@@ -89,8 +75,7 @@ void tabulateExpression(Operation *root) {
       else if (isScalar(operand))
         operands.push_back(operand);
       else
-        operands.push_back(ExtractOp::create(inside, op->getLoc(), rowType,
-                                             operand, map, indices));
+        operands.push_back(table.rowOf(operand, op->getLoc()));
     }
     OperationState state(op->getLoc(), op->getName());
     state.addOperands(operands);
@@ -98,8 +83,8 @@ void tabulateExpression(Operation *root) {
     state.addAttributes(op->getAttrs());
     rows.map(op->getResult(0), inside.create(state)->getResult(0));
   }
-  YieldOp::create(inside, loc, rows.lookup(root->getResult(0)));
-  root->getResult(0).replaceAllUsesWith(table.getResult());
+  root->getResult(0).replaceAllUsesWith(
+      table.finish(rows.lookup(root->getResult(0)), loc).getResult());
   for (Operation *op : llvm::reverse(ops))
     op->erase();
 }

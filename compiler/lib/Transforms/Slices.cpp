@@ -79,6 +79,35 @@ bool mlir::energy::isScalar(Value value) {
   return type && type.isScalar();
 }
 
+RowTable::RowTable(OpBuilder &builder, Location loc, ArrayType type)
+    : inside(builder.getContext()) {
+  MLIRContext *context = type.getContext();
+  SmallVector<Attribute> sizes;
+  ArrayRef<StringAttr> shape = type.getShape();
+  for (StringAttr dim : shape.drop_back())
+    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
+  table =
+      TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
+  Block &body = table.getBody().emplaceBlock();
+  for (StringAttr dim : shape.drop_back())
+    indices.push_back(body.addArgument(
+        builder.getIndexType(),
+        NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
+  inside.setInsertionPointToEnd(&body);
+  rowType = ArrayType::get(context, shape.take_back());
+  map = AffineMapAttr::get(
+      AffineMap::getMultiDimIdentityMap(indices.size(), context));
+}
+
+Value RowTable::rowOf(Value array, Location loc) {
+  return ExtractOp::create(inside, loc, rowType, array, map, indices);
+}
+
+TabulateOp RowTable::finish(Value row, Location loc) {
+  YieldOp::create(inside, loc, row);
+  return table;
+}
+
 bool mlir::energy::isMatrix(Value value) {
   return cast<ArrayType>(value.getType()).getRank() == 2;
 }

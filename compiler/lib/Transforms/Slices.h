@@ -41,6 +41,29 @@ Value readWholeTensor(OpBuilder &builder, Location loc, ArrayType type,
 Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
                     OpBuilder &builder);
 
+/// A table of rows of one array type, created at a builder's point: its
+/// indices run over every axis of the type but the last (each named after
+/// its dim), its body reads rows of arrays of that type at them.
+class RowTable {
+public:
+  RowTable(OpBuilder &builder, Location loc, ArrayType type);
+  TabulateOp getTable() const { return table; }
+  ValueRange getIndices() const { return indices; }
+  /// A builder at the end of the body.
+  OpBuilder &getBodyBuilder() { return inside; }
+  /// The row at the table's indices of `array`, of the table's type.
+  Value rowOf(Value array, Location loc);
+  /// Ends the body: `row` is the table's row at each position.
+  TabulateOp finish(Value row, Location loc);
+
+private:
+  TabulateOp table;
+  SmallVector<Value> indices;
+  OpBuilder inside;
+  ArrayType rowType;
+  AffineMapAttr map;
+};
+
 /// Whether `value` is a scalar array (rank 0).
 bool isScalar(Value value);
 
