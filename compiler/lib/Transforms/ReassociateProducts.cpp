@@ -159,6 +159,85 @@ bool transposeOfEarlier(BatchMatmulOp product) {
   return false;
 }
 
+/// The row of an array that `value` (in the body of `table`) scales: the
+/// leaf under negations and products and quotients by scalars, when it is
+/// that array's row at the table's own indices (an extract of an array from
+/// outside, or a read of a whole tensor's row); null otherwise.
+Operation *scaledRowOfArray(Value value, TabulateOp table) {
+  Operation *def = value.getDefiningOp();
+  if (auto neg = dyn_cast_or_null<NegOp>(def))
+    return scaledRowOfArray(neg.getOperand(), table);
+  if (isa_and_nonnull<MulOp, DivOp>(def)) {
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    if (isScalar(rhs) && !isScalar(lhs))
+      return scaledRowOfArray(lhs, table);
+    if (isa<MulOp>(def) && isScalar(lhs) && !isScalar(rhs))
+      return scaledRowOfArray(rhs, table);
+    return nullptr;
+  }
+  Block &body = table.getBody().front();
+  auto atOwnIndices = [&](AffineMap map, ValueRange indices) {
+    return map.isIdentity() && llvm::equal(indices, body.getArguments());
+  };
+  if (auto extract = dyn_cast_or_null<ExtractOp>(def))
+    return atOwnIndices(extract.getMap(), extract.getIndices()) &&
+                   isDefinedOutside(extract.getSource(), table)
+               ? def
+               : nullptr;
+  if (auto read = dyn_cast_or_null<ReadOp>(def))
+    return atOwnIndices(read.getMap(), read.getIndices()) ? def : nullptr;
+  return nullptr;
+}
+
+/// Whether `rows` is the array whose row `row` reads (scaledRowOfArray).
+bool isArrayOfRow(Value rows, Operation *row) {
+  if (auto extract = dyn_cast<ExtractOp>(row))
+    return computeSame(extract.getSource(), rows, {});
+  auto read = dyn_cast<ReadOp>(row);
+  auto whole = rows.getDefiningOp<ReadOp>();
+  return whole && whole.getSourceAttr() == read.getSourceAttr() &&
+         whole.getIndices().empty();
+}
+
+/// Replaces `product`, a table of s · A[b, i] (s a scalar per row) times
+/// op(M), by the table of s · P[b, i] when P = A op(M) was computed before
+/// it (M square): the rows' product is not computed twice.
+bool productOfEarlierRows(BatchMatmulOp product) {
+  auto table = product.getLhs().getDefiningOp<TabulateOp>();
+  if (!table || !isRowsTimesMatrix(product) ||
+      table.getType() != product.getType())
+    return false;
+  Operation *row = scaledRowOfArray(table.getBodyValue(), table);
+  if (!row)
+    return false;
+  for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
+    auto earlier = dyn_cast<BatchMatmulOp>(op);
+    if (!earlier || !isRowsTimesMatrix(earlier) ||
+        earlier.getType() != product.getType() ||
+        earlier.getTransposeRhs() != product.getTransposeRhs() ||
+        !computeSame(earlier.getRhs(), product.getRhs(), {}) ||
+        !isArrayOfRow(earlier.getLhs(), row))
+      continue;
+    OpBuilder builder(product);
+    IRMapping mapping;
+    auto scaled = cast<TabulateOp>(builder.clone(*table, mapping));
+    Operation *clonedRow = mapping.lookup(row);
+    OpBuilder inside(clonedRow);
+    Value earlierRow = ExtractOp::create(
+        inside, clonedRow->getLoc(), clonedRow->getResult(0).getType(),
+        earlier.getResult(),
+        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+            scaled.getBody().front().getNumArguments(), builder.getContext())),
+        scaled.getBody().front().getArguments());
+    clonedRow->getResult(0).replaceAllUsesWith(earlierRow);
+    clonedRow->erase();
+    product.getResult().replaceAllUsesWith(scaled.getResult());
+    product.erase();
+    return true;
+  }
+  return false;
+}
+
 } // namespace
 
 void mlir::energy::reassociateProducts(ModelOp model) {
@@ -183,5 +262,6 @@ void mlir::energy::reassociateProducts(ModelOp model) {
   SmallVector<BatchMatmulOp> products;
   model.walk([&](BatchMatmulOp product) { products.push_back(product); });
   for (BatchMatmulOp product : products)
-    transposeOfEarlier(product);
+    if (!transposeOfEarlier(product))
+      productOfEarlierRows(product);
 }

@@ -119,3 +119,67 @@ energy.model @shared_factors {
     accumulate %actw into @V : !energy.array<D, D>
   }
 }
+
+// -----
+
+// A table of rows of x scaled by a number per row, times W, when x W was
+// computed before, is the table of the rows of x W scaled the same way: no
+// second product of the rows. Times V (not computed before) it stays a
+// product.
+// CHECK-LABEL: energy.model @scaled_rows
+// CHECK:       gradient @x {
+// CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
+// CHECK-NEXT:    %[[V:.*]] = read @V : !energy.array<D, D>
+// CHECK-NEXT:    %[[X:.*]] = read @x : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[XW:.*]] = batch_matmul %[[X]], %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[XW]] into @x : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[T:.*]] = tabulate (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK-NEXT:      %[[S:.*]] = read @s[%[[B]], %[[I]]] : !energy.array<>
+// CHECK-NEXT:      %[[R:.*]] = read @x[%[[B]], %[[I]]] : !energy.array<D>
+// CHECK-NEXT:      %[[SR:.*]] = mul %[[S]], %[[R]] : !energy.array<>, !energy.array<D>
+// CHECK-NEXT:      yield %[[SR]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[TS:.*]] = tabulate (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK-NEXT:      %[[S:.*]] = read @s[%[[B]], %[[I]]] : !energy.array<>
+// CHECK-NEXT:      %[[R:.*]] = extract %[[XW]][%[[B]], %[[I]]] : !energy.array<B, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[SR:.*]] = mul %[[S]], %[[R]] : !energy.array<>, !energy.array<D>
+// CHECK-NEXT:      yield %[[SR]] : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[TS]] into @x : !energy.array<B, N, D>
+// CHECK-NEXT:    %[[TV:.*]] = batch_matmul %[[T]], %[[V]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+// CHECK-NEXT:    accumulate %[[TV]] into @x : !energy.array<B, N, D>
+energy.model @scaled_rows {
+  dim @B
+  dim @N
+  dim @D
+  tensor @x : state [@B, @N, @D]
+  tensor @s : input [@B, @N]
+  tensor @W : param [@D, @D]
+  tensor @V : param [@D, @D]
+  term @e {
+    %x = read @x : !energy.array<B, N, D>
+    %e = reduce sum (%b : @B, %i : @N) {
+      %r = extract %x[%b, %i] : !energy.array<B, N, D> -> !energy.array<D>
+      %q = reduce_elements sum %r : !energy.array<D>
+      yield %q : !energy.array<>
+    } : !energy.array<>
+    yield %e : !energy.array<>
+  }
+  gradient @x {
+    %w = read @W : !energy.array<D, D>
+    %v = read @V : !energy.array<D, D>
+    %x = read @x : !energy.array<B, N, D>
+    %xw = batch_matmul %x, %w transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    accumulate %xw into @x : !energy.array<B, N, D>
+    %t = tabulate (%b : @B, %i : @N) {
+      %s = read @s[%b, %i] : !energy.array<>
+      %r = read @x[%b, %i] : !energy.array<D>
+      %sr = mul %s, %r : !energy.array<>, !energy.array<D>
+      yield %sr : !energy.array<D>
+    } : !energy.array<B, N, D>
+    %tw = batch_matmul %t, %w transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    accumulate %tw into @x : !energy.array<B, N, D>
+    %tv = batch_matmul %t, %v transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    accumulate %tv into @x : !energy.array<B, N, D>
+  }
+}
