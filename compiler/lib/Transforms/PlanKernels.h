@@ -57,7 +57,9 @@ void factorContractOutputs(ModelOp model);
 /// Reassociates the uses of a product of rows and a matrix, P = A op(M),
 /// when all of them multiply it by matrices again (P M₂, Σ_b P[b]ᵀ C[b],
 /// Σ_b C[b]ᵀ P[b]), so that the matrices meet first and P is not computed;
-/// and takes Σ_b C[b]ᵀ A[b] as the transpose of an earlier Σ_b A[b]ᵀ C[b].
+/// takes Σ_b C[b]ᵀ A[b] as the transpose of an earlier Σ_b A[b]ᵀ C[b]; and
+/// a table of rows of A scaled per row times op(M) as the scaled rows of an
+/// earlier A op(M).
 void reassociateProducts(ModelOp model);
 
 /// Rewrites what a gradient adds into each tensor so that products sharing

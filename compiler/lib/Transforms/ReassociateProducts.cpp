@@ -13,7 +13,10 @@
 // of s · P[b, i] (s scalars) is the table of s · A[b, i] times op(M) first,
 // so that it is a use of that form too. And of Σ_b A[b]ᵀ C[b] and
 // Σ_b C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the same outer products,
-// transposed), the second is the first's transpose.
+// transposed), the second is the first's transpose. Last, a table of
+// s · A[b, i] (s a number per row) times op(M), after A op(M) was computed,
+// is the table of s · (A op(M))[b, i]: the second derivatives scale the
+// rows of X by a number per row before applying Wqᵀ, and X Wqᵀ is there.
 //
 //===----------------------------------------------------------------------===//
 
