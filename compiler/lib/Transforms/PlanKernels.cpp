@@ -2,6 +2,7 @@
 //
 // Runs the planning steps in order: plugin aggregations as tables, softmax
 // contractions, tables ahead of them (and their forms), batched products,
+// loop tables and the contractions they allow, contractions merged,
 // outputs of contractions that are products of others, products in the
 // cheaper order, products with a shared factor as one, elementwise
 // expressions as tables, parallel loops;

@@ -111,25 +111,59 @@ bool reassociate(BatchMatmulOp rows) {
   return true;
 }
 
+/// The op of `table`'s body that gives the row its value scales
+/// (scaledLeaf), when that row is read at the table's own indices: an
+/// extract of an array from outside the table, or a read of a tensor's row.
+Operation *scaledRowAtOwnIndices(TabulateOp table, bool linear) {
+  Operation *row = scaledLeaf(table.getBodyValue(), linear);
+  Block &body = table.getBody().front();
+  auto atOwnIndices = [&](AffineMap map, ValueRange indices) {
+    return map.isIdentity() && llvm::equal(indices, body.getArguments());
+  };
+  if (auto extract = dyn_cast_or_null<ExtractOp>(row))
+    return atOwnIndices(extract.getMap(), extract.getIndices()) &&
+                   isDefinedOutside(extract.getSource(), table)
+               ? row
+               : nullptr;
+  if (auto read = dyn_cast_or_null<ReadOp>(row))
+    return atOwnIndices(read.getMap(), read.getIndices()) ? row : nullptr;
+  return nullptr;
+}
+
+/// A copy of `table`, at the builder's point, whose body reads the row of
+/// `array` at its indices where it read `row` (scaledRowAtOwnIndices).
+TabulateOp tableReadingRowsOf(OpBuilder &builder, TabulateOp table,
+                              Operation *row, Value array) {
+  IRMapping mapping;
+  auto copy = cast<TabulateOp>(builder.clone(*table, mapping));
+  Operation *copiedRow = mapping.lookup(row);
+  Block &body = copy.getBody().front();
+  OpBuilder inside(copiedRow);
+  Value arrayRow = ExtractOp::create(
+      inside, copiedRow->getLoc(), copiedRow->getResult(0).getType(), array,
+      AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+          body.getNumArguments(), builder.getContext())),
+      body.getArguments());
+  copiedRow->getResult(0).replaceAllUsesWith(arrayRow);
+  copiedRow->erase();
+  return copy;
+}
+
 /// A table of s · P[b, i] (scalar factors s, linear in the row) with
 /// P = A op(M) and M square is the table of s · A[b, i] times op(M): the
 /// product leaves the table, so that P's other uses may be reassociated.
 bool productOutOfTable(TabulateOp table) {
-  Block &body = table.getBody().front();
-  ExtractOp row = scaledRow(table.getBodyValue(), /*linear=*/true);
+  auto row = dyn_cast_or_null<ExtractOp>(
+      scaledRowAtOwnIndices(table, /*linear=*/true));
   auto rows =
       row ? row.getSource().getDefiningOp<BatchMatmulOp>() : BatchMatmulOp();
   if (!rows || !isRowsTimesMatrix(rows) ||
-      rows.getLhs().getType() != rows.getType() || !row.getMap().isIdentity() ||
-      !llvm::equal(row.getIndices(), body.getArguments()) ||
+      rows.getLhs().getType() != rows.getType() ||
       rows.getType() != table.getType())
     return false;
   OpBuilder builder(table);
-  IRMapping mapping;
-  auto scaledRows = cast<TabulateOp>(builder.clone(*table, mapping));
-  cast<ExtractOp>(mapping.lookup(row.getOperation()))
-      .getSourceMutable()
-      .assign(rows.getLhs());
+  TabulateOp scaledRows =
+      tableReadingRowsOf(builder, table, row, rows.getLhs());
   Value product = BatchMatmulOp::create(
       builder, table.getLoc(), table.getType(), scaledRows, rows.getRhs(),
       false, rows.getTransposeRhs(), false);
@@ -162,37 +196,8 @@ bool transposeOfEarlier(BatchMatmulOp product) {
   return false;
 }
 
-/// The row of an array that `value` (in the body of `table`) scales: the
-/// leaf under negations and products and quotients by scalars, when it is
-/// that array's row at the table's own indices (an extract of an array from
-/// outside, or a read of a whole tensor's row); null otherwise.
-Operation *scaledRowOfArray(Value value, TabulateOp table) {
-  Operation *def = value.getDefiningOp();
-  if (auto neg = dyn_cast_or_null<NegOp>(def))
-    return scaledRowOfArray(neg.getOperand(), table);
-  if (isa_and_nonnull<MulOp, DivOp>(def)) {
-    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
-    if (isScalar(rhs) && !isScalar(lhs))
-      return scaledRowOfArray(lhs, table);
-    if (isa<MulOp>(def) && isScalar(lhs) && !isScalar(rhs))
-      return scaledRowOfArray(rhs, table);
-    return nullptr;
-  }
-  Block &body = table.getBody().front();
-  auto atOwnIndices = [&](AffineMap map, ValueRange indices) {
-    return map.isIdentity() && llvm::equal(indices, body.getArguments());
-  };
-  if (auto extract = dyn_cast_or_null<ExtractOp>(def))
-    return atOwnIndices(extract.getMap(), extract.getIndices()) &&
-                   isDefinedOutside(extract.getSource(), table)
-               ? def
-               : nullptr;
-  if (auto read = dyn_cast_or_null<ReadOp>(def))
-    return atOwnIndices(read.getMap(), read.getIndices()) ? def : nullptr;
-  return nullptr;
-}
-
-/// Whether `rows` is the array whose row `row` reads (scaledRowOfArray).
+/// Whether `rows` is the array whose row `row` reads
+/// (scaledRowAtOwnIndices).
 bool isArrayOfRow(Value rows, Operation *row) {
   if (auto extract = dyn_cast<ExtractOp>(row))
     return computeSame(extract.getSource(), rows, {});
@@ -210,7 +215,7 @@ bool productOfEarlierRows(BatchMatmulOp product) {
   if (!table || !isRowsTimesMatrix(product) ||
       table.getType() != product.getType())
     return false;
-  Operation *row = scaledRowOfArray(table.getBodyValue(), table);
+  Operation *row = scaledRowAtOwnIndices(table, /*linear=*/false);
   if (!row)
     return false;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
@@ -222,18 +227,8 @@ bool productOfEarlierRows(BatchMatmulOp product) {
         !isArrayOfRow(earlier.getLhs(), row))
       continue;
     OpBuilder builder(product);
-    IRMapping mapping;
-    auto scaled = cast<TabulateOp>(builder.clone(*table, mapping));
-    Operation *clonedRow = mapping.lookup(row);
-    OpBuilder inside(clonedRow);
-    Value earlierRow = ExtractOp::create(
-        inside, clonedRow->getLoc(), clonedRow->getResult(0).getType(),
-        earlier.getResult(),
-        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
-            scaled.getBody().front().getNumArguments(), builder.getContext())),
-        scaled.getBody().front().getArguments());
-    clonedRow->getResult(0).replaceAllUsesWith(earlierRow);
-    clonedRow->erase();
+    TabulateOp scaled =
+        tableReadingRowsOf(builder, table, row, earlier.getResult());
     product.getResult().replaceAllUsesWith(scaled.getResult());
     product.erase();
     return true;

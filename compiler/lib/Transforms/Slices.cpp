@@ -179,24 +179,28 @@ bool mlir::energy::dependsOn(Value value, Operation *op) {
                       [&](Value operand) { return dependsOn(operand, op); });
 }
 
-ExtractOp mlir::energy::scaledRow(Value value, bool linear) {
+Operation *mlir::energy::scaledLeaf(Value value, bool linear) {
   Operation *def = value.getDefiningOp();
-  if (auto extract = dyn_cast_or_null<ExtractOp>(def))
-    return isScalar(value) ? ExtractOp() : extract;
+  if (isa_and_nonnull<ExtractOp, ReadOp>(def))
+    return isScalar(value) ? nullptr : def;
   if (auto neg = dyn_cast_or_null<NegOp>(def))
-    return scaledRow(neg.getOperand(), linear);
-  auto scaled = [&](Value vector, Value factor) -> ExtractOp {
+    return scaledLeaf(neg.getOperand(), linear);
+  auto scaled = [&](Value vector, Value factor) -> Operation * {
     if (!isScalar(factor) || isScalar(vector))
-      return ExtractOp();
-    ExtractOp row = scaledRow(vector, linear);
-    return row && !(linear && dependsOn(factor, row)) ? row : ExtractOp();
+      return nullptr;
+    Operation *row = scaledLeaf(vector, linear);
+    return row && !(linear && dependsOn(factor, row)) ? row : nullptr;
   };
   if (auto mul = dyn_cast_or_null<MulOp>(def)) {
-    if (ExtractOp source = scaled(mul.getLhs(), mul.getRhs()))
+    if (Operation *source = scaled(mul.getLhs(), mul.getRhs()))
       return source;
     return scaled(mul.getRhs(), mul.getLhs());
   }
   if (auto div = dyn_cast_or_null<DivOp>(def))
     return scaled(div.getLhs(), div.getRhs());
-  return ExtractOp();
+  return nullptr;
+}
+
+ExtractOp mlir::energy::scaledRow(Value value, bool linear) {
+  return dyn_cast_or_null<ExtractOp>(scaledLeaf(value, linear));
 }

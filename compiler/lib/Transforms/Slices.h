@@ -71,10 +71,14 @@ bool isScalar(Value value);
 /// they share).
 bool dependsOn(Value value, Operation *op);
 
-/// The row of a table that `value` is made of through negations and
-/// products and quotients by scalars (that do not depend on the row, when
-/// `linear`: then `value` is a linear function of it); null when `value` is
-/// not of that form.
+/// The row that `value` is made of through negations and products and
+/// quotients by scalars (that do not depend on the row, when `linear`: then
+/// `value` is a linear function of it): the `energy.extract` of a computed
+/// array or the `energy.read` of a tensor that gives it, not a scalar;
+/// null when `value` is not of that form.
+Operation *scaledLeaf(Value value, bool linear);
+
+/// scaledLeaf when it is the row of a computed array (an extract).
 ExtractOp scaledRow(Value value, bool linear);
 
 /// Whether `value` is a matrix (rank 2).

@@ -42,7 +42,7 @@ template <> struct Simd<float> {
     _mm512_mask_storeu_ps(p, t, v);
   }
 
-  /// Element by element: no machine here has AVX-512 to test shuffles on.
+  /// Element by element (not yet an in-register transpose).
   static void transpose(const float *src, int64_t srcStride, float *dst,
                         int64_t dstStride) {
     for (int c = 0; c < kLanes; ++c)
@@ -113,7 +113,7 @@ template <> struct Simd<double> {
     _mm512_mask_storeu_pd(p, t, v);
   }
 
-  /// Element by element: no machine here has AVX-512 to test shuffles on.
+  /// Element by element (not yet an in-register transpose).
   static void transpose(const double *src, int64_t srcStride, double *dst,
                         int64_t dstStride) {
     for (int c = 0; c < kLanes; ++c)

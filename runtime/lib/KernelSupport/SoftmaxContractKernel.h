@@ -49,7 +49,8 @@
 // pair term i over the same strips, by the same score micro-kernel (factor
 // 1); W_k is formed in scratch per output, just before its weighted sum.
 // Only the terms that some output of the pass weights are packed (inner
-// features in strips once per pass) and multiplied. The rescaling of the online normaliser applies to W_k as to W.
+// features in strips once per pass) and multiplied. The rescaling of the
+// online normaliser applies to W_k as to W.
 //
 // Constraints: for each outer index, the GE constraints leave an interval of
 // inner indices and each NE constraint removes at most one index (exact
@@ -226,7 +227,7 @@ template <class V> struct Workspace {
   using Shape = Tiling<V>;
   // `rows` is the pass's block height.
   T *zeroRow; ///< zeros, as many as the deepest features: rows past the end
-  T *scores;      ///< rows × kPanel
+  T *scores;  ///< rows × kPanel
   T *rowMax, *rowSum;
   T **accumulators; ///< per output: rows × accumulatorStride[k]
   int64_t *accumulatorStride;
