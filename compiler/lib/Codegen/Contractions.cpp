@@ -64,6 +64,8 @@ enum ContractSlot : unsigned {
   kPairColFeatures,
   kRowOutputWeights,
   kColOutputWeights,
+  kKeptTiles,
+  kKeptTilesMode,
   kSlotCount
 };
 static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
@@ -276,11 +278,44 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
     return failure();
   storeSlot(kRowOutputWeights, *rowWeights);
   storeSlot(kColOutputWeights, *colWeights);
+  // Tiles kept for a later contraction that reuses these scores, or read
+  // from the earlier one's (freed after this, their last use).
+  auto mode = [&](int64_t value) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value)
+        .getResult();
+  };
+  Value tiles = null, tilesMode = mode(ENERGY_CONTRACT_TILES_NONE);
+  Value reusedTiles;
+  if (SoftmaxContractOp source = contract.getScoresSource();
+      source && contract.getReusesScores())
+    reusedTiles = keptTiles.lookup(source);
+  if (reusedTiles) {
+    tiles = reusedTiles;
+    tilesMode = mode(ENERGY_CONTRACT_TILES_REUSE);
+  } else if (context.keptTiles && lse &&
+             llvm::any_of(lse.getUsers(), [&](Operation *user) {
+               auto reader = dyn_cast<SoftmaxContractOp>(user);
+               return reader && reader.getReusesScores() &&
+                      reader.getScoresSource() == contract;
+             })) {
+    tiles = callSupport(ENERGY_SUPPORT_SOFTMAX_CONTRACT_TILES,
+                        {toI64(batchCount), toI64(rows), toI64(columns),
+                         toI64(index(terms)), mode(singlePrecision() ? 4 : 8)})
+                .getResult(0);
+    tilesMode = mode(ENERGY_CONTRACT_TILES_KEEP);
+    keptTiles[contract] = tiles;
+  }
+  storeSlot(kKeptTiles, tiles);
+  storeSlot(kKeptTilesMode, tilesMode);
   reportContractStatus(callSupport(singlePrecision()
                                        ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
                                        : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
                                    {args})
                            .getResult(0));
+  if (reusedTiles)
+    func::CallOp::create(b, loc,
+                         context.target.lookupSymbol<func::FuncOp>("free"),
+                         ValueRange{reusedTiles});
   return success();
 }
 

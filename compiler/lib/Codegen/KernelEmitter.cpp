@@ -60,12 +60,13 @@ std::string mangle(StringRef name) {
 FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
                                                     ModuleOp target,
                                                     FloatType elementType,
-                                                    bool quadraticCalls) {
+                                                    bool forCuda) {
   ModelContext context;
   context.model = model;
   context.target = target;
   context.elementType = elementType;
-  context.quadraticCalls = quadraticCalls;
+  context.quadraticCalls = forCuda;
+  context.keptTiles = !forCuda;
   ArtifactLayout &layout = context.layout;
   Block &body = model.getBody().front();
   for (DimOp dim : body.getOps<DimOp>()) {

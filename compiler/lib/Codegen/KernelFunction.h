@@ -62,8 +62,10 @@ struct ModelContext {
   ModelOp model;
   ModuleOp target;
   FloatType elementType;
-  /// Whether quadratic contractions call the mixture kernel (emitKernels).
-  bool quadraticCalls = false;
+  /// Whether quadratic contractions call the mixture kernel, and whether
+  /// bilinear ones keep tiles for those that reuse their scores
+  /// (emitKernels).
+  bool quadraticCalls = false, keptTiles = false;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
   /// The private function computing each gradient program into a buffer.
@@ -134,6 +136,9 @@ private:
 
   /// Lets computed so far in the current statement scope.
   DenseMap<Operation *, Value> letBuffers;
+  /// The tiles a bilinear contraction keeps (a pointer, null at run time
+  /// when they are too many), for the one that reuses its scores.
+  DenseMap<Operation *, Value> keptTiles;
   /// Lets read the state: after a store, or in a loop of the program, they
   /// are computed again.
   void forgetStateDerivedWork() { letBuffers.clear(); }

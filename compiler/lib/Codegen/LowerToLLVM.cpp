@@ -73,7 +73,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
                               : FloatType(Float32Type::get(context));
   FailureOr<ArtifactLayout> layout =
       emitKernels(model, *module, elementType,
-                  /*quadraticCalls=*/options.target.device == "cuda");
+                  /*forCuda=*/options.target.device == "cuda");
   if (failed(layout))
     return failure();
   // Emission builds its IR directly; a slip there is a compiler bug, and

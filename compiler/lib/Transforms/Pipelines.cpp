@@ -41,4 +41,5 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanKernels());
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createEnergyShareScores());
 }

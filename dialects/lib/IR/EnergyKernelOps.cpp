@@ -367,6 +367,80 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
     if (failed(matchQuadratic(reason)))
       return emitOpError() << "is marked quadratic but " << reason;
   }
+  if (getReusesScores()) {
+    std::string reason;
+    if (failed(checkReusableScores(reason)))
+      return emitOpError() << "reuses the scores of the contraction that "
+                              "gives its normaliser, but "
+                           << reason;
+  }
+  return success();
+}
+
+SoftmaxContractOp SoftmaxContractOp::getScoresSource() {
+  Value given = getGivenLse();
+  auto source = given ? given.getDefiningOp<SoftmaxContractOp>() : nullptr;
+  if (!source || source.getLse() != given ||
+      source->getBlock() != (*this)->getBlock() ||
+      !source->isBeforeInBlock(*this))
+    return nullptr;
+  return source;
+}
+
+LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
+  SoftmaxContractOp source = getScoresSource();
+  if (!source) {
+    reason = "its normaliser is not the first result of a contraction "
+             "before it in its block";
+    return failure();
+  }
+  if (getForm() != ContractForm::bilinear ||
+      source.getForm() != ContractForm::bilinear) {
+    reason = "the two are not both bilinear";
+    return failure();
+  }
+  std::string unused;
+  FailureOr<BilinearContract> mine = matchBilinear(unused);
+  FailureOr<BilinearContract> theirs = source.matchBilinear(unused);
+  if (failed(mine) || failed(theirs)) {
+    reason = "the two are not both bilinear";
+    return failure();
+  }
+  auto sameConstraints = [](ArrayRef<LinearConstraint> a,
+                            ArrayRef<LinearConstraint> b) {
+    return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
+             auto [x, y] = pair;
+             return x.rowCoefficient == y.rowCoefficient &&
+                    x.colCoefficient == y.colCoefficient &&
+                    x.offset == y.offset && x.notEqual == y.notEqual;
+           });
+  };
+  std::optional<SmallVector<LinearConstraint>> constraints =
+      getLinearConstraints();
+  std::optional<SmallVector<LinearConstraint>> sourceConstraints =
+      source.getLinearConstraints();
+  if (getRows() != source.getRows() || getCols() != source.getCols() ||
+      getTemperature() != source.getTemperature() || !constraints ||
+      !sourceConstraints ||
+      !sameConstraints(*constraints, *sourceConstraints)) {
+    reason = "their domains, constraints or temperatures differ";
+    return failure();
+  }
+  if (mine->rowTable != theirs->rowTable ||
+      mine->colTable != theirs->colTable || mine->scale != theirs->scale) {
+    reason = "their scores differ";
+    return failure();
+  }
+  auto samePairTerms = [](ArrayRef<PairTerm> a, ArrayRef<PairTerm> b) {
+    return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
+             auto [x, y] = pair;
+             return x.rowTable == y.rowTable && x.colTable == y.colTable;
+           });
+  };
+  if (!samePairTerms(mine->pairTerms, theirs->pairTerms)) {
+    reason = "their pair terms differ";
+    return failure();
+  }
   return success();
 }
 

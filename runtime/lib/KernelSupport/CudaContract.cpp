@@ -241,14 +241,20 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
 template <typename T>
 int32_t contract(const energy_softmax_contract_args *args, KernelFamily &family,
                  int32_t (*onHost)(const energy_softmax_contract_args *)) {
-  if (!family.ptx || !args || !fitsKernels(*args))
+  if (!args)
     return onHost(args);
-  const energy_softmax_contract_args &a = *args;
+  // The GPU keeps no tiles, so a call that would read them (on the host)
+  // could read tiles that were never written: every call computes all.
+  energy_softmax_contract_args a = *args;
+  a.kept_tiles = nullptr;
+  a.kept_tiles_mode = ENERGY_CONTRACT_TILES_NONE;
+  if (!family.ptx || !fitsKernels(a))
+    return onHost(&a);
   int64_t rowWidth = widthSum(a.num_row_outputs, a.row_output_widths);
   int64_t colWidth = widthSum(a.num_col_outputs, a.col_output_widths);
   int bound = boundFor({a.depth, rowWidth, colWidth}, family.largest);
   if (!bound)
-    return onHost(args);
+    return onHost(&a);
 
   ContractSlots slots{};
   slots.rows = a.rows;

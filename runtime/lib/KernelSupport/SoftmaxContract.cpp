@@ -2,9 +2,10 @@
 //
 // energy_support_softmax_contract_f32/f64: check the arguments (sizes, the
 // pointers that are needed, the temperature, the constraint kinds, the
-// outputs' coefficients), then run the kernel of the instruction-set path
-// chosen at run time on the whole batch (one parallel loop a side over all
-// its problems). The kernel itself is SoftmaxContractKernel.h.
+// outputs' coefficients, the mode of kept tiles), then run the kernel of the
+// instruction-set path chosen at run time on the whole batch (one parallel
+// loop a side over all its problems); and the room for kept tiles. The
+// kernel itself is SoftmaxContractKernel.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "energy/KernelSupport/SoftmaxContract.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace {
 
@@ -99,6 +101,10 @@ bool validArguments(const energy_softmax_contract_args *args) {
     return false;
   if (a.num_constraints < 0 || (a.num_constraints > 0 && !a.constraints))
     return false;
+  if (a.kept_tiles_mode != ENERGY_CONTRACT_TILES_NONE &&
+      a.kept_tiles_mode != ENERGY_CONTRACT_TILES_KEEP &&
+      a.kept_tiles_mode != ENERGY_CONTRACT_TILES_REUSE)
+    return false;
   for (int64_t k = 0; k < a.num_constraints; ++k)
     if (a.constraints[k].kind != ENERGY_CONSTRAINT_GE &&
         a.constraints[k].kind != ENERGY_CONSTRAINT_NE)
@@ -120,6 +126,21 @@ bool validArguments(const energy_softmax_contract_args *args) {
 } // namespace
 
 extern "C" {
+void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
+                                            int64_t cols, int64_t pair_terms,
+                                            int64_t element_bytes) {
+  int64_t elements;
+  if (batch <= 0 || rows <= 0 || cols <= 0 || pair_terms < 0 ||
+      pair_terms >= ENERGY_CONTRACT_MAX_TILE_ELEMENTS ||
+      (element_bytes != 4 && element_bytes != 8) ||
+      __builtin_mul_overflow(batch, rows, &elements) ||
+      __builtin_mul_overflow(elements, cols, &elements) ||
+      __builtin_mul_overflow(elements, pair_terms + 1, &elements) ||
+      elements > ENERGY_CONTRACT_MAX_TILE_ELEMENTS)
+    return nullptr;
+  return std::malloc(static_cast<size_t>(elements * element_bytes));
+}
+
 int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args) {
   if (!validArguments(args))

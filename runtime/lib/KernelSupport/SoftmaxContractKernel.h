@@ -41,8 +41,18 @@
 // are read in place (the score micro-kernel broadcasts one element of each
 // of its rows at a time); S (block height × kPanel) and
 // the accumulators (block height × each output's width) are scratch per
-// task, allocated once per task of the thread pool. Nothing of size
-// rows × cols is ever stored.
+// task, allocated once per task of the thread pool.
+//
+// Kept tiles: S and the pair terms' tiles are the same products on both
+// sides, transposed (the same fma in the same order of d, so the same
+// bits). When they are few (at most ENERGY_CONTRACT_MAX_TILE_ELEMENTS), the
+// row side of a call with both sides copies each of its tiles, before any
+// mask, into a batch × (1 + m) × rows × cols array, and the column side
+// reads them transposed instead of computing them (nor packing its inner
+// features); two calls can share the array the same way (kept_tiles). Only
+// the column side's pairs that the row side admitted are ever read
+// unmasked; with constraints the array starts as zeros, so that the others
+// are finite. Nothing else of size rows × cols is stored.
 //
 // Pair terms: an output with coefficients other than κ = 1, α = 0 sums
 // W_k = W ∘ (κ + Σ_i α_i T_i) instead of W, with T_i = A_i B_iᵀ the tile of
@@ -160,6 +170,17 @@ template <class T> struct PairWeights {
   const int64_t *numAlphas = nullptr;  ///< per output
   const T *alphas = nullptr;           ///< per output, numTerms slots
   const int64_t *alphaTerms = nullptr; ///< per output, numTerms slots
+  /// Per term: its index among the arguments' pair terms.
+  const int64_t *sourceTerms = nullptr;
+};
+
+/// Tiles of a problem kept by one pass for a later pass over the same pairs
+/// (Tiles in SoftmaxContract.h): plane 0 the scores times the factor, plane
+/// 1 + i pair term i, each rows × cols of the row side's orientation.
+template <class T> struct KeptTiles {
+  T *tiles = nullptr;   ///< problems × planes × rows × cols, or null
+  int64_t planes = 0;   ///< 1 + the arguments' pair terms
+  bool writing = false; ///< the row side writes them, the column side reads
 };
 
 /// One pass: everything a block needs, shared by the tasks. Every array
@@ -187,6 +208,7 @@ template <class T> struct Pass {
   T *const *outputs; ///< output k: outerCount × widths[k]
   int failed;        ///< set (atomically) when a task cannot allocate
   PairWeights<T> pairs = {};
+  KeptTiles<T> kept = {};
   int64_t problems = 1;  ///< B >= 1
   int64_t blockRows = 0; ///< the height of a block (blockHeight)
   int64_t blocks = 0;    ///< blocks per problem
@@ -560,6 +582,65 @@ void admittedInterval(const Pass<T> &pass, int64_t outer, int64_t &begin,
 }
 
 //===----------------------------------------------------------------------===//
+// Kept tiles
+//===----------------------------------------------------------------------===//
+
+/// The row side keeps plane `plane` of its tile (rows of kPanel, column j at
+/// j − start) for its `rows` outer indices from `first` and the inner indices
+/// [from, to) that exist.
+template <class V>
+void keepTile(const Pass<typename V::Scalar> &pass, int64_t problem,
+              int64_t plane, int64_t first, int64_t rows, int64_t start,
+              int64_t from, int64_t to, const typename V::Scalar *tile) {
+  using T = typename V::Scalar;
+  constexpr int64_t panel = Tiling<V>::kPanel;
+  const int64_t cols = pass.innerCount, end = minOf(to, cols);
+  if (end <= from)
+    return;
+  T *kept =
+      pass.kept.tiles +
+      ((problem * pass.kept.planes + plane) * pass.outerCount + first) * cols;
+  for (int64_t r = 0; r < rows; ++r)
+    memcpy(kept + r * cols + from, tile + r * panel + (from - start),
+           sizeof(T) * (end - from));
+}
+
+/// The column side reads plane `plane` for its block (outer indices
+/// [first, first + rows), the row side's columns) over the inner indices
+/// [from, to), transposed into a tile of `tileRows` rows of kPanel (column j
+/// at j − start): zero past the rows and the inner indices, as the features
+/// there are.
+template <class V>
+void loadTile(const Pass<typename V::Scalar> &pass, int64_t problem,
+              int64_t plane, int64_t first, int64_t rows, int64_t tileRows,
+              int64_t start, int64_t from, int64_t to,
+              typename V::Scalar *tile) {
+  using T = typename V::Scalar;
+  constexpr int64_t panel = Tiling<V>::kPanel;
+  constexpr int64_t L = V::kLanes;
+  const int64_t cols = pass.outerCount, inner = pass.innerCount;
+  const T *kept = pass.kept.tiles +
+                  (problem * pass.kept.planes + plane) * inner * cols + first;
+  const int64_t end = minOf(to, inner);
+  T *at = tile - start; // indexed by inner index
+  int64_t r = 0;
+  for (; r + L <= rows; r += L) {
+    int64_t j = from;
+    for (; j + L <= end; j += L)
+      V::transpose(kept + j * cols + r, cols, at + r * panel + j, panel);
+    for (; j < end; ++j)
+      for (int64_t k = 0; k < L; ++k)
+        at[(r + k) * panel + j] = kept[j * cols + r + k];
+    for (int64_t k = 0; k < L; ++k)
+      for (int64_t i = end; i < to; ++i)
+        at[(r + k) * panel + i] = 0;
+  }
+  for (; r < tileRows; ++r)
+    for (int64_t j = from; j < to; ++j)
+      at[r * panel + j] = r < rows && j < end ? kept[j * cols + r] : T(0);
+}
+
+//===----------------------------------------------------------------------===//
 // One block of outer indices
 //===----------------------------------------------------------------------===//
 
@@ -650,13 +731,22 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     const int64_t to = minOf(stop, start + roundUp(columnsTo - start, strip));
     T *const scores = space.scores + (from - start);
 
-    // S = factor · A · Bᵀ over the strips [from, to).
-    for (int64_t s = from; s < to; s += strip) {
-      const T *b = packedInner + (s / strip) * depth * strip;
-      for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
-        scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
-            depth, outer + g * depth, depth, rows - g, space.zeroRow, b,
-            pass.factor, scores + g * panel + (s - from), panel);
+    // S = factor · A · Bᵀ over the strips [from, to), or the row side's.
+    const KeptTiles<T> &kept = pass.kept;
+    if (kept.tiles && !kept.writing) {
+      loadTile<V>(pass, problem, 0, first, rows, tileRows, start, from, to,
+                  space.scores);
+    } else {
+      for (int64_t s = from; s < to; s += strip) {
+        const T *b = packedInner + (s / strip) * depth * strip;
+        for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
+          scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
+              depth, outer + g * depth, depth, rows - g, space.zeroRow, b,
+              pass.factor, scores + g * panel + (s - from), panel);
+      }
+      if (kept.tiles)
+        keepTile<V>(pass, problem, 0, first, rows, start, from, to,
+                    space.scores);
     }
     // Excluded pairs score -inf, so that their weight is 0.
     if (!full) {
@@ -728,8 +818,15 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       }
     }
 
-    // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips.
+    // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips, or the
+    // row side's.
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
+      const int64_t plane = 1 + pairs.sourceTerms[i];
+      if (kept.tiles && !kept.writing) {
+        loadTile<V>(pass, problem, plane, first, rows, tileRows, start, from,
+                    to, space.pairTiles[i]);
+        continue;
+      }
       const int64_t termDepth = pairs.depths[i];
       const T *packedTerm = pairs.packedInner[i] + packedAt * termDepth;
       const T *termOuter = pairs.outer[i] + (outerAt + first) * termDepth;
@@ -741,6 +838,9 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
               space.zeroRow, b, T(1),
               space.pairTiles[i] + g * panel + (s - start), panel);
       }
+      if (kept.tiles)
+        keepTile<V>(pass, problem, plane, first, rows, start, from, to,
+                    space.pairTiles[i]);
     }
 
     // acc += W · V (or W_k · V) over the admitted inner indices.
@@ -835,21 +935,26 @@ bool packedSize(int64_t problems, int64_t count, int64_t depth, int64_t &size) {
 /// having `depths`, `outer` features (outerCount rows a problem) and `inner`
 /// ones (innerCount rows a problem, `problems` problems): in `pairs`, with
 /// its memory in `buffer`, and room in `packed` for the inner features in
-/// strips, which packPass fills. False when out of memory.
+/// strips, which packPass fills. With `allTerms` (a pass that keeps its
+/// tiles), every term is computed, weighted or not. False when out of memory.
 template <class V>
 bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
                   Buffer &packed, int64_t numOutputs, const double *weights,
                   int64_t numTerms, const int64_t *depths,
                   const void *const *outer, const void *const *inner,
-                  int64_t problems, int64_t innerCount) {
+                  int64_t problems, int64_t innerCount, bool allTerms) {
   using T = typename V::Scalar;
-  if (!weights || numOutputs == 0)
+  if (!allTerms && (!weights || numOutputs == 0))
     return true;
   const int64_t stride = numTerms + 1;
+  // Without weights, every output is plain (κ = 1, α = 0).
+  auto kappaOf = [&](int64_t k) { return weights ? weights[k * stride] : 1; };
   auto alpha = [&](int64_t k, int64_t i) {
-    return weights[k * stride + 1 + i];
+    return weights ? weights[k * stride + 1 + i] : 0;
   };
   auto needed = [&](int64_t i) {
+    if (allTerms)
+      return true;
     for (int64_t k = 0; k < numOutputs; ++k)
       if (alpha(k, i) != 0)
         return true;
@@ -859,7 +964,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   int64_t used = 0;
   bool anyWeighted = false;
   for (int64_t k = 0; k < numOutputs; ++k)
-    anyWeighted = anyWeighted || weights[k * stride] != 1;
+    anyWeighted = anyWeighted || kappaOf(k) != 1;
   for (int64_t i = 0; i < numTerms; ++i)
     used += needed(i);
   if (!anyWeighted && used == 0)
@@ -873,6 +978,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   size_t outerAt = reserve(sizeof(T *) * used);
   size_t innerAt = reserve(sizeof(T *) * used);
   size_t sourcesAt = reserve(sizeof(T *) * used);
+  size_t sourceTermsAt = reserve(sizeof(int64_t) * used);
   size_t plainAt = reserve(sizeof(bool) * numOutputs);
   size_t kappaAt = reserve(sizeof(T) * numOutputs);
   size_t numAlphasAt = reserve(sizeof(int64_t) * numOutputs);
@@ -885,6 +991,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   auto *termOuter = reinterpret_cast<const T **>(base + outerAt);
   auto *termInner = reinterpret_cast<T **>(base + innerAt);
   auto *sources = reinterpret_cast<const T **>(base + sourcesAt);
+  auto *sourceTerms = reinterpret_cast<int64_t *>(base + sourceTermsAt);
   auto *plain = reinterpret_cast<bool *>(base + plainAt);
   auto *kappa = reinterpret_cast<T *>(base + kappaAt);
   auto *numAlphas = reinterpret_cast<int64_t *>(base + numAlphasAt);
@@ -893,7 +1000,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
 
   // Each output's kappa and nonzero alphas, with the terms renumbered.
   for (int64_t k = 0; k < numOutputs; ++k) {
-    kappa[k] = static_cast<T>(weights[k * stride]);
+    kappa[k] = static_cast<T>(kappaOf(k));
     numAlphas[k] = 0;
     for (int64_t i = 0, term = 0; i < numTerms; ++i) {
       if (!needed(i))
@@ -905,7 +1012,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
       }
       ++term;
     }
-    plain[k] = weights[k * stride] == 1 && numAlphas[k] == 0;
+    plain[k] = kappaOf(k) == 1 && numAlphas[k] == 0;
   }
 
   // Room for the inner features of the terms in strips.
@@ -920,6 +1027,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
     termDepths[term] = depths[i];
     termOuter[term] = static_cast<const T *>(outer[i]);
     sources[term] = static_cast<const T *>(inner[i]);
+    sourceTerms[term] = i;
     ++term;
   }
   T *strips = packed.allocate<T>(total);
@@ -941,6 +1049,7 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   pairs.numAlphas = numAlphas;
   pairs.alphas = alphas;
   pairs.alphaTerms = alphaTerms;
+  pairs.sourceTerms = sourceTerms;
   return true;
 }
 
@@ -1005,18 +1114,20 @@ template <class V> bool runPass(Pass<typename V::Scalar> &pass) {
 
 /// One side's pass from its Pass: the pair terms' weights (`outer` the
 /// pass's own side's pair features, `inner` the other's), the other side's
-/// `features` packed, then the blocks; false when memory runs out.
+/// `features` packed (unless the pass reads kept tiles), then the blocks;
+/// false when memory runs out.
 template <class V>
 bool preparePackRun(Pass<typename V::Scalar> &pass, const double *weights,
                     const energy_softmax_contract_args &args,
                     const void *const *outer, const void *const *inner,
                     const typename V::Scalar *features) {
   Buffer packedBuffer, listBuffer, pairBuffer, pairPackedBuffer;
-  return preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
-                         pass.numOutputs, weights, args.num_pair_terms,
-                         args.pair_depths, outer, inner, pass.problems,
-                         pass.innerCount) &&
-         packPass<V>(pass, features, packedBuffer, listBuffer) &&
+  const bool reading = pass.kept.tiles && !pass.kept.writing;
+  return preparePairs<V>(
+             pass.pairs, pairBuffer, pairPackedBuffer, pass.numOutputs, weights,
+             args.num_pair_terms, args.pair_depths, outer, inner, pass.problems,
+             pass.innerCount, pass.kept.tiles && pass.kept.writing) &&
+         (reading || packPass<V>(pass, features, packedBuffer, listBuffer)) &&
          runPass<V>(pass);
 }
 
@@ -1033,8 +1144,8 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   // checked that batch · rows and batch · cols fit.
   const int64_t batch = args.batch, allRows = batch * rows;
   const T *given = static_cast<const T *>(args.given_lse);
-  const bool rowSide = args.num_row_outputs > 0 || (args.lse && !given) ||
-                       (args.num_col_outputs > 0 && !given);
+  bool rowSide = args.num_row_outputs > 0 || (args.lse && !given) ||
+                 (args.num_col_outputs > 0 && !given);
   const bool colSide = args.num_col_outputs > 0;
 
   // The constraints in each pass's orientation, NE ones counted.
@@ -1071,6 +1182,29 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
+  // The tiles the row side keeps (the caller's, or its own when the call
+  // has both sides and they are small) and the column side reads.
+  T *const callersTiles = static_cast<T *>(args.kept_tiles);
+  const bool keeping =
+      callersTiles && args.kept_tiles_mode == ENERGY_CONTRACT_TILES_KEEP;
+  const bool reusing =
+      callersTiles && args.kept_tiles_mode == ENERGY_CONTRACT_TILES_REUSE;
+  rowSide = rowSide || keeping;
+  Buffer ownTiles;
+  KeptTiles<T> kept;
+  kept.planes = 1 + args.num_pair_terms;
+  if (keeping || reusing) {
+    kept.tiles = callersTiles;
+  } else if (rowSide && colSide) {
+    ownTiles.memory = energy_support_softmax_contract_tiles(
+        batch, rows, cols, args.num_pair_terms, sizeof(T));
+    kept.tiles = static_cast<T *>(ownTiles.memory);
+  }
+  // Constraints leave pairs that the row side never computes; the column
+  // side reads zeros there, and masks them.
+  if (kept.tiles && !reusing && numConstraints > 0)
+    memset(kept.tiles, 0, sizeof(T) * batch * kept.planes * rows * cols);
+
   if (rowSide) {
     Buffer normaliserBuffer;
     T *normalisers = nullptr;
@@ -1100,6 +1234,10 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  reinterpret_cast<T *const *>(args.row_outputs),
                  0};
     pass.problems = batch;
+    if (!reusing) {
+      pass.kept = kept;
+      pass.kept.writing = true;
+    }
     if (!preparePackRun<V>(pass, args.row_output_weights, args,
                            args.pair_row_features, args.pair_col_features,
                            static_cast<const T *>(args.col_features)))
@@ -1141,6 +1279,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  reinterpret_cast<T *const *>(args.col_outputs),
                  0};
     pass.problems = batch;
+    pass.kept = kept;
     if (!preparePackRun<V>(pass, args.col_output_weights, args,
                            args.pair_col_features, args.pair_row_features,
                            static_cast<const T *>(args.row_features)))

@@ -295,12 +295,14 @@ int32_t callKernel<double>(const energy_softmax_contract_args &args) {
 /// Runs the kernel in element type T on a batch of problems of the same
 /// sizes, widths, depths, scale, temperature, constraints and coefficients
 /// (those of the first), back to back in every array; `given` holds each
-/// problem's normaliser, or is empty. Outputs start as NaN, so that an
-/// output the kernel does not overwrite shows.
+/// problem's normaliser, or is empty; `tiles` and `tilesMode` are the
+/// arguments' kept tiles. Outputs start as NaN, so that an output the kernel
+/// does not overwrite shows.
 template <class T>
 std::vector<Result> runBatch(const std::vector<Problem> &problems,
                              const std::vector<std::vector<double>> &given,
-                             int32_t *status = nullptr) {
+                             int32_t *status = nullptr, void *tiles = nullptr,
+                             int64_t tilesMode = ENERGY_CONTRACT_TILES_NONE) {
   const Problem &p = problems.front();
   const int64_t batch = static_cast<int64_t>(problems.size());
   const size_t terms = p.pairDepths.size();
@@ -387,6 +389,8 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
       p.rowWeights.empty() ? nullptr : p.rowWeights.data();
   args.col_output_weights =
       p.colWeights.empty() ? nullptr : p.colWeights.data();
+  args.kept_tiles = tiles;
+  args.kept_tiles_mode = tilesMode;
   int32_t result = callKernel<T>(args);
   if (status)
     *status = result;
@@ -906,6 +910,8 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
           {"null output array", [](auto &a) { a.row_outputs = nullptr; }},
           {"null widths", [](auto &a) { a.col_output_widths = nullptr; }},
           {"null table array", [](auto &a) { a.col_values = nullptr; }},
+          {"unknown mode of kept tiles",
+           [](auto &a) { a.kept_tiles_mode = 3; }},
       };
   auto expectRefused = [&](const char *what,
                            const energy_softmax_contract_args &args) {
@@ -1204,6 +1210,119 @@ TEST_CASE("softmax contract: a batch in one call, the bits of one call each") {
       }
     }
   }
+}
+
+namespace {
+/// Every output and normaliser of `results`, in order.
+std::vector<double> allOf(const std::vector<Result> &results) {
+  std::vector<double> all;
+  for (const Result &result : results) {
+    all.insert(all.end(), result.lse.begin(), result.lse.end());
+    for (const auto *side : {&result.rowOutputs, &result.colOutputs})
+      for (const std::vector<double> &output : *side)
+        all.insert(all.end(), output.begin(), output.end());
+  }
+  return all;
+}
+
+/// How the column side of splitSides gets its scores and pair terms.
+enum class ColumnTiles { Computed, Reused, ReusedAfterZeroing };
+
+/// The row side of `problems` in one call that keeps its tiles, then the
+/// column side with that normaliser given, reading them or computing them
+/// (`how`); the outputs of both, in the order of one call.
+template <class T>
+std::vector<Result> splitSides(const std::vector<Problem> &problems,
+                               ColumnTiles how) {
+  const Problem &first = problems.front();
+  std::vector<Problem> rowSides = problems, colSides = problems;
+  for (Problem &p : rowSides) {
+    p.colWidths.clear();
+    p.rowValues.clear();
+    p.colWeights.clear();
+  }
+  for (Problem &p : colSides) {
+    p.rowWidths.clear();
+    p.colValues.clear();
+    p.rowWeights.clear();
+    p.givenLse = true;
+  }
+  void *tiles = energy_support_softmax_contract_tiles(
+      static_cast<int64_t>(problems.size()), first.rows, first.cols,
+      static_cast<int64_t>(first.pairDepths.size()), sizeof(T));
+  REQUIRE(tiles);
+  std::vector<Result> rows =
+      runBatch<T>(rowSides, {}, nullptr, tiles, ENERGY_CONTRACT_TILES_KEEP);
+  std::vector<std::vector<double>> given;
+  for (const Result &result : rows)
+    given.push_back(result.lse);
+  const bool reuse = how != ColumnTiles::Computed;
+  if (how == ColumnTiles::ReusedAfterZeroing)
+    memset(tiles, 0,
+           sizeof(T) * problems.size() * (1 + first.pairDepths.size()) *
+               first.rows * first.cols);
+  std::vector<Result> cols = runBatch<T>(
+      colSides, given, nullptr, reuse ? tiles : nullptr,
+      reuse ? ENERGY_CONTRACT_TILES_REUSE : ENERGY_CONTRACT_TILES_NONE);
+  free(tiles);
+  for (size_t b = 0; b < rows.size(); ++b)
+    rows[b].colOutputs = cols[b].colOutputs;
+  return rows;
+}
+} // namespace
+
+TEST_CASE("softmax contract: kept tiles give the bits of computed ones") {
+  // The column side reads the scores and pair terms that the row side kept
+  // (in one call, or across two) where it would compute them: the same
+  // products in the same order, so the same bits. Pair terms weighting both
+  // sides, constraints that leave pairs the row side never computes, sizes
+  // off every tile and block, a batch.
+  uint64_t seed = 1300;
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<Problem> problems =
+        pairProblems(3, 70, 131, 19, kMixedWeights, seed);
+    seed += 10;
+    for (Problem &p : problems) {
+      if (variant == 0) {
+        p.pairDepths.clear();
+        p.pairRowFeatures.clear();
+        p.pairColFeatures.clear();
+        p.rowWeights.clear();
+        p.colWeights.clear();
+      } else if (variant == 2) {
+        p.constraints = {atLeast(1, -1, 40), atLeast(-1, 1, 3),
+                         notEqual(1, -1, 0)};
+      }
+    }
+    for (int32_t isa : supportedPaths()) {
+      ForcedPath forced(isa);
+      INFO("path " << pathName(isa) << ", variant " << variant);
+      std::vector<double> oneCall = allOf(runBatch<float>(problems, {}));
+      CHECK(allOf(splitSides<float>(problems, ColumnTiles::Reused)) == oneCall);
+      CHECK(allOf(splitSides<float>(problems, ColumnTiles::Computed)) ==
+            oneCall);
+      // The column side does read them.
+      CHECK(allOf(splitSides<float>(
+                problems, ColumnTiles::ReusedAfterZeroing)) != oneCall);
+      std::vector<double> oneCall64 = allOf(runBatch<double>(problems, {}));
+      CHECK(allOf(splitSides<double>(problems, ColumnTiles::Reused)) ==
+            oneCall64);
+      CHECK(allOf(splitSides<double>(problems, ColumnTiles::Computed)) ==
+            oneCall64);
+    }
+    // And within the bounds of the double-precision reference.
+    checkBatchEverywhere(problems, "kept tiles");
+  }
+  // Too many elements, or counts that make no sense: no tiles.
+  CHECK(energy_support_softmax_contract_tiles(1, 4096, 1025, 0, 4) == nullptr);
+  void *largest = energy_support_softmax_contract_tiles(1, 2048, 2048, 0, 4);
+  CHECK(largest != nullptr);
+  free(largest);
+  CHECK(energy_support_softmax_contract_tiles(0, 8, 8, 0, 4) == nullptr);
+  CHECK(energy_support_softmax_contract_tiles(1, 8, 8, -1, 4) == nullptr);
+  CHECK(energy_support_softmax_contract_tiles(1, 8, 8, 0, 2) == nullptr);
+  CHECK(energy_support_softmax_contract_tiles(INT64_MAX, 2, 2, 0, 4) ==
+        nullptr);
 }
 
 TEST_CASE("softmax contract: a batch of 8 problems of 64 rows, the same bits "

@@ -108,10 +108,10 @@ TEST_CASE("files that are not usable artifacts are refused, naming the "
         std::string(fakeNotArtifact) +
             " is not an energy artifact: it does not export "
             "energy_artifact_manifest");
-  CHECK(Model::load(fakeVersion2).message() ==
-        std::string(fakeVersion2) +
-            ": manifest: artifact format version 3, this runtime reads "
-            "version 2");
+  CHECK(Model::load(fakeOtherVersion).message() ==
+        std::string(fakeOtherVersion) +
+            ": manifest: artifact format version 4, this runtime reads "
+            "version 3");
   CHECK(Model::load(fakeMissingKernel).message() ==
         std::string(fakeMissingKernel) +
             ": the manifest names kernel fake_stacked (output 'stacked'), "

@@ -32,7 +32,7 @@ typedef double real;
 #endif
 
 #ifndef FAKE_FORMAT_VERSION
-#define FAKE_FORMAT_VERSION 2
+#define FAKE_FORMAT_VERSION 3
 #endif
 
 #define STRINGIFY_(x) #x

@@ -227,4 +227,20 @@ def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
+  let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";
+  let description = [{
+    Where a bilinear contraction's column sums need what is computed from
+    another's results (second derivatives), the plan keeps them as a
+    contraction of their own, after the other and with its normaliser
+    given. When the two have the same domains, constraints, temperature,
+    score operands and pair terms, the later one is marked
+    `reuses_scores`: a backend may keep the earlier one's scores and pair
+    terms, when they are few, and read them instead of computing them again
+    (the CPU kernel keeps at most 2^22 elements). Runs after the plan has
+    been canonicalized and CSE'd, so that equal operands are one value.
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 #endif // ENERGY_TRANSFORMS_PASSES_TD

@@ -82,7 +82,14 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     computed outside, and column values that are each 1, `X[r]`,
     `X[r] − M[c]` or its outer product with itself (the M-step's moments).
     A backend may recompute scores (the parent side reuses L_r); nothing of
-    size rows × cols is stored.
+    size rows × cols is stored, but for tiles of small problems.
+
+    `reuses_scores` (on a bilinear contraction whose `lse` is the first
+    result of another bilinear contraction, earlier in the same block)
+    promises that the two have the same domains, predicate, temperature,
+    score and pair terms (the dot products of table rows that weigh their
+    values): a backend may keep that one's scores and pair terms, when they
+    are few, and read them here instead of computing them again.
 
     ```mlir
     %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)
@@ -104,7 +111,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
                        TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$rows,
                        Energy_DimExprAttr:$cols,
                        Optional<Energy_Scalar>:$temperature,
-                       Optional<Energy_AnyArray>:$given_lse);
+                       Optional<Energy_AnyArray>:$given_lse,
+                       UnitAttr:$reuses_scores);
   let results = (outs Variadic<Energy_AnyArray>:$results);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$score,
                         SizedRegion<1>:$row_sums, SizedRegion<1>:$col_sums);
@@ -132,6 +140,14 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     ::mlir::FailureOr<BilinearContract> matchBilinear(std::string &reason);
     /// The operands of the quadratic form, or failure (with a reason).
     ::mlir::FailureOr<QuadraticContract> matchQuadratic(std::string &reason);
+    /// The contraction whose first result is this one's given normaliser,
+    /// earlier in the same block, or null.
+    SoftmaxContractOp getScoresSource();
+    /// Whether this contraction may read the scores and pair terms of
+    /// getScoresSource() (`reuses_scores`): both bilinear, with the same
+    /// domains, constraints, temperature, score operands and pair terms;
+    /// failure with a reason otherwise.
+    ::mlir::LogicalResult checkReusableScores(std::string &reason);
     /// The result types implied by the domains and the regions' values.
     ::llvm::SmallVector<::mlir::Type> inferResultTypes();
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }

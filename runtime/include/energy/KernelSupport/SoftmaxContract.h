@@ -24,6 +24,13 @@
 #define ENERGY_CONSTRAINT_GE 0 /* a·row + b·col + offset >= 0 */
 #define ENERGY_CONSTRAINT_NE 1 /* a·row + b·col + offset != 0 */
 
+/* What a call does with kept tiles (kept_tiles_mode), and the most elements
+ * of kept tiles that energy_support_softmax_contract_tiles allocates. */
+#define ENERGY_CONTRACT_TILES_NONE 0
+#define ENERGY_CONTRACT_TILES_KEEP 1
+#define ENERGY_CONTRACT_TILES_REUSE 2
+#define ENERGY_CONTRACT_MAX_TILE_ELEMENTS ((int64_t)1 << 22)
+
 /* What the kernel returns. */
 #define ENERGY_CONTRACT_OK 0
 #define ENERGY_CONTRACT_INVALID_ARGUMENT 1
@@ -44,7 +51,7 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 26 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 28 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
@@ -53,6 +60,7 @@ typedef struct energy_contract_constraint {
  *   15 num_col_outputs  16 row_values  17 col_output_widths  18 col_outputs
  *   19 batch  20 num_pair_terms  21 pair_depths  22 pair_row_features
  *   23 pair_col_features  24 row_output_weights  25 col_output_weights
+ *   26 kept_tiles  27 kept_tiles_mode
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
@@ -81,7 +89,20 @@ typedef struct energy_contract_constraint {
  * coefficients (a batch of attention heads).
  * Every output is overwritten, not accumulated into. Outputs must not
  * overlap inputs or each other. The results are the same, bit for bit,
- * whatever the number of threads of the pool. */
+ * whatever the number of threads of the pool.
+ *
+ * Kept tiles: two calls over the same pairs (the same sizes, features,
+ * scale, temperature, constraints and pair terms) can share the scores and
+ * pair terms instead of computing them twice, when kept_tiles points at
+ * batch · (1 + m) · Nr · Nc elements (energy_support_softmax_contract_tiles
+ * allocates them) that outlive both calls. With kept_tiles_mode
+ * ENERGY_CONTRACT_TILES_KEEP, the row side (which then runs even with
+ * nothing to sum) writes them there; with ENERGY_CONTRACT_TILES_REUSE, the
+ * column side reads them there, as an earlier call with KEEP wrote them.
+ * The results are the same bits as without. A null kept_tiles or
+ * ENERGY_CONTRACT_TILES_NONE computes everything; so does the kernel of a
+ * GPU. (A call with both sides keeps its tiles by itself when they are
+ * small.) */
 typedef struct energy_softmax_contract_args {
   int64_t rows, cols, depth;
   const void *row_features; /* Nr × D */
@@ -109,6 +130,8 @@ typedef struct energy_softmax_contract_args {
   const double *row_output_weights;
   /* num_col_outputs × (1 + m), finite, or null */
   const double *col_output_weights;
+  void *kept_tiles;        /* batch × (1 + m) × Nr × Nc, or null */
+  int64_t kept_tiles_mode; /* ENERGY_CONTRACT_TILES_NONE, _KEEP or _REUSE */
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -116,7 +139,7 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 26 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 28 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
@@ -129,7 +152,9 @@ ENERGY_CONTRACT_STATIC_ASSERT(
         offsetof(energy_softmax_contract_args, pair_row_features) == 22 * 8 &&
         offsetof(energy_softmax_contract_args, pair_col_features) == 23 * 8 &&
         offsetof(energy_softmax_contract_args, row_output_weights) == 24 * 8 &&
-        offsetof(energy_softmax_contract_args, col_output_weights) == 25 * 8,
+        offsetof(energy_softmax_contract_args, col_output_weights) == 25 * 8 &&
+        offsetof(energy_softmax_contract_args, kept_tiles) == 26 * 8 &&
+        offsetof(energy_softmax_contract_args, kept_tiles_mode) == 27 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
@@ -151,6 +176,18 @@ int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args);
 int32_t
 energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
+
+/* Room for the kept tiles of `batch` problems of `rows` × `cols` pairs with
+ * `pair_terms` pair terms, of `element_bytes` (4 or 8) each, to be freed with
+ * free(); null when they would be more than
+ * ENERGY_CONTRACT_MAX_TILE_ELEMENTS (16 MiB of floats), when a count is
+ * negative or overflows, or when memory runs out: the calls then compute
+ * everything. */
+#define ENERGY_SUPPORT_SOFTMAX_CONTRACT_TILES                                  \
+  "energy_support_softmax_contract_tiles"
+void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
+                                            int64_t cols, int64_t pair_terms,
+                                            int64_t element_bytes);
 
 /* The same for CUDA artifacts (CudaContract.cpp): on the GPU when the sizes
  * fit its kernels (depth and the widths' sum at most 128 for f32, 64 for

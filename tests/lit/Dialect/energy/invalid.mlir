@@ -1267,3 +1267,62 @@ energy.model @m {
     energy.yield %t : !energy.array<>
   }
 }
+
+// -----
+
+// `reuses_scores` needs the normaliser of an earlier contraction with the
+// same scores.
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@N, @D]
+  energy.gradient @x {
+    %q = energy.read @x : !energy.array<N, D>
+    %k = energy.read @y : !energy.array<N, D>
+    // expected-error @below {{'energy.softmax_contract' op reuses the scores of the contraction that gives its normaliser, but its normaliser is not the first result of a contraction before it in its block}}
+    %l:2 = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N) score {
+      %a = energy.extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } {reuses_scores} : !energy.array<N>, !energy.array<N, D>
+    energy.accumulate %l#1 into @x : !energy.array<N, D>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @y : state [@N, @D]
+  energy.gradient @x {
+    %q = energy.read @x : !energy.array<N, D>
+    %k = energy.read @y : !energy.array<N, D>
+    %l:2 = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N) score {
+      %a = energy.extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } row_values {
+      %b = energy.extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %b : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+    // expected-error @below {{'energy.softmax_contract' op reuses the scores of the contraction that gives its normaliser, but their scores differ}}
+    %g = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N) lse(%l#0 : !energy.array<N>) score {
+      %a = energy.extract %k[%c] : !energy.array<N, D> -> !energy.array<D>
+      %b = energy.extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %s = energy.dot %a, %b : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } col_values {
+      %a = energy.extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      energy.yield %a : !energy.array<D>
+    } {reuses_scores} : !energy.array<N, D>
+    energy.accumulate %g into @x : !energy.array<N, D>
+  }
+}
