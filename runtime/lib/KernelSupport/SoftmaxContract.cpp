@@ -131,12 +131,12 @@ void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
                                             int64_t element_bytes) {
   int64_t elements;
   if (batch <= 0 || rows <= 0 || cols <= 0 || pair_terms < 0 ||
-      pair_terms >= ENERGY_CONTRACT_MAX_TILE_ELEMENTS ||
+      pair_terms >= ENERGY_CONTRACT_MAX_TILE_BYTES ||
       (element_bytes != 4 && element_bytes != 8) ||
       __builtin_mul_overflow(batch, rows, &elements) ||
       __builtin_mul_overflow(elements, cols, &elements) ||
       __builtin_mul_overflow(elements, pair_terms + 1, &elements) ||
-      elements > ENERGY_CONTRACT_MAX_TILE_ELEMENTS)
+      elements > ENERGY_CONTRACT_MAX_TILE_BYTES / element_bytes)
     return nullptr;
   return std::malloc(static_cast<size_t>(elements * element_bytes));
 }

@@ -45,7 +45,7 @@
 //
 // Kept tiles: S and the pair terms' tiles are the same products on both
 // sides, transposed (the same fma in the same order of d, so the same
-// bits). When they are few (at most ENERGY_CONTRACT_MAX_TILE_ELEMENTS), the
+// bits). When they are few (at most ENERGY_CONTRACT_MAX_TILE_BYTES), the
 // row side of a call with both sides copies each of its tiles, before any
 // mask, into a batch × (1 + m) × rows × cols array, and the column side
 // reads them transposed instead of computing them (nor packing its inner

@@ -1314,10 +1314,15 @@ TEST_CASE("softmax contract: kept tiles give the bits of computed ones") {
     checkBatchEverywhere(problems, "kept tiles");
   }
   // Too many elements, or counts that make no sense: no tiles.
+  // 16 MiB: 2^22 floats, 2^21 doubles.
   CHECK(energy_support_softmax_contract_tiles(1, 4096, 1025, 0, 4) == nullptr);
-  void *largest = energy_support_softmax_contract_tiles(1, 2048, 2048, 0, 4);
-  CHECK(largest != nullptr);
-  free(largest);
+  CHECK(energy_support_softmax_contract_tiles(1, 2048, 1025, 0, 8) == nullptr);
+  for (int64_t bytes : {4, 8}) {
+    void *largest = energy_support_softmax_contract_tiles(
+        1, 2048, 2048 * 4 / bytes, 0, bytes);
+    CHECK(largest != nullptr);
+    free(largest);
+  }
   CHECK(energy_support_softmax_contract_tiles(0, 8, 8, 0, 4) == nullptr);
   CHECK(energy_support_softmax_contract_tiles(1, 8, 8, -1, 4) == nullptr);
   CHECK(energy_support_softmax_contract_tiles(1, 8, 8, 0, 2) == nullptr);

@@ -237,7 +237,7 @@ def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
     score operands and pair terms, the later one is marked
     `reuses_scores`: a backend may keep the earlier one's scores and pair
     terms, when they are few, and read them instead of computing them again
-    (the CPU kernel keeps at most 2^22 elements). Runs after the plan has
+    (the CPU kernel keeps at most 16 MiB). Runs after the plan has
     been canonicalized and CSE'd, so that equal operands are one value.
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];

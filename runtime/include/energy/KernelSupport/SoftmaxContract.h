@@ -24,12 +24,13 @@
 #define ENERGY_CONSTRAINT_GE 0 /* a·row + b·col + offset >= 0 */
 #define ENERGY_CONSTRAINT_NE 1 /* a·row + b·col + offset != 0 */
 
-/* What a call does with kept tiles (kept_tiles_mode), and the most elements
- * of kept tiles that energy_support_softmax_contract_tiles allocates. */
+/* What a call does with kept tiles (kept_tiles_mode), and the most bytes of
+ * kept tiles that energy_support_softmax_contract_tiles allocates (beyond
+ * that, writing and reading them costs more than computing them again). */
 #define ENERGY_CONTRACT_TILES_NONE 0
 #define ENERGY_CONTRACT_TILES_KEEP 1
 #define ENERGY_CONTRACT_TILES_REUSE 2
-#define ENERGY_CONTRACT_MAX_TILE_ELEMENTS ((int64_t)1 << 22)
+#define ENERGY_CONTRACT_MAX_TILE_BYTES ((int64_t)16 << 20)
 
 /* What the kernel returns. */
 #define ENERGY_CONTRACT_OK 0
@@ -179,10 +180,9 @@ energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
 
 /* Room for the kept tiles of `batch` problems of `rows` × `cols` pairs with
  * `pair_terms` pair terms, of `element_bytes` (4 or 8) each, to be freed with
- * free(); null when they would be more than
- * ENERGY_CONTRACT_MAX_TILE_ELEMENTS (16 MiB of floats), when a count is
- * negative or overflows, or when memory runs out: the calls then compute
- * everything. */
+ * free(); null when they would take more than ENERGY_CONTRACT_MAX_TILE_BYTES
+ * (16 MiB), when a count is negative or overflows, or when memory runs out:
+ * the calls then compute everything. */
 #define ENERGY_SUPPORT_SOFTMAX_CONTRACT_TILES                                  \
   "energy_support_softmax_contract_tiles"
 void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
