@@ -5,7 +5,8 @@
 // over pairs of outer products, D² work per pair. By linearity, a side of
 // the product that does not depend on the sum's indices comes out of it:
 //   Σ_p outer(s_p u, v_p) = outer(u, Σ_p s_p v_p),
-// leaving D work per pair.
+// leaving D work per pair; so does a matrix that multiplies what is summed
+// (Σ_p A X_p = A Σ_p X_p), and a transpose.
 //
 //===----------------------------------------------------------------------===//
 
@@ -194,6 +195,55 @@ struct FactorOuterProduct : OpRewritePattern<ReduceOp> {
   }
 };
 
+/// Σ_p A X_p = A Σ_p X_p and Σ_p X_p A = (Σ_p X_p) A, with A from outside
+/// the sum (a gradient through a product of parameters, such as Wkᵀ Wq,
+/// multiplies every pair's outer products by the other factor).
+struct FactorInvariantProduct : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp reduce,
+                                PatternRewriter &rewriter) const override {
+    if (!isPlainSum(reduce))
+      return failure();
+    auto product = yieldedValue(reduce).getDefiningOp<MatmulOp>();
+    if (!product)
+      return failure();
+    Value lhs = product.getLhs(), rhs = product.getRhs();
+    bool outsideLeft = isOutside(lhs, reduce),
+         outsideRight = isOutside(rhs, reduce);
+    if (outsideLeft == outsideRight)
+      return failure();
+    Value inside = outsideLeft ? rhs : lhs;
+    ReduceOp summed = cloneYielding(
+        rewriter, reduce, inside.getType(),
+        [&](OpBuilder &, IRMapping &m) { return m.lookup(inside); });
+    Value total = summed.getResult();
+    rewriter.replaceOpWithNewOp<MatmulOp>(reduce, reduce.getType(),
+                                          outsideLeft ? lhs : total,
+                                          outsideLeft ? total : rhs);
+    return success();
+  }
+};
+
+/// Σ_p X_pᵀ = (Σ_p X_p)ᵀ, so that what X_p is comes apart in the sum.
+struct FactorTranspose : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp reduce,
+                                PatternRewriter &rewriter) const override {
+    if (!isPlainSum(reduce))
+      return failure();
+    auto transpose = yieldedValue(reduce).getDefiningOp<TransposeOp>();
+    if (!transpose || isOutside(transpose.getOperand(), reduce))
+      return failure();
+    Value inside = transpose.getOperand();
+    ReduceOp summed = cloneYielding(
+        rewriter, reduce, inside.getType(),
+        [&](OpBuilder &, IRMapping &m) { return m.lookup(inside); });
+    rewriter.replaceOpWithNewOp<TransposeOp>(reduce, reduce.getType(),
+                                             summed.getResult());
+    return success();
+  }
+};
+
 struct FactorOuterSumsPass
     : public energy::impl::EnergyFactorOuterSumsBase<FactorOuterSumsPass> {
   using Base::Base;
@@ -202,7 +252,8 @@ struct FactorOuterSumsPass
     ModelOp model = getOperation();
     RewritePatternSet patterns(&getContext());
     patterns.add<SplitSumOfOuterProducts, DistributeOuterProduct,
-                 FactorOuterProduct>(&getContext());
+                 FactorOuterProduct, FactorInvariantProduct, FactorTranspose>(
+        &getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
     for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
       FlatSymbolRefAttr of = gradient.getOfAttr();

@@ -59,3 +59,50 @@ energy.model @m {
     accumulate %s into @w : !energy.array<D, D>
   }
 }
+
+// A matrix from outside the sum that multiplies what it sums (the adjoint
+// of Wkᵀ Wq pulled back to Wq and Wk), and a transpose, come out of it too:
+// Σ_p (outer(s_p u, v_p) A)ᵀ = (outer(u, Σ_p s_p v_p) A)ᵀ, no D × D work
+// per pair.
+// CHECK-LABEL: energy.model @invariant_factor
+// CHECK:       gradient @w of @aux {
+// CHECK:         %[[A:.*]] = read @a : !energy.array<D, D>
+// CHECK:         %[[U:.*]] = read @u : !energy.array<D>
+// CHECK:         %[[S:.*]] = reduce sum (%{{.*}} : @N) {
+// CHECK:           mul %{{.*}}, %{{.*}} : !energy.array<>, !energy.array<D>
+// CHECK:           yield %{{.*}} : !energy.array<D>
+// CHECK-NEXT:    } : !energy.array<D>
+// CHECK-NEXT:    %[[O:.*]] = outer %[[U]], %[[S]] : !energy.array<D>, !energy.array<D>
+// CHECK-NEXT:    %[[P:.*]] = matmul %[[O]], %[[A]] : !energy.array<D, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[T:.*]] = transpose %[[P]] : !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[T]] into @w : !energy.array<D, D>
+energy.model @invariant_factor {
+  dim @N
+  dim @D
+  tensor @x : input [@N, @D]
+  tensor @u : param [@D]
+  tensor @a : param [@D, @D]
+  tensor @w : state [@D, @D]
+  term @e {
+    %0 = constant 0.0
+    yield %0 : !energy.array<>
+  }
+  term @aux auxiliary {
+    %0 = constant 0.0
+    yield %0 : !energy.array<>
+  }
+  gradient @w of @aux {
+    %a = read @a : !energy.array<D, D>
+    %u = read @u : !energy.array<D>
+    %s = reduce sum (%p : @N) {
+      %v = read @x[%p] : !energy.array<D>
+      %d = dot %v, %u : !energy.array<D>
+      %su = mul %d, %u : !energy.array<>, !energy.array<D>
+      %o = outer %su, %v : !energy.array<D>, !energy.array<D>
+      %m = matmul %o, %a : !energy.array<D, D>, !energy.array<D, D>
+      %t = transpose %m : !energy.array<D, D>
+      yield %t : !energy.array<D, D>
+    } : !energy.array<D, D>
+    accumulate %s into @w : !energy.array<D, D>
+  }
+}

@@ -195,6 +195,20 @@ TEST_CASE("loss gradients through momentum and nesterov match finite "
   }
 }
 
+TEST_CASE("loss gradients through a product of parameter matrices match "
+          "finite differences") {
+  // The score x_cᵀ Wqᵀ Wk x_p written as one matrix, Wkᵀ Wq, applied to
+  // x_c: the backward step multiplies each pair's outer products by Wq or
+  // Wk, which energy-factor-outer-sums takes out of the sums over pairs.
+  std::string source = attentionSource("momentum(lr = 0.2, beta = 0.7)");
+  std::string from = "dot(Wq @ x[c], Wk @ x[p])";
+  source.replace(source.find(from), from.size(),
+                 "dot((Wk.T @ Wq) @ x[c], x[p])");
+  auto compiled = compileLossModel(source);
+  Bindings bindings = bindAttention(compiled->model);
+  checkAgainstFiniteDifferences(*compiled, bindings, {"Wq", "Wk", "x"});
+}
+
 TEST_CASE("loss gradients through ode steps match finite differences") {
   for (const char *rule : {"ode(euler, dt = 0.2)", "ode(heun, dt = 0.3)"}) {
     CAPTURE(rule);
