@@ -54,6 +54,14 @@ ReduceOp cloneYielding(PatternRewriter &rewriter, ReduceOp reduce, Type type,
   return copy;
 }
 
+/// The sum, over `reduce`'s domain, of `inside`, a value of its body.
+Value sumOf(PatternRewriter &rewriter, ReduceOp reduce, Value inside) {
+  return cloneYielding(
+             rewriter, reduce, inside.getType(),
+             [&](OpBuilder &, IRMapping &m) { return m.lookup(inside); })
+      .getResult();
+}
+
 /// Whether `value` does not depend on the body of `reduce`.
 bool isOutside(Value value, ReduceOp reduce) {
   return !reduce->isAncestor(value.getParentRegion()->getParentOp());
@@ -108,17 +116,9 @@ struct SplitSumOfOuterProducts : OpRewritePattern<ReduceOp> {
         add.getRhs().getType() != reduce.getType() ||
         (!outerSides(add.getLhs()) && !outerSides(add.getRhs())))
       return failure();
-    Type type = reduce.getType();
-    ReduceOp first =
-        cloneYielding(rewriter, reduce, type, [&](OpBuilder &, IRMapping &m) {
-          return m.lookup(add.getLhs());
-        });
-    ReduceOp second =
-        cloneYielding(rewriter, reduce, type, [&](OpBuilder &, IRMapping &m) {
-          return m.lookup(add.getRhs());
-        });
-    rewriter.replaceOpWithNewOp<AddOp>(reduce, first.getResult(),
-                                       second.getResult());
+    Value first = sumOf(rewriter, reduce, add.getLhs());
+    Value second = sumOf(rewriter, reduce, add.getRhs());
+    rewriter.replaceOpWithNewOp<AddOp>(reduce, first, second);
     return success();
   }
 };
@@ -212,11 +212,7 @@ struct FactorInvariantProduct : OpRewritePattern<ReduceOp> {
          outsideRight = isOutside(rhs, reduce);
     if (outsideLeft == outsideRight)
       return failure();
-    Value inside = outsideLeft ? rhs : lhs;
-    ReduceOp summed = cloneYielding(
-        rewriter, reduce, inside.getType(),
-        [&](OpBuilder &, IRMapping &m) { return m.lookup(inside); });
-    Value total = summed.getResult();
+    Value total = sumOf(rewriter, reduce, outsideLeft ? rhs : lhs);
     rewriter.replaceOpWithNewOp<MatmulOp>(reduce, reduce.getType(),
                                           outsideLeft ? lhs : total,
                                           outsideLeft ? total : rhs);
@@ -234,12 +230,9 @@ struct FactorTranspose : OpRewritePattern<ReduceOp> {
     auto transpose = yieldedValue(reduce).getDefiningOp<TransposeOp>();
     if (!transpose || isOutside(transpose.getOperand(), reduce))
       return failure();
-    Value inside = transpose.getOperand();
-    ReduceOp summed = cloneYielding(
-        rewriter, reduce, inside.getType(),
-        [&](OpBuilder &, IRMapping &m) { return m.lookup(inside); });
-    rewriter.replaceOpWithNewOp<TransposeOp>(reduce, reduce.getType(),
-                                             summed.getResult());
+    rewriter.replaceOpWithNewOp<TransposeOp>(
+        reduce, reduce.getType(),
+        sumOf(rewriter, reduce, transpose.getOperand()));
     return success();
   }
 };
