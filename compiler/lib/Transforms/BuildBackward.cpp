@@ -815,19 +815,25 @@ private:
                             declarations.getStringAttr(name),
                             /*auxiliary=*/true, /*loss=*/false);
       OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
-      auto sum =
-          ReduceOp::create(body, let.getLoc(), ArrayType::getScalar(context),
-                           ReduceKind::sum, let.getDomain(), Value());
-      Block &inner = sum.getBody().emplaceBlock();
+      // A let without indices (one matrix of parameters, say) is ⟨S̄, body⟩
+      // itself, with no sum.
+      ReduceOp sum;
+      Block *inner = &term.getBody().front();
+      if (!let.getDomain().empty()) {
+        sum =
+            ReduceOp::create(body, let.getLoc(), ArrayType::getScalar(context),
+                             ReduceKind::sum, let.getDomain(), Value());
+        inner = &sum.getBody().emplaceBlock();
+      }
       IRMapping mapping;
       Block &letBody = let.getBody().front();
       SmallVector<Value> indices;
       for (BlockArgument argument : letBody.getArguments()) {
-        Value index = inner.addArgument(argument.getType(), argument.getLoc());
+        Value index = inner->addArgument(argument.getType(), argument.getLoc());
         mapping.map(argument, index);
         indices.push_back(index);
       }
-      OpBuilder in = OpBuilder::atBlockEnd(&inner);
+      OpBuilder in = OpBuilder::atBlockEnd(inner);
       for (Operation &op : letBody.without_terminator())
         in.clone(op, mapping);
       Value element =
@@ -841,7 +847,8 @@ private:
         product = ReduceElementsOp::create(in, let.getLoc(), ElementsKind::sum,
                                            product);
       YieldOp::create(in, let.getLoc(), product);
-      YieldOp::create(body, let.getLoc(), sum.getResult());
+      if (sum)
+        YieldOp::create(body, let.getLoc(), sum.getResult());
       symbols.insert(term);
     }
     return {term, cotangent};

@@ -209,6 +209,20 @@ TEST_CASE("loss gradients through a product of parameter matrices match "
   checkAgainstFiniteDifferences(*compiled, bindings, {"Wq", "Wk", "x"});
 }
 
+TEST_CASE("loss gradients through a let without indices match finite "
+          "differences") {
+  // `let M = Wk.T @ Wq;`: the backward step pulls M's cotangent back
+  // through the let's body as one directional term, with no sum over an
+  // index domain.
+  std::string source =
+      attentionSource("momentum(lr = 0.2, beta = 0.7)", "let M = Wk.T @ Wq;");
+  std::string from = "dot(Wq @ x[c], Wk @ x[p])";
+  source.replace(source.find(from), from.size(), "dot(M @ x[c], x[p])");
+  auto compiled = compileLossModel(source);
+  Bindings bindings = bindAttention(compiled->model);
+  checkAgainstFiniteDifferences(*compiled, bindings, {"Wq", "Wk", "x"});
+}
+
 TEST_CASE("loss gradients through ode steps match finite differences") {
   for (const char *rule : {"ode(euler, dt = 0.2)", "ode(heun, dt = 0.3)"}) {
     CAPTURE(rule);
