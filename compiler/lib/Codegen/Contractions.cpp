@@ -97,6 +97,17 @@ LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
     FailureOr<BilinearContract> form = contract.matchBilinear(reason);
     if (failed(form))
       return contract.emitOpError() << "is marked bilinear but " << reason;
+    // One that reads another's kept tiles takes that one's pair terms, in
+    // its order: its own are among them (the verifier checks it).
+    if (SoftmaxContractOp source = contract.getScoresSource();
+        source && contract.getReusesScores()) {
+      FailureOr<BilinearContract> sourceForm = source.matchBilinear(reason);
+      if (failed(sourceForm))
+        return source.emitOpError() << "is marked bilinear but " << reason;
+      for (auto &[dot, term] : form->pairTermOfDot)
+        term = *findPairTerm(sourceForm->pairTerms, form->pairTerms[term]);
+      form->pairTerms = sourceForm->pairTerms;
+    }
     return emitBilinearContract(contract, *form);
   }
   if (contract.getForm() == ContractForm::quadratic && context.quadraticCalls) {

@@ -1,8 +1,9 @@
 //===- ShareScores.cpp - Column sums that reuse another's scores ----------===//
 //
 // Marks `reuses_scores` on each contraction whose normaliser is given by an
-// earlier one with the same scores and pair terms (the column sums that
-// merging kept apart), so that backends need not compute them twice.
+// earlier one with the same scores, and whose pair terms are among that
+// one's (the column sums that merging kept apart), so that backends need
+// not compute them twice.
 //
 //===----------------------------------------------------------------------===//
 

@@ -377,6 +377,14 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
   return success();
 }
 
+std::optional<unsigned> mlir::energy::findPairTerm(ArrayRef<PairTerm> terms,
+                                                   const PairTerm &term) {
+  for (auto [i, other] : llvm::enumerate(terms))
+    if (other.rowTable == term.rowTable && other.colTable == term.colTable)
+      return i;
+  return std::nullopt;
+}
+
 SoftmaxContractOp SoftmaxContractOp::getScoresSource() {
   Value given = getGivenLse();
   auto source = given ? given.getDefiningOp<SoftmaxContractOp>() : nullptr;
@@ -431,14 +439,10 @@ LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
     reason = "their scores differ";
     return failure();
   }
-  auto samePairTerms = [](ArrayRef<PairTerm> a, ArrayRef<PairTerm> b) {
-    return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
-             auto [x, y] = pair;
-             return x.rowTable == y.rowTable && x.colTable == y.colTable;
-           });
-  };
-  if (!samePairTerms(mine->pairTerms, theirs->pairTerms)) {
-    reason = "their pair terms differ";
+  if (!llvm::all_of(mine->pairTerms, [&](const PairTerm &term) {
+        return findPairTerm(theirs->pairTerms, term).has_value();
+      })) {
+    reason = "it weighs its sums by a pair term that the other does not";
     return failure();
   }
   return success();

@@ -235,8 +235,9 @@ def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
     Where a bilinear contraction's column sums need what is computed from
     another's results (second derivatives), the plan keeps them as a
     contraction of their own, after the other and with its normaliser
-    given. When the two have the same domains, constraints, temperature,
-    score operands and pair terms, the later one is marked
+    given. When the two have the same domains, constraints, temperature
+    and score operands, and the later one's pair terms are among the
+    earlier one's, the later one is marked
     `reuses_scores`: a backend may keep the earlier one's scores and pair
     terms, when they are few, and read them instead of computing them again
     (the CPU kernel keeps at most 16 MiB). Runs after the plan has

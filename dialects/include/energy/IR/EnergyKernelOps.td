@@ -86,10 +86,11 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
 
     `reuses_scores` (on a bilinear contraction whose `lse` is the first
     result of another bilinear contraction, earlier in the same block)
-    promises that the two have the same domains, predicate, temperature,
-    score and pair terms (the dot products of table rows that weigh their
-    values): a backend may keep that one's scores and pair terms, when they
-    are few, and read them here instead of computing them again.
+    promises that the two have the same domains, predicate, temperature and
+    score, and that every pair term of this one (a dot product of table
+    rows that weighs its values) is one of that one's: a backend may keep
+    that one's scores and pair terms, when they are few, and read them here
+    instead of computing them again.
 
     ```mlir
     %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)
@@ -145,8 +146,9 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     SoftmaxContractOp getScoresSource();
     /// Whether this contraction may read the scores and pair terms of
     /// getScoresSource() (`reuses_scores`): both bilinear, with the same
-    /// domains, constraints, temperature, score operands and pair terms;
-    /// failure with a reason otherwise.
+    /// domains, constraints, temperature and score operands, and each of
+    /// this one's pair terms one of the other's; failure with a reason
+    /// otherwise.
     ::mlir::LogicalResult checkReusableScores(std::string &reason);
     /// The result types implied by the domains and the regions' values.
     ::llvm::SmallVector<::mlir::Type> inferResultTypes();

@@ -45,6 +45,10 @@ struct PairTerm {
   Value rowTable, colTable;
 };
 
+/// The position of the term of `terms` with the same tables as `term`.
+std::optional<unsigned> findPairTerm(ArrayRef<PairTerm> terms,
+                                     const PairTerm &term);
+
 /// The operands of a bilinear softmax contraction: the score is
 /// scale · dot(rowTable[rows], colTable[batch rows, c]); the child side sums
 /// rows `rowValueTables[j][batch rows, c]`, the parent side rows
