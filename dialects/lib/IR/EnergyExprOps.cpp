@@ -585,6 +585,13 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+// (xᵀ)ᵀ = x.
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (auto inner = getOperand().getDefiningOp<TransposeOp>())
+    return inner.getOperand();
+  return {};
+}
+
 LogicalResult DotOp::verify() {
   std::optional<Location> location = getLoc();
   ArrayType lhs = arrayTypeOf(getLhs()), rhs = arrayTypeOf(getRhs());

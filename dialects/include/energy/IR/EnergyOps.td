@@ -406,6 +406,7 @@ def Energy_TransposeOp : Energy_Op<"transpose", [Pure, InferTypeOpAdaptor,
   let arguments = (ins Energy_AnyArray:$operand);
   let results = (outs Energy_AnyArray:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasFolder = 1;
 }
 
 def Energy_DotOp : Energy_Op<"dot", [Pure, Commutative, 

@@ -170,3 +170,29 @@ energy.model @ones {
     energy.yield %t : !energy.array<>
   }
 }
+
+// -----
+
+// A transpose of a transpose is the matrix itself (the backward step's
+// derivatives transpose the transposes of the energy's matrices); one
+// transpose stays.
+// CHECK-LABEL: energy.model @transposes
+// CHECK:       term @e {
+// CHECK:         %[[W:.*]] = read @w : !energy.array<N, D>
+// CHECK-NEXT:    %[[T:.*]] = transpose %[[W]] : !energy.array<N, D>
+// CHECK-NEXT:    %[[P:.*]] = matmul %[[T]], %[[W]] : !energy.array<D, N>, !energy.array<N, D>
+// CHECK-NOT:     transpose
+// CHECK:         reduce_elements sum %[[P]]
+energy.model @transposes {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @w : input [@N, @D]
+  energy.term @e {
+    %w = energy.read @w : !energy.array<N, D>
+    %t = energy.transpose %w : !energy.array<N, D>
+    %tt = energy.transpose %t : !energy.array<D, N>
+    %p = energy.matmul %t, %tt : !energy.array<D, N>, !energy.array<N, D>
+    %s = energy.reduce_elements sum %p : !energy.array<D, D>
+    energy.yield %s : !energy.array<>
+  }
+}
