@@ -5,7 +5,9 @@
 // kernel (SoftmaxContract.h) for all positions of its batch indices, with
 // the coefficients of its values' factors in its pair terms computed here
 // from the factors' ops (second derivatives weigh their sums by the score's
-// derivative in a direction, itself a dot product of table rows); a quadratic
+// derivative in a direction, itself a dot product of table rows) and, for
+// one whose scores a later contraction reuses (`reuses_scores`), room for
+// the tiles it keeps, freed after that one's call; a quadratic
 // one (a mixture's E-step and moments), in CUDA artifacts, a call of its
 // mixture kernel (QuadraticContract.h). A generic one (and a quadratic one
 // on a CPU) runs the same algorithm as generated code: per row, panels of

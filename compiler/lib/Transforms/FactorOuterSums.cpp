@@ -5,8 +5,9 @@
 // over pairs of outer products, D² work per pair. By linearity, a side of
 // the product that does not depend on the sum's indices comes out of it:
 //   Σ_p outer(s_p u, v_p) = outer(u, Σ_p s_p v_p),
-// leaving D work per pair; so does a matrix that multiplies what is summed
-// (Σ_p A X_p = A Σ_p X_p), and a transpose.
+// leaving D work per pair; so does any linear map applied to what is
+// summed, with its other operands from outside (Σ_p A X_p = A Σ_p X_p, a
+// transpose, a scalar factor).
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,44 +196,47 @@ struct FactorOuterProduct : OpRewritePattern<ReduceOp> {
   }
 };
 
-/// Σ_p A X_p = A Σ_p X_p and Σ_p X_p A = (Σ_p X_p) A, with A from outside
-/// the sum (a gradient through a product of parameters, such as Wkᵀ Wq,
-/// multiplies every pair's outer products by the other factor).
-struct FactorInvariantProduct : OpRewritePattern<ReduceOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReduceOp reduce,
-                                PatternRewriter &rewriter) const override {
-    if (!isPlainSum(reduce))
-      return failure();
-    auto product = yieldedValue(reduce).getDefiningOp<MatmulOp>();
-    if (!product)
-      return failure();
-    Value lhs = product.getLhs(), rhs = product.getRhs();
-    bool outsideLeft = isOutside(lhs, reduce),
-         outsideRight = isOutside(rhs, reduce);
-    if (outsideLeft == outsideRight)
-      return failure();
-    Value total = sumOf(rewriter, reduce, outsideLeft ? rhs : lhs);
-    rewriter.replaceOpWithNewOp<MatmulOp>(reduce, reduce.getType(),
-                                          outsideLeft ? lhs : total,
-                                          outsideLeft ? total : rhs);
-    return success();
+/// The operand of `op` in which it is linear when that is the only one that
+/// depends on the body of `reduce`: the matrix or factor that multiplies,
+/// the divisor, and what a transpose or a negation takes; else nothing.
+std::optional<unsigned> linearOperandInside(Operation *op, ReduceOp reduce) {
+  if (!isa<TransposeOp, NegOp, MatmulOp, MulOp, DivOp>(op))
+    return std::nullopt;
+  std::optional<unsigned> inside;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    if (isOutside(operand, reduce))
+      continue;
+    if (inside)
+      return std::nullopt;
+    inside = i;
   }
-};
+  // A quotient is linear in its dividend only.
+  if (isa<DivOp>(op) && inside != 0u)
+    return std::nullopt;
+  return inside;
+}
 
-/// Σ_p X_pᵀ = (Σ_p X_p)ᵀ, so that what X_p is comes apart in the sum.
-struct FactorTranspose : OpRewritePattern<ReduceOp> {
+/// Σ_p f(X_p) = f(Σ_p X_p) for f linear with its other operands from
+/// outside the sum: a matrix (a gradient through a product of parameters,
+/// such as Wkᵀ Wq, multiplies every pair's outer products by the other
+/// factor), a scalar factor or divisor, a transpose, a negation. What X_p
+/// is then comes apart in the sum.
+struct FactorLinearMap : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
     if (!isPlainSum(reduce))
       return failure();
-    auto transpose = yieldedValue(reduce).getDefiningOp<TransposeOp>();
-    if (!transpose || isOutside(transpose.getOperand(), reduce))
+    Operation *map = yieldedValue(reduce).getDefiningOp();
+    std::optional<unsigned> inside =
+        map ? linearOperandInside(map, reduce) : std::nullopt;
+    if (!inside)
       return failure();
-    rewriter.replaceOpWithNewOp<TransposeOp>(
-        reduce, reduce.getType(),
-        sumOf(rewriter, reduce, transpose.getOperand()));
+    Value total = sumOf(rewriter, reduce, map->getOperand(*inside));
+    IRMapping operands;
+    operands.map(map->getOperand(*inside), total);
+    Operation *outside = rewriter.clone(*map, operands);
+    rewriter.replaceOp(reduce, outside->getResults());
     return success();
   }
 };
@@ -245,8 +249,7 @@ struct FactorOuterSumsPass
     ModelOp model = getOperation();
     RewritePatternSet patterns(&getContext());
     patterns.add<SplitSumOfOuterProducts, DistributeOuterProduct,
-                 FactorOuterProduct, FactorInvariantProduct, FactorTranspose>(
-        &getContext());
+                 FactorOuterProduct, FactorLinearMap>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
     for (GradientOp gradient : model.getBody().front().getOps<GradientOp>()) {
       FlatSymbolRefAttr of = gradient.getOfAttr();

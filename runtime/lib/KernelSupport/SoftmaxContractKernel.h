@@ -174,9 +174,9 @@ template <class T> struct PairWeights {
   const int64_t *sourceTerms = nullptr;
 };
 
-/// Tiles of a problem kept by one pass for a later pass over the same pairs
-/// (Tiles in SoftmaxContract.h): plane 0 the scores times the factor, plane
-/// 1 + i pair term i, each rows × cols of the row side's orientation.
+/// Tiles kept by one pass for a later pass over the same pairs (kept_tiles
+/// in SoftmaxContract.h): per problem, plane 0 the scores times the factor,
+/// plane 1 + i pair term i, each rows × cols in the row side's orientation.
 template <class T> struct KeptTiles {
   T *tiles = nullptr;   ///< problems × planes × rows × cols, or null
   int64_t planes = 0;   ///< 1 + the arguments' pair terms
@@ -731,23 +731,31 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     const int64_t to = minOf(stop, start + roundUp(columnsTo - start, strip));
     T *const scores = space.scores + (from - start);
 
-    // S = factor · A · Bᵀ over the strips [from, to), or the row side's.
+    // One tile, plane `plane` (rows of kPanel, column j at j − start):
+    // factor · A Bᵀ over the strips [from, to) of the block's rows of
+    // `outerRows` and the packed `innerStrips` (kept, when the pass keeps
+    // them), or the row side's kept tile.
     const KeptTiles<T> &kept = pass.kept;
-    if (kept.tiles && !kept.writing) {
-      loadTile<V>(pass, problem, 0, first, rows, tileRows, start, from, to,
-                  space.scores);
-    } else {
+    auto fillTile = [&](int64_t plane, const T *outerRows, const T *innerStrips,
+                        int64_t tileDepth, T factor, T *tile) {
+      if (kept.tiles && !kept.writing) {
+        loadTile<V>(pass, problem, plane, first, rows, tileRows, start, from,
+                    to, tile);
+        return;
+      }
       for (int64_t s = from; s < to; s += strip) {
-        const T *b = packedInner + (s / strip) * depth * strip;
+        const T *b = innerStrips + (s / strip) * tileDepth * strip;
         for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
           scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
-              depth, outer + g * depth, depth, rows - g, space.zeroRow, b,
-              pass.factor, scores + g * panel + (s - from), panel);
+              tileDepth, outerRows + g * tileDepth, tileDepth, rows - g,
+              space.zeroRow, b, factor, tile + g * panel + (s - start), panel);
       }
       if (kept.tiles)
-        keepTile<V>(pass, problem, 0, first, rows, start, from, to,
-                    space.scores);
-    }
+        keepTile<V>(pass, problem, plane, first, rows, start, from, to, tile);
+    };
+
+    // S = factor · A · Bᵀ.
+    fillTile(0, outer, packedInner, depth, pass.factor, space.scores);
     // Excluded pairs score -inf, so that their weight is 0.
     if (!full) {
       for (int64_t r = 0; r < tileRows; ++r) {
@@ -818,29 +826,13 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       }
     }
 
-    // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips, or the
-    // row side's.
+    // The pair terms' tiles T_i = A_i · B_iᵀ over the same strips.
     for (int64_t i = 0; i < pairs.numTerms; ++i) {
-      const int64_t plane = 1 + pairs.sourceTerms[i];
-      if (kept.tiles && !kept.writing) {
-        loadTile<V>(pass, problem, plane, first, rows, tileRows, start, from,
-                    to, space.pairTiles[i]);
-        continue;
-      }
       const int64_t termDepth = pairs.depths[i];
-      const T *packedTerm = pairs.packedInner[i] + packedAt * termDepth;
-      const T *termOuter = pairs.outer[i] + (outerAt + first) * termDepth;
-      for (int64_t s = from; s < to; s += strip) {
-        const T *b = packedTerm + (s / strip) * termDepth * strip;
-        for (int64_t g = 0; g < tileRows; g += Shape::kScoreRows)
-          scoreTile<V, Shape::kScoreRows, Shape::kScoreVectors>(
-              termDepth, termOuter + g * termDepth, termDepth, rows - g,
-              space.zeroRow, b, T(1),
-              space.pairTiles[i] + g * panel + (s - start), panel);
-      }
-      if (kept.tiles)
-        keepTile<V>(pass, problem, plane, first, rows, start, from, to,
-                    space.pairTiles[i]);
+      fillTile(1 + pairs.sourceTerms[i],
+               pairs.outer[i] + (outerAt + first) * termDepth,
+               pairs.packedInner[i] + packedAt * termDepth, termDepth, T(1),
+               space.pairTiles[i]);
     }
 
     // acc += W · V (or W_k · V) over the admitted inner indices.

@@ -60,10 +60,11 @@ energy.model @m {
   }
 }
 
-// A matrix from outside the sum that multiplies what it sums (the adjoint
-// of Wkᵀ Wq pulled back to Wq and Wk), and a transpose, come out of it too:
-// Σ_p (outer(s_p u, v_p) A)ᵀ = (outer(u, Σ_p s_p v_p) A)ᵀ, no D × D work
-// per pair.
+// A linear map applied to what the sum adds, its other operands from
+// outside the sum, comes out of it: a matrix (the adjoint of Wkᵀ Wq pulled
+// back to Wq and Wk), a transpose, a negation, a divisor:
+// Σ_p -(outer(s_p u, v_p) A)ᵀ / c = -((outer(u, Σ_p s_p v_p) A)ᵀ) / c, no
+// D × D work per pair.
 // CHECK-LABEL: energy.model @invariant_factor
 // CHECK:       gradient @w of @aux {
 // CHECK:         %[[A:.*]] = read @a : !energy.array<D, D>
@@ -75,7 +76,9 @@ energy.model @m {
 // CHECK-NEXT:    %[[O:.*]] = outer %[[U]], %[[S]] : !energy.array<D>, !energy.array<D>
 // CHECK-NEXT:    %[[P:.*]] = matmul %[[O]], %[[A]] : !energy.array<D, D>, !energy.array<D, D>
 // CHECK-NEXT:    %[[T:.*]] = transpose %[[P]] : !energy.array<D, D>
-// CHECK-NEXT:    accumulate %[[T]] into @w : !energy.array<D, D>
+// CHECK-NEXT:    %[[N:.*]] = neg %[[T]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[Q:.*]] = div %[[N]], %{{.*}} : !energy.array<D, D>, !energy.array<>
+// CHECK-NEXT:    accumulate %[[Q]] into @w : !energy.array<D, D>
 energy.model @invariant_factor {
   dim @N
   dim @D
@@ -94,6 +97,7 @@ energy.model @invariant_factor {
   gradient @w of @aux {
     %a = read @a : !energy.array<D, D>
     %u = read @u : !energy.array<D>
+    %c = constant 3.0
     %s = reduce sum (%p : @N) {
       %v = read @x[%p] : !energy.array<D>
       %d = dot %v, %u : !energy.array<D>
@@ -101,7 +105,9 @@ energy.model @invariant_factor {
       %o = outer %su, %v : !energy.array<D>, !energy.array<D>
       %m = matmul %o, %a : !energy.array<D, D>, !energy.array<D, D>
       %t = transpose %m : !energy.array<D, D>
-      yield %t : !energy.array<D, D>
+      %n = neg %t : !energy.array<D, D>
+      %q = div %n, %c : !energy.array<D, D>, !energy.array<>
+      yield %q : !energy.array<D, D>
     } : !energy.array<D, D>
     accumulate %s into @w : !energy.array<D, D>
   }

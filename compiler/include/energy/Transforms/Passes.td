@@ -162,9 +162,10 @@ def EnergyFactorOuterSums : Pass<"energy-factor-outer-sums", "::mlir::energy::Mo
     the backward pass through gradient rules), a parameter's adjoint is a
     sum over pairs of outer products. By linearity a side that does not
     depend on the sum's indices comes out of it:
-    Σ_p outer(s_p u, v_p) = outer(u, Σ_p s_p v_p), and so do a matrix that
-    multiplies what is summed (Σ_p A X_p = A Σ_p X_p) and a transpose,
-    after a sum of such
+    Σ_p outer(s_p u, v_p) = outer(u, Σ_p s_p v_p), and so does a linear
+    map applied to what is summed whose other operands come from outside
+    (a matrix, Σ_p A X_p = A Σ_p X_p; a scalar factor or divisor; a
+    transpose; a negation), after a sum of such
     products is split into sums (Σ (x + y) = Σ x + Σ y) and outer products
     of sums are distributed (outer(a + b, c) = outer(a, c) + outer(b, c)).
     D² work per pair becomes D.

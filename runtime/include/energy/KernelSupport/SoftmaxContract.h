@@ -2,8 +2,9 @@
 |*                                                                            *|
 |* The hot kernel of log-sum-exp energies (attention-like terms and their    *|
 |* gradients): a softmax over the columns of a score matrix, contracted with *|
-|* value tables on the row side, the column side, or both, without ever      *|
-|* storing anything of size rows × cols. Plain C, so that generated code and *|
+|* value tables on the row side, the column side, or both, without storing   *|
+|* anything of size rows × cols but the scores of small problems (at most    *|
+|* 16 MiB, kept for the column side). Plain C, so that generated code and    *|
 |* tools call it by name; how it works is told in                            *|
 |* runtime/lib/KernelSupport/SoftmaxContractKernel.h.                        *|
 |*                                                                            *|
