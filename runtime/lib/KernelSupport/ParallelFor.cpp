@@ -37,9 +37,11 @@ inline void pause() {
 #endif
 }
 
-/// Workers wait for a job, claim chunks of its iterations until none are
-/// left, and the caller, which also claims chunks, waits for the last one.
-/// Both spin a little before they sleep.
+/// Workers wait for a job and claim chunks of its iterations until none are
+/// left; the caller claims chunks too and then waits only for the chunks
+/// that others claimed and have not finished. A worker that has not started
+/// yet (its core busy with another process) holds up nobody: it finds the
+/// job taken, or a newer one. Both spin a little before they sleep.
 class ThreadPool {
 public:
   ~ThreadPool() { resize(1); }
@@ -78,42 +80,75 @@ public:
       return;
     }
     running = true;
-    job = {chunk, context, count, chunkSize(count)};
-    next = 0;
-    busy.store(static_cast<int>(workers.size()));
-    generation.fetch_add(1);
+    uint64_t jobGeneration = generation.load() + 1;
+    Job &job = jobs[jobGeneration & 1];
+    int64_t chunks = 8 * (static_cast<int64_t>(workers.size()) + 1);
+    int64_t size = std::max<int64_t>(1, (count + chunks - 1) / chunks);
+    job.chunk.store(chunk, std::memory_order_relaxed);
+    job.context.store(context, std::memory_order_relaxed);
+    job.count.store(count, std::memory_order_relaxed);
+    job.chunkSize.store(size, std::memory_order_relaxed);
+    job.chunks.store((count + size - 1) / size, std::memory_order_relaxed);
+    job.done.store(0, std::memory_order_relaxed);
+    cursor.store(jobGeneration << kGenerationShift, std::memory_order_release);
+    generation.store(jobGeneration);
     if (sleepers > 0)
       wake.notify_all();
     lock.unlock();
-    claimChunks();
-    for (int spin = 0; spin < kSpins && busy.load() != 0; ++spin)
+    claimChunks(jobGeneration);
+    auto finishedAll = [&] {
+      return job.done.load(std::memory_order_acquire) ==
+             job.chunks.load(std::memory_order_relaxed);
+    };
+    for (int spin = 0; spin < kSpins && !finishedAll(); ++spin)
       pause();
     lock.lock();
-    finished.wait(lock, [&] { return busy.load() == 0; });
+    finished.wait(lock, finishedAll);
     running = false;
   }
 
 private:
+  /// A job's fields are atomics because a worker that woke late may read
+  /// them while the caller writes the next job's; it uses what it read only
+  /// if the cursor still names its job's generation after reading.
   struct Job {
-    energy_chunk_fn chunk = nullptr;
-    void *context = nullptr;
-    int64_t count = 0;
-    int64_t chunkSize = 1;
+    std::atomic<energy_chunk_fn> chunk{nullptr};
+    std::atomic<void *> context{nullptr};
+    std::atomic<int64_t> count{0}, chunkSize{1}, chunks{0}, done{0};
   };
 
-  /// About eight chunks per thread, so that uneven iterations even out.
-  int64_t chunkSize(int64_t count) const {
-    int64_t chunks = 8 * (static_cast<int64_t>(workers.size()) + 1);
-    return std::max<int64_t>(1, (count + chunks - 1) / chunks);
-  }
+  /// The cursor holds the generation of the current job above this many
+  /// bits and the index of its next unclaimed chunk below them.
+  static constexpr int kGenerationShift = 32;
 
-  void claimChunks() {
+  /// Runs chunks of the job of `jobGeneration` until it has none left or a
+  /// newer job replaced it. Two jobs alternate in `jobs`, so the one a
+  /// claim reads is rewritten only after the cursor moved past it.
+  void claimChunks(uint64_t jobGeneration) {
+    Job &job = jobs[jobGeneration & 1];
     insideLoop = true;
+    uint64_t position = cursor.load(std::memory_order_acquire);
     for (;;) {
-      int64_t begin = next.fetch_add(job.chunkSize);
-      if (begin >= job.count)
+      if ((position >> kGenerationShift) != jobGeneration)
         break;
-      job.chunk(job.context, begin, std::min(job.count, begin + job.chunkSize));
+      energy_chunk_fn chunk = job.chunk.load(std::memory_order_relaxed);
+      void *context = job.context.load(std::memory_order_relaxed);
+      int64_t count = job.count.load(std::memory_order_relaxed);
+      int64_t size = job.chunkSize.load(std::memory_order_relaxed);
+      int64_t chunks = job.chunks.load(std::memory_order_relaxed);
+      int64_t index = static_cast<int64_t>(position & 0xffffffffu);
+      if (index >= chunks)
+        break;
+      if (!cursor.compare_exchange_weak(position, position + 1,
+                                        std::memory_order_acq_rel,
+                                        std::memory_order_acquire))
+        continue;
+      chunk(context, index * size, std::min(count, (index + 1) * size));
+      if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+      position = cursor.load(std::memory_order_acquire);
     }
     insideLoop = false;
   }
@@ -122,20 +157,16 @@ private:
     for (;;) {
       for (int spin = 0; spin < kSpins && generation.load() == seen; ++spin)
         pause();
-      {
+      if (generation.load() == seen) {
         std::unique_lock<std::mutex> lock(mutex);
         ++sleepers;
         wake.wait(lock, [&] { return stopping || generation.load() != seen; });
         --sleepers;
         if (stopping)
           return;
-        seen = generation.load();
       }
-      claimChunks();
-      if (busy.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_one();
-      }
+      seen = generation.load();
+      claimChunks(seen);
     }
   }
 
@@ -145,9 +176,8 @@ private:
   bool stopping = false, running = false;
   int sleepers = 0;
   std::atomic<uint64_t> generation{0};
-  Job job;
-  std::atomic<int64_t> next{0};
-  std::atomic<int> busy{0};
+  std::atomic<uint64_t> cursor{0};
+  Job jobs[2];
   static thread_local bool insideLoop;
 };
 

@@ -1,7 +1,9 @@
 //===- ParallelForTest.cpp - The kernels' thread pool ---------------------===//
 //
-// Every iteration runs exactly once on any number of threads, and a loop
-// started inside a loop runs on the thread that started it.
+// Every iteration runs exactly once on any number of threads, also in loops
+// back to back on more threads than cores (workers that start late meet a
+// newer loop), and a loop started inside a loop runs on the thread that
+// started it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +71,25 @@ TEST_CASE("every iteration runs exactly once on any number of threads") {
       CHECK(wrong == 0);
     }
   }
+}
+
+TEST_CASE("loops back to back: each iteration once, done when the call "
+          "returns") {
+  // More threads than this machine's cores: some workers wake after their
+  // loop is over, while the caller has moved on to the next.
+  energy_support_set_num_threads(8);
+  int64_t wrongLoops = 0;
+  for (int loop = 0; loop < 3000; ++loop) {
+    int64_t count = 1 + (loop * 37) % 200;
+    Counts counts(count);
+    energy_support_parallel_for(countIterations, &counts, count);
+    int64_t wrong = 0;
+    for (const std::atomic<int> &runs : counts.runs)
+      wrong += runs.load() != 1;
+    wrongLoops += wrong != 0;
+  }
+  CHECK(wrongLoops == 0);
+  energy_support_set_num_threads(2);
 }
 
 TEST_CASE("a loop inside a loop runs on the calling thread") {
