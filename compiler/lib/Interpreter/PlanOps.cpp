@@ -197,9 +197,10 @@ FailureOr<ArrayValue> Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
   };
   bool transposeLhs = product.getTransposeLhs(),
        transposeRhs = product.getTransposeRhs();
-  int64_t batch = std::max(batchOf(lhs), batchOf(rhs));
+  // Two matrices: a batch of one.
+  int64_t batch = std::max({batchOf(lhs), batchOf(rhs), int64_t(1)});
   if (lhs.getRank() < 2 || lhs.getRank() > 3 || rhs.getRank() < 2 ||
-      rhs.getRank() > 3 || batch < 0 ||
+      rhs.getRank() > 3 ||
       (batchOf(lhs) >= 0 && batchOf(rhs) >= 0 &&
        batchOf(lhs) != batchOf(rhs)) ||
       columns(lhs, transposeLhs) != rows(rhs, transposeRhs))
@@ -208,7 +209,8 @@ FailureOr<ArrayValue> Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
            << ArrayValue::shapeString(rhs.shape);
   std::vector<int64_t> shape = {rows(lhs, transposeLhs),
                                 columns(rhs, transposeRhs)};
-  if (!product.getSumBatch())
+  bool batched = lhs.getRank() == 3 || rhs.getRank() == 3;
+  if (!product.getSumBatch() && batched)
     shape.insert(shape.begin(), batch);
   if (failed(checkAllocation(product, shape)))
     return failure();
@@ -216,7 +218,7 @@ FailureOr<ArrayValue> Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
   for (int64_t position = 0; position < batch; ++position) {
     ArrayValue slice = array::matmul(matrixAt(lhs, position, transposeLhs),
                                      matrixAt(rhs, position, transposeRhs));
-    if (!product.getSumBatch())
+    if (!product.getSumBatch() && batched)
       result.setSlice({position}, slice);
     else
       for (auto [total, value] : llvm::zip(result.data, slice.data))

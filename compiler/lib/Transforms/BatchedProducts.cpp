@@ -190,12 +190,13 @@ void distributeScalarOverProduct(TabulateOp table) {
 
 /// M (±s v[b, p]) at every position of `indices` for the rows V of v (one
 /// per position) and M = `matrix` (the lhs of a matrix-vector product): V
-/// times (±s M)ᵀ, one batch_matmul (a matmul with one index) at `builder`;
+/// times (±s M)ᵀ, one batch_matmul (without a batch axis for one index) at
+/// `builder`;
 /// the scalar factors s and the sign scale the matrix, not the (larger)
 /// product.
 Value productOfRowArray(OpBuilder &builder, Location loc, Value rows,
-                        Value matrix, const ScalarFactors &scales, bool negated,
-                        size_t indexCount) {
+                        Value matrix, const ScalarFactors &scales,
+                        bool negated) {
   bool transposed = true;
   if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
     matrix = transpose.getOperand();
@@ -204,23 +205,13 @@ Value productOfRowArray(OpBuilder &builder, Location loc, Value rows,
   matrix = scales.apply(builder, loc, matrix);
   if (negated)
     matrix = NegOp::create(builder, loc, matrix);
-  if (indexCount == 2) {
-    std::string reason;
-    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(rows.getType()),
-                                              cast<ArrayType>(matrix.getType()),
-                                              false, transposed, false, reason);
-    return BatchMatmulOp::create(builder, loc, type, rows, matrix, false,
-                                 transposed, false);
-  }
-  if (transposed)
-    matrix = TransposeOp::create(builder, loc, matrix);
-  return MatmulOp::create(builder, loc, rows, matrix);
+  return buildRowProduct(builder, loc, rows, matrix, false, transposed, false);
 }
 
 /// M v[b, p] at every position of `indices` (`dims`), M from outside: the
-/// rows v[b, p] times Mᵀ, one batch_matmul (a matmul with one index), built
-/// ahead of `anchor` from the ops of `body`, v's scalar factors applied to
-/// M.
+/// rows v[b, p] times Mᵀ, one batch_matmul (without a batch axis for one
+/// index), built ahead of `anchor` from the ops of `body`, v's scalar factors
+/// applied to M.
 Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
                     ArrayRef<Attribute> dims, Block &body, Operation *anchor) {
   ScalarFactors scales;
@@ -228,7 +219,7 @@ Value productOfRows(MatmulOp product, ArrayRef<Value> indices,
                          {&body}, anchor);
   OpBuilder builder(anchor);
   return productOfRowArray(builder, product.getLoc(), rows, product.getLhs(),
-                           scales, /*negated=*/false, indices.size());
+                           scales, /*negated=*/false);
 }
 
 /// Whether `product` is a matrix from outside `scope` times a vector.
@@ -456,19 +447,8 @@ void batchOuterSum(ReduceOp reduce) {
                         {&body}, reduce);
   OpBuilder builder(reduce);
   Location loc = reduce.getLoc();
-  Value total;
-  if (sizes.size() == 2) {
-    std::string reason;
-    ArrayType type = BatchMatmulOp::inferType(cast<ArrayType>(lhs.getType()),
-                                              cast<ArrayType>(rhs.getType()),
-                                              true, false, true, reason);
-    assert(type == outer.getType() && "an outer product's shape");
-    total =
-        BatchMatmulOp::create(builder, loc, type, lhs, rhs, true, false, true);
-  } else {
-    total = MatmulOp::create(builder, loc,
-                             TransposeOp::create(builder, loc, lhs), rhs);
-  }
+  Value total = buildRowProduct(builder, loc, lhs, rhs, true, false, true);
+  assert(total.getType() == outer.getType() && "an outer product's shape");
   total = scales.apply(builder, loc, total);
   reduce.getResult().replaceAllUsesWith(total);
   reduce.erase();
@@ -574,9 +554,9 @@ void batchRowProducts(ForeachOp loop) {
     OpBuilder builder(loop);
     Location loc = accumulate.getLoc();
     for (const RowTerm &term : terms) {
-      Value total = productOfRowArray(builder, product.getLoc(), term.rows,
-                                      product.getLhs(), term.scales,
-                                      term.negated, indices.size());
+      Value total =
+          productOfRowArray(builder, product.getLoc(), term.rows,
+                            product.getLhs(), term.scales, term.negated);
       assert(total.getType() == tensor.getArrayType() && "the rows' products");
       AccumulateOp::create(
           builder, loc, total, accumulate.getTensorAttr(),

@@ -199,18 +199,20 @@ private:
         dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSourceAttr()));
     if (!tensor || tensor.getArrayType().getRank() != 2)
       return table;
+    // The rows of the tensor times Mᵀ: one row per position of the table.
+    ArrayType matrixType = cast<ArrayType>(matmul.getLhs().getType());
+    if (matrixType.getRank() != 2)
+      return table;
+    SmallVector<StringAttr> productDims = {tensor.getArrayType().getShape()[0],
+                                           matrixType.getShape()[0]};
+    if (table.getType() != ArrayType::get(table.getContext(), productDims))
+      return table;
     Location loc = table.getLoc();
     builder.setInsertionPoint(table);
     Value rows = readWholeTensor(builder, loc, tensor.getArrayType(),
                                  read.getSourceAttr());
-    Value transposed = TransposeOp::create(builder, loc, matmul.getLhs());
-    Value product = MatmulOp::create(builder, loc, rows, transposed);
-    if (product.getType() != table.getType()) {
-      product.getDefiningOp()->erase();
-      transposed.getDefiningOp()->erase();
-      rows.getDefiningOp()->erase();
-      return table;
-    }
+    Value product = buildRowProduct(builder, loc, rows, matmul.getLhs(), false,
+                                    true, false);
     table.getResult().replaceAllUsesWith(product);
     tables.pop_back();
     table.erase();

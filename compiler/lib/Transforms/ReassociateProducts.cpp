@@ -46,9 +46,7 @@ enum class UseForm { TimesMatrix, SummedLhs, SummedRhs };
 std::optional<UseForm> formOf(BatchMatmulOp use, Value rows) {
   if (use.getLhs() == rows && isRowsTimesMatrix(use))
     return UseForm::TimesMatrix;
-  if (!use.getSumBatch() || !use.getTransposeLhs() || use.getTransposeRhs() ||
-      isMatrix(use.getLhs()) || isMatrix(use.getRhs()) ||
-      use.getLhs() == use.getRhs())
+  if (!isSummedRowProduct(use) || use.getLhs() == use.getRhs())
     return std::nullopt;
   return use.getLhs() == rows ? UseForm::SummedLhs : UseForm::SummedRhs;
 }

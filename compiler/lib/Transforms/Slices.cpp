@@ -7,6 +7,8 @@
 
 #include "Slices.h"
 
+#include "mlir/Interfaces/LoopLikeInterface.h"
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -114,8 +116,31 @@ bool mlir::energy::isMatrix(Value value) {
 
 bool mlir::energy::isSummedRowProduct(BatchMatmulOp product) {
   return product && product.getSumBatch() && product.getTransposeLhs() &&
-         !product.getTransposeRhs() && !isMatrix(product.getLhs()) &&
-         !isMatrix(product.getRhs());
+         !product.getTransposeRhs() &&
+         isMatrix(product.getLhs()) == isMatrix(product.getRhs());
+}
+
+Value mlir::energy::buildRowProduct(OpBuilder &builder, Location loc, Value lhs,
+                                    Value rhs, bool transposeLhs,
+                                    bool transposeRhs, bool summed) {
+  bool inLoop = false;
+  for (Operation *op = builder.getInsertionBlock()->getParentOp(); op;
+       op = op->getParentOp())
+    inLoop |= isa<LoopLikeOpInterface>(op);
+  if (inLoop && isMatrix(lhs) && isMatrix(rhs)) {
+    if (transposeLhs)
+      lhs = TransposeOp::create(builder, loc, lhs);
+    if (transposeRhs)
+      rhs = TransposeOp::create(builder, loc, rhs);
+    return MatmulOp::create(builder, loc, lhs, rhs);
+  }
+  std::string reason;
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()),
+      transposeLhs, transposeRhs, summed, reason);
+  assert(type && "operands of a matrix product");
+  return BatchMatmulOp::create(builder, loc, type, lhs, rhs, transposeLhs,
+                               transposeRhs, summed);
 }
 
 bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {

@@ -92,6 +92,13 @@ bool isSummedRowProduct(BatchMatmulOp product);
 /// A op(M) with A [B, N, K] (not transposed, not summed) and M a matrix.
 bool isRowsTimesMatrix(BatchMatmulOp product);
 
+/// lhs op(rhs) (`transposeLhs`: lhsᵀ op(rhs); `summed`: summed over the
+/// batch), built at `builder`'s point as a batch_matmul, or, for two
+/// matrices inside a loop (where the backends have no support call for a
+/// batch_matmul), as a matmul of the transposed operands.
+Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
+                      bool transposeLhs, bool transposeRhs, bool summed);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 

@@ -939,11 +939,12 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
     reason = "expected operands of two or three axes";
     return {};
   }
+  // Without a batch axis (two matrices), a batch of one: the product of
+  // rows of positions with a matrix, or with `summed` a sum over positions.
   StringAttr batch = batchOf(lhs) ? batchOf(lhs) : batchOf(rhs);
-  if (!batch ||
-      (batchOf(lhs) && batchOf(rhs) && batchOf(lhs) != batchOf(rhs))) {
+  if (batchOf(lhs) && batchOf(rhs) && batchOf(lhs) != batchOf(rhs)) {
     reason = "expected one batch axis, the first of an operand of three axes "
-             "(both the same when both have one)";
+             "(the same when both have one)";
     return {};
   }
   SmallVector<StringAttr> left = matrix(lhs, transposeLhs),
@@ -953,7 +954,7 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
     return {};
   }
   SmallVector<StringAttr> dims;
-  if (!sumBatch)
+  if (!sumBatch && batch)
     dims.push_back(batch);
   dims.push_back(left[0]);
   dims.push_back(right[1]);

@@ -160,17 +160,13 @@ energy.model @not_linear {
 // CHECK:         %[[WKT:.*]] = transpose %[[WK]] : !energy.array<D, D>
 // CHECK:         %[[WQT:.*]] = transpose %[[WQ]] : !energy.array<D, D>
 // CHECK:         %[[X1:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[T1:.*]] = transpose %[[WQ]] : !energy.array<D, D>
-// CHECK-NEXT:    %[[Q:.*]] = matmul %[[X1]], %[[T1]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[Q:.*]] = batch_matmul %[[X1]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[X2:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[T2:.*]] = transpose %[[WK]] : !energy.array<D, D>
-// CHECK-NEXT:    %[[K:.*]] = matmul %[[X2]], %[[T2]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[K:.*]] = batch_matmul %[[X2]], %[[WK]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[X3:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[T3:.*]] = transpose %[[WK]] : !energy.array<D, D>
-// CHECK-NEXT:    %[[KV:.*]] = matmul %[[X3]], %[[T3]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[KV:.*]] = batch_matmul %[[X3]], %[[WK]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[X4:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[T4:.*]] = transpose %[[WQ]] : !energy.array<D, D>
-// CHECK-NEXT:    %[[QV:.*]] = matmul %[[X4]], %[[T4]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[QV:.*]] = batch_matmul %[[X4]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[R:.*]]:3 = softmax_contract bilinear rows (%[[C:.*]] : @N) cols (%[[P:.*]] : @N) score {
 // CHECK-NOT:       matmul
 // CHECK:           %[[QC:.*]] = extract %[[Q]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
@@ -188,10 +184,10 @@ energy.model @not_linear {
 // CHECK-NEXT:      yield %[[G]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
 // CHECK-NEXT:    %[[MQ:.*]] = mul %[[WQ]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
-// CHECK-NEXT:    %[[GQ:.*]] = matmul %[[R]]#1, %[[MQ]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[GQ:.*]] = batch_matmul %[[R]]#1, %[[MQ]] : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    accumulate %[[GQ]] into @x : !energy.array<N, D>
 // CHECK-NEXT:    %[[MK:.*]] = mul %[[WK]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
-// CHECK-NEXT:    %[[GK:.*]] = matmul %[[R]]#2, %[[MK]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[GK:.*]] = batch_matmul %[[R]]#2, %[[MK]] : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    accumulate %[[GK]] into @x : !energy.array<N, D>
 // CHECK-NEXT:  }
 energy.model @parent_side {
@@ -548,8 +544,8 @@ energy.model @parallel {
 // -----
 
 // Products of whole arrays: a parameter's adjoint summed over positions,
-// Σ_i u_i v_iᵀ, is Uᵀ V (one index) or Σ_b U[b]ᵀ V[b] (two, a summed
-// batch), its scalar factors applied once to the sum; a matrix applied to
+// Σ_i u_i v_iᵀ, is Uᵀ V (one index: a batch of one, without a batch axis)
+// or Σ_b U[b]ᵀ V[b] (two, a summed batch), its scalar factors applied once to the sum; a matrix applied to
 // every row of a tensor and added into that row is one product of the
 // rows, V Mᵀ (or, for Mᵀ, V M), added into the whole tensor (the backends
 // compute it into the tensor's storage); and a table of M v[b, i] is one
@@ -561,8 +557,7 @@ energy.model @parallel {
 // CHECK:         %[[MINUS:.*]] = constant -1.0
 // CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
 // CHECK:         %[[Y:.*]] = read @y : !energy.array<N, D>
-// CHECK:         %[[XT:.*]] = transpose %[[X]] : !energy.array<N, D>
-// CHECK-NEXT:    %[[P:.*]] = matmul %[[XT]], %[[Y]] : !energy.array<D, N>, !energy.array<N, D>
+// CHECK-NEXT:    %[[P:.*]] = batch_matmul %[[X]] transposed, %[[Y]] summed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<D, D>
 // CHECK-NEXT:    %[[PM:.*]] = mul %[[P]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
 // CHECK-NEXT:    accumulate %[[PM]] into @W : !energy.array<D, D>
 // CHECK:         %[[ZZ:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
@@ -584,7 +579,7 @@ energy.model @parallel {
 // CHECK:       gradient @x {
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
 // CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[WX:.*]] = matmul %[[X]], %[[W]] : !energy.array<N, D>, !energy.array<D, D>
+// CHECK-NEXT:    %[[WX:.*]] = batch_matmul %[[X]], %[[W]] : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    accumulate %[[WX]] into @x : !energy.array<N, D>
 // CHECK-NOT:     foreach
 energy.model @whole_products {

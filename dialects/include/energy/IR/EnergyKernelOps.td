@@ -161,11 +161,13 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
   let description = [{
     The products `lhs[b] @ rhs[b]` for every position b of a leading batch
     axis: `lhs` is `[B, m, k]`, or `[m, k]` for the same matrix at every
-    position, and likewise `rhs` `[B, k, n]` or `[k, n]` (one of them has
-    the batch axis). `transposed` after an operand swaps its last two axes
-    first. The result is `[B, m, n]`; with `summed`, the sum over b,
-    `[m, n]`. Per-head projections of multi-head terms (every head's
-    X Wq[h]ᵀ) and the sums over heads of their adjoints, which the
+    position, and likewise `rhs` `[B, k, n]` or `[k, n]`. `transposed`
+    after an operand swaps its last two axes first. The result is
+    `[B, m, n]`; with `summed`, the sum over b, `[m, n]`. With no batch axis
+    at all the batch is one and the result `[m, n]`, summed or not: the
+    rows of an unbatched tensor times a matrix, and sums over its positions,
+    planned like a batch's. Per-head projections of multi-head terms (every
+    head's X Wq[h]ᵀ) and the sums over heads of their adjoints, which the
     backends run as products of whole matrices rather than as one
     matrix-vector product per position.
 

@@ -1134,8 +1134,9 @@ energy.model @m {
     %x = energy.read @x : !energy.array<N, D>
     %w = energy.read @W : !energy.array<H, D, D>
     %v = energy.read @V : !energy.array<N, D, D>
-    // expected-error @below {{'energy.batch_matmul' op expected one batch axis, the first of an operand of three axes (both the same when both have one)}}
-    %a = energy.batch_matmul %x, %x transposed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<N, N>
+    // Two matrices are a batch of one: no batch axis in the result.
+    // expected-error @below {{'energy.batch_matmul' op expected result type '!energy.array<N, N>'}}
+    %a = energy.batch_matmul %x, %x transposed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<H, N, N>
     %s = energy.constant 1.0
     energy.yield %s : !energy.array<>
   }
@@ -1154,7 +1155,7 @@ energy.model @m {
     %x = energy.read @x : !energy.array<N, D>
     %w = energy.read @W : !energy.array<H, D, D>
     %v = energy.read @V : !energy.array<N, D, D>
-    // expected-error @below {{'energy.batch_matmul' op expected one batch axis, the first of an operand of three axes (both the same when both have one)}}
+    // expected-error @below {{'energy.batch_matmul' op expected one batch axis, the first of an operand of three axes (the same when both have one)}}
     %b = energy.batch_matmul %w, %v : !energy.array<H, D, D>, !energy.array<N, D, D> -> !energy.array<H, D, D>
     %s = energy.constant 1.0
     energy.yield %s : !energy.array<>
