@@ -97,13 +97,19 @@ public:
     lock.unlock();
     claimChunks(jobGeneration);
     auto finishedAll = [&] {
-      return job.done.load(std::memory_order_acquire) ==
-             job.chunks.load(std::memory_order_relaxed);
+      return job.done.load() == job.chunks.load(std::memory_order_relaxed);
     };
     for (int spin = 0; spin < kSpins && !finishedAll(); ++spin)
       pause();
-    lock.lock();
-    finished.wait(lock, finishedAll);
+    // The mutex only when the chunks take long: a thread holding it that
+    // loses its core (more threads than cores) would hold up every loop.
+    if (!finishedAll()) {
+      lock.lock();
+      callerAsleep = true;
+      finished.wait(lock, finishedAll);
+      callerAsleep = false;
+      lock.unlock();
+    }
     running = false;
   }
 
@@ -144,7 +150,9 @@ private:
                                         std::memory_order_acquire))
         continue;
       chunk(context, index * size, std::min(count, (index + 1) * size));
-      if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      // Sequentially consistent, as callerAsleep: either the caller sees
+      // this chunk done before it sleeps, or this thread sees it asleep.
+      if (job.done.fetch_add(1) + 1 == chunks && callerAsleep) {
         std::lock_guard<std::mutex> lock(mutex);
         finished.notify_all();
       }
@@ -173,7 +181,8 @@ private:
   std::mutex mutex;
   std::condition_variable wake, finished;
   std::vector<std::thread> workers;
-  bool stopping = false, running = false;
+  bool stopping = false;
+  std::atomic<bool> running{false}, callerAsleep{false};
   int sleepers = 0;
   std::atomic<uint64_t> generation{0};
   std::atomic<uint64_t> cursor{0};
