@@ -9,7 +9,8 @@
 // kernels, about five times slower than its AVX-512 ones: when this library
 // loads OpenBLAS it names the core the CPU supports (OPENBLAS_CORETYPE:
 // SkylakeX with AVX-512, Haswell with AVX2), unless the user named one or
-// the process had loaded OpenBLAS already. OpenBLAS runs on one thread:
+// the process had loaded OpenBLAS already. OpenBLAS runs on one thread
+// (loaded with OPENBLAS_NUM_THREADS=1, so that it starts none of its own):
 // large products are cut into pieces of rows that the kernels' thread pool
 // shares out, so that one pool, not two, uses the cores.
 //
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -48,6 +50,28 @@ struct Blas {
   std::string description = "fallback";
 };
 
+/// An environment variable set to a value for a scope, then restored.
+class ScopedVariable {
+public:
+  ScopedVariable(const char *name, const char *value) : name(name) {
+    if (const char *current = std::getenv(name))
+      previous = current;
+    setenv(name, value, /*overwrite=*/1);
+  }
+  ~ScopedVariable() {
+    if (previous)
+      setenv(name, previous->c_str(), /*overwrite=*/1);
+    else
+      unsetenv(name);
+  }
+  ScopedVariable(const ScopedVariable &) = delete;
+  ScopedVariable &operator=(const ScopedVariable &) = delete;
+
+private:
+  const char *name;
+  std::optional<std::string> previous;
+};
+
 Blas loadBlas() {
   Blas blas;
   if (const char *choice = std::getenv("ENERGY_BLAS");
@@ -64,12 +88,15 @@ Blas loadBlas() {
     const char *core = isa == ENERGY_ISA_AVX512 ? "SkylakeX"
                        : isa == ENERGY_ISA_AVX2 ? "Haswell"
                                                 : nullptr;
-    bool named = core && !std::getenv("OPENBLAS_CORETYPE");
-    if (named)
-      setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
+    std::optional<ScopedVariable> coreType;
+    if (core && !std::getenv("OPENBLAS_CORETYPE"))
+      coreType.emplace("OPENBLAS_CORETYPE", core);
+    // One thread from the start: a second one, even never given work, spins
+    // (yielding) for its first ~0.1 s beside the pool's threads; a short
+    // run then took twice as long (a training step at B = 4, N = 64: 6.5
+    // against 3.2 ms in 3 of 16 runs of 20 steps).
+    ScopedVariable threads("OPENBLAS_NUM_THREADS", "1");
     handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (named)
-      unsetenv("OPENBLAS_CORETYPE");
   }
   if (!handle)
     return blas;
