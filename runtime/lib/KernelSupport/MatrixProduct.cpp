@@ -10,7 +10,7 @@
 // loads OpenBLAS it names the core the CPU supports (OPENBLAS_CORETYPE:
 // SkylakeX with AVX-512, Haswell with AVX2), unless the user named one or
 // the process had loaded OpenBLAS already. OpenBLAS runs on one thread
-// (loaded with OPENBLAS_NUM_THREADS=1, so that it starts none of its own):
+// (its own threads told to sleep at once, OPENBLAS_THREAD_TIMEOUT):
 // large products are cut into pieces of rows that the kernels' thread pool
 // shares out, so that one pool, not two, uses the cores.
 //
@@ -91,11 +91,13 @@ Blas loadBlas() {
     std::optional<ScopedVariable> coreType;
     if (core && !std::getenv("OPENBLAS_CORETYPE"))
       coreType.emplace("OPENBLAS_CORETYPE", core);
-    // One thread from the start: a second one, even never given work, spins
-    // (yielding) for its first ~0.1 s beside the pool's threads; a short
-    // run then took twice as long (a training step at B = 4, N = 64: 6.5
-    // against 3.2 ms in 3 of 16 runs of 20 steps).
-    ScopedVariable threads("OPENBLAS_NUM_THREADS", "1");
+    // Its threads, which the products never use (they run on one thread,
+    // below), sleep at once: each spins (yielding) for ~0.1 s after it
+    // starts, beside the pool's threads, and a short run then took twice
+    // as long (a training step at B = 4, N = 64: 6.5 against 3.2 ms in 3
+    // of 16 runs of 20 steps). Loading it with one thread would start none,
+    // but its single-threaded start allocates 16 MiB more.
+    ScopedVariable timeout("OPENBLAS_THREAD_TIMEOUT", "4");
     handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   }
   if (!handle)
