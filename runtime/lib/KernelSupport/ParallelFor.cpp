@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,11 +38,16 @@ inline void pause() {
 #endif
 }
 
-/// Workers wait for a job and claim chunks of its iterations until none are
-/// left; the caller claims chunks too and then waits only for the chunks
-/// that others claimed and have not finished. A worker that has not started
-/// yet (its core busy with another process) holds up nobody: it finds the
-/// job taken, or a newer one. Both spin a little before they sleep.
+/// Each thread of a loop (the caller and every worker) owns a contiguous
+/// region of its chunks and claims them in order; one that has run out
+/// takes the others' from their ends. So the same thread runs about the
+/// same rows in loop after loop and finds them in its own caches: with two
+/// threads on cores that share no cache, a training step took 3.3 ms in
+/// place of 2.8 ms when chunks went to whichever thread came first.
+/// The caller waits only for chunks that others claimed and have not
+/// finished: a worker that has not started yet (its core busy with another
+/// process) holds up nobody; it finds its region taken, or a newer job.
+/// Both spin a little before they sleep.
 class ThreadPool {
 public:
   ~ThreadPool() { resize(1); }
@@ -54,7 +60,7 @@ public:
 
   void resize(int threads) {
     std::unique_lock<std::mutex> lock(mutex);
-    threads = std::max(threads, 1);
+    threads = std::clamp(threads, 1, kMaxThreads);
     if (static_cast<int>(workers.size()) == threads - 1)
       return;
     stopping = true;
@@ -66,8 +72,10 @@ public:
       worker.join();
     lock.lock();
     stopping = false;
+    regions = std::make_unique<std::atomic<uint64_t>[]>(threads);
     for (int i = 1; i < threads; ++i)
-      workers.emplace_back([this, seen = generation.load()] { work(seen); });
+      workers.emplace_back(
+          [this, i, seen = generation.load()] { work(i, seen); });
   }
 
   void run(energy_chunk_fn chunk, void *context, int64_t count) {
@@ -82,20 +90,24 @@ public:
     running = true;
     uint64_t jobGeneration = generation.load() + 1;
     Job &job = jobs[jobGeneration & 1];
-    int64_t chunks = 8 * (static_cast<int64_t>(workers.size()) + 1);
-    int64_t size = std::max<int64_t>(1, (count + chunks - 1) / chunks);
+    int64_t threads = static_cast<int64_t>(workers.size()) + 1;
+    int64_t size =
+        std::max<int64_t>(1, (count + 8 * threads - 1) / (8 * threads));
     job.chunk.store(chunk, std::memory_order_relaxed);
     job.context.store(context, std::memory_order_relaxed);
     job.count.store(count, std::memory_order_relaxed);
     job.chunkSize.store(size, std::memory_order_relaxed);
     job.chunks.store((count + size - 1) / size, std::memory_order_relaxed);
+    job.threads.store(threads, std::memory_order_relaxed);
     job.done.store(0, std::memory_order_relaxed);
-    cursor.store(jobGeneration << kGenerationShift, std::memory_order_release);
+    for (int64_t region = 0; region < threads; ++region)
+      regions[region].store(jobGeneration << kGenerationShift,
+                            std::memory_order_release);
     generation.store(jobGeneration);
     if (sleepers > 0)
       wake.notify_all();
     lock.unlock();
-    claimChunks(jobGeneration);
+    claimChunks(jobGeneration, /*self=*/0);
     auto finishedAll = [&] {
       return job.done.load() == job.chunks.load(std::memory_order_relaxed);
     };
@@ -116,38 +128,58 @@ public:
 private:
   /// A job's fields are atomics because a worker that woke late may read
   /// them while the caller writes the next job's; it uses what it read only
-  /// if the cursor still names its job's generation after reading.
+  /// if its region's cursor still names its job's generation after reading.
   struct Job {
     std::atomic<energy_chunk_fn> chunk{nullptr};
     std::atomic<void *> context{nullptr};
-    std::atomic<int64_t> count{0}, chunkSize{1}, chunks{0}, done{0};
+    std::atomic<int64_t> count{0}, chunkSize{1}, chunks{0}, threads{1}, done{0};
   };
 
-  /// The cursor holds the generation of the current job above this many
-  /// bits and the index of its next unclaimed chunk below them.
+  /// A region's cursor holds the generation of the current job above this
+  /// many bits, and below them the number of the region's chunks claimed
+  /// from its front (16 bits) and from its back (16 bits above those).
   static constexpr int kGenerationShift = 32;
+  /// Eight chunks a thread, fewer than 2¹⁶ a region.
+  static constexpr int kMaxThreads = 4096;
 
-  /// Runs chunks of the job of `jobGeneration` until it has none left or a
-  /// newer job replaced it. Two jobs alternate in `jobs`, so the one a
-  /// claim reads is rewritten only after the cursor moved past it.
-  void claimChunks(uint64_t jobGeneration) {
+  /// Runs chunks of the job of `jobGeneration`, those of region `self`
+  /// from its front, then the others' from their backs, until none are
+  /// left or a newer job replaced it. Two jobs alternate in `jobs`, so the
+  /// one a claim reads is rewritten only after the cursors moved past it.
+  void claimChunks(uint64_t jobGeneration, int64_t self) {
     Job &job = jobs[jobGeneration & 1];
     insideLoop = true;
+    int64_t threads = job.threads.load(std::memory_order_relaxed);
+    for (int64_t k = 0; k < threads; ++k)
+      if (!claimRegion(job, jobGeneration, (self + k) % threads, k == 0))
+        break;
+    insideLoop = false;
+  }
+
+  /// Claims and runs the chunks of one region; false once the job is over.
+  bool claimRegion(Job &job, uint64_t jobGeneration, int64_t region,
+                   bool fromFront) {
+    std::atomic<uint64_t> &cursor = regions[region];
     uint64_t position = cursor.load(std::memory_order_acquire);
     for (;;) {
       if ((position >> kGenerationShift) != jobGeneration)
-        break;
+        return false;
       energy_chunk_fn chunk = job.chunk.load(std::memory_order_relaxed);
       void *context = job.context.load(std::memory_order_relaxed);
       int64_t count = job.count.load(std::memory_order_relaxed);
       int64_t size = job.chunkSize.load(std::memory_order_relaxed);
       int64_t chunks = job.chunks.load(std::memory_order_relaxed);
-      int64_t index = static_cast<int64_t>(position & 0xffffffffu);
-      if (index >= chunks)
-        break;
-      if (!cursor.compare_exchange_weak(position, position + 1,
-                                        std::memory_order_acq_rel,
-                                        std::memory_order_acquire))
+      int64_t threads = job.threads.load(std::memory_order_relaxed);
+      int64_t first = region * chunks / threads;
+      int64_t last = (region + 1) * chunks / threads;
+      int64_t front = static_cast<int64_t>(position & 0xffff);
+      int64_t back = static_cast<int64_t>((position >> 16) & 0xffff);
+      if (first + front + back >= last)
+        return true;
+      int64_t index = fromFront ? first + front : last - 1 - back;
+      if (!cursor.compare_exchange_weak(
+              position, position + (fromFront ? 1 : uint64_t(1) << 16),
+              std::memory_order_acq_rel, std::memory_order_acquire))
         continue;
       chunk(context, index * size, std::min(count, (index + 1) * size));
       // Sequentially consistent, as callerAsleep: either the caller sees
@@ -158,10 +190,9 @@ private:
       }
       position = cursor.load(std::memory_order_acquire);
     }
-    insideLoop = false;
   }
 
-  void work(uint64_t seen) {
+  void work(int64_t self, uint64_t seen) {
     for (;;) {
       for (int spin = 0; spin < kSpins && generation.load() == seen; ++spin)
         pause();
@@ -174,7 +205,7 @@ private:
           return;
       }
       seen = generation.load();
-      claimChunks(seen);
+      claimChunks(seen, self);
     }
   }
 
@@ -185,7 +216,9 @@ private:
   std::atomic<bool> running{false}, callerAsleep{false};
   int sleepers = 0;
   std::atomic<uint64_t> generation{0};
-  std::atomic<uint64_t> cursor{0};
+  /// One cursor per thread's region (resize allocates them).
+  std::unique_ptr<std::atomic<uint64_t>[]> regions =
+      std::make_unique<std::atomic<uint64_t>[]>(1);
   Job jobs[2];
   static thread_local bool insideLoop;
 };
