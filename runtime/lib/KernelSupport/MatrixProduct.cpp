@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -232,6 +233,40 @@ template <typename T> struct PiecedProducts {
   }
 };
 
+/// Aᵀ B for a long A (k × m) and B (k × n), a small C (m × n): a sum over
+/// k cut into pieces of rows of A and B, each summed into its own partial
+/// C, the partials then added in order. Each thread reads only its pieces'
+/// rows (in the pool, the rows it computed in the loops before), where
+/// pieces of rows of C would each read all of A and B.
+template <typename T> struct SummedRows {
+  const Blas *library;
+  int64_t m, n, k, pieces;
+  const T *a, *b;
+  T *partials;
+
+  int64_t firstRow(int64_t piece) const { return piece * k / pieces; }
+
+  static void chunk(void *context, int64_t begin, int64_t end) {
+    auto *self = static_cast<const SummedRows *>(context);
+    for (int64_t piece = begin; piece < end; ++piece) {
+      int64_t first = self->firstRow(piece);
+      int64_t rows = self->firstRow(piece + 1) - first;
+      blasProduct(*self->library, kTranspose, kNoTranspose, int(self->m),
+                  int(self->n), int(rows), self->a + first * self->m,
+                  int(self->m), self->b + first * self->n, int(self->n), T(0),
+                  self->partials + piece * self->m * self->n);
+    }
+  }
+};
+
+/// The number of pieces of rows of A and B that Aᵀ B (k × m, k × n) is
+/// summed in: from its sizes alone, never from the number of threads.
+int64_t summedPiecesOf(int64_t m, int64_t n, int64_t k) {
+  if (m * n > (int64_t(1) << 14))
+    return 1;
+  return std::clamp<int64_t>(std::min((m * n * k) / kPieceWork, k / 64), 1, 16);
+}
+
 template <typename T>
 void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t aStride, const T *b, int64_t bStride, T *c,
@@ -261,6 +296,19 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   }
   if (sum && !accumulate && (batch == 0 || !useBlas))
     std::fill(c, c + m * n, T(0));
+  if (int64_t pieces = summedPiecesOf(m, n, k);
+      useBlas && batch == 1 && transposeA && !transposeB && pieces > 1) {
+    std::vector<T> partials(pieces * m * n);
+    SummedRows<T> products{&library, m, n, k, pieces, a, b, partials.data()};
+    energy_support_parallel_for(SummedRows<T>::chunk, &products, pieces);
+    for (int64_t i = 0; i < m * n; ++i) {
+      T total = accumulate ? c[i] : T(0);
+      for (int64_t piece = 0; piece < pieces; ++piece)
+        total += partials[piece * m * n + i];
+      c[i] = total;
+    }
+    return;
+  }
   if (useBlas && batch > 0) {
     int64_t pieces = piecesOf(m, n, k * (sum ? batch : 1));
     int64_t items = (sum ? 1 : batch) * pieces;

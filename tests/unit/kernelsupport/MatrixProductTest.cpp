@@ -4,8 +4,8 @@
 // every combination of transposed operands, shared operands (stride 0) and
 // summed batches, through OpenBLAS or (ENERGY_BLAS=none, a second run of
 // this test) the fallback loop; products large enough to be cut into
-// pieces of rows for the thread pool give the same bits on 1 and 3
-// threads.
+// pieces (of rows of C, or for Aᵀ B of long A and B of their rows) for the
+// thread pool give the same bits on 1 and 3 threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,6 +114,17 @@ TEST_CASE("batch products: transposes, shared operands, sums (f64)") {
 // threads, and rounding errors of 240 terms of size ≤ 1.
 TEST_CASE("batch products cut into pieces for the thread pool (f32)") {
   checkBatch<float>(energy_support_matmul_batch_f32, 1e-4, {3, 300, 96, 80},
+                    /*sameOnThreads=*/true);
+}
+
+// Aᵀ B summed over long rows (4 × 200 and 800, stacked) into a small C
+// (40 × 48) is cut into pieces of rows of A and B, each summed into a
+// partial C, the partials added in order: the same bits on 1, 3 and the
+// default number of threads, and rounding errors of 800 terms of size ≤ 1.
+TEST_CASE("products summed over long rows are cut into pieces of rows (f32)") {
+  checkBatch<float>(energy_support_matmul_batch_f32, 2e-4, {4, 40, 48, 200},
+                    /*sameOnThreads=*/true);
+  checkBatch<float>(energy_support_matmul_batch_f32, 2e-4, {1, 40, 48, 800},
                     /*sameOnThreads=*/true);
 }
 
