@@ -191,9 +191,8 @@ void distributeScalarOverProduct(TabulateOp table) {
 /// M (±s v[b, p]) at every position of `indices` for the rows V of v (one
 /// per position) and M = `matrix` (the lhs of a matrix-vector product): V
 /// times (±s M)ᵀ, one batch_matmul (without a batch axis for one index) at
-/// `builder`;
-/// the scalar factors s and the sign scale the matrix, not the (larger)
-/// product.
+/// `builder`; the scalar factors s and the sign scale the matrix, not the
+/// (larger) product.
 Value productOfRowArray(OpBuilder &builder, Location loc, Value rows,
                         Value matrix, const ScalarFactors &scales,
                         bool negated) {

@@ -85,11 +85,13 @@ ExtractOp scaledRow(Value value, bool linear);
 bool isMatrix(Value value);
 
 /// Whether `product` is a summed product of two batches of rows,
-/// Σ_b lhs[b]ᵀ rhs[b] (false for a null product).
+/// Σ_b lhs[b]ᵀ rhs[b], or of two arrays of rows without a batch axis,
+/// lhsᵀ rhs (false for a null product).
 bool isSummedRowProduct(BatchMatmulOp product);
 
 /// Whether `product` applies one matrix to every row of a batch of rows:
-/// A op(M) with A [B, N, K] (not transposed, not summed) and M a matrix.
+/// A op(M) with A [B, N, K] or, without a batch axis, [N, K] (not
+/// transposed, not summed) and M a matrix.
 bool isRowsTimesMatrix(BatchMatmulOp product);
 
 /// lhs op(rhs) (`transposeLhs`: lhsᵀ op(rhs); `summed`: summed over the
