@@ -43,7 +43,7 @@ inline void pause() {
 /// takes the others' from their ends. So the same thread runs about the
 /// same rows in loop after loop and finds them in its own caches: with two
 /// threads on cores that share no cache, a training step took 3.3 ms in
-/// place of 2.8 ms when chunks went to whichever thread came first.
+/// place of 2.7 ms when chunks went to whichever thread came first.
 /// The caller waits only for chunks that others claimed and have not
 /// finished: a worker that has not started yet (its core busy with another
 /// process) holds up nobody; it finds its region taken, or a newer job.
