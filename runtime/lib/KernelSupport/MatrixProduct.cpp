@@ -11,8 +11,9 @@
 // SkylakeX with AVX-512, Haswell with AVX2), unless the user named one or
 // the process had loaded OpenBLAS already. OpenBLAS runs on one thread
 // (its own threads told to sleep at once, OPENBLAS_THREAD_TIMEOUT):
-// large products are cut into pieces of rows that the kernels' thread pool
-// shares out, so that one pool, not two, uses the cores.
+// large products are cut into pieces of rows (of C, or for Aᵀ B into a
+// small C of A and B) that the kernels' thread pool shares out, so that one
+// pool, not two, uses the cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,8 +97,9 @@ Blas loadBlas() {
     // below), sleep at once: each spins (yielding) for ~0.1 s after it
     // starts, beside the pool's threads, and a short run then took twice
     // as long (a training step at B = 4, N = 64: 6.5 against 3.2 ms in 3
-    // of 16 runs of 20 steps). Loading it with one thread would start none,
-    // but its single-threaded start allocates 16 MiB more.
+    // of 16 runs of 20 steps). Loading it with OPENBLAS_NUM_THREADS=1
+    // would start none, but changes how much it allocates (16 MiB more in
+    // one measurement of docs/benchmarks.md's (e), none in another).
     ScopedVariable timeout("OPENBLAS_THREAD_TIMEOUT", "4");
     handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   }
