@@ -347,12 +347,13 @@ LogicalResult mlir::energy::inlineLets(Region &region,
           tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
       unsigned domainRank = let.getDomain().size();
       AffineMap map = read.getMap();
-      if (map.getNumResults() != domainRank)
+      if (map.getNumResults() > domainRank)
         return read.emitOpError()
                << "reads let " << read.getSourceAttr() << " with "
-               << map.getNumResults() << " indices; gradients need all "
-               << domainRank << " indices of its domain fixed";
+               << map.getNumResults() << " indices; gradients need at most "
+               << domainRank << " (its domain's)";
       OpBuilder builder(read);
+      Location loc = read.getLoc();
       ValueRange operands = read.getIndices();
       ValueRange dims = operands.take_front(map.getNumDims());
       ValueRange symbols = operands.drop_front(map.getNumDims());
@@ -360,12 +361,38 @@ LogicalResult mlir::energy::inlineLets(Region &region,
       Block &body = let.getBody().front();
       for (auto [argument, expr] :
            llvm::zip(body.getArguments(), map.getResults()))
-        mapping.map(argument, materializeAffineExpr(builder, read.getLoc(),
-                                                    expr, dims, symbols));
+        mapping.map(argument, materializeAffineExpr(builder, loc, expr, dims,
+                                                    symbols));
+      // A read that fixes the first k indices of the domain is the slice
+      // Σ_{free} embed(element at the free indices): differentiable op by
+      // op, the adjoint of each element being its entry of the slice's.
+      ReduceOp slice;
+      unsigned fixed = map.getNumResults();
+      if (fixed < domainRank) {
+        slice = ReduceOp::create(
+            builder, loc, read.getType(), ReduceKind::sum,
+            builder.getArrayAttr(let.getDomain().getValue().drop_front(fixed)),
+            Value());
+        Block &sliceBody = slice.getBody().emplaceBlock();
+        for (BlockArgument argument : body.getArguments().drop_front(fixed))
+          mapping.map(argument, sliceBody.addArgument(argument.getType(),
+                                                      argument.getLoc()));
+        builder.setInsertionPointToStart(&sliceBody);
+      }
       for (Operation &op : body.without_terminator())
         builder.clone(op, mapping);
       Value value = mapping.lookup(
           cast<YieldOp>(body.getTerminator()).getValues().front());
+      if (slice) {
+        Block &sliceBody = slice.getBody().front();
+        auto identity = AffineMap::getMultiDimIdentityMap(
+            sliceBody.getNumArguments(), builder.getContext());
+        Value embedded = EmbedOp::create(builder, loc, read.getType(), value,
+                                         AffineMapAttr::get(identity),
+                                         sliceBody.getArguments());
+        YieldOp::create(builder, loc, embedded);
+        value = slice.getResult();
+      }
       read.replaceAllUsesWith(value);
       read.erase();
     }

@@ -192,7 +192,10 @@ struct GatherGradientsPass
       addOperandsToSlice(inner, outerBody, needed);
       SmallVector<ReadOp> stashed;
       for (Operation *op : needed)
-        if (auto reduce = dyn_cast<ReduceOp>(op))
+        if (auto reduce = dyn_cast<ReduceOp>(op);
+            reduce && llvm::any_of(reduce->getUsers(), [&](Operation *user) {
+              return inner->isAncestor(user);
+            }))
           stashed.push_back(stash(reduce, inner, outer, symbols));
       gatherScatter(inner, outer, carried);
       for (ReadOp read : stashed)
@@ -300,6 +303,9 @@ struct GatherGradientsPass
       addSummedIndices(sumBody, outerBody, carried, mapping);
       llvm::SetVector<Operation *> innerSlice, outerSlice;
       addToSlice(value, innerBody, innerSlice);
+      // The value may be computed in `outer`'s body (a sum over its own
+      // domain, the same at every slot): it moves with the rest.
+      addToSlice(value, outerBody, outerSlice);
       for (Operation *op : innerSlice)
         addOperandsToSlice(op, outerBody, outerSlice);
       OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);

@@ -130,11 +130,15 @@ void keepColumns(SoftmaxContractOp later, Value lse) {
 
 /// One contraction with the sums of both; with `rowsOnly`, with the row
 /// sums of both and `earlier`'s column sums, `later` keeping its column
-/// sums with the merged contraction's normaliser given.
-void merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
-           bool rowsOnly = false) {
-  for (Operation *op : *opsToMoveAbove(
-           earlier, later, rowsOnly ? &later.getColSums() : nullptr))
+/// sums with the merged contraction's normaliser given. Fails, changing
+/// nothing, when what `later` needs cannot move above `earlier`.
+LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
+                    bool rowsOnly = false) {
+  FailureOr<SmallVector<Operation *>> moved = opsToMoveAbove(
+      earlier, later, rowsOnly ? &later.getColSums() : nullptr);
+  if (failed(moved))
+    return failure();
+  for (Operation *op : *moved)
     op->moveBefore(earlier);
   MLIRContext *context = earlier.getContext();
   ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
@@ -208,6 +212,7 @@ void merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
     keepColumns(later, merged.getLse());
   later.erase();
   earlier.erase();
+  return success();
 }
 
 } // namespace
@@ -220,14 +225,13 @@ void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
     for (size_t i = 0; i < contracts.size() && !merged; ++i)
       for (size_t j = i + 1; j < contracts.size() && !merged; ++j)
         if (canMerge(contracts[i], contracts[j])) {
-          merge(contracts[i], contracts[j]);
-          merged = true;
+          merged = succeeded(merge(contracts[i], contracts[j]));
         } else if (rowsOfBilinear &&
                    contracts[i].getForm() == ContractForm::bilinear &&
                    contracts[j].getForm() == ContractForm::bilinear &&
                    canMerge(contracts[i], contracts[j], /*rowsOnly=*/true)) {
-          merge(contracts[i], contracts[j], /*rowsOnly=*/true);
-          merged = true;
+          merged = succeeded(
+              merge(contracts[i], contracts[j], /*rowsOnly=*/true));
         }
   }
 }

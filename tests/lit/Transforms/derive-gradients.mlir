@@ -173,3 +173,44 @@ energy.model @sinking {
     energy.update @x gd(lr = 1.0)
   }
 }
+
+// -----
+
+// A read of a let that fixes only the first of its domain's indices is the
+// slice Σ_s embed(element at s) into [s], differentiated op by op: the
+// adjoint of each element is its entry of the slice's adjoint.
+// CHECK-LABEL: energy.model @let_row
+// CHECK: gradient @mu {
+// CHECK:   foreach (%[[R:.*]] : @N) {
+// CHECK:     %[[ROW:.*]] = reduce sum (%[[S:.*]] : @S) {
+// CHECK:       %[[E:.*]] = dot
+// CHECK:       %[[ONE:.*]] = embed %[[E]] into [%[[S]]] : !energy.array<> -> !energy.array<S>
+// CHECK:       yield %[[ONE]] : !energy.array<S>
+// CHECK:     foreach (%[[S2:.*]] : @S) {
+// CHECK:       %[[A:.*]] = extract %{{.*}}[%[[S2]]]
+// CHECK:       accumulate %{{.*}} into @mu[%[[S2]]] : !energy.array<D>
+energy.model @let_row {
+  energy.dim @N
+  energy.dim @S
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @mu : state [@S, @D]
+  energy.let @sc [%r : @N, %s : @S] : !energy.array<> {
+    %xr = energy.read @x[%r] : !energy.array<D>
+    %ms = energy.read @mu[%s] : !energy.array<D>
+    %d = energy.dot %xr, %ms : !energy.array<D>
+    energy.yield %d : !energy.array<>
+  }
+  energy.term @e {
+    %0 = energy.reduce sum (%r : @N) {
+      %row = energy.read @sc[%r] : !energy.array<S>
+      %l = energy.reduce_elements lse %row : !energy.array<S>
+      energy.yield %l : !energy.array<>
+    } : !energy.array<>
+    %n = energy.neg %0 : !energy.array<>
+    energy.yield %n : !energy.array<>
+  }
+  energy.dynamics steps 1 {
+    energy.update @mu gd(lr = 0.1)
+  }
+}

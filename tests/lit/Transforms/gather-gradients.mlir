@@ -98,3 +98,40 @@ energy.model @batched {
     }
   }
 }
+
+// -----
+
+// A scatter that adds a value computed in the outer loop's body (here a sum
+// over the whole domain, the same at every position) takes that value's
+// ops into the gathered sum: the outer loop, erased once it is left without
+// effects, no longer defines what the gathering loop reads.
+// The let of reductions the scatter reads is not made: it reads none.
+// CHECK-LABEL: energy.model @outer_value
+// CHECK-NOT: let
+// CHECK: gradient @mu {
+// CHECK:   %[[TWO:.*]] = constant 2.0
+// CHECK:   foreach (%[[P:.*]] : @N) {
+// CHECK:     %[[G:.*]] = reduce sum (%{{.*}} : @N) {
+// CHECK:       %[[S:.*]] = reduce sum (%{{.*}} : @N) {
+// CHECK:       yield %[[S]] : !energy.array<D>
+// CHECK:     %[[TWICE:.*]] = mul %[[TWO]], %[[G]]
+// CHECK:     accumulate %[[TWICE]] into @mu[%[[P]]]
+// CHECK-NOT: foreach
+energy.model @outer_value {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @mu : state [@N, @D]
+  energy.gradient @mu {
+    %two = energy.constant 2.0
+    energy.foreach (%j : @N) {
+      %s = energy.reduce sum (%i : @N) {
+        %m = energy.read @mu[%i] : !energy.array<D>
+        energy.yield %m : !energy.array<D>
+      } : !energy.array<D>
+      %t = energy.mul %s, %two : !energy.array<D>, !energy.array<>
+      energy.foreach (%p : @N) {
+        energy.accumulate %t into @mu[%p] : !energy.array<D>
+      }
+    }
+  }
+}
