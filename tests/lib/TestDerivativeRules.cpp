@@ -79,5 +79,7 @@ struct TestDerivativeRulesPass
 } // namespace
 
 namespace mlir::energy::test {
-void registerTestPasses() { PassRegistration<TestDerivativeRulesPass>(); }
+void registerTestDerivativeRulesPass() {
+  PassRegistration<TestDerivativeRulesPass>();
+}
 } // namespace mlir::energy::test

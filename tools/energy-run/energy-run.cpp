@@ -31,6 +31,7 @@
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
 
+#include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -953,7 +954,11 @@ int main(int argc, char **argv) {
     if (failed(lowered))
       return 1;
     std::string error;
-    FailureOr<JitArtifact> compiled = compileInProcess(**lowered, error);
+    FailureOr<JitArtifact> compiled = failure();
+    (void)guardCompilation("JIT compilation", module->getLoc(), [&] {
+      compiled = compileInProcess(**lowered, error);
+      return success(succeeded(compiled));
+    });
     if (failed(compiled))
       return fail("compiling " + modelFile + ": " + error);
     ::energy::Expected<::energy::Model> jitModel = ::energy::Model::fromSymbols(
@@ -968,7 +973,9 @@ int main(int argc, char **argv) {
   PassManager passes(&context, ModuleOp::getOperationName());
   buildUpdatePipeline(passes.nest<ModelOp>(),
                       std::vector<std::string>(wrt.begin(), wrt.end()));
-  if (failed(passes.run(*module)))
+  reportCrashesByPass(passes);
+  if (failed(guardCompilation("the pass pipeline", module->getLoc(),
+                              [&] { return passes.run(*module); })))
     return 1;
   return runInterpreted(*module->getOps<ModelOp>().begin(), inputs);
 }

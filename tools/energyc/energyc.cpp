@@ -21,6 +21,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/ModelFile.h"
+#include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -204,6 +205,85 @@ mlir::LogicalResult applyDimValues(mlir::ModuleOp module) {
   }
   return mlir::success();
 }
+/// Emits the checked model as the dialect, runs what `--emit` asks for and
+/// prints the result into `os` (for `--emit=lib`, writes the artifact
+/// instead). Returns the exit status.
+int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
+                 unsigned buffer, fe::DiagnosticEngine &diagnostics,
+                 const mlir::energy::ArtifactTarget &target,
+                 const mlir::energy::Backend *backend, raw_ostream &os) {
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      fe::emitSource(context, sourceMgr, buffer, diagnostics);
+  if (!module || mlir::failed(applyDimValues(*module)))
+    return 1;
+  if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update ||
+      emitKind == EmitKind::Plan) {
+    mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
+    mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
+    std::vector<std::string> wrtNames(wrt.begin(), wrt.end());
+    if (emitKind == EmitKind::Grad)
+      mlir::energy::buildGradientPipeline(perModel, wrtNames);
+    else
+      mlir::energy::buildUpdatePipeline(perModel, wrtNames);
+    if (emitKind == EmitKind::Plan)
+      mlir::energy::buildKernelPlanPipeline(perModel);
+    mlir::energy::reportCrashesByPass(passes);
+    if (mlir::failed(passes.run(*module)))
+      return 1;
+  }
+  if (emitKind == EmitKind::Dot || emitKind == EmitKind::Svg) {
+    mlir::energy::ModelOp graphModel;
+    module->walk([&](mlir::energy::ModelOp found) { graphModel = found; });
+    std::string dot;
+    raw_string_ostream dotStream(dot);
+    mlir::energy::writeModelGraph(graphModel, dotStream);
+    if (emitKind == EmitKind::Dot) {
+      os << dot;
+    } else {
+      std::string svg, error;
+      if (mlir::failed(mlir::energy::renderGraph(dot, "svg", svg, error)))
+        return fail(error);
+      os << svg;
+    }
+  } else if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
+             emitKind == EmitKind::Ptx) {
+    mlir::energy::ArtifactOptions options;
+    options.dtype = dtype;
+    options.target = target;
+    options.sourceName = inputFile;
+    options.sourceText =
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    if (emitKind == EmitKind::Lib) {
+      std::string path = outputFile;
+      if (path == "-")
+        path = (sys::path::stem(inputFile) + ".so").str();
+      std::string error;
+      if (mlir::failed(backend->writeArtifact(*module, options, path, error)))
+        return error.empty() ? 1 : fail(error);
+      return 0;
+    }
+    if (emitKind == EmitKind::Ptx)
+      options.target = mlir::energy::withCudaDevice(options.target);
+    mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
+        mlir::energy::compileToArtifactModule(*module, options);
+    if (mlir::failed(artifact))
+      return 1;
+    if (emitKind == EmitKind::Ptx) {
+      for (const auto &[arch, ptx] : mlir::energy::cudaImagesOf(**artifact))
+        os << "// energy-ptx: " << arch << "\n" << ptx;
+    } else {
+      LLVMContext llvmContext;
+      std::unique_ptr<Module> llvmModule =
+          mlir::energy::translateArtifact(**artifact, llvmContext);
+      if (!llvmModule)
+        return fail("translating the kernels to LLVM IR failed");
+      llvmModule->print(os, nullptr);
+    }
+  } else {
+    module->print(os);
+  }
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -270,75 +350,16 @@ int main(int argc, char **argv) {
     mlir::MLIRContext context;
     context.printOpOnDiagnostic(false);
     mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        fe::emitSource(context, sourceMgr, *buffer, diagnostics);
-    if (!module || mlir::failed(applyDimValues(*module)))
-      return 1;
-    if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update ||
-        emitKind == EmitKind::Plan) {
-      mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
-      mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
-      std::vector<std::string> wrtNames(wrt.begin(), wrt.end());
-      if (emitKind == EmitKind::Grad)
-        mlir::energy::buildGradientPipeline(perModel, wrtNames);
-      else
-        mlir::energy::buildUpdatePipeline(perModel, wrtNames);
-      if (emitKind == EmitKind::Plan)
-        mlir::energy::buildKernelPlanPipeline(perModel);
-      if (mlir::failed(passes.run(*module)))
-        return 1;
-    }
-    if (emitKind == EmitKind::Dot || emitKind == EmitKind::Svg) {
-      mlir::energy::ModelOp graphModel;
-      module->walk([&](mlir::energy::ModelOp found) { graphModel = found; });
-      std::string dot;
-      raw_string_ostream dotStream(dot);
-      mlir::energy::writeModelGraph(graphModel, dotStream);
-      if (emitKind == EmitKind::Dot) {
-        os << dot;
-      } else {
-        std::string svg, error;
-        if (mlir::failed(mlir::energy::renderGraph(dot, "svg", svg, error)))
-          return fail(error);
-        os << svg;
-      }
-    } else if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
-               emitKind == EmitKind::Ptx) {
-      mlir::energy::ArtifactOptions options;
-      options.dtype = dtype;
-      options.target = *target;
-      options.sourceName = inputFile;
-      options.sourceText =
-          sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
-      if (emitKind == EmitKind::Lib) {
-        std::string path = outputFile;
-        if (path == "-")
-          path = (sys::path::stem(inputFile) + ".so").str();
-        std::string error;
-        if (mlir::failed(backend->writeArtifact(*module, options, path, error)))
-          return error.empty() ? 1 : fail(error);
-        return 0;
-      }
-      if (emitKind == EmitKind::Ptx)
-        options.target = mlir::energy::withCudaDevice(options.target);
-      mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> artifact =
-          mlir::energy::compileToArtifactModule(*module, options);
-      if (mlir::failed(artifact))
-        return 1;
-      if (emitKind == EmitKind::Ptx) {
-        for (const auto &[arch, ptx] : mlir::energy::cudaImagesOf(**artifact))
-          os << "// energy-ptx: " << arch << "\n" << ptx;
-      } else {
-        LLVMContext llvmContext;
-        std::unique_ptr<Module> llvmModule =
-            mlir::energy::translateArtifact(**artifact, llvmContext);
-        if (!llvmModule)
-          return fail("translating the kernels to LLVM IR failed");
-        llvmModule->print(os, nullptr);
-      }
-    } else {
-      module->print(os);
-    }
+    int status = 1;
+    (void)mlir::energy::guardCompilation(
+        "energyc", mlir::FileLineColLoc::get(&context, inputFile, 1, 1), [&] {
+          status = compileModel(context, sourceMgr, *buffer, diagnostics,
+                                *target, backend, os);
+          return mlir::success();
+        });
+    // An artifact is written by its backend, not as text.
+    if (status != 0 || emitKind == EmitKind::Lib)
+      return status;
   }
 
   std::string error;

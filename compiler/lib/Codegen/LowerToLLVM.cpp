@@ -9,6 +9,7 @@
 #include "energy/Codegen/Artifact.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/Runtime/ArtifactABI.h"
+#include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -152,9 +153,16 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt);
   buildKernelPlanPipeline(modelPasses);
-  if (failed(passes.run(energyModule)))
+  reportCrashesByPass(passes);
+  if (failed(guardCompilation("the pass pipeline", model.getLoc(),
+                              [&] { return passes.run(energyModule); })))
     return failure();
-  return buildArtifactModule(model, options);
+  FailureOr<OwningOpRef<ModuleOp>> artifact = failure();
+  (void)guardCompilation("code generation", model.getLoc(), [&] {
+    artifact = buildArtifactModule(model, options);
+    return success(succeeded(artifact));
+  });
+  return artifact;
 }
 
 std::unique_ptr<llvm::Module>

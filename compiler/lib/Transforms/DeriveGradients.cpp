@@ -361,8 +361,8 @@ LogicalResult mlir::energy::inlineLets(Region &region,
       Block &body = let.getBody().front();
       for (auto [argument, expr] :
            llvm::zip(body.getArguments(), map.getResults()))
-        mapping.map(argument, materializeAffineExpr(builder, loc, expr, dims,
-                                                    symbols));
+        mapping.map(argument,
+                    materializeAffineExpr(builder, loc, expr, dims, symbols));
       // A read that fixes the first k indices of the domain is the slice
       // Σ_{free} embed(element at the free indices): differentiable op by
       // op, the adjoint of each element being its entry of the slice's.

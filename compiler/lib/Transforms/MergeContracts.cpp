@@ -134,8 +134,8 @@ void keepColumns(SoftmaxContractOp later, Value lse) {
 /// nothing, when what `later` needs cannot move above `earlier`.
 LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
                     bool rowsOnly = false) {
-  FailureOr<SmallVector<Operation *>> moved = opsToMoveAbove(
-      earlier, later, rowsOnly ? &later.getColSums() : nullptr);
+  FailureOr<SmallVector<Operation *>> moved =
+      opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr);
   if (failed(moved))
     return failure();
   for (Operation *op : *moved)
@@ -230,8 +230,8 @@ void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
                    contracts[i].getForm() == ContractForm::bilinear &&
                    contracts[j].getForm() == ContractForm::bilinear &&
                    canMerge(contracts[i], contracts[j], /*rowsOnly=*/true)) {
-          merged = succeeded(
-              merge(contracts[i], contracts[j], /*rowsOnly=*/true));
+          merged =
+              succeeded(merge(contracts[i], contracts[j], /*rowsOnly=*/true));
         }
   }
 }

@@ -37,8 +37,31 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   buildGradientPipeline(modelPasses, wrt);
 }
 
+void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
+  modelPasses.addPass(createEnergyPlanAggregations());
+  modelPasses.addPass(createEnergyPlanSoftmaxContracts());
+  modelPasses.addPass(createEnergyPlanContractTables());
+  modelPasses.addPass(createEnergyPlanBatchedProducts());
+  modelPasses.addPass(createEnergyPlanLoopTables());
+  // The loop tables let more contractions form, with tables and products
+  // of their own.
+  modelPasses.addPass(createEnergyPlanSoftmaxContracts());
+  modelPasses.addPass(createEnergyPlanContractTables());
+  modelPasses.addPass(createEnergyPlanBatchedProducts());
+  // Contractions formed from the loop tables with those formed before, now
+  // that their scores read the same products, and the rows of bilinear ones
+  // whose columns need the other's results (their forms marked again).
+  modelPasses.addPass(createEnergyPlanMergeContracts());
+  modelPasses.addPass(createEnergyPlanContractTables());
+  modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createEnergyPlanReassociateProducts());
+  modelPasses.addPass(createEnergyPlanCombineProducts());
+  modelPasses.addPass(createEnergyPlanFuseElementwise());
+  modelPasses.addPass(createEnergyPlanMarkParallel());
+}
+
 void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses) {
-  modelPasses.addPass(createEnergyPlanKernels());
+  buildPlanStepPipeline(modelPasses);
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());

@@ -3,7 +3,8 @@
 // Kernel planning turns decisions about how energy IR runs into IR: softmax
 // contractions fused into one op, work that depends on one side of a
 // contraction computed into tables ahead of it, and loops marked parallel.
-// Each step is a function over one model; the pass runs them in order.
+// Each step is a function over one model, run as a pass of its own
+// (PlanSteps.cpp) in the order of buildPlanStepPipeline.
 // Private to compiler/lib/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +15,10 @@
 #include "energy/IR/EnergyOps.h"
 
 namespace mlir::energy {
+
+/// Replaces each plugin aggregation (a `custom` reduction, which reads every
+/// value of its body at once) by a table of its body and `energy.aggregate`.
+void tabulateAggregations(ModelOp model);
 
 /// Replaces every `reduce lse` and the sums over the same domain that are
 /// linear in its softmax weight (the child side of an lse term) by an
@@ -83,6 +88,10 @@ void hoistLoopTables(ModelOp model);
 /// indices of a loop to bring such an index first), and sums outside every
 /// loop.
 void markParallelLoops(ModelOp model);
+
+/// Drops the lets energy-gather-gradients made for the parent side of lse
+/// terms (`@T.gather`) that nothing reads once that side is a contraction.
+void eraseUnreadGatherLets(ModelOp model);
 
 /// Whether `op` runs once per evaluation of its kernel: it sits directly in
 /// a term, gradient, step program or stopping rule, not in a loop.

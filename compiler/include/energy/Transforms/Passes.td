@@ -177,7 +177,11 @@ def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
   let summary = "Writes how the kernels run as IR: softmax contractions, tables, parallel loops";
   let description = [{
     Takes the decisions that shape the kernels and writes them as ops and
-    attributes that every backend lowers as they say:
+    attributes that every backend lowers as they say. It runs the plan's
+    steps, each a pass of its own (`energy-plan-aggregations`,
+    `energy-plan-softmax-contracts`, ... `energy-plan-mark-parallel`), in
+    the order of `buildPlanStepPipeline`; each step leaves verified IR or
+    fails with the model as it was:
 
     - Plugin aggregations. A `custom` reduction becomes a table of its body
       over the domain and `energy.aggregate` of it (the plugin's run-time
@@ -229,6 +233,131 @@ def EnergyPlanKernels : Pass<"energy-plan-kernels", "::mlir::energy::ModelOp"> {
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
+
+//===----------------------------------------------------------------------===//
+// The steps of the kernel plan. Each is total: it either leaves verified IR
+// or puts the model back as it was and fails with a located internal error
+// naming the step and the term (PlanStep.h). `energy-plan-kernels` runs
+// them in the order of buildPlanStepPipeline (Pipelines.h).
+//===----------------------------------------------------------------------===//
+
+class EnergyPlanStep<string name, string stepSummary>
+    : Pass<name, "::mlir::energy::ModelOp"> {
+  let summary = stepSummary;
+  let dependentDialects = ["::mlir::energy::EnergyDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def EnergyPlanAggregations : EnergyPlanStep<"energy-plan-aggregations",
+    "Tabulates the bodies of plugins' aggregations"> {
+  let description = [{
+    A `custom` reduction (a plugin's aggregation) reads every value of its
+    body at once: its body becomes an `energy.tabulate` over the domain and
+    the reduction an `energy.aggregate` of that table.
+  }];
+}
+
+def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",
+    "Forms softmax contractions from lse reductions and the sums weighted by them"> {
+  let description = [{
+    An `lse` and the sums over the same domain linear in its softmax weight
+    (the child side of an lse term) become one `energy.softmax_contract`,
+    lifted out of the loop over the rows around them when its body can be
+    recomputed per pair; a sum over rows weighted by the softmax of an lse
+    that a `@T.gather` let recomputes (the parent side) becomes the column
+    sums of a contraction; a sum whose normaliser is an lse in its own body
+    (an M-step's statistics) takes that lse in. Contractions of one block
+    with the same domains, predicate, temperature and score then merge.
+  }];
+}
+
+def EnergyPlanContractTables : EnergyPlanStep<"energy-plan-contract-tables",
+    "Computes what a contraction's rows or columns need once, ahead of it"> {
+  let description = [{
+    Values of a contraction's regions that depend on the row indices only,
+    or on the column (and batch) indices only, become tables ahead of it
+    (`energy.tabulate`, a whole-tensor read, or the product X Wᵀ of a
+    matrix applied to every row); a contraction whose score is then a dot
+    product of two tables is marked `bilinear`, one of a mixture's
+    quadratic form `quadratic`.
+  }];
+}
+
+def EnergyPlanBatchedProducts : EnergyPlanStep<"energy-plan-batched-products",
+    "Writes per-head and per-row matrix products as batch_matmul"> {
+  let description = [{
+    Tables of W[b] x[p] over (head, position), loops that add M[b] v[b, p]
+    into row p of a tensor, tables of one matrix times every row, and sums
+    of outer products over one or two indices become `energy.batch_matmul`
+    (one GEMM per head, or one of all the rows).
+  }];
+}
+
+def EnergyPlanLoopTables : EnergyPlanStep<"energy-plan-loop-tables",
+    "Computes values of nested loops once per position of the indices they use"> {
+  let description = [{
+    In a loop nested in others, a value that depends on fewer indices than
+    the nest is computed once per position of the indices it uses, into a
+    table ahead of the outermost loop it can leave.
+  }];
+}
+
+def EnergyPlanMergeContracts : EnergyPlanStep<"energy-plan-merge-contracts",
+    "Merges contractions that compute the same weights"> {
+  let description = [{
+    Contractions of one block with the same domains, predicate, temperature
+    and score become one with the sums of both. Of two bilinear ones where
+    the later one's column sums need what is computed from the earlier
+    one's results, the later one's row sums join the earlier and its column
+    sums take the earlier one's normaliser as given.
+  }];
+}
+
+def EnergyPlanFactorContractOutputs : EnergyPlanStep<"energy-plan-factor-contract-outputs",
+    "Computes contraction outputs that are products of others after the contraction"> {
+  let description = [{
+    A contraction that sums both f(u) and f(u M) over the same weights sums
+    f(u) only; the other output is its product with M after it.
+  }];
+}
+
+def EnergyPlanReassociateProducts : EnergyPlanStep<"energy-plan-reassociate-products",
+    "Multiplies matrices before rows where that is cheaper"> {
+  let description = [{
+    A product of rows and a matrix, P = A op(M), whose every use multiplies
+    it by matrices again is not computed: the matrices meet first.
+  }];
+}
+
+def EnergyPlanCombineProducts : EnergyPlanStep<"energy-plan-combine-products",
+    "Combines products that share a factor into one"> {
+  let description = [{
+    Summands of what a gradient adds into one tensor that are products
+    sharing a factor (up to scalars) become one product of that factor and
+    the sum of the others: Σ_i c_i A_i M = (Σ_i c_i A_i) M.
+  }];
+}
+
+def EnergyPlanFuseElementwise : EnergyPlanStep<"energy-plan-fuse-elementwise",
+    "Computes chains of elementwise arithmetic on whole arrays as one table"> {
+  let description = [{
+    An expression of elementwise arithmetic on arrays of rank two or more,
+    whose intermediate values feed only it, becomes one table of its rows:
+    one pass over memory.
+  }];
+}
+
+def EnergyPlanMarkParallel : EnergyPlanStep<"energy-plan-mark-parallel",
+    "Marks the loops that may run on several threads"> {
+  let description = [{
+    A `foreach` whose positions along one index add into disjoint slots is
+    marked `parallel`, its indices interchanged to bring that index first;
+    sums outside every loop are marked `parallel`. Then the lets
+    `energy-gather-gradients` made for the parent side of lse terms that
+    nothing reads any more are dropped.
+  }];
+}
+
 
 def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";

@@ -28,9 +28,13 @@ void buildGradientPipeline(OpPassManager &modelPasses,
 void buildUpdatePipeline(OpPassManager &modelPasses,
                          const std::vector<std::string> &wrt = {});
 
-/// Plans the kernels (energy-plan-kernels) and simplifies the plan:
-/// canonicalization and CSE. What code generators lower, and what
-/// `energyc --emit=plan` prints.
+/// The steps of the kernel plan, `energy-plan-aggregations` to
+/// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs).
+void buildPlanStepPipeline(OpPassManager &modelPasses);
+
+/// Plans the kernels (the plan steps) and simplifies the plan:
+/// canonicalization, CSE and energy-share-scores. What code generators
+/// lower, and what `energyc --emit=plan` prints.
 void buildKernelPlanPipeline(OpPassManager &modelPasses);
 
 } // namespace mlir::energy

@@ -1,0 +1,77 @@
+//===- PlanSteps.cpp - The kernel plan's steps as passes ------------------===//
+//
+// Each step of the kernel plan (PlanKernels.h) as a registered pass,
+// `energy-plan-*`, run through runPlanStep so that it leaves verified IR or
+// the model as it was; and `energy-plan-kernels`, which runs them all in
+// the order of buildPlanStepPipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+#include "energy/Transforms/Passes.h"
+#include "energy/Transforms/Pipelines.h"
+#include "energy/Transforms/PlanStep.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
+#define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
+#define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
+#define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
+#define GEN_PASS_DEF_ENERGYPLANMERGECONTRACTS
+#define GEN_PASS_DEF_ENERGYPLANFACTORCONTRACTOUTPUTS
+#define GEN_PASS_DEF_ENERGYPLANREASSOCIATEPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANCOMBINEPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
+#define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
+#define GEN_PASS_DEF_ENERGYPLANKERNELS
+#include "energy/Transforms/Passes.h.inc"
+} // namespace mlir::energy
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// The pass `energy-plan-<Step>` running the step function `function`.
+#define ENERGY_PLAN_STEP_PASS(Step, function)                                  \
+  struct Step##Pass : public energy::impl::Energy##Step##Base<Step##Pass> {    \
+    void runOnOperation() override {                                           \
+      if (failed(runPlanStep(getOperation(), getArgument(), function)))        \
+        signalPassFailure();                                                   \
+    }                                                                          \
+  };
+
+ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
+ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
+ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
+ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
+ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)
+ENERGY_PLAN_STEP_PASS(PlanMergeContracts, [](ModelOp model) {
+  mergeAllSoftmaxContracts(model, /*rowsOfBilinear=*/true);
+})
+ENERGY_PLAN_STEP_PASS(PlanFactorContractOutputs, factorContractOutputs)
+ENERGY_PLAN_STEP_PASS(PlanReassociateProducts, reassociateProducts)
+ENERGY_PLAN_STEP_PASS(PlanCombineProducts, combineProducts)
+ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
+ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
+  markParallelLoops(model);
+  eraseUnreadGatherLets(model);
+})
+
+#undef ENERGY_PLAN_STEP_PASS
+
+struct PlanKernelsPass
+    : public energy::impl::EnergyPlanKernelsBase<PlanKernelsPass> {
+  void runOnOperation() override {
+    OpPassManager steps(ModelOp::getOperationName());
+    buildPlanStepPipeline(steps);
+    if (failed(runPipeline(steps, getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
