@@ -242,6 +242,9 @@ public:
     return result;
   }
 
+  /// The values bound (after bind(), and a run's final states after it).
+  Bindings &getBindings() { return bindings; }
+
   /// The number of the next step; set it to resume a saved run.
   int64_t stepCount() const { return nextStep; }
   void setStepCount(int64_t step) { nextStep = step; }

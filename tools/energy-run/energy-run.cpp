@@ -13,6 +13,7 @@
 #include "AttentionPlot.h"
 #include "InterpretedLossGradients.h"
 #include "InterpretedRun.h"
+#include "ModelCheck.h"
 #include "RunPlot.h"
 
 #include "energy/Codegen/Artifact.h"
@@ -52,9 +53,11 @@ namespace fe = ::energy::frontend;
 using ::energy::tools::LossGradients;
 using ::energy::tools::lossGradientsJson;
 using ::energy::tools::lossGradientsText;
+using mlir::energy::tools::checkModel;
 using mlir::energy::tools::fromRuntime;
 using mlir::energy::tools::InterpretedRun;
 using mlir::energy::tools::lossGradientsOf;
+using mlir::energy::tools::ModelCheckOptions;
 using mlir::energy::tools::plotAttention;
 using mlir::energy::tools::toRuntime;
 using mlir::energy::tools::yieldedValue;
@@ -160,6 +163,20 @@ cl::opt<int64_t> benchRepetitions(
              "and max milliseconds of one (--json: only {\"median_ms\": M}); "
              "no results are printed or written"),
     cl::value_desc("K"), cl::init(0), cl::cat(runOptions));
+cl::opt<bool> checkAgainstInterpreter(
+    "check",
+    cl::desc("Compile the model in double precision and compare it with the "
+             "reference interpreter from the same values (energy, every "
+             "gradient on 1 and 3 threads, a run, each loss and its "
+             "gradient), and the interpreter's gradients with finite "
+             "differences; exit 0 when all agree, 1 when anything differs or "
+             "fails, 3 when the model's values are not finite at these dims"),
+    cl::cat(runOptions));
+cl::opt<unsigned> jitOptLevel(
+    "opt-level",
+    cl::desc("Optimisation level (0-3) of a model compiled in process "
+             "(default 3; lower levels compile faster)"),
+    cl::init(3), cl::cat(runOptions));
 cl::opt<bool> printManifest(
     "print-manifest",
     cl::desc("Print the compiled model's manifest (JSON) and exit"),
@@ -941,6 +958,24 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  if (checkAgainstInterpreter) {
+    if (useInterpreter || benchRepetitions > 0 || !outputFile.empty() ||
+        !inputs.tensors.empty())
+      return fail("--check takes no --interp, --bench, --out or --in: it "
+                  "binds its own values (--init random:SEED)");
+    ModelCheckOptions check;
+    check.dims = inputs.dims;
+    check.consts = inputs.consts;
+    check.seed = inputs.seed.value_or(1);
+    check.steps = stepsOption();
+    check.optLevel = jitOptLevel;
+    check.sourceName = modelFile;
+    check.sourceText =
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer().str();
+    check.json = jsonOutput;
+    return checkModel(*module, check);
+  }
+
   if (!useInterpreter) {
     ArtifactOptions options;
     options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
@@ -956,7 +991,7 @@ int main(int argc, char **argv) {
     std::string error;
     FailureOr<JitArtifact> compiled = failure();
     (void)guardCompilation("JIT compilation", module->getLoc(), [&] {
-      compiled = compileInProcess(**lowered, error);
+      compiled = compileInProcess(**lowered, error, jitOptLevel);
       return success(succeeded(compiled));
     });
     if (failed(compiled))

@@ -1,7 +1,7 @@
 //===- Jit.cpp - Compiles an artifact in process --------------------------===//
 //
-// The MLIR ExecutionEngine at -O3 with a host target machine (without one it
-// does not vectorise). The kernel support functions are resolved to the
+// The MLIR ExecutionEngine (-O3 by default) with a host target machine (without
+// one it does not vectorise). The kernel support functions are resolved to the
 // copies linked into the running tool.
 //
 //===----------------------------------------------------------------------===//
@@ -20,7 +20,14 @@ using namespace mlir;
 using namespace mlir::energy;
 
 FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
-                                                      std::string &error) {
+                                                      std::string &error,
+                                                      unsigned optLevel) {
+  optLevel = std::min(optLevel, 3u);
+  llvm::CodeGenOptLevel codegenLevel =
+      optLevel == 0   ? llvm::CodeGenOptLevel::None
+      : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+      : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                      : llvm::CodeGenOptLevel::Aggressive;
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -28,17 +35,18 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     error = llvm::toString(builder.takeError());
     return failure();
   }
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  builder->setCodeGenOptLevel(codegenLevel);
   auto machine = builder->createTargetMachine();
   if (!machine) {
     error = llvm::toString(machine.takeError());
     return failure();
   }
   std::shared_ptr<llvm::TargetMachine> targetMachine = std::move(*machine);
-  auto transformer = makeOptimizingTransformer(3, 0, targetMachine.get());
+  auto transformer =
+      makeOptimizingTransformer(optLevel, 0, targetMachine.get());
   ExecutionEngineOptions options;
   options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.jitCodeGenOptLevel = codegenLevel;
   auto buildModule = [](Operation *op, llvm::LLVMContext &context) {
     return translateArtifact(cast<ModuleOp>(op), context);
   };

@@ -130,8 +130,10 @@ struct JitArtifact {
   std::function<void *(const std::string &)> lookup;
 };
 
-/// Compiles `module` with the MLIR ExecutionEngine (-O3, host CPU).
-FailureOr<JitArtifact> compileInProcess(ModuleOp module, std::string &error);
+/// Compiles `module` with the MLIR ExecutionEngine for the host CPU, at
+/// optimisation level `optLevel` (0-3; below 3 only to compile quickly).
+FailureOr<JitArtifact> compileInProcess(ModuleOp module, std::string &error,
+                                        unsigned optLevel = 3);
 
 } // namespace mlir::energy
 

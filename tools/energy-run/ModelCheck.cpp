@@ -1,0 +1,561 @@
+//===- ModelCheck.cpp - energy-run --check: compiled against the oracle ---===//
+//
+// One model, compiled in double precision and run beside the reference
+// interpreter from the same values: the energy, every tensor's gradient (on
+// one thread and on three: the same bits), a run of the dynamics (states,
+// optimizer state, outputs) and each loss with its gradient through the
+// run; and the interpreter's gradients against finite differences of its
+// own energy and losses, so that the derivation is checked too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelCheck.h"
+
+#include "InterpretedLossGradients.h"
+#include "InterpretedRun.h"
+#include "LossGradients.h"
+
+#include "energy/Codegen/Artifact.h"
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Session.h"
+#include "energy/Transforms/InternalErrors.h"
+#include "energy/Transforms/Pipelines.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::tools;
+using llvm::formatv;
+
+namespace {
+
+// Tolerances, relative to the largest magnitude of the reference value
+// (floored at 1e-3, so values near zero compare absolutely):
+// - compiled against interpreted, both in double precision: they differ
+//   in the order of additions only, a few ulps times the number of terms
+//   (≤ 10³ at the small dims a check runs), amplified by a few steps of
+//   dynamics: 1e-9.
+// - finite differences: the interpreter's energy at t ± h·v and t ± h·v/2
+//   (|v|₂ = 1, h = 1e-4·max(1, |t|∞)), extrapolated (Richardson), differ
+//   from g·v by h⁴·|∂⁵E/∂v⁵|/480 and a roundoff of about κ·ε·|E|/h ≲ 1e-10
+//   for κ ≲ 10³: 1e-6 relative to max(1, |E|, |g·v|) catches an error of
+//   1e-5 in a gradient while leaving orders of margin.
+constexpr double kCompiledTolerance = 1e-9;
+constexpr double kDifferenceTolerance = 1e-6;
+
+struct Comparison {
+  std::string quantity;
+  double error;
+  double scale;
+  bool ok;
+};
+
+/// The checks made so far and how the check ends.
+class Report {
+public:
+  explicit Report(bool json) : json(json) {}
+
+  /// Compares `compiled` with `reference` (same length) within
+  /// `tolerance` relative to the reference's largest magnitude.
+  void compare(StringRef quantity, ArrayRef<double> compiled,
+               ArrayRef<double> reference, double tolerance) {
+    if (compiled.size() != reference.size()) {
+      differs(formatv("{0}: {1} values compiled, {2} interpreted", quantity,
+                      compiled.size(), reference.size()));
+      return;
+    }
+    double scale = 1e-3, error = 0;
+    for (auto [a, b] : llvm::zip(compiled, reference)) {
+      scale = std::max(scale, std::abs(b));
+      double difference = std::abs(a - b);
+      error = std::isnan(difference) ? INFINITY : std::max(error, difference);
+    }
+    record(quantity, error, scale, error <= tolerance * scale);
+  }
+
+  void record(StringRef quantity, double error, double scale, bool ok) {
+    checks.push_back({quantity.str(), error, scale, ok});
+    if (!json)
+      llvm::outs() << formatv("{0,-44} max|diff| {1:e3}  scale {2:e3}  {3}\n",
+                              quantity, error, scale, ok ? "ok" : "MISMATCH");
+    if (!ok && message.empty())
+      message = formatv("{0} differs: {1:e3} against a scale of {2:e3}",
+                        quantity, error, scale);
+  }
+
+  /// Something failed or differs; the first such message is the check's.
+  void differs(const std::string &why) {
+    if (message.empty())
+      message = why;
+    failed = true;
+  }
+  /// The values are outside what the model can evaluate.
+  void unusable(const std::string &why) {
+    if (message.empty())
+      message = why;
+    isUnusable = true;
+  }
+
+  bool ok() const {
+    return !failed && !isUnusable &&
+           llvm::all_of(checks, [](const Comparison &c) { return c.ok; });
+  }
+  bool stopped() const { return failed || isUnusable; }
+
+  int finish() {
+    int status = isUnusable && !failed ? CheckUnusable
+                 : ok()                ? CheckAgrees
+                                       : CheckDiffers;
+    StringRef word = status == CheckAgrees     ? "agrees"
+                     : status == CheckUnusable ? "unusable"
+                                               : "differs";
+    if (json) {
+      llvm::json::Array list;
+      for (const Comparison &check : checks)
+        list.push_back(llvm::json::Object{{"quantity", check.quantity},
+                                          {"error", check.error},
+                                          {"scale", check.scale},
+                                          {"ok", check.ok}});
+      llvm::json::Object result{{"status", word}, {"checks", std::move(list)}};
+      if (!message.empty())
+        result["message"] = message;
+      llvm::outs() << formatv("{0}", llvm::json::Value(std::move(result)))
+                   << "\n";
+    } else {
+      llvm::outs() << "check: " << word
+                   << (message.empty() ? "" : ": " + message) << "\n";
+    }
+    return status;
+  }
+
+private:
+  bool json;
+  bool failed = false;
+  bool isUnusable = false;
+  std::vector<Comparison> checks;
+  std::string message;
+};
+
+std::vector<double> valuesOf(const ::energy::Tensor &tensor) {
+  std::vector<double> values(tensor.elementCount());
+  for (int64_t i = 0; i < tensor.elementCount(); ++i)
+    values[i] = tensor.at(i);
+  return values;
+}
+
+bool allFinite(ArrayRef<double> values) {
+  return llvm::all_of(values, [](double v) { return std::isfinite(v); });
+}
+
+double maxAbs(ArrayRef<double> values) {
+  double largest = 0;
+  for (double v : values)
+    largest = std::max(largest, std::abs(v));
+  return largest;
+}
+
+/// The gradient program of `tensor` alone (not joint, of every term).
+GradientOp gradientOf(ModelOp model, StringRef tensor) {
+  for (GradientOp gradient : model.getBody().front().getOps<GradientOp>())
+    if (!gradient.isJoint() && !gradient.getOf() &&
+        gradient.getTensor() == tensor)
+      return gradient;
+  return {};
+}
+
+/// Unit directions for finite differences, from `engine`.
+std::vector<double> randomDirection(size_t size, std::mt19937_64 &engine) {
+  std::normal_distribution<double> normal;
+  std::vector<double> v(size);
+  double norm = 0;
+  for (double &entry : v) {
+    entry = normal(engine);
+    norm += entry * entry;
+  }
+  norm = std::sqrt(norm);
+  for (double &entry : v)
+    entry /= norm == 0 ? 1 : norm;
+  return v;
+}
+
+/// The derivative of `f` at 0 along a line, by central differences at steps
+/// h and h/2 combined (Richardson); nullopt when `f` fails.
+std::optional<double>
+lineDerivative(double h, llvm::function_ref<std::optional<double>(double)> f) {
+  std::optional<double> a = f(h), b = f(-h), c = f(h / 2), d = f(-h / 2);
+  if (!a || !b || !c || !d)
+    return std::nullopt;
+  double coarse = (*a - *b) / (2 * h), fine = (*c - *d) / h;
+  return (4 * fine - coarse) / 3;
+}
+
+class ModelChecker {
+public:
+  ModelChecker(ModuleOp module, const ModelCheckOptions &options)
+      : module(module), options(options), report(options.json) {}
+
+  int run() {
+    if (failed(prepareReference()) || failed(prepareCompiled()))
+      return report.finish();
+    compiledModel->setThreads(1);
+    checkEnergyAndGradients();
+    if (!report.stopped())
+      checkRun();
+    if (!report.stopped())
+      checkLosses();
+    return report.finish();
+  }
+
+private:
+  /// The interpreter's program: the step program and every tensor's
+  /// gradient, unplanned.
+  LogicalResult prepareReference() {
+    reference = module.clone();
+    referenceModel = *reference->getOps<ModelOp>().begin();
+    std::vector<std::string> all;
+    for (TensorOp tensor : referenceModel.getBody().front().getOps<TensorOp>())
+      all.push_back(tensor.getSymName().str());
+    PassManager passes(module.getContext(), ModuleOp::getOperationName());
+    buildUpdatePipeline(passes.nest<ModelOp>(), all);
+    reportCrashesByPass(passes);
+    if (failed(guardCompilation("the pass pipeline", referenceModel.getLoc(),
+                                [&] { return passes.run(*reference); }))) {
+      report.differs("the interpreter's program could not be built");
+      return failure();
+    }
+    initial.emplace(referenceModel);
+    if (failed(initial->bind(options.dims, options.consts, {}, options.seed))) {
+      report.differs("the interpreter could not bind the model's values");
+      return failure();
+    }
+    return success();
+  }
+
+  /// The artifact, compiled in process in double precision.
+  LogicalResult prepareCompiled() {
+    ArtifactOptions artifactOptions;
+    artifactOptions.dtype = "f64";
+    artifactOptions.sourceName = options.sourceName;
+    artifactOptions.sourceText = options.sourceText;
+    FailureOr<OwningOpRef<ModuleOp>> lowered =
+        compileToArtifactModule(module, artifactOptions);
+    if (failed(lowered)) {
+      report.differs("the model did not compile");
+      return failure();
+    }
+    std::string error;
+    FailureOr<JitArtifact> compiled = failure();
+    (void)guardCompilation("JIT compilation", module.getLoc(), [&] {
+      compiled = compileInProcess(**lowered, error, options.optLevel);
+      return success(succeeded(compiled));
+    });
+    if (failed(compiled)) {
+      report.differs("the kernels did not compile: " + error);
+      return failure();
+    }
+    ::energy::Expected<::energy::Model> loaded = ::energy::Model::fromSymbols(
+        options.sourceName, compiled->lookup, compiled->handle);
+    if (!loaded) {
+      report.differs(loaded.message());
+      return failure();
+    }
+    compiledModel.emplace(std::move(*loaded));
+    return success();
+  }
+
+  /// A session of the artifact from the same values as the interpreter's.
+  std::optional<::energy::Session> newSession() {
+    ::energy::SessionOptions sessionOptions;
+    for (const auto &[name, value] : options.dims)
+      sessionOptions.dims[name] = value;
+    for (const auto &[name, value] : options.consts)
+      sessionOptions.consts[name] = value;
+    sessionOptions.seed = options.seed;
+    ::energy::Expected<::energy::Session> session =
+        compiledModel->session(sessionOptions);
+    if (!session) {
+      report.differs(session.message());
+      return std::nullopt;
+    }
+    return std::move(*session);
+  }
+
+  /// The interpreter's energy at `bindings`.
+  std::optional<double> interpretedEnergy(const Bindings &bindings) {
+    FailureOr<Interpreter> interpreter =
+        Interpreter::create(referenceModel, bindings);
+    if (failed(interpreter))
+      return std::nullopt;
+    FailureOr<double> energy = interpreter->evaluateEnergy();
+    if (failed(energy) || !std::isfinite(*energy))
+      return std::nullopt;
+    return *energy;
+  }
+
+  void checkEnergyAndGradients() {
+    if (compiledModel->termNames().empty())
+      return;
+    FailureOr<double> referenceEnergy = initial->energy();
+    if (failed(referenceEnergy) || !std::isfinite(*referenceEnergy))
+      return report.unusable("the interpreter's energy is not finite");
+    std::optional<::energy::Session> session = newSession();
+    if (!session)
+      return;
+    ::energy::Expected<double> energy = session->energy();
+    if (!energy)
+      return report.differs("compiled energy: " + energy.message());
+    report.compare("energy", {*energy}, {*referenceEnergy}, kCompiledTolerance);
+
+    std::map<std::string, std::vector<double>> oneThread;
+    for (const std::string &name : compiledModel->gradientNames()) {
+      GradientOp program = gradientOf(referenceModel, name);
+      if (!program)
+        continue;
+      FailureOr<::energy::Tensor> expected = initial->gradient(program);
+      if (failed(expected))
+        return report.unusable("the interpreter's gradient of '" + name +
+                               "' failed");
+      ::energy::Expected<::energy::Tensor> gradient = session->gradient(name);
+      if (!gradient)
+        return report.differs("compiled gradient of '" + name +
+                              "': " + gradient.message());
+      oneThread[name] = valuesOf(*gradient);
+      report.compare("gradient " + name, oneThread[name], valuesOf(*expected),
+                     kCompiledTolerance);
+      checkFiniteDifferences(name, valuesOf(*expected), *referenceEnergy);
+    }
+    if (compiledModel->setThreads(3)) {
+      bool same = true;
+      std::string first;
+      for (const auto &[name, values] : oneThread) {
+        ::energy::Expected<::energy::Tensor> gradient = session->gradient(name);
+        if (!gradient || valuesOf(*gradient) != values) {
+          same = false;
+          first = name;
+          break;
+        }
+      }
+      report.record("gradients on 1 and 3 threads" +
+                        (same ? "" : " (" + first + ")"),
+                    same ? 0 : INFINITY, 1, same);
+      compiledModel->setThreads(1);
+    }
+  }
+
+  /// g·v against the derivative of the interpreter's energy along v.
+  void checkFiniteDifferences(const std::string &name,
+                              const std::vector<double> &gradient,
+                              double energy) {
+    const Bindings &bound = initial->getBindings();
+    auto point = bound.getTensors().find(name);
+    if (point == bound.getTensors().end() || point->second.data.empty())
+      return;
+    std::mt19937_64 engine(options.seed * 7919 +
+                           std::hash<std::string>()(name));
+    double h = 1e-4 * std::max(1.0, maxAbs(point->second.data));
+    double worst = 0, scale = 1;
+    bool ok = true;
+    for (int direction = 0; direction < 2; ++direction) {
+      std::vector<double> v = randomDirection(gradient.size(), engine);
+      double projected = 0;
+      for (auto [g, d] : llvm::zip(gradient, v))
+        projected += g * d;
+      std::optional<double> derivative =
+          lineDerivative(h, [&](double step) -> std::optional<double> {
+            Bindings moved = bound;
+            ArrayValue value = point->second;
+            for (size_t i = 0; i < v.size(); ++i)
+              value.data[i] += step * v[i];
+            moved.setTensor(name, std::move(value));
+            return interpretedEnergy(moved);
+          });
+      if (!derivative)
+        return;
+      double size = std::max({1.0, std::abs(energy), std::abs(projected)});
+      double error = std::abs(*derivative - projected);
+      if (error / size > worst / scale) {
+        worst = error;
+        scale = size;
+      }
+      ok &= error <= kDifferenceTolerance * size;
+    }
+    report.record("gradient " + name + " vs finite differences", worst, scale,
+                  ok);
+  }
+
+  void checkRun() {
+    if (!compiledModel->hasDynamics())
+      return;
+    std::optional<::energy::Session> session = newSession();
+    if (!session)
+      return;
+    InterpretedRun interpreted = *initial;
+    ::energy::RunOptions runOptions;
+    runOptions.steps = options.steps;
+    FailureOr<::energy::RunResult> expected = interpreted.run(runOptions);
+    if (failed(expected) || !std::isfinite(expected->energy))
+      return report.unusable("the interpreter's run failed or is not finite");
+    FailureOr<std::map<std::string, ::energy::Tensor>> expectedValues =
+        interpreted.stateAndOutputs();
+    if (failed(expectedValues))
+      return report.unusable("the interpreter's outputs failed");
+    for (const auto &[name, value] : *expectedValues)
+      if (!allFinite(valuesOf(value)))
+        return report.unusable("'" + name + "' is not finite after the run");
+    ::energy::Expected<::energy::RunResult> result = session->run(runOptions);
+    if (!result)
+      return report.differs("compiled run: " + result.message());
+    report.record("steps taken",
+                  std::abs(double(result->steps - expected->steps)), 1,
+                  result->steps == expected->steps);
+    ::energy::Expected<std::map<std::string, ::energy::Tensor>> states =
+        session->stateTensors();
+    if (!states)
+      return report.differs(states.message());
+    for (const auto &[name, value] : *expectedValues) {
+      std::optional<::energy::Tensor> compiled;
+      if (auto state = states->find(name); state != states->end()) {
+        compiled = state->second;
+      } else {
+        ::energy::Expected<::energy::Tensor> output = session->get(name);
+        if (!output)
+          return report.differs("compiled output '" + name +
+                                "': " + output.message());
+        compiled = *output;
+      }
+      report.compare("after the run: " + name, valuesOf(*compiled),
+                     valuesOf(value), kCompiledTolerance);
+    }
+  }
+
+  void checkLosses() {
+    if (compiledModel->lossNames().empty())
+      return;
+    std::optional<::energy::Session> session = newSession();
+    if (!session)
+      return;
+    InterpretedRun interpreted = *initial;
+    FailureOr<Interpreter> state = interpreted.interpreter();
+    if (failed(state))
+      return report.unusable("the interpreter could not start");
+    FailureOr<LossGradients> expected =
+        tools::lossGradientsOf(referenceModel, *state, options.steps,
+                               ::energy::BackpropStorage::Checkpointed);
+    if (failed(expected))
+      return report.unusable("the interpreter's loss gradient failed");
+    for (const auto &[name, value] : expected->losses)
+      if (!std::isfinite(value))
+        return report.unusable("loss '" + name + "' is not finite");
+    ::energy::Expected<LossGradients> gradients =
+        ::energy::tools::lossGradientsOf(
+            *session, options.steps, ::energy::BackpropStorage::Checkpointed);
+    if (!gradients)
+      return report.differs("compiled loss gradient: " + gradients.message());
+    double total = 0;
+    for (const auto &[name, value] : expected->losses) {
+      total += value;
+      auto compiled = gradients->losses.find(name);
+      if (compiled == gradients->losses.end())
+        return report.differs("the artifact has no loss '" + name + "'");
+      report.compare("loss " + name, {compiled->second}, {value},
+                     kCompiledTolerance);
+    }
+    for (const auto &[name, value] : expected->adjoints) {
+      auto compiled = gradients->adjoints.find(name);
+      if (compiled == gradients->adjoints.end())
+        return report.differs("the artifact has no '" + name + "'");
+      report.compare(name, valuesOf(compiled->second), valuesOf(value),
+                     kCompiledTolerance);
+      checkLossDifferences(StringRef(name).drop_front(strlen("adjoint.")),
+                           valuesOf(value), total);
+    }
+  }
+
+  /// The sum of the losses after a run from `bindings` (the interpreter).
+  std::optional<double> interpretedLoss(InterpretedRun run) {
+    ::energy::RunOptions runOptions;
+    runOptions.steps = options.steps;
+    if (failed(run.run(runOptions)))
+      return std::nullopt;
+    FailureOr<Interpreter> state = run.interpreter();
+    if (failed(state))
+      return std::nullopt;
+    double total = 0;
+    for (TermOp term : referenceModel.getBody().front().getOps<TermOp>()) {
+      if (!term.getLoss())
+        continue;
+      FailureOr<double> value = state->evaluateTerm(term);
+      if (failed(value) || !std::isfinite(*value))
+        return std::nullopt;
+      total += *value;
+    }
+    return total;
+  }
+
+  /// The adjoint of `name` (a param, input, or a state's initial value)
+  /// against the derivative of the losses after the run along random
+  /// directions. States initialised from `name` move with it. Skipped
+  /// with a stopping rule, which makes the losses jump.
+  void checkLossDifferences(StringRef name, const std::vector<double> &adjoint,
+                            double loss) {
+    if (DynamicsOp dynamics = referenceModel.getDynamics();
+        dynamics && !dynamics.getUntil().empty())
+      return;
+    const Bindings &bound = initial->getBindings();
+    auto point = bound.getTensors().find(name);
+    if (point == bound.getTensors().end() || point->second.data.empty() ||
+        point->second.data.size() != adjoint.size())
+      return;
+    SmallVector<StringRef> copies;
+    for (TensorOp tensor : referenceModel.getBody().front().getOps<TensorOp>())
+      if (tensor.getInit() == InitKind::copy && tensor.getInitSource() == name)
+        copies.push_back(tensor.getSymName());
+    std::mt19937_64 engine(options.seed * 104729 +
+                           std::hash<std::string>()(name.str()));
+    double h = 1e-4 * std::max(1.0, maxAbs(point->second.data));
+    std::vector<double> v = randomDirection(adjoint.size(), engine);
+    double projected = 0;
+    for (auto [g, d] : llvm::zip(adjoint, v))
+      projected += g * d;
+    std::optional<double> derivative =
+        lineDerivative(h, [&](double step) -> std::optional<double> {
+          InterpretedRun moved = *initial;
+          ArrayValue value = point->second;
+          for (size_t i = 0; i < v.size(); ++i)
+            value.data[i] += step * v[i];
+          for (StringRef copy : copies)
+            moved.getBindings().setTensor(copy, value);
+          moved.getBindings().setTensor(name, std::move(value));
+          return interpretedLoss(std::move(moved));
+        });
+    if (!derivative)
+      return;
+    double size = std::max({1.0, std::abs(loss), std::abs(projected)});
+    double error = std::abs(*derivative - projected);
+    report.record(("adjoint." + name + " vs finite differences").str(), error,
+                  size, error <= kDifferenceTolerance * size);
+  }
+
+  ModuleOp module;
+  const ModelCheckOptions &options;
+  Report report;
+  OwningOpRef<ModuleOp> reference;
+  ModelOp referenceModel;
+  std::optional<InterpretedRun> initial;
+  std::optional<::energy::Model> compiledModel;
+};
+
+} // namespace
+
+int mlir::energy::tools::checkModel(ModuleOp module,
+                                    const ModelCheckOptions &options) {
+  return ModelChecker(module, options).run();
+}
