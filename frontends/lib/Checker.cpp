@@ -1458,7 +1458,17 @@ void Checker::checkOptimizerRule(UpdateRule &rule) {
       if (!shape || !rule.target)
         break;
       Shape nodeShape = rule.target->getShape();
-      std::string axis = nodeShape.isScalar() ? "1" : nodeShape.back();
+      if (nodeShape.isScalar() || nodeShape.getRank() > 2) {
+        diagnostics.error(value.getLoc(),
+                          "option " + quote(option.name) +
+                              " applies along the last axis of a vector or "
+                              "of the rows of a matrix, but " +
+                              quote(rule.node) + " has shape " +
+                              nodeShape.str(),
+                          {value.getRange()});
+        break;
+      }
+      std::string axis = nodeShape.back();
       Shape expected({axis, axis});
       if (*shape != expected)
         diagnostics.error(value.getLoc(),

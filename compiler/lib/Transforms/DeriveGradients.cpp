@@ -347,11 +347,6 @@ LogicalResult mlir::energy::inlineLets(Region &region,
           tables.lookupNearestSymbolFrom(read, read.getSourceAttr()));
       unsigned domainRank = let.getDomain().size();
       AffineMap map = read.getMap();
-      if (map.getNumResults() > domainRank)
-        return read.emitOpError()
-               << "reads let " << read.getSourceAttr() << " with "
-               << map.getNumResults() << " indices; gradients need at most "
-               << domainRank << " (its domain's)";
       OpBuilder builder(read);
       Location loc = read.getLoc();
       ValueRange operands = read.getIndices();
@@ -383,6 +378,14 @@ LogicalResult mlir::energy::inlineLets(Region &region,
         builder.clone(op, mapping);
       Value value = mapping.lookup(
           cast<YieldOp>(body.getTerminator()).getValues().front());
+      // Indices beyond the domain's slice the element, as for a tensor.
+      if (map.getNumResults() > domainRank) {
+        AffineMap beyond = AffineMap::get(
+            map.getNumDims(), map.getNumSymbols(),
+            map.getResults().drop_front(domainRank), builder.getContext());
+        value = ExtractOp::create(builder, loc, read.getType(), value,
+                                  AffineMapAttr::get(beyond), operands);
+      }
       if (slice) {
         Block &sliceBody = slice.getBody().front();
         auto identity = AffineMap::getMultiDimIdentityMap(

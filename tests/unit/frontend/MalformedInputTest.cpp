@@ -183,6 +183,12 @@ static const MalformedCase kCases[] = {
                  "  dynamics { x: precond(lr = 1.0, P = W[0]); }"),
      "8:39: option `P` must have shape [D, D] (the last axis of `x`), but it "
      "has shape [D]"},
+    {"precond on a node of rank 3",
+     "model m {\n  dim N, D;\n  state z : [N, N, D];\n"
+     "  energy e = sum(i: N, j: N) sqnorm(z[i, j]);\n"
+     "  dynamics { z: precond(lr = 1.0, P = eye(D)); }\n}\n",
+     "5:39: option `P` applies along the last axis of a vector or of the rows "
+     "of a matrix, but `z` has shape [N, N, D]"},
     {"stationary without a closed form",
      withPrelude("  energy e = sum(i: N) sqnorm(x[i]);\n"
                  "  dynamics { x: stationary; }"),
