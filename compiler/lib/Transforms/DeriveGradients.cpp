@@ -46,9 +46,16 @@ public:
     IRMapping mapping;
     for (Operation &op : source.without_terminator())
       builder.clone(op, mapping);
-    Value energy = mapping.lookup(
-        cast<YieldOp>(source.getTerminator()).getValues().front());
-    if (failed(inlineLets(gradient.getBody(), tables)))
+    // The term's value, held by a yield while lets are inlined (the value
+    // may itself be a read of a let), then let go.
+    auto held = YieldOp::create(
+        builder, term.getLoc(),
+        mapping.lookup(
+            cast<YieldOp>(source.getTerminator()).getValues().front()));
+    LogicalResult inlined = inlineLets(gradient.getBody(), tables);
+    Value energy = held.getValues().front();
+    held.erase();
+    if (failed(inlined))
       return failure();
     SmallVector<Operation *> forward;
     for (Operation &op : llvm::make_range(
@@ -132,6 +139,16 @@ private:
         });
       }
     }
+  }
+
+  /// Erases `op`, and its values from the active ones: a later op may be
+  /// allocated where it was, and must not count as active then.
+  void eraseAndForget(Operation *op) {
+    op->walk([&](Operation *nested) {
+      for (Value result : nested->getResults())
+        active.erase(result);
+    });
+    op->erase();
   }
 
   /// Adds `contribution` to the adjoint of `value`.
@@ -286,7 +303,7 @@ private:
       return WalkResult::skip();
     });
     for (Operation *op : accumulations)
-      op->erase();
+      eraseAndForget(op);
     Value part = adjoints.lookup(outside);
     if (!part) {
       Value zero = ConstantOp::create(inner, loc, 0.0);
