@@ -119,6 +119,11 @@ cl::list<std::string> plugins(
              "energyGetPluginInfo) before reading the model; repeatable. "
              "ENERGY_PLUGINS (colon-separated paths) loads more"),
     cl::value_desc("path"), cl::cat(energycOptions));
+cl::opt<unsigned> optLevel(
+    "opt-level",
+    cl::desc("How hard clang optimises the artifact's kernels, 0-3 (default "
+             "3; lower levels compile faster and run slower)"),
+    cl::init(3), cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
                                    "tensors (with --emit=grad, update, "
@@ -250,6 +255,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     mlir::energy::ArtifactOptions options;
     options.dtype = dtype;
     options.target = target;
+    options.optLevel = optLevel;
     options.sourceName = inputFile;
     options.sourceText =
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();

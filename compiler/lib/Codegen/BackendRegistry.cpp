@@ -41,7 +41,8 @@ static LogicalResult writeCpuArtifact(ModuleOp energyModule,
       compileToArtifactModule(energyModule, options);
   if (failed(artifact))
     return failure();
-  return writeSharedLibrary(**artifact, options.target, path, error);
+  return writeSharedLibrary(**artifact, options.target, path, error,
+                            options.optLevel);
 }
 
 static LogicalResult writeCudaArtifact(ModuleOp energyModule,

@@ -130,7 +130,8 @@ static const std::string &kernelSupportLibrary() {
 LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
                                                const ArtifactTarget &target,
                                                StringRef path,
-                                               std::string &error) {
+                                               std::string &error,
+                                               unsigned optLevel) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule = translateArtifact(module, context);
   if (!llvmModule) {
@@ -188,6 +189,7 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     objectPaths.push_back(object.str().str());
   }
   std::string march = "-march=" + target.cpu;
+  std::string level = "-O" + std::to_string(std::min(optLevel, 3u));
   SmallVector<llvm::sys::ProcessInfo> compilers;
   std::string message;
   for (auto [bitcode, object] : llvm::zip(bitcodePaths, objectPaths)) {
@@ -195,7 +197,7 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     // unrolling them again more than doubled the time clang took and made
     // the EM step slower.
     SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH,
-                                        "-O3",
+                                        level,
                                         "-fno-unroll-loops",
                                         march,
                                         "-fPIC",

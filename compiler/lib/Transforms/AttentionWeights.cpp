@@ -186,7 +186,7 @@ mlir::energy::addAttentionWeights(ModelOp model, StringRef termName,
     Block &lseBody = lse.getBody().front();
     for (Operation &op : lseBody.without_terminator())
       inside.clone(op, mapping);
-    Value score = mapping.lookup(lse.getBodyValue());
+    Value score = mapping.lookupOrDefault(lse.getBodyValue());
     SmallVector<Value> letIndices(block.getArguments().drop_back());
     Value normaliser = ReadOp::create(
         inside, loc, scalar, FlatSymbolRefAttr::get(let.getSymNameAttr()),
@@ -203,7 +203,7 @@ mlir::energy::addAttentionWeights(ModelOp model, StringRef termName,
       mapping.map(predicate.getArgument(0), parent);
       for (Operation &op : predicate.without_terminator())
         inside.clone(op, mapping);
-      Value admitted = mapping.lookup(
+      Value admitted = mapping.lookupOrDefault(
           cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
       Value zero = ConstantOp::create(inside, loc, 0.0);
       weight = SelectOp::create(inside, loc, admitted, weight, zero);

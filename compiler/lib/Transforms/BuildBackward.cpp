@@ -836,8 +836,8 @@ private:
       OpBuilder in = OpBuilder::atBlockEnd(inner);
       for (Operation &op : letBody.without_terminator())
         in.clone(op, mapping);
-      Value element =
-          mapping.lookup(cast<YieldOp>(letBody.getTerminator()).getValues()[0]);
+      Value element = mapping.lookupOrDefault(
+          cast<YieldOp>(letBody.getTerminator()).getValues()[0]);
       auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
       Value weight =
           ReadOp::create(in, let.getLoc(), element.getType(), ref(cotangent),

@@ -31,7 +31,8 @@ Value cloneBody(OpBuilder &builder, Region &region) {
   Block &block = region.front();
   for (Operation &op : block.without_terminator())
     builder.clone(op, mapping);
-  return mapping.lookup(cast<YieldOp>(block.back()).getValues().front());
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.back()).getValues().front());
 }
 
 class ProgramUpdateBuilder : public UpdateBuilder {

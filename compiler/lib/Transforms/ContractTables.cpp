@@ -159,7 +159,7 @@ private:
     addToSlice(op->getResult(0), block, slice);
     OpBuilder inside = OpBuilder::atBlockEnd(&body);
     cloneSlice(block, slice, inside, mapping);
-    YieldOp::create(inside, loc, mapping.lookup(op->getResult(0)));
+    YieldOp::create(inside, loc, mapping.lookupOrDefault(op->getResult(0)));
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
     // The same table computed for another value of this contraction.
     for (TabulateOp earlier : tables)

@@ -50,7 +50,7 @@ public:
     // may itself be a read of a let), then let go.
     auto held = YieldOp::create(
         builder, term.getLoc(),
-        mapping.lookup(
+        mapping.lookupOrDefault(
             cast<YieldOp>(source.getTerminator()).getValues().front()));
     LogicalResult inlined = inlineLets(gradient.getBody(), tables);
     Value energy = held.getValues().front();
@@ -248,7 +248,7 @@ private:
     });
     Block &body = loop.getBody().front();
     Operation *yield = body.getTerminator();
-    Value value = mapping.lookup(reduce.getBodyValue());
+    Value value = mapping.lookupOrDefault(reduce.getBodyValue());
     yield->erase();
     SmallVector<Operation *> forward;
     for (Operation &op : body)
@@ -282,7 +282,7 @@ private:
           active.insert(mapping.lookup(result));
     });
     Block &body = sum.getBody().front();
-    Value value = mapping.lookup(reduce.getBodyValue());
+    Value value = mapping.lookupOrDefault(reduce.getBodyValue());
     body.getTerminator()->erase();
     SmallVector<Operation *> forward;
     for (Operation &op : body)
@@ -393,7 +393,7 @@ LogicalResult mlir::energy::inlineLets(Region &region,
       }
       for (Operation &op : body.without_terminator())
         builder.clone(op, mapping);
-      Value value = mapping.lookup(
+      Value value = mapping.lookupOrDefault(
           cast<YieldOp>(body.getTerminator()).getValues().front());
       // Indices beyond the domain's slice the element, as for a tensor.
       if (map.getNumResults() > domainRank) {
@@ -465,10 +465,10 @@ Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
   };
   for (Operation &op : source) {
     if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
-      Value g = mapping.lookup(accumulate.getValue());
+      Value g = mapping.lookupOrDefault(accumulate.getValue());
       SmallVector<Value> indices;
       for (Value index : accumulate.getIndices())
-        indices.push_back(mapping.lookup(index));
+        indices.push_back(mapping.lookupOrDefault(index));
       Value v = ReadOp::create(builder, loc, g.getType(),
                                FlatSymbolRefAttr::get(context, direction),
                                accumulate.getMapAttr(), indices);

@@ -234,7 +234,7 @@ struct GatherGradientsPass
     cloneSlice(top, global, inside, mapping);
     cloneSlice(outerBody, local, inside, mapping);
     YieldOp::create(inside, reduce.getLoc(),
-                    mapping.lookup(reduce.getResult()));
+                    mapping.lookupOrDefault(reduce.getResult()));
     builder.setInsertionPointAfter(reduce);
     auto read =
         ReadOp::create(builder, reduce.getLoc(), reduce.getType(),

@@ -123,7 +123,7 @@ FailureOr<TermOp> mlir::energy::buildEnergyReadingValues(
     Block &source = term.getBody().front();
     for (Operation &op : source.without_terminator())
       body.clone(op, mapping);
-    Value value = mapping.lookup(
+    Value value = mapping.lookupOrDefault(
         cast<YieldOp>(source.getTerminator()).getValues().front());
     sum = sum ? AddOp::create(body, term.getLoc(), sum, value).getResult()
               : value;

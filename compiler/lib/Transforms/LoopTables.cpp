@@ -319,7 +319,7 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     for (Operation *member : lifted)
       inside.clone(*member, mapping);
     cloneSlice(body, slice, inside, mapping);
-    YieldOp::create(inside, op->getLoc(), mapping.lookup(value));
+    YieldOp::create(inside, op->getLoc(), mapping.lookupOrDefault(value));
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
     builder.setInsertionPoint(op);
     SmallVector<Value> indices(outerIndices);
@@ -362,8 +362,8 @@ bool inlineLetsIntoTables(ModelOp model) {
     OpBuilder builder(read);
     for (Operation &op : letBody.without_terminator())
       builder.clone(op, mapping);
-    read.replaceAllUsesWith(
-        mapping.lookup(cast<YieldOp>(letBody.getTerminator()).getValues()[0]));
+    read.replaceAllUsesWith(mapping.lookupOrDefault(
+        cast<YieldOp>(letBody.getTerminator()).getValues()[0]));
     auto table = cast<TabulateOp>(read->getParentOp());
     read.erase();
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));

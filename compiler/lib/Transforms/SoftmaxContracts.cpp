@@ -257,7 +257,7 @@ public:
       if (failed(materialize(operand)))
         return failure();
     builder.clone(*def, mapping);
-    return mapping.lookup(value);
+    return mapping.lookupOrDefault(value);
   }
 
   /// The value a term's chain builds from the weight with the taken-out

@@ -70,6 +70,9 @@ struct ArtifactOptions {
   ArtifactTarget target = hostArtifactTarget();
   std::string sourceName;
   std::string sourceText;
+  /// How hard the native code is optimised (clang -O0 to -O3): below 3
+  /// only where compiling quickly matters more than running fast (tests).
+  unsigned optLevel = 3;
 };
 
 /// A dim expression as the runtime reads it (reverse Polish tokens).
@@ -99,11 +102,13 @@ std::unique_ptr<llvm::Module> translateArtifact(ModuleOp module,
                                                 llvm::LLVMContext &context);
 
 /// Compiles `module` for `target`'s CPU (clang -march=native or
-/// -march=x86-64-vN) with the system's clang (-O3) into the shared library
-/// `path`, linking the kernel support functions. The file appears only when
-/// everything succeeded.
+/// -march=x86-64-vN) with the system's clang (-O`optLevel`, 3 unless only
+/// a quick compilation matters) into the shared library `path`, linking the
+/// kernel support functions. The file appears only when everything
+/// succeeded.
 LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
-                                 StringRef path, std::string &error);
+                                 StringRef path, std::string &error,
+                                 unsigned optLevel = 3);
 
 /// `target` with CUDA as its device: the parallel loops the GPU can run
 /// become kernels, carried as PTX for sm_80 and sm_90.
