@@ -39,6 +39,7 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
 
 void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAggregations());
+  modelPasses.addPass(createEnergyPlanLinearMaps());
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
@@ -52,6 +53,11 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // that their scores read the same products, and the rows of bilinear ones
   // whose columns need the other's results (their forms marked again).
   modelPasses.addPass(createEnergyPlanMergeContracts());
+  // Loops that add over indices their slots ignore, as sums, and the linear
+  // maps of what they add out of those sums; the products that leaves.
+  modelPasses.addPass(createEnergyPlanLoopSums());
+  modelPasses.addPass(createEnergyPlanLinearMaps());
+  modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanReassociateProducts());

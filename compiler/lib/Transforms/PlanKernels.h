@@ -20,6 +20,15 @@ namespace mlir::energy {
 /// value of its body at once) by a table of its body and `energy.aggregate`.
 void tabulateAggregations(ModelOp model);
 
+/// Σ_p L(u_p) = L(Σ_p u_p): takes every linear map whose other operands do
+/// not depend on a sum's indices out of the sum (Linearity.h), so that the
+/// sum adds the values the maps apply to.
+void factorLinearMaps(ModelOp model);
+
+/// Rewrites each loop over (J, K) that accumulates at slots only J chooses
+/// as a loop over J that accumulates sums over K.
+void gatherLoopSums(ModelOp model);
+
 /// Replaces every `reduce lse` and the sums over the same domain that are
 /// linear in its softmax weight (the child side of an lse term) by an
 /// `energy.softmax_contract`, lifted out of the loop over the rows that

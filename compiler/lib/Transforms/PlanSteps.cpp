@@ -17,6 +17,8 @@
 
 namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
+#define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
+#define GEN_PASS_DEF_ENERGYPLANLOOPSUMS
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
@@ -46,6 +48,8 @@ namespace {
   };
 
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
+ENERGY_PLAN_STEP_PASS(PlanLinearMaps, factorLinearMaps)
+ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)

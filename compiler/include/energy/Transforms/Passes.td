@@ -257,6 +257,30 @@ def EnergyPlanAggregations : EnergyPlanStep<"energy-plan-aggregations",
   }];
 }
 
+def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
+    "Takes linear maps out of sums"> {
+  let description = [{
+    Σ_p L(u_p) = L(Σ_p u_p) for a linear map L whose other operands do not
+    depend on p (a product by a matrix or a factor from outside, a quotient
+    by one, a transpose, sums of elements, the backward of a normalisation
+    at a row: any composition of ops linear in what varies). A sum or mean
+    whose summand is a sum of such maps of a few values sums those values,
+    and the maps apply once after it.
+
+    ```mlir
+    %s = reduce sum (%a : @N) {
+      %w = ...                       // the pair's weight
+      %u = mul %w, %k_a
+      %v = matmul %WqT, %u           // Wqᵀ (w k_a), at every pair
+      yield %v
+    }
+    // becomes
+    %t = reduce sum (%a : @N) { ... yield %u }
+    %s = matmul %WqT, %t             // once
+    ```
+  }];
+}
+
 def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",
     "Forms softmax contractions from lse reductions and the sums weighted by them"> {
   let description = [{
@@ -310,6 +334,27 @@ def EnergyPlanMergeContracts : EnergyPlanStep<"energy-plan-merge-contracts",
     the later one's column sums need what is computed from the earlier
     one's results, the later one's row sums join the earlier and its column
     sums take the earlier one's normaliser as given.
+  }];
+}
+
+def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
+    "Writes loops that add over indices their slots ignore as sums"> {
+  let description = [{
+    A loop over indices (J, K) that accumulates, at slots that only J
+    chooses, what each position computes becomes a loop over J that
+    accumulates a sum over K (the loop's predicate goes with the sum), so
+    that what is added can come out of the sum by linearity.
+
+    ```mlir
+    foreach (%b : @B, %a : @N, %mu : @M) {
+      accumulate %v into @x[%b, %a]
+    }
+    // becomes
+    foreach (%b : @B, %a : @N) {
+      %s = reduce sum (%mu : @M) { ... yield %v }
+      accumulate %s into @x[%b, %a]
+    }
+    ```
   }];
 }
 

@@ -1,0 +1,57 @@
+//===- Linearity.h - Which values are linear maps of which ------*- C++ -*-===//
+//
+// What planning needs to know of linear algebra: in which operands an op is
+// linear, and, for a value computed in the body of a loop or reduction,
+// the values it is a sum of linear maps of, when those maps take their
+// other operands from outside (Σ_p L(u_p) = L(Σ_p u_p) for such maps).
+// Private to compiler/lib/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_TRANSFORMS_LINEARITY_H
+#define ENERGY_LIB_TRANSFORMS_LINEARITY_H
+
+#include "energy/IR/EnergyOps.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::energy {
+
+/// How an op depends on its array operands.
+enum class Linearity {
+  /// Not linear in its operands (or not known to be).
+  None,
+  /// Linear in all its array operands together (add, sub, neg, transpose,
+  /// sums of elements, broadcast, diag, extract, embed): a sum of such ops
+  /// of linear values is linear.
+  Joint,
+  /// Linear in each array operand when the others are held fixed (mul,
+  /// matmul, dot, outer; div in its dividend only).
+  Separate,
+};
+
+/// How `op` depends on its array operands.
+Linearity linearityOf(Operation *op);
+
+/// Whether `op`, of Separate linearity, is linear in operand `index`.
+bool isLinearInOperand(Operation *op, unsigned index);
+
+/// A value of a body as Σ_k L_k(u_k): the values u_k (`atoms`: values
+/// that are not linear maps of others, and the fixed terms a sum adds, such
+/// as c in x + c; each counted once) and the ops of the maps L_k (`maps`,
+/// in no order), whose other operands are `invariant` (the factors of a
+/// product, a divisor).
+struct LinearDecomposition {
+  llvm::SetVector<Value> atoms;
+  llvm::SetVector<Operation *> maps;
+};
+
+/// The decomposition of `value`, a value of `body` (ops in nested regions
+/// are atoms), where `invariant(v)` says which values the maps may take
+/// as fixed operands.
+LinearDecomposition decomposeLinearly(Value value, Block &body,
+                                      function_ref<bool(Value)> invariant);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_LIB_TRANSFORMS_LINEARITY_H
