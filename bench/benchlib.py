@@ -104,13 +104,15 @@ class Context:
                 self.rss_method = 'wait4 (an overestimate: includes the forked Python image)'
         return stdout, stderr, wall, rss
 
-    def energy_run_command(self, artifact, args):
-        return [self.energy_run, artifact, *args, '--threads', str(self.threads)]
+    def energy_run_command(self, artifact, args, threads=None):
+        return [self.energy_run, artifact, *args, '--threads',
+                str(threads or self.threads)]
 
-    def bench_ours(self, artifact, args, reps, env=None):
+    def bench_ours(self, artifact, args, reps, env=None, threads=None):
         """Median seconds of one evaluation over `reps` repetitions after a
-        warm-up (energy-run --bench), and the process's peak RSS."""
-        command = self.energy_run_command(artifact, args) + [
+        warm-up (energy-run --bench), and the process's peak RSS; on
+        `threads` threads (default: the run's)."""
+        command = self.energy_run_command(artifact, args, threads) + [
             '--bench', str(reps), '--json']
         stdout, _, wall, rss = self.run_tool(command, env)
         try:

@@ -18,6 +18,9 @@ Parts (targets of the issue):
                   time and peak memory                               (e)
   compile         energyc on every example                           (f)
   training        one training step (run + backward) vs torch        (issue 15)
+  zoo             the literature's models (tests/zoo), inference and
+                  a training step, each against its PyTorch version,
+                  on 1 thread and on every core                      (issue 31)
 
 Use Debian's /usr/bin/python3 (python3-torch, python3-sklearn). Before
 numpy or torch load, OPENBLAS_CORETYPE is set to the core this CPU supports
@@ -51,7 +54,8 @@ MALLOC_SETTINGS = {'MALLOC_MMAP_THRESHOLD_': str(2**30),
 # run again (--retries times at most), and the least disturbed run is kept.
 DISTURBED = 0.10
 
-PARTS = ['sgemm', 'hopfield', 'self_attention', 'gmm', 'scaling', 'compile', 'training']
+PARTS = ['sgemm', 'hopfield', 'self_attention', 'gmm', 'scaling', 'compile', 'training',
+         'zoo']
 
 
 def parse_arguments():
@@ -81,6 +85,10 @@ def parse_arguments():
                         help='run --gmm-n even if one step is more than linear in N')
     parser.add_argument('--scaling-max-n', type=int, default=65536,
                         help='largest N of the scaling part (default 65 536)')
+    parser.add_argument('--zoo-models', default=None,
+                        help='comma-separated zoo models to run (default: all)')
+    parser.add_argument('--zoo-reps', type=int, default=3,
+                        help='timed repetitions of each zoo model (default 3)')
     parser.add_argument('--wait-idle', type=float, default=0,
                         help='before each part, wait up to this many seconds for the '
                              'machine to be idle (others\' builds slow the timings)')
@@ -197,10 +205,11 @@ def main():
     import hopfield_grad
     import self_attention_torch
     import training_step
+    import zoo_models
     modules = {'sgemm': blas_sgemm, 'hopfield': hopfield_grad,
                'self_attention': self_attention_torch, 'gmm': gmm_em,
                'scaling': attention_scaling, 'compile': compile_times,
-               'training': training_step}
+               'training': training_step, 'zoo': zoo_models}
 
     results = {'machine': machine, 'parts': {}, 'errors': {},
                'arguments': {key: value for key, value in vars(arguments).items()},

@@ -1,0 +1,125 @@
+"""The zoo (tests/zoo): each model of the literature against its own
+PyTorch implementation, at its BENCH_DIMS, on the same inputs.
+
+For every model, in float32:
+  - inference: the dynamics (STEPS steps), ours `energy-run ARTIFACT --eval
+    run --bench REPS` against the PyTorch version's run (the energy's
+    gradient by torch.autograd.grad at each step);
+  - training: one training step, the run and the gradient of the losses
+    with respect to the trained tensors through it: ours `--eval loss-grad
+    --store-all-steps` (every step's state kept, as PyTorch keeps every
+    step's graph) against the run with create_graph=True and
+    loss.backward();
+each on 1 thread and on every core (the ratio is PyTorch's time over ours:
+above 1, ours is faster). Judged at 1 thread: on this machine's two vCPUs
+torch's OpenMP with two threads is erratic on small ops. The final states
+of the two runs are compared (relative to their scale) so that a ratio is
+never that of two different computations.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+from benchlib import ROOT, relative_difference, write_safetensors
+
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'zoo'))
+import zoo  # noqa: E402
+
+# f32 through up to 20 dependent steps: roundings of 6e-8 amplified by the
+# steps; a mismatch of the computations shows as an O(1) difference.
+TOLERANCE = 2e-2
+
+
+def torch_functions(model, arrays):
+    """The PyTorch inference and training step of `model` on `arrays`."""
+    copies = getattr(model, 'COPIES', {})
+
+    def tensors(grad):
+        t = {k: torch.tensor(v, dtype=torch.float32, requires_grad=grad)
+             for k, v in arrays.items()}
+        for state, source in copies.items():
+            t[state] = t[source]
+        return t
+
+    base = tensors(False)
+
+    def inference():
+        return model.run(base, model.STEPS, create_graph=False)
+
+    def training():
+        t = tensors(True)
+        final = model.run(t, model.STEPS, create_graph=True)
+        model.loss(final, t).backward()
+
+    return inference, training
+
+
+def run(ctx):
+    names = zoo.model_names()
+    wanted = getattr(ctx.options, 'zoo_models', None)
+    if wanted:
+        names = [n for n in names if n in wanted.split(',')]
+    reps = getattr(ctx.options, 'zoo_reps', 3)
+    thread_counts = sorted({1, ctx.threads})
+    models = []
+    for name in names:
+        model = zoo.load(name)
+        dims = model.BENCH_DIMS
+        arrays = {k: np.asarray(v, dtype=np.float32)
+                  for k, v in model.make_inputs(dims, np.random.default_rng(7)).items()}
+        inputs = ctx.path('zoo_%s.safetensors' % name)
+        write_safetensors(inputs, arrays)
+        artifact = ctx.compile(name, source=model.SOURCE, name='zoo_' + name)
+        dim_args = []
+        for key, value in dims.items():
+            dim_args += ['--dim', '%s=%d' % (key, value)]
+        common = ['--in', inputs] + dim_args
+        ctx.log('zoo %s: %s' % (name, ', '.join('%s=%d' % kv for kv in dims.items())))
+
+        # The same computation on both sides: the states after the run.
+        inference, training = torch_functions(model, arrays)
+        torch.set_num_threads(1)
+        theirs = inference()
+        ours = ctx.values_ours(artifact, common + ['--eval', 'run'], 'zoo_' + name)
+        difference = max(relative_difference(ours[n], v.detach().numpy())
+                         for n, v in theirs.items())
+        entry = {'name': name, 'citation': model.CITATION, 'dims': dims,
+                 'steps': model.STEPS, 'difference': difference,
+                 'agrees': difference <= TOLERANCE, 'timings': {}}
+        has_loss = hasattr(model, 'loss')
+        for threads in thread_counts:
+            torch.set_num_threads(threads)
+            row = {}
+            for mode, function, args in (
+                    ('inference', inference, ['--eval', 'run']),
+                    ('training', training, ['--eval', 'loss-grad', '--store-all-steps'])):
+                if mode == 'training' and not has_loss:
+                    continue
+                theirs_time = ctx.time_anchor(function, reps)['median_s']
+                command_args = common + args
+                ours_time = ctx.bench_ours(artifact, command_args, reps, threads=threads)
+                row[mode] = {'ours_s': ours_time['median_s'], 'torch_s': theirs_time,
+                             'ratio': theirs_time / ours_time['median_s']}
+                ctx.log('  %-9s %d thread%s: ours %8.1f ms, PyTorch %8.1f ms, ratio %.2f' % (
+                    mode, threads, '' if threads == 1 else 's', 1e3 * ours_time['median_s'],
+                    1e3 * theirs_time, row[mode]['ratio']))
+            entry['timings'][str(threads)] = row
+        models.append(entry)
+    torch.set_num_threads(ctx.threads)
+
+    def geomean(mode, threads):
+        ratios = [m['timings'][str(threads)][mode]['ratio'] for m in models
+                  if mode in m['timings'].get(str(threads), {})]
+        return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+    summary = {}
+    for threads in thread_counts:
+        for mode in ('inference', 'training'):
+            summary['%s_%d' % (mode, threads)] = geomean(mode, threads)
+    for key, value in summary.items():
+        if value is not None:
+            ctx.log('zoo geometric mean %s: %.3f' % (key, value))
+    return {'models': models, 'geomean': summary, 'threads': thread_counts, 'reps': reps}
