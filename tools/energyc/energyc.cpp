@@ -22,6 +22,7 @@
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/ModelFile.h"
 #include "energy/Transforms/InternalErrors.h"
+#include "energy/Transforms/Passes.h"
 #include "energy/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -233,6 +234,8 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     if (emitKind == EmitKind::Plan)
       mlir::energy::buildKernelPlanPipeline(perModel);
     mlir::energy::reportCrashesByPass(passes);
+    if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
+      return 1;
     if (mlir::failed(passes.run(*module)))
       return 1;
   }
@@ -298,6 +301,10 @@ int main(int argc, char **argv) {
     os << "energyc 0.1.0 (energy dialect on LLVM/MLIR " LLVM_VERSION_STRING
           ")\n";
   });
+  // MLIR's pass manager options (--mlir-print-ir-after=PASS, timing, ...),
+  // to look into the pipeline.
+  mlir::registerPassManagerCLOptions();
+  mlir::energy::registerEnergyPasses();
   cl::HideUnrelatedOptions(energycOptions);
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -572,6 +572,82 @@ void batchRowProducts(ForeachOp loop) {
     loop.erase();
 }
 
+/// The domain and body of a statement that runs its body per position of
+/// an index domain (a table, a loop, a reduction), and whether a predicate
+/// skips positions.
+struct LoopBody {
+  Operation *op;
+  ArrayAttr sizes;
+  Block *body;
+  bool predicated;
+};
+
+std::optional<LoopBody> loopBodyOf(Operation *op) {
+  if (auto table = dyn_cast<TabulateOp>(op))
+    return LoopBody{op, table.getSizes(), &table.getBody().front(), false};
+  if (auto loop = dyn_cast<ForeachOp>(op))
+    return LoopBody{op, loop.getSizes(), &loop.getBody().front(),
+                    loop.hasPredicate()};
+  if (auto reduce = dyn_cast<ReduceOp>(op);
+      reduce && reduce.getKind() != ReduceKind::custom)
+    return LoopBody{op, reduce.getSizes(), &reduce.getBody().front(),
+                    reduce.hasPredicate()};
+  return std::nullopt;
+}
+
+/// Every matrix-vector product M v in the body of `loop`, M from outside it
+/// and v depending on one or two of its indices, is one product of all the
+/// rows: the rows v at every position of the indices v uses (a table, or
+/// the array v reads rows of) times Mᵀ, ahead of the loop, whose body then
+/// reads its row. A dense layer's forward and backward products in a loop
+/// over a batch become two GEMMs. Positions a predicate skips would be
+/// computed too: loops with one are left alone.
+void batchLoopMatvecs(LoopBody loop) {
+  if (loop.predicated || !hasPlainDims(loop.sizes))
+    return;
+  Block &body = *loop.body;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto product = dyn_cast<MatmulOp>(op);
+    // A table of the products themselves is batchTable's (the product
+    // replaces the table, with no copy of it).
+    if (!isOuterMatrixProduct(product, loop.op) ||
+        (isa<TabulateOp>(loop.op) &&
+         cast<TabulateOp>(loop.op).getBodyValue() == product.getResult()))
+      continue;
+    llvm::SmallPtrSet<Value, 4> used;
+    collectIndices(product.getRhs(), loop.op, used);
+    SmallVector<Value> indices;
+    SmallVector<Attribute> dims;
+    for (auto [argument, size] : llvm::zip(body.getArguments(), loop.sizes))
+      if (used.contains(argument)) {
+        indices.push_back(argument);
+        dims.push_back(size);
+      }
+    if (indices.empty() || indices.size() > 2 || indices.size() != used.size())
+      continue;
+    llvm::SetVector<Operation *> slice;
+    addToSlice(product.getRhs(), body, slice);
+    if (llvm::any_of(slice, [](Operation *member) {
+          return !isa<ReadOp>(member) && !isMemoryEffectFree(member);
+        }))
+      continue;
+    ScalarFactors scales;
+    Value rows = arrayOver(scales.peel(product.getRhs(), loop.op), indices,
+                           dims, {&body}, loop.op);
+    OpBuilder builder(loop.op);
+    Value total = productOfRowArray(builder, product.getLoc(), rows,
+                                    product.getLhs(), scales, false);
+    OpBuilder inside(product);
+    Value row =
+        ExtractOp::create(inside, product.getLoc(), product.getType(), total,
+                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                              indices.size(), product.getContext())),
+                          indices);
+    product.replaceAllUsesWith(row);
+    product.erase();
+  }
+}
+
 } // namespace
 
 void mlir::energy::formBatchedProducts(ModelOp model) {
@@ -590,6 +666,12 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   });
   for (ReduceOp sum : sums)
     batchOuterSum(sum);
+  // The tables of the outer products' sides too.
+  tables.clear();
+  model.walk([&](TabulateOp table) {
+    if (isStatement(table))
+      tables.push_back(table);
+  });
   for (TabulateOp table : tables)
     batchTable(table);
   for (ForeachOp loop : loops) {
@@ -603,4 +685,13 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
     }
     batchRowProducts(loop);
   }
+  // The matrix-vector products left in loops, tables and reductions.
+  SmallVector<LoopBody> bodies;
+  model.walk([&](Operation *op) {
+    if (isStatement(op))
+      if (std::optional<LoopBody> loop = loopBodyOf(op))
+        bodies.push_back(*loop);
+  });
+  for (LoopBody loop : bodies)
+    batchLoopMatvecs(loop);
 }

@@ -45,8 +45,7 @@ ReduceOp sumYielding(OpBuilder &builder, ReduceOp sum, Value inside) {
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them; false when the summand is no such map.
 bool factorLinearMaps(ReduceOp sum) {
-  if ((sum.getKind() != ReduceKind::sum &&
-       sum.getKind() != ReduceKind::mean) ||
+  if ((sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean) ||
       sum.getTemperature())
     return false;
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
@@ -67,9 +66,8 @@ bool factorLinearMaps(ReduceOp sum) {
   for (Value atom : linear.atoms)
     after.map(atom, sumYielding(builder, sum, atom).getResult());
   SmallVector<Operation *> maps(linear.maps.begin(), linear.maps.end());
-  llvm::sort(maps, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
+  llvm::sort(maps,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   for (Operation *map : maps)
     builder.clone(*map, after);
   sum.replaceAllUsesWith(after.lookup(value));
@@ -81,9 +79,8 @@ bool factorLinearMaps(ReduceOp sum) {
 
 void mlir::energy::factorLinearMaps(ModelOp model) {
   SmallVector<ReduceOp> sums;
-  model.walk<WalkOrder::PostOrder>([&](ReduceOp reduce) {
-    sums.push_back(reduce);
-  });
+  model.walk<WalkOrder::PostOrder>(
+      [&](ReduceOp reduce) { sums.push_back(reduce); });
   for (ReduceOp sum : sums)
     (void)::factorLinearMaps(sum);
 }

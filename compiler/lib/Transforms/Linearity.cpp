@@ -57,11 +57,9 @@ public:
       if (!invariant(operand))
         varying.push_back(index);
     Linearity linearity = linearityOf(op);
-    bool linear =
-        !varying.empty() &&
-        llvm::all_of(varying,
-                     [&](unsigned i) { return isLinearInOperand(op, i); }) &&
-        (linearity == Linearity::Joint || varying.size() == 1);
+    bool linear = !varying.empty() && llvm::all_of(varying, [&](unsigned i) {
+      return isLinearInOperand(op, i);
+    }) && (linearity == Linearity::Joint || varying.size() == 1);
     if (!linear) {
       result.atoms.insert(value);
       return;

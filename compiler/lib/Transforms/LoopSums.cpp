@@ -46,8 +46,7 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
     (isUsed ? slotSizes : summedSizes).push_back(size);
   OpBuilder builder(loop);
   Location loc = accumulate.getLoc();
-  auto slots = ForeachOp::create(builder, loc,
-                                 builder.getArrayAttr(slotSizes));
+  auto slots = ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
   Block &slotBody = slots.getBody().emplaceBlock();
   IRMapping mapping;
   for (auto [argument, isUsed] : llvm::zip(body.getArguments(), used))
@@ -103,8 +102,7 @@ void mlir::energy::gatherLoopSums(ModelOp model) {
   for (ForeachOp loop : loops) {
     Block &body = loop.getBody().front();
     bool gathered = false;
-    for (AccumulateOp accumulate :
-         llvm::to_vector(body.getOps<AccumulateOp>()))
+    for (AccumulateOp accumulate : llvm::to_vector(body.getOps<AccumulateOp>()))
       gathered |= gatherOverUnusedIndices(loop, accumulate);
     // A loop left without effects computes nothing.
     if (gathered && body.getOps<AccumulateOp>().empty() &&

@@ -481,7 +481,9 @@ energy.model @in_place {
 // compute it into the tensor's storage); and a table of M v[b, i] is one
 // batch of products. A loop that adds into other rows than its own, or
 // whose rows are scaled by a value of the row (not a table ahead of it),
-// or a sum with a predicate, is left alone.
+// adds its rows' product with the matrix (one product of all the rows,
+// ahead of the loop) as a row of its own; a sum with a predicate is left
+// alone.
 // CHECK-LABEL: energy.model @whole_products
 // CHECK:       gradient @W {
 // CHECK:         %[[MINUS:.*]] = constant -1.0
@@ -503,8 +505,9 @@ energy.model @in_place {
 // CHECK:         foreach parallel (%{{.*}} : @B, %{{.*}} : @N) {
 // CHECK:           extract %[[T]]
 // CHECK:           accumulate %{{.*}} into @z[
+// CHECK:         %[[WZ2:.*]] = batch_matmul %{{.*}}, %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
-// CHECK:           matmul %[[W]]
+// CHECK:           extract %[[WZ2]]
 // CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
 // CHECK:       gradient @x {
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
