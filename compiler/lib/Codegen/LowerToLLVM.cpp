@@ -19,6 +19,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Verifier.h"
@@ -26,6 +27,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/IR/Module.h"
 #include "llvm/TargetParser/Host.h"
@@ -57,6 +59,21 @@ void addManifestFunction(ModuleOp module, StringRef text) {
 }
 
 } // namespace
+
+/// The single-precision transcendental functions of the host's kernels as
+/// polynomials (MLIR's approximations, a few ulps from the correctly
+/// rounded value), which vectorise, where libm's would be one call per
+/// element: tanh, exp, log and their relatives in every elementwise loop.
+/// Double precision keeps libm's.
+static LogicalResult approximateMathFunctions(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+    name.consume_front("math.");
+    return llvm::is_contained(
+        {"tanh", "exp", "expm1", "log", "log1p", "log2", "erf", "erfc"}, name);
+  });
+  return applyPatternsGreedily(module, std::move(patterns));
+}
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::energy::buildArtifactModule(ModelOp model,
@@ -118,6 +135,9 @@ mlir::energy::buildArtifactModule(ModelOp model,
     images.setValueAttr(StringAttr::get(context, bytes));
   }
 
+  if (failed(approximateMathFunctions(*module)))
+    return model.emitError("internal error: approximating the kernels' "
+                           "math functions failed");
   PassManager passes(context);
   passes.addPass(createCanonicalizerPass());
   passes.addPass(createCSEPass());

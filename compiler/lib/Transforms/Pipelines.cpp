@@ -57,6 +57,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // maps of what they add out of those sums; the products that leaves.
   modelPasses.addPass(createEnergyPlanLoopSums());
   modelPasses.addPass(createEnergyPlanLinearMaps());
+  modelPasses.addPass(createEnergyPlanIndexProducts());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());

@@ -29,6 +29,11 @@ void factorLinearMaps(ModelOp model);
 /// as a loop over J that accumulates sums over K.
 void gatherLoopSums(ModelOp model);
 
+/// Writes dot(T[k], v) in a body over k as an element of T v (or of the
+/// rows v times Tᵀ), and Σ_k c_k T[k] as Tᵀ c, T a whole array read at k:
+/// matrix products the loops around can batch.
+void formIndexProducts(ModelOp model);
+
 /// Replaces every `reduce lse` and the sums over the same domain that are
 /// linear in its softmax weight (the child side of an lse term) by an
 /// `energy.softmax_contract`, lifted out of the loop over the rows that

@@ -358,6 +358,34 @@ def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
   }];
 }
 
+def EnergyPlanIndexProducts : EnergyPlanStep<"energy-plan-index-products",
+    "Writes contractions over an index domain with an array's rows as matrix products"> {
+  let description = [{
+    In a body over an index k, dot(T[k], v) (T a whole array read at k, v
+    not depending on k) is element k of T v — of the rows v times Tᵀ when
+    v depends on other indices of the same body — computed ahead of it; and
+    a sum over k alone of c_k T[k] (c a scalar) is Tᵀ c, c tabulated over
+    k. Reductions inside softmax contractions and lse reductions are left
+    to the contractions, which do not store their pairs.
+
+    ```mlir
+    foreach (%b : @B) {
+      %s = reduce sum (%mu : @M) {
+        %xi = read @xi[%mu]
+        %c = relu (dot %xi, %g)       // %g from the loop's body
+        yield (mul %c, %xi)
+      }
+    }
+    // becomes
+    foreach (%b : @B) {
+      %p = matmul (read @xi), %g      // then one GEMM over b
+      %c = tabulate (%mu : @M) { relu (extract %p[%mu]) }
+      %s = matmul (transpose (read @xi)), %c
+    }
+    ```
+  }];
+}
+
 def EnergyPlanFactorContractOutputs : EnergyPlanStep<"energy-plan-factor-contract-outputs",
     "Computes contraction outputs that are products of others after the contraction"> {
   let description = [{
