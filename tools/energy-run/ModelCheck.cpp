@@ -151,6 +151,19 @@ std::vector<double> valuesOf(const ::energy::Tensor &tensor) {
   return values;
 }
 
+/// max |a − b| over max(max |b|, 1e-3), as Report::compare measures.
+double relativeDifference(ArrayRef<double> a, ArrayRef<double> b) {
+  if (a.size() != b.size())
+    return INFINITY;
+  double scale = 1e-3, error = 0;
+  for (auto [x, y] : llvm::zip(a, b)) {
+    scale = std::max(scale, std::abs(y));
+    double difference = std::abs(x - y);
+    error = std::isnan(difference) ? INFINITY : std::max(error, difference);
+  }
+  return error / scale;
+}
+
 bool allFinite(ArrayRef<double> values) {
   return llvm::all_of(values, [](double v) { return std::isfinite(v); });
 }
@@ -420,6 +433,8 @@ private:
         session->stateTensors();
     if (!states)
       return report.differs(states.message());
+    std::vector<std::pair<std::string, std::vector<double>>> compiledValues;
+    bool agrees = true;
     for (const auto &[name, value] : *expectedValues) {
       std::optional<::energy::Tensor> compiled;
       if (auto state = states->find(name); state != states->end()) {
@@ -431,9 +446,58 @@ private:
                                 "': " + output.message());
         compiled = *output;
       }
-      report.compare("after the run: " + name, valuesOf(*compiled),
-                     valuesOf(value), kCompiledTolerance);
+      compiledValues.emplace_back(name, valuesOf(*compiled));
+      agrees &= relativeDifference(compiledValues.back().second,
+                                   valuesOf(value)) <= kCompiledTolerance;
     }
+    if (!agrees) {
+      if (std::optional<double> change = conditioningOfRun(*expectedValues))
+        return report.unusable(llvm::formatv(
+            "the run is ill-conditioned at these values: changing the "
+            "inputs by 1e-11 (relative) changes its results by {0:e2} "
+            "(relative) on the interpreter alone",
+            *change));
+    }
+    for (const auto &[name, values] : compiledValues)
+      report.compare("after the run: " + name, values,
+                     valuesOf(expectedValues->at(name)), kCompiledTolerance);
+  }
+
+  /// How much the interpreter's run changes when every bound value moves
+  /// by a relative 1e-11, when that is more than the tolerance of the
+  /// comparison (a singular Newton system, a chaotic run): the compiled run
+  /// cannot be expected to agree with it either.
+  std::optional<double>
+  conditioningOfRun(const std::map<std::string, ::energy::Tensor> &expected) {
+    InterpretedRun perturbed = *initial;
+    std::mt19937_64 engine(options.seed + 977);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    std::map<std::string, ArrayValue> moved;
+    for (const auto &entry : perturbed.getBindings().getTensors()) {
+      ArrayValue value = entry.second;
+      for (double &element : value.data)
+        element *= 1 + 1e-11 * uniform(engine);
+      moved[entry.getKey().str()] = std::move(value);
+    }
+    for (auto &[name, value] : moved)
+      perturbed.getBindings().setTensor(name, std::move(value));
+    ::energy::RunOptions runOptions;
+    runOptions.steps = options.steps;
+    if (failed(perturbed.run(runOptions)))
+      return 1.0;
+    FailureOr<std::map<std::string, ::energy::Tensor>> values =
+        perturbed.stateAndOutputs();
+    if (failed(values))
+      return 1.0;
+    double worst = 0;
+    for (const auto &[name, value] : *values)
+      if (auto reference = expected.find(name); reference != expected.end())
+        worst =
+            std::max(worst, relativeDifference(valuesOf(value),
+                                               valuesOf(reference->second)));
+    if (worst <= kCompiledTolerance)
+      return std::nullopt;
+    return worst;
   }
 
   void checkLosses() {

@@ -645,7 +645,8 @@ class ModelGenerator:
         r = self.r
         inner = self.expr(shape, scope, depth, lets)
         form = r.choice(FUNCTIONS + ['exp(tanh({0}))', 'log(1 + ({0}) ^ 2)', 'sqrt(1 + ({0}) ^ 2)',
-                                     '({0}) ^ 2', '-({0})', '0.5 * ({0})', 'abs({0})', 'relu({0})'])
+                                     '(({0}) ^ 2)', '(-({0}))', '(0.5 * ({0}))', 'abs({0})',
+                                     'relu({0})'])
         if '{0}' not in form:
             form = form + '({0})'
         return Node(form, shape, [inner])
