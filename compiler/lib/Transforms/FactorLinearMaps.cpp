@@ -44,7 +44,7 @@ ReduceOp sumYielding(OpBuilder &builder, ReduceOp sum, Value inside) {
 
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them; false when the summand is no such map.
-bool factorLinearMaps(ReduceOp sum) {
+bool factorLinearMaps(ReduceOp sum, unsigned maxTerms) {
   if ((sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean) ||
       sum.getTemperature())
     return false;
@@ -53,13 +53,12 @@ bool factorLinearMaps(ReduceOp sum) {
   Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
   LinearDecomposition linear = decomposeLinearly(
       value, body, [&](Value v) { return isDefinedOutside(v, sum); });
-  // One sum of one varying value (and the sums of fixed terms, which need
-  // no body): summands that add several varying values stay one sum, whose
-  // terms a contraction sums together (one sum each would recompute the
-  // body once each).
-  if (linear.maps.empty() || llvm::count_if(linear.atoms, [&](Value atom) {
-                               return !isDefinedOutside(atom, sum);
-                             }) != 1)
+  // A sum for each varying value (and the sums of fixed terms, which need
+  // no body), when there are at most `maxTerms`: each recomputes what its
+  // value needs.
+  size_t varying = llvm::count_if(
+      linear.atoms, [&](Value atom) { return !isDefinedOutside(atom, sum); });
+  if (linear.maps.empty() || varying == 0 || varying > maxTerms)
     return false;
   OpBuilder builder(sum);
   IRMapping after;
@@ -77,10 +76,10 @@ bool factorLinearMaps(ReduceOp sum) {
 
 } // namespace
 
-void mlir::energy::factorLinearMaps(ModelOp model) {
+void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms) {
   SmallVector<ReduceOp> sums;
   model.walk<WalkOrder::PostOrder>(
       [&](ReduceOp reduce) { sums.push_back(reduce); });
   for (ReduceOp sum : sums)
-    (void)::factorLinearMaps(sum);
+    (void)::factorLinearMaps(sum, maxTerms);
 }

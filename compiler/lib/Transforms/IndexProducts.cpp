@@ -138,130 +138,209 @@ bool computableEverywhere(Value value, Block &body) {
   return true;
 }
 
-/// dot(T[k], v) in `domain`'s body → extract of T v (or of the rows v times
-/// Tᵀ, over the indices v depends on) at (those indices, k).
-bool dotsAsProducts(Domain domain) {
-  Block &body = *domain.body;
-  bool changed = false;
-  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
-    auto dot = dyn_cast<DotOp>(op);
-    if (!dot)
-      continue;
-    for (unsigned side = 0; side < 2; ++side) {
-      Value index;
-      ReadOp row = rowAt(dot->getOperand(side), body, index);
-      Value other = dot->getOperand(1 - side);
-      if (!row)
-        continue;
-      FailureOr<SmallVector<Value>> indices = indicesOf(other, domain.op, body);
-      if (failed(indices) || indices->size() > 2 ||
-          llvm::is_contained(*indices, index) ||
-          (!indices->empty() &&
-           (!computableEverywhere(other, body) || !hasPlainDims(domain.sizes))))
-        continue;
-      OpBuilder builder(domain.op);
-      Value matrix = wholeArrayOf(row, builder);
-      if (!matrix)
-        continue;
-      Location loc = dot.getLoc();
-      Value products;
-      if (indices->empty()) {
-        products = MatmulOp::create(builder, loc, matrix, other);
-      } else {
-        SmallVector<Attribute> sizes;
-        for (Value argument : *indices)
-          sizes.push_back(
-              domain.sizes[cast<BlockArgument>(argument).getArgNumber()]);
-        // The rows v over their indices, computed ahead of the domain.
-        Value rows = [&]() -> Value {
-          MLIRContext *context = dot.getContext();
-          SmallVector<StringAttr> dims;
-          for (Attribute size : sizes)
-            dims.push_back(StringAttr::get(
-                context, *cast<DimExprAttr>(size).getDimName()));
-          llvm::append_range(dims, cast<ArrayType>(other.getType()).getShape());
-          auto type = ArrayType::get(context, dims);
-          if (Value whole = wholeTensorOf(other, *indices, type, builder))
-            return whole;
-          auto table = TabulateOp::create(builder, loc, type,
-                                          ArrayAttr::get(context, sizes));
-          Block &tableBody = table.getBody().emplaceBlock();
-          IRMapping mapping;
-          for (Value argument : *indices)
-            mapping.map(argument, tableBody.addArgument(argument.getType(),
-                                                        argument.getLoc()));
-          llvm::SetVector<Operation *> slice;
-          addToSlice(other, body, slice);
-          OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
-          cloneSlice(body, slice, inside, mapping);
-          YieldOp::create(inside, loc, mapping.lookupOrDefault(other));
-          moveLoopInvariantCode(
-              cast<LoopLikeOpInterface>(table.getOperation()));
-          return table;
-        }();
-        products = buildRowProduct(builder, loc, rows, matrix, false,
-                                   /*transposeRhs=*/true, false);
-      }
-      SmallVector<Value> at(*indices);
-      at.push_back(index);
-      OpBuilder inside(dot);
-      Value element = ExtractOp::create(
-          inside, loc, dot.getType(), products,
-          AffineMapAttr::get(
-              AffineMap::getMultiDimIdentityMap(at.size(), dot.getContext())),
-          at);
-      dot.getResult().replaceAllUsesWith(element);
-      dot.erase();
-      changed = true;
-      break;
+bool indexesParam(Value index, Operation *op);
+
+/// The domains around `op` up to the statement that holds them, outermost
+/// first (`statement` set to the outermost); empty when something else
+/// encloses `op` before a statement (a contraction's region, a let).
+SmallVector<Domain> nestOf(Operation *op, Operation *&statement) {
+  SmallVector<Domain> nest;
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    std::optional<Domain> domain = domainOf(parent);
+    if (!domain)
+      return {};
+    nest.insert(nest.begin(), *domain);
+    if (isStatement(parent)) {
+      statement = parent;
+      return nest;
     }
   }
-  return changed;
+  return {};
 }
 
-/// Σ_k c_k T[k] (a sum over the one index k, c a scalar) → Tᵀ C, C the
-/// table of c over k, built where the sum was.
+/// Whether what `value` needs in `blocks` (the bodies of a nest) reads only
+/// at plain indices and has no effects, so that it may run at every
+/// position of the nest's domains.
+bool computableEverywhere(Value value, ArrayRef<Block *> blocks) {
+  for (Block *block : blocks)
+    if (value.getParentBlock() == block ||
+        block->findAncestorOpInBlock(*value.getParentBlock()->getParentOp()))
+      if (!computableEverywhere(value, *block))
+        return false;
+  return true;
+}
+
+/// A dot product of a param's row at one index k of a nest of domains and
+/// a vector that depends on other indices I of the nest (one or two) is an
+/// entry of the table of all such products, the rows over I times the
+/// param's rows transposed: one matrix product ahead of the nest. A
+/// Hopfield module's scores against its memories, and the same scores its
+/// gradient recomputes per token or per memory, read that table.
+bool dotAsPairTable(DotOp dot) {
+  Operation *statement = nullptr;
+  SmallVector<Domain> nest = nestOf(dot, statement);
+  if (nest.empty() || llvm::any_of(nest, [](const Domain &d) {
+        return !hasPlainDims(d.sizes);
+      }))
+    return false;
+  SmallVector<Block *> blocks;
+  for (const Domain &domain : nest)
+    blocks.push_back(domain.body);
+  // Every index of the nest, outermost first, with its size.
+  SmallVector<std::pair<Value, Attribute>> indices;
+  for (const Domain &domain : nest)
+    for (auto [argument, size] :
+         llvm::zip(domain.body->getArguments(), domain.sizes))
+      indices.push_back({argument, size});
+  for (unsigned side = 0; side < 2; ++side) {
+    Value weights = dot->getOperand(side), vector = dot->getOperand(1 - side);
+    llvm::SmallPtrSet<Value, 4> weightIndices, vectorIndices;
+    collectIndices(weights, statement, weightIndices);
+    collectIndices(vector, statement, vectorIndices);
+    if (weightIndices.size() != 1 || vectorIndices.empty() ||
+        vectorIndices.size() > 2)
+      continue;
+    Value k = *weightIndices.begin();
+    if (vectorIndices.contains(k) || !indexesParam(k, dot))
+      continue;
+    SmallVector<Value> rowIndices;
+    SmallVector<Attribute> rowSizes;
+    Attribute kSize;
+    for (auto [index, size] : indices) {
+      if (vectorIndices.contains(index)) {
+        rowIndices.push_back(index);
+        rowSizes.push_back(size);
+      }
+      if (index == k)
+        kSize = size;
+    }
+    if (!kSize || rowIndices.size() != vectorIndices.size() ||
+        !computableEverywhere(weights, blocks) ||
+        !computableEverywhere(vector, blocks))
+      continue;
+    Value weightRows = arrayOver(weights, {k}, {kSize}, blocks, statement);
+    if (cast<ArrayType>(weightRows.getType()).getRank() != 2)
+      continue;
+    Value rows = arrayOver(vector, rowIndices, rowSizes, blocks, statement);
+    OpBuilder builder(statement);
+    Value table = buildRowProduct(builder, dot.getLoc(), rows, weightRows,
+                                  false, /*transposeRhs=*/true, false);
+    SmallVector<Value> at(rowIndices);
+    at.push_back(k);
+    OpBuilder inside(dot);
+    Value entry =
+        ExtractOp::create(inside, dot.getLoc(), dot.getType(), table,
+                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                              at.size(), dot.getContext())),
+                          at);
+    dot.getResult().replaceAllUsesWith(entry);
+    dot.erase();
+    return true;
+  }
+  return false;
+}
+
+/// Whether a param is read at `index` (a block argument) somewhere in the
+/// statement around `op`: the index runs over a layer's weights or
+/// memories, whose pairs with any other index a table may hold.
+bool indexesParam(Value index, Operation *op) {
+  Operation *statement = op;
+  while (statement->getParentOp() &&
+         !isa<ModelOp>(statement->getParentOp()->getParentOp()))
+    statement = statement->getParentOp();
+  auto model = op->getParentOfType<ModelOp>();
+  bool found = false;
+  statement->walk([&](ReadOp read) {
+    if (!llvm::is_contained(read.getIndices(), index))
+      return;
+    auto tensor =
+        dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSource()));
+    found |= tensor && tensor.getRole() == Role::param;
+  });
+  return found;
+}
+
+/// A table over the sum's index of `value` (a value of the sum's body),
+/// built at `builder`'s point.
+Value tableOver(OpBuilder &builder, ReduceOp sum, Value value) {
+  Block &body = sum.getBody().front();
+  MLIRContext *context = sum.getContext();
+  SmallVector<StringAttr> dims = {StringAttr::get(
+      context, *cast<DimExprAttr>(sum.getSizes()[0]).getDimName())};
+  llvm::append_range(dims, cast<ArrayType>(value.getType()).getShape());
+  auto table = TabulateOp::create(
+      builder, sum.getLoc(), ArrayType::get(context, dims), sum.getSizes());
+  Block &tableBody = table.getBody().emplaceBlock();
+  IRMapping mapping;
+  mapping.map(body.getArgument(0),
+              tableBody.addArgument(body.getArgument(0).getType(),
+                                    body.getArgument(0).getLoc()));
+  llvm::SetVector<Operation *> slice;
+  addToSlice(value, body, slice);
+  OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
+  cloneSlice(body, slice, inside, mapping);
+  YieldOp::create(inside, sum.getLoc(), mapping.lookupOrDefault(value));
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
+  return table;
+}
+
+/// Σ_k c_k r_k (a sum over the one index k, c a scalar, r a vector that
+/// depends on k alone) → Rᵀ C, R and C the tables of r and c over k (R the
+/// whole array when r is a read of its row at k), built where the sum was;
+/// the loops around then batch the product. Only where k, or an index c
+/// depends on, runs over a param's rows: then the table of c holds pairs
+/// of data and weights (a dense layer's), not pairs of data.
 bool weightedRowsAsProduct(ReduceOp sum) {
   if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
       sum.getTemperature() || sum.getSizes().size() != 1 ||
       !hasPlainDims(sum.getSizes()))
     return false;
   Block &body = sum.getBody().front();
+  Value k = body.getArgument(0);
   auto mul = sum.getBodyValue().getDefiningOp<MulOp>();
   if (!mul)
     return false;
   for (unsigned side = 0; side < 2; ++side) {
-    Value index;
-    ReadOp row = rowAt(mul->getOperand(side), body, index);
-    Value weight = mul->getOperand(1 - side);
-    if (!row || !isScalar(weight))
+    Value row = mul->getOperand(side), weight = mul->getOperand(1 - side);
+    if (!isScalar(weight) || cast<ArrayType>(row.getType()).getRank() != 1)
       continue;
-    OpBuilder builder(sum);
-    Value matrix = wholeArrayOf(row, builder);
-    if (!matrix)
+    FailureOr<SmallVector<Value>> rowIndices = indicesOf(row, sum, body);
+    if (failed(rowIndices) || *rowIndices != SmallVector<Value>{k} ||
+        !computableEverywhere(row, body) || !computableEverywhere(weight, body))
       continue;
-    Location loc = sum.getLoc();
-    MLIRContext *context = sum.getContext();
-    SmallVector<StringAttr> weightsShape = {StringAttr::get(
-        context, *cast<DimExprAttr>(sum.getSizes()[0]).getDimName())};
-    auto weightsType = ArrayType::get(context, weightsShape);
-    auto weights =
-        TabulateOp::create(builder, loc, weightsType, sum.getSizes());
-    Block &tableBody = weights.getBody().emplaceBlock();
-    IRMapping mapping;
-    mapping.map(body.getArgument(0),
-                tableBody.addArgument(index.getType(), index.getLoc()));
+    // The indices of the loops around that c depends on.
+    llvm::SmallPtrSet<Value, 4> outer;
     llvm::SetVector<Operation *> slice;
     addToSlice(weight, body, slice);
-    OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
-    cloneSlice(body, slice, inside, mapping);
-    YieldOp::create(inside, loc, mapping.lookupOrDefault(weight));
+    for (Operation *op : slice)
+      op->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (isa<BlockArgument>(operand) && operand != k &&
+              isa<IndexType>(operand.getType()))
+            outer.insert(operand);
+      });
+    bool weights =
+        indexesParam(k, sum) || llvm::any_of(outer, [&](Value index) {
+          return indexesParam(index, sum);
+        });
+    if (!weights)
+      continue;
+    OpBuilder builder(sum);
+    Value matrix;
+    Value index;
+    if (ReadOp read = rowAt(row, body, index))
+      matrix = wholeArrayOf(read, builder);
+    if (!matrix)
+      matrix = tableOver(builder, sum, row);
+    Value coefficients = tableOver(builder, sum, weight);
+    Location loc = sum.getLoc();
     Value transposed = TransposeOp::create(builder, loc, matrix);
-    Value product = MatmulOp::create(builder, loc, transposed, weights);
+    Value product = MatmulOp::create(builder, loc, transposed, coefficients);
     if (product.getType() != sum.getType()) {
-      product.getDefiningOp()->erase();
-      transposed.getDefiningOp()->erase();
-      weights.erase();
+      for (Value made : {product, transposed, coefficients, matrix})
+        if (Operation *def = made.getDefiningOp(); def && def->use_empty())
+          def->erase();
       return false;
     }
     sum.getResult().replaceAllUsesWith(product);
@@ -274,22 +353,18 @@ bool weightedRowsAsProduct(ReduceOp sum) {
 } // namespace
 
 void mlir::energy::formIndexProducts(ModelOp model) {
-  SmallVector<Operation *> ops;
-  model.walk<WalkOrder::PostOrder>([&](Operation *op) {
-    if (domainOf(op) && !op->getParentOfType<SoftmaxContractOp>() &&
-        !op->getParentOfType<LetOp>())
-      ops.push_back(op);
+  SmallVector<DotOp> dots;
+  model.walk([&](DotOp dot) { dots.push_back(dot); });
+  for (DotOp dot : dots)
+    (void)dotAsPairTable(dot);
+  SmallVector<ReduceOp> sums;
+  model.walk<WalkOrder::PostOrder>([&](ReduceOp sum) {
+    if (!sum->getParentOfType<SoftmaxContractOp>() &&
+        !sum->getParentOfType<LetOp>())
+      sums.push_back(sum);
   });
-  for (Operation *op : ops) {
-    auto reduce = dyn_cast<ReduceOp>(op);
-    if (!reduce || reduce.getKind() != ReduceKind::lse) {
-      std::optional<Domain> domain = domainOf(op);
-      while (dotsAsProducts(*domain)) {
-      }
-    }
-    if (reduce)
-      (void)weightedRowsAsProduct(reduce);
-  }
+  for (ReduceOp sum : sums)
+    (void)weightedRowsAsProduct(sum);
   // The arrays read whole, and their transposes, out of the loops around,
   // where the loops' products can take them.
   model.walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });

@@ -56,7 +56,9 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // Loops that add over indices their slots ignore, as sums, and the linear
   // maps of what they add out of those sums; the products that leaves.
   modelPasses.addPass(createEnergyPlanLoopSums());
-  modelPasses.addPass(createEnergyPlanLinearMaps());
+  EnergyPlanLinearMapsOptions everyTerm;
+  everyTerm.maxTerms = 4;
+  modelPasses.addPass(createEnergyPlanLinearMaps(everyTerm));
   modelPasses.addPass(createEnergyPlanIndexProducts());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanContractTables());

@@ -49,7 +49,6 @@ namespace {
   };
 
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
-ENERGY_PLAN_STEP_PASS(PlanLinearMaps, factorLinearMaps)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
@@ -69,6 +68,17 @@ ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
 })
 
 #undef ENERGY_PLAN_STEP_PASS
+
+struct PlanLinearMapsPass
+    : public energy::impl::EnergyPlanLinearMapsBase<PlanLinearMapsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(runPlanStep(getOperation(), getArgument(), [&](ModelOp model) {
+          factorLinearMaps(model, maxTerms);
+        })))
+      signalPassFailure();
+  }
+};
 
 struct PlanKernelsPass
     : public energy::impl::EnergyPlanKernelsBase<PlanKernelsPass> {

@@ -8,6 +8,7 @@
 #include "Slices.h"
 
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -228,4 +229,77 @@ Operation *mlir::energy::scaledLeaf(Value value, bool linear) {
 
 ExtractOp mlir::energy::scaledRow(Value value, bool linear) {
   return dyn_cast_or_null<ExtractOp>(scaledLeaf(value, linear));
+}
+
+/// The index arguments of blocks inside `scope` (its own included) that
+/// `value` depends on, through ops inside `scope`.
+void mlir::energy::collectIndices(Value value, Operation *scope,
+                                  llvm::SmallPtrSetImpl<Value> &indices) {
+  if (isDefinedOutside(value, scope))
+    return;
+  if (isa<BlockArgument>(value)) {
+    indices.insert(value);
+    return;
+  }
+  Operation *def = value.getDefiningOp();
+  def->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (isDefinedOutside(operand, def))
+        collectIndices(operand, scope, indices);
+  });
+}
+
+/// Whether `value` depends on no index of `scope` but those of `allowed`.
+bool mlir::energy::dependsOnlyOn(Value value, Operation *scope,
+                                 ArrayRef<Value> allowed) {
+  llvm::SmallPtrSet<Value, 4> indices;
+  collectIndices(value, scope, indices);
+  return llvm::all_of(
+      indices, [&](Value index) { return llvm::is_contained(allowed, index); });
+}
+
+/// The array of `value` at every position of `indices` (sizes `sizes`),
+/// computed before `anchor`: the array `value` reads a slice of when it is
+/// a read or extract at exactly those indices, otherwise a table of it.
+/// `blocks` are the bodies, outermost first, whose ops `value` may need.
+Value mlir::energy::arrayOver(Value value, ArrayRef<Value> indices,
+                              ArrayRef<Attribute> sizes,
+                              ArrayRef<Block *> blocks, Operation *anchor) {
+  MLIRContext *context = value.getContext();
+  SmallVector<StringAttr> dims;
+  for (Attribute size : sizes)
+    dims.push_back(
+        StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+  llvm::append_range(dims, cast<ArrayType>(value.getType()).getShape());
+  auto type = ArrayType::get(context, dims);
+  OpBuilder builder(anchor);
+  Location loc = value.getLoc();
+  if (auto extract = value.getDefiningOp<ExtractOp>();
+      extract && extract.getMap().isIdentity() &&
+      llvm::equal(extract.getIndices(), indices) &&
+      isDefinedOutside(extract.getSource(), anchor) &&
+      extract.getSource().getType() == type)
+    return extract.getSource();
+  if (Value whole = wholeTensorOf(value, indices, type, builder))
+    return whole;
+  auto table =
+      TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
+  Block &body = table.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (Value index : indices)
+    mapping.map(index, body.addArgument(index.getType(), index.getLoc()));
+  // The ops each body contributes, innermost first, cloned outermost first.
+  SmallVector<llvm::SetVector<Operation *>> slices(blocks.size());
+  for (int i = static_cast<int>(blocks.size()) - 1; i >= 0; --i) {
+    addToSlice(value, *blocks[i], slices[i]);
+    for (size_t inner = i + 1; inner < blocks.size(); ++inner)
+      for (Operation *op : slices[inner])
+        addOperandsToSlice(op, *blocks[i], slices[i]);
+  }
+  OpBuilder inside = OpBuilder::atBlockEnd(&body);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    cloneSlice(*blocks[i], slices[i], inside, mapping);
+  YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
+  return table;
 }

@@ -101,6 +101,21 @@ bool isRowsTimesMatrix(BatchMatmulOp product);
 Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
                       bool transposeLhs, bool transposeRhs, bool summed);
 
+/// Adds to `indices` the index arguments of blocks inside `scope` (its own
+/// included) that `value` depends on, through ops inside `scope`.
+void collectIndices(Value value, Operation *scope,
+                    llvm::SmallPtrSetImpl<Value> &indices);
+
+/// Whether `value` depends on no index of `scope` but those of `allowed`.
+bool dependsOnlyOn(Value value, Operation *scope, ArrayRef<Value> allowed);
+
+/// The array of `value` at every position of `indices` (sizes `sizes`, plain
+/// dims), computed before `anchor`: the array `value` reads a slice of when
+/// it is a read or extract at exactly those indices, otherwise a table of
+/// it. `blocks` are the bodies, outermost first, whose ops `value` may need.
+Value arrayOver(Value value, ArrayRef<Value> indices, ArrayRef<Attribute> sizes,
+                ArrayRef<Block *> blocks, Operation *anchor);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 

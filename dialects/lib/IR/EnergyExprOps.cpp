@@ -178,6 +178,31 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 }
 
 namespace {
+/// Σ_i a_i b_i of two vectors of one shape is their dot product: the form
+/// kernel planning recognises as a matrix product's entry (derivation
+/// writes the adjoint of a dot product's other side so).
+struct SumOfProductsIsDot : OpRewritePattern<ReduceElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceElementsOp reduce,
+                                PatternRewriter &rewriter) const override {
+    if (reduce.getKind() != ElementsKind::sum)
+      return failure();
+    auto mul = reduce.getOperand().getDefiningOp<MulOp>();
+    if (!mul || mul.getLhs().getType() != mul.getRhs().getType() ||
+        cast<ArrayType>(mul.getLhs().getType()).getRank() != 1)
+      return failure();
+    rewriter.replaceOpWithNewOp<DotOp>(reduce, mul.getLhs(), mul.getRhs());
+    return success();
+  }
+};
+} // namespace
+
+void ReduceElementsOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                                   MLIRContext *context) {
+  patterns.add<SumOfProductsIsDot>(context);
+}
+
+namespace {
 /// Whether `attr` is the scalar constant `value`.
 bool isConstant(Attribute attr, double value) {
   auto number = dyn_cast_or_null<FloatAttr>(attr);

@@ -278,7 +278,16 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
     %t = reduce sum (%a : @N) { ... yield %u }
     %s = matmul %WqT, %t             // once
     ```
+
+    A summand that adds maps of several varying values becomes one sum per
+    value, up to `max-terms` of them (each sum computes what its value
+    needs): one, before softmax contractions form, since a contraction
+    sums several terms linear in its weight together; more, after.
   }];
+  let options = [
+    Option<"maxTerms", "max-terms", "unsigned", /*default=*/"1",
+           "The most varying values a sum is split into">
+  ];
 }
 
 def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",

@@ -451,6 +451,7 @@ def Energy_ReduceElementsOp : Energy_Op<"reduce_elements", [Pure,
   let arguments = (ins Energy_ElementsKindAttr:$kind, Energy_AnyArray:$operand);
   let results = (outs Energy_Scalar:$result);
   let assemblyFormat = "``$kind $operand attr-dict `:` type($operand)";
+  let hasCanonicalizer = 1;
 }
 
 def Energy_SumLastOp : Energy_Op<"sum_last", [Pure, InferTypeOpAdaptor,
