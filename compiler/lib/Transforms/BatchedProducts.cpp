@@ -524,6 +524,27 @@ std::optional<LoopBody> loopBodyOf(Operation *op) {
   return std::nullopt;
 }
 
+/// Computes the matrix of `product` ahead of `loop` when `body` computes it
+/// from values outside the loop only, with reads and ops free of effects
+/// (nothing between the loop's start and the read can change what it
+/// reads: no body of a loop stores).
+void hoistInvariantMatrix(MatmulOp product, Operation *loop, Block &body) {
+  Value matrix = product.getLhs();
+  if (isDefinedOutside(matrix, loop) || !dependsOnlyOn(matrix, loop, {}))
+    return;
+  llvm::SetVector<Operation *> slice;
+  addToSlice(matrix, body, slice);
+  if (llvm::any_of(slice, [](Operation *member) {
+        return member->getNumRegions() ||
+               (!isa<ReadOp>(member) && !isMemoryEffectFree(member));
+      }))
+    return;
+  OpBuilder builder(loop);
+  IRMapping mapping;
+  cloneSlice(body, slice, builder, mapping);
+  product.getLhsMutable().assign(mapping.lookup(matrix));
+}
+
 /// Every matrix-vector product M v in the body of `loop`, M from outside it
 /// and v depending on one or two of its indices, is one product of all the
 /// rows: the rows v at every position of the indices v uses (a table, or
@@ -537,6 +558,12 @@ void batchLoopMatvecs(LoopBody loop) {
   Block &body = *loop.body;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     auto product = dyn_cast<MatmulOp>(op);
+    if (!product)
+      continue;
+    // A matrix the body computes from no index of the loop (a read in a
+    // step program, which reads at its point and so is not hoisted by
+    // itself) is computed ahead of it.
+    hoistInvariantMatrix(product, loop.op, body);
     // A table of the products themselves is batchTable's (the product
     // replaces the table, with no copy of it).
     if (!isOuterMatrixProduct(product, loop.op) ||

@@ -371,9 +371,47 @@ bool inlineLetsIntoTables(ModelOp model) {
   return !reads.empty();
 }
 
+/// Replaces each read of a whole let (no indices) directly in a program,
+/// term or gradient by a table over the let's domain that reads the let at
+/// every position: the let's body is then inlined into the table, whose
+/// work the other steps plan like any table's (the matrix-vector products
+/// of a let that an explicit rule stores become one product of all rows).
+void tabulateWholeLetReads(ModelOp model) {
+  SymbolTable symbols(model);
+  SmallVector<ReadOp> reads;
+  model.walk([&](ReadOp read) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    if (let && read.getIndices().empty() && !let.getDomain().empty() &&
+        hasPlainDims(let.getDomain()) && isStatement(read) &&
+        read.getType() == let.getArrayType())
+      reads.push_back(read);
+  });
+  MLIRContext *context = model.getContext();
+  for (ReadOp read : reads) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    OpBuilder builder(read);
+    auto table = TabulateOp::create(builder, read.getLoc(), read.getType(),
+                                    let.getDomain());
+    Block &body = table.getBody().emplaceBlock();
+    for (BlockArgument argument : let.getBody().front().getArguments())
+      body.addArgument(argument.getType(), argument.getLoc());
+    OpBuilder inside = OpBuilder::atBlockEnd(&body);
+    auto element = ReadOp::create(
+        inside, read.getLoc(), cast<ArrayType>(let.getElementType()),
+        read.getSourceAttr(),
+        AffineMapAttr::get(
+            AffineMap::getMultiDimIdentityMap(body.getNumArguments(), context)),
+        body.getArguments());
+    YieldOp::create(inside, read.getLoc(), element.getResult());
+    read.getResult().replaceAllUsesWith(table.getResult());
+    read.erase();
+  }
+}
+
 } // namespace
 
 void mlir::energy::hoistLoopTables(ModelOp model) {
+  tabulateWholeLetReads(model);
   // Tables made here may read lets too: their bodies are inlined in turn,
   // and their loops get tables of their own.
   bool more = true;
