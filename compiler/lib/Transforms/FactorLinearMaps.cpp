@@ -42,9 +42,70 @@ ReduceOp sumYielding(OpBuilder &builder, ReduceOp sum, Value inside) {
   return copy;
 }
 
+/// Rewrites `sum`, whose summand is E(σ₁, …, σₘ, x) (Linearity.h: varying
+/// scalars σᵢ, a varying value x, multilinear maps with fixed operands), as
+/// E(S, 1, …, 1), S the sum of σ₁ ⋯ σₘ x: a weight times a transformed row
+/// is the transform, applied once, of the weighted sum of rows. False when
+/// the summand is no such map.
+bool factorScaledMaps(ReduceOp sum) {
+  Block &body = sum.getBody().front();
+  Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
+  std::optional<ScaledDecomposition> scaled = decomposeScaled(
+      value, body, [&](Value v) { return isDefinedOutside(v, sum); });
+  if (!scaled || !scaled->vector || scaled->scalars.empty())
+    return false;
+  // Worth it only when the maps transform the value (a matrix product, an
+  // elementwise product with an array, a sum, …); products with scalars
+  // alone would only move.
+  auto transforms = [&](Operation *map) {
+    if (!isa<MulOp, DivOp, NegOp>(map))
+      return true;
+    return llvm::any_of(map->getOperands(), [&](Value operand) {
+      return isDefinedOutside(operand, sum) && !isScalar(operand);
+    });
+  };
+  if (llvm::none_of(scaled->maps, transforms))
+    return false;
+  OpBuilder builder(sum);
+  Location loc = sum.getLoc();
+  // The sum of the product of the leaves, in a copy of the sum.
+  ReduceOp product = sumYielding(builder, sum, scaled->vector);
+  {
+    Block &copy = product.getBody().front();
+    Operation *yield = copy.getTerminator();
+    IRMapping mapping;
+    mapping.map(body.getArguments(), copy.getArguments());
+    // The copy's ops are the slice of x; the scalars' slices are cloned in.
+    OpBuilder inside(yield);
+    llvm::SetVector<Operation *> slice;
+    for (Value scalar : scaled->scalars)
+      addToSlice(scalar, body, slice);
+    cloneSlice(body, slice, inside, mapping);
+    Value total = yield->getOperand(0);
+    for (Value scalar : scaled->scalars)
+      total =
+          MulOp::create(inside, loc, mapping.lookupOrDefault(scalar), total);
+    yield->setOperands(total);
+  }
+  IRMapping after;
+  after.map(scaled->vector, product.getResult());
+  Value one = ConstantOp::create(builder, loc, 1.0);
+  for (Value scalar : scaled->scalars)
+    after.map(scalar, one);
+  SmallVector<Operation *> maps(scaled->maps.begin(), scaled->maps.end());
+  llvm::sort(maps,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *map : maps)
+    builder.clone(*map, after);
+  sum.replaceAllUsesWith(after.lookup(value));
+  sum.erase();
+  return true;
+}
+
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
-/// applied after them; false when the summand is no such map.
-bool factorLinearMaps(ReduceOp sum, unsigned maxTerms) {
+/// applied after them (or as the sum of scaled leaves, factorScaledMaps);
+/// false when the summand is no such map.
+bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
   if ((sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean) ||
       sum.getTemperature())
     return false;
@@ -59,7 +120,7 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms) {
   size_t varying = llvm::count_if(
       linear.atoms, [&](Value atom) { return !isDefinedOutside(atom, sum); });
   if (linear.maps.empty() || varying == 0 || varying > maxTerms)
-    return false;
+    return scaled && factorScaledMaps(sum);
   OpBuilder builder(sum);
   IRMapping after;
   for (Value atom : linear.atoms)
@@ -76,10 +137,16 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms) {
 
 } // namespace
 
-void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms) {
-  SmallVector<ReduceOp> sums;
-  model.walk<WalkOrder::PostOrder>(
-      [&](ReduceOp reduce) { sums.push_back(reduce); });
-  for (ReduceOp sum : sums)
-    (void)::factorLinearMaps(sum, maxTerms);
+void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms,
+                                    bool scaled) {
+  // The sums a rewrite makes (one per value) may come apart in turn.
+  bool changed = true;
+  for (int round = 0; changed && round < 4; ++round) {
+    changed = false;
+    SmallVector<ReduceOp> sums;
+    model.walk<WalkOrder::PostOrder>(
+        [&](ReduceOp reduce) { sums.push_back(reduce); });
+    for (ReduceOp sum : sums)
+      changed |= ::factorLinearMaps(sum, maxTerms, scaled);
+  }
 }

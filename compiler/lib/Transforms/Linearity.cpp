@@ -91,3 +91,136 @@ mlir::energy::decomposeLinearly(Value value, Block &body,
   decomposer.visit(value);
   return std::move(decomposer.result);
 }
+
+namespace {
+/// The degree of a value in each varying leaf it is built from.
+using Degrees = llvm::SmallDenseMap<Value, int, 4>;
+
+class ScaledDecomposer {
+public:
+  ScaledDecomposer(Block &body, function_ref<bool(Value)> invariant)
+      : body(body), invariant(invariant) {}
+
+  /// The degrees of `value` in the leaves, or nullopt when the value is not
+  /// a multilinear map of them.
+  std::optional<Degrees> visit(Value value) {
+    if (invariant(value))
+      return Degrees();
+    if (auto found = memo.find(value); found != memo.end())
+      return found->second;
+    std::optional<Degrees> degrees = compute(value);
+    memo[value] = degrees;
+    return degrees;
+  }
+
+  llvm::SetVector<Operation *> maps;
+
+  /// The maps `value` is computed by (after visit(value)), down to its
+  /// leaves, into `reached`.
+  void collectMaps(Value value, llvm::SetVector<Operation *> &reached) {
+    if (invariant(value))
+      return;
+    auto found = memo.find(value);
+    if (found == memo.end() || !found->second || found->second->count(value))
+      return;
+    Operation *op = value.getDefiningOp();
+    if (!reached.insert(op))
+      return;
+    for (Value operand : op->getOperands())
+      collectMaps(operand, reached);
+  }
+
+private:
+  std::optional<Degrees> leaf(Value value) {
+    Degrees degrees;
+    degrees[value] = 1;
+    return degrees;
+  }
+
+  std::optional<Degrees> compute(Value value) {
+    Operation *op = value.getDefiningOp();
+    if (!op || op->getBlock() != &body || op->getNumResults() != 1)
+      return leaf(value);
+    SmallVector<unsigned> varying;
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      if (!invariant(operand))
+        varying.push_back(index);
+    Linearity linearity = linearityOf(op);
+    if (linearity == Linearity::None || varying.empty() ||
+        !llvm::all_of(varying,
+                      [&](unsigned i) { return isLinearInOperand(op, i); }))
+      return leaf(value);
+    Degrees degrees;
+    if (linearity == Linearity::Joint) {
+      // A sum of homogeneous terms: every array operand varies, with the
+      // same degrees (x + c is affine, not a map of x).
+      std::optional<Degrees> first;
+      for (Value operand : op->getOperands()) {
+        if (!isa<ArrayType>(operand.getType()))
+          continue;
+        if (invariant(operand))
+          return leaf(value);
+        std::optional<Degrees> next = visit(operand);
+        if (!next)
+          return leaf(value);
+        if (first && *first != *next)
+          return leaf(value);
+        first = next;
+      }
+      if (!first)
+        return leaf(value);
+      degrees = *first;
+    } else {
+      // A product: the degrees add up.
+      for (unsigned index : varying) {
+        std::optional<Degrees> operand = visit(op->getOperand(index));
+        if (!operand)
+          return leaf(value);
+        for (auto [leafValue, degree] : *operand)
+          degrees[leafValue] += degree;
+      }
+    }
+    maps.insert(op);
+    return degrees;
+  }
+
+  Block &body;
+  function_ref<bool(Value)> invariant;
+  llvm::DenseMap<Value, std::optional<Degrees>> memo;
+};
+} // namespace
+
+std::optional<ScaledDecomposition>
+mlir::energy::decomposeScaled(Value value, Block &body,
+                              function_ref<bool(Value)> invariant) {
+  ScaledDecomposer decomposer(body, invariant);
+  std::optional<Degrees> degrees = decomposer.visit(value);
+  if (!degrees || degrees->empty())
+    return std::nullopt;
+  ScaledDecomposition result;
+  for (auto [leafValue, degree] : *degrees) {
+    if (degree != 1)
+      return std::nullopt;
+    if (cast<ArrayType>(leafValue.getType()).isScalar()) {
+      result.scalars.push_back(leafValue);
+    } else {
+      if (result.vector)
+        return std::nullopt;
+      result.vector = leafValue;
+    }
+  }
+  // In the body's order, so that rewrites are deterministic.
+  auto position = [&](Value leafValue) {
+    Operation *def = leafValue.getDefiningOp();
+    return def && def->getBlock() == &body ? def : nullptr;
+  };
+  llvm::sort(result.scalars, [&](Value a, Value b) {
+    Operation *x = position(a), *y = position(b);
+    if (!x || !y)
+      return x == nullptr && y != nullptr;
+    return x->isBeforeInBlock(y);
+  });
+  // Only the maps the value reaches through its leaves.
+  decomposer.collectMaps(value, result.maps);
+  return result;
+}

@@ -52,6 +52,24 @@ struct LinearDecomposition {
 LinearDecomposition decomposeLinearly(Value value, Block &body,
                                       function_ref<bool(Value)> invariant);
 
+/// A value of a body as E(σ₁, …, σₘ, x): multilinear maps (sums, products,
+/// matrix products, transposes …, with their other operands `invariant`)
+/// of varying scalars σᵢ and at most one varying value x that is not such
+/// a map of others, each appearing with degree one. Then Σ_p E = E(S, 1,
+/// …, 1) for S = Σ_p σ₁ ⋯ σₘ x, with the carrier (x, else σ₁) replaced by
+/// S and every other σᵢ by 1: a sum of weights times a transformed row is
+/// the transform of the weighted sum of rows.
+struct ScaledDecomposition {
+  SmallVector<Value> scalars;
+  /// The varying value that is not a scalar factor, or null.
+  Value vector;
+  llvm::SetVector<Operation *> maps;
+};
+
+/// The scaled decomposition of `value`, a value of `body`, or nullopt.
+std::optional<ScaledDecomposition>
+decomposeScaled(Value value, Block &body, function_ref<bool(Value)> invariant);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_LINEARITY_H

@@ -58,7 +58,11 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanLoopSums());
   EnergyPlanLinearMapsOptions everyTerm;
   everyTerm.maxTerms = 4;
+  everyTerm.scaled = true;
   modelPasses.addPass(createEnergyPlanLinearMaps(everyTerm));
+  // The sums those linear maps leave may be contractions now.
+  modelPasses.addPass(createEnergyPlanSoftmaxContracts());
+  modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanIndexProducts());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanContractTables());

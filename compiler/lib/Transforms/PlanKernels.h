@@ -23,8 +23,11 @@ void tabulateAggregations(ModelOp model);
 /// Σ_p L(u_p) = L(Σ_p u_p): takes every linear map whose other operands do
 /// not depend on a sum's indices out of the sum (Linearity.h), so that the
 /// sum adds the values the maps apply to; a sum of maps of up to
-/// `maxTerms` varying values becomes one sum each.
-void factorLinearMaps(ModelOp model, unsigned maxTerms = 1);
+/// `maxTerms` varying values becomes one sum each. With `scaled`, a sum of
+/// varying scalars times maps of a value sums their products, the maps
+/// applied after (Linearity.h, ScaledDecomposition).
+void factorLinearMaps(ModelOp model, unsigned maxTerms = 1,
+                      bool scaled = false);
 
 /// Rewrites each loop over (J, K) that accumulates at slots only J chooses
 /// as a loop over J that accumulates sums over K.

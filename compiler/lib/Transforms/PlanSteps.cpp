@@ -74,7 +74,7 @@ struct PlanLinearMapsPass
   using Base::Base;
   void runOnOperation() override {
     if (failed(runPlanStep(getOperation(), getArgument(), [&](ModelOp model) {
-          factorLinearMaps(model, maxTerms);
+          factorLinearMaps(model, maxTerms, scaled);
         })))
       signalPassFailure();
   }

@@ -286,7 +286,11 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
   }];
   let options = [
     Option<"maxTerms", "max-terms", "unsigned", /*default=*/"1",
-           "The most varying values a sum is split into">
+           "The most varying values a sum is split into">,
+    Option<"scaled", "scaled", "bool", /*default=*/"false",
+           "Also sum varying scalars times a value, the multilinear maps "
+           "of their product applied after (after contractions form: "
+           "before, a contraction weighs its sums by such factors itself)">
   ];
 }
 
