@@ -41,6 +41,26 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
   if (llvm::all_of(used, [](bool u) { return u; }) ||
       llvm::none_of(used, [](bool u) { return u; }))
     return false;
+  // What a softmax weighs (an lse, or a contraction's normaliser, in what
+  // the position adds) is a contraction's to plan, over the loop's whole
+  // domain as its rows: nested in a loop over fewer indices, it would be
+  // one contraction per position of the loop.
+  {
+    llvm::SetVector<Operation *> slice;
+    addToSlice(accumulate.getValue(), body, slice);
+    bool weighted = false;
+    for (Operation *member : slice)
+      member->walk([&](Operation *op) {
+        if (auto reduce = dyn_cast<ReduceOp>(op))
+          weighted |= reduce.getKind() == ReduceKind::lse;
+        if (auto extract = dyn_cast<ExtractOp>(op))
+          if (auto result = dyn_cast<OpResult>(extract.getSource()))
+            if (auto contract = dyn_cast<SoftmaxContractOp>(result.getOwner()))
+              weighted |= result == contract.getLse();
+      });
+    if (weighted)
+      return false;
+  }
   SmallVector<Attribute> slotSizes, summedSizes;
   for (auto [size, isUsed] : llvm::zip(loop.getSizes(), used))
     (isUsed ? slotSizes : summedSizes).push_back(size);

@@ -153,11 +153,45 @@ bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
          rank(product.getLhs()) == rank(product.getResult());
 }
 
+namespace {
+/// `value` as an element of a table, `extract %T[indices]` at all of T's
+/// indices: T and the indices.
+std::optional<std::pair<TabulateOp, OperandRange>> tableElement(Value value) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract || !extract.getMap().isIdentity())
+    return std::nullopt;
+  auto table = extract.getSource().getDefiningOp<TabulateOp>();
+  if (!table ||
+      table.getBody().front().getNumArguments() != extract.getIndices().size())
+    return std::nullopt;
+  return std::make_pair(table, extract.getIndices());
+}
+} // namespace
+
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (Value mapped = arguments.lookupOrNull(a))
     return mapped == b;
   if (a == b)
     return true;
+  // An element of a table computes its body at the element's indices (a
+  // recomputed projection and a table of them).
+  auto first = tableElement(a), second = tableElement(b);
+  if (first && !second) {
+    IRMapping body = arguments;
+    for (auto [argument, index] : llvm::zip(
+             first->first.getBody().front().getArguments(), first->second))
+      body.map(argument, arguments.lookupOrDefault(index));
+    return computeSame(first->first.getBodyValue(), b, body);
+  }
+  if (second && !first) {
+    IRMapping inverse;
+    for (auto [from, to] : arguments.getValueMap())
+      inverse.map(to, from);
+    for (auto [argument, index] : llvm::zip(
+             second->first.getBody().front().getArguments(), second->second))
+      inverse.map(argument, inverse.lookupOrDefault(index));
+    return computeSame(second->first.getBodyValue(), a, inverse);
+  }
   if (isa<BlockArgument>(a))
     return false;
   Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();

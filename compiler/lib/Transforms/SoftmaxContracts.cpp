@@ -594,7 +594,59 @@ struct NormaliserSource {
   /// The block whose arguments are the rows of the lse (a let's body, or
   /// the sum's body when the sum recomputes the lse itself).
   Block *rowBlock;
+  /// When L is a contraction's: a detached table over its rows whose body
+  /// is the lse of its score (what `lse` and `rowBlock` refer to), erased
+  /// once the sum is planned.
+  std::shared_ptr<TabulateOp> shadow;
 };
+
+/// The lse a contraction computes, written as the table over its rows of an
+/// lse over its columns (detached: what the parent side reads the score,
+/// predicate and temperature from). Null when the contraction takes its
+/// normaliser as given.
+std::shared_ptr<TabulateOp> shadowOfNormaliser(SoftmaxContractOp contract) {
+  if (contract.getGivenLse())
+    return nullptr;
+  MLIRContext *context = contract.getContext();
+  OpBuilder builder(context);
+  SmallVector<StringAttr> dims;
+  for (Attribute size : contract.getRows())
+    dims.push_back(
+        StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+  auto table =
+      TabulateOp::create(builder, contract.getLoc(),
+                         ArrayType::get(context, dims), contract.getRows());
+  Block &rows = table.getBody().emplaceBlock();
+  Block &score = contract.getScore().front();
+  unsigned rowCount = contract.getNumRowIndices();
+  for (BlockArgument argument : score.getArguments().take_front(rowCount))
+    rows.addArgument(argument.getType(), argument.getLoc());
+  builder.setInsertionPointToEnd(&rows);
+  auto lse = ReduceOp::create(builder, contract.getLoc(),
+                              ArrayType::getScalar(context), ReduceKind::lse,
+                              builder.getArrayAttr({contract.getCols()}),
+                              contract.getTemperature());
+  auto copy = [&](Region &from, Region &into) {
+    Block &source = from.front();
+    Block &target = into.emplaceBlock();
+    BlockArgument column = source.getArgument(rowCount);
+    IRMapping mapping;
+    mapping.map(source.getArguments().take_front(rowCount),
+                rows.getArguments());
+    mapping.map(column, target.addArgument(column.getType(), column.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(&target);
+    for (Operation &op : source)
+      inside.clone(op, mapping);
+  };
+  if (contract.hasPredicate())
+    copy(contract.getPredicate(), lse.getPredicate());
+  copy(contract.getScore(), lse.getBody());
+  YieldOp::create(builder, contract.getLoc(), lse.getResult());
+  return std::shared_ptr<TabulateOp>(new TabulateOp(table), [](TabulateOp *op) {
+    op->erase();
+    delete op;
+  });
+}
 
 /// The sums whose bodies enclose `sum` up to the loop around them, outermost
 /// first: a sum over (b…, r) split into Σ_b Σ_r by splitBatchIndices.
@@ -659,12 +711,28 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     if (!lse || lse.getKind() != ReduceKind::lse ||
         lse->getBlock() != &let.getBody().front())
       return std::nullopt;
-    return NormaliserSource{lse, &let.getBody().front()};
+    return NormaliserSource{lse, &let.getBody().front(), nullptr};
+  }
+  // A contraction's normaliser at exactly these rows.
+  if (auto extract = value.getDefiningOp<ExtractOp>()) {
+    auto result = dyn_cast<OpResult>(extract.getSource());
+    auto contract =
+        result ? dyn_cast<SoftmaxContractOp>(result.getOwner()) : nullptr;
+    if (!contract || result != contract.getLse() ||
+        !extract.getMap().isIdentity() ||
+        !llvm::equal(extract.getIndices(), rowIndices) ||
+        !llvm::equal(contract.getRows(), rowSizes))
+      return std::nullopt;
+    std::shared_ptr<TabulateOp> shadow = shadowOfNormaliser(contract);
+    if (!shadow)
+      return std::nullopt;
+    Block &rows = shadow->getBody().front();
+    return NormaliserSource{cast<ReduceOp>(rows.front()), &rows, shadow};
   }
   auto lse = value.getDefiningOp<ReduceOp>();
   if (batches.empty() && rowIndices.size() == 1 && lse &&
       lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
-    return NormaliserSource{lse, &body};
+    return NormaliserSource{lse, &body, nullptr};
   return std::nullopt;
 }
 
@@ -895,7 +963,65 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
 
 } // namespace
 
+namespace {
+/// Whether `value` is the normaliser of a contraction computed before its
+/// block's op, read at a row (`extract %L[rows]`).
+bool isContractNormaliser(Value value) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract)
+    return false;
+  auto result = dyn_cast<OpResult>(extract.getSource());
+  auto contract =
+      result ? dyn_cast<SoftmaxContractOp>(result.getOwner()) : nullptr;
+  return contract && result == contract.getLse();
+}
+
+/// A sum weighted by the softmax of a contraction's normaliser, read at the
+/// row of the loop around (what the derivation of a second derivative
+/// leaves once the first one's contraction is formed), gets that normaliser
+/// from an lse of its own over the same domain, just before it: then the
+/// child side forms a contraction of it, which merges with the one that
+/// computed the normaliser (same score, domains and predicate): its sums
+/// become row sums of that contraction.
+void recomputeContractNormalisers(ModelOp model) {
+  SmallVector<ReduceOp> sums;
+  model.walk([&](ReduceOp sum) {
+    if (sum.getKind() == ReduceKind::sum && sum.getSizes().size() == 1 &&
+        !sum->getParentOfType<SoftmaxContractOp>() &&
+        !sum->getParentOfType<LetOp>())
+      sums.push_back(sum);
+  });
+  for (ReduceOp sum : sums) {
+    std::optional<WeightedSum> weighted =
+        matchWeightedSum(sum, isContractNormaliser);
+    if (!weighted)
+      continue;
+    Value normaliser = weighted->shift.getRhs();
+    // The lse of the score x over the sum's domain and predicate, at the
+    // temperature the weight divides by.
+    OpBuilder builder(sum);
+    Location loc = sum.getLoc();
+    auto lse =
+        ReduceOp::create(builder, loc, normaliser.getType(), ReduceKind::lse,
+                         sum.getSizes(), weighted->temperatureUsed);
+    IRMapping mapping;
+    sum.getPredicate().cloneInto(&lse.getPredicate(), mapping);
+    Block &body = sum.getBody().front();
+    Block &lseBody = lse.getBody().emplaceBlock();
+    addIndexArguments(lseBody, body, mapping);
+    Value score = weighted->shift.getLhs();
+    llvm::SetVector<Operation *> slice;
+    addToSlice(score, body, slice);
+    OpBuilder inside = OpBuilder::atBlockEnd(&lseBody);
+    cloneSlice(body, slice, inside, mapping);
+    YieldOp::create(inside, loc, mapping.lookupOrDefault(score));
+    weighted->shift.getRhsMutable().assign(lse.getResult());
+  }
+}
+} // namespace
+
 void mlir::energy::formSoftmaxContracts(ModelOp model) {
+  recomputeContractNormalisers(model);
   // Parent side first: a sum whose normaliser is an lse in its own body
   // (an M-step's statistics) takes that lse into its contraction, before
   // the child side would lift the lse out on its own.
