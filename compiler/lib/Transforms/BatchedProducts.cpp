@@ -535,8 +535,7 @@ void hoistInvariantMatrix(MatmulOp product, Operation *loop, Block &body) {
   llvm::SetVector<Operation *> slice;
   addToSlice(matrix, body, slice);
   if (llvm::any_of(slice, [](Operation *member) {
-        return member->getNumRegions() ||
-               (!isa<ReadOp>(member) && !isMemoryEffectFree(member));
+        return member->getNumRegions() || !onlyReads(member);
       }))
     return;
   OpBuilder builder(loop);
@@ -583,9 +582,8 @@ void batchLoopMatvecs(LoopBody loop) {
       continue;
     llvm::SetVector<Operation *> slice;
     addToSlice(product.getRhs(), body, slice);
-    if (llvm::any_of(slice, [](Operation *member) {
-          return !isa<ReadOp>(member) && !isMemoryEffectFree(member);
-        }))
+    if (llvm::any_of(slice,
+                     [](Operation *member) { return !onlyReads(member); }))
       continue;
     ScalarFactors scales;
     Value rows = arrayOver(scales.peel(product.getRhs(), loop.op), indices,

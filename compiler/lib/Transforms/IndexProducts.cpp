@@ -65,15 +65,12 @@ ReadOp rowAt(Value value, Block &body, Value &index) {
   return read;
 }
 
-/// The whole array `read` reads a row of, read at the builder's point,
-/// when it is a param's: a layer's weights or memories, whose pairs with
-/// the rows of data a table may hold (pairs of data rows are
-/// contractions', streamed).
+/// The whole array `read` reads a row of, read at the builder's point.
 Value wholeArrayOf(ReadOp read, OpBuilder &builder) {
   auto model = read->getParentOfType<ModelOp>();
   auto tensor =
       dyn_cast_or_null<TensorOp>(model.lookupSymbol(read.getSource()));
-  if (!tensor || tensor.getRole() != Role::param)
+  if (!tensor)
     return {};
   return readWholeTensor(builder, read.getLoc(), tensor.getArrayType(),
                          read.getSourceAttr());
@@ -118,7 +115,7 @@ bool computableEverywhere(Value value, Block &body) {
   llvm::SetVector<Operation *> slice;
   addToSlice(value, body, slice);
   for (Operation *op : slice) {
-    if (!isa<ReadOp>(op) && !isMemoryEffectFree(op))
+    if (!onlyReads(op))
       return false;
     bool plain = true;
     op->walk([&](Operation *nested) {
@@ -139,6 +136,7 @@ bool computableEverywhere(Value value, Block &body) {
 }
 
 bool indexesParam(Value index, Operation *op);
+bool pairsDifferentThings(Value index, ArrayRef<Value> others, Operation *op);
 
 /// The domains around `op` up to the statement that holds them, outermost
 /// first (`statement` set to the outermost); empty when something else
@@ -193,7 +191,21 @@ bool dotAsPairTable(DotOp dot) {
     for (auto [argument, size] :
          llvm::zip(domain.body->getArguments(), domain.sizes))
       indices.push_back({argument, size});
-  for (unsigned side = 0; side < 2; ++side) {
+  // The side read at the innermost index is taken as the rows the table's
+  // last axis runs over (its entries then lie along the inner loop).
+  auto depth = [&](Value operand) {
+    llvm::SmallPtrSet<Value, 4> used;
+    collectIndices(operand, statement, used);
+    int deepest = -1;
+    for (auto [position, entry] : llvm::enumerate(indices))
+      if (used.contains(entry.first))
+        deepest = position;
+    return deepest;
+  };
+  unsigned firstSide =
+      depth(dot->getOperand(0)) >= depth(dot->getOperand(1)) ? 0 : 1;
+  for (unsigned attempt = 0; attempt < 2; ++attempt) {
+    unsigned side = attempt == 0 ? firstSide : 1 - firstSide;
     Value weights = dot->getOperand(side), vector = dot->getOperand(1 - side);
     llvm::SmallPtrSet<Value, 4> weightIndices, vectorIndices;
     collectIndices(weights, statement, weightIndices);
@@ -202,7 +214,10 @@ bool dotAsPairTable(DotOp dot) {
         vectorIndices.size() > 2)
       continue;
     Value k = *weightIndices.begin();
-    if (vectorIndices.contains(k) || !indexesParam(k, dot))
+    if (vectorIndices.contains(k) ||
+        !pairsDifferentThings(
+            k, SmallVector<Value>(vectorIndices.begin(), vectorIndices.end()),
+            dot))
       continue;
     SmallVector<Value> rowIndices;
     SmallVector<Attribute> rowSizes;
@@ -244,6 +259,41 @@ bool dotAsPairTable(DotOp dot) {
 /// Whether a param is read at `index` (a block argument) somewhere in the
 /// statement around `op`: the index runs over a layer's weights or
 /// memories, whose pairs with any other index a table may hold.
+/// The dim an index (a block argument of a domain) ranges over, or null.
+StringAttr dimOf(Value index) {
+  auto argument = dyn_cast<BlockArgument>(index);
+  if (!argument)
+    return {};
+  Operation *owner = argument.getOwner()->getParentOp();
+  ArrayAttr sizes;
+  if (auto reduce = dyn_cast<ReduceOp>(owner))
+    sizes = reduce.getSizes();
+  else if (auto loop = dyn_cast<ForeachOp>(owner))
+    sizes = loop.getSizes();
+  else if (auto table = dyn_cast<TabulateOp>(owner))
+    sizes = table.getSizes();
+  if (!sizes || argument.getArgNumber() >= sizes.size())
+    return {};
+  std::optional<StringRef> name =
+      cast<DimExprAttr>(sizes[argument.getArgNumber()]).getDimName();
+  return name ? StringAttr::get(index.getContext(), *name) : StringAttr();
+}
+
+/// Whether a table over `index` and `others` pairs different things: a
+/// param's rows (weights, memories) with anything, or a dim with other
+/// dims (points and clusters, tokens and memories), not positions with
+/// positions of the same dim (attention's pairs, which contractions
+/// stream without storing).
+bool pairsDifferentThings(Value index, ArrayRef<Value> others, Operation *op) {
+  if (indexesParam(index, op))
+    return true;
+  StringAttr dim = dimOf(index);
+  return dim && llvm::all_of(others, [&](Value other) {
+           StringAttr otherDim = dimOf(other);
+           return otherDim && otherDim != dim;
+         });
+}
+
 bool indexesParam(Value index, Operation *op) {
   Operation *statement = op;
   while (statement->getParentOp() &&
@@ -320,10 +370,11 @@ bool weightedRowsAsProduct(ReduceOp sum) {
               isa<IndexType>(operand.getType()))
             outer.insert(operand);
       });
-    bool weights =
-        indexesParam(k, sum) || llvm::any_of(outer, [&](Value index) {
-          return indexesParam(index, sum);
-        });
+    SmallVector<Value> outerIndices(outer.begin(), outer.end());
+    bool weights = pairsDifferentThings(k, outerIndices, sum) ||
+                   llvm::any_of(outer, [&](Value index) {
+                     return indexesParam(index, sum);
+                   });
     if (!weights)
       continue;
     OpBuilder builder(sum);

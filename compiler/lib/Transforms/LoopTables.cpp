@@ -345,8 +345,14 @@ bool inlineLetsIntoTables(ModelOp model) {
     auto table = dyn_cast<TabulateOp>(read->getParentOp());
     auto let = symbols.lookup<LetOp>(read.getSource());
     if (!table || !let || !read.getMap().isIdentity() ||
-        read.getIndices().size() != let.getDomain().size() ||
-        read.getType() != let.getElementType())
+        read.getIndices().size() > let.getDomain().size() ||
+        read.getIndices().empty())
+      return;
+    // A row (a prefix of the domain's indices): a table over the rest.
+    if (read.getIndices().size() < let.getDomain().size() &&
+        !hasPlainDims(ArrayAttr::get(
+            model.getContext(),
+            let.getDomain().getValue().drop_front(read.getIndices().size()))))
       return;
     Block &tableBody = table.getBody().front();
     if (llvm::all_of(read.getIndices(), [&](Value index) {
@@ -357,13 +363,34 @@ bool inlineLetsIntoTables(ModelOp model) {
   for (ReadOp read : reads) {
     auto let = symbols.lookup<LetOp>(read.getSource());
     Block &letBody = let.getBody().front();
+    unsigned fixed = read.getIndices().size();
     IRMapping mapping;
-    mapping.map(letBody.getArguments(), read.getIndices());
+    mapping.map(letBody.getArguments().take_front(fixed), read.getIndices());
     OpBuilder builder(read);
-    for (Operation &op : letBody.without_terminator())
-      builder.clone(op, mapping);
-    read.replaceAllUsesWith(mapping.lookupOrDefault(
-        cast<YieldOp>(letBody.getTerminator()).getValues()[0]));
+    Location loc = read.getLoc();
+    Value element = cast<YieldOp>(letBody.getTerminator()).getValues()[0];
+    Value value;
+    if (fixed == let.getDomain().size()) {
+      for (Operation &op : letBody.without_terminator())
+        builder.clone(op, mapping);
+      value = mapping.lookupOrDefault(element);
+    } else {
+      auto row = TabulateOp::create(
+          builder, loc, read.getType(),
+          ArrayAttr::get(model.getContext(),
+                         let.getDomain().getValue().drop_front(fixed)));
+      Block &rowBody = row.getBody().emplaceBlock();
+      for (BlockArgument argument : letBody.getArguments().drop_front(fixed))
+        mapping.map(argument,
+                    rowBody.addArgument(argument.getType(), argument.getLoc()));
+      OpBuilder inside = OpBuilder::atBlockEnd(&rowBody);
+      for (Operation &op : letBody.without_terminator())
+        inside.clone(op, mapping);
+      YieldOp::create(inside, loc, mapping.lookupOrDefault(element));
+      moveLoopInvariantCode(cast<LoopLikeOpInterface>(row.getOperation()));
+      value = row;
+    }
+    read.replaceAllUsesWith(value);
     auto table = cast<TabulateOp>(read->getParentOp());
     read.erase();
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));

@@ -8,6 +8,7 @@
 #include "Slices.h"
 
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 using namespace mlir;
@@ -336,4 +337,15 @@ Value mlir::energy::arrayOver(Value value, ArrayRef<Value> indices,
   YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
   return table;
+}
+
+bool mlir::energy::onlyReads(Operation *op) {
+  WalkResult result = op->walk([](Operation *nested) {
+    return isa<ReadOp, YieldOp>(nested) || isMemoryEffectFree(nested) ||
+                   (isa<ReduceOp, TabulateOp>(nested) &&
+                    nested->getNumRegions() > 0)
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  return !result.wasInterrupted();
 }

@@ -116,6 +116,11 @@ bool dependsOnlyOn(Value value, Operation *scope, ArrayRef<Value> allowed);
 Value arrayOver(Value value, ArrayRef<Value> indices, ArrayRef<Attribute> sizes,
                 ArrayRef<Block *> blocks, Operation *anchor);
 
+/// Whether `op`, and every op nested in it, only reads: effect-free ops and
+/// reads (which in a step program report reading the tensor), so that it
+/// may run anywhere before the next store.
+bool onlyReads(Operation *op);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 

@@ -98,17 +98,25 @@ energy.model @child_side {
 // -----
 
 // A sum that is not linear in the weight (w + 1) is not part of the
-// contraction: the lse alone is lifted, the sum stays in the loop and reads
-// the loop's row of L.
+// contraction: the lse alone is lifted. The sum, over the memories m (K)
+// at every point x (N), pairs different things: its scores are one product
+// of the rows, X Mᵀ, and the sum the product of the table of its
+// coefficients (w + 1 over N × K) with M.
 // CHECK-LABEL: energy.model @not_linear
 // CHECK:       %[[L:.*]] = softmax_contract bilinear rows (%{{.*}} : @N) cols (%{{.*}} : @K) score {
 // CHECK:       } : !energy.array<N>
-// CHECK-NEXT:  foreach parallel (%[[I:.*]] : @N) {
+// CHECK:       %[[S:.*]] = batch_matmul %{{.*}}, %{{.*}} transposed : !energy.array<N, D>, !energy.array<K, D> -> !energy.array<N, K>
+// CHECK:       %[[C:.*]] = tabulate (%[[I:.*]] : @N) {
 // CHECK:         %[[LI:.*]] = extract %[[L]][%[[I]]] : !energy.array<N> -> !energy.array<>
-// CHECK-NEXT:    reduce sum (%{{.*}} : @K) {
-// CHECK:           sub %{{.*}}, %[[LI]]
+// CHECK:         tabulate (%[[K:.*]] : @K) {
+// CHECK:           %[[SK:.*]] = extract %[[S]][%[[I]], %[[K]]]
+// CHECK:           sub %[[SK]], %[[LI]]
 // CHECK:           exp
 // CHECK:           add
+// CHECK:       } : !energy.array<N, K>
+// CHECK:       %[[G:.*]] = batch_matmul %[[C]], %{{.*}} : !energy.array<N, K>, !energy.array<K, D> -> !energy.array<N, D>
+// CHECK:       foreach parallel (%[[I2:.*]] : @N) {
+// CHECK:         extract %[[G]][%[[I2]]]
 // CHECK:         accumulate
 energy.model @not_linear {
   dim @N
