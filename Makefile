@@ -14,7 +14,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 
                 python3-torch \
                 libgraphviz-dev libcairo2-dev pkg-config
 
-.PHONY: all deps build test test-sanitized fuzz demo demo-training bench install clean
+.PHONY: all deps build test test-sanitized fuzz fuzz-models demo demo-training bench install clean
 
 all: build
 
@@ -88,6 +88,20 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 	    -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD_DIR)/artifacts/$$fuzzer- || exit 1; \
 	done
+
+# Differential fuzzing of the compiler: random models (tools/fuzz-models)
+# for FUZZ_MODELS_TIME seconds, each compiled and checked by `energy-run
+# --check` (compiled against the interpreter, gradients against finite
+# differences); failures are reduced and land in $(FUZZ_MODELS_OUT). Not
+# part of `make test` (which checks a fixed sample of 150).
+FUZZ_MODELS_TIME ?= 300
+FUZZ_MODELS_SEED ?= $(shell date +%s)
+FUZZ_MODELS_OUT  ?= $(BUILD_DIR)/fuzz-models
+
+fuzz-models: build
+	/usr/bin/python3 tools/fuzz-models/fuzz_models.py --energy-run $(BUILD_DIR)/bin/energy-run \
+	  --seconds $(FUZZ_MODELS_TIME) --seed $(FUZZ_MODELS_SEED) --jobs $(JOBS) \
+	  --out $(FUZZ_MODELS_OUT)
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)

@@ -170,8 +170,9 @@ bool Checker::check(ModelSpec &model) {
     if (model.dynamics->backward)
       checkBackward(model);
   }
-  // Unused-declaration warnings are noise on top of errors.
-  if (diagnostics.getNumErrors() == errorsBefore)
+  // Unused-declaration warnings are noise on top of errors, the parser's
+  // included (a declaration it skipped leaves its names unused).
+  if (diagnostics.getNumErrors() == 0)
     reportUnused(model);
   return diagnostics.getNumErrors() == errorsBefore;
 }

@@ -8,7 +8,8 @@ normalisations, heads, batches, every predicate form and its equivalent
 respellings, temperatures; Hopfield, mixture, dense and quadratic terms;
 and random expressions), outputs, losses that read them, and dynamics of
 every kind (gd, momentum, nesterov, newton, precond, ode euler/heun,
-explicit rules, order sequential). Every expression is a tree of Node
+explicit rules, stationary for the centres of mixture terms (without
+losses), order sequential). Every expression is a tree of Node
 objects whose shape is known, so that a reducer can replace a node by a
 simpler one of the same shape and still have a valid model.
 
@@ -17,6 +18,7 @@ arguments bounded away from zero, divisions by 1 + x^2, small step sizes.
 """
 
 import random
+import re
 
 
 class Node:
@@ -150,6 +152,7 @@ class ModelGenerator:
         self.seed = seed
         self.r = random.Random(seed)
         self.counter = 0
+        self.mixtures = {}      # id of a mixture term's Node -> its centres' name
 
     def fresh(self, prefix):
         self.counter += 1
@@ -211,7 +214,9 @@ class ModelGenerator:
         if r.random() < 0.25:
             self.add_output()
         self.add_dynamics()
-        if r.random() < 0.45 and m.rules:
+        # Losses differentiate through the steps, which closed-form M-steps
+        # do not support.
+        if r.random() < 0.45 and m.rules and not any('stationary' in rule for rule in m.rules):
             self.add_loss()
         return m
 
@@ -267,6 +272,8 @@ class ModelGenerator:
             kind = r.choice(kinds)
             if kind == 'precond' and len(state.shape) not in (1, 2):
                 kind = 'gd'
+            if self.solvable_in_closed_form(state) and r.random() < 0.6:
+                kind = 'stationary'
             lr = r.choice([0.05, 0.1, 0.2])
             if kind == 'gd':
                 rule = '%s: gd(lr = %g)' % (state.name, lr)
@@ -282,6 +289,8 @@ class ModelGenerator:
                 m.tensors.append(d)
                 rule = '%s: precond(lr = %g, P = diag(softplus(%s)) + 0.1 * eye(%s))' % (
                     state.name, lr, d.name, last)
+            elif kind == 'stationary':
+                rule = '%s: stationary' % state.name
             elif kind in ('euler', 'heun'):
                 rule = '%s: ode(%s, dt = %g)' % (state.name, kind, lr)
             else:
@@ -519,7 +528,22 @@ class ModelGenerator:
             body = Node('(log_softmax(%s)[%s] + {0})' % (w.name, j), (), [body], uses=[j])
         lse = Node('lse(%s: %s) {0}' % (j, k), (), [body], binds=[j])
         outer = ', '.join('%s: %s' % dd for dd in scope)
-        return Node('(-sum(%s) {0})' % outer, (), [lse], binds=[n for n, _ in scope])
+        term = Node('(-sum(%s) {0})' % outer, (), [lse], binds=[n for n, _ in scope])
+        if len(scope) == 1:             # the M-step's form: one sum over points
+            self.mixtures[id(term)] = mu.name
+        return term
+
+    def solvable_in_closed_form(self, state):
+        """Whether `state` may be `stationary`: the centres of a mixture
+        term, read by no other term, let or fn (the M-step is built for one
+        such term; with responsibilities held, it is quadratic in the rows)."""
+        m = self.m
+        mentions = re.compile(r'\b%s\b' % re.escape(state.name))
+        readers = [body for _, body in m.terms if mentions.search(body.text())]
+        others = [body.text() for _, _, body in m.lets] + [body.text() for _, _, _, body in m.fns]
+        return (len(state.shape) == 2 and len(readers) == 1 and
+                all(self.mixtures.get(id(body)) == state.name for body in readers) and
+                not any(mentions.search(text) for text in others))
 
     def dense_term(self):
         r = self.r

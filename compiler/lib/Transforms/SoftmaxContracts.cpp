@@ -964,16 +964,22 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
 } // namespace
 
 namespace {
-/// Whether `value` is the normaliser of a contraction computed before its
-/// block's op, read at a row (`extract %L[rows]`).
-bool isContractNormaliser(Value value) {
+/// Whether `value` is the normaliser of a contraction computed before
+/// `sum`, over the sum's domain, read at a row that does not vary in the sum
+/// (`extract %L[rows]` with the rows of the loop around): the child side. A
+/// normaliser read at the sum's own index is the parent side's.
+bool isContractNormaliserOver(Value value, ReduceOp sum) {
   auto extract = value.getDefiningOp<ExtractOp>();
   if (!extract)
     return false;
   auto result = dyn_cast<OpResult>(extract.getSource());
   auto contract =
       result ? dyn_cast<SoftmaxContractOp>(result.getOwner()) : nullptr;
-  return contract && result == contract.getLse();
+  return contract && result == contract.getLse() &&
+         contract.getCols() == sum.getSizes()[0] &&
+         llvm::all_of(extract.getIndices(), [&](Value index) {
+           return isDefinedOutside(index, sum);
+         });
 }
 
 /// A sum weighted by the softmax of a contraction's normaliser, read at the
@@ -993,7 +999,9 @@ void recomputeContractNormalisers(ModelOp model) {
   });
   for (ReduceOp sum : sums) {
     std::optional<WeightedSum> weighted =
-        matchWeightedSum(sum, isContractNormaliser);
+        matchWeightedSum(sum, [&](Value value) {
+          return isContractNormaliserOver(value, sum);
+        });
     if (!weighted)
       continue;
     Value normaliser = weighted->shift.getRhs();

@@ -171,6 +171,21 @@ TEST_CASE("unused declarations are warned about") {
   CHECK(compilation->firstWarning() == "2:10: dim `K` is never used");
 }
 
+TEST_CASE("no unused warnings after a syntax error") {
+  std::unique_ptr<Compilation> compilation = compile(R"(model m {
+  dim B;
+  input y : [B];
+  state x : [B];
+  energy e = sqnorm(x);
+  loss output = sqnorm(x - y);
+  dynamics { x: gd(lr = 0.1); }
+})");
+  CHECK(compilation->diagnostics.getNumErrors() > 0);
+  CHECK(compilation->firstError() ==
+        "6:8: expected a loss name, found keyword `output`");
+  CHECK(compilation->diagnostics.getNumWarnings() == 0);
+}
+
 TEST_CASE("several errors are reported in one run") {
   std::unique_ptr<Compilation> compilation = compile(R"(model m {
   dim N;
