@@ -998,10 +998,8 @@ void recomputeContractNormalisers(ModelOp model) {
       sums.push_back(sum);
   });
   for (ReduceOp sum : sums) {
-    std::optional<WeightedSum> weighted =
-        matchWeightedSum(sum, [&](Value value) {
-          return isContractNormaliserOver(value, sum);
-        });
+    std::optional<WeightedSum> weighted = matchWeightedSum(
+        sum, [&](Value value) { return isContractNormaliserOver(value, sum); });
     if (!weighted)
       continue;
     Value normaliser = weighted->shift.getRhs();
