@@ -1,7 +1,8 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
 // `energyc FILE.energy [-o OUT]
-// [--emit=lib|llvm|ast|energy|grad|update|plan|dot|svg] [--dtype f32|f64]
+// [--emit=lib|llvm|ast|energy|grad|update|plan|plan-stats|dot|svg]
+// [--dtype f32|f64]
 // [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4] [--dim N=V]...`: parses and
 // checks a model, emits the energy dialect, runs the passes the requested
 // output needs and, for `lib` (the default), writes a shared-library
@@ -24,6 +25,7 @@
 #include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Passes.h"
 #include "energy/Transforms/Pipelines.h"
+#include "energy/Transforms/PlanStats.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/MLIRContext.h"
@@ -49,6 +51,7 @@ enum class EmitKind {
   Grad,
   Update,
   Plan,
+  PlanStats,
   Llvm,
   Ptx,
   Lib,
@@ -83,6 +86,11 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Plan, "plan",
                           "and the kernel plan (softmax contractions, "
                           "tables, parallel loops)"),
+               clEnumValN(EmitKind::PlanStats, "plan-stats",
+                          "each loop nest of the kernel plan with its trip "
+                          "count and work per iteration, and the loops "
+                          "over pairs of positions that do row work per "
+                          "pair"),
                clEnumValN(EmitKind::Dot, "dot",
                           "the energy graph as Graphviz text: tensors, "
                           "energy terms (factors) and their edges, rules"),
@@ -222,8 +230,8 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
       fe::emitSource(context, sourceMgr, buffer, diagnostics);
   if (!module || mlir::failed(applyDimValues(*module)))
     return 1;
-  if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update ||
-      emitKind == EmitKind::Plan) {
+  bool planned = emitKind == EmitKind::Plan || emitKind == EmitKind::PlanStats;
+  if (emitKind == EmitKind::Grad || emitKind == EmitKind::Update || planned) {
     mlir::PassManager passes(&context, mlir::ModuleOp::getOperationName());
     mlir::OpPassManager &perModel = passes.nest<mlir::energy::ModelOp>();
     std::vector<std::string> wrtNames(wrt.begin(), wrt.end());
@@ -231,13 +239,19 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
       mlir::energy::buildGradientPipeline(perModel, wrtNames);
     else
       mlir::energy::buildUpdatePipeline(perModel, wrtNames);
-    if (emitKind == EmitKind::Plan)
+    if (planned)
       mlir::energy::buildKernelPlanPipeline(perModel);
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;
     if (mlir::failed(passes.run(*module)))
       return 1;
+  }
+  if (emitKind == EmitKind::PlanStats) {
+    module->walk([&](mlir::energy::ModelOp model) {
+      mlir::energy::printPlanStats(model, os);
+    });
+    return 0;
   }
   if (emitKind == EmitKind::Dot || emitKind == EmitKind::Svg) {
     mlir::energy::ModelOp graphModel;

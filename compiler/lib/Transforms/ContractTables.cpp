@@ -1,8 +1,9 @@
 //===- ContractTables.cpp - Work ahead of softmax contractions ------------===//
 //
 // A contraction evaluates its regions at every (row, column) pair; values
-// that depend on the row side or the column side only are computed once per
-// position of that side, ahead of it, into tables: `energy.tabulate`, a
+// that do not depend on every index of the pair (the row side, the column
+// side, a head and the column, ...) are computed once per position of the
+// indices they use, ahead of it, into tables: `energy.tabulate`, a
 // whole-tensor read when the value is a tensor's row, or a matrix product
 // when the table applies one matrix to every row of a tensor (which the
 // backends run as a GEMM). Contractions whose score is then a dot product
@@ -29,13 +30,7 @@ using IndexSet = uint64_t;
 
 class TableHoister {
 public:
-  explicit TableHoister(SoftmaxContractOp contract)
-      : contract(contract), rowCount(contract.getNumRowIndices()) {
-    for (unsigned i = 0; i < rowCount; ++i)
-      rowSide |= IndexSet(1) << i;
-    colSide = (rowSide & ~(IndexSet(1) << (rowCount - 1))) |
-              (IndexSet(1) << rowCount);
-  }
+  explicit TableHoister(SoftmaxContractOp contract) : contract(contract) {}
 
   void run() {
     for (Region *region : contract.getLoopRegions())
@@ -65,9 +60,12 @@ private:
       dependence[&op] = indicesUsed(&op, block);
     SmallVector<Operation *> candidates;
     for (Operation &op : block.without_terminator()) {
+      // Anything that does not vary with every index of the pair (the row
+      // side, the column side, or fewer: a head and the column) is
+      // computed once per position of the indices it uses.
       IndexSet used = dependence[&op];
-      bool oneSide = used == rowSide || used == colSide;
-      if (!oneSide || op.getNumResults() != 1 || alreadyTable(&op, block))
+      bool partial = used != 0 && used != allIndices(block);
+      if (!partial || op.getNumResults() != 1 || alreadyTable(&op, block))
         continue;
       // Worth a table when something that depends on the other side, or
       // the region's result, uses it.
@@ -83,15 +81,17 @@ private:
       hoist(op, block);
   }
 
-  /// Whether `op` already reads a table at exactly one side's indices.
+  IndexSet allIndices(Block &block) {
+    return (IndexSet(1) << block.getNumArguments()) - 1;
+  }
+
+  /// Whether `op` already reads a table at exactly the indices it uses.
   bool alreadyTable(Operation *op, Block &block) {
     auto extract = dyn_cast<ExtractOp>(op);
     return extract && isDefinedOutside(extract.getSource(), contract) &&
            extract.getMap().isIdentity() &&
-           (sideIndices(block, rowSide) ==
-                SmallVector<Value>(extract.getIndices()) ||
-            sideIndices(block, colSide) ==
-                SmallVector<Value>(extract.getIndices()));
+           sideIndices(block, dependence[op]) ==
+               SmallVector<Value>(extract.getIndices());
   }
 
   SmallVector<Value> sideIndices(Block &block, IndexSet side) {
@@ -104,6 +104,7 @@ private:
 
   ArrayAttr sideSizes(IndexSet side) {
     SmallVector<Attribute> sizes;
+    unsigned rowCount = contract.getNumRowIndices();
     for (unsigned i = 0; i < rowCount; ++i)
       if (side & (IndexSet(1) << i))
         sizes.push_back(contract.getRows()[i]);
@@ -220,8 +221,6 @@ private:
   }
 
   SoftmaxContractOp contract;
-  unsigned rowCount;
-  IndexSet rowSide = 0, colSide = 0;
   llvm::DenseMap<Operation *, IndexSet> dependence;
   SmallVector<TabulateOp> tables;
 };

@@ -44,8 +44,14 @@ void formIndexProducts(ModelOp model);
 /// encloses them when it can be; then sums over rows weighted by the
 /// softmax of an lse computed elsewhere (the parent side, reading a let
 /// that recomputes the lse) become column sums of a contraction; then
-/// contractions of one block with the same domains and score merge.
+/// contractions of one block with the same domains and score merge, and
+/// contractions inside loops are lifted over them.
 void formSoftmaxContracts(ModelOp model);
+
+/// Lifts each contraction computed inside a loop, per position of the
+/// loop's indices, ahead of the loop: one contraction whose rows are the
+/// loop's indices it uses and then its own (LiftContracts.cpp).
+void liftContractsOutOfLoops(ModelOp model);
 
 /// Merges the contractions of `block` with the same domains, predicate,
 /// temperature and score into one with the sums of both, moving what the

@@ -1056,6 +1056,8 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
     formChildSide(lse);
 
   mergeAllSoftmaxContracts(model);
+  liftContractsOutOfLoops(model);
+  mergeAllSoftmaxContracts(model);
 }
 
 void mlir::energy::mergeAllSoftmaxContracts(ModelOp model,

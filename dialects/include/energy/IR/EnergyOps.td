@@ -245,6 +245,7 @@ def Energy_ExtractOp : Energy_Op<"extract", [Pure,
   let results = (outs Energy_AnyArray:$result);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Energy_EmbedOp : Energy_Op<"embed", [Pure,
@@ -546,6 +547,7 @@ def Energy_ReduceOp : Energy_Op<"reduce", [
     }]>];
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
+  let hasCanonicalizer = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     bool hasPredicate() { return !getPredicate().empty(); }

@@ -1,0 +1,101 @@
+//===- ExtractCanonicalization.cpp - Slices of slices and of tables -------===//
+//
+// A slice of a slice is one slice at both sets of indices, and an element
+// of a table is what the table's body computes at the element's indices,
+// so that element reads left by planning (a row of a row of a table) read
+// the array they come from.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+/// extract (extract %x[i...])[j...] = extract %x[i..., j...].
+struct ExtractOfExtract : OpRewritePattern<ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExtractOp outer,
+                                PatternRewriter &rewriter) const override {
+    auto inner = outer.getSource().getDefiningOp<ExtractOp>();
+    if (!inner)
+      return failure();
+    AffineMap innerMap = inner.getMap();
+    AffineMap outerMap = outer.getMap();
+    if (innerMap.getNumSymbols() != 0 || outerMap.getNumSymbols() != 0)
+      return failure();
+    unsigned innerDims = innerMap.getNumDims();
+    SmallVector<AffineExpr> results(innerMap.getResults());
+    for (AffineExpr result : outerMap.getResults())
+      results.push_back(result.shiftDims(outerMap.getNumDims(), innerDims));
+    AffineMap map = AffineMap::get(innerDims + outerMap.getNumDims(), 0,
+                                   results, getContext());
+    SmallVector<Value> indices(inner.getIndices());
+    llvm::append_range(indices, outer.getIndices());
+    rewriter.replaceOpWithNewOp<ExtractOp>(outer, outer.getType(),
+                                           inner.getSource(),
+                                           AffineMapAttr::get(map), indices);
+    return success();
+  }
+};
+
+/// Whether every op in `region` is free of effects or reads a tensor.
+bool onlyComputesOrReads(Region &region) {
+  return !region
+              .walk([](Operation *op) {
+                return isa<ReadOp, YieldOp>(op) || isMemoryEffectFree(op) ||
+                               (op->getNumRegions() != 0 &&
+                                op->hasTrait<
+                                    OpTrait::HasRecursiveMemoryEffects>())
+                           ? WalkResult::advance()
+                           : WalkResult::interrupt();
+              })
+              .wasInterrupted();
+}
+
+/// Whether no op between `first` and `last` (one block) writes.
+bool noWritesBetween(Operation *first, Operation *last) {
+  for (Operation *op = first->getNextNode(); op && op != last;
+       op = op->getNextNode())
+    if (!isMemoryEffectFree(op) && !isa<ReadOp>(op) &&
+        !(op->getNumRegions() != 0 &&
+          llvm::all_of(op->getRegions(), onlyComputesOrReads)))
+      return false;
+  return true;
+}
+
+/// extract (tabulate (%i...) { body })[j...], every axis of the domain
+/// indexed, = body at %i = j: the element computed where it is read.
+struct ExtractOfTabulate : OpRewritePattern<ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExtractOp extract,
+                                PatternRewriter &rewriter) const override {
+    auto table = extract.getSource().getDefiningOp<TabulateOp>();
+    if (!table || !extract.getMap().isIdentity() ||
+        extract.getIndices().size() != table.getSizes().size() ||
+        table->getBlock() != extract->getBlock() ||
+        !onlyComputesOrReads(table.getBody()) ||
+        !noWritesBetween(table, extract))
+      return failure();
+    Block &body = table.getBody().front();
+    IRMapping mapping;
+    mapping.map(body.getArguments(), extract.getIndices());
+    for (Operation &op : body.without_terminator())
+      rewriter.clone(op, mapping);
+    rewriter.replaceOp(extract, mapping.lookupOrDefault(table.getBodyValue()));
+    return success();
+  }
+};
+} // namespace
+
+void ExtractOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<ExtractOfExtract, ExtractOfTabulate>(context);
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""No loop over two positions does row work per pair, in any model we have.
+
+For every model of examples/ and of the zoo (tests/zoo/models), the kernel
+plan (`energyc --emit=plan-stats`) must have no loop over a pair of
+position indices (the leading axes of inputs and states, read apart: c and
+a of attention, points and slots) whose body does a matrix product, a row
+normalisation or a part of a normalisation's backward per pair: work a
+good plan does once per row (a GEMM ahead of the pair loop, a table).
+
+KNOWN lists the models whose plans still do, each with what is missing;
+the check fails when another model does, and when a known one no longer
+does (then take it off the list).
+
+  check_pair_loops.py ENERGYC
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..', '..')
+
+KNOWN = {
+    'gmm': 'the quadratic form about each mean, per (point, component): '
+           'P_k x_i as a batch of GEMMs over components',
+    'slot_attention_em': 'the explicit rule\'s weighted sums of outer products per '
+                         '(token, slot): Kᵀ diag(a) K as a GEMM',
+    'energy_transformer': 'the loss gradient\'s sum over keys applies Wkᵀ and the '
+                          'layer norm\'s backward per pair',
+    'rbf_attention': 'the loss gradient\'s outer products per pair (the '
+                     'distance\'s backward): a weighted GEMM',
+    'multihead_slot_attention': 'the loss gradient: Wkᵀ and the layer norm\'s '
+                                'backward per pair, the reconstruction\'s softmax over '
+                                'slots per (token, slot)',
+    'causal_linear_attention': 'outer products per (query, key) in the loss '
+                               'gradient: prefix sums',
+}
+
+
+def main():
+    energyc = sys.argv[1]
+    models = sorted(glob.glob(os.path.join(ROOT, 'examples', '*.energy')) +
+                    glob.glob(os.path.join(HERE, 'models', '*.energy')))
+    failures = []
+    for path in models:
+        name = os.path.splitext(os.path.basename(path))[0]
+        run = subprocess.run([energyc, path, '--emit=plan-stats'],
+                             capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            failures.append('%s: energyc failed:\n%s' % (name, run.stderr))
+            continue
+        match = re.search(r'^pair loops doing row work per pair: (\d+)$',
+                          run.stdout, re.MULTILINE)
+        if not match:
+            failures.append('%s: no pair-loop count in the plan stats' % name)
+            continue
+        count = int(match.group(1))
+        findings = run.stdout[match.end():].strip()
+        if count and name not in KNOWN:
+            failures.append('%s: %d pair loops do row work:\n%s' % (name, count, findings))
+        elif not count and name in KNOWN:
+            failures.append('%s: no pair loop does row work any more: take it off KNOWN'
+                            % name)
+        status = 'known' if count and name in KNOWN else ('ok' if not count else 'FAIL')
+        print('%-6s %-28s %d' % (status, name, count))
+    print('%d models, %d known to do row work per pair' % (len(models), len(KNOWN)))
+    if failures:
+        print('\n'.join(failures))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
