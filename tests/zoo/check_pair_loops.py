@@ -26,10 +26,9 @@ ROOT = os.path.join(HERE, '..', '..')
 KNOWN = {
     'gmm': 'the quadratic form about each mean, per (point, component): '
            'P_k x_i as a batch of GEMMs over components',
-    'slot_attention_em': 'the explicit rule\'s weighted sums of outer products per '
-                         '(token, slot): Kᵀ diag(a) K as a GEMM',
-    'energy_transformer': 'the loss gradient\'s sum over keys applies Wkᵀ and the '
-                          'layer norm\'s backward per pair',
+    'energy_transformer': 'the backward term\'s own value (a dot product with the '
+                          'cotangent of Wkᵀ and the layer norm\'s backward per '
+                          'pair): dot(L u, v) = dot(u, Lᵀ v)',
     'rbf_attention': 'the loss gradient\'s outer products per pair (the '
                      'distance\'s backward): a weighted GEMM',
     'multihead_slot_attention': 'the loss gradient: Wkᵀ and the layer norm\'s '

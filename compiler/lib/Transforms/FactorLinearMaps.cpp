@@ -42,6 +42,38 @@ ReduceOp sumYielding(OpBuilder &builder, ReduceOp sum, Value inside) {
   return copy;
 }
 
+/// Whether `map`, a map of a summand of `sum`, transforms the value (a
+/// matrix product, an elementwise product with an array, a sum, …):
+/// products with scalars alone would only move.
+bool transformsRows(Operation *map, ReduceOp sum) {
+  if (!isa<MulOp, DivOp, NegOp>(map))
+    return true;
+  return llvm::any_of(map->getOperands(), [&](Value operand) {
+    return isDefinedOutside(operand, sum) && !isScalar(operand);
+  });
+}
+
+/// The summand of `sum` as a sum of weights times transformed rows
+/// (distributeOverSums), which the next round sums one by one; false when
+/// it is not one.
+bool distributeSummand(ReduceOp sum, unsigned maxTerms) {
+  Block &body = sum.getBody().front();
+  Operation *yield = body.getTerminator();
+  Value value = yield->getOperand(0);
+  SmallVector<Value> terms;
+  if (!distributeOverSums(
+          value, body, [&](Value v) { return isDefinedOutside(v, sum); },
+          [&](Operation *map) { return transformsRows(map, sum); }, maxTerms,
+          terms))
+    return false;
+  OpBuilder builder(yield);
+  Value total = terms.front();
+  for (Value term : llvm::drop_begin(terms))
+    total = AddOp::create(builder, sum.getLoc(), total, term);
+  yield->setOperands(total);
+  return true;
+}
+
 /// Rewrites `sum`, whose summand is E(σ₁, …, σₘ, x) (Linearity.h: varying
 /// scalars σᵢ, a varying value x, multilinear maps with fixed operands), as
 /// E(S, 1, …, 1), S the sum of σ₁ ⋯ σₘ x: a weight times a transformed row
@@ -54,17 +86,8 @@ bool factorScaledMaps(ReduceOp sum) {
       value, body, [&](Value v) { return isDefinedOutside(v, sum); });
   if (!scaled || !scaled->vector || scaled->scalars.empty())
     return false;
-  // Worth it only when the maps transform the value (a matrix product, an
-  // elementwise product with an array, a sum, …); products with scalars
-  // alone would only move.
-  auto transforms = [&](Operation *map) {
-    if (!isa<MulOp, DivOp, NegOp>(map))
-      return true;
-    return llvm::any_of(map->getOperands(), [&](Value operand) {
-      return isDefinedOutside(operand, sum) && !isScalar(operand);
-    });
-  };
-  if (llvm::none_of(scaled->maps, transforms))
+  if (llvm::none_of(scaled->maps,
+                    [&](Operation *map) { return transformsRows(map, sum); }))
     return false;
   OpBuilder builder(sum);
   Location loc = sum.getLoc();
@@ -120,7 +143,8 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
   size_t varying = llvm::count_if(
       linear.atoms, [&](Value atom) { return !isDefinedOutside(atom, sum); });
   if (linear.maps.empty() || varying == 0 || varying > maxTerms)
-    return scaled && factorScaledMaps(sum);
+    return scaled &&
+           (factorScaledMaps(sum) || distributeSummand(sum, maxTerms));
   OpBuilder builder(sum);
   IRMapping after;
   for (Value atom : linear.atoms)
@@ -141,7 +165,7 @@ void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms,
                                     bool scaled) {
   // The sums a rewrite makes (one per value) may come apart in turn.
   bool changed = true;
-  for (int round = 0; changed && round < 4; ++round) {
+  for (int round = 0; changed && round < 6; ++round) {
     changed = false;
     SmallVector<ReduceOp> sums;
     model.walk<WalkOrder::PostOrder>(

@@ -70,6 +70,18 @@ struct ScaledDecomposition {
 std::optional<ScaledDecomposition>
 decomposeScaled(Value value, Block &body, function_ref<bool(Value)> invariant);
 
+/// Distributes the linear maps that `value`, a value of `body`, applies to
+/// sums (and differences) over their terms until `value` is a sum of at
+/// most `maxTerms` terms that decomposeScaled accepts, some of whose maps
+/// `transforms` says transform a row: L(x + y) = L(x) + L(y). The terms'
+/// ops are added before the body's terminator and the terms appended to
+/// `terms`; false, with the body unchanged, when `value` is already such a
+/// term or cannot be made a sum of them.
+bool distributeOverSums(Value value, Block &body,
+                        function_ref<bool(Value)> invariant,
+                        function_ref<bool(Operation *)> transforms,
+                        unsigned maxTerms, SmallVectorImpl<Value> &terms);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_LINEARITY_H

@@ -21,6 +21,25 @@ using namespace mlir::energy;
 
 namespace {
 
+/// Whether `value`, computed in `body`, weighs by a softmax (an lse, or a
+/// contraction's normaliser): a contraction's to plan over the loop's
+/// whole domain as its rows.
+bool weighsBySoftmax(Value value, Block &body) {
+  llvm::SetVector<Operation *> slice;
+  addToSlice(value, body, slice);
+  bool weighted = false;
+  for (Operation *member : slice)
+    member->walk([&](Operation *op) {
+      if (auto reduce = dyn_cast<ReduceOp>(op))
+        weighted |= reduce.getKind() == ReduceKind::lse;
+      if (auto extract = dyn_cast<ExtractOp>(op))
+        if (auto result = dyn_cast<OpResult>(extract.getSource()))
+          if (auto contract = dyn_cast<SoftmaxContractOp>(result.getOwner()))
+            weighted |= result == contract.getLse();
+    });
+  return weighted;
+}
+
 /// An accumulation in `loop` at slots that some of the loop's indices
 /// choose (J) and not the others (K) adds, at each position of J, the sum
 /// over K: it becomes a loop over J, before `loop`, that accumulates a
@@ -41,26 +60,11 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
   if (llvm::all_of(used, [](bool u) { return u; }) ||
       llvm::none_of(used, [](bool u) { return u; }))
     return false;
-  // What a softmax weighs (an lse, or a contraction's normaliser, in what
-  // the position adds) is a contraction's to plan, over the loop's whole
-  // domain as its rows: nested in a loop over fewer indices, it would be
-  // one contraction per position of the loop.
-  {
-    llvm::SetVector<Operation *> slice;
-    addToSlice(accumulate.getValue(), body, slice);
-    bool weighted = false;
-    for (Operation *member : slice)
-      member->walk([&](Operation *op) {
-        if (auto reduce = dyn_cast<ReduceOp>(op))
-          weighted |= reduce.getKind() == ReduceKind::lse;
-        if (auto extract = dyn_cast<ExtractOp>(op))
-          if (auto result = dyn_cast<OpResult>(extract.getSource()))
-            if (auto contract = dyn_cast<SoftmaxContractOp>(result.getOwner()))
-              weighted |= result == contract.getLse();
-      });
-    if (weighted)
-      return false;
-  }
+  // What a softmax weighs is a contraction's to plan, over the loop's
+  // whole domain as its rows: nested in a loop over fewer indices, it would
+  // be one contraction per position of the loop.
+  if (weighsBySoftmax(accumulate.getValue(), body))
+    return false;
   SmallVector<Attribute> slotSizes, summedSizes;
   for (auto [size, isUsed] : llvm::zip(loop.getSizes(), used))
     (isUsed ? slotSizes : summedSizes).push_back(size);
@@ -114,6 +118,91 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
   return true;
 }
 
+/// A sum over (J, K) whose body computes arrays that depend on J alone
+/// (a token's layer norm and its backward, in a sum over tokens and
+/// memories) is a sum over J of sums over K, those arrays computed once
+/// per position of J: J is the proper subset of the indices that the most
+/// array-valued ops of the body depend on exactly. The inner sums' linear
+/// maps then come out of them (FactorLinearMaps.cpp).
+bool nestOverInvariantWork(ReduceOp sum) {
+  if (sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
+      sum.getSizes().size() < 2 || !hasPlainDims(sum.getSizes()))
+    return false;
+  Block &body = sum.getBody().front();
+  Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
+  if (weighsBySoftmax(value, body))
+    return false;
+  unsigned count = body.getNumArguments();
+  // Array-valued ops per set of indices (as a bit mask).
+  llvm::SmallDenseMap<unsigned, unsigned> arrays;
+  for (Operation &op : body.without_terminator()) {
+    if (op.getNumResults() != 1 || isScalar(op.getResult(0)) ||
+        !isa<ArrayType>(op.getResult(0).getType()))
+      continue;
+    llvm::SmallPtrSet<Value, 8> indices;
+    collectIndices(op.getResult(0), sum, indices);
+    unsigned mask = 0;
+    for (auto [position, argument] : llvm::enumerate(body.getArguments()))
+      if (indices.contains(argument))
+        mask |= 1u << position;
+    if (mask != 0 && mask != (1u << count) - 1)
+      ++arrays[mask];
+  }
+  unsigned outer = 0, most = 0;
+  for (auto [mask, number] : arrays)
+    if (number > most || (number == most && mask < outer)) {
+      outer = mask;
+      most = number;
+    }
+  if (most == 0)
+    return false;
+
+  SmallVector<Attribute> outerSizes, innerSizes;
+  for (auto [position, size] : llvm::enumerate(sum.getSizes()))
+    ((outer >> position) & 1 ? outerSizes : innerSizes).push_back(size);
+  OpBuilder builder(sum);
+  Location loc = sum.getLoc();
+  auto outerSum = ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
+                                   builder.getArrayAttr(outerSizes), Value());
+  Block &outerBody = outerSum.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (auto [position, argument] : llvm::enumerate(body.getArguments()))
+    if ((outer >> position) & 1)
+      mapping.map(argument,
+                  outerBody.addArgument(argument.getType(), argument.getLoc()));
+  builder.setInsertionPointToStart(&outerBody);
+  auto innerSum = ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
+                                   builder.getArrayAttr(innerSizes), Value());
+  auto addInner = [&](Block &block, Block &from) {
+    for (auto [position, argument] : llvm::enumerate(from.getArguments())) {
+      if ((outer >> position) & 1)
+        mapping.map(argument, mapping.lookup(body.getArgument(position)));
+      else
+        mapping.map(argument,
+                    block.addArgument(argument.getType(), argument.getLoc()));
+    }
+  };
+  if (sum.hasPredicate()) {
+    Block &from = sum.getPredicate().front();
+    Block &predicate = innerSum.getPredicate().emplaceBlock();
+    addInner(predicate, from);
+    OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
+    for (Operation &op : from)
+      inside.clone(op, mapping);
+  }
+  Block &innerBody = innerSum.getBody().emplaceBlock();
+  addInner(innerBody, body);
+  OpBuilder inside = OpBuilder::atBlockEnd(&innerBody);
+  for (Operation &op : body)
+    inside.clone(op, mapping);
+  builder.setInsertionPointAfter(innerSum);
+  YieldOp::create(builder, loc, innerSum.getResult());
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(innerSum.getOperation()));
+  sum.replaceAllUsesWith(outerSum.getResult());
+  sum.erase();
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::gatherLoopSums(ModelOp model) {
@@ -129,4 +218,8 @@ void mlir::energy::gatherLoopSums(ModelOp model) {
         body.getOps<ForeachOp>().empty())
       loop.erase();
   }
+  SmallVector<ReduceOp> sums;
+  model.walk([&](ReduceOp sum) { sums.push_back(sum); });
+  for (ReduceOp sum : sums)
+    nestOverInvariantWork(sum);
 }
