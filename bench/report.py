@@ -145,7 +145,89 @@ def targets(results):
         rows.append(row)
     else:
         missing('training', 'training step (run + backward) vs torch', '≥ 2')
+    if 'zoo' in parts:
+        rows += zoo_targets(parts['zoo'])
+    else:
+        missing('zoo', 'zoo: every model vs its PyTorch implementation', '≥ 1')
     return rows
+
+
+def zoo_ratio(model, mode, threads=1):
+    return model['timings'].get(str(threads), {}).get(mode, {}).get('ratio')
+
+
+def zoo_targets(p):
+    """The zoo's targets, judged at 1 thread: every model ≥ 1× its PyTorch
+    implementation in inference and training, geometric means ≥ 2×, the
+    Energy Transformer ≥ 2×."""
+    rows = []
+    for mode in ('inference', 'training'):
+        ratios = [(m['name'], zoo_ratio(m, mode)) for m in p['models']]
+        ratios = [(name, r) for name, r in ratios if r is not None]
+        below = sorted((r, name) for name, r in ratios if r < 1)
+        worst = min(ratios, key=lambda item: item[1]) if ratios else None
+        rows.append({
+            'name': 'zoo %s: each of %d models vs its PyTorch implementation, 1 thread' % (
+                mode, len(ratios)),
+            'required': '≥ 1 each', 'met': bool(ratios) and not below,
+            'figure': 'lowest %s %.2f' % worst if worst else '-',
+            'miss': '%d below: %s' % (len(below), ', '.join(
+                '%s %.2f' % (name, r) for r, name in below)) if below else ''})
+        mean = p['geomean'].get('%s_1' % mode)
+        rows.append({'name': 'zoo %s: geometric mean, 1 thread' % mode, 'required': '≥ 2',
+                     'met': mean is not None and mean >= 2,
+                     'figure': '%.2f' % mean if mean is not None else '-',
+                     'miss': '%.1f× short' % (2 / mean) if mean and mean < 2 else ''})
+    et = next((m for m in p['models'] if m['name'] == 'energy_transformer'), None)
+    if et:
+        for mode in ('inference', 'training'):
+            r = zoo_ratio(et, mode)
+            rows.append({'name': 'Energy Transformer %s (%s), 1 thread' % (
+                             mode, ', '.join('%s = %d' % kv for kv in et['dims'].items())),
+                         'required': '≥ 2', 'met': r is not None and r >= 2,
+                         'figure': '%.2f' % r if r is not None else '-',
+                         'miss': '%.1f× short' % (2 / r) if r and r < 2 else ''})
+    return rows
+
+
+def zoo_lines(p):
+    lines = [
+        '## The zoo: models from the literature against their PyTorch implementations',
+        '',
+        'Each model of tests/zoo at its BENCH_DIMS, f32, the same inputs on both sides. '
+        'Inference: the dynamics, `energy-run ARTIFACT --eval run`, against the PyTorch '
+        'version (autograd of the energy at each step). Training: the run and the gradient '
+        'of the loss through it, `--eval loss-grad --store-all-steps`, against the run '
+        'with create_graph=True and loss.backward(). Median of %d repetitions; ratio = '
+        'PyTorch\'s time / ours (above 1, ours is faster). Judged at 1 thread; torch\'s '
+        'OpenMP with 2 threads is erratic on small ops on this machine. "agrees": the final '
+        'states of the two runs match (relative difference ≤ 2e-2 in f32).' % p['reps'],
+        '',
+    ]
+    threads = p['threads']
+    header = '| model | dims | steps | agrees |'
+    rule = '|---|---|---|---|'
+    for t in threads:
+        for mode in ('inference', 'training'):
+            header += ' %s, %d thread%s: ours / PyTorch (ratio) |' % (
+                mode, t, '' if t == 1 else 's')
+            rule += '---|'
+    lines += [header, rule]
+    for m in p['models']:
+        row = '| %s | %s | %d | %s |' % (
+            m['name'], ', '.join('%s=%d' % kv for kv in m['dims'].items()), m['steps'],
+            'yes' if m['agrees'] else '**no** (%.2g)' % m['difference'])
+        for t in threads:
+            for mode in ('inference', 'training'):
+                cell = m['timings'].get(str(t), {}).get(mode)
+                row += (' %s / %s (%.2f) |' % (ms(cell['ours_s']), ms(cell['torch_s']),
+                                                cell['ratio']) if cell else ' - |')
+        lines.append(row)
+    means = ', '.join('%s at %s thread%s %.2f' % (
+        key.split('_')[0], key.split('_')[1], '' if key.endswith('_1') else 's', value)
+        for key, value in p['geomean'].items() if value is not None)
+    lines += ['', 'Geometric means of the ratios: %s.' % means]
+    return lines
 
 
 def summary_text(results):
@@ -514,6 +596,8 @@ def write_document(results, path):
         lines += [''] + scaling_lines(parts['scaling'])
     if 'compile' in parts:
         lines += [''] + compile_lines(parts['compile'])
+    if 'zoo' in parts:
+        lines += [''] + zoo_lines(parts['zoo'])
     lines += ['', '## Notes', '', NOTES_BEGIN]
     if notes:
         lines.append(notes)

@@ -60,6 +60,9 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   everyTerm.maxTerms = 4;
   everyTerm.scaled = true;
   modelPasses.addPass(createEnergyPlanLinearMaps(everyTerm));
+  // What the sums that leaves compute per position of their own indices
+  // only, once.
+  modelPasses.addPass(createEnergyPlanLoopTables());
   // The sums those linear maps leave may be contractions now.
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());

@@ -282,7 +282,10 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
     A summand that adds maps of several varying values becomes one sum per
     value, up to `max-terms` of them (each sum computes what its value
     needs): one, before softmax contractions form, since a contraction
-    sums several terms linear in its weight together; more, after.
+    sums several terms linear in its weight together; more, after. With
+    `scaled`, a summand whose maps apply to a sum of differently weighted
+    terms is first distributed over it, L(x + y) = L(x) + L(y), when that
+    makes it a sum of weights times transformed rows (DistributeSums.cpp).
   }];
   let options = [
     Option<"maxTerms", "max-terms", "unsigned", /*default=*/"1",
@@ -368,6 +371,11 @@ def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
       accumulate %s into @x[%b, %a]
     }
     ```
+
+    Likewise a sum over (J, K) whose body computes arrays that depend on J
+    alone (more of them than on any other proper subset of its indices)
+    becomes a sum over J of sums over K, those arrays computed once per
+    position of J.
   }];
 }
 
