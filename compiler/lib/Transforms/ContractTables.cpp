@@ -30,7 +30,9 @@ using IndexSet = uint64_t;
 
 class TableHoister {
 public:
-  explicit TableHoister(SoftmaxContractOp contract) : contract(contract) {}
+  explicit TableHoister(SoftmaxContractOp contract)
+      : contract(contract),
+        positions(positionDims(contract->getParentOfType<ModelOp>())) {}
 
   void run() {
     for (Region *region : contract.getLoopRegions())
@@ -62,9 +64,13 @@ private:
     for (Operation &op : block.without_terminator()) {
       // Anything that does not vary with every index of the pair (the row
       // side, the column side, or fewer: a head and the column) is
-      // computed once per position of the indices it uses.
+      // computed once per position of the indices it uses; not what varies
+      // with both the row and the column when both count positions (a
+      // bias per pair of tokens), whose table would hold a value per pair.
       IndexSet used = dependence[&op];
-      bool partial = used != 0 && used != allIndices(block);
+      IndexSet pair = pairIndices(block);
+      bool partial = used != 0 && used != allIndices(block) &&
+                     (pair == 0 || (used & pair) != pair);
       if (!partial || op.getNumResults() != 1 || alreadyTable(&op, block))
         continue;
       // Worth a table when something that depends on the other side, or
@@ -83,6 +89,22 @@ private:
 
   IndexSet allIndices(Block &block) {
     return (IndexSet(1) << block.getNumArguments()) - 1;
+  }
+
+  /// The last row index and the column when both range over positions
+  /// (positionDims), or none.
+  IndexSet pairIndices(Block &block) {
+    unsigned column = block.getNumArguments() - 1;
+    if (column == 0 || column != contract.getNumRowIndices())
+      return IndexSet(0);
+    auto isPosition = [&](Attribute size) {
+      std::optional<StringRef> dim = cast<DimExprAttr>(size).getDimName();
+      return dim && positions.contains(*dim);
+    };
+    if (!isPosition(contract.getRows()[column - 1]) ||
+        !isPosition(contract.getCols()))
+      return IndexSet(0);
+    return (IndexSet(1) << column) | (IndexSet(1) << (column - 1));
   }
 
   /// Whether `op` already reads a table at exactly the indices it uses.
@@ -221,6 +243,7 @@ private:
   }
 
   SoftmaxContractOp contract;
+  llvm::StringSet<> positions;
   llvm::DenseMap<Operation *, IndexSet> dependence;
   SmallVector<TabulateOp> tables;
 };

@@ -12,6 +12,8 @@
 #include "energy/Transforms/PlanStats.h"
 #include "energy/Transforms/PlanStep.h"
 
+#include "Slices.h"
+
 #include "energy/IR/EnergyOps.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -392,6 +394,7 @@ public:
 
 private:
   void collectDims() {
+    positionDims = ::mlir::energy::positionDims(model);
     for (Operation &op : model.getBody().front()) {
       if (auto dim = dyn_cast<DimOp>(op)) {
         if (std::optional<int64_t> value = dim.getDefaultValue())
@@ -407,16 +410,6 @@ private:
           if (succeeded(value))
             dimValues[dim.getSymName()] = *value;
         }
-      }
-      // Positions: the leading axes of the inputs and states the model
-      // declares (not of params, not of adjoints the compiler adds).
-      if (auto tensor = dyn_cast<TensorOp>(op)) {
-        if (tensor.getRole() == Role::param || tensor->hasAttr("adjoint_of") ||
-            tensor->hasAttr("cotangent_of"))
-          continue;
-        ArrayRef<Attribute> shape = tensor.getShape().getValue();
-        for (Attribute dim : shape.drop_back())
-          positionDims.insert(cast<FlatSymbolRefAttr>(dim).getValue());
       }
     }
   }

@@ -349,3 +349,18 @@ bool mlir::energy::onlyReads(Operation *op) {
   });
   return !result.wasInterrupted();
 }
+
+llvm::StringSet<> mlir::energy::positionDims(ModelOp model) {
+  llvm::StringSet<> dims;
+  for (auto tensor : model.getBody().front().getOps<TensorOp>()) {
+    if (tensor.getRole() == Role::param || tensor->hasAttr("adjoint_of") ||
+        tensor->hasAttr("cotangent_of"))
+      continue;
+    ArrayRef<Attribute> shape = tensor.getShape().getValue();
+    if (shape.empty())
+      continue;
+    for (Attribute dim : shape.drop_back())
+      dims.insert(cast<FlatSymbolRefAttr>(dim).getValue());
+  }
+  return dims;
+}

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::energy {
 
@@ -129,6 +130,11 @@ bool hasPlainDims(ArrayAttr sizes);
 /// any value to substitute) corresponding through it, the operands of
 /// commutative ops in either order.
 bool computeSame(Value a, Value b, const IRMapping &arguments);
+
+/// The dims that count positions: the leading axes (all but the last) of
+/// the inputs and states `model` declares, not of params nor of the
+/// adjoints the compiler adds (tokens, batch elements, points).
+llvm::StringSet<> positionDims(ModelOp model);
 
 } // namespace mlir::energy
 
