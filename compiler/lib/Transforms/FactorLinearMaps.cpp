@@ -146,14 +146,30 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
     return scaled &&
            (factorScaledMaps(sum) || distributeSummand(sum, maxTerms));
   OpBuilder builder(sum);
+  // A fixed term (c in x + c) is summed where a sum adds it; where a map
+  // takes the same value as a fixed operand (the c of c ⊙ (x + c)), it
+  // stays.
   IRMapping after;
-  for (Value atom : linear.atoms)
-    after.map(atom, sumYielding(builder, sum, atom).getResult());
+  llvm::DenseMap<Value, Value> summedTerms;
+  for (Value atom : linear.atoms) {
+    Value total = sumYielding(builder, sum, atom).getResult();
+    if (isDefinedOutside(atom, sum))
+      summedTerms[atom] = total;
+    else
+      after.map(atom, total);
+  }
   SmallVector<Operation *> maps(linear.maps.begin(), linear.maps.end());
   llvm::sort(maps,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (Operation *map : maps)
-    builder.clone(*map, after);
+  for (Operation *map : maps) {
+    Operation *copy = builder.clone(*map, after);
+    if (linearityOf(map) != Linearity::Joint)
+      continue;
+    for (OpOperand &operand : map->getOpOperands())
+      if (auto found = summedTerms.find(operand.get());
+          found != summedTerms.end())
+        copy->setOperand(operand.getOperandNumber(), found->second);
+  }
   sum.replaceAllUsesWith(after.lookup(value));
   sum.erase();
   return true;
