@@ -145,6 +145,24 @@ def configure(threads):
             'threads': threads}
 
 
+def set_anchor_threads(threads):
+    """Runs this process's PyTorch on `threads` threads, its BLAS included:
+    torch.set_num_threads does not reach the OpenBLAS that torch calls for
+    its matrix products, which keeps the thread count it loaded with
+    (OPENBLAS_NUM_THREADS), so that a 1-thread anchor would multiply
+    matrices on every core."""
+    import torch
+    torch.set_num_threads(threads)
+    loaded = loaded_openblas()
+    if loaded is None:
+        return
+    function = getattr(ctypes.CDLL(loaded['path']), 'openblas_set_num_threads', None)
+    if function is not None:
+        function.argtypes = [ctypes.c_int]
+        function.restype = None
+        function(threads)
+
+
 def loaded_openblas():
     """The core and thread count of the OpenBLAS loaded in this process (by
     numpy or torch), or None when none is loaded."""

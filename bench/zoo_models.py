@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from benchlib import ROOT, relative_difference, write_safetensors
+from blas_env import set_anchor_threads
 
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'zoo'))
 import zoo  # noqa: E402
@@ -81,7 +82,7 @@ def run(ctx):
 
         # The same computation on both sides: the states after the run.
         inference, training = torch_functions(model, arrays)
-        torch.set_num_threads(1)
+        set_anchor_threads(1)
         theirs = inference()
         ours = ctx.values_ours(artifact, common + ['--eval', 'run'], 'zoo_' + name)
         difference = max(relative_difference(ours[n], v.detach().numpy())
@@ -91,7 +92,7 @@ def run(ctx):
                  'agrees': difference <= TOLERANCE, 'timings': {}}
         has_loss = hasattr(model, 'loss')
         for threads in thread_counts:
-            torch.set_num_threads(threads)
+            set_anchor_threads(threads)
             row = {}
             for mode, function, args in (
                     ('inference', inference, ['--eval', 'run']),
@@ -108,7 +109,7 @@ def run(ctx):
                     1e3 * theirs_time, row[mode]['ratio']))
             entry['timings'][str(threads)] = row
         models.append(entry)
-    torch.set_num_threads(ctx.threads)
+    set_anchor_threads(ctx.threads)
 
     def geomean(mode, threads):
         ratios = [m['timings'][str(threads)][mode]['ratio'] for m in models
