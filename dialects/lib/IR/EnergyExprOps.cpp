@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/IR/IndexArithmetic.h"
 #include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 
@@ -426,14 +427,9 @@ struct AccumulateEmbedded : OpRewritePattern<AccumulateOp> {
     auto embed = accumulate.getValue().getDefiningOp<EmbedOp>();
     if (!embed)
       return failure();
-    AffineMap outer = accumulate.getMap(), inner = embed.getMap();
-    if (outer.getNumSymbols() || inner.getNumSymbols())
+    AffineMap map = concatIndexMaps(accumulate.getMap(), embed.getMap());
+    if (!map)
       return failure();
-    SmallVector<AffineExpr> results(outer.getResults());
-    for (AffineExpr expr : inner.getResults())
-      results.push_back(expr.shiftDims(inner.getNumDims(), outer.getNumDims()));
-    AffineMap map = AffineMap::get(outer.getNumDims() + inner.getNumDims(), 0,
-                                   results, rewriter.getContext());
     SmallVector<Value> indices(accumulate.getIndices());
     llvm::append_range(indices, embed.getIndices());
     rewriter.replaceOpWithNewOp<AccumulateOp>(accumulate, embed.getValue(),

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/IR/IndexArithmetic.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -26,16 +27,9 @@ struct ExtractOfExtract : OpRewritePattern<ExtractOp> {
     auto inner = outer.getSource().getDefiningOp<ExtractOp>();
     if (!inner)
       return failure();
-    AffineMap innerMap = inner.getMap();
-    AffineMap outerMap = outer.getMap();
-    if (innerMap.getNumSymbols() != 0 || outerMap.getNumSymbols() != 0)
+    AffineMap map = concatIndexMaps(inner.getMap(), outer.getMap());
+    if (!map)
       return failure();
-    unsigned innerDims = innerMap.getNumDims();
-    SmallVector<AffineExpr> results(innerMap.getResults());
-    for (AffineExpr result : outerMap.getResults())
-      results.push_back(result.shiftDims(outerMap.getNumDims(), innerDims));
-    AffineMap map = AffineMap::get(innerDims + outerMap.getNumDims(), 0,
-                                   results, getContext());
     SmallVector<Value> indices(inner.getIndices());
     llvm::append_range(indices, outer.getIndices());
     rewriter.replaceOpWithNewOp<ExtractOp>(outer, outer.getType(),

@@ -39,3 +39,14 @@ Value mlir::energy::materializeAffineExpr(OpBuilder &builder, Location loc,
     llvm_unreachable("unknown affine expression kind");
   }
 }
+
+AffineMap mlir::energy::concatIndexMaps(AffineMap leading, AffineMap trailing) {
+  if (leading.getNumSymbols() || trailing.getNumSymbols())
+    return {};
+  unsigned leadingDims = leading.getNumDims();
+  SmallVector<AffineExpr> results(leading.getResults());
+  for (AffineExpr result : trailing.getResults())
+    results.push_back(result.shiftDims(trailing.getNumDims(), leadingDims));
+  return AffineMap::get(leadingDims + trailing.getNumDims(), 0, results,
+                        leading.getContext());
+}

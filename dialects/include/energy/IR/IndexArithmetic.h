@@ -1,7 +1,9 @@
-//===- IndexArithmetic.h - Affine index expressions as arith ops -*- C++ -*-===//
+//===- IndexArithmetic.h - Affine index expressions as arith ops -*- C++
+//-*-===//
 //
 // Turns an affine expression over index values into `arith` index ops, for
-// predicates and for substituting indices into copied bodies.
+// predicates and for substituting indices into copied bodies, and composes
+// the index maps of slices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +11,7 @@
 #define ENERGY_IR_INDEXARITHMETIC_H
 
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::energy {
@@ -17,6 +20,12 @@ namespace mlir::energy {
 /// symbols are `symbols`, at the builder's insertion point.
 Value materializeAffineExpr(OpBuilder &builder, Location loc, AffineExpr expr,
                             ValueRange dims, ValueRange symbols);
+
+/// The index map of a slice at `leading`'s results and then `trailing`'s,
+/// over `leading`'s dims and then `trailing`'s (operands concatenated the
+/// same way): a slice of a slice, an embedded slice accumulated at a slot.
+/// Null when either map has symbols.
+AffineMap concatIndexMaps(AffineMap leading, AffineMap trailing);
 
 } // namespace mlir::energy
 

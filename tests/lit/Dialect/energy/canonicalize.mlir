@@ -196,3 +196,52 @@ energy.model @transposes {
     energy.yield %s : !energy.array<>
   }
 }
+
+// -----
+
+// A slice of a slice is one slice at both sets of indices; an element of a
+// table is the table's body at the element's indices; a sum of a body that
+// does not depend on its indices is the body's value times the count.
+// CHECK-LABEL: energy.model @slices
+// CHECK:       gradient @s {
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, H, D>
+// CHECK:         foreach (%[[C:.*]] : @N, %[[K:.*]] : @H) {
+// CHECK-NEXT:      %[[ROW:.*]] = extract %[[X]][%[[C]], %[[K]] + 1] : !energy.array<N, H, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[W:.*]] = read @w[%[[K]]] : !energy.array<D>
+// CHECK-NEXT:      %[[P:.*]] = mul %[[W]], %[[ROW]]
+// CHECK-NEXT:      accumulate %[[P]] into @s[%[[C]], %[[K]]]
+// CHECK:       term @t {
+// CHECK-NOT:     reduce
+// CHECK:         %[[S:.*]] = size @N : index
+// CHECK:         %[[R:.*]] = to_real %[[S]]
+// CHECK:         mul %{{.*}}, %[[R]]
+energy.model @slices {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : input [@N, @H, @D]
+  energy.tensor @w : input [@H, @D]
+  energy.tensor @s : state [@N, @H, @D]
+  energy.gradient @s {
+    %x = energy.read @x : !energy.array<N, H, D>
+    energy.foreach (%c : @N, %k : @H) {
+      %xc = energy.extract %x[%c] : !energy.array<N, H, D> -> !energy.array<H, D>
+      %row = energy.extract %xc[%k + 1] : !energy.array<H, D> -> !energy.array<D>
+      %table = energy.tabulate (%h : @H) {
+        %wh = energy.read @w[%h] : !energy.array<D>
+        %p = energy.mul %wh, %row : !energy.array<D>, !energy.array<D>
+        energy.yield %p : !energy.array<D>
+      } : !energy.array<H, D>
+      %element = energy.extract %table[%k] : !energy.array<H, D> -> !energy.array<D>
+      energy.accumulate %element into @s[%c, %k] : !energy.array<D>
+    }
+  }
+  energy.term @t {
+    %v = energy.read @w[0] : !energy.array<D>
+    %sv = energy.sum_last %v : !energy.array<D>
+    %total = energy.reduce sum (%n : @N) {
+      energy.yield %sv : !energy.array<>
+    } : !energy.array<>
+    energy.yield %total : !energy.array<>
+  }
+}
