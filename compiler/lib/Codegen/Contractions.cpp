@@ -326,9 +326,10 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
                                    {args})
                            .getResult(0));
   if (reusedTiles)
-    func::CallOp::create(b, loc,
-                         context.target.lookupSymbol<func::FuncOp>("free"),
-                         ValueRange{reusedTiles});
+    func::CallOp::create(
+        b, loc,
+        context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_FREE),
+        ValueRange{reusedTiles});
   return success();
 }
 

@@ -52,7 +52,8 @@ KernelFunction::KernelFunction(ModelContext &context, func::FuncOp function,
 }
 
 void KernelFunction::finish(Value code) {
-  auto freeFunction = context.target.lookupSymbol<func::FuncOp>("free");
+  auto freeFunction =
+      context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_FREE);
   for (Value pointer : allocations)
     func::CallOp::create(b, loc, freeFunction, ValueRange{pointer});
   if (!code)
@@ -124,9 +125,10 @@ Value KernelFunction::allocateElements(Value count, int64_t elementBytes) {
   // At least one element, so that an empty array still has an address.
   bytes = arith::MaxSIOp::create(
       b, loc, bytes, arith::ConstantIntOp::create(b, loc, b.getI64Type(), 8));
-  auto malloc = context.target.lookupSymbol<func::FuncOp>("malloc");
+  auto allocate =
+      context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_ALLOC);
   Value pointer =
-      func::CallOp::create(b, loc, malloc, ValueRange{bytes}).getResult(0);
+      func::CallOp::create(b, loc, allocate, ValueRange{bytes}).getResult(0);
   allocations.push_back(pointer);
   return pointer;
 }

@@ -38,16 +38,17 @@ bool fitsSlot(Type type) {
          type.isF32() || type.isF64();
 }
 
-/// Scratch from malloc that only `loop` uses (and the kernel frees).
+/// Scratch (energy_support_scratch_alloc) that only `loop` uses (and the kernel
+/// frees).
 bool isLoopScratch(Value value, scf::ForOp loop) {
   auto call = value.getDefiningOp<func::CallOp>();
-  if (!call || call.getCallee() != "malloc")
+  if (!call || call.getCallee() != ENERGY_SUPPORT_SCRATCH_ALLOC)
     return false;
   return llvm::all_of(value.getUsers(), [&](Operation *user) {
     if (loop->isAncestor(user))
       return true;
     auto free = dyn_cast<func::CallOp>(user);
-    return free && free.getCallee() == "free";
+    return free && free.getCallee() == ENERGY_SUPPORT_SCRATCH_FREE;
   });
 }
 
@@ -56,7 +57,7 @@ bool isLoopScratch(Value value, scf::ForOp loop) {
 struct LoopInputs {
   /// Values passed in 8-byte slots.
   SmallVector<Value> passed;
-  /// malloc calls of scratch only the loop uses (each gets a private copy).
+  /// Allocations of scratch only the loop uses (each gets a private copy).
   SmallVector<func::CallOp> scratch;
 };
 
@@ -238,7 +239,8 @@ void Outliner::outlineChunk(scf::ForOp loop, LoopInputs &inputs,
   }
   body->walk([](scf::ForOp nested) { nested->removeAttr(kParallelAttr); });
   for (Value pointer : privateScratch)
-    func::CallOp::create(b, loc, support("free"), ValueRange{pointer});
+    func::CallOp::create(b, loc, support(ENERGY_SUPPORT_SCRATCH_FREE),
+                         ValueRange{pointer});
   func::ReturnOp::create(b, loc);
 
   // The loop becomes: fill the context, call the pool.
@@ -409,8 +411,8 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 /// for f32, with `bf16Products`, their tensor-core versions.
 static void useCudaSupport(ModuleOp module, bool bf16Products) {
   const std::pair<StringRef, StringRef> replacements[] = {
-      {"malloc", ENERGY_SUPPORT_CUDA_ALLOC},
-      {"free", ENERGY_SUPPORT_CUDA_FREE},
+      {ENERGY_SUPPORT_SCRATCH_ALLOC, ENERGY_SUPPORT_CUDA_ALLOC},
+      {ENERGY_SUPPORT_SCRATCH_FREE, ENERGY_SUPPORT_CUDA_FREE},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
        bf16Products ? ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16
                     : ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},

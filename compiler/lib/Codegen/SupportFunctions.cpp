@@ -27,8 +27,14 @@ llvm::ArrayRef<SupportFunction> mlir::energy::codegen::supportFunctions() {
       T::I64, T::I64,     T::I64, T::I64,     T::Pointer,
       T::I64, T::Pointer, T::I64, T::Pointer, T::I64};
   static const std::vector<SupportFunction> table = {
-      {"malloc", {T::I64}, {T::Pointer}, address(&std::malloc)},
-      {"free", {T::Pointer}, {}, address(&std::free)},
+      {ENERGY_SUPPORT_SCRATCH_ALLOC,
+       {T::I64},
+       {T::Pointer},
+       address(&energy_support_scratch_alloc)},
+      {ENERGY_SUPPORT_SCRATCH_FREE,
+       {T::Pointer},
+       {},
+       address(&energy_support_scratch_free)},
       {ENERGY_SUPPORT_SILU_INT,
        {T::F64},
        {T::F64},

@@ -29,7 +29,7 @@ struct SupportFunction {
   void *address;
 };
 
-/// Every support function kernels may call, plus malloc and free.
+/// Every support function kernels may call.
 llvm::ArrayRef<SupportFunction> supportFunctions();
 
 } // namespace mlir::energy::codegen

@@ -1,5 +1,4 @@
-//===- CudaLaunch.cpp - What CUDA artifacts call on the host
-//----------------===//
+//===- CudaLaunch.cpp - What CUDA artifacts call on the host -------------===//
 //
 // Managed memory from a cache of freed blocks, device scratch for the
 // support library's kernels, and kernel launches from the PTX images an
@@ -8,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaLaunch.h"
+#include "BlockCache.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -17,10 +17,10 @@
 #include <cstring>
 #include <iterator>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 using namespace energy::cuda;
+using energy::support::BlockCache;
 
 namespace {
 
@@ -43,16 +43,10 @@ int32_t energy::cuda::fail(std::string message) {
 }
 
 namespace {
-/// Freed blocks by size, and the size of each block handed out. Kernels
-/// allocate and free scratch on every call; the driver's allocations are
-/// slow, so blocks are kept for the next request of a similar size.
-struct BlockCache {
-  std::multimap<size_t, void *> freeBlocks;
-  std::unordered_map<void *, size_t> sizes;
-};
-
+/// Managed blocks kernels freed, kept for reuse: the driver's allocations
+/// are slow, so none goes back to it.
 BlockCache &blocks() {
-  static BlockCache *cache = new BlockCache();
+  static BlockCache *cache = new BlockCache(SIZE_MAX);
   return *cache;
 }
 
@@ -73,16 +67,8 @@ int archNumber(const char *arch) {
 extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
   size_t size =
       bytes > 0 ? (static_cast<size_t>(bytes) + 255) & ~size_t(255) : 256;
-  {
-    std::lock_guard<std::mutex> guard(lock());
-    BlockCache &cache = blocks();
-    auto found = cache.freeBlocks.lower_bound(size);
-    if (found != cache.freeBlocks.end() && found->first <= 2 * size) {
-      void *pointer = found->second;
-      cache.freeBlocks.erase(found);
-      return pointer;
-    }
-  }
+  if (void *block = blocks().take(size))
+    return block;
   if (std::string error = makeContextCurrent(); !error.empty()) {
     fail(error);
     return nullptr;
@@ -95,19 +81,14 @@ extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
          " bytes of managed memory: " + driverApi().describe(result));
     return nullptr;
   }
-  std::lock_guard<std::mutex> guard(lock());
-  blocks().sizes[reinterpret_cast<void *>(pointer)] = size;
+  blocks().handOut(reinterpret_cast<void *>(pointer), size);
   return reinterpret_cast<void *>(pointer);
 }
 
 extern "C" void energy_support_cuda_free(void *pointer) {
-  if (!pointer)
-    return;
-  std::lock_guard<std::mutex> guard(lock());
-  BlockCache &cache = blocks();
-  auto size = cache.sizes.find(pointer);
-  if (size != cache.sizes.end())
-    cache.freeBlocks.emplace(size->second, pointer);
+  // Every block handed out is kept; one not from here is left alone.
+  if (pointer)
+    blocks().giveBack(pointer);
 }
 
 int32_t energy::cuda::DeviceScratch::reserve(size_t bytes,

@@ -11,6 +11,7 @@
 
 #include "IsaKernels.h"
 
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 
 #include <cmath>
@@ -138,7 +139,7 @@ void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
       __builtin_mul_overflow(elements, pair_terms + 1, &elements) ||
       elements > ENERGY_CONTRACT_MAX_TILE_BYTES / element_bytes)
     return nullptr;
-  return std::malloc(static_cast<size_t>(elements * element_bytes));
+  return energy_support_scratch_alloc(elements * element_bytes);
 }
 
 int32_t

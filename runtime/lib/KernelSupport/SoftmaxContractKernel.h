@@ -226,10 +226,10 @@ template <class V> int64_t blockHeight(int64_t count) {
                roundUp((count + blocks - 1) / blocks, Shape::kBlockStep));
 }
 
-/// Memory aligned for any vector, or null.
+/// Memory aligned for any vector (kernels' scratch, reused between calls),
+/// or null; freed with energy_support_scratch_free.
 inline void *allocateAligned(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  return aligned_alloc(64, rounded ? rounded : 64);
+  return energy_support_scratch_alloc(static_cast<int64_t>(bytes));
 }
 
 /// Offsets of arrays carved from one allocation, each at a multiple of 64
@@ -332,7 +332,7 @@ template <class V> struct Workspace {
     return true;
   }
 
-  ~Workspace() { free(memory); }
+  ~Workspace() { energy_support_scratch_free(memory); }
 };
 
 //===----------------------------------------------------------------------===//
@@ -902,7 +902,7 @@ template <class V> void runBlocks(void *context, int64_t first, int64_t last) {
 /// Owns an aligned allocation.
 struct Buffer {
   void *memory = nullptr;
-  ~Buffer() { free(memory); }
+  ~Buffer() { energy_support_scratch_free(memory); }
   template <class T> T *allocate(int64_t count) {
     // Sizes are validated to fit in int64_t; the byte count may not.
     if (count < 0 || (uint64_t)count > SIZE_MAX / sizeof(T) / 2)

@@ -23,6 +23,8 @@
 #define ENERGY_SUPPORT_EXP_F64 "energy_support_exp_f64"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32 "energy_support_softmax_weights_f32"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64 "energy_support_softmax_weights_f64"
+#define ENERGY_SUPPORT_SCRATCH_ALLOC "energy_support_scratch_alloc"
+#define ENERGY_SUPPORT_SCRATCH_FREE "energy_support_scratch_free"
 #define ENERGY_SUPPORT_CUDA_ALLOC "energy_support_cuda_alloc"
 #define ENERGY_SUPPORT_CUDA_FREE "energy_support_cuda_free"
 #define ENERGY_SUPPORT_CUDA_LAUNCH "energy_support_cuda_launch"
@@ -86,6 +88,15 @@ void energy_support_exp_f64(int64_t n, const double *in, double *out);
 void energy_support_softmax_weights_f32(int64_t n, const float *in, float *out);
 void energy_support_softmax_weights_f64(int64_t n, const double *in,
                                         double *out);
+
+/* A kernel's scratch: `bytes` (at least 1) of host memory aligned to 64
+ * bytes, or null. Freed blocks are kept for later requests of up to twice
+ * their size instead of going back to malloc (whose large blocks are mapped
+ * and page-faulted in at every call), at most ENERGY_SCRATCH_CACHE_MIB
+ * mebibytes of them (default 256; 0 keeps none). Thread-safe. */
+void *energy_support_scratch_alloc(int64_t bytes);
+/* Gives back a block of energy_support_scratch_alloc; null is ignored. */
+void energy_support_scratch_free(void *pointer);
 
 /* CUDA artifacts (CudaLaunch.cpp). The driver is opened with dlopen on first
  * use; the calling thread gets device 0's primary context. */

@@ -181,9 +181,9 @@ energy_support_softmax_contract_f64(const energy_softmax_contract_args *args);
 
 /* Room for the kept tiles of `batch` problems of `rows` × `cols` pairs with
  * `pair_terms` pair terms, of `element_bytes` (4 or 8) each, to be freed with
- * free(); null when they would take more than ENERGY_CONTRACT_MAX_TILE_BYTES
- * (16 MiB), when a count is negative or overflows, or when memory runs out:
- * the calls then compute everything. */
+ * energy_support_scratch_free(); null when they would take more than
+ * ENERGY_CONTRACT_MAX_TILE_BYTES (16 MiB), when a count is negative or
+ * overflows, or when memory runs out: the calls then compute everything. */
 #define ENERGY_SUPPORT_SOFTMAX_CONTRACT_TILES                                  \
   "energy_support_softmax_contract_tiles"
 void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
