@@ -312,6 +312,7 @@ int energy_session_run(energy_session *session, int64_t steps,
     RunOptions options;
     if (steps >= 0)
       options.steps = steps;
+    options.trace = false;
     Expected<RunResult> run = session->session.run(options);
     if (!run)
       return result(run.status());

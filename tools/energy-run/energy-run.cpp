@@ -296,17 +296,22 @@ std::optional<int64_t> stepsOption() {
                             : std::nullopt;
 }
 
-/// Reports the energy after each step: --trace lines, or a progress line
-/// on stderr at most once a second.
+/// Reports the energy after each step (NaN where it was not evaluated):
+/// --trace lines, or a progress line on stderr at most once a second.
 class StepReporter {
 public:
   void operator()(int64_t step, double energy) {
-    energies.push_back(energy);
+    bool evaluated = !std::isnan(energy);
+    if (evaluated)
+      energies.push_back(energy);
     if (trace && !jsonOutput)
       outs() << formatv("step {0,4}  energy {1:e}\n", step, energy);
     auto now = std::chrono::steady_clock::now();
     if (!trace && now - lastProgress > std::chrono::seconds(1)) {
-      errs() << formatv("energy-run: step {0}, energy {1:e}\n", step, energy);
+      if (evaluated)
+        errs() << formatv("energy-run: step {0}, energy {1:e}\n", step, energy);
+      else
+        errs() << formatv("energy-run: step {0}\n", step);
       lastProgress = now;
     }
   }
@@ -586,6 +591,7 @@ bool benchCompiled(::energy::Session &session) {
     ::energy::RunOptions options;
     if (stepsOverride >= 0)
       options.steps = stepsOverride;
+    options.trace = false;
     int64_t steps = 0;
     auto reset = [&] {
       for (const auto &[name, value] : *initial)
@@ -740,6 +746,8 @@ int runCompiled(const ::energy::Model &model, const RunInputs &inputs) {
   ::energy::RunOptions runOptions;
   if (stepsOverride >= 0)
     runOptions.steps = stepsOverride;
+  // The energy after every step only where it is printed or drawn.
+  runOptions.trace = trace || jsonOutput || plot;
   ::energy::Status plotStatus = ::energy::Status::success();
   int64_t stepsDone = 0;
   runOptions.onStep = [&](int64_t step, double energy) {

@@ -45,8 +45,14 @@ struct SessionOptions {
 struct RunOptions {
   /// How many steps at most; the manifest's step count when absent.
   std::optional<int64_t> steps;
-  /// Called after each step with the step's number and the energy after it.
+  /// Called after each step with the step's number and the energy after it
+  /// (NaN when `trace` is off).
   std::function<void(int64_t step, double energy)> onStep;
+  /// Whether the energy is evaluated after every step, for `trace` and
+  /// onStep. Without it, only after the run (RunResult::energy), and the
+  /// trace stays empty; the states are checked finite after every step
+  /// either way.
+  bool trace = true;
 };
 
 /// What a run did.
@@ -55,7 +61,7 @@ struct RunResult {
   int64_t steps = 0;
   /// The energy at the end.
   double energy = 0;
-  /// The energy after each step.
+  /// The energy after each step (none when RunOptions::trace is off).
   std::vector<double> trace;
 };
 
