@@ -34,8 +34,6 @@ KNOWN = {
     'multihead_slot_attention': 'the loss gradient: Wkᵀ and the layer norm\'s '
                                 'backward per pair, the reconstruction\'s softmax over '
                                 'slots per (token, slot)',
-    'causal_linear_attention': 'outer products per (query, key) in the loss '
-                               'gradient: prefix sums',
 }
 
 

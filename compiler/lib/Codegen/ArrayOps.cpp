@@ -257,6 +257,55 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
           total = math::SqrtOp::create(b, loc, total);
         return Lowered{total, Value()};
       })
+      .Case([&](PrefixSumOp prefix) -> Result {
+        // A running slice along the leading axis, vectors across each slice:
+        // result[i] = result[i - 1] + operand[i] (operand[i - 1] when
+        // exclusive), from the end when reversed.
+        Lowered operand = operandAt(0);
+        Value length = shape(type).front();
+        Value one = index(1);
+        Value width =
+            arith::DivUIOp::create(b, loc, elementCount(type),
+                                   arith::MaxUIOp::create(b, loc, length, one));
+        Value data = allocate(type);
+        forRange(length, [&](Value step) {
+          Value position =
+              prefix.getReverse()
+                  ? arith::SubIOp::create(
+                        b, loc, arith::SubIOp::create(b, loc, length, one),
+                        step)
+                  : step;
+          Value previous =
+              prefix.getReverse()
+                  ? arith::AddIOp::create(b, loc, position, one).getResult()
+                  : arith::SubIOp::create(b, loc, position, one).getResult();
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              step, index(0));
+          Value at = arith::MulIOp::create(b, loc, position, width);
+          // The row the sum continues from: the previous result (clamped
+          // into range on the first step, where it is not read).
+          Value before = arith::MulIOp::create(
+              b, loc, select(first, position, previous), width);
+          Value added = arith::MulIOp::create(
+              b, loc,
+              prefix.getExclusive() ? select(first, position, previous)
+                                    : position,
+              width);
+          forLanes(width, [&](Value offset, int lanes) {
+            Value zero = splat(real(0.0), lanes);
+            Value carried = loadLanes(
+                data, arith::AddIOp::create(b, loc, before, offset), lanes);
+            Value term = lanesAt(
+                operand, arith::AddIOp::create(b, loc, added, offset), lanes);
+            Value sum = add(carried, term);
+            Value value = prefix.getExclusive() ? select(first, zero, sum)
+                                                : select(first, term, sum);
+            storeLanes(value, data, arith::AddIOp::create(b, loc, at, offset),
+                       lanes);
+          });
+        });
+        return Lowered{Value(), data};
+      })
       .Case([&](SumLastOp) -> Result {
         Lowered operand = operandAt(0);
         Value length = shape(operandType(0)).back();

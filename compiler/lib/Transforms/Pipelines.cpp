@@ -44,6 +44,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanLoopTables());
+  modelPasses.addPass(createEnergyPlanPrefixSums());
   // The loop tables let more contractions form, with tables and products
   // of their own.
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
@@ -63,6 +64,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // What the sums that leaves compute per position of their own indices
   // only, once.
   modelPasses.addPass(createEnergyPlanLoopTables());
+  modelPasses.addPass(createEnergyPlanPrefixSums());
   // The sums those linear maps leave may be contractions now.
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());

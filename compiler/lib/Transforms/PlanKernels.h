@@ -107,6 +107,11 @@ void fuseElementwise(ModelOp model);
 /// the enclosing loop), into `energy.tabulate` tables.
 void hoistLoopTables(ModelOp model);
 
+/// Replaces each sum over an index bounded by an outer index (Σ_{j ≤ i}),
+/// whose summand does not depend on the outer one, by a read of a table of
+/// running sums (`energy.prefix_sum`) computed ahead of the loops.
+void formPrefixSums(ModelOp model);
+
 /// Marks the loops that may run on several threads: `foreach` loops whose
 /// positions along the first index write disjoint slots (interchanging the
 /// indices of a loop to bring such an index first), and sums outside every

@@ -972,3 +972,13 @@ LogicalResult BatchMatmulOp::verify() {
     return emitOpError("expected result type ") << expected;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// PrefixSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PrefixSumOp::verify() {
+  if (cast<ArrayType>(getOperand().getType()).isScalar())
+    return emitOpError("needs an array with a leading axis, not a scalar");
+  return success();
+}

@@ -342,6 +342,17 @@ def EnergyPlanLoopTables : EnergyPlanStep<"energy-plan-loop-tables",
   }];
 }
 
+def EnergyPlanPrefixSums : EnergyPlanStep<"energy-plan-prefix-sums",
+    "Computes sums bounded by an outer index as running sums"> {
+  let description = [{
+    A sum over j ≤ i (j < i, j ≥ i, j > i) inside a loop over i, whose
+    summand does not depend on i, reads a table of the summand's running
+    sums along j (`energy.prefix_sum`), computed once ahead of the loops
+    over the indices the summand uses: a causal linear attention's
+    normalisers in O(N) rather than O(N²).
+  }];
+}
+
 def EnergyPlanMergeContracts : EnergyPlanStep<"energy-plan-merge-contracts",
     "Merges contractions that compute the same weights"> {
   let description = [{

@@ -195,4 +195,29 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
   }];
 }
 
+def Energy_PrefixSumOp : Energy_Op<"prefix_sum", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "Running sums along the leading axis";
+  let description = [{
+    `result[i] = Σ_{j ≤ i} operand[j]` along the leading axis (each slice
+    summed as a whole); `exclusive` leaves out j = i, `reverse` sums
+    j ≥ i instead. A sum over a position bounded by another
+    (`Σ_{j ≤ i} K[j]` at every i, a causal mask's normaliser) in one pass
+    rather than once per bound.
+
+    ```mlir
+    %z = energy.prefix_sum %k : !energy.array<N, Y>
+    %s = energy.prefix_sum %k reverse exclusive : !energy.array<N, Y>
+    ```
+  }];
+  let arguments = (ins Energy_AnyArray:$operand, UnitAttr:$reverse,
+                       UnitAttr:$exclusive);
+  let results = (outs Energy_AnyArray:$result);
+  let assemblyFormat = [{
+    $operand (`reverse` $reverse^)? (`exclusive` $exclusive^)? attr-dict `:`
+    type($operand)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ENERGY_KERNEL_OPS_TD

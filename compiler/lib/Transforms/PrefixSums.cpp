@@ -1,0 +1,476 @@
+//===- PrefixSums.cpp - Sums bounded by an outer index as running sums ----===//
+//
+// A sum Σ_{j ≤ i} f(j) inside a loop over i, whose summand does not depend
+// on i, is at every i a prefix of one running sum: the running sums of f
+// along j are computed once (`energy.prefix_sum`), in a table over the
+// indices f uses, ahead of the loops, and read at i. j < i, j ≥ i and j > i
+// alike; O(N) per table row where the loop took O(N²).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Linearity.h"
+#include "PlanKernels.h"
+#include "Slices.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// Which running sum a bound on the summed index selects.
+struct Bound {
+  /// The outer index j is bounded by.
+  BlockArgument outer;
+  bool reverse = false;
+  bool exclusive = false;
+};
+
+/// The bound of a predicate that is one comparison of the summed index j
+/// (the predicate's argument) with an index i of a loop around: j ≤ i,
+/// j < i, j ≥ i or j > i (either way round).
+std::optional<Bound> boundOf(ReduceOp sum) {
+  Region &predicate = sum.getPredicate();
+  if (!predicate.hasOneBlock() || predicate.front().getNumArguments() != 1)
+    return std::nullopt;
+  Block &block = predicate.front();
+  BlockArgument inner = block.getArgument(0);
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      &block.front() != yield->getPrevNode())
+    return std::nullopt;
+  auto compare = yield.getValues()[0].getDefiningOp<arith::CmpIOp>();
+  if (!compare)
+    return std::nullopt;
+  arith::CmpIPredicate kind = compare.getPredicate();
+  Value lhs = compare.getLhs(), rhs = compare.getRhs();
+  using P = arith::CmpIPredicate;
+  // i ≥ j is j ≤ i.
+  if (rhs == inner) {
+    std::swap(lhs, rhs);
+    switch (kind) {
+    case P::sle:
+      kind = P::sge;
+      break;
+    case P::slt:
+      kind = P::sgt;
+      break;
+    case P::sge:
+      kind = P::sle;
+      break;
+    case P::sgt:
+      kind = P::slt;
+      break;
+    case P::ule:
+      kind = P::uge;
+      break;
+    case P::ult:
+      kind = P::ugt;
+      break;
+    case P::uge:
+      kind = P::ule;
+      break;
+    case P::ugt:
+      kind = P::ult;
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  auto outer = dyn_cast<BlockArgument>(rhs);
+  if (lhs != inner || !outer || outer == inner)
+    return std::nullopt;
+  switch (kind) {
+  case P::sle:
+  case P::ule:
+    return Bound{outer, false, false};
+  case P::slt:
+  case P::ult:
+    return Bound{outer, false, true};
+  case P::sge:
+  case P::uge:
+    return Bound{outer, true, false};
+  case P::sgt:
+  case P::ugt:
+    return Bound{outer, true, true};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The sizes of the loop-like op whose body `index` is an argument of, when
+/// it is a loop or table over plain dims.
+ArrayAttr loopSizesOf(BlockArgument index) {
+  Operation *owner = index.getOwner()->getParentOp();
+  ArrayAttr sizes;
+  if (auto reduce = dyn_cast<ReduceOp>(owner);
+      reduce && index.getParentRegion() == &reduce.getBody())
+    sizes = reduce.getSizes();
+  else if (auto loop = dyn_cast<ForeachOp>(owner);
+           loop && index.getParentRegion() == &loop.getBody())
+    sizes = loop.getSizes();
+  else if (auto table = dyn_cast<TabulateOp>(owner))
+    sizes = table.getSizes();
+  if (!sizes || !hasPlainDims(sizes))
+    return ArrayAttr();
+  return sizes;
+}
+
+/// Whether `op` reads at plain indices only (each an index, no offset), so
+/// that it may run at every position of its dims.
+bool readsPlainly(Operation *op) {
+  auto plain = [](AffineMap map) {
+    return llvm::all_of(map.getResults(), [](AffineExpr expr) {
+      return isa<AffineDimExpr>(expr);
+    });
+  };
+  if (auto read = dyn_cast<ReadOp>(op))
+    return plain(read.getMap());
+  if (auto extract = dyn_cast<ExtractOp>(op))
+    return plain(extract.getMap());
+  return true;
+}
+
+/// Whether `value` is available before `point`.
+bool availableBefore(Value value, Operation *point) {
+  Region *region = value.getParentRegion();
+  if (!region->isAncestor(point->getParentRegion()))
+    return false;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return true;
+  Operation *ancestor = def->getBlock()->findAncestorOpInBlock(*point);
+  return ancestor && def->isBeforeInBlock(ancestor);
+}
+
+/// Replaces `sum` (a bounded sum as above) by a read of a table of running
+/// sums; returns whether it did.
+bool rewriteAsPrefixSum(ReduceOp sum) {
+  if (sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
+      sum.getAggregation() || sum.getSizes().size() != 1 ||
+      !hasPlainDims(sum.getSizes()) || !sum.hasPredicate())
+    return false;
+  Block &body = sum.getBody().front();
+  BlockArgument inner = body.getArgument(0);
+  std::optional<Bound> bound = boundOf(sum);
+  if (!bound)
+    return false;
+  ArrayAttr outerSizes = loopSizesOf(bound->outer);
+  if (!outerSizes ||
+      outerSizes[bound->outer.getArgNumber()] != sum.getSizes()[0])
+    return false;
+  // What the summand uses from outside: indices of loops around (not the
+  // bound's); values the loops around compute from those indices alone
+  // (a head's Wk[k]), which the table computes again; and values the table
+  // can be computed after.
+  Operation *statement = sum;
+  while (!isa<ModelOp, TermOp, GradientOp, UpdateProgramOp, BackwardProgramOp,
+              DynamicsOp, LetOp, OutputOp, RepeatOp>(statement->getParentOp()))
+    statement = statement->getParentOp();
+  llvm::SetVector<BlockArgument> indices;
+  llvm::SetVector<Operation *> lifted;
+  SmallVector<Value> others;
+  bool usable = true;
+  std::function<void(Operation *)> use = [&](Operation *op) {
+    if (!isa<ReadOp, ExtractOp>(op) && !isMemoryEffectFree(op))
+      usable = false;
+    if (!readsPlainly(op))
+      usable = false;
+    for (Value operand : op->getOperands()) {
+      if (!isDefinedOutside(operand, sum))
+        continue;
+      auto index = dyn_cast<BlockArgument>(operand);
+      if (index && isa<ReduceOp, ForeachOp, TabulateOp>(
+                       index.getOwner()->getParentOp())) {
+        if (index == bound->outer || !loopSizesOf(index))
+          usable = false;
+        indices.insert(index);
+        continue;
+      }
+      Operation *def = operand.getDefiningOp();
+      if (def && statement->isProperAncestor(def) &&
+          def->getNumRegions() == 0) {
+        if (lifted.contains(def))
+          continue;
+        use(def);
+        lifted.insert(def);
+        continue;
+      }
+      others.push_back(operand);
+    }
+  };
+  body.walk([&](Operation *op) { use(op); });
+  if (!usable)
+    return false;
+  // The table goes ahead of the outermost loop among the bound's and those
+  // of the indices it uses.
+  Operation *point = bound->outer.getOwner()->getParentOp();
+  for (BlockArgument index : indices) {
+    Operation *owner = index.getOwner()->getParentOp();
+    if (owner->isProperAncestor(point))
+      point = owner;
+  }
+  auto availableAt = [&](Operation *at) {
+    return llvm::all_of(
+        others, [&](Value value) { return availableBefore(value, at); });
+  };
+  if (!availableAt(point))
+    return false;
+  // The table has indices of its own: as far out as its values allow.
+  while (point != statement && availableAt(point->getParentOp()))
+    point = point->getParentOp();
+  // The table's indices, outermost loop first.
+  SmallVector<BlockArgument> ordered(indices.begin(), indices.end());
+  llvm::sort(ordered, [](BlockArgument a, BlockArgument b) {
+    Operation *ownerA = a.getOwner()->getParentOp();
+    Operation *ownerB = b.getOwner()->getParentOp();
+    if (ownerA != ownerB)
+      return ownerA->isProperAncestor(ownerB);
+    return a.getArgNumber() < b.getArgNumber();
+  });
+
+  MLIRContext *context = sum.getContext();
+  Location loc = sum.getLoc();
+  auto element = cast<ArrayType>(sum.getType());
+  auto nameOf = [](Attribute size) {
+    return *cast<DimExprAttr>(size).getDimName();
+  };
+  SmallVector<StringAttr> runShape = {
+      StringAttr::get(context, nameOf(sum.getSizes()[0]))};
+  llvm::append_range(runShape, element.getShape());
+  auto runType = ArrayType::get(context, runShape);
+
+  OpBuilder builder(point);
+  IRMapping mapping;
+  // The summand at every position of j, then its running sums.
+  auto buildRunningSums = [&](OpBuilder &at) {
+    auto values = TabulateOp::create(at, loc, runType, sum.getSizes());
+    Block &valuesBody = values.getBody().emplaceBlock();
+    mapping.map(inner, valuesBody.addArgument(inner.getType(), inner.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(&valuesBody);
+    for (Operation *op : lifted)
+      inside.clone(*op, mapping);
+    for (Operation &op : body)
+      inside.clone(op, mapping);
+    return PrefixSumOp::create(at, loc, values.getResult(), bound->reverse,
+                               bound->exclusive)
+        .getResult();
+  };
+  Value table;
+  if (ordered.empty()) {
+    table = buildRunningSums(builder);
+  } else {
+    SmallVector<Attribute> sizes;
+    SmallVector<StringAttr> shape;
+    for (BlockArgument index : ordered) {
+      Attribute size = loopSizesOf(index)[index.getArgNumber()];
+      sizes.push_back(size);
+      shape.push_back(StringAttr::get(context, nameOf(size)));
+    }
+    llvm::append_range(shape, runShape);
+    auto outer =
+        TabulateOp::create(builder, loc, ArrayType::get(context, shape),
+                           ArrayAttr::get(context, sizes));
+    Block &outerBody = outer.getBody().emplaceBlock();
+    for (BlockArgument index : ordered)
+      mapping.map(index,
+                  outerBody.addArgument(index.getType(), index.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(&outerBody);
+    Value running = buildRunningSums(inside);
+    YieldOp::create(inside, loc, running);
+    table = outer.getResult();
+  }
+  builder.setInsertionPoint(sum);
+  SmallVector<Value> at(ordered.begin(), ordered.end());
+  at.push_back(bound->outer);
+  auto map = AffineMap::getMultiDimIdentityMap(at.size(), context);
+  Value read = ExtractOp::create(builder, loc, element, table,
+                                 AffineMapAttr::get(map), at);
+  sum.getResult().replaceAllUsesWith(read);
+  sum.erase();
+  return true;
+}
+
+/// Whether `result`, computed in `block` (ops in nested regions count as
+/// whole), is a linear function of the values `varying`: zero where they
+/// are zero, so that a sum of it over their positions is it of their sum.
+bool isLinearIn(Value result, Block &block,
+                const llvm::SmallPtrSetImpl<Value> &varying) {
+  enum State { Fixed, Linear, Other };
+  llvm::DenseMap<Value, State> states;
+  auto stateOf = [&](Value value) {
+    if (varying.contains(value))
+      return Linear;
+    auto found = states.find(value);
+    return found == states.end() ? Fixed : found->second;
+  };
+  for (Operation &op : block.without_terminator()) {
+    bool dependsOnVarying = false;
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        dependsOnVarying |= stateOf(operand) != Fixed;
+    });
+    State state = Fixed;
+    if (dependsOnVarying) {
+      state = Other;
+      SmallVector<unsigned> arrays, moving;
+      for (auto [index, operand] : llvm::enumerate(op.getOperands()))
+        if (isa<ArrayType>(operand.getType())) {
+          arrays.push_back(index);
+          if (stateOf(operand) != Fixed)
+            moving.push_back(index);
+        }
+      auto linearAt = [&](unsigned index) {
+        return stateOf(op.getOperand(index)) == Linear &&
+               isLinearInOperand(&op, index);
+      };
+      if (op.getNumRegions() == 0 && op.getNumResults() == 1) {
+        Linearity linearity = linearityOf(&op);
+        // x + c is not linear in x: every array operand must vary.
+        if (linearity == Linearity::Joint && moving.size() == arrays.size() &&
+            llvm::all_of(moving, linearAt))
+          state = Linear;
+        if (linearity == Linearity::Separate && moving.size() == 1 &&
+            linearAt(moving.front()))
+          state = Linear;
+      }
+    }
+    for (Value value : op.getResults())
+      states[value] = state;
+  }
+  return stateOf(result) == Linear;
+}
+
+/// Σ_{…, i} Σ_{j ≤ i} F(i, j), where F depends on i through values the
+/// outer body computes and linearly in them, as Σ_{…, j} Σ_{i ≥ j} F(i, j)
+/// (j < i, j ≥ i, j > i alike): the linear maps then come out of the inner
+/// sum (FactorLinearMaps), and what they apply to is a running sum over i.
+/// Returns whether it rewrote `outer`.
+bool interchangeBoundedSum(ReduceOp outer) {
+  if (outer.getKind() != ReduceKind::sum || outer.hasPredicate() ||
+      outer.getTemperature() || outer.getAggregation() ||
+      !hasPlainDims(outer.getSizes()))
+    return false;
+  Block &outerBody = outer.getBody().front();
+  auto inner = outer.getBodyValue().getDefiningOp<ReduceOp>();
+  if (!inner || inner->getBlock() != &outerBody ||
+      inner.getKind() != ReduceKind::sum || inner.getTemperature() ||
+      inner.getAggregation() || inner.getSizes().size() != 1 ||
+      !hasPlainDims(inner.getSizes()))
+    return false;
+  std::optional<Bound> bound = boundOf(inner);
+  if (!bound || bound->outer.getOwner() != &outerBody ||
+      outer.getSizes()[bound->outer.getArgNumber()] != inner.getSizes()[0])
+    return false;
+  BlockArgument bounding = bound->outer;
+  // The outer body's other ops (which only the inner sum can use, as the
+  // body yields it) may run at every position of both indices.
+  llvm::SmallPtrSet<Value, 8> varying;
+  for (Operation &op : outerBody.without_terminator()) {
+    if (&op == inner.getOperation())
+      continue;
+    if (op.getNumRegions() ||
+        (!isa<ReadOp, ExtractOp>(op) && !isMemoryEffectFree(&op)))
+      return false;
+    bool dependsOnBound = false;
+    for (Value operand : op.getOperands())
+      dependsOnBound |= operand == bounding || varying.contains(operand);
+    if (dependsOnBound)
+      for (Value value : op.getResults())
+        varying.insert(value);
+  }
+  // F reads i only through those values, linearly.
+  Block &innerBody = inner.getBody().front();
+  bool readsBound = false;
+  innerBody.walk([&](Operation *op) {
+    readsBound |= llvm::is_contained(op->getOperands(), Value(bounding));
+  });
+  if (readsBound || varying.empty() ||
+      !isLinearIn(inner.getBodyValue(), innerBody, varying))
+    return false;
+
+  // Σ over the outer domain with j in i's place of F, with each value v it
+  // reads from the outer body replaced by Σ_i v under the same bound (j ≤ i
+  // read the other way round).
+  llvm::SetVector<Value> frontier;
+  innerBody.walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (varying.contains(operand))
+        frontier.insert(operand);
+  });
+  Location loc = outer.getLoc();
+  OpBuilder builder(outer);
+  auto swapped = ReduceOp::create(builder, loc, outer.getType(),
+                                  ReduceKind::sum, outer.getSizes(), Value());
+  Block &swappedBody = swapped.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (BlockArgument argument : outerBody.getArguments())
+    mapping.map(argument,
+                swappedBody.addArgument(argument.getType(), argument.getLoc()));
+  Value summed = mapping.lookup(bounding);
+  OpBuilder inside = OpBuilder::atBlockEnd(&swappedBody);
+  // The outer body's values that do not vary with i, once.
+  for (Operation &op : outerBody.without_terminator())
+    if (&op != inner.getOperation() &&
+        !llvm::any_of(op.getResults(),
+                      [&](Value value) { return varying.contains(value); }))
+      inside.clone(op, mapping);
+  using P = arith::CmpIPredicate;
+  P kind = bound->reverse ? (bound->exclusive ? P::sgt : P::sge)
+                          : (bound->exclusive ? P::slt : P::sle);
+  for (Value value : frontier) {
+    auto across = ReduceOp::create(inside, loc, value.getType(),
+                                   ReduceKind::sum, inner.getSizes(), Value());
+    Block &predicate = across.getPredicate().emplaceBlock();
+    Value position =
+        predicate.addArgument(builder.getIndexType(), inner.getLoc());
+    OpBuilder test = OpBuilder::atBlockEnd(&predicate);
+    YieldOp::create(
+        test, loc,
+        arith::CmpIOp::create(test, loc, kind, summed, position).getResult());
+    Block &acrossBody = across.getBody().emplaceBlock();
+    IRMapping perPosition = mapping;
+    perPosition.map(bounding, acrossBody.addArgument(builder.getIndexType(),
+                                                     inner.getLoc()));
+    llvm::SetVector<Operation *> slice;
+    addToSlice(value, outerBody, slice);
+    OpBuilder body = OpBuilder::atBlockEnd(&acrossBody);
+    for (Operation *op : slice)
+      if (llvm::any_of(op->getResults(),
+                       [&](Value result) { return varying.contains(result); }))
+        body.clone(*op, perPosition);
+    YieldOp::create(body, loc, perPosition.lookup(value));
+    mapping.map(value, across.getResult());
+  }
+  mapping.map(innerBody.getArgument(0), summed);
+  for (Operation &op : innerBody)
+    inside.clone(op, mapping);
+  outer.getResult().replaceAllUsesWith(swapped.getResult());
+  outer.erase();
+  return true;
+}
+
+} // namespace
+
+void mlir::energy::formPrefixSums(ModelOp model) {
+  SmallVector<ReduceOp> outers;
+  model.walk([&](ReduceOp sum) {
+    if (!sum.hasPredicate())
+      outers.push_back(sum);
+  });
+  for (ReduceOp outer : outers)
+    interchangeBoundedSum(outer);
+  SmallVector<ReduceOp> sums;
+  model.walk([&](ReduceOp sum) {
+    if (sum.hasPredicate())
+      sums.push_back(sum);
+  });
+  for (ReduceOp sum : sums)
+    rewriteAsPrefixSum(sum);
+}
