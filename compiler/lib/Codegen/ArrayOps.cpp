@@ -521,9 +521,24 @@ void KernelFunction::emitProducts(Operation *op, Value into, bool add) {
                ? toI64(arith::MulIOp::create(b, loc, extents[1], extents[2]))
                : toI64(index(0));
   };
+  // The rows of an lhs with several row axes are their positions.
+  int64_t lhsRows = product ? product.getLhsRows() : 1;
+  bool lhsBatched = product ? product.hasLhsBatch() : lhsShape.size() == 3;
+  if (lhsRows > 1) {
+    Value rows = index(1);
+    for (Value extent :
+         ArrayRef<Value>(lhsShape).take_back(lhsRows + 1).drop_back())
+      rows = arith::MulIOp::create(b, loc, rows, extent);
+    SmallVector<Value> flattened;
+    if (lhsBatched)
+      flattened.push_back(lhsShape.front());
+    flattened.push_back(rows);
+    flattened.push_back(lhsShape.back());
+    lhsShape = flattened;
+  }
   auto [m, k] = matrixOf(lhsShape, transposeLhs);
   Value n = matrixOf(rhsShape, transposeRhs).second;
-  Value batch = lhsShape.size() == 3   ? lhsShape.front()
+  Value batch = lhsBatched             ? lhsShape.front()
                 : rhsShape.size() == 3 ? rhsShape.front()
                                        : index(1);
   int64_t flags = (transposeLhs ? ENERGY_PRODUCT_TRANSPOSE_A : 0) |

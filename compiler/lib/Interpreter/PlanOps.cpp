@@ -176,9 +176,39 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
   return results;
 }
 
-FailureOr<ArrayValue> Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
-                                                       const ArrayValue &lhs,
-                                                       const ArrayValue &rhs) {
+FailureOr<ArrayValue>
+Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
+                                 const ArrayValue &lhsOperand,
+                                 const ArrayValue &rhs) {
+  // Several row axes of lhs: their positions are the rows of one matrix,
+  // and the result's rows take their shape back.
+  int64_t lhsRows = product.getLhsRows();
+  ArrayValue lhs = lhsOperand;
+  std::vector<int64_t> rowShape;
+  if (lhsRows > 1) {
+    if (static_cast<int64_t>(lhs.getRank()) < lhsRows + 1)
+      return product.emitOpError("cannot take an lhs of shape ")
+             << ArrayValue::shapeString(lhs.shape);
+    auto end = lhs.shape.end() - 1;
+    rowShape.assign(end - lhsRows, end);
+    std::vector<int64_t> flat(lhs.shape.begin(), end - lhsRows);
+    flat.push_back(ArrayValue::elementCount(rowShape));
+    flat.push_back(lhs.shape.back());
+    lhs.shape = flat;
+  }
+  FailureOr<ArrayValue> result =
+      evaluateBatchMatmulOfMatrices(product, lhs, rhs);
+  if (failed(result) || lhsRows == 1)
+    return result;
+  std::vector<int64_t> shape(result->shape.begin(), result->shape.end() - 2);
+  llvm::append_range(shape, rowShape);
+  shape.push_back(result->shape.back());
+  result->shape = shape;
+  return result;
+}
+
+FailureOr<ArrayValue> Interpreter::evaluateBatchMatmulOfMatrices(
+    BatchMatmulOp product, const ArrayValue &lhs, const ArrayValue &rhs) {
   auto batchOf = [](const ArrayValue &value) {
     return value.getRank() == 3 ? value.shape[0] : int64_t(-1);
   };

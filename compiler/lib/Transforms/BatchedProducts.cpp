@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchedProducts.h"
 #include "PlanKernels.h"
 #include "Slices.h"
 
@@ -25,14 +26,11 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-namespace {
-
-/// The matrices M[b] of every head as one array [B, …] and whether the
-/// product takes it transposed, given `transposed` for M itself: a
-/// transpose in M's definition is the product's flag instead.
-std::pair<Value, bool> matricesOver(Value matrix, Value head, Attribute size,
-                                    ArrayRef<Block *> blocks, Operation *anchor,
-                                    bool transposed) {
+std::pair<Value, bool> mlir::energy::matricesOver(Value matrix, Value head,
+                                                  Attribute size,
+                                                  ArrayRef<Block *> blocks,
+                                                  Operation *anchor,
+                                                  bool transposed) {
   if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
     matrix = transpose.getOperand();
     transposed = !transposed;
@@ -54,44 +52,7 @@ MatmulOp headProduct(Value value, Operation *scope, Value head,
   return product;
 }
 
-/// Scalars from outside a loop that multiply (or divide) a value computed
-/// in it: applied to a product of whole arrays instead of to every row.
-struct ScalarFactors {
-  SmallVector<std::pair<Value, bool>> factors; ///< (s, whether it divides)
-
-  /// `value` as w · s₁ / s₂ …, the s from outside `scope`: returns w and
-  /// records the s, outermost first.
-  Value peel(Value value, Operation *scope) {
-    auto outerScalar = [&](Value factor) {
-      return cast<ArrayType>(factor.getType()).isScalar() &&
-             isDefinedOutside(factor, scope);
-    };
-    while (Operation *def = value.getDefiningOp()) {
-      if (!isa<MulOp, DivOp>(def))
-        break;
-      Value lhs = def->getOperand(0), rhs = def->getOperand(1);
-      if (outerScalar(rhs) && lhs.getType() == value.getType()) {
-        factors.push_back({rhs, isa<DivOp>(def)});
-        value = lhs;
-      } else if (isa<MulOp>(def) && outerScalar(lhs) &&
-                 rhs.getType() == value.getType()) {
-        factors.push_back({lhs, false});
-        value = rhs;
-      } else {
-        break;
-      }
-    }
-    return value;
-  }
-
-  /// `value` with the recorded factors applied, innermost first.
-  Value apply(OpBuilder &builder, Location loc, Value value) const {
-    for (auto [factor, divides] : llvm::reverse(factors))
-      value = divides ? DivOp::create(builder, loc, value, factor).getResult()
-                      : MulOp::create(builder, loc, value, factor).getResult();
-    return value;
-  }
-};
+namespace {
 
 /// A table of s · (M v), s a scalar and M from outside, as M (s v): the
 /// rows' product then takes the scaled rows.
@@ -627,7 +588,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       tables.push_back(table);
   });
   for (TabulateOp table : tables)
-    batchTable(table);
+    if (!batchHeadProducts(table))
+      batchTable(table);
   for (ForeachOp loop : loops) {
     if (std::optional<HeadSum> match = matchHeadSum(loop)) {
       batchAccumulation(loop, *match);
@@ -639,6 +601,20 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
     }
     batchRowProducts(loop);
   }
+  // Sums over heads of products with the rows of several indices.
+  SmallVector<ReduceOp> headSums;
+  model.walk([&](ReduceOp sum) { headSums.push_back(sum); });
+  for (ReduceOp sum : headSums)
+    batchHeadSum(sum);
+  // The heads' products in the loops, and in the tables of rows those
+  // sums read.
+  SmallVector<Operation *> headLoops;
+  model.walk([&](Operation *op) {
+    if (isStatement(op) && isa<TabulateOp, ReduceOp, ForeachOp>(op))
+      headLoops.push_back(op);
+  });
+  for (Operation *loop : headLoops)
+    batchHeadProducts(loop);
   // The matrix-vector products left in loops, tables and reductions.
   SmallVector<LoopBody> bodies;
   model.walk([&](Operation *op) {

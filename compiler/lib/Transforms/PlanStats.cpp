@@ -183,10 +183,13 @@ Cost batchMatmulFlops(BatchMatmulOp op) {
   auto rhs = cast<ArrayType>(op.getRhs().getType());
   auto result = cast<ArrayType>(op.getResult().getType());
   Cost inner = axis(lhs, op.getTransposeLhs() ? -2 : -1);
-  Cost batch = lhs.getRank() == 3   ? axis(lhs, 0)
+  Cost batch = op.hasLhsBatch()     ? axis(lhs, 0)
                : rhs.getRank() == 3 ? axis(rhs, 0)
                                     : Cost::constant(1);
-  return axis(result, -2) * axis(result, -1) * inner * batch * 2;
+  Cost rows = Cost::constant(1);
+  for (int64_t i = 2; i <= op.getLhsRows() + 1; ++i)
+    rows = rows * axis(result, -i);
+  return rows * axis(result, -1) * inner * batch * 2;
 }
 
 /// Flops of an op that is not a loop, without its regions.

@@ -456,9 +456,64 @@ bool interchangeBoundedSum(ReduceOp outer) {
   return true;
 }
 
+/// A let whose element sums over an index bounded by one of the let's own
+/// (`let Z[i] = Σ_{j ≤ i} K[j]`) as a let of one element, the table of the
+/// old ones, whose bounded sums then become running sums: the let is
+/// computed as a whole rather than element by element. Returns whether it
+/// rewrote `let`.
+bool computeAsWhole(LetOp let) {
+  ArrayAttr domain = let.getDomain();
+  if (domain.empty() || !hasPlainDims(domain))
+    return false;
+  Block &body = let.getBody().front();
+  // A sum bounded by a let index whose summand does not depend on it.
+  bool bounded = false;
+  body.walk([&](ReduceOp sum) {
+    std::optional<Bound> bound = boundOf(sum);
+    if (!bound || bound->outer.getOwner() != &body ||
+        sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
+        sum.getAggregation() || sum.getSizes().size() != 1)
+      return;
+    bool dependsOnBound = false;
+    sum.getBody().walk([&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        if (!isDefinedOutside(operand, sum))
+          continue;
+        llvm::SmallPtrSet<Value, 4> indices;
+        collectIndices(operand, let, indices);
+        dependsOnBound |= indices.contains(bound->outer);
+      }
+    });
+    bounded |= !dependsOnBound;
+  });
+  if (!bounded)
+    return false;
+  MLIRContext *context = let.getContext();
+  ArrayType whole = let.getArrayType();
+  Block *replacement = new Block();
+  let.getBody().push_back(replacement);
+  OpBuilder builder = OpBuilder::atBlockEnd(replacement);
+  auto table = TabulateOp::create(builder, let.getLoc(), whole, domain);
+  Block &tableBody = table.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (BlockArgument index : body.getArguments())
+    mapping.map(index, tableBody.addArgument(index.getType(), index.getLoc()));
+  OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
+  for (Operation &op : body)
+    inside.clone(op, mapping);
+  YieldOp::create(builder, let.getLoc(), table.getResult());
+  body.erase();
+  let.setDomainAttr(ArrayAttr::get(context, {}));
+  let.setElementType(whole);
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::formPrefixSums(ModelOp model) {
+  for (LetOp let :
+       llvm::make_early_inc_range(model.getBody().front().getOps<LetOp>()))
+    computeAsWhole(let);
   SmallVector<ReduceOp> outers;
   model.walk([&](ReduceOp sum) {
     if (!sum.hasPredicate())

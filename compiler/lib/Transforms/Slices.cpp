@@ -117,8 +117,8 @@ bool mlir::energy::isMatrix(Value value) {
 }
 
 bool mlir::energy::isSummedRowProduct(BatchMatmulOp product) {
-  return product && product.getSumBatch() && product.getTransposeLhs() &&
-         !product.getTransposeRhs() &&
+  return product && product.getLhsRows() == 1 && product.getSumBatch() &&
+         product.getTransposeLhs() && !product.getTransposeRhs() &&
          isMatrix(product.getLhs()) == isMatrix(product.getRhs());
 }
 
@@ -149,8 +149,8 @@ bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
   auto rank = [](Value value) {
     return cast<ArrayType>(value.getType()).getRank();
   };
-  return !product.getTransposeLhs() && !product.getSumBatch() &&
-         rank(product.getRhs()) == 2 &&
+  return product.getLhsRows() == 1 && !product.getTransposeLhs() &&
+         !product.getSumBatch() && rank(product.getRhs()) == 2 &&
          rank(product.getLhs()) == rank(product.getResult());
 }
 

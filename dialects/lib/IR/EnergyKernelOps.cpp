@@ -924,48 +924,60 @@ SoftmaxContractOp::matchQuadratic(std::string &reason) {
 
 ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
                                    bool transposeLhs, bool transposeRhs,
-                                   bool sumBatch, std::string &reason) {
-  auto matrix = [](ArrayType type, bool transposed) {
-    SmallVector<StringAttr> dims(type.getShape().take_back(2));
-    if (transposed && dims.size() == 2)
-      std::swap(dims[0], dims[1]);
-    return dims;
-  };
-  auto batchOf = [](ArrayType type) {
-    return type.getRank() == 3 ? type.getShape().front() : StringAttr();
-  };
-  if ((lhs.getRank() != 2 && lhs.getRank() != 3) ||
-      (rhs.getRank() != 2 && rhs.getRank() != 3)) {
-    reason = "expected operands of two or three axes";
+                                   bool sumBatch, std::string &reason,
+                                   int64_t lhsRows) {
+  if (lhsRows < 1 || (lhsRows > 1 && transposeLhs)) {
+    reason = "expected at least one row axis of lhs, and one when it is "
+             "transposed";
     return {};
   }
+  // lhs: [batch?, m₁, …, m_r, k]; rhs: [batch?, k, n].
+  int64_t lhsRank = lhs.getRank(), rhsRank = rhs.getRank();
+  if ((lhsRank != lhsRows + 1 && lhsRank != lhsRows + 2) ||
+      (rhsRank != 2 && rhsRank != 3)) {
+    reason = lhsRows == 1 ? "expected operands of two or three axes"
+                          : "expected lhs of " + std::to_string(lhsRows + 1) +
+                                " or " + std::to_string(lhsRows + 2) +
+                                " axes and rhs of two or three";
+    return {};
+  }
+  StringAttr lhsBatch =
+      lhsRank == lhsRows + 2 ? lhs.getShape().front() : StringAttr();
+  StringAttr rhsBatch = rhsRank == 3 ? rhs.getShape().front() : StringAttr();
   // Without a batch axis (two matrices), a batch of one: the product of
   // rows of positions with a matrix, or with `summed` a sum over positions.
-  StringAttr batch = batchOf(lhs) ? batchOf(lhs) : batchOf(rhs);
-  if (batchOf(lhs) && batchOf(rhs) && batchOf(lhs) != batchOf(rhs)) {
+  StringAttr batch = lhsBatch ? lhsBatch : rhsBatch;
+  if (lhsBatch && rhsBatch && lhsBatch != rhsBatch) {
     reason = "expected one batch axis, the first of an operand of three axes "
              "(the same when both have one)";
     return {};
   }
-  SmallVector<StringAttr> left = matrix(lhs, transposeLhs),
-                          right = matrix(rhs, transposeRhs);
-  if (left[1] != right[0]) {
+  ArrayRef<StringAttr> lhsMatrix = lhs.getShape().take_back(lhsRows + 1);
+  SmallVector<StringAttr> rows(lhsMatrix.drop_back());
+  StringAttr inner = lhsMatrix.back();
+  if (transposeLhs)
+    std::swap(rows.front(), inner);
+  SmallVector<StringAttr> right(rhs.getShape().take_back(2));
+  if (transposeRhs)
+    std::swap(right[0], right[1]);
+  if (inner != right[0]) {
     reason = "the matrices' inner dims differ";
     return {};
   }
   SmallVector<StringAttr> dims;
   if (!sumBatch && batch)
     dims.push_back(batch);
-  dims.push_back(left[0]);
+  llvm::append_range(dims, rows);
   dims.push_back(right[1]);
   return ArrayType::get(lhs.getContext(), dims);
 }
 
 LogicalResult BatchMatmulOp::verify() {
   std::string reason;
-  ArrayType expected = inferType(
-      cast<ArrayType>(getLhs().getType()), cast<ArrayType>(getRhs().getType()),
-      getTransposeLhs(), getTransposeRhs(), getSumBatch(), reason);
+  ArrayType expected =
+      inferType(cast<ArrayType>(getLhs().getType()),
+                cast<ArrayType>(getRhs().getType()), getTransposeLhs(),
+                getTransposeRhs(), getSumBatch(), reason, getLhsRows());
   if (!expected)
     return emitOpError(reason);
   if (expected != getType())

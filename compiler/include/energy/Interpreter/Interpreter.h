@@ -118,6 +118,10 @@ private:
   FailureOr<ArrayValue> evaluateBatchMatmul(BatchMatmulOp product,
                                             const ArrayValue &lhs,
                                             const ArrayValue &rhs);
+  /// The same with one row axis.
+  FailureOr<ArrayValue> evaluateBatchMatmulOfMatrices(BatchMatmulOp product,
+                                                      const ArrayValue &lhs,
+                                                      const ArrayValue &rhs);
   FailureOr<SmallVector<ArrayValue>>
   evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame);
   /// The element of `let` at a full tuple of its domain indices (cached).

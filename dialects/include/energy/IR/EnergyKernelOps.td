@@ -171,14 +171,23 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     backends run as products of whole matrices rather than as one
     matrix-vector product per position.
 
+    `lhs_rows` (default 1) is the number of row axes of `lhs` (not
+    transposed): `[B, m₁, …, m_r, k]` or `[m₁, …, m_r, k]`, whose rows are
+    the positions of m₁ … m_r in row-major order (the tokens of every
+    sequence of a batch, times each head's matrix); the result is
+    `[B, m₁, …, m_r, n]`, or `[m₁, …, m_r, n]` summed.
+
     ```mlir
     %q = energy.batch_matmul %x, %Wq transposed
         : !energy.array<N, D>, !energy.array<H, Dh, D> -> !energy.array<H, N, Dh>
+    %p = energy.batch_matmul %x, %Wq transposed {lhs_rows = 2 : i64}
+        : !energy.array<B, N, D>, !energy.array<H, Dh, D> -> !energy.array<H, B, N, Dh>
     ```
   }];
   let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
-                       UnitAttr:$sum_batch);
+                       UnitAttr:$sum_batch,
+                       DefaultValuedAttr<I64Attr, "1">:$lhs_rows);
   let results = (outs Energy_AnyArray:$result);
   let assemblyFormat = [{
     $lhs (`transposed` $transpose_lhs^)? `,` $rhs (`transposed` $transpose_rhs^)?
@@ -191,7 +200,12 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     /// null with `reason` set when their shapes do not fit.
     static ArrayType inferType(ArrayType lhs, ArrayType rhs, bool transposeLhs,
                                bool transposeRhs, bool sumBatch,
-                               std::string &reason);
+                               std::string &reason, int64_t lhsRows = 1);
+    /// Whether `lhs` has a batch axis (ahead of its rows).
+    bool hasLhsBatch() {
+      return ::llvm::cast<ArrayType>(getLhs().getType()).getRank() ==
+             getLhsRows() + 2;
+    }
   }];
 }
 

@@ -1204,6 +1204,56 @@ energy.model @m {
 
 // -----
 
+// Several row axes: the lhs's axes are a batch, the rows, the inner dim;
+// a transposed lhs has one row axis.
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected lhs of 4 or 5 axes and rhs of two or three}}
+    %a = energy.batch_matmul %v, %w {lhs_rows = 3 : i64} : !energy.array<N, D, D>, !energy.array<H, D, D> -> !energy.array<H, D, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @W : param [@H, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %w = energy.read @W : !energy.array<H, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected at least one row axis of lhs, and one when it is transposed}}
+    %a = energy.batch_matmul %v transposed, %w {lhs_rows = 2 : i64} : !energy.array<N, D, D>, !energy.array<H, D, D> -> !energy.array<H, N, D, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.tensor @t : param []
+  energy.term @e {
+    %t = energy.read @t : !energy.array<>
+    // expected-error @below {{'energy.prefix_sum' op needs an array with a leading axis, not a scalar}}
+    %p = energy.prefix_sum %t : !energy.array<>
+    energy.yield %p : !energy.array<>
+  }
+}
+
+// -----
+
 // A quadratic contraction's column values are moments: 1, X[r], X[r] − M[c]
 // or its outer product with itself; twice X[r] is not one.
 energy.model @m {

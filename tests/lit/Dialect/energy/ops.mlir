@@ -418,6 +418,13 @@ energy.model @kernel_plan {
     %wq = energy.read @Wq : !energy.array<H, D, D>
     %qb = energy.batch_matmul %x, %wq transposed : !energy.array<N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
     %g = energy.batch_matmul %xh transposed, %qb summed : !energy.array<H, N, D>, !energy.array<H, N, D> -> !energy.array<D, D>
+    // Several row axes, and running sums along the leading axis.
+    // CHECK-NEXT: %[[QR:.*]] = batch_matmul %[[QB]], %[[WQ]] transposed {lhs_rows = 2 : i64} : !energy.array<H, N, D>, !energy.array<H, D, D> -> !energy.array<H, H, N, D>
+    // CHECK-NEXT: batch_matmul %[[QR]], %[[WQ]] summed {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    // CHECK-NEXT: prefix_sum %[[QB]] reverse exclusive : !energy.array<H, N, D>
+    %qr = energy.batch_matmul %qb, %wq transposed {lhs_rows = 2 : i64} : !energy.array<H, N, D>, !energy.array<H, D, D> -> !energy.array<H, H, N, D>
+    %qs = energy.batch_matmul %qr, %wq summed {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    %run = energy.prefix_sum %qb reverse exclusive : !energy.array<H, N, D>
     %scale = energy.constant 0.5
     // CHECK: %[[R:.*]]:3 = softmax_contract bilinear rows (%[[H:.*]] : @H, %[[I:.*]] : @N) cols (%[[J:.*]] : @N) where {
     // CHECK-NEXT: %[[A:.*]] = arith.cmpi sle, %[[J]], %[[I]] : index

@@ -1,0 +1,77 @@
+//===- BatchedProducts.h - What the batched-product steps share -*- C++ -*-===//
+//
+// The parts of a matrix-vector product in a loop that BatchedProducts.cpp and
+// HeadProducts.cpp take out of it: the heads' matrices as one array, and the
+// scalars that scale its vector. Private to compiler/lib/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_LIB_TRANSFORMS_BATCHEDPRODUCTS_H
+#define ENERGY_LIB_TRANSFORMS_BATCHEDPRODUCTS_H
+
+#include "Slices.h"
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::energy {
+
+/// The matrices M[b] of every head as one array [B, …] and whether the
+/// product takes it transposed, given `transposed` for M itself: a
+/// transpose in M's definition is the product's flag instead.
+std::pair<Value, bool> matricesOver(Value matrix, Value head, Attribute size,
+                                    ArrayRef<Block *> blocks, Operation *anchor,
+                                    bool transposed);
+
+/// Scalars from outside a loop that multiply (or divide) a value computed
+/// in it: applied to a product of whole arrays instead of to every row.
+struct ScalarFactors {
+  SmallVector<std::pair<Value, bool>> factors; ///< (s, whether it divides)
+
+  /// `value` as w · s₁ / s₂ …, the s from outside `scope`: returns w and
+  /// records the s, outermost first.
+  Value peel(Value value, Operation *scope) {
+    auto outerScalar = [&](Value factor) {
+      return cast<ArrayType>(factor.getType()).isScalar() &&
+             isDefinedOutside(factor, scope);
+    };
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isa<MulOp, DivOp>(def))
+        break;
+      Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+      if (outerScalar(rhs) && lhs.getType() == value.getType()) {
+        factors.push_back({rhs, isa<DivOp>(def)});
+        value = lhs;
+      } else if (isa<MulOp>(def) && outerScalar(lhs) &&
+                 rhs.getType() == value.getType()) {
+        factors.push_back({lhs, false});
+        value = rhs;
+      } else {
+        break;
+      }
+    }
+    return value;
+  }
+
+  /// `value` with the recorded factors applied, innermost first.
+  Value apply(OpBuilder &builder, Location loc, Value value) const {
+    for (auto [factor, divides] : llvm::reverse(factors))
+      value = divides ? DivOp::create(builder, loc, value, factor).getResult()
+                      : MulOp::create(builder, loc, value, factor).getResult();
+    return value;
+  }
+};
+
+/// In the body of a loop or table over three or more indices, each product
+/// M[h] v of a head's matrix and a vector of other indices (and of h or
+/// not) as the element of one batch_matmul with r row axes ahead of it
+/// (HeadProducts.cpp). Returns whether it rewrote any.
+bool batchHeadProducts(Operation *loop);
+/// Σ_h M[h] v[h, i₁, …, i_r] in loops over i₁ … i_r (r ≥ 2) as the row of
+/// one summed batch_matmul ahead of the loops (HeadProducts.cpp). Returns
+/// whether it rewrote `sum`.
+bool batchHeadSum(ReduceOp sum);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_LIB_TRANSFORMS_BATCHEDPRODUCTS_H

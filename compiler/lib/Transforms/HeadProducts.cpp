@@ -1,0 +1,217 @@
+//===- HeadProducts.cpp - Per-head products over several row indices ------===//
+//
+// Multi-head terms of a batch apply a head's matrix to every token of every
+// sequence: products M[h] v[b, c] in tables over (b, h, c), and sums over
+// heads Σ_h M[h] v[h, b, c] in loops over (b, c). Each is one batch_matmul
+// per direction whose lhs has two row axes (the batch and the tokens), so
+// that every head is one GEMM of all the batch's tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BatchedProducts.h"
+#include "PlanKernels.h"
+#include "Slices.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// The indices of loop-like ops around `op` that `value` depends on
+/// (besides `skip`), outermost loop first, with their sizes and the
+/// outermost of those loops; none when an index is of another kind of
+/// block or of a domain that is not plain dims.
+struct RowIndices {
+  SmallVector<Value> indices;
+  SmallVector<Attribute> sizes;
+  Operation *outermost = nullptr;
+};
+std::optional<RowIndices> rowIndicesOf(Value value, Operation *scope,
+                                       Value skip) {
+  llvm::SmallPtrSet<Value, 4> used;
+  collectIndices(value, scope, used);
+  used.erase(skip);
+  RowIndices rows;
+  for (Operation *op = scope; op; op = op->getParentOp()) {
+    std::optional<std::pair<ArrayAttr, Block *>> domain;
+    if (auto loop = dyn_cast<ForeachOp>(op))
+      domain = {loop.getSizes(), &loop.getBody().front()};
+    else if (auto table = dyn_cast<TabulateOp>(op))
+      domain = {table.getSizes(), &table.getBody().front()};
+    else if (auto sum = dyn_cast<ReduceOp>(op))
+      domain = {sum.getSizes(), &sum.getBody().front()};
+    if (!domain)
+      break;
+    SmallVector<Value> here;
+    SmallVector<Attribute> sizes;
+    for (BlockArgument argument : domain->second->getArguments())
+      if (used.erase(argument)) {
+        if (!hasPlainDims(domain->first))
+          return std::nullopt;
+        here.push_back(argument);
+        sizes.push_back(domain->first[argument.getArgNumber()]);
+      }
+    if (!here.empty())
+      rows.outermost = op;
+    rows.indices.insert(rows.indices.begin(), here.begin(), here.end());
+    rows.sizes.insert(rows.sizes.begin(), sizes.begin(), sizes.end());
+  }
+  if (!used.empty() || rows.indices.size() < 2 || !isStatement(rows.outermost))
+    return std::nullopt;
+  return rows;
+}
+
+/// The bodies from `outermost` down to `inner`'s, outermost first.
+SmallVector<Block *> bodiesDownTo(Operation *outermost, Block *inner) {
+  SmallVector<Block *> blocks;
+  for (Block *block = inner; block; block = block->getParentOp()->getBlock()) {
+    blocks.insert(blocks.begin(), block);
+    if (block->getParentOp() == outermost)
+      break;
+  }
+  return blocks;
+}
+
+} // namespace
+
+/// Σ_h M[h] v[h, i₁, …, i_r] in loops over i₁ … i_r (r ≥ 2: the tokens of
+/// every sequence of a batch), M[h] a head's matrix: one summed
+/// batch_matmul of the rows V over (h, i₁, …, i_r) with r row axes, ahead
+/// of the loops, read at (i₁, …, i_r). Returns whether it rewrote `sum`.
+bool mlir::energy::batchHeadSum(ReduceOp sum) {
+  ArrayAttr sizes = sum.getSizes();
+  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
+      sizes.size() != 1 || !hasPlainDims(sizes) || isStatement(sum))
+    return false;
+  Block &body = sum.getBody().front();
+  Value head = body.getArgument(0);
+  ScalarFactors scales;
+  auto product = scales.peel(sum.getBodyValue(), sum).getDefiningOp<MatmulOp>();
+  if (!product || cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
+      cast<ArrayType>(product.getRhs().getType()).getRank() != 1 ||
+      !dependsOnlyOn(product.getLhs(), sum, {head}))
+    return false;
+  std::optional<RowIndices> rows =
+      rowIndicesOf(product.getRhs(), sum->getParentOp(), head);
+  if (!rows)
+    return false;
+  SmallVector<Value> indices = {head};
+  llvm::append_range(indices, rows->indices);
+  SmallVector<Attribute> dims = {sizes[0]};
+  llvm::append_range(dims, rows->sizes);
+  SmallVector<Block *> blocks = bodiesDownTo(rows->outermost, &body);
+  ScalarFactors rowScales;
+  Value rowValue = rowScales.peel(product.getRhs(), sum);
+  Value array = arrayOver(rowValue, indices, dims, blocks, rows->outermost);
+  auto [matrices, transposed] = matricesOver(product.getLhs(), head, sizes[0],
+                                             blocks, rows->outermost, true);
+  std::string reason;
+  int64_t rowCount = rows->indices.size();
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(array.getType()), cast<ArrayType>(matrices.getType()),
+      false, transposed, true, reason, rowCount);
+  if (!type)
+    return false;
+  OpBuilder builder(rows->outermost);
+  Location loc = sum.getLoc();
+  Value total = BatchMatmulOp::create(builder, loc, type, array, matrices,
+                                      false, transposed, true, rowCount);
+  total = rowScales.apply(builder, loc, total);
+  builder.setInsertionPoint(sum);
+  MLIRContext *context = sum.getContext();
+  Value row =
+      ExtractOp::create(builder, loc, cast<ArrayType>(product.getType()), total,
+                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                            rows->indices.size(), context)),
+                        rows->indices);
+  row = scales.apply(builder, loc, row);
+  sum.getResult().replaceAllUsesWith(row);
+  sum.erase();
+  return true;
+}
+
+/// In the body of a loop or table over three or more indices (a
+/// statement), each product M[h] v of a head's matrix (h one of the
+/// indices) and a vector v of other indices i₁ … i_r, and of h or not: per
+/// head, the rows V over (i₁, …, i_r) (of h too) times M[h]ᵀ, one
+/// batch_matmul with r row axes ([H, I₁, …, I_r, m]) ahead of the loop,
+/// whose body reads its element. Chains of such products (Wkᵀ[h] Wq[h] u)
+/// are one batch_matmul each.
+bool mlir::energy::batchHeadProducts(Operation *loop) {
+  ArrayAttr sizes;
+  Block *block = nullptr;
+  if (auto table = dyn_cast<TabulateOp>(loop)) {
+    sizes = table.getSizes();
+    block = &table.getBody().front();
+  } else if (auto sum = dyn_cast<ReduceOp>(loop); sum && !sum.hasPredicate()) {
+    sizes = sum.getSizes();
+    block = &sum.getBody().front();
+  } else if (auto each = dyn_cast<ForeachOp>(loop);
+             each && !each.hasPredicate()) {
+    sizes = each.getSizes();
+    block = &each.getBody().front();
+  }
+  if (!block || sizes.size() < 3 || !hasPlainDims(sizes) || !isStatement(loop))
+    return false;
+  Block &body = *block;
+  bool rewrote = false;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto product = dyn_cast<MatmulOp>(op);
+    if (!product ||
+        cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
+        cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+      continue;
+    std::optional<unsigned> headNumber;
+    for (BlockArgument index : body.getArguments())
+      if (dependsOnlyOn(product.getLhs(), loop, {index}) &&
+          !dependsOnlyOn(product.getLhs(), loop, {}))
+        headNumber = index.getArgNumber();
+    if (!headNumber)
+      continue;
+    Value head = body.getArgument(*headNumber);
+    llvm::SmallPtrSet<Value, 4> used;
+    collectIndices(product.getRhs(), loop, used);
+    // The rows, with the head first when v depends on it (a batch).
+    SmallVector<Value> rowIndices;
+    SmallVector<Attribute> rowSizes;
+    bool batched = used.contains(head);
+    if (batched) {
+      rowIndices.push_back(head);
+      rowSizes.push_back(sizes[*headNumber]);
+    }
+    for (BlockArgument index : body.getArguments())
+      if (index != head && used.contains(index)) {
+        rowIndices.push_back(index);
+        rowSizes.push_back(sizes[index.getArgNumber()]);
+      }
+    int64_t rowCount = rowIndices.size() - (batched ? 1 : 0);
+    if (rowCount == 0)
+      continue;
+    Value rows =
+        arrayOver(product.getRhs(), rowIndices, rowSizes, {&body}, loop);
+    auto [matrices, transposed] = matricesOver(
+        product.getLhs(), head, sizes[*headNumber], {&body}, loop, true);
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(
+        cast<ArrayType>(rows.getType()), cast<ArrayType>(matrices.getType()),
+        false, transposed, false, reason, rowCount);
+    if (!type)
+      continue;
+    OpBuilder builder(loop);
+    Value batch =
+        BatchMatmulOp::create(builder, loop->getLoc(), type, rows, matrices,
+                              false, transposed, false, rowCount);
+    builder.setInsertionPoint(product);
+    SmallVector<Value> at = {head};
+    llvm::append_range(at, ArrayRef<Value>(rowIndices).drop_front(batched));
+    Value element = ExtractOp::create(
+        builder, product.getLoc(), cast<ArrayType>(product.getType()), batch,
+        AffineMapAttr::get(
+            AffineMap::getMultiDimIdentityMap(at.size(), loop->getContext())),
+        at);
+    product.getResult().replaceAllUsesWith(element);
+    product.erase();
+    rewrote = true;
+  }
+  return rewrote;
+}
