@@ -130,8 +130,8 @@ bool mlir::energy::batchHeadSum(ReduceOp sum) {
   return true;
 }
 
-/// In the body of a loop or table over three or more indices (a
-/// statement), each product M[h] v of a head's matrix (h one of the
+/// In the body of a loop over three or more indices or a table over two
+/// or more (a statement), each product M[h] v of a head's matrix (h one of the
 /// indices) and a vector v of other indices i₁ … i_r, and of h or not: per
 /// head, the rows V over (i₁, …, i_r) (of h too) times M[h]ᵀ, one
 /// batch_matmul with r row axes ([H, I₁, …, I_r, m]) ahead of the loop,
@@ -151,7 +151,11 @@ bool mlir::energy::batchHeadProducts(Operation *loop) {
     sizes = each.getSizes();
     block = &each.getBody().front();
   }
-  if (!block || sizes.size() < 3 || !hasPlainDims(sizes) || !isStatement(loop))
+  // Tables over a head and one other index are batchTable's, unless the
+  // head is not first.
+  size_t least = isa<TabulateOp>(loop) ? 2 : 3;
+  if (!block || sizes.size() < least || !hasPlainDims(sizes) ||
+      !isStatement(loop))
     return false;
   Block &body = *block;
   bool rewrote = false;
@@ -166,7 +170,7 @@ bool mlir::energy::batchHeadProducts(Operation *loop) {
       if (dependsOnlyOn(product.getLhs(), loop, {index}) &&
           !dependsOnlyOn(product.getLhs(), loop, {}))
         headNumber = index.getArgNumber();
-    if (!headNumber)
+    if (!headNumber || (sizes.size() == 2 && *headNumber == 0))
       continue;
     Value head = body.getArgument(*headNumber);
     llvm::SmallPtrSet<Value, 4> used;

@@ -39,6 +39,10 @@ std::optional<InnerLoop> innerLoopOf(Operation *op) {
     return InnerLoop{op, reduce.getSizes(), &reduce.getBody().front()};
   if (auto loop = dyn_cast<ForeachOp>(op))
     return InnerLoop{op, loop.getSizes(), &loop.getBody().front()};
+  // A table nested in a loop or table runs its body at every position of
+  // both too (a row's softmax over its components).
+  if (auto table = dyn_cast<TabulateOp>(op); table && !isStatement(table))
+    return InnerLoop{op, table.getSizes(), &table.getBody().front()};
   return std::nullopt;
 }
 

@@ -73,10 +73,26 @@ struct ExtractOfTabulate : OpRewritePattern<ExtractOp> {
                                 PatternRewriter &rewriter) const override {
     auto table = extract.getSource().getDefiningOp<TabulateOp>();
     if (!table || !extract.getMap().isIdentity() ||
-        extract.getIndices().size() != table.getSizes().size() ||
-        table->getBlock() != extract->getBlock() ||
-        !onlyComputesOrReads(table.getBody()) ||
-        !noWritesBetween(table, extract))
+        extract.getIndices().size() != table.getSizes().size())
+      return failure();
+    // In another block (the body of a loop after the table), only a table
+    // that rearranges an array (elements of values, which nothing writes):
+    // the element read where it is needed, not a copy of it.
+    bool rearranges =
+        llvm::all_of(table.getBody().front().without_terminator(),
+                     [](Operation &op) { return isa<ExtractOp>(op); });
+    // (Not in a softmax contraction, whose forms read tables at their rows.)
+    Operation *holder = table->getBlock()->findAncestorOpInBlock(*extract);
+    bool inContraction = false;
+    for (Operation *op = extract->getParentOp(); op && op != holder;
+         op = op->getParentOp())
+      inContraction |= isa<SoftmaxContractOp>(op);
+    if (holder && isa<SoftmaxContractOp>(holder))
+      inContraction = true;
+    if (table->getBlock() != extract->getBlock()
+            ? !rearranges || !holder || inContraction
+            : !onlyComputesOrReads(table.getBody()) ||
+                  !noWritesBetween(table, extract))
       return failure();
     Block &body = table.getBody().front();
     IRMapping mapping;

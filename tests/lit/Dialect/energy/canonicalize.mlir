@@ -245,3 +245,43 @@ energy.model @slices {
     energy.yield %total : !energy.array<>
   }
 }
+
+// -----
+
+// A table that only rearranges an array (its axes swapped), read in a loop
+// after it, is read from the array itself; a table that computes is not
+// recomputed in the loop.
+// CHECK-LABEL: energy.model @rearranged
+// CHECK:       gradient @s {
+// CHECK:         %[[X:.*]] = read @x : !energy.array<H, N, D>
+// CHECK-NEXT:    %[[T:.*]] = tabulate
+// CHECK:         foreach (%[[C:.*]] : @N, %[[K:.*]] : @H) {
+// CHECK-NEXT:      %[[ROW:.*]] = extract %[[X]][%[[K]], %[[C]]] : !energy.array<H, N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[E:.*]] = extract %[[T]][%[[C]], %[[K]]]
+// CHECK-NEXT:      %[[P:.*]] = mul %[[ROW]], %[[E]]
+// CHECK-NEXT:      accumulate %[[P]] into @s[%[[C]], %[[K]]]
+energy.model @rearranged {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : input [@H, @N, @D]
+  energy.tensor @s : state [@N, @H, @D]
+  energy.gradient @s {
+    %x = energy.read @x : !energy.array<H, N, D>
+    %swapped = energy.tabulate (%c : @N, %k : @H) {
+      %row = energy.extract %x[%k, %c] : !energy.array<H, N, D> -> !energy.array<D>
+      energy.yield %row : !energy.array<D>
+    } : !energy.array<N, H, D>
+    %exps = energy.tabulate (%c : @N, %k : @H) {
+      %row = energy.extract %x[%k, %c] : !energy.array<H, N, D> -> !energy.array<D>
+      %e = energy.exp %row : !energy.array<D>
+      energy.yield %e : !energy.array<D>
+    } : !energy.array<N, H, D>
+    energy.foreach (%c : @N, %k : @H) {
+      %element = energy.extract %swapped[%c, %k] : !energy.array<N, H, D> -> !energy.array<D>
+      %e = energy.extract %exps[%c, %k] : !energy.array<N, H, D> -> !energy.array<D>
+      %p = energy.mul %element, %e : !energy.array<D>, !energy.array<D>
+      energy.accumulate %p into @s[%c, %k] : !energy.array<D>
+    }
+  }
+}
