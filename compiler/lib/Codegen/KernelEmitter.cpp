@@ -9,6 +9,7 @@
 
 #include "KernelFunction.h"
 #include "SupportFunctions.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -43,6 +44,10 @@ void codegen::declareRuntimeFunctions(ModuleOp target) {
     auto function = func::FuncOp::create(b, loc, support.name,
                                          b.getFunctionType(arguments, results));
     function.setPrivate();
+    // Scratch is fresh memory, as malloc's: nothing else points into it.
+    if (support.name == ENERGY_SUPPORT_SCRATCH_ALLOC)
+      function.setResultAttr(0, LLVM::LLVMDialect::getNoAliasAttrName(),
+                             b.getUnitAttr());
   }
 }
 
