@@ -53,19 +53,6 @@ bool isComputation(Operation *op) {
          op->getNumResults() == 1 && isa<ArrayType>(op->getResult(0).getType());
 }
 
-/// Whether `value` is available before `point`: defined in a block that
-/// encloses `point`, before it.
-bool availableBefore(Value value, Operation *point) {
-  Region *region = value.getParentRegion();
-  if (!region->isAncestor(point->getParentRegion()))
-    return false;
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return true;
-  Operation *ancestor = def->getBlock()->findAncestorOpInBlock(*point);
-  return ancestor && def->isBeforeInBlock(ancestor);
-}
-
 /// A loop over plain dims around an inner loop, whose indices the inner
 /// loop's tables may be indexed by too (a batch index that rows and columns
 /// share); none for other ops.
@@ -84,22 +71,6 @@ bool hasPredicate(Operation *op) {
   if (auto foreach = dyn_cast<ForeachOp>(op))
     return foreach.hasPredicate();
   return false;
-}
-
-/// Whether `op` reads only at plain indices (each a loop index), so that it
-/// may run at positions a predicate would skip: a table fills every
-/// position of its domain.
-bool readsPlainly(Operation *op) {
-  auto plain = [](AffineMap map) {
-    return llvm::all_of(map.getResults(), [](AffineExpr expr) {
-      return isa<AffineDimExpr>(expr);
-    });
-  };
-  if (auto read = dyn_cast<ReadOp>(op))
-    return plain(read.getMap());
-  if (auto extract = dyn_cast<ExtractOp>(op))
-    return plain(extract.getMap());
-  return true;
 }
 
 /// Hoists the values of `loop`'s body that depend on its indices only, or

@@ -187,7 +187,7 @@ Cost batchMatmulFlops(BatchMatmulOp op) {
                : rhs.getRank() == 3 ? axis(rhs, 0)
                                     : Cost::constant(1);
   Cost rows = Cost::constant(1);
-  for (int64_t i = 2; i <= op.getLhsRows() + 1; ++i)
+  for (int64_t i = 2; i <= static_cast<int64_t>(op.getLhsRows()) + 1; ++i)
     rows = rows * axis(result, -i);
   return rows * axis(result, -1) * inner * batch * 2;
 }

@@ -122,33 +122,6 @@ ArrayAttr loopSizesOf(BlockArgument index) {
   return sizes;
 }
 
-/// Whether `op` reads at plain indices only (each an index, no offset), so
-/// that it may run at every position of its dims.
-bool readsPlainly(Operation *op) {
-  auto plain = [](AffineMap map) {
-    return llvm::all_of(map.getResults(), [](AffineExpr expr) {
-      return isa<AffineDimExpr>(expr);
-    });
-  };
-  if (auto read = dyn_cast<ReadOp>(op))
-    return plain(read.getMap());
-  if (auto extract = dyn_cast<ExtractOp>(op))
-    return plain(extract.getMap());
-  return true;
-}
-
-/// Whether `value` is available before `point`.
-bool availableBefore(Value value, Operation *point) {
-  Region *region = value.getParentRegion();
-  if (!region->isAncestor(point->getParentRegion()))
-    return false;
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return true;
-  Operation *ancestor = def->getBlock()->findAncestorOpInBlock(*point);
-  return ancestor && def->isBeforeInBlock(ancestor);
-}
-
 /// Replaces `sum` (a bounded sum as above) by a read of a table of running
 /// sums; returns whether it did.
 bool rewriteAsPrefixSum(ReduceOp sum) {

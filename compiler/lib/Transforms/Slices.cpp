@@ -284,6 +284,30 @@ void mlir::energy::collectIndices(Value value, Operation *scope,
   });
 }
 
+bool mlir::energy::availableBefore(Value value, Operation *point) {
+  Region *region = value.getParentRegion();
+  if (!region->isAncestor(point->getParentRegion()))
+    return false;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return true;
+  Operation *ancestor = def->getBlock()->findAncestorOpInBlock(*point);
+  return ancestor && def->isBeforeInBlock(ancestor);
+}
+
+bool mlir::energy::readsPlainly(Operation *op) {
+  auto plain = [](AffineMap map) {
+    return llvm::all_of(map.getResults(), [](AffineExpr expr) {
+      return isa<AffineDimExpr>(expr);
+    });
+  };
+  if (auto read = dyn_cast<ReadOp>(op))
+    return plain(read.getMap());
+  if (auto extract = dyn_cast<ExtractOp>(op))
+    return plain(extract.getMap());
+  return true;
+}
+
 /// Whether `value` depends on no index of `scope` but those of `allowed`.
 bool mlir::energy::dependsOnlyOn(Value value, Operation *scope,
                                  ArrayRef<Value> allowed) {

@@ -107,6 +107,15 @@ Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
 void collectIndices(Value value, Operation *scope,
                     llvm::SmallPtrSetImpl<Value> &indices);
 
+/// Whether `value` is available before `point`: defined in a block that
+/// encloses `point`, before it.
+bool availableBefore(Value value, Operation *point);
+
+/// Whether `op` reads only at plain indices (each an index, no offset), so
+/// that it may run at every position of its dims (a table fills every
+/// position of its domain, where a predicate would have skipped some).
+bool readsPlainly(Operation *op);
+
 /// Whether `value` depends on no index of `scope` but those of `allowed`.
 bool dependsOnlyOn(Value value, Operation *scope, ArrayRef<Value> allowed);
 
