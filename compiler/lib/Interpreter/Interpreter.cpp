@@ -864,27 +864,7 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
         return evaluateBatchMatmul(product, operands[0], operands[1]);
       })
       .Case([&](PrefixSumOp prefix) -> Result {
-        const ArrayValue &operand = operands[0];
-        if (operand.isScalar())
-          return shapeError(op, {&operand});
-        // Along the leading axis, whole slices at a time: at position i
-        // (from the end when reversed), the sum of those before it.
-        int64_t length = operand.shape[0];
-        int64_t width = length ? operand.size() / length : 0;
-        ArrayValue result(operand.shape);
-        std::vector<double> running(width, 0.0);
-        for (int64_t step = 0; step < length; ++step) {
-          int64_t i = prefix.getReverse() ? length - 1 - step : step;
-          for (int64_t k = 0; k < width; ++k) {
-            double value = operand.data[i * width + k];
-            if (!prefix.getExclusive())
-              running[k] += value;
-            result.data[i * width + k] = running[k];
-            if (prefix.getExclusive())
-              running[k] += value;
-          }
-        }
-        return result;
+        return evaluatePrefixSum(prefix, operands[0]);
       })
       .Case([&](TransposeOp) -> Result {
         if (operands[0].getRank() < 2)

@@ -256,3 +256,29 @@ FailureOr<ArrayValue> Interpreter::evaluateBatchMatmulOfMatrices(
   }
   return result;
 }
+
+FailureOr<ArrayValue>
+Interpreter::evaluatePrefixSum(PrefixSumOp prefix, const ArrayValue &operand) {
+  if (operand.isScalar())
+    return prefix.emitOpError("needs an array with a leading axis, not a "
+                              "scalar");
+  // Along the leading axis, whole slices at a time: at position i (from the
+  // end when reversed), the sum of those before it (and its own unless
+  // exclusive).
+  int64_t length = operand.shape[0];
+  int64_t width = length ? operand.size() / length : 0;
+  ArrayValue result(operand.shape);
+  std::vector<double> running(width, 0.0);
+  for (int64_t step = 0; step < length; ++step) {
+    int64_t i = prefix.getReverse() ? length - 1 - step : step;
+    for (int64_t k = 0; k < width; ++k) {
+      double value = operand.data[i * width + k];
+      if (!prefix.getExclusive())
+        running[k] += value;
+      result.data[i * width + k] = running[k];
+      if (prefix.getExclusive())
+        running[k] += value;
+    }
+  }
+  return result;
+}

@@ -51,37 +51,18 @@ std::optional<Bound> boundOf(ReduceOp sum) {
   arith::CmpIPredicate kind = compare.getPredicate();
   Value lhs = compare.getLhs(), rhs = compare.getRhs();
   using P = arith::CmpIPredicate;
-  // i ≥ j is j ≤ i.
+  // i ≥ j is j ≤ i: the comparison with its operands swapped.
   if (rhs == inner) {
     std::swap(lhs, rhs);
-    switch (kind) {
-    case P::sle:
-      kind = P::sge;
-      break;
-    case P::slt:
-      kind = P::sgt;
-      break;
-    case P::sge:
-      kind = P::sle;
-      break;
-    case P::sgt:
-      kind = P::slt;
-      break;
-    case P::ule:
-      kind = P::uge;
-      break;
-    case P::ult:
-      kind = P::ugt;
-      break;
-    case P::uge:
-      kind = P::ule;
-      break;
-    case P::ugt:
-      kind = P::ult;
-      break;
-    default:
+    const std::pair<P, P> swapped[] = {
+        {P::sle, P::sge}, {P::slt, P::sgt}, {P::sge, P::sle}, {P::sgt, P::slt},
+        {P::ule, P::uge}, {P::ult, P::ugt}, {P::uge, P::ule}, {P::ugt, P::ult}};
+    auto found = llvm::find_if(swapped, [&](const std::pair<P, P> &pair) {
+      return pair.first == kind;
+    });
+    if (found == std::end(swapped))
       return std::nullopt;
-    }
+    kind = found->second;
   }
   auto outer = dyn_cast<BlockArgument>(rhs);
   if (lhs != inner || !outer || outer == inner)

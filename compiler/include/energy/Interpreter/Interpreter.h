@@ -118,6 +118,8 @@ private:
   FailureOr<ArrayValue> evaluateBatchMatmul(BatchMatmulOp product,
                                             const ArrayValue &lhs,
                                             const ArrayValue &rhs);
+  FailureOr<ArrayValue> evaluatePrefixSum(PrefixSumOp prefix,
+                                          const ArrayValue &operand);
   /// The same with one row axis.
   FailureOr<ArrayValue> evaluateBatchMatmulOfMatrices(BatchMatmulOp product,
                                                       const ArrayValue &lhs,
