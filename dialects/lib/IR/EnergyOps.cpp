@@ -215,6 +215,18 @@ void syntax::nameIndices(Region &region, OpAsmSetValueNameFn setName) {
       setName(argument, name.getName().getValue());
 }
 
+ParseResult syntax::parseBlock(OpAsmParser &parser, Region &region) {
+  if (parser.parseRegion(region, /*arguments=*/{}))
+    return failure();
+  if (region.empty())
+    region.emplaceBlock();
+  return success();
+}
+
+void syntax::printBlock(OpAsmPrinter &printer, Operation *, Region &region) {
+  printer.printRegion(region, /*printEntryBlockArgs=*/false);
+}
+
 void LetOp::getAsmBlockArgumentNames(Region &region,
                                      OpAsmSetValueNameFn setName) {
   nameIndices(region, setName);

@@ -38,6 +38,11 @@ LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
                              DimExprAttr size);
 LogicalResult verifyDimNames(Operation *user, SymbolTableCollection &tables,
                              ArrayAttr sizes);
+/// Parses a region of one block without arguments, `{ ops }`; an empty
+/// `{}` is one empty block (printRegion prints an empty block so).
+ParseResult parseBlock(OpAsmParser &parser, Region &region);
+/// Prints a region parseBlock reads.
+void printBlock(OpAsmPrinter &printer, Operation *op, Region &region);
 /// Names the index arguments of `region` after the source's index names,
 /// which the front end records as NameLocs on the arguments.
 void nameIndices(Region &region, OpAsmSetValueNameFn setName);

@@ -1,4 +1,6 @@
 // RUN: energy-opt %s -split-input-file --energy-build-updates --energy-build-backward | FileCheck %s
+// The printed programs parse again, an empty `finish {}` included.
+// RUN: energy-opt %s -split-input-file --energy-build-updates --energy-build-backward | energy-opt -split-input-file | FileCheck %s
 
 // Momentum on x with a loss: every state and param gets an adjoint tensor;
 // the seed is the loss's gradient (zeros where the loss does not read);

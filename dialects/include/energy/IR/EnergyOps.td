@@ -884,8 +884,9 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
   let regions = (region SizedRegion<1>:$seed, SizedRegion<1>:$body,
                         SizedRegion<1>:$finish);
   let assemblyFormat =
-      "(`implicit` $implicit^)? attr-dict-with-keyword `seed` $seed `step` "
-      "$body `finish` $finish";
+      "(`implicit` $implicit^)? attr-dict-with-keyword `seed` "
+      "custom<Block>($seed) `step` custom<Block>($body) `finish` "
+      "custom<Block>($finish)";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];
