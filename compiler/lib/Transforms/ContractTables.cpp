@@ -7,7 +7,9 @@
 // whole-tensor read when the value is a tensor's row, or a matrix product
 // when the table applies one matrix to every row of a tensor (which the
 // backends run as a GEMM). Contractions whose score is then a dot product
-// of two tables are marked bilinear.
+// of two tables are marked bilinear; where a region reads a table over
+// fewer batch indices than the contraction's (a token's value, the same
+// for every head), a table over all of them, when that makes it bilinear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -267,6 +269,100 @@ void scaleByReciprocal(SoftmaxContractOp contract) {
   quotient.erase();
 }
 
+/// Reads rows of tables over fewer batch indices than `contract`'s (a
+/// token's value, the same for every head) in its regions as rows of
+/// tables over all of them, when `contract` is then bilinear (whose tables
+/// a backend reads at every batch index); otherwise leaves it as it was.
+bool broadcastToBilinear(SoftmaxContractOp contract) {
+  unsigned rowCount = contract.getNumRowIndices();
+  if (rowCount < 2)
+    return false;
+  auto isPlain = [](Attribute size) {
+    return cast<DimExprAttr>(size).getDimName().has_value();
+  };
+  SmallVector<Attribute> rowSizes(contract.getRows().begin(),
+                                  contract.getRows().end());
+  SmallVector<Attribute> columnSizes(rowSizes.begin(), rowSizes.end() - 1);
+  columnSizes.push_back(contract.getCols());
+  if (!llvm::all_of(rowSizes, isPlain) || !isPlain(contract.getCols()))
+    return false;
+  struct Broadcast {
+    ExtractOp original, row;
+  };
+  SmallVector<Broadcast> broadcasts;
+  // One table per source and index list.
+  SmallVector<std::tuple<Value, SmallVector<Value>, SmallVector<Value>, Value>>
+      tables;
+  for (Region *region :
+       {&contract.getScore(), &contract.getRowSums(), &contract.getColSums()}) {
+    Block &block = region->front();
+    SmallVector<Value> rowIndices(block.getArguments().take_front(rowCount));
+    SmallVector<Value> columnIndices(rowIndices.begin(), rowIndices.end() - 1);
+    columnIndices.push_back(block.getArgument(rowCount));
+    auto isStrictSubsequence = [](ArrayRef<Value> part, ArrayRef<Value> all) {
+      if (part.size() >= all.size())
+        return false;
+      const Value *next = all.begin();
+      for (Value index : part) {
+        next = std::find(next, all.end(), index);
+        if (next == all.end())
+          return false;
+        ++next;
+      }
+      return true;
+    };
+    for (ExtractOp extract : llvm::to_vector(block.getOps<ExtractOp>())) {
+      if (extract->use_empty() ||
+          !isDefinedOutside(extract.getSource(), contract) ||
+          !extract.getMap().isIdentity() || extract.getIndices().empty())
+        continue;
+      SmallVector<Value> indices(extract.getIndices());
+      bool ofRow = isStrictSubsequence(indices, rowIndices);
+      bool ofColumn = isStrictSubsequence(indices, columnIndices);
+      if (ofRow == ofColumn)
+        continue;
+      ArrayRef<Value> full = ofRow ? rowIndices : columnIndices;
+      ArrayRef<Attribute> sizes = ofRow ? rowSizes : columnSizes;
+      Value table;
+      for (auto &[source, part, whole, made] : tables)
+        if (source == extract.getSource() && part == indices &&
+            ArrayRef<Value>(whole) == full)
+          table = made;
+      if (!table) {
+        table = arrayOver(extract.getResult(), full, sizes, {&block}, contract);
+        tables.emplace_back(extract.getSource(), indices,
+                            SmallVector<Value>(full), table);
+      }
+      OpBuilder builder(extract);
+      auto row = ExtractOp::create(
+          builder, extract.getLoc(), extract.getType(), table,
+          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+              full.size(), builder.getContext())),
+          full);
+      extract.getResult().replaceAllUsesWith(row.getResult());
+      broadcasts.push_back({extract, row});
+    }
+  }
+  if (broadcasts.empty())
+    return false;
+  std::string reason;
+  bool bilinear = succeeded(contract.matchBilinear(reason));
+  for (auto &[original, row] : broadcasts) {
+    if (bilinear) {
+      original.erase();
+      continue;
+    }
+    row.getResult().replaceAllUsesWith(original.getResult());
+    row.erase();
+  }
+  if (!bilinear)
+    for (auto &entry : llvm::reverse(tables))
+      if (Operation *made = std::get<3>(entry).getDefiningOp();
+          made && made->use_empty())
+        made->erase();
+  return bilinear;
+}
+
 } // namespace
 
 void mlir::energy::hoistContractTables(ModelOp model) {
@@ -277,10 +373,16 @@ void mlir::energy::hoistContractTables(ModelOp model) {
     if (contract.getNumRowIndices() > 0)
       TableHoister(contract).run();
     scaleByReciprocal(contract);
-    std::string reason;
-    if (succeeded(contract.matchBilinear(reason)))
-      contract.setForm(ContractForm::bilinear);
-    else if (succeeded(contract.matchQuadratic(reason)))
-      contract.setForm(ContractForm::quadratic);
+    markContractForm(contract);
   }
+}
+
+void mlir::energy::markContractForm(SoftmaxContractOp contract) {
+  std::string reason;
+  if (succeeded(contract.matchBilinear(reason)))
+    contract.setForm(ContractForm::bilinear);
+  else if (succeeded(contract.matchQuadratic(reason)))
+    contract.setForm(ContractForm::quadratic);
+  else if (broadcastToBilinear(contract))
+    contract.setForm(ContractForm::bilinear);
 }

@@ -7,8 +7,16 @@
 // more multiply-adds per pair. The backward step's second derivatives sum
 // x, Wk x and s·x, s·Wk x and c, Wkᵀ c over the same weights.
 //
+// A value that is a map linear in what varies with the pair, whose other
+// operands are the output position's (a row's vector times a column's,
+// element-wise; a row's matrix times a column's vector), sums what varies
+// and the map applies after the contraction, once per output position:
+// Σ_c w(r, c) (a_r ⊙ v_c) = a_r ⊙ Σ_c w(r, c) v_c. What is left may be a
+// row of a table, the bilinear form.
+//
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "PlanKernels.h"
 #include "Slices.h"
 
@@ -131,11 +139,143 @@ void factorOutputs(SoftmaxContractOp op) {
   op.erase();
 }
 
+/// A value of one side whose map applies after the contraction: the value
+/// at `position` is `map` (an op of the side's region) of the operand
+/// `varying`, its other operands the output position's.
+struct PositionMap {
+  unsigned position;
+  Operation *map;
+  unsigned varying;
+};
+
+/// The indices of a side's region that choose its output position (the
+/// rows for the child side, the batch rows and the column for the parent
+/// side) and the one its sum runs over.
+std::pair<SmallVector<Value>, Value> sideIndices(SoftmaxContractOp op,
+                                                 Block &block, bool rowSide) {
+  unsigned rowCount = op.getNumRowIndices();
+  SmallVector<Value> position(block.getArguments().take_front(rowCount));
+  Value summed = block.getArgument(rowCount);
+  if (!rowSide) {
+    summed = position.back();
+    position.back() = block.getArgument(rowCount);
+  }
+  return {position, summed};
+}
+
+/// The values of a side (`rowSide`: the child side) that are a map linear
+/// in the one operand varying with the pair, its others the output
+/// position's.
+SmallVector<PositionMap> findPositionMaps(SoftmaxContractOp op, bool rowSide) {
+  SmallVector<PositionMap> found;
+  Block &block = (rowSide ? op.getRowSums() : op.getColSums()).front();
+  auto [position, summed] = sideIndices(op, block, rowSide);
+  auto yield = cast<YieldOp>(block.getTerminator());
+  for (auto [j, value] : llvm::enumerate(yield.getValues())) {
+    Operation *map = value.getDefiningOp();
+    if (!map || map->getBlock() != &block || !isa<MulOp, MatmulOp, DivOp>(map))
+      continue;
+    std::optional<unsigned> varying;
+    bool single = true;
+    for (auto [k, operand] : llvm::enumerate(map->getOperands()))
+      if (!dependsOnlyOn(operand, op, position)) {
+        single = !varying;
+        varying = k;
+      }
+    if (varying && single && isLinearInOperand(map, *varying))
+      found.push_back({static_cast<unsigned>(j), map, *varying});
+  }
+  return found;
+}
+
+/// Sums, for each value findPositionMaps finds, the operand that varies,
+/// and applies the map to the output after the contraction; marks the
+/// contraction's form again. False when there is no such value.
+bool factorPositionMaps(SoftmaxContractOp op) {
+  SmallVector<PositionMap> rows = findPositionMaps(op, true);
+  SmallVector<PositionMap> cols = findPositionMaps(op, false);
+  if (rows.empty() && cols.empty())
+    return false;
+  unsigned rowStart = op.getGivenLse() ? 0 : 1;
+  unsigned colStart = rowStart + op.getRowValues().size();
+  // Each map's output, by result number, with its side.
+  SmallVector<std::tuple<unsigned, PositionMap, bool>> outputs;
+  for (auto [side, maps, start] : {std::tuple(true, &rows, rowStart),
+                                   std::tuple(false, &cols, colStart)}) {
+    Block &block = (side ? op.getRowSums() : op.getColSums()).front();
+    auto yield = cast<YieldOp>(block.getTerminator());
+    for (const PositionMap &map : *maps) {
+      yield->setOperand(map.position, map.map->getOperand(map.varying));
+      outputs.emplace_back(start + map.position, map, side);
+    }
+  }
+  OperationState state(op.getLoc(), op->getName());
+  state.addOperands(op->getOperands());
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  state.addTypes(op.inferResultTypes());
+  for (Region &region : op->getRegions())
+    state.addRegion()->takeBody(region);
+  OpBuilder builder(op);
+  auto replacement = cast<SoftmaxContractOp>(builder.create(state));
+  builder.setInsertionPointAfter(replacement);
+  for (auto &[number, map, side] : outputs) {
+    Block &block =
+        (side ? replacement.getRowSums() : replacement.getColSums()).front();
+    auto [position, summed] = sideIndices(replacement, block, side);
+    SmallVector<Attribute> sizes(replacement.getRows().begin(),
+                                 replacement.getRows().end());
+    if (!side)
+      sizes.back() = replacement.getCols();
+    Value output = op->getResult(number);
+    auto table =
+        TabulateOp::create(builder, map.map->getLoc(), output.getType(),
+                           builder.getArrayAttr(sizes));
+    Block &body = table.getBody().emplaceBlock();
+    IRMapping mapping;
+    SmallVector<Value> bodyIndices;
+    for (Value index : position) {
+      bodyIndices.push_back(body.addArgument(index.getType(), index.getLoc()));
+      mapping.map(index, bodyIndices.back());
+    }
+    OpBuilder inside = OpBuilder::atBlockEnd(&body);
+    Value summedRow = ExtractOp::create(
+        inside, map.map->getLoc(), map.map->getOperand(map.varying).getType(),
+        replacement->getResult(number),
+        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+            bodyIndices.size(), builder.getContext())),
+        bodyIndices);
+    llvm::SetVector<Operation *> slice;
+    for (auto [k, operand] : llvm::enumerate(map.map->getOperands()))
+      if (k != map.varying)
+        addToSlice(operand, block, slice);
+    cloneSlice(block, slice, inside, mapping);
+    mapping.map(map.map->getOperand(map.varying), summedRow);
+    Value applied = inside.clone(*map.map, mapping)->getResult(0);
+    YieldOp::create(inside, map.map->getLoc(), applied);
+    output.replaceAllUsesWith(table.getResult());
+  }
+  for (OpResult result : op->getResults())
+    if (!result.use_empty())
+      result.replaceAllUsesWith(
+          replacement->getResult(result.getResultNumber()));
+  op.erase();
+  for (Region *region : {&replacement.getRowSums(), &replacement.getColSums()})
+    for (Operation &dead :
+         llvm::make_early_inc_range(llvm::reverse(region->front())))
+      if (isOpTriviallyDead(&dead))
+        dead.erase();
+  markContractForm(replacement);
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::factorContractOutputs(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
-  for (SoftmaxContractOp op : contracts)
+  for (SoftmaxContractOp op : contracts) {
+    if (op.getForm() == ContractForm::generic && factorPositionMaps(op))
+      continue;
     factorOutputs(op);
+  }
 }

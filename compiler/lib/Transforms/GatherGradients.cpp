@@ -2,10 +2,14 @@
 //
 // Rewrites accumulations that add into one slot at every position of a loop,
 // and loops that scatter into the positions of an inner domain, into
-// accumulations of sums, taking loop-invariant linear factors out of them.
+// accumulations of sums, taking loop-invariant linear factors out of them;
+// pair sums added into slots that ignore the row, whose summand is a wide
+// linear map of the column's values (a parameter's outer products), are
+// summed over the rows first, per column.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "Slices.h"
 #include "energy/Transforms/Passes.h"
 
@@ -69,15 +73,249 @@ Value pullOutLinearFactor(ReduceOp sum, OpBuilder &builder) {
 struct GatherGradientsPass
     : public energy::impl::EnergyGatherGradientsBase<GatherGradientsPass> {
   void runOnOperation() override {
-    SmallVector<ForeachOp> loops;
-    getOperation().walk([&](ForeachOp loop) { loops.push_back(loop); });
-    for (ForeachOp loop : loops)
-      gather(loop);
     SymbolTable symbols(getOperation());
     for (GradientOp gradient : getOperation().getOps<GradientOp>())
       for (ForeachOp outer : llvm::make_early_inc_range(
                gradient.getBody().front().getOps<ForeachOp>()))
+        gatherPairSums(outer, symbols);
+    SmallVector<ForeachOp> loops;
+    getOperation().walk([&](ForeachOp loop) { loops.push_back(loop); });
+    for (ForeachOp loop : loops)
+      gather(loop);
+    for (GradientOp gradient : getOperation().getOps<GradientOp>())
+      for (ForeachOp outer : llvm::make_early_inc_range(
+               gradient.getBody().front().getOps<ForeachOp>()))
         gatherScatters(outer, symbols);
+  }
+
+  /// One term of a value built by additions, negations and transposes,
+  /// with the sign and transposition it is added with.
+  struct AddedLeaf {
+    Value value;
+    bool negated = false;
+    bool transposed = false;
+  };
+
+  /// The terms of `value` through additions, subtractions (not those that
+  /// broadcast a scalar), negations and transposes computed in `block`.
+  static void collectAddedLeaves(Value value, Block &block, AddedLeaf path,
+                                 SmallVectorImpl<AddedLeaf> &leaves) {
+    Operation *op = value.getDefiningOp();
+    path.value = value;
+    if (!op || op->getBlock() != &block ||
+        (isa<AddOp, SubOp>(op) &&
+         (op->getOperand(0).getType() != value.getType() ||
+          op->getOperand(1).getType() != value.getType()))) {
+      leaves.push_back(path);
+    } else if (isa<AddOp>(op)) {
+      collectAddedLeaves(op->getOperand(0), block, path, leaves);
+      collectAddedLeaves(op->getOperand(1), block, path, leaves);
+    } else if (isa<SubOp>(op)) {
+      collectAddedLeaves(op->getOperand(0), block, path, leaves);
+      path.negated = !path.negated;
+      collectAddedLeaves(op->getOperand(1), block, path, leaves);
+    } else if (isa<NegOp>(op)) {
+      path.negated = !path.negated;
+      collectAddedLeaves(op->getOperand(0), block, path, leaves);
+    } else if (isa<TransposeOp>(op)) {
+      path.transposed = !path.transposed;
+      collectAddedLeaves(op->getOperand(0), block, path, leaves);
+    } else {
+      leaves.push_back(path);
+    }
+  }
+
+  /// `value` as `leaf` is added (transposed, negated), built at `builder`.
+  static Value applyPath(OpBuilder &builder, Location loc, Value value,
+                         const AddedLeaf &leaf) {
+    if (leaf.transposed)
+      value = TransposeOp::create(builder, loc, value);
+    if (leaf.negated)
+      value = NegOp::create(builder, loc, value);
+    return value;
+  }
+
+  /// Whether `value`, computed in `body` (of a loop or sum over columns in
+  /// the body of `outer`), adds a matrix (or wider) per pair summed over
+  /// the columns as it is, and less summed over the rows `row` (an index of
+  /// `outer`) first (summedWidth): outer(g_rc, x_c) adds g_rc summed over
+  /// the rows and the outer product summed over the columns, while
+  /// outer(a_r, w_rc x_c) adds x_c either way. Rows of tables per pair are
+  /// left to the contractions, which sum them as matrix products.
+  static bool isNarrowerOverRows(Value value, Block &body, ForeachOp outer,
+                                 Value row) {
+    SmallVector<Value> steady;
+    for (Value index : outer.getBody().front().getArguments())
+      if (index != row)
+        steady.push_back(index);
+    llvm::append_range(steady, body.getArguments());
+    int64_t overRows = summedWidth(
+        value, body, [&](Value v) { return dependsOnlyOn(v, outer, steady); });
+    int64_t overColumns = summedWidth(value, body, [&](Value v) {
+      return isDefinedOutside(v, body.getParentOp());
+    });
+    return overColumns >= 2 && overRows < overColumns;
+  }
+
+  /// Rewrites each sum over columns that `accumulate` (in the body of
+  /// `outer`, into slots `row` does not choose) adds, when its summand adds
+  /// less summed over the rows first (isNarrowerOverRows), as a loop over the
+  /// columns in `outer`'s body that accumulates each summand (a scatter, for
+  /// gatherPairSums); what else the accumulation adds stays.
+  static void scatterPairSums(AccumulateOp accumulate, ForeachOp outer,
+                              Value row) {
+    Block &outerBody = outer.getBody().front();
+    SmallVector<AddedLeaf> leaves, pairSums, kept;
+    collectAddedLeaves(accumulate.getValue(), outerBody, AddedLeaf(), leaves);
+    for (const AddedLeaf &leaf : leaves) {
+      auto sum = leaf.value.getDefiningOp<ReduceOp>();
+      bool scattered = sum && sum->getBlock() == &outerBody &&
+                       sum->hasOneUse() && sum.getKind() == ReduceKind::sum &&
+                       !sum.getTemperature() &&
+                       isNarrowerOverRows(
+                           cast<YieldOp>(sum.getBody().front().getTerminator())
+                               .getValues()
+                               .front(),
+                           sum.getBody().front(), outer, row);
+      (scattered ? pairSums : kept).push_back(leaf);
+    }
+    if (pairSums.empty())
+      return;
+    Location loc = accumulate.getLoc();
+    OpBuilder builder(accumulate);
+    if (!kept.empty()) {
+      Value rest = applyPath(builder, loc, kept.front().value, kept.front());
+      for (const AddedLeaf &leaf : llvm::drop_begin(kept))
+        rest = AddOp::create(builder, loc, rest,
+                             applyPath(builder, loc, leaf.value, leaf));
+      AccumulateOp::create(builder, loc, rest, accumulate.getTensorAttr(),
+                           accumulate.getMapAttr(), accumulate.getIndices());
+    }
+    for (const AddedLeaf &leaf : pairSums) {
+      auto sum = leaf.value.getDefiningOp<ReduceOp>();
+      auto scatter = ForeachOp::create(builder, sum.getLoc(), sum.getSizes());
+      IRMapping mapping;
+      sum.getPredicate().cloneInto(&scatter.getPredicate(), mapping);
+      sum.getBody().cloneInto(&scatter.getBody(), mapping);
+      Operation *yield = scatter.getBody().front().getTerminator();
+      OpBuilder inside(yield);
+      Value added = applyPath(inside, loc, yield->getOperand(0), leaf);
+      AccumulateOp::create(inside, loc, added, accumulate.getTensorAttr(),
+                           accumulate.getMapAttr(), accumulate.getIndices());
+      yield->erase();
+    }
+    accumulate.erase();
+  }
+
+  /// Erases the ops of `block` whose results nothing uses.
+  static void eraseDeadOps(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+  }
+
+  /// Gathers, for each loop over columns in the body of `outer` (and each
+  /// sum over columns that an accumulation adds, scatterPairSums), the
+  /// accumulations that add less summed over the rows first
+  /// (isNarrowerOverRows; the row is the last of `outer`'s indices that
+  /// their slots do not use), in a loop of their own over `outer`'s other
+  /// indices and the columns that sums over the rows (gatherScatter), so
+  /// that their wide maps apply once per column after the sum. The loop's other
+  /// accumulations stay. `outer` goes when nothing is left in it.
+  void gatherPairSums(ForeachOp outer, SymbolTable &symbols) {
+    if (outer.hasPredicate() ||
+        llvm::any_of(outer.getSizes(), [](Attribute size) {
+          return !cast<DimExprAttr>(size).getDimName();
+        }))
+      return;
+    Block &outerBody = outer.getBody().front();
+    // Sums over columns that accumulations add, as scatters.
+    for (AccumulateOp accumulate :
+         llvm::to_vector(outerBody.getOps<AccumulateOp>())) {
+      Value row;
+      for (Value index : outerBody.getArguments())
+        if (!llvm::is_contained(accumulate.getIndices(), index))
+          row = index;
+      if (row)
+        scatterPairSums(accumulate, outer, row);
+    }
+    bool rewritten = false;
+    for (ForeachOp inner : llvm::to_vector(outerBody.getOps<ForeachOp>())) {
+      Block &innerBody = inner.getBody().front();
+      bool nested = false;
+      inner.getBody().walk([&](Operation *op) {
+        nested |= isa<AccumulateOp>(op) && op->getBlock() != &innerBody;
+      });
+      auto accumulates = llvm::to_vector(innerBody.getOps<AccumulateOp>());
+      if (nested || accumulates.empty())
+        continue;
+      // Each accumulation's row is the last of `outer`'s indices its slots
+      // do not use; those of the first gathered one's row are gathered.
+      std::optional<unsigned> rowPosition;
+      llvm::SmallPtrSet<Operation *, 4> wide;
+      for (AccumulateOp accumulate : accumulates) {
+        std::optional<unsigned> position;
+        for (auto [index, argument] : llvm::enumerate(outerBody.getArguments()))
+          if (!llvm::is_contained(accumulate.getIndices(), argument))
+            position = index;
+        // A slot chosen by a column is a scatter's (gatherScatters).
+        bool scatters = llvm::any_of(accumulate.getIndices(), [&](Value index) {
+          return llvm::is_contained(innerBody.getArguments(), index);
+        });
+        if (scatters || !position || (rowPosition && position != rowPosition) ||
+            !isNarrowerOverRows(accumulate.getValue(), innerBody, outer,
+                                outerBody.getArgument(*position)))
+          continue;
+        rowPosition = position;
+        wide.insert(accumulate);
+      }
+      if (wide.empty())
+        continue;
+      // Those accumulations in a copy of the loop of their own.
+      ForeachOp pairs = inner;
+      if (wide.size() != accumulates.size()) {
+        OpBuilder builder(inner);
+        pairs = cast<ForeachOp>(builder.clone(*inner));
+        Block &pairsBody = pairs.getBody().front();
+        for (auto [original, copy] :
+             llvm::zip(accumulates,
+                       llvm::to_vector(pairsBody.getOps<AccumulateOp>())))
+          (wide.contains(original) ? original : copy).erase();
+        eraseDeadOps(innerBody);
+        eraseDeadOps(pairsBody);
+      }
+      SmallVector<bool> carried(outerBody.getNumArguments(), true);
+      carried[*rowPosition] = false;
+      gatherScatterWithStash(pairs, outer, carried, symbols);
+      rewritten = true;
+    }
+    if (!rewritten)
+      return;
+    eraseDeadOps(outerBody);
+    if (outerBody.getOps<AccumulateOp>().empty() &&
+        outerBody.getOps<ForeachOp>().empty())
+      outer.erase();
+  }
+
+  /// gatherScatter for `inner`, with the reductions of `outer`'s body that
+  /// it needs stashed in lets first.
+  static void gatherScatterWithStash(ForeachOp inner, ForeachOp outer,
+                                     ArrayRef<bool> carried,
+                                     SymbolTable &symbols) {
+    Block &outerBody = outer.getBody().front();
+    llvm::SetVector<Operation *> needed;
+    addOperandsToSlice(inner, outerBody, needed);
+    SmallVector<ReadOp> stashed;
+    for (Operation *op : needed)
+      if (auto reduce = dyn_cast<ReduceOp>(op);
+          reduce && llvm::any_of(reduce->getUsers(), [&](Operation *user) {
+            return inner->isAncestor(user);
+          }))
+        stashed.push_back(stash(reduce, inner, outer, symbols));
+    gatherScatter(inner, outer, carried);
+    for (ReadOp read : stashed)
+      if (read->use_empty())
+        read.erase();
   }
 
   void gather(ForeachOp loop) {
@@ -187,21 +425,8 @@ struct GatherGradientsPass
       if (std::optional<SmallVector<bool>> carried =
               scatterIndices(inner, outer))
         scatters.emplace_back(inner, std::move(*carried));
-    for (auto &[inner, carried] : scatters) {
-      llvm::SetVector<Operation *> needed;
-      addOperandsToSlice(inner, outerBody, needed);
-      SmallVector<ReadOp> stashed;
-      for (Operation *op : needed)
-        if (auto reduce = dyn_cast<ReduceOp>(op);
-            reduce && llvm::any_of(reduce->getUsers(), [&](Operation *user) {
-              return inner->isAncestor(user);
-            }))
-          stashed.push_back(stash(reduce, inner, outer, symbols));
-      gatherScatter(inner, outer, carried);
-      for (ReadOp read : stashed)
-        if (read->use_empty())
-          read.erase();
-    }
+    for (auto &[inner, carried] : scatters)
+      gatherScatterWithStash(inner, outer, carried, symbols);
     if (!scatters.empty() && outerBody.getOps<AccumulateOp>().empty() &&
         outerBody.getOps<ForeachOp>().empty())
       outer.erase();

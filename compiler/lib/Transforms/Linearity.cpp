@@ -224,3 +224,87 @@ mlir::energy::decomposeScaled(Value value, Block &body,
   decomposer.collectMaps(value, result.maps);
   return result;
 }
+
+namespace {
+/// summedWidth's recursion: `steady` values need nothing added.
+class SummedWidth {
+public:
+  SummedWidth(Block &body, function_ref<bool(Value)> steady)
+      : body(body), steady(steady) {}
+
+  int64_t of(Value value) {
+    if (steady(value))
+      return 0;
+    Operation *op = value.getDefiningOp();
+    int64_t rank = cast<ArrayType>(value.getType()).getRank();
+    if (!op || op->getBlock() != &body || op->getNumResults() != 1)
+      return rank;
+    if (isa<AddOp, SubOp>(op))
+      return std::max(of(op->getOperand(0)), of(op->getOperand(1)));
+    if (isa<NegOp, TransposeOp>(op))
+      return of(op->getOperand(0));
+    if (auto div = dyn_cast<DivOp>(op))
+      return steady(div.getRhs()) ? of(div.getLhs()) : rank;
+    if (isa<MulOp, MatmulOp, DotOp, OuterOp>(op))
+      return ofProduct(op->getOperand(0), op->getOperand(1), rank);
+    return rank;
+  }
+
+private:
+  /// The factor that `value` scales by scalars (a product with a scalar,
+  /// a negation, a quotient by a scalar).
+  Value unscaled(Value value) {
+    Operation *op = value.getDefiningOp();
+    if (!op || op->getBlock() != &body)
+      return value;
+    if (auto mul = dyn_cast<MulOp>(op)) {
+      if (isScalarArray(mul.getLhs()) && !isScalarArray(mul.getRhs()))
+        return unscaled(mul.getRhs());
+      if (isScalarArray(mul.getRhs()) && !isScalarArray(mul.getLhs()))
+        return unscaled(mul.getLhs());
+    }
+    if (auto div = dyn_cast<DivOp>(op); div && isScalarArray(div.getRhs()))
+      return unscaled(div.getLhs());
+    if (auto neg = dyn_cast<NegOp>(op))
+      return unscaled(neg.getOperand());
+    return value;
+  }
+
+  static bool isScalarArray(Value value) {
+    return cast<ArrayType>(value.getType()).isScalar();
+  }
+
+  /// A bilinear product of `lhs` and `rhs` of rank `rank`, distributed over
+  /// the sums its operands are.
+  int64_t ofProduct(Value lhs, Value rhs, int64_t rank) {
+    Value left = unscaled(lhs), right = unscaled(rhs);
+    for (auto [side, other, first] :
+         {std::tuple(left, right, true), std::tuple(right, left, false)}) {
+      Operation *op = side.getDefiningOp();
+      if (op && op->getBlock() == &body && !steady(side) &&
+          isa<AddOp, SubOp>(op))
+        return std::max(first ? ofProduct(op->getOperand(0), other, rank)
+                              : ofProduct(other, op->getOperand(0), rank),
+                        first ? ofProduct(op->getOperand(1), other, rank)
+                              : ofProduct(other, op->getOperand(1), rank));
+    }
+    if (steady(left))
+      return of(right);
+    if (steady(right))
+      return of(left);
+    if (isScalarArray(left))
+      return of(right);
+    if (isScalarArray(right))
+      return of(left);
+    return rank;
+  }
+
+  Block &body;
+  function_ref<bool(Value)> steady;
+};
+} // namespace
+
+int64_t mlir::energy::summedWidth(Value value, Block &body,
+                                  function_ref<bool(Value)> steady) {
+  return SummedWidth(body, steady).of(value);
+}

@@ -82,6 +82,14 @@ bool distributeOverSums(Value value, Block &body,
                         function_ref<bool(Operation *)> transforms,
                         unsigned maxTerms, SmallVectorImpl<Value> &terms);
 
+/// The rank of the widest value that a sum of `value`, a value of `body`,
+/// must add per position once the linear maps whose other operands are
+/// `steady` apply after the sum, products distributed over the sums they
+/// take and scalar factors moved into the carrier: Σ_p σ_p W u_p adds u_p
+/// (W steady), Σ_p σ_p a ⊗ x_p adds x_p (a steady), Σ_p u_p ⊗ x_p adds the
+/// outer product, rank 2. Steady values and varying scalars count 0.
+int64_t summedWidth(Value value, Block &body, function_ref<bool(Value)> steady);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_LINEARITY_H

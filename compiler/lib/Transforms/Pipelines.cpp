@@ -83,4 +83,5 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
+  modelPasses.addPass(createEnergyPlanDropGatherLets());
 }

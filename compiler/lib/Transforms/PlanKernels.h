@@ -73,6 +73,11 @@ void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
 /// column values `quadratic`.
 void hoistContractTables(ModelOp model);
 
+/// Marks `contract` bilinear or quadratic when its regions have that form
+/// (reading, for the bilinear one, tables over all its batch indices where
+/// a region read tables over fewer); leaves it as it is otherwise.
+void markContractForm(SoftmaxContractOp contract);
+
 /// Writes the per-head products of multi-head terms as
 /// `energy.batch_matmul`: tables of W[b] x[p] over (head b, position p),
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.

@@ -31,6 +31,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANCOMBINEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
+#define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
 #define GEN_PASS_DEF_ENERGYPLANKERNELS
 #include "energy/Transforms/Passes.h.inc"
 } // namespace mlir::energy
@@ -68,6 +69,7 @@ ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   markParallelLoops(model);
   eraseUnreadGatherLets(model);
 })
+ENERGY_PLAN_STEP_PASS(PlanDropGatherLets, eraseUnreadGatherLets)
 
 #undef ENERGY_PLAN_STEP_PASS
 

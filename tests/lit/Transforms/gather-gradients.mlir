@@ -135,3 +135,128 @@ energy.model @outer_value {
     }
   }
 }
+
+// -----
+
+// A pair sum added into slots that ignore the row (i) whose summand is a
+// matrix per pair, outer(w_ij (q_i - x_j), x_j), is summed over the rows
+// first, per column: a loop over the other indices and the columns (b, j)
+// adds the sum over i, reading each row's lse from a gather let; the outer
+// product with x_j then comes out of that sum in planning.
+// CHECK-LABEL: energy.model @pair_outer
+// CHECK: let @W.gather [%[[LB:.*]] : @B, %[[LI:.*]] : @N]
+// CHECK:   reduce lse
+// CHECK: gradient @W {
+// CHECK:   reduce sum (%[[B:.*]] : @B, %[[J:.*]] : @N) {
+// CHECK:     %[[XJ:.*]] = read @x[%[[B]], %[[J]]]
+// CHECK:     reduce sum (%[[I:.*]] : @N) {
+// CHECK-DAG:   read @W.gather[%[[B]], %[[I]]]
+// CHECK-DAG:   %[[XI:.*]] = read @x[%[[B]], %[[I]]]
+// CHECK:       outer %{{.*}}, %[[XJ]]
+// CHECK-NOT: foreach
+energy.model @pair_outer {
+  energy.dim @B
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@B, @N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.gradient @W {
+    energy.foreach (%b : @B, %i : @N) {
+      %q = energy.read @x[%b, %i] : !energy.array<D>
+      %l = energy.reduce lse (%k : @N) {
+        %xk = energy.read @x[%b, %k] : !energy.array<D>
+        %s = energy.dot %q, %xk : !energy.array<D>
+        energy.yield %s : !energy.array<>
+      } : !energy.array<>
+      energy.foreach (%j : @N) {
+        %xj = energy.read @x[%b, %j] : !energy.array<D>
+        %s = energy.dot %q, %xj : !energy.array<D>
+        %d = energy.sub %s, %l : !energy.array<>, !energy.array<>
+        %w = energy.exp %d : !energy.array<>
+        %diff = energy.sub %q, %xj : !energy.array<D>, !energy.array<D>
+        %g = energy.mul %w, %diff : !energy.array<>, !energy.array<D>
+        %o = energy.outer %g, %xj : !energy.array<D>, !energy.array<D>
+        energy.accumulate %o into @W : !energy.array<D, D>
+      }
+    }
+  }
+}
+
+// -----
+
+// outer(q_i, w_ij x_j): the row's vector comes out of the sum over the
+// columns as it is (one vector per pair), so the sums keep their order.
+// CHECK-LABEL: energy.model @row_factor
+// CHECK-NOT: let
+// CHECK: reduce sum (%[[I:.*]] : @N) {
+// CHECK:   %[[Q:.*]] = read @x[%[[I]]]
+// CHECK:   reduce sum (%{{.*}} : @N) {
+// CHECK:     outer %[[Q]],
+energy.model @row_factor {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.gradient @W {
+    energy.foreach (%i : @N) {
+      %q = energy.read @x[%i] : !energy.array<D>
+      energy.foreach (%j : @N) {
+        %xj = energy.read @x[%j] : !energy.array<D>
+        %s = energy.dot %q, %xj : !energy.array<D>
+        %w = energy.exp %s : !energy.array<>
+        %g = energy.mul %w, %xj : !energy.array<>, !energy.array<D>
+        %o = energy.outer %q, %g : !energy.array<D>, !energy.array<D>
+        energy.accumulate %o into @W : !energy.array<D, D>
+      }
+    }
+  }
+}
+
+// -----
+
+// A sum over columns (with a predicate) that an accumulation adds, through
+// a transpose and a difference, is gathered the same way: a loop over the
+// head and the columns sums over the rows the predicate admits; what else
+// the accumulation adds stays in the loop over rows.
+// CHECK-LABEL: energy.model @summed_pairs
+// CHECK: gradient @W {
+// CHECK:   foreach (%[[H:.*]] : @H, %[[I:.*]] : @N) {
+// CHECK:     %[[Q:.*]] = read @x[%[[I]]]
+// CHECK:     %[[R:.*]] = outer %[[Q]], %[[Q]]
+// CHECK:     accumulate %[[R]] into @W[%[[H]]]
+// CHECK:   foreach (%[[H2:.*]] : @H, %[[J:.*]] : @N) {
+// CHECK:     %[[XJ:.*]] = read @x[%[[J]]]
+// CHECK:     %[[S:.*]] = reduce sum (%[[I2:.*]] : @N) where {
+// CHECK:       arith.cmpi ne, %[[I2]], %[[J]]
+// CHECK:     } {
+// CHECK:       outer %[[XJ]],
+// CHECK:       transpose
+// CHECK:       neg
+// CHECK:     accumulate %[[S]] into @W[%[[H2]]]
+energy.model @summed_pairs {
+  energy.dim @H
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @W : param [@H, @D, @D]
+  energy.gradient @W {
+    energy.foreach (%h : @H, %i : @N) {
+      %q = energy.read @x[%i] : !energy.array<D>
+      %m = energy.read @W[%h] : !energy.array<D, D>
+      %p = energy.matmul %m, %q : !energy.array<D, D>, !energy.array<D>
+      %s = energy.reduce sum (%j : @N) where {
+        %ne = arith.cmpi ne, %i, %j : index
+        energy.yield %ne : i1
+      } {
+        %xj = energy.read @x[%j] : !energy.array<D>
+        %diff = energy.sub %p, %xj : !energy.array<D>, !energy.array<D>
+        %o = energy.outer %xj, %diff : !energy.array<D>, !energy.array<D>
+        energy.yield %o : !energy.array<D, D>
+      } : !energy.array<D, D>
+      %t = energy.transpose %s : !energy.array<D, D>
+      %r = energy.outer %q, %q : !energy.array<D>, !energy.array<D>
+      %a = energy.sub %r, %t : !energy.array<D, D>, !energy.array<D, D>
+      energy.accumulate %a into @W[%h] : !energy.array<D, D>
+    }
+  }
+}

@@ -101,6 +101,16 @@ def EnergyGatherGradients : Pass<"energy-gather-gradients", "::mlir::energy::Mod
     loop, so the code generator can run the loops on several threads without
     atomics. Outer loops with a predicate, or over a dim expression, are left
     as they are.
+
+    Before both, what a top-level loop over (…, row) adds per pair into
+    slots the row does not choose (a parameter's gradient), when summed over
+    the columns it adds a matrix per pair and summed over the rows first
+    less (summedWidth in Linearity.h: Σ_j outer(w_ij (q_i − k_j), x_j) adds
+    a vector per pair over the rows), is gathered the same way over the
+    loop's other indices and the columns: Σ_j outer(Σ_i w_ij (q_i − k_j),
+    x_j), the outer product once per column. This holds for loops over
+    columns that accumulate and for sums over columns that an accumulation
+    adds.
   }];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
@@ -319,7 +329,11 @@ def EnergyPlanContractTables : EnergyPlanStep<"energy-plan-contract-tables",
     (`energy.tabulate`, a whole-tensor read, or the product X Wᵀ of a
     matrix applied to every row); a contraction whose score is then a dot
     product of two tables is marked `bilinear`, one of a mixture's
-    quadratic form `quadratic`.
+    quadratic form `quadratic`. Where the bilinear form fails only because
+    a region reads a table over fewer batch indices than the contraction's
+    (a token's row, the same for every head), that row is read from a table
+    over all of them, and the contraction is bilinear; otherwise nothing
+    changes.
   }];
 }
 
@@ -422,7 +436,13 @@ def EnergyPlanFactorContractOutputs : EnergyPlanStep<"energy-plan-factor-contrac
     "Computes contraction outputs that are products of others after the contraction"> {
   let description = [{
     A contraction that sums both f(u) and f(u M) over the same weights sums
-    f(u) only; the other output is its product with M after it.
+    f(u) only; the other output is its product with M after it. In a
+    generic contraction, a value that is a map linear in the one operand
+    varying with the pair, its other operands the output position's (a
+    row's vector times a column's element-wise, a row's matrix times a
+    column's vector, a quotient by a row's scalar), sums that operand, and
+    the map applies after the contraction, once per output position; the
+    form is marked again (often bilinear then).
   }];
 }
 
@@ -463,6 +483,16 @@ def EnergyPlanMarkParallel : EnergyPlanStep<"energy-plan-mark-parallel",
   }];
 }
 
+
+def EnergyPlanDropGatherLets : EnergyPlanStep<"energy-plan-drop-gather-lets",
+    "Drops the gather lets that nothing reads"> {
+  let description = [{
+    The lets `energy-gather-gradients` made for the parent side of lse
+    terms (`@T.gather`, `@T.gather_N`) that nothing reads once the plan has
+    been canonicalized (a contraction's output nobody used, and the reads
+    its regions made, gone) are dropped, so that nothing computes them.
+  }];
+}
 
 def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";
