@@ -7,7 +7,8 @@
 //     body reads the products T v for every position of I, computed ahead
 //     of it (T v, or the rows v times Tᵀ);
 //   - Σ_k c_k T[k], T read at the sum's one index: Tᵀ c, with c tabulated
-//     over k.
+//     over k; Σ_(b, k) c_bkm T[b, k] in a loop over m: Σ_b C[b]ᵀ T[b], with
+//     c tabulated over (b, k, m).
 // A dense associative memory's or a Hopfield module's scores against its
 // memories, and its gradient's sum over them, become GEMMs once the loops
 // around are planned (BatchedProducts.cpp). Pairs of rows of two arrays
@@ -401,6 +402,85 @@ bool weightedRowsAsProduct(ReduceOp sum) {
   return false;
 }
 
+/// Σ_(b, k) c_bkm r_bk in a loop over m (c a scalar, r a vector that
+/// depends on the sum's two indices alone) → row m of Σ_b C[b]ᵀ R[b], C
+/// and R the tables of c over (b, k, m) and of r over (b, k), built ahead
+/// of the loop: one GEMM over the positions (b, k) instead of a sum of
+/// rows per m. A Hopfield term's memories' gradient, Σ over the batch and
+/// the tokens per memory. Only where m, or k, runs over a param's rows (as
+/// weightedRowsAsProduct).
+bool weightedBatchRowsAsProduct(ReduceOp sum) {
+  auto loop = dyn_cast<ForeachOp>(sum->getParentOp());
+  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
+      sum.getTemperature() || sum.getSizes().size() != 2 ||
+      !hasPlainDims(sum.getSizes()) || !loop || loop.hasPredicate() ||
+      loop.getSizes().size() != 1 || !hasPlainDims(loop.getSizes()))
+    return false;
+  Block &body = sum.getBody().front();
+  Block &loopBody = loop.getBody().front();
+  Value b = body.getArgument(0), k = body.getArgument(1);
+  Value m = loopBody.getArgument(0);
+  SmallVector<Block *> blocks = {&loopBody, &body};
+  // The summand as scalars times one vector (through products).
+  SmallVector<Value> scalars;
+  Value row = sum.getBodyValue();
+  while (auto mul = row.getDefiningOp<MulOp>()) {
+    if (mul->getBlock() != &body)
+      break;
+    if (isScalar(mul.getLhs()) && !isScalar(mul.getRhs())) {
+      scalars.push_back(mul.getLhs());
+      row = mul.getRhs();
+    } else if (isScalar(mul.getRhs()) && !isScalar(mul.getLhs())) {
+      scalars.push_back(mul.getRhs());
+      row = mul.getLhs();
+    } else {
+      break;
+    }
+  }
+  if (scalars.empty() || cast<ArrayType>(row.getType()).getRank() != 1)
+    return false;
+  llvm::SmallPtrSet<Value, 4> rowIndices, weightIndices;
+  collectIndices(row, loop, rowIndices);
+  for (Value scalar : scalars)
+    collectIndices(scalar, loop, weightIndices);
+  if (rowIndices.size() != 2 || !rowIndices.contains(b) ||
+      !rowIndices.contains(k) || !weightIndices.contains(m) ||
+      llvm::any_of(weightIndices,
+                   [&](Value index) {
+                     return index != b && index != k && index != m;
+                   }) ||
+      !computableEverywhere(row, blocks) ||
+      llvm::any_of(scalars,
+                   [&](Value scalar) {
+                     return !computableEverywhere(scalar, blocks);
+                   }) ||
+      !(indexesParam(m, sum) || indexesParam(k, sum)))
+    return false;
+  // The weight, the product of the scalars, in the body.
+  OpBuilder inside(body.getTerminator());
+  Value weight = scalars.front();
+  for (Value scalar : llvm::drop_begin(scalars))
+    weight = MulOp::create(inside, sum.getLoc(), weight, scalar);
+  SmallVector<Attribute> sizes(sum.getSizes().begin(), sum.getSizes().end());
+  Value rows = arrayOver(row, {b, k}, sizes, blocks, loop);
+  sizes.push_back(loop.getSizes()[0]);
+  Value coefficients = arrayOver(weight, {b, k, m}, sizes, blocks, loop);
+  OpBuilder builder(loop);
+  Location loc = sum.getLoc();
+  Value product = buildRowProduct(builder, loc, coefficients, rows,
+                                  /*transposeLhs=*/true, /*transposeRhs=*/false,
+                                  /*summed=*/true);
+  builder.setInsertionPoint(sum);
+  Value entry =
+      ExtractOp::create(builder, loc, sum.getType(), product,
+                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                            1, builder.getContext())),
+                        ValueRange{m});
+  sum.getResult().replaceAllUsesWith(entry);
+  sum.erase();
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::formIndexProducts(ModelOp model) {
@@ -415,7 +495,7 @@ void mlir::energy::formIndexProducts(ModelOp model) {
       sums.push_back(sum);
   });
   for (ReduceOp sum : sums)
-    (void)weightedRowsAsProduct(sum);
+    (void)(weightedRowsAsProduct(sum) || weightedBatchRowsAsProduct(sum));
   // The arrays read whole, and their transposes, out of the loops around,
   // where the loops' products can take them.
   model.walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });
