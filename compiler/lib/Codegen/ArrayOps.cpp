@@ -521,20 +521,26 @@ void KernelFunction::emitProducts(Operation *op, Value into, bool add) {
                ? toI64(arith::MulIOp::create(b, loc, extents[1], extents[2]))
                : toI64(index(0));
   };
-  // The rows of an lhs with several row axes are their positions.
+  // The rows of an lhs with several row axes are their positions (and, lhs
+  // transposed, those of rhs's same row axes).
   int64_t lhsRows = product ? product.getLhsRows() : 1;
   bool lhsBatched = product ? product.hasLhsBatch() : lhsShape.size() == 3;
-  if (lhsRows > 1) {
+  auto flattenRows = [&](SmallVector<Value> &extents, bool batched) {
     Value rows = index(1);
     for (Value extent :
-         ArrayRef<Value>(lhsShape).take_back(lhsRows + 1).drop_back())
+         ArrayRef<Value>(extents).take_back(lhsRows + 1).drop_back())
       rows = arith::MulIOp::create(b, loc, rows, extent);
     SmallVector<Value> flattened;
-    if (lhsBatched)
-      flattened.push_back(lhsShape.front());
+    if (batched)
+      flattened.push_back(extents.front());
     flattened.push_back(rows);
-    flattened.push_back(lhsShape.back());
-    lhsShape = flattened;
+    flattened.push_back(extents.back());
+    extents = flattened;
+  };
+  if (lhsRows > 1) {
+    flattenRows(lhsShape, lhsBatched);
+    if (transposeLhs)
+      flattenRows(rhsShape, product.hasRhsBatch());
   }
   auto [m, k] = matrixOf(lhsShape, transposeLhs);
   Value n = matrixOf(rhsShape, transposeRhs).second;

@@ -179,26 +179,36 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
 FailureOr<ArrayValue>
 Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
                                  const ArrayValue &lhsOperand,
-                                 const ArrayValue &rhs) {
+                                 const ArrayValue &rhsOperand) {
   // Several row axes of lhs: their positions are the rows of one matrix,
-  // and the result's rows take their shape back.
+  // and the result's rows take their shape back; with lhs transposed they
+  // are the inner dim, over the same row axes of rhs.
   int64_t lhsRows = product.getLhsRows();
-  ArrayValue lhs = lhsOperand;
+  ArrayValue lhs = lhsOperand, rhs = rhsOperand;
   std::vector<int64_t> rowShape;
+  auto flattenRows = [&](ArrayValue &value,
+                         std::vector<int64_t> &rows) -> LogicalResult {
+    if (static_cast<int64_t>(value.getRank()) < lhsRows + 1)
+      return product.emitOpError("cannot take an operand of shape ")
+             << ArrayValue::shapeString(value.shape);
+    auto end = value.shape.end() - 1;
+    rows.assign(end - lhsRows, end);
+    std::vector<int64_t> flat(value.shape.begin(), end - lhsRows);
+    flat.push_back(ArrayValue::elementCount(rows));
+    flat.push_back(value.shape.back());
+    value.shape = flat;
+    return success();
+  };
   if (lhsRows > 1) {
-    if (static_cast<int64_t>(lhs.getRank()) < lhsRows + 1)
-      return product.emitOpError("cannot take an lhs of shape ")
-             << ArrayValue::shapeString(lhs.shape);
-    auto end = lhs.shape.end() - 1;
-    rowShape.assign(end - lhsRows, end);
-    std::vector<int64_t> flat(lhs.shape.begin(), end - lhsRows);
-    flat.push_back(ArrayValue::elementCount(rowShape));
-    flat.push_back(lhs.shape.back());
-    lhs.shape = flat;
+    if (failed(flattenRows(lhs, rowShape)))
+      return failure();
+    std::vector<int64_t> rhsRowShape;
+    if (product.getTransposeLhs() && failed(flattenRows(rhs, rhsRowShape)))
+      return failure();
   }
   FailureOr<ArrayValue> result =
       evaluateBatchMatmulOfMatrices(product, lhs, rhs);
-  if (failed(result) || lhsRows == 1)
+  if (failed(result) || lhsRows == 1 || product.getTransposeLhs())
     return result;
   std::vector<int64_t> shape(result->shape.begin(), result->shape.end() - 2);
   llvm::append_range(shape, rowShape);

@@ -71,6 +71,11 @@ bool batchHeadProducts(Operation *loop);
 /// one summed batch_matmul ahead of the loops (HeadProducts.cpp). Returns
 /// whether it rewrote `sum`.
 bool batchHeadSum(ReduceOp sum);
+/// Σ_(i₁, …, i_r) u ⊗ v in a loop over heads h, one side of h and the
+/// other not (a per-head parameter's gradient over every token of a
+/// batch), as the element h of one batch_matmul whose inner dim runs over
+/// the r row axes (HeadProducts.cpp). Returns whether it rewrote `sum`.
+bool batchHeadOuterSum(ReduceOp sum);
 
 } // namespace mlir::energy
 

@@ -2,9 +2,10 @@
 //
 // Multi-head terms of a batch apply a head's matrix to every token of every
 // sequence: products M[h] v[b, c] in tables over (b, h, c), and sums over
-// heads Σ_h M[h] v[h, b, c] in loops over (b, c). Each is one batch_matmul
-// per direction whose lhs has two row axes (the batch and the tokens), so
-// that every head is one GEMM of all the batch's tokens.
+// heads Σ_h M[h] v[h, b, c] in loops over (b, c), and the heads' parameter
+// gradients Σ_(b, c) u[h, b, c] ⊗ v[b, c] in loops over h. Each is one
+// batch_matmul per direction whose lhs has two row axes (the batch and the
+// tokens), so that every head is one GEMM of all the batch's tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,6 +127,90 @@ bool mlir::energy::batchHeadSum(ReduceOp sum) {
                         rows->indices);
   row = scales.apply(builder, loc, row);
   sum.getResult().replaceAllUsesWith(row);
+  sum.erase();
+  return true;
+}
+
+bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
+  ArrayAttr sizes = sum.getSizes();
+  auto loop = dyn_cast<ForeachOp>(sum->getParentOp());
+  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
+      sizes.size() < 2 || !hasPlainDims(sizes) || !loop ||
+      loop.hasPredicate() || loop.getSizes().size() != 1 ||
+      !hasPlainDims(loop.getSizes()) || !isStatement(loop))
+    return false;
+  Block &body = sum.getBody().front();
+  Value head = loop.getBody().front().getArgument(0);
+  SmallVector<Value> rows(body.getArguments());
+  SmallVector<Value> headRows = {head};
+  llvm::append_range(headRows, rows);
+  // The outer products the summand adds, each maybe scaled by scalars
+  // from outside, each side of the rows and maybe the head.
+  struct Term {
+    ScalarFactors scales;
+    OuterOp outer;
+    bool lhsOfHead, rhsOfHead;
+  };
+  SmallVector<Term> terms;
+  SmallVector<Value> pending = {sum.getBodyValue()};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    if (auto add = value.getDefiningOp<AddOp>();
+        add && add->getBlock() == &body &&
+        add.getLhs().getType() == add.getType() &&
+        add.getRhs().getType() == add.getType()) {
+      pending.push_back(add.getLhs());
+      pending.push_back(add.getRhs());
+      continue;
+    }
+    Term term;
+    term.outer = term.scales.peel(value, sum).getDefiningOp<OuterOp>();
+    if (!term.outer || term.outer->getBlock() != &body)
+      return false;
+    for (auto [side, ofHead] :
+         {std::pair(term.outer.getLhs(), &term.lhsOfHead),
+          std::pair(term.outer.getRhs(), &term.rhsOfHead)}) {
+      if (cast<ArrayType>(side.getType()).getRank() != 1 ||
+          !dependsOnlyOn(side, loop, headRows))
+        return false;
+      *ofHead = !dependsOnlyOn(side, loop, rows);
+    }
+    if (!term.lhsOfHead && !term.rhsOfHead)
+      return false;
+    terms.push_back(std::move(term));
+  }
+  SmallVector<Block *> blocks = {&loop.getBody().front(), &body};
+  SmallVector<Attribute> rowSizes(sizes.begin(), sizes.end());
+  SmallVector<Attribute> headSizes = {loop.getSizes()[0]};
+  llvm::append_range(headSizes, rowSizes);
+  auto table = [&](Value side, bool ofHead) {
+    return arrayOver(side, ofHead ? headRows : rows,
+                     ofHead ? headSizes : rowSizes, blocks, loop);
+  };
+  OpBuilder before(loop), inside(sum);
+  Location loc = sum.getLoc();
+  int64_t rowCount = rows.size();
+  Value total;
+  for (Term &term : terms) {
+    Value lhs = table(term.outer.getLhs(), term.lhsOfHead);
+    Value rhs = table(term.outer.getRhs(), term.rhsOfHead);
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(
+        cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()), true,
+        false, false, reason, rowCount);
+    assert(type && "outer products' tables over the same rows");
+    Value products = BatchMatmulOp::create(before, loc, type, lhs, rhs, true,
+                                           false, false, rowCount);
+    Value matrix = ExtractOp::create(
+        inside, loc, cast<ArrayType>(term.outer.getType()), products,
+        AffineMapAttr::get(
+            AffineMap::getMultiDimIdentityMap(1, sum.getContext())),
+        ValueRange{head});
+    matrix = term.scales.apply(inside, loc, matrix);
+    total =
+        total ? AddOp::create(inside, loc, total, matrix).getResult() : matrix;
+  }
+  sum.getResult().replaceAllUsesWith(total);
   sum.erase();
   return true;
 }

@@ -182,13 +182,17 @@ Cost batchMatmulFlops(BatchMatmulOp op) {
   auto lhs = cast<ArrayType>(op.getLhs().getType());
   auto rhs = cast<ArrayType>(op.getRhs().getType());
   auto result = cast<ArrayType>(op.getResult().getType());
-  Cost inner = axis(lhs, op.getTransposeLhs() ? -2 : -1);
-  Cost batch = op.hasLhsBatch()     ? axis(lhs, 0)
-               : rhs.getRank() == 3 ? axis(rhs, 0)
-                                    : Cost::constant(1);
-  Cost rows = Cost::constant(1);
+  // The dims of the lhs's matrix: its rows and its inner dim (several
+  // axes each where lhs_rows says so).
+  Cost lhsRows = Cost::constant(1);
   for (int64_t i = 2; i <= static_cast<int64_t>(op.getLhsRows()) + 1; ++i)
-    rows = rows * axis(result, -i);
+    lhsRows = lhsRows * axis(lhs, -i);
+  Cost lhsColumns = axis(lhs, -1);
+  Cost inner = op.getTransposeLhs() ? lhsRows : lhsColumns;
+  Cost rows = op.getTransposeLhs() ? lhsColumns : lhsRows;
+  Cost batch = op.hasLhsBatch()   ? axis(lhs, 0)
+               : op.hasRhsBatch() ? axis(rhs, 0)
+                                  : Cost::constant(1);
   return rows * axis(result, -1) * inner * batch * 2;
 }
 

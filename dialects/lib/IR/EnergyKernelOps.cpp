@@ -926,24 +926,30 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
                                    bool transposeLhs, bool transposeRhs,
                                    bool sumBatch, std::string &reason,
                                    int64_t lhsRows) {
-  if (lhsRows < 1 || (lhsRows > 1 && transposeLhs)) {
-    reason = "expected at least one row axis of lhs, and one when it is "
-             "transposed";
+  if (lhsRows < 1 || (lhsRows > 1 && transposeLhs && transposeRhs)) {
+    reason = "expected at least one row axis of lhs, and rhs not transposed "
+             "when lhs is with several";
     return {};
   }
-  // lhs: [batch?, m₁, …, m_r, k]; rhs: [batch?, k, n].
+  // lhs: [batch?, m₁, …, m_r, k]; rhs: [batch?, k, n], or, with lhs
+  // transposed, [batch?, m₁, …, m_r, n].
+  int64_t rhsRows = transposeLhs ? lhsRows : 1;
   int64_t lhsRank = lhs.getRank(), rhsRank = rhs.getRank();
   if ((lhsRank != lhsRows + 1 && lhsRank != lhsRows + 2) ||
-      (rhsRank != 2 && rhsRank != 3)) {
-    reason = lhsRows == 1 ? "expected operands of two or three axes"
-                          : "expected lhs of " + std::to_string(lhsRows + 1) +
-                                " or " + std::to_string(lhsRows + 2) +
-                                " axes and rhs of two or three";
+      (rhsRank != rhsRows + 1 && rhsRank != rhsRows + 2)) {
+    reason = lhsRows == 1
+                 ? "expected operands of two or three axes"
+                 : "expected lhs of " + std::to_string(lhsRows + 1) + " or " +
+                       std::to_string(lhsRows + 2) + " axes and rhs of " +
+                       (rhsRows == 1 ? std::string("two or three")
+                                     : std::to_string(rhsRows + 1) + " or " +
+                                           std::to_string(rhsRows + 2));
     return {};
   }
   StringAttr lhsBatch =
       lhsRank == lhsRows + 2 ? lhs.getShape().front() : StringAttr();
-  StringAttr rhsBatch = rhsRank == 3 ? rhs.getShape().front() : StringAttr();
+  StringAttr rhsBatch =
+      rhsRank == rhsRows + 2 ? rhs.getShape().front() : StringAttr();
   // Without a batch axis (two matrices), a batch of one: the product of
   // rows of positions with a matrix, or with `summed` a sum over positions.
   StringAttr batch = lhsBatch ? lhsBatch : rhsBatch;
@@ -954,13 +960,15 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
   }
   ArrayRef<StringAttr> lhsMatrix = lhs.getShape().take_back(lhsRows + 1);
   SmallVector<StringAttr> rows(lhsMatrix.drop_back());
-  StringAttr inner = lhsMatrix.back();
+  SmallVector<StringAttr> inner = {lhsMatrix.back()};
   if (transposeLhs)
-    std::swap(rows.front(), inner);
-  SmallVector<StringAttr> right(rhs.getShape().take_back(2));
+    std::swap(rows, inner);
+  ArrayRef<StringAttr> rhsMatrix = rhs.getShape().take_back(rhsRows + 1);
+  SmallVector<StringAttr> right(rhsMatrix.drop_back());
+  StringAttr columns = rhsMatrix.back();
   if (transposeRhs)
-    std::swap(right[0], right[1]);
-  if (inner != right[0]) {
+    std::swap(right.front(), columns);
+  if (inner != right) {
     reason = "the matrices' inner dims differ";
     return {};
   }
@@ -968,7 +976,7 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
   if (!sumBatch && batch)
     dims.push_back(batch);
   llvm::append_range(dims, rows);
-  dims.push_back(right[1]);
+  dims.push_back(columns);
   return ArrayType::get(lhs.getContext(), dims);
 }
 

@@ -175,7 +175,11 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     transposed): `[B, m₁, …, m_r, k]` or `[m₁, …, m_r, k]`, whose rows are
     the positions of m₁ … m_r in row-major order (the tokens of every
     sequence of a batch, times each head's matrix); the result is
-    `[B, m₁, …, m_r, n]`, or `[m₁, …, m_r, n]` summed.
+    `[B, m₁, …, m_r, n]`, or `[m₁, …, m_r, n]` summed. With `lhs`
+    transposed, those positions are the inner dim: `rhs` is
+    `[B, m₁, …, m_r, n]` or `[m₁, …, m_r, n]` (not transposed) and the
+    result `[B, k, n]`, each head's Σ over every token of the batch of
+    u ⊗ v (a per-head parameter's gradient).
 
     ```mlir
     %q = energy.batch_matmul %x, %Wq transposed
@@ -205,6 +209,16 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     bool hasLhsBatch() {
       return ::llvm::cast<ArrayType>(getLhs().getType()).getRank() ==
              getLhsRows() + 2;
+    }
+    /// The number of row axes of `rhs` that the inner dim runs over: the
+    /// lhs's row axes when it is transposed with several, else one.
+    int64_t getRhsRows() {
+      return getTransposeLhs() ? getLhsRows() : 1;
+    }
+    /// Whether `rhs` has a batch axis (ahead of its rows).
+    bool hasRhsBatch() {
+      return ::llvm::cast<ArrayType>(getRhs().getType()).getRank() ==
+             getRhsRows() + 2;
     }
   }];
 }

@@ -1204,8 +1204,7 @@ energy.model @m {
 
 // -----
 
-// Several row axes: the lhs's axes are a batch, the rows, the inner dim;
-// a transposed lhs has one row axis.
+// Several row axes: the lhs's axes are a batch, the rows, the inner dim.
 energy.model @m {
   energy.dim @N
   energy.dim @H
@@ -1233,8 +1232,28 @@ energy.model @m {
   energy.term @e {
     %w = energy.read @W : !energy.array<H, D, D>
     %v = energy.read @V : !energy.array<N, D, D>
-    // expected-error @below {{'energy.batch_matmul' op expected at least one row axis of lhs, and one when it is transposed}}
-    %a = energy.batch_matmul %v transposed, %w {lhs_rows = 2 : i64} : !energy.array<N, D, D>, !energy.array<H, D, D> -> !energy.array<H, N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op the matrices' inner dims differ}}
+    %a = energy.batch_matmul %v transposed, %w {lhs_rows = 2 : i64} : !energy.array<N, D, D>, !energy.array<H, D, D> -> !energy.array<D, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+// A transposed lhs with several row axes sums over them with the same row
+// axes of rhs, which is not transposed.
+energy.model @m {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @W : param [@N, @D, @D]
+  energy.tensor @V : param [@N, @D, @D]
+  energy.term @e {
+    %w = energy.read @W : !energy.array<N, D, D>
+    %v = energy.read @V : !energy.array<N, D, D>
+    // expected-error @below {{'energy.batch_matmul' op expected at least one row axis of lhs, and rhs not transposed when lhs is with several}}
+    %a = energy.batch_matmul %v transposed, %w transposed {lhs_rows = 2 : i64} : !energy.array<N, D, D>, !energy.array<N, D, D> -> !energy.array<D, D>
     %s = energy.constant 1.0
     energy.yield %s : !energy.array<>
   }

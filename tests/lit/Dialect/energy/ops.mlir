@@ -421,9 +421,11 @@ energy.model @kernel_plan {
     // Several row axes, and running sums along the leading axis.
     // CHECK-NEXT: %[[QR:.*]] = batch_matmul %[[QB]], %[[WQ]] transposed {lhs_rows = 2 : i64} : !energy.array<H, N, D>, !energy.array<H, D, D> -> !energy.array<H, H, N, D>
     // CHECK-NEXT: batch_matmul %[[QR]], %[[WQ]] summed {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    // CHECK-NEXT: batch_matmul %[[QR]] transposed, %[[QB]] {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, N, D> -> !energy.array<H, D, D>
     // CHECK-NEXT: prefix_sum %[[QB]] reverse exclusive : !energy.array<H, N, D>
     %qr = energy.batch_matmul %qb, %wq transposed {lhs_rows = 2 : i64} : !energy.array<H, N, D>, !energy.array<H, D, D> -> !energy.array<H, H, N, D>
     %qs = energy.batch_matmul %qr, %wq summed {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, D, D> -> !energy.array<H, N, D>
+    %qt = energy.batch_matmul %qr transposed, %qb {lhs_rows = 2 : i64} : !energy.array<H, H, N, D>, !energy.array<H, N, D> -> !energy.array<H, D, D>
     %run = energy.prefix_sum %qb reverse exclusive : !energy.array<H, N, D>
     %scale = energy.constant 0.5
     // CHECK: %[[R:.*]]:3 = softmax_contract bilinear rows (%[[H:.*]] : @H, %[[I:.*]] : @N) cols (%[[J:.*]] : @N) where {
