@@ -150,7 +150,7 @@ struct PositionMap {
 
 /// The indices of a side's region that choose its output position (the
 /// rows for the child side, the batch rows and the column for the parent
-/// side) and the one its sum runs over.
+/// side) and the one its sum runs over; `op` has row indices.
 std::pair<SmallVector<Value>, Value> sideIndices(SoftmaxContractOp op,
                                                  Block &block, bool rowSide) {
   unsigned rowCount = op.getNumRowIndices();
@@ -169,6 +169,10 @@ std::pair<SmallVector<Value>, Value> sideIndices(SoftmaxContractOp op,
 SmallVector<PositionMap> findPositionMaps(SoftmaxContractOp op, bool rowSide) {
   SmallVector<PositionMap> found;
   Block &block = (rowSide ? op.getRowSums() : op.getColSums()).front();
+  // Without row indices a side's output is one value, not a table of
+  // rows: nothing to apply per row.
+  if (op.getNumRowIndices() == 0)
+    return found;
   auto [position, summed] = sideIndices(op, block, rowSide);
   auto yield = cast<YieldOp>(block.getTerminator());
   for (auto [j, value] : llvm::enumerate(yield.getValues())) {
