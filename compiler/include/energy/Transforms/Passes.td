@@ -490,7 +490,8 @@ def EnergyPlanDropGatherLets : EnergyPlanStep<"energy-plan-drop-gather-lets",
     The lets `energy-gather-gradients` made for the parent side of lse
     terms (`@T.gather`, `@T.gather_N`) that nothing reads once the plan has
     been canonicalized (a contraction's output nobody used, and the reads
-    its regions made, gone) are dropped, so that nothing computes them.
+    its regions made, gone) are dropped: the plan holds what runs (a let is
+    computed where a kernel reads it, so they cost no time).
   }];
 }
 
