@@ -187,10 +187,11 @@ bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
     return arrayOver(side, ofHead ? headRows : rows,
                      ofHead ? headSizes : rowSizes, blocks, loop);
   };
-  OpBuilder before(loop), inside(sum);
+  // Every term's tables and product type first: a term whose tables do not
+  // fit (the product's verifier would refuse it) leaves the sum as it is.
   Location loc = sum.getLoc();
   int64_t rowCount = rows.size();
-  Value total;
+  SmallVector<std::tuple<Value, Value, ArrayType>> products;
   for (Term &term : terms) {
     Value lhs = table(term.outer.getLhs(), term.lhsOfHead);
     Value rhs = table(term.outer.getRhs(), term.rhsOfHead);
@@ -198,11 +199,25 @@ bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
     ArrayType type = BatchMatmulOp::inferType(
         cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()), true,
         false, false, reason, rowCount);
-    assert(type && "outer products' tables over the same rows");
-    Value products = BatchMatmulOp::create(before, loc, type, lhs, rhs, true,
-                                           false, false, rowCount);
+    products.emplace_back(lhs, rhs, type);
+  }
+  if (llvm::any_of(products,
+                   [](auto &product) { return !std::get<2>(product); })) {
+    for (auto &[lhs, rhs, type] : llvm::reverse(products))
+      for (Value made : {rhs, lhs})
+        if (Operation *def = made.getDefiningOp();
+            def && isa<TabulateOp>(def) && def->use_empty())
+          def->erase();
+    return false;
+  }
+  OpBuilder before(loop), inside(sum);
+  Value total;
+  for (auto [term, product] : llvm::zip(terms, products)) {
+    auto [lhs, rhs, type] = product;
+    Value all = BatchMatmulOp::create(before, loc, type, lhs, rhs, true, false,
+                                      false, rowCount);
     Value matrix = ExtractOp::create(
-        inside, loc, cast<ArrayType>(term.outer.getType()), products,
+        inside, loc, cast<ArrayType>(term.outer.getType()), all,
         AffineMapAttr::get(
             AffineMap::getMultiDimIdentityMap(1, sum.getContext())),
         ValueRange{head});
