@@ -264,10 +264,7 @@ bool factorPositionMaps(SoftmaxContractOp op) {
           replacement->getResult(result.getResultNumber()));
   op.erase();
   for (Region *region : {&replacement.getRowSums(), &replacement.getColSums()})
-    for (Operation &dead :
-         llvm::make_early_inc_range(llvm::reverse(region->front())))
-      if (isOpTriviallyDead(&dead))
-        dead.erase();
+    eraseDeadOps(region->front());
   markContractForm(replacement);
   return true;
 }

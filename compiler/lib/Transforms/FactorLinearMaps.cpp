@@ -36,9 +36,7 @@ ReduceOp sumYielding(OpBuilder &builder, ReduceOp sum, Value inside) {
   body.getTerminator()->setOperands(mapping.lookupOrDefault(inside));
   // What only the other values needed is not computed (and not seen by
   // the steps that match what a sum computes).
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (isOpTriviallyDead(&op))
-      op.erase();
+  eraseDeadOps(body);
   return copy;
 }
 

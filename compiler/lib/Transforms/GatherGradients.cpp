@@ -88,6 +88,14 @@ struct GatherGradientsPass
         gatherScatters(outer, symbols);
   }
 
+  /// Whether `outer` may be the domain of the lets that a gather stashes
+  /// its reductions in: a let is computed at every position of its domain,
+  /// which ranges over dims, so the loop must be such a domain and skip no
+  /// position.
+  static bool isLetDomain(ForeachOp outer) {
+    return !outer.hasPredicate() && hasPlainDims(outer.getSizes());
+  }
+
   /// One term of a value built by additions, negations and transposes,
   /// with the sign and transposition it is added with.
   struct AddedLeaf {
@@ -207,13 +215,6 @@ struct GatherGradientsPass
     accumulate.erase();
   }
 
-  /// Erases the ops of `block` whose results nothing uses.
-  static void eraseDeadOps(Block &block) {
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (isOpTriviallyDead(&op))
-        op.erase();
-  }
-
   /// Gathers, for each loop over columns in the body of `outer` (and each
   /// sum over columns that an accumulation adds, scatterPairSums), the
   /// accumulations that add less summed over the rows first
@@ -223,10 +224,7 @@ struct GatherGradientsPass
   /// that their wide maps apply once per column after the sum. The loop's other
   /// accumulations stay. `outer` goes when nothing is left in it.
   void gatherPairSums(ForeachOp outer, SymbolTable &symbols) {
-    if (outer.hasPredicate() ||
-        llvm::any_of(outer.getSizes(), [](Attribute size) {
-          return !cast<DimExprAttr>(size).getDimName();
-        }))
+    if (!isLetDomain(outer))
       return;
     Block &outerBody = outer.getBody().front();
     // Sums over columns that accumulations add, as scatters.
@@ -412,12 +410,7 @@ struct GatherGradientsPass
   /// `outer`'s body that the scatter needs (the lse of each child) are
   /// computed once more, into a let that the new loop reads.
   void gatherScatters(ForeachOp outer, SymbolTable &symbols) {
-    // A let is computed at every position of its domain, which ranges over
-    // dims: the outer loop must be such a domain and skip no position.
-    if (outer.hasPredicate() ||
-        llvm::any_of(outer.getSizes(), [](Attribute size) {
-          return !cast<DimExprAttr>(size).getDimName();
-        }))
+    if (!isLetDomain(outer))
       return;
     Block &outerBody = outer.getBody().front();
     SmallVector<std::pair<ForeachOp, SmallVector<bool>>> scatters;

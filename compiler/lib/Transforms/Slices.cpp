@@ -388,3 +388,9 @@ llvm::StringSet<> mlir::energy::positionDims(ModelOp model) {
   }
   return dims;
 }
+
+void mlir::energy::eraseDeadOps(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}

@@ -134,6 +134,10 @@ bool onlyReads(Operation *op);
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 
+/// Erases the ops of `block` whose results nothing uses and that have no
+/// effects, last first.
+void eraseDeadOps(Block &block);
+
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
 /// corresponding operands, the values `arguments` maps (block arguments, or
 /// any value to substitute) corresponding through it, the operands of
