@@ -73,7 +73,10 @@ def run(ctx):
                   for k, v in model.make_inputs(dims, np.random.default_rng(7)).items()}
         inputs = ctx.path('zoo_%s.safetensors' % name)
         write_safetensors(inputs, arrays)
-        artifact = ctx.compile(name, source=model.SOURCE, name='zoo_' + name)
+        # The bench sizes as the dims' defaults: the sizes at which the
+        # planner weighs its choices (the artifact runs at any sizes).
+        artifact = ctx.compile(name, source=model.SOURCE, name='zoo_' + name,
+                               extra=['--dim=%s=%d' % kv for kv in dims.items()])
         dim_args = []
         for key, value in dims.items():
             dim_args += ['--dim', '%s=%d' % (key, value)]

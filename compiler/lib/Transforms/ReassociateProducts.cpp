@@ -8,11 +8,13 @@
 //   Σ_b P[b]ᵀ C[b]      = op(M)ᵀ (Σ_b A[b]ᵀ C[b])
 //   Σ_b C[b]ᵀ P[b]      = (Σ_b C[b]ᵀ A[b]) op(M)
 // one product of K × D matrices (K·D·D' work) in place of one over every
-// row (B·N·K·D). The backward step's adjoints apply Wk and Wq to outputs of
-// contractions before summing them into the parameters' adjoints. A table
-// of s · P[b, i] (s scalars) is the table of s · A[b, i] times op(M) first,
-// so that it is a use of that form too. And of Σ_b A[b]ᵀ C[b] and
-// Σ_b C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the same outer products,
+// row (B·N·K·D), when that is less work at the estimated sizes
+// (SizeEstimates.h): with a dictionary of P × K and a batch of B codes, the
+// rows' order is the cheaper one. The backward step's adjoints apply Wk and Wq
+// to outputs of contractions before summing them into the parameters' adjoints.
+// A table of s · P[b, i] (s scalars) is the table of s · A[b, i] times op(M)
+// first, so that it is a use of that form too. And of Σ_b A[b]ᵀ C[b] and Σ_b
+// C[b]ᵀ A[b] (Wq's and Wk's adjoints both sum the same outer products,
 // transposed), the second is the first's transpose. Last, a table of
 // s · A[b, i] (s a number per row) times op(M), after A op(M) was computed,
 // is the table of s · (A op(M))[b, i]: the second derivatives scale the
@@ -21,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "SizeEstimates.h"
 #include "Slices.h"
 
 #include "mlir/IR/Builders.h"
@@ -51,8 +54,18 @@ std::optional<UseForm> formOf(BatchMatmulOp use, Value rows) {
   return use.getLhs() == rows ? UseForm::SummedLhs : UseForm::SummedRhs;
 }
 
+/// The ops a builder inserts, so that a rewrite that does not pay can be
+/// taken back.
+struct InsertedOps : OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  SmallVector<Operation *> ops;
+};
+
 /// Rewrites every use of `rows` (= A op(M)) and erases it, when every use
-/// is one of the forms above.
+/// is one of the forms above and the products that replace them do no more
+/// work, at the estimated sizes, than `rows` and its uses.
 bool reassociate(BatchMatmulOp rows) {
   if (!isRowsTimesMatrix(rows) || rows->use_empty())
     return false;
@@ -66,9 +79,15 @@ bool reassociate(BatchMatmulOp rows) {
       return false;
     uses.push_back({use, *form});
   }
+  auto model = rows->getParentOfType<ModelOp>();
+  double workBefore = estimatedProductWork(model, rows);
+  for (auto [use, form] : uses)
+    workBefore += estimatedProductWork(model, use);
   Value a = rows.getLhs();
+  InsertedOps inserted;
+  SmallVector<Value> results;
   for (auto [use, form] : uses) {
-    OpBuilder builder(use);
+    OpBuilder builder(use, &inserted);
     Location loc = use.getLoc();
     Value result;
     switch (form) {
@@ -102,8 +121,19 @@ bool reassociate(BatchMatmulOp rows) {
     }
     }
     assert(result.getType() == use.getType() && "the same product");
-    use.getResult().replaceAllUsesWith(result);
-    use.erase();
+    results.push_back(result);
+  }
+  double workAfter = 0;
+  for (Operation *op : inserted.ops)
+    workAfter += estimatedProductWork(model, op);
+  if (workAfter > workBefore) {
+    for (Operation *op : llvm::reverse(inserted.ops))
+      op->erase();
+    return false;
+  }
+  for (auto [use, result] : llvm::zip(uses, results)) {
+    use.first.getResult().replaceAllUsesWith(result);
+    use.first.erase();
   }
   rows.erase();
   return true;

@@ -1,0 +1,77 @@
+// RUN: energy-opt %s --split-input-file --energy-plan-reassociate-products | FileCheck %s
+
+// Every token's row times W, summed against the tokens' cotangents: the
+// small matrices meet first, Wᵀ (Σ_b X[b]ᵀ C[b]), B·N·D·D + D·D·Y work in
+// place of 2·B·N·D·Y (dims of no default count as equal).
+// CHECK-LABEL: energy.model @tokens
+// CHECK:       %[[S:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+// CHECK:       %[[R:.*]] = matmul %{{.*}}, %[[S]] : !energy.array<Y, D>, !energy.array<D, D>
+// CHECK:       %[[T:.*]] = transpose %[[R]]
+// CHECK:       accumulate %[[T]] into @W
+energy.model @tokens {
+  energy.dim @B
+  energy.dim @N
+  energy.dim @D
+  energy.dim @Y
+  energy.tensor @x : input [@B, @N, @D]
+  energy.tensor @c : input [@B, @N, @D]
+  energy.tensor @W : param [@D, @Y]
+  energy.gradient @W {
+    %x = energy.read @x : !energy.array<B, N, D>
+    %c = energy.read @c : !energy.array<B, N, D>
+    %w = energy.read @W : !energy.array<D, Y>
+    %p = energy.batch_matmul %x, %w : !energy.array<B, N, D>, !energy.array<D, Y> -> !energy.array<B, N, Y>
+    %g = energy.batch_matmul %p transposed, %c summed : !energy.array<B, N, Y>, !energy.array<B, N, D> -> !energy.array<Y, D>
+    %t = energy.transpose %g : !energy.array<Y, D>
+    energy.accumulate %t into @W : !energy.array<D, Y>
+  }
+}
+
+// -----
+
+// A batch of B codes through a P × K dictionary: (V Dᵀ)ᵀ A costs 2·B·P·K
+// and D (Vᵀ A) B·K·K + P·K·K, more at these sizes: kept.
+// CHECK-LABEL: energy.model @dictionary
+// CHECK:       %[[P:.*]] = batch_matmul %{{.*}}, %{{.*}} transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+// CHECK:       batch_matmul %[[P]] transposed, %{{.*}} summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+// CHECK-NOT:   matmul
+energy.model @dictionary {
+  energy.dim @B = 256
+  energy.dim @P = 256
+  energy.dim @K = 512
+  energy.tensor @v : input [@B, @K]
+  energy.tensor @a : input [@B, @K]
+  energy.tensor @D : param [@P, @K]
+  energy.gradient @D {
+    %v = energy.read @v : !energy.array<B, K>
+    %a = energy.read @a : !energy.array<B, K>
+    %d = energy.read @D : !energy.array<P, K>
+    %p = energy.batch_matmul %v, %d transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %g = energy.batch_matmul %p transposed, %a summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+    energy.accumulate %g into @D : !energy.array<P, K>
+  }
+}
+
+// -----
+
+// The same product over a large batch of small codes (B = 4096, P = K = 16):
+// Σ_b v_b ⊗ a_b first, B·K·K + P·K·K in place of 2·B·P·K.
+// CHECK-LABEL: energy.model @large_batch
+// CHECK:       %[[S:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, K>, !energy.array<B, K> -> !energy.array<K, K>
+// CHECK:       matmul %{{.*}}, %[[S]] : !energy.array<P, K>, !energy.array<K, K>
+energy.model @large_batch {
+  energy.dim @B = 4096
+  energy.dim @P = 16
+  energy.dim @K = 16
+  energy.tensor @v : input [@B, @K]
+  energy.tensor @a : input [@B, @K]
+  energy.tensor @D : param [@P, @K]
+  energy.gradient @D {
+    %v = energy.read @v : !energy.array<B, K>
+    %a = energy.read @a : !energy.array<B, K>
+    %d = energy.read @D : !energy.array<P, K>
+    %p = energy.batch_matmul %v, %d transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %g = energy.batch_matmul %p transposed, %a summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+    energy.accumulate %g into @D : !energy.array<P, K>
+  }
+}
