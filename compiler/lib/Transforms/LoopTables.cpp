@@ -150,11 +150,18 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
           outerMask[result] = maskOf(&op);
   llvm::DenseSet<Operation *> candidates;
   for (Operation &op : body.without_terminator()) {
-    if (op.getNumRegions() || (predicated && !readsPlainly(&op)))
+    // A sum or table nested in the body (x[b, j] − Wd Σ_i a[b, j, i] in a
+    // table over (b, i)) counts with the values its regions capture.
+    bool nestedLoop = isa<ReduceOp, TabulateOp>(op) && onlyReads(&op);
+    if ((op.getNumRegions() && !nestedLoop) ||
+        (predicated && (nestedLoop || !readsPlainly(&op))))
       continue;
-    bool local = llvm::all_of(op.getOperands(), [&](Value operand) {
-      return own.contains(operand) || carried.contains(operand) ||
-             isLifted(operand) || isDefinedOutside(operand, outer);
+    bool local = true;
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (isDefinedOutside(operand, &op))
+          local &= own.contains(operand) || carried.contains(operand) ||
+                   isLifted(operand) || isDefinedOutside(operand, outer);
     });
     uint64_t mask = maskOf(&op);
     if (!local || (allOuter && mask == allOuter))
@@ -305,6 +312,8 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     value.replaceAllUsesWith(row);
     made = true;
   }
+  if (made)
+    eraseDeadOps(body);
   return made;
 }
 
