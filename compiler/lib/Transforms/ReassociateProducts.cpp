@@ -20,6 +20,10 @@
 // is the table of s · (A op(M))[b, i]: the second derivatives scale the
 // rows of X by a number per row before applying Wqᵀ, and X Wqᵀ is there.
 //
+// And a product's lhs that is a table of Aᵀ (a table over k of rows over i
+// reading A[i, k], the responsibilities of an M-step) is A read transposed:
+// Σ_i A[i]ᵀ ⊗ X[i], without copying A.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
@@ -264,6 +268,73 @@ bool productOfEarlierRows(BatchMatmulOp product) {
   return false;
 }
 
+/// The array A [N, K] that `table`, of type [K, N], transposes: a table
+/// over k whose rows are tables over i of A[i, k], or a table over (k, i)
+/// of A[i, k], A a tensor or an array from outside the table (read ahead
+/// at the builder's point); null otherwise.
+Value transposedArrayOf(TabulateOp table, OpBuilder &builder) {
+  auto type = cast<ArrayType>(table.getType());
+  if (type.getRank() != 2)
+    return Value();
+  Block &outer = table.getBody().front();
+  Value element = table.getBodyValue();
+  SmallVector<Value> indices;
+  if (outer.getNumArguments() == 2) {
+    indices = {outer.getArgument(1), outer.getArgument(0)};
+  } else if (auto row = element.getDefiningOp<TabulateOp>();
+             row && outer.getNumArguments() == 1 && row->getBlock() == &outer &&
+             row.getBody().front().getNumArguments() == 1) {
+    indices = {row.getBody().front().getArgument(0), outer.getArgument(0)};
+    element = row.getBodyValue();
+  } else {
+    return Value();
+  }
+  auto transposed =
+      ArrayType::get(table.getContext(), {type.getShape()[1].getValue(),
+                                          type.getShape()[0].getValue()});
+  if (auto extract = element.getDefiningOp<ExtractOp>())
+    return extract.getMap().isIdentity() &&
+                   llvm::equal(extract.getIndices(), indices) &&
+                   isDefinedOutside(extract.getSource(), table) &&
+                   extract.getSource().getType() == transposed
+               ? extract.getSource()
+               : Value();
+  return wholeTensorOf(element, indices, transposed, builder);
+}
+
+/// Replaces `product`, T X with T a table of Aᵀ (transposedArrayOf) and X
+/// the rows of an unbatched array, by Σ_i A[i]ᵀ ⊗ X[i].
+bool transposedTableOperand(BatchMatmulOp product) {
+  auto table = product.getLhs().getDefiningOp<TabulateOp>();
+  if (!table || product.getTransposeLhs() || product.getTransposeRhs() ||
+      product.getSumBatch() || product.getLhsRows() != 1 ||
+      product.hasLhsBatch() || product.hasRhsBatch())
+    return false;
+  // A tensor is read where the table read it.
+  OpBuilder atTable(table);
+  Value array = transposedArrayOf(table, atTable);
+  if (!array)
+    return false;
+  std::string reason;
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(array.getType()),
+      cast<ArrayType>(product.getRhs().getType()), true, false, true, reason);
+  if (type != product.getType()) {
+    if (array.use_empty() && array.getDefiningOp<ReadOp>() &&
+        array.getDefiningOp()->getNextNode() == table)
+      array.getDefiningOp()->erase();
+    return false;
+  }
+  OpBuilder builder(product);
+  Value sum = BatchMatmulOp::create(builder, product.getLoc(), type, array,
+                                    product.getRhs(), true, false, true);
+  product.getResult().replaceAllUsesWith(sum);
+  product.erase();
+  if (table->use_empty())
+    table.erase();
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::reassociateProducts(ModelOp model) {
@@ -288,6 +359,6 @@ void mlir::energy::reassociateProducts(ModelOp model) {
   SmallVector<BatchMatmulOp> products;
   model.walk([&](BatchMatmulOp product) { products.push_back(product); });
   for (BatchMatmulOp product : products)
-    if (!transposeOfEarlier(product))
-      productOfEarlierRows(product);
+    if (!transposeOfEarlier(product) && !productOfEarlierRows(product))
+      transposedTableOperand(product);
 }

@@ -75,3 +75,33 @@ energy.model @large_batch {
     energy.accumulate %g into @D : !energy.array<P, K>
   }
 }
+
+// -----
+
+// The M-step's weighted sums Rᵀ X, with Rᵀ a table of R[i, k] over k and i:
+// the product reads R transposed, Σ_i R[i]ᵀ ⊗ X[i], and the copy is gone.
+// CHECK-LABEL: energy.model @responsibilities
+// CHECK-NOT:   tabulate
+// CHECK:       %[[R:.*]] = read @R : !energy.array<N, K>
+// CHECK:       %[[M:.*]] = batch_matmul %[[R]] transposed, %{{.*}} summed : !energy.array<N, K>, !energy.array<N, D> -> !energy.array<K, D>
+// CHECK-NEXT:  store %[[M]] into @mu
+energy.model @responsibilities {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @R : state [@N, @K]
+  energy.tensor @mu : state [@K, @D]
+  energy.update_program {
+    %x = energy.read @x : !energy.array<N, D>
+    %t = energy.tabulate (%k : @K) {
+      %row = energy.tabulate (%i : @N) {
+        %r = energy.read @R[%i, %k] : !energy.array<>
+        energy.yield %r : !energy.array<>
+      } : !energy.array<N>
+      energy.yield %row : !energy.array<N>
+    } : !energy.array<K, N>
+    %m = energy.batch_matmul %t, %x : !energy.array<K, N>, !energy.array<N, D> -> !energy.array<K, D>
+    energy.store %m into @mu : !energy.array<K, D>
+  }
+}
