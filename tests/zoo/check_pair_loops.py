@@ -31,9 +31,9 @@ KNOWN = {
                           'pair): dot(L u, v) = dot(u, Lᵀ v)',
     'rbf_attention': 'the backward term\'s own value (a dot product with the '
                      'cotangent of Wkᵀ per pair): dot(L u, v) = dot(u, Lᵀ v)',
-    'multihead_slot_attention': 'the loss gradient: Wkᵀ and the layer norm\'s '
-                                'backward per pair, the reconstruction\'s softmax over '
-                                'slots per (token, slot)',
+    'multihead_slot_attention': 'the backward term\'s own value (a dot product with the '
+                                'cotangent of Wkᵀ and the layer norm\'s backward per '
+                                'pair): dot(L u, v) = dot(u, Lᵀ v)',
 }
 
 

@@ -8,7 +8,10 @@
 // `energy.extract`. Work that also depends on indices of the loop directly
 // around (a batch index b in Σ_c W x[b, c] inside a loop over (b, p)) is
 // tabulated over those too, just ahead of that loop. Softmax contractions have
-// their own tables (ContractTables.cpp).
+// their own tables (ContractTables.cpp). Last, once products are formed, a
+// loop over several indices that nothing encloses computes what depends on
+// some of them only (a row's softmax read at every slot) once per position
+// of those (energy-plan-row-tables).
 //
 //===----------------------------------------------------------------------===//
 
@@ -317,6 +320,122 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
   return made;
 }
 
+/// Hoists, out of a loop over several indices that no other loop encloses,
+/// the values of its body that depend on some of its indices only (a row's
+/// softmax over slots, read in a table over (b, j, i) at every slot i):
+/// each goes into a table over the indices it uses, ahead of the loop.
+/// Returns whether it made any table.
+bool hoistFromStatement(InnerLoop loop) {
+  Block &body = *loop.body;
+  unsigned count = body.getNumArguments();
+  if (!isStatement(loop.op) || count < 2 || count > 64 ||
+      !hasPlainDims(loop.sizes) || hasPredicate(loop.op))
+    return false;
+  uint64_t all = (uint64_t(1) << count) - 1;
+  // The indices each value of the body depends on; values of the ops that
+  // may leave the loop only (their operands from outside it, its indices
+  // or other such values).
+  llvm::DenseMap<Value, uint64_t> maskOf;
+  llvm::DenseMap<Operation *, uint64_t> opMask;
+  for (BlockArgument argument : body.getArguments())
+    maskOf[argument] = uint64_t(1) << argument.getArgNumber();
+  llvm::DenseSet<Operation *> movable;
+  for (Operation &op : body) {
+    bool nestedLoop = isa<ReduceOp, TabulateOp>(op) && onlyReads(&op);
+    bool local = (!op.getNumRegions() || nestedLoop) &&
+                 (isa<ReadOp>(op) || isMemoryEffectFree(&op) || nestedLoop);
+    uint64_t mask = 0;
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (!isDefinedOutside(operand, &op) ||
+            isDefinedOutside(operand, loop.op))
+          continue;
+        mask |= maskOf.lookup(operand);
+        Operation *def = operand.getDefiningOp();
+        local &= !def || movable.contains(def);
+      }
+    });
+    opMask[&op] = mask;
+    for (Value result : op.getResults())
+      maskOf[result] = mask;
+    if (local && readsPlainly(&op) && !op.hasTrait<OpTrait::IsTerminator>())
+      movable.insert(&op);
+  }
+  // Worth a table: what does more than element-wise work on its operands
+  // (a table that only gathers elements is a copy).
+  auto doesRowWork = [](Operation *op) {
+    if (auto table = dyn_cast<TabulateOp>(op))
+      return table
+          ->walk([](Operation *nested) {
+            return isa<TabulateOp, ExtractOp, ReadOp, YieldOp, ConstantOp>(
+                       nested)
+                       ? WalkResult::advance()
+                       : WalkResult::interrupt();
+          })
+          .wasInterrupted();
+    return isa<MatmulOp, DotOp, QuadOp, OuterOp, SoftmaxOp, LogSoftmaxOp,
+               LayerNormOp, RmsNormOp, ReduceOp, ReduceElementsOp, SumLastOp,
+               InverseOp, LogDetOp>(op);
+  };
+  SmallVector<Operation *> hoisted;
+  for (Operation &op : body.without_terminator()) {
+    if (!movable.contains(&op) || !isComputation(&op))
+      continue;
+    uint64_t mask = opMask.lookup(&op);
+    if (mask == 0 || mask == all)
+      continue;
+    llvm::SetVector<Operation *> slice;
+    addToSlice(op.getResult(0), body, slice);
+    bool usedWider = llvm::any_of(op.getUsers(), [&](Operation *user) {
+      Operation *inBody = body.findAncestorOpInBlock(*user);
+      return !inBody || (opMask.lookup(inBody) & ~mask) != 0 ||
+             inBody->hasTrait<OpTrait::IsTerminator>();
+    });
+    if (usedWider && llvm::any_of(slice, doesRowWork))
+      hoisted.push_back(&op);
+  }
+  MLIRContext *context = loop.op->getContext();
+  for (Operation *op : hoisted) {
+    Value value = op->getResult(0);
+    uint64_t mask = opMask.lookup(op);
+    llvm::SetVector<Operation *> slice;
+    addToSlice(value, body, slice);
+    SmallVector<Value> indices;
+    SmallVector<Attribute> sizes;
+    SmallVector<StringAttr> dims;
+    for (BlockArgument argument : body.getArguments())
+      if (mask & (uint64_t(1) << argument.getArgNumber())) {
+        indices.push_back(argument);
+        sizes.push_back(loop.sizes[argument.getArgNumber()]);
+        dims.push_back(StringAttr::get(
+            context, *cast<DimExprAttr>(sizes.back()).getDimName()));
+      }
+    llvm::append_range(dims, cast<ArrayType>(value.getType()).getShape());
+    OpBuilder builder(loop.op);
+    auto table =
+        TabulateOp::create(builder, op->getLoc(), ArrayType::get(context, dims),
+                           ArrayAttr::get(context, sizes));
+    Block &tableBody = table.getBody().emplaceBlock();
+    IRMapping mapping;
+    for (Value index : indices)
+      mapping.map(index,
+                  tableBody.addArgument(index.getType(), index.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
+    cloneSlice(body, slice, inside, mapping);
+    YieldOp::create(inside, op->getLoc(), mapping.lookupOrDefault(value));
+    builder.setInsertionPoint(op);
+    Value element =
+        ExtractOp::create(builder, op->getLoc(), value.getType(), table,
+                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                              indices.size(), context)),
+                          indices);
+    value.replaceAllUsesWith(element);
+  }
+  if (!hoisted.empty())
+    eraseDeadOps(body);
+  return !hoisted.empty();
+}
+
 /// Replaces each whole-element read of a let at a table's own indices
 /// (`tabulate (b, c) { read @L[b, c] }`, the table being where the let is
 /// computed once per position) by the let's body, so that the work in the
@@ -437,4 +556,14 @@ void mlir::energy::hoistLoopTables(ModelOp model) {
     for (InnerLoop loop : loops)
       more |= hoistFrom(loop, symbols);
   }
+}
+
+void mlir::energy::hoistRowTables(ModelOp model) {
+  SmallVector<InnerLoop> statements;
+  model.walk([&](Operation *op) {
+    if (std::optional<InnerLoop> loop = carrierOf(op); loop && isStatement(op))
+      statements.push_back(*loop);
+  });
+  for (InnerLoop loop : statements)
+    hoistFromStatement(loop);
 }

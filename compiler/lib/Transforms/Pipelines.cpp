@@ -74,6 +74,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanReassociateProducts());
   modelPasses.addPass(createEnergyPlanCombineProducts());
+  modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }

@@ -111,6 +111,10 @@ void fuseElementwise(ModelOp model);
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.
 void hoistLoopTables(ModelOp model);
+/// In a loop over several indices that no loop encloses, computes the
+/// values that depend on some of them only (and do more than element-wise
+/// work) once per position of those, in tables ahead of it.
+void hoistRowTables(ModelOp model);
 
 /// Replaces each sum over an index bounded by an outer index (Σ_{j ≤ i}),
 /// whose summand does not depend on the outer one, by a read of a table of

@@ -24,6 +24,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
+#define GEN_PASS_DEF_ENERGYPLANROWTABLES
 #define GEN_PASS_DEF_ENERGYPLANPREFIXSUMS
 #define GEN_PASS_DEF_ENERGYPLANMERGECONTRACTS
 #define GEN_PASS_DEF_ENERGYPLANFACTORCONTRACTOUTPUTS
@@ -57,6 +58,7 @@ ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)
+ENERGY_PLAN_STEP_PASS(PlanRowTables, hoistRowTables)
 ENERGY_PLAN_STEP_PASS(PlanPrefixSums, formPrefixSums)
 ENERGY_PLAN_STEP_PASS(PlanMergeContracts, [](ModelOp model) {
   mergeAllSoftmaxContracts(model, /*rowsOfBilinear=*/true);

@@ -1,4 +1,5 @@
-// RUN: energy-opt %s --energy-plan-loop-tables | FileCheck %s
+// RUN: energy-opt %s --split-input-file --energy-plan-loop-tables | FileCheck %s
+// RUN: energy-opt %s --split-input-file --energy-plan-row-tables | FileCheck %s --check-prefix=ROWS
 
 // In a table over (b, i), a table over j whose rows, a reconstruction's
 // residual x[b, j] − Wd Σ_k a[b, j, k], depend on b and j but not on i (a
@@ -47,5 +48,37 @@ energy.model @residual_per_slot {
       energy.yield %g : !energy.array<D>
     } : !energy.array<B, S, D>
     energy.accumulate %t into @mu : !energy.array<B, S, D>
+  }
+}
+
+// -----
+
+// A loop over (b, j, i) that reads the softmax of row (b, j) at every slot
+// i: the softmax is computed once per (b, j), in a table ahead of it
+// (energy-plan-row-tables, after products are formed).
+// ROWS-LABEL: energy.model @softmax_per_row
+// ROWS:        %[[P:.*]] = tabulate (%{{.*}} : @B, %{{.*}} : @N) {
+// ROWS:          softmax
+// ROWS:        } : !energy.array<B, N, S>
+// ROWS:        foreach (%[[B:.*]] : @B, %[[J:.*]] : @N, %[[I:.*]] : @S) {
+// ROWS-NOT:      softmax
+// ROWS:          extract %[[P]][%[[B]], %[[J]]]
+// ROWS:          accumulate
+energy.model @softmax_per_row {
+  energy.dim @B
+  energy.dim @N
+  energy.dim @S
+  energy.dim @D
+  energy.tensor @s : input [@B, @N, @S]
+  energy.tensor @mu : state [@B, @S, @D]
+  energy.gradient @mu {
+    energy.foreach (%b : @B, %j : @N, %i : @S) {
+      %row = energy.read @s[%b, %j] : !energy.array<S>
+      %p = energy.softmax %row : !energy.array<S>
+      %w = energy.extract %p[%i] : !energy.array<S> -> !energy.array<>
+      %m = energy.read @mu[%b, %i] : !energy.array<D>
+      %v = energy.mul %w, %m : !energy.array<>, !energy.array<D>
+      energy.accumulate %v into @mu[%b, %i] : !energy.array<D>
+    }
   }
 }

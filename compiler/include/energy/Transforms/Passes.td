@@ -356,6 +356,17 @@ def EnergyPlanLoopTables : EnergyPlanStep<"energy-plan-loop-tables",
   }];
 }
 
+def EnergyPlanRowTables : EnergyPlanStep<"energy-plan-row-tables",
+    "Computes what a loop's body needs per position of some of its indices once"> {
+  let description = [{
+    In a loop over several indices that no other loop encloses (a table
+    over (b, j, i)), a value that depends on some of them only and does more
+    than element-wise work (the softmax of row (b, j), read at every slot i)
+    is computed once per position of those, into a table ahead of the loop.
+    Runs after the products are formed, which read such values in place.
+  }];
+}
+
 def EnergyPlanPrefixSums : EnergyPlanStep<"energy-plan-prefix-sums",
     "Computes sums bounded by an outer index as running sums"> {
   let description = [{
