@@ -47,8 +47,9 @@ class EnergyTools:
                 result.returncode, ' '.join(command), result.stdout, result.stderr))
         return result.stdout
 
-    def compile(self, source, dtype):
-        """Compiles SOURCE (.energy) to an artifact of dtype 'f32' or 'f64'."""
+    def compile(self, source, dtype, opt_level=None):
+        """Compiles SOURCE (.energy) to an artifact of dtype 'f32' or 'f64'
+        (at energyc's --opt-level OPT_LEVEL when given)."""
         name = os.path.splitext(os.path.basename(source))[0]
         if self.artifacts:
             prebuilt = os.path.join(self.artifacts, '%s.%s.so' % (name, dtype))
@@ -56,7 +57,8 @@ class EnergyTools:
                 return prebuilt
         artifact = os.path.join(self.directory, '%s.%s.so' % (name, dtype))
         if not os.path.exists(artifact):
-            self._execute([self.energyc, source, '--dtype', dtype, '-o', artifact])
+            level = [] if opt_level is None else ['--opt-level', str(opt_level)]
+            self._execute([self.energyc, source, '--dtype', dtype, '-o', artifact] + level)
         return artifact
 
     def run(self, artifact, inputs=None, dtype='f64', dims=None, consts=None,
