@@ -76,6 +76,26 @@ bool hasPredicate(Operation *op) {
   return false;
 }
 
+/// A table at the builder's point over `sizes` (plain dims) of arrays of
+/// `element`'s type, with one index argument per value of `indices`, mapped
+/// to it in `mapping`; its body is left for the caller to fill.
+TabulateOp tableOver(OpBuilder &builder, Location loc,
+                     ArrayRef<Attribute> sizes, ValueRange indices,
+                     Type element, IRMapping &mapping) {
+  MLIRContext *context = builder.getContext();
+  SmallVector<StringAttr> dims;
+  for (Attribute size : sizes)
+    dims.push_back(
+        StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+  llvm::append_range(dims, cast<ArrayType>(element).getShape());
+  auto table = TabulateOp::create(builder, loc, ArrayType::get(context, dims),
+                                  ArrayAttr::get(context, sizes));
+  Block &body = table.getBody().emplaceBlock();
+  for (Value index : indices)
+    mapping.map(index, body.addArgument(index.getType(), index.getLoc()));
+  return table;
+}
+
 /// Hoists the values of `loop`'s body that depend on its indices only, or
 /// on them and the indices of the loops around it: each goes into a table
 /// over the indices it uses, ahead of the outermost loop it can be
@@ -285,21 +305,13 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     }
     llvm::append_range(sizes, loop.sizes);
     auto elementType = cast<ArrayType>(value.getType());
-    SmallVector<StringAttr> dims;
-    for (Attribute size : sizes)
-      dims.push_back(
-          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
-    llvm::append_range(dims, elementType.getShape());
+    SmallVector<Value> tableIndices(outerIndices);
+    llvm::append_range(tableIndices, body.getArguments());
     OpBuilder builder(point);
-    auto table =
-        TabulateOp::create(builder, op->getLoc(), ArrayType::get(context, dims),
-                           ArrayAttr::get(context, sizes));
-    Block &tableBody = table.getBody().emplaceBlock();
     IRMapping mapping;
-    for (Value index : outerIndices)
-      mapping.map(index,
-                  tableBody.addArgument(index.getType(), index.getLoc()));
-    addIndexArguments(tableBody, body, mapping);
+    TabulateOp table = tableOver(builder, op->getLoc(), sizes, tableIndices,
+                                 elementType, mapping);
+    Block &tableBody = table.getBody().front();
     OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
     for (Operation *member : lifted)
       inside.clone(*member, mapping);
@@ -307,11 +319,9 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     YieldOp::create(inside, op->getLoc(), mapping.lookupOrDefault(value));
     moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
     builder.setInsertionPoint(op);
-    SmallVector<Value> indices(outerIndices);
-    llvm::append_range(indices, body.getArguments());
-    auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
+    auto map = AffineMap::getMultiDimIdentityMap(tableIndices.size(), context);
     Value row = ExtractOp::create(builder, op->getLoc(), elementType, table,
-                                  AffineMapAttr::get(map), indices);
+                                  AffineMapAttr::get(map), tableIndices);
     value.replaceAllUsesWith(row);
     made = true;
   }
@@ -402,24 +412,16 @@ bool hoistFromStatement(InnerLoop loop) {
     addToSlice(value, body, slice);
     SmallVector<Value> indices;
     SmallVector<Attribute> sizes;
-    SmallVector<StringAttr> dims;
     for (BlockArgument argument : body.getArguments())
       if (mask & (uint64_t(1) << argument.getArgNumber())) {
         indices.push_back(argument);
         sizes.push_back(loop.sizes[argument.getArgNumber()]);
-        dims.push_back(StringAttr::get(
-            context, *cast<DimExprAttr>(sizes.back()).getDimName()));
       }
-    llvm::append_range(dims, cast<ArrayType>(value.getType()).getShape());
     OpBuilder builder(loop.op);
-    auto table =
-        TabulateOp::create(builder, op->getLoc(), ArrayType::get(context, dims),
-                           ArrayAttr::get(context, sizes));
-    Block &tableBody = table.getBody().emplaceBlock();
     IRMapping mapping;
-    for (Value index : indices)
-      mapping.map(index,
-                  tableBody.addArgument(index.getType(), index.getLoc()));
+    TabulateOp table = tableOver(builder, op->getLoc(), sizes, indices,
+                                 value.getType(), mapping);
+    Block &tableBody = table.getBody().front();
     OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
     cloneSlice(body, slice, inside, mapping);
     YieldOp::create(inside, op->getLoc(), mapping.lookupOrDefault(value));
