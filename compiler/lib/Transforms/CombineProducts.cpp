@@ -2,10 +2,12 @@
 //
 // What a gradient adds into one tensor is often a sum of products that share
 // a factor, up to scalars:
-//   Σ_i c_i A_i op(M)           (rows of different arrays, one matrix)
-//   Σ_i c_i L R_i,  Σ_i c_i L_i R  (matrices)
-//   Σ_i c_i Σ_b X[b]ᵀ A_i[b],  Σ_i c_i Σ_b A_i[b]ᵀ X[b]
+//   Σ_i c_i L R_i,  Σ_i c_i L_i R  (matrices, or batches of them alike:
+//                                 rows times one matrix, Σ_b X[b]ᵀ A_i[b],
+//                                 a head's X[h]ᵀ A_i[h])
 //   Σ_i c_i R_iᵀ = (Σ_i c_i R_i)ᵀ
+// whether added by whole-tensor accumulates or by loops that add, position
+// by position, elements of such products (a head's parameter gradient).
 // Each such sum is one product of the shared factor with Σ_i c_i A_i, an
 // elementwise sum (a table over the rows for batches of rows): one product
 // in place of several. The scalars c_i include those inside the factors
@@ -20,6 +22,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
 
@@ -222,16 +225,15 @@ void expand(Value value, Coefficient coefficient,
 
 /// The ways a group of terms shares a factor.
 enum class Shared {
-  RowsTimesMatrix, // A_i op(M): M
-  MatrixTimes,     // L R_i: L
-  TimesMatrix,     // L_i R: R
-  SummedLhs,       // Σ_b X[b]ᵀ A_i[b]: X
-  SummedRhs,       // Σ_b A_i[b]ᵀ X[b]: X
-  Transposed,      // R_iᵀ
+  BatchRhs,    // batches of A_i R (transposed, summed alike): R
+  BatchLhs,    // batches of L B_i: L
+  MatrixTimes, // L R_i: L
+  TimesMatrix, // L_i R: R
+  Transposed,  // R_iᵀ
 };
-constexpr Shared kSharedForms[] = {Shared::RowsTimesMatrix, Shared::MatrixTimes,
-                                   Shared::TimesMatrix,     Shared::SummedLhs,
-                                   Shared::SummedRhs,       Shared::Transposed};
+constexpr Shared kSharedForms[] = {Shared::BatchRhs, Shared::BatchLhs,
+                                   Shared::MatrixTimes, Shared::TimesMatrix,
+                                   Shared::Transposed};
 
 /// A term's shared factor and its other factor (the summand of the inner
 /// sum) in form `form`, or nulls.
@@ -242,8 +244,12 @@ std::pair<Value, Value> splitTerm(Value value, Shared form) {
   bool matrices =
       product && isMatrix(product.getLhs()) && isMatrix(product.getRhs());
   switch (form) {
-  case Shared::RowsTimesMatrix:
-    if (rows && isRowsTimesMatrix(rows))
+  case Shared::BatchLhs:
+    if (rows)
+      return {rows.getLhs(), rows.getRhs()};
+    break;
+  case Shared::BatchRhs:
+    if (rows)
       return {rows.getRhs(), rows.getLhs()};
     break;
   case Shared::MatrixTimes:
@@ -253,14 +259,6 @@ std::pair<Value, Value> splitTerm(Value value, Shared form) {
   case Shared::TimesMatrix:
     if (matrices)
       return {product.getRhs(), product.getLhs()};
-    break;
-  case Shared::SummedLhs:
-    if (isSummedRowProduct(rows))
-      return {rows.getLhs(), rows.getRhs()};
-    break;
-  case Shared::SummedRhs:
-    if (isSummedRowProduct(rows))
-      return {rows.getRhs(), rows.getLhs()};
     break;
   case Shared::Transposed:
     if (auto transpose = dyn_cast_or_null<TransposeOp>(def))
@@ -274,10 +272,15 @@ std::pair<Value, Value> splitTerm(Value value, Shared form) {
 bool shareFactor(Value a, Value b, Shared form) {
   if (form == Shared::Transposed)
     return true;
-  if (form == Shared::RowsTimesMatrix &&
-      a.getDefiningOp<BatchMatmulOp>().getTransposeRhs() !=
-          b.getDefiningOp<BatchMatmulOp>().getTransposeRhs())
-    return false;
+  // Products of batches: the same axes, transposed and summed alike, and
+  // other factors that add.
+  if (form == Shared::BatchLhs || form == Shared::BatchRhs) {
+    Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+    if (x->getPropertiesAsAttribute() != y->getPropertiesAsAttribute() ||
+        splitTerm(a, form).second.getType() !=
+            splitTerm(b, form).second.getType())
+      return false;
+  }
   return sameUpToScalars(splitTerm(a, form).first, splitTerm(b, form).first);
 }
 
@@ -289,10 +292,13 @@ public:
   /// The terms with every group that shares a factor (two or more) replaced
   /// by one product of that factor and the group's inner sum.
   SmallVector<Term> combine(SmallVector<Term> terms, bool &combined) {
-    for (bool changed = true; changed;) {
-      changed = false;
+    // The largest group first: a term may share one factor with some terms
+    // and the other with more.
+    for (;;) {
+      SmallVector<size_t> best;
+      Shared bestForm = kSharedForms[0];
       for (Shared form : kSharedForms) {
-        for (size_t i = 0; i < terms.size() && !changed; ++i) {
+        for (size_t i = 0; i < terms.size(); ++i) {
           if (!splitTerm(terms[i].value, form).second)
             continue;
           SmallVector<size_t> group{i};
@@ -301,19 +307,20 @@ public:
                 terms[j].value.getType() == terms[i].value.getType() &&
                 shareFactor(terms[i].value, terms[j].value, form))
               group.push_back(j);
-          if (group.size() < 2)
-            continue;
-          Term product = {Coefficient(), productOf(terms, group, form)};
-          for (size_t j : llvm::reverse(group))
-            terms.erase(terms.begin() + j);
-          terms.push_back(product);
-          changed = combined = true;
+          if (group.size() > best.size()) {
+            best = group;
+            bestForm = form;
+          }
         }
-        if (changed)
-          break;
       }
+      if (best.size() < 2)
+        return terms;
+      Term product = {Coefficient(), productOf(terms, best, bestForm)};
+      for (size_t j : llvm::reverse(best))
+        terms.erase(terms.begin() + j);
+      terms.push_back(product);
+      combined = true;
     }
-    return terms;
   }
 
   /// Σ terms (of type `type`), built once per set of terms.
@@ -348,22 +355,18 @@ private:
     Value factor = splitTerm(first, form).first;
     if (factor)
       factor = withoutScalars(builder, factor);
-    Type type = first.getType();
     switch (form) {
-    case Shared::RowsTimesMatrix:
-      return BatchMatmulOp::create(
-          builder, loc, type, otherSum, factor, false,
-          first.getDefiningOp<BatchMatmulOp>().getTransposeRhs(), false);
+    case Shared::BatchLhs:
+    case Shared::BatchRhs: {
+      Operation *product = builder.clone(*first.getDefiningOp());
+      product->setOperand(form == Shared::BatchLhs ? 0 : 1, factor);
+      product->setOperand(form == Shared::BatchLhs ? 1 : 0, otherSum);
+      return product->getResult(0);
+    }
     case Shared::MatrixTimes:
       return MatmulOp::create(builder, loc, factor, otherSum);
     case Shared::TimesMatrix:
       return MatmulOp::create(builder, loc, otherSum, factor);
-    case Shared::SummedLhs:
-      return BatchMatmulOp::create(builder, loc, type, factor, otherSum, true,
-                                   false, true);
-    case Shared::SummedRhs:
-      return BatchMatmulOp::create(builder, loc, type, otherSum, factor, true,
-                                   false, true);
     case Shared::Transposed:
       return TransposeOp::create(builder, loc, otherSum);
     }
@@ -429,62 +432,182 @@ private:
   SmallVector<std::pair<SmallVector<Term>, Value>> sums;
 };
 
-/// Rewrites what the whole-tensor accumulates of `block` add into each
-/// tensor as sums of combined products, at the last of them, when some
+/// What one op of a gradient's body adds into a tensor, as a whole array.
+struct Addition {
+  Operation *op;
+  FlatSymbolRefAttr tensor;
+  Value value;
+};
+
+/// The whole-array value that `loop` adds into a tensor when, at each
+/// position, it adds elementwise arithmetic of whole arrays' elements at
+/// that position (a head's parameter gradient, Σ of per-head products, read
+/// per head): that arithmetic on the whole arrays, built ahead of the loop
+/// (appended to `built`). Null, building nothing, otherwise.
+std::optional<Addition> wholeAddition(ForeachOp loop, ModelOp model,
+                                      SmallVectorImpl<Operation *> &built) {
+  if (loop.hasPredicate())
+    return std::nullopt;
+  Block &body = loop.getBody().front();
+  auto isAtPosition = [&](OperandRange indices, AffineMap map) {
+    return map.isIdentity() && llvm::equal(indices, body.getArguments());
+  };
+  auto accumulate =
+      dyn_cast_or_null<AccumulateOp>(body.empty() ? nullptr : &body.back());
+  if (!accumulate ||
+      !isAtPosition(accumulate.getIndices(), accumulate.getMap()))
+    return std::nullopt;
+  auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
+  Type rowType = accumulate.getValue().getType();
+  if (!tensor || isScalar(accumulate.getValue()))
+    return std::nullopt;
+  auto isRow = [&](Value value) {
+    return value.getType() == rowType && value.getParentBlock() == &body;
+  };
+  auto isOutsideScalar = [&](Value value) {
+    return isScalar(value) && isDefinedOutside(value, loop);
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (&op == accumulate.getOperation())
+      continue;
+    bool plain =
+        llvm::TypeSwitch<Operation *, bool>(&op)
+            .Case([&](ExtractOp extract) {
+              return isAtPosition(extract.getIndices(), extract.getMap()) &&
+                     isDefinedOutside(extract.getSource(), loop) &&
+                     extract.getSource().getType() == tensor.getArrayType();
+            })
+            .Case<AddOp, SubOp>([&](Operation *sum) {
+              return isRow(sum->getOperand(0)) && isRow(sum->getOperand(1));
+            })
+            .Case([&](NegOp neg) { return isRow(neg.getOperand()); })
+            .Case([&](DivOp quotient) {
+              return isRow(quotient.getLhs()) &&
+                     isOutsideScalar(quotient.getRhs());
+            })
+            .Case([&](MulOp product) {
+              return (isRow(product.getLhs()) &&
+                      isOutsideScalar(product.getRhs())) ||
+                     (isOutsideScalar(product.getLhs()) &&
+                      isRow(product.getRhs()));
+            })
+            .Default(false);
+    if (!plain || op.getResult(0).getType() != rowType)
+      return std::nullopt;
+  }
+  OpBuilder builder(loop);
+  IRMapping whole;
+  for (Operation &op : body.without_terminator()) {
+    if (&op == accumulate.getOperation())
+      break;
+    if (auto extract = dyn_cast<ExtractOp>(op)) {
+      whole.map(extract.getResult(), extract.getSource());
+      continue;
+    }
+    Location loc = op.getLoc();
+    auto operand = [&](unsigned i) {
+      return whole.lookupOrDefault(op.getOperand(i));
+    };
+    Operation *array =
+        llvm::TypeSwitch<Operation *, Operation *>(&op)
+            .Case([&](AddOp) {
+              return AddOp::create(builder, loc, operand(0), operand(1));
+            })
+            .Case([&](SubOp) {
+              return SubOp::create(builder, loc, operand(0), operand(1));
+            })
+            .Case(
+                [&](NegOp) { return NegOp::create(builder, loc, operand(0)); })
+            .Case([&](DivOp) {
+              return DivOp::create(builder, loc, operand(0), operand(1));
+            })
+            .Case([&](MulOp) {
+              return MulOp::create(builder, loc, operand(0), operand(1));
+            });
+    built.push_back(array);
+    whole.map(op.getResult(0), array->getResult(0));
+  }
+  Value value = whole.lookupOrDefault(accumulate.getValue());
+  if (value.getType() != tensor.getArrayType()) {
+    for (Operation *op : llvm::reverse(built))
+      op->erase();
+    built.clear();
+    return std::nullopt;
+  }
+  return Addition{loop, accumulate.getTensorAttr(), value};
+}
+
+/// Rewrites what `block` adds into each tensor, with whole-tensor
+/// accumulates or with loops that add whole arrays' elements position by
+/// position, as sums of combined products, at the last of them, when some
 /// products combine.
 void combineAccumulatedProducts(Block &block) {
-  SmallVector<AccumulateOp> accumulates;
+  SmallVector<Addition> additions;
+  SmallVector<Operation *> built;
   auto model = block.getParentOp()->getParentOfType<ModelOp>();
-  for (auto accumulate : block.getOps<AccumulateOp>()) {
-    auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
-    if (accumulate.getIndices().empty() && tensor &&
-        tensor.getArrayType() == accumulate.getValue().getType() &&
-        !isScalar(accumulate.getValue()))
-      accumulates.push_back(accumulate);
+  for (Operation &op : block) {
+    if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
+      auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
+      if (accumulate.getIndices().empty() && tensor &&
+          tensor.getArrayType() == accumulate.getValue().getType() &&
+          !isScalar(accumulate.getValue()))
+        additions.push_back(
+            {accumulate, accumulate.getTensorAttr(), accumulate.getValue()});
+    } else if (auto loop = dyn_cast<ForeachOp>(op)) {
+      SmallVector<Operation *> loopBuilt;
+      if (auto addition = wholeAddition(loop, model, loopBuilt)) {
+        additions.push_back(*addition);
+        llvm::append_range(built, loopBuilt);
+      }
+    }
   }
-  if (accumulates.size() < 2)
-    return;
   // The terms added into each tensor, in the order of their first add.
   SmallVector<std::pair<FlatSymbolRefAttr, SmallVector<Term>>> targets;
-  for (AccumulateOp accumulate : accumulates) {
-    auto *target = llvm::find_if(targets, [&](auto &entry) {
-      return entry.first == accumulate.getTensorAttr();
-    });
+  for (const Addition &addition : additions) {
+    auto *target = llvm::find_if(
+        targets, [&](auto &entry) { return entry.first == addition.tensor; });
     if (target == targets.end()) {
-      targets.push_back({accumulate.getTensorAttr(), {}});
+      targets.push_back({addition.tensor, {}});
       target = &targets.back();
     }
-    expand(accumulate.getValue(), Coefficient(), target->second);
+    expand(addition.value, Coefficient(), target->second);
   }
-  OpBuilder builder(accumulates.back());
-  SumBuilder sums(builder);
   SmallVector<std::pair<FlatSymbolRefAttr, SmallVector<Term>>> rewritten;
-  for (auto &[tensor, terms] : targets) {
-    bool combined = false;
-    SmallVector<Term> remaining = sums.combine(terms, combined);
-    if (combined)
-      rewritten.push_back({tensor, remaining});
-  }
-  MLIRContext *context = block.getParentOp()->getContext();
-  for (auto &[tensor, terms] : rewritten) {
-    for (const Term &term : terms) {
-      Location loc = term.value.getLoc();
-      Value value = term.coefficient.scale(builder, loc, term.value);
-      auto accumulate = AccumulateOp::create(
-          builder, loc, value, tensor,
-          AffineMapAttr::get(AffineMap::get(0, 0, {}, context)), ValueRange());
-      // Right after the product, which the backends then compute into the
-      // tensor.
-      if (Operation *def = value.getDefiningOp();
-          def && def->getBlock() == &block && value.hasOneUse())
-        accumulate->moveAfter(def);
+  if (additions.size() >= 2) {
+    OpBuilder builder(additions.back().op);
+    SumBuilder sums(builder);
+    for (auto &[tensor, terms] : targets) {
+      bool combined = false;
+      SmallVector<Term> remaining = sums.combine(terms, combined);
+      if (combined)
+        rewritten.push_back({tensor, remaining});
+    }
+    MLIRContext *context = block.getParentOp()->getContext();
+    for (auto &[tensor, terms] : rewritten) {
+      for (const Term &term : terms) {
+        Location loc = term.value.getLoc();
+        Value value = term.coefficient.scale(builder, loc, term.value);
+        auto accumulate = AccumulateOp::create(
+            builder, loc, value, tensor,
+            AffineMapAttr::get(AffineMap::get(0, 0, {}, context)),
+            ValueRange());
+        // Right after the product, which the backends then compute into the
+        // tensor.
+        if (Operation *def = value.getDefiningOp();
+            def && def->getBlock() == &block && value.hasOneUse())
+          accumulate->moveAfter(def);
+      }
     }
   }
-  for (AccumulateOp accumulate : accumulates)
+  for (const Addition &addition : additions)
     if (llvm::any_of(rewritten, [&](auto &entry) {
-          return entry.first == accumulate.getTensorAttr();
+          return entry.first == addition.tensor;
         }))
-      accumulate.erase();
+      addition.op->erase();
+  // What was built for loops whose tensor kept its additions.
+  for (Operation *op : llvm::reverse(built))
+    if (op->use_empty())
+      op->erase();
 }
 
 } // namespace

@@ -692,6 +692,74 @@ LetOp letReadAt(Value value, ArrayRef<Value> indices,
   return let;
 }
 
+/// `value` as a read of a contraction's normaliser, `extract %L[indices]`,
+/// also through tables that copy it (an element of a table whose body reads
+/// L at the table's indices): the contraction and the indices of L.
+std::optional<std::pair<SoftmaxContractOp, SmallVector<Value>>>
+normaliserRead(Value value) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract || !extract.getMap().isIdentity())
+    return std::nullopt;
+  SmallVector<Value> indices(extract.getIndices());
+  Value source = extract.getSource();
+  while (auto table = source.getDefiningOp<TabulateOp>()) {
+    Block &body = table.getBody().front();
+    auto inner = table.getBodyValue().getDefiningOp<ExtractOp>();
+    if (!inner || !inner.getMap().isIdentity() ||
+        body.getNumArguments() != indices.size())
+      return std::nullopt;
+    SmallVector<Value> mapped;
+    for (Value index : inner.getIndices()) {
+      auto argument = dyn_cast<BlockArgument>(index);
+      if (argument && argument.getOwner() == &body)
+        mapped.push_back(indices[argument.getArgNumber()]);
+      else if (isDefinedOutside(index, table))
+        mapped.push_back(index);
+      else
+        return std::nullopt;
+    }
+    indices = std::move(mapped);
+    source = inner.getSource();
+  }
+  auto result = dyn_cast<OpResult>(source);
+  auto contract =
+      result ? dyn_cast<SoftmaxContractOp>(result.getOwner()) : nullptr;
+  if (!contract || result != contract.getLse())
+    return std::nullopt;
+  return std::make_pair(contract, indices);
+}
+
+/// `score` as x / s, also when written x · (1 / s) (how a contraction's
+/// tables state a scale): x and s.
+std::optional<std::pair<Value, Value>> asQuotient(Value score) {
+  if (auto quotient = score.getDefiningOp<DivOp>())
+    return std::make_pair(quotient.getLhs(), quotient.getRhs());
+  auto product = score.getDefiningOp<MulOp>();
+  if (!product)
+    return std::nullopt;
+  for (auto [x, factor] :
+       {std::make_pair(product.getLhs(), product.getRhs()),
+        std::make_pair(product.getRhs(), product.getLhs())}) {
+    auto reciprocal = factor.getDefiningOp<DivOp>();
+    auto one = reciprocal ? reciprocal.getLhs().getDefiningOp<ConstantOp>()
+                          : ConstantOp();
+    if (one && one.getValueAttr().getValueAsDouble() == 1.0 && isScalar(factor))
+      return std::make_pair(x, reciprocal.getRhs());
+  }
+  return std::nullopt;
+}
+
+/// Whether the scores `a` (in the lse) and `b` (in the sum, through
+/// `mapping`) are the same, up to x / s against x · (1 / s).
+bool sameScore(Value a, Value b, const IRMapping &mapping) {
+  if (computeSame(a, b, mapping))
+    return true;
+  auto first = asQuotient(a), second = asQuotient(b);
+  return first && second && isScalar(first->second) &&
+         computeSame(first->first, second->first, mapping) &&
+         computeSame(first->second, second->second, mapping);
+}
+
 /// L as a read of a let whose body is an lse, read at the rows
 /// `rowIndices` over `rowSizes` (the sum's own index after those of its
 /// batch), or as an lse in the sum's body.
@@ -714,13 +782,12 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     return NormaliserSource{lse, &let.getBody().front(), nullptr};
   }
   // A contraction's normaliser at exactly these rows.
-  if (auto extract = value.getDefiningOp<ExtractOp>()) {
-    auto result = dyn_cast<OpResult>(extract.getSource());
-    auto contract =
-        result ? dyn_cast<SoftmaxContractOp>(result.getOwner()) : nullptr;
-    if (!contract || result != contract.getLse() ||
-        !extract.getMap().isIdentity() ||
-        !llvm::equal(extract.getIndices(), rowIndices) ||
+  if (value.getDefiningOp<ExtractOp>()) {
+    auto read = normaliserRead(value);
+    if (!read)
+      return std::nullopt;
+    auto [contract, indices] = *read;
+    if (!llvm::equal(indices, rowIndices) ||
         !llvm::equal(contract.getRows(), rowSizes))
       return std::nullopt;
     std::shared_ptr<TabulateOp> shadow = shadowOfNormaliser(contract);
@@ -862,7 +929,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   toSum.map(lse.getBody().front().getArgument(0), column);
   if (source->rowBlock != &body)
     toSum.map(source->rowBlock->getArguments(), rowIndices);
-  if (!computeSame(lse.getBodyValue(), weighted->shift.getLhs(), toSum))
+  if (!sameScore(lse.getBodyValue(), weighted->shift.getLhs(), toSum))
     return;
   if (lse.hasPredicate() != sum.hasPredicate())
     return;

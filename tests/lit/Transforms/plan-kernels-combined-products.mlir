@@ -1,4 +1,5 @@
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-kernels))' | FileCheck %s
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-combine-products))' | FileCheck %s --check-prefix=HEAD
 
 // Products that a gradient adds into one tensor and that share a factor up
 // to scalars are one product of that factor and the sum of the others. The
@@ -181,5 +182,78 @@ energy.model @scaled_rows {
     accumulate %tw into @x : !energy.array<B, N, D>
     %tv = batch_matmul %t, %v transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
     accumulate %tv into @x : !energy.array<B, N, D>
+  }
+}
+
+// -----
+
+// A head's parameter gradient added per head by loops over the heads, each
+// reading its head of per-head products: kᵀ a - kᵀ b / s + kᵀ b into W
+// (two loops) is one product kᵀ (a - b/s + b), added into the whole of W
+// and the loops gone; V's kᵀ a + kᵀ b is kᵀ (a + b). The largest group goes
+// first: kᵀ b and kᵀ b share their rhs too, but kᵀ a shares only k.
+// HEAD-LABEL: energy.model @head_parameter
+// HEAD:       gradient @W and [@V] of @e {
+// HEAD:         %[[K:.*]] = read @k : !energy.array<H, B, N, Y>
+// HEAD-NEXT:    %[[A:.*]] = read @a : !energy.array<H, B, N, D>
+// HEAD-NEXT:    %[[B:.*]] = read @b : !energy.array<H, B, N, D>
+// HEAD:         %[[MS:.*]] = div %{{.*}}, %{{.*}} : !energy.array<>, !energy.array<>
+// HEAD-NEXT:    %[[R:.*]] = tabulate (%[[H:.*]] : @H, %[[I:.*]] : @B, %[[J:.*]] : @N) {
+// HEAD-NEXT:      %[[AI:.*]] = extract %[[A]][%[[H]], %[[I]], %[[J]]]
+// HEAD-NEXT:      %[[BI:.*]] = extract %[[B]][%[[H]], %[[I]], %[[J]]]
+// HEAD-NEXT:      %[[BS:.*]] = mul %[[BI]], %[[MS]] : !energy.array<D>, !energy.array<>
+// HEAD-NEXT:      %[[AB:.*]] = add %[[AI]], %[[BS]]
+// HEAD-NEXT:      %[[BI2:.*]] = extract %[[B]][%[[H]], %[[I]], %[[J]]]
+// HEAD-NEXT:      %[[ABB:.*]] = add %[[AB]], %[[BI2]]
+// HEAD-NEXT:      yield %[[ABB]] : !energy.array<D>
+// HEAD-NEXT:    } : !energy.array<H, B, N, D>
+// HEAD-NEXT:    %[[P:.*]] = batch_matmul %[[K]] transposed, %[[R]] {lhs_rows = 2 : i64} : !energy.array<H, B, N, Y>, !energy.array<H, B, N, D> -> !energy.array<H, Y, D>
+// HEAD-NEXT:    accumulate %[[P]] into @W : !energy.array<H, Y, D>
+// HEAD:         %[[Q:.*]] = batch_matmul %[[K]] transposed, %{{.*}} {lhs_rows = 2 : i64}
+// HEAD-NEXT:    accumulate %[[Q]] into @V : !energy.array<H, Y, D>
+// HEAD-NOT:     foreach
+// HEAD-NOT:     accumulate
+// HEAD:       }
+energy.model @head_parameter {
+  dim @H
+  dim @B
+  dim @N
+  dim @Y
+  dim @D
+  tensor @W : param [@H, @Y, @D]
+  tensor @V : param [@H, @Y, @D]
+  tensor @k : input [@H, @B, @N, @Y]
+  tensor @a : input [@H, @B, @N, @D]
+  tensor @b : input [@H, @B, @N, @D]
+  tensor @s : param []
+  term @e {
+    %s = read @s : !energy.array<>
+    yield %s : !energy.array<>
+  }
+  gradient @W and [@V] of @e {
+    %k = read @k : !energy.array<H, B, N, Y>
+    %a = read @a : !energy.array<H, B, N, D>
+    %b = read @b : !energy.array<H, B, N, D>
+    %s = read @s : !energy.array<>
+    %ka = batch_matmul %k transposed, %a {lhs_rows = 2 : i64} : !energy.array<H, B, N, Y>, !energy.array<H, B, N, D> -> !energy.array<H, Y, D>
+    %kb = batch_matmul %k transposed, %b {lhs_rows = 2 : i64} : !energy.array<H, B, N, Y>, !energy.array<H, B, N, D> -> !energy.array<H, Y, D>
+    foreach (%h : @H) {
+      %ka_h = extract %ka[%h] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+      %kb_h = extract %kb[%h] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+      %kbs = div %kb_h, %s : !energy.array<Y, D>, !energy.array<>
+      %g = sub %ka_h, %kbs : !energy.array<Y, D>, !energy.array<Y, D>
+      accumulate %g into @W[%h] : !energy.array<Y, D>
+    }
+    %kb2 = batch_matmul %k transposed, %b {lhs_rows = 2 : i64} : !energy.array<H, B, N, Y>, !energy.array<H, B, N, D> -> !energy.array<H, Y, D>
+    foreach (%h : @H) {
+      %kb_h = extract %kb2[%h] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+      accumulate %kb_h into @W[%h] : !energy.array<Y, D>
+    }
+    foreach (%h : @H) {
+      %ka_h = extract %ka[%h] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+      %kb_h = extract %kb[%h] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+      %g = add %ka_h, %kb_h : !energy.array<Y, D>, !energy.array<Y, D>
+      accumulate %g into @V[%h] : !energy.array<Y, D>
+    }
   }
 }
