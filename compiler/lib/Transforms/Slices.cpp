@@ -169,6 +169,65 @@ std::optional<std::pair<TabulateOp, OperandRange>> tableElement(Value value) {
 }
 } // namespace
 
+namespace {
+/// Whether `element` computes `array[indices]`, `array` and `indices` on
+/// the side `arguments` maps from and `element` on the side it maps to: a
+/// table's body at those indices, an
+/// extract of the same array or a read of the same tensor at them, or a
+/// product of a head's matrix and a row (`extract %P[h, rows…]` of a
+/// `batch_matmul` of rows times every head's matrix transposed, against
+/// `matmul(W[h], x[rows…])`).
+bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
+                 const IRMapping &arguments) {
+  SmallVector<Value> mapped;
+  for (Value index : indices)
+    mapped.push_back(arguments.lookupOrDefault(index));
+  if (auto table = array.getDefiningOp<TabulateOp>()) {
+    Block &body = table.getBody().front();
+    if (body.getNumArguments() != indices.size())
+      return false;
+    IRMapping inside = arguments;
+    for (auto [argument, index] : llvm::zip(body.getArguments(), mapped))
+      inside.map(argument, index);
+    return computeSame(table.getBodyValue(), element, inside);
+  }
+  if (auto extract = element.getDefiningOp<ExtractOp>())
+    return extract.getMap().isIdentity() &&
+           llvm::equal(extract.getIndices(), mapped) &&
+           computeSame(array, extract.getSource(), arguments);
+  if (auto read = element.getDefiningOp<ReadOp>()) {
+    auto whole = array.getDefiningOp<ReadOp>();
+    return whole && whole.getIndices().empty() && read.getMap().isIdentity() &&
+           whole.getSourceAttr() == read.getSourceAttr() &&
+           llvm::equal(read.getIndices(), mapped);
+  }
+  auto product = element.getDefiningOp<MatmulOp>();
+  auto heads = array.getDefiningOp<BatchMatmulOp>();
+  if (!product || !heads || heads.getTransposeLhs() ||
+      !heads.getTransposeRhs() || heads.getSumBatch())
+    return false;
+  auto rank = [](Value value) {
+    return cast<ArrayType>(value.getType()).getRank();
+  };
+  int64_t rows = heads.getLhsRows();
+  if (rank(heads.getRhs()) != 3 || rank(heads.getLhs()) != rows + 1 ||
+      indices.size() != static_cast<size_t>(rows + 1))
+    return false;
+  return isElementOf(product.getLhs(), heads.getRhs(), indices.take_front(),
+                     arguments) &&
+         isElementOf(product.getRhs(), heads.getLhs(), indices.drop_front(),
+                     arguments);
+}
+
+/// `value` as `extract %A[indices]` (identity map): A and the indices.
+std::optional<std::pair<Value, OperandRange>> arrayElement(Value value) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract || !extract.getMap().isIdentity())
+    return std::nullopt;
+  return std::make_pair(extract.getSource(), extract.getIndices());
+}
+} // namespace
+
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (Value mapped = arguments.lookupOrNull(a))
     return mapped == b;
@@ -192,6 +251,19 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
              second->first.getBody().front().getArguments(), second->second))
       inverse.map(argument, inverse.lookupOrDefault(index));
     return computeSame(second->first.getBodyValue(), a, inverse);
+  }
+  // An element of an array against what computes it.
+  if (auto element = arrayElement(a);
+      element && !arrayElement(b) && !isa<BlockArgument>(b))
+    return isElementOf(b, element->first, SmallVector<Value>(element->second),
+                       arguments);
+  if (auto element = arrayElement(b);
+      element && !arrayElement(a) && !isa<BlockArgument>(a)) {
+    IRMapping inverse;
+    for (auto [from, to] : arguments.getValueMap())
+      inverse.map(to, from);
+    return isElementOf(a, element->first, SmallVector<Value>(element->second),
+                       inverse);
   }
   if (isa<BlockArgument>(a))
     return false;

@@ -141,7 +141,8 @@ void eraseDeadOps(Block &block);
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
 /// corresponding operands, the values `arguments` maps (block arguments, or
 /// any value to substitute) corresponding through it, the operands of
-/// commutative ops in either order.
+/// commutative ops in either order; an element of an array and what computes
+/// it (a table's body, a read of the tensor, a head's matrix times a row).
 bool computeSame(Value a, Value b, const IRMapping &arguments);
 
 /// The dims that count positions: the leading axes (all but the last) of
