@@ -596,8 +596,9 @@ struct NormaliserSource {
   Block *rowBlock;
   /// When L is a contraction's: a detached table over its rows whose body
   /// is the lse of its score (what `lse` and `rowBlock` refer to), erased
-  /// once the sum is planned.
+  /// once the sum is planned; and the contraction.
   std::shared_ptr<TabulateOp> shadow;
+  SoftmaxContractOp contract;
 };
 
 /// The lse a contraction computes, written as the table over its rows of an
@@ -779,7 +780,7 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     if (!lse || lse.getKind() != ReduceKind::lse ||
         lse->getBlock() != &let.getBody().front())
       return std::nullopt;
-    return NormaliserSource{lse, &let.getBody().front(), nullptr};
+    return NormaliserSource{lse, &let.getBody().front(), nullptr, {}};
   }
   // A contraction's normaliser at exactly these rows.
   if (value.getDefiningOp<ExtractOp>()) {
@@ -794,12 +795,13 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     if (!shadow)
       return std::nullopt;
     Block &rows = shadow->getBody().front();
-    return NormaliserSource{cast<ReduceOp>(rows.front()), &rows, shadow};
+    return NormaliserSource{cast<ReduceOp>(rows.front()), &rows, shadow,
+                            contract};
   }
   auto lse = value.getDefiningOp<ReduceOp>();
   if (batches.empty() && rowIndices.size() == 1 && lse &&
       lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
-    return NormaliserSource{lse, &body, nullptr};
+    return NormaliserSource{lse, &body, nullptr, {}};
   return std::nullopt;
 }
 
@@ -912,6 +914,10 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     return source.has_value();
   });
   if (!weighted || !source)
+    return;
+  // The new contraction goes ahead of the loop: the one it takes its score
+  // from must not read what the loop computes.
+  if (source->contract && loop->isAncestor(source->contract))
     return;
   ReduceOp lse = source->lse;
   if (lse.getSizes().size() != 1 || lse.getSizes()[0] != loopSizes[shared])
