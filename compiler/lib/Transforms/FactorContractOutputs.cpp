@@ -12,7 +12,8 @@
 // element-wise; a row's matrix times a column's vector), sums what varies
 // and the map applies after the contraction, once per output position:
 // Σ_c w(r, c) (a_r ⊙ v_c) = a_r ⊙ Σ_c w(r, c) v_c. What is left may be a
-// row of a table, the bilinear form.
+// row of a table, the bilinear form. A value a side yields twice is summed
+// once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +86,70 @@ SmallVector<Factored> findFactored(ValueRange values, ResultRange outputs) {
 
 /// Drops the factored outputs of `op`, whose uses read the products of
 /// their sources' outputs instead.
+/// A copy of `op`, its regions moved into it, without the results
+/// `dropped` (whose values the caller no longer yields); `newNumber` gets
+/// each result's number in the copy, -1 for the dropped ones. The uses of
+/// the kept results move to the copy; `op` stays, for the caller to erase.
+Operation *withoutResults(SoftmaxContractOp op,
+                          const llvm::SmallDenseSet<unsigned> &dropped,
+                          SmallVectorImpl<int> &newNumber) {
+  OperationState state(op.getLoc(), op->getName());
+  state.addOperands(op->getOperands());
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  for (Region &region : op->getRegions())
+    state.addRegion()->takeBody(region);
+  for (OpResult result : op->getResults()) {
+    bool isDropped = dropped.contains(result.getResultNumber());
+    newNumber.push_back(isDropped ? -1 : int(state.types.size()));
+    if (!isDropped)
+      state.addTypes(result.getType());
+  }
+  OpBuilder builder(op);
+  Operation *replacement = builder.create(state);
+  for (OpResult result : op->getResults())
+    if (int number = newNumber[result.getResultNumber()]; number >= 0)
+      result.replaceAllUsesWith(replacement->getResult(number));
+  return replacement;
+}
+
+/// A side that yields the same value twice sums it once: the second
+/// output reads the first's. Returns the contraction (a new op when some
+/// output went).
+SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
+  llvm::SmallDenseSet<unsigned> dropped;
+  SmallVector<std::pair<unsigned, unsigned>> sameAs;
+  auto scan = [&](Region &region, ResultRange outputs) {
+    if (region.empty())
+      return;
+    auto yield = cast<YieldOp>(region.front().getTerminator());
+    SmallVector<unsigned> positions;
+    for (unsigned i = 0, e = yield.getNumOperands(); i < e; ++i)
+      for (unsigned j = 0; j < i; ++j)
+        if (!llvm::is_contained(positions, j) &&
+            computeSame(yield.getOperand(j), yield.getOperand(i),
+                        IRMapping())) {
+          positions.push_back(i);
+          dropped.insert(outputs[i].getResultNumber());
+          sameAs.push_back(
+              {outputs[i].getResultNumber(), outputs[j].getResultNumber()});
+          break;
+        }
+    for (unsigned position : llvm::reverse(positions))
+      yield.getValuesMutable().erase(position);
+  };
+  scan(op.getRowSums(), op.getRowOutputs());
+  scan(op.getColSums(), op.getColOutputs());
+  if (dropped.empty())
+    return op;
+  SmallVector<int> newNumber;
+  Operation *replacement = withoutResults(op, dropped, newNumber);
+  for (auto [duplicate, kept] : sameAs)
+    op->getResult(duplicate).replaceAllUsesWith(
+        replacement->getResult(newNumber[kept]));
+  op.erase();
+  return cast<SoftmaxContractOp>(replacement);
+}
+
 void factorOutputs(SoftmaxContractOp op) {
   SmallVector<Factored> rows =
       findFactored(op.getRowValues(), op.getRowOutputs());
@@ -110,23 +175,9 @@ void factorOutputs(SoftmaxContractOp op) {
   llvm::SmallDenseSet<unsigned> dropped;
   for (const Factored &f : factored)
     dropped.insert(f.output);
-  OperationState state(op.getLoc(), op->getName());
-  state.addOperands(op->getOperands());
-  state.propertiesAttr = op->getPropertiesAsAttribute();
-  for (Region &region : op->getRegions())
-    state.addRegion()->takeBody(region);
   SmallVector<int> newNumber;
-  for (OpResult result : op->getResults()) {
-    bool isDropped = dropped.contains(result.getResultNumber());
-    newNumber.push_back(isDropped ? -1 : int(state.types.size()));
-    if (!isDropped)
-      state.addTypes(result.getType());
-  }
+  Operation *replacement = withoutResults(op, dropped, newNumber);
   OpBuilder builder(op);
-  Operation *replacement = builder.create(state);
-  for (OpResult result : op->getResults())
-    if (int number = newNumber[result.getResultNumber()]; number >= 0)
-      result.replaceAllUsesWith(replacement->getResult(number));
   for (Factored &f : factored) {
     Value output = op->getResult(f.output);
     Value product = BatchMatmulOp::create(
@@ -275,6 +326,7 @@ void mlir::energy::factorContractOutputs(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
   for (SoftmaxContractOp op : contracts) {
+    op = dropDuplicateOutputs(op);
     if (op.getForm() == ContractForm::generic && factorPositionMaps(op))
       continue;
     factorOutputs(op);
