@@ -13,7 +13,9 @@
 // and the map applies after the contraction, once per output position:
 // Σ_c w(r, c) (a_r ⊙ v_c) = a_r ⊙ Σ_c w(r, c) v_c. What is left may be a
 // row of a table, the bilinear form. A value a side yields twice is summed
-// once.
+// once, and outputs that one table only adds up, scaled by numbers known
+// ahead of the contraction, are one output: Σ_c w (a f₁ + b f₂) in place of
+// a Σ_c w f₁ + b Σ_c w f₂.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -148,6 +151,240 @@ SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
         replacement->getResult(newNumber[kept]));
   op.erase();
   return cast<SoftmaxContractOp>(replacement);
+}
+
+/// One summand of a table's row: `leaf` times the scalars `factors` (each
+/// multiplied, or divided by when its flag is set), negated or not.
+struct ScaledLeaf {
+  Value leaf;
+  SmallVector<std::pair<Value, bool>> factors;
+  bool negated = false;
+};
+
+/// Adds to `terms` the summands of `value` (a value of `body` of type
+/// `rowType`) through sums, differences, negations and products and
+/// quotients by scalars that `isFactor` accepts.
+void expandRow(Value value, Type rowType, Block &body, ScaledLeaf current,
+               function_ref<bool(Value)> isFactor,
+               SmallVectorImpl<ScaledLeaf> &terms) {
+  Operation *def = value.getDefiningOp();
+  // Through ops that only this sum reads.
+  if (def && def->getBlock() == &body && def->hasOneUse()) {
+    auto isRow = [&](Value operand) { return operand.getType() == rowType; };
+    if (isa<AddOp, SubOp>(def) && isRow(def->getOperand(0)) &&
+        isRow(def->getOperand(1))) {
+      expandRow(def->getOperand(0), rowType, body, current, isFactor, terms);
+      current.negated ^= isa<SubOp>(def);
+      expandRow(def->getOperand(1), rowType, body, current, isFactor, terms);
+      return;
+    }
+    if (auto neg = dyn_cast<NegOp>(def)) {
+      current.negated = !current.negated;
+      expandRow(neg.getOperand(), rowType, body, current, isFactor, terms);
+      return;
+    }
+    if (isa<MulOp, DivOp>(def)) {
+      Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+      if (isRow(lhs) && isScalar(rhs) && isFactor(rhs)) {
+        current.factors.push_back({rhs, isa<DivOp>(def)});
+        expandRow(lhs, rowType, body, current, isFactor, terms);
+        return;
+      }
+      if (isa<MulOp>(def) && isRow(rhs) && isScalar(lhs) && isFactor(lhs)) {
+        current.factors.push_back({lhs, false});
+        expandRow(rhs, rowType, body, current, isFactor, terms);
+        return;
+      }
+    }
+  }
+  current.leaf = value;
+  terms.push_back(current);
+}
+
+/// `term`'s leaf replaced by `leaf`, built with `builder` (constants among
+/// its factors cloned).
+Value buildScaled(OpBuilder &builder, Location loc, const ScaledLeaf &term,
+                  Value leaf) {
+  Value value = leaf;
+  for (auto [factor, divides] : term.factors) {
+    if (auto constant = factor.getDefiningOp<ConstantOp>())
+      factor = builder.clone(*constant)->getResult(0);
+    value = divides ? DivOp::create(builder, loc, value, factor).getResult()
+                    : MulOp::create(builder, loc, value, factor).getResult();
+  }
+  return term.negated ? NegOp::create(builder, loc, value).getResult() : value;
+}
+
+/// Erases the ops of `op`'s block that read its results, directly or
+/// through others, and that nothing uses (last first).
+void eraseUnusedReaders(SoftmaxContractOp op) {
+  llvm::SmallPtrSet<Operation *, 16> readers;
+  readers.insert(op);
+  SmallVector<Operation *> order;
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    bool reads = false;
+    next->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*def))
+            reads |= readers.contains(ancestor);
+    });
+    if (reads) {
+      readers.insert(next);
+      order.push_back(next);
+    }
+  }
+  for (Operation *reader : llvm::reverse(order))
+    if (isOpTriviallyDead(reader))
+      reader->erase();
+}
+
+/// Row outputs of `op` that one table only reads, each once at the same
+/// position, and adds up scaled by scalars computed ahead of `op` (what
+/// combined products leave: a - b/s + c/s of three outputs) are one output
+/// that sums the scaled values; with `keepBilinear`, only values of the
+/// column side. Returns the contraction (a new op when outputs merged).
+SoftmaxContractOp mergeLinearOutputs(SoftmaxContractOp op, bool keepBilinear) {
+  Block *rowBlock =
+      op.getRowSums().empty() ? nullptr : &op.getRowSums().front();
+  if (!rowBlock)
+    return op;
+  // What combining products left unused (the tables it read the outputs
+  // from) reads them no more.
+  eraseUnusedReaders(op);
+  // The outputs each read once, by an element of a table at its indices.
+  struct Read {
+    unsigned position;
+    ExtractOp extract;
+  };
+  llvm::MapVector<TabulateOp, SmallVector<Read>> readsOf;
+  for (auto [position, output] : llvm::enumerate(op.getRowOutputs())) {
+    if (!output.hasOneUse())
+      continue;
+    auto extract = dyn_cast<ExtractOp>(*output.getUsers().begin());
+    auto table =
+        extract ? dyn_cast<TabulateOp>(extract->getParentOp()) : TabulateOp();
+    if (!table || !extract.getMap().isIdentity() ||
+        !extract.getResult().hasOneUse() ||
+        extract->getBlock() != &table.getBody().front())
+      continue;
+    readsOf[table].push_back({static_cast<unsigned>(position), extract});
+  }
+  for (auto &[table, reads] : readsOf) {
+    if (reads.size() < 2)
+      continue;
+    Block &body = table.getBody().front();
+    Value row = table.getBodyValue();
+    auto isFactor = [&](Value factor) {
+      return factor.getDefiningOp<ConstantOp>() || availableBefore(factor, op);
+    };
+    SmallVector<ScaledLeaf> terms;
+    expandRow(row, row.getType(), body, ScaledLeaf(), isFactor, terms);
+    // The merged terms: outputs read at the same indices as the first; of a
+    // contraction that is not generic, values of the column side only
+    // (rows of tables over its batch rows and column), so that their sum is
+    // one such row too.
+    auto rowYield = cast<YieldOp>(rowBlock->getTerminator());
+    SmallVector<Value> columnSide(
+        rowBlock->getArguments().take_front(op.getNumRowIndices() - 1));
+    columnSide.push_back(rowBlock->getArgument(op.getNumRowIndices()));
+    SmallVector<std::pair<ScaledLeaf, unsigned>> merged;
+    SmallVector<ScaledLeaf> others;
+    OperandRange indices = reads.front().extract.getIndices();
+    for (const ScaledLeaf &term : terms) {
+      Read *read = llvm::find_if(reads, [&](Read &read) {
+        return read.extract.getResult() == term.leaf &&
+               llvm::equal(read.extract.getIndices(), indices);
+      });
+      bool once = read != reads.end() &&
+                  llvm::count_if(terms, [&](const ScaledLeaf &other) {
+                    return other.leaf == term.leaf;
+                  }) == 1;
+      if (once &&
+          (!keepBilinear ||
+           dependsOnlyOn(rowYield.getOperand(read->position), op, columnSide)))
+        merged.push_back({term, read->position});
+      else
+        others.push_back(term);
+    }
+    if (merged.size() < 2)
+      continue;
+    // The results as they are now (the yield changes below).
+    Type outputType = op.getRowOutputs()[merged.front().second].getType();
+    llvm::SmallDenseSet<unsigned> dropped;
+    for (auto &[term, position] : merged)
+      dropped.insert(op.getRowOutputs()[position].getResultNumber());
+    unsigned firstColumn = op.getColOutputs().empty()
+                               ? op->getNumResults()
+                               : op.getColOutputs()[0].getResultNumber();
+    // The new row value: Σ c_k f_k, yielded last.
+    auto yield = cast<YieldOp>(rowBlock->getTerminator());
+    OpBuilder inside(yield);
+    Value sum;
+    for (auto &[term, position] : merged) {
+      Value scaled =
+          buildScaled(inside, yield.getLoc(), term, yield.getOperand(position));
+      sum = sum ? AddOp::create(inside, yield.getLoc(), sum, scaled).getResult()
+                : scaled;
+    }
+    yield.getValuesMutable().append(sum);
+    SmallVector<unsigned> positions;
+    for (auto &[term, position] : merged)
+      positions.push_back(position);
+    llvm::sort(positions, std::greater<unsigned>());
+    for (unsigned position : positions)
+      yield.getValuesMutable().erase(position);
+    // The same op with the merged output in place of the merged ones, after
+    // the other row outputs.
+    OperationState state(op.getLoc(), op->getName());
+    state.addOperands(op->getOperands());
+    state.propertiesAttr = op->getPropertiesAsAttribute();
+    for (Region &region : op->getRegions())
+      state.addRegion()->takeBody(region);
+    SmallVector<int> newNumber;
+    int mergedNumber = -1;
+    for (OpResult result : op->getResults()) {
+      if (result.getResultNumber() == firstColumn) {
+        mergedNumber = state.types.size();
+        state.addTypes(outputType);
+      }
+      bool isDropped = dropped.contains(result.getResultNumber());
+      newNumber.push_back(isDropped ? -1 : int(state.types.size()));
+      if (!isDropped)
+        state.addTypes(result.getType());
+    }
+    if (mergedNumber < 0) {
+      mergedNumber = state.types.size();
+      state.addTypes(outputType);
+    }
+    OpBuilder builder(op);
+    Operation *replacement = builder.create(state);
+    for (OpResult result : op->getResults())
+      if (int number = newNumber[result.getResultNumber()]; number >= 0)
+        result.replaceAllUsesWith(replacement->getResult(number));
+    // The table reads the merged output and adds the others.
+    OpBuilder reader(reads.front().extract);
+    Location loc = row.getLoc();
+    Value total =
+        ExtractOp::create(reader, loc, reads.front().extract.getType(),
+                          replacement->getResult(mergedNumber),
+                          reads.front().extract.getMapAttr(), indices);
+    reader.setInsertionPoint(body.getTerminator());
+    for (const ScaledLeaf &term : others)
+      total = AddOp::create(reader, loc, total,
+                            buildScaled(reader, loc, term, term.leaf));
+    body.getTerminator()->setOperand(0, total);
+    eraseDeadOps(body);
+    op.erase();
+    // The merged value is no row of a table until contract-tables makes
+    // one of it: the form is marked again.
+    auto contract = cast<SoftmaxContractOp>(replacement);
+    contract.setForm(ContractForm::generic);
+    markContractForm(contract);
+    // One merge per call: the other tables' reads referred to `op`.
+    return mergeLinearOutputs(contract, keepBilinear);
+  }
+  return op;
 }
 
 void factorOutputs(SoftmaxContractOp op) {
@@ -327,6 +564,7 @@ void mlir::energy::factorContractOutputs(ModelOp model) {
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
   for (SoftmaxContractOp op : contracts) {
     op = dropDuplicateOutputs(op);
+    op = mergeLinearOutputs(op, op.getForm() != ContractForm::generic);
     if (op.getForm() == ContractForm::generic && factorPositionMaps(op))
       continue;
     factorOutputs(op);

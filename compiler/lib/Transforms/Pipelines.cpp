@@ -74,6 +74,10 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanReassociateProducts());
   modelPasses.addPass(createEnergyPlanCombineProducts());
+  // The sums of contraction outputs that combined products leave, and the
+  // tables of what they sum.
+  modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());

@@ -453,7 +453,9 @@ def EnergyPlanFactorContractOutputs : EnergyPlanStep<"energy-plan-factor-contrac
     row's vector times a column's element-wise, a row's matrix times a
     column's vector, a quotient by a row's scalar), sums that operand, and
     the map applies after the contraction, once per output position; the
-    form is marked again (often bilinear then).
+    form is marked again (often bilinear then). A value a side yields twice
+    is summed once; row outputs that one table only adds up, scaled by
+    numbers known ahead of the contraction, become one output.
   }];
 }
 
