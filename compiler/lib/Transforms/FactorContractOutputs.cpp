@@ -234,8 +234,15 @@ void eraseUnusedReaders(SoftmaxContractOp op) {
       order.push_back(next);
     }
   }
+  // Contractions stay (the caller may hold them; canonicalization erases
+  // the unused ones).
+  auto holdsContract = [](Operation *reader) {
+    return reader
+        ->walk([](SoftmaxContractOp) { return WalkResult::interrupt(); })
+        .wasInterrupted();
+  };
   for (Operation *reader : llvm::reverse(order))
-    if (isOpTriviallyDead(reader))
+    if (isOpTriviallyDead(reader) && !holdsContract(reader))
       reader->erase();
 }
 
