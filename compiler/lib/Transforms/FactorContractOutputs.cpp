@@ -90,22 +90,35 @@ SmallVector<Factored> findFactored(ValueRange values, ResultRange outputs) {
 /// Drops the factored outputs of `op`, whose uses read the products of
 /// their sources' outputs instead.
 /// A copy of `op`, its regions moved into it, without the results
-/// `dropped` (whose values the caller no longer yields); `newNumber` gets
-/// each result's number in the copy, -1 for the dropped ones. The uses of
-/// the kept results move to the copy; `op` stays, for the caller to erase.
-Operation *withoutResults(SoftmaxContractOp op,
-                          const llvm::SmallDenseSet<unsigned> &dropped,
-                          SmallVectorImpl<int> &newNumber) {
+/// `dropped` (whose values the caller no longer yields) and, with `added`,
+/// one more result of that type before result `addedBefore` (the caller
+/// yields its value; its number goes to `addedNumber`); `newNumber` gets each
+/// result's number in the copy, -1 for the dropped ones. The uses of the kept
+/// results move to the copy; `op` stays, for the caller to erase.
+Operation *rebuilt(SoftmaxContractOp op,
+                   const llvm::SmallDenseSet<unsigned> &dropped,
+                   SmallVectorImpl<int> &newNumber, Type added = Type(),
+                   unsigned addedBefore = 0, int *addedNumber = nullptr) {
   OperationState state(op.getLoc(), op->getName());
   state.addOperands(op->getOperands());
   state.propertiesAttr = op->getPropertiesAsAttribute();
   for (Region &region : op->getRegions())
     state.addRegion()->takeBody(region);
   for (OpResult result : op->getResults()) {
+    if (added && result.getResultNumber() == addedBefore) {
+      if (addedNumber)
+        *addedNumber = state.types.size();
+      state.addTypes(added);
+    }
     bool isDropped = dropped.contains(result.getResultNumber());
     newNumber.push_back(isDropped ? -1 : int(state.types.size()));
     if (!isDropped)
       state.addTypes(result.getType());
+  }
+  if (added && addedBefore >= op->getNumResults()) {
+    if (addedNumber)
+      *addedNumber = state.types.size();
+    state.addTypes(added);
   }
   OpBuilder builder(op);
   Operation *replacement = builder.create(state);
@@ -145,7 +158,7 @@ SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
   if (dropped.empty())
     return op;
   SmallVector<int> newNumber;
-  Operation *replacement = withoutResults(op, dropped, newNumber);
+  Operation *replacement = rebuilt(op, dropped, newNumber);
   for (auto [duplicate, kept] : sameAs)
     op->getResult(duplicate).replaceAllUsesWith(
         replacement->getResult(newNumber[kept]));
@@ -343,32 +356,10 @@ SoftmaxContractOp mergeLinearOutputs(SoftmaxContractOp op, bool keepBilinear) {
       yield.getValuesMutable().erase(position);
     // The same op with the merged output in place of the merged ones, after
     // the other row outputs.
-    OperationState state(op.getLoc(), op->getName());
-    state.addOperands(op->getOperands());
-    state.propertiesAttr = op->getPropertiesAsAttribute();
-    for (Region &region : op->getRegions())
-      state.addRegion()->takeBody(region);
     SmallVector<int> newNumber;
     int mergedNumber = -1;
-    for (OpResult result : op->getResults()) {
-      if (result.getResultNumber() == firstColumn) {
-        mergedNumber = state.types.size();
-        state.addTypes(outputType);
-      }
-      bool isDropped = dropped.contains(result.getResultNumber());
-      newNumber.push_back(isDropped ? -1 : int(state.types.size()));
-      if (!isDropped)
-        state.addTypes(result.getType());
-    }
-    if (mergedNumber < 0) {
-      mergedNumber = state.types.size();
-      state.addTypes(outputType);
-    }
-    OpBuilder builder(op);
-    Operation *replacement = builder.create(state);
-    for (OpResult result : op->getResults())
-      if (int number = newNumber[result.getResultNumber()]; number >= 0)
-        result.replaceAllUsesWith(replacement->getResult(number));
+    Operation *replacement =
+        rebuilt(op, dropped, newNumber, outputType, firstColumn, &mergedNumber);
     // The table reads the merged output and adds the others.
     OpBuilder reader(reads.front().extract);
     Location loc = row.getLoc();
@@ -420,7 +411,7 @@ void factorOutputs(SoftmaxContractOp op) {
   for (const Factored &f : factored)
     dropped.insert(f.output);
   SmallVector<int> newNumber;
-  Operation *replacement = withoutResults(op, dropped, newNumber);
+  Operation *replacement = rebuilt(op, dropped, newNumber);
   OpBuilder builder(op);
   for (Factored &f : factored) {
     Value output = op->getResult(f.output);

@@ -409,23 +409,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     return RegionFiller(target, mapping, {source->rowBlock, &lseBlock},
                         {&lseBlock});
   };
-  bool failedToFill = false;
-  if (lse.hasPredicate()) {
-    Block &predicate = lse.getPredicate().front();
-    RegionFiller filler = fill(contract.predicate, predicate);
-    FailureOr<Value> admitted = filler.materialize(
-        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
-    failedToFill |= failed(admitted);
-    if (succeeded(admitted))
-      filler.yield(lse.getLoc(), *admitted);
-  }
-  {
-    RegionFiller filler = fill(contract.score, lse.getBody().front());
-    FailureOr<Value> score = filler.materialize(lse.getBodyValue());
-    failedToFill |= failed(score);
-    if (succeeded(score))
-      filler.yield(lse.getLoc(), *score);
-  }
+  bool failedToFill = !fillPredicateAndScore(contract, lse, fill);
   {
     Block &target = contract.block(contract.colSums);
     IRMapping mapping;

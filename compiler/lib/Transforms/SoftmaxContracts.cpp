@@ -204,6 +204,27 @@ mlir::energy::matchWeightedSum(ReduceOp sum,
 // Filling the regions of a contraction (RegionFiller is in the header)
 //===----------------------------------------------------------------------===//
 
+bool mlir::energy::fillPredicateAndScore(
+    ContractBuilder &contract, ReduceOp lse,
+    function_ref<RegionFiller(Region &, Block &)> fill) {
+  bool filled = true;
+  if (lse.hasPredicate()) {
+    Block &predicate = lse.getPredicate().front();
+    RegionFiller filler = fill(contract.predicate, predicate);
+    FailureOr<Value> admitted = filler.materialize(
+        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
+    filled &= succeeded(admitted);
+    if (succeeded(admitted))
+      filler.yield(lse.getLoc(), *admitted);
+  }
+  RegionFiller filler = fill(contract.score, lse.getBody().front());
+  FailureOr<Value> score = filler.materialize(lse.getBodyValue());
+  filled &= succeeded(score);
+  if (succeeded(score))
+    filler.yield(lse.getLoc(), *score);
+  return filled;
+}
+
 Value mlir::energy::extractAt(OpBuilder &builder, Location loc, Value table,
                               Type type, ValueRange indices) {
   if (indices.empty())
@@ -413,23 +434,7 @@ void formChildSide(ReduceOp lse) {
       sources.insert(sources.begin(), &block);
     return RegionFiller(target, mapping, sources, {&source});
   };
-  bool failedToFill = false;
-  if (lse.hasPredicate()) {
-    Block &predicate = lse.getPredicate().front();
-    RegionFiller filler = fill(contract.predicate, predicate);
-    FailureOr<Value> admitted = filler.materialize(
-        cast<YieldOp>(predicate.getTerminator()).getValues()[0]);
-    failedToFill |= failed(admitted);
-    if (succeeded(admitted))
-      filler.yield(lse.getLoc(), *admitted);
-  }
-  {
-    RegionFiller filler = fill(contract.score, lse.getBody().front());
-    FailureOr<Value> score = filler.materialize(lse.getBodyValue());
-    failedToFill |= failed(score);
-    if (succeeded(score))
-      filler.yield(lse.getLoc(), *score);
-  }
+  bool failedToFill = !fillPredicateAndScore(contract, lse, fill);
   SmallVector<Value> rowValues;
   Block &rowBlock = contract.block(contract.rowSums);
   for (WeightedSum &sum : sums) {

@@ -133,6 +133,12 @@ private:
   llvm::DenseSet<Block *> regionOpsAllowed;
 };
 
+/// Fills the predicate (when `lse` has one) and the score of `contract`
+/// from `lse`'s, each with the filler `fill` makes for the target region
+/// and the source block; false when some value could not be cloned.
+bool fillPredicateAndScore(ContractBuilder &contract, ReduceOp lse,
+                           function_ref<RegionFiller(Region &, Block &)> fill);
+
 /// `extract %table[indices]` (a scalar table read at all its indices gives
 /// a scalar), or the table itself when there are no indices.
 Value extractAt(OpBuilder &builder, Location loc, Value table, Type type,
