@@ -214,6 +214,25 @@ int32_t energy_support_cuda_softmax_contract_f64(
 int32_t energy_support_cuda_softmax_contract_bf16(
     const energy_softmax_contract_args *args);
 
+/* The bf16 contraction on cuDNN's fused flash attention (FusedAttention.cpp),
+ * for the contractions the plan gives to cuDNN: the row side alone (no pair
+ * terms, no column outputs, no given normaliser, κ = 1), unmasked or with
+ * the causal constraint col <= row, depth and the widths' sum at most 128;
+ * Q, K and the value tables are rounded to bf16, the scores, softmax and
+ * sums are f32, the outputs rounded to bf16. Anything else, or where
+ * libcudnn.so.9 cannot be opened (ENERGY_CUDNN may name it) or takes no
+ * such graph, goes to energy_support_cuda_softmax_contract_bf16, and
+ * stderr says why, once per reason. */
+#define ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16                               \
+  "energy_support_cuda_fused_attention_bf16"
+int32_t energy_support_cuda_fused_attention_bf16(
+    const energy_softmax_contract_args *args);
+
+/* Why cuDNN's fused attention would not compute `args` (a sentence), or
+ * null when it would; builds (and keeps) cuDNN's graph for their sizes. */
+const char *energy_support_cuda_fused_attention_misfit(
+    const energy_softmax_contract_args *args);
+
 #ifdef __cplusplus
 }
 #endif
