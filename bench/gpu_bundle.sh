@@ -34,7 +34,8 @@ $energyc "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cuda.so"
 $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
-cp "$build/tests/e2e/energy-device-buffers" "$bundle/bin/"
+cp "$build/tests/e2e/energy-device-buffers" "$build/bin/fused-attention-check" \
+  "$bundle/bin/"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
   "$here/training_step.py" "$here/benchlib.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
@@ -48,6 +49,8 @@ cat > "$bundle/run.sh" <<'RUN'
 cd "$(dirname "$0")"
 E=bin/energy-exec
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
+timeout 120 bin/fused-attention-check 8192 5 > "$OUT/fused_attention.txt" 2>&1
+echo "fused attention check rc=$?"; cat "$OUT/fused_attention.txt"
 bench() {
   name=$1; limit=$2; script=$3; shift 3
   timeout "$limit" python3 "scripts/$script" "$@" > "$OUT/$name.json" \

@@ -240,7 +240,8 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     else
       mlir::energy::buildUpdatePipeline(perModel, wrtNames);
     if (planned)
-      mlir::energy::buildKernelPlanPipeline(perModel);
+      mlir::energy::buildKernelPlanPipeline(perModel, backendName == "cuda" &&
+                                                          dtype == "bf16");
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;

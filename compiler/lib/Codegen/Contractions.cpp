@@ -320,11 +320,13 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   }
   storeSlot(kKeptTiles, tiles);
   storeSlot(kKeptTilesMode, tilesMode);
-  reportContractStatus(callSupport(singlePrecision()
-                                       ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
-                                       : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-                                   {args})
-                           .getResult(0));
+  func::CallOp call =
+      callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
+                                    : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
+                  {args});
+  if (contract.getEngine() == "cudnn")
+    markFusedAttention(call);
+  reportContractStatus(call.getResult(0));
   if (reusedTiles)
     func::CallOp::create(
         b, loc,

@@ -172,7 +172,8 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt);
-  buildKernelPlanPipeline(modelPasses);
+  buildKernelPlanPipeline(modelPasses, options.target.device == "cuda" &&
+                                           options.dtype == "bf16");
   reportCrashesByPass(passes);
   if (failed(guardCompilation("the pass pipeline", model.getLoc(),
                               [&] { return passes.run(energyModule); })))

@@ -29,6 +29,7 @@ using namespace mlir::energy;
 
 namespace {
 constexpr StringLiteral kParallelAttr = "energy.parallel";
+constexpr StringLiteral kFusedAttentionAttr = "energy.fused_attention";
 constexpr StringLiteral kElementwiseAttr = "energy.elementwise";
 constexpr StringLiteral kElementwiseTailAttr = "energy.elementwise_tail";
 
@@ -431,10 +432,20 @@ static void useCudaSupport(ModuleOp module, bool bf16Products) {
                     : ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32},
       {ENERGY_SUPPORT_MATMUL_BATCH_F64, ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64}};
   module.walk([&](func::CallOp call) {
+    bool fused = call->hasAttr(kFusedAttentionAttr);
+    call->removeAttr(kFusedAttentionAttr);
+    if (fused && bf16Products) {
+      call.setCallee(ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16);
+      return;
+    }
     for (auto [cpu, cuda] : replacements)
       if (call.getCallee() == cpu)
         call.setCallee(cuda);
   });
+}
+
+void mlir::energy::markFusedAttention(func::CallOp call) {
+  call->setAttr(kFusedAttentionAttr, UnitAttr::get(call.getContext()));
 }
 
 void mlir::energy::markParallel(scf::ForOp loop) {

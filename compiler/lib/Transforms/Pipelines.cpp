@@ -83,10 +83,12 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }
 
-void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses) {
+void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
+                                           bool fusedAttention) {
   buildPlanStepPipeline(modelPasses);
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
+  modelPasses.addPass(createEnergyPlanEngines({fusedAttention}));
 }

@@ -374,7 +374,53 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
                               "gives its normaliser, but "
                            << reason;
   }
+  if (std::optional<StringRef> engine = getEngine()) {
+    if (*engine != "cudnn")
+      return emitOpError() << "has engine \"" << *engine
+                           << "\"; the one known is \"cudnn\"";
+    std::string reason;
+    if (failed(checkFusedAttention(reason)))
+      return emitOpError() << "is given to cuDNN's fused attention, but "
+                           << reason;
+  }
   return success();
+}
+
+LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
+  if (getForm() != ContractForm::bilinear) {
+    reason = "it is not bilinear";
+    return failure();
+  }
+  FailureOr<BilinearContract> bilinear = matchBilinear(reason);
+  if (failed(bilinear))
+    return failure();
+  if (getGivenLse())
+    reason = "its normaliser is given";
+  else if (!getColValues().empty())
+    reason = "it has column values";
+  else if (getRowValues().empty())
+    reason = "it has no row values";
+  else if (!bilinear->pairTerms.empty() ||
+           llvm::any_of(bilinear->rowValueFactors,
+                        [](Value factor) { return factor != nullptr; }))
+    reason = "a row value has a factor";
+  else if (llvm::is_contained(bilinear->rowValueTables, Value()))
+    reason = "a row value is not a table's row";
+  if (!reason.empty())
+    return failure();
+  if (!hasPredicate())
+    return success();
+  // The causal mask: column <= row, as one constraint row − col >= 0.
+  std::optional<SmallVector<LinearConstraint>> constraints =
+      getLinearConstraints();
+  if (constraints && constraints->size() == 1) {
+    const LinearConstraint &only = constraints->front();
+    if (!only.notEqual && only.rowCoefficient == 1 &&
+        only.colCoefficient == -1 && only.offset == 0)
+      return success();
+  }
+  reason = "its predicate is not the causal mask (column <= row)";
+  return failure();
 }
 
 std::optional<unsigned> mlir::energy::findPairTerm(ArrayRef<PairTerm> terms,

@@ -9,6 +9,7 @@
 #ifndef ENERGY_CODEGEN_PARALLELLOOPS_H
 #define ENERGY_CODEGEN_PARALLELLOOPS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -35,6 +36,11 @@ void markElementwise(scf::ForOp loop);
 /// remainder.
 void markElementwise(scf::ForOp vectors, scf::ForOp tail);
 
+/// Marks `call` (of the softmax contraction) as one of a contraction the
+/// plan gave to cuDNN (`engine = "cudnn"`): with bf16 products on the GPU,
+/// outlineParallelLoops makes it a call of the fused-attention entry.
+void markFusedAttention(func::CallOp call);
+
 /// The symbol of the artifact's PTX images (KernelSupport.h's
 /// energy_support_cuda_launch reads them), a global that
 /// outlineParallelLoops declares when it outlines for the GPU and the CUDA
@@ -55,7 +61,8 @@ inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 /// managed memory, which the host and the GPU both reach, and softmax
 /// contractions and matrix products call the support library's GPU
 /// versions: with `bf16Products`, those taking bf16 operands on tensor
-/// cores (f32 kernels only).
+/// cores (f32 kernels only), and cuDNN's fused attention for the
+/// contractions marked by markFusedAttention.
 void outlineParallelLoops(ModuleOp module,
                           gpu::GPUModuleOp gpuKernels = nullptr,
                           bool bf16Products = false);

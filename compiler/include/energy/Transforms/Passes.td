@@ -525,4 +525,24 @@ def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
+  let summary = "Gives the softmax contractions that cuDNN's fused attention computes to it";
+  let description = [{
+    With `fused-attention` (what energyc sets for `--target cuda --dtype
+    bf16`), marks `engine = "cudnn"` on every softmax contraction that
+    cuDNN's fused flash attention computes: bilinear, its row values plain
+    table rows, no column values, no given normaliser, unmasked or causal
+    (SoftmaxContractOp::checkFusedAttention). The CUDA backend calls
+    energy_support_cuda_fused_attention_bf16 for those, which runs them on
+    cuDNN where it is installed and takes their sizes (heads of up to 128
+    features and values), and on the built-in kernels otherwise. Without
+    the option it changes nothing.
+  }];
+  let options = [
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"false",
+           "Mark the contractions cuDNN's fused attention computes">
+  ];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 #endif // ENERGY_TRANSFORMS_PASSES_TD

@@ -33,9 +33,12 @@ void buildUpdatePipeline(OpPassManager &modelPasses,
 void buildPlanStepPipeline(OpPassManager &modelPasses);
 
 /// Plans the kernels (the plan steps) and simplifies the plan:
-/// canonicalization, CSE and energy-share-scores. What code generators
-/// lower, and what `energyc --emit=plan` prints.
-void buildKernelPlanPipeline(OpPassManager &modelPasses);
+/// canonicalization, CSE and energy-share-scores; then the engines
+/// (energy-plan-engines: with `fusedAttention`, for bf16 CUDA artifacts,
+/// the contractions cuDNN's fused attention computes). What code
+/// generators lower, and what `energyc --emit=plan` prints.
+void buildKernelPlanPipeline(OpPassManager &modelPasses,
+                             bool fusedAttention = false);
 
 } // namespace mlir::energy
 

@@ -92,6 +92,13 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     that one's scores and pair terms, when they are few, and read them here
     instead of computing them again.
 
+    `engine = "cudnn"` (set by energy-plan-engines for bf16 CUDA artifacts)
+    gives the contraction to cuDNN's fused flash attention: it must be
+    bilinear, with row values that are plain table rows (no factor, no pair
+    term), no column values, no given normaliser, and no predicate or the
+    causal one (column <= row) (the verifier checks it). A backend without
+    that engine, or sizes it does not take, run it on the built-in kernels.
+
     ```mlir
     %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)
       score {
@@ -113,7 +120,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
                        Energy_DimExprAttr:$cols,
                        Optional<Energy_Scalar>:$temperature,
                        Optional<Energy_AnyArray>:$given_lse,
-                       UnitAttr:$reuses_scores);
+                       UnitAttr:$reuses_scores,
+                       OptionalAttr<StrAttr>:$engine);
   let results = (outs Variadic<Energy_AnyArray>:$results);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$score,
                         SizedRegion<1>:$row_sums, SizedRegion<1>:$col_sums);
@@ -150,6 +158,9 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     /// this one's pair terms one of the other's; failure with a reason
     /// otherwise.
     ::mlir::LogicalResult checkReusableScores(std::string &reason);
+    /// Whether cuDNN's fused attention computes this contraction (`engine =
+    /// "cudnn"`): failure with a reason otherwise.
+    ::mlir::LogicalResult checkFusedAttention(std::string &reason);
     /// The result types implied by the domains and the regions' values.
     ::llvm::SmallVector<::mlir::Type> inferResultTypes();
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
