@@ -241,8 +241,69 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   for (Value extent : batchExtents)
     batchCount = arith::MulIOp::create(b, loc, batchCount, extent);
   storeSlot(kBatch, batchCount);
-  storeSlot(kRowFeatures, get(form.rowTable).data);
-  storeSlot(kColFeatures, get(form.colTable).data);
+  if (form.rowBias || form.colBias) {
+    // The biases as features: rows [scale · A, 1, R], columns [B, C, 1]
+    // (each pair of columns only where its bias is given), scale 1.
+    Value extra = index(form.rowBias && form.colBias ? 2 : 1);
+    Value widened = arith::AddIOp::create(b, loc, depth, extra);
+    Value scale = form.scale ? get(form.scale).scalar : real(1.0);
+    // The copies' sizes, from the dims alone (scratch is allocated at the
+    // kernel's entry).
+    Value rowTotal, colTotal;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(entryAnchor);
+      SmallVector<Value> extents = extentsOf(contract.getRows());
+      Value width = arith::AddIOp::create(
+          b, loc, dim(typeOf(form.rowTable).getShape().back().getValue()),
+          index(form.rowBias && form.colBias ? 2 : 1));
+      Value positions = width;
+      for (Value extent : ArrayRef<Value>(extents).drop_back())
+        positions = arith::MulIOp::create(b, loc, positions, extent);
+      rowTotal = arith::MulIOp::create(b, loc, positions, extents.back());
+      colTotal = arith::MulIOp::create(
+          b, loc, positions,
+          extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
+              .front());
+    }
+    auto widen = [&](Value table, Value count, Value total, Value factor,
+                     Value rowBias, Value colBias, bool rowSide) {
+      Value source = get(table).data;
+      Value features = allocateElements(total);
+      forRange(count, [&](Value position) {
+        Value from = arith::MulIOp::create(b, loc, position, depth);
+        Value to = arith::MulIOp::create(b, loc, position, widened);
+        forRange(depth, [&](Value k) {
+          Value element = load(source, arith::AddIOp::create(b, loc, from, k));
+          store(factor ? mul(element, factor) : element, features,
+                arith::AddIOp::create(b, loc, to, k));
+        });
+        Value next = arith::AddIOp::create(b, loc, to, depth);
+        auto put = [&](Value value) {
+          store(value, features, next);
+          next = arith::AddIOp::create(b, loc, next, index(1));
+        };
+        if (colBias)
+          put(rowSide ? real(1.0) : load(get(colBias).data, position));
+        if (rowBias)
+          put(rowSide ? load(get(rowBias).data, position) : real(1.0));
+      });
+      return features;
+    };
+    Value rowPositions = arith::MulIOp::create(b, loc, batchCount, rows);
+    Value colPositions = arith::MulIOp::create(b, loc, batchCount, columns);
+    storeSlot(kRowFeatures, widen(form.rowTable, rowPositions, rowTotal, scale,
+                                  form.rowBias, form.colBias, true));
+    storeSlot(kColFeatures, widen(form.colTable, colPositions, colTotal,
+                                  Value(), form.rowBias, form.colBias, false));
+    storeSlot(kDepth, widened);
+    storeSlot(
+        kScale,
+        arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1.0)).getResult());
+  } else {
+    storeSlot(kRowFeatures, get(form.rowTable).data);
+    storeSlot(kColFeatures, get(form.colTable).data);
+  }
   Value lse = contract.getLse();
   storeSlot(kLse, lse ? get(lse).data : null);
   Value given = contract.getGivenLse();

@@ -368,13 +368,16 @@ bool broadcastToBilinear(SoftmaxContractOp contract) {
 void mlir::energy::hoistContractTables(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
-  for (SoftmaxContractOp contract : contracts) {
-    moveLoopInvariantCode(cast<LoopLikeOpInterface>(contract.getOperation()));
-    if (contract.getNumRowIndices() > 0)
-      TableHoister(contract).run();
-    scaleByReciprocal(contract);
-    markContractForm(contract);
-  }
+  for (SoftmaxContractOp contract : contracts)
+    hoistTablesOf(contract);
+}
+
+void mlir::energy::hoistTablesOf(SoftmaxContractOp contract) {
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(contract.getOperation()));
+  if (contract.getNumRowIndices() > 0)
+    TableHoister(contract).run();
+  scaleByReciprocal(contract);
+  markContractForm(contract);
 }
 
 void mlir::energy::markContractForm(SoftmaxContractOp contract) {

@@ -478,14 +478,13 @@ SmallVector<PositionMap> findPositionMaps(SoftmaxContractOp op, bool rowSide) {
   return found;
 }
 
-/// Sums, for each value findPositionMaps finds, the operand that varies,
-/// and applies the map to the output after the contraction; marks the
-/// contraction's form again. False when there is no such value.
-bool factorPositionMaps(SoftmaxContractOp op) {
+} // namespace
+
+SoftmaxContractOp mlir::energy::factorPositionMaps(SoftmaxContractOp op) {
   SmallVector<PositionMap> rows = findPositionMaps(op, true);
   SmallVector<PositionMap> cols = findPositionMaps(op, false);
   if (rows.empty() && cols.empty())
-    return false;
+    return op;
   unsigned rowStart = op.getGivenLse() ? 0 : 1;
   unsigned colStart = rowStart + op.getRowValues().size();
   // Each map's output, by result number, with its side.
@@ -552,10 +551,8 @@ bool factorPositionMaps(SoftmaxContractOp op) {
   for (Region *region : {&replacement.getRowSums(), &replacement.getColSums()})
     eraseDeadOps(region->front());
   markContractForm(replacement);
-  return true;
+  return replacement;
 }
-
-} // namespace
 
 void mlir::energy::factorContractOutputs(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
@@ -563,7 +560,7 @@ void mlir::energy::factorContractOutputs(ModelOp model) {
   for (SoftmaxContractOp op : contracts) {
     op = dropDuplicateOutputs(op);
     op = mergeLinearOutputs(op, op.getForm() != ContractForm::generic);
-    if (op.getForm() == ContractForm::generic && factorPositionMaps(op))
+    if (op.getForm() == ContractForm::generic && factorPositionMaps(op) != op)
       continue;
     factorOutputs(op);
   }

@@ -78,6 +78,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // tables of what they sum.
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanContractTables());
+  modelPasses.addPass(createEnergyPlanSeparateScores());
   modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());

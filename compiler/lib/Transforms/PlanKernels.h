@@ -73,10 +73,31 @@ void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
 /// column values `quadratic`.
 void hoistContractTables(ModelOp model);
 
+/// hoistContractTables for one contraction.
+void hoistTablesOf(SoftmaxContractOp contract);
+
 /// Marks `contract` bilinear or quadratic when its regions have that form
 /// (reading, for the bilinear one, tables over all its batch indices where
 /// a region read tables over fewer); leaves it as it is otherwise.
 void markContractForm(SoftmaxContractOp contract);
+
+/// Writes the score of `contract` as c · dot(a, b) + r + k (a and r of the
+/// row indices only, b and k of the batch indices and the column only, c
+/// computed outside; ScoreTerms.cpp) when it is a sum of such terms; false,
+/// having changed nothing, otherwise.
+bool separateScore(SoftmaxContractOp contract);
+
+/// Sums, for each value of `op` that is a map linear in the one operand
+/// that varies with the pair (its others the output position's), that
+/// operand, and applies the map to the output after the contraction;
+/// marks the form again. Returns the new contraction, or `op` when it has
+/// no such value (FactorContractOutputs.cpp).
+SoftmaxContractOp factorPositionMaps(SoftmaxContractOp op);
+
+/// Makes generic contractions bilinear with biases where separateScore
+/// writes their scores so and their values are then bilinear (a copy is
+/// rewritten, and replaces the contraction only then).
+void separateScoresToBilinear(ModelOp model);
 
 /// Writes the per-head products of multi-head terms as
 /// `energy.batch_matmul`: tables of W[b] x[p] over (head b, position p),

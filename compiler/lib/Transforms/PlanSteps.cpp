@@ -33,6 +33,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
+#define GEN_PASS_DEF_ENERGYPLANSEPARATESCORES
 #define GEN_PASS_DEF_ENERGYPLANKERNELS
 #include "energy/Transforms/Passes.h.inc"
 } // namespace mlir::energy
@@ -66,6 +67,7 @@ ENERGY_PLAN_STEP_PASS(PlanMergeContracts, [](ModelOp model) {
 ENERGY_PLAN_STEP_PASS(PlanFactorContractOutputs, factorContractOutputs)
 ENERGY_PLAN_STEP_PASS(PlanReassociateProducts, reassociateProducts)
 ENERGY_PLAN_STEP_PASS(PlanCombineProducts, combineProducts)
+ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
 ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
 ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   markParallelLoops(model);

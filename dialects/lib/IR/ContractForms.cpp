@@ -191,6 +191,31 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
   };
   BilinearContract form;
   Value score = getScoreValue();
+  // Biases: a row of a scalar table at the row indices, or at the batch
+  // indices and the column, added to the rest.
+  while (auto sum = score.getDefiningOp<AddOp>()) {
+    bool peeled = false;
+    for (auto [bias, rest] : {std::pair(sum.getRhs(), sum.getLhs()),
+                              std::pair(sum.getLhs(), sum.getRhs())}) {
+      if (!cast<ArrayType>(bias.getType()).isScalar())
+        break;
+      if (Value table = tableRowAt(bias, *this, allRows(getScore()));
+          table && !form.rowBias) {
+        form.rowBias = table;
+      } else if (Value table =
+                     tableRowAt(bias, *this, indicesOf(getScore(), true));
+                 table && !form.colBias) {
+        form.colBias = table;
+      } else {
+        continue;
+      }
+      score = rest;
+      peeled = true;
+      break;
+    }
+    if (!peeled)
+      break;
+  }
   if (auto mul = score.getDefiningOp<MulOp>()) {
     Operation *self = getOperation();
     auto outside = [&](Value v) {
@@ -501,6 +526,8 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
     reason = "a row value has a factor";
   else if (llvm::is_contained(bilinear->rowValueTables, Value()))
     reason = "a row value is not a table's row";
+  else if (bilinear->rowBias || bilinear->colBias)
+    reason = "its score has a bias";
   if (!reason.empty())
     return failure();
   if (!hasPredicate())
@@ -576,7 +603,8 @@ LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
     return failure();
   }
   if (mine->rowTable != theirs->rowTable ||
-      mine->colTable != theirs->colTable || mine->scale != theirs->scale) {
+      mine->colTable != theirs->colTable || mine->scale != theirs->scale ||
+      mine->rowBias != theirs->rowBias || mine->colBias != theirs->colBias) {
     reason = "their scores differ";
     return failure();
   }

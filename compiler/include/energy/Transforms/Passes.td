@@ -525,6 +525,24 @@ def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyPlanSeparateScores : Pass<"energy-plan-separate-scores", "::mlir::energy::ModelOp"> {
+  let summary = "Writes generic contractions' scores as a dot product plus one-sided biases";
+  let description = [{
+    A generic softmax contraction whose score is, through sums,
+    differences, negations, products and quotients by what does not depend
+    on the pair, and ‖a ∓ b‖² = ‖a‖² + ‖b‖² ∓ 2 a·b, one dot product of a
+    row's vector and a column's plus terms of one side each (an RBF
+    kernel's score, ALiBi's slope times the positions' difference) gets the
+    score c · dot(a, b) + r + k, its tables ahead of it, and becomes
+    bilinear with biases (r at the rows, k at the batch rows and the
+    column), which backends fold into the features. A copy is rewritten
+    and replaces the contraction only when the copy is bilinear. Runs after
+    the other plan steps that compare scores (forming column sides, merging
+    contractions).
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
   let summary = "Gives the softmax contractions that cuDNN's fused attention computes to it";
   let description = [{

@@ -72,7 +72,9 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     The form says how the score is computed: `generic` evaluates the score
     region at every admitted pair; `bilinear` promises that it is
     `dot(A[rows], B[batch rows, c])`, optionally times a scale computed
-    outside, with A and B computed outside (the verifier checks it), and
+    outside, optionally plus `R[rows]` and `C[batch rows, c]` (scalar
+    tables: biases, which a backend folds into the features), with A, B, R
+    and C computed outside (the verifier checks it), and
     that every row value is a row `V[batch rows, c]` of a table and every
     column value a row `G[rows]` — the shape that runs as small matrix
     products (../notes/softmax-contract.md); `quadratic` promises one row

@@ -50,7 +50,9 @@ std::optional<unsigned> findPairTerm(ArrayRef<PairTerm> terms,
                                      const PairTerm &term);
 
 /// The operands of a bilinear softmax contraction: the score is
-/// scale · dot(rowTable[rows], colTable[batch rows, c]); the child side sums
+/// scale · dot(rowTable[rows], colTable[batch rows, c]), plus
+/// rowBias[rows] and colBias[batch rows, c] where they are given (scalar
+/// tables; the kernel folds them into the features); the child side sums
 /// rows `rowValueTables[j][batch rows, c]`, the parent side rows
 /// `colValueTables[j][rows]`. A value may be such a row times a factor, or
 /// a factor alone (its table null: 1 at every position); a factor is a
@@ -60,6 +62,9 @@ struct BilinearContract {
   Value rowTable, colTable;
   /// A scalar computed outside the contraction, or null for 1.
   Value scale;
+  /// Tables of one number per row position and per (batch rows, column)
+  /// added to the score, or null.
+  Value rowBias, colBias;
   SmallVector<Value> rowValueTables, colValueTables;
   /// Each value's factor, or null for 1.
   SmallVector<Value> rowValueFactors, colValueFactors;
