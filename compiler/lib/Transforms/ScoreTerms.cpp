@@ -13,6 +13,7 @@
 #include "Slices.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -337,7 +338,9 @@ SoftmaxContractOp splitValueTerms(SoftmaxContractOp op) {
   // Per side: each old value's new values, and the outputs to rebuild.
   struct SideValues {
     Block *block;
-    SmallVector<Value> position;
+    /// The indices of the output's position, and those of the other
+    /// side (the batch indices and the index summed over).
+    SmallVector<Value> position, summedSide;
     SmallVector<Value> values;
     SmallVector<std::optional<SplitOutput>> splits;
     std::optional<unsigned> ones;
@@ -351,8 +354,10 @@ SoftmaxContractOp splitValueTerms(SoftmaxContractOp op) {
     side.block = &(rowSide ? op.getRowSums() : op.getColSums()).front();
     side.position.assign(side.block->getArguments().begin(),
                          side.block->getArguments().begin() + rowCount);
+    side.summedSide = side.position;
+    side.summedSide.back() = side.block->getArgument(rowCount);
     if (!rowSide)
-      side.position.back() = side.block->getArgument(rowCount);
+      std::swap(side.position, side.summedSide);
     for (Value value : side.block->getTerminator()->getOperands()) {
       SmallVector<SignedTerm> terms = summandsOf(value, *side.block, 16);
       if (terms.size() < 2) {
@@ -362,13 +367,82 @@ SoftmaxContractOp splitValueTerms(SoftmaxContractOp op) {
       }
       changed = true;
       SplitOutput split;
+      // The summands that vary, grouped by the array they scale (a scalar
+      // factor times it, or it alone), each group one value: the sum of
+      // its factors times the array.
+      SmallVector<std::pair<Value, SmallVector<SignedTerm>>> groups;
       for (const SignedTerm &term : terms) {
         if (dependsOnlyOn(term.term, op, side.position)) {
           split.positionTerms.push_back(term);
           continue;
         }
-        split.parts.push_back({side.values.size(), term.negative});
-        side.values.push_back(term.term);
+        Value factor, scaled = term.term;
+        if (auto product = term.term.getDefiningOp<MulOp>();
+            product && product->getBlock() == side.block)
+          for (auto [a, b] : {std::pair(product.getLhs(), product.getRhs()),
+                              std::pair(product.getRhs(), product.getLhs())})
+            if (isScalar(a) && !isScalar(b)) {
+              factor = a;
+              scaled = b;
+              break;
+            }
+        if (isScalar(scaled)) {
+          factor = scaled;
+          scaled = Value();
+        }
+        // Only factors that vary with the pair (through products of table
+        // rows, which the bilinear form weighs its sums by) add up; one of
+        // the position's alone applies after the contraction, and one of
+        // the summed index alone goes into a table with its array.
+        bool pairFactor = factor && !dependsOnlyOn(factor, op, side.position) &&
+                          !dependsOnlyOn(factor, op, side.summedSide);
+        auto *group = llvm::find_if(groups, [&](const auto &entry) {
+          return pairFactor && entry.second.front().term &&
+                 entry.second.size() < 16 &&
+                 (entry.first == scaled ||
+                  (entry.first && scaled &&
+                   computeSame(entry.first, scaled, IRMapping()))) &&
+                 !dependsOnlyOn(entry.second.front().term, op, side.position) &&
+                 !dependsOnlyOn(entry.second.front().term, op, side.summedSide);
+        });
+        if (group == groups.end()) {
+          groups.push_back({scaled, {}});
+          group = std::prev(groups.end());
+        }
+        group->second.push_back({factor, term.negative});
+      }
+      OpBuilder inside(side.block->getTerminator());
+      for (auto &[scaled, factors] : groups) {
+        Value sum;
+        bool negative = false;
+        if (factors.size() == 1) {
+          sum = factors[0].term;
+          negative = factors[0].negative;
+        } else {
+          for (const SignedTerm &factor : factors) {
+            Value term = factor.term;
+            if (!term) {
+              if (!one)
+                one = ConstantOp::create(outside, op.getLoc(), 1.0);
+              term = one;
+            }
+            if (!sum)
+              sum = factor.negative
+                        ? NegOp::create(inside, op.getLoc(), term).getResult()
+                        : term;
+            else if (factor.negative)
+              sum = SubOp::create(inside, op.getLoc(), sum, term);
+            else
+              sum = AddOp::create(inside, op.getLoc(), sum, term);
+          }
+        }
+        Value value =
+            !scaled ? sum
+            : !sum
+                ? scaled
+                : MulOp::create(inside, op.getLoc(), sum, scaled).getResult();
+        split.parts.push_back({side.values.size(), negative});
+        side.values.push_back(value);
       }
       side.splits.push_back(std::move(split));
     }
