@@ -1,11 +1,14 @@
-//===- ScoreTerms.cpp - A score as a dot product plus one-sided terms -----===//
+//===- ScoreTerms.cpp - A contraction's score and values as sums of terms -===//
 //
-// Writes a softmax contraction's score as c · dot(a, b) + r + k, where a and
-// r depend on the row indices only, b and k on the batch indices and the
-// column only, and c is computed outside: the bilinear form with biases. The
-// analysis distributes sums, differences and products by what does not
-// depend on the pair, and expands ‖a − b‖² = ‖a‖² + ‖b‖² − 2 a·b (an RBF
-// kernel's score). What it cannot write so is left as it was.
+// energy-plan-separate-scores: writes a generic softmax contraction's score
+// as c · dot(a, b) + r + k, where a and r depend on the row indices only, b
+// and k on the batch indices and the column only, and c is computed
+// outside (the bilinear form with biases), distributing sums, differences
+// and products by what does not depend on the pair, and expanding
+// ‖a − b‖² = ‖a‖² + ‖b‖² − 2 a·b (an RBF kernel's score); and splits its
+// values that are sums into one value per summand, put together after the
+// contraction, so that each is a table's row (times a factor). A copy is
+// rewritten, and replaces the contraction only when it is then bilinear.
 //
 //===----------------------------------------------------------------------===//
 
