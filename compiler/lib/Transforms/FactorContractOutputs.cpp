@@ -153,8 +153,11 @@ SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
     for (unsigned position : llvm::reverse(positions))
       yield.getValuesMutable().erase(position);
   };
-  scan(op.getRowSums(), op.getRowOutputs());
-  scan(op.getColSums(), op.getColOutputs());
+  // Both sides' outputs as they are now: which results are the column
+  // side's depends on how many values the row side yields.
+  ResultRange rowOutputs = op.getRowOutputs(), colOutputs = op.getColOutputs();
+  scan(op.getRowSums(), rowOutputs);
+  scan(op.getColSums(), colOutputs);
   if (dropped.empty())
     return op;
   SmallVector<int> newNumber;

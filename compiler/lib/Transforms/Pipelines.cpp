@@ -79,6 +79,10 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanSeparateScores());
+  // The outputs that splitting values left: a value yielded twice, outputs
+  // that one table adds up.
+  modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());

@@ -105,3 +105,53 @@ energy.model @scaled_sum {
     accumulate %t into @x : !energy.array<N, D>
   }
 }
+
+// -----
+
+// Duplicates on both sides: which results are the column side's is read
+// before the row side drops its duplicate (the column side's duplicate
+// then went to the wrong result, of another type).
+// CHECK-LABEL: energy.model @both_sides
+// CHECK:       %[[C:.*]]:4 = softmax_contract generic
+// CHECK:       } row_values {
+// CHECK:         yield %{{.*}} : !energy.array<D>
+// CHECK-NEXT:  } col_values {
+// CHECK:         yield %{{.*}}, %{{.*}} : !energy.array<>, !energy.array<D>
+// CHECK-NEXT:  } : !energy.array<N>, !energy.array<N, D>, !energy.array<N>, !energy.array<N, D>
+// CHECK:       accumulate %[[C]]#1 into @x
+// CHECK:       accumulate %[[C]]#1 into @x
+// CHECK:       accumulate %[[C]]#2 into @s
+// CHECK:       accumulate %[[C]]#3 into @y
+// CHECK:       accumulate %[[C]]#3 into @y
+energy.model @both_sides {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  tensor @s : state [@N]
+  gradient @x and [@y, @s] {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %a:6 = softmax_contract generic rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      %4 = exp %3 : !energy.array<>
+      yield %4 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1, %2 : !energy.array<D>, !energy.array<D>
+    } col_values {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = dot %1, %1 : !energy.array<D>
+      %3 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      yield %2, %1, %3 : !energy.array<>, !energy.array<D>, !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>, !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+    accumulate %a#1 into @x : !energy.array<N, D>
+    accumulate %a#2 into @x : !energy.array<N, D>
+    accumulate %a#3 into @s : !energy.array<N>
+    accumulate %a#4 into @y : !energy.array<N, D>
+    accumulate %a#5 into @y : !energy.array<N, D>
+  }
+}
