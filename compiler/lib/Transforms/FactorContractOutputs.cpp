@@ -483,6 +483,17 @@ SmallVector<PositionMap> findPositionMaps(SoftmaxContractOp op, bool rowSide) {
 
 } // namespace
 
+SoftmaxContractOp mlir::energy::withYieldedValues(SoftmaxContractOp op) {
+  OperationState state(op.getLoc(), op->getName());
+  state.addOperands(op->getOperands());
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  state.addTypes(op.inferResultTypes());
+  for (Region &region : op->getRegions())
+    state.addRegion()->takeBody(region);
+  OpBuilder builder(op);
+  return cast<SoftmaxContractOp>(builder.create(state));
+}
+
 SoftmaxContractOp mlir::energy::factorPositionMaps(SoftmaxContractOp op) {
   SmallVector<PositionMap> rows = findPositionMaps(op, true);
   SmallVector<PositionMap> cols = findPositionMaps(op, false);
@@ -501,14 +512,8 @@ SoftmaxContractOp mlir::energy::factorPositionMaps(SoftmaxContractOp op) {
       outputs.emplace_back(start + map.position, map, side);
     }
   }
-  OperationState state(op.getLoc(), op->getName());
-  state.addOperands(op->getOperands());
-  state.propertiesAttr = op->getPropertiesAsAttribute();
-  state.addTypes(op.inferResultTypes());
-  for (Region &region : op->getRegions())
-    state.addRegion()->takeBody(region);
-  OpBuilder builder(op);
-  auto replacement = cast<SoftmaxContractOp>(builder.create(state));
+  SoftmaxContractOp replacement = withYieldedValues(op);
+  OpBuilder builder(op->getContext());
   builder.setInsertionPointAfter(replacement);
   for (auto &[number, map, side] : outputs) {
     Block &block =

@@ -87,6 +87,11 @@ void markContractForm(SoftmaxContractOp contract);
 /// having changed nothing, otherwise.
 bool separateScore(SoftmaxContractOp contract);
 
+/// A copy of `op` before it, its regions moved into it, with the results
+/// that the values its regions now yield give (inferResultTypes); `op`
+/// stays, for the caller to replace and erase.
+SoftmaxContractOp withYieldedValues(SoftmaxContractOp op);
+
 /// Sums, for each value of `op` that is a map linear in the one operand
 /// that varies with the pair (its others the output position's), that
 /// operand, and applies the map to the output after the contraction;

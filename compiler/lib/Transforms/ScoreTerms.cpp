@@ -467,14 +467,8 @@ SoftmaxContractOp splitValueTerms(SoftmaxContractOp op) {
       firstOutput + static_cast<unsigned>(op.getRowValues().size())};
   for (SideValues &side : sides)
     side.block->getTerminator()->setOperands(side.values);
-  OperationState state(op.getLoc(), op->getName());
-  state.addOperands(op->getOperands());
-  state.propertiesAttr = op->getPropertiesAsAttribute();
-  state.addTypes(op.inferResultTypes());
-  for (Region &region : op->getRegions())
-    state.addRegion()->takeBody(region);
-  OpBuilder builder(op);
-  auto replacement = cast<SoftmaxContractOp>(builder.create(state));
+  SoftmaxContractOp replacement = withYieldedValues(op);
+  OpBuilder builder(op->getContext());
   builder.setInsertionPointAfter(replacement);
   if (!op.getGivenLse())
     op->getResult(0).replaceAllUsesWith(replacement->getResult(0));
