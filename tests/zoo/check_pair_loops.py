@@ -26,14 +26,6 @@ ROOT = os.path.join(HERE, '..', '..')
 KNOWN = {
     'gmm': 'the quadratic form about each mean, per (point, component): '
            'P_k x_i as a batch of GEMMs over components',
-    'energy_transformer': 'the backward term\'s own value (a dot product with the '
-                          'cotangent of Wkᵀ and the layer norm\'s backward per '
-                          'pair): dot(L u, v) = dot(u, Lᵀ v)',
-    'rbf_attention': 'the backward term\'s own value (a dot product with the '
-                     'cotangent of Wkᵀ per pair): dot(L u, v) = dot(u, Lᵀ v)',
-    'multihead_slot_attention': 'the backward term\'s own value (a dot product with the '
-                                'cotangent of Wkᵀ and the layer norm\'s backward per '
-                                'pair): dot(L u, v) = dot(u, Lᵀ v)',
 }
 
 

@@ -589,6 +589,9 @@ private:
   /// rather than once per use of S in the energy (a sum of outer products
   /// per pair of an attention becomes one per position).
   LogicalResult reverseGrad(GradOp grad, OpBuilder &builder) {
+    FailureOr<bool> joint = reverseGradJointly(grad, builder);
+    if (failed(joint) || *joint)
+      return joint;
     for (auto [tensorRef, result] :
          llvm::zip(grad.getTensors(), grad.getResults())) {
       Value adjoint = adjoints.lookup(result);
@@ -624,6 +627,57 @@ private:
       addGradients(letTerm, through, builder, loc);
     }
     return success();
+  }
+
+  /// ḡ₁, ḡ₂, … ↦ ∇_Y Σₖ ⟨∇_{xₖ} E, ḡₖ⟩ for the tensors of `grad` that have
+  /// adjoints, when there are several and each takes reverseGrad's plain
+  /// path: one directional term for all, whose gradient computes what they
+  /// share (a layer's matrix products) once. False, building nothing,
+  /// otherwise.
+  FailureOr<bool> reverseGradJointly(GradOp grad, OpBuilder &builder) {
+    FlatSymbolRefAttr of = grad.getOfAttr();
+    SmallVector<FlatSymbolRefAttr> tensors;
+    SmallVector<Value> pulled;
+    for (auto [tensor, result] :
+         llvm::zip(grad.getTensors(), grad.getResults()))
+      if (Value adjoint = adjoints.lookup(result)) {
+        tensors.push_back(tensor);
+        pulled.push_back(adjoint);
+      }
+    if (tensors.size() < 2)
+      return false;
+    if (!of) {
+      FailureOr<TermOp> energy = energyOfFixedLets();
+      if (failed(energy))
+        return failure();
+      if (*energy)
+        return false;
+    }
+    std::string name;
+    SmallVector<StringRef> cotangents;
+    for (FlatSymbolRefAttr tensor : tensors) {
+      if (residualStream(tensor.getValue(), of).first)
+        return false;
+      name += (tensor.getValue() + ".").str();
+      cotangents.push_back(auxiliaryTensor(
+          tensor.getValue(), "cotangent",
+          symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
+          kCotangentOf));
+    }
+    name += of ? ("backprop." + of.getValue()).str() : "backprop";
+    auto term = symbols.lookup<TermOp>(name);
+    if (!term) {
+      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);
+      if (failed(gradient))
+        return failure();
+      term = buildDirectionalTerm(*gradient, cotangents, name);
+      symbols.insert(term);
+    }
+    for (auto [adjoint, cotangent] : llvm::zip(pulled, cotangents))
+      StoreOp::create(builder, grad.getLoc(), adjoint, ref(cotangent));
+    addGradients(term, readTensors(term.getBody(), model), builder,
+                 grad.getLoc());
+    return true;
   }
 
   /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ where the energy reads lets F that read no state

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
 
@@ -455,9 +456,11 @@ FailureOr<GradientOp> mlir::energy::getOrDeriveGradient(
 
 namespace {
 /// Rewrites the gradient program `source` into ops at `builder` that sum
-/// ⟨g, v[i]⟩ over its accumulations, returning the sum.
+/// ⟨g, v[i]⟩ over its accumulations, v the direction of the tensor each
+/// accumulates into, returning the sum.
 Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
-                          StringRef direction, Location loc) {
+                          const llvm::StringMap<StringRef> &directions,
+                          Location loc) {
   MLIRContext *context = builder.getContext();
   Value total;
   auto add = [&](Value part) {
@@ -469,6 +472,8 @@ Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
       SmallVector<Value> indices;
       for (Value index : accumulate.getIndices())
         indices.push_back(mapping.lookupOrDefault(index));
+      StringRef direction = directions.lookup(accumulate.getTensor());
+      assert(!direction.empty() && "an accumulation without a direction");
       Value v = ReadOp::create(builder, loc, g.getType(),
                                FlatSymbolRefAttr::get(context, direction),
                                accumulate.getMapAttr(), indices);
@@ -486,7 +491,7 @@ Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
                     body.addArgument(argument.getType(), argument.getLoc()));
       OpBuilder inner = OpBuilder::atBlockEnd(&body);
       Value part = buildDirectionalSum(loop.getBody().front(), inner, mapping,
-                                       direction, loc);
+                                       directions, loc);
       YieldOp::create(inner, loc, part);
       add(sum);
       continue;
@@ -499,6 +504,16 @@ Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
 
 TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
                                           StringRef direction, StringRef name) {
+  SmallVector<StringRef> directions(gradient.getTensors().size(), direction);
+  return buildDirectionalTerm(gradient, directions, name);
+}
+
+TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
+                                          ArrayRef<StringRef> directions,
+                                          StringRef name) {
+  llvm::StringMap<StringRef> directionOf;
+  for (auto [tensor, direction] : llvm::zip(gradient.getTensors(), directions))
+    directionOf[tensor.getValue()] = direction;
   auto model = gradient->getParentOfType<ModelOp>();
   OpBuilder builder = OpBuilder::atBlockEnd(&model.getBody().front());
   Location loc = gradient.getLoc();
@@ -507,8 +522,12 @@ TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
   OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
   IRMapping mapping;
   Value sum = buildDirectionalSum(gradient.getBody().front(), body, mapping,
-                                  direction, loc);
+                                  directionOf, loc);
   YieldOp::create(body, loc, sum);
+  // The maps the gradient applies per pair to what the direction is
+  // paired with apply to the direction once per position instead, in the
+  // term and in the gradients derived from it.
+  transposeLinearMaps(term);
   return term;
 }
 

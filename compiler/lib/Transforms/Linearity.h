@@ -90,6 +90,14 @@ bool distributeOverSums(Value value, Block &body,
 /// outer product, rank 2. Steady values and varying scalars count 0.
 int64_t summedWidth(Value value, Block &body, function_ref<bool(Value)> steady);
 
+/// Rewrites each inner product ⟨L(u), v⟩ in `scope` (a `dot`, or the sum
+/// of an elementwise product) as ⟨u, Lᵀ(v)⟩, Lᵀ(v) built by the maps'
+/// reverse-mode rules, where some loop index around it varies u but not
+/// the linear map L's other operands nor v, and u varies with every index
+/// those do: L then applies once per position of its own indices
+/// (TransposeLinearMaps.cpp). Whether anything changed.
+bool transposeLinearMaps(Operation *scope);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_LINEARITY_H

@@ -33,12 +33,15 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyBuildUpdates());
+  // Reversed joined, the gradients of one step share one directional term.
+  modelPasses.addPass(createEnergyJoinGradients());
   modelPasses.addPass(createEnergyBuildBackward());
   buildGradientPipeline(modelPasses, wrt);
 }
 
 void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAggregations());
+  modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());

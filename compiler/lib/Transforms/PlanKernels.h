@@ -29,6 +29,9 @@ void tabulateAggregations(ModelOp model);
 void factorLinearMaps(ModelOp model, unsigned maxTerms = 1,
                       bool scaled = false);
 
+/// transposeLinearMaps (Linearity.h) in every term of `model`.
+void transposeLinearMaps(ModelOp model);
+
 /// Rewrites each loop over (J, K) that accumulates at slots only J chooses
 /// as a loop over J that accumulates sums over K.
 void gatherLoopSums(ModelOp model);

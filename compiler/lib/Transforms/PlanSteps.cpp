@@ -18,6 +18,7 @@
 namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
 #define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
+#define GEN_PASS_DEF_ENERGYPLANTRANSPOSEMAPS
 #define GEN_PASS_DEF_ENERGYPLANINDEXPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPSUMS
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
@@ -54,6 +55,8 @@ namespace {
 
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)
+ENERGY_PLAN_STEP_PASS(PlanTransposeMaps,
+                      static_cast<void (*)(ModelOp)>(transposeLinearMaps))
 ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)

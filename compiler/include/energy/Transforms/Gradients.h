@@ -1,5 +1,4 @@
-//===- Gradients.h - Deriving gradients, for passes that need them -*- C++
-//-*-===//
+//===- Gradients.h - Gradient derivation for other passes -------*- C++ -*-===//
 //
 // The derivation behind `energy-derive-gradients`, callable from other
 // passes (Newton's Hessian-vector products), and the directional term
@@ -40,6 +39,12 @@ LogicalResult inlineLets(Region &region, SymbolTableCollection &tables,
 /// Differentiating the term with respect to the gradient's tensor gives
 /// the Hessian-vector product H v.
 TermOp buildDirectionalTerm(GradientOp gradient, StringRef direction,
+                            StringRef name);
+
+/// The same for a joint gradient with one direction per tensor (in the
+/// gradient's order): ⟨g₁, v₁⟩ + ⟨g₂, v₂⟩ + …, whose gradient is the sum
+/// of the Hessian-vector products, derived once.
+TermOp buildDirectionalTerm(GradientOp gradient, ArrayRef<StringRef> directions,
                             StringRef name);
 
 } // namespace mlir::energy

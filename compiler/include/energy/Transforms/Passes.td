@@ -307,6 +307,32 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
   ];
 }
 
+def EnergyPlanTransposeMaps : EnergyPlanStep<"energy-plan-transpose-maps",
+    "Moves linear maps from one side of an inner product to the other"> {
+  let description = [{
+    ⟨L(u), v⟩ = ⟨u, Lᵀ(v)⟩: an inner product (a `dot`, or the sum of an
+    elementwise product) of a linear map L of u with v, where a loop index
+    around it varies u but not v nor L's other operands, and u varies with
+    every index those do, takes the map to the other side; Lᵀ(v) is built
+    by the maps' reverse-mode rules, and the contraction and loop tables
+    compute it once per position of its indices. Gradient derivation does
+    the same to the auxiliary terms ⟨∇ₓE, c⟩ it builds, before their own
+    gradients are derived.
+
+    ```mlir
+    %s = reduce sum (%i : @S) {
+      %u = mul %w, %k_j                // the pair's weight times a row
+      %m = matmul %WqT, %u             // Wqᵀ (w k_j)
+      %a = ... %m ... %mu_i ...        // a layer norm's backward at column i
+      %c = read @mu.cotangent[%b, %i]
+      %p = dot %a, %c
+      yield %p
+    }
+    // becomes ⟨w k_j, Wq Jᵢᵀ c_i⟩, the second factor one per column
+    ```
+  }];
+}
+
 def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",
     "Forms softmax contractions from lse reductions and the sums weighted by them"> {
   let description = [{
