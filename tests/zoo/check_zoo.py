@@ -68,7 +68,11 @@ def check(energyc, energy_run, name):
         inputs = os.path.join(directory, 'in.safetensors')
         write_safetensors(inputs, arrays, dtype='F64')
         artifact = os.path.join(directory, name + '.so')
-        tool([energyc, model.SOURCE, '--dtype', 'f64', '--opt-level', '0', '-o', artifact])
+        # Planned at the benchmark's sizes (the estimates its choices weigh
+        # work by), run at the test's.
+        plan_dims = ['--dim=%s=%d' % kv for kv in model.BENCH_DIMS.items()]
+        tool([energyc, model.SOURCE, '--dtype', 'f64', '--opt-level', '0', '-o', artifact]
+             + plan_dims)
 
         def ours(energy_run, model, inputs, extra):
             return tool([energy_run, artifact, '--in', inputs, '--threads', '1'] + extra)

@@ -13,6 +13,7 @@
 
 #include "Linearity.h"
 #include "PlanKernels.h"
+#include "SizeEstimates.h"
 #include "Slices.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -123,6 +124,145 @@ bool factorScaledMaps(ReduceOp sum) {
   return true;
 }
 
+/// The estimated number of positions of the indices the values depend on.
+double positionsOf(ArrayRef<Value> values, IndexDependence &dependence,
+                   ModelOp model) {
+  IndexDependence::IndexSet indices;
+  for (Value value : values)
+    for (Value index : dependence.of(value))
+      indices.insert(index);
+  double count = 1;
+  for (Value index : indices)
+    count *= estimatedIndexSize(model, cast<BlockArgument>(index));
+  return count;
+}
+
+/// The loop (or reduction, or table) directly inside the declaration that
+/// encloses `op`, and the bodies from its own down to `op`'s, outermost
+/// first; a null loop where `op` is not inside one.
+Operation *outermostLoop(Operation *op, SmallVectorImpl<Block *> &bodies) {
+  Operation *declaration = declarationOf(op);
+  for (Operation *inner = op; inner != declaration;
+       inner = inner->getParentOp()) {
+    if (inner->getParentOp() == declaration) {
+      std::reverse(bodies.begin(), bodies.end());
+      return inner;
+    }
+    bodies.push_back(inner->getBlock());
+  }
+  return nullptr;
+}
+
+/// Rewrites the summand E(σ₁, …, σₘ, x) of `sum` (Linearity.h) as
+/// σ₁ ⋯ σₘ T[i], T a table, ahead of the loops around the sum, of
+/// E(1, …, 1, x) over the indices i it depends on, where those (x's and
+/// the maps' fixed operands') have fewer positions at the estimated sizes
+/// than the sum's value: the maps then apply to x once per position of its
+/// own, not to the sum once per position of the loops around it.
+/// Σ_i p_ji Wd mu[b, i] over few slots i is Σ_i p_ji (Wd mu[b, i]), one
+/// product per slot, not Wd Σ_i p_ji mu[b, i], one per token. False, with
+/// the sum unchanged, when the summand is not of that form, its maps take
+/// x alone already, or the maps cost less after the sum.
+bool transformCarrierFirst(ReduceOp sum) {
+  Block &body = sum.getBody().front();
+  Operation *yield = body.getTerminator();
+  Value value = yield->getOperand(0);
+  std::optional<ScaledDecomposition> scaled = decomposeScaled(
+      value, body, [&](Value v) { return isDefinedOutside(v, sum); });
+  if (!scaled || !scaled->vector || scaled->scalars.empty())
+    return false;
+  auto scales = [&](Operation *map) {
+    return transformsRows(map, sum) &&
+           llvm::any_of(scaled->scalars, [&](Value scalar) {
+             Operation *def = scalar.getDefiningOp();
+             return def && dependsOn(map->getResult(0), def);
+           });
+  };
+  if (llvm::none_of(scaled->maps, scales))
+    return false;
+  SmallVector<Block *> bodies = {&body};
+  Operation *anchor = outermostLoop(sum, bodies);
+  if (!anchor)
+    return false;
+  auto model = sum->getParentOfType<ModelOp>();
+  IndexDependence dependence(declarationOf(sum));
+  SmallVector<Value> carrier = {scaled->vector};
+  for (Operation *map : scaled->maps)
+    for (Value operand : map->getOperands())
+      if (isDefinedOutside(operand, sum))
+        carrier.push_back(operand);
+  if (positionsOf(carrier, dependence, model) >=
+      positionsOf({sum.getResult()}, dependence, model))
+    return false;
+  // The indices the carrier depends on, outermost first, each a plain dim
+  // of a loop inside the anchor.
+  llvm::SetVector<Value> used;
+  for (Value value : carrier)
+    for (Value index : dependence.of(value))
+      used.insert(index);
+  SmallVector<Value> indices;
+  SmallVector<Attribute> sizes;
+  for (Block *block : bodies)
+    for (BlockArgument index : block->getArguments()) {
+      if (!used.contains(index))
+        continue;
+      ArrayAttr domain =
+          block->getParentOp()->getAttrOfType<ArrayAttr>("sizes");
+      auto dim = domain && index.getArgNumber() < domain.size()
+                     ? dyn_cast<DimExprAttr>(domain[index.getArgNumber()])
+                     : DimExprAttr();
+      if (!dim || !dim.getDimName())
+        return false;
+      indices.push_back(index);
+      sizes.push_back(dim);
+    }
+  // The table fills every position, where the loops' predicates would
+  // have skipped some: no read at an offset may run out of its tensor.
+  bool offsetReads = anchor
+                         ->walk([](Operation *op) {
+                           return readsPlainly(op) ? WalkResult::advance()
+                                                   : WalkResult::interrupt();
+                         })
+                         .wasInterrupted();
+  if (indices.size() != used.size() || offsetReads)
+    return false;
+  OpBuilder builder(yield);
+  Location loc = sum.getLoc();
+  IRMapping unscaled;
+  Value one = ConstantOp::create(builder, loc, 1.0);
+  for (Value scalar : scaled->scalars)
+    unscaled.map(scalar, one);
+  SmallVector<Operation *> maps(scaled->maps.begin(), scaled->maps.end());
+  llvm::sort(maps,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *map : maps) {
+    // A product by a weight set to 1 is its other factor.
+    if (auto product = dyn_cast<MulOp>(map)) {
+      Value lhs = unscaled.lookupOrDefault(product.getLhs());
+      Value rhs = unscaled.lookupOrDefault(product.getRhs());
+      if (lhs == one || rhs == one) {
+        Value other = lhs == one ? rhs : lhs;
+        if (other.getType() == product.getType()) {
+          unscaled.map(product.getResult(), other);
+          continue;
+        }
+      }
+    }
+    builder.clone(*map, unscaled);
+  }
+  Value transformed = unscaled.lookup(value);
+  Value table = arrayOver(transformed, indices, sizes, bodies, anchor);
+  auto map =
+      AffineMap::getMultiDimIdentityMap(indices.size(), builder.getContext());
+  Value total = ExtractOp::create(builder, loc, transformed.getType(), table,
+                                  AffineMapAttr::get(map), indices);
+  for (Value scalar : scaled->scalars)
+    total = MulOp::create(builder, loc, scalar, total);
+  yield->setOperands(total);
+  eraseDeadOps(body);
+  return true;
+}
+
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them (or as the sum of scaled leaves, factorScaledMaps);
 /// false when the summand is no such map.
@@ -131,6 +271,8 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
       sum.getTemperature())
     return false;
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+  if (transformCarrierFirst(sum))
+    return true;
   Block &body = sum.getBody().front();
   Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
   LinearDecomposition linear = decomposeLinearly(

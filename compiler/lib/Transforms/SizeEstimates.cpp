@@ -43,6 +43,25 @@ double mlir::energy::estimatedDimSize(ModelOp model, StringRef name) {
   return kNominalDimSize;
 }
 
+double mlir::energy::estimatedIndexSize(ModelOp model, BlockArgument index) {
+  Operation *owner = index.getOwner()->getParentOp();
+  SmallVector<Attribute> domain;
+  if (auto contract = dyn_cast<SoftmaxContractOp>(owner)) {
+    llvm::append_range(domain, contract.getRows());
+    domain.push_back(contract.getColsAttr());
+  } else {
+    for (StringRef name : {"sizes", "domain"})
+      if (auto sizes = owner->getAttrOfType<ArrayAttr>(name))
+        llvm::append_range(domain, sizes);
+  }
+  if (index.getArgNumber() >= domain.size())
+    return kNominalDimSize;
+  auto dim = dyn_cast<DimExprAttr>(domain[index.getArgNumber()]);
+  if (std::optional<StringRef> name = dim ? dim.getDimName() : std::nullopt)
+    return estimatedDimSize(model, *name);
+  return kNominalDimSize;
+}
+
 double mlir::energy::estimatedElements(ModelOp model, Type type) {
   auto array = dyn_cast<ArrayType>(type);
   double elements = 1;

@@ -1,5 +1,4 @@
-//===- SizeEstimates.h - Sizes the planner assumes for its choices -*- C++
-//-*-===//
+//===- SizeEstimates.h - Sizes the planner assumes --------------*- C++ -*-===//
 //
 // Dims are bound at run time, but some planning choices (the order of a
 // chain of matrix products) depend on their sizes. These estimates use a
@@ -23,6 +22,10 @@ constexpr double kNominalDimSize = 256;
 /// The estimated size of the dim `name` of `model`: its default, a derived
 /// dim's value from its operands' defaults, else kNominalDimSize.
 double estimatedDimSize(ModelOp model, StringRef name);
+
+/// The estimated size of the domain that `index`, an index argument of a
+/// loop's, reduction's, table's, let's or contraction's body, runs over.
+double estimatedIndexSize(ModelOp model, BlockArgument index);
 
 /// The estimated number of elements of an array of `type` (1 for a scalar).
 double estimatedElements(ModelOp model, Type type);

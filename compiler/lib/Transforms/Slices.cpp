@@ -356,6 +356,32 @@ void mlir::energy::collectIndices(Value value, Operation *scope,
   });
 }
 
+Operation *mlir::energy::declarationOf(Operation *op) {
+  while (op->getParentOp() && !isa<ModelOp>(op->getParentOp()))
+    op = op->getParentOp();
+  return op;
+}
+
+const IndexDependence::IndexSet &IndexDependence::of(Value value) {
+  if (auto found = memo.find(value); found != memo.end())
+    return found->second;
+  IndexSet indices;
+  if (!isDefinedOutside(value, scope)) {
+    if (isa<BlockArgument>(value)) {
+      indices.insert(value);
+    } else {
+      Operation *def = value.getDefiningOp();
+      def->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (isDefinedOutside(operand, def))
+            for (Value index : of(operand))
+              indices.insert(index);
+      });
+    }
+  }
+  return memo[value] = std::move(indices);
+}
+
 bool mlir::energy::availableBefore(Value value, Operation *point) {
   Region *region = value.getParentRegion();
   if (!region->isAncestor(point->getParentRegion()))

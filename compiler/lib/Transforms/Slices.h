@@ -107,6 +107,30 @@ Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
 void collectIndices(Value value, Operation *scope,
                     llvm::SmallPtrSetImpl<Value> &indices);
 
+/// The declaration directly inside the model (a term, gradient, let or
+/// program) that holds `op`.
+Operation *declarationOf(Operation *op);
+
+/// The index arguments of the blocks inside `scope` (its own included)
+/// that values depend on, remembered (the bodies' values share operands
+/// widely): collectIndices for many values of one IR that does not change
+/// meanwhile.
+class IndexDependence {
+public:
+  using IndexSet = llvm::SmallPtrSet<Value, 4>;
+
+  explicit IndexDependence(Operation *scope) : scope(scope) {}
+
+  /// The indices `value` depends on (valid until the next call).
+  const IndexSet &of(Value value);
+
+  bool dependsOn(Value value, Value index) { return of(value).contains(index); }
+
+private:
+  Operation *scope;
+  llvm::DenseMap<Value, IndexSet> memo;
+};
+
 /// Whether `value` is available before `point`: defined in a block that
 /// encloses `point`, before it.
 bool availableBefore(Value value, Operation *point);

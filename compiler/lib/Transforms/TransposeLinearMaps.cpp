@@ -22,40 +22,7 @@ using namespace mlir::energy;
 
 namespace {
 
-using IndexSet = llvm::SmallPtrSet<Value, 4>;
-
-/// The index arguments of the blocks inside `scope` that each value
-/// depends on, remembered (the bodies' values share operands widely).
-class IndexDependence {
-public:
-  explicit IndexDependence(Operation *scope) : scope(scope) {}
-
-  const IndexSet &of(Value value) {
-    if (auto found = memo.find(value); found != memo.end())
-      return found->second;
-    IndexSet indices;
-    if (!isDefinedOutside(value, scope)) {
-      if (isa<BlockArgument>(value)) {
-        indices.insert(value);
-      } else {
-        Operation *def = value.getDefiningOp();
-        def->walk([&](Operation *nested) {
-          for (Value operand : nested->getOperands())
-            if (isDefinedOutside(operand, def))
-              for (Value index : of(operand))
-                indices.insert(index);
-        });
-      }
-    }
-    return memo[value] = std::move(indices);
-  }
-
-  bool dependsOn(Value value, Value index) { return of(value).contains(index); }
-
-private:
-  Operation *scope;
-  llvm::DenseMap<Value, IndexSet> memo;
-};
+using IndexSet = IndexDependence::IndexSet;
 
 /// An inner product ⟨mapped, covector⟩ of two arrays of one type: a `dot`,
 /// or the sum of the elements of their product.
