@@ -3,7 +3,8 @@ PyTorch implementation, at its BENCH_DIMS, on the same inputs.
 
 For every model, in float32:
   - inference: the dynamics (STEPS steps), ours `energy-run ARTIFACT --eval
-    run --bench REPS` against the PyTorch version's run (the energy's
+    run --bench REPS` (the steps alone: no energy is evaluated after the
+    run when it is timed) against the PyTorch version's run (the energy's
     gradient by torch.autograd.grad at each step);
   - training: one training step, the run and the gradient of the losses
     with respect to the trained tensors through it: ours `--eval loss-grad

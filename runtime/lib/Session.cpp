@@ -625,6 +625,10 @@ Expected<RunResult> Session::run(const RunOptions &options) {
     result.energy = result.trace.back();
     return result;
   }
+  if (!options.finalEnergy) {
+    result.energy = std::numeric_limits<double>::quiet_NaN();
+    return result;
+  }
   Expected<double> energyNow = energy();
   if (!energyNow)
     return energyNow.status();

@@ -592,6 +592,8 @@ bool benchCompiled(::energy::Session &session) {
     if (stepsOverride >= 0)
       options.steps = stepsOverride;
     options.trace = false;
+    // The dynamics alone, as the anchors time them.
+    options.finalEnergy = false;
     int64_t steps = 0;
     auto reset = [&] {
       for (const auto &[name, value] : *initial)

@@ -6,14 +6,17 @@
 // out of the sums (FactorLinearMaps.cpp) and the sums become products or
 // contractions. The derivation leaves such loops wherever a term reads a
 // tensor at some of its indices (a Hopfield module's gradient, added over
-// tokens and memories into each token).
+// tokens and memories into each token). And a table of the column sums of
+// an array adds its whole rows instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
 #include "Slices.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 using namespace mlir;
@@ -203,6 +206,78 @@ bool nestOverInvariantWork(ReduceOp sum) {
   return true;
 }
 
+/// Rewrites Σ_I A[I, K] in a table over K (the column sums of an array, a
+/// mixture's weights Σ_i r[i, k] / N) as the element K of Σ_I A[I], whole
+/// rows added ahead of the table: one pass over A in its order, not one
+/// strided pass per column.
+bool sumRowsForColumns(TabulateOp table, ReduceOp sum) {
+  Block &body = table.getBody().front();
+  if (sum->getBlock() != &body || sum.getKind() != ReduceKind::sum ||
+      sum.hasPredicate() || sum.getTemperature() ||
+      !hasPlainDims(table.getSizes()))
+    return false;
+  Block &inner = sum.getBody().front();
+  if (inner.getOperations().size() != 2)
+    return false;
+  Operation *element = &inner.front();
+  if (inner.getTerminator()->getOperand(0) != element->getResult(0))
+    return false;
+  // A read (or extract) at the sum's indices, then the table's.
+  auto read = dyn_cast<ReadOp>(element);
+  auto extract = dyn_cast<ExtractOp>(element);
+  if (!read && !extract)
+    return false;
+  AffineMap map = read ? read.getMap() : extract.getMap();
+  ValueRange indices = read ? read.getIndices() : extract.getIndices();
+  size_t leading = inner.getNumArguments();
+  if (!map.isIdentity() || indices.size() != leading + body.getNumArguments() ||
+      !llvm::equal(indices.take_front(leading), inner.getArguments()) ||
+      !llvm::equal(indices.drop_front(leading), body.getArguments()) ||
+      (extract && !isDefinedOutside(extract.getSource(), table)))
+    return false;
+  MLIRContext *context = table.getContext();
+  SmallVector<StringAttr> dims;
+  for (Attribute size : table.getSizes())
+    dims.push_back(
+        StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+  auto rowType = ArrayType::get(context, dims);
+  OpBuilder builder(table);
+  Location loc = sum.getLoc();
+  auto rows = ReduceOp::create(builder, loc, rowType, ReduceKind::sum,
+                               sum.getSizes(), Value());
+  Block &rowBody = rows.getBody().emplaceBlock();
+  SmallVector<Value> rowIndices;
+  for (BlockArgument index : inner.getArguments())
+    rowIndices.push_back(rowBody.addArgument(index.getType(), index.getLoc()));
+  OpBuilder inside = OpBuilder::atBlockEnd(&rowBody);
+  auto rowMap =
+      AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(leading, context));
+  Value row =
+      read ? Value(ReadOp::create(inside, loc, rowType, read.getSourceAttr(),
+                                  rowMap, rowIndices))
+           : Value(ExtractOp::create(inside, loc, rowType, extract.getSource(),
+                                     rowMap, rowIndices));
+  YieldOp::create(inside, loc, row);
+  // The array's trailing axes must be the table's dims, which the read's
+  // verifier checks against the tensor or let it reads.
+  {
+    ScopedDiagnosticHandler quiet(context,
+                                  [](Diagnostic &) { return success(); });
+    if (failed(verify(rows))) {
+      rows.erase();
+      return false;
+    }
+  }
+  builder.setInsertionPoint(sum);
+  auto tableMap = AffineMapAttr::get(
+      AffineMap::getMultiDimIdentityMap(body.getNumArguments(), context));
+  Value column = ExtractOp::create(builder, loc, sum.getType(), rows, tableMap,
+                                   body.getArguments());
+  sum.replaceAllUsesWith(column);
+  sum.erase();
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::gatherLoopSums(ModelOp model) {
@@ -222,4 +297,10 @@ void mlir::energy::gatherLoopSums(ModelOp model) {
   model.walk([&](ReduceOp sum) { sums.push_back(sum); });
   for (ReduceOp sum : sums)
     nestOverInvariantWork(sum);
+  SmallVector<TabulateOp> tables;
+  model.walk([&](TabulateOp table) { tables.push_back(table); });
+  for (TabulateOp table : tables)
+    for (ReduceOp sum :
+         llvm::to_vector(table.getBody().front().getOps<ReduceOp>()))
+      sumRowsForColumns(table, sum);
 }

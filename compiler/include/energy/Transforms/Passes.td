@@ -437,7 +437,9 @@ def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
     Likewise a sum over (J, K) whose body computes arrays that depend on J
     alone (more of them than on any other proper subset of its indices)
     becomes a sum over J of sums over K, those arrays computed once per
-    position of J.
+    position of J. And a table over K of Σ_I A[I, K], the column sums of an
+    array (a mixture's weights), reads the element K of Σ_I A[I], whole
+    rows added in A's order ahead of the table.
   }];
 }
 

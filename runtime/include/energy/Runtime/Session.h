@@ -53,13 +53,18 @@ struct RunOptions {
   /// trace stays empty; the states are checked finite after every step
   /// either way.
   bool trace = true;
+  /// Whether the energy is evaluated after the run for RunResult::energy
+  /// (with `trace` off; NaN without it): a caller that wants the states
+  /// alone, as a benchmark of the dynamics, saves that evaluation.
+  bool finalEnergy = true;
 };
 
 /// What a run did.
 struct RunResult {
   /// Steps taken (fewer than asked when the stopping rule fired).
   int64_t steps = 0;
-  /// The energy at the end.
+  /// The energy at the end (NaN where RunOptions::finalEnergy and trace
+  /// were off).
   double energy = 0;
   /// The energy after each step (none when RunOptions::trace is off).
   std::vector<double> trace;
