@@ -13,7 +13,9 @@
 // (its own threads told to sleep at once, OPENBLAS_THREAD_TIMEOUT):
 // large products are cut into pieces of rows (of C, or for Aᵀ B into a
 // small C of A and B) that the kernels' thread pool shares out, so that one
-// pool, not two, uses the cores.
+// pool, not two, uses the cores. A batch of products summed over the batch
+// is one product over the batch's whole inner dim where the operands'
+// layout allows it (the matrices stacked, or side by side in a copy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -287,6 +289,29 @@ int64_t summedPiecesOf(int64_t m, int64_t n, int64_t k) {
   return std::clamp<int64_t>(std::min((m * n * k) / kPieceWork, k / 64), 1, 16);
 }
 
+/// Scratch memory of the kernels' cache, given back at the end of a scope.
+template <typename T> class Scratch {
+public:
+  explicit Scratch(int64_t count)
+      : data(static_cast<T *>(
+            energy_support_scratch_alloc(count * int64_t(sizeof(T))))) {}
+  ~Scratch() { energy_support_scratch_free(data); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  T *data;
+};
+
+/// The matrices[p] (rows × cols each, `stride` apart) side by side: row i
+/// of the result is row i of every matrix, in order (rows × batch·cols).
+template <typename T>
+void sideBySide(int64_t batch, int64_t rows, int64_t cols, const T *matrices,
+                int64_t stride, T *result) {
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(result + (i * batch + p) * cols,
+                  matrices + p * stride + i * cols, cols * sizeof(T));
+}
+
 template <typename T>
 void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t aStride, const T *b, int64_t bStride, T *c,
@@ -313,6 +338,27 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
              fitsBlas(m, n, batch * k)) {
     k *= batch;
     batch = 1;
+  }
+  // Σ_p A[p] op(B[p]) (a sum over heads of each head's rows times its
+  // matrix) is one GEMM of the A[p] side by side (m × batch·k, a copy) and
+  // the op(B[p]) stacked (as they are, or side by side when transposed):
+  // one product over the whole inner dim, not one short one per p.
+  std::optional<Scratch<T>> stackedA, stackedB;
+  if (useBlas && batch > 1 && !transposeA && sum && aStride == m * k &&
+      bStride == k * n && fitsBlas(m, n, batch * k)) {
+    stackedA.emplace(m * batch * k);
+    if (transposeB)
+      stackedB.emplace(n * batch * k);
+    if (stackedA->data && (!transposeB || stackedB->data)) {
+      sideBySide(batch, m, k, a, aStride, stackedA->data);
+      a = stackedA->data;
+      if (transposeB) {
+        sideBySide(batch, n, k, b, bStride, stackedB->data);
+        b = stackedB->data;
+      }
+      k *= batch;
+      batch = 1;
+    }
   }
   if (sum && !accumulate && (batch == 0 || !useBlas))
     std::fill(c, c + m * n, T(0));

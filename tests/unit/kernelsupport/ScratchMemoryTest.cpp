@@ -19,16 +19,17 @@
 using energy::support::BlockCache;
 
 TEST_CASE("scratch blocks are aligned and reused for similar sizes") {
-  void *first = energy_support_scratch_alloc(1000);
+  // Sizes no other test of this process frees blocks of (the cache is the
+  // process's): 3 MB rounds to 3000000 + 64 - 3000000 % 64; a request of
+  // 2 MB may take that block, 1 MB may not (it is more than twice as big).
+  void *first = energy_support_scratch_alloc(3000000);
   REQUIRE(first != nullptr);
   CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
-  std::memset(first, 1, 1000);
+  std::memset(first, 1, 3000000);
   energy_support_scratch_free(first);
-  // 1000 bytes round to 1024; a request of 600 (640) may take it, 400 may
-  // not (1024 > 2 x 448).
-  void *smaller = energy_support_scratch_alloc(400);
+  void *smaller = energy_support_scratch_alloc(1000000);
   CHECK(smaller != first);
-  void *similar = energy_support_scratch_alloc(600);
+  void *similar = energy_support_scratch_alloc(2000000);
   CHECK(similar == first);
   energy_support_scratch_free(similar);
   energy_support_scratch_free(smaller);

@@ -369,7 +369,9 @@ def EnergyPlanBatchedProducts : EnergyPlanStep<"energy-plan-batched-products",
     Tables of W[b] x[p] over (head, position), loops that add M[b] v[b, p]
     into row p of a tensor, tables of one matrix times every row, and sums
     of outer products over one or two indices become `energy.batch_matmul`
-    (one GEMM per head, or one of all the rows).
+    (one GEMM per head, or one of all the rows). A batch of products read
+    only summed over its batch axis (each head's back-projection added
+    over the heads) is the summed product.
   }];
 }
 
