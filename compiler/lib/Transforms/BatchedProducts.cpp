@@ -12,7 +12,8 @@
 // single index. A loop that adds M v[b, p] into every row of a tensor, v a
 // sum of rows of arrays, adds their products with Mᵀ into the whole tensor
 // (in place, with no array of the tensor's size more). A batch of products
-// read only summed over the batch is the summed product.
+// read only summed over the batch is the summed product, and a matrix per
+// batch element times each of its rows a batch of GEMMs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -513,6 +514,75 @@ void hoistInvariantMatrix(MatmulOp product, Operation *loop, Block &body) {
 /// reads its row. A dense layer's forward and backward products in a loop
 /// over a batch become two GEMMs. Positions a predicate skips would be
 /// computed too: loops with one are left alone.
+/// M[b] v[b, j] in a loop over (b, j), a matrix per position of the loop's
+/// first index (a sequence's slots mu[b]) times a vector per position of
+/// both (its tokens' rows): one batch of GEMMs over b, V[b] M[b]ᵀ, read at
+/// (b, j). False, with the loop unchanged, for any other product.
+bool batchMatrixPerIndex(MatmulOp product, LoopBody loop) {
+  Block &body = *loop.body;
+  if (body.getNumArguments() != 2 ||
+      cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
+      cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
+    return false;
+  Value batch = body.getArgument(0), position = body.getArgument(1);
+  llvm::SmallPtrSet<Value, 4> matrixIndices, vectorIndices;
+  collectIndices(product.getLhs(), loop.op, matrixIndices);
+  collectIndices(product.getRhs(), loop.op, vectorIndices);
+  if (matrixIndices.size() != 1 || !matrixIndices.contains(batch) ||
+      vectorIndices.size() != 2 || !vectorIndices.contains(batch) ||
+      !vectorIndices.contains(position))
+    return false;
+  llvm::SetVector<Operation *> slice;
+  addToSlice(product.getLhs(), body, slice);
+  addToSlice(product.getRhs(), body, slice);
+  if (llvm::any_of(slice, [](Operation *member) { return !onlyReads(member); }))
+    return false;
+  Value matrix = product.getLhs();
+  bool transposed = true;
+  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
+    matrix = transpose.getOperand();
+    transposed = false;
+  }
+  auto matrixType = cast<ArrayType>(matrix.getType());
+  auto vectorType = cast<ArrayType>(product.getRhs().getType());
+  MLIRContext *context = product.getContext();
+  auto dimOf = [](Attribute size) {
+    return *cast<DimExprAttr>(size).getDimName();
+  };
+  SmallVector<StringRef> rowsShape = {dimOf(loop.sizes[0]),
+                                      dimOf(loop.sizes[1])};
+  llvm::append_range(rowsShape,
+                     llvm::map_range(vectorType.getShape(), [](StringAttr dim) {
+                       return dim.getValue();
+                     }));
+  SmallVector<StringRef> matricesShape = {dimOf(loop.sizes[0])};
+  llvm::append_range(matricesShape,
+                     llvm::map_range(matrixType.getShape(), [](StringAttr dim) {
+                       return dim.getValue();
+                     }));
+  std::string reason;
+  ArrayType type = BatchMatmulOp::inferType(
+      ArrayType::get(context, rowsShape),
+      ArrayType::get(context, matricesShape), false, transposed, false, reason);
+  if (!type)
+    return false;
+  Value rows = arrayOver(product.getRhs(), {batch, position},
+                         {loop.sizes[0], loop.sizes[1]}, {&body}, loop.op);
+  Value matrices =
+      arrayOver(matrix, {batch}, {loop.sizes[0]}, {&body}, loop.op);
+  OpBuilder builder(loop.op);
+  Value total = BatchMatmulOp::create(builder, product.getLoc(), type, rows,
+                                      matrices, false, transposed, false);
+  OpBuilder inside(product);
+  Value row = ExtractOp::create(
+      inside, product.getLoc(), product.getType(), total,
+      AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(2, context)),
+      ValueRange{batch, position});
+  product.replaceAllUsesWith(row);
+  product.erase();
+  return true;
+}
+
 void batchLoopMatvecs(LoopBody loop) {
   if (loop.predicated || !hasPlainDims(loop.sizes))
     return;
@@ -527,9 +597,12 @@ void batchLoopMatvecs(LoopBody loop) {
     hoistInvariantMatrix(product, loop.op, body);
     // A table of the products themselves is batchTable's (the product
     // replaces the table, with no copy of it).
-    if (!isOuterMatrixProduct(product, loop.op) ||
-        (isa<TabulateOp>(loop.op) &&
-         cast<TabulateOp>(loop.op).getBodyValue() == product.getResult()))
+    if (!isOuterMatrixProduct(product, loop.op)) {
+      batchMatrixPerIndex(product, loop);
+      continue;
+    }
+    if (isa<TabulateOp>(loop.op) &&
+        cast<TabulateOp>(loop.op).getBodyValue() == product.getResult())
       continue;
     llvm::SmallPtrSet<Value, 4> used;
     collectIndices(product.getRhs(), loop.op, used);

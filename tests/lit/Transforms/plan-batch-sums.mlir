@@ -57,3 +57,34 @@ energy.model @rows {
     accumulate %s into @x : !energy.array<D>
   }
 }
+
+// -----
+
+// A matrix per sequence (its slots mu[b]) times a vector per token of the
+// sequence, in a loop over (b, j): one batch of GEMMs over the sequences,
+// the tokens' rows times the slots transposed, read at (b, j).
+// CHECK-LABEL: energy.model @slots
+// CHECK:       %[[X:.*]] = read @x : !energy.array<B, N, D>
+// CHECK:       %[[MU:.*]] = read @mu : !energy.array<B, S, D>
+// CHECK:       %[[P:.*]] = batch_matmul %[[X]], %[[MU]] transposed : !energy.array<B, N, D>, !energy.array<B, S, D> -> !energy.array<B, N, S>
+// CHECK:       foreach (%[[B:.*]] : @B, %[[J:.*]] : @N) {
+// CHECK-NOT:     matmul
+// CHECK:         %[[L:.*]] = extract %[[P]][%[[B]], %[[J]]] : !energy.array<B, N, S> -> !energy.array<S>
+// CHECK:         accumulate %[[L]] into @l[%[[B]], %[[J]]]
+energy.model @slots {
+  dim @B
+  dim @N
+  dim @S
+  dim @D
+  tensor @x : input [@B, @N, @D]
+  tensor @mu : input [@B, @S, @D]
+  tensor @l : state [@B, @N, @S]
+  gradient @l {
+    foreach (%b : @B, %j : @N) {
+      %m = read @mu[%b] : !energy.array<S, D>
+      %v = read @x[%b, %j] : !energy.array<D>
+      %p = matmul %m, %v : !energy.array<S, D>, !energy.array<D>
+      accumulate %p into @l[%b, %j] : !energy.array<S>
+    }
+  }
+}

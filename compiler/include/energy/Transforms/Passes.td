@@ -371,7 +371,9 @@ def EnergyPlanBatchedProducts : EnergyPlanStep<"energy-plan-batched-products",
     of outer products over one or two indices become `energy.batch_matmul`
     (one GEMM per head, or one of all the rows). A batch of products read
     only summed over its batch axis (each head's back-projection added
-    over the heads) is the summed product.
+    over the heads) is the summed product, and a matrix per position of a
+    loop's first index times a vector per position of both (a sequence's
+    slots times each of its tokens) one batch of GEMMs over the first.
   }];
 }
 
