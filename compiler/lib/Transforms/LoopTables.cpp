@@ -30,6 +30,19 @@ using namespace mlir::energy;
 
 namespace {
 
+/// The values `member` uses: its operands and those of the ops nested in
+/// it that come from outside it (a reduction's body reading a value of the
+/// loop around).
+SmallVector<Value> usedValues(Operation *member) {
+  SmallVector<Value> used;
+  member->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (nested == member || isDefinedOutside(operand, member))
+        used.push_back(operand);
+  });
+  return used;
+}
+
 /// The domain and body of a loop-like op whose body runs per position.
 struct InnerLoop {
   Operation *op;
@@ -231,7 +244,7 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
       SmallVector<Operation *> work(slice.begin(), slice.end());
       while (!work.empty()) {
         Operation *member = work.pop_back_val();
-        for (Value operand : member->getOperands())
+        for (Value operand : usedValues(member))
           if (isLifted(operand) &&
               needed.insert(operand.getDefiningOp()).second)
             work.push_back(operand.getDefiningOp());
@@ -264,7 +277,7 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
       bool available = true;
       for (auto *members : {&lifted, &slice})
         for (Operation *member : *members)
-          for (Value operand : member->getOperands())
+          for (Value operand : usedValues(member))
             if (!indices.contains(operand) && !isLifted(operand) &&
                 !availableBefore(operand, carriers[candidate].op))
               available = false;
@@ -296,7 +309,7 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
       Operation *next = point->getParentOp();
       bool available = lifted.empty();
       for (Operation *member : slice)
-        for (Value operand : member->getOperands())
+        for (Value operand : usedValues(member))
           if (!own.contains(operand) && !availableBefore(operand, next))
             available = false;
       if (!available)
