@@ -653,26 +653,14 @@ private:
       if (*energy)
         return false;
     }
-    std::string name;
-    SmallVector<StringRef> cotangents;
-    for (FlatSymbolRefAttr tensor : tensors) {
+    for (FlatSymbolRefAttr tensor : tensors)
       if (residualStream(tensor.getValue(), of).first)
         return false;
-      name += (tensor.getValue() + ".").str();
-      cotangents.push_back(auxiliaryTensor(
-          tensor.getValue(), "cotangent",
-          symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
-          kCotangentOf));
-    }
-    name += of ? ("backprop." + of.getValue()).str() : "backprop";
-    auto term = symbols.lookup<TermOp>(name);
-    if (!term) {
-      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);
-      if (failed(gradient))
-        return failure();
-      term = buildDirectionalTerm(*gradient, cotangents, name);
-      symbols.insert(term);
-    }
+    FailureOr<std::pair<TermOp, SmallVector<StringRef>>> joint =
+        directionalTerm(tensors, of);
+    if (failed(joint))
+      return failure();
+    auto &[term, cotangents] = *joint;
     for (auto [adjoint, cotangent] : llvm::zip(pulled, cotangents))
       StoreOp::create(builder, grad.getLoc(), adjoint, ref(cotangent));
     addGradients(term, readTensors(term.getBody(), model), builder,
@@ -825,21 +813,39 @@ private:
   /// the cotangent tensor c of x it reads, made on first use.
   FailureOr<std::pair<TermOp, StringRef>>
   directionalTerm(StringRef tensor, FlatSymbolRefAttr of) {
-    std::string name = (tensor + ".backprop").str();
+    FailureOr<std::pair<TermOp, SmallVector<StringRef>>> term =
+        directionalTerm({FlatSymbolRefAttr::get(context, tensor)}, of);
+    if (failed(term))
+      return failure();
+    return std::make_pair(term->first, term->second.front());
+  }
+
+  /// The auxiliary term Σₖ ⟨∇_{xₖ} E, cₖ⟩ of the tensors xₖ (`x1.x2.backprop`,
+  /// with `.of` for a term's) and the cotangent tensors cₖ it reads, made on
+  /// first use from their joint gradient.
+  FailureOr<std::pair<TermOp, SmallVector<StringRef>>>
+  directionalTerm(ArrayRef<FlatSymbolRefAttr> tensors, FlatSymbolRefAttr of) {
+    std::string name;
+    SmallVector<StringRef> cotangents;
+    for (FlatSymbolRefAttr tensor : tensors) {
+      name += (tensor.getValue() + ".").str();
+      cotangents.push_back(auxiliaryTensor(
+          tensor.getValue(), "cotangent",
+          symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
+          kCotangentOf));
+    }
+    name += "backprop";
     if (of)
       name += ("." + of.getValue()).str();
-    StringRef cotangent = auxiliaryTensor(
-        tensor, "cotangent", symbols.lookup<TensorOp>(tensor).getShape(),
-        kCotangentOf);
     auto term = symbols.lookup<TermOp>(name);
     if (!term) {
-      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensor, of);
+      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);
       if (failed(gradient))
         return failure();
-      term = buildDirectionalTerm(*gradient, cotangent, name);
+      term = buildDirectionalTerm(*gradient, cotangents, name);
       symbols.insert(term);
     }
-    return std::make_pair(term, cotangent);
+    return std::make_pair(term, std::move(cotangents));
   }
 
   /// S̄ ↦ ∇_Y ⟨S̄, S⟩ for a let S read whole: the gradient of the auxiliary

@@ -73,6 +73,36 @@ bool distributeSummand(ReduceOp sum, unsigned maxTerms) {
   return true;
 }
 
+/// E(1, …, 1, `carrier`) at `builder`'s point, for `value` = E(σ₁, …, σₘ,
+/// x) as `scaled` decomposes it: its maps cloned in their order with every
+/// σᵢ set to 1 (a product by one is its other factor) and x replaced by
+/// `carrier`.
+Value buildUnscaled(OpBuilder &builder, Location loc,
+                    const ScaledDecomposition &scaled, Value value,
+                    Value carrier) {
+  IRMapping unscaled;
+  unscaled.map(scaled.vector, carrier);
+  Value one = ConstantOp::create(builder, loc, 1.0);
+  for (Value scalar : scaled.scalars)
+    unscaled.map(scalar, one);
+  SmallVector<Operation *> maps(scaled.maps.begin(), scaled.maps.end());
+  llvm::sort(maps,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *map : maps) {
+    if (auto product = dyn_cast<MulOp>(map)) {
+      Value lhs = unscaled.lookupOrDefault(product.getLhs());
+      Value rhs = unscaled.lookupOrDefault(product.getRhs());
+      Value other = lhs == one ? rhs : rhs == one ? lhs : Value();
+      if (other && other.getType() == product.getType()) {
+        unscaled.map(product.getResult(), other);
+        continue;
+      }
+    }
+    builder.clone(*map, unscaled);
+  }
+  return unscaled.lookup(value);
+}
+
 /// Rewrites `sum`, whose summand is E(σ₁, …, σₘ, x) (Linearity.h: varying
 /// scalars σᵢ, a varying value x, multilinear maps with fixed operands), as
 /// E(S, 1, …, 1), S the sum of σ₁ ⋯ σₘ x: a weight times a transformed row
@@ -109,17 +139,8 @@ bool factorScaledMaps(ReduceOp sum) {
           MulOp::create(inside, loc, mapping.lookupOrDefault(scalar), total);
     yield->setOperands(total);
   }
-  IRMapping after;
-  after.map(scaled->vector, product.getResult());
-  Value one = ConstantOp::create(builder, loc, 1.0);
-  for (Value scalar : scaled->scalars)
-    after.map(scalar, one);
-  SmallVector<Operation *> maps(scaled->maps.begin(), scaled->maps.end());
-  llvm::sort(maps,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (Operation *map : maps)
-    builder.clone(*map, after);
-  sum.replaceAllUsesWith(after.lookup(value));
+  sum.replaceAllUsesWith(
+      buildUnscaled(builder, loc, *scaled, value, product.getResult()));
   sum.erase();
   return true;
 }
@@ -228,29 +249,8 @@ bool transformCarrierFirst(ReduceOp sum) {
     return false;
   OpBuilder builder(yield);
   Location loc = sum.getLoc();
-  IRMapping unscaled;
-  Value one = ConstantOp::create(builder, loc, 1.0);
-  for (Value scalar : scaled->scalars)
-    unscaled.map(scalar, one);
-  SmallVector<Operation *> maps(scaled->maps.begin(), scaled->maps.end());
-  llvm::sort(maps,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (Operation *map : maps) {
-    // A product by a weight set to 1 is its other factor.
-    if (auto product = dyn_cast<MulOp>(map)) {
-      Value lhs = unscaled.lookupOrDefault(product.getLhs());
-      Value rhs = unscaled.lookupOrDefault(product.getRhs());
-      if (lhs == one || rhs == one) {
-        Value other = lhs == one ? rhs : lhs;
-        if (other.getType() == product.getType()) {
-          unscaled.map(product.getResult(), other);
-          continue;
-        }
-      }
-    }
-    builder.clone(*map, unscaled);
-  }
-  Value transformed = unscaled.lookup(value);
+  Value transformed =
+      buildUnscaled(builder, loc, *scaled, value, scaled->vector);
   Value table = arrayOver(transformed, indices, sizes, bodies, anchor);
   auto map =
       AffineMap::getMultiDimIdentityMap(indices.size(), builder.getContext());
