@@ -89,8 +89,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 namespace energy::kernels::ENERGY_KERNEL_ISA {
 namespace contract {
+
+/// The vector type V with score strips of one vector: the kernel for passes
+/// over so few inner indices that V's strips would be mostly padding.
+template <class V> struct ShortStrips : V {};
+template <class V> struct IsShortStrips : std::false_type {};
+template <class V> struct IsShortStrips<ShortStrips<V>> : std::true_type {};
 
 /// Tile and block shapes for one vector type. The micro-tiles fill the
 /// register file (AVX-512: 6 × 4 zmm accumulators and 4 operands of 32; AVX2:
@@ -106,7 +114,10 @@ template <class V> struct Tiling {
   static constexpr bool kWide = V::kRegisters >= 32;
   /// Score micro-tile: rows × vectors of columns, accumulated in registers.
   static constexpr int kScoreRows = kScalar ? 4 : 6;
-  static constexpr int kScoreVectors = kScalar ? 4 : (kWide ? 4 : 2);
+  static constexpr int kScoreVectors = IsShortStrips<V>::value ? 1
+                                       : kScalar               ? 4
+                                       : kWide                 ? 4
+                                                               : 2;
   /// Weighted-sum micro-tile: rows × vectors of the value width.
   static constexpr int kSumRows = kScalar ? 4 : 6;
   static constexpr int kSumVectors = kScalar ? 4 : (kWide ? 4 : 2);
@@ -809,7 +820,7 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         }
         Vec shift = V::broadcast(next), sum = V::zero();
         for (int64_t j = 0; j < width; j += L) {
-          Vec weight = expVector<V>(V::sub(V::load(row + j), shift));
+          Vec weight = weightVector<V>(V::sub(V::load(row + j), shift));
           V::store(row + j, weight);
           sum = V::add(sum, weight);
         }
@@ -817,12 +828,12 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       } else if (pass.normaliser == Normaliser::PerOuter) {
         Vec shift = V::broadcast(r < rows ? normalisers[first + r] : 0);
         for (int64_t j = 0; j < width; j += L)
-          V::store(row + j, expVector<V>(V::sub(V::load(row + j), shift)));
+          V::store(row + j, weightVector<V>(V::sub(V::load(row + j), shift)));
       } else {
         const T *shift = normalisers + from;
         for (int64_t j = 0; j < width; j += L)
-          V::store(row + j,
-                   expVector<V>(V::sub(V::load(row + j), V::load(shift + j))));
+          V::store(row + j, weightVector<V>(
+                                V::sub(V::load(row + j), V::load(shift + j))));
       }
     }
 
@@ -1123,6 +1134,16 @@ bool preparePackRun(Pass<typename V::Scalar> &pass, const double *weights,
          runPass<V>(pass);
 }
 
+/// Runs `run(W{})` with W the vector type whose strips suit a pass over
+/// `innerCount` inner indices: V's short strips where V's own would be at
+/// least half padding (8 columns in strips of 64), else V.
+template <class V, class Run> bool withStripsFor(int64_t innerCount, Run run) {
+  if (roundUp(innerCount, Tiling<V>::kStrip) >=
+      2 * roundUp(innerCount, Tiling<V>::kLanes))
+    return run(ShortStrips<V>{});
+  return run(V{});
+}
+
 } // namespace contract
 
 /// The whole kernel for validated arguments (see SoftmaxContract.h), all the
@@ -1230,51 +1251,58 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
       pass.kept = kept;
       pass.kept.writing = true;
     }
-    if (!preparePackRun<V>(pass, args.row_output_weights, args,
-                           args.pair_row_features, args.pair_col_features,
-                           static_cast<const T *>(args.col_features)))
+    if (!withStripsFor<V>(cols, [&](auto strips) {
+          return preparePackRun<decltype(strips)>(
+              pass, args.row_output_weights, args, args.pair_row_features,
+              args.pair_col_features,
+              static_cast<const T *>(args.col_features));
+        }))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
 
   if (colSide) {
-    Buffer normaliserBuffer;
-    // L/T per inner index, each problem's padded to whole strips.
-    const int64_t padded = roundUp(rows, Tiling<V>::kStrip);
-    int64_t allPadded;
-    if (__builtin_mul_overflow(batch, padded, &allPadded))
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
-    T *normalisers = normaliserBuffer.allocate<T>(allPadded);
-    if (!normalisers)
-      return ENERGY_CONTRACT_OUT_OF_MEMORY;
-    const T *source = given ? given : lse;
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t r = 0; r < padded; ++r)
-        normalisers[b * padded + r] =
-            r < rows ? static_cast<T>(source[b * rows + r] / args.temperature)
-                     : T(0);
-    Pass<T> pass{cols,
-                 rows,
-                 depth,
-                 static_cast<const T *>(args.col_features),
-                 nullptr, // packPass
-                 factor,
-                 temperature,
-                 colConstraints,
-                 numConstraints,
-                 numNotEqual,
-                 Normaliser::PerInner,
-                 normalisers,
-                 nullptr,
-                 args.num_col_outputs,
-                 reinterpret_cast<const T *const *>(args.row_values),
-                 args.col_output_widths,
-                 reinterpret_cast<T *const *>(args.col_outputs),
-                 0};
-    pass.problems = batch;
-    pass.kept = kept;
-    if (!preparePackRun<V>(pass, args.col_output_weights, args,
-                           args.pair_col_features, args.pair_row_features,
-                           static_cast<const T *>(args.row_features)))
+    auto runColumnSide = [&](auto strips) {
+      using W = decltype(strips);
+      Buffer normaliserBuffer;
+      // L/T per inner index, each problem's padded to whole strips.
+      const int64_t padded = roundUp(rows, Tiling<W>::kStrip);
+      int64_t allPadded;
+      if (__builtin_mul_overflow(batch, padded, &allPadded))
+        return false;
+      T *normalisers = normaliserBuffer.allocate<T>(allPadded);
+      if (!normalisers)
+        return false;
+      const T *source = given ? given : lse;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t r = 0; r < padded; ++r)
+          normalisers[b * padded + r] =
+              r < rows ? static_cast<T>(source[b * rows + r] / args.temperature)
+                       : T(0);
+      Pass<T> pass{cols,
+                   rows,
+                   depth,
+                   static_cast<const T *>(args.col_features),
+                   nullptr, // packPass
+                   factor,
+                   temperature,
+                   colConstraints,
+                   numConstraints,
+                   numNotEqual,
+                   Normaliser::PerInner,
+                   normalisers,
+                   nullptr,
+                   args.num_col_outputs,
+                   reinterpret_cast<const T *const *>(args.row_values),
+                   args.col_output_widths,
+                   reinterpret_cast<T *const *>(args.col_outputs),
+                   0};
+      pass.problems = batch;
+      pass.kept = kept;
+      return preparePackRun<W>(pass, args.col_output_weights, args,
+                               args.pair_col_features, args.pair_row_features,
+                               static_cast<const T *>(args.row_features));
+    };
+    if (!withStripsFor<V>(rows, runColumnSide))
       return ENERGY_CONTRACT_OUT_OF_MEMORY;
   }
   return ENERGY_CONTRACT_OK;

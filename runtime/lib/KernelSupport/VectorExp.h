@@ -120,26 +120,28 @@ void expArray(int64_t n, const typename V::Scalar *in,
   }
 }
 
-/// Softmax weights: exp(x), except that a result below the smallest normal
+/// A softmax weight: exp(x), except that a result below the smallest normal
 /// number is +0. Subnormal results, and the 0 of a very negative or −∞ x,
 /// cost the CPU a microcode assist per element, some twenty times the cost
 /// of a normal one; as weights they are negligible.
+template <class V> inline typename V::Vec weightVector(typename V::Vec x) {
+  using Constants = ExpConstants<typename V::Scalar>;
+  typename V::Vec lowest = V::broadcast(Constants::kNormalLowest);
+  typename V::Vec inRange =
+      V::clamp(x, lowest, V::broadcast(Constants::kHighest));
+  return V::zeroWhereBelow(expVector<V>(inRange), x, lowest);
+}
+
+/// out[i] = weightVector(in[i]) for 0 <= i < n; in == out is allowed.
 template <class V>
 void softmaxWeightsArray(int64_t n, const typename V::Scalar *in,
                          typename V::Scalar *out) {
-  using Constants = ExpConstants<typename V::Scalar>;
-  auto weights = [](typename V::Vec x) {
-    typename V::Vec lowest = V::broadcast(Constants::kNormalLowest);
-    typename V::Vec inRange =
-        V::clamp(x, lowest, V::broadcast(Constants::kHighest));
-    return V::zeroWhereBelow(expVector<V>(inRange), x, lowest);
-  };
   int64_t i = 0;
   for (; i + V::kLanes <= n; i += V::kLanes)
-    V::store(out + i, weights(V::load(in + i)));
+    V::store(out + i, weightVector<V>(V::load(in + i)));
   if (i < n) {
     typename V::Tail tail = V::tail(n - i);
-    V::storeTail(out + i, weights(V::loadTail(in + i, tail)), tail);
+    V::storeTail(out + i, weightVector<V>(V::loadTail(in + i, tail)), tail);
   }
 }
 
