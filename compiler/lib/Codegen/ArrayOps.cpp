@@ -424,12 +424,21 @@ FailureOr<Lowered> KernelFunction::emitRows(Operation *op, Lowered operand,
       Value largest = forRange(length, {negInf}, [&](Value k, ValueRange acc) {
         return SmallVector<Value>{maximum(acc[0], load(operand.data, at(k)))};
       })[0];
+      if (isa<SoftmaxOp>(op)) {
+        // exp(x − max) once per element, stored, then divided by its sum.
+        Value sum = forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
+          Value weight = exp(sub(load(operand.data, at(k)), largest));
+          store(weight, data, at(k));
+          return SmallVector<Value>{add(acc[0], weight)};
+        })[0];
+        forRange(length, [&](Value k) {
+          store(div(load(data, at(k)), sum), data, at(k));
+        });
+        return;
+      }
       Value normaliser = add(
           largest, log(sumOver([&](Value x) { return exp(sub(x, largest)); })));
-      if (isa<SoftmaxOp>(op))
-        writeRow([&](Value x) { return exp(sub(x, normaliser)); });
-      else
-        writeRow([&](Value x) { return sub(x, normaliser); });
+      writeRow([&](Value x) { return sub(x, normaliser); });
       return;
     }
     Value epsilon = real(1e-5);

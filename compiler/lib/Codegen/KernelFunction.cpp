@@ -14,6 +14,7 @@
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 #include "energy/Transforms/ParallelForeach.h"
+#include "energy/Transforms/ProgramReads.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -528,7 +529,7 @@ FailureOr<Lowered> KernelFunction::emitRead(ReadOp read) {
   Value storage =
       loadBufferPointer(context.bufferIndex.lookup(tensor.getSymName()));
   Lowered value = slice(storage, tensor.getArrayType(), type, *indices);
-  if (!isProgram || type.isScalar())
+  if (!isProgram || type.isScalar() || !readOutlivesItsValue(read))
     return value;
   // In a program, a value read before a store keeps the value it had.
   Value copy = allocate(type);

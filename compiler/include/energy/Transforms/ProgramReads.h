@@ -1,0 +1,26 @@
+//===- ProgramReads.h - Reads of a program that must keep their value -*- C++
+//-*-===//
+//
+// In a program (the step, the backward step, `until`), a tensor read before
+// a store keeps the value it had. Code generation reads a tensor in place
+// unless this analysis says a later store of it could change what a use of
+// the read sees.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_TRANSFORMS_PROGRAMREADS_H
+#define ENERGY_TRANSFORMS_PROGRAMREADS_H
+
+#include "energy/IR/EnergyOps.h"
+
+namespace mlir::energy {
+
+/// Whether `read`, in a program, has a use (of it or of a slice of it) at
+/// or after the first statement from its own on that writes its tensor —
+/// so that it must be a copy. True for a read outside programs' statements
+/// or where an op may write without saying what.
+bool readOutlivesItsValue(ReadOp read);
+
+} // namespace mlir::energy
+
+#endif // ENERGY_TRANSFORMS_PROGRAMREADS_H
