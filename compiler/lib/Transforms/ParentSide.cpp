@@ -235,9 +235,10 @@ std::optional<NormaliserSource> normaliserOf(Value value, ReduceOp sum,
     return NormaliserSource{cast<ReduceOp>(rows.front()), &rows, shadow,
                             contract};
   }
+  // An lse in the sum's body: its row is the sum's index after the loop's.
   auto lse = value.getDefiningOp<ReduceOp>();
-  if (batches.empty() && rowIndices.size() == 1 && lse &&
-      lse.getKind() == ReduceKind::lse && lse->getBlock() == &body)
+  if (batches.empty() && lse && lse.getKind() == ReduceKind::lse &&
+      lse->getBlock() == &body)
     return NormaliserSource{lse, &body, nullptr, {}};
   return std::nullopt;
 }
@@ -367,11 +368,24 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
        (!isDefinedOutside(temperature, loop) ||
         !computeSame(lse.getTemperature(), temperature, IRMapping()))))
     return;
+  // Maps the lse's rows to `rows` (the rows' indices in another block): the
+  // arguments of its row block, or, for an lse in the sum's body, the
+  // sum's index and the loop's shared ones.
+  auto mapRows = [&](IRMapping &mapping, ArrayRef<Value> rows) {
+    if (source->rowBlock != &body) {
+      mapping.map(source->rowBlock->getArguments(), rows);
+      return;
+    }
+    mapping.map(body.getArgument(0), rows.back());
+    for (auto [index, row] :
+         llvm::zip(ArrayRef(rowIndices).drop_back(), rows.drop_back()))
+      if (index != row)
+        mapping.map(index, row);
+  };
   // x must compute the lse's body at (row, column).
   IRMapping toSum;
   toSum.map(lse.getBody().front().getArgument(0), column);
-  if (source->rowBlock != &body)
-    toSum.map(source->rowBlock->getArguments(), rowIndices);
+  mapRows(toSum, rowIndices);
   if (!sameScore(lse.getBodyValue(), weighted->shift.getLhs(), toSum))
     return;
   if (lse.hasPredicate() != sum.hasPredicate())
@@ -382,7 +396,7 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
     toPredicate.map(lse.getPredicate().front().getArgument(0), column);
     SmallVector<Value> predicateRows(ArrayRef(rowIndices).drop_back());
     predicateRows.push_back(sumPredicate.getArgument(0));
-    toPredicate.map(source->rowBlock->getArguments(), predicateRows);
+    mapRows(toPredicate, predicateRows);
     auto admits = [](Region &region) {
       return cast<YieldOp>(region.front().getTerminator()).getValues()[0];
     };
@@ -403,8 +417,8 @@ void formParentSide(ReduceOp sum, SymbolTable &symbols) {
   auto fill = [&](Region &region, Block &lseBlock) {
     Block &target = contract.block(region);
     IRMapping mapping;
-    mapping.map(source->rowBlock->getArguments(),
-                target.getArguments().take_front(rowCount));
+    SmallVector<Value> rows(target.getArguments().take_front(rowCount));
+    mapRows(mapping, rows);
     mapping.map(lseBlock.getArgument(0), target.getArgument(rowCount));
     return RegionFiller(target, mapping, {source->rowBlock, &lseBlock},
                         {&lseBlock});

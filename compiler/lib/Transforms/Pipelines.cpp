@@ -43,6 +43,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());
+  modelPasses.addPass(createEnergyPlanExchangeSums());
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanBatchedProducts());

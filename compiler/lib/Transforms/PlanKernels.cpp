@@ -30,10 +30,7 @@ void mlir::energy::tabulateAggregations(ModelOp model) {
   }
 }
 
-namespace {
-/// A let energy-gather-gradients made: `@T.gather`, or `@T.gather_N` when
-/// that name was taken.
-bool isGatherLet(StringRef name) {
+bool mlir::energy::isGatherLet(StringRef name) {
   StringRef suffix = name.substr(
       name.rfind('.') == StringRef::npos ? name.size() : name.rfind('.'));
   return suffix == ".gather" ||
@@ -42,7 +39,6 @@ bool isGatherLet(StringRef name) {
                        [](char c) { return c >= '0' && c <= '9'; }) &&
           suffix.size() > 8);
 }
-} // namespace
 
 void mlir::energy::eraseUnreadGatherLets(ModelOp model) {
   for (LetOp let :

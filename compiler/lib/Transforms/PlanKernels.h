@@ -32,6 +32,11 @@ void factorLinearMaps(ModelOp model, unsigned maxTerms = 1,
 /// transposeLinearMaps (Linearity.h) in every term of `model`.
 void transposeLinearMaps(ModelOp model);
 
+/// Rewrites each term a_i ⊗ Σ_j w(i, j) v_j that a loop adds into slots
+/// ignoring i, where a is estimated narrower than v, as a loop over j that
+/// adds (Σ_i w(i, j) a_i) ⊗ v_j (ExchangeSums.cpp).
+void exchangeSums(ModelOp model);
+
 /// Rewrites each loop over (J, K) that accumulates at slots only J chooses
 /// as a loop over J that accumulates sums over K.
 void gatherLoopSums(ModelOp model);
@@ -155,6 +160,11 @@ void formPrefixSums(ModelOp model);
 /// indices of a loop to bring such an index first), and sums outside every
 /// loop.
 void markParallelLoops(ModelOp model);
+
+/// Whether `name` is that of a let energy-gather-gradients made for the
+/// parent side of lse terms: `@T.gather`, or `@T.gather_N` when that name
+/// was taken.
+bool isGatherLet(StringRef name);
 
 /// Drops the lets energy-gather-gradients made for the parent side of lse
 /// terms (`@T.gather`) that nothing reads once that side is a contraction.

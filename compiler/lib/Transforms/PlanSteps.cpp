@@ -19,6 +19,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
 #define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
 #define GEN_PASS_DEF_ENERGYPLANTRANSPOSEMAPS
+#define GEN_PASS_DEF_ENERGYPLANEXCHANGESUMS
 #define GEN_PASS_DEF_ENERGYPLANINDEXPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPSUMS
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
@@ -57,6 +58,7 @@ ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)
 ENERGY_PLAN_STEP_PASS(PlanTransposeMaps,
                       static_cast<void (*)(ModelOp)>(transposeLinearMaps))
+ENERGY_PLAN_STEP_PASS(PlanExchangeSums, exchangeSums)
 ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)

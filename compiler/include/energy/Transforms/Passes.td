@@ -307,6 +307,34 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
   ];
 }
 
+def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
+    "Sums outer products over the side of the narrower factor"> {
+  let description = [{
+    Σ_i a_i ⊗ Σ_j w(i, j) v_j = Σ_j (Σ_i w(i, j) a_i) ⊗ v_j: a loop that
+    adds an outer product of a row value a_i with a weighted sum of a value
+    v_j that does not vary with i, into slots that ignore i, becomes a loop
+    over j that adds the weighted sum of a_i over i, under the same
+    predicate, times v_j, where a is estimated narrower than v. The pairs
+    of the contraction that forms then sum the narrower value (a query's Y
+    numbers rather than a key input's D): a key projection's gradient
+    through attention is the column side of the attention.
+
+    ```mlir
+    foreach (%b : @B, %k : @H, %i : @N) {
+      %s = reduce sum (%j : @N) where {...} { ...; %v = mul %w, %h_j; yield %v }
+      %o = outer %a_i, %s
+      accumulate %o into @Wk[%k]
+    }
+    // becomes
+    foreach (%b : @B, %k : @H, %j : @N) {
+      %t = reduce sum (%i : @N) where {...} { ...; %u = mul %w, %a_i; yield %u }
+      %o = outer %t, %h_j
+      accumulate %o into @Wk[%k]
+    }
+    ```
+  }];
+}
+
 def EnergyPlanTransposeMaps : EnergyPlanStep<"energy-plan-transpose-maps",
     "Moves linear maps from one side of an inner product to the other"> {
   let description = [{

@@ -1,0 +1,343 @@
+//===- ExchangeSums.cpp - Outer products summed over the narrower side ----===//
+//
+// A loop that adds a_i ⊗ Σ_j w(i, j) v_j into a slot that ignores i (a
+// parameter's gradient through an attention: the query side times the
+// weighted keys' inputs) adds the same as a loop over j of
+// (Σ_i w(i, j) a_i) ⊗ v_j. Where a is narrower than v (Y against D), the
+// pairs then sum a instead of v, and the contraction that forms from the
+// sum over i is the column side of the one over j.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+#include "SizeEstimates.h"
+#include "Slices.h"
+#include "SoftmaxContracts.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// A term of an accumulated value: `value` added with `sign`.
+struct SignedTerm {
+  Value value;
+  bool negated;
+};
+
+/// The terms of `value` through additions, subtractions and negations that
+/// nothing else reads.
+void collectTerms(Value value, bool negated,
+                  SmallVectorImpl<SignedTerm> &terms) {
+  Operation *def = value.getDefiningOp();
+  if (def && value.hasOneUse()) {
+    if (auto add = dyn_cast<AddOp>(def);
+        add && add.getLhs().getType() == add.getRhs().getType()) {
+      collectTerms(add.getLhs(), negated, terms);
+      collectTerms(add.getRhs(), negated, terms);
+      return;
+    }
+    if (auto sub = dyn_cast<SubOp>(def);
+        sub && sub.getLhs().getType() == sub.getRhs().getType()) {
+      collectTerms(sub.getLhs(), negated, terms);
+      collectTerms(sub.getRhs(), !negated, terms);
+      return;
+    }
+    if (auto neg = dyn_cast<NegOp>(def)) {
+      collectTerms(neg.getOperand(), !negated, terms);
+      return;
+    }
+  }
+  terms.push_back({value, negated});
+}
+
+/// The sum of `terms` built at `builder`'s point; null for no terms.
+Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
+  Value total;
+  for (const SignedTerm &term : terms) {
+    if (!total) {
+      total = term.negated ? NegOp::create(builder, loc, term.value).getResult()
+                           : term.value;
+      continue;
+    }
+    total = term.negated
+                ? SubOp::create(builder, loc, total, term.value).getResult()
+                : AddOp::create(builder, loc, total, term.value).getResult();
+  }
+  return total;
+}
+
+/// One exchangeable term: `outer` of a row value `row` (varying with the
+/// loop's index number `position`) and `sum`, a sum over j of a scalar
+/// weight times `carrier`, which does not vary with that index.
+struct Exchange {
+  OuterOp outer;
+  Value row;
+  ReduceOp sum;
+  Value weight, carrier;
+  unsigned position;
+};
+
+/// Exchanges in a `foreach` that adds terms with `accumulate`.
+class Exchanger {
+public:
+  Exchanger(ForeachOp loop, AccumulateOp accumulate)
+      : loop(loop), sizes(loop.getSizes()), accumulate(accumulate),
+        dependence(declarationOf(loop)),
+        model(loop->getParentOfType<ModelOp>()) {}
+
+  /// The term as an exchange, when it is one and pays.
+  std::optional<Exchange> match(Value term) {
+    auto outer = term.getDefiningOp<OuterOp>();
+    if (!outer || outer->getBlock() != &loopBody())
+      return std::nullopt;
+    for (auto [row, summed] : {std::pair(outer.getLhs(), outer.getRhs()),
+                               std::pair(outer.getRhs(), outer.getLhs())}) {
+      auto sum = summed.getDefiningOp<ReduceOp>();
+      if (!sum || sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
+          sum->getBlock() != outer->getBlock() || sum.getSizes().size() != 1)
+        continue;
+      auto product = sum.getBodyValue().getDefiningOp<MulOp>();
+      if (!product)
+        continue;
+      Value weight = product.getLhs(), carrier = product.getRhs();
+      if (!isScalar(weight))
+        std::swap(weight, carrier);
+      if (!isScalar(weight) || isScalar(carrier))
+        continue;
+      if (estimatedElements(model, carrier.getType()) <=
+          estimatedElements(model, row.getType()))
+        continue;
+      std::optional<unsigned> position = exchangedIndex(row, carrier);
+      if (!position || !rowSumsAreNormalisers(sum, row))
+        continue;
+      return Exchange{outer, row, sum, weight, carrier, *position};
+    }
+    return std::nullopt;
+  }
+
+  /// Adds the exchanged loop after `loop`, accumulating what `exchange`
+  /// added (negated when `negated`).
+  void build(Exchange exchange, bool negated) {
+    Location loc = exchange.outer.getLoc();
+    tabulateRowSums(exchange.sum, exchange.row);
+    Block &body = loopBody();
+    Block &sumBody = exchange.sum.getBody().front();
+    BlockArgument rowIndex = body.getArgument(exchange.position);
+    BlockArgument columnIndex = sumBody.getArgument(0);
+
+    // The loop over the same domain with j in place of i.
+    SmallVector<Attribute> exchangedSizes(sizes.getValue());
+    exchangedSizes[exchange.position] = exchange.sum.getSizes()[0];
+    OpBuilder builder(loop->getContext());
+    builder.setInsertionPointAfter(loop);
+    ArrayAttr domain = builder.getArrayAttr(exchangedSizes);
+    auto exchanged = ForeachOp::create(builder, loop.getLoc(), domain);
+    Block *outerBody = new Block();
+    exchanged.getBody().push_back(outerBody);
+    IRMapping outside;
+    for (BlockArgument argument : body.getArguments())
+      outside.map(argument, outerBody->addArgument(argument.getType(),
+                                                   argument.getLoc()));
+    Value columnArgument = outerBody->getArgument(exchange.position);
+    outside.map(columnIndex, columnArgument);
+    builder.setInsertionPointToStart(outerBody);
+
+    // Σ_i w(i, j) a_i over i, under the sum's predicate.
+    auto rows = ReduceOp::create(
+        builder, loc, exchange.row.getType(), ReduceKind::sum,
+        builder.getArrayAttr(sizes[exchange.position]), Value());
+    auto indexBlock = [&](Region &region) {
+      Block *block = new Block();
+      region.push_back(block);
+      IRMapping mapping = outside;
+      mapping.map(rowIndex,
+                  block->addArgument(rowIndex.getType(), rowIndex.getLoc()));
+      return std::pair(block, mapping);
+    };
+    if (exchange.sum.hasPredicate()) {
+      auto [block, mapping] = indexBlock(rows.getPredicate());
+      Block &predicate = exchange.sum.getPredicate().front();
+      mapping.map(predicate.getArgument(0), columnArgument);
+      OpBuilder inner = OpBuilder::atBlockEnd(block);
+      for (Operation &op : predicate)
+        inner.clone(op, mapping);
+    }
+    {
+      auto [block, mapping] = indexBlock(rows.getBody());
+      OpBuilder inner = OpBuilder::atBlockEnd(block);
+      llvm::SetVector<Operation *> slice;
+      addOperandsToSlice(exchange.sum, body, slice);
+      addToSlice(exchange.row, body, slice);
+      cloneSlice(body, slice, inner, mapping);
+      for (Operation &op : sumBody.without_terminator())
+        inner.clone(op, mapping);
+      Value summand = MulOp::create(inner, loc, mapping.lookup(exchange.weight),
+                                    mapping.lookupOrDefault(exchange.row));
+      YieldOp::create(inner, loc, summand);
+    }
+
+    // v_j at the loop's j, and the outer product in the original order.
+    IRMapping columnMapping = outside;
+    llvm::SetVector<Operation *> carrierSlice;
+    addToSlice(exchange.carrier, sumBody, carrierSlice);
+    llvm::SetVector<Operation *> outerSlice;
+    for (Operation *op : carrierSlice)
+      addOperandsToSlice(op, body, outerSlice);
+    cloneSlice(body, outerSlice, builder, columnMapping);
+    cloneSlice(sumBody, carrierSlice, builder, columnMapping);
+    Value carrier = columnMapping.lookupOrDefault(exchange.carrier);
+    bool rowFirst = exchange.outer.getLhs() == exchange.row;
+    Value product =
+        rowFirst ? OuterOp::create(builder, loc, rows.getResult(), carrier)
+                       .getResult()
+                 : OuterOp::create(builder, loc, carrier, rows.getResult())
+                       .getResult();
+    if (negated)
+      product = NegOp::create(builder, loc, product);
+    IRMapping accumulateMapping = outside;
+    accumulateMapping.map(accumulate.getValue(), product);
+    builder.clone(*accumulate, accumulateMapping);
+  }
+
+  Block &loopBody() { return loop.getBody().front(); }
+
+private:
+  /// Whether the sums per row that the exchanged sum over rows would
+  /// recompute at every pair are normalisers alone (an lse per row, which
+  /// the parent side of a contraction takes in); other sums per row would
+  /// stay sums inside it.
+  bool rowSumsAreNormalisers(ReduceOp sum, Value row) {
+    for (Operation *op : rowSlice(sum, row)) {
+      bool nestedSum = false;
+      op->walk([&](ReduceOp reduce) {
+        nestedSum |= reduce != op && reduce.getKind() != ReduceKind::lse;
+      });
+      if (nestedSum)
+        return false;
+    }
+    return true;
+  }
+
+  /// The ops of the loop's body that `sum` and `row` need.
+  llvm::SetVector<Operation *> rowSlice(ReduceOp sum, Value row) {
+    Block &body = loopBody();
+    llvm::SetVector<Operation *> slice;
+    addOperandsToSlice(sum, body, slice);
+    addToSlice(row, body, slice);
+    return slice;
+  }
+
+  /// Reads each sum per row other than an lse, of those `sum` and `row`
+  /// need, from a table of it over the loop's domain ahead of the loop: the
+  /// exchanged loop reads it there rather than recomputing it per pair, and
+  /// the table becomes the rows of a contraction.
+  void tabulateRowSums(ReduceOp sum, Value row) {
+    Block &body = loopBody();
+    SmallVector<Value> indices(body.getArguments());
+    for (Operation *op : rowSlice(sum, row)) {
+      auto reduce = dyn_cast<ReduceOp>(op);
+      if (!reduce || reduce.getKind() == ReduceKind::lse)
+        continue;
+      Value table = arrayOver(reduce.getResult(), indices, sizes.getValue(),
+                              {&body}, loop);
+      OpBuilder builder(reduce);
+      Value element =
+          extractAt(builder, reduce.getLoc(), table, reduce.getType(), indices);
+      reduce.getResult().replaceAllUsesWith(element);
+    }
+  }
+
+  /// The index of the loop that `row` varies with, `carrier` does not and
+  /// the accumulation's slot ignores: the one to exchange with the sum's.
+  std::optional<unsigned> exchangedIndex(Value row, Value carrier) {
+    Block &body = loopBody();
+    std::optional<unsigned> found;
+    for (BlockArgument index : body.getArguments()) {
+      if (llvm::is_contained(accumulate.getIndices(), index) ||
+          !dependence.dependsOn(row, index) ||
+          dependence.dependsOn(carrier, index))
+        continue;
+      if (found)
+        return std::nullopt;
+      found = index.getArgNumber();
+    }
+    return found;
+  }
+
+  ForeachOp loop;
+  ArrayAttr sizes;
+  AccumulateOp accumulate;
+  IndexDependence dependence;
+  ModelOp model;
+};
+
+/// Exchanges the sums of the terms of one accumulation in `loop` that pay;
+/// whether it did.
+bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
+  SmallVector<SignedTerm> terms;
+  collectTerms(accumulate.getValue(), /*negated=*/false, terms);
+  Exchanger exchanger(loop, accumulate);
+  SmallVector<std::pair<Exchange, bool>> exchanges;
+  SmallVector<SignedTerm> kept;
+  for (const SignedTerm &term : terms) {
+    if (std::optional<Exchange> exchange = exchanger.match(term.value))
+      exchanges.push_back({*exchange, term.negated});
+    else
+      kept.push_back(term);
+  }
+  if (exchanges.empty())
+    return false;
+  for (auto &[exchange, negated] : exchanges)
+    exchanger.build(exchange, negated);
+  OpBuilder builder(accumulate);
+  if (Value rest = buildSum(builder, accumulate.getLoc(), kept))
+    accumulate.getValueMutable().assign(rest);
+  else
+    accumulate->erase();
+  eraseDeadOps(loop.getBody().front());
+  return true;
+}
+
+/// Whether `declaration` reads the parent side of an lse term (a
+/// `@T.gather` let): then its contractions have a column pass, which the
+/// exchanged sums join; without one, a pass of its own costs more than the
+/// narrower sums save (causal ALiBi attention's key gradient: 55 → 82 ms).
+bool hasParentSide(Operation *declaration) {
+  WalkResult walk = declaration->walk([](ReadOp read) {
+    return isGatherLet(read.getSource()) ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
+} // namespace
+
+void mlir::energy::exchangeSums(ModelOp model) {
+  // One accumulation at a time: an exchange adds a loop and erases ops.
+  for (int round = 0; round < 256; ++round) {
+    SmallVector<std::pair<ForeachOp, AccumulateOp>> accumulations;
+    for (Operation &declaration : model.getBody().front()) {
+      if (!hasParentSide(&declaration))
+        continue;
+      declaration.walk([&](Operation *op) {
+        if (auto accumulate = dyn_cast<AccumulateOp>(op)) {
+          auto loop = dyn_cast<ForeachOp>(accumulate->getParentOp());
+          if (loop && !loop.hasPredicate())
+            accumulations.push_back({loop, accumulate});
+        }
+      });
+    }
+    bool changed = false;
+    for (auto [loop, accumulate] : accumulations)
+      if (exchangeAccumulation(loop, accumulate)) {
+        changed = true;
+        break;
+      }
+    if (!changed)
+      return;
+  }
+}
