@@ -3,9 +3,10 @@
 // A loop that adds a_i ⊗ Σ_j w(i, j) v_j into a slot that ignores i (a
 // parameter's gradient through an attention: the query side times the
 // weighted keys' inputs) adds the same as a loop over j of
-// (Σ_i w(i, j) a_i) ⊗ v_j. Where a is narrower than v (Y against D), the
-// pairs then sum a instead of v, and the contraction that forms from the
-// sum over i is the column side of the one over j.
+// (Σ_i w(i, j) a_i) ⊗ v_j; likewise for a_i ⊙ Σ_j w(i, j) v_j, and for
+// the terms of a sum over (…, i). Where a is narrower than v (Y against
+// D), the pairs then sum a instead of v, and the contraction that forms
+// from the sum over i is the column side of the one over j.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,28 +75,40 @@ Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
 /// loop's index number `position`) and `sum`, a sum over j of a scalar
 /// weight times `carrier`, which does not vary with that index.
 struct Exchange {
-  OuterOp outer;
+  Operation *outer; // an `outer`, or an elementwise `mul` of two arrays
+
   Value row;
   ReduceOp sum;
   Value weight, carrier;
   unsigned position;
 };
 
-/// Exchanges in a `foreach` that adds terms with `accumulate`.
+/// Exchanges in a loop that adds terms: a `foreach` with `accumulate` at
+/// slots that ignore its other indices, or a `reduce sum`.
 class Exchanger {
 public:
   Exchanger(ForeachOp loop, AccumulateOp accumulate)
-      : loop(loop), sizes(loop.getSizes()), accumulate(accumulate),
+      : loop(loop), sizes(loop.getSizes()),
+        slotIndices(accumulate.getIndices()), accumulate(accumulate),
         dependence(declarationOf(loop)),
         model(loop->getParentOfType<ModelOp>()) {}
+  explicit Exchanger(ReduceOp sum)
+      : loop(sum), sizes(sum.getSizes()), dependence(declarationOf(sum)),
+        model(sum->getParentOfType<ModelOp>()) {}
 
   /// The term as an exchange, when it is one and pays.
   std::optional<Exchange> match(Value term) {
-    auto outer = term.getDefiningOp<OuterOp>();
+    Operation *outer = term.getDefiningOp();
     if (!outer || outer->getBlock() != &loopBody())
       return std::nullopt;
-    for (auto [row, summed] : {std::pair(outer.getLhs(), outer.getRhs()),
-                               std::pair(outer.getRhs(), outer.getLhs())}) {
+    bool elementwise =
+        isa<MulOp>(outer) &&
+        outer->getOperand(0).getType() == outer->getOperand(1).getType() &&
+        !isScalar(outer->getOperand(0));
+    if (!isa<OuterOp>(outer) && !elementwise)
+      return std::nullopt;
+    Value lhs = outer->getOperand(0), rhs = outer->getOperand(1);
+    for (auto [row, summed] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
       auto sum = summed.getDefiningOp<ReduceOp>();
       if (!sum || sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
           sum->getBlock() != outer->getBlock() || sum.getSizes().size() != 1)
@@ -108,8 +121,7 @@ public:
         std::swap(weight, carrier);
       if (!isScalar(weight) || isScalar(carrier))
         continue;
-      if (estimatedElements(model, carrier.getType()) <=
-          estimatedElements(model, row.getType()))
+      if (estimatedElements(model, carrier.getType()) <= rowWidth(row))
         continue;
       std::optional<unsigned> position = exchangedIndex(row, carrier);
       if (!position || !rowSumsAreNormalisers(sum, row))
@@ -119,10 +131,11 @@ public:
     return std::nullopt;
   }
 
-  /// Adds the exchanged loop after `loop`, accumulating what `exchange`
-  /// added (negated when `negated`).
-  void build(Exchange exchange, bool negated) {
-    Location loc = exchange.outer.getLoc();
+  /// Adds the exchanged loop after `loop`, adding what `exchange` added
+  /// (negated when `negated`): for a `reduce sum`, a table over the
+  /// exchanged domain and its sum, which is returned.
+  Value build(Exchange exchange, bool negated) {
+    Location loc = exchange.outer->getLoc();
     tabulateRowSums(exchange.sum, exchange.row);
     Block &body = loopBody();
     Block &sumBody = exchange.sum.getBody().front();
@@ -135,9 +148,21 @@ public:
     OpBuilder builder(loop->getContext());
     builder.setInsertionPointAfter(loop);
     ArrayAttr domain = builder.getArrayAttr(exchangedSizes);
-    auto exchanged = ForeachOp::create(builder, loop.getLoc(), domain);
+    Type termType = exchange.outer->getResult(0).getType();
+    MLIRContext *context = loop->getContext();
+    SmallVector<StringAttr> dims;
+    for (Attribute size : exchangedSizes)
+      dims.push_back(
+          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+    llvm::append_range(dims, cast<ArrayType>(termType).getShape());
+    auto tableType = ArrayType::get(context, dims);
+    Operation *exchanged =
+        accumulate
+            ? ForeachOp::create(builder, loop->getLoc(), domain).getOperation()
+            : TabulateOp::create(builder, loop->getLoc(), tableType, domain)
+                  .getOperation();
     Block *outerBody = new Block();
-    exchanged.getBody().push_back(outerBody);
+    exchanged->getRegion(accumulate ? 1 : 0).push_back(outerBody);
     IRMapping outside;
     for (BlockArgument argument : body.getArguments())
       outside.map(argument, outerBody->addArgument(argument.getType(),
@@ -190,20 +215,51 @@ public:
     cloneSlice(body, outerSlice, builder, columnMapping);
     cloneSlice(sumBody, carrierSlice, builder, columnMapping);
     Value carrier = columnMapping.lookupOrDefault(exchange.carrier);
-    bool rowFirst = exchange.outer.getLhs() == exchange.row;
+    bool rowFirst = exchange.outer->getOperand(0) == exchange.row;
+    Value first = rowFirst ? rows.getResult() : carrier;
+    Value second = rowFirst ? carrier : rows.getResult();
     Value product =
-        rowFirst ? OuterOp::create(builder, loc, rows.getResult(), carrier)
-                       .getResult()
-                 : OuterOp::create(builder, loc, carrier, rows.getResult())
-                       .getResult();
+        isa<OuterOp>(exchange.outer)
+            ? OuterOp::create(builder, loc, first, second).getResult()
+            : MulOp::create(builder, loc, first, second).getResult();
     if (negated)
       product = NegOp::create(builder, loc, product);
-    IRMapping accumulateMapping = outside;
-    accumulateMapping.map(accumulate.getValue(), product);
-    builder.clone(*accumulate, accumulateMapping);
+    if (accumulate) {
+      IRMapping accumulateMapping = outside;
+      accumulateMapping.map(accumulate.getValue(), product);
+      builder.clone(*accumulate, accumulateMapping);
+      return Value();
+    }
+    YieldOp::create(builder, loc, product);
+    // Σ over the exchanged domain of the table.
+    builder.setInsertionPointAfter(exchanged);
+    auto total = ReduceOp::create(builder, loc, termType, ReduceKind::sum,
+                                  domain, Value());
+    Block *totalBody = new Block();
+    total.getBody().push_back(totalBody);
+    SmallVector<Value> indices;
+    for (BlockArgument argument : outerBody->getArguments())
+      indices.push_back(
+          totalBody->addArgument(argument.getType(), argument.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(totalBody);
+    YieldOp::create(
+        inside, loc,
+        extractAt(inside, loc, exchanged->getResult(0), termType, indices));
+    return total.getResult();
   }
 
-  Block &loopBody() { return loop.getBody().front(); }
+  Block &loopBody() { return loop->getRegion(1).front(); }
+
+  /// The width that the exchanged sum adds per pair for `row`: that of the
+  /// vector a matrix maps to it (the map then applies after the sum).
+  double rowWidth(Value row) {
+    double width = estimatedElements(model, row.getType());
+    if (auto product = row.getDefiningOp<MatmulOp>();
+        product && isMatrix(product.getLhs()))
+      width =
+          std::min(width, estimatedElements(model, product.getRhs().getType()));
+    return width;
+  }
 
 private:
   /// Whether the sums per row that the exchanged sum over rows would
@@ -257,7 +313,7 @@ private:
     Block &body = loopBody();
     std::optional<unsigned> found;
     for (BlockArgument index : body.getArguments()) {
-      if (llvm::is_contained(accumulate.getIndices(), index) ||
+      if (llvm::is_contained(slotIndices, index) ||
           !dependence.dependsOn(row, index) ||
           dependence.dependsOn(carrier, index))
         continue;
@@ -268,8 +324,9 @@ private:
     return found;
   }
 
-  ForeachOp loop;
+  Operation *loop;
   ArrayAttr sizes;
+  SmallVector<Value> slotIndices;
   AccumulateOp accumulate;
   IndexDependence dependence;
   ModelOp model;
@@ -302,6 +359,51 @@ bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
   return true;
 }
 
+/// Exchanges the sums of the terms that `sum` (a sum over an index domain)
+/// adds, where they pay; whether it did.
+bool exchangeSumTerms(ReduceOp sum) {
+  auto yield = cast<YieldOp>(sum.getBody().front().getTerminator());
+  SmallVector<SignedTerm> terms;
+  collectTerms(yield.getValues()[0], /*negated=*/false, terms);
+  Exchanger exchanger(sum);
+  SmallVector<std::pair<Exchange, bool>> exchanges;
+  SmallVector<SignedTerm> kept;
+  for (const SignedTerm &term : terms) {
+    if (std::optional<Exchange> exchange = exchanger.match(term.value))
+      exchanges.push_back({*exchange, term.negated});
+    else
+      kept.push_back(term);
+  }
+  if (exchanges.empty())
+    return false;
+  Operation *next = sum->getNextNode();
+  SmallVector<SignedTerm> totals;
+  for (auto &[exchange, negated] : exchanges)
+    totals.push_back({exchanger.build(exchange, negated), false});
+  Location loc = sum.getLoc();
+  if (!kept.empty()) {
+    OpBuilder atYield(yield);
+    yield->setOperand(0, buildSum(atYield, loc, kept));
+    totals.insert(totals.begin(), {sum.getResult(), false});
+  }
+  // After the tables and sums built (each right after `sum`).
+  OpBuilder builder(next);
+  Value total = buildSum(builder, loc, totals);
+  llvm::SmallPtrSet<Operation *, 4> adds;
+  for (Operation *op = total.getDefiningOp(); op && op != next;
+       op = op->getPrevNode())
+    if (isa<AddOp>(op))
+      adds.insert(op);
+  if (kept.empty()) {
+    sum.getResult().replaceAllUsesWith(total);
+    sum->erase();
+    return true;
+  }
+  sum.getResult().replaceAllUsesExcept(total, adds);
+  eraseDeadOps(sum.getBody().front());
+  return true;
+}
+
 /// Whether `declaration` reads the parent side of an lse term (a
 /// `@T.gather` let): then its contractions have a column pass, which the
 /// exchanged sums join; without one, a pass of its own costs more than the
@@ -320,6 +422,7 @@ void mlir::energy::exchangeSums(ModelOp model) {
   // One accumulation at a time: an exchange adds a loop and erases ops.
   for (int round = 0; round < 256; ++round) {
     SmallVector<std::pair<ForeachOp, AccumulateOp>> accumulations;
+    SmallVector<ReduceOp> sums;
     for (Operation &declaration : model.getBody().front()) {
       if (!hasParentSide(&declaration))
         continue;
@@ -328,6 +431,12 @@ void mlir::energy::exchangeSums(ModelOp model) {
           auto loop = dyn_cast<ForeachOp>(accumulate->getParentOp());
           if (loop && !loop.hasPredicate())
             accumulations.push_back({loop, accumulate});
+        } else if (auto sum = dyn_cast<ReduceOp>(op)) {
+          Operation *value = sum.getBodyValue().getDefiningOp();
+          if (sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
+              hasPlainDims(sum.getSizes()) && value &&
+              isa<OuterOp, MulOp, AddOp, SubOp, NegOp>(value))
+            sums.push_back(sum);
         }
       });
     }
@@ -337,6 +446,9 @@ void mlir::energy::exchangeSums(ModelOp model) {
         changed = true;
         break;
       }
+    for (ReduceOp sum : sums)
+      if (!changed && exchangeSumTerms(sum))
+        changed = true;
     if (!changed)
       return;
   }

@@ -26,21 +26,33 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Whether `value` depends on `weight` within `body`.
+/// Whether `value` depends on `weight` within `body`: each op visited once
+/// (the values of a layer norm's backward share their operands widely).
 bool dependsOnWeight(Value value, Value weight) {
   if (value == weight)
     return true;
-  Operation *op = value.getDefiningOp();
-  if (!op)
+  Operation *root = value.getDefiningOp();
+  if (!root)
     return false;
-  bool found = false;
-  op->walk([&](Operation *nested) {
-    for (Value operand : nested->getOperands())
-      found |= operand == weight ||
-               (operand.getDefiningOp() && operand.getDefiningOp() != nested &&
-                dependsOnWeight(operand, weight));
-  });
-  return found;
+  llvm::SmallPtrSet<Operation *, 32> visited;
+  SmallVector<Operation *> pending = {root};
+  while (!pending.empty()) {
+    Operation *op = pending.pop_back_val();
+    if (!visited.insert(op).second)
+      continue;
+    WalkResult walk = op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (operand == weight)
+          return WalkResult::interrupt();
+        if (Operation *def = operand.getDefiningOp(); def && def != nested)
+          pending.push_back(def);
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return true;
+  }
+  return false;
 }
 
 } // namespace

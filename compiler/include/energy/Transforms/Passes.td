@@ -314,10 +314,14 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     adds an outer product of a row value a_i with a weighted sum of a value
     v_j that does not vary with i, into slots that ignore i, becomes a loop
     over j that adds the weighted sum of a_i over i, under the same
-    predicate, times v_j, where a is estimated narrower than v. The pairs
-    of the contraction that forms then sum the narrower value (a query's Y
-    numbers rather than a key input's D): a key projection's gradient
-    through attention is the column side of the attention.
+    predicate, times v_j, where a (or the vector a matrix maps to it) is
+    estimated narrower than v. The same holds for a_i ⊙ Σ_j w(i, j) v_j,
+    and for a `reduce sum` of such terms (then the exchanged terms are a
+    table over the new domain and its sum). The pairs of the contraction
+    that forms then sum the narrower value (a query's Y numbers rather than
+    a key input's D): a key projection's gradient through attention is the
+    column side of the attention. Only in declarations whose contractions
+    have a column pass already (they read a `@T.gather` let).
 
     ```mlir
     foreach (%b : @B, %k : @H, %i : @N) {
