@@ -96,6 +96,20 @@ public:
       : loop(sum), sizes(sum.getSizes()), dependence(declarationOf(sum)),
         model(sum->getParentOfType<ModelOp>()) {}
 
+  /// Splits `terms` into the exchanges that pay (with their signs) and the
+  /// terms kept; whether there is an exchange.
+  bool partition(ArrayRef<SignedTerm> terms,
+                 SmallVectorImpl<std::pair<Exchange, bool>> &exchanges,
+                 SmallVectorImpl<SignedTerm> &kept) {
+    for (const SignedTerm &term : terms) {
+      if (std::optional<Exchange> exchange = match(term.value))
+        exchanges.push_back({*exchange, term.negated});
+      else
+        kept.push_back(term);
+    }
+    return !exchanges.empty();
+  }
+
   /// The term as an exchange, when it is one and pays.
   std::optional<Exchange> match(Value term) {
     Operation *outer = term.getDefiningOp();
@@ -340,13 +354,7 @@ bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
   Exchanger exchanger(loop, accumulate);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
-  for (const SignedTerm &term : terms) {
-    if (std::optional<Exchange> exchange = exchanger.match(term.value))
-      exchanges.push_back({*exchange, term.negated});
-    else
-      kept.push_back(term);
-  }
-  if (exchanges.empty())
+  if (!exchanger.partition(terms, exchanges, kept))
     return false;
   for (auto &[exchange, negated] : exchanges)
     exchanger.build(exchange, negated);
@@ -368,13 +376,7 @@ bool exchangeSumTerms(ReduceOp sum) {
   Exchanger exchanger(sum);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
-  for (const SignedTerm &term : terms) {
-    if (std::optional<Exchange> exchange = exchanger.match(term.value))
-      exchanges.push_back({*exchange, term.negated});
-    else
-      kept.push_back(term);
-  }
-  if (exchanges.empty())
+  if (!exchanger.partition(terms, exchanges, kept))
     return false;
   Operation *next = sum->getNextNode();
   SmallVector<SignedTerm> totals;
