@@ -71,12 +71,12 @@ Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
   return total;
 }
 
-/// One exchangeable term: `outer` of a row value `row` (varying with the
-/// loop's index number `position`) and `sum`, a sum over j of a scalar
-/// weight times `carrier`, which does not vary with that index.
+/// One exchangeable term: `outer` (an `outer`, or an elementwise `mul` of
+/// two arrays) of a row value `row` (varying with the loop's index number
+/// `position`) and `sum`, a sum over j of a scalar weight times `carrier`,
+/// which does not vary with that index.
 struct Exchange {
-  Operation *outer; // an `outer`, or an elementwise `mul` of two arrays
-
+  Operation *outer;
   Value row;
   ReduceOp sum;
   Value weight, carrier;
@@ -124,8 +124,10 @@ public:
     Value lhs = outer->getOperand(0), rhs = outer->getOperand(1);
     for (auto [row, summed] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
       auto sum = summed.getDefiningOp<ReduceOp>();
+      // (A table over the exchanged domain needs plain dims.)
       if (!sum || sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
-          sum->getBlock() != outer->getBlock() || sum.getSizes().size() != 1)
+          sum->getBlock() != outer->getBlock() || sum.getSizes().size() != 1 ||
+          (!accumulate && !hasPlainDims(sum.getSizes())))
         continue;
       auto product = sum.getBodyValue().getDefiningOp<MulOp>();
       if (!product)
@@ -163,17 +165,19 @@ public:
     builder.setInsertionPointAfter(loop);
     ArrayAttr domain = builder.getArrayAttr(exchangedSizes);
     Type termType = exchange.outer->getResult(0).getType();
-    MLIRContext *context = loop->getContext();
-    SmallVector<StringAttr> dims;
-    for (Attribute size : exchangedSizes)
-      dims.push_back(
-          StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
-    llvm::append_range(dims, cast<ArrayType>(termType).getShape());
-    auto tableType = ArrayType::get(context, dims);
+    auto tableType = [&] {
+      MLIRContext *context = loop->getContext();
+      SmallVector<StringAttr> dims;
+      for (Attribute size : exchangedSizes)
+        dims.push_back(
+            StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+      llvm::append_range(dims, cast<ArrayType>(termType).getShape());
+      return ArrayType::get(context, dims);
+    };
     Operation *exchanged =
         accumulate
             ? ForeachOp::create(builder, loop->getLoc(), domain).getOperation()
-            : TabulateOp::create(builder, loop->getLoc(), tableType, domain)
+            : TabulateOp::create(builder, loop->getLoc(), tableType(), domain)
                   .getOperation();
     Block *outerBody = new Block();
     exchanged->getRegion(accumulate ? 1 : 0).push_back(outerBody);
