@@ -12,8 +12,9 @@
 // single index. A loop that adds M v[b, p] into every row of a tensor, v a
 // sum of rows of arrays, adds their products with Mᵀ into the whole tensor
 // (in place, with no array of the tensor's size more). A batch of products
-// read only summed over the batch is the summed product, and a matrix per
-// batch element times each of its rows a batch of GEMMs.
+// read only summed over the batch is the summed product, a matrix per
+// batch element times each of its rows a batch of GEMMs, and the transpose
+// of a product the product of the transposes in the other order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -693,6 +694,49 @@ static bool sumOverBatch(BatchMatmulOp product) {
   return true;
 }
 
+/// Rewrites the transpose of a product only the transpose reads, (L R)ᵀ,
+/// or of a scalar multiple of one, as the product Rᵀ Lᵀ (times the
+/// scalar): the adjoint of a matrix read transposed is a product in the
+/// other orientation, which a copy element by element would transpose.
+static bool foldTransposedProduct(TransposeOp transpose) {
+  Value operand = transpose.getOperand();
+  MulOp scale = operand.getDefiningOp<MulOp>();
+  Value factor;
+  if (scale && scale->hasOneUse()) {
+    bool lhsScalar = cast<ArrayType>(scale.getLhs().getType()).getRank() == 0;
+    bool rhsScalar = cast<ArrayType>(scale.getRhs().getType()).getRank() == 0;
+    if (lhsScalar != rhsScalar) {
+      factor = lhsScalar ? scale.getLhs() : scale.getRhs();
+      operand = lhsScalar ? scale.getRhs() : scale.getLhs();
+    }
+  }
+  if (!factor)
+    scale = nullptr;
+  auto product = operand.getDefiningOp<BatchMatmulOp>();
+  if (!product || !product->hasOneUse() || product.getLhsRows() != 1)
+    return false;
+  std::string reason;
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(product.getRhs().getType()),
+      cast<ArrayType>(product.getLhs().getType()), !product.getTransposeRhs(),
+      !product.getTransposeLhs(), product.getSumBatch(), reason);
+  if (!type || type != transpose.getType())
+    return false;
+  OpBuilder builder(transpose);
+  Value swapped = BatchMatmulOp::create(
+      builder, product.getLoc(), type, product.getRhs(), product.getLhs(),
+      !product.getTransposeRhs(), !product.getTransposeLhs(),
+      product.getSumBatch(), /*lhs_rows=*/1);
+  if (scale)
+    swapped = MulOp::create(builder, scale.getLoc(), swapped, factor);
+  transpose.replaceAllUsesWith(swapped);
+  transpose.erase();
+  if (scale)
+    scale->erase();
+  product.erase();
+  return true;
+}
+
 void mlir::energy::formBatchedProducts(ModelOp model) {
   SmallVector<TabulateOp> tables;
   SmallVector<ForeachOp> loops;
@@ -756,4 +800,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   model.walk([&](BatchMatmulOp product) { products.push_back(product); });
   for (BatchMatmulOp product : products)
     sumOverBatch(product);
+  SmallVector<TransposeOp> transposes;
+  model.walk([&](TransposeOp transpose) { transposes.push_back(transpose); });
+  for (TransposeOp transpose : transposes)
+    foldTransposedProduct(transpose);
 }
