@@ -117,6 +117,13 @@ void separateScoresToBilinear(ModelOp model);
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
 void formBatchedProducts(ModelOp model);
 
+/// Adds each term of a sum that an `energy.accumulate` adds into a whole
+/// tensor on its own, where some term is a product of whole matrices that
+/// only the sum reads, moved right ahead of its accumulate: the kernels add
+/// such a product into the tensor as they compute it
+/// (AccumulateProducts.cpp).
+void accumulateProductsInPlace(ModelOp model);
+
 /// Drops the outputs of softmax contractions that are a matrix applied to
 /// another output of the same side (the sums of f(u) and f(u M) over the
 /// same weights), which then read the product of that output and M.

@@ -540,6 +540,18 @@ def EnergyPlanCombineProducts : EnergyPlanStep<"energy-plan-combine-products",
   }];
 }
 
+def EnergyPlanAccumulateProducts : EnergyPlanStep<
+    "energy-plan-accumulate-products",
+    "Adds the products in a sum that a gradient accumulates on their own"> {
+  let description = [{
+    An `energy.accumulate` of a sum of terms into a whole tensor, some term
+    a product of whole matrices that only the sum reads, becomes one
+    accumulate per term, each product right ahead of its own: the kernels
+    add a product into the gradient as the GEMM writes it, with no array,
+    clearing or addition of its own.
+  }];
+}
+
 def EnergyPlanFuseElementwise : EnergyPlanStep<"energy-plan-fuse-elementwise",
     "Computes chains of elementwise arithmetic on whole arrays as one table"> {
   let description = [{
