@@ -88,6 +88,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanRowTables());
+  modelPasses.addPass(createEnergyPlanShareProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());

@@ -117,6 +117,11 @@ void separateScoresToBilinear(ModelOp model);
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
 void formBatchedProducts(ModelOp model);
 
+/// Makes tables read an earlier table's row where they compute it, and a
+/// product of matrices that is the transpose of an earlier one read that
+/// one at swapped indices (ShareProducts.cpp).
+void shareProducts(ModelOp model);
+
 /// Adds each term of a sum that an `energy.accumulate` adds into a whole
 /// tensor on its own, where some term is a product of whole matrices that
 /// only the sum reads, moved right ahead of its accumulate: the kernels add

@@ -32,6 +32,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANFACTORCONTRACTOUTPUTS
 #define GEN_PASS_DEF_ENERGYPLANREASSOCIATEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANCOMBINEPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANSHAREPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANACCUMULATEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
@@ -74,6 +75,7 @@ ENERGY_PLAN_STEP_PASS(PlanFactorContractOutputs, factorContractOutputs)
 ENERGY_PLAN_STEP_PASS(PlanReassociateProducts, reassociateProducts)
 ENERGY_PLAN_STEP_PASS(PlanCombineProducts, combineProducts)
 ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
+ENERGY_PLAN_STEP_PASS(PlanShareProducts, shareProducts)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateProducts, accumulateProductsInPlace)
 ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
 ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {

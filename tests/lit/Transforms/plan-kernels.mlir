@@ -165,8 +165,6 @@ energy.model @not_linear {
 // CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
 // CHECK:         %[[WQ:.*]] = read @Wq : !energy.array<D, D>
 // CHECK:         %[[WK:.*]] = read @Wk : !energy.array<D, D>
-// CHECK:         %[[WKT:.*]] = transpose %[[WK]] : !energy.array<D, D>
-// CHECK:         %[[WQT:.*]] = transpose %[[WQ]] : !energy.array<D, D>
 // CHECK:         %[[X1:.*]] = read @x : !energy.array<N, D>
 // CHECK-NEXT:    %[[Q:.*]] = batch_matmul %[[X1]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[X2:.*]] = read @x : !energy.array<N, D>

@@ -540,6 +540,18 @@ def EnergyPlanCombineProducts : EnergyPlanStep<"energy-plan-combine-products",
   }];
 }
 
+def EnergyPlanShareProducts : EnergyPlanStep<"energy-plan-share-products",
+    "Computes once what two sides of a pair's gradient both compute"> {
+  let description = [{
+    A table over one index whose rows later statements compute again at
+    an index of the same size is read there instead; a product of two
+    matrices that is the transpose of an earlier product in the same block
+    (B Aᵀ after A Bᵀ: a pair energy's scores, per state row in one loop and
+    per param row in the other) is that product read at swapped indices,
+    and products that read a transpose take its matrix transposed.
+  }];
+}
+
 def EnergyPlanAccumulateProducts : EnergyPlanStep<
     "energy-plan-accumulate-products",
     "Adds the products in a sum that a gradient accumulates on their own"> {
