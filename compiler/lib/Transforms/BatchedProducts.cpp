@@ -316,36 +316,6 @@ ForeachOp splitAddedProduct(ForeachOp loop) {
   return productLoop;
 }
 
-/// `reduce sum (%b, %p) { … outer u, v }`, possibly scaled by scalars from
-/// outside, as the tables U and V of u and v over (b, p) and one GEMM
-/// Σ_b U[b]ᵀ V[b] (Uᵀ V over a single index p).
-void batchOuterSum(ReduceOp reduce) {
-  ArrayAttr sizes = reduce.getSizes();
-  if (reduce.getKind() != ReduceKind::sum || reduce.hasPredicate() ||
-      !hasPlainDims(sizes) || sizes.empty() || sizes.size() > 2)
-    return;
-  Block &body = reduce.getBody().front();
-  ScalarFactors scales;
-  auto outer =
-      scales.peel(reduce.getBodyValue(), reduce).getDefiningOp<OuterOp>();
-  if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
-      cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
-    return;
-  SmallVector<Value> indices(body.getArguments());
-  SmallVector<Attribute> dims(sizes.begin(), sizes.end());
-  Value lhs = arrayOver(scales.peel(outer.getLhs(), reduce), indices, dims,
-                        {&body}, reduce);
-  Value rhs = arrayOver(scales.peel(outer.getRhs(), reduce), indices, dims,
-                        {&body}, reduce);
-  OpBuilder builder(reduce);
-  Location loc = reduce.getLoc();
-  Value total = buildRowProduct(builder, loc, lhs, rhs, true, false, true);
-  assert(total.getType() == outer.getType() && "an outer product's shape");
-  total = scales.apply(builder, loc, total);
-  reduce.getResult().replaceAllUsesWith(total);
-  reduce.erase();
-}
-
 /// One term of a vector that is a sum of rows of arrays: ±s times the row
 /// at the loop's indices of `rows`, an array from outside the loop.
 struct RowTerm {
@@ -752,7 +722,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
       sums.push_back(sum);
   });
   for (ReduceOp sum : sums)
-    batchOuterSum(sum);
+    if (!batchOuterSum(sum))
+      batchNestedOuterSum(sum);
   // The tables of the outer products' sides too.
   tables.clear();
   model.walk([&](TabulateOp table) {

@@ -77,6 +77,16 @@ bool batchHeadSum(ReduceOp sum);
 /// the r row axes (HeadProducts.cpp). Returns whether it rewrote `sum`.
 bool batchHeadOuterSum(ReduceOp sum);
 
+/// Σ_p u ⊗ v over one or two indices as Σ_b U[b]ᵀ V[b] (Uᵀ V over a
+/// single index), the tables of u and v ahead of it (OuterSums.cpp).
+/// Returns whether it rewrote `reduce`.
+bool batchOuterSum(ReduceOp reduce);
+/// Σ_b Σ_j u ⊗ v, a plain sum whose body is a plain sum over another index
+/// of outer products (and what that reads per position of b), as
+/// batchOuterSum does the same sum over (b, j); leaves `reduce` as it was
+/// where that does not apply (OuterSums.cpp).
+void batchNestedOuterSum(ReduceOp reduce);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_BATCHEDPRODUCTS_H

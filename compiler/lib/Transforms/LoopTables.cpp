@@ -516,6 +516,84 @@ bool inlineLetsIntoTables(ModelOp model) {
   return !reads.empty();
 }
 
+/// Reads an element of a let's row (`read @a[b, j, i]`, the let over
+/// (b, j) and i an index of its element) as the element of the row's read
+/// (`extract (read @a[b, j])[i]`), moved out of the loops over the element's
+/// indices: the row is then computed once, not once per element.
+void readLetRowsWhole(ModelOp model, SymbolTable &symbols) {
+  SmallVector<ReadOp> reads;
+  model.walk([&](ReadOp read) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    if (let && read.getMap().isIdentity() &&
+        read.getIndices().size() > let.getDomain().size())
+      reads.push_back(read);
+  });
+  for (ReadOp read : reads) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    size_t rowIndices = let.getDomain().size();
+    OpBuilder builder(read);
+    MLIRContext *context = model.getContext();
+    auto row = ReadOp::create(
+        builder, read.getLoc(), cast<ArrayType>(let.getElementType()),
+        read.getSourceAttr(),
+        AffineMapAttr::get(
+            AffineMap::getMultiDimIdentityMap(rowIndices, context)),
+        read.getIndices().take_front(rowIndices));
+    size_t elementIndices = read.getIndices().size() - rowIndices;
+    Value element =
+        ExtractOp::create(builder, read.getLoc(), read.getType(), row,
+                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                              elementIndices, context)),
+                          read.getIndices().drop_front(rowIndices));
+    read.getResult().replaceAllUsesWith(element);
+    read.erase();
+    for (Operation *loop = row->getParentOp();
+         auto loopLike = dyn_cast<LoopLikeOpInterface>(loop);
+         loop = loop->getParentOp())
+      moveLoopInvariantCode(loopLike);
+  }
+}
+
+/// Replaces each read of a let's element at the indices of a sum or table
+/// that runs over the let's whole domain and is a statement (a loss's mean
+/// over every position of a let it reads) by the element of a read of the
+/// whole let ahead of it: the let is then a table, whose products of rows
+/// and matrices are GEMMs, not products per position.
+void readLetsAtLoopIndicesWhole(ModelOp model, SymbolTable &symbols) {
+  SmallVector<ReadOp> reads;
+  model.walk([&](ReadOp read) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    Operation *loop = read->getParentOp();
+    if (!let || let.getDomain().empty() || !hasPlainDims(let.getDomain()) ||
+        !read.getMap().isIdentity() || !isStatement(loop))
+      return;
+    ArrayAttr sizes;
+    if (auto sum = dyn_cast<ReduceOp>(loop); sum && !sum.hasPredicate())
+      sizes = sum.getSizes();
+    else if (auto table = dyn_cast<TabulateOp>(loop))
+      sizes = table.getSizes();
+    if (!sizes || sizes != let.getDomain() ||
+        read->getBlock() != &loop->getRegion(loop->getNumRegions() - 1).front())
+      return;
+    Block *body = read->getBlock();
+    if (llvm::equal(read.getIndices(), body->getArguments()))
+      reads.push_back(read);
+  });
+  for (ReadOp read : reads) {
+    auto let = symbols.lookup<LetOp>(read.getSource());
+    OpBuilder builder(read->getParentOp());
+    auto whole = ReadOp::create(
+        builder, read.getLoc(), let.getArrayType(), read.getSourceAttr(),
+        AffineMapAttr::get(AffineMap::get(builder.getContext())), ValueRange());
+    builder.setInsertionPoint(read);
+    Value element =
+        ExtractOp::create(builder, read.getLoc(), read.getType(), whole,
+                          read.getMapAttr(), read.getIndices());
+    read.getResult().replaceAllUsesWith(element);
+    read.erase();
+  }
+}
+
 /// Replaces each read of a whole let (no indices) directly in a program,
 /// term or gradient by a table over the let's domain that reads the let at
 /// every position: the let's body is then inlined into the table, whose
@@ -523,6 +601,8 @@ bool inlineLetsIntoTables(ModelOp model) {
 /// of a let that an explicit rule stores become one product of all rows).
 void tabulateWholeLetReads(ModelOp model) {
   SymbolTable symbols(model);
+  readLetRowsWhole(model, symbols);
+  readLetsAtLoopIndicesWhole(model, symbols);
   SmallVector<ReadOp> reads;
   model.walk([&](ReadOp read) {
     auto let = symbols.lookup<LetOp>(read.getSource());
