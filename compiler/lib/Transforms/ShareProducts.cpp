@@ -43,102 +43,6 @@ Value copiedArray(TabulateOp table) {
   return extract.getSource();
 }
 
-bool sameValue(Value a, Value b, IRMapping &inside);
-
-/// Whether `x` and `y` compute the same: the same op, attributes and
-/// types, operands the same in the sense of sameValue, and regions whose
-/// ops do so in turn (their values paired up in `inside`).
-bool sameOp(Operation *x, Operation *y, IRMapping &inside) {
-  if (x->getName() != y->getName() ||
-      x->getAttrDictionary() != y->getAttrDictionary() ||
-      x->getResultTypes() != y->getResultTypes() ||
-      x->getNumOperands() != y->getNumOperands() ||
-      x->getNumRegions() != y->getNumRegions() || !isMemoryEffectFree(x) ||
-      !isMemoryEffectFree(y))
-    return false;
-  for (auto [a, b] : llvm::zip(x->getOperands(), y->getOperands()))
-    if (!sameValue(a, b, inside))
-      return false;
-  for (auto [first, second] : llvm::zip(x->getRegions(), y->getRegions())) {
-    if (!first.hasOneBlock() || !second.hasOneBlock())
-      return false;
-    Block &one = first.front(), &other = second.front();
-    if (one.getArgumentTypes() != other.getArgumentTypes() ||
-        one.getOperations().size() != other.getOperations().size())
-      return false;
-    for (auto [a, b] : llvm::zip(one.getArguments(), other.getArguments()))
-      inside.map(a, b);
-    for (auto [opA, opB] : llvm::zip(one, other)) {
-      if (!sameOp(&opA, &opB, inside))
-        return false;
-      for (auto [a, b] : llvm::zip(opA.getResults(), opB.getResults()))
-        inside.map(a, b);
-    }
-  }
-  return true;
-}
-
-/// Whether `a` and `b` are the same value (paired up in `inside`), or the
-/// same results of ops that compute the same (two reads of the same
-/// tensor, two tables of the same rows).
-bool sameValue(Value a, Value b, IRMapping &inside) {
-  if (a == b || inside.lookupOrNull(a) == b)
-    return true;
-  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
-  return x && y &&
-         cast<OpResult>(a).getResultNumber() ==
-             cast<OpResult>(b).getResultNumber() &&
-         sameOp(x, y, inside);
-}
-
-bool sameValue(Value a, Value b) {
-  IRMapping inside;
-  return sameValue(a, b, inside);
-}
-
-/// Whether `other` computes what `value`, a value of the one-index table
-/// body `body`, computes at the position `index` (bound at the first read
-/// of the body's index): the same pure ops, without regions, on the same
-/// values from outside the body.
-bool computesAt(Value value, Block *body, Value other, Value &index) {
-  if (auto argument = dyn_cast<BlockArgument>(value);
-      argument && argument.getOwner() == body) {
-    if (!index)
-      index = other;
-    return index == other;
-  }
-  Operation *op = value.getDefiningOp();
-  if (!op || !body->getParentOp()->isAncestor(op))
-    return sameValue(value, other);
-  Operation *otherOp = other.getDefiningOp();
-  if (!otherOp || otherOp->getName() != op->getName() ||
-      otherOp->getNumRegions() != 0 || op->getNumRegions() != 0 ||
-      otherOp->getAttrDictionary() != op->getAttrDictionary() ||
-      otherOp->getResultTypes() != op->getResultTypes() ||
-      otherOp->getNumOperands() != op->getNumOperands() ||
-      cast<OpResult>(other).getResultNumber() !=
-          cast<OpResult>(value).getResultNumber() ||
-      !isMemoryEffectFree(op) || !isMemoryEffectFree(otherOp))
-    return false;
-  for (auto [operand, otherOperand] :
-       llvm::zip(op->getOperands(), otherOp->getOperands()))
-    if (!computesAt(operand, body, otherOperand, index))
-      return false;
-  return true;
-}
-
-/// The size an index of a loop, table or reduction runs over.
-Attribute sizeOf(Value index) {
-  auto argument = dyn_cast<BlockArgument>(index);
-  if (!argument)
-    return {};
-  auto sizes =
-      argument.getOwner()->getParentOp()->getAttrOfType<ArrayAttr>("sizes");
-  return sizes && argument.getArgNumber() < sizes.size()
-             ? sizes[argument.getArgNumber()]
-             : Attribute();
-}
-
 /// Erases the ops of `worklist` that nothing reads and that have no
 /// effects, then the ops that only they read, likewise.
 void eraseDeadOps(SmallVector<Operation *> worklist) {
@@ -156,6 +60,33 @@ void eraseDeadOps(SmallVector<Operation *> worklist) {
   }
 }
 
+/// The size an index of a loop, table or reduction runs over.
+Attribute sizeOf(Value index) {
+  auto argument = dyn_cast<BlockArgument>(index);
+  if (!argument)
+    return {};
+  auto sizes =
+      argument.getOwner()->getParentOp()->getAttrOfType<ArrayAttr>("sizes");
+  return sizes && argument.getArgNumber() < sizes.size()
+             ? sizes[argument.getArgNumber()]
+             : Attribute();
+}
+
+/// The indices of the loops, tables and reductions around `op` up to
+/// `statement` that run over `size`.
+SmallVector<Value> indicesOver(Attribute size, Operation *op,
+                               Operation *statement) {
+  SmallVector<Value> indices;
+  for (Region *region = op->getParentRegion();;
+       region = region->getParentOp()->getParentRegion()) {
+    for (BlockArgument argument : region->front().getArguments())
+      if (sizeOf(argument) == size)
+        indices.push_back(argument);
+    if (region->getParentOp() == statement)
+      return indices;
+  }
+}
+
 /// Makes the statements after `table` (a table over one index whose rows
 /// are computed, not read) read its row where they compute it.
 void reuseTable(TabulateOp table) {
@@ -167,18 +98,23 @@ void reuseTable(TabulateOp table) {
   if (!rowOp || rowOp->getBlock() != body || isa<ReadOp, ExtractOp>(rowOp) ||
       rowOp->getNumRegions() != 0)
     return;
+  Attribute size = table.getSizes()[0];
   SmallVector<std::pair<Operation *, Value>> recomputed;
   for (Operation *statement = table->getNextNode(); statement;
        statement = statement->getNextNode())
     statement->walk([&](Operation *op) {
-      if (op == table || op->getName() != rowOp->getName() ||
+      if (op == statement || op->getName() != rowOp->getName() ||
           op->getNumResults() != 1 ||
           op->getResult(0).getType() != row.getType())
         return;
-      Value index;
-      if (computesAt(row, body, op->getResult(0), index) && index &&
-          sizeOf(index) == table.getSizes()[0])
-        recomputed.push_back({op, index});
+      for (Value index : indicesOver(size, op, statement)) {
+        IRMapping at;
+        at.map(body->getArgument(0), index);
+        if (computeSame(row, op->getResult(0), at)) {
+          recomputed.push_back({op, index});
+          return;
+        }
+      }
     });
   auto map = AffineMap::getMultiDimIdentityMap(1, table.getContext());
   SmallVector<Operation *> replaced;
@@ -212,8 +148,8 @@ void shareTransposedProducts(Block &block) {
       return first.getSumBatch() == product.getSumBatch() &&
              first.getTransposeLhs() == !product.getTransposeRhs() &&
              first.getTransposeRhs() == !product.getTransposeLhs() &&
-             sameValue(first.getLhs(), product.getRhs()) &&
-             sameValue(first.getRhs(), product.getLhs());
+             computeSame(first.getLhs(), product.getRhs(), {}) &&
+             computeSame(first.getRhs(), product.getLhs(), {});
     });
     if (twin == earlier.end()) {
       earlier.push_back(product);
@@ -275,8 +211,11 @@ void readThroughTranspose(TransposeOp transpose) {
 
 void mlir::energy::shareProducts(ModelOp model) {
   SmallVector<TabulateOp> tables;
+  // Not in programs, where a store may come between a table and a later
+  // read.
   model.walk([&](TabulateOp table) {
-    if (isStatement(table) && table.getSizes().size() == 1)
+    if (isa<GradientOp, TermOp>(table->getParentOp()) &&
+        table.getSizes().size() == 1)
       tables.push_back(table);
   });
   for (TabulateOp table : tables)
