@@ -117,6 +117,13 @@ void separateScoresToBilinear(ModelOp model);
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
 void formBatchedProducts(ModelOp model);
 
+/// Replaces `product` by the transpose of an earlier product of its block
+/// whose operands are its own swapped, each transposed the other way, and
+/// summed alike: B Aᵀ after A Bᵀ, Σ_b C[b]ᵀ A[b] after Σ_b A[b]ᵀ C[b]
+/// ((L R)ᵀ = Rᵀ Lᵀ at every batch position, and for their sum). Not in
+/// programs. Returns whether it replaced it (ShareProducts.cpp).
+bool transposeOfEarlierProduct(BatchMatmulOp product);
+
 /// Makes tables read an earlier table's row where they compute it, and a
 /// product of matrices that is the transpose of an earlier one read that
 /// one at swapped indices (ShareProducts.cpp).

@@ -204,30 +204,6 @@ bool productOutOfTable(TabulateOp table) {
   return true;
 }
 
-/// Replaces `product`, Σ_b C[b]ᵀ A[b], by the transpose of an earlier
-/// Σ_b A[b]ᵀ C[b] of its block.
-bool transposeOfEarlier(BatchMatmulOp product) {
-  if (!isSummedRowProduct(product))
-    return false;
-  for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
-    auto earlier = dyn_cast<BatchMatmulOp>(op);
-    // (CSE has not yet merged equal reads and tables.)
-    if (!earlier || !isSummedRowProduct(earlier) ||
-        !computeSame(earlier.getLhs(), product.getRhs(), {}) ||
-        !computeSame(earlier.getRhs(), product.getLhs(), {}))
-      continue;
-    OpBuilder builder(product);
-    Value transpose =
-        TransposeOp::create(builder, product.getLoc(), earlier.getResult());
-    if (transpose.getType() != product.getType())
-      return false;
-    product.getResult().replaceAllUsesWith(transpose);
-    product.erase();
-    return true;
-  }
-  return false;
-}
-
 /// Whether `rows` is the array whose row `row` reads
 /// (scaledRowAtOwnIndices).
 bool isArrayOfRow(Value rows, Operation *row) {
@@ -359,6 +335,6 @@ void mlir::energy::reassociateProducts(ModelOp model) {
   SmallVector<BatchMatmulOp> products;
   model.walk([&](BatchMatmulOp product) { products.push_back(product); });
   for (BatchMatmulOp product : products)
-    if (!transposeOfEarlier(product) && !productOfEarlierRows(product))
+    if (!transposeOfEarlierProduct(product) && !productOfEarlierRows(product))
       transposedTableOperand(product);
 }

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -41,23 +42,6 @@ Value copiedArray(TabulateOp table) {
     if (index != argument)
       return {};
   return extract.getSource();
-}
-
-/// Erases the ops of `worklist` that nothing reads and that have no
-/// effects, then the ops that only they read, likewise.
-void eraseDeadOps(SmallVector<Operation *> worklist) {
-  llvm::SmallPtrSet<Operation *, 16> erased;
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (erased.contains(op) || !op->use_empty() || !isMemoryEffectFree(op) ||
-        op->getNumRegions() != 0)
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-    erased.insert(op);
-    op->erase();
-  }
 }
 
 /// The size an index of a loop, table or reduction runs over.
@@ -117,54 +101,17 @@ void reuseTable(TabulateOp table) {
       }
     });
   auto map = AffineMap::getMultiDimIdentityMap(1, table.getContext());
-  SmallVector<Operation *> replaced;
+  llvm::SetVector<Block *> blocks;
   for (auto [op, index] : recomputed) {
     OpBuilder builder(op);
     Value entry = ExtractOp::create(builder, op->getLoc(), row.getType(),
                                     table.getResult(), AffineMapAttr::get(map),
                                     ValueRange{index});
     op->getResult(0).replaceAllUsesWith(entry);
-    replaced.push_back(op);
+    blocks.insert(op->getBlock());
   }
-  eraseDeadOps(replaced);
-}
-
-/// A product of two matrices (no batch axis, one row axis).
-bool isMatrixProduct(BatchMatmulOp product) {
-  return product.getLhsRows() == 1 && !product.hasLhsBatch() &&
-         !product.hasRhsBatch() &&
-         cast<ArrayType>(product.getType()).getRank() == 2;
-}
-
-/// Replaces each product of matrices that is the transpose of an earlier
-/// one in the same block, B Aᵀ after A Bᵀ, by the transpose of that one.
-void shareTransposedProducts(Block &block) {
-  SmallVector<BatchMatmulOp> earlier;
-  for (Operation &op : llvm::make_early_inc_range(block)) {
-    auto product = dyn_cast<BatchMatmulOp>(op);
-    if (!product || !isMatrixProduct(product))
-      continue;
-    auto twin = llvm::find_if(earlier, [&](BatchMatmulOp first) {
-      return first.getSumBatch() == product.getSumBatch() &&
-             first.getTransposeLhs() == !product.getTransposeRhs() &&
-             first.getTransposeRhs() == !product.getTransposeLhs() &&
-             computeSame(first.getLhs(), product.getRhs(), {}) &&
-             computeSame(first.getRhs(), product.getLhs(), {});
-    });
-    if (twin == earlier.end()) {
-      earlier.push_back(product);
-      continue;
-    }
-    OpBuilder builder(product);
-    Value transposed =
-        TransposeOp::create(builder, product.getLoc(), twin->getResult());
-    if (transposed.getType() != product.getType()) {
-      transposed.getDefiningOp()->erase();
-      continue;
-    }
-    product.replaceAllUsesWith(transposed);
-    product.erase();
-  }
+  for (Block *block : blocks)
+    eraseDeadOps(*block);
 }
 
 /// Reads the entries of a transposed matrix from the matrix at swapped
@@ -209,6 +156,35 @@ void readThroughTranspose(TransposeOp transpose) {
 
 } // namespace
 
+bool mlir::energy::transposeOfEarlierProduct(BatchMatmulOp product) {
+  // In a program a store may come between two reads that compute the same.
+  if (product.getLhsRows() != 1 ||
+      product->getParentOfType<UpdateProgramOp>() ||
+      product->getParentOfType<BackwardProgramOp>())
+    return false;
+  for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
+    auto earlier = dyn_cast<BatchMatmulOp>(op);
+    if (!earlier || earlier.getLhsRows() != 1 ||
+        earlier.getSumBatch() != product.getSumBatch() ||
+        earlier.getTransposeLhs() == product.getTransposeRhs() ||
+        earlier.getTransposeRhs() == product.getTransposeLhs() ||
+        !computeSame(earlier.getLhs(), product.getRhs(), {}) ||
+        !computeSame(earlier.getRhs(), product.getLhs(), {}))
+      continue;
+    OpBuilder builder(product);
+    auto transpose =
+        TransposeOp::create(builder, product.getLoc(), earlier.getResult());
+    if (transpose.getType() != product.getType()) {
+      transpose.erase();
+      return false;
+    }
+    product.getResult().replaceAllUsesWith(transpose.getResult());
+    product.erase();
+    return true;
+  }
+  return false;
+}
+
 void mlir::energy::shareProducts(ModelOp model) {
   SmallVector<TabulateOp> tables;
   // Not in programs, where a store may come between a table and a later
@@ -225,15 +201,13 @@ void mlir::energy::shareProducts(ModelOp model) {
       table.replaceAllUsesWith(array);
       table.erase();
     }
-  SmallVector<Block *> blocks;
-  model.walk([&](Operation *op) {
-    if (isa<GradientOp, TermOp>(op))
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          blocks.push_back(&block);
+  SmallVector<BatchMatmulOp> products;
+  model.walk([&](BatchMatmulOp product) {
+    if (isStatement(product))
+      products.push_back(product);
   });
-  for (Block *block : blocks)
-    shareTransposedProducts(*block);
+  for (BatchMatmulOp product : products)
+    transposeOfEarlierProduct(product);
   SmallVector<TransposeOp> transposes;
   model.walk([&](TransposeOp transpose) { transposes.push_back(transpose); });
   for (TransposeOp transpose : transposes)
