@@ -72,8 +72,7 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
       return status.withContext(label);
 
   // Before any kernel can run: the plugins' code the kernels call.
-  if (Status status = detail::bindPluginCode(*manifest, lookup, label);
-      !status)
+  if (Status status = detail::bindPluginCode(*manifest, lookup, label); !status)
     return status;
 
   auto state = std::make_shared<ModelState>();
@@ -150,7 +149,11 @@ const Manifest &Model::manifest() const { return state->manifest; }
 const std::string &Model::manifestText() const { return state->manifestText; }
 
 std::vector<std::string> Model::tensorNames() const {
-  return manifest().bufferNames(BufferKind::Tensor);
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : manifest().buffers)
+    if (buffer.kind == BufferKind::Tensor && !isKeptValue(buffer))
+      names.push_back(buffer.name);
+  return names;
 }
 
 std::vector<std::string> Model::outputNames() const {

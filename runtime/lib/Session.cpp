@@ -404,6 +404,15 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   return Status::success();
 }
 
+Session::CallScope::CallScope(Session &session) : session(session) {
+  if (session.callDepth++ > 0 || !session.prepared)
+    return;
+  const Manifest &manifest = session.owner.manifest();
+  for (size_t i = 0; i < manifest.buffers.size(); ++i)
+    if (manifest.buffers[i].flagOf)
+      std::memset(session.buffers[i].data(), 0, session.buffers[i].byteSize());
+}
+
 Expected<std::map<std::string, int64_t>> Session::dims() {
   if (Status status = prepare(); !status)
     return status;
@@ -414,6 +423,7 @@ Expected<std::map<std::string, int64_t>> Session::dims() {
 }
 
 Expected<double> Session::energy() {
+  CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
   const detail::Kernel &kernel = owner.state->energy;
@@ -431,6 +441,7 @@ Expected<double> Session::termEnergy(const std::string &term) {
     return Status::error("model " + owner.name() + " has no energy term '" +
                          term + "' (its terms: " + nameList(owner.termNames()) +
                          ")");
+  CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
   double result = 0;
@@ -454,6 +465,7 @@ Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
     return Status::error(
         "model " + owner.name() + " has no gradient of '" + tensor +
         "' (it has gradients of: " + nameList(owner.gradientNames()) + ")");
+  CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
   if (Status status = call(kernel->second.function, kernel->second.symbol,
@@ -474,6 +486,7 @@ Expected<size_t> Session::valueBuffer(const std::string &name) {
   if (Status status = prepare(); !status)
     return status;
   if (manifest.buffers[*index].kind == BufferKind::Output) {
+    CallScope scope(*this);
     const detail::Kernel &kernel = owner.state->outputs.at(name);
     if (Status status =
             call(kernel.function, kernel.symbol, evaluationStep(), nullptr);
@@ -527,7 +540,8 @@ Expected<std::map<std::string, Tensor>> Session::stateTensors() {
   const Manifest &manifest = owner.manifest();
   for (size_t i = 0; i < manifest.buffers.size(); ++i)
     if (manifest.buffers[i].kind == BufferKind::Tensor &&
-        manifest.buffers[i].role == TensorRole::State)
+        manifest.buffers[i].role == TensorRole::State &&
+        !isKeptValue(manifest.buffers[i]))
       values[manifest.buffers[i].name] = readBuffer(i);
   return values;
 }
@@ -536,6 +550,7 @@ Status Session::step() {
   const detail::Kernel &kernel = owner.state->step;
   if (!kernel.function)
     return Status::error("model " + owner.name() + " has no dynamics to run");
+  CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
   if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
@@ -549,7 +564,8 @@ Status Session::checkStatesFinite(const std::string &where) {
   const Manifest &manifest = owner.manifest();
   for (size_t b = 0; b < manifest.buffers.size(); ++b) {
     const ManifestBuffer &buffer = manifest.buffers[b];
-    if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State)
+    if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State ||
+        isKeptValue(buffer))
       continue;
     if (!allFinite(readBuffer(b)))
       return Status::error(where + " produced a non-finite value in tensor '" +
@@ -562,6 +578,7 @@ Expected<RunResult> Session::run(const RunOptions &options) {
   const Manifest &manifest = owner.manifest();
   if (!owner.hasDynamics())
     return Status::error("model " + owner.name() + " has no dynamics to run");
+  CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
   int64_t steps = 0;

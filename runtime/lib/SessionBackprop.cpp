@@ -158,6 +158,7 @@ Expected<int64_t> Session::lossRunSteps(const BackwardOptions &options) {
 }
 
 Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
+  CallScope scope(*this);
   Expected<int64_t> steps = lossRunSteps(options);
   if (!steps)
     return steps.status();
@@ -178,6 +179,7 @@ Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
 
 Expected<BackwardResult>
 Session::evaluateLosses(const BackwardOptions &options) {
+  CallScope scope(*this);
   Expected<int64_t> steps = lossRunSteps(options);
   if (!steps)
     return steps.status();

@@ -148,8 +148,7 @@ std::vector<std::string> wantedGradients(const Model &model,
     return options.wrt;
   std::vector<std::string> names;
   for (const ManifestBuffer &buffer : model.manifest().buffers)
-    if (buffer.kind == BufferKind::Tensor && buffer.role == TensorRole::State &&
-        !buffer.optimizerStateOf)
+    if (isForwardState(buffer) && !buffer.optimizerStateOf)
       names.push_back(buffer.name);
   return names;
 }

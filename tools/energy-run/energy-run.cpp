@@ -566,9 +566,7 @@ std::vector<std::string> wantedGradients(const ::energy::Model &model) {
   std::vector<std::string> names(wrt.begin(), wrt.end());
   if (names.empty())
     for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
-      if (buffer.kind == ::energy::BufferKind::Tensor &&
-          buffer.role == ::energy::TensorRole::State &&
-          !buffer.optimizerStateOf)
+      if (::energy::isForwardState(buffer) && !buffer.optimizerStateOf)
         names.push_back(buffer.name);
   return names;
 }

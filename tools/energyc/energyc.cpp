@@ -133,6 +133,12 @@ cl::opt<unsigned> optLevel(
     cl::desc("How hard clang optimises the artifact's kernels, 0-3 (default "
              "3; lower levels compile faster and run slower)"),
     cl::init(3), cl::cat(energycOptions));
+cl::opt<bool> noRunCaches(
+    "no-run-caches",
+    cl::desc("Compute every value at every step, also what reads only params "
+             "and inputs (energy-plan-run-caches keeps it within a call of "
+             "the runtime by default)"),
+    cl::init(false), cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
                                    "tensors (with --emit=grad, update, "
@@ -240,8 +246,9 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     else
       mlir::energy::buildUpdatePipeline(perModel, wrtNames);
     if (planned)
-      mlir::energy::buildKernelPlanPipeline(perModel, backendName == "cuda" &&
-                                                          dtype == "bf16");
+      mlir::energy::buildKernelPlanPipeline(
+          perModel, backendName == "cuda" && dtype == "bf16",
+          /*runCaches=*/!noRunCaches && backendName != "cuda");
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;
@@ -274,6 +281,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     options.dtype = dtype;
     options.target = target;
     options.optLevel = optLevel;
+    options.runCaches = !noRunCaches;
     options.sourceName = inputFile;
     options.sourceText =
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();

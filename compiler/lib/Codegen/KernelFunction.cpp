@@ -395,6 +395,8 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
   }
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);
+  if (auto once = dyn_cast<OnceOp>(op))
+    return emitOnce(once);
   if (auto contract = dyn_cast<SoftmaxContractOp>(op))
     return emitSoftmaxContract(contract);
   if (op->getNumResults() == 1 && isa<ArrayType>(op->getResult(0).getType())) {
@@ -619,5 +621,64 @@ LogicalResult KernelFunction::emitRepeat(RepeatOp repeat) {
              arith::ConstantIntOp::create(b, loc, b.getI32Type(),
                                           ENERGY_KERNEL_NO_CONVERGENCE));
   LLVM::StoreOp::create(b, loc, code, status);
+  return success();
+}
+
+LogicalResult KernelFunction::emitOnce(OnceOp once) {
+  // The value is kept in a row of the cache (the step's, per step; else the
+  // only one) whose flag is 1; otherwise the body computes it and, where
+  // there is a row for it, keeps it. The runtime clears the flags when a
+  // call begins.
+  auto type = cast<ArrayType>(once.getType());
+  Value cache = bufferPointer(once.getCache());
+  Value flag = bufferPointer(once.getValid());
+  Value slot = index(0);
+  Value hasRow = arith::ConstantIntOp::create(b, loc, 1, 1);
+  if (once.getPerStep()) {
+    auto valid = context.model.lookupSymbol<TensorOp>(once.getValidAttr());
+    Value rows = shape(valid.getArrayType()).front();
+    Value step = arith::IndexCastOp::create(b, loc, b.getIndexType(), stepArg);
+    hasRow = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, step,
+                              index(0)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step, rows));
+    slot = arith::SelectOp::create(b, loc, hasRow, step, index(0));
+  }
+  Value row = offsetPointer(
+      cache, arith::MulIOp::create(b, loc, slot, elementCount(type)));
+  Value kept = arith::AndIOp::create(
+      b, loc, hasRow,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, load(flag, slot),
+                            real(1.0)));
+  auto branch = scf::IfOp::create(b, loc, TypeRange{pointerType()}, kept,
+                                  /*withElseRegion=*/true);
+  for (Block *block : {branch.thenBlock(), branch.elseBlock()})
+    if (!block->empty())
+      block->back().erase();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, loc, row);
+    b.setInsertionPointToStart(branch.elseBlock());
+    // What the body computes exists only where it ran.
+    DenseMap<Operation *, Value> enclosingLets = letBuffers;
+    DenseMap<Operation *, Value> enclosingTiles = keptTiles;
+    if (failed(emitBlock(once.getBody().front(), {})))
+      return failure();
+    letBuffers = std::move(enclosingLets);
+    keptTiles = std::move(enclosingTiles);
+    Lowered computed = get(once.getBodyValue());
+    if (!computed.data)
+      return once.emitOpError("expects its body to compute an array");
+    auto keep = scf::IfOp::create(b, loc, TypeRange{}, hasRow,
+                                  /*withElseRegion=*/false);
+    b.setInsertionPointToStart(keep.thenBlock());
+    copyInto(computed, type, row, /*accumulate=*/false);
+    store(real(1.0), flag, slot);
+    b.setInsertionPointAfter(keep);
+    scf::YieldOp::create(b, loc, computed.data);
+  }
+  arrays[once.getResult()] = {Value(), branch.getResult(0)};
   return success();
 }

@@ -333,6 +333,7 @@ private:
   FailureOr<Lowered> emitRead(ReadOp read);
   FailureOr<Value> letBuffer(LetOp let);
   LogicalResult emitRepeat(RepeatOp repeat);
+  LogicalResult emitOnce(OnceOp once);
 
   /// ArrayOps.cpp: elementwise and linear algebra.
   FailureOr<Lowered> emitArrayOp(Operation *op);

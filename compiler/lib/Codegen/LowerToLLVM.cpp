@@ -172,8 +172,9 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt);
-  buildKernelPlanPipeline(modelPasses, options.target.device == "cuda" &&
-                                           options.dtype == "bf16");
+  buildKernelPlanPipeline(
+      modelPasses, options.target.device == "cuda" && options.dtype == "bf16",
+      options.runCaches && options.target.device != "cuda");
   reportCrashesByPass(passes);
   if (failed(guardCompilation("the pass pipeline", model.getLoc(),
                               [&] { return passes.run(energyModule); })))

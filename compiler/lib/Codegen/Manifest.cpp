@@ -225,7 +225,10 @@ std::string mlir::energy::buildManifest(ModelOp model,
       auto owner = tensor->getAttrOfType<FlatSymbolRefAttr>("optimizer_state");
       entry["optimizer_state"] =
           owner ? json::Value(owner.getValue()) : json::Value(nullptr);
-      for (StringRef mark : {"adjoint_of", "cotangent_of", "solver_of"})
+      for (StringRef mark :
+           {StringRef("adjoint_of"), StringRef("cotangent_of"),
+            StringRef("solver_of"), StringRef(OnceOp::kCacheFlagAttr),
+            StringRef(OnceOp::kFlagOfAttr)})
         if (auto of = tensor->getAttrOfType<FlatSymbolRefAttr>(mark))
           entry[mark] = of.getValue();
       break;

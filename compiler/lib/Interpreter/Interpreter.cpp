@@ -1034,6 +1034,11 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
       })
       .Case([&](ReduceOp reduce) { return evaluateReduce(reduce, frame); })
       .Case([&](TabulateOp table) { return evaluateTabulate(table, frame); })
+      .Case([&](OnceOp once) {
+        // Nothing is kept: the value is its body's.
+        Frame inner(&once.getBody(), &frame);
+        return evaluateArray(once.getBodyValue(), inner);
+      })
       .Case([&](SelectOp select) -> Result {
         FailureOr<int64_t> condition =
             evaluateInteger(select.getCondition(), frame);

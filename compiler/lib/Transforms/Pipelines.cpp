@@ -95,11 +95,14 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
 }
 
 void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
-                                           bool fusedAttention) {
+                                           bool fusedAttention,
+                                           bool runCaches) {
   buildPlanStepPipeline(modelPasses);
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
   modelPasses.addPass(createEnergyPlanEngines({fusedAttention}));
+  if (runCaches)
+    modelPasses.addPass(createEnergyPlanRunCaches());
 }

@@ -136,6 +136,14 @@ void shareProducts(ModelOp model);
 /// (AccumulateProducts.cpp).
 void accumulateProductsInPlace(ModelOp model);
 
+/// Makes each value of a gradient, step or backward program that reads
+/// only params, inputs and consts no program stores into (run-invariant),
+/// and that the program's other work reads, an `energy.once` kept in a
+/// scratch tensor and its flag; then each value that a backward step
+/// computes as its forward step did, from the states at the start of the
+/// step, an `energy.once` per step that both share (RunCaches.cpp).
+void keepValuesBetweenCalls(ModelOp model);
+
 /// Drops the outputs of softmax contractions that are a matrix applied to
 /// another output of the same side (the sums of f(u) and f(u M) over the
 /// same weights), which then read the product of that output and M.

@@ -450,6 +450,26 @@ private:
                                              nest ? nest : &op);
         continue;
       }
+      if (auto once = dyn_cast<OnceOp>(op)) {
+        // Kept for a whole call: not part of what a call costs. Kept per
+        // step: counted, as the first kernel of a step that needs it
+        // computes it.
+        std::string kept;
+        llvm::raw_string_ostream keptOut(kept);
+        BlockCost keptCost = walkBlock(once.getBody().front(), keptOut,
+                                       depth + 1, trips, indices, nest);
+        out.indent(2 * depth)
+            << (once.getPerStep() ? "once per step"
+                                  : "once per call of the runtime")
+            << ", kept in @" << once.getCache() << "   work "
+            << withValue(keptCost.own + keptCost.nested) << "\n"
+            << kept;
+        if (once.getPerStep()) {
+          cost.own = cost.own + keptCost.own;
+          cost.nested = cost.nested + keptCost.nested;
+        }
+        continue;
+      }
       if (auto product = dyn_cast<BatchMatmulOp>(op)) {
         Cost flops = batchMatmulFlops(product);
         out.indent(2 * depth)

@@ -37,6 +37,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
+#define GEN_PASS_DEF_ENERGYPLANRUNCACHES
 #define GEN_PASS_DEF_ENERGYPLANSEPARATESCORES
 #define GEN_PASS_DEF_ENERGYPLANKERNELS
 #include "energy/Transforms/Passes.h.inc"
@@ -83,6 +84,7 @@ ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   eraseUnreadGatherLets(model);
 })
 ENERGY_PLAN_STEP_PASS(PlanDropGatherLets, eraseUnreadGatherLets)
+ENERGY_PLAN_STEP_PASS(PlanRunCaches, keepValuesBetweenCalls)
 
 #undef ENERGY_PLAN_STEP_PASS
 

@@ -121,6 +121,56 @@ void TabulateOp::getAsmBlockArgumentNames(Region &region,
 }
 
 //===----------------------------------------------------------------------===//
+// OnceOp
+//===----------------------------------------------------------------------===//
+
+Value OnceOp::getBodyValue() {
+  return cast<YieldOp>(getBody().front().getTerminator()).getValues().front();
+}
+
+LogicalResult OnceOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 0)
+    return emitOpError("expects a body without arguments");
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != getType())
+    return emitOpError() << "expects its body to yield one " << getType();
+  return success();
+}
+
+LogicalResult OnceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto cache = tables.lookupNearestSymbolFrom<TensorOp>(*this, getCacheAttr());
+  auto valid = tables.lookupNearestSymbolFrom<TensorOp>(*this, getValidAttr());
+  if (!cache || !valid)
+    return emitOpError() << "keeps its value in " << getCacheAttr() << " and "
+                         << getValidAttr() << ", which must be tensors";
+  if (cache.getRole() != Role::state || valid.getRole() != Role::state)
+    return emitOpError("expects state tensors to keep its value in");
+  auto type = cast<ArrayType>(getType());
+  if (type.isScalar())
+    return emitOpError("expects an array to keep, not a scalar");
+  ArrayRef<StringAttr> slots;
+  if (getPerStep()) {
+    slots = valid.getArrayType().getShape();
+    if (slots.size() != 1)
+      return emitOpError() << "expects a flag per step, but " << getValidAttr()
+                           << " is " << valid.getArrayType();
+  } else if (!valid.getArrayType().isScalar()) {
+    return emitOpError() << "expects a scalar flag, but " << getValidAttr()
+                         << " is " << valid.getArrayType();
+  }
+  SmallVector<StringAttr> expected(slots);
+  llvm::append_range(expected, type.getShape());
+  if (cache.getArrayType().getShape() != ArrayRef<StringAttr>(expected))
+    return emitOpError() << "keeps a " << getType()
+                         << (getPerStep() ? " per step" : "")
+                         << " but its cache " << getCacheAttr() << " is "
+                         << cache.getArrayType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // SoftmaxContractOp: syntax
 //===----------------------------------------------------------------------===//
 

@@ -561,7 +561,7 @@ LogicalResult YieldOp::verify() {
   Operation *parent = (*this)->getParentOp();
   if (!isa_and_nonnull<LetOp, TermOp, OutputOp, ReduceOp, ForeachOp, RepeatOp,
                        DynamicsOp, UpdateOp, AssignOp, TabulateOp,
-                       SoftmaxContractOp>(parent))
+                       SoftmaxContractOp, OnceOp>(parent))
     return emitOpError() << "ends the body of an energy op, not of '"
                          << (parent ? parent->getName().getStringRef() : "")
                          << "'";

@@ -94,9 +94,11 @@ std::unique_ptr<CompiledModel> compileExample(llvm::StringRef stem, bool wrtAll,
   std::string source = (*file)->getBuffer().str();
   std::vector<std::string> wrt;
   if (wrtAll) {
-    // Parse once without derivation to learn the tensors' names.
+    // Parse once without derivation to learn the tensors' names (those of
+    // the model and its backward program, not the plan's scratch).
     std::unique_ptr<CompiledModel> plain =
-        compileSource(source, {}, path, pipeline);
+        compileSource(source, {}, path,
+                      pipeline == Pipeline::Plan ? Pipeline::Update : pipeline);
     if (!plain->model)
       return plain;
     wrt = plain->tensorNames();

@@ -73,6 +73,9 @@ struct ArtifactOptions {
   /// How hard the native code is optimised (clang -O0 to -O3): below 3
   /// only where compiling quickly matters more than running fast (tests).
   unsigned optLevel = 3;
+  /// Whether the kernels keep what a call computes from params and inputs
+  /// alone (energy-plan-run-caches; CPU artifacts only).
+  bool runCaches = true;
 };
 
 /// A dim expression as the runtime reads it (reverse Polish tokens).

@@ -596,6 +596,32 @@ def EnergyPlanDropGatherLets : EnergyPlanStep<"energy-plan-drop-gather-lets",
   }];
 }
 
+def EnergyPlanRunCaches : EnergyPlanStep<"energy-plan-run-caches",
+    "Keeps what a call's steps and backward steps compute again"> {
+  let description = [{
+    A value of a gradient, of the step program or of the backward program
+    that reads only params, inputs and consts that no program stores into
+    (through lets of the same; no step number, no plugin code), that is
+    more than a read, and that the program's other work reads (the keys
+    W x of an attention over an input, W x in a recurrence), becomes an
+    `energy.once` holding the ops it needs, kept in a new scratch tensor
+    `@cache.N` with the scalar flag `@cache.N.valid`: a backend computes it
+    at its first use in a call of the runtime and reads it at every later
+    step and backward step of that call.
+
+    Then, where the model has a backward step: a value that the backward
+    step computes as the forward step does (the same ops on the same
+    tensors, in the programs or in gradients only they call), from states
+    no store ahead of it changed, and whose cone computes nothing that
+    other ops read, becomes in both an `energy.once per_step` sharing a
+    scratch tensor with a row per step (`[tape.steps, ...]`, the new dim
+    `tape.steps` the dynamics' step count) and a flag per step: the
+    backward step reads what its forward step kept (a network's hidden
+    layer W1 x at every sample of JEM's sampler). Runs last, on CPU
+    artifacts.
+  }];
+}
+
 def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";
   let description = [{

@@ -35,10 +35,12 @@ void buildPlanStepPipeline(OpPassManager &modelPasses);
 /// Plans the kernels (the plan steps) and simplifies the plan:
 /// canonicalization, CSE and energy-share-scores; then the engines
 /// (energy-plan-engines: with `fusedAttention`, for bf16 CUDA artifacts,
-/// the contractions cuDNN's fused attention computes). What code
+/// the contractions cuDNN's fused attention computes); last, with
+/// `runCaches` (CPU artifacts), energy-plan-run-caches. What code
 /// generators lower, and what `energyc --emit=plan` prints.
 void buildKernelPlanPipeline(OpPassManager &modelPasses,
-                             bool fusedAttention = false);
+                             bool fusedAttention = false,
+                             bool runCaches = true);
 
 } // namespace mlir::energy
 

@@ -261,4 +261,58 @@ def Energy_PrefixSumOp : Energy_Op<"prefix_sum", [Pure,
   let hasVerifier = 1;
 }
 
+def Energy_OnceOp : Energy_Op<"once", [RecursiveMemoryEffects,
+    RecursivelySpeculatable, OpAsmOpInterface,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A value that does not change during a run, kept between calls";
+  let description = [{
+    The value its body yields, which reads no state, no step and nothing a
+    program stores (the keys W x of an attention over an input, a product of
+    parameters and inputs in a step): it is the same at every step of a run
+    and in every backward step. A backend may compute it at its first use in
+    a call of the runtime and keep it in the tensor `cache` (a scratch
+    tensor of its type), with the scalar tensor `valid` set to 1; later
+    uses in the same call read the tensor. The runtime clears every `valid`
+    flag when a call begins, so no value is kept across a change of the
+    parameters or inputs. Evaluated as its body where nothing is kept (the
+    interpreter).
+
+    With `per_step`, the value is one of a dynamics step (the body reads
+    states as they are at the start of the step): `cache` is a row per
+    step, `[S, ...]`, and `valid` a flag per step, `[S]`; a kernel called
+    with step number s < S keeps and finds it in row s. Within one call of
+    the runtime every call with the same step number sees the same states
+    (a backward step's kernels after the restored state of its forward
+    step), so the backward step reads what its forward step computed.
+
+    ```mlir
+    %k = energy.once @cache.0 valid @cache.0.valid {
+      %x = energy.read @x : !energy.array<N, D>
+      %p = energy.batch_matmul %x, %Wk transposed
+          : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+      energy.yield %p : !energy.array<N, D>
+    } : !energy.array<N, D>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$cache, FlatSymbolRefAttr:$valid,
+                       UnitAttr:$per_step);
+  let results = (outs Energy_AnyArray:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`per_step` $per_step^)? $cache `valid` $valid $body attr-dict `:`
+    type($result)
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The value the body yields.
+    ::mlir::Value getBodyValue();
+    static ::llvm::StringRef getDefaultDialect() { return "energy"; }
+    /// The attribute of a cache tensor that names its flag, and that of the
+    /// flag that names its cache (manifests carry both: the runtime keeps
+    /// them out of the forward state and clears the flags).
+    static constexpr ::llvm::StringLiteral kCacheFlagAttr = "cache_flag";
+    static constexpr ::llvm::StringLiteral kFlagOfAttr = "flag_of";
+  }];
+}
+
 #endif // ENERGY_KERNEL_OPS_TD

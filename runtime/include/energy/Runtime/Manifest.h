@@ -112,6 +112,10 @@ struct ManifestBuffer {
   /// cotangent is stored, or the vectors of the implicit solve. None is part
   /// of the forward state.
   std::optional<std::string> adjointOf, cotangentOf, solverOf;
+  /// Scratch the kernels keep within one call of the runtime (an
+  /// `energy.once`): a value's cache names its flag, the flag its cache.
+  /// The runtime clears the flags when a call begins.
+  std::optional<std::string> cacheFlag, flagOf;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;
 
@@ -119,12 +123,18 @@ struct ManifestBuffer {
   std::string shapeText() const;
 };
 
+/// Whether `buffer` is a value the kernels keep within one call of the
+/// runtime, or its flag: scratch, not a tensor of the model.
+inline bool isKeptValue(const ManifestBuffer &buffer) {
+  return buffer.cacheFlag || buffer.flagOf;
+}
+
 /// Whether `buffer` is part of the forward state: a state tensor
 /// (optimizer state included) that the backward program did not add.
 inline bool isForwardState(const ManifestBuffer &buffer) {
   return buffer.kind == BufferKind::Tensor &&
          buffer.role == TensorRole::State && !buffer.adjointOf &&
-         !buffer.cotangentOf && !buffer.solverOf;
+         !buffer.cotangentOf && !buffer.solverOf && !isKeptValue(buffer);
 }
 
 /// The kernels' symbol names.

@@ -211,6 +211,20 @@ private:
   const Tensor &readBuffer(size_t index);
   /// An error naming the first state tensor with a non-finite value.
   Status checkStatesFinite(const std::string &where);
+  /// Held by each method that calls kernels: the outermost one clears the
+  /// flags of the values kernels keep (ManifestBuffer::flagOf), which stay
+  /// valid until it returns, while no param or input can change.
+  class CallScope {
+  public:
+    explicit CallScope(Session &session);
+    ~CallScope() { --session.callDepth; }
+    CallScope(const CallScope &) = delete;
+    CallScope &operator=(const CallScope &) = delete;
+
+  private:
+    Session &session;
+  };
+  int callDepth = 0;
 
   Model owner;
   std::map<std::string, int64_t> givenDims;

@@ -1,0 +1,444 @@
+//===- RunCaches.cpp - Values kept between a call's kernel calls ----------===//
+//
+// Work in a step or a backward step that reads only parameters, inputs and
+// consts (the keys W x of an attention over an input, We x in LISTA's
+// rule) gives the same value at every step of a run; work that a backward
+// step does again of its forward step (W1 x of JEM's sampler, S z of
+// LISTA's) gives the value the forward step computed. Each becomes an
+// `energy.once`, kept in scratch tensors within one call of the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LetReads.h"
+#include "PlanKernels.h"
+#include "Slices.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// Which values of a model do not change while the runtime runs one call:
+/// those computed from params, inputs and consts that no program stores
+/// into, through lets of the same, with no step number and no plugin code.
+class RunInvariance {
+public:
+  explicit RunInvariance(ModelOp model) : model(model) {
+    model.walk([&](StoreOp store) { stored.insert(store.getTensor()); });
+  }
+
+  /// Whether the top-level op `op` (of a block whose earlier ops were asked
+  /// about first) computes run-invariant values.
+  bool isInvariant(Operation *op) {
+    if (auto found = invariantOps.find(op); found != invariantOps.end())
+      return found->second;
+    bool invariant = computeInvariant(op);
+    invariantOps[op] = invariant;
+    return invariant;
+  }
+
+private:
+  bool computeInvariant(Operation *op) {
+    if (isa<OnceOp>(op))
+      return true;
+    if (!onlyReads(op) || op->getNumResults() == 0)
+      return false;
+    WalkResult walk = op->walk([&](Operation *nested) {
+      if (isa<StepOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
+        return WalkResult::interrupt();
+      if (auto read = dyn_cast<ReadOp>(nested))
+        if (!isInvariantSymbol(read.getSource()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return false;
+    llvm::SetVector<Value> used;
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    used.insert(op->operand_begin(), op->operand_end());
+    return llvm::all_of(used, [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      return def && def->getBlock() == op->getBlock() && isInvariant(def);
+    });
+  }
+
+  bool isInvariantSymbol(StringRef name) {
+    Operation *symbol = SymbolTable::lookupSymbolIn(model, name);
+    if (isa_and_nonnull<ConstOp>(symbol))
+      return true;
+    if (auto tensor = dyn_cast_or_null<TensorOp>(symbol))
+      return tensor.getRole() != Role::state && !stored.contains(name);
+    auto let = dyn_cast_or_null<LetOp>(symbol);
+    if (!let)
+      return false;
+    if (auto found = invariantLets.find(name); found != invariantLets.end())
+      return found->second;
+    // Not invariant while its own body is asked about (no cycle runs).
+    invariantLets[name] = false;
+    WalkResult walk = let.getBody().walk([&](Operation *nested) {
+      if (isa<StepOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
+        return WalkResult::interrupt();
+      if (auto read = dyn_cast<ReadOp>(nested))
+        if (!isInvariantSymbol(read.getSource()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    bool invariant = !walk.wasInterrupted();
+    invariantLets[name] = invariant;
+    return invariant;
+  }
+
+  ModelOp model;
+  llvm::StringSet<> stored;
+  DenseMap<Operation *, bool> invariantOps;
+  llvm::StringMap<bool> invariantLets;
+};
+
+/// Ops whose work is more than a pass over their operands: products,
+/// loops, normalisations of rows.
+bool doesWork(Operation *op) {
+  return isa<BatchMatmulOp, MatmulOp, OuterOp, DotOp, QuadOp, ReduceOp,
+             ReduceElementsOp, SumLastOp, TabulateOp, SoftmaxContractOp,
+             PrefixSumOp, LayerNormOp, RmsNormOp, SoftmaxOp, LogSoftmaxOp,
+             InverseOp, LogDetOp>(op);
+}
+
+/// The top-level ops of its block that `root` needs, itself included, in
+/// block order, stopping at kept values (once ops).
+SmallVector<Operation *> coneOf(Operation *root) {
+  llvm::SetVector<Operation *> cone;
+  SmallVector<Operation *> work{root};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!cone.insert(op))
+      continue;
+    llvm::SetVector<Value> used;
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    used.insert(op->operand_begin(), op->operand_end());
+    for (Value value : used)
+      if (Operation *def = value.getDefiningOp();
+          def && def->getBlock() == root->getBlock() && !isa<OnceOp>(def))
+        work.push_back(def);
+  }
+  SmallVector<Operation *> ordered(cone.begin(), cone.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Whether keeping `value`, computed by `cone`, saves work worth its
+/// memory: an array that a product, a loop or a normalisation computes.
+bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
+  auto type = dyn_cast<ArrayType>(value.getType());
+  if (!type || type.isScalar())
+    return false;
+  return llvm::any_of(cone, doesWork);
+}
+
+/// A block whose ops run at the states of a dynamics step: the step
+/// program's, the backward step's, or a gradient's that they call.
+struct StepSite {
+  Block *block;
+  /// Whether the forward step runs it, and whether the backward step does.
+  bool forward, backward;
+  /// A gradient's calls (in the two programs' blocks); none for a program.
+  SmallVector<GradOp> calls;
+
+  /// Whether `op` of the block reads `tensors` as they are at the start of
+  /// the step: no store ahead of it (of its calls) writes one of them.
+  bool atStepState(Operation *op, const llvm::StringSet<> &tensors) const {
+    if (calls.empty())
+      return !storedAhead(op, tensors);
+    return llvm::none_of(
+        calls, [&](GradOp call) { return storedAhead(call, tensors); });
+  }
+
+private:
+  static bool storedAhead(Operation *op, const llvm::StringSet<> &tensors) {
+    for (Operation &earlier : *op->getBlock()) {
+      if (&earlier == op)
+        return false;
+      WalkResult walk = earlier.walk([&](StoreOp store) {
+        return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return true;
+    }
+    return false;
+  }
+};
+
+/// The blocks that run at a step's states, where the model has a backward
+/// step: the two programs', and the gradients whose every call is an op of
+/// one of them.
+SmallVector<StepSite> stepSites(ModelOp model) {
+  Block &declarations = model.getBody().front();
+  auto updates = declarations.getOps<UpdateProgramOp>();
+  auto backwards = declarations.getOps<BackwardProgramOp>();
+  if (updates.empty() || backwards.empty() ||
+      declarations.getOps<DynamicsOp>().empty())
+    return {};
+  Region &backwardStep = (*backwards.begin()).getBody();
+  if (backwardStep.empty() || backwardStep.front().empty())
+    return {};
+  // A row per step: not for runs of thousands of steps.
+  constexpr int64_t kMostRows = 1024;
+  FailureOr<int64_t> steps =
+      (*declarations.getOps<DynamicsOp>().begin()).getSteps().evaluate(
+          [](StringRef) { return std::nullopt; });
+  if (succeeded(steps) && *steps > kMostRows)
+    return {};
+  Block *forwardBlock = &(*updates.begin()).getBody().front();
+  Block *backwardBlock = &backwardStep.front();
+  SmallVector<StepSite> sites{{forwardBlock, true, false, {}},
+                              {backwardBlock, false, true, {}}};
+  for (GradientOp gradient : declarations.getOps<GradientOp>()) {
+    StepSite site{&gradient.getBody().front(), false, false, {}};
+    bool elsewhere = false;
+    model.walk([&](GradOp call) {
+      if (call.getTensors() != gradient.getTensors() ||
+          call.getOfAttr() != gradient.getOfAttr())
+        return;
+      site.calls.push_back(call);
+      site.forward |= call->getBlock() == forwardBlock;
+      site.backward |= call->getBlock() == backwardBlock;
+      elsewhere |=
+          call->getBlock() != forwardBlock && call->getBlock() != backwardBlock;
+    });
+    if (!site.calls.empty() && !elsewhere)
+      sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+class RunCacheBuilder {
+public:
+  explicit RunCacheBuilder(ModelOp model) : model(model), invariance(model) {}
+
+  /// Keeps the run-invariant values of `block` that its other ops read.
+  void keepInvariantValues(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    bool changed = false;
+    for (Operation *op : ops) {
+      if (isa<OnceOp>(op) || op->getNumResults() != 1 ||
+          !invariance.isInvariant(op) ||
+          (!readByVariantWork(op) && !readByOpsOfItsBlock(op, 2)))
+        continue;
+      SmallVector<Operation *> cone = coneOf(op);
+      if (!worthKeeping(op->getResult(0), cone))
+        continue;
+      keep(op, cone);
+      changed = true;
+    }
+    if (changed)
+      eraseDeadOps(block);
+  }
+
+private:
+  /// Whether an op of `op`'s block that is not run-invariant reads it.
+  bool readByVariantWork(Operation *op) {
+    for (Operation *user : op->getUsers()) {
+      Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
+      if (!top || !invariance.isInvariant(top))
+        return true;
+    }
+    return false;
+  }
+
+  /// Whether at least `count` ops of `op`'s block read it (kept on its own,
+  /// it is computed once for all of them, not once in each one's cone).
+  bool readByOpsOfItsBlock(Operation *op, unsigned count) {
+    llvm::SmallPtrSet<Operation *, 4> readers;
+    for (Operation *user : op->getUsers())
+      if (Operation *top = op->getBlock()->findAncestorOpInBlock(*user))
+        readers.insert(top);
+    return readers.size() >= count;
+  }
+
+  /// Replaces `root`'s result by an `energy.once` of its cone, kept in
+  /// `cache` and `valid` (new ones where null; per step with `perStep`).
+  std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr>
+  keep(Operation *root, ArrayRef<Operation *> cone, bool perStep = false,
+       std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr> kept = {}) {
+    Value value = root->getResult(0);
+    auto type = cast<ArrayType>(value.getType());
+    if (!kept.first)
+      kept = cacheTensors(type, perStep ? stepCount() : StringAttr());
+    OpBuilder builder(root);
+    auto once =
+        OnceOp::create(builder, root->getLoc(), type, kept.first, kept.second,
+                       perStep ? builder.getUnitAttr() : UnitAttr());
+    Block *body = builder.createBlock(&once.getBody());
+    IRMapping mapping;
+    builder.setInsertionPointToStart(body);
+    for (Operation *op : cone)
+      builder.clone(*op, mapping);
+    YieldOp::create(builder, root->getLoc(), mapping.lookup(value));
+    value.replaceUsesWithIf(once.getResult(), [&](OpOperand &use) {
+      return !once->isAncestor(use.getOwner());
+    });
+    invariance.isInvariant(once);
+    return kept;
+  }
+
+  /// A new scratch tensor of `type` and its flag: scalar, or with a row and
+  /// a flag per step when `steps` (a dim) is given.
+  std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr>
+  cacheTensors(ArrayType type, StringAttr steps) {
+    MLIRContext *context = model.getContext();
+    std::string name;
+    do
+      name = "cache." + std::to_string(nextCache++);
+    while (SymbolTable::lookupSymbolIn(model, name) ||
+           SymbolTable::lookupSymbolIn(model, name + ".valid"));
+    OpBuilder declarations = OpBuilder::atBlockBegin(&model.getBody().front());
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+      declarations.setInsertionPointAfter(tensor);
+    SmallVector<Attribute> shape, flagShape;
+    if (steps) {
+      shape.push_back(FlatSymbolRefAttr::get(steps));
+      flagShape.push_back(FlatSymbolRefAttr::get(steps));
+    }
+    for (StringAttr dim : type.getShape())
+      shape.push_back(FlatSymbolRefAttr::get(dim));
+    auto zeros = InitKindAttr::get(context, InitKind::zeros);
+    auto cache =
+        TensorOp::create(declarations, model.getLoc(), name, Role::state,
+                         ArrayAttr::get(context, shape), zeros,
+                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
+    auto valid =
+        TensorOp::create(declarations, model.getLoc(), name + ".valid",
+                         Role::state, ArrayAttr::get(context, flagShape), zeros,
+                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
+    auto cacheRef = FlatSymbolRefAttr::get(cache.getSymNameAttr());
+    auto validRef = FlatSymbolRefAttr::get(valid.getSymNameAttr());
+    cache->setAttr(OnceOp::kCacheFlagAttr, validRef);
+    valid->setAttr(OnceOp::kFlagOfAttr, cacheRef);
+    return {cacheRef, validRef};
+  }
+
+  /// The dim `tape.steps`, the dynamics' step count, made on first use.
+  StringAttr stepCount() {
+    constexpr StringLiteral kName = "tape.steps";
+    if (auto existing = model.lookupSymbol<DimOp>(kName))
+      return existing.getSymNameAttr();
+    auto dynamics = *model.getBody().front().getOps<DynamicsOp>().begin();
+    OpBuilder declarations = OpBuilder::atBlockBegin(&model.getBody().front());
+    for (DimOp dim : model.getBody().front().getOps<DimOp>())
+      declarations.setInsertionPointAfter(dim);
+    auto dim = DimOp::create(declarations, model.getLoc(), kName, IntegerAttr(),
+                             dynamics.getStepsAttr());
+    return dim.getSymNameAttr();
+  }
+
+public:
+  /// Keeps, per step, what a backward step computes again of its forward
+  /// step: values of the step program's blocks and of the gradients they
+  /// call (`sites`) that read states as they are at the start of the step,
+  /// computed the same in the forward and in the backward step.
+  void keepStepValues(ArrayRef<StepSite> sites) {
+    struct Candidate {
+      Operation *op;
+      SmallVector<Operation *> cone;
+      bool forward, backward;
+    };
+    SmallVector<Candidate> candidates;
+    for (const StepSite &site : sites)
+      for (Operation &op : *site.block) {
+        if (isa<OnceOp>(op) || op.getNumResults() != 1 ||
+            invariance.isInvariant(&op))
+          continue;
+        SmallVector<Operation *> cone = coneOf(&op);
+        if (!worthKeeping(op.getResult(0), cone) || !computedOnlyHere(cone) ||
+            !site.atStepState(&op, tensorsReadBy(cone)))
+          continue;
+        candidates.push_back(
+            {&op, std::move(cone), site.forward, site.backward});
+      }
+    llvm::SmallPtrSet<Operation *, 8> taken;
+    for (Candidate &first : candidates) {
+      if (!first.forward || taken.contains(first.op))
+        continue;
+      SmallVector<Candidate *> group{&first};
+      bool backward = first.backward;
+      for (Candidate &other : candidates)
+        if (&other != &first && !taken.contains(other.op) &&
+            other.op->getResult(0).getType() ==
+                first.op->getResult(0).getType() &&
+            computeSame(first.op->getResult(0), other.op->getResult(0),
+                        IRMapping())) {
+          group.push_back(&other);
+          backward |= other.backward;
+        }
+      if (!backward)
+        continue;
+      std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr> kept;
+      for (Candidate *member : group) {
+        taken.insert(member->op);
+        kept = keep(member->op, member->cone, /*perStep=*/true, kept);
+      }
+    }
+    for (const StepSite &site : sites)
+      eraseDeadOps(*site.block);
+  }
+
+private:
+  /// Whether what `cone` computes beside its root is read only in it, so
+  /// that computing the cone inside an `energy.once` computes nothing twice.
+  static bool computedOnlyHere(ArrayRef<Operation *> cone) {
+    llvm::SmallPtrSet<Operation *, 8> members(cone.begin(), cone.end());
+    Operation *root = cone.back();
+    return llvm::all_of(cone, [&](Operation *op) {
+      if (op == root || !doesWork(op))
+        return true;
+      return llvm::all_of(op->getUsers(), [&](Operation *user) {
+        Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
+        return top && members.contains(top);
+      });
+    });
+  }
+
+  /// The tensors `cone` reads, directly or through lets.
+  llvm::StringSet<> tensorsReadBy(ArrayRef<Operation *> cone) {
+    llvm::StringSet<> tensors;
+    for (Operation *op : cone)
+      op->walk([&](ReadOp read) {
+        if (auto let = model.lookupSymbol<LetOp>(read.getSource()))
+          for (StringRef tensor : readTensors(let.getBody(), model))
+            tensors.insert(tensor);
+        else
+          tensors.insert(read.getSource());
+      });
+    return tensors;
+  }
+
+  ModelOp model;
+  RunInvariance invariance;
+  unsigned nextCache = 0;
+};
+
+} // namespace
+
+void mlir::energy::keepValuesBetweenCalls(ModelOp model) {
+  RunCacheBuilder builder(model);
+  for (Operation &op : model.getBody().front()) {
+    if (isa<GradientOp, UpdateProgramOp>(op))
+      builder.keepInvariantValues(op.getRegion(0).front());
+    else if (isa<BackwardProgramOp>(op))
+      for (Region &region : op.getRegions())
+        if (!region.empty())
+          builder.keepInvariantValues(region.front());
+  }
+  builder.keepStepValues(stepSites(model));
+}
