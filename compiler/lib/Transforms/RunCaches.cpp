@@ -50,7 +50,7 @@ private:
     if (!onlyReads(op) || op->getNumResults() == 0)
       return false;
     WalkResult walk = op->walk([&](Operation *nested) {
-      if (isa<StepOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
+      if (isa<StepOp, GradOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
         return WalkResult::interrupt();
       if (auto read = dyn_cast<ReadOp>(nested))
         if (!isInvariantSymbol(read.getSource()))
@@ -83,7 +83,7 @@ private:
     // Not invariant while its own body is asked about (no cycle runs).
     invariantLets[name] = false;
     WalkResult walk = let.getBody().walk([&](Operation *nested) {
-      if (isa<StepOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
+      if (isa<StepOp, GradOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
         return WalkResult::interrupt();
       if (auto read = dyn_cast<ReadOp>(nested))
         if (!isInvariantSymbol(read.getSource()))
@@ -193,8 +193,9 @@ SmallVector<StepSite> stepSites(ModelOp model) {
   // A row per step: not for runs of thousands of steps.
   constexpr int64_t kMostRows = 1024;
   FailureOr<int64_t> steps =
-      (*declarations.getOps<DynamicsOp>().begin()).getSteps().evaluate(
-          [](StringRef) { return std::nullopt; });
+      (*declarations.getOps<DynamicsOp>().begin())
+          .getSteps()
+          .evaluate([](StringRef) { return std::nullopt; });
   if (succeeded(steps) && *steps > kMostRows)
     return {};
   Block *forwardBlock = &(*updates.begin()).getBody().front();
@@ -348,11 +349,23 @@ public:
   /// call (`sites`) that read states as they are at the start of the step,
   /// computed the same in the forward and in the backward step.
   void keepStepValues(ArrayRef<StepSite> sites) {
-    struct Candidate {
-      Operation *op;
-      SmallVector<Operation *> cone;
-      bool forward, backward;
-    };
+    // A value read from a kept one is kept in a later round: a network's
+    // layer after the normalisation it reads.
+    constexpr int kRounds = 4;
+    for (int round = 0; round < kRounds; ++round)
+      if (!keepStepValuesOnce(sites))
+        break;
+  }
+
+private:
+  struct Candidate {
+    Operation *op;
+    SmallVector<Operation *> cone;
+    bool forward, backward;
+  };
+
+  /// One round of keepStepValues; whether it kept anything.
+  bool keepStepValuesOnce(ArrayRef<StepSite> sites) {
     SmallVector<Candidate> candidates;
     for (const StepSite &site : sites)
       for (Operation &op : *site.block) {
@@ -361,36 +374,66 @@ public:
           continue;
         SmallVector<Operation *> cone = coneOf(&op);
         if (!worthKeeping(op.getResult(0), cone) || !computedOnlyHere(cone) ||
+            !onlyReadsTensors(cone) ||
             !site.atStepState(&op, tensorsReadBy(cone)))
           continue;
         candidates.push_back(
             {&op, std::move(cone), site.forward, site.backward});
       }
+    // A cone that holds a value kept in this round waits for the next, where
+    // it reads the kept value instead of computing it again.
     llvm::SmallPtrSet<Operation *, 8> taken;
+    auto ready = [&](const Candidate &candidate) {
+      return !taken.contains(candidate.op) &&
+             llvm::none_of(candidate.cone,
+                           [&](Operation *op) { return taken.contains(op); });
+    };
+    bool kept = false;
     for (Candidate &first : candidates) {
-      if (!first.forward || taken.contains(first.op))
+      if (!first.forward || !ready(first))
         continue;
       SmallVector<Candidate *> group{&first};
       bool backward = first.backward;
       for (Candidate &other : candidates)
-        if (&other != &first && !taken.contains(other.op) &&
+        if (&other != &first && ready(other) &&
             other.op->getResult(0).getType() ==
                 first.op->getResult(0).getType() &&
-            computeSame(first.op->getResult(0), other.op->getResult(0),
-                        IRMapping())) {
+            computeSame(
+                first.op->getResult(0), other.op->getResult(0),
+                keptAlike(first.op->getBlock(), other.op->getBlock()))) {
           group.push_back(&other);
           backward |= other.backward;
         }
       if (!backward)
         continue;
-      std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr> kept;
+      std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr> tensors;
       for (Candidate *member : group) {
         taken.insert(member->op);
-        kept = keep(member->op, member->cone, /*perStep=*/true, kept);
+        tensors = keep(member->op, member->cone, /*perStep=*/true, tensors);
       }
+      kept = true;
     }
     for (const StepSite &site : sites)
       eraseDeadOps(*site.block);
+    return kept;
+  }
+
+  /// The kept values of block `a` and those of block `b` that hold the
+  /// same: the same row per step, or bodies that compute the same.
+  static IRMapping keptAlike(Block *a, Block *b) {
+    IRMapping alike;
+    for (OnceOp first : a->getOps<OnceOp>())
+      for (OnceOp second : b->getOps<OnceOp>())
+        if (first.getPerStep() == second.getPerStep() &&
+            first.getType() == second.getType() &&
+            (first.getCacheAttr() == second.getCacheAttr() ||
+             (!first.getPerStep() &&
+              computeSame(first.getBodyValue(), second.getBodyValue(),
+                          IRMapping())))) {
+          alike.map(first.getResult(), second.getResult());
+          break;
+        }
+    return alike;
   }
 
 private:
@@ -406,6 +449,16 @@ private:
         Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
         return top && members.contains(top);
       });
+    });
+  }
+
+  /// Whether `cone` only reads, and reads tensors by name only (not
+  /// through a gradient, whose reads tensorsReadBy cannot see).
+  static bool onlyReadsTensors(ArrayRef<Operation *> cone) {
+    return llvm::all_of(cone, [](Operation *op) {
+      return onlyReads(op) && !op->walk([](GradOp) {
+                                   return WalkResult::interrupt();
+                                 }).wasInterrupted();
     });
   }
 
