@@ -404,13 +404,22 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   return Status::success();
 }
 
-Session::CallScope::CallScope(Session &session) : session(session) {
-  if (session.callDepth++ > 0 || !session.prepared)
+Session::CallScope::CallScope(Session &session, bool backward)
+    : session(session) {
+  // A failure to prepare is the method's to report, when it prepares.
+  if (session.callDepth++ > 0 || !session.prepare())
     return;
   const Manifest &manifest = session.owner.manifest();
-  for (size_t i = 0; i < manifest.buffers.size(); ++i)
-    if (manifest.buffers[i].flagOf)
-      std::memset(session.buffers[i].data(), 0, session.buffers[i].byteSize());
+  for (size_t i = 0; i < manifest.buffers.size(); ++i) {
+    if (!manifest.buffers[i].flagOf)
+      continue;
+    // 0: compute and keep; -1: compute, keep nothing (a row per step, in a
+    // call that runs no backward step to read it).
+    bool perStep = !manifest.buffers[i].shape.empty();
+    Tensor &flags = session.buffers[i];
+    for (int64_t slot = 0; slot < flags.elementCount(); ++slot)
+      flags.set(slot, perStep && !backward ? -1.0 : 0.0);
+  }
 }
 
 Expected<std::map<std::string, int64_t>> Session::dims() {

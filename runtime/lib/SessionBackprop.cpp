@@ -158,7 +158,7 @@ Expected<int64_t> Session::lossRunSteps(const BackwardOptions &options) {
 }
 
 Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
-  CallScope scope(*this);
+  CallScope scope(*this, /*backward=*/true);
   Expected<int64_t> steps = lossRunSteps(options);
   if (!steps)
     return steps.status();

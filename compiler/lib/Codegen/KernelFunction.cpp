@@ -627,8 +627,8 @@ LogicalResult KernelFunction::emitRepeat(RepeatOp repeat) {
 LogicalResult KernelFunction::emitOnce(OnceOp once) {
   // The value is kept in a row of the cache (the step's, per step; else the
   // only one) whose flag is 1; otherwise the body computes it and, where
-  // there is a row for it, keeps it. The runtime clears the flags when a
-  // call begins.
+  // there is a row for it whose flag is 0, keeps it. The runtime sets the
+  // flags when a call begins.
   auto type = cast<ArrayType>(once.getType());
   Value cache = bufferPointer(once.getCache());
   Value flag = bufferPointer(once.getValid());
@@ -647,10 +647,16 @@ LogicalResult KernelFunction::emitOnce(OnceOp once) {
   }
   Value row = offsetPointer(
       cache, arith::MulIOp::create(b, loc, slot, elementCount(type)));
+  // The flag: 1 kept, 0 to keep, -1 not to keep (the runtime's choice).
+  Value state = load(flag, slot);
   Value kept = arith::AndIOp::create(
       b, loc, hasRow,
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, load(flag, slot),
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, state,
                             real(1.0)));
+  Value toKeep = arith::AndIOp::create(
+      b, loc, hasRow,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, state,
+                            real(0.0)));
   auto branch = scf::IfOp::create(b, loc, TypeRange{pointerType()}, kept,
                                   /*withElseRegion=*/true);
   for (Block *block : {branch.thenBlock(), branch.elseBlock()})
@@ -671,7 +677,7 @@ LogicalResult KernelFunction::emitOnce(OnceOp once) {
     Lowered computed = get(once.getBodyValue());
     if (!computed.data)
       return once.emitOpError("expects its body to compute an array");
-    auto keep = scf::IfOp::create(b, loc, TypeRange{}, hasRow,
+    auto keep = scf::IfOp::create(b, loc, TypeRange{}, toKeep,
                                   /*withElseRegion=*/false);
     b.setInsertionPointToStart(keep.thenBlock());
     copyInto(computed, type, row, /*accumulate=*/false);

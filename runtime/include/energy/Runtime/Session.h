@@ -213,10 +213,12 @@ private:
   Status checkStatesFinite(const std::string &where);
   /// Held by each method that calls kernels: the outermost one clears the
   /// flags of the values kernels keep (ManifestBuffer::flagOf), which stay
-  /// valid until it returns, while no param or input can change.
+  /// valid until it returns, while no param or input can change; values
+  /// kept per step only in a `backward` call, whose backward steps read
+  /// them.
   class CallScope {
   public:
-    explicit CallScope(Session &session);
+    explicit CallScope(Session &session, bool backward = false);
     ~CallScope() { --session.callDepth; }
     CallScope(const CallScope &) = delete;
     CallScope &operator=(const CallScope &) = delete;
