@@ -49,15 +49,7 @@ private:
       return true;
     if (!onlyReads(op) || op->getNumResults() == 0)
       return false;
-    WalkResult walk = op->walk([&](Operation *nested) {
-      if (isa<StepOp, GradOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
-        return WalkResult::interrupt();
-      if (auto read = dyn_cast<ReadOp>(nested))
-        if (!isInvariantSymbol(read.getSource()))
-          return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
+    if (!readsOnlyInvariant(op))
       return false;
     llvm::SetVector<Value> used;
     for (Region &region : op->getRegions())
@@ -67,6 +59,21 @@ private:
       Operation *def = value.getDefiningOp();
       return def && def->getBlock() == op->getBlock() && isInvariant(def);
     });
+  }
+
+  /// Whether `op` and the ops in it read only run-invariant symbols, and
+  /// neither the step number, nor a gradient (whose reads are not ops
+  /// here), nor plugin code.
+  bool readsOnlyInvariant(Operation *op) {
+    return !op->walk([&](Operation *nested) {
+                if (isa<StepOp, GradOp, ApplyOp, AggregateOp,
+                        AggregateWeightsOp>(nested))
+                  return WalkResult::interrupt();
+                if (auto read = dyn_cast<ReadOp>(nested))
+                  if (!isInvariantSymbol(read.getSource()))
+                    return WalkResult::interrupt();
+                return WalkResult::advance();
+              }).wasInterrupted();
   }
 
   bool isInvariantSymbol(StringRef name) {
@@ -82,15 +89,7 @@ private:
       return found->second;
     // Not invariant while its own body is asked about (no cycle runs).
     invariantLets[name] = false;
-    WalkResult walk = let.getBody().walk([&](Operation *nested) {
-      if (isa<StepOp, GradOp, ApplyOp, AggregateOp, AggregateWeightsOp>(nested))
-        return WalkResult::interrupt();
-      if (auto read = dyn_cast<ReadOp>(nested))
-        if (!isInvariantSymbol(read.getSource()))
-          return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    bool invariant = !walk.wasInterrupted();
+    bool invariant = readsOnlyInvariant(let);
     invariantLets[name] = invariant;
     return invariant;
   }
