@@ -573,8 +573,7 @@ Status Session::checkStatesFinite(const std::string &where) {
   const Manifest &manifest = owner.manifest();
   for (size_t b = 0; b < manifest.buffers.size(); ++b) {
     const ManifestBuffer &buffer = manifest.buffers[b];
-    if (buffer.kind != BufferKind::Tensor || buffer.role != TensorRole::State ||
-        isKeptValue(buffer))
+    if (!isForwardState(buffer))
       continue;
     if (!allFinite(readBuffer(b)))
       return Status::error(where + " produced a non-finite value in tensor '" +
