@@ -12,13 +12,18 @@ For every model, in float32:
     step's graph) against the run with create_graph=True and
     loss.backward();
 each on 1 thread and on every core (the ratio is PyTorch's time over ours:
-above 1, ours is faster). Judged at 1 thread: on this machine's two vCPUs
+above 1, ours is faster). The two are timed in turn, ROUNDS times (PyTorch's
+REPS calls, then ours), and the ratio is the median of the rounds' ratios:
+this machine's speed drifts by up to 2x over seconds, and a ratio of two
+timings taken side by side follows the drift less than one of timings taken
+a minute apart. Judged at 1 thread: on this machine's two vCPUs
 torch's OpenMP with two threads is erratic on small ops. The final states
 of the two runs are compared (relative to their scale) so that a ratio is
 never that of two different computations.
 """
 import math
 import os
+import statistics
 import sys
 
 import numpy as np
@@ -59,12 +64,27 @@ def torch_functions(model, arrays):
     return inference, training
 
 
+def paired_timing(ctx, function, artifact, args, reps, rounds, threads):
+    """PyTorch's `function` and our `energy-run ARTIFACT ARGS` timed in turn,
+    `rounds` times, each a median of `reps` calls after a warm-up: the
+    medians over the rounds of each side's times and of the rounds' ratios
+    (PyTorch's time over ours)."""
+    ours, theirs = [], []
+    for _ in range(rounds):
+        theirs.append(ctx.time_anchor(function, reps)['median_s'])
+        ours.append(ctx.bench_ours(artifact, args, reps, threads=threads)['median_s'])
+    ratios = [t / o for t, o in zip(theirs, ours)]
+    return {'ours_s': statistics.median(ours), 'torch_s': statistics.median(theirs),
+            'ratio': statistics.median(ratios), 'round_ratios': ratios}
+
+
 def run(ctx):
     names = zoo.model_names()
     wanted = getattr(ctx.options, 'zoo_models', None)
     if wanted:
         names = [n for n in names if n in wanted.split(',')]
     reps = getattr(ctx.options, 'zoo_reps', 3)
+    rounds = getattr(ctx.options, 'zoo_rounds', 3)
     thread_counts = sorted({1, ctx.threads})
     models = []
     for name in names:
@@ -103,14 +123,14 @@ def run(ctx):
                     ('training', training, ['--eval', 'loss-grad', '--store-all-steps'])):
                 if mode == 'training' and not has_loss:
                     continue
-                theirs_time = ctx.time_anchor(function, reps)['median_s']
-                command_args = common + args
-                ours_time = ctx.bench_ours(artifact, command_args, reps, threads=threads)
-                row[mode] = {'ours_s': ours_time['median_s'], 'torch_s': theirs_time,
-                             'ratio': theirs_time / ours_time['median_s']}
-                ctx.log('  %-9s %d thread%s: ours %8.1f ms, PyTorch %8.1f ms, ratio %.2f' % (
-                    mode, threads, '' if threads == 1 else 's', 1e3 * ours_time['median_s'],
-                    1e3 * theirs_time, row[mode]['ratio']))
+                row[mode] = paired_timing(ctx, function, artifact, common + args, reps,
+                                          rounds, threads)
+                ctx.log('  %-9s %d thread%s: ours %8.1f ms, PyTorch %8.1f ms, ratio %.2f '
+                        '(rounds: %s)' % (
+                            mode, threads, '' if threads == 1 else 's',
+                            1e3 * row[mode]['ours_s'], 1e3 * row[mode]['torch_s'],
+                            row[mode]['ratio'],
+                            ' '.join('%.2f' % r for r in row[mode]['round_ratios'])))
             entry['timings'][str(threads)] = row
         models.append(entry)
     set_anchor_threads(ctx.threads)
