@@ -128,13 +128,10 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
   for (GradientOp gradient : body.getOps<GradientOp>()) {
     func::FuncOp function = context.gradientFunctions[gradient];
     KernelFunction kernel(context, function);
-    for (auto [position, name] : llvm::enumerate(gradient.getTensors())) {
-      Value target = function.getArgument(kernelArguments.size() + position);
-      kernel.gradientTargets[name.getValue()] = target;
-      auto tensor = model.lookupSymbol<TensorOp>(name);
-      kernel.copyInto(Lowered{kernel.zero(), Value()}, tensor.getArrayType(),
-                      target, /*accumulate=*/false);
-    }
+    // The function adds into its targets; its callers clear them.
+    for (auto [position, name] : llvm::enumerate(gradient.getTensors()))
+      kernel.gradientTargets[name.getValue()] =
+          function.getArgument(kernelArguments.size() + position);
     if (failed(kernel.emitBlock(gradient.getBody().front(), {})))
       return failure();
     kernel.finish();
@@ -146,6 +143,9 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     KernelFunction wrapper(context, entry);
     Value destination =
         wrapper.bufferPointer(("grad." + gradient.getTensor()).str());
+    auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
+    wrapper.copyInto(Lowered{wrapper.zero(), Value()}, tensor.getArrayType(),
+                     destination, /*accumulate=*/false);
     Value code =
         func::CallOp::create(wrapper.b, wrapper.loc, function,
                              ValueRange{wrapper.buffersArg, wrapper.dimsArg,

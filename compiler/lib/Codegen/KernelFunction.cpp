@@ -420,10 +420,22 @@ LogicalResult KernelFunction::emitGrad(GradOp grad) {
     return grad.emitOpError()
            << "gradient of " << grad.getTensorAttr()
            << " is not derived; run energy-derive-gradients first";
+  // The gradient function adds into its targets: a result's array starts
+  // at zero; a gradient added `into` a tensor gets the tensor's buffer.
   SmallVector<Value> arguments = {buffersArg, dimsArg, constsArg, stepArg,
                                   resultArg};
-  for (Value result : grad.getResults()) {
-    Value data = allocate(cast<ArrayType>(result.getType()));
+  auto results = grad.getResults().begin();
+  bool writesTensors = false;
+  for (FlatSymbolRefAttr target : grad.getIntoTensors()) {
+    if (target) {
+      arguments.push_back(bufferPointer(target.getValue()));
+      writesTensors = true;
+      continue;
+    }
+    Value result = *results++;
+    auto type = cast<ArrayType>(result.getType());
+    Value data = allocate(type);
+    copyInto(Lowered{zero(), Value()}, type, data, /*accumulate=*/false);
     arguments.push_back(data);
     arrays[result] = Lowered{Value(), data};
   }
@@ -432,6 +444,8 @@ LogicalResult KernelFunction::emitGrad(GradOp grad) {
   // several threads may report at once.
   LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
                             LLVM::AtomicOrdering::monotonic);
+  if (writesTensors)
+    forgetStateDerivedWork();
   for (Value result : grad.getResults())
     if (cast<ArrayType>(result.getType()).isScalar())
       arrays[result] = Lowered{load(arrays[result].data, index(0)), Value()};

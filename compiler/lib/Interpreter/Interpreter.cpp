@@ -478,6 +478,39 @@ LogicalResult Interpreter::executeProgramBlock(Block &block, Frame &frame) {
     }
     if (isa<YieldOp>(op))
       continue;
+    // Gradients added into tensors: the sum is stored where the op stands.
+    if (auto grad = dyn_cast<GradOp>(op); grad && grad.getIntoAttr()) {
+      FailureOr<SmallVector<ArrayValue>> gradients = evaluateGradOp(grad);
+      if (failed(gradients))
+        return failure();
+      SmallVector<FlatSymbolRefAttr> into = grad.getIntoTensors();
+      auto results = grad.getResults().begin();
+      std::vector<std::pair<StringRef, ArrayValue>> sums;
+      for (auto [target, gradient] : llvm::zip(into, *gradients)) {
+        if (!target) {
+          frame.arrays[*results++] = gradient;
+          continue;
+        }
+        auto tensor = model.lookupSymbol<TensorOp>(target);
+        if (!tensor)
+          return grad.emitOpError() << "adds a gradient into " << target
+                                    << ", which is not a tensor";
+        FailureOr<const ArrayValue *> current = getTensor(tensor, grad);
+        if (failed(current))
+          return failure();
+        if ((*current)->shape != gradient.shape)
+          return grad.emitOpError()
+                 << "adds a gradient into " << target << " of another shape";
+        ArrayValue sum = **current;
+        for (auto [element, added] : llvm::zip(sum.data, gradient.data))
+          element += added;
+        sums.emplace_back(target.getValue(), std::move(sum));
+      }
+      for (auto &[name, sum] : sums)
+        tensors[name] = std::move(sum);
+      invalidateCaches();
+      continue;
+    }
     // Evaluate every value where it stands, so that it sees the tensors as
     // they are at this point of the step.
     for (Value result : op.getResults()) {

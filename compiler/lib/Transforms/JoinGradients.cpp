@@ -50,7 +50,7 @@ void join(ArrayRef<GradOp> grads) {
   auto also = builder.getArrayAttr(ArrayRef<Attribute>(tensors).drop_front());
   auto joint = GradOp::create(builder, first.getLoc(), types,
                               cast<FlatSymbolRefAttr>(tensors.front()), also,
-                              first.getOfAttr());
+                              first.getOfAttr(), /*into=*/nullptr);
   for (GradOp grad : grads) {
     for (auto [tensor, result] :
          llvm::zip(grad.getTensors(), grad.getResults()))

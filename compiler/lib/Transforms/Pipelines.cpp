@@ -105,4 +105,5 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createEnergyPlanEngines({fusedAttention}));
   if (runCaches)
     modelPasses.addPass(createEnergyPlanRunCaches());
+  modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
 }

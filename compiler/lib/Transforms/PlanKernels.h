@@ -144,6 +144,12 @@ void accumulateProductsInPlace(ModelOp model);
 /// step, an `energy.once` per step that both share (RunCaches.cpp).
 void keepValuesBetweenCalls(ModelOp model);
 
+/// Makes each gradient of a program that only `store (read @A + gradient)
+/// into @A` reads, with nothing in between naming @A, added into @A by the
+/// grad op itself (`into`), the read, the sum and the store gone
+/// (AccumulateAdjoints.cpp).
+void accumulateAdjointsInPlace(ModelOp model);
+
 /// Drops the outputs of softmax contractions that are a matrix applied to
 /// another output of the same side (the sums of f(u) and f(u M) over the
 /// same weights), which then read the product of that output and M.

@@ -1037,6 +1037,12 @@ void GradOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   addStateReadEffect(*this, effects);
+  if (getInto())
+    effects.emplace_back(MemoryEffects::Write::get());
+}
+
+Speculation::Speculatability GradOp::getSpeculatability() {
+  return getInto() ? Speculation::NotSpeculatable : Speculation::Speculatable;
 }
 
 LogicalResult RepeatOp::verifyRegions() {
@@ -1069,28 +1075,64 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 void GradOp::build(OpBuilder &builder, OperationState &state, Type type,
                    FlatSymbolRefAttr tensor, FlatSymbolRefAttr of) {
-  build(builder, state, TypeRange{type}, tensor, /*also=*/nullptr, of);
+  build(builder, state, TypeRange{type}, tensor, /*also=*/nullptr, of,
+        /*into=*/nullptr);
 }
 
 SmallVector<FlatSymbolRefAttr> GradOp::getTensors() {
   return tensorList(getTensorAttr(), getAlso());
 }
 
+SmallVector<FlatSymbolRefAttr> GradOp::getIntoTensors() {
+  SmallVector<FlatSymbolRefAttr> into;
+  if (ArrayAttr entries = getIntoAttr())
+    for (Attribute entry : entries)
+      into.push_back(dyn_cast<FlatSymbolRefAttr>(entry));
+  else
+    into.resize(getTensors().size());
+  return into;
+}
+
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
   SmallVector<FlatSymbolRefAttr> tensors = getTensors();
-  if (tensors.size() != getNumResults())
+  if (ArrayAttr entries = getIntoAttr()) {
+    if (entries.size() != tensors.size())
+      return emitOpError() << "has " << entries.size()
+                           << " 'into' entries for the gradients of "
+                           << tensors.size() << " tensors";
+    if (!isInsideProgram(*this))
+      return emitOpError(
+          "adds gradients 'into' tensors only inside an "
+          "'energy.update_program' or 'energy.backward_program'");
+    for (Attribute entry : entries)
+      if (!isa<FlatSymbolRefAttr, UnitAttr>(entry))
+        return emitOpError()
+               << "has 'into' entry " << entry << ", neither a tensor nor unit";
+  }
+  SmallVector<FlatSymbolRefAttr> into = getIntoTensors();
+  unsigned resultCount = llvm::count(into, FlatSymbolRefAttr());
+  if (resultCount != getNumResults())
     return emitOpError() << "has " << getNumResults()
-                         << " results for the gradients of " << tensors.size()
+                         << " results for the gradients of " << resultCount
                          << " tensors";
-  for (auto [name, result] : llvm::zip(tensors, getResults())) {
+  auto results = getResults().begin();
+  for (auto [name, target] : llvm::zip(tensors, into)) {
     auto tensor = tables.lookupNearestSymbolFrom<TensorOp>(*this, name);
     if (!tensor)
       return emitOpError() << "takes the gradient with respect to " << name
                            << ", which is not a tensor";
-    if (tensor.getArrayType() != result.getType())
-      return emitOpError() << "has type " << result.getType()
-                           << " but the gradient of " << name << " has type "
-                           << tensor.getArrayType();
+    Type type = target ? Type() : (*results++).getType();
+    if (target) {
+      auto destination =
+          tables.lookupNearestSymbolFrom<TensorOp>(*this, target);
+      if (!destination)
+        return emitOpError() << "adds the gradient of " << name << " into "
+                             << target << ", which is not a tensor";
+      type = destination.getArrayType();
+    }
+    if (tensor.getArrayType() != type)
+      return emitOpError() << "has type " << type << " but the gradient of "
+                           << name << " has type " << tensor.getArrayType();
   }
   if (failed(verifyTensorList(*this, tables, tensors)))
     return failure();

@@ -622,6 +622,22 @@ def EnergyPlanRunCaches : EnergyPlanStep<"energy-plan-run-caches",
   }];
 }
 
+def EnergyPlanAccumulateAdjoints : EnergyPlanStep<
+    "energy-plan-accumulate-adjoints",
+    "Adds a program's gradients into the tensors they update in place"> {
+  let description = [{
+    In an update or backward program, a gradient (a result of `energy.grad`)
+    that only `store (read @A + gradient) into @A` reads (a backward step
+    adding a parameter's gradient of the step into its adjoint), where no op
+    between the read, the grad op and the store names @A and the gradient
+    called does not read @A, is added into @A by the grad op itself
+    (`into`); the read, the sum and the store are dropped. A backend passes
+    the adjoint's buffer to the gradient's kernel, which adds into it as it
+    computes: no array of the gradient's own, no pass that clears it, none
+    that adds it. Runs last.
+  }];
+}
+
 def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";
   let description = [{

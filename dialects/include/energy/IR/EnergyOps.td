@@ -925,7 +925,8 @@ def Energy_StoreOp : Energy_Op<"store", [
   let hasVerifier = 1;
 }
 
-def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
+def Energy_GradOp : Energy_Op<"grad", [
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The gradient of the global energy (or of one term) at the current values";
@@ -940,11 +941,22 @@ def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
     %g = energy.grad @x : !energy.array<N, D>
     %m, %p = energy.grad @mu and [@prec] : !energy.array<K, D>, !energy.array<K, D, D>
     ```
+
+    Inside a program, `into` (one entry per tensor, `energy-plan-accumulate-
+    adjoints` sets it) adds the gradients of some tensors to other tensors
+    of the same type in place, instead of returning them: an entry is the
+    tensor the gradient is added to, or `unit` for a gradient that is a
+    result. The results are the `unit` entries' gradients, in order.
+
+    ```mlir
+    %gx = energy.grad @x and [@W] of @t {into = [unit, @W.adjoint]} : !energy.array<N, D>
+    ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$tensor,
                        OptionalAttr<TypedArrayAttrBase<FlatSymbolRefAttr,
                                                        "tensors">>:$also,
-                       OptionalAttr<FlatSymbolRefAttr>:$of);
+                       OptionalAttr<FlatSymbolRefAttr>:$of,
+                       OptionalAttr<ArrayAttr>:$into);
   let results = (outs Variadic<Energy_AnyArray>:$results);
   let assemblyFormat =
       "$tensor (`and` $also^)? (`of` $of^)? attr-dict `:` type($results)";
@@ -953,8 +965,12 @@ def Energy_GradOp : Energy_Op<"grad", [AlwaysSpeculatable,
                    "::mlir::FlatSymbolRefAttr":$of)>
   ];
   let extraClassDeclaration = [{
-    /// The tensors whose gradients the results are, in order.
+    /// The tensors whose gradients the op computes, in order (the results
+    /// and the gradients added `into` other tensors).
     ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getTensors();
+    /// Per tensor of getTensors(), the tensor its gradient is added to, or
+    /// null where the gradient is a result.
+    ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getIntoTensors();
   }];
 }
 

@@ -1,0 +1,168 @@
+//===- AccumulateAdjoints.cpp - Gradients added into adjoints in place ----===//
+//
+// A backward step adds each parameter's gradient of the step into the
+// parameter's adjoint: `store (read @W.adjoint + grad) into @W.adjoint`.
+// The gradient's kernel can add into the adjoint's buffer as it computes,
+// with no array of its own, no pass that clears it and none that adds it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanKernels.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// `store (read @A) + gradient into @A`, the gradient one result of a grad op.
+struct AdjointUpdate {
+  unsigned tensorPosition;
+  FlatSymbolRefAttr target;
+  ReadOp read;
+  AddOp add;
+  StoreOp store;
+};
+
+/// Whether `op` or an op nested in it names `tensor`.
+bool names(Operation *op, StringAttr tensor) {
+  return op
+      ->walk([&](Operation *nested) {
+        return nested->getAttrDictionary().walk([&](SymbolRefAttr reference) {
+          return reference.getRootReference() == tensor
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        });
+      })
+      .wasInterrupted();
+}
+
+/// Whether `op` or an op nested in it names `tensor`, or calls a gradient
+/// (found by `gradients`) that does or that is not found.
+bool touches(Operation *op, StringAttr tensor,
+             llvm::function_ref<GradientOp(GradOp)> gradients) {
+  if (names(op, tensor))
+    return true;
+  return op
+      ->walk([&](GradOp call) {
+        GradientOp gradient = gradients(call);
+        return !gradient || names(gradient, tensor) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The update of a tensor that result `result` of `grad` makes, when only
+/// that update reads the result and nothing else between the read, the grad
+/// op and the store names the tensor or lets the called gradient read it.
+std::optional<AdjointUpdate>
+adjointUpdate(GradOp grad, unsigned position, Value result,
+              llvm::function_ref<GradientOp(GradOp)> gradients) {
+  if (!result.hasOneUse())
+    return std::nullopt;
+  auto add = dyn_cast<AddOp>(*result.getUsers().begin());
+  if (!add || add->getBlock() != grad->getBlock() || !add->hasOneUse() ||
+      add.getType() != result.getType() ||
+      add.getLhs().getType() != add.getRhs().getType())
+    return std::nullopt;
+  Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  auto read = other.getDefiningOp<ReadOp>();
+  auto store = dyn_cast<StoreOp>(*add->getUsers().begin());
+  if (!read || !store || !read->hasOneUse() || !read.getIndices().empty() ||
+      read->getBlock() != grad->getBlock() ||
+      store->getBlock() != grad->getBlock() ||
+      store.getTensorAttr() != read.getSourceAttr() ||
+      other.getType() != result.getType())
+    return std::nullopt;
+  auto target = read.getSourceAttr();
+  auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(grad, target);
+  if (!tensor || tensor.getArrayType() != result.getType())
+    return std::nullopt;
+  GradientOp gradient = gradients(grad);
+  if (!gradient || names(gradient, target.getAttr()))
+    return std::nullopt;
+  Operation *first =
+      read->isBeforeInBlock(grad) ? read.getOperation() : grad.getOperation();
+  for (Operation *op = first; op != store.getOperation();
+       op = op->getNextNode()) {
+    if (op == read.getOperation() || op == add.getOperation())
+      continue;
+    if (touches(op, target.getAttr(), gradients))
+      return std::nullopt;
+  }
+  return AdjointUpdate{position, target, read, add, store};
+}
+
+/// Rewrites `grad` to add the gradients of `updates` into their tensors.
+void accumulateInto(GradOp grad, ArrayRef<AdjointUpdate> updates) {
+  SmallVector<Attribute> into;
+  if (ArrayAttr existing = grad.getIntoAttr())
+    into.assign(existing.begin(), existing.end());
+  else
+    into.assign(grad.getTensors().size(), UnitAttr::get(grad.getContext()));
+  for (const AdjointUpdate &update : updates)
+    into[update.tensorPosition] = update.target;
+  SmallVector<Value> keptResults;
+  SmallVector<Type> keptTypes;
+  SmallVector<FlatSymbolRefAttr> oldInto = grad.getIntoTensors();
+  auto results = grad.getResults().begin();
+  for (auto [position, target] : llvm::enumerate(oldInto)) {
+    if (target)
+      continue;
+    Value result = *results++;
+    if (isa<FlatSymbolRefAttr>(into[position]))
+      continue;
+    keptResults.push_back(result);
+    keptTypes.push_back(result.getType());
+  }
+  OpBuilder builder(grad);
+  auto rewritten = GradOp::create(builder, grad.getLoc(), keptTypes,
+                                  grad.getTensorAttr(), grad.getAlsoAttr(),
+                                  grad.getOfAttr(), builder.getArrayAttr(into));
+  for (AdjointUpdate update : updates) {
+    update.store.erase();
+    update.add.erase();
+    update.read.erase();
+  }
+  for (auto [from, to] : llvm::zip(keptResults, rewritten.getResults()))
+    from.replaceAllUsesWith(to);
+  grad.erase();
+}
+
+} // namespace
+
+void mlir::energy::accumulateAdjointsInPlace(ModelOp model) {
+  auto gradients = [&](GradOp call) -> GradientOp {
+    for (GradientOp gradient : model.getOps<GradientOp>())
+      if (gradient.getTensors() == call.getTensors() &&
+          gradient.getOfAttr() == call.getOfAttr())
+        return gradient;
+    return nullptr;
+  };
+  SmallVector<GradOp> calls;
+  model.walk([&](GradOp call) {
+    if (call->getParentOfType<UpdateProgramOp>() ||
+        call->getParentOfType<BackwardProgramOp>())
+      calls.push_back(call);
+  });
+  for (GradOp call : calls) {
+    SmallVector<AdjointUpdate> updates;
+    SmallVector<FlatSymbolRefAttr> into = call.getIntoTensors();
+    auto results = call.getResults().begin();
+    for (auto [position, target] : llvm::enumerate(into)) {
+      if (target)
+        continue;
+      Value result = *results++;
+      std::optional<AdjointUpdate> update =
+          adjointUpdate(call, position, result, gradients);
+      // Two results added into one tensor: the first only.
+      if (update && llvm::none_of(updates, [&](const AdjointUpdate &other) {
+            return other.target == update->target;
+          }))
+        updates.push_back(*update);
+    }
+    if (!updates.empty())
+      accumulateInto(call, updates);
+  }
+}
