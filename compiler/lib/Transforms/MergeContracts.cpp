@@ -1,7 +1,8 @@
 //===- MergeContracts.cpp - Contractions that share their weights ---------===//
 //
 // Contractions of one block with the same domains, predicate, temperature
-// and score compute the same weights: they become one, with the sums of
+// and score, each computing its normaliser or both given the same one,
+// compute the same weights: they become one, with the sums of
 // both (a value both sum is summed once), so that the parent side reuses
 // the child side's normaliser. When the later one's column sums need what
 // is computed from the earlier one's results (second derivatives: the
@@ -72,9 +73,11 @@ FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
 /// what is computed from `earlier`'s results).
 bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later,
               bool rowsOnly = false) {
+  // The same normaliser: each computes its own, or both are given one.
   if (earlier.getRows() != later.getRows() ||
-      earlier.getCols() != later.getCols() || earlier.getGivenLse() ||
-      later.getGivenLse() || earlier.hasPredicate() != later.hasPredicate())
+      earlier.getCols() != later.getCols() ||
+      earlier.getGivenLse() != later.getGivenLse() ||
+      earlier.hasPredicate() != later.hasPredicate())
     return false;
   Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
   if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
@@ -126,6 +129,7 @@ void keepColumns(SoftmaxContractOp later, Value lse) {
       contract.create(builder, later.getLoc(), later.getTemperature(), lse);
   for (auto [from, to] : llvm::zip_equal(outputs, columns.getColOutputs()))
     from.replaceAllUsesWith(to);
+  markContractForm(columns);
 }
 
 /// One contraction with the sums of both; with `rowsOnly`, with the row
@@ -193,10 +197,13 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
   yield(contract.rowSums, uniqueRows);
   yield(contract.colSums, uniqueCols);
   OpBuilder builder(earlier);
-  SoftmaxContractOp merged =
-      contract.create(builder, loc, earlier.getTemperature(), Value());
-  earlier.getLse().replaceAllUsesWith(merged.getLse());
-  later.getLse().replaceAllUsesWith(merged.getLse());
+  SoftmaxContractOp merged = contract.create(
+      builder, loc, earlier.getTemperature(), earlier.getGivenLse());
+  Value lse = merged.getGivenLse() ? merged.getGivenLse() : merged.getLse();
+  if (Value earlierLse = earlier.getLse())
+    earlierLse.replaceAllUsesWith(lse);
+  if (Value laterLse = later.getLse())
+    laterLse.replaceAllUsesWith(lse);
   ResultRange rowOutputs = merged.getRowOutputs();
   ResultRange colOutputs = merged.getColOutputs();
   SmallVector<Value> oldRows(earlier.getRowOutputs()),
@@ -209,9 +216,11 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
   for (auto [from, position] : llvm::zip(oldCols, colAt))
     from.replaceAllUsesWith(colOutputs[position]);
   if (rowsOnly)
-    keepColumns(later, merged.getLse());
+    keepColumns(later, lse);
   later.erase();
   earlier.erase();
+  // The sums of two bilinear contractions are those of one.
+  markContractForm(merged);
   return success();
 }
 

@@ -87,6 +87,13 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // that one table adds up.
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanContractTables());
+  // The contractions formed since the first merge with the ones formed
+  // before, now that separated scores are bilinear: the column sums of a
+  // parent side that the linear maps left join the column pass that has
+  // the weights, the row sums of a second derivative's the row pass.
+  modelPasses.addPass(createEnergyPlanMergeContracts());
+  modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanShareProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());

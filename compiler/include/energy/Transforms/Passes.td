@@ -444,7 +444,9 @@ def EnergyPlanMergeContracts : EnergyPlanStep<"energy-plan-merge-contracts",
     "Merges contractions that compute the same weights"> {
   let description = [{
     Contractions of one block with the same domains, predicate, temperature
-    and score become one with the sums of both. Of two bilinear ones where
+    and score, and the same normaliser (each computes its own, or both are
+    given the same value), become one with the sums of both. Of two
+    bilinear ones where
     the later one's column sums need what is computed from the earlier
     one's results, the later one's row sums join the earlier and its column
     sums take the earlier one's normaliser as given.
