@@ -481,6 +481,25 @@ void sumPanel(int64_t count, int64_t tileRows,
   constexpr int L = V::kLanes;
   constexpr int Rows = Shape::kSumRows, Vectors = Shape::kSumVectors;
   constexpr int64_t weightStride = Shape::kPanel;
+  if constexpr (L > 1) {
+    // One value per inner index: a dot product of each row's weights with
+    // the values, across the lanes, instead of one lane of a vector each.
+    if (width == 1) {
+      const int64_t whole = count - count % L;
+      const typename V::Tail tail = V::tail(count - whole);
+      for (int64_t r = 0; r < tileRows; ++r) {
+        const auto *w = weights + r * weightStride;
+        auto sum = V::zero();
+        for (int64_t j = 0; j < whole; j += L)
+          sum = V::fma(V::load(w + j), V::load(values + j), sum);
+        if (whole < count)
+          sum = V::fma(V::loadTail(w + whole, tail),
+                       V::loadTail(values + whole, tail), sum);
+        acc[r * accStride] += V::reduceAdd(sum);
+      }
+      return;
+    }
+  }
   for (int64_t r = 0; r < tileRows; r += Rows) {
     const auto *w = weights + r * weightStride;
     auto *a = acc + r * accStride;
