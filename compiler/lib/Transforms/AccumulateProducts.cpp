@@ -4,7 +4,8 @@
 // of whole matrices (a parameter's adjoint from two outer-product sums),
 // adds each term on its own: the kernels add a product's result into the
 // gradient's buffer as the GEMM writes it, with no array of its own, no
-// pass that clears it and none that adds it.
+// pass that clears it and none that adds it. A loop that adds a whole
+// array into a tensor row by row is that accumulate too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +49,11 @@ void collectTerms(Value value, Type type, SmallVectorImpl<Value> &terms,
 
 void splitAccumulatedSum(AccumulateOp accumulate) {
   Value total = accumulate.getValue();
+  // A product alone goes right ahead of its accumulate.
+  if (isProductOfMatrices(total, accumulate)) {
+    total.getDefiningOp()->moveBefore(accumulate);
+    return;
+  }
   SmallVector<Value> terms;
   SmallVector<Operation *> additions;
   collectTerms(total, total.getType(), terms, additions);
@@ -71,9 +77,53 @@ void splitAccumulatedSum(AccumulateOp accumulate) {
     add->erase();
 }
 
+/// Whether `indices` are the arguments of `block`, in order, and `map`
+/// reads them as they are.
+bool atBlockIndices(AffineMap map, ValueRange indices, Block &block) {
+  return map.isIdentity() && map.getNumDims() == block.getNumArguments() &&
+         llvm::equal(indices, block.getArguments());
+}
+
+/// A loop `foreach (i...) { accumulate V[i...] into @T[i...] }` over the
+/// whole leading axes of T adds V into T: it becomes the whole-tensor
+/// accumulate, so that a product V is added as the GEMM writes it.
+void accumulateWhole(ForeachOp loop) {
+  Block &body = loop.getBody().front();
+  if (loop.hasPredicate() || !llvm::hasNItems(body, 2))
+    return;
+  auto extract = dyn_cast<ExtractOp>(body.front());
+  auto accumulate = dyn_cast<AccumulateOp>(body.back());
+  if (!extract || !accumulate || accumulate.getValue() != extract.getResult() ||
+      !extract->hasOneUse() ||
+      !atBlockIndices(extract.getMap(), extract.getIndices(), body) ||
+      !atBlockIndices(accumulate.getMap(), accumulate.getIndices(), body))
+    return;
+  auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
+      loop, accumulate.getTensorAttr());
+  Value whole = extract.getSource();
+  if (!tensor || tensor.getArrayType() != whole.getType())
+    return;
+  // The loop runs over the tensor's leading axes, all of each.
+  ArrayRef<StringAttr> axes = tensor.getArrayType().getShape();
+  for (auto [position, size] : llvm::enumerate(loop.getSizes())) {
+    std::optional<StringRef> dim = cast<DimExprAttr>(size).getDimName();
+    if (position >= axes.size() || !dim || *dim != axes[position].getValue())
+      return;
+  }
+  OpBuilder builder(loop);
+  AccumulateOp::create(
+      builder, accumulate.getLoc(), whole, accumulate.getTensorAttr(),
+      AffineMapAttr::get(AffineMap::get(loop.getContext())), ValueRange());
+  loop.erase();
+}
+
 } // namespace
 
 void mlir::energy::accumulateProductsInPlace(ModelOp model) {
+  SmallVector<ForeachOp> loops;
+  model.walk([&](ForeachOp loop) { loops.push_back(loop); });
+  for (ForeachOp loop : loops)
+    accumulateWhole(loop);
   SmallVector<AccumulateOp> accumulates;
   model.walk([&](AccumulateOp accumulate) {
     if (accumulate.getIndices().empty())

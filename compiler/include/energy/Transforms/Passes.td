@@ -562,7 +562,10 @@ def EnergyPlanAccumulateProducts : EnergyPlanStep<
     a product of whole matrices that only the sum reads, becomes one
     accumulate per term, each product right ahead of its own: the kernels
     add a product into the gradient as the GEMM writes it, with no array,
-    clearing or addition of its own.
+    clearing or addition of its own. First, a `foreach` over the whole
+    leading axes of a tensor that only adds the rows of an array into its
+    rows (`accumulate V[i] into @T[i]`) becomes the whole-tensor accumulate
+    of V.
   }];
 }
 
