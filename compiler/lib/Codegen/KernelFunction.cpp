@@ -411,11 +411,8 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
 
 LogicalResult KernelFunction::emitGrad(GradOp grad) {
   func::FuncOp function;
-  SmallVector<FlatSymbolRefAttr> tensors = grad.getTensors();
-  for (GradientOp gradient : context.model.getOps<GradientOp>())
-    if (gradient.getTensors() == tensors &&
-        gradient.getOfAttr() == grad.getOfAttr())
-      function = context.gradientFunctions.lookup(gradient);
+  if (GradientOp gradient = grad.getGradient())
+    function = context.gradientFunctions.lookup(gradient);
   if (!function)
     return grad.emitOpError()
            << "gradient of " << grad.getTensorAttr()
@@ -424,15 +421,14 @@ LogicalResult KernelFunction::emitGrad(GradOp grad) {
   // at zero; a gradient added `into` a tensor gets the tensor's buffer.
   SmallVector<Value> arguments = {buffersArg, dimsArg, constsArg, stepArg,
                                   resultArg};
-  auto results = grad.getResults().begin();
   bool writesTensors = false;
-  for (FlatSymbolRefAttr target : grad.getIntoTensors()) {
+  for (auto [position, target] : llvm::enumerate(grad.getIntoTensors())) {
     if (target) {
       arguments.push_back(bufferPointer(target.getValue()));
       writesTensors = true;
       continue;
     }
-    Value result = *results++;
+    Value result = grad.getResultOf(position);
     auto type = cast<ArrayType>(result.getType());
     Value data = allocate(type);
     copyInto(Lowered{zero(), Value()}, type, data, /*accumulate=*/false);

@@ -483,12 +483,11 @@ LogicalResult Interpreter::executeProgramBlock(Block &block, Frame &frame) {
       FailureOr<SmallVector<ArrayValue>> gradients = evaluateGradOp(grad);
       if (failed(gradients))
         return failure();
-      SmallVector<FlatSymbolRefAttr> into = grad.getIntoTensors();
-      auto results = grad.getResults().begin();
       std::vector<std::pair<StringRef, ArrayValue>> sums;
-      for (auto [target, gradient] : llvm::zip(into, *gradients)) {
+      for (auto [position, target] : llvm::enumerate(grad.getIntoTensors())) {
+        const ArrayValue &gradient = (*gradients)[position];
         if (!target) {
-          frame.arrays[*results++] = gradient;
+          frame.arrays[grad.getResultOf(position)] = gradient;
           continue;
         }
         auto tensor = model.lookupSymbol<TensorOp>(target);
@@ -643,8 +642,9 @@ FailureOr<ArrayValue> Interpreter::evaluateArray(Value value, Frame &frame) {
     FailureOr<SmallVector<ArrayValue>> results = evaluateGradOp(grad);
     if (failed(results))
       return failure();
-    for (auto [result, tensor] : llvm::zip(grad.getResults(), *results))
-      owner->arrays[result] = tensor;
+    for (auto [position, tensor] : llvm::enumerate(*results))
+      if (Value result = grad.getResultOf(position))
+        owner->arrays[result] = tensor;
     return owner->arrays[value];
   }
   // A contraction computes all its results at once.
@@ -1296,11 +1296,8 @@ FailureOr<ArrayValue> Interpreter::evaluateGradient(StringRef tensorName) {
 }
 
 FailureOr<SmallVector<ArrayValue>> Interpreter::evaluateGradOp(GradOp grad) {
-  SmallVector<FlatSymbolRefAttr> tensors = grad.getTensors();
-  for (GradientOp gradient : model.getOps<GradientOp>())
-    if (gradient.getTensors() == tensors &&
-        gradient.getOfAttr() == grad.getOfAttr())
-      return evaluateGradients(gradient);
+  if (GradientOp gradient = grad.getGradient())
+    return evaluateGradients(gradient);
   return grad.emitOpError()
          << "gradient of " << grad.getTensorAttr()
          << " is not derived; run energy-derive-gradients first";

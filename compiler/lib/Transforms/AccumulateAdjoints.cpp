@@ -39,14 +39,13 @@ bool names(Operation *op, StringAttr tensor) {
 }
 
 /// Whether `op` or an op nested in it names `tensor`, or calls a gradient
-/// (found by `gradients`) that does or that is not found.
-bool touches(Operation *op, StringAttr tensor,
-             llvm::function_ref<GradientOp(GradOp)> gradients) {
+/// that does or that is not derived.
+bool touches(Operation *op, StringAttr tensor) {
   if (names(op, tensor))
     return true;
   return op
       ->walk([&](GradOp call) {
-        GradientOp gradient = gradients(call);
+        GradientOp gradient = call.getGradient();
         return !gradient || names(gradient, tensor) ? WalkResult::interrupt()
                                                     : WalkResult::advance();
       })
@@ -56,10 +55,9 @@ bool touches(Operation *op, StringAttr tensor,
 /// The update of a tensor that result `result` of `grad` makes, when only
 /// that update reads the result and nothing else between the read, the grad
 /// op and the store names the tensor or lets the called gradient read it.
-std::optional<AdjointUpdate>
-adjointUpdate(GradOp grad, unsigned position, Value result,
-              llvm::function_ref<GradientOp(GradOp)> gradients) {
-  if (!result.hasOneUse())
+std::optional<AdjointUpdate> adjointUpdate(GradOp grad, unsigned position) {
+  Value result = grad.getResultOf(position);
+  if (!result || !result.hasOneUse())
     return std::nullopt;
   auto add = dyn_cast<AddOp>(*result.getUsers().begin());
   if (!add || add->getBlock() != grad->getBlock() || !add->hasOneUse() ||
@@ -79,7 +77,7 @@ adjointUpdate(GradOp grad, unsigned position, Value result,
   auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(grad, target);
   if (!tensor || tensor.getArrayType() != result.getType())
     return std::nullopt;
-  GradientOp gradient = gradients(grad);
+  GradientOp gradient = grad.getGradient();
   if (!gradient || names(gradient, target.getAttr()))
     return std::nullopt;
   Operation *first =
@@ -88,7 +86,7 @@ adjointUpdate(GradOp grad, unsigned position, Value result,
        op = op->getNextNode()) {
     if (op == read.getOperation() || op == add.getOperation())
       continue;
-    if (touches(op, target.getAttr(), gradients))
+    if (touches(op, target.getAttr()))
       return std::nullopt;
   }
   return AdjointUpdate{position, target, read, add, store};
@@ -105,17 +103,11 @@ void accumulateInto(GradOp grad, ArrayRef<AdjointUpdate> updates) {
     into[update.tensorPosition] = update.target;
   SmallVector<Value> keptResults;
   SmallVector<Type> keptTypes;
-  SmallVector<FlatSymbolRefAttr> oldInto = grad.getIntoTensors();
-  auto results = grad.getResults().begin();
-  for (auto [position, target] : llvm::enumerate(oldInto)) {
-    if (target)
-      continue;
-    Value result = *results++;
-    if (isa<FlatSymbolRefAttr>(into[position]))
-      continue;
-    keptResults.push_back(result);
-    keptTypes.push_back(result.getType());
-  }
+  for (auto [position, entry] : llvm::enumerate(into))
+    if (isa<UnitAttr>(entry)) {
+      keptResults.push_back(grad.getResultOf(position));
+      keptTypes.push_back(keptResults.back().getType());
+    }
   OpBuilder builder(grad);
   auto rewritten = GradOp::create(builder, grad.getLoc(), keptTypes,
                                   grad.getTensorAttr(), grad.getAlsoAttr(),
@@ -133,13 +125,6 @@ void accumulateInto(GradOp grad, ArrayRef<AdjointUpdate> updates) {
 } // namespace
 
 void mlir::energy::accumulateAdjointsInPlace(ModelOp model) {
-  auto gradients = [&](GradOp call) -> GradientOp {
-    for (GradientOp gradient : model.getOps<GradientOp>())
-      if (gradient.getTensors() == call.getTensors() &&
-          gradient.getOfAttr() == call.getOfAttr())
-        return gradient;
-    return nullptr;
-  };
   SmallVector<GradOp> calls;
   model.walk([&](GradOp call) {
     if (call->getParentOfType<UpdateProgramOp>() ||
@@ -148,14 +133,9 @@ void mlir::energy::accumulateAdjointsInPlace(ModelOp model) {
   });
   for (GradOp call : calls) {
     SmallVector<AdjointUpdate> updates;
-    SmallVector<FlatSymbolRefAttr> into = call.getIntoTensors();
-    auto results = call.getResults().begin();
-    for (auto [position, target] : llvm::enumerate(into)) {
-      if (target)
-        continue;
-      Value result = *results++;
-      std::optional<AdjointUpdate> update =
-          adjointUpdate(call, position, result, gradients);
+    for (unsigned position = 0, e = call.getTensors().size(); position < e;
+         ++position) {
+      std::optional<AdjointUpdate> update = adjointUpdate(call, position);
       // Two results added into one tensor: the first only.
       if (update && llvm::none_of(updates, [&](const AdjointUpdate &other) {
             return other.target == update->target;

@@ -205,8 +205,7 @@ SmallVector<StepSite> stepSites(ModelOp model) {
     StepSite site{&gradient.getBody().front(), false, false, {}};
     bool elsewhere = false;
     model.walk([&](GradOp call) {
-      if (call.getTensors() != gradient.getTensors() ||
-          call.getOfAttr() != gradient.getOfAttr())
+      if (call.getGradient() != gradient)
         return;
       site.calls.push_back(call);
       site.forward |= call->getBlock() == forwardBlock;

@@ -1093,6 +1093,25 @@ SmallVector<FlatSymbolRefAttr> GradOp::getIntoTensors() {
   return into;
 }
 
+Value GradOp::getResultOf(unsigned position) {
+  SmallVector<FlatSymbolRefAttr> into = getIntoTensors();
+  if (into[position])
+    return Value();
+  return getResult(
+      llvm::count(ArrayRef(into).take_front(position), FlatSymbolRefAttr()));
+}
+
+GradientOp GradOp::getGradient() {
+  auto model = (*this)->getParentOfType<ModelOp>();
+  if (!model)
+    return nullptr;
+  SmallVector<FlatSymbolRefAttr> tensors = getTensors();
+  for (GradientOp gradient : model.getOps<GradientOp>())
+    if (gradient.getTensors() == tensors && gradient.getOfAttr() == getOfAttr())
+      return gradient;
+  return nullptr;
+}
+
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &tables) {
   SmallVector<FlatSymbolRefAttr> tensors = getTensors();
   if (ArrayAttr entries = getIntoAttr()) {

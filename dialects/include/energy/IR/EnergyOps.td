@@ -971,6 +971,12 @@ def Energy_GradOp : Energy_Op<"grad", [
     /// Per tensor of getTensors(), the tensor its gradient is added to, or
     /// null where the gradient is a result.
     ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getIntoTensors();
+    /// The result that is the gradient of tensor `position` of getTensors(),
+    /// or null where that gradient is added `into` a tensor.
+    ::mlir::Value getResultOf(unsigned position);
+    /// The model's `energy.gradient` that computes these gradients (the
+    /// same tensors and term), or null before `energy-derive-gradients`.
+    GradientOp getGradient();
   }];
 }
 
