@@ -5,17 +5,24 @@
 // model, the reference interpreter evaluates the energy, every tensor's
 // gradient and three steps of the dynamics on the IR before and after
 // planning, from the same random bindings, and they must agree to rounding
-// (both in double precision; only summation orders differ).
+// (both in double precision; only summation orders differ); and the loss
+// gradients through a run, whose backward program the plan rewrites too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DynamicsTestSupport.h"
 
+#include "energy/Interpreter/InterpretedBackprop.h"
+#include "energy/Runtime/Backprop.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 
 using namespace energy::testing;
+using namespace mlir;
+using namespace mlir::energy;
 
 namespace {
 
@@ -112,5 +119,78 @@ TEST_CASE("planning changes no value of any example") {
       REQUIRE(valueAfter);
       CHECK(relativeDifference(*valueBefore, *valueAfter) <= kTolerance);
     }
+  }
+}
+
+namespace {
+
+/// The adjoints of a model's loss after `steps` steps, as the interpreter
+/// runs its step and backward programs (runForwardBackward's schedule).
+std::map<std::string, ArrayValue>
+lossAdjoints(CompiledModel &compiled, const Bindings &bindings, int64_t steps) {
+  std::map<std::string, ArrayValue> adjoints;
+  FailureOr<Interpreter> interpreter =
+      Interpreter::create(compiled.model, bindings);
+  REQUIRE_MESSAGE(succeeded(interpreter), compiled.diagnostics);
+  FailureOr<std::unique_ptr<InterpretedBackprop>> target =
+      InterpretedBackprop::create(compiled.model, *interpreter);
+  REQUIRE_MESSAGE(succeeded(target), compiled.diagnostics);
+  ::energy::BackpropSchedule schedule;
+  schedule.maxSteps = steps;
+  ::energy::Expected<int64_t> taken =
+      ::energy::runForwardBackward(**target, schedule);
+  REQUIRE_MESSAGE(bool(taken), compiled.diagnostics);
+  for (const std::string &name : (*target)->differentiable()) {
+    FailureOr<ArrayValue> adjoint =
+        interpreter->getTensorValue(name + ".adjoint");
+    REQUIRE(succeeded(adjoint));
+    adjoints.emplace(name, *adjoint);
+  }
+  return adjoints;
+}
+
+} // namespace
+
+// The plan rewrites the backward program too: a backward step's gradients
+// of the parameters are added into their adjoints by the grad op itself
+// (`into`). The loss gradients through three steps that the interpreter
+// runs on the planned programs equal those of the unplanned ones.
+TEST_CASE("planning changes no loss gradient") {
+  const char *source = R"(
+model adjoint_sums {
+  dim N, D;
+  input x0 : [N, D], target : [N, D];
+  state x : [N, D] = x0;
+  param W : [D, D], c : [D];
+  energy fit = 0.5 * sum(i: N) sqnorm(x[i] - tanh(W @ x[i] + c));
+  loss l = 0.5 * sum(i: N) sqnorm(x[i] - target[i]);
+  dynamics { x: gd(lr = 0.1); steps 3; }
+}
+)";
+  std::unique_ptr<CompiledModel> unplanned =
+      compileSource(source, {}, "adjoint_sums.energy", Pipeline::Update);
+  std::unique_ptr<CompiledModel> planned =
+      compileSource(source, {}, "adjoint_sums.energy", Pipeline::Plan);
+  REQUIRE_MESSAGE(unplanned->model, unplanned->diagnostics);
+  REQUIRE_MESSAGE(planned->model, planned->diagnostics);
+  // What this test is about: the planned backward step adds into adjoints.
+  bool into = false;
+  planned->model.walk([&](GradOp grad) { into |= bool(grad.getIntoAttr()); });
+  REQUIRE(into);
+
+  RandomBindingOptions options;
+  options.dims["N"] = 4;
+  options.dims["D"] = 3;
+  options.copies = {{"x", "x0"}};
+  std::map<std::string, ArrayValue> before =
+      lossAdjoints(*unplanned, bindRandom(unplanned->model, options), 3);
+  std::map<std::string, ArrayValue> after =
+      lossAdjoints(*planned, bindRandom(planned->model, options), 3);
+  REQUIRE(before.size() == after.size());
+  for (auto &[name, adjoint] : before) {
+    CAPTURE(name);
+    REQUIRE(after.count(name));
+    CHECK(maxAbs(adjoint) > 0);
+    CHECK(relativeDifference(adjoint, after.at(name)) <= kTolerance);
   }
 }
