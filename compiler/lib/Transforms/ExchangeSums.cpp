@@ -6,7 +6,10 @@
 // (Σ_i w(i, j) a_i) ⊗ v_j; likewise for a_i ⊙ Σ_j w(i, j) v_j, and for
 // the terms of a sum over (…, i). Where a is narrower than v (Y against
 // D), the pairs then sum a instead of v, and the contraction that forms
-// from the sum over i is the column side of the one over j.
+// from the sum over i is the column side of the one over j. Inside the sum
+// over j, a term (M u(i, j)) ⊙ v_j whose map M is the same at every pair
+// (a projection's transpose) sums to Σ_j v_j ⊙ M Σ_i u(i, j): the pairs
+// sum u (Y) rather than v (D).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,13 +77,22 @@ Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
 /// One exchangeable term: `outer` (an `outer`, or an elementwise `mul` of
 /// two arrays) of a row value `row` (varying with the loop's index number
 /// `position`) and `sum`, a sum over j of a scalar weight times `carrier`,
-/// which does not vary with that index.
+/// which does not vary with that index. Or, with a `map` and no `weight`,
+/// a term of what `sum` adds: `outer` of `map` times `row` (there a value
+/// per pair) and `carrier`.
 struct Exchange {
   Operation *outer;
   Value row;
   ReduceOp sum;
   Value weight, carrier;
   unsigned position;
+  Value map;
+};
+
+/// A sum over j some of whose terms are exchanged: the terms it keeps.
+struct PairSum {
+  ReduceOp sum;
+  SmallVector<SignedTerm> kept;
 };
 
 /// Exchanges in a loop that adds terms: a `foreach` with `accumulate` at
@@ -100,14 +112,73 @@ public:
   /// terms kept; whether there is an exchange.
   bool partition(ArrayRef<SignedTerm> terms,
                  SmallVectorImpl<std::pair<Exchange, bool>> &exchanges,
-                 SmallVectorImpl<SignedTerm> &kept) {
+                 SmallVectorImpl<SignedTerm> &kept,
+                 SmallVectorImpl<PairSum> &pairSums) {
     for (const SignedTerm &term : terms) {
-      if (std::optional<Exchange> exchange = match(term.value))
+      if (std::optional<Exchange> exchange = match(term.value)) {
         exchanges.push_back({*exchange, term.negated});
-      else
-        kept.push_back(term);
+        continue;
+      }
+      if (matchPairTerms(term, exchanges, pairSums) &&
+          pairSums.back().kept.empty())
+        continue;
+      kept.push_back(term);
     }
     return !exchanges.empty();
+  }
+
+  /// The terms of what the sum over j `term` adds that are exchanges, added
+  /// to `exchanges` (their signs composed with the term's), and the sum
+  /// with the terms it keeps to `pairSums`; whether there was one.
+  bool matchPairTerms(const SignedTerm &term,
+                      SmallVectorImpl<std::pair<Exchange, bool>> &exchanges,
+                      SmallVectorImpl<PairSum> &pairSums) {
+    auto sum = term.value.getDefiningOp<ReduceOp>();
+    if (!sum || !sum->hasOneUse() || sum->getBlock() != &loopBody() ||
+        !isPlainSum(sum) || !rowSumsAreNormalisers(sum, Value()))
+      return false;
+    auto yield = cast<YieldOp>(sum.getBody().front().getTerminator());
+    SmallVector<SignedTerm> inner;
+    collectTerms(yield.getValues()[0], /*negated=*/false, inner);
+    PairSum pairSum{sum, {}};
+    bool found = false;
+    for (const SignedTerm &innerTerm : inner) {
+      if (std::optional<Exchange> exchange = matchPair(innerTerm.value, sum)) {
+        exchanges.push_back({*exchange, term.negated != innerTerm.negated});
+        found = true;
+      } else {
+        pairSum.kept.push_back(innerTerm);
+      }
+    }
+    if (found)
+      pairSums.push_back(std::move(pairSum));
+    return found;
+  }
+
+  /// The term of what `sum` adds as an exchange with a map, when it is one
+  /// and pays.
+  std::optional<Exchange> matchPair(Value term, ReduceOp sum) {
+    Operation *outer = term.getDefiningOp();
+    if (!outer || outer->getBlock() != &sum.getBody().front() ||
+        !isProduct(outer))
+      return std::nullopt;
+    Value lhs = outer->getOperand(0), rhs = outer->getOperand(1);
+    for (auto [mapped, carrier] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
+      auto product = mapped.getDefiningOp<MatmulOp>();
+      if (!product || !isMatrix(product.getLhs()) || isScalar(carrier) ||
+          !isDefinedOutside(product.getLhs(), sum))
+        continue;
+      Value map = product.getLhs(), summand = product.getRhs();
+      if (estimatedElements(model, carrier.getType()) <=
+          estimatedElements(model, summand.getType()))
+        continue;
+      std::optional<unsigned> position =
+          exchangedIndex(summand, carrier, map, sum);
+      if (!position)
+        continue;
+      return Exchange{outer, summand, sum, Value(), carrier, *position, map};
+    }
+    return std::nullopt;
   }
 
   /// The term as an exchange, when it is one and pays.
@@ -115,19 +186,12 @@ public:
     Operation *outer = term.getDefiningOp();
     if (!outer || outer->getBlock() != &loopBody())
       return std::nullopt;
-    bool elementwise =
-        isa<MulOp>(outer) &&
-        outer->getOperand(0).getType() == outer->getOperand(1).getType() &&
-        !isScalar(outer->getOperand(0));
-    if (!isa<OuterOp>(outer) && !elementwise)
+    if (!isProduct(outer))
       return std::nullopt;
     Value lhs = outer->getOperand(0), rhs = outer->getOperand(1);
     for (auto [row, summed] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
       auto sum = summed.getDefiningOp<ReduceOp>();
-      // (A table over the exchanged domain needs plain dims.)
-      if (!sum || sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
-          sum->getBlock() != outer->getBlock() || sum.getSizes().size() != 1 ||
-          (!accumulate && !hasPlainDims(sum.getSizes())))
+      if (!sum || sum->getBlock() != outer->getBlock() || !isPlainSum(sum))
         continue;
       auto product = sum.getBodyValue().getDefiningOp<MulOp>();
       if (!product)
@@ -142,9 +206,25 @@ public:
       std::optional<unsigned> position = exchangedIndex(row, carrier);
       if (!position || !rowSumsAreNormalisers(sum, row))
         continue;
-      return Exchange{outer, row, sum, weight, carrier, *position};
+      return Exchange{outer, row, sum, weight, carrier, *position, Value()};
     }
     return std::nullopt;
+  }
+
+  /// Whether `op` is an `outer`, or an elementwise `mul` of two arrays.
+  static bool isProduct(Operation *op) {
+    return isa<OuterOp>(op) ||
+           (isa<MulOp>(op) &&
+            op->getOperand(0).getType() == op->getOperand(1).getType() &&
+            !isScalar(op->getOperand(0)));
+  }
+
+  /// Whether `sum` is a plain sum over one index (a table over the
+  /// exchanged domain needs plain dims).
+  bool isPlainSum(ReduceOp sum) {
+    return sum.getKind() == ReduceKind::sum && !sum.getTemperature() &&
+           sum.getSizes().size() == 1 &&
+           (accumulate || hasPlainDims(sum.getSizes()));
   }
 
   /// Adds the exchanged loop after `loop`, adding what `exchange` added
@@ -218,9 +298,15 @@ public:
       cloneSlice(body, slice, inner, mapping);
       for (Operation &op : sumBody.without_terminator())
         inner.clone(op, mapping);
-      Value summand = MulOp::create(inner, loc, mapping.lookup(exchange.weight),
-                                    mapping.lookupOrDefault(exchange.row));
+      Value summand =
+          exchange.weight
+              ? MulOp::create(inner, loc, mapping.lookup(exchange.weight),
+                              mapping.lookupOrDefault(exchange.row))
+                    .getResult()
+              : mapping.lookupOrDefault(exchange.row);
       YieldOp::create(inner, loc, summand);
+      // (What the other terms of the sum needed.)
+      eraseDeadOps(*block);
     }
 
     // v_j at the loop's j, and the outer product in the original order.
@@ -233,9 +319,19 @@ public:
     cloneSlice(body, outerSlice, builder, columnMapping);
     cloneSlice(sumBody, carrierSlice, builder, columnMapping);
     Value carrier = columnMapping.lookupOrDefault(exchange.carrier);
-    bool rowFirst = exchange.outer->getOperand(0) == exchange.row;
-    Value first = rowFirst ? rows.getResult() : carrier;
-    Value second = rowFirst ? carrier : rows.getResult();
+    Value summed = rows.getResult();
+    if (exchange.map) {
+      llvm::SetVector<Operation *> mapSlice;
+      addToSlice(exchange.map, body, mapSlice);
+      cloneSlice(body, mapSlice, builder, columnMapping);
+      summed = MatmulOp::create(
+          builder, loc, columnMapping.lookupOrDefault(exchange.map), summed);
+    }
+    Value firstOperand = exchange.outer->getOperand(0);
+    bool rowFirst = exchange.map ? firstOperand != exchange.carrier
+                                 : firstOperand == exchange.row;
+    Value first = rowFirst ? summed : carrier;
+    Value second = rowFirst ? carrier : summed;
     Value product =
         isa<OuterOp>(exchange.outer)
             ? OuterOp::create(builder, loc, first, second).getResult()
@@ -296,12 +392,13 @@ private:
     return true;
   }
 
-  /// The ops of the loop's body that `sum` and `row` need.
+  /// The ops of the loop's body that `sum` and `row` (if any) need.
   llvm::SetVector<Operation *> rowSlice(ReduceOp sum, Value row) {
     Block &body = loopBody();
     llvm::SetVector<Operation *> slice;
     addOperandsToSlice(sum, body, slice);
-    addToSlice(row, body, slice);
+    if (row)
+      addToSlice(row, body, slice);
     return slice;
   }
 
@@ -342,6 +439,33 @@ private:
     return found;
   }
 
+  /// exchangedIndex for a value per pair `row` of `sum` under `map`: of
+  /// the indices it would exchange, those `map` does not vary with (a head
+  /// selects the map) and, of several, the one `sum`'s predicate relates
+  /// to j.
+  std::optional<unsigned> exchangedIndex(Value row, Value carrier, Value map,
+                                         ReduceOp sum) {
+    Block &body = loopBody();
+    SmallVector<unsigned> candidates;
+    for (BlockArgument index : body.getArguments())
+      if (!llvm::is_contained(slotIndices, index) &&
+          dependence.dependsOn(row, index) &&
+          !dependence.dependsOn(carrier, index) &&
+          !dependence.dependsOn(map, index))
+        candidates.push_back(index.getArgNumber());
+    if (candidates.size() > 1 && sum.hasPredicate()) {
+      llvm::SmallPtrSet<Value, 4> related;
+      collectIndices(sum.getPredicate().front().getTerminator()->getOperand(0),
+                     loop, related);
+      llvm::erase_if(candidates, [&](unsigned position) {
+        return !related.contains(body.getArgument(position));
+      });
+    }
+    if (candidates.size() != 1)
+      return std::nullopt;
+    return candidates.front();
+  }
+
   Operation *loop;
   ArrayAttr sizes;
   SmallVector<Value> slotIndices;
@@ -349,6 +473,19 @@ private:
   IndexDependence dependence;
   ModelOp model;
 };
+
+/// Leaves in each sum of `pairSums` the terms it keeps.
+void keepPairTerms(ArrayRef<PairSum> pairSums) {
+  for (PairSum pairSum : pairSums) {
+    Block &body = pairSum.sum.getBody().front();
+    Operation *yield = body.getTerminator();
+    if (!pairSum.kept.empty()) {
+      OpBuilder builder(yield);
+      yield->setOperand(0, buildSum(builder, yield->getLoc(), pairSum.kept));
+    }
+    eraseDeadOps(body);
+  }
+}
 
 /// Exchanges the sums of the terms of one accumulation in `loop` that pay;
 /// whether it did.
@@ -358,10 +495,12 @@ bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
   Exchanger exchanger(loop, accumulate);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
-  if (!exchanger.partition(terms, exchanges, kept))
+  SmallVector<PairSum> pairSums;
+  if (!exchanger.partition(terms, exchanges, kept, pairSums))
     return false;
   for (auto &[exchange, negated] : exchanges)
     exchanger.build(exchange, negated);
+  keepPairTerms(pairSums);
   OpBuilder builder(accumulate);
   if (Value rest = buildSum(builder, accumulate.getLoc(), kept))
     accumulate.getValueMutable().assign(rest);
@@ -380,12 +519,14 @@ bool exchangeSumTerms(ReduceOp sum) {
   Exchanger exchanger(sum);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
-  if (!exchanger.partition(terms, exchanges, kept))
+  SmallVector<PairSum> pairSums;
+  if (!exchanger.partition(terms, exchanges, kept, pairSums))
     return false;
   Operation *next = sum->getNextNode();
   SmallVector<SignedTerm> totals;
   for (auto &[exchange, negated] : exchanges)
     totals.push_back({exchanger.build(exchange, negated), false});
+  keepPairTerms(pairSums);
   Location loc = sum.getLoc();
   if (!kept.empty()) {
     OpBuilder atYield(yield);
@@ -441,7 +582,7 @@ void mlir::energy::exchangeSums(ModelOp model) {
           Operation *value = sum.getBodyValue().getDefiningOp();
           if (sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
               hasPlainDims(sum.getSizes()) && value &&
-              isa<OuterOp, MulOp, AddOp, SubOp, NegOp>(value))
+              isa<OuterOp, MulOp, AddOp, SubOp, NegOp, ReduceOp>(value))
             sums.push_back(sum);
         }
       });
