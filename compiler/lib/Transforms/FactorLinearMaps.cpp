@@ -178,8 +178,9 @@ Operation *outermostLoop(Operation *op, SmallVectorImpl<Block *> &bodies) {
 /// σ₁ ⋯ σₘ T[i], T a table, ahead of the loops around the sum, of
 /// E(1, …, 1, x) over the indices i it depends on, where those (x's and
 /// the maps' fixed operands') have fewer positions at the estimated sizes
-/// than the sum's value: the maps then apply to x once per position of its
-/// own, not to the sum once per position of the loops around it.
+/// than the sum's value, or as many and the maps narrow x: the maps then
+/// apply to x once per position of its own, not to the sum once per
+/// position of the loops around it.
 /// Σ_i p_ji Wd mu[b, i] over few slots i is Σ_i p_ji (Wd mu[b, i]), one
 /// product per slot, not Wd Σ_i p_ji mu[b, i], one per token. False, with
 /// the sum unchanged, when the summand is not of that form, its maps take
@@ -212,8 +213,14 @@ bool transformCarrierFirst(ReduceOp sum) {
     for (Value operand : map->getOperands())
       if (isDefinedOutside(operand, sum))
         carrier.push_back(operand);
-  if (positionsOf(carrier, dependence, model) >=
-      positionsOf({sum.getResult()}, dependence, model))
+  // As many positions as the sum's value: first where the maps narrow x
+  // (a projection of a column's D-vector to Y), so that the sum adds Y.
+  double carrierPositions = positionsOf(carrier, dependence, model);
+  double sumPositions = positionsOf({sum.getResult()}, dependence, model);
+  bool narrows = estimatedElements(model, value.getType()) <
+                 estimatedElements(model, scaled->vector.getType());
+  if (carrierPositions > sumPositions ||
+      (carrierPositions == sumPositions && !narrows))
     return false;
   // The indices the carrier depends on, outermost first, each a plain dim
   // of a loop inside the anchor.

@@ -39,3 +39,78 @@ energy.model @slots {
     }
   }
 }
+
+// -----
+
+// As many columns as rows (self-attention, 64 tokens) and a projection that
+// narrows D = 128 to Y = 32: each token's key projection in a table over
+// (b, h, i) costs what the product after the sum would, and the sum then
+// adds Y rather than D per pair.
+// CHECK-LABEL: energy.model @narrowing
+// CHECK:       tabulate (%{{.*}} : @B, %{{.*}} : @H, %{{.*}} : @N) {
+// CHECK:         matmul
+// CHECK:       foreach (%{{.*}} : @B, %{{.*}} : @H, %{{.*}} : @N) {
+// CHECK:         reduce sum
+// CHECK-NOT:       matmul
+// CHECK:           yield {{.*}} : !energy.array<Y>
+// CHECK:         } : !energy.array<Y>
+// CHECK-NEXT:    accumulate
+energy.model @narrowing {
+  dim @B = 8
+  dim @H = 4
+  dim @N = 64
+  dim @D = 128
+  dim @Y = 32
+  tensor @k : input [@B, @N, @D]
+  tensor @w : input [@B, @H, @N, @N]
+  tensor @Wk : param [@H, @Y, @D]
+  tensor @q : state [@B, @H, @N, @Y]
+  gradient @q {
+    foreach (%b : @B, %h : @H, %c : @N) {
+      %W = read @Wk[%h] : !energy.array<Y, D>
+      %r = reduce sum (%a : @N) {
+        %p = read @w[%b, %h, %c, %a] : !energy.array<>
+        %v = read @k[%b, %a] : !energy.array<D>
+        %s = mul %p, %v : !energy.array<>, !energy.array<D>
+        %d = matmul %W, %s : !energy.array<Y, D>, !energy.array<D>
+        yield %d : !energy.array<Y>
+      } : !energy.array<Y>
+      accumulate %r into @q[%b, %h, %c] : !energy.array<Y>
+    }
+  }
+}
+
+// -----
+
+// Where the projection widens (Y = 32 to D = 128), the product applies
+// once after the sum, which adds Y.
+// CHECK-LABEL: energy.model @widening
+// CHECK-NOT:   tabulate
+// CHECK:       reduce sum
+// CHECK:         yield {{.*}} : !energy.array<Y>
+// CHECK:       } : !energy.array<Y>
+// CHECK:       matmul {{.*}} : !energy.array<D, Y>, !energy.array<Y>
+energy.model @widening {
+  dim @B = 8
+  dim @H = 4
+  dim @N = 64
+  dim @D = 128
+  dim @Y = 32
+  tensor @k : input [@B, @N, @Y]
+  tensor @w : input [@B, @H, @N, @N]
+  tensor @Wk : param [@H, @D, @Y]
+  tensor @q : state [@B, @H, @N, @D]
+  gradient @q {
+    foreach (%b : @B, %h : @H, %c : @N) {
+      %W = read @Wk[%h] : !energy.array<D, Y>
+      %r = reduce sum (%a : @N) {
+        %p = read @w[%b, %h, %c, %a] : !energy.array<>
+        %v = read @k[%b, %a] : !energy.array<Y>
+        %s = mul %p, %v : !energy.array<>, !energy.array<Y>
+        %d = matmul %W, %s : !energy.array<D, Y>, !energy.array<Y>
+        yield %d : !energy.array<D>
+      } : !energy.array<D>
+      accumulate %r into @q[%b, %h, %c] : !energy.array<D>
+    }
+  }
+}
