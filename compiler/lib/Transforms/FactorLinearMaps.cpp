@@ -270,6 +270,133 @@ bool transformCarrierFirst(ReduceOp sum) {
   return true;
 }
 
+/// A copy of `sum`, whose body yields a sum of its own and nothing else
+/// reads, as one sum over both domains (before it); null for any other sum.
+ReduceOp flattenNestedSum(ReduceOp sum) {
+  Block &body = sum.getBody().front();
+  auto inner = cast<YieldOp>(body.getTerminator())
+                   .getValues()
+                   .front()
+                   .getDefiningOp<ReduceOp>();
+  if (!inner || inner->getBlock() != &body || !inner->hasOneUse() ||
+      inner.getKind() != ReduceKind::sum || inner.hasPredicate() ||
+      inner.getTemperature() || !hasPlainDims(inner.getSizes()))
+    return nullptr;
+  SmallVector<Attribute> sizes(sum.getSizes().getValue());
+  llvm::append_range(sizes, inner.getSizes().getValue());
+  OpBuilder builder(sum);
+  auto flat =
+      ReduceOp::create(builder, sum.getLoc(), sum.getType(), ReduceKind::sum,
+                       builder.getArrayAttr(sizes), Value());
+  Block &flatBody = flat.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (BlockArgument index : body.getArguments())
+    mapping.map(index, flatBody.addArgument(index.getType(), index.getLoc()));
+  Block &innerBody = inner.getBody().front();
+  for (BlockArgument index : innerBody.getArguments())
+    mapping.map(index, flatBody.addArgument(index.getType(), index.getLoc()));
+  builder.setInsertionPointToStart(&flatBody);
+  for (Operation &op : body.without_terminator())
+    if (&op != inner.getOperation())
+      builder.clone(op, mapping);
+  for (Operation &op : innerBody)
+    builder.clone(op, mapping);
+  return flat;
+}
+
+/// Σ_(j,k) L_j(u(j, k)) = Σ_j L_j(Σ_k u(j, k)) for linear maps L_j that
+/// vary with some indices j of the sum only (a head's projection in a sum
+/// over batch, head and position): the sum is written as one over j of one
+/// over k, out of which the next round takes the maps (a product per head,
+/// not per row). Only for a summand without sums of its own (a contraction
+/// formed, not yet to form); false, with the sum unchanged, otherwise.
+bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
+  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
+      sum.getTemperature() || !hasPlainDims(sum.getSizes()))
+    return false;
+  // A sum over i of a sum over j alone is the sum over (i, j).
+  if (ReduceOp flat = flattenNestedSum(sum)) {
+    sum.getResult().replaceAllUsesWith(flat.getResult());
+    if (splitByMapIndices(flat, maxTerms)) {
+      sum.erase();
+      return true;
+    }
+    // (What the flat sum's body holds belongs to it: the nest is whole.)
+    flat.getResult().replaceAllUsesWith(sum.getResult());
+    flat.erase();
+    return false;
+  }
+  ArrayAttr sizes = sum.getSizes();
+  if (sizes.size() < 2)
+    return false;
+  Block &body = sum.getBody().front();
+  if (body.walk([](ReduceOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return false;
+  auto indicesOf = [&](Value value) {
+    llvm::SmallPtrSet<Value, 4> indices;
+    collectIndices(value, sum, indices);
+    return indices;
+  };
+  llvm::SmallPtrSet<Value, 4> mapIndices;
+  body.walk([&](MatmulOp product) {
+    for (Value operand : product->getOperands())
+      if (isMatrix(operand))
+        for (Value index : indicesOf(operand))
+          if (index.getParentBlock() == &body)
+            mapIndices.insert(index);
+  });
+  SmallVector<BlockArgument> outer, inner;
+  for (BlockArgument index : body.getArguments())
+    (mapIndices.contains(index) ? outer : inner).push_back(index);
+  if (outer.empty() || inner.empty())
+    return false;
+  auto invariant = [&](Value value) {
+    llvm::SmallPtrSet<Value, 4> indices = indicesOf(value);
+    return llvm::none_of(
+        inner, [&](BlockArgument index) { return indices.contains(index); });
+  };
+  Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
+  LinearDecomposition linear = decomposeLinearly(value, body, invariant);
+  size_t varying = llvm::count_if(linear.atoms,
+                                  [&](Value atom) { return !invariant(atom); });
+  bool mapsPerOuter = llvm::any_of(linear.maps, [&](Operation *map) {
+    return llvm::any_of(map->getOperands(), [&](Value operand) {
+      return isMatrix(operand) && invariant(operand) &&
+             !indicesOf(operand).empty();
+    });
+  });
+  if (!mapsPerOuter || varying == 0 || varying > maxTerms)
+    return false;
+  auto sizesOf = [&](ArrayRef<BlockArgument> indices) {
+    SmallVector<Attribute> chosen;
+    for (BlockArgument index : indices)
+      chosen.push_back(sizes[index.getArgNumber()]);
+    return ArrayAttr::get(sum.getContext(), chosen);
+  };
+  OpBuilder builder(sum);
+  Location loc = sum.getLoc();
+  auto outerSum = ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
+                                   sizesOf(outer), Value());
+  Block &outerBody = outerSum.getBody().emplaceBlock();
+  builder.setInsertionPointToStart(&outerBody);
+  auto innerSum = ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
+                                   sizesOf(inner), Value());
+  Block &innerBody = innerSum.getBody().emplaceBlock();
+  YieldOp::create(builder, loc, innerSum.getResult());
+  for (BlockArgument index : outer)
+    index.replaceAllUsesWith(
+        outerBody.addArgument(index.getType(), index.getLoc()));
+  for (BlockArgument index : inner)
+    index.replaceAllUsesWith(
+        innerBody.addArgument(index.getType(), index.getLoc()));
+  innerBody.getOperations().splice(innerBody.end(), body.getOperations());
+  sum.getResult().replaceAllUsesWith(outerSum.getResult());
+  sum.erase();
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(innerSum.getOperation()));
+  return true;
+}
+
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them (or as the sum of scaled leaves, factorScaledMaps);
 /// false when the summand is no such map.
@@ -290,8 +417,9 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
   size_t varying = llvm::count_if(
       linear.atoms, [&](Value atom) { return !isDefinedOutside(atom, sum); });
   if (linear.maps.empty() || varying == 0 || varying > maxTerms)
-    return scaled &&
-           (factorScaledMaps(sum) || distributeSummand(sum, maxTerms));
+    return splitByMapIndices(sum, maxTerms) ||
+           (scaled &&
+            (factorScaledMaps(sum) || distributeSummand(sum, maxTerms)));
   OpBuilder builder(sum);
   // A fixed term (c in x + c) is summed where a sum adds it; where a map
   // takes the same value as a fixed operand (the c of c ⊙ (x + c)), it

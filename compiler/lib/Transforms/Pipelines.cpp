@@ -46,6 +46,9 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanExchangeSums());
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());
+  // The sums of the contractions' outputs: their maps out of them, per head
+  // where a head selects the map, before the products are batched.
+  modelPasses.addPass(createEnergyPlanLinearMaps());
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanLoopTables());
   modelPasses.addPass(createEnergyPlanPrefixSums());

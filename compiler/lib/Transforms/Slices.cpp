@@ -219,6 +219,18 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
                      arguments);
 }
 
+/// The mapping the other way in `inverse`; false where two values map to
+/// one (a table read at a repeated index), which has no inverse (and whose
+/// choice of one would follow the map's pointer order).
+bool invert(const IRMapping &mapping, IRMapping &inverse) {
+  for (auto [from, to] : mapping.getValueMap()) {
+    if (Value earlier = inverse.lookupOrNull(to); earlier && earlier != from)
+      return false;
+    inverse.map(to, from);
+  }
+  return true;
+}
+
 /// `value` as `extract %A[indices]` (identity map): A and the indices.
 std::optional<std::pair<Value, OperandRange>> arrayElement(Value value) {
   auto extract = value.getDefiningOp<ExtractOp>();
@@ -245,8 +257,8 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   }
   if (second && !first) {
     IRMapping inverse;
-    for (auto [from, to] : arguments.getValueMap())
-      inverse.map(to, from);
+    if (!invert(arguments, inverse))
+      return false;
     for (auto [argument, index] : llvm::zip(
              second->first.getBody().front().getArguments(), second->second))
       inverse.map(argument, inverse.lookupOrDefault(index));
@@ -260,8 +272,8 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (auto element = arrayElement(b);
       element && !arrayElement(a) && !isa<BlockArgument>(a)) {
     IRMapping inverse;
-    for (auto [from, to] : arguments.getValueMap())
-      inverse.map(to, from);
+    if (!invert(arguments, inverse))
+      return false;
     return isElementOf(a, element->first, SmallVector<Value>(element->second),
                        inverse);
   }

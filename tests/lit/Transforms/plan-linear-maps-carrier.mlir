@@ -114,3 +114,54 @@ energy.model @widening {
     }
   }
 }
+
+// -----
+
+// A sum over (batch, head, position) of a head's projection of a row
+// (what a layer norm's shift gradient adds through an attention): the
+// projection varies with the head only, so the rows are summed per head
+// first and each head's matrix applies once, not once per row; likewise
+// for a sum over (batch, position) of a sum over heads.
+// CHECK-LABEL: energy.model @per_head
+// CHECK:       reduce sum (%[[H:.*]] : @H) {
+// CHECK:         %[[W:.*]] = read @W[%[[H]]]
+// CHECK:         %[[S:.*]] = reduce sum (%{{.*}} : @B, %{{.*}} : @N) {
+// CHECK-NOT:       matmul
+// CHECK:         } : !energy.array<Y>
+// CHECK:         matmul %{{.*}}, %[[S]]
+// CHECK:       reduce sum (%[[H2:.*]] : @H) {
+// CHECK:         reduce sum (%{{.*}} : @B, %{{.*}} : @N) {
+// CHECK-NOT:       matmul
+// CHECK:         } : !energy.array<Y>
+// CHECK:         matmul
+energy.model @per_head {
+  dim @B = 8
+  dim @H = 4
+  dim @N = 64
+  dim @D = 128
+  dim @Y = 32
+  tensor @u : input [@B, @H, @N, @Y]
+  tensor @W : param [@H, @Y, @D]
+  tensor @delta : state [@D]
+  gradient @delta {
+    %s = reduce sum (%b : @B, %h : @H, %c : @N) {
+      %w = read @W[%h] : !energy.array<Y, D>
+      %t = transpose %w : !energy.array<Y, D>
+      %v = read @u[%b, %h, %c] : !energy.array<Y>
+      %p = matmul %t, %v : !energy.array<D, Y>, !energy.array<Y>
+      yield %p : !energy.array<D>
+    } : !energy.array<D>
+    accumulate %s into @delta : !energy.array<D>
+    %n = reduce sum (%b : @B, %c : @N) {
+      %i = reduce sum (%h : @H) {
+        %w = read @W[%h] : !energy.array<Y, D>
+        %t = transpose %w : !energy.array<Y, D>
+        %v = read @u[%b, %h, %c] : !energy.array<Y>
+        %p = matmul %t, %v : !energy.array<D, Y>, !energy.array<Y>
+        yield %p : !energy.array<D>
+      } : !energy.array<D>
+      yield %i : !energy.array<D>
+    } : !energy.array<D>
+    accumulate %n into @delta : !energy.array<D>
+  }
+}
