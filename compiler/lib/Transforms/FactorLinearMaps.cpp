@@ -252,7 +252,7 @@ bool transformCarrierFirst(ReduceOp sum) {
                                                    : WalkResult::interrupt();
                          })
                          .wasInterrupted();
-  if (indices.size() != used.size() || offsetReads)
+  if (used.empty() || indices.size() != used.size() || offsetReads)
     return false;
   OpBuilder builder(yield);
   Location loc = sum.getLoc();
