@@ -21,7 +21,11 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
 Value KernelFunction::unary(Operation *op, Value x) {
-  Value zero = real(0.0), one = real(1.0);
+  auto constant = [&](double value) {
+    auto lanes = dyn_cast<VectorType>(x.getType());
+    return splat(real(value), lanes ? lanes.getNumElements() : 1);
+  };
+  Value zero = constant(0.0), one = constant(1.0);
   auto sigmoid = [&](Value v) {
     return div(one, add(one, exp(arith::NegFOp::create(b, loc, v))));
   };
@@ -39,8 +43,8 @@ Value KernelFunction::unary(Operation *op, Value x) {
         return add(tail, maximum(x, zero));
       })
       .Case([&](GeluOp) {
-        Value scaled = mul(x, real(-M_SQRT1_2));
-        return mul(mul(x, real(0.5)), math::ErfcOp::create(b, loc, scaled));
+        Value scaled = mul(x, constant(-M_SQRT1_2));
+        return mul(mul(x, constant(0.5)), math::ErfcOp::create(b, loc, scaled));
       })
       .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
       .Case([&](ReluOp) {
@@ -80,6 +84,58 @@ Value KernelFunction::unary(Operation *op, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
+bool KernelFunction::isLaneWise(Operation *op) {
+  if (!isa<NegOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SoftplusOp, GeluOp,
+           ErfOp, ReluOp, HeavisideOp, SignOp, SqrtOp, AbsOp, PowOp, AddOp,
+           SubOp, MulOp, DivOp, MaximumOp>(op))
+    return false;
+  auto type = cast<ArrayType>(op->getResult(0).getType());
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    auto operandType = cast<ArrayType>(operand.getType());
+    return operandType == type || operandType.isScalar();
+  });
+}
+
+bool KernelFunction::isFusedIntoUser(Operation *op) {
+  Value result = op->getResult(0);
+  if (!isLaneWise(op) || cast<ArrayType>(result.getType()).isScalar() ||
+      !result.hasOneUse())
+    return false;
+  Operation *user = *result.getUsers().begin();
+  bool laneWiseUser = isLaneWise(user) &&
+                      user->getResult(0).getType() == result.getType();
+  if (user->getBlock() != op->getBlock() ||
+      !(laneWiseUser || isa<AccumulateOp>(user)))
+    return false;
+  for (Operation *between = op->getNextNode(); between != user;
+       between = between->getNextNode())
+    if (between->getNumRegions() != 0 ||
+        isa<AccumulateOp, StoreOp, GradOp>(between))
+      return false;
+  return true;
+}
+
+Value KernelFunction::laneValue(Value value, Value offset, int lanes) {
+  if (fusedIntoUser.contains(value))
+    return laneOp(value.getDefiningOp(), offset, lanes);
+  return lanesAt(get(value), offset, lanes);
+}
+
+Value KernelFunction::laneOp(Operation *op, Value offset, int lanes) {
+  auto operand = [&](unsigned i) {
+    return laneValue(op->getOperand(i), offset, lanes);
+  };
+  if (op->getNumOperands() == 1)
+    return unary(op, operand(0));
+  Value x = operand(0), y = operand(1);
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) { return add(x, y); })
+      .Case([&](SubOp) { return sub(x, y); })
+      .Case([&](MulOp) { return mul(x, y); })
+      .Case([&](DivOp) { return div(x, y); })
+      .Case([&](MaximumOp) { return maximum(x, y); });
+}
+
 FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
   auto type = cast<ArrayType>(op->getResult(0).getType());
   auto operandAt = [&](unsigned i) { return get(op->getOperand(i)); };
@@ -94,6 +150,10 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
     });
   };
   using Result = FailureOr<Lowered>;
+  if (isLaneWise(op) && !type.isScalar())
+    return buildLanes(type, [&](Value offset, int lanes) {
+      return laneOp(op, offset, lanes);
+    });
   if (isa<NegOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SoftplusOp, GeluOp,
           ErfOp, ReluOp, HeavisideOp, SignOp, SqrtOp, AbsOp, SiluIntOp, PowOp>(
           op)) {

@@ -374,9 +374,17 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
       return failure();
     auto valueType = cast<ArrayType>(accumulate.getValue().getType());
     Value offset = sliceOffset(*indices, shape(tensor.getArrayType()));
-    copyInto(get(accumulate.getValue()), valueType,
-             offsetPointer(target, offset),
-             /*accumulate=*/true);
+    Value destination = offsetPointer(target, offset);
+    Value value = accumulate.getValue();
+    if (!fusedIntoUser.contains(value)) {
+      copyInto(get(value), valueType, destination, /*accumulate=*/true);
+      return success();
+    }
+    forLanes(elementCount(valueType), [&](Value at, int lanes) {
+      Value sum = add(loadLanes(destination, at, lanes),
+                      laneValue(value, at, lanes));
+      storeLanes(sum, destination, at, lanes);
+    });
     return success();
   }
   if (auto grad = dyn_cast<GradOp>(op))
@@ -400,6 +408,10 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
   if (auto contract = dyn_cast<SoftmaxContractOp>(op))
     return emitSoftmaxContract(contract);
   if (op->getNumResults() == 1 && isa<ArrayType>(op->getResult(0).getType())) {
+    if (isFusedIntoUser(op)) {
+      fusedIntoUser.insert(op->getResult(0));
+      return success();
+    }
     FailureOr<Lowered> value = emitArrayOp(op);
     if (failed(value))
       return failure();

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::energy::codegen {
@@ -126,6 +127,9 @@ private:
   SmallVector<Value> allocations;
   llvm::StringMap<Value> dimValues;
   DenseMap<Value, Lowered> arrays;
+  /// Element-wise values that their one user, element-wise too, computes
+  /// lanes of in its own loop (no array of their own): isFusedIntoUser.
+  llvm::DenseSet<Value> fusedIntoUser;
   IRMapping integers;
   /// How many domain loops enclose the code being emitted.
   int loopDepth = 0;
@@ -337,7 +341,21 @@ private:
 
   /// ArrayOps.cpp: elementwise and linear algebra.
   FailureOr<Lowered> emitArrayOp(Operation *op);
+  /// `op` applied to `x` (a scalar or a vector of lanes).
   Value unary(Operation *op, Value x);
+  /// Whether `op` is element-wise on lanes (a unary function or an
+  /// arithmetic op of arrays of one shape or scalars).
+  static bool isLaneWise(Operation *op);
+  /// Whether `op`, element-wise, is computed in its user's loop over lanes:
+  /// its one user, later in the block, is element-wise of the same type or
+  /// accumulates it, and nothing between them writes memory or holds a
+  /// loop.
+  static bool isFusedIntoUser(Operation *op);
+  /// `lanes` elements of `value` from `offset`: loaded, or computed there
+  /// where it is fused into its user.
+  Value laneValue(Value value, Value offset, int lanes);
+  /// `lanes` elements from `offset` of what the lane-wise `op` computes.
+  Value laneOp(Operation *op, Value offset, int lanes);
   FailureOr<Lowered> emitMatmul(MatmulOp matmul);
   FailureOr<Lowered> emitBatchMatmul(BatchMatmulOp product);
   /// The accumulate right after `op` that adds its product (a batch_matmul,

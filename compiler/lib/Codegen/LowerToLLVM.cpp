@@ -146,6 +146,8 @@ mlir::energy::buildArtifactModule(ModelOp model,
   passes.addPass(createConvertVectorToLLVMPass());
   passes.addPass(createConvertMathToLLVMPass());
   passes.addPass(createConvertMathToLibmPass());
+  // (libm's functions of double vectors are calls per lane: extracts.)
+  passes.addPass(createConvertVectorToLLVMPass());
   passes.addPass(createArithToLLVMConversionPass());
   passes.addPass(createConvertIndexToLLVMPass());
   passes.addPass(createConvertControlFlowToLLVMPass());
