@@ -102,10 +102,12 @@ bool KernelFunction::isFusedIntoUser(Operation *op) {
       !result.hasOneUse())
     return false;
   Operation *user = *result.getUsers().begin();
-  bool laneWiseUser = isLaneWise(user) &&
-                      user->getResult(0).getType() == result.getType();
+  bool laneWiseUser =
+      isLaneWise(user) && user->getResult(0).getType() == result.getType();
+  bool dotOfLanes = isa<DotOp>(user) && user->getOperand(0).getType() ==
+                                            user->getOperand(1).getType();
   if (user->getBlock() != op->getBlock() ||
-      !(laneWiseUser || isa<AccumulateOp>(user)))
+      !(laneWiseUser || dotOfLanes || isa<AccumulateOp>(user)))
     return false;
   for (Operation *between = op->getNextNode(); between != user;
        between = between->getNextNode())
@@ -226,9 +228,18 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         });
         return Lowered{Value(), data};
       })
-      .Case([&](DotOp) -> Result {
-        Lowered lhs = operandAt(0), rhs = operandAt(1);
+      .Case([&](DotOp dot) -> Result {
         Value count = elementCount(operandType(0));
+        if (fusedIntoUser.contains(dot.getLhs()) ||
+            fusedIntoUser.contains(dot.getRhs()))
+          return Lowered{sumLanes(count,
+                                  [&](Value offset, int lanes) {
+                                    return mul(
+                                        laneValue(dot.getLhs(), offset, lanes),
+                                        laneValue(dot.getRhs(), offset, lanes));
+                                  }),
+                         Value()};
+        Lowered lhs = operandAt(0), rhs = operandAt(1);
         if (lhs.data && rhs.data)
           return Lowered{dotProduct(lhs.data, rhs.data, count), Value()};
         Value sum = forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {

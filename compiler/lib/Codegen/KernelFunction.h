@@ -347,9 +347,9 @@ private:
   /// arithmetic op of arrays of one shape or scalars).
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
-  /// its one user, later in the block, is element-wise of the same type or
-  /// accumulates it, and nothing between them writes memory or holds a
-  /// loop.
+  /// its one user, later in the block, is element-wise of the same type, a
+  /// dot product of two such arrays or accumulates it, and nothing between
+  /// them writes memory or holds a loop.
   static bool isFusedIntoUser(Operation *op);
   /// `lanes` elements of `value` from `offset`: loaded, or computed there
   /// where it is fused into its user.
