@@ -106,8 +106,11 @@ bool KernelFunction::isFusedIntoUser(Operation *op) {
       isLaneWise(user) && user->getResult(0).getType() == result.getType();
   bool dotOfLanes = isa<DotOp>(user) && user->getOperand(0).getType() ==
                                             user->getOperand(1).getType();
+  auto reduce = dyn_cast<ReduceElementsOp>(user);
+  bool sumOfLanes = reduce && reduce.getKind() != ElementsKind::maxabs &&
+                    reduce.getKind() != ElementsKind::lse;
   if (user->getBlock() != op->getBlock() ||
-      !(laneWiseUser || dotOfLanes || isa<AccumulateOp>(user)))
+      !(laneWiseUser || dotOfLanes || sumOfLanes || isa<AccumulateOp>(user)))
     return false;
   for (Operation *between = op->getNextNode(); between != user;
        between = between->getNextNode())
@@ -307,20 +310,29 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
               });
           return Lowered{add(state[0], log(state[1])), Value()};
         }
-        Value total =
-            forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {
-              Value x = elementAt(operand, i);
-              switch (kind) {
-              case ElementsKind::maxabs:
-                return SmallVector<Value>{
-                    maximum(acc[0], math::AbsFOp::create(b, loc, x))};
-              case ElementsKind::sqnorm:
-              case ElementsKind::norm:
-                return SmallVector<Value>{add(acc[0], mul(x, x))};
-              default:
-                return SmallVector<Value>{add(acc[0], x)};
-              }
-            })[0];
+        bool squared =
+            kind == ElementsKind::sqnorm || kind == ElementsKind::norm;
+        Value total = kind == ElementsKind::maxabs
+                          ? Value()
+                          : sumLanes(count, [&](Value offset, int lanes) {
+                              Value x =
+                                  laneValue(reduce.getOperand(), offset, lanes);
+                              return squared ? mul(x, x) : x;
+                            });
+        if (!total)
+          total = forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {
+            Value x = elementAt(operand, i);
+            switch (kind) {
+            case ElementsKind::maxabs:
+              return SmallVector<Value>{
+                  maximum(acc[0], math::AbsFOp::create(b, loc, x))};
+            case ElementsKind::sqnorm:
+            case ElementsKind::norm:
+              return SmallVector<Value>{add(acc[0], mul(x, x))};
+            default:
+              return SmallVector<Value>{add(acc[0], x)};
+            }
+          })[0];
         if (kind == ElementsKind::mean)
           total = div(total, arith::SIToFPOp::create(
                                  b, loc, context.elementType, toI64(count)));

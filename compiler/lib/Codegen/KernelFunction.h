@@ -348,8 +348,9 @@ private:
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
   /// its one user, later in the block, is element-wise of the same type, a
-  /// dot product of two such arrays or accumulates it, and nothing between
-  /// them writes memory or holds a loop.
+  /// dot product of two such arrays, a sum (mean, norm) of its elements or
+  /// accumulates it, and nothing between them writes memory or holds a
+  /// loop.
   static bool isFusedIntoUser(Operation *op);
   /// `lanes` elements of `value` from `offset`: loaded, or computed there
   /// where it is fused into its user.
