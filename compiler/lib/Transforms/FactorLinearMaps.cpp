@@ -270,40 +270,6 @@ bool transformCarrierFirst(ReduceOp sum) {
   return true;
 }
 
-/// A copy of `sum`, whose body yields a sum of its own and nothing else
-/// reads, as one sum over both domains (before it); null for any other sum.
-ReduceOp flattenNestedSum(ReduceOp sum) {
-  Block &body = sum.getBody().front();
-  auto inner = cast<YieldOp>(body.getTerminator())
-                   .getValues()
-                   .front()
-                   .getDefiningOp<ReduceOp>();
-  if (!inner || inner->getBlock() != &body || !inner->hasOneUse() ||
-      inner.getKind() != ReduceKind::sum || inner.hasPredicate() ||
-      inner.getTemperature() || !hasPlainDims(inner.getSizes()))
-    return nullptr;
-  SmallVector<Attribute> sizes(sum.getSizes().getValue());
-  llvm::append_range(sizes, inner.getSizes().getValue());
-  OpBuilder builder(sum);
-  auto flat =
-      ReduceOp::create(builder, sum.getLoc(), sum.getType(), ReduceKind::sum,
-                       builder.getArrayAttr(sizes), Value());
-  Block &flatBody = flat.getBody().emplaceBlock();
-  IRMapping mapping;
-  for (BlockArgument index : body.getArguments())
-    mapping.map(index, flatBody.addArgument(index.getType(), index.getLoc()));
-  Block &innerBody = inner.getBody().front();
-  for (BlockArgument index : innerBody.getArguments())
-    mapping.map(index, flatBody.addArgument(index.getType(), index.getLoc()));
-  builder.setInsertionPointToStart(&flatBody);
-  for (Operation &op : body.without_terminator())
-    if (&op != inner.getOperation())
-      builder.clone(op, mapping);
-  for (Operation &op : innerBody)
-    builder.clone(op, mapping);
-  return flat;
-}
-
 /// Σ_(j,k) L_j(u(j, k)) = Σ_j L_j(Σ_k u(j, k)) for linear maps L_j that
 /// vary with some indices j of the sum only (a head's projection in a sum
 /// over batch, head and position): the sum is written as one over j of one

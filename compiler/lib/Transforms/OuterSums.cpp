@@ -24,46 +24,6 @@ static bool isPlainSumOverOne(ReduceOp sum) {
          sum.getSizes().size() == 1 && hasPlainDims(sum.getSizes());
 }
 
-/// Σ_b Σ_j f(b, j), a plain sum whose body is a plain sum over another
-/// index (and what that reads per position of b), as one new sum over
-/// (b, j) built ahead of it; null, building nothing, for another form.
-static ReduceOp flattenNestedSum(ReduceOp outer) {
-  if (!isPlainSumOverOne(outer))
-    return {};
-  Block &outerBody = outer.getBody().front();
-  auto inner = outer.getBodyValue().getDefiningOp<ReduceOp>();
-  if (!inner || inner->getBlock() != &outerBody || !isPlainSumOverOne(inner) ||
-      inner.getType() != outer.getType())
-    return {};
-  // What the outer body computes besides the inner sum is per position of
-  // its index, for the inner sum: it may run at every position of both.
-  for (Operation &op : outerBody.without_terminator())
-    if (&op != inner.getOperation() && !isMemoryEffectFree(&op))
-      return {};
-  OpBuilder builder(outer);
-  Location loc = outer.getLoc();
-  SmallVector<Attribute> sizes(outer.getSizes().begin(),
-                               outer.getSizes().end());
-  sizes.push_back(inner.getSizes()[0]);
-  auto flat = ReduceOp::create(builder, loc, outer.getType(), ReduceKind::sum,
-                               builder.getArrayAttr(sizes), Value());
-  Block *body = new Block();
-  flat.getBody().push_back(body);
-  Type indexType = builder.getIndexType();
-  IRMapping mapping;
-  Block &innerBody = inner.getBody().front();
-  for (BlockArgument index :
-       {outerBody.getArgument(0), innerBody.getArgument(0)})
-    mapping.map(index, body->addArgument(indexType, index.getLoc()));
-  OpBuilder inside = OpBuilder::atBlockEnd(body);
-  for (Operation &op : outerBody.without_terminator())
-    if (&op != inner.getOperation())
-      inside.clone(op, mapping);
-  for (Operation &op : innerBody)
-    inside.clone(op, mapping);
-  return flat;
-}
-
 /// `reduce sum (%b, %p) { … outer u, v }`, possibly scaled by scalars from
 /// outside, as the tables U and V of u and v over (b, p) and one GEMM
 /// Σ_b U[b]ᵀ V[b] (Uᵀ V over a single index p). Returns whether it
@@ -100,6 +60,9 @@ bool mlir::energy::batchOuterSum(ReduceOp reduce) {
 /// product over the positions (b, j), like batchOuterSum; leaves `reduce`
 /// as it was where that does not apply.
 void mlir::energy::batchNestedOuterSum(ReduceOp reduce) {
+  auto inner = reduce.getBodyValue().getDefiningOp<ReduceOp>();
+  if (!isPlainSumOverOne(reduce) || !inner || !isPlainSumOverOne(inner))
+    return;
   ReduceOp flat = flattenNestedSum(reduce);
   if (!flat)
     return;

@@ -506,3 +506,47 @@ void mlir::energy::eraseDeadOps(Block &block) {
     if (isOpTriviallyDead(&op))
       op.erase();
 }
+
+namespace {
+/// Whether `sum` is a plain sum (of plain dims, no predicate, temperature
+/// or plugin aggregation).
+bool isPlainSum(ReduceOp sum) {
+  return sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
+         !sum.getTemperature() && !sum.getAggregation() &&
+         hasPlainDims(sum.getSizes());
+}
+} // namespace
+
+ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
+  if (!isPlainSum(outer))
+    return {};
+  Block &outerBody = outer.getBody().front();
+  auto inner = outer.getBodyValue().getDefiningOp<ReduceOp>();
+  if (!inner || inner->getBlock() != &outerBody || !inner->hasOneUse() ||
+      !isPlainSum(inner) || inner.getType() != outer.getType())
+    return {};
+  // What the outer body computes besides the inner sum is per position of
+  // its indices, for the inner sum: it may run at every position of both.
+  for (Operation &op : outerBody.without_terminator())
+    if (&op != inner.getOperation() && !isMemoryEffectFree(&op))
+      return {};
+  OpBuilder builder(outer);
+  SmallVector<Attribute> sizes(outer.getSizes().getValue());
+  llvm::append_range(sizes, inner.getSizes().getValue());
+  auto flat =
+      ReduceOp::create(builder, outer.getLoc(), outer.getType(),
+                       ReduceKind::sum, builder.getArrayAttr(sizes), Value());
+  Block &body = flat.getBody().emplaceBlock();
+  IRMapping mapping;
+  Block &innerBody = inner.getBody().front();
+  for (Block *level : {&outerBody, &innerBody})
+    for (BlockArgument index : level->getArguments())
+      mapping.map(index, body.addArgument(index.getType(), index.getLoc()));
+  OpBuilder inside = OpBuilder::atBlockEnd(&body);
+  for (Operation &op : outerBody.without_terminator())
+    if (&op != inner.getOperation())
+      inside.clone(op, mapping);
+  for (Operation &op : innerBody)
+    inside.clone(op, mapping);
+  return flat;
+}

@@ -162,6 +162,12 @@ bool hasPlainDims(ArrayAttr sizes);
 /// effects, last first.
 void eraseDeadOps(Block &block);
 
+/// Σ_I Σ_J f(I, J), a plain sum (no predicate, temperature or plugin
+/// aggregation) whose body yields a plain sum over other indices that
+/// nothing else reads, besides ops without memory effects, as one new sum
+/// over (I, J) built ahead of it; null, building nothing, for another form.
+ReduceOp flattenNestedSum(ReduceOp outer);
+
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
 /// corresponding operands, the values `arguments` maps (block arguments, or
 /// any value to substitute) corresponding through it, the operands of
