@@ -212,21 +212,45 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         Value columns = extents.back();
         Value block = arith::MulIOp::create(b, loc, rows, columns);
         Value data = allocate(type);
-        // Row r of the result (its block r / rows, row i = r % rows in it):
-        // its (i, j) is the operand's (j, i). Divisions once per row.
-        Value allRows =
-            arith::DivUIOp::create(b, loc, elementCount(type), columns);
-        forRange(allRows, [&](Value r) {
-          Value start = arith::MulIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, r, rows), block);
-          Value from = arith::AddIOp::create(
-              b, loc, start, arith::RemUIOp::create(b, loc, r, rows));
-          Value to = arith::MulIOp::create(b, loc, r, columns);
-          forRange(columns, [&](Value j) {
-            Value source = arith::AddIOp::create(
-                b, loc, from, arith::MulIOp::create(b, loc, j, rows));
-            store(load(operand.data, source), data,
-                  arith::AddIOp::create(b, loc, to, j));
+        // Tile by tile, so that the operand's rows a tile reads stay in
+        // cache while the result's rows are written: the result's (i, j) of
+        // matrix p is the operand's (j, i).
+        Value tile = index(16);
+        auto forTiles = [&](Value extent,
+                            function_ref<void(Value, Value)> body) {
+          auto loop = scf::ForOp::create(b, loc, index(0), extent, tile);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(loop.getBody());
+          Value start = loop.getInductionVar();
+          body(start,
+               arith::MinUIOp::create(
+                   b, loc, arith::AddIOp::create(b, loc, start, tile), extent));
+        };
+        auto forSpan = [&](Value begin, Value end,
+                           function_ref<void(Value)> body) {
+          auto loop = scf::ForOp::create(b, loc, begin, end, index(1));
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(loop.getBody());
+          body(loop.getInductionVar());
+        };
+        Value matrices =
+            arith::DivUIOp::create(b, loc, elementCount(type), block);
+        forRange(matrices, [&](Value p) {
+          Value base = arith::MulIOp::create(b, loc, p, block);
+          forTiles(rows, [&](Value rowBegin, Value rowEnd) {
+            forTiles(columns, [&](Value columnBegin, Value columnEnd) {
+              forSpan(rowBegin, rowEnd, [&](Value i) {
+                Value to = arith::AddIOp::create(
+                    b, loc, base, arith::MulIOp::create(b, loc, i, columns));
+                Value from = arith::AddIOp::create(b, loc, base, i);
+                forSpan(columnBegin, columnEnd, [&](Value j) {
+                  Value source = arith::AddIOp::create(
+                      b, loc, from, arith::MulIOp::create(b, loc, j, rows));
+                  store(load(operand.data, source), data,
+                        arith::AddIOp::create(b, loc, to, j));
+                });
+              });
+            });
           });
         });
         return Lowered{Value(), data};

@@ -100,6 +100,8 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanRowTables());
   modelPasses.addPass(createEnergyPlanShareProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
+  // One value per computation, so that an expression's ops feed one user.
+  modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }

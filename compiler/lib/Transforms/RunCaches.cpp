@@ -142,6 +142,18 @@ bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
   return llvm::any_of(cone, doesWork);
 }
 
+/// Whether keeping `value`, computed by `cone` once for a whole call, saves
+/// work worth its memory: also a matrix that passes over another rearrange
+/// (W + Wᵀ, a scaled transpose), which each call would otherwise redo.
+bool worthKeepingForTheCall(Value value, ArrayRef<Operation *> cone) {
+  if (worthKeeping(value, cone))
+    return true;
+  auto type = dyn_cast<ArrayType>(value.getType());
+  return type && type.getRank() >= 2 && llvm::any_of(cone, [](Operation *op) {
+           return !isa<ReadOp, ConstantOp, BroadcastOp>(op);
+         });
+}
+
 /// A block whose ops run at the states of a dynamics step: the step
 /// program's, the backward step's, or a gradient's that they call.
 struct StepSite {
@@ -235,7 +247,7 @@ public:
           (!readByVariantWork(op) && !readByOpsOfItsBlock(op, 2)))
         continue;
       SmallVector<Operation *> cone = coneOf(op);
-      if (!worthKeeping(op->getResult(0), cone))
+      if (!worthKeepingForTheCall(op->getResult(0), cone))
         continue;
       keep(op, cone);
       changed = true;
@@ -339,6 +351,37 @@ private:
     auto dim = DimOp::create(declarations, model.getLoc(), kName, IntegerAttr(),
                              dynamics.getStepsAttr());
     return dim.getSymNameAttr();
+  }
+
+public:
+  /// Makes kept values that compute the same, in different blocks (the
+  /// keys of an input in a gradient and in its backward), one kept value:
+  /// the first of them that runs fills it for the others.
+  void shareKeptValues() {
+    SmallVector<OnceOp> kept;
+    model.walk([&](OnceOp once) {
+      if (!once.getPerStep())
+        kept.push_back(once);
+    });
+    for (auto [position, once] : llvm::enumerate(kept))
+      for (OnceOp earlier : ArrayRef<OnceOp>(kept).take_front(position))
+        if (earlier.getCacheAttr() != once.getCacheAttr() &&
+            earlier.getType() == once.getType() &&
+            computeSame(earlier.getBodyValue(), once.getBodyValue(),
+                        IRMapping())) {
+          dropCacheTensors(once);
+          once.setCacheAttr(earlier.getCacheAttr());
+          once.setValidAttr(earlier.getValidAttr());
+          break;
+        }
+  }
+
+private:
+  /// Erases the scratch tensor and flag of `once`, which no other reads.
+  void dropCacheTensors(OnceOp once) {
+    for (FlatSymbolRefAttr name : {once.getCacheAttr(), once.getValidAttr()})
+      if (Operation *tensor = SymbolTable::lookupSymbolIn(model, name))
+        tensor->erase();
   }
 
 public:
@@ -491,5 +534,6 @@ void mlir::energy::keepValuesBetweenCalls(ModelOp model) {
         if (!region.empty())
           builder.keepInvariantValues(region.front());
   }
+  builder.shareKeptValues();
   builder.keepStepValues(stepSites(model));
 }
