@@ -71,19 +71,41 @@ SmallVector<Value> indicesOver(Attribute size, Operation *op,
   }
 }
 
-/// Makes the statements after `table` (a table over one index whose rows
-/// are computed, not read) read its row where they compute it.
+/// The ways to place `table`'s indices at indices of the loops, tables and
+/// reductions around `op` (up to `statement`) of the same sizes, at most
+/// `limit` of them.
+SmallVector<IRMapping> placementsOf(Block *table, Operation *op,
+                                    Operation *statement, size_t limit) {
+  auto sizes = table->getParentOp()->getAttrOfType<ArrayAttr>("sizes");
+  SmallVector<IRMapping> placements(1);
+  for (BlockArgument argument : table->getArguments()) {
+    SmallVector<Value> candidates =
+        indicesOver(sizes[argument.getArgNumber()], op, statement);
+    SmallVector<IRMapping> extended;
+    for (const IRMapping &placement : placements)
+      for (Value index : candidates) {
+        if (extended.size() == limit)
+          break;
+        IRMapping next = placement;
+        next.map(argument, index);
+        extended.push_back(std::move(next));
+      }
+    placements = std::move(extended);
+  }
+  return placements;
+}
+
+/// Makes the statements after `table` (a table whose rows are computed, not
+/// read) read its row where they compute it.
 void reuseTable(TabulateOp table) {
   Block *body = &table.getBody().front();
-  if (body->getNumArguments() != 1)
-    return;
   Value row = cast<YieldOp>(body->getTerminator()).getValues().front();
   Operation *rowOp = row.getDefiningOp();
   if (!rowOp || rowOp->getBlock() != body || isa<ReadOp, ExtractOp>(rowOp) ||
       rowOp->getNumRegions() != 0)
     return;
-  Attribute size = table.getSizes()[0];
-  SmallVector<std::pair<Operation *, Value>> recomputed;
+  constexpr size_t kMostPlacements = 64;
+  SmallVector<std::pair<Operation *, SmallVector<Value>>> recomputed;
   for (Operation *statement = table->getNextNode(); statement;
        statement = statement->getNextNode())
     statement->walk([&](Operation *op) {
@@ -91,22 +113,24 @@ void reuseTable(TabulateOp table) {
           op->getNumResults() != 1 ||
           op->getResult(0).getType() != row.getType())
         return;
-      for (Value index : indicesOver(size, op, statement)) {
-        IRMapping at;
-        at.map(body->getArgument(0), index);
+      for (const IRMapping &at :
+           placementsOf(body, op, statement, kMostPlacements))
         if (computeSame(row, op->getResult(0), at)) {
-          recomputed.push_back({op, index});
+          SmallVector<Value> indices;
+          for (BlockArgument argument : body->getArguments())
+            indices.push_back(at.lookup(argument));
+          recomputed.push_back({op, indices});
           return;
         }
-      }
     });
-  auto map = AffineMap::getMultiDimIdentityMap(1, table.getContext());
+  auto map = AffineMap::getMultiDimIdentityMap(body->getNumArguments(),
+                                               table.getContext());
   llvm::SetVector<Block *> blocks;
-  for (auto [op, index] : recomputed) {
+  for (auto &[op, indices] : recomputed) {
     OpBuilder builder(op);
-    Value entry = ExtractOp::create(builder, op->getLoc(), row.getType(),
-                                    table.getResult(), AffineMapAttr::get(map),
-                                    ValueRange{index});
+    Value entry =
+        ExtractOp::create(builder, op->getLoc(), row.getType(),
+                          table.getResult(), AffineMapAttr::get(map), indices);
     op->getResult(0).replaceAllUsesWith(entry);
     blocks.insert(op->getBlock());
   }
@@ -190,8 +214,7 @@ void mlir::energy::shareProducts(ModelOp model) {
   // Not in programs, where a store may come between a table and a later
   // read.
   model.walk([&](TabulateOp table) {
-    if (isa<GradientOp, TermOp>(table->getParentOp()) &&
-        table.getSizes().size() == 1)
+    if (isa<GradientOp, TermOp>(table->getParentOp()))
       tables.push_back(table);
   });
   for (TabulateOp table : tables)

@@ -14,6 +14,7 @@
 // and (Σ_b a[b]ᵀ c[b])ᵀ W: (Σ_b a[b]ᵀ (b + c)[b])ᵀ W.
 // CHECK-LABEL: energy.model @shared_factors
 // CHECK:       gradient @x and [@W, @V] of @e {
+// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
 // CHECK-NEXT:    %[[V:.*]] = read @V : !energy.array<D, D>
 // CHECK-NEXT:    %[[S:.*]] = read @s : !energy.array<>
@@ -21,8 +22,7 @@
 // CHECK-NEXT:    %[[B:.*]] = read @b : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[C:.*]] = read @c : !energy.array<B, N, D>
 // CHECK:         %[[AV:.*]] = batch_matmul %[[A]], %[[V]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
-// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
-// CHECK-NEXT:    %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
+// CHECK:         %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
 // CHECK-NEXT:    %[[ONE:.*]] = constant 1.000000e+00
 // CHECK-NEXT:    %[[PS:.*]] = div %[[ONE]], %[[S]] : !energy.array<>, !energy.array<>
 // CHECK-NEXT:    %[[R:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {
@@ -37,11 +37,10 @@
 // CHECK-NEXT:    } : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[RW:.*]] = batch_matmul %[[R]], %[[W]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK-NEXT:    accumulate %[[RW]] into @x : !energy.array<B, N, D>
-// CHECK-NEXT:    %[[MINUS2:.*]] = constant -1.000000e+00
 // CHECK-NEXT:    %[[BMC:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {
 // CHECK-NEXT:      %[[BI:.*]] = extract %[[B]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
 // CHECK-NEXT:      %[[CI:.*]] = extract %[[C]][%[[I]], %[[J]]] : !energy.array<B, N, D> -> !energy.array<D>
-// CHECK-NEXT:      %[[CM:.*]] = mul %[[CI]], %[[MINUS2]] : !energy.array<D>, !energy.array<>
+// CHECK-NEXT:      %[[CM:.*]] = mul %[[CI]], %[[MINUS]] : !energy.array<D>, !energy.array<>
 // CHECK-NEXT:      %[[D:.*]] = add %[[BI]], %[[CM]] : !energy.array<D>, !energy.array<D>
 // CHECK-NEXT:      yield %[[D]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<B, N, D>

@@ -165,14 +165,9 @@ energy.model @not_linear {
 // CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
 // CHECK:         %[[WQ:.*]] = read @Wq : !energy.array<D, D>
 // CHECK:         %[[WK:.*]] = read @Wk : !energy.array<D, D>
-// CHECK:         %[[X1:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[Q:.*]] = batch_matmul %[[X1]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
-// CHECK-NEXT:    %[[X2:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[K:.*]] = batch_matmul %[[X2]], %[[WK]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
-// CHECK-NEXT:    %[[X3:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[KV:.*]] = batch_matmul %[[X3]], %[[WK]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
-// CHECK-NEXT:    %[[X4:.*]] = read @x : !energy.array<N, D>
-// CHECK-NEXT:    %[[QV:.*]] = batch_matmul %[[X4]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
+// CHECK-NEXT:    %[[Q:.*]] = batch_matmul %[[X]], %[[WQ]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+// CHECK-NEXT:    %[[K:.*]] = batch_matmul %[[X]], %[[WK]] transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
 // CHECK-NEXT:    %[[R:.*]]:3 = softmax_contract bilinear rows (%[[C:.*]] : @N) cols (%[[P:.*]] : @N) score {
 // CHECK-NOT:       matmul
 // CHECK:           %[[QC:.*]] = extract %[[Q]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
@@ -182,11 +177,11 @@ energy.model @not_linear {
 // CHECK-NEXT:      yield %[[S]] : !energy.array<>
 // CHECK-NEXT:    } row_values {
 // CHECK-NOT:       matmul
-// CHECK:           %[[V:.*]] = extract %[[KV]][%[[P]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK:           %[[V:.*]] = extract %[[K]][%[[P]]] : !energy.array<N, D> -> !energy.array<D>
 // CHECK-NEXT:      yield %[[V]] : !energy.array<D>
 // CHECK-NEXT:    } col_values {
 // CHECK-NOT:       matmul
-// CHECK:           %[[G:.*]] = extract %[[QV]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
+// CHECK:           %[[G:.*]] = extract %[[Q]][%[[C]]] : !energy.array<N, D> -> !energy.array<D>
 // CHECK-NEXT:      yield %[[G]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
 // CHECK-NEXT:    %[[MQ:.*]] = mul %[[WQ]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
@@ -488,8 +483,9 @@ energy.model @in_place {
 // batch of products. A loop that adds into other rows than its own, or
 // whose rows are scaled by a value of the row (not a table ahead of it),
 // adds its rows' product with the matrix (one product of all the rows,
-// ahead of the loop) as a row of its own; a sum with a predicate is left
-// alone.
+// ahead of the loop) as a row of its own, and reads the product of the
+// same rows and matrix that an earlier statement made (CSE ahead of the
+// element-wise fusion); a sum with a predicate is left alone.
 // CHECK-LABEL: energy.model @whole_products
 // CHECK:       gradient @W {
 // CHECK:         %[[MINUS:.*]] = constant -1.0
@@ -511,9 +507,8 @@ energy.model @in_place {
 // CHECK:         foreach parallel (%{{.*}} : @B, %{{.*}} : @N) {
 // CHECK:           extract %[[T]]
 // CHECK:           accumulate %{{.*}} into @z[
-// CHECK:         %[[WZ2:.*]] = batch_matmul %{{.*}}, %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
-// CHECK:           extract %[[WZ2]]
+// CHECK:           extract %[[WZ]]
 // CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
 // CHECK:       gradient @x {
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
