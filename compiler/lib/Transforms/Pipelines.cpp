@@ -98,6 +98,14 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanRowTables());
+  // Loops over heads (or any index their slots ignore) that the tables and
+  // contractions formed since leave adding per-head products: sums whose
+  // linear maps come out, the heads' products then summed as one.
+  modelPasses.addPass(createEnergyPlanLoopSums());
+  modelPasses.addPass(createEnergyPlanLinearMaps(everyTerm));
+  modelPasses.addPass(createEnergyPlanLoopTables());
+  modelPasses.addPass(createEnergyPlanBatchedProducts());
+  modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanShareProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
   // One value per computation, so that an expression's ops feed one user.

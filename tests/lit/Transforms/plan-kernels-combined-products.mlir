@@ -11,7 +11,8 @@
 // right after the product; rows times V stay as they are. W's adjoint adds
 // V Σ_b a[b]ᵀ b[b] - V Σ_b a[b]ᵀ c[b]: V (Σ_b a[b]ᵀ (b - c)[b]), one
 // summed product of a and a table. V's adjoint adds (Σ_b a[b]ᵀ b[b])ᵀ W
-// and (Σ_b a[b]ᵀ c[b])ᵀ W: (Σ_b a[b]ᵀ (b + c)[b])ᵀ W.
+// and (Σ_b a[b]ᵀ c[b])ᵀ W: (Σ_b a[b]ᵀ (b + c)[b])ᵀ W, computed as
+// (Σ_b (b + c)[b]ᵀ a[b]) W, with no transpose.
 // CHECK-LABEL: energy.model @shared_factors
 // CHECK:       gradient @x and [@W, @V] of @e {
 // CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
@@ -53,8 +54,7 @@
 // CHECK-NEXT:      %[[BC:.*]] = add %[[BI]], %[[CI]] : !energy.array<D>, !energy.array<D>
 // CHECK-NEXT:      yield %[[BC]] : !energy.array<D>
 // CHECK-NEXT:    } : !energy.array<B, N, D>
-// CHECK-NEXT:    %[[ABPC:.*]] = batch_matmul %[[A]] transposed, %[[BPC]] summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
-// CHECK-NEXT:    %[[T:.*]] = transpose %[[ABPC]] : !energy.array<D, D>
+// CHECK-NEXT:    %[[T:.*]] = batch_matmul %[[BPC]] transposed, %[[A]] summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
 // CHECK-NEXT:    %[[TW:.*]] = matmul %[[T]], %[[W]] : !energy.array<D, D>, !energy.array<D, D>
 // CHECK-NEXT:    accumulate %[[TW]] into @V : !energy.array<D, D>
 // CHECK-NEXT:    accumulate %[[AV]] into @x : !energy.array<B, N, D>
