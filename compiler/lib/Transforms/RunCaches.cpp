@@ -103,7 +103,7 @@ private:
 /// Ops whose work is more than a pass over their operands: products,
 /// loops, normalisations of rows.
 bool doesWork(Operation *op) {
-  return isa<BatchMatmulOp, MatmulOp, OuterOp, DotOp, QuadOp, ReduceOp,
+  return isa<GradOp, BatchMatmulOp, MatmulOp, OuterOp, DotOp, QuadOp, ReduceOp,
              ReduceElementsOp, SumLastOp, TabulateOp, SoftmaxContractOp,
              PrefixSumOp, LayerNormOp, RmsNormOp, SoftmaxOp, LogSoftmaxOp,
              InverseOp, LogDetOp>(op);
@@ -387,14 +387,17 @@ private:
 public:
   /// Keeps, per step, what a backward step computes again of its forward
   /// step: values of the step program's blocks and of the gradients they
-  /// call (`sites`) that read states as they are at the start of the step,
-  /// computed the same in the forward and in the backward step.
-  void keepStepValues(ArrayRef<StepSite> sites) {
+  /// call (stepSites) that read states as they are at the start of the
+  /// step, computed the same in the forward and in the backward step (a
+  /// gradient's value itself, where the backward step needs it: Heun's
+  /// first stage).
+  void keepStepValues() {
     // A value read from a kept one is kept in a later round: a network's
-    // layer after the normalisation it reads.
+    // layer after the normalisation it reads. The sites are found again
+    // each round: a kept gradient call is no longer a call of the program.
     constexpr int kRounds = 4;
     for (int round = 0; round < kRounds; ++round)
-      if (!keepStepValuesOnce(sites))
+      if (!keepStepValuesOnce(stepSites(model)))
         break;
   }
 
@@ -493,20 +496,38 @@ private:
     });
   }
 
-  /// Whether `cone` only reads, and reads tensors by name only (not
-  /// through a gradient, whose reads tensorsReadBy cannot see).
+  /// Whether `call` is a gradient's value that only reads: it adds into no
+  /// tensor, and its gradient runs no plugin code.
+  static bool isReadingGradient(GradOp call) {
+    GradientOp gradient = call.getGradient();
+    return gradient && !call.getIntoAttr() &&
+           !gradient
+                ->walk([](Operation *op) {
+                  return isa<ApplyOp, AggregateOp, AggregateWeightsOp, StoreOp,
+                             GradOp>(op)
+                             ? WalkResult::interrupt()
+                             : WalkResult::advance();
+                })
+                .wasInterrupted();
+  }
+
+  /// Whether `cone` only reads: ops that read, and at its top level
+  /// gradient calls that read (tensorsReadBy sees into their gradients).
   static bool onlyReadsTensors(ArrayRef<Operation *> cone) {
     return llvm::all_of(cone, [](Operation *op) {
+      if (auto call = dyn_cast<GradOp>(op))
+        return isReadingGradient(call);
       return onlyReads(op) && !op->walk([](GradOp) {
                                    return WalkResult::interrupt();
                                  }).wasInterrupted();
     });
   }
 
-  /// The tensors `cone` reads, directly or through lets.
+  /// The tensors `cone` reads, directly, through lets or in the gradients
+  /// it calls.
   llvm::StringSet<> tensorsReadBy(ArrayRef<Operation *> cone) {
     llvm::StringSet<> tensors;
-    for (Operation *op : cone)
+    auto readsOf = [&](Operation *op) {
       op->walk([&](ReadOp read) {
         if (auto let = model.lookupSymbol<LetOp>(read.getSource()))
           for (StringRef tensor : readTensors(let.getBody(), model))
@@ -514,6 +535,13 @@ private:
         else
           tensors.insert(read.getSource());
       });
+    };
+    for (Operation *op : cone) {
+      readsOf(op);
+      if (auto call = dyn_cast<GradOp>(op))
+        if (GradientOp gradient = call.getGradient())
+          readsOf(gradient);
+    }
     return tensors;
   }
 
@@ -535,5 +563,5 @@ void mlir::energy::keepValuesBetweenCalls(ModelOp model) {
           builder.keepInvariantValues(region.front());
   }
   builder.shareKeptValues();
-  builder.keepStepValues(stepSites(model));
+  builder.keepStepValues();
 }
