@@ -683,6 +683,20 @@ FailureOr<Lowered> KernelFunction::emitMatmul(MatmulOp matmul) {
   Value rows = lhsShape[0], inner = lhsShape[1];
   Value data = allocate(type);
   if (rhsType.getRank() == 1) {
+    // Xᵀ v of a row-major X is Σ_k v[k] X[k, :]: rows of X scaled and
+    // added, along X's rows, with no pass over its transpose.
+    if (auto transpose = matmul.getLhs().getDefiningOp<TransposeOp>();
+        transpose &&
+        cast<ArrayType>(transpose.getOperand().getType()).getRank() == 2) {
+      Value matrix = get(transpose.getOperand()).data;
+      forRange(rows, [&](Value i) { store(real(0.0), data, i); });
+      forRange(inner, [&](Value k) {
+        Value row =
+            offsetPointer(matrix, arith::MulIOp::create(b, loc, k, rows));
+        addScaled(data, load(rhs.data, k), row, rows);
+      });
+      return Lowered{Value(), data};
+    }
     forRange(rows, [&](Value i) {
       Value row =
           offsetPointer(lhs.data, arith::MulIOp::create(b, loc, i, inner));
