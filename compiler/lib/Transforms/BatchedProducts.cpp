@@ -734,6 +734,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
     if (!batchHeadProducts(table))
       batchTable(table);
   for (ForeachOp loop : loops) {
+    if (batchPerIndexOuterSum(loop))
+      continue;
     if (std::optional<HeadSum> match = matchHeadSum(loop)) {
       batchAccumulation(loop, *match);
       continue;

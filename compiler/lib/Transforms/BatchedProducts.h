@@ -86,6 +86,10 @@ bool batchOuterSum(ReduceOp reduce);
 /// batchOuterSum does the same sum over (b, j); leaves `reduce` as it was
 /// where that does not apply (OuterSums.cpp).
 void batchNestedOuterSum(ReduceOp reduce);
+/// A loop over b that adds Σ_j u ⊗ v into row b of a tensor as the row b of
+/// one batch of products U[b]ᵀ V[b] ahead of it (OuterSums.cpp). Returns
+/// whether it rewrote `loop`.
+bool batchPerIndexOuterSum(ForeachOp loop);
 
 } // namespace mlir::energy
 

@@ -4,7 +4,8 @@
 // summed product of the tables of u and v (a parameter's adjoint summed over
 // a batch and its tokens); Σ_b Σ_j u ⊗ v, a sum per batch element (with
 // tables of that element's rows ahead of it) of a sum over its tokens, is
-// the same sum over (b, j).
+// the same sum over (b, j). A loop over b that adds Σ_j u ⊗ v into row b of
+// a tensor adds the row b of one batch of products, U[b]ᵀ V[b].
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,4 +74,66 @@ void mlir::energy::batchNestedOuterSum(ReduceOp reduce) {
   }
   flat.getResult().replaceAllUsesWith(reduce.getResult());
   flat.erase();
+}
+
+/// `foreach (%b) { accumulate (reduce sum (%j) { outer u, v }) into @T[%b] }`
+/// as the batch of products P[b] = U[b]ᵀ V[b] of the tables of u and v over
+/// (b, j), ahead of the loop, whose row b the loop then adds: a slot
+/// attention's adjoint of its slots, a sum over each sequence's tokens.
+/// Returns whether it rewrote `loop`.
+bool mlir::energy::batchPerIndexOuterSum(ForeachOp loop) {
+  ArrayAttr loopSizes = loop.getSizes();
+  if (loop.hasPredicate() || loopSizes.size() != 1 || !hasPlainDims(loopSizes))
+    return false;
+  Block &body = loop.getBody().front();
+  for (Operation &op : body) {
+    auto sum = dyn_cast<ReduceOp>(op);
+    if (!sum || !isPlainSumOverOne(sum) || !sum->hasOneUse())
+      continue;
+    auto accumulate = dyn_cast<AccumulateOp>(*sum->getUsers().begin());
+    if (!accumulate || accumulate->getBlock() != &body ||
+        accumulate.getIndices().size() != 1 ||
+        accumulate.getIndices()[0] != body.getArgument(0) ||
+        !accumulate.getMap().isIdentity())
+      continue;
+    auto outer = sum.getBodyValue().getDefiningOp<OuterOp>();
+    if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
+        cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
+      continue;
+    Block &sumBody = sum.getBody().front();
+    SmallVector<Value> indices{body.getArgument(0), sumBody.getArgument(0)};
+    SmallVector<Attribute> dims{loopSizes[0], sum.getSizes()[0]};
+    // Each side depends only on (b, j) and what the loop reads.
+    if (!dependsOnlyOn(outer.getLhs(), loop, indices) ||
+        !dependsOnlyOn(outer.getRhs(), loop, indices))
+      continue;
+    Value lhs =
+        arrayOver(outer.getLhs(), indices, dims, {&body, &sumBody}, loop);
+    Value rhs =
+        arrayOver(outer.getRhs(), indices, dims, {&body, &sumBody}, loop);
+    OpBuilder builder(loop);
+    Value products = buildRowProduct(builder, sum.getLoc(), lhs, rhs,
+                                     /*transposeLhs=*/true,
+                                     /*transposeRhs=*/false, /*summed=*/false);
+    auto type = cast<ArrayType>(products.getType());
+    if (type.getRank() != 3 ||
+        type.getShape().drop_front() !=
+            cast<ArrayType>(outer.getType()).getShape()) {
+      // Not the batch of products the loop's rows need: nothing changed but
+      // the tables ahead of the loop, which nothing reads.
+      if (Operation *product = products.getDefiningOp())
+        product->erase();
+      return false;
+    }
+    builder.setInsertionPoint(sum);
+    auto map = AffineMap::getMultiDimIdentityMap(1, loop.getContext());
+    Value row = ExtractOp::create(builder, sum.getLoc(), outer.getType(),
+                                  products, AffineMapAttr::get(map),
+                                  ValueRange{body.getArgument(0)});
+    sum.getResult().replaceAllUsesWith(row);
+    sum.erase();
+    eraseDeadOps(body);
+    return true;
+  }
+  return false;
 }

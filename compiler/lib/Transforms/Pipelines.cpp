@@ -107,6 +107,8 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanContractTables());
   modelPasses.addPass(createEnergyPlanShareProducts());
+  // The sums of outer products of rows that reading shared tables leaves.
+  modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());

@@ -176,7 +176,36 @@ namespace {
 /// extract of the same array or a read of the same tensor at them, or a
 /// product of a head's matrix and a row (`extract %P[h, rows…]` of a
 /// `batch_matmul` of rows times every head's matrix transposed, against
-/// `matmul(W[h], x[rows…])`).
+/// `matmul(W[h], x[rows…])`), or a row times a matrix (`extract %P[b, i]`
+/// of a `batch_matmul` of L and R, against `matmul(transpose(R[b]),
+/// L[b, i])`).
+bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
+                 const IRMapping &arguments);
+
+/// Whether `product`, Xᵀ v, is the row `indices` of `rows`, a product of
+/// rows and a matrix per batch position (L[b] R[b], or L R): the row
+/// L[b, i] times R[b] is R[b]ᵀ L[b, i], with X = R[b] and v = L[b, i].
+bool isRowTimesMatrix(MatmulOp product, BatchMatmulOp rows,
+                      ArrayRef<Value> indices, const IRMapping &arguments) {
+  auto transpose = product.getLhs().getDefiningOp<TransposeOp>();
+  auto rank = [](Value value) {
+    return cast<ArrayType>(value.getType()).getRank();
+  };
+  if (!transpose || rows.getLhsRows() != 1 ||
+      rank(rows.getLhs()) != static_cast<int64_t>(indices.size()) + 1 ||
+      rank(product.getRhs()) != 1)
+    return false;
+  Value matrix = transpose.getOperand();
+  bool batched = rank(rows.getRhs()) == 3;
+  if (batched != (rank(rows.getLhs()) == 3))
+    return false;
+  bool sameMatrix = batched ? isElementOf(matrix, rows.getRhs(),
+                                          indices.take_front(), arguments)
+                            : computeSame(matrix, rows.getRhs(), arguments);
+  return sameMatrix &&
+         isElementOf(product.getRhs(), rows.getLhs(), indices, arguments);
+}
+
 bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
                  const IRMapping &arguments) {
   SmallVector<Value> mapped;
@@ -203,12 +232,13 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
   }
   auto product = element.getDefiningOp<MatmulOp>();
   auto heads = array.getDefiningOp<BatchMatmulOp>();
-  if (!product || !heads || heads.getTransposeLhs() ||
-      !heads.getTransposeRhs() || heads.getSumBatch())
+  if (!product || !heads || heads.getTransposeLhs() || heads.getSumBatch())
     return false;
   auto rank = [](Value value) {
     return cast<ArrayType>(value.getType()).getRank();
   };
+  if (!heads.getTransposeRhs())
+    return isRowTimesMatrix(product, heads, indices, arguments);
   int64_t rows = heads.getLhsRows();
   if (rank(heads.getRhs()) != 3 || rank(heads.getLhs()) != rows + 1 ||
       indices.size() != static_cast<size_t>(rows + 1))
@@ -286,6 +316,21 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
     auto second = dyn_cast_or_null<TabulateOp>(y);
     if (!second || first.getType() != second.getType() ||
         first.getSizes() != second.getSizes())
+      return false;
+    IRMapping bodies = arguments;
+    bodies.map(first.getBody().front().getArguments(),
+               second.getBody().front().getArguments());
+    return computeSame(first.getBodyValue(), second.getBodyValue(), bodies);
+  }
+  // Two plain reductions of the same values (no predicate, no
+  // temperature): a row's dot products with every slot, summed as embeds.
+  if (auto first = dyn_cast_or_null<ReduceOp>(x)) {
+    auto second = dyn_cast_or_null<ReduceOp>(y);
+    if (!second || first.getType() != second.getType() ||
+        first.getKind() != second.getKind() ||
+        first.getSizes() != second.getSizes() || first.hasPredicate() ||
+        second.hasPredicate() || first.getTemperature() ||
+        second.getTemperature())
       return false;
     IRMapping bodies = arguments;
     bodies.map(first.getBody().front().getArguments(),
