@@ -236,10 +236,12 @@ bool sumRowsForColumns(TabulateOp table, ReduceOp sum) {
       (extract && !isDefinedOutside(extract.getSource(), table)))
     return false;
   MLIRContext *context = table.getContext();
+  // A row holds the table's positions, each an element of the sum's type.
   SmallVector<StringAttr> dims;
   for (Attribute size : table.getSizes())
     dims.push_back(
         StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
+  llvm::append_range(dims, cast<ArrayType>(sum.getType()).getShape());
   auto rowType = ArrayType::get(context, dims);
   OpBuilder builder(table);
   Location loc = sum.getLoc();
