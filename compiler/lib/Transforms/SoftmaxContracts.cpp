@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -343,6 +344,40 @@ bool samePredicate(ReduceOp lse, ReduceOp sum) {
   return computeSame(admits(lse), admits(sum), arguments);
 }
 
+/// Whether every value the regions of `op` read from its block is defined
+/// ahead of it, after moving there the reads and effect-free ops that
+/// follow it (a weighted sum's row value read after the lse the
+/// contraction takes the place of; not in programs, where a store may come
+/// between). Moves nothing where it answers no.
+bool operandsDefinedAhead(SoftmaxContractOp op) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(op->getRegions(), used);
+  bool inProgram = op->getParentOfType<UpdateProgramOp>() ||
+                   op->getParentOfType<BackwardProgramOp>();
+  // The ops after `op` in its block that its regions need, in block order.
+  llvm::SetVector<Operation *> later;
+  SmallVector<Value> work(used.begin(), used.end());
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def)
+      continue;
+    Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*def);
+    if (!ancestor || ancestor->isBeforeInBlock(op) || later.contains(ancestor))
+      continue;
+    if (inProgram || ancestor->getNumRegions() != 0 ||
+        !(isMemoryEffectFree(ancestor) || isa<ReadOp>(ancestor)))
+      return false;
+    later.insert(ancestor);
+    llvm::append_range(work, ancestor->getOperands());
+  }
+  SmallVector<Operation *> ordered(later.begin(), later.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *def : ordered)
+    def->moveBefore(op);
+  return true;
+}
+
 /// Writes `lse` and the sums of its block linear in its weight as one
 /// contraction.
 void formChildSide(ReduceOp lse) {
@@ -476,6 +511,10 @@ void formChildSide(ReduceOp lse) {
   OpBuilder builder(loop ? loop : lse.getOperation());
   SoftmaxContractOp op =
       contract.create(builder, lse.getLoc(), lse.getTemperature(), Value());
+  if (!operandsDefinedAhead(op)) {
+    op.erase();
+    return;
+  }
   // The loop's body reads its row of each result.
   ValueRange rowIndices = rowArguments;
   builder.setInsertionPoint(lse);
