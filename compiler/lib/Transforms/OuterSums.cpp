@@ -115,16 +115,9 @@ bool mlir::energy::batchPerIndexOuterSum(ForeachOp loop) {
     Value products = buildRowProduct(builder, sum.getLoc(), lhs, rhs,
                                      /*transposeLhs=*/true,
                                      /*transposeRhs=*/false, /*summed=*/false);
-    auto type = cast<ArrayType>(products.getType());
-    if (type.getRank() != 3 ||
-        type.getShape().drop_front() !=
-            cast<ArrayType>(outer.getType()).getShape()) {
-      // Not the batch of products the loop's rows need: nothing changed but
-      // the tables ahead of the loop, which nothing reads.
-      if (Operation *product = products.getDefiningOp())
-        product->erase();
-      return false;
-    }
+    assert(cast<ArrayType>(products.getType()).getShape().drop_front() ==
+               cast<ArrayType>(outer.getType()).getShape() &&
+           "a batch of the outer products' shape");
     builder.setInsertionPoint(sum);
     auto map = AffineMap::getMultiDimIdentityMap(1, loop.getContext());
     Value row = ExtractOp::create(builder, sum.getLoc(), outer.getType(),
