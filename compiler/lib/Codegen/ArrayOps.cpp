@@ -147,21 +147,15 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
   auto operandType = [&](unsigned i) {
     return cast<ArrayType>(op->getOperand(i).getType());
   };
-  // Arithmetic on whole vectors of lanes (arith ops take vectors too).
-  auto binary = [&](function_ref<Value(Value, Value)> function) {
-    Lowered lhs = operandAt(0), rhs = operandAt(1);
-    return buildLanes(type, [&](Value offset, int lanes) {
-      return function(lanesAt(lhs, offset, lanes), lanesAt(rhs, offset, lanes));
-    });
-  };
   using Result = FailureOr<Lowered>;
-  if (isLaneWise(op) && !type.isScalar())
+  // Element-wise functions and arithmetic, scalars included, on vectors of
+  // lanes (their operands computed in the same loop where fused).
+  if (isLaneWise(op))
     return buildLanes(type, [&](Value offset, int lanes) {
       return laneOp(op, offset, lanes);
     });
-  if (isa<NegOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SoftplusOp, GeluOp,
-          ErfOp, ReluOp, HeavisideOp, SignOp, SqrtOp, AbsOp, SiluIntOp, PowOp>(
-          op)) {
+  // ∫ silu calls the support library once per element.
+  if (isa<SiluIntOp>(op)) {
     Lowered operand = operandAt(0);
     return build(type, [&](Value position) {
       return unary(op, elementAt(operand, position));
@@ -172,21 +166,6 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
         return Lowered{real(constant.getValue().convertToDouble()), Value()};
       })
       .Case([&](ReadOp read) { return emitRead(read); })
-      .Case([&](AddOp) -> Result {
-        return binary([&](Value x, Value y) { return add(x, y); });
-      })
-      .Case([&](SubOp) -> Result {
-        return binary([&](Value x, Value y) { return sub(x, y); });
-      })
-      .Case([&](MulOp) -> Result {
-        return binary([&](Value x, Value y) { return mul(x, y); });
-      })
-      .Case([&](DivOp) -> Result {
-        return binary([&](Value x, Value y) { return div(x, y); });
-      })
-      .Case([&](MaximumOp) -> Result {
-        return binary([&](Value x, Value y) { return maximum(x, y); });
-      })
       .Case([&](ToRealOp toReal) -> Result {
         Value value = toI64(integers.lookup(toReal.getIndex()));
         return Lowered{
@@ -334,29 +313,21 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
               });
           return Lowered{add(state[0], log(state[1])), Value()};
         }
+        if (kind == ElementsKind::maxabs)
+          return Lowered{
+              forRange(count, {real(0.0)},
+                       [&](Value i, ValueRange acc) {
+                         Value x = elementAt(operand, i);
+                         return SmallVector<Value>{
+                             maximum(acc[0], math::AbsFOp::create(b, loc, x))};
+                       })[0],
+              Value()};
         bool squared =
             kind == ElementsKind::sqnorm || kind == ElementsKind::norm;
-        Value total = kind == ElementsKind::maxabs
-                          ? Value()
-                          : sumLanes(count, [&](Value offset, int lanes) {
-                              Value x =
-                                  laneValue(reduce.getOperand(), offset, lanes);
-                              return squared ? mul(x, x) : x;
-                            });
-        if (!total)
-          total = forRange(count, {real(0.0)}, [&](Value i, ValueRange acc) {
-            Value x = elementAt(operand, i);
-            switch (kind) {
-            case ElementsKind::maxabs:
-              return SmallVector<Value>{
-                  maximum(acc[0], math::AbsFOp::create(b, loc, x))};
-            case ElementsKind::sqnorm:
-            case ElementsKind::norm:
-              return SmallVector<Value>{add(acc[0], mul(x, x))};
-            default:
-              return SmallVector<Value>{add(acc[0], x)};
-            }
-          })[0];
+        Value total = sumLanes(count, [&](Value offset, int lanes) {
+          Value x = laneValue(reduce.getOperand(), offset, lanes);
+          return squared ? mul(x, x) : x;
+        });
         if (kind == ElementsKind::mean)
           total = div(total, arith::SIToFPOp::create(
                                  b, loc, context.elementType, toI64(count)));

@@ -143,8 +143,9 @@ bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
 }
 
 /// Whether keeping `value`, computed by `cone` once for a whole call, saves
-/// work worth its memory: also a matrix that passes over another rearrange
-/// (W + Wᵀ, a scaled transpose), which each call would otherwise redo.
+/// work worth its memory: also a matrix that a transpose or element-wise
+/// ops make of others (W + Wᵀ, a scaled param), which each gradient call
+/// would otherwise make again.
 bool worthKeepingForTheCall(Value value, ArrayRef<Operation *> cone) {
   if (worthKeeping(value, cone))
     return true;

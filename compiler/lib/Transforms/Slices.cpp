@@ -145,13 +145,15 @@ Value mlir::energy::buildRowProduct(OpBuilder &builder, Location loc, Value lhs,
                                transposeRhs, summed);
 }
 
+/// The rank of the array `value`.
+static int64_t rankOf(Value value) {
+  return cast<ArrayType>(value.getType()).getRank();
+}
+
 bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
-  auto rank = [](Value value) {
-    return cast<ArrayType>(value.getType()).getRank();
-  };
   return product.getLhsRows() == 1 && !product.getTransposeLhs() &&
-         !product.getSumBatch() && rank(product.getRhs()) == 2 &&
-         rank(product.getLhs()) == rank(product.getResult());
+         !product.getSumBatch() && rankOf(product.getRhs()) == 2 &&
+         rankOf(product.getLhs()) == rankOf(product.getResult());
 }
 
 namespace {
@@ -188,16 +190,13 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
 bool isRowTimesMatrix(MatmulOp product, BatchMatmulOp rows,
                       ArrayRef<Value> indices, const IRMapping &arguments) {
   auto transpose = product.getLhs().getDefiningOp<TransposeOp>();
-  auto rank = [](Value value) {
-    return cast<ArrayType>(value.getType()).getRank();
-  };
   if (!transpose || rows.getLhsRows() != 1 ||
-      rank(rows.getLhs()) != static_cast<int64_t>(indices.size()) + 1 ||
-      rank(product.getRhs()) != 1)
+      rankOf(rows.getLhs()) != static_cast<int64_t>(indices.size()) + 1 ||
+      rankOf(product.getRhs()) != 1)
     return false;
   Value matrix = transpose.getOperand();
-  bool batched = rank(rows.getRhs()) == 3;
-  if (batched != (rank(rows.getLhs()) == 3))
+  bool batched = rankOf(rows.getRhs()) == 3;
+  if (batched != (rankOf(rows.getLhs()) == 3))
     return false;
   bool sameMatrix = batched ? isElementOf(matrix, rows.getRhs(),
                                           indices.take_front(), arguments)
@@ -234,13 +233,10 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
   auto heads = array.getDefiningOp<BatchMatmulOp>();
   if (!product || !heads || heads.getTransposeLhs() || heads.getSumBatch())
     return false;
-  auto rank = [](Value value) {
-    return cast<ArrayType>(value.getType()).getRank();
-  };
   if (!heads.getTransposeRhs())
     return isRowTimesMatrix(product, heads, indices, arguments);
   int64_t rows = heads.getLhsRows();
-  if (rank(heads.getRhs()) != 3 || rank(heads.getLhs()) != rows + 1 ||
+  if (rankOf(heads.getRhs()) != 3 || rankOf(heads.getLhs()) != rows + 1 ||
       indices.size() != static_cast<size_t>(rows + 1))
     return false;
   return isElementOf(product.getLhs(), heads.getRhs(), indices.take_front(),
