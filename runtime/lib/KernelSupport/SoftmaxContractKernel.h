@@ -45,7 +45,9 @@
 //
 // Kept tiles: S and the pair terms' tiles are the same products on both
 // sides, transposed (the same fma in the same order of d, so the same
-// bits). When they are few (at most ENERGY_CONTRACT_MAX_TILE_BYTES), the
+// bits). When they are few (at most ENERGY_CONTRACT_MAX_TILE_BYTES) and
+// reading them back costs less than computing them (they stay in a core's
+// cache, or their products are deep: tilesWorthKeeping), the
 // row side of a call with both sides copies each of its tiles, before any
 // mask, into a batch × (1 + m) × rows × cols array, and the column side
 // reads them transposed instead of computing them (nor packing its inner
@@ -1163,6 +1165,28 @@ template <class V, class Run> bool withStripsFor(int64_t innerCount, Run run) {
   return run(V{});
 }
 
+/// Whether the column side reads the row side's tiles rather than computing
+/// them again: when they stay in a core's cache (ENERGY_CONTRACT_CACHED_
+/// TILE_BYTES), or when their products are deep enough to cost more than a
+/// read from memory (a mean depth of kDeepTiles per plane).
+inline bool tilesWorthKeeping(const energy_softmax_contract_args &args,
+                              int64_t elementBytes) {
+  constexpr int64_t kDeepTiles = 48;
+  const int64_t planes = 1 + args.num_pair_terms;
+  int64_t bytes, depths = args.depth;
+  if (__builtin_mul_overflow(args.batch, args.rows, &bytes) ||
+      __builtin_mul_overflow(bytes, args.cols, &bytes) ||
+      __builtin_mul_overflow(bytes, planes, &bytes) ||
+      __builtin_mul_overflow(bytes, elementBytes, &bytes))
+    return false;
+  if (bytes <= ENERGY_CONTRACT_CACHED_TILE_BYTES)
+    return true;
+  for (int64_t i = 0; i < args.num_pair_terms; ++i)
+    if (__builtin_add_overflow(depths, args.pair_depths[i], &depths))
+      return true;
+  return depths >= kDeepTiles * planes;
+}
+
 } // namespace contract
 
 /// The whole kernel for validated arguments (see SoftmaxContract.h), all the
@@ -1215,8 +1239,12 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   }
 
   // The tiles the row side keeps (the caller's, or its own when the call
-  // has both sides and they are small) and the column side reads.
-  T *const callersTiles = static_cast<T *>(args.kept_tiles);
+  // has both sides and they are small) and the column side reads, where
+  // that costs less than computing them again (both calls over the same
+  // pairs decide alike).
+  T *const callersTiles = tilesWorthKeeping(args, sizeof(T))
+                              ? static_cast<T *>(args.kept_tiles)
+                              : nullptr;
   const bool keeping =
       callersTiles && args.kept_tiles_mode == ENERGY_CONTRACT_TILES_KEEP;
   const bool reusing =
@@ -1227,7 +1255,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
   kept.planes = 1 + args.num_pair_terms;
   if (keeping || reusing) {
     kept.tiles = callersTiles;
-  } else if (rowSide && colSide) {
+  } else if (rowSide && colSide && tilesWorthKeeping(args, sizeof(T))) {
     ownTiles.memory = energy_support_softmax_contract_tiles(
         batch, rows, cols, args.num_pair_terms, sizeof(T));
     kept.tiles = static_cast<T *>(ownTiles.memory);

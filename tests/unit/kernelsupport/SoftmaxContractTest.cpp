@@ -1330,6 +1330,32 @@ TEST_CASE("softmax contract: kept tiles give the bits of computed ones") {
         nullptr);
 }
 
+TEST_CASE("softmax contract: tiles past a core's cache are kept only when "
+          "deep") {
+  // 1 × 600 × 600 floats, 1.4 MiB: read back at depth 64 (computing them
+  // costs more), computed again at depth 8 by both calls of a split, whose
+  // results then do not depend on what the tiles hold.
+  static_assert(600 * 600 * 4 > ENERGY_CONTRACT_CACHED_TILE_BYTES);
+  for (int64_t depth : {8, 64}) {
+    std::vector<Problem> problems =
+        pairProblems(1, 600, 600, depth, kMixedWeights, 1400 + depth);
+    for (Problem &p : problems) {
+      p.pairDepths.clear();
+      p.pairRowFeatures.clear();
+      p.pairColFeatures.clear();
+      p.rowWeights.clear();
+      p.colWeights.clear();
+    }
+    INFO("depth " << depth);
+    std::vector<double> oneCall = allOf(runBatch<float>(problems, {}));
+    CHECK(allOf(splitSides<float>(problems, ColumnTiles::Reused)) == oneCall);
+    bool read =
+        allOf(splitSides<float>(problems, ColumnTiles::ReusedAfterZeroing)) !=
+        oneCall;
+    CHECK(read == (depth == 64));
+  }
+}
+
 TEST_CASE("softmax contract: a batch of 8 problems of 64 rows, the same bits "
           "on 1, 2 and 3 threads") {
   // A training step's shape: more (problem, block) tasks than threads,

@@ -32,6 +32,10 @@
 #define ENERGY_CONTRACT_TILES_KEEP 1
 #define ENERGY_CONTRACT_TILES_REUSE 2
 #define ENERGY_CONTRACT_MAX_TILE_BYTES ((int64_t)16 << 20)
+/* Kept tiles of at most this many bytes stay in a core's cache: they are
+ * read back whatever their depth; larger ones only when their products are
+ * deep (SoftmaxContractKernel.h, tilesWorthKeeping). */
+#define ENERGY_CONTRACT_CACHED_TILE_BYTES ((int64_t)1 << 20)
 
 /* What the kernel returns. */
 #define ENERGY_CONTRACT_OK 0
@@ -103,8 +107,10 @@ typedef struct energy_contract_constraint {
  * column side reads them there, as an earlier call with KEEP wrote them.
  * The results are the same bits as without. A null kept_tiles or
  * ENERGY_CONTRACT_TILES_NONE computes everything; so does the kernel of a
- * GPU. (A call with both sides keeps its tiles by itself when they are
- * small.) */
+ * GPU, and so do both calls where the tiles would cost more to keep than to
+ * compute again (more than ENERGY_CONTRACT_CACHED_TILE_BYTES of shallow
+ * products: a rule of the sizes and depths, which both calls share). (A
+ * call with both sides keeps its tiles by itself when they are small.) */
 typedef struct energy_softmax_contract_args {
   int64_t rows, cols, depth;
   const void *row_features; /* Nr × D */
