@@ -503,6 +503,7 @@ static Status readBuffer(const Value &entry, std::string where,
     for (auto [key, out] : {std::pair{"adjoint_of", &buffer.adjointOf},
                             std::pair{"cotangent_of", &buffer.cotangentOf},
                             std::pair{"solver_of", &buffer.solverOf},
+                            std::pair{"deferred_of", &buffer.deferredOf},
                             std::pair{"cache_flag", &buffer.cacheFlag},
                             std::pair{"flag_of", &buffer.flagOf}})
       if (Status status = readOptionalString(entry, where, key, *out); !status)

@@ -227,8 +227,8 @@ std::string mlir::energy::buildManifest(ModelOp model,
           owner ? json::Value(owner.getValue()) : json::Value(nullptr);
       for (StringRef mark :
            {StringRef("adjoint_of"), StringRef("cotangent_of"),
-            StringRef("solver_of"), StringRef(OnceOp::kCacheFlagAttr),
-            StringRef(OnceOp::kFlagOfAttr)})
+            StringRef("solver_of"), StringRef("deferred_of"),
+            StringRef(OnceOp::kCacheFlagAttr), StringRef(OnceOp::kFlagOfAttr)})
         if (auto of = tensor->getAttrOfType<FlatSymbolRefAttr>(mark))
           entry[mark] = of.getValue();
       break;

@@ -33,7 +33,7 @@ InterpretedBackprop::create(ModelOp model, Interpreter &interpreter) {
       continue;
     }
     if (tensor.getRole() == Role::state && !tensor->hasAttr("cotangent_of") &&
-        !tensor->hasAttr("solver_of"))
+        !tensor->hasAttr("solver_of") && !tensor->hasAttr("deferred_of"))
       target->states.push_back(tensor.getSymName().str());
   }
   return target;

@@ -128,4 +128,5 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   if (runCaches)
     modelPasses.addPass(createEnergyPlanRunCaches());
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
+  modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
 }

@@ -149,6 +149,11 @@ void keepValuesBetweenCalls(ModelOp model);
 /// grad op itself (`into`), the read, the sum and the store gone
 /// (AccumulateAdjoints.cpp).
 void accumulateAdjointsInPlace(ModelOp model);
+/// A backward step's product of a step value and a run-invariant value added
+/// into an adjoint: the step values sum into a tensor of their own, which
+/// the backward program's finish multiplies into the adjoint once
+/// (DeferInvariantProducts.cpp).
+void deferInvariantProducts(ModelOp model);
 
 /// Drops the outputs of softmax contractions that are a matrix applied to
 /// another output of the same side (the sums of f(u) and f(u M) over the

@@ -39,6 +39,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
 #define GEN_PASS_DEF_ENERGYPLANRUNCACHES
 #define GEN_PASS_DEF_ENERGYPLANACCUMULATEADJOINTS
+#define GEN_PASS_DEF_ENERGYPLANDEFERINVARIANTPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANSEPARATESCORES
 #define GEN_PASS_DEF_ENERGYPLANKERNELS
 #include "energy/Transforms/Passes.h.inc"
@@ -87,6 +88,7 @@ ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
 ENERGY_PLAN_STEP_PASS(PlanDropGatherLets, eraseUnreadGatherLets)
 ENERGY_PLAN_STEP_PASS(PlanRunCaches, keepValuesBetweenCalls)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateAdjoints, accumulateAdjointsInPlace)
+ENERGY_PLAN_STEP_PASS(PlanDeferInvariantProducts, deferInvariantProducts)
 
 #undef ENERGY_PLAN_STEP_PASS
 

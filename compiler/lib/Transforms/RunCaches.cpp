@@ -11,6 +11,7 @@
 
 #include "LetReads.h"
 #include "PlanKernels.h"
+#include "RunInvariance.h"
 #include "Slices.h"
 
 #include "mlir/IR/Builders.h"
@@ -23,82 +24,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-
-/// Which values of a model do not change while the runtime runs one call:
-/// those computed from params, inputs and consts that no program stores
-/// into, through lets of the same, with no step number and no plugin code.
-class RunInvariance {
-public:
-  explicit RunInvariance(ModelOp model) : model(model) {
-    model.walk([&](StoreOp store) { stored.insert(store.getTensor()); });
-  }
-
-  /// Whether the top-level op `op` (of a block whose earlier ops were asked
-  /// about first) computes run-invariant values.
-  bool isInvariant(Operation *op) {
-    if (auto found = invariantOps.find(op); found != invariantOps.end())
-      return found->second;
-    bool invariant = computeInvariant(op);
-    invariantOps[op] = invariant;
-    return invariant;
-  }
-
-private:
-  bool computeInvariant(Operation *op) {
-    if (isa<OnceOp>(op))
-      return true;
-    if (!onlyReads(op) || op->getNumResults() == 0)
-      return false;
-    if (!readsOnlyInvariant(op))
-      return false;
-    llvm::SetVector<Value> used;
-    for (Region &region : op->getRegions())
-      getUsedValuesDefinedAbove(region, used);
-    used.insert(op->operand_begin(), op->operand_end());
-    return llvm::all_of(used, [&](Value value) {
-      Operation *def = value.getDefiningOp();
-      return def && def->getBlock() == op->getBlock() && isInvariant(def);
-    });
-  }
-
-  /// Whether `op` and the ops in it read only run-invariant symbols, and
-  /// neither the step number, nor a gradient (whose reads are not ops
-  /// here), nor plugin code.
-  bool readsOnlyInvariant(Operation *op) {
-    return !op->walk([&](Operation *nested) {
-                if (isa<StepOp, GradOp, ApplyOp, AggregateOp,
-                        AggregateWeightsOp>(nested))
-                  return WalkResult::interrupt();
-                if (auto read = dyn_cast<ReadOp>(nested))
-                  if (!isInvariantSymbol(read.getSource()))
-                    return WalkResult::interrupt();
-                return WalkResult::advance();
-              }).wasInterrupted();
-  }
-
-  bool isInvariantSymbol(StringRef name) {
-    Operation *symbol = SymbolTable::lookupSymbolIn(model, name);
-    if (isa_and_nonnull<ConstOp>(symbol))
-      return true;
-    if (auto tensor = dyn_cast_or_null<TensorOp>(symbol))
-      return tensor.getRole() != Role::state && !stored.contains(name);
-    auto let = dyn_cast_or_null<LetOp>(symbol);
-    if (!let)
-      return false;
-    if (auto found = invariantLets.find(name); found != invariantLets.end())
-      return found->second;
-    // Not invariant while its own body is asked about (no cycle runs).
-    invariantLets[name] = false;
-    bool invariant = readsOnlyInvariant(let);
-    invariantLets[name] = invariant;
-    return invariant;
-  }
-
-  ModelOp model;
-  llvm::StringSet<> stored;
-  DenseMap<Operation *, bool> invariantOps;
-  llvm::StringMap<bool> invariantLets;
-};
 
 /// Ops whose work is more than a pass over their operands: products,
 /// loops, normalisations of rows.

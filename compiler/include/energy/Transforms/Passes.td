@@ -639,7 +639,26 @@ def EnergyPlanAccumulateAdjoints : EnergyPlanStep<
     (`into`); the read, the sum and the store are dropped. A backend passes
     the adjoint's buffer to the gradient's kernel, which adds into it as it
     computes: no array of the gradient's own, no pass that clears it, none
-    that adds it. Runs last.
+    that adds it. Runs after the run caches.
+  }];
+}
+
+def EnergyPlanDeferInvariantProducts : EnergyPlanStep<
+    "energy-plan-defer-invariant-products",
+    "Multiplies a backward pass's sums by run-invariant values once"> {
+  let description = [{
+    In a gradient that only the step of an unrolled backward program calls,
+    `accumulate (batch_matmul A, X) into @P` (any flags), where X reads only
+    what no call of the runtime changes (params, inputs, consts, values kept
+    once per call) and A does not, and every call adds P's gradient into
+    one tensor @P.adjoint: A adds into a new state tensor
+    `@P.adjoint.deferred.N` (marked `deferred_of = @P.adjoint`, not part of
+    the forward state) that the gradient also computes, into itself; the
+    seed zeroes it and the finish adds the product of its sum and X into
+    @P.adjoint. A product is linear in each factor, so the steps' products
+    are the product of their sum: one product a backward pass instead of
+    one a step (LISTA's We: Σ_t Σ_b ū_t[b] ⊗ x[b] = Σ_b (Σ_t ū_t[b]) ⊗ x[b]).
+    Runs last.
   }];
 }
 

@@ -109,9 +109,10 @@ struct ManifestBuffer {
   std::optional<std::string> optimizerStateOf;
   /// Tensors a backward program adds: the adjoint of a tensor (the
   /// derivative of the loss with respect to it), the scratch where a
-  /// cotangent is stored, or the vectors of the implicit solve. None is part
-  /// of the forward state.
-  std::optional<std::string> adjointOf, cotangentOf, solverOf;
+  /// cotangent is stored, the vectors of the implicit solve, or a sum over
+  /// the backward steps that the finish multiplies into an adjoint. None is
+  /// part of the forward state.
+  std::optional<std::string> adjointOf, cotangentOf, solverOf, deferredOf;
   /// Scratch the kernels keep within one call of the runtime (an
   /// `energy.once`): a value's cache names its flag, the flag its cache.
   /// The runtime clears the flags when a call begins.
@@ -134,7 +135,8 @@ inline bool isKeptValue(const ManifestBuffer &buffer) {
 inline bool isForwardState(const ManifestBuffer &buffer) {
   return buffer.kind == BufferKind::Tensor &&
          buffer.role == TensorRole::State && !buffer.adjointOf &&
-         !buffer.cotangentOf && !buffer.solverOf && !isKeptValue(buffer);
+         !buffer.cotangentOf && !buffer.solverOf && !buffer.deferredOf &&
+         !isKeptValue(buffer);
 }
 
 /// The kernels' symbol names.

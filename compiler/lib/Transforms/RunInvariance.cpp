@@ -1,0 +1,73 @@
+//===- RunInvariance.cpp - Values that one call of the runtime never changes //
+//
+// The analysis of RunInvariance.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunInvariance.h"
+#include "Slices.h"
+
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+RunInvariance::RunInvariance(ModelOp model) : model(model) {
+  model.walk([&](StoreOp store) { stored.insert(store.getTensor()); });
+}
+
+bool RunInvariance::isInvariant(Operation *op) {
+  if (auto found = invariantOps.find(op); found != invariantOps.end())
+    return found->second;
+  bool invariant = computeInvariant(op);
+  invariantOps[op] = invariant;
+  return invariant;
+}
+
+bool RunInvariance::computeInvariant(Operation *op) {
+  if (auto once = dyn_cast<OnceOp>(op))
+    return !once.getPerStep();
+  if (!onlyReads(op) || op->getNumResults() == 0)
+    return false;
+  if (!readsOnlyInvariant(op))
+    return false;
+  llvm::SetVector<Value> used;
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, used);
+  used.insert(op->operand_begin(), op->operand_end());
+  return llvm::all_of(used, [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && def->getBlock() == op->getBlock() && isInvariant(def);
+  });
+}
+
+bool RunInvariance::readsOnlyInvariant(Operation *op) {
+  return !op->walk([&](Operation *nested) {
+              if (isa<StepOp, GradOp, ApplyOp, AggregateOp, AggregateWeightsOp>(
+                      nested))
+                return WalkResult::interrupt();
+              if (auto read = dyn_cast<ReadOp>(nested))
+                if (!isInvariantSymbol(read.getSource()))
+                  return WalkResult::interrupt();
+              return WalkResult::advance();
+            }).wasInterrupted();
+}
+
+bool RunInvariance::isInvariantSymbol(StringRef name) {
+  Operation *symbol = SymbolTable::lookupSymbolIn(model, name);
+  if (isa_and_nonnull<ConstOp>(symbol))
+    return true;
+  if (auto tensor = dyn_cast_or_null<TensorOp>(symbol))
+    return tensor.getRole() != Role::state && !stored.contains(name);
+  auto let = dyn_cast_or_null<LetOp>(symbol);
+  if (!let)
+    return false;
+  if (auto found = invariantLets.find(name); found != invariantLets.end())
+    return found->second;
+  // Not invariant while its own body is asked about (no cycle runs).
+  invariantLets[name] = false;
+  bool invariant = readsOnlyInvariant(let);
+  invariantLets[name] = invariant;
+  return invariant;
+}
