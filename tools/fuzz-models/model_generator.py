@@ -274,6 +274,8 @@ class ModelGenerator:
                 kind = 'gd'
             if self.solvable_in_closed_form(state) and r.random() < 0.6:
                 kind = 'stationary'
+            elif len(state.shape) == 2 and r.random() < 0.15:
+                kind = 'explicit'
             lr = r.choice([0.05, 0.1, 0.2])
             if kind == 'gd':
                 rule = '%s: gd(lr = %g)' % (state.name, lr)
@@ -309,6 +311,35 @@ class ModelGenerator:
             if same:
                 options.append(Node('{0} - 0.1 * tanh({0} @ %s)' % r.choice(same).name, state.shape, [x]))
             options.append(Node('0.8 * {0} + 0.2 * softmax_rows({0} @ {0}.T) @ {0}', state.shape, [x]))
+            # A learned map of an input at every step (LISTA's We x): the
+            # products by the input are the same at every step.
+            inputs = [t for t in self.tensors(('input',))
+                      if len(t.shape) == 2 and t.shape[0] == state.shape[0]]
+            if r.random() < 0.5:
+                # Only that, with a loss of the state: what the steps'
+                # backward pass differentiates.
+                options = []
+                if not inputs:
+                    inputs = [Tensor(self.fresh('u'), 'input', (state.shape[0], self.pick_dim()))]
+                    self.m.tensors.append(inputs[0])
+                j = self.fresh('j')
+                self.m.losses.append((self.fresh('l'), Node(
+                    '0.5 * mean(%s: %s) sqnorm(%s[%s])' % (j, state.shape[0], state.name, j),
+                    (), binds=[j])))
+            if inputs:
+                source = r.choice(inputs)
+                w = Tensor(self.fresh('w'), 'param', (state.shape[1], source.shape[1]))
+                self.m.tensors.append(w)
+                options.append(Node('0.5 * {0} + 0.5 * tanh(%s @ %s.T + 0.3 * {0})' % (
+                    source.name, w.name), state.shape, [x]))
+                # The same through a let read by rows (a gradient program
+                # differentiates it, as LISTA's).
+                b, name = self.fresh('b'), self.fresh('L')
+                self.m.lets.append((name, [(b, state.shape[0])], Node(
+                    '0.5 * %s[%s] + 0.5 * tanh(%s @ %s[%s] + 0.3 * %s[%s])' % (
+                        state.name, b, w.name, source.name, b, state.name, b),
+                    (state.shape[1],), uses=[b])))
+                options.append(Node(name, state.shape))
         return r.choice(options)
 
     def add_loss(self):

@@ -93,8 +93,7 @@ private:
   /// seed and finish bracket every run of its steps.
   static bool isBackwardStepCall(GradOp call) {
     auto backward = call->getParentOfType<BackwardProgramOp>();
-    return backward && !backward.getImplicit() &&
-           !backward.getSeed().empty() &&
+    return backward && !backward.getImplicit() && !backward.getSeed().empty() &&
            backward.getBody().isAncestor(call->getParentRegion());
   }
 
