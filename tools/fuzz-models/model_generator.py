@@ -268,6 +268,7 @@ class ModelGenerator:
         r, m = self.r, self.m
         states = self.tensors(('state',))
         kinds = ['gd', 'gd', 'momentum', 'nesterov', 'newton', 'precond', 'euler', 'heun', 'explicit']
+        self.pending_losses = []
         for state in states:
             kind = r.choice(kinds)
             if kind == 'precond' and len(state.shape) not in (1, 2):
@@ -300,6 +301,10 @@ class ModelGenerator:
             m.rules.append(rule)
         m.steps = r.choice([1, 1, 2, 3])
         m.sequential = len(states) > 1 and r.random() < 0.3
+        # Losses of explicit rules' states, where every rule can be
+        # differentiated through (no stationary rule).
+        if not any('stationary' in rule for rule in m.rules):
+            m.losses.extend(self.pending_losses)
 
     def explicit_rule(self, state):
         """A whole-array update of `state`'s shape."""
@@ -323,7 +328,7 @@ class ModelGenerator:
                     inputs = [Tensor(self.fresh('u'), 'input', (state.shape[0], self.pick_dim()))]
                     self.m.tensors.append(inputs[0])
                 j = self.fresh('j')
-                self.m.losses.append((self.fresh('l'), Node(
+                self.pending_losses.append((self.fresh('l'), Node(
                     '0.5 * mean(%s: %s) sqnorm(%s[%s])' % (j, state.shape[0], state.name, j),
                     (), binds=[j])))
             if inputs:
