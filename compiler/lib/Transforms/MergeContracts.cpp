@@ -16,6 +16,8 @@
 #include "PlanKernels.h"
 #include "Slices.h"
 
+#include "mlir/Transforms/RegionUtils.h"
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -224,6 +226,145 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
   return success();
 }
 
+/// The ops between `earlier` and `later` that read `earlier`'s column sums,
+/// directly or through each other, in block order, when they can all move
+/// below `later`: free of effects but reads, with no store between the
+/// two contractions, and nothing of theirs that `later` reads.
+FailureOr<SmallVector<Operation *>> readersBetween(SoftmaxContractOp earlier,
+                                                   SoftmaxContractOp later) {
+  Block *block = later->getBlock();
+  if (earlier->getBlock() != block || !earlier->isBeforeInBlock(later))
+    return failure();
+  llvm::SetVector<Value> reading(earlier.getColOutputs().begin(),
+                                 earlier.getColOutputs().end());
+  SmallVector<Operation *> readers;
+  for (Operation *op = earlier->getNextNode(); op != later.getOperation();
+       op = op->getNextNode()) {
+    if (isa<StoreOp, RepeatOp>(op))
+      return failure();
+    llvm::SetVector<Value> used;
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    used.insert(op->operand_begin(), op->operand_end());
+    if (llvm::none_of(used,
+                      [&](Value value) { return reading.contains(value); }))
+      continue;
+    if (!isMemoryEffectFree(op) && !isa<ReadOp>(op))
+      return failure();
+    readers.push_back(op);
+    reading.insert(op->result_begin(), op->result_end());
+  }
+  llvm::SetVector<Value> laterUses;
+  for (Region &region : later->getRegions())
+    getUsedValuesDefinedAbove(region, laterUses);
+  laterUses.insert(later->operand_begin(), later->operand_end());
+  if (llvm::any_of(laterUses,
+                   [&](Value value) { return reading.contains(value); }))
+    return failure();
+  return readers;
+}
+
+/// Whether `later` is a column-only contraction over the pairs and weights
+/// of `earlier`, normalised by `earlier`'s lse, and `earlier`'s column sums
+/// can join it: nothing reads them before `later`.
+bool canJoinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  Value lse = earlier.getLse();
+  if (!lse || later.getGivenLse() != lse || !later.getRowOutputs().empty() ||
+      earlier.getColOutputs().empty() || earlier.getRows() != later.getRows() ||
+      earlier.getCols() != later.getCols() ||
+      earlier.hasPredicate() != later.hasPredicate())
+    return false;
+  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
+  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
+    return false;
+  IRMapping arguments;
+  arguments.map(earlier.getScore().front().getArguments(),
+                later.getScore().front().getArguments());
+  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
+    return false;
+  if (earlier.hasPredicate()) {
+    IRMapping predicateArguments;
+    predicateArguments.map(earlier.getPredicate().front().getArguments(),
+                           later.getPredicate().front().getArguments());
+    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
+                     yieldedAt(later.getPredicate(), 0), predicateArguments))
+      return false;
+  }
+  return succeeded(readersBetween(earlier, later));
+}
+
+/// A contraction like `from` (its predicate, score, temperature and given
+/// normaliser) at `builder`'s position, summing the row values of
+/// `rowSides` and the column values of `colSides`, in order.
+SoftmaxContractOp rebuild(OpBuilder &builder, SoftmaxContractOp from,
+                          ArrayRef<SoftmaxContractOp> rowSides,
+                          ArrayRef<SoftmaxContractOp> colSides) {
+  ContractBuilder contract(from.getContext(), from.getRows(), from.getCols());
+  contract.nameIndices(llvm::to_vector(llvm::map_range(
+      from.getScore().front().getArguments(),
+      [](BlockArgument argument) { return argument.getLoc(); })));
+  auto cloneInto = [&](Region &into, Region &source,
+                       SmallVectorImpl<Value> &values) {
+    Block &target = contract.block(into);
+    IRMapping mapping;
+    mapping.map(source.front().getArguments(), target.getArguments());
+    OpBuilder inside = endOf(target);
+    for (Operation &op : source.front().without_terminator())
+      inside.clone(op, mapping);
+    for (Value value :
+         cast<YieldOp>(source.front().getTerminator()).getValues())
+      values.push_back(mapping.lookupOrDefault(value));
+  };
+  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
+  if (from.hasPredicate())
+    cloneInto(contract.predicate, from.getPredicate(), predicateValues);
+  cloneInto(contract.score, from.getScore(), scoreValues);
+  for (SoftmaxContractOp side : rowSides)
+    cloneInto(contract.rowSums, side.getRowSums(), rowValues);
+  for (SoftmaxContractOp side : colSides)
+    cloneInto(contract.colSums, side.getColSums(), colValues);
+  Location loc = from.getLoc();
+  auto yield = [&](Region &region, ValueRange values) {
+    OpBuilder inside = endOf(contract.block(region));
+    YieldOp::create(inside, loc, values);
+  };
+  if (from.hasPredicate())
+    yield(contract.predicate, predicateValues);
+  yield(contract.score, scoreValues);
+  yield(contract.rowSums, rowValues);
+  yield(contract.colSums, colValues);
+  SoftmaxContractOp rebuilt =
+      contract.create(builder, loc, from.getTemperature(), from.getGivenLse());
+  markContractForm(rebuilt);
+  return rebuilt;
+}
+
+/// `earlier`'s column sums join `later`'s pass (canJoinColumns): one pass
+/// over the columns where there were two.
+void joinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
+  SmallVector<Operation *> readers = *readersBetween(earlier, later);
+  for (Operation *reader : llvm::reverse(readers))
+    reader->moveAfter(later);
+  OpBuilder atLater(later);
+  SoftmaxContractOp columns = rebuild(atLater, later, {}, {later, earlier});
+  ResultRange joined = columns.getColOutputs();
+  unsigned laterCount = later.getColOutputs().size();
+  for (auto [from, to] :
+       llvm::zip(later.getColOutputs(), joined.take_front(laterCount)))
+    from.replaceAllUsesWith(to);
+  for (auto [from, to] :
+       llvm::zip(earlier.getColOutputs(), joined.drop_front(laterCount)))
+    from.replaceAllUsesWith(to);
+  later.erase();
+  OpBuilder atEarlier(earlier);
+  SoftmaxContractOp rows = rebuild(atEarlier, earlier, {earlier}, {});
+  earlier.getLse().replaceAllUsesWith(rows.getLse());
+  for (auto [from, to] :
+       llvm::zip(earlier.getRowOutputs(), rows.getRowOutputs()))
+    from.replaceAllUsesWith(to);
+  earlier.erase();
+}
+
 } // namespace
 
 void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
@@ -241,6 +382,19 @@ void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
                    canMerge(contracts[i], contracts[j], /*rowsOnly=*/true)) {
           merged =
               succeeded(merge(contracts[i], contracts[j], /*rowsOnly=*/true));
+        }
+  }
+  // Column sums of a contraction that a later column pass over the same
+  // weights (given its normaliser) can take: that pass sums them too.
+  bool joined = true;
+  while (joined) {
+    joined = false;
+    SmallVector<SoftmaxContractOp> contracts(block.getOps<SoftmaxContractOp>());
+    for (size_t i = 0; i < contracts.size() && !joined; ++i)
+      for (size_t j = i + 1; j < contracts.size() && !joined; ++j)
+        if (canJoinColumns(contracts[i], contracts[j])) {
+          joinColumns(contracts[i], contracts[j]);
+          joined = true;
         }
   }
 }
