@@ -17,8 +17,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -38,30 +36,6 @@ struct DeferredProduct {
   unsigned invariantPosition;
   Value stepFactor() { return product->getOperand(1 - invariantPosition); }
 };
-
-/// The top-level ops of its block that `root` needs, itself included, in
-/// block order.
-SmallVector<Operation *> coneOf(Operation *root) {
-  llvm::SetVector<Operation *> cone;
-  SmallVector<Operation *> work{root};
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!cone.insert(op))
-      continue;
-    llvm::SetVector<Value> used;
-    for (Region &region : op->getRegions())
-      getUsedValuesDefinedAbove(region, used);
-    used.insert(op->operand_begin(), op->operand_end());
-    for (Value value : used)
-      if (Operation *def = value.getDefiningOp();
-          def && def->getBlock() == root->getBlock())
-        work.push_back(def);
-  }
-  SmallVector<Operation *> ordered(cone.begin(), cone.end());
-  llvm::sort(ordered,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
 
 class ProductDeferrer {
 public:
@@ -170,7 +144,8 @@ private:
                          AffineMapAttr::get(AffineMap::get(model.getContext())),
                          ValueRange());
     SmallVector<Operation *> invariantCone = coneOf(
-        product.product->getOperand(product.invariantPosition).getDefiningOp());
+        product.product->getOperand(product.invariantPosition).getDefiningOp(),
+        /*stopAtKeptValues=*/false);
     product.accumulate.erase();
     // Clone the invariant factor's ops before the product is gone.
     Block &finish = backward.getFinish().empty()

@@ -70,33 +70,38 @@ FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
   return ordered;
 }
 
+/// Whether `a` and `b` weigh the same pairs alike before normalising: the
+/// same domains, predicate, temperature and score.
+bool sameScores(SoftmaxContractOp a, SoftmaxContractOp b) {
+  if (a.getRows() != b.getRows() || a.getCols() != b.getCols() ||
+      a.hasPredicate() != b.hasPredicate())
+    return false;
+  Value t1 = a.getTemperature(), t2 = b.getTemperature();
+  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
+    return false;
+  IRMapping arguments;
+  arguments.map(a.getScore().front().getArguments(),
+                b.getScore().front().getArguments());
+  if (!computeSame(a.getScoreValue(), b.getScoreValue(), arguments))
+    return false;
+  if (!a.hasPredicate())
+    return true;
+  IRMapping predicateArguments;
+  predicateArguments.map(a.getPredicate().front().getArguments(),
+                         b.getPredicate().front().getArguments());
+  return computeSame(yieldedAt(a.getPredicate(), 0),
+                     yieldedAt(b.getPredicate(), 0), predicateArguments);
+}
+
 /// Whether `later` computes the same weights as `earlier` and can join it
 /// (with `rowsOnly`: its score and row sums can, its column sums may need
 /// what is computed from `earlier`'s results).
 bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later,
               bool rowsOnly = false) {
   // The same normaliser: each computes its own, or both are given one.
-  if (earlier.getRows() != later.getRows() ||
-      earlier.getCols() != later.getCols() ||
-      earlier.getGivenLse() != later.getGivenLse() ||
-      earlier.hasPredicate() != later.hasPredicate())
+  if (earlier.getGivenLse() != later.getGivenLse() ||
+      !sameScores(earlier, later))
     return false;
-  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
-  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
-    return false;
-  IRMapping arguments;
-  arguments.map(earlier.getScore().front().getArguments(),
-                later.getScore().front().getArguments());
-  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
-    return false;
-  if (earlier.hasPredicate()) {
-    IRMapping predicateArguments;
-    predicateArguments.map(earlier.getPredicate().front().getArguments(),
-                           later.getPredicate().front().getArguments());
-    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
-                     yieldedAt(later.getPredicate(), 0), predicateArguments))
-      return false;
-  }
   // `later` may not move above a store: its reads would see other values.
   for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
        op = op->getNextNode())
@@ -109,75 +114,46 @@ bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later,
       opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr));
 }
 
-/// `later`'s column sums as a contraction of their own before it, with the
-/// normaliser `lse` given: no row pass.
-void keepColumns(SoftmaxContractOp later, Value lse) {
-  SmallVector<Value> outputs(later.getColOutputs());
-  ContractBuilder contract(later.getContext(), later.getRows(),
-                           later.getCols());
+/// A contraction like `from` (its predicate, score and temperature) at
+/// `builder`'s position, given `givenLse` (or none), summing the row values
+/// of `rowSides` and the column values of `colSides`, in order; a value
+/// summed twice (the counts of two statistics) is summed once. The row
+/// outputs of `rowSides` and the column outputs of `colSides` are replaced
+/// by the new contraction's.
+SoftmaxContractOp rebuild(OpBuilder &builder, SoftmaxContractOp from,
+                          ArrayRef<SoftmaxContractOp> rowSides,
+                          ArrayRef<SoftmaxContractOp> colSides,
+                          Value givenLse) {
+  ContractBuilder contract(from.getContext(), from.getRows(), from.getCols());
   contract.nameIndices(llvm::to_vector(llvm::map_range(
-      later.getScore().front().getArguments(),
+      from.getScore().front().getArguments(),
       [](BlockArgument argument) { return argument.getLoc(); })));
-  for (auto [into, from] :
-       {std::pair(&contract.predicate, &later.getPredicate()),
-        std::pair(&contract.score, &later.getScore()),
-        std::pair(&contract.colSums, &later.getColSums())})
-    if (!from->empty())
-      into->takeBody(*from);
-  OpBuilder rows = endOf(contract.block(contract.rowSums));
-  YieldOp::create(rows, later.getLoc(), ValueRange());
-  OpBuilder builder(later);
-  SoftmaxContractOp columns =
-      contract.create(builder, later.getLoc(), later.getTemperature(), lse);
-  for (auto [from, to] : llvm::zip_equal(outputs, columns.getColOutputs()))
-    from.replaceAllUsesWith(to);
-  markContractForm(columns);
-}
-
-/// One contraction with the sums of both; with `rowsOnly`, with the row
-/// sums of both and `earlier`'s column sums, `later` keeping its column
-/// sums with the merged contraction's normaliser given. Fails, changing
-/// nothing, when what `later` needs cannot move above `earlier`.
-LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
-                    bool rowsOnly = false) {
-  FailureOr<SmallVector<Operation *>> moved =
-      opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr);
-  if (failed(moved))
-    return failure();
-  for (Operation *op : *moved)
-    op->moveBefore(earlier);
-  MLIRContext *context = earlier.getContext();
-  ContractBuilder contract(context, earlier.getRows(), earlier.getCols());
-  contract.nameIndices(llvm::to_vector(llvm::map_range(
-      earlier.getScore().front().getArguments(),
-      [](BlockArgument argument) { return argument.getLoc(); })));
-  auto cloneInto = [&](Region &into, Region &from,
+  auto cloneInto = [&](Region &into, Region &source,
                        SmallVectorImpl<Value> &values) {
     Block &target = contract.block(into);
     IRMapping mapping;
-    mapping.map(from.front().getArguments(), target.getArguments());
-    OpBuilder builder = endOf(target);
-    for (Operation &op : from.front().without_terminator())
-      builder.clone(op, mapping);
-    for (Value value : cast<YieldOp>(from.front().getTerminator()).getValues())
+    mapping.map(source.front().getArguments(), target.getArguments());
+    OpBuilder inside = endOf(target);
+    for (Operation &op : source.front().without_terminator())
+      inside.clone(op, mapping);
+    for (Value value :
+         cast<YieldOp>(source.front().getTerminator()).getValues())
       values.push_back(mapping.lookupOrDefault(value));
   };
   SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
-  if (earlier.hasPredicate())
-    cloneInto(contract.predicate, earlier.getPredicate(), predicateValues);
-  cloneInto(contract.score, earlier.getScore(), scoreValues);
-  cloneInto(contract.rowSums, earlier.getRowSums(), rowValues);
-  cloneInto(contract.rowSums, later.getRowSums(), rowValues);
-  cloneInto(contract.colSums, earlier.getColSums(), colValues);
-  if (!rowsOnly)
-    cloneInto(contract.colSums, later.getColSums(), colValues);
-  Location loc = earlier.getLoc();
-  auto yield = [&](Region &region, ValueRange values) {
-    OpBuilder builder = endOf(contract.block(region));
-    YieldOp::create(builder, loc, values);
-  };
-  // A value both sum (the counts of two statistics) is summed once: each
-  // of the old results maps to its value's position among the distinct.
+  SmallVector<Value> oldRows, oldCols;
+  if (from.hasPredicate())
+    cloneInto(contract.predicate, from.getPredicate(), predicateValues);
+  cloneInto(contract.score, from.getScore(), scoreValues);
+  for (SoftmaxContractOp side : rowSides) {
+    cloneInto(contract.rowSums, side.getRowSums(), rowValues);
+    llvm::append_range(oldRows, side.getRowOutputs());
+  }
+  for (SoftmaxContractOp side : colSides) {
+    cloneInto(contract.colSums, side.getColSums(), colValues);
+    llvm::append_range(oldCols, side.getColOutputs());
+  }
+  // Each old output maps to its value's position among the distinct ones.
   auto distinct = [](ArrayRef<Value> values, SmallVectorImpl<unsigned> &at) {
     SmallVector<Value> unique;
     for (Value value : values) {
@@ -193,36 +169,56 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
   SmallVector<unsigned> rowAt, colAt;
   SmallVector<Value> uniqueRows = distinct(rowValues, rowAt);
   SmallVector<Value> uniqueCols = distinct(colValues, colAt);
-  if (earlier.hasPredicate())
+  Location loc = from.getLoc();
+  auto yield = [&](Region &region, ValueRange values) {
+    OpBuilder inside = endOf(contract.block(region));
+    YieldOp::create(inside, loc, values);
+  };
+  if (from.hasPredicate())
     yield(contract.predicate, predicateValues);
   yield(contract.score, scoreValues);
   yield(contract.rowSums, uniqueRows);
   yield(contract.colSums, uniqueCols);
-  OpBuilder builder(earlier);
-  SoftmaxContractOp merged = contract.create(
-      builder, loc, earlier.getTemperature(), earlier.getGivenLse());
+  SoftmaxContractOp rebuilt =
+      contract.create(builder, loc, from.getTemperature(), givenLse);
+  for (auto [old, position] : llvm::zip_equal(oldRows, rowAt))
+    old.replaceAllUsesWith(rebuilt.getRowOutputs()[position]);
+  for (auto [old, position] : llvm::zip_equal(oldCols, colAt))
+    old.replaceAllUsesWith(rebuilt.getColOutputs()[position]);
+  markContractForm(rebuilt);
+  return rebuilt;
+}
+
+/// One contraction with the sums of both; with `rowsOnly`, with the row
+/// sums of both and `earlier`'s column sums, `later` keeping its column
+/// sums in a column pass of their own, given the merged contraction's
+/// normaliser. Fails, changing nothing, when what `later` needs cannot move
+/// above `earlier`.
+LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
+                    bool rowsOnly = false) {
+  FailureOr<SmallVector<Operation *>> moved =
+      opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr);
+  if (failed(moved))
+    return failure();
+  for (Operation *op : *moved)
+    op->moveBefore(earlier);
+  SmallVector<SoftmaxContractOp> colSides = {earlier};
+  if (!rowsOnly)
+    colSides.push_back(later);
+  OpBuilder atEarlier(earlier);
+  SoftmaxContractOp merged = rebuild(atEarlier, earlier, {earlier, later},
+                                     colSides, earlier.getGivenLse());
   Value lse = merged.getGivenLse() ? merged.getGivenLse() : merged.getLse();
   if (Value earlierLse = earlier.getLse())
     earlierLse.replaceAllUsesWith(lse);
   if (Value laterLse = later.getLse())
     laterLse.replaceAllUsesWith(lse);
-  ResultRange rowOutputs = merged.getRowOutputs();
-  ResultRange colOutputs = merged.getColOutputs();
-  SmallVector<Value> oldRows(earlier.getRowOutputs()),
-      oldCols(earlier.getColOutputs());
-  llvm::append_range(oldRows, later.getRowOutputs());
-  if (!rowsOnly)
-    llvm::append_range(oldCols, later.getColOutputs());
-  for (auto [from, position] : llvm::zip(oldRows, rowAt))
-    from.replaceAllUsesWith(rowOutputs[position]);
-  for (auto [from, position] : llvm::zip(oldCols, colAt))
-    from.replaceAllUsesWith(colOutputs[position]);
-  if (rowsOnly)
-    keepColumns(later, lse);
+  if (rowsOnly) {
+    OpBuilder atLater(later);
+    rebuild(atLater, later, {}, {later}, lse);
+  }
   later.erase();
   earlier.erase();
-  // The sums of two bilinear contractions are those of one.
-  markContractForm(merged);
   return success();
 }
 
@@ -269,74 +265,9 @@ FailureOr<SmallVector<Operation *>> readersBetween(SoftmaxContractOp earlier,
 /// can join it: nothing reads them before `later`.
 bool canJoinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   Value lse = earlier.getLse();
-  if (!lse || later.getGivenLse() != lse || !later.getRowOutputs().empty() ||
-      earlier.getColOutputs().empty() || earlier.getRows() != later.getRows() ||
-      earlier.getCols() != later.getCols() ||
-      earlier.hasPredicate() != later.hasPredicate())
-    return false;
-  Value t1 = earlier.getTemperature(), t2 = later.getTemperature();
-  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
-    return false;
-  IRMapping arguments;
-  arguments.map(earlier.getScore().front().getArguments(),
-                later.getScore().front().getArguments());
-  if (!computeSame(earlier.getScoreValue(), later.getScoreValue(), arguments))
-    return false;
-  if (earlier.hasPredicate()) {
-    IRMapping predicateArguments;
-    predicateArguments.map(earlier.getPredicate().front().getArguments(),
-                           later.getPredicate().front().getArguments());
-    if (!computeSame(yieldedAt(earlier.getPredicate(), 0),
-                     yieldedAt(later.getPredicate(), 0), predicateArguments))
-      return false;
-  }
-  return succeeded(readersBetween(earlier, later));
-}
-
-/// A contraction like `from` (its predicate, score, temperature and given
-/// normaliser) at `builder`'s position, summing the row values of
-/// `rowSides` and the column values of `colSides`, in order.
-SoftmaxContractOp rebuild(OpBuilder &builder, SoftmaxContractOp from,
-                          ArrayRef<SoftmaxContractOp> rowSides,
-                          ArrayRef<SoftmaxContractOp> colSides) {
-  ContractBuilder contract(from.getContext(), from.getRows(), from.getCols());
-  contract.nameIndices(llvm::to_vector(llvm::map_range(
-      from.getScore().front().getArguments(),
-      [](BlockArgument argument) { return argument.getLoc(); })));
-  auto cloneInto = [&](Region &into, Region &source,
-                       SmallVectorImpl<Value> &values) {
-    Block &target = contract.block(into);
-    IRMapping mapping;
-    mapping.map(source.front().getArguments(), target.getArguments());
-    OpBuilder inside = endOf(target);
-    for (Operation &op : source.front().without_terminator())
-      inside.clone(op, mapping);
-    for (Value value :
-         cast<YieldOp>(source.front().getTerminator()).getValues())
-      values.push_back(mapping.lookupOrDefault(value));
-  };
-  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
-  if (from.hasPredicate())
-    cloneInto(contract.predicate, from.getPredicate(), predicateValues);
-  cloneInto(contract.score, from.getScore(), scoreValues);
-  for (SoftmaxContractOp side : rowSides)
-    cloneInto(contract.rowSums, side.getRowSums(), rowValues);
-  for (SoftmaxContractOp side : colSides)
-    cloneInto(contract.colSums, side.getColSums(), colValues);
-  Location loc = from.getLoc();
-  auto yield = [&](Region &region, ValueRange values) {
-    OpBuilder inside = endOf(contract.block(region));
-    YieldOp::create(inside, loc, values);
-  };
-  if (from.hasPredicate())
-    yield(contract.predicate, predicateValues);
-  yield(contract.score, scoreValues);
-  yield(contract.rowSums, rowValues);
-  yield(contract.colSums, colValues);
-  SoftmaxContractOp rebuilt =
-      contract.create(builder, loc, from.getTemperature(), from.getGivenLse());
-  markContractForm(rebuilt);
-  return rebuilt;
+  return lse && later.getGivenLse() == lse && later.getRowOutputs().empty() &&
+         !earlier.getColOutputs().empty() && sameScores(earlier, later) &&
+         succeeded(readersBetween(earlier, later));
 }
 
 /// `earlier`'s column sums join `later`'s pass (canJoinColumns): one pass
@@ -346,22 +277,11 @@ void joinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   for (Operation *reader : llvm::reverse(readers))
     reader->moveAfter(later);
   OpBuilder atLater(later);
-  SoftmaxContractOp columns = rebuild(atLater, later, {}, {later, earlier});
-  ResultRange joined = columns.getColOutputs();
-  unsigned laterCount = later.getColOutputs().size();
-  for (auto [from, to] :
-       llvm::zip(later.getColOutputs(), joined.take_front(laterCount)))
-    from.replaceAllUsesWith(to);
-  for (auto [from, to] :
-       llvm::zip(earlier.getColOutputs(), joined.drop_front(laterCount)))
-    from.replaceAllUsesWith(to);
+  rebuild(atLater, later, {}, {later, earlier}, later.getGivenLse());
   later.erase();
   OpBuilder atEarlier(earlier);
-  SoftmaxContractOp rows = rebuild(atEarlier, earlier, {earlier}, {});
+  SoftmaxContractOp rows = rebuild(atEarlier, earlier, {earlier}, {}, Value());
   earlier.getLse().replaceAllUsesWith(rows.getLse());
-  for (auto [from, to] :
-       llvm::zip(earlier.getRowOutputs(), rows.getRowOutputs()))
-    from.replaceAllUsesWith(to);
   earlier.erase();
 }
 

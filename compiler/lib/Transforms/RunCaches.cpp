@@ -34,30 +34,6 @@ bool doesWork(Operation *op) {
              InverseOp, LogDetOp>(op);
 }
 
-/// The top-level ops of its block that `root` needs, itself included, in
-/// block order, stopping at kept values (once ops).
-SmallVector<Operation *> coneOf(Operation *root) {
-  llvm::SetVector<Operation *> cone;
-  SmallVector<Operation *> work{root};
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!cone.insert(op))
-      continue;
-    llvm::SetVector<Value> used;
-    for (Region &region : op->getRegions())
-      getUsedValuesDefinedAbove(region, used);
-    used.insert(op->operand_begin(), op->operand_end());
-    for (Value value : used)
-      if (Operation *def = value.getDefiningOp();
-          def && def->getBlock() == root->getBlock() && !isa<OnceOp>(def))
-        work.push_back(def);
-  }
-  SmallVector<Operation *> ordered(cone.begin(), cone.end());
-  llvm::sort(ordered,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
-
 /// Whether keeping `value`, computed by `cone`, saves work worth its
 /// memory: an array that a product, a loop or a normalisation computes.
 bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
@@ -172,7 +148,7 @@ public:
           !invariance.isInvariant(op) ||
           (!readByVariantWork(op) && !readByOpsOfItsBlock(op, 2)))
         continue;
-      SmallVector<Operation *> cone = coneOf(op);
+      SmallVector<Operation *> cone = coneOf(op, /*stopAtKeptValues=*/true);
       if (!worthKeepingForTheCall(op->getResult(0), cone))
         continue;
       keep(op, cone);
@@ -342,7 +318,7 @@ private:
         if (isa<OnceOp>(op) || op.getNumResults() != 1 ||
             invariance.isInvariant(&op))
           continue;
-        SmallVector<Operation *> cone = coneOf(&op);
+        SmallVector<Operation *> cone = coneOf(&op, /*stopAtKeptValues=*/true);
         if (!worthKeeping(op.getResult(0), cone) || !computedOnlyHere(cone) ||
             !onlyReadsTensors(cone) ||
             !site.atStepState(&op, tensorsReadBy(cone)))

@@ -71,3 +71,27 @@ bool RunInvariance::isInvariantSymbol(StringRef name) {
   invariantLets[name] = invariant;
   return invariant;
 }
+
+SmallVector<Operation *> mlir::energy::coneOf(Operation *root,
+                                              bool stopAtKeptValues) {
+  llvm::SetVector<Operation *> cone;
+  SmallVector<Operation *> work{root};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!cone.insert(op))
+      continue;
+    llvm::SetVector<Value> used;
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    used.insert(op->operand_begin(), op->operand_end());
+    for (Value value : used)
+      if (Operation *def = value.getDefiningOp();
+          def && def->getBlock() == root->getBlock() &&
+          !(stopAtKeptValues && isa<OnceOp>(def)))
+        work.push_back(def);
+  }
+  SmallVector<Operation *> ordered(cone.begin(), cone.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}

@@ -45,6 +45,11 @@ private:
   llvm::StringMap<bool> invariantLets;
 };
 
+/// The top-level ops of its block that `root` needs, itself included, in
+/// block order; with `stopAtKeptValues`, not those behind an `energy.once`
+/// (its value is kept, its ops need not run again).
+SmallVector<Operation *> coneOf(Operation *root, bool stopAtKeptValues);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_RUNINVARIANCE_H

@@ -645,6 +645,15 @@ const std::vector<double> kMixedWeights = {1, 0, 0, 0, 0.7, -1.3, 0.5, 0, 2};
 /// The same three in another order, with the first term in none of them.
 const std::vector<double> kSecondTermWeights = {0.5, 0, 2, 1, 0, 0, 0, 0, -1.3};
 
+/// `p` without pair terms or output weights: plain weighted sums.
+void dropPairTerms(Problem &p) {
+  p.pairDepths.clear();
+  p.pairRowFeatures.clear();
+  p.pairColFeatures.clear();
+  p.rowWeights.clear();
+  p.colWeights.clear();
+}
+
 /// `batch` problems of rows × cols × depth with two pair terms of depths 5
 /// and 13 and three outputs a side, of widths that are multiples of no
 /// vector width; the row outputs weighted by kMixedWeights, the col outputs
@@ -723,11 +732,7 @@ TEST_CASE("softmax contract: plain outputs ignore the pair terms") {
         p.constraints = {atLeast(1, -1, 0)};
     std::vector<Problem> plain = problems;
     for (Problem &p : plain) {
-      p.pairDepths.clear();
-      p.pairRowFeatures.clear();
-      p.pairColFeatures.clear();
-      p.rowWeights.clear();
-      p.colWeights.clear();
+      dropPairTerms(p);
     }
     for (int32_t isa : supportedPaths()) {
       ForcedPath forced(isa);
@@ -1175,11 +1180,7 @@ TEST_CASE("softmax contract: a batch in one call, the bits of one call each") {
       seed += 2 * shape.batch;
       if (variant == 0) { // plain: no pair terms, no constraints
         for (Problem &p : problems) {
-          p.pairDepths.clear();
-          p.pairRowFeatures.clear();
-          p.pairColFeatures.clear();
-          p.rowWeights.clear();
-          p.colWeights.clear();
+          dropPairTerms(p);
         }
       } else {
         for (Problem &p : problems)
@@ -1284,11 +1285,7 @@ TEST_CASE("softmax contract: kept tiles give the bits of computed ones") {
     seed += 10;
     for (Problem &p : problems) {
       if (variant == 0) {
-        p.pairDepths.clear();
-        p.pairRowFeatures.clear();
-        p.pairColFeatures.clear();
-        p.rowWeights.clear();
-        p.colWeights.clear();
+        dropPairTerms(p);
       } else if (variant == 2) {
         p.constraints = {atLeast(1, -1, 40), atLeast(-1, 1, 3),
                          notEqual(1, -1, 0)};
@@ -1340,11 +1337,7 @@ TEST_CASE("softmax contract: tiles past a core's cache are kept only when "
     std::vector<Problem> problems =
         pairProblems(1, 600, 600, depth, kMixedWeights, 1400 + depth);
     for (Problem &p : problems) {
-      p.pairDepths.clear();
-      p.pairRowFeatures.clear();
-      p.pairColFeatures.clear();
-      p.rowWeights.clear();
-      p.colWeights.clear();
+      dropPairTerms(p);
     }
     INFO("depth " << depth);
     std::vector<double> oneCall = allOf(runBatch<float>(problems, {}));
