@@ -247,8 +247,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
       mlir::energy::buildUpdatePipeline(perModel, wrtNames);
     if (planned)
       mlir::energy::buildKernelPlanPipeline(
-          perModel, backendName == "cuda" && dtype == "bf16",
-          /*runCaches=*/!noRunCaches && backendName != "cuda");
+          perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches});
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;

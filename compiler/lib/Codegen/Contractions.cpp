@@ -94,6 +94,8 @@ void KernelFunction::expInPlace(Value values, Value count) {
 }
 
 LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
+  if (contract.getEngine().value_or(kLoopsEngine) == kLoopsEngine)
+    return emitGenericContract(contract);
   if (contract.getForm() == ContractForm::bilinear) {
     std::string reason;
     FailureOr<BilinearContract> form = contract.matchBilinear(reason);
@@ -112,7 +114,7 @@ LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
     }
     return emitBilinearContract(contract, *form);
   }
-  if (contract.getForm() == ContractForm::quadratic && context.quadraticCalls) {
+  if (contract.getForm() == ContractForm::quadratic) {
     std::string reason;
     FailureOr<QuadraticContract> form = contract.matchQuadratic(reason);
     if (failed(form))
@@ -120,6 +122,23 @@ LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
     return emitQuadraticContract(contract, *form);
   }
   return emitGenericContract(contract);
+}
+
+/// The support function that computes a bilinear contraction on `engine`
+/// (a kernel's engine, not loops) with elements of single or double
+/// precision. Tensor cores and cuDNN take single precision only; double
+/// runs on the GPU's kernel of its own.
+static StringRef bilinearKernelOf(StringRef engine, bool single) {
+  if (engine == kCpuEngine)
+    return single ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
+                  : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64;
+  if (!single)
+    return ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64;
+  if (engine == kCudnnEngine)
+    return ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16;
+  if (engine == kCudaTensorCoresEngine)
+    return ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16;
+  return ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32;
 }
 
 //===----------------------------------------------------------------------===//
@@ -366,7 +385,7 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   if (reusedTiles) {
     tiles = reusedTiles;
     tilesMode = mode(ENERGY_CONTRACT_TILES_REUSE);
-  } else if (context.keptTiles && lse &&
+  } else if (contract.getEngine() == kCpuEngine && lse &&
              llvm::any_of(lse.getUsers(), [&](Operation *user) {
                auto reader = dyn_cast<SoftmaxContractOp>(user);
                return reader && reader.getReusesScores() &&
@@ -381,12 +400,8 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   }
   storeSlot(kKeptTiles, tiles);
   storeSlot(kKeptTilesMode, tilesMode);
-  func::CallOp call =
-      callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32
-                                    : ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-                  {args});
-  if (contract.getEngine() == "cudnn")
-    markFusedAttention(call);
+  func::CallOp call = callSupport(
+      bilinearKernelOf(*contract.getEngine(), singlePrecision()), {args});
   reportContractStatus(call.getResult(0));
   if (reusedTiles)
     func::CallOp::create(
@@ -563,11 +578,13 @@ KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
                                             outputArray};
   for (auto [position, value] : llvm::enumerate(slots))
     storeInSlot(args, position, value);
-  reportContractStatus(callSupport(singlePrecision()
-                                       ? ENERGY_SUPPORT_QUADRATIC_CONTRACT_F32
-                                       : ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
-                                   {args})
-                           .getResult(0));
+  // The verifier admits quadratic contractions on the GPU's engine only.
+  reportContractStatus(
+      callSupport(singlePrecision()
+                      ? ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32
+                      : ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64,
+                  {args})
+          .getResult(0));
   // Σ_c w(r, c) · v = v for a row whose weights sum to 1; 0 for a row
   // without weights (no columns, or every score −∞).
   for (auto [j, value] : llvm::enumerate(form.rowScalars)) {

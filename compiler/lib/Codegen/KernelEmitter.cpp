@@ -64,14 +64,11 @@ std::string mangle(StringRef name) {
 
 FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
                                                     ModuleOp target,
-                                                    FloatType elementType,
-                                                    bool forCuda) {
+                                                    FloatType elementType) {
   ModelContext context;
   context.model = model;
   context.target = target;
   context.elementType = elementType;
-  context.quadraticCalls = forCuda;
-  context.keptTiles = !forCuda;
   ArtifactLayout &layout = context.layout;
   Block &body = model.getBody().front();
   for (DimOp dim : body.getOps<DimOp>()) {

@@ -13,7 +13,6 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
-#include "energy/Transforms/ParallelForeach.h"
 #include "energy/Transforms/ProgramReads.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
@@ -381,8 +380,8 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
       return success();
     }
     forLanes(elementCount(valueType), [&](Value at, int lanes) {
-      Value sum = add(loadLanes(destination, at, lanes),
-                      laneValue(value, at, lanes));
+      Value sum =
+          add(loadLanes(destination, at, lanes), laneValue(value, at, lanes));
       storeLanes(sum, destination, at, lanes);
     });
     return success();
@@ -397,9 +396,7 @@ LogicalResult KernelFunction::emitOp(Operation *op) {
             return failure();
           return SmallVector<Value>();
         },
-        FirstAxis::levels(loopDepth == 0 && loop.getParallel()
-                              ? disjointLeadingIndices(loop)
-                              : 0));
+        FirstAxis::levels(loopDepth == 0 ? loop.getParallel().value_or(0) : 0));
   }
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);

@@ -63,10 +63,6 @@ struct ModelContext {
   ModelOp model;
   ModuleOp target;
   FloatType elementType;
-  /// Whether quadratic contractions call the mixture kernel, and whether
-  /// bilinear ones keep tiles for those that reuse their scores
-  /// (emitKernels).
-  bool quadraticCalls = false, keptTiles = false;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
   /// The private function computing each gradient program into a buffer.

@@ -89,9 +89,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
   FloatType elementType = options.dtype == "f64"
                               ? FloatType(Float64Type::get(context))
                               : FloatType(Float32Type::get(context));
-  FailureOr<ArtifactLayout> layout =
-      emitKernels(model, *module, elementType,
-                  /*forCuda=*/options.target.device == "cuda");
+  FailureOr<ArtifactLayout> layout = emitKernels(model, *module, elementType);
   if (failed(layout))
     return failure();
   // Emission builds its IR directly; a slip there is a compiler bug, and
@@ -174,9 +172,9 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt);
-  buildKernelPlanPipeline(
-      modelPasses, options.target.device == "cuda" && options.dtype == "bf16",
-      options.runCaches && options.target.device != "cuda");
+  buildKernelPlanPipeline(modelPasses,
+                          {options.target.device == "cuda",
+                           options.dtype == "bf16", options.runCaches});
   reportCrashesByPass(passes);
   if (failed(guardCompilation("the pass pipeline", model.getLoc(),
                               [&] { return passes.run(energyModule); })))

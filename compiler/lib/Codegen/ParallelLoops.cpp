@@ -29,7 +29,6 @@ using namespace mlir::energy;
 
 namespace {
 constexpr StringLiteral kParallelAttr = "energy.parallel";
-constexpr StringLiteral kFusedAttentionAttr = "energy.fused_attention";
 constexpr StringLiteral kElementwiseAttr = "energy.elementwise";
 constexpr StringLiteral kElementwiseTailAttr = "energy.elementwise_tail";
 
@@ -408,21 +407,13 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 } // namespace
 
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
-/// both the host and the GPU reach, the GPU's softmax contractions, cuBLAS;
-/// for f32, with `bf16Products`, their tensor-core versions.
+/// both the host and the GPU reach, cuBLAS; for f32, with `bf16Products`,
+/// its tensor-core products. (Softmax contractions call what their engine
+/// names.)
 static void useCudaSupport(ModuleOp module, bool bf16Products) {
   const std::pair<StringRef, StringRef> replacements[] = {
       {ENERGY_SUPPORT_SCRATCH_ALLOC, ENERGY_SUPPORT_CUDA_ALLOC},
       {ENERGY_SUPPORT_SCRATCH_FREE, ENERGY_SUPPORT_CUDA_FREE},
-      {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
-       bf16Products ? ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16
-                    : ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32},
-      {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F64,
-       ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64},
-      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F32,
-       ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32},
-      {ENERGY_SUPPORT_QUADRATIC_CONTRACT_F64,
-       ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64},
       {ENERGY_SUPPORT_MATMUL_F32, bf16Products
                                       ? ENERGY_SUPPORT_CUDA_MATMUL_BF16
                                       : ENERGY_SUPPORT_CUDA_MATMUL_F32},
@@ -432,20 +423,10 @@ static void useCudaSupport(ModuleOp module, bool bf16Products) {
                     : ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32},
       {ENERGY_SUPPORT_MATMUL_BATCH_F64, ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64}};
   module.walk([&](func::CallOp call) {
-    bool fused = call->hasAttr(kFusedAttentionAttr);
-    call->removeAttr(kFusedAttentionAttr);
-    if (fused && bf16Products) {
-      call.setCallee(ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16);
-      return;
-    }
     for (auto [cpu, cuda] : replacements)
       if (call.getCallee() == cpu)
         call.setCallee(cuda);
   });
-}
-
-void mlir::energy::markFusedAttention(func::CallOp call) {
-  call->setAttr(kFusedAttentionAttr, UnitAttr::get(call.getContext()));
 }
 
 void mlir::energy::markParallel(scf::ForOp loop) {

@@ -3,14 +3,14 @@
 // A `foreach` whose positions along its first index add into disjoint
 // slots may share those positions out among threads without atomics; when
 // another index has that property, the indices are interchanged to bring it
-// first. A sum outside every loop may run in fixed chunks whose partial
-// sums are added in chunk order, so that the result does not depend on the
-// number of threads.
+// first. The loop records how many leading indices have it (`parallel<n>`),
+// which code generation reads. A sum outside every loop may run in fixed chunks
+// whose partial sums are added in chunk order, so that the result does not
+// depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
-#include "energy/Transforms/ParallelForeach.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -45,7 +45,11 @@ bool mlir::energy::isStatement(Operation *op) {
              DynamicsOp>(op->getParentOp());
 }
 
-bool mlir::energy::writesDisjointSlots(ForeachOp loop, unsigned position) {
+/// Whether every position of `loop` along its index number `position` adds
+/// into slots no other position adds into: every accumulation in it has
+/// that index, alone, as one of its slot's indices, at the same axis for
+/// every accumulation into the same tensor, and nothing else in it writes.
+static bool writesDisjointSlots(ForeachOp loop, unsigned position) {
   Value index = loop.getBody().front().getArgument(position);
   llvm::StringMap<unsigned> axisOf;
   WalkResult walk = loop.getBody().walk([&](Operation *op) {
@@ -72,7 +76,9 @@ bool mlir::energy::writesDisjointSlots(ForeachOp loop, unsigned position) {
   return !walk.wasInterrupted();
 }
 
-unsigned mlir::energy::disjointLeadingIndices(ForeachOp loop) {
+/// The number of leading indices of `loop` each of which writes disjoint
+/// slots: positions that differ in any of them write different slots.
+static unsigned disjointLeadingIndices(ForeachOp loop) {
   unsigned count = 0, rank = loop.getSizes().size();
   while (count < rank && writesDisjointSlots(loop, count))
     ++count;
@@ -89,7 +95,7 @@ void mlir::energy::markParallelLoops(ModelOp model) {
         continue;
       if (position != 0)
         bringIndexFirst(loop, position);
-      loop.setParallel(true);
+      loop.setParallel(disjointLeadingIndices(loop));
       return;
     }
   });

@@ -117,15 +117,17 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
 }
 
 void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
-                                           bool fusedAttention,
-                                           bool runCaches) {
+                                           const KernelPlanTarget &target) {
   buildPlanStepPipeline(modelPasses);
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
-  modelPasses.addPass(createEnergyPlanEngines({fusedAttention}));
-  if (runCaches)
+  EnergyPlanEnginesOptions engines;
+  engines.target = target.cuda ? "cuda" : "cpu";
+  engines.bf16Products = target.bf16Products;
+  modelPasses.addPass(createEnergyPlanEngines(engines));
+  if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanRunCaches());
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
   modelPasses.addPass(createEnergyPlanDeferInvariantProducts());

@@ -1,8 +1,8 @@
-//===- PlanEngines.cpp - Which engine computes each contraction -----------===//
+//===- PlanEngines.cpp - What computes each softmax contraction -----------===//
 //
-// Gives the softmax contractions that cuDNN's fused flash attention computes
-// (SoftmaxContractOp::checkFusedAttention) to it, `engine = "cudnn"`, when
-// the artifact is for CUDA in bf16; the others stay on the built-in kernels.
+// Chooses, for the artifact's target, the engine of every softmax
+// contraction (generated loops, the support library's CPU or GPU kernels,
+// cuDNN's fused attention), so that code generation only reads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,14 +21,34 @@ struct PlanEnginesPass
     : public energy::impl::EnergyPlanEnginesBase<PlanEnginesPass> {
   using EnergyPlanEnginesBase::EnergyPlanEnginesBase;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    if (target != "cpu" && target != "cuda")
+      return emitError(UnknownLoc::get(context))
+             << "energy-plan-engines: target '" << target
+             << "'; expected cpu or cuda";
+    return success();
+  }
+
+  StringRef engineOf(SoftmaxContractOp contract) {
+    ContractForm form = contract.getForm();
+    if (target == "cpu")
+      return form == ContractForm::bilinear ? kCpuEngine : kLoopsEngine;
+    if (form == ContractForm::quadratic)
+      return kCudaEngine;
+    if (form != ContractForm::bilinear)
+      return kLoopsEngine;
+    if (!bf16Products)
+      return kCudaEngine;
+    std::string reason;
+    return succeeded(contract.checkFusedAttention(reason))
+               ? kCudnnEngine
+               : kCudaTensorCoresEngine;
+  }
+
   void runOnOperation() override {
-    if (!fusedAttention)
-      return;
-    getOperation().walk([](SoftmaxContractOp contract) {
-      std::string reason;
-      if (!contract.getEngine() &&
-          succeeded(contract.checkFusedAttention(reason)))
-        contract.setEngine("cudnn");
+    getOperation().walk([&](SoftmaxContractOp contract) {
+      if (!contract.getEngine())
+        contract.setEngine(engineOf(contract));
     });
   }
 };

@@ -424,11 +424,22 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
                            << reason;
   }
   if (std::optional<StringRef> engine = getEngine()) {
-    if (*engine != "cudnn")
-      return emitOpError() << "has engine \"" << *engine
-                           << "\"; the one known is \"cudnn\"";
+    if (!llvm::is_contained(kContractEngines, *engine))
+      return emitOpError()
+             << "has engine \"" << *engine << "\"; the known ones are \""
+             << llvm::join(ArrayRef<StringLiteral>(kContractEngines), "\", \"")
+             << '"';
+    ContractForm form = getForm();
+    if (*engine != kLoopsEngine && form != ContractForm::bilinear &&
+        !(*engine == kCudaEngine && form == ContractForm::quadratic))
+      return emitOpError() << "has engine \"" << *engine << "\", which takes "
+                           << (*engine == kCudaEngine
+                                   ? "bilinear and quadratic contractions"
+                                   : "bilinear contractions")
+                           << ", not " << stringifyContractForm(form)
+                           << " ones";
     std::string reason;
-    if (failed(checkFusedAttention(reason)))
+    if (*engine == kCudnnEngine && failed(checkFusedAttention(reason)))
       return emitOpError() << "is given to cuDNN's fused attention, but "
                            << reason;
   }

@@ -762,12 +762,19 @@ LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyTermReference(*this, tables, getOfAttr());
 }
 
-// foreach-op ::= `energy.foreach` `parallel`? `(` %i `:` dim-expr, ... `)`
-//                (`where` region)? region attr-dict
+// foreach-op ::= `energy.foreach` (`parallel` (`<` integer `>`)?)?
+//                `(` %i `:` dim-expr, ... `)` (`where` region)? region
+//                attr-dict
 ParseResult ForeachOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::Argument> indices;
-  if (succeeded(parser.parseOptionalKeyword("parallel")))
-    result.addAttribute("parallel", UnitAttr::get(parser.getContext()));
+  if (succeeded(parser.parseOptionalKeyword("parallel"))) {
+    int64_t count = 1;
+    if (succeeded(parser.parseOptionalLess()) &&
+        (parser.parseInteger(count) || parser.parseGreater()))
+      return failure();
+    result.addAttribute("parallel",
+                        parser.getBuilder().getI64IntegerAttr(count));
+  }
   if (parseDomainAndPredicate(parser, result, indices) ||
       parser.parseRegion(*result.regions.back(), indices))
     return failure();
@@ -775,8 +782,11 @@ ParseResult ForeachOp::parse(OpAsmParser &parser, OperationState &result) {
 }
 
 void ForeachOp::print(OpAsmPrinter &printer) {
-  if (getParallel())
+  if (std::optional<uint64_t> count = getParallel()) {
     printer << " parallel";
+    if (*count != 1)
+      printer << '<' << *count << '>';
+  }
   printDomainAndPredicate(printer, getBody().front(), getSizes(),
                           getPredicate());
   printer << ' ';
@@ -788,6 +798,9 @@ LogicalResult ForeachOp::verifyRegions() {
   unsigned rank = getSizes().size();
   if (rank == 0)
     return emitOpError("expects at least one index in its domain");
+  if (std::optional<uint64_t> count = getParallel(); count && *count > rank)
+    return emitOpError() << "has " << *count
+                         << " parallel indices but a domain of " << rank;
   if (hasPredicate() &&
       failed(verifyBody(*this, getPredicate(), rank,
                         {IntegerType::get(getContext(), 1)}, "predicate")))

@@ -1,11 +1,21 @@
-// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{fused-attention=true}))' | FileCheck %s
-// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines))' | FileCheck %s --check-prefix=OFF
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=cuda bf16-products=true}))' | FileCheck %s
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=cuda}))' | FileCheck %s --check-prefix=CUDA
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines))' | FileCheck %s --check-prefix=CPU
+// RUN: not energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=tpu}))' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: energy-plan-engines: target 'tpu'; expected cpu or cuda
+
+// Every bilinear contraction runs on the support library's kernel: the
+// CPU's, the GPU's, and with bf16 products the tensor-core one or cuDNN's
+// fused attention where it computes the contraction.
 
 // Row sums of a table, unmasked: cuDNN's fused attention computes them.
 // CHECK-LABEL: energy.model @row_side
 // CHECK:       } {engine = "cudnn"} : !energy.array<N>, !energy.array<N, D>
-// OFF-LABEL:   energy.model @row_side
-// OFF-NOT:     engine
+// CUDA-LABEL:  energy.model @row_side
+// CUDA:        } {engine = "cuda"} : !energy.array<N>, !energy.array<N, D>
+// CPU-LABEL:   energy.model @row_side
+// CPU:         } {engine = "cpu"} : !energy.array<N>, !energy.array<N, D>
 energy.model @row_side {
   dim @N
   dim @D
@@ -58,7 +68,7 @@ energy.model @causal {
 
 // A strict mask (column < row) is not.
 // CHECK-LABEL: energy.model @strict
-// CHECK-NOT:   engine
+// CHECK:       {engine = "cuda-tensor-cores"}
 energy.model @strict {
   dim @N
   dim @D
@@ -86,7 +96,7 @@ energy.model @strict {
 
 // Column sums are not the forward attention's.
 // CHECK-LABEL: energy.model @column_side
-// CHECK-NOT:   engine
+// CHECK:       {engine = "cuda-tensor-cores"}
 energy.model @column_side {
   dim @N
   dim @D
@@ -112,9 +122,9 @@ energy.model @column_side {
 
 // -----
 
-// Nothing summed: no engine to give it to.
+// Nothing summed: a kernel all the same.
 // CHECK-LABEL: energy.model @normaliser_only
-// CHECK-NOT:   engine
+// CHECK:       {engine = "cuda-tensor-cores"}
 energy.model @normaliser_only {
   dim @N
   dim @D
@@ -129,5 +139,75 @@ energy.model @normaliser_only {
       %3 = dot %1, %2 : !energy.array<D>
       yield %3 : !energy.array<>
     } : !energy.array<N>
+  }
+}
+
+// -----
+
+// A quadratic contraction: the GPU's mixture kernel; on a CPU, generated
+// loops (one vectorised pass over a mixture's few columns).
+// CHECK-LABEL: energy.model @mixture
+// CHECK:       {engine = "cuda"}
+// CUDA-LABEL:  energy.model @mixture
+// CUDA:        {engine = "cuda"}
+// CPU-LABEL:   energy.model @mixture
+// CPU:         {engine = "loops"}
+energy.model @mixture {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : input [@N, @D]
+  tensor @mu : state [@K, @D]
+  tensor @prec : state [@K, @D, @D]
+  term @fit {
+    %one = constant 1.000000e+00
+    %X = read @x : !energy.array<N, D>
+    %M = read @mu : !energy.array<K, D>
+    %P = read @prec : !energy.array<K, D, D>
+    %r:3 = softmax_contract quadratic rows (%i : @N) cols (%k : @K) score {
+      %p = extract %P[%k] : !energy.array<K, D, D> -> !energy.array<D, D>
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %d = sub %a, %m : !energy.array<D>, !energy.array<D>
+      %q = quad %d, %p : !energy.array<D>, !energy.array<D, D>
+      %s = neg %q : !energy.array<>
+      yield %s : !energy.array<>
+    } col_values {
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      yield %one, %a : !energy.array<>, !energy.array<D>
+    } : !energy.array<N>, !energy.array<K>, !energy.array<K, D>
+    %t = reduce_elements sum %r#0 : !energy.array<N>
+    yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+// A generic contraction (a score no kernel takes): generated loops on
+// every target.
+// CHECK-LABEL: energy.model @generic
+// CHECK:       {engine = "loops"}
+// CUDA-LABEL:  energy.model @generic
+// CUDA:        {engine = "loops"}
+// CPU-LABEL:   energy.model @generic
+// CPU:         {engine = "loops"}
+energy.model @generic {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %a:2 = softmax_contract generic rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      %4 = tanh %3 : !energy.array<>
+      yield %4 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
   }
 }

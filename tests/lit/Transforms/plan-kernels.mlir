@@ -504,10 +504,10 @@ energy.model @in_place {
 // CHECK-NEXT:    %[[WZ:.*]] = batch_matmul %[[Z]], %[[W]] transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK-NEXT:    accumulate %[[WZ]] into @z : !energy.array<B, N, D>
 // CHECK:         %[[T:.*]] = batch_matmul %{{.*}}, %[[W]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
-// CHECK:         foreach parallel (%{{.*}} : @B, %{{.*}} : @N) {
+// CHECK:         foreach parallel<2> (%{{.*}} : @B, %{{.*}} : @N) {
 // CHECK:           extract %[[T]]
 // CHECK:           accumulate %{{.*}} into @z[
-// CHECK:         foreach parallel (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK:         foreach parallel<2> (%[[B:.*]] : @B, %[[I:.*]] : @N) {
 // CHECK:           extract %[[WZ]]
 // CHECK:           accumulate %{{.*}} into @z[%[[B]], %[[I]]]
 // CHECK:       gradient @x {

@@ -57,15 +57,10 @@ struct ArtifactLayout {
 /// Emits the kernels of `model` into `target` with elements of type
 /// `elementType` (f32 or f64). Every gradient program without `of` becomes a
 /// gradient kernel. An op the code generator does not support is an error on
-/// that op. For a CUDA artifact (`forCuda`), quadratic softmax contractions
-/// call the support library's mixture kernel (what a GPU needs), and
-/// bilinear ones keep no tiles for the column sums that reuse their scores
-/// (the GPU's kernels keep none); for a CPU, quadratic ones are generated
-/// like generic ones (the generated loops, vectorised and one pass, are the
-/// faster).
+/// that op. Each softmax contraction is computed by its `engine`, which
+/// energy-plan-engines chose for the target (generated loops without one).
 FailureOr<ArtifactLayout> emitKernels(ModelOp model, ModuleOp target,
-                                      FloatType elementType,
-                                      bool forCuda = false);
+                                      FloatType elementType);
 
 } // namespace mlir::energy
 

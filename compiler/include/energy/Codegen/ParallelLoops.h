@@ -36,11 +36,6 @@ void markElementwise(scf::ForOp loop);
 /// remainder.
 void markElementwise(scf::ForOp vectors, scf::ForOp tail);
 
-/// Marks `call` (of the softmax contraction) as one of a contraction the
-/// plan gave to cuDNN (`engine = "cudnn"`): with bf16 products on the GPU,
-/// outlineParallelLoops makes it a call of the fused-attention entry.
-void markFusedAttention(func::CallOp call);
-
 /// The symbol of the artifact's PTX images (KernelSupport.h's
 /// energy_support_cuda_launch reads them), a global that
 /// outlineParallelLoops declares when it outlines for the GPU and the CUDA
@@ -58,11 +53,10 @@ inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 /// iteration, and the loop a launch of it; its private scratch is one block
 /// per iteration, and stack slots it uses are copied to managed memory and
 /// back around the launch. Every malloc and free of the module then takes
-/// managed memory, which the host and the GPU both reach, and softmax
-/// contractions and matrix products call the support library's GPU
-/// versions: with `bf16Products`, those taking bf16 operands on tensor
-/// cores (f32 kernels only), and cuDNN's fused attention for the
-/// contractions marked by markFusedAttention.
+/// managed memory, which the host and the GPU both reach, and matrix
+/// products call the support library's GPU versions: with `bf16Products`,
+/// those taking bf16 operands on tensor cores (f32 kernels only). (Softmax
+/// contractions call what their plan's `engine` names.)
 void outlineParallelLoops(ModuleOp module,
                           gpu::GPUModuleOp gpuKernels = nullptr,
                           bool bf16Products = false);

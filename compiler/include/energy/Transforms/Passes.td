@@ -698,21 +698,29 @@ def EnergyPlanSeparateScores : Pass<"energy-plan-separate-scores", "::mlir::ener
 }
 
 def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
-  let summary = "Gives the softmax contractions that cuDNN's fused attention computes to it";
+  let summary = "Chooses what computes each softmax contraction, for the artifact's target";
   let description = [{
-    With `fused-attention` (what energyc sets for `--target cuda --dtype
-    bf16`), marks `engine = "cudnn"` on every softmax contraction that
-    cuDNN's fused flash attention computes: bilinear, its row values plain
-    table rows, no column values, no given normaliser, unmasked or causal
-    (SoftmaxContractOp::checkFusedAttention). The CUDA backend calls
-    energy_support_cuda_fused_attention_bf16 for those, which runs them on
-    cuDNN where it is installed and takes their sizes (heads of up to 128
-    features and values), and on the built-in kernels otherwise. Without
-    the option it changes nothing.
+    Writes `engine` on every softmax contraction that has none, from its
+    form and the target (EnergyKernelOps.td), so that code generation only
+    reads the choice. On a CPU (`target=cpu`): bilinear ones `"cpu"`, the
+    support library's kernel; quadratic and generic ones `"loops"`
+    (generated loops, vectorised in one pass, are the faster for a
+    quadratic one's few columns). On CUDA (`target=cuda`): bilinear and
+    quadratic ones `"cuda"`, the support library's GPU kernels, or with
+    `bf16-products` bilinear ones `"cuda-tensor-cores"`, and among those
+    the ones cuDNN's fused flash attention computes `"cudnn"`: its row
+    values plain table rows, no column values, no given normaliser,
+    unmasked or causal (SoftmaxContractOp::checkFusedAttention;
+    energy_support_cuda_fused_attention_bf16 runs them on cuDNN where it is
+    installed and takes their sizes, heads of up to 128 features and
+    values, and on the tensor-core kernel otherwise); generic ones
+    `"loops"`.
   }];
   let options = [
-    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"false",
-           "Mark the contractions cuDNN's fused attention computes">
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The device the artifact runs on: cpu or cuda">,
+    Option<"bf16Products", "bf16-products", "bool", /*default=*/"false",
+           "On CUDA, bf16 products on tensor cores (--dtype bf16)">
   ];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }

@@ -32,15 +32,24 @@ void buildUpdatePipeline(OpPassManager &modelPasses,
 /// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs).
 void buildPlanStepPipeline(OpPassManager &modelPasses);
 
+/// What the kernel plan is for: a CPU or CUDA, bf16 products on tensor
+/// cores (`--dtype bf16`, CUDA only), and whether run-invariant values may
+/// be kept across calls (CPU artifacts; `energyc --no-run-caches` turns it
+/// off).
+struct KernelPlanTarget {
+  bool cuda = false;
+  bool bf16Products = false;
+  bool runCaches = true;
+};
+
 /// Plans the kernels (the plan steps) and simplifies the plan:
-/// canonicalization, CSE and energy-share-scores; then the engines
-/// (energy-plan-engines: with `fusedAttention`, for bf16 CUDA artifacts,
-/// the contractions cuDNN's fused attention computes); last, with
-/// `runCaches` (CPU artifacts), energy-plan-run-caches. What code
-/// generators lower, and what `energyc --emit=plan` prints.
+/// canonicalization, CSE and energy-share-scores; then the engines of the
+/// contractions for `target` (energy-plan-engines); with run caches on a
+/// CPU, energy-plan-run-caches; last the adjoints' accumulation and the
+/// deferred products. What code generators lower, and what `energyc
+/// --emit=plan` prints.
 void buildKernelPlanPipeline(OpPassManager &modelPasses,
-                             bool fusedAttention = false,
-                             bool runCaches = true);
+                             const KernelPlanTarget &target = {});
 
 } // namespace mlir::energy
 

@@ -94,12 +94,19 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     that one's scores and pair terms, when they are few, and read them here
     instead of computing them again.
 
-    `engine = "cudnn"` (set by energy-plan-engines for bf16 CUDA artifacts)
-    gives the contraction to cuDNN's fused flash attention: it must be
-    bilinear, with row values that are plain table rows (no factor, no pair
-    term), no column values, no given normaliser, and no predicate or the
-    causal one (column <= row) (the verifier checks it). A backend without
-    that engine, or sizes it does not take, run it on the built-in kernels.
+    `engine` (set by energy-plan-engines for the artifact's target; code
+    generation only reads it) names what computes the contraction:
+    `"loops"`, loops generated for it (any form); `"cpu"`, the support
+    library's CPU kernel (bilinear), which keeps its scores and pair terms
+    for a later contraction that reuses them; `"cuda"`, the support
+    library's GPU kernels (bilinear, or the mixture kernel of a quadratic
+    one), which keep none; `"cuda-tensor-cores"`, the GPU's bilinear kernel
+    with bf16 products on tensor cores; `"cudnn"`, cuDNN's fused flash
+    attention: bilinear, with row values that are plain table rows (no
+    factor, no pair term), no column values, no given normaliser, and no
+    predicate or the causal one (column <= row) (the verifier checks every
+    engine's forms); sizes cuDNN does not take run on the tensor-core
+    kernel. Without `engine`, generated loops.
 
     ```mlir
     %L, %g, %h = energy.softmax_contract bilinear rows (%c : @N) cols (%p : @N)

@@ -95,6 +95,16 @@ struct QuadraticContract {
   SmallVector<Value> rowScalars;
 };
 
+/// The engines a softmax contraction's `engine` names (EnergyKernelOps.td).
+inline constexpr StringLiteral kLoopsEngine = "loops";
+inline constexpr StringLiteral kCpuEngine = "cpu";
+inline constexpr StringLiteral kCudaEngine = "cuda";
+inline constexpr StringLiteral kCudaTensorCoresEngine = "cuda-tensor-cores";
+inline constexpr StringLiteral kCudnnEngine = "cudnn";
+inline constexpr StringLiteral kContractEngines[] = {
+    kLoopsEngine, kCpuEngine, kCudaEngine, kCudaTensorCoresEngine,
+    kCudnnEngine};
+
 /// Checks that `name` is a plugin's aggregation in the aggregation table;
 /// otherwise an error on `op` that says to load its plugin.
 LogicalResult verifyPluginAggregation(Operation *op, StringRef name);

@@ -690,13 +690,19 @@ def Energy_ForeachOp : Energy_Op<"foreach", [NoTerminator,
   let description = [{
     The loop of a gradient program: the same domain and predicate as an
     `energy.reduce`, a body with side effects (accumulations) and no result.
-    `parallel` (set by `energy-plan-kernels`) says that its positions along
-    the first index write disjoint slots, so they may run on several
-    threads.
+    `parallel<n>` (set by `energy-plan-kernels`; `parallel` for n = 1) says
+    that positions differing in any of the first n indices write disjoint
+    slots, so that those indices may be shared out among threads (a CPU
+    shares the first, a GPU runs all n as one loop).
   }];
   let arguments = (ins TypedArrayAttrBase<Energy_DimExprAttr, "sizes">:$sizes,
-                       UnitAttr:$parallel);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$parallel);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$body);
+  let builders = [
+    OpBuilder<(ins "::mlir::ArrayAttr":$sizes), [{
+      build($_builder, $_state, sizes, ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{

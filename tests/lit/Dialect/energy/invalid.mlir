@@ -351,6 +351,20 @@ energy.model @m {
 energy.model @m {
   energy.dim @N
   energy.tensor @x : state [@N]
+  energy.gradient @x {
+    // expected-error @below {{'energy.foreach' op has 2 parallel indices but a domain of 1}}
+    energy.foreach parallel<2> (%i : @N) {
+      %c = energy.constant 1.0
+      energy.accumulate %c into @x[%i] : !energy.array<>
+    }
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
   energy.term @e {
     %x = energy.read @x : !energy.array<N>
     // expected-error @below {{'energy.accumulate' op accumulates only inside an 'energy.gradient'}}

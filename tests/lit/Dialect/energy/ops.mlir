@@ -460,14 +460,14 @@ energy.model @kernel_plan {
       %qi = energy.extract %q[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
       energy.yield %qi : !energy.array<D>
     } : !energy.array<H, N>, !energy.array<H, N, D>, !energy.array<H, N, D>
-    // CHECK: foreach parallel (%[[I:.*]] : @N, %[[H:.*]] : @H) {
+    // CHECK: foreach parallel<2> (%[[I:.*]] : @N, %[[H:.*]] : @H) {
     // CHECK-NEXT: %[[ROW:.*]] = extract %[[R]]#1[%[[H]], %[[I]]] : !energy.array<H, N, D> -> !energy.array<D>
     // CHECK: foreach (%[[I:.*]] : @N) {
     // CHECK: %[[L:.*]] = reduce sum parallel (%{{.*}} : @H) {
     // CHECK: %[[V:.*]] = softmax_contract generic rows () cols (%[[J:.*]] : @N) lse(%[[L]] : !energy.array<>) score {
     // CHECK: } row_values {
     // CHECK: } : !energy.array<D>
-    energy.foreach parallel (%i : @N, %h : @H) {
+    energy.foreach parallel<2> (%i : @N, %h : @H) {
       %row = energy.extract %r#1[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
       %col = energy.extract %r#2[%h, %i] : !energy.array<H, N, D> -> !energy.array<D>
       %sum = energy.add %row, %col : !energy.array<D>, !energy.array<D>
