@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Out-of-tree plugins, built against the installed framework.
 
-Installs the build into a fresh prefix, builds plugins/examples/research
+Installs the build into a fresh prefix, builds examples/plugins/research
 (the Adam optimizer, the Student-t similarity, softsign and the sparsemax
 aggregation, with its run-time library) and three plugins that must be
 refused as their own CMake projects with only that prefix, then with the
@@ -73,7 +73,7 @@ def build_project(name, directory):
     return binary
 
 
-research = build_project('research', os.path.join(source, 'plugins', 'examples', 'research'))
+research = build_project('research', os.path.join(source, 'examples', 'plugins', 'research'))
 research_plugin = os.path.join(research, 'libenergy-research.so')
 bad = build_project('bad', os.path.join(source, 'tests', 'plugins', 'bad'))
 

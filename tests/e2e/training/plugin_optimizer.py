@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A plugin's parameter optimiser trains through energy-train --plugin.
 
-The example plugin's run-time library (plugins/examples/research, built in
+The example plugin's run-time library (examples/plugins/research, built in
 this tree) exports Lion. energy-train --plugin LIB --optimizer lion runs two
 updates of attention_train (an f64 artifact, one epoch of two batches, in
 order); the same two updates are computed here: the loss's gradient by
