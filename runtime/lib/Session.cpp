@@ -582,17 +582,12 @@ Status Session::checkStatesFinite(const std::string &where) {
   return Status::success();
 }
 
-Expected<RunResult> Session::run(const RunOptions &options) {
+Expected<int64_t> Session::stepCount(std::optional<int64_t> requested) {
   const Manifest &manifest = owner.manifest();
-  if (!owner.hasDynamics())
-    return Status::error("model " + owner.name() + " has no dynamics to run");
-  CallScope scope(*this);
-  if (Status status = prepare(); !status)
-    return status;
   int64_t steps = 0;
-  if (options.steps) {
-    steps = *options.steps;
-  } else {
+  if (requested) {
+    steps = *requested;
+  } else if (manifest.steps) {
     Expected<int64_t> count =
         manifest.steps->evaluate([&](const std::string &name) {
           return std::optional<int64_t>(dimValues[*manifest.findDim(name)]);
@@ -605,6 +600,19 @@ Expected<RunResult> Session::run(const RunOptions &options) {
   if (steps < 0)
     return Status::error("the step count is negative: " +
                          std::to_string(steps));
+  return steps;
+}
+
+Expected<RunResult> Session::run(const RunOptions &options) {
+  if (!owner.hasDynamics())
+    return Status::error("model " + owner.name() + " has no dynamics to run");
+  CallScope scope(*this);
+  if (Status status = prepare(); !status)
+    return status;
+  Expected<int64_t> stepsOrError = stepCount(options.steps);
+  if (!stepsOrError)
+    return stepsOrError.status();
+  int64_t steps = *stepsOrError;
 
   RunResult result;
   for (int64_t i = 0; i < steps; ++i) {

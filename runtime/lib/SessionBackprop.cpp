@@ -17,20 +17,6 @@
 
 using namespace energy;
 
-Expected<int64_t> Session::defaultStepCount() {
-  const Manifest &manifest = owner.manifest();
-  if (!manifest.steps)
-    return int64_t{0};
-  Expected<int64_t> count =
-      manifest.steps->evaluate([&](const std::string &name) {
-        return std::optional<int64_t>(dimValues[*manifest.findDim(name)]);
-      });
-  if (!count)
-    return count.status().withContext("the step count (" +
-                                      manifest.steps->text() + ")");
-  return count;
-}
-
 void Session::overwriteBuffer(size_t index, const Tensor &value) {
   if (deviceMemory)
     copyToDevice(buffers[index].data(), value.data(), value.byteSize());
@@ -145,13 +131,9 @@ Expected<int64_t> Session::lossRunSteps(const BackwardOptions &options) {
                          "`loss NAME = ...;`)");
   if (Status status = prepare(); !status)
     return status;
-  Expected<int64_t> steps =
-      options.steps ? Expected<int64_t>(*options.steps) : defaultStepCount();
+  Expected<int64_t> steps = stepCount(options.steps);
   if (!steps)
     return steps.status();
-  if (*steps < 0)
-    return Status::error("the step count is negative: " +
-                         std::to_string(*steps));
   if (*steps > 0 && !state.step.function)
     return Status::error("model " + owner.name() + " has no dynamics to run");
   return steps;

@@ -252,8 +252,10 @@ private:
   /// For a model with a loss: each state's value when the buffers were set
   /// up (resetStates), by buffer position.
   std::map<size_t, Tensor> initialStates;
-  /// The steps and the step count a backward run uses.
-  Expected<int64_t> defaultStepCount();
+  /// The steps a run or a backward run takes: `requested`, else the
+  /// manifest's step count at the bound dims (0 without one); an error
+  /// when that is negative or cannot be evaluated.
+  Expected<int64_t> stepCount(std::optional<int64_t> requested);
   /// The buffer of tensor or output `name`, an output computed first.
   Expected<size_t> valueBuffer(const std::string &name);
   /// Copies `value` into buffer `index` (on the device for a CUDA
