@@ -114,58 +114,18 @@ std::string DimExpr::text() const {
   return stack.size() == 1 ? stack.back().first : "<malformed>";
 }
 
-/// `left op right`, or an error.
+/// `left op right`, or an error that says why it has no value.
 static Expected<int64_t> apply(DimExpr::Op op, int64_t left, int64_t right) {
-  using Op = DimExpr::Op;
   int64_t result = 0;
-  auto overflow = [&] {
-    return Status::error(std::to_string(left) + " " +
-                         std::string(DimExpr::opName(op)) + " " +
-                         std::to_string(right) + " overflows");
-  };
-  switch (op) {
-  case Op::Add:
-    if (__builtin_add_overflow(left, right, &result))
-      return overflow();
-    return result;
-  case Op::Sub:
-    if (__builtin_sub_overflow(left, right, &result))
-      return overflow();
-    return result;
-  case Op::Mul:
-    if (__builtin_mul_overflow(left, right, &result))
-      return overflow();
-    return result;
-  case Op::Div:
-  case Op::FloorDiv:
-  case Op::CeilDiv:
-  case Op::Mod:
-    break;
-  }
-  if (right == 0)
-    return Status::error(std::to_string(left) + " " +
-                         std::string(DimExpr::opName(op)) +
-                         " 0 divides by zero");
-  if (left == INT64_MIN && right == -1)
-    return overflow();
-  int64_t quotient = left / right, remainder = left % right;
-  bool inexact = remainder != 0;
-  bool negative = (remainder < 0) != (right < 0);
-  switch (op) {
-  case Op::Div:
-    if (inexact)
-      return Status::error(std::to_string(left) + " is not divisible by " +
-                           std::to_string(right));
-    return quotient;
-  case Op::FloorDiv:
-    return inexact && negative ? quotient - 1 : quotient;
-  case Op::CeilDiv:
-    return inexact && !negative ? quotient + 1 : quotient;
-  case Op::Mod:
-    return inexact && negative ? remainder + right : remainder;
-  default:
-    return result;
-  }
+  IndexFault fault = applyIndexOp(op, left, right, result);
+  if (fault == IndexFault::Inexact)
+    return Status::error(std::to_string(left) + " is not divisible by " +
+                         std::to_string(right));
+  if (fault != IndexFault::None)
+    return Status::error(
+        std::to_string(left) + " " + std::string(DimExpr::opName(op)) + " " +
+        std::to_string(right) + " " + describeIndexFault(fault));
+  return result;
 }
 
 Expected<int64_t> DimExpr::evaluate(

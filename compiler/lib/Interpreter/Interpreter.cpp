@@ -13,6 +13,7 @@
 #include "energy/Interpreter/ArrayMath.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Plugin/RuntimeCode.h"
+#include "energy/Runtime/IndexArithmetic.h"
 #include "energy/Runtime/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -93,26 +94,31 @@ std::optional<int64_t> evaluateAffine(AffineExpr expr,
       evaluateAffine(binary.getRHS(), dimValues, symbolValues);
   if (!lhs || !rhs)
     return std::nullopt;
+  ::energy::IndexOp op;
   switch (binary.getKind()) {
   case AffineExprKind::Add:
-    return *lhs + *rhs;
+    op = ::energy::IndexOp::Add;
+    break;
   case AffineExprKind::Mul:
-    return *lhs * *rhs;
+    op = ::energy::IndexOp::Mul;
+    break;
   case AffineExprKind::Mod:
-    if (*rhs <= 0)
-      return std::nullopt;
-    return ((*lhs % *rhs) + *rhs) % *rhs;
+    op = ::energy::IndexOp::Mod;
+    break;
   case AffineExprKind::FloorDiv:
-    if (*rhs <= 0)
-      return std::nullopt;
-    return (*lhs >= 0 ? *lhs : *lhs - *rhs + 1) / *rhs;
+    op = ::energy::IndexOp::FloorDiv;
+    break;
   case AffineExprKind::CeilDiv:
-    if (*rhs <= 0)
-      return std::nullopt;
-    return (*lhs >= 0 ? *lhs + *rhs - 1 : *lhs) / *rhs;
+    op = ::energy::IndexOp::CeilDiv;
+    break;
   default:
     return std::nullopt;
   }
+  int64_t result = 0;
+  if (::energy::applyIndexOp(op, *lhs, *rhs, result) !=
+      ::energy::IndexFault::None)
+    return std::nullopt;
+  return result;
 }
 
 /// The function of an elementwise op of one operand, if `op` is one.

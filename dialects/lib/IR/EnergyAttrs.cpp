@@ -8,6 +8,7 @@
 
 #include "energy/IR/EnergyAttrs.h"
 #include "energy/IR/EnergyDialect.h"
+#include "energy/Runtime/IndexArithmetic.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -59,23 +60,26 @@ FailureOr<int64_t> DimExprAttr::evaluate(
     FailureOr<int64_t> rhs = eval(binary.getRHS());
     if (failed(lhs) || failed(rhs))
       return failure();
-    int64_t result;
+    // A dim expression's `/` (a floordiv in the affine form) is exact.
+    ::energy::IndexOp op;
     switch (binary.getKind()) {
     case AffineExprKind::Add:
-      if (__builtin_add_overflow(*lhs, *rhs, &result))
-        return failure();
-      return result;
+      op = ::energy::IndexOp::Add;
+      break;
     case AffineExprKind::Mul:
-      if (__builtin_mul_overflow(*lhs, *rhs, &result))
-        return failure();
-      return result;
+      op = ::energy::IndexOp::Mul;
+      break;
     case AffineExprKind::FloorDiv:
-      if (*rhs == 0 || (*lhs == INT64_MIN && *rhs == -1) || *lhs % *rhs != 0)
-        return failure();
-      return *lhs / *rhs;
+      op = ::energy::IndexOp::Div;
+      break;
     default:
       return failure();
     }
+    int64_t result = 0;
+    if (::energy::applyIndexOp(op, *lhs, *rhs, result) !=
+        ::energy::IndexFault::None)
+      return failure();
+    return result;
   };
   return eval(getExpr());
 }

@@ -33,8 +33,24 @@ Value mlir::energy::materializeAffineExpr(OpBuilder &builder, Location loc,
     return arith::FloorDivSIOp::create(builder, loc, lhs, rhs);
   case AffineExprKind::CeilDiv:
     return arith::CeilDivSIOp::create(builder, loc, lhs, rhs);
-  case AffineExprKind::Mod:
-    return arith::RemSIOp::create(builder, loc, lhs, rhs);
+  case AffineExprKind::Mod: {
+    // The modulus with the sign of the divisor (IndexArithmetic.h's
+    // floorModulo, affine `mod`): a remainder of the other sign moves by
+    // one divisor.
+    Value remainder = arith::RemSIOp::create(builder, loc, lhs, rhs);
+    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+    Value inexact = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::ne, remainder, zero);
+    Value remainderNegative = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::slt, remainder, zero);
+    Value divisorNegative = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::slt, rhs, zero);
+    Value signsDiffer =
+        arith::XOrIOp::create(builder, loc, remainderNegative, divisorNegative);
+    Value moves = arith::AndIOp::create(builder, loc, inexact, signsDiffer);
+    Value moved = arith::AddIOp::create(builder, loc, remainder, rhs);
+    return arith::SelectOp::create(builder, loc, moves, moved, remainder);
+  }
   default:
     llvm_unreachable("unknown affine expression kind");
   }

@@ -86,6 +86,7 @@
 
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
+#include "energy/Runtime/IndexArithmetic.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -144,11 +145,6 @@ inline int64_t roundUp(int64_t n, int64_t multiple) {
 
 inline float logOf(float x) { return __builtin_logf(x); }
 inline double logOf(double x) { return __builtin_log(x); }
-
-/// floor(a / b) for b > 0.
-inline __int128 floorDiv(__int128 a, __int128 b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
 
 /// A constraint in the orientation of a pass: outer·i + inner·j + offset
 /// >= 0 (or != 0).
@@ -586,10 +582,10 @@ void admittedInterval(const Pass<T> &pass, int64_t outer, int64_t &begin,
       if (t > 0)
         hi = lo;
     } else if (c.inner > 0) {
-      __int128 first = -floorDiv(-t, c.inner); // ceil(t / inner)
+      __int128 first = ceilDivide(t, (__int128)c.inner);
       lo = lo > first ? lo : first;
     } else {
-      __int128 last = floorDiv(-t, -(__int128)c.inner); // floor(t / inner)
+      __int128 last = floorDivide(t, (__int128)c.inner);
       hi = hi < last + 1 ? hi : last + 1;
     }
   }

@@ -11,6 +11,7 @@
 #ifndef ENERGY_RUNTIME_MANIFEST_H
 #define ENERGY_RUNTIME_MANIFEST_H
 
+#include "energy/Runtime/IndexArithmetic.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Status.h"
 #include "energy/Runtime/Tensor.h"
@@ -30,10 +31,10 @@ namespace energy {
 /// is T - 1.
 class DimExpr {
 public:
-  /// The operators: `/` is exact division (a remainder is an error),
-  /// floordiv and ceildiv round down and up, mod takes the sign of the
-  /// divisor.
-  enum class Op { Add, Sub, Mul, Div, FloorDiv, CeilDiv, Mod };
+  /// The operators, evaluated as IndexArithmetic.h says: `/` is exact
+  /// division (a remainder is an error), floordiv and ceildiv round down and
+  /// up, mod takes the sign of the divisor.
+  using Op = IndexOp;
   /// "+", "-", "*", "/", "floordiv", "ceildiv", "mod".
   static std::string_view opName(Op op);
   static std::optional<Op> opFromName(std::string_view name);
