@@ -148,7 +148,7 @@ std::vector<std::string> wantedGradients(const Model &model,
     return options.wrt;
   std::vector<std::string> names;
   for (const ManifestBuffer &buffer : model.manifest().buffers)
-    if (isForwardState(buffer) && !buffer.optimizerStateOf)
+    if (isDefaultGradient(buffer))
       names.push_back(buffer.name);
   return names;
 }

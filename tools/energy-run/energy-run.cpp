@@ -424,8 +424,7 @@ SmallVector<GradientOp> wantedGradients(ModelOp model) {
     if (gradient.getOf() || gradient.isJoint())
       continue;
     auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
-    if (wrt.empty() ? tensor.getRole() == Role::state &&
-                          !tensor->hasAttr("optimizer_state")
+    if (wrt.empty() ? ::energy::isDefaultGradient(describeTensor(tensor))
                     : llvm::is_contained(wrt, gradient.getTensor()))
       wanted.push_back(gradient);
   }
@@ -566,7 +565,7 @@ std::vector<std::string> wantedGradients(const ::energy::Model &model) {
   std::vector<std::string> names(wrt.begin(), wrt.end());
   if (names.empty())
     for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
-      if (::energy::isForwardState(buffer) && !buffer.optimizerStateOf)
+      if (::energy::isDefaultGradient(buffer))
         names.push_back(buffer.name);
   return names;
 }

@@ -170,6 +170,38 @@ json::Array pluginsOf(ModelOp model) {
   return ::energy::DimExpr(std::move(tokens));
 }
 
+::energy::ManifestBuffer mlir::energy::describeTensor(TensorOp tensor) {
+  ::energy::ManifestBuffer buffer;
+  buffer.name = tensor.getSymName().str();
+  buffer.kind = ::energy::BufferKind::Tensor;
+  for (StringAttr dim : tensor.getArrayType().getShape())
+    buffer.shape.push_back(::energy::DimExpr({::energy::DimExpr::Token{
+        ::energy::DimExpr::Token::Kind::Dim, dim.getValue().str()}}));
+  switch (tensor.getRole()) {
+  case Role::input:
+    buffer.role = ::energy::TensorRole::Input;
+    break;
+  case Role::param:
+    buffer.role = ::energy::TensorRole::Param;
+    break;
+  case Role::state:
+    buffer.role = ::energy::TensorRole::State;
+    break;
+  }
+  std::pair<std::optional<StringRef>, std::optional<std::string> *> marks[] = {
+      {tensor.getOptimizerState(), &buffer.optimizerStateOf},
+      {tensor.getAdjointOf(), &buffer.adjointOf},
+      {tensor.getCotangentOf(), &buffer.cotangentOf},
+      {tensor.getSolverOf(), &buffer.solverOf},
+      {tensor.getDeferredOf(), &buffer.deferredOf},
+      {tensor.getCacheFlag(), &buffer.cacheFlag},
+      {tensor.getFlagOf(), &buffer.flagOf}};
+  for (auto [of, field] : marks)
+    if (of)
+      *field = of->str();
+  return buffer;
+}
+
 ::energy::Manifest mlir::energy::describeDimsAndTensors(ModelOp model) {
   ::energy::Manifest manifest;
   manifest.model = model.getSymName().str();
@@ -182,15 +214,8 @@ json::Array pluginsOf(ModelOp model) {
       entry.derived = runtimeDimExpr(*dim.getDerived());
     manifest.dims.push_back(std::move(entry));
   }
-  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
-    ::energy::ManifestBuffer buffer;
-    buffer.name = tensor.getSymName().str();
-    buffer.kind = ::energy::BufferKind::Tensor;
-    for (StringAttr dim : tensor.getArrayType().getShape())
-      buffer.shape.push_back(::energy::DimExpr({::energy::DimExpr::Token{
-          ::energy::DimExpr::Token::Kind::Dim, dim.getValue().str()}}));
-    manifest.buffers.push_back(std::move(buffer));
-  }
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    manifest.buffers.push_back(describeTensor(tensor));
   return manifest;
 }
 
@@ -218,19 +243,24 @@ std::string mlir::energy::buildManifest(ModelOp model,
     switch (buffer.kind) {
     case ArtifactLayout::BufferKind::Tensor: {
       auto tensor = cast<TensorOp>(buffer.op);
+      ::energy::ManifestBuffer described = describeTensor(tensor);
       entry["kind"] = "tensor";
-      entry["role"] = stringifyRole(tensor.getRole());
+      entry["role"] = std::string(::energy::tensorRoleName(described.role));
       entry["shape"] = shapeOf(tensor.getArrayType());
       entry["init"] = initOf(tensor);
-      auto owner = tensor->getAttrOfType<FlatSymbolRefAttr>("optimizer_state");
-      entry["optimizer_state"] =
-          owner ? json::Value(owner.getValue()) : json::Value(nullptr);
-      for (StringRef mark :
-           {StringRef("adjoint_of"), StringRef("cotangent_of"),
-            StringRef("solver_of"), StringRef("deferred_of"),
-            StringRef(OnceOp::kCacheFlagAttr), StringRef(OnceOp::kFlagOfAttr)})
-        if (auto of = tensor->getAttrOfType<FlatSymbolRefAttr>(mark))
-          entry[mark] = of.getValue();
+      entry["optimizer_state"] = described.optimizerStateOf
+                                     ? json::Value(*described.optimizerStateOf)
+                                     : json::Value(nullptr);
+      std::pair<StringRef, const std::optional<std::string> *> marks[] = {
+          {"adjoint_of", &described.adjointOf},
+          {"cotangent_of", &described.cotangentOf},
+          {"solver_of", &described.solverOf},
+          {"deferred_of", &described.deferredOf},
+          {OnceOp::kCacheFlagAttr, &described.cacheFlag},
+          {OnceOp::kFlagOfAttr, &described.flagOf}};
+      for (auto [mark, of] : marks)
+        if (*of)
+          entry[mark] = **of;
       break;
     }
     case ArtifactLayout::BufferKind::Gradient: {

@@ -25,15 +25,12 @@ InterpretedBackprop::create(ModelOp model, Interpreter &interpreter) {
   if (!programs.empty())
     target->program = *programs.begin();
   for (TensorOp tensor : declarations.getOps<TensorOp>()) {
-    if (tensor->hasAttr("adjoint_of")) {
-      target->tensors.push_back(
-          cast<FlatSymbolRefAttr>(tensor->getAttr("adjoint_of"))
-              .getValue()
-              .str());
+    if (std::optional<StringRef> of = tensor.getAdjointOf()) {
+      target->tensors.push_back(of->str());
       continue;
     }
-    if (tensor.getRole() == Role::state && !tensor->hasAttr("cotangent_of") &&
-        !tensor->hasAttr("solver_of") && !tensor->hasAttr("deferred_of"))
+    if (tensor.getRole() == Role::state && !tensor.getCotangentOf() &&
+        !tensor.getSolverOf() && !tensor.getDeferredOf())
       target->states.push_back(tensor.getSymName().str());
   }
   return target;

@@ -96,8 +96,8 @@ public:
 
   LogicalResult build() {
     for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      if (tensor.getRole() != Role::input && !tensor->hasAttr(kAdjointOf) &&
-          !tensor->hasAttr(kCotangentOf) && !tensor->hasAttr(kSolverOf))
+      if (tensor.getRole() != Role::input && !tensor.getAdjointOf() &&
+          !tensor.getCotangentOf() && !tensor.getSolverOf())
         differentiable.insert(tensor.getSymName());
     for (StringRef tensor : differentiable)
       adjointTensor(tensor);
@@ -400,7 +400,7 @@ private:
     for (StringRef tensor : differentiable) {
       TensorOp declaration = symbols.lookup<TensorOp>(tensor);
       Value adjoint;
-      if (solved.contains(tensor) || (declaration->hasAttr("optimizer_state")))
+      if (solved.contains(tensor) || declaration.getOptimizerState())
         adjoint = zeros(builder, loc(), typeOf(tensor));
       else if (Value sum = mixed.lookup(tensor))
         adjoint = SubOp::create(

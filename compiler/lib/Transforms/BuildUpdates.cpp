@@ -132,7 +132,7 @@ public:
         scalar ? declarations.getArrayAttr({}) : node.getShape(),
         InitKindAttr::get(builder.getContext(), InitKind::zeros),
         DenseF64ArrayAttr(), FlatSymbolRefAttr());
-    tensor->setAttr("optimizer_state", FlatSymbolRefAttr::get(node));
+    tensor.setOptimizerStateAttr(FlatSymbolRefAttr::get(node));
     symbols.insert(tensor);
     return tensor.getSymName();
   }

@@ -25,7 +25,6 @@ namespace {
 
 /// The attribute that marks a deferred sum, naming the adjoint its finish
 /// adds into.
-constexpr StringLiteral kDeferredOf = "deferred_of";
 
 /// A product in a gradient that adds into one of its tensors: `accumulate
 /// (batch_matmul ...) into @tensor`, with the factor at `invariantPosition`
@@ -216,7 +215,7 @@ private:
                                    Role::state, ArrayAttr::get(context, shape),
                                    InitKindAttr::get(context, InitKind::zeros),
                                    DenseF64ArrayAttr(), FlatSymbolRefAttr());
-    tensor->setAttr(kDeferredOf, adjoint);
+    tensor.setDeferredOfAttr(adjoint);
     return FlatSymbolRefAttr::get(tensor.getSymNameAttr());
   }
 

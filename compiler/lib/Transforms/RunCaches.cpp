@@ -236,8 +236,8 @@ private:
                          DenseF64ArrayAttr(), FlatSymbolRefAttr());
     auto cacheRef = FlatSymbolRefAttr::get(cache.getSymNameAttr());
     auto validRef = FlatSymbolRefAttr::get(valid.getSymNameAttr());
-    cache->setAttr(OnceOp::kCacheFlagAttr, validRef);
-    valid->setAttr(OnceOp::kFlagOfAttr, cacheRef);
+    cache.setCacheFlagAttr(validRef);
+    valid.setFlagOfAttr(cacheRef);
     return {cacheRef, validRef};
   }
 

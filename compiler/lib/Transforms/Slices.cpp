@@ -528,10 +528,8 @@ bool mlir::energy::onlyReads(Operation *op) {
 llvm::StringSet<> mlir::energy::positionDims(ModelOp model) {
   llvm::StringSet<> dims;
   for (auto tensor : model.getBody().front().getOps<TensorOp>()) {
-    if (tensor.getRole() == Role::param || tensor->hasAttr("adjoint_of") ||
-        tensor->hasAttr("cotangent_of") ||
-        tensor->hasAttr(OnceOp::kCacheFlagAttr) ||
-        tensor->hasAttr(OnceOp::kFlagOfAttr))
+    if (tensor.getRole() == Role::param || tensor.getAdjointOf() ||
+        tensor.getCotangentOf() || tensor.getCacheFlag() || tensor.getFlagOf())
       continue;
     ArrayRef<Attribute> shape = tensor.getShape().getValue();
     if (shape.empty())

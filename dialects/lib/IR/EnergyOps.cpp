@@ -512,6 +512,25 @@ LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
                            << " is initialised from " << source << " of shape "
                            << tensor.getArrayType().shapeString();
   }
+  // Cotangents and the implicit solve's vectors may be those of a let.
+  std::tuple<StringRef, FlatSymbolRefAttr, bool> provenances[] = {
+      {"optimizer_state", getOptimizerStateAttr(), false},
+      {"adjoint_of", getAdjointOfAttr(), false},
+      {"cotangent_of", getCotangentOfAttr(), true},
+      {"solver_of", getSolverOfAttr(), true},
+      {"deferred_of", getDeferredOfAttr(), false},
+      {"cache_flag", getCacheFlagAttr(), false},
+      {"flag_of", getFlagOfAttr(), false}};
+  for (auto [name, of, letToo] : provenances) {
+    if (!of)
+      continue;
+    Operation *named = tables.lookupNearestSymbolFrom(*this, of);
+    if (!isa_and_nonnull<TensorOp>(named) &&
+        !(letToo && isa_and_nonnull<LetOp>(named)))
+      return emitOpError() << "has " << name << " = " << of
+                           << ", which is not a tensor"
+                           << (letToo ? " or a let" : "");
+  }
   return success();
 }
 

@@ -477,9 +477,9 @@ void checkImplicitAgainstUnrolled(llvm::StringRef implicitSource,
   options.seed = seed;
   options.scale = 0.5;
   for (TensorOp tensor : implicit->model.getBody().front().getOps<TensorOp>())
-    for (StringRef mark : {"adjoint_of", "cotangent_of", "solver_of"})
-      if (tensor->hasAttr(mark))
-        options.unbound.insert(tensor.getSymName().str());
+    if (tensor.getAdjointOf() || tensor.getCotangentOf() ||
+        tensor.getSolverOf())
+      options.unbound.insert(tensor.getSymName().str());
   Bindings bindings = bindRandom(implicit->model, options);
   llvm::StringMap<ArrayValue> fromImplicit = lossGradients(
       *implicit, bindings, ::energy::BackpropStorage::Checkpointed);

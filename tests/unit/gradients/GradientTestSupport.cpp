@@ -174,7 +174,7 @@ Bindings bindRandom(ModelOp model, const RandomBindingOptions &options) {
       shape.push_back(dims.lookup(dim.getValue()));
     ArrayValue value(shape);
     std::string name = tensor.getSymName().str();
-    if (options.unbound.count(name) || tensor->hasAttr("optimizer_state"))
+    if (options.unbound.count(name) || tensor.getOptimizerState())
       continue;
     if (options.spd.count(name) && shape.size() >= 2 &&
         shape.back() == shape[shape.size() - 2]) {

@@ -86,6 +86,13 @@ struct ArtifactOptions {
 /// compile.
 ::energy::Manifest describeDimsAndTensors(ModelOp model);
 
+/// `tensor` as the manifest describes it (its name, shape of dims, role
+/// and provenance: whose optimizer state, adjoint, cotangent, solver vector
+/// or deferred sum it is, a kept value's flag), so that tools apply the
+/// runtime's rules (Manifest.h: isForwardState, isDefaultGradient) to a
+/// model that is not compiled.
+::energy::ManifestBuffer describeTensor(TensorOp tensor);
+
 /// The manifest (docs/api.md, "Artifacts") of a model's kernels.
 std::string buildManifest(ModelOp model, const ArtifactLayout &layout,
                           const ArtifactOptions &options);

@@ -85,12 +85,39 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
     energy.tensor @Wq : param [@H, @Dh, @D] = normal(0.0, 0.02)
     energy.tensor @z : state [@N, @D] = @x
     ```
+
+    The passes that add state tensors say whose they are, each naming
+    another tensor (the manifest carries them; the runtime keeps all but
+    optimizer state out of the forward state): `optimizer_state` (set by
+    energy-build-updates: the node an optimizer's state belongs to),
+    `adjoint_of`, `cotangent_of`, `solver_of` (energy-build-backward: the
+    adjoint of a tensor, the scratch of a cotangent, a vector of the
+    implicit solve), `deferred_of` (energy-plan-defer-invariant-products:
+    a sum over the backward steps that the finish multiplies into that
+    adjoint), `cache_flag` and `flag_of` (energy-plan-run-caches: a value
+    kept across calls names its flag, the flag its value).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Energy_RoleAttr:$role,
                        TypedArrayAttrBase<FlatSymbolRefAttr, "dims">:$shape,
                        OptionalAttr<Energy_InitKindAttr>:$init,
                        OptionalAttr<DenseF64ArrayAttr>:$init_args,
-                       OptionalAttr<FlatSymbolRefAttr>:$init_source);
+                       OptionalAttr<FlatSymbolRefAttr>:$init_source,
+                       OptionalAttr<FlatSymbolRefAttr>:$optimizer_state,
+                       OptionalAttr<FlatSymbolRefAttr>:$adjoint_of,
+                       OptionalAttr<FlatSymbolRefAttr>:$cotangent_of,
+                       OptionalAttr<FlatSymbolRefAttr>:$solver_of,
+                       OptionalAttr<FlatSymbolRefAttr>:$deferred_of,
+                       OptionalAttr<FlatSymbolRefAttr>:$cache_flag,
+                       OptionalAttr<FlatSymbolRefAttr>:$flag_of);
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$sym_name, "Role":$role,
+                   "::mlir::ArrayAttr":$shape, "InitKindAttr":$init,
+                   "::mlir::DenseF64ArrayAttr":$init_args,
+                   "::mlir::FlatSymbolRefAttr":$init_source), [{
+      build($_builder, $_state, sym_name, role, shape, init, init_args,
+            init_source, {}, {}, {}, {}, {}, {}, {});
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -140,6 +140,12 @@ inline bool isForwardState(const ManifestBuffer &buffer) {
          !isKeptValue(buffer);
 }
 
+/// Whether `--eval grad` (and any tool asked for gradients without a list)
+/// reports `buffer`'s gradient: a forward state that is not optimizer state.
+inline bool isDefaultGradient(const ManifestBuffer &buffer) {
+  return isForwardState(buffer) && !buffer.optimizerStateOf;
+}
+
 /// The kernels' symbol names.
 struct ManifestKernels {
   /// Writes the global energy to *result.

@@ -351,6 +351,24 @@ energy.model @m {
 energy.model @m {
   energy.dim @N
   energy.tensor @x : state [@N]
+  // expected-error @below {{'energy.tensor' op has adjoint_of = @N, which is not a tensor}}
+  energy.tensor @x.adjoint : state [@N] = zeros {adjoint_of = @N}
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  // expected-error @below {{'energy.tensor' op has cotangent_of = @y, which is not a tensor or a let}}
+  energy.tensor @y.cotangent : state [@N] = zeros {cotangent_of = @y}
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
   energy.gradient @x {
     // expected-error @below {{'energy.foreach' op has 2 parallel indices but a domain of 1}}
     energy.foreach parallel<2> (%i : @N) {
