@@ -17,6 +17,7 @@
 
 #include "energy/Dynamics/ClosedForms.h"
 #include "LocalDerivatives.h"
+#include "energy/Transforms/Dependence.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
@@ -74,22 +75,6 @@ bool readsTensor(Value value, StringRef name) {
   op->walk([&](ReadOp read) { found |= read.getSource() == name; });
   return found || llvm::any_of(op->getOperands(), [&](Value operand) {
            return readsTensor(operand, name);
-         });
-}
-
-/// Whether the computation of `value` uses `index`.
-bool dependsOn(Value value, Value index) {
-  if (value == index)
-    return true;
-  Operation *op = value.getDefiningOp();
-  if (!op)
-    return false;
-  bool found = false;
-  op->walk([&](Operation *nested) {
-    found |= llvm::is_contained(nested->getOperands(), index);
-  });
-  return found || llvm::any_of(op->getOperands(), [&](Value operand) {
-           return dependsOn(operand, index);
          });
 }
 
@@ -208,8 +193,7 @@ public:
                                     domain({energy.parentDim}));
     Block &block = table.getBody().emplaceBlock();
     Value k = block.addArgument(
-        at.getIndexType(),
-        energy.parents.getBody().getArgument(0).getLoc());
+        at.getIndexType(), energy.parents.getBody().getArgument(0).getLoc());
     OpBuilder inner = OpBuilder::atBlockEnd(&block);
     YieldOp::create(inner, loc, buildBody(inner, k));
     return table;
@@ -239,7 +223,8 @@ public:
               at.getIndexType(),
               energy.parents.getBody().getArgument(0).getLoc());
           OpBuilder inLse = OpBuilder::atBlockEnd(&lseBlock);
-          YieldOp::create(inLse, loc, cloneAtEntry(inLse, energy.body, i, other));
+          YieldOp::create(inLse, loc,
+                          cloneAtEntry(inLse, energy.body, i, other));
           Value r = ExpOp::create(
               inner, loc, scalar(),
               SubOp::create(inner, loc, e, lse.getResult()).getResult());
@@ -317,12 +302,11 @@ private:
         SmallVector<Value> indices;
         for (Value index : read.getIndices())
           indices.push_back(mapping.lookupOrDefault(index));
-        Value row =
-            indices.empty()
-                ? entry
-                : ExtractOp::create(at, loc, read.getType(), entry,
-                                    read.getMapAttr(), indices)
-                      .getResult();
+        Value row = indices.empty()
+                        ? entry
+                        : ExtractOp::create(at, loc, read.getType(), entry,
+                                            read.getMapAttr(), indices)
+                              .getResult();
         mapping.map(value, row);
         return row;
       }
@@ -459,7 +443,7 @@ deriveQuadraticForm(UpdateOp rule, MixtureEnergy energy, ModelOp model) {
     return failure();
   if (!*product)
     return noClosedForm("it is linear in it (no minimum)");
-  if (dependsOnValue(scratch, *product, form->row))
+  if (dependsOn(*product, form->row))
     return noClosedForm("it is not quadratic in it (its Hessian-vector "
                         "product depends on it)");
   form->hessianTimesDirection = *product;
@@ -795,8 +779,8 @@ LogicalResult mlir::energy::buildStationaryGroup(OpBuilder &builder,
                                ConstantOp::create(in, loc, 1.0).getResult());
           Value current =
               ReadOp::create(in, loc, rowType, nodeRef, m.indexMap(1), k);
-          return SelectOp::create(in, loc, positive,
-                                  solved(in, k, safeCount), current);
+          return SelectOp::create(in, loc, positive, solved(in, k, safeCount),
+                                  current);
         });
     StoreOp::create(builder, loc, newValue, nodeRef);
   }

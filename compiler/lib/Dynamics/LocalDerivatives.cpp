@@ -31,10 +31,6 @@ static llvm::DenseSet<Value> valuesComputedFrom(Block &block, Value input) {
   return active;
 }
 
-bool mlir::energy::dependsOnValue(Block &block, Value value, Value input) {
-  return valuesComputedFrom(block, input).contains(value);
-}
-
 FailureOr<Value> mlir::energy::buildLocalGradient(Block &block, Value output,
                                                   Value input) {
   llvm::DenseSet<Value> active = valuesComputedFrom(block, input);

@@ -15,10 +15,6 @@
 
 namespace mlir::energy {
 
-/// Whether `value`, defined in `block`, is computed from `input` (or is
-/// it).
-bool dependsOnValue(Block &block, Value value, Value input);
-
 /// d`output`/d`input` for a scalar `output`, both defined in `block` (or
 /// `input` a block argument of it), built at the end of `block`. Fails,
 /// with an error on the op, where the derivative must pass through an op

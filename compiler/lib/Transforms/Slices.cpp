@@ -14,10 +14,6 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-bool mlir::energy::isDefinedOutside(Value value, Operation *op) {
-  return !op->isAncestor(value.getParentRegion()->getParentOp());
-}
-
 void mlir::energy::addToSlice(Value value, Block &block,
                               llvm::SetVector<Operation *> &slice) {
   Operation *def = value.getDefiningOp();
@@ -355,16 +351,6 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
          sameOperands(/*swapped=*/true);
 }
 
-bool mlir::energy::dependsOn(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != op->getBlock())
-    return false;
-  if (def == op)
-    return true;
-  return llvm::any_of(def->getOperands(),
-                      [&](Value operand) { return dependsOn(operand, op); });
-}
-
 Operation *mlir::energy::scaledLeaf(Value value, bool linear) {
   Operation *def = value.getDefiningOp();
   if (isa_and_nonnull<ExtractOp, ReadOp>(def))
@@ -391,48 +377,10 @@ ExtractOp mlir::energy::scaledRow(Value value, bool linear) {
   return dyn_cast_or_null<ExtractOp>(scaledLeaf(value, linear));
 }
 
-/// The index arguments of blocks inside `scope` (its own included) that
-/// `value` depends on, through ops inside `scope`.
-void mlir::energy::collectIndices(Value value, Operation *scope,
-                                  llvm::SmallPtrSetImpl<Value> &indices) {
-  if (isDefinedOutside(value, scope))
-    return;
-  if (isa<BlockArgument>(value)) {
-    indices.insert(value);
-    return;
-  }
-  Operation *def = value.getDefiningOp();
-  def->walk([&](Operation *nested) {
-    for (Value operand : nested->getOperands())
-      if (isDefinedOutside(operand, def))
-        collectIndices(operand, scope, indices);
-  });
-}
-
 Operation *mlir::energy::declarationOf(Operation *op) {
   while (op->getParentOp() && !isa<ModelOp>(op->getParentOp()))
     op = op->getParentOp();
   return op;
-}
-
-const IndexDependence::IndexSet &IndexDependence::of(Value value) {
-  if (auto found = memo.find(value); found != memo.end())
-    return found->second;
-  IndexSet indices;
-  if (!isDefinedOutside(value, scope)) {
-    if (isa<BlockArgument>(value)) {
-      indices.insert(value);
-    } else {
-      Operation *def = value.getDefiningOp();
-      def->walk([&](Operation *nested) {
-        for (Value operand : nested->getOperands())
-          if (isDefinedOutside(operand, def))
-            for (Value index : of(operand))
-              indices.insert(index);
-      });
-    }
-  }
-  return memo[value] = std::move(indices);
 }
 
 bool mlir::energy::availableBefore(Value value, Operation *point) {
@@ -457,15 +405,6 @@ bool mlir::energy::readsPlainly(Operation *op) {
   if (auto extract = dyn_cast<ExtractOp>(op))
     return plain(extract.getMap());
   return true;
-}
-
-/// Whether `value` depends on no index of `scope` but those of `allowed`.
-bool mlir::energy::dependsOnlyOn(Value value, Operation *scope,
-                                 ArrayRef<Value> allowed) {
-  llvm::SmallPtrSet<Value, 4> indices;
-  collectIndices(value, scope, indices);
-  return llvm::all_of(
-      indices, [&](Value index) { return llvm::is_contained(allowed, index); });
 }
 
 /// The array of `value` at every position of `indices` (sizes `sizes`),

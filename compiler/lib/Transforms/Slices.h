@@ -11,15 +11,13 @@
 #define ENERGY_LIB_TRANSFORMS_SLICES_H
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Transforms/Dependence.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::energy {
-
-/// Whether `value` is defined outside `op` (not in a region of it).
-bool isDefinedOutside(Value value, Operation *op);
 
 /// Adds to `slice` the op of `block` that defines `value`, after the ops of
 /// `block` it needs (directly, or through ops nested in it).
@@ -68,10 +66,6 @@ private:
 /// Whether `value` is a scalar array (rank 0).
 bool isScalar(Value value);
 
-/// Whether `value` is computed from the result of `op` (within the block
-/// they share).
-bool dependsOn(Value value, Operation *op);
-
 /// The row that `value` is made of through negations and products and
 /// quotients by scalars (that do not depend on the row, when `linear`: then
 /// `value` is a linear function of it): the `energy.extract` of a computed
@@ -102,34 +96,9 @@ bool isRowsTimesMatrix(BatchMatmulOp product);
 Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
                       bool transposeLhs, bool transposeRhs, bool summed);
 
-/// Adds to `indices` the index arguments of blocks inside `scope` (its own
-/// included) that `value` depends on, through ops inside `scope`.
-void collectIndices(Value value, Operation *scope,
-                    llvm::SmallPtrSetImpl<Value> &indices);
-
 /// The declaration directly inside the model (a term, gradient, let or
 /// program) that holds `op`.
 Operation *declarationOf(Operation *op);
-
-/// The index arguments of the blocks inside `scope` (its own included)
-/// that values depend on, remembered (the bodies' values share operands
-/// widely): collectIndices for many values of one IR that does not change
-/// meanwhile.
-class IndexDependence {
-public:
-  using IndexSet = llvm::SmallPtrSet<Value, 4>;
-
-  explicit IndexDependence(Operation *scope) : scope(scope) {}
-
-  /// The indices `value` depends on (valid until the next call).
-  const IndexSet &of(Value value);
-
-  bool dependsOn(Value value, Value index) { return of(value).contains(index); }
-
-private:
-  Operation *scope;
-  llvm::DenseMap<Value, IndexSet> memo;
-};
 
 /// Whether `value` is available before `point`: defined in a block that
 /// encloses `point`, before it.
@@ -139,9 +108,6 @@ bool availableBefore(Value value, Operation *point);
 /// that it may run at every position of its dims (a table fills every
 /// position of its domain, where a predicate would have skipped some).
 bool readsPlainly(Operation *op);
-
-/// Whether `value` depends on no index of `scope` but those of `allowed`.
-bool dependsOnlyOn(Value value, Operation *scope, ArrayRef<Value> allowed);
 
 /// The array of `value` at every position of `indices` (sizes `sizes`, plain
 /// dims), computed before `anchor`: the array `value` reads a slice of when

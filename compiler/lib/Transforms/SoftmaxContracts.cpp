@@ -14,6 +14,7 @@
 #include "SoftmaxContracts.h"
 
 #include "PlanKernels.h"
+#include "energy/Transforms/Dependence.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
@@ -25,45 +26,12 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-namespace {
-
-/// Whether `value` depends on `weight` within `body`: each op visited once
-/// (the values of a layer norm's backward share their operands widely).
-bool dependsOnWeight(Value value, Value weight) {
-  if (value == weight)
-    return true;
-  Operation *root = value.getDefiningOp();
-  if (!root)
-    return false;
-  llvm::SmallPtrSet<Operation *, 32> visited;
-  SmallVector<Operation *> pending = {root};
-  while (!pending.empty()) {
-    Operation *op = pending.pop_back_val();
-    if (!visited.insert(op).second)
-      continue;
-    WalkResult walk = op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands()) {
-        if (operand == weight)
-          return WalkResult::interrupt();
-        if (Operation *def = operand.getDefiningOp(); def && def != nested)
-          pending.push_back(def);
-      }
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
-      return true;
-  }
-  return false;
-}
-
-} // namespace
-
 /// The operand of a chain op that carries the weight (the other one is its
 /// factor).
 unsigned mlir::energy::taintedOperand(Operation *op, Value weight) {
   if (op->getNumOperands() == 1)
     return 0;
-  return dependsOnWeight(op->getOperand(0), weight) ? 0 : 1;
+  return dependsOn(op->getOperand(0), weight) ? 0 : 1;
 }
 
 namespace {
@@ -77,8 +45,7 @@ void collectTerms(Value value, Value weight, Block &body,
   if (add && add->getBlock() == &body &&
       add.getLhs().getType() == add.getType() &&
       add.getRhs().getType() == add.getType() &&
-      dependsOnWeight(add.getLhs(), weight) &&
-      dependsOnWeight(add.getRhs(), weight)) {
+      dependsOn(add.getLhs(), weight) && dependsOn(add.getRhs(), weight)) {
     collectTerms(add.getLhs(), weight, body, terms);
     collectTerms(add.getRhs(), weight, body, terms);
     return;
@@ -95,10 +62,10 @@ FailureOr<SmallVector<Operation *>> linearChainTo(Value value, Value weight) {
     if (!op || !isa<MulOp, MatmulOp, DivOp, NegOp>(op))
       return failure();
     unsigned tainted = taintedOperand(op, weight);
-    if (!dependsOnWeight(op->getOperand(tainted), weight))
+    if (!dependsOn(op->getOperand(tainted), weight))
       return failure();
     if (op->getNumOperands() == 2 &&
-        dependsOnWeight(op->getOperand(1 - tainted), weight))
+        dependsOn(op->getOperand(1 - tainted), weight))
       return failure();
     // A quotient is linear in its numerator only.
     if (isa<DivOp>(op) && tainted != 0)
