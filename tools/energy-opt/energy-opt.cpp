@@ -5,10 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "energy/Codegen/Passes.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -39,11 +41,17 @@ int main(int argc, char **argv) {
   argc = static_cast<int>(arguments.size());
   argv = arguments.data();
   mlir::registerTransformsPasses();
+  mlir::registerConversionPasses();
   mlir::energy::registerEnergyPasses();
+  mlir::energy::registerEnergyCodegenPasses();
   mlir::energy::test::registerTestPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<mlir::energy::EnergyDialect, mlir::arith::ArithDialect>();
+  // The dialects of the plan and of what code generation lowers it to.
+  registry.insert<mlir::energy::EnergyDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect,
+                  mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Energy dialect optimizer\n", registry));
 }

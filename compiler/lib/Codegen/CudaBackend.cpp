@@ -10,6 +10,7 @@
 #include "energy/Codegen/Artifact.h"
 #include "energy/Codegen/BackendRegistry.h"
 #include "energy/Codegen/ParallelLoops.h"
+#include "energy/Codegen/Pipelines.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -100,20 +101,7 @@ mlir::energy::compileGpuKernels(ModuleOp deviceModule,
   });
 
   PassManager passes(context);
-  OpPassManager &kernelPasses = passes.nest<gpu::GPUModuleOp>();
-  kernelPasses.addPass(createCanonicalizerPass());
-  kernelPasses.addPass(createCSEPass());
-  kernelPasses.addPass(createLoopInvariantCodeMotionPass());
-  kernelPasses.addPass(createSCFToControlFlowPass());
-  kernelPasses.addPass(createConvertVectorToLLVMPass());
-  ConvertGpuOpsToNVVMOpsOptions nvvmOptions;
-  nvvmOptions.indexBitwidth = 64;
-  kernelPasses.addPass(createConvertGpuOpsToNVVMOps(nvvmOptions));
-  kernelPasses.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binaryOptions;
-  binaryOptions.toolkitPath = toolkit;
-  binaryOptions.compilationTarget = "isa";
-  passes.addPass(createGpuModuleToBinaryPass(binaryOptions));
+  buildGpuBinaryPipeline(passes, toolkit);
   if (failed(passes.run(deviceModule)))
     return deviceModule.emitError("compiling the GPU kernels to PTX failed");
 

@@ -62,38 +62,80 @@ std::string mangle(StringRef name) {
 
 } // namespace
 
-FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
-                                                    ModuleOp target,
-                                                    FloatType elementType) {
+ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {
+  ArtifactLayout layout;
+  Block &body = model.getBody().front();
+  for (DimOp dim : body.getOps<DimOp>())
+    layout.dims.push_back(dim);
+  for (ConstOp constant : body.getOps<ConstOp>())
+    layout.consts.push_back(constant);
+  for (TensorOp tensor : body.getOps<TensorOp>())
+    layout.buffers.push_back({tensor.getSymName().str(),
+                              ArtifactLayout::BufferKind::Tensor, tensor});
+  for (GradientOp gradient : body.getOps<GradientOp>())
+    if (!gradient.getOf() && !gradient.isJoint())
+      layout.buffers.push_back({("grad." + gradient.getTensor()).str(),
+                                ArtifactLayout::BufferKind::Gradient,
+                                gradient});
+  for (OutputOp output : body.getOps<OutputOp>())
+    layout.buffers.push_back({output.getSymName().str(),
+                              ArtifactLayout::BufferKind::Output, output});
+
+  for (GradientOp gradient : body.getOps<GradientOp>())
+    if (!gradient.getOf() && !gradient.isJoint())
+      layout.gradientKernels.push_back(
+          {gradient.getTensor().str(),
+           "energy_kernel_grad_" + mangle(gradient.getTensor())});
+  // The energy: the sum of the terms' energies; with several terms, also
+  // a kernel per term.
+  layout.energyKernel = "energy_kernel_energy";
+  SmallVector<TermOp> terms;
+  for (TermOp term : body.getOps<TermOp>())
+    if (!term.getAuxiliary())
+      terms.push_back(term);
+  for (TermOp term : terms)
+    layout.termKernels.push_back(
+        {term.getSymName().str(),
+         terms.size() > 1 ? "energy_kernel_term_" + mangle(term.getSymName())
+                          : layout.energyKernel});
+  for (OutputOp output : body.getOps<OutputOp>())
+    layout.outputKernels.push_back(
+        {output.getSymName().str(),
+         "energy_kernel_output_" + mangle(output.getSymName())});
+  for (TermOp term : body.getOps<TermOp>())
+    if (term.getLoss())
+      layout.lossKernels.push_back(
+          {term.getSymName().str(),
+           "energy_kernel_loss_" + mangle(term.getSymName())});
+  if (!body.getOps<UpdateProgramOp>().empty())
+    layout.stepKernel = "energy_kernel_step";
+  if (auto backwards = body.getOps<BackwardProgramOp>(); !backwards.empty()) {
+    layout.backwardKernels = {"energy_kernel_backward_seed",
+                              "energy_kernel_backward_step",
+                              "energy_kernel_backward_finish"};
+    layout.implicitBackward = (*backwards.begin()).getImplicit();
+  }
+  if (DynamicsOp dynamics = model.getDynamics();
+      dynamics && !dynamics.getUntil().empty())
+    layout.untilKernel = "energy_kernel_until";
+  return layout;
+}
+
+LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
+                                        FloatType elementType) {
   ModelContext context;
   context.model = model;
   context.target = target;
   context.elementType = elementType;
+  context.layout = artifactLayoutOf(model);
   ArtifactLayout &layout = context.layout;
   Block &body = model.getBody().front();
-  for (DimOp dim : body.getOps<DimOp>()) {
-    context.dimIndex[dim.getSymName()] = layout.dims.size();
-    layout.dims.push_back(dim);
-  }
-  for (ConstOp constant : body.getOps<ConstOp>()) {
-    context.constIndex[constant.getSymName()] = layout.consts.size();
-    layout.consts.push_back(constant);
-  }
-  auto addBuffer = [&](std::string name, ArtifactLayout::BufferKind kind,
-                       Operation *op) {
-    context.bufferIndex[name] = layout.buffers.size();
-    layout.buffers.push_back({std::move(name), kind, op});
-  };
-  for (TensorOp tensor : body.getOps<TensorOp>())
-    addBuffer(tensor.getSymName().str(), ArtifactLayout::BufferKind::Tensor,
-              tensor);
-  for (GradientOp gradient : body.getOps<GradientOp>())
-    if (!gradient.getOf() && !gradient.isJoint())
-      addBuffer(("grad." + gradient.getTensor()).str(),
-                ArtifactLayout::BufferKind::Gradient, gradient);
-  for (OutputOp output : body.getOps<OutputOp>())
-    addBuffer(output.getSymName().str(), ArtifactLayout::BufferKind::Output,
-              output);
+  for (auto [number, dim] : llvm::enumerate(layout.dims))
+    context.dimIndex[dim.getSymName()] = number;
+  for (auto [number, constant] : llvm::enumerate(layout.consts))
+    context.constIndex[constant.getSymName()] = number;
+  for (auto [number, buffer] : llvm::enumerate(layout.buffers))
+    context.bufferIndex[buffer.name] = number;
 
   declareRuntimeFunctions(target);
   OpBuilder b(model.getContext());
@@ -122,6 +164,8 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     context.gradientFunctions[gradient] =
         createFunction(name, gradient.getTensors().size(), gradient.getLoc());
   }
+  const ArtifactLayout::NamedKernel *gradientKernel =
+      layout.gradientKernels.data();
   for (GradientOp gradient : body.getOps<GradientOp>()) {
     func::FuncOp function = context.gradientFunctions[gradient];
     KernelFunction kernel(context, function);
@@ -134,9 +178,8 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     kernel.finish();
     if (gradient.getOf() || gradient.isJoint())
       continue;
-    std::string symbol = "energy_kernel_grad_" + mangle(gradient.getTensor());
-    func::FuncOp entry =
-        createFunction(symbol, /*targets=*/0, gradient.getLoc());
+    func::FuncOp entry = createFunction((gradientKernel++)->symbol,
+                                        /*targets=*/0, gradient.getLoc());
     KernelFunction wrapper(context, entry);
     Value destination =
         wrapper.bufferPointer(("grad." + gradient.getTensor()).str());
@@ -150,15 +193,8 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
                                         wrapper.resultArg, destination})
             .getResult(0);
     wrapper.finish(code);
-    layout.gradientKernels.push_back({gradient.getTensor().str(), symbol});
   }
 
-  // The energy: the sum of the terms' energies; with several terms, also
-  // a kernel per term.
-  SmallVector<TermOp> terms;
-  for (TermOp term : body.getOps<TermOp>())
-    if (!term.getAuxiliary())
-      terms.push_back(term);
   auto emitEnergy = [&](StringRef symbol, ArrayRef<TermOp> summed,
                         Location loc) -> LogicalResult {
     func::FuncOp function = createFunction(symbol, 0, loc);
@@ -176,22 +212,20 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
     kernel.finish();
     return success();
   };
-  layout.energyKernel = "energy_kernel_energy";
+  SmallVector<TermOp> terms;
+  for (TermOp term : body.getOps<TermOp>())
+    if (!term.getAuxiliary())
+      terms.push_back(term);
   if (failed(emitEnergy(layout.energyKernel, terms, model.getLoc())))
     return failure();
-  for (TermOp term : terms) {
-    std::string symbol = layout.energyKernel;
-    if (terms.size() > 1) {
-      symbol = "energy_kernel_term_" + mangle(term.getSymName());
-      if (failed(emitEnergy(symbol, {term}, term.getLoc())))
+  if (terms.size() > 1)
+    for (auto [term, kernel] : llvm::zip_equal(terms, layout.termKernels))
+      if (failed(emitEnergy(kernel.symbol, {term}, term.getLoc())))
         return failure();
-    }
-    layout.termKernels.push_back({term.getSymName().str(), symbol});
-  }
 
-  for (OutputOp output : body.getOps<OutputOp>()) {
-    std::string symbol = "energy_kernel_output_" + mangle(output.getSymName());
-    func::FuncOp function = createFunction(symbol, 0, output.getLoc());
+  for (auto [output, symbol] :
+       llvm::zip_equal(body.getOps<OutputOp>(), layout.outputKernels)) {
+    func::FuncOp function = createFunction(symbol.symbol, 0, output.getLoc());
     KernelFunction kernel(context, function);
     Value destination = kernel.bufferPointer(output.getSymName());
     if (failed(kernel.emitComprehension(
@@ -199,60 +233,43 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
             output.getBody().front(), destination)))
       return failure();
     kernel.finish();
-    layout.outputKernels.push_back({output.getSymName().str(), symbol});
   }
 
   // Losses: one kernel each, like a term's energy.
-  for (TermOp term : body.getOps<TermOp>()) {
-    if (!term.getLoss())
-      continue;
-    std::string symbol = "energy_kernel_loss_" + mangle(term.getSymName());
-    if (failed(emitEnergy(symbol, {term}, term.getLoc())))
+  const ArtifactLayout::NamedKernel *lossKernel = layout.lossKernels.data();
+  for (TermOp term : body.getOps<TermOp>())
+    if (term.getLoss() &&
+        failed(emitEnergy((lossKernel++)->symbol, {term}, term.getLoc())))
       return failure();
-    layout.lossKernels.push_back({term.getSymName().str(), symbol});
-  }
 
   auto emitProgram = [&](Region &program, StringRef symbol,
-                         Location loc) -> FailureOr<std::string> {
+                         Location loc) -> LogicalResult {
     func::FuncOp function = createFunction(symbol, 0, loc);
     KernelFunction kernel(context, function, /*isProgram=*/true);
     if (failed(kernel.emitBlock(program.front(), {})))
       return failure();
     kernel.finish();
-    return symbol.str();
+    return success();
   };
-  auto programs = body.getOps<UpdateProgramOp>();
-  if (!programs.empty()) {
+  if (auto programs = body.getOps<UpdateProgramOp>(); !programs.empty()) {
     UpdateProgramOp program = *programs.begin();
-    FailureOr<std::string> step =
-        emitProgram(program.getBody(), "energy_kernel_step", program.getLoc());
-    if (failed(step))
+    if (failed(emitProgram(program.getBody(), layout.stepKernel,
+                           program.getLoc())))
       return failure();
-    layout.stepKernel = *step;
   }
-  auto backwards = body.getOps<BackwardProgramOp>();
-  if (!backwards.empty()) {
+  if (auto backwards = body.getOps<BackwardProgramOp>(); !backwards.empty()) {
     BackwardProgramOp backward = *backwards.begin();
     Location loc = backward.getLoc();
-    FailureOr<std::string> seed =
-        emitProgram(backward.getSeed(), "energy_kernel_backward_seed", loc);
-    if (failed(seed))
-      return failure();
-    FailureOr<std::string> step =
-        emitProgram(backward.getBody(), "energy_kernel_backward_step", loc);
-    if (failed(step))
-      return failure();
-    FailureOr<std::string> finish =
-        emitProgram(backward.getFinish(), "energy_kernel_backward_finish", loc);
-    if (failed(finish))
-      return failure();
-    layout.backwardKernels = {*seed, *step, *finish};
-    layout.implicitBackward = backward.getImplicit();
+    Region *parts[] = {&backward.getSeed(), &backward.getBody(),
+                       &backward.getFinish()};
+    for (auto [part, symbol] : llvm::zip_equal(parts, layout.backwardKernels))
+      if (failed(emitProgram(*part, symbol, loc)))
+        return failure();
   }
-  if (DynamicsOp dynamics = model.getDynamics();
-      dynamics && !dynamics.getUntil().empty()) {
+  if (!layout.untilKernel.empty()) {
+    DynamicsOp dynamics = model.getDynamics();
     func::FuncOp function =
-        createFunction("energy_kernel_until", 0, dynamics.getLoc());
+        createFunction(layout.untilKernel, 0, dynamics.getLoc());
     KernelFunction kernel(context, function, /*isProgram=*/true);
     FailureOr<SmallVector<Value>> done =
         kernel.emitBlock(dynamics.getUntil().front(), {});
@@ -262,7 +279,6 @@ FailureOr<ArtifactLayout> mlir::energy::emitKernels(ModelOp model,
                                          done->front());
     kernel.storeResult(flag);
     kernel.finish();
-    layout.untilKernel = "energy_kernel_until";
   }
-  return layout;
+  return success();
 }

@@ -54,13 +54,19 @@ struct ArtifactLayout {
   bool implicitBackward = false;
 };
 
+/// What the kernels of `model` read and write and their symbols: a
+/// function of the model alone, so that the manifest and code generation
+/// read the same one.
+ArtifactLayout artifactLayoutOf(ModelOp model);
+
 /// Emits the kernels of `model` into `target` with elements of type
-/// `elementType` (f32 or f64). Every gradient program without `of` becomes a
-/// gradient kernel. An op the code generator does not support is an error on
-/// that op. Each softmax contraction is computed by its `engine`, which
-/// energy-plan-engines chose for the target (generated loops without one).
-FailureOr<ArtifactLayout> emitKernels(ModelOp model, ModuleOp target,
-                                      FloatType elementType);
+/// `elementType` (f32 or f64), as artifactLayoutOf names them. Every
+/// gradient program without `of` becomes a gradient kernel. An op the code
+/// generator does not support is an error on that op. Each softmax
+/// contraction is computed by its `engine`, which energy-plan-engines chose
+/// for the target (generated loops without one).
+LogicalResult emitKernels(ModelOp model, ModuleOp target,
+                          FloatType elementType);
 
 } // namespace mlir::energy
 

@@ -1,0 +1,180 @@
+//===- LoweringPasses.cpp - The code generation passes --------------------===//
+//
+// The passes of Passes.td over what KernelEmitter, ParallelLoops and the
+// CUDA backend do: each finds its module, runs that step, and fails with a
+// located error instead of leaving broken IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/Passes.h"
+
+#include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/KernelEmitter.h"
+#include "energy/Codegen/ParallelLoops.h"
+#include "energy/IR/EnergyOps.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYEMITKERNELS
+#define GEN_PASS_DEF_ENERGYOUTLINEPARALLELLOOPS
+#define GEN_PASS_DEF_ENERGYCOMPILEGPUKERNELS
+#define GEN_PASS_DEF_ENERGYAPPROXIMATEMATH
+#include "energy/Codegen/Passes.h.inc"
+} // namespace mlir::energy
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+struct EmitKernelsPass
+    : public mlir::energy::impl::EnergyEmitKernelsBase<EmitKernelsPass> {
+  using EnergyEmitKernelsBase::EnergyEmitKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto models = module.getOps<ModelOp>();
+    if (models.empty() || std::next(models.begin()) != models.end()) {
+      module.emitError("energy-emit-kernels needs a module of one "
+                       "energy.model");
+      return signalPassFailure();
+    }
+    ModelOp model = *models.begin();
+    if (elementType != "f32" && elementType != "f64") {
+      model.emitError() << "energy-emit-kernels: element type '" << elementType
+                        << "'; expected f32 or f64";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(kArtifactModuleName)) {
+      model.emitError() << "energy-emit-kernels: the module has its kernels "
+                           "(@"
+                        << kArtifactModuleName << ") already";
+      return signalPassFailure();
+    }
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto artifact = ModuleOp::create(builder, model.getLoc(),
+                                     StringRef(kArtifactModuleName));
+    FloatType type = elementType == "f64"
+                         ? FloatType(Float64Type::get(&getContext()))
+                         : FloatType(Float32Type::get(&getContext()));
+    if (failed(emitKernels(model, artifact, type)))
+      return signalPassFailure();
+    // Emission builds its IR directly; a slip there is a compiler bug, and
+    // is reported as one rather than crashing a later pass.
+    if (failed(verify(artifact))) {
+      artifact.erase();
+      model.emitError("internal error: the emitted kernels do not verify");
+      return signalPassFailure();
+    }
+  }
+};
+
+struct OutlineParallelLoopsPass
+    : public mlir::energy::impl::EnergyOutlineParallelLoopsBase<
+          OutlineParallelLoopsPass> {
+  using EnergyOutlineParallelLoopsBase::EnergyOutlineParallelLoopsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!gpu) {
+      outlineParallelLoops(module);
+      return;
+    }
+    // The GPU's kernels are outlined into a module of their own, which
+    // joins this one after the walk over its loops; their images go to a
+    // global that energy-compile-gpu-kernels fills.
+    Location loc = module.getLoc();
+    OwningOpRef<ModuleOp> device = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(device->getBody());
+    auto kernels = gpu::GPUModuleOp::create(builder, loc, "energy_kernels");
+    builder.setInsertionPointToEnd(module.getBody());
+    LLVM::GlobalOp::create(
+        builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 1),
+        /*isConstant=*/true, LLVM::Linkage::Internal, kCudaImagesSymbol,
+        builder.getStringAttr(StringRef("", 1)));
+    outlineParallelLoops(module, kernels, bf16Products);
+    kernels->moveBefore(module.getBody(), module.getBody()->end());
+  }
+};
+
+struct CompileGpuKernelsPass
+    : public mlir::energy::impl::EnergyCompileGpuKernelsBase<
+          CompileGpuKernelsPass> {
+  using EnergyCompileGpuKernelsBase::EnergyCompileGpuKernelsBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    arith::registerConvertArithToLLVMInterface(registry);
+    cf::registerConvertControlFlowToLLVMInterface(registry);
+    index::registerConvertIndexToLLVMInterface(registry);
+    registerConvertMathToLLVMInterface(registry);
+    ub::registerConvertUBToLLVMInterface(registry);
+    vector::registerConvertVectorToLLVMInterface(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+    if (kernels.empty())
+      return;
+    auto images = module.lookupSymbol<LLVM::GlobalOp>(kCudaImagesSymbol);
+    if (!images) {
+      module.emitError() << "energy-compile-gpu-kernels: no @"
+                         << kCudaImagesSymbol << " to hold the PTX";
+      return signalPassFailure();
+    }
+    OwningOpRef<ModuleOp> device = ModuleOp::create(module.getLoc());
+    for (gpu::GPUModuleOp kernel : kernels)
+      kernel->moveBefore(device->getBody(), device->getBody()->end());
+    std::vector<std::string> architectures(archs.begin(), archs.end());
+    if (architectures.empty())
+      architectures = withCudaDevice(ArtifactTarget()).deviceArchs;
+    auto compiled = compileGpuKernels(*device, architectures);
+    if (failed(compiled))
+      return signalPassFailure();
+    std::string bytes;
+    for (const auto &[arch, ptx] : *compiled) {
+      bytes += arch;
+      bytes.push_back('\0');
+      bytes += ptx;
+      bytes.push_back('\0');
+    }
+    bytes.push_back('\0');
+    images.setGlobalType(LLVM::LLVMArrayType::get(
+        IntegerType::get(&getContext(), 8), bytes.size()));
+    images.setValueAttr(StringAttr::get(&getContext(), bytes));
+  }
+};
+
+struct ApproximateMathPass
+    : public mlir::energy::impl::EnergyApproximateMathBase<
+          ApproximateMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      name.consume_front("math.");
+      return llvm::is_contained(
+          {"tanh", "exp", "expm1", "log", "log1p", "log2", "erf", "erfc"},
+          name);
+    });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("internal error: approximating the kernels' "
+                               "math functions failed");
+      signalPassFailure();
+    }
+  }
+};
+
+} // namespace
