@@ -96,18 +96,6 @@ bool energy::frontend::isComparison(BinaryOp op) {
   return op >= BinaryOp::Eq && op <= BinaryOp::Ge;
 }
 
-llvm::StringRef energy::frontend::getTensorRoleSpelling(TensorRole role) {
-  switch (role) {
-  case TensorRole::Input:
-    return "input";
-  case TensorRole::Param:
-    return "param";
-  case TensorRole::State:
-    return "state";
-  }
-  return "?";
-}
-
 std::optional<int64_t> DimDecl::getDefault() const {
   const auto *number = llvm::dyn_cast_or_null<NumberExpr>(value.get());
   if (!number || !number->isInteger())

@@ -31,7 +31,7 @@ static llvm::StringRef describeDecl(const Decl &decl) {
   case Decl::Kind::Dim:
     return "dim";
   case Decl::Kind::Tensor:
-    return getTensorRoleSpelling(cast<TensorDecl>(decl).getRole());
+    return tensorRoleName(cast<TensorDecl>(decl).getRole());
   case Decl::Kind::Const:
     return "const";
   case Decl::Kind::Let:

@@ -166,18 +166,6 @@ Expected<int64_t> DimExpr::evaluate(
 // Reading the JSON
 //===----------------------------------------------------------------------===//
 
-std::string_view energy::tensorRoleName(TensorRole role) {
-  switch (role) {
-  case TensorRole::Input:
-    return "input";
-  case TensorRole::Param:
-    return "param";
-  case TensorRole::State:
-    return "state";
-  }
-  return "?";
-}
-
 /// `where` followed by `key`: "buffer 'x': shape".
 static std::string path(const std::string &where, std::string_view key) {
   return where.empty() ? std::string(key) : where + ": " + std::string(key);

@@ -161,7 +161,7 @@ void printAst(const fe::ModelSpec &model, raw_ostream &os) {
       if (dim->getValue())
         os << " = " << fe::printExpr(*dim->getValue());
     } else if (auto *tensor = dyn_cast<fe::TensorDecl>(decl.get())) {
-      os << fe::getTensorRoleSpelling(tensor->getRole()) << ' '
+      os << ::energy::tensorRoleName(tensor->getRole()) << ' '
          << tensor->getName() << " : " << tensor->getShape().str();
     } else if (auto *constant = dyn_cast<fe::ConstDecl>(decl.get())) {
       os << "const " << constant->getName() << " = "

@@ -177,17 +177,7 @@ json::Array pluginsOf(ModelOp model) {
   for (StringAttr dim : tensor.getArrayType().getShape())
     buffer.shape.push_back(::energy::DimExpr({::energy::DimExpr::Token{
         ::energy::DimExpr::Token::Kind::Dim, dim.getValue().str()}}));
-  switch (tensor.getRole()) {
-  case Role::input:
-    buffer.role = ::energy::TensorRole::Input;
-    break;
-  case Role::param:
-    buffer.role = ::energy::TensorRole::Param;
-    break;
-  case Role::state:
-    buffer.role = ::energy::TensorRole::State;
-    break;
-  }
+  buffer.role = toTensorRole(tensor.getRole());
   std::pair<std::optional<StringRef>, std::optional<std::string> *> marks[] = {
       {tensor.getOptimizerState(), &buffer.optimizerStateOf},
       {tensor.getAdjointOf(), &buffer.adjointOf},

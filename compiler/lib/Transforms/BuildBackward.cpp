@@ -934,7 +934,7 @@ private:
 };
 
 struct BuildBackwardPass
-    : public energy::impl::EnergyBuildBackwardBase<BuildBackwardPass> {
+    : public mlir::energy::impl::EnergyBuildBackwardBase<BuildBackwardPass> {
   using Base::Base;
 
   void runOnOperation() override {

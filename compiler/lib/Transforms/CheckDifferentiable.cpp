@@ -35,7 +35,7 @@ bool needsRule(Operation *op) {
 }
 
 struct CheckDifferentiablePass
-    : public energy::impl::EnergyCheckDifferentiableBase<
+    : public mlir::energy::impl::EnergyCheckDifferentiableBase<
           CheckDifferentiablePass> {
   void runOnOperation() override {
     bool failedAny = false;

@@ -533,7 +533,7 @@ TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
 
 namespace {
 struct DeriveGradientsPass
-    : public energy::impl::EnergyDeriveGradientsBase<DeriveGradientsPass> {
+    : public mlir::energy::impl::EnergyDeriveGradientsBase<DeriveGradientsPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -554,7 +554,7 @@ bool exchangeSumTerms(ReduceOp sum) {
 /// Whether `declaration` reads the parent side of an lse term (a
 /// `@T.gather` let): then its contractions have a column pass, which the
 /// exchanged sums join; without one, a pass of its own costs more than the
-/// narrower sums save (causal ALiBi attention's key gradient: 55 → 82 ms).
+/// narrower sums save (docs/benchmarks.md, "Figures behind the code").
 bool hasParentSide(Operation *declaration) {
   WalkResult walk = declaration->walk([](ReadOp read) {
     return isGatherLet(read.getSource()) ? WalkResult::interrupt()

@@ -242,7 +242,7 @@ struct FactorLinearMap : OpRewritePattern<ReduceOp> {
 };
 
 struct FactorOuterSumsPass
-    : public energy::impl::EnergyFactorOuterSumsBase<FactorOuterSumsPass> {
+    : public mlir::energy::impl::EnergyFactorOuterSumsBase<FactorOuterSumsPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -71,7 +71,7 @@ Value pullOutLinearFactor(ReduceOp sum, OpBuilder &builder) {
 }
 
 struct GatherGradientsPass
-    : public energy::impl::EnergyGatherGradientsBase<GatherGradientsPass> {
+    : public mlir::energy::impl::EnergyGatherGradientsBase<GatherGradientsPass> {
   void runOnOperation() override {
     SymbolTable symbols(getOperation());
     for (GradientOp gradient : getOperation().getOps<GradientOp>())

@@ -89,7 +89,7 @@ void joinInBlock(Block &block) {
 }
 
 struct JoinGradientsPass
-    : public energy::impl::EnergyJoinGradientsBase<JoinGradientsPass> {
+    : public mlir::energy::impl::EnergyJoinGradientsBase<JoinGradientsPass> {
   void runOnOperation() override {
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) {

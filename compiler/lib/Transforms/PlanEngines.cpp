@@ -18,7 +18,7 @@ using namespace mlir::energy;
 
 namespace {
 struct PlanEnginesPass
-    : public energy::impl::EnergyPlanEnginesBase<PlanEnginesPass> {
+    : public mlir::energy::impl::EnergyPlanEnginesBase<PlanEnginesPass> {
   using EnergyPlanEnginesBase::EnergyPlanEnginesBase;
 
   LogicalResult initialize(MLIRContext *context) override {

@@ -52,7 +52,7 @@ namespace {
 
 /// The pass `energy-plan-<Step>` running the step function `function`.
 #define ENERGY_PLAN_STEP_PASS(Step, function)                                  \
-  struct Step##Pass : public energy::impl::Energy##Step##Base<Step##Pass> {    \
+  struct Step##Pass : public mlir::energy::impl::Energy##Step##Base<Step##Pass> {    \
     void runOnOperation() override {                                           \
       if (failed(runPlanStep(getOperation(), getArgument(), function)))        \
         signalPassFailure();                                                   \
@@ -93,7 +93,7 @@ ENERGY_PLAN_STEP_PASS(PlanDeferInvariantProducts, deferInvariantProducts)
 #undef ENERGY_PLAN_STEP_PASS
 
 struct PlanLinearMapsPass
-    : public energy::impl::EnergyPlanLinearMapsBase<PlanLinearMapsPass> {
+    : public mlir::energy::impl::EnergyPlanLinearMapsBase<PlanLinearMapsPass> {
   using Base::Base;
   void runOnOperation() override {
     if (failed(runPlanStep(getOperation(), getArgument(), [&](ModelOp model) {
@@ -104,7 +104,7 @@ struct PlanLinearMapsPass
 };
 
 struct PlanKernelsPass
-    : public energy::impl::EnergyPlanKernelsBase<PlanKernelsPass> {
+    : public mlir::energy::impl::EnergyPlanKernelsBase<PlanKernelsPass> {
   void runOnOperation() override {
     OpPassManager steps(ModelOp::getOperationName());
     buildPlanStepPipeline(steps);

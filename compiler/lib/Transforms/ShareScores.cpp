@@ -19,7 +19,7 @@ using namespace mlir::energy;
 
 namespace {
 struct ShareScoresPass
-    : public energy::impl::EnergyShareScoresBase<ShareScoresPass> {
+    : public mlir::energy::impl::EnergyShareScoresBase<ShareScoresPass> {
   void runOnOperation() override {
     getOperation().walk([](SoftmaxContractOp contract) {
       std::string reason;

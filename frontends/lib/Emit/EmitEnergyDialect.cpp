@@ -207,7 +207,6 @@ private:
   }
 
   LogicalResult emitTensor(const TensorDecl &tensor, Location where) {
-    static constexpr Role roles[] = {Role::input, Role::param, Role::state};
     SmallVector<Attribute> shape;
     for (const DimRef &dim : tensor.getDims())
       shape.push_back(FlatSymbolRefAttr::get(&context, dim.name));
@@ -247,8 +246,7 @@ private:
       source = FlatSymbolRefAttr::get(&context, init.tensorName);
       break;
     }
-    TensorOp::create(builder, where, tensor.getName(),
-                     roles[static_cast<int>(tensor.getRole())],
+    TensorOp::create(builder, where, tensor.getName(), toRole(tensor.getRole()),
                      builder.getArrayAttr(shape), kind, args, source);
     return success();
   }

@@ -95,7 +95,7 @@ model forms {
   CHECK(dimDh->isDerived());
   auto *wq = dyn_cast<TensorDecl>(model.decls[6].get());
   REQUIRE(wq);
-  CHECK(wq->getRole() == TensorRole::Param);
+  CHECK(wq->getRole() == energy::TensorRole::Param);
   CHECK(wq->getShape().str() == "[H, Dh, D]");
   CHECK(wq->getInitializer().kind == Initializer::Kind::Normal);
   CHECK(wq->getInitializer().args.size() == 2);

@@ -14,11 +14,27 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include "energy/IR/EnergyEnums.h.inc"
+#include "energy/Runtime/TensorRole.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "energy/IR/EnergyAttrs.h.inc"
 
 namespace mlir::energy {
+
+/// The `role` attribute is the IR's spelling of the one enumeration of
+/// roles, the runtime's TensorRole: the same cases in the same order.
+static_assert(static_cast<int>(Role::input) ==
+                  static_cast<int>(::energy::TensorRole::Input) &&
+              static_cast<int>(Role::param) ==
+                  static_cast<int>(::energy::TensorRole::Param) &&
+              static_cast<int>(Role::state) ==
+                  static_cast<int>(::energy::TensorRole::State));
+inline ::energy::TensorRole toTensorRole(Role role) {
+  return static_cast<::energy::TensorRole>(role);
+}
+inline Role toRole(::energy::TensorRole role) {
+  return static_cast<Role>(role);
+}
 
 /// Parses a dim expression written as `@T - 1`, `@D / @H`, `12`.
 ParseResult parseDimExpr(AsmParser &parser, DimExprAttr &result);

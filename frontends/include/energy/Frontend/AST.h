@@ -32,6 +32,7 @@
 
 #include "energy/Frontend/Builtins.h"
 #include "energy/Frontend/Shape.h"
+#include "energy/Runtime/TensorRole.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -423,9 +424,6 @@ struct DimRef {
   llvm::SMRange range;
   DimDecl *decl = nullptr; ///< set by the checker
 };
-
-enum class TensorRole { Input, Param, State };
-llvm::StringRef getTensorRoleSpelling(TensorRole role);
 
 /// `= zeros | ones | eye | normal(m, s) | uniform(a, b) | other`.
 struct Initializer {

@@ -15,6 +15,7 @@
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Status.h"
 #include "energy/Runtime/Tensor.h"
+#include "energy/Runtime/TensorRole.h"
 
 #include <cstdint>
 #include <functional>
@@ -91,11 +92,6 @@ struct ManifestConst {
 /// What a buffer holds: a tensor of the model, the gradient of the energy
 /// with respect to one, or an output.
 enum class BufferKind { Tensor, Gradient, Output };
-/// The roles of tensors: inputs and params are read, state is what the
-/// dynamics update (optimizer state included).
-enum class TensorRole { Input, Param, State };
-/// "input", "param", "state".
-std::string_view tensorRoleName(TensorRole role);
 
 /// One buffer the kernels take, in manifest order.
 struct ManifestBuffer {
