@@ -194,8 +194,7 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
   std::string message;
   for (auto [bitcode, object] : llvm::zip(bitcodePaths, objectPaths)) {
     // Kernels write their inner loops as vectors already (VectorLoops.cpp);
-    // unrolling them again more than doubled the time clang took and made
-    // the EM step slower.
+    // unrolling them again costs compile time and speed.
     SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH,
                                         level,
                                         "-fno-unroll-loops",

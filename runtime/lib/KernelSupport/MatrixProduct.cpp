@@ -97,11 +97,10 @@ Blas loadBlas() {
       coreType.emplace("OPENBLAS_CORETYPE", core);
     // Its threads, which the products never use (they run on one thread,
     // below), sleep at once: each spins (yielding) for ~0.1 s after it
-    // starts, beside the pool's threads, and a short run then took twice
-    // as long (a training step at B = 4, N = 64: 6.5 against 3.2 ms in 3
-    // of 16 runs of 20 steps). Loading it with OPENBLAS_NUM_THREADS=1
-    // would start none, but changes how much it allocates (16 MiB more in
-    // one measurement of docs/benchmarks.md's (e), none in another).
+    // starts, beside the pool's threads, which slowed short runs down.
+    // Loading it with OPENBLAS_NUM_THREADS=1 would start none, but changes
+    // how much it allocates (docs/benchmarks.md, "Figures behind the
+    // code").
     ScopedVariable timeout("OPENBLAS_THREAD_TIMEOUT", "4");
     handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   }
@@ -131,8 +130,7 @@ const Blas &blas() {
 /// OpenBLAS runs on one thread. With its own threads beside the kernels'
 /// pool, both on the same cores (the pool's workers spinning between
 /// loops, OpenBLAS's yielding while they wait), a training step's small
-/// products and loops slowed each other down: on 2 cores, runs of the same
-/// step took 47 to 207 ms (68 to 72 median), 45 to 64 ms with one pool.
+/// products and loops slowed each other down.
 void singleThreaded(const Blas &library) {
   static std::atomic<bool> done{false};
   if (library.setThreads && !done.exchange(true))
@@ -140,15 +138,12 @@ void singleThreaded(const Blas &library) {
 }
 
 /// Multiply-adds below which a product is one BLAS call on the calling
-/// thread (a few microseconds). With 2²⁰, the training step's products at
-/// B = 4, N = 64, D = 64 (2²⁰ each) ran on one core while the others
-/// waited: 7.5 ms median of medians; 6.3 ms with 2¹⁸.
+/// thread (a few microseconds); a larger bound left products of a training
+/// step on one core while the others waited.
 constexpr int64_t kPieceWork = int64_t(1) << 18;
 
 /// The fewest rows or columns of C in a piece: OpenBLAS packs the other
-/// operand again for every piece, and on one thread a 256 × 512 × 512
-/// product cut into 8 pieces of 32 rows ran at 69 GFLOP/s against 103 whole,
-/// in 2 pieces of 128 rows (or 4 of 128 columns) at 98 to 100.
+/// operand again for every piece, which thin pieces pay for.
 constexpr int64_t kPieceExtent = 128;
 
 /// How a product of these sizes is cut into pieces of C: along its columns

@@ -25,9 +25,8 @@ namespace {
 /// Spins of a thread waiting for work or for the last chunk before it
 /// sleeps: kernels hand out loops in quick succession (a backward step is
 /// tens of them, each a fraction of a millisecond, with serial work between
-/// them), and waking a sleeping thread costs more than many of them take.
-/// About 1 ms: with 50 µs, half the runs of a training step on a shared
-/// 2-core machine took twice as long, their workers asleep between loops.
+/// them), and waking a sleeping thread costs more than many of them take:
+/// about 1 ms, long enough that workers stay awake between a step's loops.
 constexpr int kSpins = 40000;
 
 inline void pause() {
@@ -41,9 +40,8 @@ inline void pause() {
 /// Each thread of a loop (the caller and every worker) owns a contiguous
 /// region of its chunks and claims them in order; one that has run out
 /// takes the others' from their ends. So the same thread runs about the
-/// same rows in loop after loop and finds them in its own caches: with two
-/// threads on cores that share no cache, a training step took 3.3 ms in
-/// place of 2.7 ms when chunks went to whichever thread came first.
+/// same rows in loop after loop and finds them in its own caches, which
+/// matters most on cores that share no cache.
 /// The caller waits only for chunks that others claimed and have not
 /// finished: a worker that has not started yet (its core busy with another
 /// process) holds up nobody; it finds its region taken, or a newer job.

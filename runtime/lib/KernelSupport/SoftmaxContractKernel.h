@@ -107,10 +107,8 @@ template <class V> struct IsShortStrips<ShortStrips<V>> : std::true_type {};
 /// register file (AVX-512: 6 × 4 zmm accumulators and 4 operands of 32; AVX2:
 /// 6 × 2 of 16 ymm); a block of 48 rows with a panel of 4 strips keeps the
 /// block's rows, a strip of packed columns and the score tile within L1/L2
-/// (at D = 64, f32: 12 KiB, 16 KiB, 48 KiB). Measured on a Sapphire Rapids
-/// core (f32, D = 64): blocks of 24–96 rows and panels of 2–8 strips are
-/// within a few per cent of each other; 8 × 3 or 12 × 2 score tiles are not
-/// faster than 6 × 4; weighted-sum tiles of 12 × 2 or 8 × 3 are slower.
+/// (at D = 64, f32: 12 KiB, 16 KiB, 48 KiB); the other shapes tried were
+/// no faster (docs/benchmarks.md, "Figures behind the code").
 template <class V> struct Tiling {
   static constexpr int kLanes = V::kLanes;
   static constexpr bool kScalar = kLanes == 1;

@@ -28,9 +28,8 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 /// Blocks a pass keeps on one SM: three caps a thread at 168 registers
 /// (no spills for the row pass; 24 bytes for the column pass) where it
-/// took 210 and two blocks (8 warps), too few to hide the latency of the
-/// dependency chains (Nsight Compute: 12.5 % occupancy, 41 % of issue
-/// slots used).
+/// took 210 and two blocks, too few warps to hide the latency of the
+/// dependency chains.
 constexpr int kMinBlocksPerSM = 3;
 /// Outer positions per block (16 a warp) and inner positions per tile
 /// (CudaContract.cpp pads the packed copies to a multiple of it).
