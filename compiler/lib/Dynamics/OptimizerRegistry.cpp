@@ -26,8 +26,28 @@ llvm::Error OptimizerRegistry::add(OptimizerDefinition definition) {
   if (lookup(definition.name))
     return llvm::createStringError("the update of optimizer '" +
                                    definition.name + "' is registered twice");
+  if (!::energy::plugin::getOptimizerTable().lookup(definition.name))
+    return llvm::createStringError(
+        "the update of optimizer '" + definition.name +
+        "' is registered, but the optimizer table has no '" + definition.name +
+        "' (register both with registerOptimizer)");
   definitions.push_back(std::move(definition));
   return llvm::Error::success();
+}
+
+llvm::Error mlir::energy::registerOptimizer(
+    ::energy::plugin::Registration &registration,
+    ::energy::plugin::OptimizerSignature signature,
+    std::function<LogicalResult(UpdateBuilder &)> prepare,
+    std::function<LogicalResult(UpdateBuilder &, Value, Value)> apply) {
+  OptimizerRegistry &updates = optimizerUpdates(registration);
+  std::string name = signature.name;
+  if (updates.lookup(name))
+    return llvm::createStringError("the update of optimizer '" + name +
+                                   "' is registered twice");
+  if (llvm::Error error = registration.optimizers().add(std::move(signature)))
+    return error;
+  return updates.add({name, std::move(prepare), std::move(apply)});
 }
 
 const OptimizerDefinition *OptimizerRegistry::lookup(StringRef name) const {

@@ -62,20 +62,18 @@ LogicalResult applyAdam(UpdateBuilder &update, Value entry, Value gradient) {
 /// update.
 llvm::Error registerAdam(plugin::Registration &registration) {
   using plugin::OptionValueKind;
-  if (llvm::Error error = registration.optimizers().add(
-          {"adam",
-           "Adam: moments of the gradient and its square, bias-corrected "
-           "(Kingma and Ba); x <- x - lr m^ / (sqrt(v^) + eps)",
-           plugin::OptimizerCategory::Gradient,
-           {},
-           "",
-           {{"lr", "step size (required)"},
-            {"beta1", "decay of the first moment", OptionValueKind::Scalar,
-             0.9},
-            {"beta2", "decay of the second moment", OptionValueKind::Scalar,
-             0.999},
-            {"eps", "added to the root of the second moment",
-             OptionValueKind::Scalar, 1e-8}}}))
-    return error;
-  return optimizerUpdates(registration).add({"adam", nullptr, applyAdam});
+  return registerOptimizer(
+      registration,
+      {"adam",
+       "Adam: moments of the gradient and its square, bias-corrected "
+       "(Kingma and Ba); x <- x - lr m^ / (sqrt(v^) + eps)",
+       plugin::OptimizerCategory::Gradient,
+       {},
+       "",
+       {{"lr", "step size (required)"},
+        {"beta1", "decay of the first moment", OptionValueKind::Scalar, 0.9},
+        {"beta2", "decay of the second moment", OptionValueKind::Scalar, 0.999},
+        {"eps", "added to the root of the second moment",
+         OptionValueKind::Scalar, 1e-8}}},
+      /*prepare=*/nullptr, applyAdam);
 }

@@ -3,7 +3,8 @@
 // The front end and the compiler read one optimizer table (the plugin API's);
 // the compiler's registry holds, under the same names, how each gradient
 // optimizer builds its update. Every gradient optimizer of the table has an
-// update and every update an entry; a name is registered once.
+// update and every update an entry; a name is registered once; a plugin
+// registers both in one call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,8 @@
 #include "energy/Dynamics/OptimizerRegistry.h"
 
 #include <doctest/doctest.h>
+
+#include <string>
 
 using namespace mlir::energy;
 namespace plugin = ::energy::plugin;
@@ -46,6 +49,36 @@ TEST_CASE("an optimizer's update is registered once") {
   llvm::Error twice = registry.add({"gd", nullptr, nullptr});
   CHECK(llvm::toString(std::move(twice)) ==
         "the update of optimizer 'gd' is registered twice");
-  llvm::cantFail(registry.add({"adam", nullptr, nullptr}));
-  CHECK(registry.lookup("adam"));
+  // An update joins its signature by name: none without one.
+  llvm::Error unknown = registry.add({"adam", nullptr, nullptr});
+  CHECK(llvm::toString(std::move(unknown)) ==
+        "the update of optimizer 'adam' is registered, but the optimizer "
+        "table has no 'adam' (register both with registerOptimizer)");
+  CHECK(!registry.lookup("adam"));
+}
+
+TEST_CASE("a plugin registers an optimizer's signature and update at once") {
+  plugin::Registration registration(&OptimizerRegistry::get());
+  auto apply = [](UpdateBuilder &, mlir::Value, mlir::Value) {
+    return mlir::success();
+  };
+  llvm::cantFail(registerOptimizer(
+      registration, {"unit_test_descent", "a test optimizer"}, nullptr, apply));
+  CHECK(plugin::getOptimizerTable().lookup("unit_test_descent"));
+  const OptimizerDefinition *definition =
+      OptimizerRegistry::get().lookup("unit_test_descent");
+  REQUIRE(definition);
+  CHECK(definition->apply);
+  // Twice, or under a name the table has: refused, nothing half-registered.
+  llvm::Error twice = registerOptimizer(
+      registration, {"unit_test_descent", "again"}, nullptr, apply);
+  CHECK(llvm::toString(std::move(twice)) ==
+        "the update of optimizer 'unit_test_descent' is registered twice");
+  llvm::Error taken = registerOptimizer(
+      registration, {"stationary", "not the closed form"}, nullptr, apply);
+  CHECK(llvm::toString(std::move(taken)).find("'stationary'") !=
+        std::string::npos);
+  CHECK(!OptimizerRegistry::get().lookup("stationary"));
+  CHECK(plugin::getOptimizerTable().lookup("stationary")->category ==
+        plugin::OptimizerCategory::Stationary);
 }

@@ -91,7 +91,8 @@ public:
   static OptimizerRegistry &get();
 
   /// Adds `definition`; an error naming it when one of the same name is
-  /// there.
+  /// there, or when the optimizer table has no optimizer of that name (a
+  /// builder is joined to its signature by it).
   llvm::Error add(OptimizerDefinition definition);
   const OptimizerDefinition *lookup(StringRef name) const;
   const std::vector<OptimizerDefinition> &getDefinitions() const {
@@ -110,6 +111,18 @@ void registerBuiltinOptimizers(OptimizerRegistry &registry);
 /// from the registration `loadPlugins` hands it.
 OptimizerRegistry &
 optimizerUpdates(::energy::plugin::Registration &registration);
+
+/// Registers an optimizer in one call, what a plugin's registration
+/// callback does: its signature in the optimizer table (the names, options
+/// and defaults rules are checked against) and how it builds its update,
+/// under the signature's name. An error naming it, and neither registered,
+/// when the table or the registry has that name.
+llvm::Error registerOptimizer(
+    ::energy::plugin::Registration &registration,
+    ::energy::plugin::OptimizerSignature signature,
+    std::function<LogicalResult(UpdateBuilder &)> prepare,
+    std::function<LogicalResult(UpdateBuilder &, Value entry, Value gradient)>
+        apply);
 
 /// Loads the plugins at `paths` and those `ENERGY_PLUGINS` lists
 /// (colon-separated) into the optimizer table and registry; an error names
