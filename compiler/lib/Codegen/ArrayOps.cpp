@@ -20,74 +20,60 @@ using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
-Value KernelFunction::unary(Operation *op, Value x) {
-  auto constant = [&](double value) {
-    auto lanes = dyn_cast<VectorType>(x.getType());
-    return splat(real(value), lanes ? lanes.getNumElements() : 1);
-  };
-  Value zero = constant(0.0), one = constant(1.0);
-  auto sigmoid = [&](Value v) {
-    return div(one, add(one, exp(arith::NegFOp::create(b, loc, v))));
-  };
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, x); })
-      .Case([&](ExpOp) { return exp(x); })
-      .Case([&](LogOp) { return log(x); })
-      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
-      .Case([&](SigmoidOp) { return sigmoid(x); })
-      .Case([&](SiluOp) { return mul(x, sigmoid(x)); })
-      .Case([&](SoftplusOp) {
-        Value magnitude = math::AbsFOp::create(b, loc, x);
-        Value tail = math::Log1pOp::create(
-            b, loc, exp(arith::NegFOp::create(b, loc, magnitude)));
-        return add(tail, maximum(x, zero));
-      })
-      .Case([&](GeluOp) {
-        Value scaled = mul(x, constant(-M_SQRT1_2));
-        return mul(mul(x, constant(0.5)), math::ErfcOp::create(b, loc, scaled));
-      })
-      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
-      .Case([&](ReluOp) {
-        return select(cmp(arith::CmpFPredicate::OGT, x, zero), x, zero);
-      })
-      .Case([&](HeavisideOp) {
-        return select(cmp(arith::CmpFPredicate::OGT, x, zero), one, zero);
-      })
-      .Case([&](SignOp) {
-        Value positive =
-            select(cmp(arith::CmpFPredicate::OGT, x, zero), one, zero);
-        Value negative =
-            select(cmp(arith::CmpFPredicate::OLT, x, zero), one, zero);
-        return sub(positive, negative);
-      })
-      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
-      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, x); })
-      .Case([&](SiluIntOp) {
-        Value wide = x;
-        if (context.elementType.getWidth() != 64)
-          wide = arith::ExtFOp::create(b, loc, b.getF64Type(), x);
-        auto function =
-            context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SILU_INT);
-        Value result = func::CallOp::create(b, loc, function, ValueRange{wide})
-                           .getResult(0);
-        if (context.elementType.getWidth() != 64)
-          result = arith::TruncFOp::create(b, loc, context.elementType, result);
-        return result;
-      })
-      .Case([&](PowOp pow) {
-        int64_t exponent = pow.getExponent();
-        Value result = one;
-        for (int64_t i = 0; i < std::abs(exponent); ++i)
-          result = mul(result, x);
-        return exponent < 0 ? div(one, result) : result;
-      })
-      .Default([](Operation *) { return Value(); });
+namespace mlir::energy::codegen {
+/// The kernel's builders as element-wise ops build their lanes with
+/// (ElementwiseOpInterface.h).
+class KernelLanes : public LaneBuilder {
+public:
+  explicit KernelLanes(KernelFunction &kernel) : kernel(kernel) {}
+  OpBuilder &getBuilder() override { return kernel.b; }
+  Location getLoc() override { return kernel.loc; }
+  Value constant(double value, Value like) override {
+    auto lanes = dyn_cast<VectorType>(like.getType());
+    return kernel.splat(kernel.real(value), lanes ? lanes.getNumElements() : 1);
+  }
+  Value add(Value lhs, Value rhs) override { return kernel.add(lhs, rhs); }
+  Value sub(Value lhs, Value rhs) override { return kernel.sub(lhs, rhs); }
+  Value mul(Value lhs, Value rhs) override { return kernel.mul(lhs, rhs); }
+  Value div(Value lhs, Value rhs) override { return kernel.div(lhs, rhs); }
+  Value maximum(Value lhs, Value rhs) override {
+    return kernel.maximum(lhs, rhs);
+  }
+  Value exp(Value x) override { return kernel.exp(x); }
+  Value log(Value x) override { return kernel.log(x); }
+  Value compare(arith::CmpFPredicate predicate, Value lhs, Value rhs) override {
+    return kernel.cmp(predicate, lhs, rhs);
+  }
+  Value select(Value condition, Value whenTrue, Value whenFalse) override {
+    return kernel.select(condition, whenTrue, whenFalse);
+  }
+  Value callSupport(StringRef name, Value x) override {
+    OpBuilder &b = kernel.b;
+    Location loc = kernel.loc;
+    bool wide = kernel.context.elementType.getWidth() == 64;
+    Value argument =
+        wide ? x : arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+    auto function = kernel.context.target.lookupSymbol<func::FuncOp>(name);
+    Value result = func::CallOp::create(b, loc, function, ValueRange{argument})
+                       .getResult(0);
+    return wide ? result
+                : arith::TruncFOp::create(b, loc, kernel.context.elementType,
+                                          result);
+  }
+
+private:
+  KernelFunction &kernel;
+};
+} // namespace mlir::energy::codegen
+
+Value KernelFunction::elementwise(Operation *op, ValueRange operands) {
+  KernelLanes lanes(*this);
+  return cast<ElementwiseOpInterface>(op).buildLanes(lanes, operands);
 }
 
 bool KernelFunction::isLaneWise(Operation *op) {
-  if (!isa<NegOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SoftplusOp, GeluOp,
-           ErfOp, ReluOp, HeavisideOp, SignOp, SqrtOp, AbsOp, PowOp, AddOp,
-           SubOp, MulOp, DivOp, MaximumOp>(op))
+  auto elementwise = dyn_cast<ElementwiseOpInterface>(op);
+  if (!elementwise || !elementwise.takesVectors())
     return false;
   auto type = cast<ArrayType>(op->getResult(0).getType());
   return llvm::all_of(op->getOperands(), [&](Value operand) {
@@ -127,18 +113,10 @@ Value KernelFunction::laneValue(Value value, Value offset, int lanes) {
 }
 
 Value KernelFunction::laneOp(Operation *op, Value offset, int lanes) {
-  auto operand = [&](unsigned i) {
-    return laneValue(op->getOperand(i), offset, lanes);
-  };
-  if (op->getNumOperands() == 1)
-    return unary(op, operand(0));
-  Value x = operand(0), y = operand(1);
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([&](AddOp) { return add(x, y); })
-      .Case([&](SubOp) { return sub(x, y); })
-      .Case([&](MulOp) { return mul(x, y); })
-      .Case([&](DivOp) { return div(x, y); })
-      .Case([&](MaximumOp) { return maximum(x, y); });
+  SmallVector<Value, 2> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(laneValue(operand, offset, lanes));
+  return elementwise(op, operands);
 }
 
 FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
@@ -154,11 +132,17 @@ FailureOr<Lowered> KernelFunction::emitArrayOp(Operation *op) {
     return buildLanes(type, [&](Value offset, int lanes) {
       return laneOp(op, offset, lanes);
     });
-  // ∫ silu calls the support library once per element.
-  if (isa<SiluIntOp>(op)) {
-    Lowered operand = operandAt(0);
+  // Element-wise ops without vector lanes (∫ silu calls the support
+  // library) one element at a time.
+  if (isa<ElementwiseOpInterface>(op)) {
+    SmallVector<Lowered> operands;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      operands.push_back(operandAt(i));
     return build(type, [&](Value position) {
-      return unary(op, elementAt(operand, position));
+      SmallVector<Value, 2> elements;
+      for (const Lowered &operand : operands)
+        elements.push_back(elementAt(operand, position));
+      return elementwise(op, elements);
     });
   }
   return llvm::TypeSwitch<Operation *, Result>(op)

@@ -74,7 +74,12 @@ struct ModelContext {
 void declareRuntimeFunctions(ModuleOp target);
 
 /// The state of emitting one function.
+class KernelLanes;
+
 class KernelFunction {
+  /// Builds element-wise ops' lanes with the kernel's helpers.
+  friend class KernelLanes;
+
 public:
   KernelFunction(ModelContext &context, func::FuncOp function,
                  bool isProgram = false);
@@ -337,10 +342,11 @@ private:
 
   /// ArrayOps.cpp: elementwise and linear algebra.
   FailureOr<Lowered> emitArrayOp(Operation *op);
-  /// `op` applied to `x` (a scalar or a vector of lanes).
-  Value unary(Operation *op, Value x);
-  /// Whether `op` is element-wise on lanes (a unary function or an
-  /// arithmetic op of arrays of one shape or scalars).
+  /// What the element-wise `op` computes from `operands` (scalars or
+  /// vectors of lanes), as its ElementwiseOpInterface builds it.
+  Value elementwise(Operation *op, ValueRange operands);
+  /// Whether `op` is element-wise on vectors of lanes (its operands arrays
+  /// of one shape or scalars).
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
   /// its one user, later in the block, is element-wise of the same type, a

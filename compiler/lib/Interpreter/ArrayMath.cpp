@@ -69,7 +69,7 @@ void array::layerNormRow(ArrayRef<double> row, MutableArrayRef<double> out) {
 }
 
 ArrayValue array::map(const ArrayValue &operand,
-                      scalar::UnaryFunction function) {
+                      llvm::function_ref<double(double)> function) {
   ArrayValue result = operand;
   for (double &value : result.data)
     value = function(value);
@@ -77,7 +77,7 @@ ArrayValue array::map(const ArrayValue &operand,
 }
 
 ArrayValue array::zip(const ArrayValue &lhs, const ArrayValue &rhs,
-                      scalar::BinaryFunction function) {
+                      llvm::function_ref<double(double, double)> function) {
   ArrayValue result(lhs.isScalar() ? rhs.shape : lhs.shape);
   for (int64_t i = 0; i < result.size(); ++i)
     result.data[i] = function(lhs.data[lhs.isScalar() ? 0 : i],

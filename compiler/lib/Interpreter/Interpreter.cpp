@@ -121,40 +121,6 @@ std::optional<int64_t> evaluateAffine(AffineExpr expr,
   return result;
 }
 
-/// The function of an elementwise op of one operand, if `op` is one.
-std::optional<scalar::UnaryFunction> unaryFunctionOf(Operation *op) {
-  using Result = std::optional<scalar::UnaryFunction>;
-  return llvm::TypeSwitch<Operation *, Result>(op)
-      .Case([](NegOp) { return scalar::negate; })
-      .Case([](ExpOp) { return static_cast<double (*)(double)>(std::exp); })
-      .Case([](LogOp) { return static_cast<double (*)(double)>(std::log); })
-      .Case([](TanhOp) { return static_cast<double (*)(double)>(std::tanh); })
-      .Case([](SigmoidOp) { return scalar::sigmoid; })
-      .Case([](SiluOp) { return scalar::silu; })
-      .Case([](SoftplusOp) { return scalar::softplus; })
-      .Case([](GeluOp) { return scalar::gelu; })
-      .Case([](ErfOp) { return static_cast<double (*)(double)>(std::erf); })
-      .Case([](ReluOp) { return scalar::relu; })
-      .Case([](HeavisideOp) { return scalar::heaviside; })
-      .Case([](SignOp) { return scalar::sign; })
-      .Case([](SqrtOp) { return static_cast<double (*)(double)>(std::sqrt); })
-      .Case([](AbsOp) { return static_cast<double (*)(double)>(std::fabs); })
-      .Case([](SiluIntOp) { return scalar::siluIntegral; })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
-/// The function of an elementwise op of two operands, if `op` is one.
-std::optional<scalar::BinaryFunction> binaryFunctionOf(Operation *op) {
-  using Result = std::optional<scalar::BinaryFunction>;
-  return llvm::TypeSwitch<Operation *, Result>(op)
-      .Case([](AddOp) { return scalar::add; })
-      .Case([](SubOp) { return scalar::subtract; })
-      .Case([](MulOp) { return scalar::multiply; })
-      .Case([](DivOp) { return scalar::divide; })
-      .Case([](MaximumOp) { return scalar::maximum; })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
 /// The row function of a normalisation along the last axis, if `op` is one.
 std::optional<array::RowFunction> rowFunctionOf(Operation *op) {
   using Result = std::optional<array::RowFunction>;
@@ -851,13 +817,14 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
       operands.push_back(std::move(*value));
     }
 
-  if (std::optional<scalar::UnaryFunction> function = unaryFunctionOf(op))
-    return array::map(operands[0], *function);
-  if (std::optional<scalar::BinaryFunction> function = binaryFunctionOf(op)) {
+  if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
+    ScalarFunction function = elementwise.getScalarFunction();
+    if (function.unary)
+      return array::map(operands[0], function.unary);
     const ArrayValue &lhs = operands[0], &rhs = operands[1];
     if (lhs.shape != rhs.shape && !lhs.isScalar() && !rhs.isScalar())
       return shapeError(op, {&lhs, &rhs});
-    return array::zip(lhs, rhs, *function);
+    return array::zip(lhs, rhs, function.binary);
   }
   if (std::optional<array::RowFunction> function = rowFunctionOf(op))
     return array::mapRows(operands[0], *function);
@@ -881,13 +848,6 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
         if (failed(checkAllocation(op, {*n, *n})))
           return failure();
         return array::diag(ArrayValue({*n}, 1.0));
-      })
-      .Case([&](PowOp pow) -> Result {
-        ArrayValue result = operands[0];
-        double exponent = static_cast<double>(pow.getExponent());
-        for (double &value : result.data)
-          value = std::pow(value, exponent);
-        return result;
       })
       .Case([&](MatmulOp) -> Result {
         const ArrayValue &lhs = operands[0], &rhs = operands[1];

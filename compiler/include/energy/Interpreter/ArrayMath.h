@@ -14,6 +14,7 @@
 #include "energy/KernelSupport/ScalarMath.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 
@@ -41,11 +42,12 @@ void layerNormRow(llvm::ArrayRef<double> row,
                   llvm::MutableArrayRef<double> out);
 
 /// `function` applied to every element.
-ArrayValue map(const ArrayValue &operand, scalar::UnaryFunction function);
+ArrayValue map(const ArrayValue &operand,
+               llvm::function_ref<double(double)> function);
 /// `function` applied elementwise; a scalar operand is broadcast.
 /// Precondition: equal shapes, or one operand is a scalar.
 ArrayValue zip(const ArrayValue &lhs, const ArrayValue &rhs,
-               scalar::BinaryFunction function);
+               llvm::function_ref<double(double, double)> function);
 /// `function` applied to every row along the last axis (a scalar is one row
 /// of length 1).
 ArrayValue mapRows(const ArrayValue &operand, RowFunction function);

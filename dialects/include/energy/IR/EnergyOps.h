@@ -12,6 +12,7 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyTypes.h"
 #include "energy/Interfaces/DerivativeOpInterface.h"
+#include "energy/Interfaces/ElementwiseOpInterface.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/OpDefinition.h"

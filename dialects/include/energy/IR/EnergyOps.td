@@ -13,6 +13,7 @@ include "energy/IR/EnergyDialect.td"
 include "energy/IR/EnergyTypes.td"
 include "energy/IR/EnergyAttrs.td"
 include "energy/Interfaces/DerivativeOpInterface.td"
+include "energy/Interfaces/ElementwiseOpInterface.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -331,7 +332,8 @@ def Energy_EyeOp : Energy_Op<"eye", [Pure,
 
 class Energy_BinaryElementwiseOp<string mnemonic, string text,
                                  list<Trait> traits = []>
-    : Energy_Op<mnemonic, [Pure, InferTypeOpAdaptor] # traits> {
+    : Energy_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+          DeclareOpInterfaceMethods<ElementwiseOpInterface>] # traits> {
   let summary = text # ", elementwise, with scalar broadcasting";
   let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs);
   let results = (outs Energy_AnyArray:$result);
@@ -378,25 +380,34 @@ class Energy_DifferentiableUnaryOp<string mnemonic, string text>
     : Energy_UnaryElementwiseOp<mnemonic, text,
           [DeclareOpInterfaceMethods<DerivativeOpInterface>]>;
 
-def Energy_NegOp : Energy_DifferentiableUnaryOp<"neg", "Negation"> {
+// A function applied to each element (what it computes: its
+// ElementwiseOpInterface methods, ElementwiseOps.cpp).
+class Energy_ElementwiseFunctionOp<string mnemonic, string text,
+                                   list<string> overridden = []>
+    : Energy_UnaryElementwiseOp<mnemonic, text,
+          [DeclareOpInterfaceMethods<DerivativeOpInterface>,
+           DeclareOpInterfaceMethods<ElementwiseOpInterface, overridden>]>;
+
+def Energy_NegOp : Energy_ElementwiseFunctionOp<"neg", "Negation"> {
   let hasFolder = 1;
   let hasCanonicalizer = 1;
 }
-def Energy_ExpOp : Energy_DifferentiableUnaryOp<"exp", "Elementwise exponential">;
-def Energy_LogOp : Energy_DifferentiableUnaryOp<"log", "Elementwise natural logarithm">;
-def Energy_TanhOp : Energy_DifferentiableUnaryOp<"tanh", "Elementwise hyperbolic tangent">;
-def Energy_SigmoidOp : Energy_DifferentiableUnaryOp<"sigmoid", "Elementwise logistic sigmoid">;
-def Energy_SiluOp : Energy_DifferentiableUnaryOp<"silu", "Elementwise SiLU, x · sigmoid(x)">;
-def Energy_SoftplusOp : Energy_DifferentiableUnaryOp<"softplus", "Elementwise log(1 + exp(x)), computed stably">;
-def Energy_GeluOp : Energy_DifferentiableUnaryOp<"gelu", "Elementwise exact GELU, x · Φ(x)">;
-def Energy_ErfOp : Energy_DifferentiableUnaryOp<"erf", "Elementwise error function">;
-def Energy_ReluOp : Energy_DifferentiableUnaryOp<"relu", "Elementwise max(x, 0)">;
-def Energy_HeavisideOp : Energy_DifferentiableUnaryOp<"heaviside", "Elementwise step: 1 where x > 0, else 0">;
-def Energy_SignOp : Energy_DifferentiableUnaryOp<"sign", "Elementwise sign: -1, 0 or 1">;
-def Energy_SqrtOp : Energy_DifferentiableUnaryOp<"sqrt", "Elementwise square root">;
-def Energy_AbsOp : Energy_DifferentiableUnaryOp<"abs", "Elementwise absolute value">;
-def Energy_SiluIntOp : Energy_DifferentiableUnaryOp<"silu_int",
-    "Elementwise integral of SiLU from -∞: x · softplus(x) + Li₂(-eˣ)">;
+def Energy_ExpOp : Energy_ElementwiseFunctionOp<"exp", "Elementwise exponential">;
+def Energy_LogOp : Energy_ElementwiseFunctionOp<"log", "Elementwise natural logarithm">;
+def Energy_TanhOp : Energy_ElementwiseFunctionOp<"tanh", "Elementwise hyperbolic tangent">;
+def Energy_SigmoidOp : Energy_ElementwiseFunctionOp<"sigmoid", "Elementwise logistic sigmoid">;
+def Energy_SiluOp : Energy_ElementwiseFunctionOp<"silu", "Elementwise SiLU, x · sigmoid(x)">;
+def Energy_SoftplusOp : Energy_ElementwiseFunctionOp<"softplus", "Elementwise log(1 + exp(x)), computed stably">;
+def Energy_GeluOp : Energy_ElementwiseFunctionOp<"gelu", "Elementwise exact GELU, x · Φ(x)">;
+def Energy_ErfOp : Energy_ElementwiseFunctionOp<"erf", "Elementwise error function">;
+def Energy_ReluOp : Energy_ElementwiseFunctionOp<"relu", "Elementwise max(x, 0)">;
+def Energy_HeavisideOp : Energy_ElementwiseFunctionOp<"heaviside", "Elementwise step: 1 where x > 0, else 0">;
+def Energy_SignOp : Energy_ElementwiseFunctionOp<"sign", "Elementwise sign: -1, 0 or 1">;
+def Energy_SqrtOp : Energy_ElementwiseFunctionOp<"sqrt", "Elementwise square root">;
+def Energy_AbsOp : Energy_ElementwiseFunctionOp<"abs", "Elementwise absolute value">;
+def Energy_SiluIntOp : Energy_ElementwiseFunctionOp<"silu_int",
+    "Elementwise integral of SiLU from -∞: x · softplus(x) + Li₂(-eˣ)",
+    ["takesVectors"]>;
 def Energy_SoftmaxOp : Energy_DifferentiableUnaryOp<"softmax", "Softmax along the last axis">;
 def Energy_LogSoftmaxOp : Energy_DifferentiableUnaryOp<"log_softmax", "Log-softmax along the last axis">;
 def Energy_RmsNormOp : Energy_DifferentiableUnaryOp<"rmsnorm", "RMS normalisation along the last axis (ε = 1e-5)">;
@@ -406,7 +417,8 @@ def Energy_InverseOp : Energy_DifferentiableUnaryOp<"inverse", "Inverse of a squ
 }
 
 def Energy_PowOp : Energy_Op<"pow", [Pure, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<DerivativeOpInterface>]> {
+    DeclareOpInterfaceMethods<DerivativeOpInterface>,
+    DeclareOpInterfaceMethods<ElementwiseOpInterface>]> {
   let summary = "Elementwise integer power";
   let arguments = (ins Energy_AnyArray:$operand, SI64Attr:$exponent);
   let results = (outs Energy_AnyArray:$result);

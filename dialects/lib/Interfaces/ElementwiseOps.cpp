@@ -1,0 +1,200 @@
+//===- ElementwiseOps.cpp - What each element-wise op computes ------------===//
+//
+// Each element-wise op's function, once: on doubles (the scalar functions
+// of ScalarMath.h, which the reference interpreter applies) and on lanes
+// (the ops code generation emits, through its LaneBuilder).
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/IR/EnergyOps.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/ScalarMath.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::energy;
+namespace scalar = ::energy::scalar;
+
+namespace {
+ScalarFunction unaryOf(double (*function)(double)) {
+  return {function, nullptr};
+}
+ScalarFunction binaryOf(double (*function)(double, double)) {
+  return {nullptr, function};
+}
+
+Value sigmoidLanes(LaneBuilder &lanes, Value x) {
+  Value one = lanes.constant(1.0, x);
+  Value negated = arith::NegFOp::create(lanes.getBuilder(), lanes.getLoc(), x);
+  return lanes.div(one, lanes.add(one, lanes.exp(negated)));
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Arithmetic
+//===----------------------------------------------------------------------===//
+
+ScalarFunction AddOp::getScalarFunction() { return binaryOf(scalar::add); }
+Value AddOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.add(operands[0], operands[1]);
+}
+
+ScalarFunction SubOp::getScalarFunction() { return binaryOf(scalar::subtract); }
+Value SubOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.sub(operands[0], operands[1]);
+}
+
+ScalarFunction MulOp::getScalarFunction() { return binaryOf(scalar::multiply); }
+Value MulOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.mul(operands[0], operands[1]);
+}
+
+ScalarFunction DivOp::getScalarFunction() { return binaryOf(scalar::divide); }
+Value DivOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.div(operands[0], operands[1]);
+}
+
+ScalarFunction MaximumOp::getScalarFunction() {
+  return binaryOf(scalar::maximum);
+}
+Value MaximumOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.maximum(operands[0], operands[1]);
+}
+
+ScalarFunction NegOp::getScalarFunction() { return unaryOf(scalar::negate); }
+Value NegOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return arith::NegFOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction PowOp::getScalarFunction() {
+  double exponent = static_cast<double>(getExponent());
+  return {[exponent](double x) { return std::pow(x, exponent); }, nullptr};
+}
+Value PowOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  Value x = operands[0], one = lanes.constant(1.0, x);
+  int64_t exponent = getExponent();
+  Value result = one;
+  for (int64_t i = 0; i < std::abs(exponent); ++i)
+    result = lanes.mul(result, x);
+  return exponent < 0 ? lanes.div(one, result) : result;
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+ScalarFunction ExpOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::exp));
+}
+Value ExpOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.exp(operands[0]);
+}
+
+ScalarFunction LogOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::log));
+}
+Value LogOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.log(operands[0]);
+}
+
+ScalarFunction TanhOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::tanh));
+}
+Value TanhOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::TanhOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction SigmoidOp::getScalarFunction() {
+  return unaryOf(scalar::sigmoid);
+}
+Value SigmoidOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return sigmoidLanes(lanes, operands[0]);
+}
+
+ScalarFunction SiluOp::getScalarFunction() { return unaryOf(scalar::silu); }
+Value SiluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.mul(operands[0], sigmoidLanes(lanes, operands[0]));
+}
+
+ScalarFunction SoftplusOp::getScalarFunction() {
+  return unaryOf(scalar::softplus);
+}
+Value SoftplusOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  // log1p(exp(−|x|)) + max(x, 0): no overflow for large |x|.
+  OpBuilder &b = lanes.getBuilder();
+  Location loc = lanes.getLoc();
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  Value magnitude = math::AbsFOp::create(b, loc, x);
+  Value tail = math::Log1pOp::create(
+      b, loc, lanes.exp(arith::NegFOp::create(b, loc, magnitude)));
+  return lanes.add(tail, lanes.maximum(x, zero));
+}
+
+ScalarFunction GeluOp::getScalarFunction() { return unaryOf(scalar::gelu); }
+Value GeluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  // x/2 · erfc(−x/√2).
+  Value x = operands[0];
+  Value scaled = lanes.mul(x, lanes.constant(-M_SQRT1_2, x));
+  return lanes.mul(
+      lanes.mul(x, lanes.constant(0.5, x)),
+      math::ErfcOp::create(lanes.getBuilder(), lanes.getLoc(), scaled));
+}
+
+ScalarFunction ErfOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::erf));
+}
+Value ErfOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::ErfOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction ReluOp::getScalarFunction() { return unaryOf(scalar::relu); }
+Value ReluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  return lanes.select(lanes.compare(arith::CmpFPredicate::OGT, x, zero), x,
+                      zero);
+}
+
+ScalarFunction HeavisideOp::getScalarFunction() {
+  return unaryOf(scalar::heaviside);
+}
+Value HeavisideOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  return lanes.select(lanes.compare(arith::CmpFPredicate::OGT, x, zero),
+                      lanes.constant(1.0, x), zero);
+}
+
+ScalarFunction SignOp::getScalarFunction() { return unaryOf(scalar::sign); }
+Value SignOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  Value one = lanes.constant(1.0, x);
+  Value positive = lanes.select(
+      lanes.compare(arith::CmpFPredicate::OGT, x, zero), one, zero);
+  Value negative = lanes.select(
+      lanes.compare(arith::CmpFPredicate::OLT, x, zero), one, zero);
+  return lanes.sub(positive, negative);
+}
+
+ScalarFunction SqrtOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::sqrt));
+}
+Value SqrtOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::SqrtOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction AbsOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::fabs));
+}
+Value AbsOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::AbsFOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction SiluIntOp::getScalarFunction() {
+  return unaryOf(scalar::siluIntegral);
+}
+Value SiluIntOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return lanes.callSupport(ENERGY_SUPPORT_SILU_INT, operands[0]);
+}
+bool SiluIntOp::takesVectors() { return false; }
