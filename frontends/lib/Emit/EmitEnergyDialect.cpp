@@ -764,32 +764,14 @@ private:
                              builder.getI64IntegerAttr(0), x);
     if (builtin->kind == FunctionKind::Similarity)
       return SimilarityOp::create(builder, where, pluginName, x, operands[1]);
+    // A built-in element-wise function is the op of its name, which says
+    // what it computes (ElementwiseOpInterface).
+    if (builtin->rule == ShapeRule::Elementwise)
+      return emitElementwiseBuiltin(*builtin, x, where);
     auto elements = [&](ElementsKind kind) -> Value {
       return ReduceElementsOp::create(builder, where, kind, x);
     };
     switch (builtin->id) {
-    case BuiltinId::Exp:
-      return ExpOp::create(builder, where, type, x);
-    case BuiltinId::Log:
-      return LogOp::create(builder, where, type, x);
-    case BuiltinId::Tanh:
-      return TanhOp::create(builder, where, type, x);
-    case BuiltinId::Sigmoid:
-      return SigmoidOp::create(builder, where, type, x);
-    case BuiltinId::Silu:
-      return SiluOp::create(builder, where, type, x);
-    case BuiltinId::Softplus:
-      return SoftplusOp::create(builder, where, type, x);
-    case BuiltinId::Gelu:
-      return GeluOp::create(builder, where, type, x);
-    case BuiltinId::Relu:
-      return ReluOp::create(builder, where, type, x);
-    case BuiltinId::Sqrt:
-      return SqrtOp::create(builder, where, type, x);
-    case BuiltinId::Abs:
-      return AbsOp::create(builder, where, type, x);
-    case BuiltinId::SiluInt:
-      return SiluIntOp::create(builder, where, type, x);
     case BuiltinId::Sum:
       return elements(ElementsKind::sum);
     case BuiltinId::Mean:
@@ -823,8 +805,7 @@ private:
       return LogDetOp::create(builder, where, x);
     case BuiltinId::Inverse:
       return InverseOp::create(builder, where, x);
-    case BuiltinId::Eye:
-    case BuiltinId::None:
+    default:
       break;
     }
     llvm_unreachable("unknown builtin");
@@ -832,6 +813,25 @@ private:
 
   /// `maxabs(grad)`, `sqnorm(grad)`, `norm(grad)`, `sum(grad)` in a stopping
   /// rule: over the gradients of every node a gradient rule updates.
+  /// The op `energy.NAME` of the built-in element-wise function NAME on
+  /// `x`; an internal error where the dialect has no such element-wise op.
+  Value emitElementwiseBuiltin(const BuiltinFunction &builtin, Value x,
+                               Location where) {
+    std::string name = "energy." + builtin.name;
+    std::optional<RegisteredOperationName> op =
+        RegisteredOperationName::lookup(name, &context);
+    if (!op || !op->hasInterface<ElementwiseOpInterface>()) {
+      mlir::emitError(where)
+          << "internal error: the built-in function `" << builtin.name
+          << "` has no element-wise op " << name;
+      return {};
+    }
+    OperationState state(where, *op);
+    state.addOperands(x);
+    state.addTypes(x.getType());
+    return builder.create(state)->getResult(0);
+  }
+
   Value emitGradientNorm(const CallExpr &call) {
     Location where = loc(call);
     BuiltinId id = call.getBuiltin()->id;
