@@ -2,7 +2,7 @@
 //-*-===//
 //
 // The frame values are memoised in, and small helpers over index domains
-// and bodies, shared by Interpreter.cpp and PlanOps.cpp. Private to
+// and bodies, shared by the interpreter's files. Private to
 // compiler/lib/Interpreter.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +39,15 @@ Value yieldedValue(Region &region);
 /// error, on `op`, starts with `what` when it is given ("tensor @x [N, D]").
 LogicalResult checkAllocation(Operation *op, ArrayRef<int64_t> shape,
                               const Twine &what = {});
+/// Checks that `indices` address leading axes of `shape`; `describe` names
+/// the indexed array in the error.
+LogicalResult
+checkInRange(Operation *op, ArrayRef<int64_t> indices, ArrayRef<int64_t> shape,
+             function_ref<void(InFlightDiagnostic &, size_t axis)> describe);
+/// Whether an element of `t` is NaN.
+bool containsNaN(const ArrayValue &t);
+/// The error on `user` that dim `name` has no value.
+InFlightDiagnostic unboundDim(Operation *user, StringRef name);
 } // namespace interpreter
 
 } // namespace mlir::energy
