@@ -15,6 +15,9 @@
 
 namespace mlir::energy::syntax {
 
+/// Parses a real number written as a float or an integer literal.
+ParseResult parseNumber(AsmParser &parser, double &value);
+
 /// Parses an index domain `(%i : @N, %t : @T - 1)` (or in square brackets),
 /// giving each index the type `index`.
 ParseResult parseIndexDomain(OpAsmParser &parser,
