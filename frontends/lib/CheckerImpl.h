@@ -138,6 +138,11 @@ inline std::string quote(llvm::StringRef name) {
   return ("`" + name + "`").str();
 }
 
+/// What a declaration is, for messages: "dim", "param", "let", ...
+llvm::StringRef describeDecl(const Decl &decl);
+/// The integer value of `e` when it is an integer literal, maybe negated.
+std::optional<int64_t> getIntegerLiteral(const Expr &e);
+
 } // namespace detail
 } // namespace frontend
 } // namespace energy
