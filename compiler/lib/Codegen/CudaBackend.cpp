@@ -50,6 +50,22 @@ ArtifactTarget mlir::energy::withCudaDevice(ArtifactTarget target) {
   return target;
 }
 
+void mlir::energy::registerGpuKernelCompilation(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  // What convert-gpu-to-nvvm lowers the kernels' other dialects with.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
 /// The CUDA toolkit: ENERGY_CUDA_TOOLKIT, else /usr/local/cuda.
 static std::string cudaToolkit() {
   const char *path = std::getenv("ENERGY_CUDA_TOOLKIT");
@@ -69,18 +85,7 @@ mlir::energy::compileGpuKernels(ModuleOp deviceModule,
            << libdevice
            << " does not exist (set ENERGY_CUDA_TOOLKIT to the toolkit)";
   DialectRegistry registry;
-  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  // What convert-gpu-to-nvvm lowers the kernels' other dialects with.
-  arith::registerConvertArithToLLVMInterface(registry);
-  cf::registerConvertControlFlowToLLVMInterface(registry);
-  index::registerConvertIndexToLLVMInterface(registry);
-  registerConvertMathToLLVMInterface(registry);
-  ub::registerConvertUBToLLVMInterface(registry);
-  vector::registerConvertVectorToLLVMInterface(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerGPUDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
+  registerGpuKernelCompilation(registry);
   context->appendDialectRegistry(registry);
   context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
 

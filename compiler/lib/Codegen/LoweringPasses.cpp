@@ -13,16 +13,8 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/IR/EnergyOps.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::energy {
@@ -114,14 +106,7 @@ struct CompileGpuKernelsPass
   using EnergyCompileGpuKernelsBase::EnergyCompileGpuKernelsBase;
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
-    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-    arith::registerConvertArithToLLVMInterface(registry);
-    cf::registerConvertControlFlowToLLVMInterface(registry);
-    index::registerConvertIndexToLLVMInterface(registry);
-    registerConvertMathToLLVMInterface(registry);
-    ub::registerConvertUBToLLVMInterface(registry);
-    vector::registerConvertVectorToLLVMInterface(registry);
+    registerGpuKernelCompilation(registry);
   }
 
   void runOnOperation() override {

@@ -9,6 +9,7 @@
 
 #include "energy/Runtime/Manifest.h"
 #include "energy/Codegen/Artifact.h"
+#include "energy/IR/IndexArithmetic.h"
 #include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -27,7 +28,6 @@ namespace {
 void appendRpn(AffineExpr expr, ArrayRef<StringAttr> names,
                std::vector<::energy::DimExpr::Token> &out) {
   using Token = ::energy::DimExpr::Token;
-  using Op = ::energy::DimExpr::Op;
   Token token;
   if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
     token.kind = Token::Kind::Literal;
@@ -45,24 +45,8 @@ void appendRpn(AffineExpr expr, ArrayRef<StringAttr> names,
   appendRpn(binary.getLHS(), names, out);
   appendRpn(binary.getRHS(), names, out);
   token.kind = Token::Kind::Operator;
-  switch (binary.getKind()) {
-  case AffineExprKind::Add:
-    token.op = Op::Add;
-    break;
-  case AffineExprKind::Mul:
-    token.op = Op::Mul;
-    break;
-  case AffineExprKind::FloorDiv:
-    // A dim expression's `/` is exact division.
-    token.op = Op::Div;
-    break;
-  case AffineExprKind::CeilDiv:
-    token.op = Op::CeilDiv;
-    break;
-  default:
-    token.op = Op::Mod;
-    break;
-  }
+  // A dim expression's `/` is exact division.
+  token.op = indexOpOf(binary.getKind(), /*exactDivision=*/true);
   out.push_back(token);
 }
 

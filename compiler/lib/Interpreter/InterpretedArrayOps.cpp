@@ -7,11 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "InterpreterInternals.h"
+#include "energy/IR/IndexArithmetic.h"
 #include "energy/IR/PluginCode.h"
 #include "energy/Interpreter/ArrayMath.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Plugin/RuntimeCode.h"
-#include "energy/Runtime/IndexArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -27,50 +27,6 @@ namespace {
 /// The `index`th function of `op`'s run-time code (see getPluginCode).
 template <typename Function> Function pluginCode(Operation *op, size_t index) {
   return reinterpret_cast<Function>(getPluginCode(op)->addresses[index]);
-}
-
-/// Evaluates an affine expression over integer dims and symbols.
-std::optional<int64_t> evaluateAffine(AffineExpr expr,
-                                      ArrayRef<int64_t> dimValues,
-                                      ArrayRef<int64_t> symbolValues) {
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-    return constant.getValue();
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return dimValues[dim.getPosition()];
-  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
-    return symbolValues[symbol.getPosition()];
-  auto binary = cast<AffineBinaryOpExpr>(expr);
-  std::optional<int64_t> lhs =
-      evaluateAffine(binary.getLHS(), dimValues, symbolValues);
-  std::optional<int64_t> rhs =
-      evaluateAffine(binary.getRHS(), dimValues, symbolValues);
-  if (!lhs || !rhs)
-    return std::nullopt;
-  ::energy::IndexOp op;
-  switch (binary.getKind()) {
-  case AffineExprKind::Add:
-    op = ::energy::IndexOp::Add;
-    break;
-  case AffineExprKind::Mul:
-    op = ::energy::IndexOp::Mul;
-    break;
-  case AffineExprKind::Mod:
-    op = ::energy::IndexOp::Mod;
-    break;
-  case AffineExprKind::FloorDiv:
-    op = ::energy::IndexOp::FloorDiv;
-    break;
-  case AffineExprKind::CeilDiv:
-    op = ::energy::IndexOp::CeilDiv;
-    break;
-  default:
-    return std::nullopt;
-  }
-  int64_t result = 0;
-  if (::energy::applyIndexOp(op, *lhs, *rhs, result) !=
-      ::energy::IndexFault::None)
-    return std::nullopt;
-  return result;
 }
 
 /// The row function of a normalisation along the last axis, if `op` is one.
@@ -365,8 +321,14 @@ Interpreter::evaluateIndices(Operation *op, AffineMap map, ValueRange operands,
       ArrayRef<int64_t>(operandValues).drop_front(map.getNumDims());
   std::vector<int64_t> indices;
   for (AffineExpr expr : map.getResults()) {
-    std::optional<int64_t> index =
-        evaluateAffine(expr, dimValues, symbolValues);
+    std::optional<int64_t> index = evaluateAffineExpr(
+        expr,
+        [&](AffineExpr leaf) -> std::optional<int64_t> {
+          if (auto dim = dyn_cast<AffineDimExpr>(leaf))
+            return dimValues[dim.getPosition()];
+          return symbolValues[cast<AffineSymbolExpr>(leaf).getPosition()];
+        },
+        /*exactDivision=*/false);
     if (!index)
       return op->emitOpError("has an index that is not an integer");
     indices.push_back(*index);

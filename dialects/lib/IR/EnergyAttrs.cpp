@@ -8,7 +8,7 @@
 
 #include "energy/IR/EnergyAttrs.h"
 #include "energy/IR/EnergyDialect.h"
-#include "energy/Runtime/IndexArithmetic.h"
+#include "energy/IR/IndexArithmetic.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -46,42 +46,19 @@ std::optional<StringRef> DimExprAttr::getDimName() const {
 
 FailureOr<int64_t> DimExprAttr::evaluate(
     function_ref<std::optional<int64_t>(StringRef)> lookup) const {
-  std::function<FailureOr<int64_t>(AffineExpr)> eval =
-      [&](AffineExpr expr) -> FailureOr<int64_t> {
-    if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-      return constant.getValue();
-    if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
-      if (auto value = lookup(getNames()[symbol.getPosition()].getValue()))
-        return *value;
-      return failure();
-    }
-    auto binary = cast<AffineBinaryOpExpr>(expr);
-    FailureOr<int64_t> lhs = eval(binary.getLHS());
-    FailureOr<int64_t> rhs = eval(binary.getRHS());
-    if (failed(lhs) || failed(rhs))
-      return failure();
-    // A dim expression's `/` (a floordiv in the affine form) is exact.
-    ::energy::IndexOp op;
-    switch (binary.getKind()) {
-    case AffineExprKind::Add:
-      op = ::energy::IndexOp::Add;
-      break;
-    case AffineExprKind::Mul:
-      op = ::energy::IndexOp::Mul;
-      break;
-    case AffineExprKind::FloorDiv:
-      op = ::energy::IndexOp::Div;
-      break;
-    default:
-      return failure();
-    }
-    int64_t result = 0;
-    if (::energy::applyIndexOp(op, *lhs, *rhs, result) !=
-        ::energy::IndexFault::None)
-      return failure();
-    return result;
-  };
-  return eval(getExpr());
+  // A dim expression's `/` (a floordiv in the affine form) is exact.
+  std::optional<int64_t> value = evaluateAffineExpr(
+      getExpr(),
+      [&](AffineExpr leaf) -> std::optional<int64_t> {
+        auto symbol = dyn_cast<AffineSymbolExpr>(leaf);
+        if (!symbol)
+          return std::nullopt;
+        return lookup(getNames()[symbol.getPosition()].getValue());
+      },
+      /*exactDivision=*/true);
+  if (!value)
+    return failure();
+  return *value;
 }
 
 //===----------------------------------------------------------------------===//

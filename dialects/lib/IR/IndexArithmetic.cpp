@@ -10,6 +10,43 @@
 
 using namespace mlir;
 
+::energy::IndexOp mlir::energy::indexOpOf(AffineExprKind kind,
+                                          bool exactDivision) {
+  switch (kind) {
+  case AffineExprKind::Add:
+    return ::energy::IndexOp::Add;
+  case AffineExprKind::Mul:
+    return ::energy::IndexOp::Mul;
+  case AffineExprKind::FloorDiv:
+    return exactDivision ? ::energy::IndexOp::Div : ::energy::IndexOp::FloorDiv;
+  case AffineExprKind::CeilDiv:
+    return ::energy::IndexOp::CeilDiv;
+  case AffineExprKind::Mod:
+  default:
+    return ::energy::IndexOp::Mod;
+  }
+}
+
+std::optional<int64_t> mlir::energy::evaluateAffineExpr(
+    AffineExpr expr, function_ref<std::optional<int64_t>(AffineExpr)> leaf,
+    bool exactDivision) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return constant.getValue();
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return leaf(expr);
+  std::optional<int64_t> lhs =
+      evaluateAffineExpr(binary.getLHS(), leaf, exactDivision);
+  std::optional<int64_t> rhs =
+      evaluateAffineExpr(binary.getRHS(), leaf, exactDivision);
+  int64_t result = 0;
+  if (!lhs || !rhs ||
+      ::energy::applyIndexOp(indexOpOf(binary.getKind(), exactDivision), *lhs,
+                             *rhs, result) != ::energy::IndexFault::None)
+    return std::nullopt;
+  return result;
+}
+
 Value mlir::energy::materializeAffineExpr(OpBuilder &builder, Location loc,
                                           AffineExpr expr, ValueRange dims,
                                           ValueRange symbols) {

@@ -124,6 +124,10 @@ LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
 /// become kernels, carried as PTX for sm_80 and sm_90.
 ArtifactTarget withCudaDevice(ArtifactTarget target);
 
+/// The dialects, lowering interfaces and translations compileGpuKernels
+/// needs, for a pass that compiles GPU kernels to declare.
+void registerGpuKernelCompilation(DialectRegistry &registry);
+
 /// The PTX of the GPU kernels in `deviceModule` (a gpu.module of kernels
 /// from outlineParallelLoops) for each architecture of `archs` (oldest
 /// first): NVVM, then LLVM's NVPTX back end with the CUDA toolkit's libdevice
