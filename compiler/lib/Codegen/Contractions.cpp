@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "ContractionLowering.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/QuadraticContract.h"
@@ -66,7 +66,7 @@ static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
 constexpr unsigned kQuadraticSlotCount = 12;
 } // namespace
 
-FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
+FailureOr<Lowered> ContractionLowering::emitTabulate(TabulateOp table) {
   Value data = allocate(cast<ArrayType>(table.getType()));
   if (failed(emitComprehension(table.getSizes(),
                                cast<ArrayType>(table.getBodyValue().getType()),
@@ -75,15 +75,8 @@ FailureOr<Lowered> KernelFunction::emitTabulate(TabulateOp table) {
   return Lowered{Value(), data};
 }
 
-void KernelFunction::expInPlace(Value values, Value count) {
-  // Weights below the smallest normal number become 0 (they would cost a
-  // microcode assist each and weigh under 2^-126 of the largest).
-  callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32
-                                : ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64,
-              {toI64(count), values, values});
-}
-
-LogicalResult KernelFunction::emitSoftmaxContract(SoftmaxContractOp contract) {
+LogicalResult
+ContractionLowering::emitSoftmaxContract(SoftmaxContractOp contract) {
   if (contract.getEngine().value_or(kLoopsEngine) == kLoopsEngine)
     return emitGenericContract(contract);
   if (contract.getForm() == ContractForm::bilinear) {
@@ -136,8 +129,8 @@ static StringRef bilinearKernelOf(StringRef engine, bool single) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult
-KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
-                                     const BilinearContract &form) {
+ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
+                                          const BilinearContract &form) {
   unsigned rowCount = contract.getNumRowIndices();
   SmallVector<Value> rowExtents = extentsOf(contract.getRows());
   Value columns =
@@ -158,7 +151,7 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
 
   // Results.
   for (Value result : contract.getResults())
-    arrays[result] = Lowered{Value(), allocate(typeOf(result))};
+    state.arrays[result] = Lowered{Value(), allocate(typeOf(result))};
   std::optional<SmallVector<LinearConstraint>> constraints =
       contract.getLinearConstraints();
 
@@ -261,7 +254,7 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
     Value rowTotal, colTotal;
     {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(entryAnchor);
+      b.setInsertionPoint(frame.entryAnchor);
       SmallVector<Value> extents = extentsOf(contract.getRows());
       Value width = arith::AddIOp::create(
           b, loc, dim(typeOf(form.rowTable).getShape().back().getValue()),
@@ -371,7 +364,7 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
   Value reusedTiles;
   if (SoftmaxContractOp source = contract.getScoresSource();
       source && contract.getReusesScores())
-    reusedTiles = keptTiles.lookup(source);
+    reusedTiles = state.keptTiles.lookup(source);
   if (reusedTiles) {
     tiles = reusedTiles;
     tilesMode = mode(ENERGY_CONTRACT_TILES_REUSE);
@@ -386,7 +379,7 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
                          toI64(index(terms)), mode(singlePrecision() ? 4 : 8)})
                 .getResult(0);
     tilesMode = mode(ENERGY_CONTRACT_TILES_KEEP);
-    keptTiles[contract] = tiles;
+    state.keptTiles[contract] = tiles;
   }
   storeSlot(kKeptTiles, tiles);
   storeSlot(kKeptTilesMode, tilesMode);
@@ -402,7 +395,8 @@ KernelFunction::emitBilinearContract(SoftmaxContractOp contract,
 }
 
 FailureOr<SmallVector<Value>>
-KernelFunction::factorCoefficients(Value factor, const BilinearContract &form) {
+ContractionLowering::factorCoefficients(Value factor,
+                                        const BilinearContract &form) {
   auto f64 = [&](double value) {
     return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value))
         .getResult();
@@ -418,7 +412,7 @@ KernelFunction::factorCoefficients(Value factor, const BilinearContract &form) {
       return result;
     }
     // Computed outside the contraction: κ alone.
-    if (arrays.count(value) && get(value).scalar) {
+    if (state.arrays.count(value) && get(value).scalar) {
       result[0] = toF64(get(value).scalar);
       return result;
     }
@@ -484,16 +478,7 @@ KernelFunction::factorCoefficients(Value factor, const BilinearContract &form) {
   return coefficients;
 }
 
-void KernelFunction::storeInSlot(Value slots, unsigned position, Value value) {
-  if (value.getType().isIndex())
-    value = toI64(value);
-  Value at = LLVM::GEPOp::create(
-      b, loc, pointerType(), b.getI64Type(), slots,
-      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
-  LLVM::StoreOp::create(b, loc, value, at);
-}
-
-void KernelFunction::reportContractStatus(Value code) {
+void ContractionLowering::reportContractStatus(Value code) {
   // The kernels' codes: OK, an invalid argument (a temperature that is
   // not positive), out of memory, a device failure (the GPU's versions).
   auto i32 = [&](int32_t value) {
@@ -516,11 +501,11 @@ void KernelFunction::reportContractStatus(Value code) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult
-KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
-                                      const QuadraticContract &form) {
+ContractionLowering::emitQuadraticContract(SoftmaxContractOp contract,
+                                           const QuadraticContract &form) {
   auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
   for (Value result : contract.getResults())
-    arrays[result] = Lowered{Value(), allocate(typeOf(result))};
+    state.arrays[result] = Lowered{Value(), allocate(typeOf(result))};
   Value rows = extentsOf(contract.getRows()).front();
   Value columns =
       extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
@@ -591,4 +576,10 @@ KernelFunction::emitQuadraticContract(SoftmaxContractOp contract,
     });
   }
   return success();
+}
+
+void codegen::populateContractionLowerings(KernelLoweringPatterns &patterns) {
+  patterns.addArrayOps<ContractionLowering, TabulateOp>(
+      &ContractionLowering::emitTabulate);
+  patterns.addStatement(&ContractionLowering::emitSoftmaxContract);
 }

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "ContractionLowering.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
@@ -26,7 +26,8 @@ namespace {
 constexpr int64_t kPanelSize = 128;
 } // namespace
 
-LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
+LogicalResult
+ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
   auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
   Value negativeInfinity = real(-std::numeric_limits<double>::infinity());
   SmallVector<Value> rowExtents = extentsOf(contract.getRows());
@@ -36,7 +37,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
   Value temperature = contract.getTemperature()
                           ? get(contract.getTemperature()).scalar
                           : Value();
-  bool statement = loopDepth == 0;
+  bool statement = frame.loopDepth == 0;
   Block &scoreBlock = contract.getScore().front();
   Block &rowBlock = contract.getRowSums().front();
   Block &colBlock = contract.getColSums().front();
@@ -337,7 +338,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
     SmallVector<Value> partials, partialSizes;
     {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(entryAnchor);
+      b.setInsertionPoint(frame.entryAnchor);
       Value rowCount = arith::MaxSIOp::create(
           b, loc, dimExpr(cast<DimExprAttr>(contract.getRows()[0])), index(0));
       Value columnCount =
@@ -459,7 +460,7 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
     return success();
   };
 
-  ++loopDepth;
+  ++frame.loopDepth;
   LogicalResult done = success();
   if (!given && contract.getNumRowIndices() == 1 &&
       !contract.getColOutputs().empty()) {
@@ -478,11 +479,11 @@ LogicalResult KernelFunction::emitGenericContract(SoftmaxContractOp contract) {
   }
   if (failed(done))
     return failure();
-  --loopDepth;
+  --frame.loopDepth;
 
   for (auto [result, data] : llvm::zip(contract.getResults(), resultData))
-    arrays[result] = typeOf(result).isScalar()
-                         ? Lowered{load(data, index(0)), Value()}
-                         : Lowered{Value(), data};
+    state.arrays[result] = typeOf(result).isScalar()
+                               ? Lowered{load(data, index(0)), Value()}
+                               : Lowered{Value(), data};
   return success();
 }

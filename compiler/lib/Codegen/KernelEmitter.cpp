@@ -3,11 +3,11 @@
 // The kernels of a model (ArtifactABI.h): one function per gradient program
 // (and an exported kernel for each gradient the manifest lists), the energy,
 // each output, the step program and the stopping rule, over the buffers of
-// the artifact's layout. KernelFunction lowers their bodies.
+// the artifact's layout. KernelLowering.h lowers their bodies.
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "KernelLowering.h"
 #include "SupportFunctions.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
@@ -138,6 +138,8 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     context.bufferIndex[buffer.name] = number;
 
   declareRuntimeFunctions(target);
+  KernelLoweringPatterns patterns(model.getContext());
+  populateKernelLowerings(patterns);
   OpBuilder b(model.getContext());
   b.setInsertionPointToEnd(target.getBody());
   Type pointer = LLVM::LLVMPointerType::get(b.getContext());
@@ -168,11 +170,12 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
       layout.gradientKernels.data();
   for (GradientOp gradient : body.getOps<GradientOp>()) {
     func::FuncOp function = context.gradientFunctions[gradient];
-    KernelFunction kernel(context, function);
+    KernelFunction kernel(context, function, patterns);
     // The function adds into its targets; its callers clear them.
     for (auto [position, name] : llvm::enumerate(gradient.getTensors()))
-      kernel.gradientTargets[name.getValue()] =
-          function.getArgument(kernelArguments.size() + position);
+      kernel.setGradientTarget(
+          name.getValue(),
+          function.getArgument(kernelArguments.size() + position));
     if (failed(kernel.emitBlock(gradient.getBody().front(), {})))
       return failure();
     kernel.finish();
@@ -180,17 +183,16 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
       continue;
     func::FuncOp entry = createFunction((gradientKernel++)->symbol,
                                         /*targets=*/0, gradient.getLoc());
-    KernelFunction wrapper(context, entry);
+    KernelFunction wrapper(context, entry, patterns);
     Value destination =
         wrapper.bufferPointer(("grad." + gradient.getTensor()).str());
     auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
     wrapper.copyInto(Lowered{wrapper.zero(), Value()}, tensor.getArrayType(),
                      destination, /*accumulate=*/false);
+    SmallVector<Value> arguments(wrapper.kernelArguments());
+    arguments.push_back(destination);
     Value code =
-        func::CallOp::create(wrapper.b, wrapper.loc, function,
-                             ValueRange{wrapper.buffersArg, wrapper.dimsArg,
-                                        wrapper.constsArg, wrapper.stepArg,
-                                        wrapper.resultArg, destination})
+        func::CallOp::create(wrapper.b, wrapper.loc, function, arguments)
             .getResult(0);
     wrapper.finish(code);
   }
@@ -198,7 +200,7 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
   auto emitEnergy = [&](StringRef symbol, ArrayRef<TermOp> summed,
                         Location loc) -> LogicalResult {
     func::FuncOp function = createFunction(symbol, 0, loc);
-    KernelFunction kernel(context, function);
+    KernelFunction kernel(context, function, patterns);
     Value total = kernel.zero();
     for (TermOp term : summed) {
       FailureOr<SmallVector<Value>> value =
@@ -226,7 +228,7 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
   for (auto [output, symbol] :
        llvm::zip_equal(body.getOps<OutputOp>(), layout.outputKernels)) {
     func::FuncOp function = createFunction(symbol.symbol, 0, output.getLoc());
-    KernelFunction kernel(context, function);
+    KernelFunction kernel(context, function, patterns);
     Value destination = kernel.bufferPointer(output.getSymName());
     if (failed(kernel.emitComprehension(
             output.getDomain(), cast<ArrayType>(output.getElementType()),
@@ -245,7 +247,7 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
   auto emitProgram = [&](Region &program, StringRef symbol,
                          Location loc) -> LogicalResult {
     func::FuncOp function = createFunction(symbol, 0, loc);
-    KernelFunction kernel(context, function, /*isProgram=*/true);
+    KernelFunction kernel(context, function, patterns, /*isProgram=*/true);
     if (failed(kernel.emitBlock(program.front(), {})))
       return failure();
     kernel.finish();
@@ -270,7 +272,7 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     DynamicsOp dynamics = model.getDynamics();
     func::FuncOp function =
         createFunction(layout.untilKernel, 0, dynamics.getLoc());
-    KernelFunction kernel(context, function, /*isProgram=*/true);
+    KernelFunction kernel(context, function, patterns, /*isProgram=*/true);
     FailureOr<SmallVector<Value>> done =
         kernel.emitBlock(dynamics.getUntil().front(), {});
     if (failed(done))

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "KernelLowering.h"
 #include "energy/IR/PluginCode.h"
 #include "energy/Plugin/FunctionTable.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -18,8 +18,27 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 namespace plugin = ::energy::plugin;
 
-Value KernelFunction::callPluginCode(StringRef symbol, Type result,
-                                     ValueRange arguments) {
+namespace {
+class PluginCallLowering : public KernelLowering {
+public:
+  explicit PluginCallLowering(KernelLowering &kernel)
+      : KernelLowering(kernel) {}
+
+  /// A plugin's function or aggregation: a call of its run-time code
+  /// through the artifact's pointer slot.
+  FailureOr<Lowered> emitPluginOp(Operation *op);
+
+private:
+  Value callPluginCode(StringRef symbol, Type result, ValueRange arguments);
+  /// `value` as doubles: itself in f64 kernels, a converted copy in f32.
+  Value asDoubles(Lowered value, Value count);
+  /// Doubles back as the kernel's elements (in place in f64 kernels).
+  Value fromDoubles(Value doubles, Value count);
+};
+} // namespace
+
+Value PluginCallLowering::callPluginCode(StringRef symbol, Type result,
+                                         ValueRange arguments) {
   std::string slot = (ENERGY_ARTIFACT_PLUGIN_SLOT_PREFIX + symbol).str();
   auto global = context.target.lookupSymbol<LLVM::GlobalOp>(slot);
   if (!global) {
@@ -45,7 +64,7 @@ Value KernelFunction::callPluginCode(StringRef symbol, Type result,
   return result ? call.getResult() : Value();
 }
 
-Value KernelFunction::asDoubles(Lowered value, Value count) {
+Value PluginCallLowering::asDoubles(Lowered value, Value count) {
   if (!singlePrecision())
     return value.data;
   Value doubles = allocateElements(count, /*elementBytes=*/8);
@@ -57,7 +76,7 @@ Value KernelFunction::asDoubles(Lowered value, Value count) {
   return doubles;
 }
 
-Value KernelFunction::fromDoubles(Value doubles, Value count) {
+Value PluginCallLowering::fromDoubles(Value doubles, Value count) {
   if (!singlePrecision())
     return doubles;
   Value data = allocateElements(count);
@@ -70,7 +89,7 @@ Value KernelFunction::fromDoubles(Value doubles, Value count) {
   return data;
 }
 
-FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
+FailureOr<Lowered> PluginCallLowering::emitPluginOp(Operation *op) {
   auto type = cast<ArrayType>(op->getResult(0).getType());
   auto operandType = cast<ArrayType>(op->getOperand(0).getType());
   Type f64 = b.getF64Type();
@@ -131,4 +150,10 @@ FailureOr<Lowered> KernelFunction::emitPluginOp(Operation *op) {
       .Default([&](Operation *) -> Result {
         return op->emitOpError("is not a plugin's function");
       });
+}
+
+void codegen::populatePluginCallLowerings(KernelLoweringPatterns &patterns) {
+  patterns.addArrayOps<PluginCallLowering, ApplyOp, SimilarityOp,
+                       SimilarityGradientOp, AggregateOp, AggregateWeightsOp>(
+      &PluginCallLowering::emitPluginOp);
 }

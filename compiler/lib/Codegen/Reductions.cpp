@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "KernelLowering.h"
 #include "energy/Codegen/ParallelLoops.h"
 
 #include <limits>
@@ -16,12 +16,23 @@ using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
-FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
+namespace {
+class ReductionLowering : public KernelLowering {
+public:
+  explicit ReductionLowering(KernelLowering &kernel) : KernelLowering(kernel) {}
+
+  FailureOr<Lowered> emitReduce(ReduceOp reduce);
+  /// A reduction in the order of its domain, on one thread.
+  FailureOr<Lowered> emitReduceInOrder(ReduceOp reduce, FirstAxis first = {});
+};
+} // namespace
+
+FailureOr<Lowered> ReductionLowering::emitReduce(ReduceOp reduce) {
   if (reduce.getKind() == ReduceKind::custom)
     return reduce.emitOpError(
         "of a plugin aggregation reaches code generation; energy-plan-kernels "
         "turns it into energy.aggregate of a table");
-  if (loopDepth > 0 || !reduce.getParallel())
+  if (frame.loopDepth > 0 || !reduce.getParallel())
     return emitReduceInOrder(reduce);
   // A sum outside every loop: fixed chunks of the first axis, summed on the
   // thread pool, then added in chunk order, so that the result does not
@@ -35,7 +46,7 @@ FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
   Value extent, chunks, size, partials, positionsPerChunk;
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(entryAnchor);
+    b.setInsertionPoint(frame.entryAnchor);
     extent = arith::MaxSIOp::create(
         b, loc, dimExpr(cast<DimExprAttr>(reduce.getSizes()[0])), index(0));
     size = elementCount(type);
@@ -93,8 +104,8 @@ FailureOr<Lowered> KernelFunction::emitReduce(ReduceOp reduce) {
   return Lowered{Value(), total};
 }
 
-FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce,
-                                                     FirstAxis axis) {
+FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
+                                                        FirstAxis axis) {
   auto type = cast<ArrayType>(reduce.getType());
   ReduceKind kind = reduce.getKind();
   Value negInf = real(-std::numeric_limits<double>::infinity());
@@ -199,4 +210,9 @@ FailureOr<Lowered> KernelFunction::emitReduceInOrder(ReduceOp reduce,
     store(finish(load(first, i), second ? load(second, i) : Value()), first, i);
   });
   return Lowered{Value(), first};
+}
+
+void codegen::populateReductionLowerings(KernelLoweringPatterns &patterns) {
+  patterns.addArrayOps<ReductionLowering, ReduceOp>(
+      &ReductionLowering::emitReduce);
 }

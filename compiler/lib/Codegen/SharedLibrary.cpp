@@ -116,9 +116,9 @@ static const std::string &kernelSupportLibrary() {
         llvm::sys::fs::getMainExecutable("energyc", &anchor);
     llvm::SmallString<256> installed(
         llvm::sys::path::parent_path(llvm::sys::path::parent_path(executable)));
-    llvm::sys::path::append(installed, "lib",
-                            llvm::sys::path::filename(
-                                ENERGY_KERNEL_SUPPORT_LIBRARY));
+    llvm::sys::path::append(
+        installed, "lib",
+        llvm::sys::path::filename(ENERGY_KERNEL_SUPPORT_LIBRARY));
     if (!executable.empty() && llvm::sys::fs::exists(installed) &&
         !llvm::sys::fs::equivalent(installed, ENERGY_KERNEL_SUPPORT_LIBRARY))
       return installed.str().str();
@@ -229,8 +229,7 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
                                       temporary};
   for (const std::string &object : objectPaths)
     arguments.push_back(object);
-  arguments.append(
-      {supportLibrary, "-lstdc++", "-lm", "-lpthread"});
+  arguments.append({supportLibrary, "-lstdc++", "-lm", "-lpthread"});
   int status = llvm::sys::ExecuteAndWait(ENERGY_CLANG_PATH, arguments,
                                          std::nullopt, {}, 0, 0, &message);
   if (status != 0)

@@ -9,14 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelFunction.h"
+#include "KernelBuilder.h"
 #include "energy/Codegen/ParallelLoops.h"
 
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
-Value KernelFunction::loadLanes(Value base, Value offset, int lanes) {
+Value KernelBuilder::loadLanes(Value base, Value offset, int lanes) {
   if (lanes == 1)
     return load(base, offset);
   auto type = VectorType::get({lanes}, context.elementType);
@@ -25,23 +25,22 @@ Value KernelFunction::loadLanes(Value base, Value offset, int lanes) {
                               context.elementType.getWidth() / 8);
 }
 
-void KernelFunction::storeLanes(Value value, Value base, Value offset,
-                                int lanes) {
+void KernelBuilder::storeLanes(Value value, Value base, Value offset,
+                               int lanes) {
   if (lanes == 1)
     return store(value, base, offset);
   LLVM::StoreOp::create(b, loc, value, offsetPointer(base, offset),
                         context.elementType.getWidth() / 8);
 }
 
-Value KernelFunction::splat(Value scalar, int lanes) {
+Value KernelBuilder::splat(Value scalar, int lanes) {
   if (lanes == 1)
     return scalar;
   return vector::BroadcastOp::create(
       b, loc, VectorType::get({lanes}, context.elementType), scalar);
 }
 
-void KernelFunction::forLanes(Value count,
-                              function_ref<void(Value, int)> body) {
+void KernelBuilder::forLanes(Value count, function_ref<void(Value, int)> body) {
   int lanes = vectorLanes();
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
@@ -55,8 +54,8 @@ void KernelFunction::forLanes(Value count,
   markElementwise(vectors, tail);
 }
 
-Value KernelFunction::sumLanes(Value count,
-                               function_ref<Value(Value, int)> term) {
+Value KernelBuilder::sumLanes(Value count,
+                              function_ref<Value(Value, int)> term) {
   int lanes = vectorLanes();
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
@@ -87,7 +86,7 @@ Value KernelFunction::sumLanes(Value count,
   return scalars.getResult(0);
 }
 
-void KernelFunction::addScaled(Value y, Value a, Value x, Value count) {
+void KernelBuilder::addScaled(Value y, Value a, Value x, Value count) {
   forLanes(count, [&](Value offset, int lanes) {
     Value sum = add(loadLanes(y, offset, lanes),
                     mul(splat(a, lanes), loadLanes(x, offset, lanes)));
@@ -95,7 +94,7 @@ void KernelFunction::addScaled(Value y, Value a, Value x, Value count) {
   });
 }
 
-Value KernelFunction::dotProduct(Value x, Value y, Value count) {
+Value KernelBuilder::dotProduct(Value x, Value y, Value count) {
   return sumLanes(count, [&](Value offset, int lanes) {
     return mul(loadLanes(x, offset, lanes), loadLanes(y, offset, lanes));
   });

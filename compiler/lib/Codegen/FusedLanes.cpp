@@ -1,0 +1,161 @@
+//===- FusedLanes.cpp - Element-wise ops on vectors of lanes --------------===//
+//
+// Lowers element-wise ops (ElementwiseOpInterface) on vectors of lanes, or
+// one element at a time where they have no vector form; an element-wise
+// value whose one user is element-wise too is computed in that user's loop,
+// lane by lane, and never stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::codegen;
+
+namespace {
+/// The kernel's builders as element-wise ops build their lanes with
+/// (ElementwiseOpInterface.h).
+class KernelLanes : public LaneBuilder {
+public:
+  explicit KernelLanes(KernelBuilder &kernel) : kernel(kernel) {}
+  OpBuilder &getBuilder() override { return kernel.b; }
+  Location getLoc() override { return kernel.loc; }
+  Value constant(double value, Value like) override {
+    auto lanes = dyn_cast<VectorType>(like.getType());
+    return kernel.splat(kernel.real(value), lanes ? lanes.getNumElements() : 1);
+  }
+  Value add(Value lhs, Value rhs) override { return kernel.add(lhs, rhs); }
+  Value sub(Value lhs, Value rhs) override { return kernel.sub(lhs, rhs); }
+  Value mul(Value lhs, Value rhs) override { return kernel.mul(lhs, rhs); }
+  Value div(Value lhs, Value rhs) override { return kernel.div(lhs, rhs); }
+  Value maximum(Value lhs, Value rhs) override {
+    return kernel.maximum(lhs, rhs);
+  }
+  Value exp(Value x) override { return kernel.exp(x); }
+  Value log(Value x) override { return kernel.log(x); }
+  Value compare(arith::CmpFPredicate predicate, Value lhs, Value rhs) override {
+    return kernel.cmp(predicate, lhs, rhs);
+  }
+  Value select(Value condition, Value whenTrue, Value whenFalse) override {
+    return kernel.select(condition, whenTrue, whenFalse);
+  }
+  Value callSupport(StringRef name, Value x) override {
+    OpBuilder &b = kernel.b;
+    Location loc = kernel.loc;
+    bool wide = kernel.context.elementType.getWidth() == 64;
+    Value argument =
+        wide ? x : arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+    auto function = kernel.context.target.lookupSymbol<func::FuncOp>(name);
+    Value result = func::CallOp::create(b, loc, function, ValueRange{argument})
+                       .getResult(0);
+    return wide ? result
+                : arith::TruncFOp::create(b, loc, kernel.context.elementType,
+                                          result);
+  }
+
+private:
+  KernelBuilder &kernel;
+};
+} // namespace
+
+Value KernelLowering::elementwise(Operation *op, ValueRange operands) {
+  KernelLanes lanes(*this);
+  return cast<ElementwiseOpInterface>(op).buildLanes(lanes, operands);
+}
+
+bool KernelLowering::isLaneWise(Operation *op) {
+  auto elementwise = dyn_cast<ElementwiseOpInterface>(op);
+  if (!elementwise || !elementwise.takesVectors())
+    return false;
+  auto type = cast<ArrayType>(op->getResult(0).getType());
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    auto operandType = cast<ArrayType>(operand.getType());
+    return operandType == type || operandType.isScalar();
+  });
+}
+
+bool KernelLowering::isFusedIntoUser(Operation *op) {
+  Value result = op->getResult(0);
+  if (!isLaneWise(op) || cast<ArrayType>(result.getType()).isScalar() ||
+      !result.hasOneUse())
+    return false;
+  Operation *user = *result.getUsers().begin();
+  bool laneWiseUser =
+      isLaneWise(user) && user->getResult(0).getType() == result.getType();
+  bool dotOfLanes = isa<DotOp>(user) && user->getOperand(0).getType() ==
+                                            user->getOperand(1).getType();
+  auto reduce = dyn_cast<ReduceElementsOp>(user);
+  bool sumOfLanes = reduce && reduce.getKind() != ElementsKind::maxabs &&
+                    reduce.getKind() != ElementsKind::lse;
+  if (user->getBlock() != op->getBlock() ||
+      !(laneWiseUser || dotOfLanes || sumOfLanes || isa<AccumulateOp>(user)))
+    return false;
+  for (Operation *between = op->getNextNode(); between != user;
+       between = between->getNextNode())
+    if (between->getNumRegions() != 0 ||
+        isa<AccumulateOp, StoreOp, GradOp>(between))
+      return false;
+  return true;
+}
+
+Value KernelLowering::laneValue(Value value, Value offset, int lanes) {
+  if (state.fusedIntoUser.contains(value))
+    return laneOp(value.getDefiningOp(), offset, lanes);
+  return lanesAt(get(value), offset, lanes);
+}
+
+Value KernelLowering::laneOp(Operation *op, Value offset, int lanes) {
+  SmallVector<Value, 2> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(laneValue(operand, offset, lanes));
+  return elementwise(op, operands);
+}
+
+void codegen::populateFusedLaneLowerings(KernelLoweringPatterns &patterns) {
+  patterns.addGeneric(
+      kFusedBenefit,
+      [](Operation *op, KernelLowering &) {
+        return KernelLowering::isFusedIntoUser(op);
+      },
+      [](Operation *op, KernelLowering &kernel) {
+        kernel.markFused(op->getResult(0));
+        return success();
+      });
+  // Element-wise functions and arithmetic, scalars included, on vectors of
+  // lanes (their operands computed in the same loop where fused).
+  patterns.addGeneric(
+      kLaneWiseBenefit,
+      [](Operation *op, KernelLowering &) {
+        return KernelLowering::isLaneWise(op);
+      },
+      [](Operation *op, KernelLowering &kernel) {
+        auto type = cast<ArrayType>(op->getResult(0).getType());
+        kernel.setLowered(op->getResult(0),
+                          kernel.buildLanes(type, [&](Value offset, int lanes) {
+                            return kernel.laneOp(op, offset, lanes);
+                          }));
+        return success();
+      });
+  // Element-wise ops without vector lanes (∫ silu calls the support
+  // library) one element at a time.
+  patterns.addGeneric(
+      kElementwiseBenefit,
+      [](Operation *op, KernelLowering &) {
+        return isa<ElementwiseOpInterface>(op);
+      },
+      [](Operation *op, KernelLowering &kernel) {
+        auto type = cast<ArrayType>(op->getResult(0).getType());
+        SmallVector<Lowered> operands;
+        for (Value operand : op->getOperands())
+          operands.push_back(kernel.get(operand));
+        kernel.setLowered(
+            op->getResult(0), kernel.build(type, [&](Value position) {
+              SmallVector<Value, 2> elements;
+              for (const Lowered &operand : operands)
+                elements.push_back(kernel.elementAt(operand, position));
+              return kernel.elementwise(op, elements);
+            }));
+        return success();
+      });
+}

@@ -1,0 +1,277 @@
+//===- KernelBuilder.cpp - The shared builder of kernel functions ---------===//
+//
+// A kernel function's entry (its arguments and status), scratch memory that
+// is allocated at entry and freed on return, dims, loops and arrays. Scalars
+// live in registers; arrays live in buffers (tensor storage, or scratch).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "energy/Codegen/ParallelLoops.h"
+#include "energy/KernelSupport/KernelSupport.h"
+#include "energy/Runtime/ArtifactABI.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+using namespace mlir::energy::codegen;
+
+void codegen::dropImplicitYield(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  if (!body->empty() && isa<scf::YieldOp>(body->back()))
+    body->back().erase();
+}
+
+KernelFrame::KernelFrame(ModelContext &context, func::FuncOp function)
+    : b(function.getContext()), loc(function.getLoc()), context(context),
+      function(function) {
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  buffersArg = entry->getArgument(0);
+  dimsArg = entry->getArgument(1);
+  constsArg = entry->getArgument(2);
+  stepArg = entry->getArgument(3);
+  resultArg = entry->getArgument(4);
+  Type pointerType = LLVM::LLVMPointerType::get(b.getContext());
+  Value one =
+      LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(1));
+  status = LLVM::AllocaOp::create(b, loc, pointerType, b.getI32Type(), one);
+  status.getDefiningOp()->setAttr(kKernelStatusAttr, b.getUnitAttr());
+  LLVM::StoreOp::create(
+      b, loc,
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), ENERGY_KERNEL_OK),
+      status);
+  entryAnchor = arith::ConstantIndexOp::create(b, loc, 0);
+  b.setInsertionPointToEnd(entry);
+}
+
+void KernelBuilder::finish(Value code) {
+  auto freeFunction =
+      context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_FREE);
+  for (Value pointer : frame.allocations)
+    func::CallOp::create(b, loc, freeFunction, ValueRange{pointer});
+  if (!code)
+    code = LLVM::LoadOp::create(b, loc, b.getI32Type(), frame.status);
+  func::ReturnOp::create(b, loc, code);
+  for (Operation *anchor : frame.anchors)
+    anchor->erase();
+  frame.entryAnchor->erase();
+}
+
+Value KernelBuilder::loadBufferPointer(unsigned slot) {
+  Value slotPointer = LLVM::GEPOp::create(
+      b, loc, pointerType(), pointerType(), frame.buffersArg,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(slot)});
+  return LLVM::LoadOp::create(b, loc, pointerType(), slotPointer);
+}
+
+Value KernelBuilder::dim(StringRef name) {
+  auto it = frame.dimValues.find(name);
+  if (it != frame.dimValues.end())
+    return it->second;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
+  unsigned position = context.dimIndex.lookup(name);
+  Value pointer = LLVM::GEPOp::create(
+      b, loc, pointerType(), b.getI64Type(), frame.dimsArg,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
+  Value value = LLVM::LoadOp::create(b, loc, b.getI64Type(), pointer);
+  Value result =
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), value).getResult();
+  frame.dimValues[name] = result;
+  return result;
+}
+
+Value KernelBuilder::dimExpr(DimExprAttr expr) {
+  SmallVector<Value> symbols;
+  for (StringAttr name : expr.getNames())
+    symbols.push_back(dim(name.getValue()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
+  return affine::expandAffineExpr(b, loc, expr.getExpr(), {}, symbols);
+}
+
+SmallVector<Value> KernelBuilder::shape(ArrayType type) {
+  SmallVector<Value> extents;
+  for (StringAttr name : type.getShape())
+    extents.push_back(dim(name.getValue()));
+  return extents;
+}
+
+Value KernelBuilder::elementCount(ArrayType type) {
+  SmallVector<Value> extents = shape(type);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
+  Value count = index(1);
+  for (Value extent : extents)
+    count = arith::MulIOp::create(b, loc, count, extent);
+  return count;
+}
+
+Value KernelBuilder::allocateElements(Value count, int64_t elementBytes) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
+  if (elementBytes == 0)
+    elementBytes = context.elementType.getWidth() / 8;
+  Value bytes = arith::MulIOp::create(
+      b, loc, toI64(count),
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(), elementBytes));
+  // At least one element, so that an empty array still has an address.
+  bytes = arith::MaxSIOp::create(
+      b, loc, bytes, arith::ConstantIntOp::create(b, loc, b.getI64Type(), 8));
+  auto allocate =
+      context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_ALLOC);
+  Value pointer =
+      func::CallOp::create(b, loc, allocate, ValueRange{bytes}).getResult(0);
+  frame.allocations.push_back(pointer);
+  return pointer;
+}
+
+Value KernelBuilder::allocate(ArrayType type) {
+  return allocateElements(elementCount(type));
+}
+
+Value KernelBuilder::allocateElements(int64_t count, int64_t elementBytes) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
+  return allocateElements(index(count), elementBytes);
+}
+
+Value KernelBuilder::allocateSlots(unsigned count) {
+  return allocateElements(count, /*elementBytes=*/8);
+}
+
+func::CallOp KernelBuilder::callSupport(StringRef name, ValueRange arguments) {
+  auto function = context.target.lookupSymbol<func::FuncOp>(name);
+  return func::CallOp::create(b, loc, function, arguments);
+}
+
+void KernelBuilder::reportStatus(Value code) {
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, frame.status, code,
+                            LLVM::AtomicOrdering::monotonic);
+}
+
+Value KernelBuilder::storeResult(Value scalar) {
+  Value wide = scalar;
+  if (context.elementType.getWidth() != 64)
+    wide = arith::ExtFOp::create(b, loc, b.getF64Type(), scalar);
+  LLVM::StoreOp::create(b, loc, wide, frame.resultArg);
+  return wide;
+}
+
+void KernelBuilder::storeInSlot(Value slots, unsigned position, Value value) {
+  if (value.getType().isIndex())
+    value = toI64(value);
+  Value at = LLVM::GEPOp::create(
+      b, loc, pointerType(), b.getI64Type(), slots,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(position)});
+  LLVM::StoreOp::create(b, loc, value, at);
+}
+
+void KernelBuilder::forRange(Value upper, function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, loc, index(0), upper, index(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+SmallVector<Value> KernelBuilder::forRange(
+    Value upper, ValueRange carried,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, loc, index(0), upper, index(1), carried);
+  dropImplicitYield(loop);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(loop.getBody());
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> KernelBuilder::extentsOf(ArrayAttr sizes) {
+  SmallVector<Value> extents;
+  for (Attribute size : sizes) {
+    Value extent = dimExpr(cast<DimExprAttr>(size));
+    // A negative extent is an empty range.
+    extents.push_back(arith::MaxSIOp::create(b, loc, extent, index(0)));
+  }
+  return extents;
+}
+
+scf::ForOp KernelBuilder::forSteps(Value lower, Value upper, Value step,
+                                   function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, loc, lower, upper, step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+  return loop;
+}
+
+Lowered KernelBuilder::build(ArrayType type,
+                             function_ref<Value(Value)> element) {
+  if (type.isScalar())
+    return {element(index(0)), Value()};
+  Value data = allocate(type);
+  forRange(elementCount(type),
+           [&](Value position) { store(element(position), data, position); });
+  return {Value(), data};
+}
+
+Lowered KernelBuilder::buildLanes(ArrayType type,
+                                  function_ref<Value(Value, int)> element) {
+  if (type.isScalar())
+    return {element(index(0), 1), Value()};
+  Value data = allocate(type);
+  forLanes(elementCount(type), [&](Value offset, int lanes) {
+    storeLanes(element(offset, lanes), data, offset, lanes);
+  });
+  return {Value(), data};
+}
+
+void KernelBuilder::copyInto(Lowered value, ArrayType type, Value destination,
+                             bool accumulate) {
+  if (type.isScalar()) {
+    Value element = elementAt(value, index(0));
+    if (accumulate)
+      element = add(load(destination, index(0)), element);
+    return store(element, destination, index(0));
+  }
+  forLanes(elementCount(type), [&](Value offset, int lanes) {
+    Value element = lanesAt(value, offset, lanes);
+    if (accumulate)
+      element = add(loadLanes(destination, offset, lanes), element);
+    storeLanes(element, destination, offset, lanes);
+  });
+}
+
+Value KernelBuilder::sliceOffset(ArrayRef<Value> indices,
+                                 ArrayRef<Value> extents) {
+  Value offset = index(0);
+  for (auto [position, value] : llvm::enumerate(indices))
+    offset = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, offset, extents[position]),
+        value);
+  Value stride = index(1);
+  for (Value extent : extents.drop_front(indices.size()))
+    stride = arith::MulIOp::create(b, loc, stride, extent);
+  return arith::MulIOp::create(b, loc, offset, stride);
+}
+
+Lowered KernelBuilder::slice(Value base, ArrayType whole, ArrayType part,
+                             ArrayRef<Value> indices) {
+  Value offset = sliceOffset(indices, shape(whole));
+  if (part.isScalar())
+    return {load(base, offset), Value()};
+  return {Value(), offsetPointer(base, offset)};
+}
+
+void KernelBuilder::expInPlace(Value values, Value count) {
+  // Weights below the smallest normal number become 0 (they would cost a
+  // microcode assist each and weigh under 2^-126 of the largest).
+  callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32
+                                : ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64,
+              {toI64(count), values, values});
+}
