@@ -196,6 +196,9 @@ int main(int argc, char **argv) {
   int64_t large = argc > 1 ? std::atoll(argv[1]) : 8192;
   int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  energy_support_set_log_handler([](int32_t, const char *message) {
+    std::fprintf(stderr, "%s\n", message);
+  });
   void *probe = energy_support_cuda_alloc(256);
   if (!probe) {
     std::printf("fused-attention-check: no GPU here (%s); skipped\n",

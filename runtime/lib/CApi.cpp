@@ -8,6 +8,7 @@
 
 #include "energy/energy.h"
 
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
@@ -108,6 +109,17 @@ energy_dtype energy_model_dtype(const energy_model *model) {
 
 const char *energy_model_device(const energy_model *model) {
   return model->model.device() == "cuda" ? "cuda" : "cpu";
+}
+
+void energy_set_log_handler(energy_log_fn handler, void *user_data) {
+  static_assert(ENERGY_LOG_NOTE == static_cast<int>(energy::LogLevel::Note) &&
+                ENERGY_LOG_TRACE == static_cast<int>(energy::LogLevel::Trace));
+  if (!handler)
+    return energy::setLogHandler(nullptr);
+  energy::setLogHandler(
+      [handler, user_data](energy::LogLevel level, const char *message) {
+        handler(static_cast<energy_log_level>(level), message, user_data);
+      });
 }
 
 int energy_model_set_threads(energy_model *model, int threads) {

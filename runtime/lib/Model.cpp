@@ -12,6 +12,7 @@
 #include "ModelState.h"
 
 #include "energy/Runtime/CpuFeatures.h"
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/Session.h"
 
 #include <cerrno>
@@ -42,6 +43,12 @@ Expected<Model> Model::load(const std::string &path) {
   }
   std::shared_ptr<void> keepAlive(handle,
                                   [](void *handle) { dlclose(handle); });
+  // The artifact's calls of its support code bind to the process's own copy
+  // where the process exports one (the tools do): its messages go to the
+  // runtime's handler too. fromSymbols sets the artifact's.
+  if (auto setLogHandler = reinterpret_cast<energy_set_log_handler_fn>(
+          dlsym(RTLD_DEFAULT, ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL)))
+    setLogHandler(&detail::logFromArtifact);
   return fromSymbols(
       path,
       [handle](const std::string &symbol) {
@@ -134,6 +141,9 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
       if (Status status = resolve(*symbol, what, *out); !status)
         return status;
   }
+  if (auto setLogHandler = reinterpret_cast<energy_set_log_handler_fn>(
+          lookup(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL)))
+    setLogHandler(&detail::logFromArtifact);
   state->setThreads = reinterpret_cast<energy_set_threads_fn>(
       lookup(ENERGY_ARTIFACT_SET_THREADS_SYMBOL));
   if (state->manifest.target && state->manifest.target->device == "cuda")

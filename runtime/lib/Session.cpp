@@ -13,6 +13,7 @@
 #include "ModelState.h"
 
 #include "energy/Runtime/Initializer.h"
+#include "energy/Runtime/Log.h"
 
 #include <chrono>
 #include <cmath>
@@ -325,6 +326,14 @@ Status Session::prepare() {
 }
 
 namespace {
+/// Reports a line of ENERGY_CUDA_TRACE's timings, printf-style.
+template <typename... Arguments>
+void trace(const char *format, Arguments... arguments) {
+  char text[512];
+  std::snprintf(text, sizeof text, format, arguments...);
+  logMessage(LogLevel::Trace, text);
+}
+
 /// Milliseconds since `start`.
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(
@@ -339,9 +348,9 @@ const Tensor &Session::readBuffer(size_t index) {
     auto start = std::chrono::steady_clock::now();
     prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false);
     if (cudaTracing())
-      std::fprintf(stderr, "energy-cuda: %s to the host: %zu bytes, %.3f ms\n",
-                   owner.manifest().buffers[index].name.c_str(),
-                   buffer.byteSize(), millisecondsSince(start));
+      trace("energy-cuda: %s to the host: %zu bytes, %.3f ms",
+            owner.manifest().buffers[index].name.c_str(), buffer.byteSize(),
+            millisecondsSince(start));
   }
   return buffer;
 }
@@ -363,10 +372,9 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   }
   if (tracing) {
     synchronizeDevice();
-    std::fprintf(stderr,
-                 "energy-cuda: the buffers to the device: %zu buffers, %zu "
-                 "bytes, %.3f ms\n",
-                 buffers.size(), bytes, millisecondsSince(start));
+    trace("energy-cuda: the buffers to the device: %zu buffers, %zu bytes, "
+          "%.3f ms",
+          buffers.size(), bytes, millisecondsSince(start));
     start = std::chrono::steady_clock::now();
   }
   double ignored = 0;
@@ -394,8 +402,8 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                   result ? result : &ignored);
   }
   if (tracing)
-    std::fprintf(stderr, "energy-cuda: %s, the whole call: %.3f ms\n",
-                 symbol.c_str(), millisecondsSince(start));
+    trace("energy-cuda: %s, the whole call: %.3f ms", symbol.c_str(),
+          millisecondsSince(start));
   if (code == ENERGY_KERNEL_DEVICE_ERROR && owner.state->deviceError)
     return Status::error("kernel " + symbol +
                          ": the GPU failed: " + owner.state->deviceError());

@@ -14,6 +14,7 @@
 #include "CommandLineValues.h"
 #include "LossGradients.h"
 
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
@@ -271,6 +272,7 @@ int bench(Session &session, const Options &options) {
 } // namespace
 
 int main(int argc, char **argv) {
+  energy::setLogHandler(energy::printLogToStderr);
   Options options;
   if (std::string error = parse(argc, argv, options); !error.empty()) {
     if (error == "help") {

@@ -26,6 +26,7 @@
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/CudaDriver.h"
 #include "energy/Runtime/Initializer.h"
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ModelFile.h"
 #include "energy/Runtime/Random.h"
@@ -842,6 +843,7 @@ bool takeThreadsOption(SmallVectorImpl<const char *> &arguments) {
 }
 
 int main(int argc, char **argv) {
+  ::energy::setLogHandler(::energy::printLogToStderr);
   InitLLVM init(argc, argv);
   SmallVector<const char *> arguments(argv, argv + argc);
   if (!takeThreadsOption(arguments))

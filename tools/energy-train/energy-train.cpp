@@ -14,6 +14,7 @@
 
 #include "CommandLineValues.h"
 
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
@@ -335,6 +336,7 @@ struct Curves {
 } // namespace
 
 int main(int argc, char **argv) {
+  energy::setLogHandler(energy::printLogToStderr);
   Options options;
   if (std::string error = parse(argc, argv, options); !error.empty()) {
     if (error == "help") {

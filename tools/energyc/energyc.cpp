@@ -21,6 +21,7 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
+#include "energy/Runtime/Log.h"
 #include "energy/Runtime/ModelFile.h"
 #include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Passes.h"
@@ -318,6 +319,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
 } // namespace
 
 int main(int argc, char **argv) {
+  ::energy::setLogHandler(::energy::printLogToStderr);
   InitLLVM init(argc, argv);
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "energyc 0.1.0 (energy dialect on LLVM/MLIR " LLVM_VERSION_STRING

@@ -8,6 +8,7 @@
 
 #include "SupportFunctions.h"
 #include "energy/Codegen/Artifact.h"
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -64,6 +65,8 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     };
     for (const codegen::SupportFunction &support : codegen::supportFunctions())
       add(support.name.data(), support.address);
+    add(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL,
+        reinterpret_cast<void *>(&energy_support_set_log_handler));
     return symbols;
   });
   std::shared_ptr<ExecutionEngine> shared(std::move(*engine));

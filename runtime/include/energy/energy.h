@@ -38,6 +38,20 @@ typedef enum {
  * until the next call on this thread. */
 const char *energy_last_error(void);
 
+/* Messages: notes on choices the runtime made (a kernel that fell back to
+ * another engine, once per reason) and, with ENERGY_CUDA_TRACE set in the
+ * environment, timings. The library prints nothing; they go to the handler
+ * set here, for the whole process (NULL, the default, drops them). It may be
+ * called from any thread; `message` is valid during the call. */
+typedef enum {
+  ENERGY_LOG_NOTE = 0,
+  ENERGY_LOG_TRACE = 1,
+  ENERGY_LOG_LEVEL_MAX_ENUM = 0x7FFFFFFF
+} energy_log_level;
+typedef void (*energy_log_fn)(energy_log_level level, const char *message,
+                              void *user_data);
+void energy_set_log_handler(energy_log_fn handler, void *user_data);
+
 /* Loads the artifact (a shared library) at `path`; NULL on error. */
 energy_model *energy_model_load(const char *path);
 /* Frees a model; sessions of it stay usable. NULL is allowed. */

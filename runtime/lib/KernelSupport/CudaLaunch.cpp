@@ -8,6 +8,7 @@
 
 #include "CudaLaunch.h"
 #include "BlockCache.h"
+#include "SupportLog.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -201,8 +202,10 @@ bool energy::cuda::tracing() {
 }
 
 void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
-  std::fprintf(stderr, "energy-cuda: %s: %lld positions, %.3f ms\n", what,
-               static_cast<long long>(count), milliseconds);
+  char text[512];
+  std::snprintf(text, sizeof text, "energy-cuda: %s: %lld positions, %.3f ms",
+                what, static_cast<long long>(count), milliseconds);
+  energy::support::report(ENERGY_ARTIFACT_LOG_TRACE, text);
 }
 
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,

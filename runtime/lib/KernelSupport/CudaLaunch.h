@@ -70,8 +70,8 @@ private:
 };
 
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
-/// prints its name, size and milliseconds (device work and the wait) on
-/// stderr.
+/// reports its name, size and milliseconds (device work and the wait) to
+/// the log handler (SupportLog.h).
 bool tracing();
 void trace(const char *what, int64_t count, double milliseconds);
 

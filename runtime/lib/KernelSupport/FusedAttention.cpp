@@ -6,11 +6,13 @@
 // graph of cuDNN's backend API (Q Kᵀ, the scale, a causal mask, softmax with
 // its statistics, P V) on bf16 copies; libcudnn.so.9 is opened with dlopen
 // on first use. Where it cannot be had or does not take the arguments, the
-// built-in kernels compute the contraction, and stderr says why, once.
+// built-in kernels compute the contraction, and a note to the log handler
+// says why, once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaLaunch.h"
+#include "SupportLog.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -662,11 +664,12 @@ extern "C" int32_t energy_support_cuda_fused_attention_bf16(
   {
     std::lock_guard<std::mutex> guard(lock);
     if (told.insert(why).second)
-      std::fprintf(stderr,
-                   "energy-cuda: cuDNN's fused attention does not compute a "
-                   "contraction the plan gave it (%s): the built-in kernels "
-                   "do\n",
-                   why.c_str());
+      energy::support::report(
+          ENERGY_ARTIFACT_LOG_NOTE,
+          ("energy-cuda: cuDNN's fused attention does not compute a "
+           "contraction the plan gave it (" +
+           why + "): the built-in kernels do")
+              .c_str());
   }
   return energy_support_cuda_softmax_contract_bf16(args);
 }

@@ -14,6 +14,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 TEST_CASE("a model runs through the C API") {
   energy_model *model = energy_model_load(fakeF64);
@@ -146,6 +148,42 @@ TEST_CASE("C API errors return non-zero with a message") {
   CHECK(std::string(energy_last_error()) ==
         "energy_session_set_stream: setStream: model quadratic runs on the "
         "CPU, not on a CUDA stream");
+  energy_session_free(session);
+  energy_model_free(model);
+}
+
+TEST_CASE("notes of the runtime and its artifacts go to the application's "
+          "handler, and nowhere without one") {
+  using Received = std::vector<std::pair<energy_log_level, std::string>>;
+  Received received;
+  energy_set_log_handler(
+      [](energy_log_level level, const char *message, void *data) {
+        static_cast<Received *>(data)->push_back({level, message});
+      },
+      &received);
+  energy_model *model = energy_model_load(fakeFaulty);
+  REQUIRE_MESSAGE(model, energy_last_error());
+  const char *names[] = {"N"};
+  const int64_t values[] = {2};
+  energy_session *session =
+      energy_session_create(model, names, values, 1, 0, 0);
+  REQUIRE_MESSAGE(session, energy_last_error());
+  const double zeros[] = {0, 0};
+  const int64_t shape[] = {2};
+  REQUIRE(energy_session_set(session, "x", ENERGY_F64, shape, 1, zeros) == 0);
+  REQUIRE(energy_session_set(session, "c", ENERGY_F64, shape, 1, zeros) == 0);
+  double gradient[2];
+  int64_t gradientShape[1];
+  size_t rank = 1;
+  CHECK(energy_session_gradient(session, "x", ENERGY_F64, gradient, 2,
+                                gradientShape, &rank) != 0);
+  CHECK(received ==
+        Received{{ENERGY_LOG_NOTE, "fake_grad_x: no scratch space"}});
+
+  energy_set_log_handler(nullptr, nullptr);
+  CHECK(energy_session_gradient(session, "x", ENERGY_F64, gradient, 2,
+                                gradientShape, &rank) != 0);
+  CHECK(received.size() == 1);
   energy_session_free(session);
   energy_model_free(model);
 }

@@ -17,7 +17,8 @@
  * threads symbol), FAKE_FORMAT_VERSION=n, FAKE_MISSING_KERNEL (does not
  * define the output kernel the manifest names), FAKE_NOT_ARTIFACT (no
  * manifest symbol), FAKE_FAULTY (step 2 writes a NaN, the output kernel
- * fails to converge and the gradient kernel runs out of memory). */
+ * fails to converge and the gradient kernel runs out of memory, saying so
+ * through the log handler the runtime sets). */
 
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -100,9 +101,18 @@ int32_t fake_energy(void **buffers, const int64_t *dims, const double *consts,
   return ENERGY_KERNEL_OK;
 }
 
+#ifdef FAKE_FAULTY
+static energy_artifact_log_fn logHandler;
+void energy_support_set_log_handler(energy_artifact_log_fn handler) {
+  logHandler = handler;
+}
+#endif
+
 int32_t fake_grad_x(void **buffers, const int64_t *dims, const double *consts,
                     int64_t step, double *result) {
 #ifdef FAKE_FAULTY
+  if (logHandler)
+    logHandler(ENERGY_ARTIFACT_LOG_NOTE, "fake_grad_x: no scratch space");
   return ENERGY_KERNEL_OUT_OF_MEMORY;
 #endif
   const real *x = (const real *)buffers[X], *c = (const real *)buffers[C];

@@ -9,6 +9,8 @@
 #ifndef ENERGY_KERNELSUPPORT_KERNELSUPPORT_H
 #define ENERGY_KERNELSUPPORT_KERNELSUPPORT_H
 
+#include "energy/Runtime/ArtifactABI.h"
+
 #include <stdint.h>
 
 /* The symbols code generators call, by name. */
@@ -32,6 +34,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Where the support code's notes and traces go (ArtifactABI.h's
+ * ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL); NULL, the default, drops them. */
+void energy_support_set_log_handler(energy_artifact_log_fn handler);
 
 /* ∫ silu: x · softplus(x) + Li₂(−eˣ). */
 double energy_support_silu_int(double x);

@@ -228,7 +228,8 @@ int32_t energy_support_cuda_softmax_contract_bf16(
  * sums are f32, the outputs rounded to bf16. Anything else, or where
  * libcudnn.so.9 cannot be opened (ENERGY_CUDNN may name it) or takes no
  * such graph, goes to energy_support_cuda_softmax_contract_bf16, and
- * stderr says why, once per reason. */
+ * the log handler (energy_support_set_log_handler) says why, once per
+ * reason. */
 #define ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16                               \
   "energy_support_cuda_fused_attention_bf16"
 int32_t energy_support_cuda_fused_attention_bf16(

@@ -73,6 +73,16 @@ typedef const char *(*energy_device_error_fn)(void);
 #define ENERGY_ARTIFACT_SET_THREADS_SYMBOL "energy_artifact_set_num_threads"
 typedef void (*energy_set_threads_fn)(int32_t threads);
 
+/* An artifact's support code reports notes (a fallback it took, once per
+ * reason) and traces (ENERGY_CUDA_TRACE's timings) through a handler and
+ * prints nothing: one that has any exports this setter, which the runtime
+ * calls with its own handler (energy_set_log_handler) when it loads the
+ * artifact. */
+#define ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL "energy_support_set_log_handler"
+enum { ENERGY_ARTIFACT_LOG_NOTE = 0, ENERGY_ARTIFACT_LOG_TRACE = 1 };
+typedef void (*energy_artifact_log_fn)(int32_t level, const char *message);
+typedef void (*energy_set_log_handler_fn)(energy_artifact_log_fn handler);
+
 /* The x86 CPU features a manifest's `target.features` may name: the
  * compiler lists, among the features the code may use, those in this table;
  * the runtime checks each one against the running CPU before it calls a

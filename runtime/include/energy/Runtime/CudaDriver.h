@@ -48,8 +48,8 @@ void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
 /// is the driver's, not page faults on the host).
 void copyToDevice(void *destination, const void *source, size_t bytes);
 
-/// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU print how long
-/// moving their buffers and each kernel function took, on stderr, beside
+/// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU report how
+/// long moving their buffers and each kernel function took (Log.h), beside
 /// the support library's launch times.
 bool cudaTracing();
 /// Waits until the GPU has done what was queued (tracing's times).

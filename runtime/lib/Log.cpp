@@ -1,0 +1,57 @@
+//===- Log.cpp - The runtime's messages to the application ----------------===//
+//
+// One process-wide handler, read under a lock and called outside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/Log.h"
+
+#include <cstdio>
+#include <mutex>
+
+using namespace energy;
+
+namespace {
+struct Handler {
+  std::mutex lock;
+  LogHandler function;
+};
+
+Handler &handler() {
+  static Handler instance;
+  return instance;
+}
+} // namespace
+
+void energy::setLogHandler(LogHandler function) {
+  Handler &current = handler();
+  std::lock_guard<std::mutex> guard(current.lock);
+  current.function = std::move(function);
+}
+
+bool energy::logging() {
+  Handler &current = handler();
+  std::lock_guard<std::mutex> guard(current.lock);
+  return static_cast<bool>(current.function);
+}
+
+void energy::logMessage(LogLevel level, const std::string &message) {
+  Handler &current = handler();
+  LogHandler function;
+  {
+    std::lock_guard<std::mutex> guard(current.lock);
+    function = current.function;
+  }
+  if (function)
+    function(level, message.c_str());
+}
+
+void energy::printLogToStderr(LogLevel, const char *message) {
+  std::fprintf(stderr, "%s\n", message);
+}
+
+void energy::detail::logFromArtifact(int32_t level, const char *message) {
+  logMessage(level == static_cast<int32_t>(LogLevel::Trace) ? LogLevel::Trace
+                                                            : LogLevel::Note,
+             message ? message : "");
+}
