@@ -134,6 +134,11 @@ LogicalResult ReduceOp::verifyRegions() {
   if (getTemperature() && getKind() != ReduceKind::lse)
     return emitOpError() << "takes a temperature only as 'lse', not as '"
                          << stringifyReduceKind(getKind()) << "'";
+  // Parallel chunks' partial results are added (energy-plan-mark-parallel).
+  if (getParallel() && getKind() != ReduceKind::sum)
+    return emitOpError() << "is marked parallel as '"
+                         << stringifyReduceKind(getKind())
+                         << "'; only sums run in parallel chunks";
   if ((getKind() == ReduceKind::custom) != getAggregation().has_value())
     return emitOpError("names an aggregation exactly when it is 'custom'");
   if (getKind() == ReduceKind::custom) {

@@ -422,3 +422,20 @@ energy.model @m {
     energy.yield %s : !energy.array<>
   }
 }
+
+// -----
+
+// Parallel chunks add their partial results: a maximum cannot run so.
+energy.model @m {
+  energy.dim @N
+  energy.tensor @x : state [@N]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N>
+    // expected-error @below {{'energy.reduce' op is marked parallel as 'max'; only sums run in parallel chunks}}
+    %m = energy.reduce max parallel (%i : @N) {
+      %1 = energy.extract %x[%i] : !energy.array<N> -> !energy.array<>
+      energy.yield %1 : !energy.array<>
+    } : !energy.array<>
+    energy.yield %m : !energy.array<>
+  }
+}

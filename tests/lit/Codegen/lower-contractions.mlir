@@ -1,0 +1,317 @@
+// RUN: energy-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(energy-emit-kernels)' | FileCheck %s
+// RUN: energy-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(energy-emit-kernels{element-type=f64})' | FileCheck %s --check-prefix=F64
+
+// The patterns of Contractions.cpp and GeneratedContractions.cpp: a table is
+// a comprehension into scratch; a softmax contraction goes to its engine:
+// "cpu" fills energy_softmax_contract_args (28 slots) and calls the support
+// library's kernel in the kernel's precision, its code mapped onto the
+// kernel's status; "loops" is generated code (panels of 128 columns, an
+// online softmax, the support library's vector exp) with no kernel call; a
+// quadratic contraction calls the GPU's mixture kernel (12 slots).
+
+// engine "cpu": the score's scale (beta, read as a const) is slot 5 as f64,
+// the row and column tables slots 3 and 4, the lse result slot 9; the
+// kernel's code becomes the status (2 out of memory -> 2, 3 device -> 4,
+// any other failure -> 3 invalid argument, 0 stays 0).
+// CHECK-LABEL: energy.model @retrieval_cpu
+// CHECK-LABEL: func.func private @energy_gradient_0_x(
+// CHECK:         call @energy_support_softmax_contract_f32(
+// CHECK-NOT:     call @energy_support_softmax_contract_f64(
+// CHECK:         return
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[LSE:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK:         %[[SLOTS:[a-z0-9_]+]] = arith.constant 28 : index
+// CHECK-NEXT:    %[[N:[0-9]+]] = arith.index_cast %[[SLOTS]] : index to i64
+// CHECK:         %[[ARGS:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK:         %[[BETA:[0-9]+]] = arith.truncf %{{[0-9]+}} : f64 to f32
+// CHECK:         %[[XB:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[XP:[0-9]+]] = llvm.load %[[XB]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[X:[0-9]+]] = llvm.getelementptr %[[XP]][
+// CHECK:         %[[MB:[0-9]+]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[MP:[0-9]+]] = llvm.load %[[MB]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[M:[0-9]+]] = llvm.getelementptr %[[MP]][
+// CHECK:         %[[SCALE:[0-9]+]] = arith.extf %[[BETA]] : f32 to f64
+// CHECK-NEXT:    %[[S5:[0-9]+]] = llvm.getelementptr %[[ARGS]][5] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[SCALE]], %[[S5]] : f64, !llvm.ptr
+// CHECK:         %[[S3:[0-9]+]] = llvm.getelementptr %[[ARGS]][3] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[X]], %[[S3]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S4:[0-9]+]] = llvm.getelementptr %[[ARGS]][4] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[M]], %[[S4]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S9:[0-9]+]] = llvm.getelementptr %[[ARGS]][9] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[LSE]], %[[S9]] : !llvm.ptr, !llvm.ptr
+// CHECK:         %[[CODE:[0-9]+]] = call @energy_support_softmax_contract_f32(%[[ARGS]]) : (!llvm.ptr) -> i32
+// CHECK-NEXT:    %[[C2:[a-z0-9_]+]] = arith.constant 2 : i32
+// CHECK-NEXT:    %[[OOM:[0-9]+]] = arith.cmpi eq, %[[CODE]], %[[C2]] : i32
+// CHECK-NEXT:    %[[K2:[a-z0-9_]+]] = arith.constant 2 : i32
+// CHECK-NEXT:    %[[C3:[a-z0-9_]+]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[DEV:[0-9]+]] = arith.cmpi eq, %[[CODE]], %[[C3]] : i32
+// CHECK-NEXT:    %[[K4:[a-z0-9_]+]] = arith.constant 4 : i32
+// CHECK-NEXT:    %[[K3:[a-z0-9_]+]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[F1:[0-9]+]] = arith.select %[[DEV]], %[[K4]], %[[K3]] : i32
+// CHECK-NEXT:    %[[F2:[0-9]+]] = arith.select %[[OOM]], %[[K2]], %[[F1]] : i32
+// CHECK-NEXT:    %[[C0:[a-z0-9_]+]] = arith.constant 0 : i32
+// CHECK-NEXT:    %[[OK:[0-9]+]] = arith.cmpi eq, %[[CODE]], %[[C0]] : i32
+// CHECK-NEXT:    %[[STATUS:[0-9]+]] = arith.select %[[OK]], %[[CODE]], %[[F2]] : i32
+// CHECK-NEXT:    llvm.atomicrmw max %1, %[[STATUS]] monotonic : !llvm.ptr, i32
+// The sum of the lse reads the result the kernel wrote.
+// CHECK:         llvm.getelementptr %[[LSE]][
+// CHECK:         return
+// F64-LABEL:   energy.model @retrieval_cpu
+// F64-LABEL:   func.func private @energy_gradient_0_x(
+// F64:           call @energy_support_softmax_contract_f64(
+// F64-LABEL:   func.func @energy_kernel_energy(
+// F64-NOT:       arith.extf
+// F64:           call @energy_support_softmax_contract_f64(
+// F64-NOT:       call @energy_support_softmax_contract_f32(
+// F64:           return
+energy.model @retrieval_cpu {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  const @beta = 1.000000e+00
+  term @e {
+    %0 = read @beta : !energy.array<>
+    %1 = read @x : !energy.array<N, D>
+    %2 = read @m : !energy.array<K, D>
+    %3 = softmax_contract bilinear rows (%i : @N) cols (%mu : @K) score {
+      %6 = extract %1[%i] : !energy.array<N, D> -> !energy.array<D>
+      %7 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      %8 = dot %6, %7 : !energy.array<D>
+      %9 = mul %0, %8 : !energy.array<>, !energy.array<>
+      yield %9 : !energy.array<>
+    } {engine = "cpu"} : !energy.array<N>
+    %4 = reduce_elements sum %3 : !energy.array<N>
+    %5 = neg %4 : !energy.array<>
+    yield %5 : !energy.array<>
+  }
+  gradient @x {
+    %0 = read @beta : !energy.array<>
+    %1 = read @x : !energy.array<N, D>
+    %2 = read @m : !energy.array<K, D>
+    %3:2 = softmax_contract bilinear rows (%i : @N) cols (%mu : @K) score {
+      %5 = extract %1[%i] : !energy.array<N, D> -> !energy.array<D>
+      %6 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      %7 = dot %5, %6 : !energy.array<D>
+      %8 = mul %0, %7 : !energy.array<>, !energy.array<>
+      yield %8 : !energy.array<>
+    } row_values {
+      %5 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      yield %5 : !energy.array<D>
+    } {engine = "cpu"} : !energy.array<N>, !energy.array<N, D>
+    %4 = neg %3#1 : !energy.array<N, D>
+    accumulate %4 into @x : !energy.array<N, D>
+  }
+}
+
+// -----
+
+// engine "loops": the same contraction as generated code, with no kernel
+// call. Per row (a loop marked parallel), panels of 128 columns: the
+// scores (the dot product, times beta) into a panel with their maximum, the
+// running maximum moved once per panel (the sums rescaled by
+// exp(old - new)), exp by the support library's vector function, the row
+// values added with their weights; then lse = max + log(sum) and the
+// weighted sums divided by the sum.
+// CHECK-LABEL: energy.model @retrieval_loops
+// CHECK-LABEL: func.func private @energy_gradient_0_x(
+// CHECK-NOT:     call @energy_support_softmax_contract
+// CHECK:         %[[NEGINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
+// CHECK:         scf.for %[[ROW:arg[0-9]+]] =
+// CHECK:           %[[PANEL:[a-z0-9_]+]] = arith.constant 128 : index
+// CHECK:           %[[RUNNING:[0-9]+]]:2 = scf.for %{{.*}} step %[[PANEL]] iter_args(%[[BIG:arg[0-9]+]] = %[[NEGINF]], %[[TOTAL:arg[0-9]+]] = %{{.*}}) -> (f32, f32) {
+// CHECK:             %[[PMAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
+// CHECK:               vector.reduction <add>
+// CHECK:               arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : f32
+// CHECK:               arith.maxnumf
+// CHECK:             }
+// CHECK:             %[[NEW:[0-9]+]] = arith.maxnumf %[[BIG]], %[[PMAX]] : f32
+// CHECK:             %[[SHIFT:[0-9]+]] = arith.subf %[[BIG]], %[[NEW]] fastmath<reassoc,contract> : f32
+// CHECK-NEXT:        %[[RESCALE:[0-9]+]] = math.exp %[[SHIFT]] : f32
+// CHECK:             func.call @energy_support_softmax_weights_f32(
+// CHECK:             arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
+// CHECK:             %[[SCALED:[0-9]+]] = arith.mulf %[[TOTAL]], %{{[0-9]+}} fastmath<reassoc,contract> : f32
+// CHECK-NEXT:        %[[SUM:[0-9]+]] = arith.addf %[[SCALED]], %{{[0-9]+}} fastmath<reassoc,contract> : f32
+// CHECK-NEXT:        scf.yield %[[NEW]], %[[SUM]] : f32, f32
+// CHECK-NEXT:      }
+// CHECK:           %[[LOG:[0-9]+]] = math.log %[[RUNNING]]#1 : f32
+// CHECK-NEXT:      arith.addf %[[RUNNING]]#0, %[[LOG]] fastmath<reassoc,contract> : f32
+// CHECK:           scf.for
+// CHECK:             arith.divf %{{[0-9]+}}, %[[RUNNING]]#1 fastmath<reassoc,contract> : f32
+// CHECK:         } {energy.parallel}
+// CHECK-NOT:     call @energy_support_softmax_contract
+// CHECK:         return
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-NOT:     call @energy_support_softmax_contract
+// CHECK:         func.call @energy_support_softmax_weights_f32(
+// CHECK-NOT:     call @energy_support_softmax_contract
+// CHECK:         return
+// F64-LABEL:   energy.model @retrieval_loops
+// F64-LABEL:   func.func private @energy_gradient_0_x(
+// F64-NOT:       call @energy_support_softmax_contract
+// F64:           func.call @energy_support_softmax_weights_f64(
+// F64-NOT:       call @energy_support_softmax_contract
+// F64:           return
+energy.model @retrieval_loops {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  const @beta = 1.000000e+00
+  term @e {
+    %0 = read @beta : !energy.array<>
+    %1 = read @x : !energy.array<N, D>
+    %2 = read @m : !energy.array<K, D>
+    %3 = softmax_contract bilinear rows (%i : @N) cols (%mu : @K) score {
+      %6 = extract %1[%i] : !energy.array<N, D> -> !energy.array<D>
+      %7 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      %8 = dot %6, %7 : !energy.array<D>
+      %9 = mul %0, %8 : !energy.array<>, !energy.array<>
+      yield %9 : !energy.array<>
+    } {engine = "loops"} : !energy.array<N>
+    %4 = reduce_elements sum %3 : !energy.array<N>
+    %5 = neg %4 : !energy.array<>
+    yield %5 : !energy.array<>
+  }
+  gradient @x {
+    %0 = read @beta : !energy.array<>
+    %1 = read @x : !energy.array<N, D>
+    %2 = read @m : !energy.array<K, D>
+    %3:2 = softmax_contract bilinear rows (%i : @N) cols (%mu : @K) score {
+      %5 = extract %1[%i] : !energy.array<N, D> -> !energy.array<D>
+      %6 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      %7 = dot %5, %6 : !energy.array<D>
+      %8 = mul %0, %7 : !energy.array<>, !energy.array<>
+      yield %8 : !energy.array<>
+    } row_values {
+      %5 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      yield %5 : !energy.array<D>
+    } {engine = "loops"} : !energy.array<N>, !energy.array<N, D>
+    %4 = neg %3#1 : !energy.array<N, D>
+    accumulate %4 into @x : !energy.array<N, D>
+  }
+}
+
+// -----
+
+// tabulate: a comprehension over (h, i) into scratch, both loops marked
+// parallel at statement level, each position's row stored at its offset.
+// CHECK-LABEL: energy.model @table
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[TABLE:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK:         scf.for %[[H:arg[0-9]+]] =
+// CHECK-NEXT:      %{{.*}} = arith.constant 0 : index
+// CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
+// CHECK-NEXT:      scf.for %[[I:arg[0-9]+]] =
+// CHECK:             arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
+// CHECK:             %[[ROW:[0-9]+]] = llvm.getelementptr %[[TABLE]][
+// CHECK:             scf.for
+// CHECK:               llvm.getelementptr %[[ROW]][
+// CHECK:           } {energy.parallel}
+// CHECK-NEXT:    } {energy.parallel}
+// CHECK:         vector.reduction <add>
+// CHECK:         return
+energy.model @table {
+  dim @H
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @w : input [@H, @D]
+  term @e {
+    %x = read @x : !energy.array<N, D>
+    %w = read @w : !energy.array<H, D>
+    %t = tabulate (%h : @H, %i : @N) {
+      %xi = extract %x[%i] : !energy.array<N, D> -> !energy.array<D>
+      %wh = extract %w[%h] : !energy.array<H, D> -> !energy.array<D>
+      %p = mul %xi, %wh : !energy.array<D>, !energy.array<D>
+      yield %p : !energy.array<D>
+    } : !energy.array<H, N, D>
+    %s = reduce_elements sum %t : !energy.array<H, N, D>
+    yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+// A quadratic contraction (engine "cuda"): 12 slots for the GPU's mixture
+// kernel, the column output's moment (a point: ENERGY_MOMENT_POINT = 1),
+// the call in the kernel's precision, its code mapped onto the status.
+// CHECK-LABEL: energy.model @mixture
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[SLOTS:[a-z0-9_]+]] = arith.constant 12 : index
+// CHECK:         %[[ARGS:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK:         %[[POINT:[a-z0-9_]+]] = arith.constant 1 : i64
+// CHECK-NEXT:    llvm.getelementptr %{{[0-9]+}}[0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[POINT]], %{{[0-9]+}} : i64, !llvm.ptr
+// CHECK:         %[[CODE:[0-9]+]] = call @energy_support_cuda_quadratic_contract_f32(%[[ARGS]]) : (!llvm.ptr) -> i32
+// CHECK:         %[[STATUS:[0-9]+]] = arith.select %{{[0-9]+}}, %[[CODE]], %{{[0-9]+}} : i32
+// CHECK-NEXT:    llvm.atomicrmw max %1, %[[STATUS]] monotonic : !llvm.ptr, i32
+// CHECK-NOT:     call @energy_support_softmax_contract
+// CHECK:         return
+// F64-LABEL:   energy.model @mixture
+// F64-LABEL:   func.func @energy_kernel_energy(
+// F64:           call @energy_support_cuda_quadratic_contract_f64(
+// F64-NOT:       call @energy_support_cuda_quadratic_contract_f32(
+// F64:           return
+energy.model @mixture {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : input [@N, @D]
+  tensor @mu : state [@K, @D]
+  tensor @prec : state [@K, @D, @D]
+  tensor @w : state [@K]
+  term @fit {
+    %half = constant 5.000000e-01
+    %X = read @x : !energy.array<N, D>
+    %M = read @mu : !energy.array<K, D>
+    %P = read @prec : !energy.array<K, D, D>
+    %W = read @w : !energy.array<K>
+    %r:2 = softmax_contract quadratic rows (%i : @N) cols (%k : @K) score {
+      %p = extract %P[%k] : !energy.array<K, D, D> -> !energy.array<D, D>
+      %b = extract %W[%k] : !energy.array<K> -> !energy.array<>
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %d = sub %a, %m : !energy.array<D>, !energy.array<D>
+      %q = quad %d, %p : !energy.array<D>, !energy.array<D, D>
+      %h = mul %q, %half : !energy.array<>, !energy.array<>
+      %s = sub %b, %h : !energy.array<>, !energy.array<>
+      yield %s : !energy.array<>
+    } col_values {
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      yield %a : !energy.array<D>
+    } {engine = "cuda"} : !energy.array<N>, !energy.array<K, D>
+    %t = reduce_elements sum %r#0 : !energy.array<N>
+    %u = reduce_elements sum %r#1 : !energy.array<K, D>
+    %v = add %t, %u : !energy.array<>, !energy.array<>
+    yield %v : !energy.array<>
+  }
+}
+
+// -----
+
+// A contraction marked bilinear whose score is not a dot product (times a
+// scale) cannot go to the bilinear kernel: an error, not a wrong call.
+energy.model @not_bilinear {
+  dim @N
+  dim @K
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @m : input [@K, @D]
+  term @e {
+    %1 = read @x : !energy.array<N, D>
+    %2 = read @m : !energy.array<K, D>
+    // expected-error @below {{'energy.softmax_contract' op is marked bilinear but its score is not a dot product (times a scale)}}
+    %3 = softmax_contract bilinear rows (%i : @N) cols (%mu : @K) score {
+      %6 = extract %1[%i] : !energy.array<N, D> -> !energy.array<D>
+      %7 = extract %2[%mu] : !energy.array<K, D> -> !energy.array<D>
+      %8 = dot %6, %7 : !energy.array<D>
+      %9 = exp %8 : !energy.array<>
+      yield %9 : !energy.array<>
+    } {engine = "cpu"} : !energy.array<N>
+    %4 = reduce_elements sum %3 : !energy.array<N>
+    yield %4 : !energy.array<>
+  }
+}
