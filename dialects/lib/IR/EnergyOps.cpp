@@ -3,11 +3,13 @@
 // Syntax and verification of the ops that give a model its structure: the
 // model, dims, tensors, lets, terms and outputs. Reductions, gradient
 // programs and the dynamics are in EnergyProgramOps.cpp, expression ops in
-// EnergyExprOps.cpp.
+// EnergyExprOps.cpp. The generated definitions of every op are included
+// here, the derivative table of EnergyExprOps.td among them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "OpSyntax.h"
+#include "energy/Interfaces/ExprBuilder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -15,6 +17,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::energy;

@@ -1,12 +1,14 @@
 //===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
 //
-// The DerivativeOpInterface implementation of every differentiable energy op:
-// given the adjoint g of the result, the adjoint of each operand, built from
-// energy ops so that rules compose (a gradient can be differentiated again).
+// The DerivativeOpInterface implementation of the differentiable energy ops
+// beyond the element-wise ones (a table in EnergyOps.td): given the adjoint g
+// of the result, the adjoint of each operand, built from energy ops so that
+// rules compose (a gradient can be differentiated again).
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
+#include "energy/Interfaces/ExprBuilder.h"
 #include "energy/Plugin/FunctionTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,138 +19,6 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-namespace {
-/// Builds energy expressions at one place with one location.
-class ExprBuilder {
-public:
-  ExprBuilder(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
-
-  Value constant(double value) {
-    return ConstantOp::create(builder, loc, value);
-  }
-  Value add(Value lhs, Value rhs) {
-    return AddOp::create(builder, loc, lhs, rhs);
-  }
-  Value sub(Value lhs, Value rhs) {
-    return SubOp::create(builder, loc, lhs, rhs);
-  }
-  Value mul(Value lhs, Value rhs) {
-    return MulOp::create(builder, loc, lhs, rhs);
-  }
-  Value div(Value lhs, Value rhs) {
-    return DivOp::create(builder, loc, lhs, rhs);
-  }
-  Value neg(Value value) {
-    return NegOp::create(builder, loc, value.getType(), value);
-  }
-  template <typename UnaryOp> Value unary(Value value) {
-    return UnaryOp::create(builder, loc, value.getType(), value);
-  }
-  Value matmul(Value lhs, Value rhs) {
-    return MatmulOp::create(builder, loc, lhs, rhs);
-  }
-  Value transpose(Value value) {
-    return TransposeOp::create(builder, loc, value);
-  }
-  Value outer(Value lhs, Value rhs) {
-    return OuterOp::create(builder, loc, lhs, rhs);
-  }
-  Value sumElements(Value value) {
-    return ReduceElementsOp::create(builder, loc, ElementsKind::sum, value);
-  }
-  Value sumLast(Value value) { return SumLastOp::create(builder, loc, value); }
-
-  /// The real value of dim `name`.
-  Value dimSize(StringAttr name) {
-    Value size = SizeOp::create(
-        builder, loc,
-        DimExprAttr::getDim(builder.getContext(), name.getValue()));
-    return ToRealOp::create(builder, loc, size);
-  }
-
-  /// The number of elements of an array of `type`.
-  Value elementCount(ArrayType type) {
-    Value count = constant(1.0);
-    for (StringAttr dim : type.getShape())
-      count = mul(count, dimSize(dim));
-    return count;
-  }
-
-  /// `value` of a shape that is a prefix of `type`'s, repeated along the
-  /// remaining axes. Scalars are returned as they are: elementwise ops
-  /// broadcast them.
-  Value expandTo(Value value, Type type) {
-    auto array = cast<ArrayType>(value.getType());
-    if (array == type || array.isScalar())
-      return value;
-    return BroadcastOp::create(builder, loc, type, value);
-  }
-
-  /// `value` repeated along new trailing axes to `type`, always of `type`
-  /// (a scalar becomes a constant array).
-  Value broadcastTo(Value value, Type type) {
-    if (value.getType() == type)
-      return value;
-    return BroadcastOp::create(builder, loc, type, value);
-  }
-
-  /// The mean along the last axis of `value`, repeated along that axis.
-  Value meanLastExpanded(Value value) {
-    auto array = cast<ArrayType>(value.getType());
-    Value mean = div(sumLast(value), dimSize(array.getShape().back()));
-    return expandTo(mean, array);
-  }
-
-  /// The adjoint of an operand of `type` that was broadcast into a result
-  /// whose adjoint is `adjoint`: summed over the broadcast elements.
-  Value unbroadcast(Value adjoint, Type type) {
-    if (adjoint.getType() == type)
-      return adjoint;
-    return sumElements(adjoint);
-  }
-
-  /// A copy of `reduce`'s domain (and predicate) whose body is built by
-  /// `buildBody` from a copy of the original body's yielded value. The
-  /// result is summed.
-  Value sumOverDomain(ReduceOp reduce,
-                      function_ref<Value(ExprBuilder &, Value)> buildBody) {
-    Type resultType = buildBodyType(reduce, buildBody);
-    auto sum = ReduceOp::create(builder, loc, resultType, ReduceKind::sum,
-                                reduce.getSizes(), Value());
-    IRMapping mapping;
-    reduce.getPredicate().cloneInto(&sum.getPredicate(), mapping);
-    reduce.getBody().cloneInto(&sum.getBody(), mapping);
-    Block &body = sum.getBody().front();
-    auto yield = cast<YieldOp>(body.getTerminator());
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPoint(yield);
-    ExprBuilder inner(builder, loc);
-    Value value = buildBody(inner, yield.getValues().front());
-    yield->setOperands(value);
-    return sum;
-  }
-
-private:
-  /// The type `buildBody` produces, found by building it once in a scratch
-  /// block and erasing it.
-  Type buildBodyType(ReduceOp reduce,
-                     function_ref<Value(ExprBuilder &, Value)> buildBody) {
-    Block scratch;
-    Value bodyValue = reduce.getBodyValue();
-    Value placeholder = scratch.addArgument(bodyValue.getType(), loc);
-    OpBuilder scratchBuilder(builder.getContext());
-    scratchBuilder.setInsertionPointToStart(&scratch);
-    ExprBuilder inner(scratchBuilder, loc);
-    Type type = buildBody(inner, placeholder).getType();
-    while (!scratch.empty())
-      scratch.back().erase();
-    return type;
-  }
-
-  OpBuilder &builder;
-  Location loc;
-};
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Leaves
@@ -198,59 +68,8 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise arithmetic (scalar operands receive the summed adjoint)
+// Integer powers (the other element-wise ops' rules are EnergyOps.td's table)
 //===----------------------------------------------------------------------===//
-
-// d(a + b) = da + db
-LogicalResult AddOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value g = adjoints[0];
-  operandAdjoints.assign({e.unbroadcast(g, getLhs().getType()),
-                          e.unbroadcast(g, getRhs().getType())});
-  return success();
-}
-
-// d(a - b) = da - db
-LogicalResult SubOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value g = adjoints[0];
-  operandAdjoints.assign({e.unbroadcast(g, getLhs().getType()),
-                          e.unbroadcast(e.neg(g), getRhs().getType())});
-  return success();
-}
-
-// d(a * b) = b da + a db
-LogicalResult MulOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value g = adjoints[0];
-  operandAdjoints.assign(
-      {e.unbroadcast(e.mul(g, getRhs()), getLhs().getType()),
-       e.unbroadcast(e.mul(g, getLhs()), getRhs().getType())});
-  return success();
-}
-
-// d(a / b) = da / b - (a / b) db / b
-LogicalResult DivOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value g = adjoints[0];
-  Value lhsAdjoint = e.div(g, getRhs());
-  Value rhsAdjoint = e.neg(e.mul(lhsAdjoint, getResult()));
-  operandAdjoints.assign({e.unbroadcast(lhsAdjoint, getLhs().getType()),
-                          e.unbroadcast(rhsAdjoint, getRhs().getType())});
-  return success();
-}
-
-// d(-x) = -dx
-LogicalResult NegOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign({e.neg(adjoints[0])});
-  return success();
-}
 
 // d(x^n) = n x^(n-1) dx
 LogicalResult PowOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
@@ -272,145 +91,6 @@ LogicalResult PowOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
                    .getResult();
   operandAdjoints.assign(
       {e.mul(g, e.mul(e.constant(static_cast<double>(n)), lower))});
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Elementwise functions
-//===----------------------------------------------------------------------===//
-
-// d exp(x) = exp(x) dx
-LogicalResult ExpOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign({e.mul(adjoints[0], getResult())});
-  return success();
-}
-
-// d log(x) = dx / x
-LogicalResult LogOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign({e.div(adjoints[0], getOperand())});
-  return success();
-}
-
-// d tanh(x) = (1 - tanh(x)²) dx
-LogicalResult TanhOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value y = getResult();
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.sub(e.constant(1.0), e.mul(y, y)))});
-  return success();
-}
-
-// d σ(x) = σ(x) (1 - σ(x)) dx
-LogicalResult
-SigmoidOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                         SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value y = getResult();
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.mul(y, e.sub(e.constant(1.0), y)))});
-  return success();
-}
-
-// d (x σ(x)) = σ(x) (1 + x (1 - σ(x))) dx
-LogicalResult SiluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value x = getOperand();
-  Value s = e.unary<SigmoidOp>(x);
-  Value one = e.constant(1.0);
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.mul(s, e.add(one, e.mul(x, e.sub(one, s)))))});
-  return success();
-}
-
-// d softplus(x) = σ(x) dx
-LogicalResult
-SoftplusOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                          SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.unary<SigmoidOp>(getOperand()))});
-  return success();
-}
-
-// d erf(x) = (2 / √π) exp(-x²) dx
-LogicalResult ErfOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value x = getOperand();
-  Value density = e.unary<ExpOp>(e.neg(e.mul(x, x)));
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.mul(e.constant(2.0 / std::sqrt(M_PI)), density))});
-  return success();
-}
-
-// d (x Φ(x)) = (Φ(x) + x φ(x)) dx, Φ(x) = (1 + erf(x / √2)) / 2,
-// φ(x) = exp(-x² / 2) / √(2π)
-LogicalResult GeluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  Value x = getOperand();
-  Value cdf = e.mul(
-      e.constant(0.5),
-      e.add(e.constant(1.0), e.unary<ErfOp>(e.mul(x, e.constant(M_SQRT1_2)))));
-  Value pdf = e.mul(e.constant(1.0 / std::sqrt(2.0 * M_PI)),
-                    e.unary<ExpOp>(e.mul(e.constant(-0.5), e.mul(x, x))));
-  operandAdjoints.assign({e.mul(adjoints[0], e.add(cdf, e.mul(x, pdf)))});
-  return success();
-}
-
-// d max(x, 0) = H(x) dx
-LogicalResult ReluOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign(
-      {e.mul(adjoints[0], e.unary<HeavisideOp>(getOperand()))});
-  return success();
-}
-
-// d H(x) = 0 almost everywhere: no derivative flows.
-LogicalResult
-HeavisideOp::buildAdjoints(OpBuilder &, ValueRange,
-                           SmallVectorImpl<Value> &operandAdjoints) {
-  operandAdjoints.assign({Value()});
-  return success();
-}
-
-// d sign(x) = 0 almost everywhere: no derivative flows.
-LogicalResult SignOp::buildAdjoints(OpBuilder &, ValueRange,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  operandAdjoints.assign({Value()});
-  return success();
-}
-
-// d √x = dx / (2 √x)
-LogicalResult SqrtOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                    SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign(
-      {e.div(e.mul(adjoints[0], e.constant(0.5)), getResult())});
-  return success();
-}
-
-// d |x| = sign(x) dx
-LogicalResult AbsOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                                   SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign({e.mul(adjoints[0], e.unary<SignOp>(getOperand()))});
-  return success();
-}
-
-// d ∫_{-∞}^{x} SiLU = SiLU(x) dx
-LogicalResult
-SiluIntOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
-                         SmallVectorImpl<Value> &operandAdjoints) {
-  ExprBuilder e(builder, getLoc());
-  operandAdjoints.assign({e.mul(adjoints[0], e.unary<SiluOp>(getOperand()))});
   return success();
 }
 

@@ -1,0 +1,96 @@
+//===- SoftmaxContractPass.h - One pass of the contraction ------*- C++ -*-===//
+//
+// What one pass of the CPU softmax contraction (SoftmaxContractKernel.h)
+// hands its blocks: sizes, features, normaliser, outputs, pair terms, tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTPASS_H
+#define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTPASS_H
+
+#include <stdint.h>
+
+namespace energy::kernels::ENERGY_KERNEL_ISA {
+namespace contract {
+
+/// A constraint in the orientation of a pass: outer·i + inner·j + offset
+/// >= 0 (or != 0).
+struct PassConstraint {
+  int64_t outer, inner, offset;
+  bool notEqual;
+};
+
+/// How a pass normalises its weights.
+enum class Normaliser {
+  Online,   ///< computed with a running maximum (child side)
+  PerOuter, ///< L/T given per outer index
+  PerInner, ///< L/T given per inner index (parent side)
+};
+
+/// How the outputs of a pass weight their sums: output k sums
+/// W ∘ (kappa[k] + Σ_a alphas[k, a] · T_{alphaTerms[k, a]}) over
+/// a < numAlphas[k], or W itself when plain[k] (or when plain is null). The
+/// terms are those that some output of the pass weights, renumbered.
+template <class T> struct PairWeights {
+  int64_t numTerms = 0;
+  const int64_t *depths = nullptr; ///< per term
+  /// Per term: the problems' outerCount × depth, back to back.
+  const T *const *outer = nullptr;
+  /// Per term: the problems' strips, as Pass::packedInner.
+  T *const *packedInner = nullptr;
+  /// Per term: its inner features (innerCount × depth per problem), read
+  /// only to pack them.
+  const T *const *inner = nullptr;
+  const bool *plain = nullptr;         ///< per output
+  const T *kappa = nullptr;            ///< per output
+  const int64_t *numAlphas = nullptr;  ///< per output
+  const T *alphas = nullptr;           ///< per output, numTerms slots
+  const int64_t *alphaTerms = nullptr; ///< per output, numTerms slots
+  /// Per term: its index among the arguments' pair terms.
+  const int64_t *sourceTerms = nullptr;
+};
+
+/// Tiles kept by one pass for a later pass over the same pairs (kept_tiles
+/// in SoftmaxContract.h): per problem, plane 0 the scores times the factor,
+/// plane 1 + i pair term i, each rows × cols in the row side's orientation.
+template <class T> struct KeptTiles {
+  T *tiles = nullptr;   ///< problems × planes × rows × cols, or null
+  int64_t planes = 0;   ///< 1 + the arguments' pair terms
+  bool writing = false; ///< the row side writes them, the column side reads
+};
+
+/// One pass: everything a block needs, shared by the tasks. Every array
+/// holds `problems` problems of the sizes below back to back: problem b's
+/// part of an array of outerCount rows of w elements starts b · outerCount ·
+/// w elements in; packed inner features and per-inner normalisers are padded
+/// per problem to whole strips (problem b's starts at inner index
+/// b · roundUp(innerCount, kStrip)).
+template <class T> struct Pass {
+  int64_t outerCount, innerCount, depth; ///< of each problem
+  const T *outerFeatures;                ///< outerCount × depth
+  const T *packedInner; ///< strips of kStrip inner indices × depth
+  T factor;             ///< scale / temperature
+  T temperature;
+  const PassConstraint *constraints;
+  int64_t numConstraints, numNotEqual;
+  Normaliser normaliser;
+  /// PerOuter: L/T per outer index; PerInner: L/T per inner index, padded
+  /// with zeros to whole strips.
+  const T *normalisers;
+  T *lse; ///< Online: L per outer index, or null
+  int64_t numOutputs;
+  const T *const *values; ///< table k: innerCount × widths[k]
+  const int64_t *widths;
+  T *const *outputs; ///< output k: outerCount × widths[k]
+  int failed;        ///< set (atomically) when a task cannot allocate
+  PairWeights<T> pairs = {};
+  KeptTiles<T> kept = {};
+  int64_t problems = 1;  ///< B >= 1
+  int64_t blockRows = 0; ///< the height of a block (blockHeight)
+  int64_t blocks = 0;    ///< blocks per problem
+};
+
+} // namespace contract
+} // namespace energy::kernels::ENERGY_KERNEL_ISA
+
+#endif // ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTPASS_H
