@@ -6,7 +6,7 @@ loss-grad` (the compiled forward run, losses and backward program under the
 checkpoint schedule) against `energy-run ARTIFACT --interp --eval loss-grad`
 (the interpreter running the embedded source's backward program), from the
 same initial values. The interpreter's backward program is itself checked
-against central finite differences (tests/unit/dynamics/LossGradientTest);
+against central finite differences (tests/unit/compiler/Dynamics/LossGradientTest);
 this checks that compiled kernels run it as the interpreter does. Each loss
 and each adjoint must agree within compare_with_interpreter.py's tolerances
 (f64 1e-10, f32 2e-3 relative, for the reasons given there: the backward pass

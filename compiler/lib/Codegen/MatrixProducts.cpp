@@ -191,6 +191,22 @@ void codegen::populateMatrixProductLowerings(KernelLoweringPatterns &patterns) {
                          addedInPlace);
   patterns.add<BatchMatmulOp>(emittedByItsAccumulation, kInPlaceBenefit,
                               addedInPlace);
+  // A transpose whose users all read it as Xᵀ v (emitMatmul reads X along
+  // its rows) is never stored.
+  patterns.add<TransposeOp>(
+      [](Operation *, KernelLowering &) { return success(); }, kInPlaceBenefit,
+      [](Operation *op, KernelLowering &) {
+        Value transposed = op->getResult(0);
+        return cast<ArrayType>(op->getOperand(0).getType()).getRank() == 2 &&
+               !transposed.use_empty() &&
+               llvm::all_of(transposed.getUsers(), [&](Operation *user) {
+                 auto matmul = dyn_cast<MatmulOp>(user);
+                 return matmul && matmul.getLhs() == transposed &&
+                        matmul.getRhs() != transposed &&
+                        cast<ArrayType>(matmul.getRhs().getType()).getRank() ==
+                            1;
+               });
+      });
   auto productOf = [](Operation *op) {
     return cast<AccumulateOp>(op).getValue().getDefiningOp();
   };

@@ -109,7 +109,7 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
   auto type = cast<ArrayType>(reduce.getType());
   ReduceKind kind = reduce.getKind();
   Value negInf = real(-std::numeric_limits<double>::infinity());
-  Value zero = real(0.0), one = real(1.0);
+  Value zero = real(0.0);
   Value temperature =
       reduce.getTemperature() ? get(reduce.getTemperature()).scalar : Value();
   bool scalar = type.isScalar();
@@ -121,7 +121,9 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
   Value second = (scalar || kind != ReduceKind::lse) ? Value() : allocate(type);
   Value initial =
       (kind == ReduceKind::max || kind == ReduceKind::lse) ? negInf : zero;
-  SmallVector<Value> carried = {zero}; // admitted positions
+  // The admitted positions, counted as an index: a float count would stop
+  // growing at 2^24 in f32.
+  SmallVector<Value> carried = {index(0)};
   if (scalar) {
     carried.push_back(initial);
     if (kind == ReduceKind::lse)
@@ -165,7 +167,8 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
             emitBlock(reduce.getBody().front(), indices);
         if (failed(body))
           return failure();
-        SmallVector<Value> next = {add(state[0], one)};
+        SmallVector<Value> next = {
+            arith::AddIOp::create(b, loc, state[0], index(1)).getResult()};
         if (scalar) {
           auto [running, sum] =
               fold(body->front(), state[1],
@@ -189,12 +192,14 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
   if (failed(result))
     return failure();
   Value admitted = (*result)[0];
-  Value empty = cmp(arith::CmpFPredicate::OEQ, admitted, zero);
+  Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      admitted, index(0));
   // The finished value of one element; an empty domain gives 0.
   auto finish = [&](Value running, Value sum) {
     Value value = running;
     if (kind == ReduceKind::mean)
-      value = div(running, admitted);
+      value = div(running, arith::SIToFPOp::create(b, loc, context.elementType,
+                                                   toI64(admitted)));
     if (kind == ReduceKind::lse) {
       value = add(running, log(sum));
       if (temperature)

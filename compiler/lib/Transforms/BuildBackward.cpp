@@ -2,10 +2,12 @@
 //
 // Builds `energy.backward_program` from the step program and the model's
 // losses: the reverse-mode derivative of one step, for gradients of a loss
-// through the unrolled dynamics.
+// through the unrolled dynamics (`backward implicit`'s solve at a fixed point
+// is BuildImplicitBackward.cpp's).
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardBuilder.h"
 #include "LetReads.h"
 #include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
@@ -27,7 +29,6 @@ namespace {
 
 constexpr StringLiteral kAdjointOf = "adjoint_of";
 constexpr StringLiteral kCotangentOf = "cotangent_of";
-constexpr StringLiteral kSolverOf = "solver_of";
 
 /// Whether `op`, between a store to `tensor` and the next one, may read
 /// what the store wrote: a read of the tensor, of a let (which may read
@@ -88,850 +89,556 @@ void removeUndoneStores(Block &block, SymbolTable &symbols) {
       op.erase();
 }
 
-class BackwardBuilder {
-public:
-  BackwardBuilder(ModelOp model, UpdateProgramOp program)
-      : model(model), program(program), symbols(model),
-        context(model.getContext()) {}
+} // namespace
 
-  LogicalResult build() {
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      if (tensor.getRole() != Role::input && !tensor.getAdjointOf() &&
-          !tensor.getCotangentOf() && !tensor.getSolverOf())
-        differentiable.insert(tensor.getSymName());
-    for (StringRef tensor : differentiable)
-      adjointTensor(tensor);
+LogicalResult BackwardBuilder::build() {
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    if (tensor.getRole() != Role::input && !tensor.getAdjointOf() &&
+        !tensor.getCotangentOf() && !tensor.getSolverOf())
+      differentiable.insert(tensor.getSymName());
+  for (StringRef tensor : differentiable)
+    adjointTensor(tensor);
 
-    DynamicsOp dynamics = model.getDynamics();
-    bool implicit = dynamics && dynamics.getImplicitIterations();
-    OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
-    backward = BackwardProgramOp::create(declarations, loc(), implicit);
-    buildSeed(backward.getSeed().emplaceBlock());
-    Block &step = backward.getBody().emplaceBlock();
-    Block &finish = backward.getFinish().emplaceBlock();
-    if (failed(implicit ? buildImplicitSolve(dynamics, finish)
-                        : buildStep(step)))
+  DynamicsOp dynamics = model.getDynamics();
+  bool implicit = dynamics && dynamics.getImplicitIterations();
+  OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
+  backward = BackwardProgramOp::create(declarations, loc(), implicit);
+  buildSeed(backward.getSeed().emplaceBlock());
+  Block &step = backward.getBody().emplaceBlock();
+  Block &finish = backward.getFinish().emplaceBlock();
+  if (failed(implicit ? buildImplicitSolve(dynamics, finish) : buildStep(step)))
+    return failure();
+  buildFinish(finish);
+  return success();
+}
+
+StringRef BackwardBuilder::auxiliaryTensor(StringRef name, StringRef suffix,
+                                           ArrayAttr shape, StringRef mark) {
+  std::string full = (name + "." + suffix).str();
+  if (auto existing = symbols.lookup<TensorOp>(full))
+    return existing.getSymName();
+  OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
+  if (Operation *last = lastTensor())
+    declarations.setInsertionPointAfter(last);
+  auto tensor =
+      TensorOp::create(declarations, model.getLoc(), full, Role::state, shape,
+                       InitKindAttr::get(context, InitKind::zeros),
+                       DenseF64ArrayAttr(), FlatSymbolRefAttr());
+  tensor->setAttr(mark, ref(name));
+  symbols.insert(tensor);
+  return tensor.getSymName();
+}
+
+Operation *BackwardBuilder::lastTensor() {
+  Operation *last = nullptr;
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    last = tensor;
+  return last;
+}
+
+StringRef BackwardBuilder::adjointTensor(StringRef tensor) {
+  return auxiliaryTensor(tensor, "adjoint",
+                         symbols.lookup<TensorOp>(tensor).getShape(),
+                         kAdjointOf);
+}
+
+void BackwardBuilder::buildSeed(Block &block) {
+  OpBuilder builder = OpBuilder::atBlockEnd(&block);
+  llvm::MapVector<StringRef, Value> seeds;
+  for (TermOp loss : model.getBody().front().getOps<TermOp>()) {
+    if (!loss.getLoss())
+      continue;
+    for (StringRef tensor : readTensors(loss.getBody(), model)) {
+      if (!differentiable.contains(tensor))
+        continue;
+      Value g = GradOp::create(builder, loss.getLoc(), typeOf(tensor),
+                               ref(tensor), ref(loss.getSymName()))
+                    ->getResult(0);
+      Value &seed = seeds[tensor];
+      seed =
+          seed ? AddOp::create(builder, loss.getLoc(), seed, g).getResult() : g;
+    }
+  }
+  for (StringRef tensor : differentiable) {
+    Value seed = seeds.lookup(tensor);
+    if (!seed)
+      seed = zeros(builder, model.getLoc(), typeOf(tensor));
+    StoreOp::create(builder, model.getLoc(), seed, ref(adjointTensor(tensor)));
+  }
+}
+
+void BackwardBuilder::buildFinish(Block &block) {
+  OpBuilder builder = OpBuilder::atBlockEnd(&block);
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
+    FlatSymbolRefAttr source = tensor.getInitSourceAttr();
+    if (!source || !differentiable.contains(tensor.getSymName()) ||
+        !differentiable.contains(source.getValue()))
+      continue;
+    Location loc = tensor.getLoc();
+    Value passed = readWhole(builder, loc, adjointTensor(tensor.getSymName()));
+    StringRef target = adjointTensor(source.getValue());
+    Value sum =
+        AddOp::create(builder, loc, readWhole(builder, loc, target), passed);
+    StoreOp::create(builder, loc, sum, ref(target));
+  }
+}
+
+LogicalResult BackwardBuilder::buildStep(Block &block) {
+  OpBuilder builder = OpBuilder::atBlockEnd(&block);
+  // The forward sweep: the step as it is, each store preceded by a read
+  // of the value it replaces.
+  IRMapping mapping;
+  SmallVector<Operation *> forward;
+  Block *step = program ? &program.getBody().front() : nullptr;
+  for (Operation &op : step ? step->getOperations() : block.getOperations()) {
+    if (op.getNumRegions() != 0)
+      return op.emitOpError()
+             << "cannot be differentiated through yet: gradients of a loss "
+                "through the steps support gradient rules with fixed "
+                "steps and explicit rules, not adaptive `ode` steps or "
+                "`stationary` rules; `backward implicit;` in the dynamics "
+                "differentiates such runs at their fixed point instead";
+    Value old;
+    if (auto store = dyn_cast<StoreOp>(op))
+      old = readWhole(builder, op.getLoc(), store.getTensor());
+    forward.push_back(builder.clone(op, mapping));
+    if (old)
+      replaced[forward.back()] = old;
+  }
+
+  // The reverse sweep.
+  for (Operation *op : llvm::reverse(forward))
+    if (failed(reverse(op, builder)))
       return failure();
-    buildFinish(finish);
+
+  for (StringRef tensor : differentiable) {
+    auto it = tensorAdjoints.find(tensor);
+    if (it == tensorAdjoints.end())
+      continue;
+    Value value = it->second;
+    if (!value)
+      value = zeros(builder, loc(), typeOf(tensor));
+    StoreOp::create(builder, loc(), value, ref(adjointTensor(tensor)));
+  }
+  removeUndoneStores(block, symbols);
+  return success();
+}
+
+Value BackwardBuilder::currentTensorAdjoint(OpBuilder &builder, Location loc,
+                                            StringRef tensor) {
+  auto [it, inserted] = tensorAdjoints.try_emplace(tensor, Value());
+  if (inserted)
+    it->second = readWhole(builder, loc, adjointTensor(tensor));
+  return it->second;
+}
+
+void BackwardBuilder::addTensorAdjoint(OpBuilder &builder, Location loc,
+                                       StringRef tensor, Value adjoint) {
+  Value current = currentTensorAdjoint(builder, loc, tensor);
+  tensorAdjoints[tensor] =
+      current ? AddOp::create(builder, loc, current, adjoint).getResult()
+              : adjoint;
+}
+
+void BackwardBuilder::addAdjoint(OpBuilder &builder, Location loc, Value value,
+                                 Value adjoint) {
+  Value &slot = adjoints[value];
+  slot =
+      slot ? AddOp::create(builder, loc, slot, adjoint).getResult() : adjoint;
+}
+
+LogicalResult BackwardBuilder::reverse(Operation *op, OpBuilder &builder) {
+  Location loc = op->getLoc();
+  if (auto store = dyn_cast<StoreOp>(op)) {
+    StringRef tensor = store.getTensor();
+    if (differentiable.contains(tensor)) {
+      if (Value adjoint = currentTensorAdjoint(builder, loc, tensor))
+        addAdjoint(builder, loc, store.getValue(), adjoint);
+      tensorAdjoints[tensor] = Value();
+    }
+    // Later ops of the sweep see the value the store replaced.
+    StoreOp::create(builder, loc, replaced.lookup(op), store.getTensorAttr());
     return success();
   }
+  if (auto read = dyn_cast<ReadOp>(op))
+    return reverseRead(read, builder);
+  if (auto grad = dyn_cast<GradOp>(op))
+    return reverseGrad(grad, builder);
 
-private:
-  /// Where the step program is, or the model without one.
-  Location loc() { return program ? program.getLoc() : model.getLoc(); }
-
-  FlatSymbolRefAttr ref(StringRef name) {
-    return FlatSymbolRefAttr::get(context, name);
+  SmallVector<Value> resultAdjoints;
+  bool any = false;
+  for (Value result : op->getResults()) {
+    resultAdjoints.push_back(adjoints.lookup(result));
+    any |= static_cast<bool>(resultAdjoints.back());
   }
-
-  ArrayType typeOf(StringRef tensor) {
-    return symbols.lookup<TensorOp>(tensor).getArrayType();
-  }
-
-  Value readWhole(OpBuilder &builder, Location loc, StringRef tensor) {
-    return ReadOp::create(builder, loc, typeOf(tensor), ref(tensor),
-                          AffineMapAttr::get(AffineMap::get(context)),
-                          ValueRange());
-  }
-
-  Value zeros(OpBuilder &builder, Location loc, ArrayType type) {
-    Value zero = ConstantOp::create(builder, loc, 0.0);
-    if (type.isScalar())
-      return zero;
-    return BroadcastOp::create(builder, loc, type, zero);
-  }
-
-  /// A state tensor `NAME.SUFFIX` of `shape` marked `mark = @NAME`, created
-  /// on first use.
-  StringRef auxiliaryTensor(StringRef name, StringRef suffix, ArrayAttr shape,
-                            StringRef mark) {
-    std::string full = (name + "." + suffix).str();
-    if (auto existing = symbols.lookup<TensorOp>(full))
-      return existing.getSymName();
-    OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
-    if (Operation *last = lastTensor())
-      declarations.setInsertionPointAfter(last);
-    auto tensor =
-        TensorOp::create(declarations, model.getLoc(), full, Role::state, shape,
-                         InitKindAttr::get(context, InitKind::zeros),
-                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
-    tensor->setAttr(mark, ref(name));
-    symbols.insert(tensor);
-    return tensor.getSymName();
-  }
-
-  Operation *lastTensor() {
-    Operation *last = nullptr;
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      last = tensor;
-    return last;
-  }
-
-  StringRef adjointTensor(StringRef tensor) {
-    return auxiliaryTensor(tensor, "adjoint",
-                           symbols.lookup<TensorOp>(tensor).getShape(),
-                           kAdjointOf);
-  }
-
-  /// `seed`: every adjoint starts as the gradient of the sum of the losses.
-  void buildSeed(Block &block) {
-    OpBuilder builder = OpBuilder::atBlockEnd(&block);
-    llvm::MapVector<StringRef, Value> seeds;
-    for (TermOp loss : model.getBody().front().getOps<TermOp>()) {
-      if (!loss.getLoss())
-        continue;
-      for (StringRef tensor : readTensors(loss.getBody(), model)) {
-        if (!differentiable.contains(tensor))
-          continue;
-        Value g = GradOp::create(builder, loss.getLoc(), typeOf(tensor),
-                                 ref(tensor), ref(loss.getSymName()))
-                      ->getResult(0);
-        Value &seed = seeds[tensor];
-        seed = seed ? AddOp::create(builder, loss.getLoc(), seed, g).getResult()
-                    : g;
-      }
-    }
-    for (StringRef tensor : differentiable) {
-      Value seed = seeds.lookup(tensor);
-      if (!seed)
-        seed = zeros(builder, model.getLoc(), typeOf(tensor));
-      StoreOp::create(builder, model.getLoc(), seed,
-                      ref(adjointTensor(tensor)));
-    }
-  }
-
-  /// `finish`: a state initialised from another tensor passes its adjoint
-  /// on to it.
-  void buildFinish(Block &block) {
-    OpBuilder builder = OpBuilder::atBlockEnd(&block);
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>()) {
-      FlatSymbolRefAttr source = tensor.getInitSourceAttr();
-      if (!source || !differentiable.contains(tensor.getSymName()) ||
-          !differentiable.contains(source.getValue()))
-        continue;
-      Location loc = tensor.getLoc();
-      Value passed =
-          readWhole(builder, loc, adjointTensor(tensor.getSymName()));
-      StringRef target = adjointTensor(source.getValue());
-      Value sum =
-          AddOp::create(builder, loc, readWhole(builder, loc, target), passed);
-      StoreOp::create(builder, loc, sum, ref(target));
-    }
-  }
-
-  //===--------------------------------------------------------------------===//
-  // The fixed point
-  //===--------------------------------------------------------------------===//
-
-  Value constant(OpBuilder &builder, double value) {
-    return ConstantOp::create(builder, loc(), value);
-  }
-  Value innerProduct(OpBuilder &builder, Value lhs, Value rhs) {
-    Value product = MulOp::create(builder, loc(), lhs, rhs);
-    if (cast<ArrayType>(product.getType()).isScalar())
-      return product;
-    return ReduceElementsOp::create(builder, loc(), ElementsKind::sum, product);
-  }
-  /// numerator / denominator where `valid`, else 0, never dividing by 0.
-  Value guardedRatio(OpBuilder &builder, Value valid, Value numerator,
-                     Value denominator) {
-    Value safe = SelectOp::create(builder, loc(), valid, denominator,
-                                  constant(builder, 1));
-    Value ratio = DivOp::create(builder, loc(), numerator, safe);
-    return SelectOp::create(builder, loc(), valid, ratio, constant(builder, 0));
-  }
-  Value compare(OpBuilder &builder, CmpPredicate predicate, Value lhs,
-                Value rhs) {
-    return CmpOp::create(builder, loc(), predicate, lhs, rhs);
-  }
-
-  /// The adjoints at a fixed point x* of the updated nodes x, where
-  /// ∇ₓE(x*, Y) = 0 for the other tensors Y: with H = ∇²ₓE and x̄ the
-  /// seeded adjoint, Ȳ −= ∇_Y ⟨∇ₓE, v⟩ where H v = x̄, and x̄ = 0. v comes
-  /// from conjugate gradients on the Hessian-vector products
-  /// H p = ∇ₓ ⟨∇ₓE, p⟩ (the gradient of the terms `x.backprop` with the
-  /// cotangents c = p), at most `implicit_iterations` rounds, until
-  /// ‖r‖ ≤ tol ‖x̄‖ or a direction of non-positive curvature.
-  LogicalResult buildImplicitSolve(DynamicsOp dynamics, Block &block) {
-    llvm::SetVector<StringRef> solved;
-    for (UpdateOp rule : dynamics.getRules().front().getOps<UpdateOp>())
-      solved.insert(rule.getNode());
-    if (solved.empty() ||
-        !dynamics.getRules().front().getOps<AssignOp>().empty())
-      return dynamics.emitOpError()
-             << "differentiates implicitly at a fixed point, which needs "
-                "gradient rules and no explicit ones";
-    OpBuilder builder = OpBuilder::atBlockEnd(&block);
-    // The directional terms ⟨∇ₓE, c⟩ and what each of them reads.
-    SmallVector<std::pair<TermOp, StringRef>> terms;
-    SmallVector<llvm::SetVector<StringRef>> termReads;
-    for (StringRef node : solved) {
-      FailureOr<std::pair<TermOp, StringRef>> term =
-          directionalTerm(node, FlatSymbolRefAttr());
-      if (failed(term))
-        return failure();
-      terms.push_back(*term);
-      termReads.push_back(readTensors(term->first.getBody(), model));
-    }
-    auto solverTensor = [&](StringRef node, StringRef suffix, bool scalar) {
-      return auxiliaryTensor(node, suffix,
-                             scalar ? builder.getArrayAttr({})
-                                    : symbols.lookup<TensorOp>(node).getShape(),
-                             kSolverOf);
-    };
-    StringRef first = solved.front();
-    StringRef residualNorm = solverTensor(first, "solver_residual_norm", true);
-    StringRef threshold = solverTensor(first, "solver_threshold", true);
-    StringRef rounds = solverTensor(first, "solver_rounds", true);
-    SmallVector<StringRef> solutions, residuals, directions;
-    for (StringRef node : solved) {
-      solutions.push_back(solverTensor(node, "solver_solution", false));
-      residuals.push_back(solverTensor(node, "solver_residual", false));
-      directions.push_back(solverTensor(node, "solver_direction", false));
-    }
-
-    // x = 0, r = p = x̄.
-    Value norm;
-    for (auto [k, node] : llvm::enumerate(solved)) {
-      Value seed = readWhole(builder, loc(), adjointTensor(node));
-      StoreOp::create(builder, loc(), zeros(builder, loc(), typeOf(node)),
-                      ref(solutions[k]));
-      StoreOp::create(builder, loc(), seed, ref(residuals[k]));
-      StoreOp::create(builder, loc(), seed, ref(directions[k]));
-      Value part = innerProduct(builder, seed, seed);
-      norm =
-          norm ? AddOp::create(builder, loc(), norm, part).getResult() : part;
-    }
-    double tolerance = dynamics.getImplicitTolerance()->convertToDouble();
-    StoreOp::create(builder, loc(), norm, ref(residualNorm));
-    StoreOp::create(builder, loc(),
-                    MulOp::create(builder, loc(), norm,
-                                  constant(builder, tolerance * tolerance)),
-                    ref(threshold));
-    StoreOp::create(builder, loc(), constant(builder, 0), ref(rounds));
-
-    int64_t iterations = int64_t(*dynamics.getImplicitIterations());
-    auto loop = RepeatOp::create(builder, loc(),
-                                 builder.getI64IntegerAttr(iterations + 1));
-    {
-      OpBuilder in = OpBuilder::atBlockEnd(&loop.getBody().emplaceBlock());
-      SmallVector<Value> direction;
-      for (auto [k, term] : llvm::enumerate(terms)) {
-        direction.push_back(readWhole(in, loc(), directions[k]));
-        StoreOp::create(in, loc(), direction.back(), ref(term.second));
-      }
-      // H p, and pᵀ H p.
-      SmallVector<Value> product;
-      Value curvature;
-      for (StringRef node : solved) {
-        Value sum;
-        for (auto [term, reads] : llvm::zip(terms, termReads)) {
-          if (!reads.contains(node))
-            continue;
-          Value part = GradOp::create(in, loc(), typeOf(node), ref(node),
-                                      ref(term.first.getSymName()))
-                           ->getResult(0);
-          sum = sum ? AddOp::create(in, loc(), sum, part).getResult() : part;
-        }
-        product.push_back(sum ? sum : zeros(in, loc(), typeOf(node)));
-        Value part =
-            innerProduct(in, direction[product.size() - 1], product.back());
-        curvature = curvature
-                        ? AddOp::create(in, loc(), curvature, part).getResult()
-                        : part;
-      }
-      Value previous = readWhole(in, loc(), residualNorm);
-      Value positive =
-          compare(in, CmpPredicate::gt, curvature, constant(in, 0));
-      Value alpha = guardedRatio(in, positive, previous, curvature);
-      Value norm;
-      SmallVector<Value> newResiduals;
-      for (size_t k = 0; k < solved.size(); ++k) {
-        Value solution =
-            AddOp::create(in, loc(), readWhole(in, loc(), solutions[k]),
-                          MulOp::create(in, loc(), alpha, direction[k]));
-        StoreOp::create(in, loc(), solution, ref(solutions[k]));
-        Value residual =
-            SubOp::create(in, loc(), readWhole(in, loc(), residuals[k]),
-                          MulOp::create(in, loc(), alpha, product[k]));
-        StoreOp::create(in, loc(), residual, ref(residuals[k]));
-        newResiduals.push_back(residual);
-        Value part = innerProduct(in, residual, residual);
-        norm = norm ? AddOp::create(in, loc(), norm, part).getResult() : part;
-      }
-      Value beta = guardedRatio(in, positive, norm, previous);
-      for (size_t k = 0; k < solved.size(); ++k)
-        StoreOp::create(
-            in, loc(),
-            AddOp::create(in, loc(), newResiduals[k],
-                          MulOp::create(in, loc(), beta, direction[k])),
-            ref(directions[k]));
-      StoreOp::create(in, loc(), norm, ref(residualNorm));
-      Value round = AddOp::create(in, loc(), readWhole(in, loc(), rounds),
-                                  constant(in, 1));
-      StoreOp::create(in, loc(), round, ref(rounds));
-      Value converged =
-          compare(in, CmpPredicate::le, norm, readWhole(in, loc(), threshold));
-      Value exhausted = compare(in, CmpPredicate::ge, round,
-                                constant(in, double(iterations)));
-      Value stalled = compare(in, CmpPredicate::le, curvature, constant(in, 0));
-      Value done = arith::OrIOp::create(
-          in, loc(), arith::OrIOp::create(in, loc(), converged, exhausted),
-          stalled);
-      YieldOp::create(in, loc(), done);
-    }
-
-    // Ȳ −= ∇_Y ⟨∇ₓE, v⟩ with c = v; x̄ = 0 for the nodes and their
-    // optimizer states.
-    llvm::MapVector<StringRef, Value> mixed;
-    for (auto [k, term] : llvm::enumerate(terms)) {
-      StoreOp::create(builder, loc(), readWhole(builder, loc(), solutions[k]),
-                      ref(term.second));
-      for (StringRef tensor : termReads[k]) {
-        if (!differentiable.contains(tensor) || solved.contains(tensor))
-          continue;
-        Value part = GradOp::create(builder, loc(), typeOf(tensor), ref(tensor),
-                                    ref(term.first.getSymName()))
-                         ->getResult(0);
-        Value &sum = mixed[tensor];
-        sum = sum ? AddOp::create(builder, loc(), sum, part).getResult() : part;
-      }
-    }
-    for (StringRef tensor : differentiable) {
-      TensorOp declaration = symbols.lookup<TensorOp>(tensor);
-      Value adjoint;
-      if (solved.contains(tensor) || declaration.getOptimizerState())
-        adjoint = zeros(builder, loc(), typeOf(tensor));
-      else if (Value sum = mixed.lookup(tensor))
-        adjoint = SubOp::create(
-            builder, loc(), readWhole(builder, loc(), adjointTensor(tensor)),
-            sum);
-      if (adjoint)
-        StoreOp::create(builder, loc(), adjoint, ref(adjointTensor(tensor)));
-    }
+  // Constants, `step` and sizes depend on nothing.
+  if (!any || op->getNumOperands() == 0)
     return success();
-  }
-
-  //===--------------------------------------------------------------------===//
-  // The step
-  //===--------------------------------------------------------------------===//
-
-  LogicalResult buildStep(Block &block) {
-    OpBuilder builder = OpBuilder::atBlockEnd(&block);
-    // The forward sweep: the step as it is, each store preceded by a read
-    // of the value it replaces.
-    IRMapping mapping;
-    SmallVector<Operation *> forward;
-    Block *step = program ? &program.getBody().front() : nullptr;
-    for (Operation &op : step ? step->getOperations() : block.getOperations()) {
-      if (op.getNumRegions() != 0)
-        return op.emitOpError()
-               << "cannot be differentiated through yet: gradients of a loss "
-                  "through the steps support gradient rules with fixed "
-                  "steps and explicit rules, not adaptive `ode` steps or "
-                  "`stationary` rules; `backward implicit;` in the dynamics "
-                  "differentiates such runs at their fixed point instead";
-      Value old;
-      if (auto store = dyn_cast<StoreOp>(op))
-        old = readWhole(builder, op.getLoc(), store.getTensor());
-      forward.push_back(builder.clone(op, mapping));
-      if (old)
-        replaced[forward.back()] = old;
-    }
-
-    // The reverse sweep.
-    for (Operation *op : llvm::reverse(forward))
-      if (failed(reverse(op, builder)))
-        return failure();
-
-    for (StringRef tensor : differentiable) {
-      auto it = tensorAdjoints.find(tensor);
-      if (it == tensorAdjoints.end())
-        continue;
-      Value value = it->second;
-      if (!value)
-        value = zeros(builder, loc(), typeOf(tensor));
-      StoreOp::create(builder, loc(), value, ref(adjointTensor(tensor)));
-    }
-    removeUndoneStores(block, symbols);
-    return success();
-  }
-
-  /// The adjoint of `tensor` at this point of the reverse sweep (after the
-  /// ops not yet reversed): null for zero.
-  Value currentTensorAdjoint(OpBuilder &builder, Location loc,
-                             StringRef tensor) {
-    auto [it, inserted] = tensorAdjoints.try_emplace(tensor, Value());
-    if (inserted)
-      it->second = readWhole(builder, loc, adjointTensor(tensor));
-    return it->second;
-  }
-
-  void addTensorAdjoint(OpBuilder &builder, Location loc, StringRef tensor,
-                        Value adjoint) {
-    Value current = currentTensorAdjoint(builder, loc, tensor);
-    tensorAdjoints[tensor] =
-        current ? AddOp::create(builder, loc, current, adjoint).getResult()
-                : adjoint;
-  }
-
-  void addAdjoint(OpBuilder &builder, Location loc, Value value,
-                  Value adjoint) {
-    Value &slot = adjoints[value];
-    slot =
-        slot ? AddOp::create(builder, loc, slot, adjoint).getResult() : adjoint;
-  }
-
-  LogicalResult reverse(Operation *op, OpBuilder &builder) {
-    Location loc = op->getLoc();
-    if (auto store = dyn_cast<StoreOp>(op)) {
-      StringRef tensor = store.getTensor();
-      if (differentiable.contains(tensor)) {
-        if (Value adjoint = currentTensorAdjoint(builder, loc, tensor))
-          addAdjoint(builder, loc, store.getValue(), adjoint);
-        tensorAdjoints[tensor] = Value();
-      }
-      // Later ops of the sweep see the value the store replaced.
-      StoreOp::create(builder, loc, replaced.lookup(op), store.getTensorAttr());
-      return success();
-    }
-    if (auto read = dyn_cast<ReadOp>(op))
-      return reverseRead(read, builder);
-    if (auto grad = dyn_cast<GradOp>(op))
-      return reverseGrad(grad, builder);
-
-    SmallVector<Value> resultAdjoints;
-    bool any = false;
-    for (Value result : op->getResults()) {
-      resultAdjoints.push_back(adjoints.lookup(result));
-      any |= static_cast<bool>(resultAdjoints.back());
-    }
-    // Constants, `step` and sizes depend on nothing.
-    if (!any || op->getNumOperands() == 0)
-      return success();
-    auto rule = dyn_cast<DerivativeOpInterface>(op);
-    if (!rule || !rule.hasDerivativeRule())
-      return op->emitOpError()
-             << "has no derivative rule; a loss's gradient through the "
-                "dynamics reaches it";
-    for (auto [result, adjoint] : llvm::zip(op->getResults(), resultAdjoints))
-      if (!adjoint)
-        adjoint = zeros(builder, loc, cast<ArrayType>(result.getType()));
-    SmallVector<Value> operandAdjoints;
-    if (failed(rule.buildAdjoints(builder, resultAdjoints, operandAdjoints)))
-      return failure();
-    for (auto [operand, adjoint] :
-         llvm::zip(op->getOperands(), operandAdjoints))
-      if (adjoint)
-        addAdjoint(builder, loc, operand, adjoint);
-    return success();
-  }
-
-  LogicalResult reverseRead(ReadOp read, OpBuilder &builder) {
-    Value adjoint = adjoints.lookup(read.getResult());
+  auto rule = dyn_cast<DerivativeOpInterface>(op);
+  if (!rule || !rule.hasDerivativeRule())
+    return op->emitOpError()
+           << "has no derivative rule; a loss's gradient through the "
+              "dynamics reaches it";
+  for (auto [result, adjoint] : llvm::zip(op->getResults(), resultAdjoints))
     if (!adjoint)
-      return success();
-    Location loc = read.getLoc();
-    Operation *source = symbols.lookup(read.getSource());
-    if (auto let = dyn_cast_or_null<LetOp>(source)) {
-      if (read.getMap().getNumResults() != 0)
-        return read.emitOpError()
-               << "reads let " << read.getSourceAttr()
-               << " in part; a loss's gradient through the dynamics needs "
-                  "whole reads of lets in the step";
-      return reverseLetRead(let, adjoint, builder, loc);
-    }
-    StringRef tensor = read.getSource();
-    if (!differentiable.contains(tensor))
-      return success();
+      adjoint = zeros(builder, loc, cast<ArrayType>(result.getType()));
+  SmallVector<Value> operandAdjoints;
+  if (failed(rule.buildAdjoints(builder, resultAdjoints, operandAdjoints)))
+    return failure();
+  for (auto [operand, adjoint] : llvm::zip(op->getOperands(), operandAdjoints))
+    if (adjoint)
+      addAdjoint(builder, loc, operand, adjoint);
+  return success();
+}
+
+LogicalResult BackwardBuilder::reverseRead(ReadOp read, OpBuilder &builder) {
+  Value adjoint = adjoints.lookup(read.getResult());
+  if (!adjoint)
+    return success();
+  Location loc = read.getLoc();
+  Operation *source = symbols.lookup(read.getSource());
+  if (auto let = dyn_cast_or_null<LetOp>(source)) {
     if (read.getMap().getNumResults() != 0)
-      adjoint = EmbedOp::create(builder, loc, typeOf(tensor), adjoint,
-                                read.getMapAttr(), read.getIndices());
-    addTensorAdjoint(builder, loc, tensor, adjoint);
+      return read.emitOpError()
+             << "reads let " << read.getSourceAttr()
+             << " in part; a loss's gradient through the dynamics needs "
+                "whole reads of lets in the step";
+    return reverseLetRead(let, adjoint, builder, loc);
+  }
+  StringRef tensor = read.getSource();
+  if (!differentiable.contains(tensor))
     return success();
-  }
+  if (read.getMap().getNumResults() != 0)
+    adjoint = EmbedOp::create(builder, loc, typeOf(tensor), adjoint,
+                              read.getMapAttr(), read.getIndices());
+  addTensorAdjoint(builder, loc, tensor, adjoint);
+  return success();
+}
 
-  /// Stores `adjoint` as the cotangent of `name` and adds the gradient of
-  /// `term` (⟨value, cotangent⟩) with respect to every tensor it reads into
-  /// their adjoints.
-  void pullBackThrough(TermOp term, StringRef cotangent, Value adjoint,
-                       OpBuilder &builder, Location loc) {
-    StoreOp::create(builder, loc, adjoint, ref(cotangent));
-    addGradients(term, readTensors(term.getBody(), model), builder, loc);
-  }
+void BackwardBuilder::pullBackThrough(TermOp term, StringRef cotangent,
+                                      Value adjoint, OpBuilder &builder,
+                                      Location loc) {
+  StoreOp::create(builder, loc, adjoint, ref(cotangent));
+  addGradients(term, readTensors(term.getBody(), model), builder, loc);
+}
 
-  /// Adds the gradient of `term` with respect to each differentiable tensor
-  /// of `tensors` but those `skipped` holds into its adjoint; returns the
-  /// gradient with respect to `wanted` (null if none was taken).
-  Value addGradients(TermOp term, const llvm::SetVector<StringRef> &tensors,
-                     OpBuilder &builder, Location loc,
-                     const llvm::SetVector<StringRef> &skipped = {},
-                     StringRef wanted = {}) {
-    Value found;
-    for (StringRef tensor : tensors) {
-      if (!differentiable.contains(tensor) || skipped.contains(tensor))
-        continue;
-      Value product = GradOp::create(builder, loc, typeOf(tensor), ref(tensor),
-                                     ref(term.getSymName()))
-                          ->getResult(0);
-      addTensorAdjoint(builder, loc, tensor, product);
-      if (tensor == wanted)
-        found = product;
-    }
-    return found;
+Value BackwardBuilder::addGradients(TermOp term,
+                                    const llvm::SetVector<StringRef> &tensors,
+                                    OpBuilder &builder, Location loc,
+                                    const llvm::SetVector<StringRef> &skipped,
+                                    StringRef wanted) {
+  Value found;
+  for (StringRef tensor : tensors) {
+    if (!differentiable.contains(tensor) || skipped.contains(tensor))
+      continue;
+    Value product = GradOp::create(builder, loc, typeOf(tensor), ref(tensor),
+                                   ref(term.getSymName()))
+                        ->getResult(0);
+    addTensorAdjoint(builder, loc, tensor, product);
+    if (tensor == wanted)
+      found = product;
   }
+  return found;
+}
 
-  /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ for every tensor Y: the gradient of the auxiliary
-  /// term ⟨∇E, c⟩, c the cotangent tensor of x. Where the energy reads x
-  /// through a residual let S = x + R(Y) (and the Y only through S), the
-  /// term is F(S): its gradient in x is ∇_S F, and in each Y the pull-back
-  /// of that through S, ∇_Y ⟨∇_S F, S⟩, which is computed once per S
-  /// rather than once per use of S in the energy (a sum of outer products
-  /// per pair of an attention becomes one per position).
-  LogicalResult reverseGrad(GradOp grad, OpBuilder &builder) {
-    FailureOr<bool> joint = reverseGradJointly(grad, builder);
-    if (failed(joint) || *joint)
-      return joint;
-    for (auto [tensorRef, result] :
-         llvm::zip(grad.getTensors(), grad.getResults())) {
-      Value adjoint = adjoints.lookup(result);
-      if (!adjoint)
-        continue;
-      StringRef tensor = tensorRef.getValue();
-      FailureOr<std::pair<TermOp, StringRef>> term =
-          directionalTerm(tensor, grad.getOfAttr());
-      if (failed(term))
-        return failure();
-      Location loc = grad.getLoc();
-      if (!grad.getOfAttr()) {
-        FailureOr<bool> fixed =
-            pullBackThroughFixedLets(tensor, adjoint, builder, loc);
-        if (failed(fixed))
-          return failure();
-        if (*fixed)
-          continue;
-      }
-      auto [let, through] = residualStream(tensor, grad.getOfAttr());
-      if (!let) {
-        pullBackThrough(term->first, term->second, adjoint, builder, loc);
-        continue;
-      }
-      StoreOp::create(builder, loc, adjoint, ref(term->second));
-      Value inStream =
-          addGradients(term->first, readTensors(term->first.getBody(), model),
-                       builder, loc, through, tensor);
-      if (!inStream)
-        continue;
-      auto [letTerm, letCotangent] = letPullback(let);
-      StoreOp::create(builder, loc, inStream, ref(letCotangent));
-      addGradients(letTerm, through, builder, loc);
-    }
-    return success();
-  }
-
-  /// ḡ₁, ḡ₂, … ↦ ∇_Y Σₖ ⟨∇_{xₖ} E, ḡₖ⟩ for the tensors of `grad` that have
-  /// adjoints, when there are several and each takes reverseGrad's plain
-  /// path: one directional term for all, whose gradient computes what they
-  /// share (a layer's matrix products) once. False, building nothing,
-  /// otherwise.
-  FailureOr<bool> reverseGradJointly(GradOp grad, OpBuilder &builder) {
-    FlatSymbolRefAttr of = grad.getOfAttr();
-    SmallVector<FlatSymbolRefAttr> tensors;
-    SmallVector<Value> pulled;
-    for (auto [tensor, result] :
-         llvm::zip(grad.getTensors(), grad.getResults()))
-      if (Value adjoint = adjoints.lookup(result)) {
-        tensors.push_back(tensor);
-        pulled.push_back(adjoint);
-      }
-    if (tensors.size() < 2)
-      return false;
-    if (!of) {
-      FailureOr<TermOp> energy = energyOfFixedLets();
-      if (failed(energy))
-        return failure();
-      if (*energy)
-        return false;
-    }
-    for (FlatSymbolRefAttr tensor : tensors)
-      if (residualStream(tensor.getValue(), of).first)
-        return false;
-    FailureOr<std::pair<TermOp, SmallVector<StringRef>>> joint =
-        directionalTerm(tensors, of);
-    if (failed(joint))
+LogicalResult BackwardBuilder::reverseGrad(GradOp grad, OpBuilder &builder) {
+  FailureOr<bool> joint = reverseGradJointly(grad, builder);
+  if (failed(joint) || *joint)
+    return joint;
+  for (auto [tensorRef, result] :
+       llvm::zip(grad.getTensors(), grad.getResults())) {
+    Value adjoint = adjoints.lookup(result);
+    if (!adjoint)
+      continue;
+    StringRef tensor = tensorRef.getValue();
+    FailureOr<std::pair<TermOp, StringRef>> term =
+        directionalTerm(tensor, grad.getOfAttr());
+    if (failed(term))
       return failure();
-    auto &[term, cotangents] = *joint;
-    for (auto [adjoint, cotangent] : llvm::zip(pulled, cotangents))
-      StoreOp::create(builder, grad.getLoc(), adjoint, ref(cotangent));
-    addGradients(term, readTensors(term.getBody(), model), builder,
-                 grad.getLoc());
-    return true;
+    Location loc = grad.getLoc();
+    if (!grad.getOfAttr()) {
+      FailureOr<bool> fixed =
+          pullBackThroughFixedLets(tensor, adjoint, builder, loc);
+      if (failed(fixed))
+        return failure();
+      if (*fixed)
+        continue;
+    }
+    auto [let, through] = residualStream(tensor, grad.getOfAttr());
+    if (!let) {
+      pullBackThrough(term->first, term->second, adjoint, builder, loc);
+      continue;
+    }
+    StoreOp::create(builder, loc, adjoint, ref(term->second));
+    Value inStream =
+        addGradients(term->first, readTensors(term->first.getBody(), model),
+                     builder, loc, through, tensor);
+    if (!inStream)
+      continue;
+    auto [letTerm, letCotangent] = letPullback(let);
+    StoreOp::create(builder, loc, inStream, ref(letCotangent));
+    addGradients(letTerm, through, builder, loc);
   }
+  return success();
+}
 
-  /// ḡ ↦ ∇_Y ⟨∇_x E, ḡ⟩ where the energy reads lets F that read no state
-  /// (a Transformer's embedded tokens, the keys of a conditional energy):
-  /// the directional term is taken of the energy with each F read from a
-  /// tensor F.value that holds F's value, so that ∇_{F.value} of it is F's
-  /// cotangent, pulled back through F (one outer product per position) to
-  /// the tensors F reads. Returns false, adding nothing, where no such let
-  /// is read.
-  FailureOr<bool> pullBackThroughFixedLets(StringRef tensor, Value adjoint,
-                                           OpBuilder &builder, Location loc) {
+FailureOr<bool> BackwardBuilder::reverseGradJointly(GradOp grad,
+                                                    OpBuilder &builder) {
+  FlatSymbolRefAttr of = grad.getOfAttr();
+  SmallVector<FlatSymbolRefAttr> tensors;
+  SmallVector<Value> pulled;
+  for (auto [tensor, result] : llvm::zip(grad.getTensors(), grad.getResults()))
+    if (Value adjoint = adjoints.lookup(result)) {
+      tensors.push_back(tensor);
+      pulled.push_back(adjoint);
+    }
+  if (tensors.size() < 2)
+    return false;
+  if (!of) {
     FailureOr<TermOp> energy = energyOfFixedLets();
     if (failed(energy))
       return failure();
-    if (!*energy)
+    if (*energy)
       return false;
-    FailureOr<std::pair<TermOp, StringRef>> term =
-        directionalTerm(tensor, FlatSymbolRefAttr::get(*energy));
-    if (failed(term))
-      return failure();
-    StoreOp::create(builder, loc, adjoint, ref(term->second));
-    for (LetOp let : fixedLets)
-      StoreOp::create(
-          builder, loc,
-          ReadOp::create(
-              builder, loc, let.getArrayType(), ref(let.getSymName()),
-              AffineMapAttr::get(AffineMap::get(context)), ValueRange()),
-          ref(valueTensor(let)));
-    addGradients(term->first, readTensors(term->first.getBody(), model),
-                 builder, loc);
-    for (LetOp let : fixedLets) {
-      StringRef value = valueTensor(let);
-      Value cotangent = GradOp::create(builder, loc, typeOf(value), ref(value),
-                                       ref(term->first.getSymName()))
-                            ->getResult(0);
-      auto [letTerm, letCotangent] = letPullback(let);
-      StoreOp::create(builder, loc, cotangent, ref(letCotangent));
-      addGradients(letTerm, readTensors(let.getBody(), model), builder, loc);
-    }
-    return true;
   }
+  for (FlatSymbolRefAttr tensor : tensors)
+    if (residualStream(tensor.getValue(), of).first)
+      return false;
+  FailureOr<std::pair<TermOp, SmallVector<StringRef>>> joint =
+      directionalTerm(tensors, of);
+  if (failed(joint))
+    return failure();
+  auto &[term, cotangents] = *joint;
+  for (auto [adjoint, cotangent] : llvm::zip(pulled, cotangents))
+    StoreOp::create(builder, grad.getLoc(), adjoint, ref(cotangent));
+  addGradients(term, readTensors(term.getBody(), model), builder,
+               grad.getLoc());
+  return true;
+}
 
-  /// The tensor `F.value` that stands for the let F in energyOfFixedLets.
-  StringRef valueTensor(LetOp let) {
-    SmallVector<Attribute> shape;
-    for (StringRef dim : let.getArrayType().getShape())
-      shape.push_back(ref(dim));
-    return auxiliaryTensor(let.getSymName(), "value",
-                           ArrayAttr::get(context, shape), kCotangentOf);
+FailureOr<bool> BackwardBuilder::pullBackThroughFixedLets(StringRef tensor,
+                                                          Value adjoint,
+                                                          OpBuilder &builder,
+                                                          Location loc) {
+  FailureOr<TermOp> energy = energyOfFixedLets();
+  if (failed(energy))
+    return failure();
+  if (!*energy)
+    return false;
+  FailureOr<std::pair<TermOp, StringRef>> term =
+      directionalTerm(tensor, FlatSymbolRefAttr::get(*energy));
+  if (failed(term))
+    return failure();
+  StoreOp::create(builder, loc, adjoint, ref(term->second));
+  for (LetOp let : fixedLets)
+    StoreOp::create(builder, loc,
+                    ReadOp::create(builder, loc, let.getArrayType(),
+                                   ref(let.getSymName()),
+                                   AffineMapAttr::get(AffineMap::get(context)),
+                                   ValueRange()),
+                    ref(valueTensor(let)));
+  addGradients(term->first, readTensors(term->first.getBody(), model), builder,
+               loc);
+  for (LetOp let : fixedLets) {
+    StringRef value = valueTensor(let);
+    Value cotangent = GradOp::create(builder, loc, typeOf(value), ref(value),
+                                     ref(term->first.getSymName()))
+                          ->getResult(0);
+    auto [letTerm, letCotangent] = letPullback(let);
+    StoreOp::create(builder, loc, cotangent, ref(letCotangent));
+    addGradients(letTerm, readTensors(let.getBody(), model), builder, loc);
   }
+  return true;
+}
 
-  /// The auxiliary term `energy.fixed_lets`: the sum of the energy terms,
-  /// with every let that reads no state and some differentiable tensor
-  /// (`fixedLets`) read from its value tensor and the other lets inlined;
-  /// made on first use, null where no such let is read.
-  FailureOr<TermOp> energyOfFixedLets() {
-    constexpr StringLiteral kName = "energy.fixed_lets";
-    if (auto existing = symbols.lookup<TermOp>(kName))
-      return existing;
-    if (fixedLetsSearched)
-      return TermOp();
-    fixedLetsSearched = true;
-    SmallVector<TermOp> terms;
-    llvm::SetVector<StringRef> lets;
-    for (TermOp term : model.getBody().front().getOps<TermOp>()) {
-      if (term.getAuxiliary() || term.getLoss())
-        continue;
+StringRef BackwardBuilder::valueTensor(LetOp let) {
+  SmallVector<Attribute> shape;
+  for (StringRef dim : let.getArrayType().getShape())
+    shape.push_back(ref(dim));
+  return auxiliaryTensor(let.getSymName(), "value",
+                         ArrayAttr::get(context, shape), kCotangentOf);
+}
+
+FailureOr<TermOp> BackwardBuilder::energyOfFixedLets() {
+  constexpr StringLiteral kName = "energy.fixed_lets";
+  if (auto existing = symbols.lookup<TermOp>(kName))
+    return existing;
+  if (fixedLetsSearched)
+    return TermOp();
+  fixedLetsSearched = true;
+  SmallVector<TermOp> terms;
+  llvm::SetVector<StringRef> lets;
+  for (TermOp term : model.getBody().front().getOps<TermOp>()) {
+    if (term.getAuxiliary() || term.getLoss())
+      continue;
+    terms.push_back(term);
+    term.getBody().walk([&](ReadOp read) {
+      if (symbols.lookup<LetOp>(read.getSource()))
+        lets.insert(read.getSource());
+    });
+  }
+  // Every let the energy reads, through other lets too.
+  for (size_t i = 0; i < lets.size(); ++i)
+    symbols.lookup<LetOp>(lets[i]).getBody().walk([&](ReadOp read) {
+      if (symbols.lookup<LetOp>(read.getSource()))
+        lets.insert(read.getSource());
+    });
+  for (StringRef name : lets) {
+    auto let = symbols.lookup<LetOp>(name);
+    llvm::SetVector<StringRef> reads = readTensors(let.getBody(), model);
+    bool readsState = llvm::any_of(reads, [&](StringRef tensor) {
+      return symbols.lookup<TensorOp>(tensor).getRole() == Role::state;
+    });
+    bool readsDifferentiable = llvm::any_of(reads, [&](StringRef tensor) {
+      return differentiable.contains(tensor);
+    });
+    if (!readsState && readsDifferentiable)
+      fixedLets.push_back(let);
+  }
+  if (fixedLets.empty() || terms.empty())
+    return TermOp();
+
+  SmallVector<StringRef> values;
+  for (LetOp let : fixedLets)
+    values.push_back(valueTensor(let));
+  FailureOr<TermOp> energy =
+      buildEnergyReadingValues(model, terms, fixedLets, values, kName);
+  if (failed(energy))
+    return failure();
+  symbols.insert(*energy);
+  return energy;
+}
+
+std::pair<LetOp, llvm::SetVector<StringRef>>
+BackwardBuilder::residualStream(StringRef tensor, FlatSymbolRefAttr of) {
+  SmallVector<TermOp> terms;
+  for (TermOp term : model.getBody().front().getOps<TermOp>())
+    if (of ? term.getSymName() == of.getValue()
+           : !term.getAuxiliary() && !term.getLoss())
       terms.push_back(term);
-      term.getBody().walk([&](ReadOp read) {
-        if (symbols.lookup<LetOp>(read.getSource()))
-          lets.insert(read.getSource());
-      });
-    }
-    // Every let the energy reads, through other lets too.
-    for (size_t i = 0; i < lets.size(); ++i)
-      symbols.lookup<LetOp>(lets[i]).getBody().walk([&](ReadOp read) {
-        if (symbols.lookup<LetOp>(read.getSource()))
-          lets.insert(read.getSource());
-      });
-    for (StringRef name : lets) {
-      auto let = symbols.lookup<LetOp>(name);
-      llvm::SetVector<StringRef> reads = readTensors(let.getBody(), model);
-      bool readsState = llvm::any_of(reads, [&](StringRef tensor) {
-        return symbols.lookup<TensorOp>(tensor).getRole() == Role::state;
-      });
-      bool readsDifferentiable = llvm::any_of(reads, [&](StringRef tensor) {
-        return differentiable.contains(tensor);
-      });
-      if (!readsState && readsDifferentiable)
-        fixedLets.push_back(let);
-    }
-    if (fixedLets.empty() || terms.empty())
-      return TermOp();
+  LetOp found;
+  for (LetOp let : model.getBody().front().getOps<LetOp>()) {
+    if (!isResidualOf(let, tensor, model))
+      continue;
+    if (found)
+      return {};
+    found = let;
+  }
+  if (!found)
+    return {};
+  auto readBeside = [&](StringRef other) {
+    return llvm::any_of(terms, [&](TermOp term) {
+      return readsBeside(term.getBody(), other, found.getSymName(), model);
+    });
+  };
+  if (readBeside(tensor))
+    return {};
+  llvm::SetVector<StringRef> through;
+  for (StringRef read : readTensors(found.getBody(), model))
+    if (read != tensor && differentiable.contains(read) && !readBeside(read))
+      through.insert(read);
+  if (through.empty())
+    return {};
+  return {found, through};
+}
 
-    SmallVector<StringRef> values;
-    for (LetOp let : fixedLets)
-      values.push_back(valueTensor(let));
-    FailureOr<TermOp> energy =
-        buildEnergyReadingValues(model, terms, fixedLets, values, kName);
-    if (failed(energy))
+FailureOr<std::pair<TermOp, StringRef>>
+BackwardBuilder::directionalTerm(StringRef tensor, FlatSymbolRefAttr of) {
+  FailureOr<std::pair<TermOp, SmallVector<StringRef>>> term =
+      directionalTerm({FlatSymbolRefAttr::get(context, tensor)}, of);
+  if (failed(term))
+    return failure();
+  return std::make_pair(term->first, term->second.front());
+}
+
+FailureOr<std::pair<TermOp, SmallVector<StringRef>>>
+BackwardBuilder::directionalTerm(ArrayRef<FlatSymbolRefAttr> tensors,
+                                 FlatSymbolRefAttr of) {
+  std::string name;
+  SmallVector<StringRef> cotangents;
+  for (FlatSymbolRefAttr tensor : tensors) {
+    name += (tensor.getValue() + ".").str();
+    cotangents.push_back(auxiliaryTensor(
+        tensor.getValue(), "cotangent",
+        symbols.lookup<TensorOp>(tensor.getValue()).getShape(), kCotangentOf));
+  }
+  name += "backprop";
+  if (of)
+    name += ("." + of.getValue()).str();
+  auto term = symbols.lookup<TermOp>(name);
+  if (!term) {
+    FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);
+    if (failed(gradient))
       return failure();
-    symbols.insert(*energy);
-    return energy;
+    term = buildDirectionalTerm(*gradient, cotangents, name);
+    symbols.insert(term);
   }
+  return std::make_pair(term, std::move(cotangents));
+}
 
-  /// The residual let S = x + R through which the energy terms (the term
-  /// `of` alone, when given) read `tensor` x, and the differentiable tensors
-  /// other than x that they read only through S; a null let where there is
-  /// none (x read beside S, several such lets) or no tensor reads only
-  /// through it.
-  std::pair<LetOp, llvm::SetVector<StringRef>>
-  residualStream(StringRef tensor, FlatSymbolRefAttr of) {
-    SmallVector<TermOp> terms;
-    for (TermOp term : model.getBody().front().getOps<TermOp>())
-      if (of ? term.getSymName() == of.getValue()
-             : !term.getAuxiliary() && !term.getLoss())
-        terms.push_back(term);
-    LetOp found;
-    for (LetOp let : model.getBody().front().getOps<LetOp>()) {
-      if (!isResidualOf(let, tensor, model))
-        continue;
-      if (found)
-        return {};
-      found = let;
-    }
-    if (!found)
-      return {};
-    auto readBeside = [&](StringRef other) {
-      return llvm::any_of(terms, [&](TermOp term) {
-        return readsBeside(term.getBody(), other, found.getSymName(), model);
-      });
-    };
-    if (readBeside(tensor))
-      return {};
-    llvm::SetVector<StringRef> through;
-    for (StringRef read : readTensors(found.getBody(), model))
-      if (read != tensor && differentiable.contains(read) && !readBeside(read))
-        through.insert(read);
-    if (through.empty())
-      return {};
-    return {found, through};
-  }
+LogicalResult BackwardBuilder::reverseLetRead(LetOp let, Value adjoint,
+                                              OpBuilder &builder,
+                                              Location loc) {
+  auto [term, cotangent] = letPullback(let);
+  pullBackThrough(term, cotangent, adjoint, builder, loc);
+  return success();
+}
 
-  /// The auxiliary term ⟨∇_x E, c⟩ (E the global energy, or term `of`) and
-  /// the cotangent tensor c of x it reads, made on first use.
-  FailureOr<std::pair<TermOp, StringRef>>
-  directionalTerm(StringRef tensor, FlatSymbolRefAttr of) {
-    FailureOr<std::pair<TermOp, SmallVector<StringRef>>> term =
-        directionalTerm({FlatSymbolRefAttr::get(context, tensor)}, of);
-    if (failed(term))
-      return failure();
-    return std::make_pair(term->first, term->second.front());
-  }
-
-  /// The auxiliary term Σₖ ⟨∇_{xₖ} E, cₖ⟩ of the tensors xₖ (`x1.x2.backprop`,
-  /// with `.of` for a term's) and the cotangent tensors cₖ it reads, made on
-  /// first use from their joint gradient.
-  FailureOr<std::pair<TermOp, SmallVector<StringRef>>>
-  directionalTerm(ArrayRef<FlatSymbolRefAttr> tensors, FlatSymbolRefAttr of) {
-    std::string name;
-    SmallVector<StringRef> cotangents;
-    for (FlatSymbolRefAttr tensor : tensors) {
-      name += (tensor.getValue() + ".").str();
-      cotangents.push_back(auxiliaryTensor(
-          tensor.getValue(), "cotangent",
-          symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
-          kCotangentOf));
-    }
-    name += "backprop";
-    if (of)
-      name += ("." + of.getValue()).str();
-    auto term = symbols.lookup<TermOp>(name);
-    if (!term) {
-      FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);
-      if (failed(gradient))
-        return failure();
-      term = buildDirectionalTerm(*gradient, cotangents, name);
-      symbols.insert(term);
-    }
-    return std::make_pair(term, std::move(cotangents));
-  }
-
-  /// S̄ ↦ ∇_Y ⟨S̄, S⟩ for a let S read whole: the gradient of the auxiliary
-  /// term Σ_i ⟨S̄[i], body(i)⟩ over the let's domain.
-  LogicalResult reverseLetRead(LetOp let, Value adjoint, OpBuilder &builder,
-                               Location loc) {
-    auto [term, cotangent] = letPullback(let);
-    pullBackThrough(term, cotangent, adjoint, builder, loc);
-    return success();
-  }
-
-  /// The auxiliary term Σ_i ⟨S̄[i], body(i)⟩ of a let S over its domain and
-  /// the cotangent tensor S̄ it reads, made on first use.
-  std::pair<TermOp, StringRef> letPullback(LetOp let) {
-    std::string name = (let.getSymName() + ".backprop").str();
-    SmallVector<Attribute> shape;
-    ArrayType whole = let.getArrayType();
-    for (StringRef dim : whole.getShape())
-      shape.push_back(ref(dim));
-    StringRef cotangent =
-        auxiliaryTensor(let.getSymName(), "cotangent",
-                        ArrayAttr::get(context, shape), kCotangentOf);
-    auto term = symbols.lookup<TermOp>(name);
-    if (!term) {
-      OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
-      term = TermOp::create(declarations, let.getLoc(),
-                            declarations.getStringAttr(name),
-                            /*auxiliary=*/true, /*loss=*/false);
-      OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
-      // A let without indices (one matrix of parameters, say) is ⟨S̄, body⟩
-      // itself, with no sum.
-      ReduceOp sum;
-      Block *inner = &term.getBody().front();
-      if (!let.getDomain().empty()) {
-        sum =
-            ReduceOp::create(body, let.getLoc(), ArrayType::getScalar(context),
+std::pair<TermOp, StringRef> BackwardBuilder::letPullback(LetOp let) {
+  std::string name = (let.getSymName() + ".backprop").str();
+  SmallVector<Attribute> shape;
+  ArrayType whole = let.getArrayType();
+  for (StringRef dim : whole.getShape())
+    shape.push_back(ref(dim));
+  StringRef cotangent =
+      auxiliaryTensor(let.getSymName(), "cotangent",
+                      ArrayAttr::get(context, shape), kCotangentOf);
+  auto term = symbols.lookup<TermOp>(name);
+  if (!term) {
+    OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
+    term = TermOp::create(declarations, let.getLoc(),
+                          declarations.getStringAttr(name),
+                          /*auxiliary=*/true, /*loss=*/false);
+    OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
+    // A let without indices (one matrix of parameters, say) is ⟨S̄, body⟩
+    // itself, with no sum.
+    ReduceOp sum;
+    Block *inner = &term.getBody().front();
+    if (!let.getDomain().empty()) {
+      sum = ReduceOp::create(body, let.getLoc(), ArrayType::getScalar(context),
                              ReduceKind::sum, let.getDomain(), Value());
-        inner = &sum.getBody().emplaceBlock();
-      }
-      IRMapping mapping;
-      Block &letBody = let.getBody().front();
-      SmallVector<Value> indices;
-      for (BlockArgument argument : letBody.getArguments()) {
-        Value index = inner->addArgument(argument.getType(), argument.getLoc());
-        mapping.map(argument, index);
-        indices.push_back(index);
-      }
-      OpBuilder in = OpBuilder::atBlockEnd(inner);
-      for (Operation &op : letBody.without_terminator())
-        in.clone(op, mapping);
-      Value element = mapping.lookupOrDefault(
-          cast<YieldOp>(letBody.getTerminator()).getValues()[0]);
-      auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
-      Value weight =
-          ReadOp::create(in, let.getLoc(), element.getType(), ref(cotangent),
-                         AffineMapAttr::get(map), indices);
-      Value product = MulOp::create(in, let.getLoc(), element, weight);
-      if (!cast<ArrayType>(product.getType()).isScalar())
-        product = ReduceElementsOp::create(in, let.getLoc(), ElementsKind::sum,
-                                           product);
-      YieldOp::create(in, let.getLoc(), product);
-      if (sum)
-        YieldOp::create(body, let.getLoc(), sum.getResult());
-      symbols.insert(term);
+      inner = &sum.getBody().emplaceBlock();
     }
-    return {term, cotangent};
+    IRMapping mapping;
+    Block &letBody = let.getBody().front();
+    SmallVector<Value> indices;
+    for (BlockArgument argument : letBody.getArguments()) {
+      Value index = inner->addArgument(argument.getType(), argument.getLoc());
+      mapping.map(argument, index);
+      indices.push_back(index);
+    }
+    OpBuilder in = OpBuilder::atBlockEnd(inner);
+    for (Operation &op : letBody.without_terminator())
+      in.clone(op, mapping);
+    Value element = mapping.lookupOrDefault(
+        cast<YieldOp>(letBody.getTerminator()).getValues()[0]);
+    auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
+    Value weight =
+        ReadOp::create(in, let.getLoc(), element.getType(), ref(cotangent),
+                       AffineMapAttr::get(map), indices);
+    Value product = MulOp::create(in, let.getLoc(), element, weight);
+    if (!cast<ArrayType>(product.getType()).isScalar())
+      product = ReduceElementsOp::create(in, let.getLoc(), ElementsKind::sum,
+                                         product);
+    YieldOp::create(in, let.getLoc(), product);
+    if (sum)
+      YieldOp::create(body, let.getLoc(), sum.getResult());
+    symbols.insert(term);
   }
+  return {term, cotangent};
+}
 
-  ModelOp model;
-  UpdateProgramOp program;
-  SymbolTable symbols;
-  MLIRContext *context;
-  BackwardProgramOp backward;
-  llvm::SetVector<StringRef> differentiable;
-  /// The adjoint of each forward value, summed over its uses reversed so
-  /// far.
-  DenseMap<Value, Value> adjoints;
-  /// The adjoint of each tensor at the current point of the sweep; a null
-  /// entry is zero, a missing one the adjoint the step was entered with.
-  llvm::MapVector<StringRef, Value> tensorAdjoints;
-  /// For each store of the forward sweep, the value it replaced.
-  DenseMap<Operation *, Value> replaced;
-  /// The lets energyOfFixedLets reads from value tensors.
-  SmallVector<LetOp> fixedLets;
-  bool fixedLetsSearched = false;
-};
+namespace {
 
 struct BuildBackwardPass
     : public mlir::energy::impl::EnergyBuildBackwardBase<BuildBackwardPass> {

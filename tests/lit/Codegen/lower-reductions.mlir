@@ -3,8 +3,8 @@
 // RUN: energy-opt %S/Inputs/custom-reduce.mlir --mlir-very-unsafe-disable-verifier-on-parsing --pass-pipeline='builtin.module(energy-emit-kernels)' -verify-diagnostics -o /dev/null
 
 // The pattern of Reductions.cpp: reduce over an index domain, in the order
-// of its domain, carrying (admitted positions, running value[, running
-// sum]) in registers for scalars and scratch for arrays; an empty domain
+// of its domain, carrying (admitted positions as an index, running value[,
+// running sum]) in registers for scalars and scratch for arrays; an empty domain
 // gives 0. A sum marked `parallel` outside every loop runs in fixed chunks
 // of its first index on a loop marked parallel, partial results added in
 // chunk order afterwards.
@@ -29,7 +29,7 @@
 // CHECK-NEXT:      %[[START:[0-9]+]] = arith.minsi %[[S0]], %[[EXTENT]] : index
 // CHECK-NEXT:      %[[E0:[0-9]+]] = arith.addi %[[START]], %[[PER]] : index
 // CHECK-NEXT:      %[[END:[0-9]+]] = arith.minsi %[[E0]], %[[EXTENT]] : index
-// CHECK:           %[[CHUNKSUM:[0-9]+]]:2 = scf.for %{{.*}} = %[[START]] to %[[END]] step %{{.*}} iter_args(%{{.*}}) -> (f32, f32) {
+// CHECK:           %[[CHUNKSUM:[0-9]+]]:2 = scf.for %{{.*}} = %[[START]] to %[[END]] step %{{.*}} iter_args(%{{.*}}) -> (index, f32) {
 // CHECK:             vector.reduction <add>
 // CHECK:           }
 // CHECK:           llvm.getelementptr %[[PARTIALS]][
@@ -44,7 +44,7 @@
 // CHECK:         return
 // F64-LABEL:   energy.model @parallel_sum
 // F64-LABEL:   func.func @energy_kernel_energy(
-// F64:           scf.for %{{.*}} iter_args(%{{.*}}) -> (f64, f64) {
+// F64:           scf.for %{{.*}} iter_args(%{{.*}}) -> (index, f64) {
 // F64:           } {energy.parallel}
 // F64:           scf.for %{{.*}} iter_args(%{{.*}}) -> (f64) {
 energy.model @parallel_sum {
@@ -69,7 +69,7 @@ energy.model @parallel_sum {
 // CHECK-LABEL: func.func private @energy_gradient_0_x(
 // CHECK-NOT:     arith.ceildivsi
 // CHECK:         scf.for %[[I:arg[0-9]+]] =
-// CHECK:           %[[SUM:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}}) -> (f32, f32) {
+// CHECK:           %[[SUM:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}}) -> (index, f32) {
 // CHECK-NOT:       energy.parallel
 // CHECK:           }
 // CHECK:         } {energy.parallel}
@@ -107,11 +107,12 @@ energy.model @nested_parallel_sum {
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[TAU:[0-9]+]] = arith.truncf %{{[0-9]+}} : f64 to f32
 // CHECK:         %[[NEGINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
-// CHECK:         %[[R:[0-9]+]]:3 = scf.for %[[I:arg[0-9]+]] = {{.*}} iter_args(%[[COUNT:arg[0-9]+]] = %{{.*}}, %[[RMAX:arg[0-9]+]] = %[[NEGINF]], %[[RSUM:arg[0-9]+]] = %{{.*}}) -> (f32, f32, f32) {
+// CHECK:         %[[R:[0-9]+]]:3 = scf.for %[[I:arg[0-9]+]] = {{.*}} iter_args(%[[COUNT:arg[0-9]+]] = %{{.*}}, %[[RMAX:arg[0-9]+]] = %[[NEGINF]], %[[RSUM:arg[0-9]+]] = %{{.*}}) -> (index, f32, f32) {
 // CHECK:           %[[OK:[0-9]+]] = arith.cmpi sgt, %[[I]], %{{.*}} : index
-// CHECK-NEXT:      %[[IF:[0-9]+]]:3 = scf.if %[[OK]] -> (f32, f32, f32) {
+// CHECK-NEXT:      %[[IF:[0-9]+]]:3 = scf.if %[[OK]] -> (index, f32, f32) {
 // CHECK:             %[[X:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK-NEXT:        arith.addf %[[COUNT]], %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK-NEXT:        %[[ONE:[a-z0-9_]+]] = arith.constant 1 : index
+// CHECK-NEXT:        arith.addi %[[COUNT]], %[[ONE]] : index
 // CHECK-NEXT:        %[[XT:[0-9]+]] = arith.divf %[[X]], %[[TAU]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT:        %[[BIG:[0-9]+]] = arith.maxnumf %[[RMAX]], %[[XT]] : f32
 // CHECK-NEXT:        %[[WASINF:[0-9]+]] = arith.cmpf oeq, %[[RMAX]], %[[NEGINF]] : f32
@@ -122,10 +123,11 @@ energy.model @nested_parallel_sum {
 // CHECK:             %[[RS:[0-9]+]] = arith.mulf %[[RSUM]], %[[SCALE0]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT:        arith.addf %[[RS]], %{{[0-9]+}} fastmath<reassoc,contract> : f32
 // CHECK:           } else {
-// CHECK-NEXT:        scf.yield %[[COUNT]], %[[RMAX]], %[[RSUM]] : f32, f32, f32
+// CHECK-NEXT:        scf.yield %[[COUNT]], %[[RMAX]], %[[RSUM]] : index, f32, f32
 // CHECK-NEXT:      }
 // CHECK:         }
-// CHECK-NEXT:    %[[EMPTY:[0-9]+]] = arith.cmpf oeq, %[[R]]#0, %{{.*}} : f32
+// CHECK-NEXT:    %[[NONE:[a-z0-9_]+]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[EMPTY:[0-9]+]] = arith.cmpi eq, %[[R]]#0, %[[NONE]] : index
 // CHECK-NEXT:    %[[LOG:[0-9]+]] = math.log %[[R]]#2 : f32
 // CHECK-NEXT:    %[[L:[0-9]+]] = arith.addf %[[R]]#1, %[[LOG]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT:    %[[LT:[0-9]+]] = arith.mulf %[[L]], %[[TAU]] fastmath<reassoc,contract> : f32
@@ -160,12 +162,14 @@ energy.model @lse_temp {
 // CHECK-LABEL: energy.model @max_mean
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[NEGINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
-// CHECK:         %[[MX:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[RMAX:arg[0-9]+]] = %[[NEGINF]]) -> (f32, f32) {
+// CHECK:         %[[MX:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[RMAX:arg[0-9]+]] = %[[NEGINF]]) -> (index, f32) {
 // CHECK:           arith.maxnumf %[[RMAX]], %{{[0-9]+}} : f32
-// CHECK:         %[[MN:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}}) -> (f32, f32) {
+// CHECK:         %[[MN:[0-9]+]]:2 = scf.for %{{.*}} iter_args(%{{.*}}) -> (index, f32) {
 // CHECK:           arith.addf
 // CHECK:         }
-// CHECK:         arith.divf %[[MN]]#1, %[[MN]]#0 fastmath<reassoc,contract> : f32
+// CHECK:         %[[N64:[0-9]+]] = arith.index_cast %[[MN]]#0 : index to i64
+// CHECK-NEXT:    %[[NF:[0-9]+]] = arith.sitofp %[[N64]] : i64 to f32
+// CHECK-NEXT:    arith.divf %[[MN]]#1, %[[NF]] fastmath<reassoc,contract> : f32
 // CHECK:         return
 energy.model @max_mean {
   dim @N
@@ -200,7 +204,7 @@ energy.model @max_mean {
 // CHECK:           scf.for
 // CHECK:             llvm.getelementptr %[[RUNNING]][
 // CHECK-NEXT:        llvm.store
-// CHECK:           %{{[0-9]+}} = scf.for %{{.*}} iter_args(%{{.*}}) -> (f32) {
+// CHECK:           %{{[0-9]+}} = scf.for %{{.*}} iter_args(%{{.*}}) -> (index) {
 // CHECK:             scf.for
 // CHECK:               llvm.getelementptr %[[RUNNING]][
 // CHECK:               arith.addf

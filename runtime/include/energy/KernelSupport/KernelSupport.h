@@ -78,7 +78,7 @@ int32_t energy_support_num_threads(void);
  *        results included;
  *   f64: less than 1 ulp from the exact exp, subnormal results included
  *        (at most 0.77 ulp seen, next to the subnormal range).
- * tests/unit/kernelsupport/ExpTest.cpp checks these on every path: f32
+ * tests/unit/runtime/KernelSupport/ExpTest.cpp checks these on every path: f32
  * against (float)exp((double)x) on a stride through all 2^32 inputs and on
  * every input near the ends of the range, f64 against the x87 expl. */
 void energy_support_exp_f32(int64_t n, const float *in, float *out);

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../support/ParsedModel.h"
+#include "support/ParsedModel.h"
 
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"

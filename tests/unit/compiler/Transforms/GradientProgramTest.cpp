@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../support/ParsedModel.h"
+#include "support/ParsedModel.h"
 #include "GradientTestSupport.h"
 
 #include "energy/IR/EnergyDialect.h"

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../support/DenseMath.h"
+#include "support/DenseMath.h"
 #include "GradientTestSupport.h"
 
 #include <doctest/doctest.h>

@@ -12,8 +12,8 @@
 #ifndef ENERGY_TESTS_UNIT_DYNAMICS_DYNAMICSTESTSUPPORT_H
 #define ENERGY_TESTS_UNIT_DYNAMICS_DYNAMICSTESTSUPPORT_H
 
-#include "../gradients/GradientTestSupport.h"
-#include "../support/DenseMath.h"
+#include "compiler/Transforms/GradientTestSupport.h"
+#include "support/DenseMath.h"
 
 #include "energy/Interpreter/Interpreter.h"
 

@@ -52,7 +52,7 @@ How to re-run
 Requires Debian's python3 with python3-sklearn (``apt-get install -y
 python3-sklearn``); from the repository root:
 
-    /usr/bin/python3 tests/unit/dynamics/gmm_reference.py > tests/unit/dynamics/gmm_reference.json
+    /usr/bin/python3 tests/unit/compiler/Dynamics/gmm_reference.py > tests/unit/compiler/Dynamics/gmm_reference.json
 """
 
 import json
