@@ -12,6 +12,9 @@ installed tools:
   that stopping after 4 steps and resuming from the saved state (moment
   buffers included) equals 8 steps straight;
 - loads the plugin through ENERGY_PLUGINS too;
+- the verifier's messages about plugins' functions (wrong derivative
+  order, similarity of non-vectors, gradient argument) with the plugin
+  loaded (tests/plugins/plugin-invalid.mlir, energy-opt --plugin);
 - without the plugin, `adam` is a located error;
 - refuses, with the file named: a missing file, a library without the
   entry point, a plugin built for another API version, a plugin whose
@@ -87,6 +90,14 @@ with open(model, 'w') as f:
   dynamics { x: adam(lr = 0.1, beta2 = 0.99); steps 8; }
 }
 ''')
+# The verifier's messages about plugins' functions, with the plugin loaded.
+energy_opt = os.path.join(prefix, 'bin', 'energy-opt')
+run([energy_opt, '--plugin', research_plugin,
+     os.path.join(source, 'tests', 'plugins', 'plugin-invalid.mlir'),
+     '-split-input-file', '-verify-diagnostics', '-o', os.devnull])
+check(True, 'energy-opt --plugin: every plugin-function verifier message '
+            '(tests/plugins/plugin-invalid.mlir)')
+
 artifact = os.path.join(work, 'bowl.so')
 run([energyc, '--plugin', research_plugin, model, '--dtype', 'f64', '-o', artifact])
 
