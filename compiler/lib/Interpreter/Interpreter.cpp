@@ -180,9 +180,8 @@ std::optional<int64_t> Interpreter::getDim(StringRef name) const {
 /// The error for a dim with no value.
 InFlightDiagnostic interpreter::unboundDim(Operation *user, StringRef name) {
   return user->emitError() << "dim @" << name
-                           << " is not bound: it has no default, so give it "
-                              "a value (energy-run --dim "
-                           << name << "=VALUE)";
+                           << " is not bound: it has no default, so it needs "
+                              "a value";
 }
 
 FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
