@@ -44,6 +44,9 @@ public:
   FailureOr<Lowered> emitSupportCall(Operation *op);
 
 private:
+  /// Square matrices of `type` (the last two axes) holding
+  /// `onDiagonal(row)` on their diagonal and 0 elsewhere.
+  Lowered diagonalMatrix(ArrayType type, function_ref<Value(Value)> onDiagonal);
   Lowered operandAt(Operation *op, unsigned position) {
     return get(op->getOperand(position));
   }
@@ -52,6 +55,19 @@ private:
   }
 };
 } // namespace
+
+Lowered ArrayOpLowering::diagonalMatrix(ArrayType type,
+                                        function_ref<Value(Value)> onDiagonal) {
+  Value n = shape(type).back();
+  return build(type, [&](Value position) {
+    Value row = arith::DivUIOp::create(b, loc, position, n);
+    Value column = arith::RemUIOp::create(b, loc, position, n);
+    Value diagonal =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, column);
+    Value value = onDiagonal(row);
+    return select(diagonal, value, real(0.0));
+  });
+}
 
 FailureOr<Lowered> ArrayOpLowering::emitConstant(ConstantOp constant) {
   return Lowered{real(constant.getValue().convertToDouble()), Value()};
@@ -64,15 +80,8 @@ FailureOr<Lowered> ArrayOpLowering::emitToReal(ToRealOp toReal) {
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitEye(EyeOp eye) {
-  auto type = cast<ArrayType>(eye.getType());
-  Value n = shape(type).back();
-  return build(type, [&](Value position) {
-    Value row = arith::DivUIOp::create(b, loc, position, n);
-    Value column = arith::RemUIOp::create(b, loc, position, n);
-    Value diagonal =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, column);
-    return select(diagonal, real(1.0), real(0.0));
-  });
+  return diagonalMatrix(cast<ArrayType>(eye.getType()),
+                        [&](Value) { return real(1.0); });
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitTranspose(TransposeOp transpose) {
@@ -302,16 +311,9 @@ FailureOr<Lowered> ArrayOpLowering::emitBroadcast(BroadcastOp broadcast) {
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitDiag(DiagOp diag) {
-  auto type = cast<ArrayType>(diag.getType());
   Lowered operand = operandAt(diag, 0);
-  Value n = shape(type).back();
-  return build(type, [&](Value position) {
-    Value row = arith::DivUIOp::create(b, loc, position, n);
-    Value column = arith::RemUIOp::create(b, loc, position, n);
-    Value diagonal =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, column);
-    return select(diagonal, load(operand.data, row), real(0.0));
-  });
+  return diagonalMatrix(cast<ArrayType>(diag.getType()),
+                        [&](Value row) { return load(operand.data, row); });
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitDiagPart(DiagPartOp diagPart) {
