@@ -14,7 +14,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ContractionLowering.h"
-#include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"

@@ -76,9 +76,10 @@ bool KernelLowering::isLaneWise(Operation *op) {
 }
 
 bool KernelLowering::isFusedIntoUser(Operation *op) {
+  if (!isLaneWise(op))
+    return false;
   Value result = op->getResult(0);
-  if (!isLaneWise(op) || cast<ArrayType>(result.getType()).isScalar() ||
-      !result.hasOneUse())
+  if (cast<ArrayType>(result.getType()).isScalar() || !result.hasOneUse())
     return false;
   Operation *user = *result.getUsers().begin();
   bool laneWiseUser =

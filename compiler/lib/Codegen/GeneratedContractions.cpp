@@ -11,9 +11,7 @@
 
 #include "ContractionLowering.h"
 #include "energy/Codegen/ParallelLoops.h"
-#include "energy/KernelSupport/KernelSupport.h"
 
-#include <functional>
 #include <limits>
 
 using namespace mlir;

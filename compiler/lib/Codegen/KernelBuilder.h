@@ -82,6 +82,11 @@ public:
   Location &loc;
   ModelContext &context;
 
+  /// The kernel's arguments (ArtifactABI.h): buffers, dims, consts, step,
+  /// result.
+  ValueRange kernelArguments() {
+    return frame.function.getArguments().take_front(5);
+  }
   /// Frees scratch memory and returns `code` (the kernel's status when
   /// null).
   void finish(Value code = Value());
@@ -164,6 +169,10 @@ public:
   void reportStatus(Value code);
   /// Stores `value` (an index as i64) in 8-byte slot `position` of `slots`.
   void storeInSlot(Value slots, unsigned position, Value value);
+  /// The softmax weights exp(x) of `count` elements at `values`, in place
+  /// (the support library's vector exp, results below the smallest normal
+  /// number dropped).
+  void expInPlace(Value values, Value count);
   /// Stores a scalar result (as f64) into the result argument.
   Value storeResult(Value scalar);
 
@@ -239,10 +248,6 @@ public:
   void addScaled(Value y, Value a, Value x, Value count);
   /// Σ_i x[i] · y[i].
   Value dotProduct(Value x, Value y, Value count);
-  /// The softmax weights exp(x) of `count` elements at `values`, in place
-  /// (the support library's vector exp, results below the smallest normal
-  /// number dropped).
-  void expInPlace(Value values, Value count);
 
   //===--------------------------------------------------------------------===//
   // Arrays (KernelBuilder.cpp)

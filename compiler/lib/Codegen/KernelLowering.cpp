@@ -1,8 +1,8 @@
 //===- KernelLowering.cpp - The driver of kernel lowering -----------------===//
 //
-// Walks a kernel's blocks and hands each op to the first of its patterns
-// that matches it (KernelLowering.h); loops over index domains with their
-// predicates, and comprehensions, which every family uses.
+// Walks a kernel's blocks and hands each op to the pattern of highest
+// benefit that matches it (KernelLowering.h); loops over index domains with
+// their predicates, and comprehensions, which every family uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,17 +26,19 @@ void KernelLoweringPatterns::addPattern(std::optional<OperationName> root,
 
 ArrayRef<const KernelLoweringPattern *>
 KernelLoweringPatterns::patternsFor(Operation *op) const {
-  auto [entry, inserted] = byName.try_emplace(op->getName());
-  if (inserted) {
+  std::unique_ptr<SmallVector<const KernelLoweringPattern *>> &entry =
+      byName[op->getName()];
+  if (!entry) {
+    entry = std::make_unique<SmallVector<const KernelLoweringPattern *>>();
     for (const auto &pattern : patterns)
       if (!pattern->root || *pattern->root == op->getName())
-        entry->second.push_back(pattern.get());
-    llvm::stable_sort(entry->second, [](const KernelLoweringPattern *lhs,
-                                        const KernelLoweringPattern *rhs) {
+        entry->push_back(pattern.get());
+    llvm::stable_sort(*entry, [](const KernelLoweringPattern *lhs,
+                                 const KernelLoweringPattern *rhs) {
       return lhs->benefit > rhs->benefit;
     });
   }
-  return entry->second;
+  return *entry;
 }
 
 void codegen::populateKernelLowerings(KernelLoweringPatterns &patterns) {

@@ -1,8 +1,9 @@
 //===- KernelLowering.h - Lowering energy ops into kernels ------*- C++ -*-===//
 //
 // The lowering of a kernel's energy ops by patterns, one per op family: the
-// state patterns share, the driver that hands each op to the first pattern
-// that matches it, and the pattern interface. Private to compiler/lib/Codegen.
+// state patterns share, the driver that hands each op to the pattern of
+// highest benefit that matches it, and the pattern interface. Private to
+// compiler/lib/Codegen.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,7 +78,7 @@ public:
   /// Emits the ops of `block` (a region body whose block arguments get
   /// `arguments`), returning the lowered values it yields.
   FailureOr<SmallVector<Value>> emitBlock(Block &block, ValueRange arguments);
-  /// Emits `op` with the first of its patterns that matches it.
+  /// Emits `op` with the pattern of highest benefit that matches it.
   LogicalResult emitOp(Operation *op);
   /// The lowered array for an energy value emitted earlier.
   Lowered get(Value value) { return state.arrays.lookup(value); }
@@ -165,11 +166,16 @@ public:
   Lower lower;
 };
 
-/// Benefits: the interface-wide patterns come before those of one op.
+/// Benefits. The orders that matter: among element-wise ops, fused into
+/// the user > on vectors of lanes > one element at a time; for matmul,
+/// batch_matmul, transpose and accumulate, the special cases
+/// (kInPlaceBenefit, kUnstoredBenefit) > the op's own pattern.
 enum LoweringBenefit : unsigned {
   kOpBenefit = 1,
   /// A product computed into the storage its accumulation adds it to.
   kInPlaceBenefit = 2,
+  /// A value that its users read through, never stored.
+  kUnstoredBenefit = 2,
   kElementwiseBenefit = 2,
   kLaneWiseBenefit = 3,
   kFusedBenefit = 4,
@@ -230,7 +236,10 @@ private:
 
   MLIRContext *context;
   SmallVector<std::unique_ptr<KernelLoweringPattern>> patterns;
-  mutable DenseMap<OperationName, SmallVector<const KernelLoweringPattern *>>
+  /// Each op name's patterns, found on first use; boxed, so that a list
+  /// stays put while lowering an op adds another name's.
+  mutable DenseMap<OperationName,
+                   std::unique_ptr<SmallVector<const KernelLoweringPattern *>>>
       byName;
 };
 
@@ -265,12 +274,6 @@ public:
                  const KernelLoweringPatterns &patterns, bool isProgram = false)
       : KernelStorage(context, function, patterns, isProgram),
         KernelLowering(ownedFrame, ownedState) {}
-
-  /// The kernel's arguments (ArtifactABI.h): buffers, dims, consts, step,
-  /// result.
-  ValueRange kernelArguments() {
-    return ownedFrame.function.getArguments().take_front(5);
-  }
 };
 
 } // namespace mlir::energy::codegen

@@ -60,8 +60,10 @@ struct EmitKernelsPass
     FloatType type = elementType == "f64"
                          ? FloatType(Float64Type::get(&getContext()))
                          : FloatType(Float32Type::get(&getContext()));
-    if (failed(emitKernels(model, artifact, type)))
+    if (failed(emitKernels(model, artifact, type))) {
+      artifact.erase();
       return signalPassFailure();
+    }
     // Emission builds its IR directly; a slip there is a compiler bug, and
     // is reported as one rather than crashing a later pass.
     if (failed(verify(artifact))) {

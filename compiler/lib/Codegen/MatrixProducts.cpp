@@ -3,7 +3,8 @@
 // Lowers matmul and batch_matmul: products of matrices through the support
 // library's GEMM (MatrixProduct.h), matrix-vector products as vector loops;
 // a product that an accumulation adds into a whole tensor is computed into
-// that tensor's storage.
+// that tensor's storage (patterns on the product and on the accumulation),
+// and a transpose read only as Xᵀ v is never stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,15 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
 namespace {
+/// Whether `matmul` is Xᵀ v with X a matrix: emitMatmul then reads X along
+/// its rows and never the transpose.
+bool readsTransposeAlongRows(MatmulOp matmul) {
+  auto transpose = matmul.getLhs().getDefiningOp<TransposeOp>();
+  return transpose && matmul.getRhs() != matmul.getLhs() &&
+         cast<ArrayType>(transpose.getOperand().getType()).getRank() == 2 &&
+         cast<ArrayType>(matmul.getRhs().getType()).getRank() == 1;
+}
+
 class MatrixProductLowering : public KernelLowering {
 public:
   explicit MatrixProductLowering(KernelLowering &kernel)
@@ -45,10 +55,9 @@ FailureOr<Lowered> MatrixProductLowering::emitMatmul(MatmulOp matmul) {
   if (rhsType.getRank() == 1) {
     // Xᵀ v of a row-major X is Σ_k v[k] X[k, :]: rows of X scaled and
     // added, along X's rows, with no pass over its transpose.
-    if (auto transpose = matmul.getLhs().getDefiningOp<TransposeOp>();
-        transpose &&
-        cast<ArrayType>(transpose.getOperand().getType()).getRank() == 2) {
-      Value matrix = get(transpose.getOperand()).data;
+    if (readsTransposeAlongRows(matmul)) {
+      Value matrix =
+          get(matmul.getLhs().getDefiningOp<TransposeOp>().getOperand()).data;
       forRange(rows, [&](Value i) { store(real(0.0), data, i); });
       forRange(inner, [&](Value k) {
         Value row =
@@ -191,20 +200,15 @@ void codegen::populateMatrixProductLowerings(KernelLoweringPatterns &patterns) {
                          addedInPlace);
   patterns.add<BatchMatmulOp>(emittedByItsAccumulation, kInPlaceBenefit,
                               addedInPlace);
-  // A transpose whose users all read it as Xᵀ v (emitMatmul reads X along
-  // its rows) is never stored.
+  // A transpose whose users all read it as Xᵀ v is never stored.
   patterns.add<TransposeOp>(
-      [](Operation *, KernelLowering &) { return success(); }, kInPlaceBenefit,
+      [](Operation *, KernelLowering &) { return success(); }, kUnstoredBenefit,
       [](Operation *op, KernelLowering &) {
         Value transposed = op->getResult(0);
-        return cast<ArrayType>(op->getOperand(0).getType()).getRank() == 2 &&
-               !transposed.use_empty() &&
+        return !transposed.use_empty() &&
                llvm::all_of(transposed.getUsers(), [&](Operation *user) {
                  auto matmul = dyn_cast<MatmulOp>(user);
-                 return matmul && matmul.getLhs() == transposed &&
-                        matmul.getRhs() != transposed &&
-                        cast<ArrayType>(matmul.getRhs().getType()).getRank() ==
-                            1;
+                 return matmul && readsTransposeAlongRows(matmul);
                });
       });
   auto productOf = [](Operation *op) {

@@ -126,9 +126,7 @@ LogicalResult ProgramLowering::emitGrad(GradOp grad) {
            << " is not derived; run energy-derive-gradients first";
   // The gradient function adds into its targets: a result's array starts
   // at zero; a gradient added `into` a tensor gets the tensor's buffer.
-  SmallVector<Value> arguments = {frame.buffersArg, frame.dimsArg,
-                                  frame.constsArg, frame.stepArg,
-                                  frame.resultArg};
+  SmallVector<Value> arguments(kernelArguments());
   bool writesTensors = false;
   for (auto [position, target] : llvm::enumerate(grad.getIntoTensors())) {
     if (target) {

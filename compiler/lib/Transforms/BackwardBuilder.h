@@ -57,10 +57,13 @@ private:
     return BroadcastOp::create(builder, loc, type, zero);
   }
 
-  /// A state tensor `NAME.SUFFIX` of `shape` marked `mark = @NAME`, created
-  /// on first use.
+  /// What an auxiliary tensor of the backward program holds for @NAME (its
+  /// provenance attribute, declared in ODS).
+  enum class Provenance { AdjointOf, CotangentOf, SolverOf };
+  /// A state tensor `NAME.SUFFIX` of `shape` marked `provenance = @NAME`,
+  /// created on first use.
   StringRef auxiliaryTensor(StringRef name, StringRef suffix, ArrayAttr shape,
-                            StringRef mark);
+                            Provenance provenance);
   Operation *lastTensor();
   StringRef adjointTensor(StringRef tensor);
 

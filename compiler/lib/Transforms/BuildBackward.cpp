@@ -27,9 +27,6 @@ using namespace mlir::energy;
 
 namespace {
 
-constexpr StringLiteral kAdjointOf = "adjoint_of";
-constexpr StringLiteral kCotangentOf = "cotangent_of";
-
 /// Whether `op`, between a store to `tensor` and the next one, may read
 /// what the store wrote: a read of the tensor, of a let (which may read
 /// it), or anything else that reads state (a gradient reads every tensor).
@@ -113,7 +110,8 @@ LogicalResult BackwardBuilder::build() {
 }
 
 StringRef BackwardBuilder::auxiliaryTensor(StringRef name, StringRef suffix,
-                                           ArrayAttr shape, StringRef mark) {
+                                           ArrayAttr shape,
+                                           Provenance provenance) {
   std::string full = (name + "." + suffix).str();
   if (auto existing = symbols.lookup<TensorOp>(full))
     return existing.getSymName();
@@ -124,7 +122,17 @@ StringRef BackwardBuilder::auxiliaryTensor(StringRef name, StringRef suffix,
       TensorOp::create(declarations, model.getLoc(), full, Role::state, shape,
                        InitKindAttr::get(context, InitKind::zeros),
                        DenseF64ArrayAttr(), FlatSymbolRefAttr());
-  tensor->setAttr(mark, ref(name));
+  switch (provenance) {
+  case Provenance::AdjointOf:
+    tensor.setAdjointOfAttr(ref(name));
+    break;
+  case Provenance::CotangentOf:
+    tensor.setCotangentOfAttr(ref(name));
+    break;
+  case Provenance::SolverOf:
+    tensor.setSolverOfAttr(ref(name));
+    break;
+  }
   symbols.insert(tensor);
   return tensor.getSymName();
 }
@@ -139,7 +147,7 @@ Operation *BackwardBuilder::lastTensor() {
 StringRef BackwardBuilder::adjointTensor(StringRef tensor) {
   return auxiliaryTensor(tensor, "adjoint",
                          symbols.lookup<TensorOp>(tensor).getShape(),
-                         kAdjointOf);
+                         Provenance::AdjointOf);
 }
 
 void BackwardBuilder::buildSeed(Block &block) {
@@ -456,7 +464,8 @@ StringRef BackwardBuilder::valueTensor(LetOp let) {
   for (StringRef dim : let.getArrayType().getShape())
     shape.push_back(ref(dim));
   return auxiliaryTensor(let.getSymName(), "value",
-                         ArrayAttr::get(context, shape), kCotangentOf);
+                         ArrayAttr::get(context, shape),
+                         Provenance::CotangentOf);
 }
 
 FailureOr<TermOp> BackwardBuilder::energyOfFixedLets() {
@@ -558,9 +567,10 @@ BackwardBuilder::directionalTerm(ArrayRef<FlatSymbolRefAttr> tensors,
   SmallVector<StringRef> cotangents;
   for (FlatSymbolRefAttr tensor : tensors) {
     name += (tensor.getValue() + ".").str();
-    cotangents.push_back(auxiliaryTensor(
-        tensor.getValue(), "cotangent",
-        symbols.lookup<TensorOp>(tensor.getValue()).getShape(), kCotangentOf));
+    cotangents.push_back(
+        auxiliaryTensor(tensor.getValue(), "cotangent",
+                        symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
+                        Provenance::CotangentOf));
   }
   name += "backprop";
   if (of)
@@ -592,7 +602,7 @@ std::pair<TermOp, StringRef> BackwardBuilder::letPullback(LetOp let) {
     shape.push_back(ref(dim));
   StringRef cotangent =
       auxiliaryTensor(let.getSymName(), "cotangent",
-                      ArrayAttr::get(context, shape), kCotangentOf);
+                      ArrayAttr::get(context, shape), Provenance::CotangentOf);
   auto term = symbols.lookup<TermOp>(name);
   if (!term) {
     OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());

@@ -17,10 +17,6 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-namespace {
-constexpr StringLiteral kSolverOf = "solver_of";
-} // namespace
-
 Value BackwardBuilder::constant(OpBuilder &builder, double value) {
   return ConstantOp::create(builder, loc(), value);
 }
@@ -70,7 +66,7 @@ LogicalResult BackwardBuilder::buildImplicitSolve(DynamicsOp dynamics,
     return auxiliaryTensor(node, suffix,
                            scalar ? builder.getArrayAttr({})
                                   : symbols.lookup<TensorOp>(node).getShape(),
-                           kSolverOf);
+                           Provenance::SolverOf);
   };
   StringRef first = solved.front();
   StringRef residualNorm = solverTensor(first, "solver_residual_norm", true);

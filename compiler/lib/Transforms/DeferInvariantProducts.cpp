@@ -23,9 +23,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// The attribute that marks a deferred sum, naming the adjoint its finish
-/// adds into.
-
 /// A product in a gradient that adds into one of its tensors: `accumulate
 /// (batch_matmul ...) into @tensor`, with the factor at `invariantPosition`
 /// (0 lhs, 1 rhs) the same at every step and the other not.

@@ -1,6 +1,7 @@
-//===- IndexArithmetic.cpp - Affine index expressions as arith ops --------===//
+//===- IndexArithmetic.cpp - Affine index expressions ---------------------===//
 //
-// Lowers affine expressions over index values to `arith` index ops.
+// Affine expressions over index values evaluated by the runtime's one rule
+// (IndexArithmetic.h), lowered to `arith` index ops, and index maps joined.
 //
 //===----------------------------------------------------------------------===//
 

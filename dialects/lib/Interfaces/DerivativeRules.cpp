@@ -1,7 +1,7 @@
 //===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
 //
 // The DerivativeOpInterface implementation of the differentiable energy ops
-// beyond the element-wise ones (a table in EnergyOps.td): given the adjoint g
+// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint g
 // of the result, the adjoint of each operand, built from energy ops so that
 // rules compose (a gradient can be differentiated again).
 //
@@ -68,7 +68,7 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Integer powers (the other element-wise ops' rules are EnergyOps.td's table)
+// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's table)
 //===----------------------------------------------------------------------===//
 
 // d(x^n) = n x^(n-1) dx

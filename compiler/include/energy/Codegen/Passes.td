@@ -19,7 +19,7 @@ def EnergyEmitKernels : Pass<"energy-emit-kernels", "::mlir::ModuleOp"> {
     a nested `builtin.module @energy_artifact` holding the artifact's
     kernels (ArtifactABI.h) as `func` functions over scf, arith, math,
     vector and LLVM pointer ops, and the declarations of the support
-    library's functions they call (KernelEmitter.h). Each softmax
+    library's functions they call (SupportFunctions.cpp). Each softmax
     contraction is computed by its `engine`, each `foreach` shares out its
     `parallel<n>` indices (marked for energy-outline-parallel-loops). An op
     code generation does not support is an error on that op; kernels that

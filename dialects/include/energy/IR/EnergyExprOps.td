@@ -140,7 +140,8 @@ class Energy_BinaryElementwiseOp<string mnemonic, string text,
 }
 
 // The rules of a binary op in terms of `g`, the operands `a` and `b` and the
-// result `y`; the rhs's may use `da`, the lhs's adjoint. A scalar operand
+// result `y`; the rhs's may use `da`, the lhs's adjoint before a broadcast
+// scalar lhs's is summed (of the result's shape, as DivOp's rule needs). A scalar operand
 // broadcast into an array result gets the sum of the adjoint's elements.
 class Energy_BinaryDerivative<code lhsAdjoint, code rhsAdjoint> {
   code rules = [{

@@ -1,5 +1,4 @@
-//===- IndexArithmetic.h - Affine index expressions as arith ops -*- C++
-//-*-===//
+//===- IndexArithmetic.h - Affine index expressions ------------*- C++ -*-===//
 //
 // Turns an affine expression over index values into `arith` index ops, for
 // predicates and for substituting indices into copied bodies, and composes

@@ -1,5 +1,4 @@
-//===- ElementwiseOpInterface.h - What an element-wise op computes -*- C++
-//-*-===//
+//===- ElementwiseOpInterface.h - What element-wise ops compute -*- C++ -*-===//
 //
 // The interface through which element-wise ops state what they compute, on
 // doubles and on lanes (ElementwiseOpInterface.td), and the builder of lanes

@@ -1,7 +1,7 @@
 //===- ExprBuilder.h - Building energy expressions --------------*- C++ -*-===//
 //
 // Energy ops at one place with one location, as derivative rules build
-// them (the table in EnergyOps.td and DerivativeRules.cpp).
+// them (the table in EnergyExprOps.td and DerivativeRules.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -145,7 +145,7 @@ energy.model @m {
   energy.tensor @a : state [@N]
   energy.term @e {
     // expected-error @below {{'energy.grad' op adds gradients 'into' tensors only inside an 'energy.update_program' or 'energy.backward_program'}}
-    %g = energy.grad @x {into = [unit]} : !energy.array<N>
+    %g = energy.grad @x and [@a] {into = [unit, @a]} : !energy.array<N>
     %x = energy.read @x : !energy.array<N>
     %s = energy.reduce_elements sum %x : !energy.array<N>
     energy.yield %s : !energy.array<>
