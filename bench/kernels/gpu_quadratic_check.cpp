@@ -366,6 +366,9 @@ void usage() {
 } // namespace
 
 int main(int argc, char **argv) {
+  energy_support_set_log_handler([](int32_t, const char *message) {
+    std::fprintf(stderr, "%s\n", message);
+  });
   bool timing = true;
   int64_t large = 1000000;
   int reps = 5;

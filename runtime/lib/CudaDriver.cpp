@@ -7,6 +7,7 @@
 
 #include "energy/Runtime/CudaDriver.h"
 #include "energy/KernelSupport/CudaDriverApi.h"
+#include "energy/Runtime/ArtifactABI.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -85,10 +86,8 @@ void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
 }
 
 bool energy::cudaTracing() {
-  static const bool tracing = [] {
-    const char *value = std::getenv("ENERGY_CUDA_TRACE");
-    return value && *value && std::string(value) != "0";
-  }();
+  static const bool tracing =
+      energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_TRACE"));
   return tracing;
 }
 

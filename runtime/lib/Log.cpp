@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Runtime/Log.h"
+#include "energy/Runtime/ArtifactABI.h"
 
 #include <cstdio>
 #include <mutex>
@@ -29,12 +30,6 @@ void energy::setLogHandler(LogHandler function) {
   current.function = std::move(function);
 }
 
-bool energy::logging() {
-  Handler &current = handler();
-  std::lock_guard<std::mutex> guard(current.lock);
-  return static_cast<bool>(current.function);
-}
-
 void energy::logMessage(LogLevel level, const std::string &message) {
   Handler &current = handler();
   LogHandler function;
@@ -50,8 +45,11 @@ void energy::printLogToStderr(LogLevel, const char *message) {
   std::fprintf(stderr, "%s\n", message);
 }
 
+static_assert(ENERGY_ARTIFACT_LOG_NOTE == static_cast<int>(LogLevel::Note) &&
+              ENERGY_ARTIFACT_LOG_TRACE == static_cast<int>(LogLevel::Trace));
+
 void energy::detail::logFromArtifact(int32_t level, const char *message) {
-  logMessage(level == static_cast<int32_t>(LogLevel::Trace) ? LogLevel::Trace
-                                                            : LogLevel::Note,
+  logMessage(level == ENERGY_ARTIFACT_LOG_TRACE ? LogLevel::Trace
+                                                : LogLevel::Note,
              message ? message : "");
 }

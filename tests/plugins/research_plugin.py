@@ -92,11 +92,14 @@ with open(model, 'w') as f:
 ''')
 # The verifier's messages about plugins' functions, with the plugin loaded.
 energy_opt = os.path.join(prefix, 'bin', 'energy-opt')
-run([energy_opt, '--plugin', research_plugin,
+verified = subprocess.run(
+    [energy_opt, '--plugin', research_plugin,
      os.path.join(source, 'tests', 'plugins', 'plugin-invalid.mlir'),
-     '-split-input-file', '-verify-diagnostics', '-o', os.devnull])
-check(True, 'energy-opt --plugin: every plugin-function verifier message '
-            '(tests/plugins/plugin-invalid.mlir)')
+     '-split-input-file', '-verify-diagnostics', '-o', os.devnull],
+    capture_output=True, text=True)
+check(verified.returncode == 0,
+      'energy-opt --plugin: every plugin-function verifier message '
+      '(tests/plugins/plugin-invalid.mlir)\n' + verified.stderr)
 
 artifact = os.path.join(work, 'bowl.so')
 run([energyc, '--plugin', research_plugin, model, '--dtype', 'f64', '-o', artifact])

@@ -197,7 +197,8 @@ int32_t energy::cuda::loadKernel(const char *images, const char *name,
 }
 
 bool energy::cuda::tracing() {
-  static const bool enabled = std::getenv("ENERGY_CUDA_TRACE") != nullptr;
+  static const bool enabled =
+      energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_TRACE"));
   return enabled;
 }
 

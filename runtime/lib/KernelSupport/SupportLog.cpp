@@ -18,10 +18,6 @@ extern "C" void energy_support_set_log_handler(energy_artifact_log_fn handler) {
   logHandler.store(handler, std::memory_order_release);
 }
 
-bool energy::support::logging() {
-  return logHandler.load(std::memory_order_acquire) != nullptr;
-}
-
 void energy::support::report(int32_t level, const char *message) {
   if (energy_artifact_log_fn handler =
           logHandler.load(std::memory_order_acquire))

@@ -11,8 +11,6 @@
 #include "energy/Runtime/ArtifactABI.h"
 
 namespace energy::support {
-/// Whether a handler is set: messages are worth building.
-bool logging();
 /// Passes `message` (ENERGY_LOG_NOTE or ENERGY_LOG_TRACE) to the handler.
 void report(int32_t level, const char *message);
 } // namespace energy::support

@@ -8,11 +8,14 @@
 
 #include "FakeArtifacts.h"
 
+#include "energy/Runtime/ArtifactABI.h"
 #include "energy/Runtime/CpuFeatures.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Session.h"
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
 
 #include <dlfcn.h>
 #include <fstream>
@@ -66,19 +69,26 @@ TEST_CASE("code in the process is used through a symbol lookup") {
   void *handle = dlopen(fakeF64, RTLD_NOW | RTLD_LOCAL);
   REQUIRE(handle);
   std::shared_ptr<void> keepAlive(handle, [](void *h) { dlclose(h); });
-  int lookups = 0;
+  std::vector<std::string> lookups;
   Expected<Model> model = Model::fromSymbols(
       "jit:quadratic",
       [&](const std::string &symbol) {
-        ++lookups;
+        lookups.push_back(symbol);
         return dlsym(handle, symbol.c_str());
       },
       keepAlive);
   REQUIRE_MESSAGE(model.ok(), model.message());
   CHECK(model->label() == "jit:quadratic");
-  // The manifest, five kernels, the log handler's setter and the threads
-  // symbol.
-  CHECK(lookups == 8);
+  // The manifest, the five kernels fake_artifact.c's manifest names, the
+  // log handler's setter and the threads symbol, each once.
+  auto looked = [&](const char *symbol) {
+    return std::count(lookups.begin(), lookups.end(), symbol);
+  };
+  CHECK(lookups.size() == 8);
+  CHECK(looked(ENERGY_ARTIFACT_MANIFEST_SYMBOL) == 1);
+  CHECK(looked(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL) == 1);
+  CHECK(looked(ENERGY_ARTIFACT_SET_THREADS_SYMBOL) == 1);
+  CHECK(looked("fake_grad_x") == 1);
   keepAlive.reset(); // The model keeps the library loaded.
   Expected<Session> session = model->session({{{"N", 2}}, {}, 1});
   REQUIRE(session.ok());

@@ -111,8 +111,10 @@ void energy_support_set_log_handler(energy_artifact_log_fn handler) {
 int32_t fake_grad_x(void **buffers, const int64_t *dims, const double *consts,
                     int64_t step, double *result) {
 #ifdef FAKE_FAULTY
-  if (logHandler)
+  if (logHandler) {
+    logHandler(ENERGY_ARTIFACT_LOG_TRACE, "fake_grad_x: called");
     logHandler(ENERGY_ARTIFACT_LOG_NOTE, "fake_grad_x: no scratch space");
+  }
   return ENERGY_KERNEL_OUT_OF_MEMORY;
 #endif
   const real *x = (const real *)buffers[X], *c = (const real *)buffers[C];

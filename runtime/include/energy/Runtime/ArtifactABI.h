@@ -79,6 +79,11 @@ typedef void (*energy_set_threads_fn)(int32_t threads);
  * calls with its own handler (energy_set_log_handler) when it loads the
  * artifact. */
 #define ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL "energy_support_set_log_handler"
+/* Traces are asked for by ENERGY_CUDA_TRACE, set to anything but "" or
+ * "0": the one rule of the runtime and the support code. */
+static inline int energy_cuda_trace_requested(const char *value) {
+  return value && value[0] && !(value[0] == '0' && value[1] == 0);
+}
 enum { ENERGY_ARTIFACT_LOG_NOTE = 0, ENERGY_ARTIFACT_LOG_TRACE = 1 };
 typedef void (*energy_artifact_log_fn)(int32_t level, const char *message);
 typedef void (*energy_set_log_handler_fn)(energy_artifact_log_fn handler);

@@ -28,8 +28,6 @@ using LogHandler = std::function<void(LogLevel level, const char *message)>;
 /// Sets the handler of every message of the runtime and of the artifacts
 /// it loads, for the whole process; an empty one (the default) drops them.
 void setLogHandler(LogHandler handler);
-/// Whether a handler is set: messages are worth building.
-bool logging();
 /// Passes `message` to the handler, if one is set.
 void logMessage(LogLevel level, const std::string &message);
 /// A handler that writes each message as a line on stderr: what the
