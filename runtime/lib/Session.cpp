@@ -590,12 +590,19 @@ Status Session::checkStatesFinite(const std::string &where) {
   return Status::success();
 }
 
-Expected<int64_t> Session::stepCount(std::optional<int64_t> requested) {
+Expected<int64_t> energy::stepsToTake(std::optional<int64_t> requested,
+                                      std::optional<int64_t> declared) {
+  int64_t steps = requested ? *requested : declared.value_or(0);
+  if (steps < 0)
+    return Status::error("the step count is negative: " +
+                         std::to_string(steps));
+  return steps;
+}
+
+Expected<int64_t> Session::stepsToTake(std::optional<int64_t> requested) {
   const Manifest &manifest = owner.manifest();
-  int64_t steps = 0;
-  if (requested) {
-    steps = *requested;
-  } else if (manifest.steps) {
+  std::optional<int64_t> declared;
+  if (!requested && manifest.steps) {
     Expected<int64_t> count =
         manifest.steps->evaluate([&](const std::string &name) {
           return std::optional<int64_t>(dimValues[*manifest.findDim(name)]);
@@ -603,12 +610,9 @@ Expected<int64_t> Session::stepCount(std::optional<int64_t> requested) {
     if (!count)
       return count.status().withContext("the step count (" +
                                         manifest.steps->text() + ")");
-    steps = *count;
+    declared = *count;
   }
-  if (steps < 0)
-    return Status::error("the step count is negative: " +
-                         std::to_string(steps));
-  return steps;
+  return energy::stepsToTake(requested, declared);
 }
 
 Expected<RunResult> Session::run(const RunOptions &options) {
@@ -617,7 +621,7 @@ Expected<RunResult> Session::run(const RunOptions &options) {
   CallScope scope(*this);
   if (Status status = prepare(); !status)
     return status;
-  Expected<int64_t> stepsOrError = stepCount(options.steps);
+  Expected<int64_t> stepsOrError = stepsToTake(options.steps);
   if (!stepsOrError)
     return stepsOrError.status();
   int64_t steps = *stepsOrError;

@@ -131,7 +131,7 @@ Expected<int64_t> Session::lossRunSteps(const BackwardOptions &options) {
                          "`loss NAME = ...;`)");
   if (Status status = prepare(); !status)
     return status;
-  Expected<int64_t> steps = stepCount(options.steps);
+  Expected<int64_t> steps = stepsToTake(options.steps);
   if (!steps)
     return steps.status();
   if (*steps > 0 && !state.step.function)

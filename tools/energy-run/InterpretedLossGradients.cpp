@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "InterpretedLossGradients.h"
+#include "energy/Runtime/Session.h"
 
 #include "InterpretedRun.h"
 
@@ -23,15 +24,21 @@ tools::lossGradientsOf(ModelOp model, Interpreter &interpreter,
   if (failed(target))
     return failure();
   ::energy::BackpropSchedule schedule;
-  if (steps) {
-    schedule.maxSteps = *steps;
-  } else if (DynamicsOp dynamics = model.getDynamics()) {
+  std::optional<int64_t> declared;
+  DynamicsOp dynamics = model.getDynamics();
+  if (!steps && dynamics) {
     FailureOr<int64_t> count = dynamics.getSteps().evaluate(
         [&](StringRef name) { return interpreter.getDim(name); });
     if (failed(count))
       return dynamics.emitError("the step count cannot be evaluated");
-    schedule.maxSteps = *count;
+    declared = *count;
   }
+  ::energy::Expected<int64_t> stepCount =
+      ::energy::stepsToTake(steps, declared);
+  if (!stepCount)
+    return dynamics ? dynamics.emitError(stepCount.message())
+                    : model.emitError(stepCount.message());
+  schedule.maxSteps = *stepCount;
   schedule.storage = storage;
   LossGradients gradients;
   schedule.afterForward = [&](int64_t taken) -> ::energy::Status {

@@ -16,6 +16,7 @@
 #include "energy/Runtime/DimInference.h"
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Random.h"
+#include "energy/Runtime/Session.h"
 #include "energy/Runtime/Tensor.h"
 
 #include <map>
@@ -131,7 +132,11 @@ public:
           [&](StringRef name) { return state.getDim(name); });
       if (failed(count))
         return dynamics.emitError("the step count cannot be evaluated");
-      steps = *count;
+      ::energy::Expected<int64_t> taken =
+          ::energy::stepsToTake(std::nullopt, *count);
+      if (!taken)
+        return dynamics.emitError(taken.message());
+      steps = *taken;
     }
     for (int64_t taken = 0; taken < steps; ++taken) {
       int64_t step = firstStep + taken;

@@ -86,6 +86,12 @@ struct BackwardResult {
   std::map<std::string, double> losses;
 };
 
+/// The steps a run or a backward run takes: `requested`, else the model's
+/// `declared` count at the bound dims (0 for a model without one); an error
+/// when that is negative. The one rule of sessions and interpreted runs.
+Expected<int64_t> stepsToTake(std::optional<int64_t> requested,
+                              std::optional<int64_t> declared);
+
 /// The values of a model's buffers. Dims are resolved, and every buffer
 /// allocated and initialised, at the first call that needs them (energy,
 /// gradient, get, step, run, stateTensors, dims); until then set() only
@@ -252,10 +258,9 @@ private:
   /// For a model with a loss: each state's value when the buffers were set
   /// up (resetStates), by buffer position.
   std::map<size_t, Tensor> initialStates;
-  /// The steps a run or a backward run takes: `requested`, else the
-  /// manifest's step count at the bound dims (0 without one); an error
-  /// when that is negative or cannot be evaluated.
-  Expected<int64_t> stepCount(std::optional<int64_t> requested);
+  /// stepsToTake with the manifest's step count at the bound dims; an error
+  /// when that cannot be evaluated.
+  Expected<int64_t> stepsToTake(std::optional<int64_t> requested);
   /// The buffer of tensor or output `name`, an output computed first.
   Expected<size_t> valueBuffer(const std::string &name);
   /// Copies `value` into buffer `index` (on the device for a CUDA
