@@ -1,7 +1,7 @@
-//===- OptimizerTable.cpp - The built-in optimizers' signatures -----------===//
+//===- OptimizerTable.cpp - The optimizer table and the built-ins ---------===//
 //
-// Names, options and defaults of the built-in optimizers; their updates are
-// built by compiler/lib/Dynamics/BuiltinOptimizers.cpp under the same names.
+// The optimizer table, with the built-in optimizers' signatures read from
+// BuiltinOptimizers.def (whose entries also name their update functions).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,67 +34,10 @@ const OptimizerSignature *OptimizerTable::lookup(llvm::StringRef name) const {
 }
 
 OptimizerTable energy::plugin::builtinOptimizerTable() {
-  const OptimizerOption lr{"lr", "step size (required)"};
-  const OptimizerOption beta{"beta", "decay of the momentum buffer",
-                             OptionValueKind::Scalar, 0.9};
-  using Kind = OptionValueKind;
-  std::vector<OptimizerSignature> builtins = {
-      {"gd",
-       "gradient descent: x <- x - lr * dE/dx",
-       OptimizerCategory::Gradient,
-       {},
-       "",
-       {lr}},
-      {"momentum",
-       "heavy-ball momentum: p <- beta p + dE/dx; x <- x - lr p (paper 000 "
-       "eq. 9, p starts at 0)",
-       OptimizerCategory::Gradient,
-       {},
-       "",
-       {lr, beta}},
-      {"nesterov",
-       "Nesterov's accelerated gradient: the gradient at y - beta p, then as "
-       "momentum (paper 000 eq. 10)",
-       OptimizerCategory::Gradient,
-       {},
-       "",
-       {lr, beta}},
-      {"newton",
-       "Newton step x <- x - lr * H^-1 dE/dx, H^-1 g by conjugate gradients "
-       "on Hessian-vector products (cg iterations; a direction of "
-       "non-positive curvature stops CG, and at the first iteration falls "
-       "back to the gradient step), or by the series sum_{k<=n} (I - H)^k g "
-       "when taylor = n is given (paper 000 section 3.2 for n = 1)",
-       OptimizerCategory::Gradient,
-       {},
-       "",
-       {lr,
-        {"cg", "conjugate-gradient iterations", Kind::Integer, 10.0},
-        {"taylor", "order n of the Taylor series (instead of CG)",
-         Kind::Integer, 0.0}}},
-      {"precond",
-       "preconditioned gradient: w <- w - lr * P dE/dw, P an [n, n] matrix "
-       "applied along the last axis (paper 001 eq. 14)",
-       OptimizerCategory::Gradient,
-       {},
-       "",
-       {lr, {"P", "the preconditioner (required)", Kind::LastAxisMatrix}}},
-      {"ode",
-       "integrates dv/dt = -dE/dv over dt per step, by Euler or Heun",
-       OptimizerCategory::Gradient,
-       {"euler", "heun"},
-       "method",
-       {{"dt", "time per step (required)"},
-        {"rtol", "relative tolerance of adaptive sub-steps", Kind::Scalar, 0.0},
-        {"atol", "absolute tolerance of adaptive sub-steps", Kind::Scalar,
-         0.0}}},
-      {"stationary",
-       "EM M-step: each node solved in closed form with the "
-       "responsibilities held",
-       OptimizerCategory::Stationary}};
   OptimizerTable table;
-  for (OptimizerSignature &signature : builtins)
-    llvm::cantFail(table.add(std::move(signature)));
+#define ENERGY_OPTIMIZER(Prepare, Apply, ...)                                  \
+  llvm::cantFail(table.add(OptimizerSignature{__VA_ARGS__}));
+#include "energy/Plugin/BuiltinOptimizers.def"
   return table;
 }
 

@@ -1,7 +1,8 @@
-//===- BuiltinOptimizers.cpp - The GD forms of paper 000 ------------------===//
+//===- BuiltinOptimizers.cpp - How the built-in optimizers update ---------===//
 //
-// Plain gradient descent, heavy-ball momentum and Nesterov's accelerated
-// gradient (paper 000 eqs. 9-10), registered like any plugin's optimizer.
+// The updates of gd, momentum and Nesterov (paper 000 eqs. 9-10), precond,
+// newton and ode; each entry of BuiltinOptimizers.def joins one to its
+// signature.
 //
 //===----------------------------------------------------------------------===//
 
@@ -201,94 +202,83 @@ LogicalResult integrateAdaptively(UpdateBuilder &update, Value dt) {
 Value descend(UpdateBuilder &update, Value entry, Value step, Value gradient) {
   return sub(update, entry, mul(update, step, gradient));
 }
+
+/// x ← x − lr ∇E(x)
+LogicalResult applyGradientDescent(UpdateBuilder &update, Value entry,
+                                   Value gradient) {
+  update.store(update.getNode().getSymName(),
+               descend(update, entry, update.option("lr"), gradient));
+  return success();
+}
+
+/// Nesterov's gradient is taken at the look-ahead y − β p; then as momentum:
+/// p ← β p + ∇E(y − β p);  y ← y − lr p   (000 eq. 10)
+LogicalResult prepareNesterov(UpdateBuilder &update) {
+  StringRef node = update.getNode().getSymName();
+  Value velocity = update.read(update.stateTensor("velocity"));
+  Value lookAhead = sub(update, update.read(node),
+                        mul(update, update.option("beta"), velocity));
+  update.store(node, lookAhead);
+  return success();
+}
+
+/// w ← w − lr P ∇E(w), P applied along the last axis (001 eq. 14)
+LogicalResult applyPreconditioned(UpdateBuilder &update, Value entry,
+                                  Value gradient) {
+  Value preconditioned =
+      applyAlongLastAxis(update, update.option("P"), gradient);
+  update.store(update.getNode().getSymName(),
+               descend(update, entry, update.option("lr"), preconditioned));
+  return success();
+}
+
+/// x ← x − lr s with s ≈ H⁻¹ ∇E: Newton-CG on Hessian-vector products, or
+/// the Taylor series Σ_{k≤n} (I − H)^k ∇E when `taylor = n` is given.
+LogicalResult applyNewton(UpdateBuilder &update, Value entry, Value gradient) {
+  bool taylor = update.hasOption("taylor");
+  std::optional<double> count = update.literalOption(taylor ? "taylor" : "cg");
+  if (!count)
+    return failure();
+  if (*count < 0 || *count != std::floor(*count) || *count > 1000)
+    return update.getRule().emitError()
+           << "option '" << (taylor ? "taylor" : "cg")
+           << "' must be an integer from 0 to 1000";
+  FailureOr<Value> step =
+      taylor ? taylorInverse(update, gradient, int64_t(*count))
+             : solveConjugateGradient(update, gradient, int64_t(*count));
+  if (failed(step))
+    return failure();
+  update.store(update.getNode().getSymName(),
+               descend(update, entry, update.option("lr"), *step));
+  return success();
+}
+
+/// dv/dt = −∇E(v) over dt per step. Euler: v ← v − dt ∇E(v). Heun:
+/// k₁ = ∇E(v), ṽ = v − dt k₁, k₂ = ∇E(ṽ), v ← v − dt (k₁ + k₂) / 2.
+LogicalResult applyOde(UpdateBuilder &update, Value entry, Value gradient) {
+  StringRef node = update.getNode().getSymName();
+  Value dt = update.option("dt");
+  if (update.hasOption("rtol") || update.hasOption("atol"))
+    return integrateAdaptively(update, dt);
+  update.store(node, descend(update, entry, dt, gradient));
+  if (update.choice("method") == "euler")
+    return success();
+  Value predicted = update.gradient(node);
+  Value average =
+      mul(update, add(update, gradient, predicted), constant(update, 0.5));
+  update.store(node, descend(update, entry, dt, average));
+  return success();
+}
 } // namespace
 
 void mlir::energy::registerBuiltinOptimizers(OptimizerRegistry &registry) {
-  // x ← x − lr ∇E(x)
-  auto registerUpdate = [&](OptimizerDefinition definition) {
-    llvm::cantFail(registry.add(std::move(definition)));
-  };
-  registerUpdate(
-      {"gd",
-       /*prepare=*/nullptr,
-       [](UpdateBuilder &update, Value entry, Value gradient) {
-         update.store(
-             update.getNode().getSymName(),
-             sub(update, entry, mul(update, update.option("lr"), gradient)));
-         return success();
-       }});
-  // p ← β p + ∇E(x);  x ← x − lr p   (000 eq. 9; p starts at 0)
-  registerUpdate({"momentum", /*prepare=*/nullptr, applyMomentum});
-  // The gradient is taken at the look-ahead y − β p; then as momentum:
-  // p ← β p + ∇E(y − β p);  y ← y − lr p   (000 eq. 10)
-  registerUpdate(
-      {"nesterov",
-       [](UpdateBuilder &update) {
-         StringRef node = update.getNode().getSymName();
-         Value velocity = update.read(update.stateTensor("velocity"));
-         Value lookAhead = sub(update, update.read(node),
-                               mul(update, update.option("beta"), velocity));
-         update.store(node, lookAhead);
-         return success();
-       },
-       applyMomentum});
-  // w ← w − lr P ∇E(w), P applied along the last axis (001 eq. 14)
-  registerUpdate(
-      {"precond",
-       /*prepare=*/nullptr,
-       [](UpdateBuilder &update, Value entry, Value gradient) {
-         Value preconditioned =
-             applyAlongLastAxis(update, update.option("P"), gradient);
-         update.store(
-             update.getNode().getSymName(),
-             descend(update, entry, update.option("lr"), preconditioned));
-         return success();
-       }});
-  // x ← x − lr s with s ≈ H⁻¹ ∇E: Newton-CG on Hessian-vector products, or
-  // the Taylor series Σ_{k≤n} (I − H)^k ∇E when `taylor = n` is given.
-  registerUpdate(
-      {"newton",
-       /*prepare=*/nullptr,
-       [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
-         bool taylor = update.hasOption("taylor");
-         std::optional<double> count =
-             update.literalOption(taylor ? "taylor" : "cg");
-         if (!count)
-           return failure();
-         if (*count < 0 || *count != std::floor(*count) || *count > 1000)
-           return update.getRule().emitError()
-                  << "option '" << (taylor ? "taylor" : "cg")
-                  << "' must be an integer from 0 to 1000";
-         FailureOr<Value> step =
-             taylor ? taylorInverse(update, gradient, int64_t(*count))
-                    : solveConjugateGradient(update, gradient, int64_t(*count));
-         if (failed(step))
-           return failure();
-         update.store(update.getNode().getSymName(),
-                      descend(update, entry, update.option("lr"), *step));
-         return success();
-       }});
-  // dv/dt = −∇E(v) over dt per step. Euler: v ← v − dt ∇E(v). Heun:
-  // k₁ = ∇E(v), ṽ = v − dt k₁, k₂ = ∇E(ṽ), v ← v − dt (k₁ + k₂) / 2.
-  registerUpdate(
-      {"ode",
-       /*prepare=*/nullptr,
-       [](UpdateBuilder &update, Value entry, Value gradient) -> LogicalResult {
-         StringRef node = update.getNode().getSymName();
-         Value dt = update.option("dt");
-         if (update.hasOption("rtol") || update.hasOption("atol"))
-           return integrateAdaptively(update, dt);
-         Value euler = descend(update, entry, dt, gradient);
-         if (update.choice("method") == "euler") {
-           update.store(node, euler);
-           return success();
-         }
-         update.store(node, euler);
-         Value predicted = update.gradient(node);
-         Value average =
-             mul(update, add(update, gradient, predicted),
-                 ConstantOp::create(update.getBuilder(), update.getLoc(), 0.5));
-         update.store(node, descend(update, entry, dt, average));
-         return success();
-       }});
+  using namespace ::energy::plugin;
+#define ENERGY_OPTIMIZER(Prepare, Apply, ...)                                  \
+  {                                                                            \
+    OptimizerDefinition definition{OptimizerSignature{__VA_ARGS__}.name,       \
+                                   Prepare, Apply};                            \
+    if (definition.apply)                                                      \
+      llvm::cantFail(registry.add(std::move(definition)));                     \
+  }
+#include "energy/Plugin/BuiltinOptimizers.def"
 }

@@ -103,8 +103,8 @@ private:
   std::vector<OptimizerDefinition> definitions;
 };
 
-/// Adds the builders of `gd`, `momentum`, `nesterov`, `precond`, `ode` and
-/// `newton` to `registry`.
+/// Adds the updates of the gradient optimizers of BuiltinOptimizers.def
+/// (gd, momentum, nesterov, newton, precond, ode) to `registry`.
 void registerBuiltinOptimizers(OptimizerRegistry &registry);
 
 /// The registry of updates a plugin registers its optimizers' builders in,

@@ -7,7 +7,8 @@
 // updates from it; the built-in optimizers are in it from the start and a
 // plugin adds its own. Needs no MLIR: the front end and its sanitizer build
 // read it. How an optimizer builds its update is the compiler's part
-// (OptimizerRegistry.h), keyed by the same name.
+// (OptimizerRegistry.h); a built-in's signature and update functions are one
+// entry of BuiltinOptimizers.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,11 @@ struct OptimizerOption {
 
   bool required() const { return !defaultValue; }
 };
+
+/// The required step size `lr` of gradient optimizers.
+inline OptimizerOption stepSizeOption() {
+  return {"lr", "step size (required)"};
+}
 
 /// How a rule of an optimizer updates its node.
 enum class OptimizerCategory {
@@ -76,9 +82,10 @@ private:
   std::vector<OptimizerSignature> optimizers;
 };
 
-/// The built-in optimizers: gd{lr}, momentum{lr, beta = 0.9},
-/// nesterov{lr, beta = 0.9}, newton{lr, cg = 10, taylor},
-/// precond{lr, P}, ode{method: euler|heun, dt, rtol, atol}, stationary.
+/// The built-in optimizers of BuiltinOptimizers.def: gd{lr},
+/// momentum{lr, beta = 0.9}, nesterov{lr, beta = 0.9},
+/// newton{lr, cg = 10, taylor}, precond{lr, P},
+/// ode{method: euler|heun, dt, rtol, atol}, stationary.
 OptimizerTable builtinOptimizerTable();
 
 /// The table every layer reads: the built-in optimizers and those plugins
