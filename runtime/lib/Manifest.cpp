@@ -715,6 +715,18 @@ std::vector<std::string> Manifest::bufferNames(BufferKind kind) const {
   return names;
 }
 
+std::vector<std::string>
+energy::gradientsToReport(const Manifest &manifest,
+                          const std::vector<std::string> &wanted) {
+  if (!wanted.empty())
+    return wanted;
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : manifest.buffers)
+    if (isDefaultGradient(buffer))
+      names.push_back(buffer.name);
+  return names;
+}
+
 std::string ManifestBuffer::shapeText() const {
   std::string text = "[";
   for (size_t axis = 0; axis < shape.size(); ++axis)

@@ -142,18 +142,6 @@ std::string parse(int argc, char **argv, Options &options) {
   return "";
 }
 
-/// The gradients --eval grad computes: --wrt, or every state tensor.
-std::vector<std::string> wantedGradients(const Model &model,
-                                         const Options &options) {
-  if (!options.wrt.empty())
-    return options.wrt;
-  std::vector<std::string> names;
-  for (const ManifestBuffer &buffer : model.manifest().buffers)
-    if (isDefaultGradient(buffer))
-      names.push_back(buffer.name);
-  return names;
-}
-
 /// How --eval loss-grad keeps the run for the backward pass.
 BackpropStorage storageOf(const Options &options) {
   return options.storeAllSteps ? BackpropStorage::Full
@@ -184,7 +172,8 @@ Status evaluate(Session &session, const Options &options, Tensors *results) {
     return Status::success();
   }
   if (options.eval == "grad") {
-    for (const std::string &name : wantedGradients(model, options)) {
+    for (const std::string &name :
+         gradientsToReport(model.manifest(), options.wrt)) {
       // Without `results` (--bench) the gradient stays where it was
       // computed, as torch.autograd's stays on the GPU.
       if (!results) {

@@ -34,18 +34,6 @@ namespace fe = ::energy::frontend;
 using ::energy::tools::LossGradients;
 
 namespace {
-/// The tensors --eval grad differentiates on a compiled model: the --wrt
-/// tensors, else every state tensor but optimizer state.
-std::vector<std::string> wantedGradients(const ::energy::Model &model,
-                                         const RunSettings &settings) {
-  std::vector<std::string> names(settings.wrt.begin(), settings.wrt.end());
-  if (names.empty())
-    for (const ::energy::ManifestBuffer &buffer : model.manifest().buffers)
-      if (::energy::isDefaultGradient(buffer))
-        names.push_back(buffer.name);
-  return names;
-}
-
 /// --bench through the runtime. Gradients are timed with copying them out
 /// of the session; a run starts each time from the state tensors (optimizer
 /// state included) and the step counter the session had before the first.
@@ -102,7 +90,8 @@ bool benchCompiled(::energy::Session &session, const RunSettings &settings) {
         settings, [] { return true; }, evaluate,
         [&] { return benchedEvaluation(settings, std::nullopt); });
   }
-  std::vector<std::string> gradients = wantedGradients(model, settings);
+  std::vector<std::string> gradients =
+      ::energy::gradientsToReport(model.manifest(), settings.wrt);
   auto evaluate = [&] {
     if (settings.eval == EvalKind::Energy) {
       ::energy::Expected<double> energy = session.energy();
@@ -186,7 +175,8 @@ int tools::runCompiled(const ::energy::Model &model, const RunInputs &inputs,
 
   if (settings.eval == EvalKind::Grad) {
     RuntimeTensors gradients;
-    for (const std::string &name : wantedGradients(model, settings)) {
+    for (const std::string &name :
+         ::energy::gradientsToReport(model.manifest(), settings.wrt)) {
       ::energy::Expected<::energy::Tensor> value = session.gradient(name);
       if (!value)
         return fail(value.message());
@@ -210,7 +200,8 @@ int tools::runCompiled(const ::energy::Model &model, const RunInputs &inputs,
       return fail("--plot draws the energy of a run: model " + model.name() +
                   " has " +
                   (model.hasDynamics() ? "no energy" : "no dynamics"));
-    plot.emplace(session, wantedGradients(model, settings));
+    plot.emplace(session,
+                 ::energy::gradientsToReport(model.manifest(), settings.wrt));
   }
   if ((settings.trace && !settings.json) || plot) {
     ::energy::Expected<double> energy = session.energy();

@@ -235,6 +235,12 @@ struct Manifest {
   std::vector<std::string> bufferNames(BufferKind kind) const;
 };
 
+/// The gradients a tool reports: `wanted` when it names any, else every
+/// default gradient (isDefaultGradient) of `manifest` in buffer order.
+std::vector<std::string>
+gradientsToReport(const Manifest &manifest,
+                  const std::vector<std::string> &wanted);
+
 } // namespace energy
 
 #endif // ENERGY_RUNTIME_MANIFEST_H

@@ -1,0 +1,160 @@
+"""energy: compile energy-graph models and run them from Python.
+
+    import energy
+    model = energy.compile("model.energy")          # or source text
+    session = model.session(N=64, D=32)
+    session["x"] = numpy_array_or_torch_tensor
+    session.energy(); session.grad(); session.run(); session.loss_grad()
+
+``energy.load("model.so")`` loads an artifact written by ``energyc``. Tensors
+go in as numpy arrays, DLPack producers (torch tensors on the CPU), nested
+sequences or numbers, and come out as numpy arrays (``session["x"]``) or
+DLPack capsules (``session.dlpack("x")``). Errors are ``energy.Error``s:
+``CompileError``, ``ShapeError``, ``RuntimeError`` (energy/errors.py).
+"""
+
+import os
+
+from . import _energy
+from .errors import CompileError, Error, RuntimeError, ShapeError
+
+__all__ = ["compile", "load", "Model", "Session", "Error", "CompileError",
+           "ShapeError", "RuntimeError"]
+
+
+def compile(source_or_path, *, target="cpu", dtype="f32", plugins=()):
+    """Compiles a model in this process and returns it as a ``Model``.
+
+    ``source_or_path`` is a path to a ``.energy`` file or the source text
+    itself. ``target`` is ``"cpu"`` or ``"cuda"``, ``dtype`` ``"f32"``,
+    ``"f64"`` or ``"bf16"`` (cuda), ``plugins`` paths of plugin libraries.
+    Raises ``CompileError`` with the first error's place.
+    """
+    is_path = isinstance(source_or_path, os.PathLike)
+    source = os.fspath(source_or_path)
+    name = "<source>"
+    if is_path or ("\n" not in source and "{" not in source):
+        if not os.path.exists(source):
+            raise Error(f"{source}: no such file (pass a path to a .energy "
+                        "file or the model's source text)")
+        name = source
+        with open(source, encoding="utf-8") as file:
+            source = file.read()
+    return Model(_energy.compile(source, name, target, dtype,
+                                 [os.fspath(p) for p in plugins]))
+
+
+def load(path):
+    """Loads an artifact compiled by ``energyc`` (a shared library)."""
+    return Model(_energy.load(os.fspath(path)))
+
+
+class Model:
+    """A compiled model: its manifest and dims, and sessions of it."""
+
+    def __init__(self, compiled):
+        self._model = compiled
+
+    name = property(lambda self: self._model.name)
+    dtype = property(lambda self: self._model.dtype)
+    device = property(lambda self: self._model.device)
+    dims = property(lambda self: self._model.dims,
+                    doc="Dim names and their defaults (None: no default).")
+    tensors = property(lambda self: self._model.tensors,
+                       doc="Tensor names and their role and declared shape.")
+    outputs = property(lambda self: self._model.outputs)
+    terms = property(lambda self: self._model.terms)
+    losses = property(lambda self: self._model.losses)
+    has_dynamics = property(lambda self: self._model.has_dynamics)
+
+    @property
+    def manifest(self):
+        """The artifact's manifest, as a dict."""
+        import json
+        return json.loads(self._model.manifest_text)
+
+    def set_threads(self, threads):
+        """Sets the kernels' thread count; False when they have no threads."""
+        return self._model.set_threads(threads)
+
+    def session(self, dims=None, *, seed=None, consts=None, **more_dims):
+        """A session: values for the model's tensors.
+
+        Dims are keyword arguments (``model.session(N=8)``) or a dict
+        (``model.session({"seed": 3})`` for a dim named like an option).
+        ``seed`` draws tensors without an initialiser at random; ``consts``
+        overrides the source's constants.
+        """
+        all_dims = dict(dims or {})
+        all_dims.update(more_dims)
+        return Session(self, self._model.session(all_dims, dict(consts or {}),
+                                                 seed))
+
+    def __repr__(self):
+        return f"<energy.Model {self.name} ({self.dtype}, {self.device})>"
+
+
+class Session:
+    """Values of a model's tensors, and what can be computed from them."""
+
+    def __init__(self, model, session):
+        self.model = model
+        self._session = session
+
+    def __setitem__(self, name, value):
+        self._session.set(name, value)
+
+    def set(self, name, value):
+        """Binds tensor ``name`` to ``value`` (copied, converted to the
+        model's dtype)."""
+        self._session.set(name, value)
+
+    def __getitem__(self, name):
+        return self._session.get(name)
+
+    def get(self, name):
+        """Tensor ``name``'s value, as a numpy array (a copy)."""
+        return self._session.get(name)
+
+    def dlpack(self, name):
+        """Tensor ``name``'s value as a DLPack capsule (a copy it owns)."""
+        return self._session.dlpack(name)
+
+    @property
+    def dims(self):
+        """Every dim's value, resolved from the bound tensors."""
+        return self._session.dims()
+
+    def energy(self, term=None):
+        """The global energy, or energy term ``term``'s."""
+        return self._session.energy(term)
+
+    def grad(self, wrt=None):
+        """Gradients of the energy: {name: array} for the tensors ``wrt``
+        names, by default every state tensor but optimizer state."""
+        return self._session.grad(None if wrt is None else list(wrt))
+
+    def step(self):
+        """One step of the dynamics."""
+        self._session.step()
+
+    def run(self, steps=None, trace=False):
+        """Runs the dynamics (``steps``, else the model's count) and returns
+        {"steps", "energy", "trace"} (the energy after each step when
+        ``trace``)."""
+        return self._session.run(steps, trace)
+
+    def loss_grad(self, steps=None, store_all_steps=False):
+        """Runs the dynamics and the backward program through them: returns
+        {"loss", "losses", "steps", "grads"}, grads the derivative of the
+        summed losses with respect to every param and state."""
+        return self._session.loss_grad(steps, store_all_steps)
+
+    def reset_states(self):
+        """Sets every state tensor back to its value before the first run."""
+        self._session.reset_states()
+
+    @property
+    def notes(self):
+        """What the runtime noted (conversions of dtype, ...)."""
+        return self._session.notes

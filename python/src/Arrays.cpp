@@ -1,0 +1,161 @@
+//===- Arrays.cpp - Tensors to and from numpy arrays and DLPack -----------===//
+//
+// DLPack in: the producer's memory read through its strides, then released
+// as the protocol says (the capsule renamed "used_dltensor"). DLPack out: a
+// DLManagedTensor whose manager owns the tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Arrays.h"
+#include "Errors.h"
+
+#include <dlpack/dlpack.h>
+
+#include <cstring>
+
+namespace py = pybind11;
+using namespace energy;
+using namespace energy::python;
+
+namespace {
+/// Copies `source`'s elements, laid out by `strides` (in elements; row-major
+/// when null), into the row-major `target`.
+template <typename Element>
+void copyStrided(const DLTensor &source, Element *target) {
+  const auto *base = reinterpret_cast<const Element *>(
+      static_cast<const char *>(source.data) + source.byte_offset);
+  int64_t count = 1;
+  for (int axis = 0; axis < source.ndim; ++axis)
+    count *= source.shape[axis];
+  if (!source.strides) {
+    std::memcpy(target, base, count * sizeof(Element));
+    return;
+  }
+  std::vector<int64_t> index(source.ndim, 0);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t offset = 0;
+    for (int axis = 0; axis < source.ndim; ++axis)
+      offset += index[axis] * source.strides[axis];
+    target[flat] = base[offset];
+    for (int axis = source.ndim - 1; axis >= 0; --axis) {
+      if (++index[axis] < source.shape[axis])
+        break;
+      index[axis] = 0;
+    }
+  }
+}
+
+Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
+  py::capsule capsule = producer.attr("__dlpack__")();
+  auto *managed = static_cast<DLManagedTensor *>(
+      PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (!managed)
+    throw py::error_already_set();
+  // Released however the copy ends.
+  struct Release {
+    DLManagedTensor *managed;
+    PyObject *capsule;
+    ~Release() {
+      if (managed->deleter)
+        managed->deleter(managed);
+      PyCapsule_SetName(capsule, "used_dltensor");
+    }
+  } release{managed, capsule.ptr()};
+  const DLTensor &source = managed->dl_tensor;
+  if (source.device.device_type != kDLCPU)
+    raise("Error", what + ": the tensor is on a device (DLPack device type " +
+                       std::to_string(source.device.device_type) +
+                       "); a CPU session takes CPU tensors");
+  if (source.dtype.code != kDLFloat || source.dtype.lanes != 1 ||
+      (source.dtype.bits != 32 && source.dtype.bits != 64))
+    raise("Error", what + ": DLPack element type (code " +
+                       std::to_string(source.dtype.code) + ", " +
+                       std::to_string(source.dtype.bits) +
+                       " bits) is not float32 or float64");
+  std::vector<int64_t> shape(source.shape, source.shape + source.ndim);
+  if (source.dtype.bits == 32) {
+    Tensor tensor(DType::F32, shape);
+    copyStrided(source, reinterpret_cast<float *>(tensor.data()));
+    return tensor;
+  }
+  Tensor tensor(DType::F64, shape);
+  copyStrided(source, reinterpret_cast<double *>(tensor.data()));
+  return tensor;
+}
+
+template <typename Element>
+Tensor tensorFromArray(const py::array_t<Element, py::array::c_style> &array,
+                       DType dtype) {
+  std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+  Tensor tensor(dtype, shape);
+  std::memcpy(tensor.data(), array.data(), tensor.byteSize());
+  return tensor;
+}
+} // namespace
+
+Tensor python::tensorFromPython(py::handle value, const std::string &what) {
+  if (!py::isinstance<py::array>(value) && py::hasattr(value, "__dlpack__"))
+    return tensorFromDLPack(value, what);
+  py::array array = py::array::ensure(value);
+  if (!array)
+    raise("Error", what + ": expected an array, a DLPack tensor, a sequence "
+                          "or a number");
+  char kind = array.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+    raise("Error", what + ": elements of numpy kind '" + std::string(1, kind) +
+                       "' are not real numbers");
+  if (array.dtype().is(py::dtype::of<float>()))
+    return tensorFromArray<float>(
+        py::array_t<float, py::array::c_style | py::array::forcecast>(array),
+        DType::F32);
+  return tensorFromArray<double>(
+      py::array_t<double, py::array::c_style | py::array::forcecast>(array),
+      DType::F64);
+}
+
+py::array python::arrayFromTensor(const Tensor &tensor) {
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  py::array array = tensor.dtype() == DType::F32
+                        ? py::array(py::dtype::of<float>(), shape)
+                        : py::array(py::dtype::of<double>(), shape);
+  std::memcpy(array.mutable_data(), tensor.data(), tensor.byteSize());
+  return array;
+}
+
+py::capsule python::dlpackFromTensor(Tensor tensor) {
+  struct Owner {
+    DLManagedTensor managed;
+    Tensor tensor;
+    std::vector<int64_t> shape;
+  };
+  auto *owner = new Owner{{}, std::move(tensor), {}};
+  owner->shape = owner->tensor.shape();
+  DLTensor &view = owner->managed.dl_tensor;
+  view.data = owner->tensor.data();
+  view.device = {kDLCPU, 0};
+  view.ndim = static_cast<int>(owner->shape.size());
+  view.dtype = {
+      kDLFloat,
+      static_cast<uint8_t>(owner->tensor.dtype() == DType::F32 ? 32 : 64), 1};
+  view.shape = owner->shape.data();
+  view.strides = nullptr;
+  view.byte_offset = 0;
+  owner->managed.manager_ctx = owner;
+  owner->managed.deleter = [](DLManagedTensor *managed) {
+    delete static_cast<Owner *>(managed->manager_ctx);
+  };
+  // A capsule nobody consumed still owns the tensor.
+  PyObject *capsule =
+      PyCapsule_New(&owner->managed, "dltensor", [](PyObject *capsule) {
+        if (!PyCapsule_IsValid(capsule, "dltensor"))
+          return;
+        auto *managed = static_cast<DLManagedTensor *>(
+            PyCapsule_GetPointer(capsule, "dltensor"));
+        managed->deleter(managed);
+      });
+  if (!capsule) {
+    delete owner;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}

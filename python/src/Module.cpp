@@ -1,0 +1,241 @@
+//===- Module.cpp - The Python module _energy -----------------------------===//
+//
+// Models and sessions of the runtime as Python objects: compile and load,
+// tensors in and out, energies, gradients, runs and loss gradients. The
+// package energy (energy/__init__.py) wraps it; errors are the exceptions
+// of energy/errors.py.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Arrays.h"
+#include "Compile.h"
+#include "Errors.h"
+
+#include "energy/Runtime/Manifest.h"
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/Session.h"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+
+namespace py = pybind11;
+using namespace energy;
+using namespace energy::python;
+
+namespace {
+template <typename T> T valueOr(Expected<T> result, const char *error) {
+  if (!result)
+    raise(error, result.message());
+  return std::move(*result);
+}
+
+void check(const Status &status, const char *error) {
+  if (!status)
+    raise(error, status.message());
+}
+
+py::dict tensorsOf(const Manifest &manifest) {
+  py::dict tensors;
+  for (const ManifestBuffer &buffer : manifest.buffers)
+    if (buffer.kind == BufferKind::Tensor && !isKeptValue(buffer)) {
+      py::dict info;
+      info["role"] = std::string(tensorRoleName(buffer.role));
+      info["shape"] = buffer.shapeText();
+      tensors[py::str(buffer.name)] = info;
+    }
+  return tensors;
+}
+
+py::dict dimsOf(const Manifest &manifest) {
+  py::dict dims;
+  for (const ManifestDim &dim : manifest.dims)
+    dims[py::str(dim.name)] =
+        dim.defaultValue ? py::object(py::int_(*dim.defaultValue)) : py::none();
+  return dims;
+}
+
+/// A session with the model it was made from kept alive beside it.
+struct PySession {
+  std::unique_ptr<Session> session;
+
+  void set(const std::string &name, py::handle value) {
+    Tensor tensor = tensorFromPython(value, "tensor '" + name + "'");
+    const Manifest &manifest = session->model().manifest();
+    std::optional<size_t> index = manifest.findBuffer(name);
+    Status status = session->set(name, tensor);
+    if (!status)
+      raise(index && manifest.buffers[*index].kind == BufferKind::Tensor
+                ? "ShapeError"
+                : "RuntimeError",
+            status.message());
+  }
+
+  py::array get(const std::string &name) {
+    Expected<Tensor> value = session->get(name);
+    return arrayFromTensor(valueOr(std::move(value), "RuntimeError"));
+  }
+
+  double energy(std::optional<std::string> term) {
+    Expected<double> value = [&] {
+      py::gil_scoped_release unlocked;
+      return term ? session->termEnergy(*term) : session->energy();
+    }();
+    return valueOr(std::move(value), "RuntimeError");
+  }
+
+  py::dict grad(std::optional<std::vector<std::string>> wrt) {
+    std::vector<std::string> names = gradientsToReport(
+        session->model().manifest(), wrt.value_or(std::vector<std::string>{}));
+    py::dict gradients;
+    for (const std::string &name : names) {
+      Expected<Tensor> value = [&] {
+        py::gil_scoped_release unlocked;
+        return session->gradient(name);
+      }();
+      gradients[py::str(name)] =
+          arrayFromTensor(valueOr(std::move(value), "RuntimeError"));
+    }
+    return gradients;
+  }
+
+  py::dict run(std::optional<int64_t> steps, bool trace) {
+    RunOptions options;
+    options.steps = steps;
+    options.trace = trace;
+    Expected<RunResult> result = [&] {
+      py::gil_scoped_release unlocked;
+      return session->run(options);
+    }();
+    RunResult done = valueOr(std::move(result), "RuntimeError");
+    py::dict report;
+    report["steps"] = done.steps;
+    report["energy"] = done.energy;
+    report["trace"] = done.trace;
+    return report;
+  }
+
+  py::dict lossGrad(std::optional<int64_t> steps, bool storeAllSteps) {
+    if (session->model().lossNames().empty())
+      raise("RuntimeError", "model " + session->model().name() +
+                                " declares no loss: loss_grad needs one");
+    BackwardOptions options;
+    options.steps = steps;
+    options.storage =
+        storeAllSteps ? BackpropStorage::Full : BackpropStorage::Checkpointed;
+    Expected<BackwardResult> result = [&] {
+      py::gil_scoped_release unlocked;
+      return session->backward(options);
+    }();
+    BackwardResult done = valueOr(std::move(result), "RuntimeError");
+    py::dict grads;
+    for (const std::string &name : session->model().adjointNames()) {
+      Expected<const Tensor *> adjoint = session->adjoint(name);
+      grads[py::str(name)] =
+          arrayFromTensor(*valueOr(std::move(adjoint), "RuntimeError"));
+    }
+    py::dict report;
+    report["steps"] = done.steps;
+    report["loss"] = done.loss;
+    report["losses"] = done.losses;
+    report["grads"] = grads;
+    return report;
+  }
+};
+
+PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
+                      std::map<std::string, double> consts,
+                      std::optional<uint64_t> seed) {
+  SessionOptions options;
+  options.dims = std::move(dims);
+  options.consts = std::move(consts);
+  options.seed = seed;
+  Expected<Session> session = model.session(options);
+  return PySession{
+      std::make_unique<Session>(valueOr(std::move(session), "RuntimeError"))};
+}
+
+Model compile(const std::string &source, const std::string &name,
+              const std::string &target, const std::string &dtype,
+              std::vector<std::string> plugins) {
+  CompileOptions options{target, dtype, std::move(plugins)};
+  CompileFailure failure;
+  std::optional<Model> model;
+  {
+    py::gil_scoped_release unlocked;
+    model = compileSource(source, name, options, failure);
+  }
+  if (!model) {
+    py::object error =
+        errorClass("CompileError")(failure.message, failure.file, failure.line,
+                                   failure.column, failure.printed);
+    PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    throw py::error_already_set();
+  }
+  return std::move(*model);
+}
+} // namespace
+
+PYBIND11_MODULE(_energy, module) {
+  module.doc() = "The energy runtime and compiler, in process (use the "
+                 "package energy).";
+  module.def("compile", &compile, py::arg("source"), py::arg("name"),
+             py::arg("target"), py::arg("dtype"), py::arg("plugins"));
+  module.def(
+      "load",
+      [](const std::string &path) {
+        return valueOr(Model::load(path), "RuntimeError");
+      },
+      py::arg("path"));
+
+  py::class_<Model>(module, "Model")
+      .def_property_readonly("name", &Model::name)
+      .def_property_readonly("label", &Model::label)
+      .def_property_readonly("dtype",
+                             [](const Model &model) {
+                               return model.dtype() == DType::F32 ? "f32"
+                                                                  : "f64";
+                             })
+      .def_property_readonly("device", &Model::device)
+      .def_property_readonly("manifest_text", &Model::manifestText)
+      .def_property_readonly(
+          "dims", [](const Model &model) { return dimsOf(model.manifest()); })
+      .def_property_readonly(
+          "tensors",
+          [](const Model &model) { return tensorsOf(model.manifest()); })
+      .def_property_readonly("outputs", &Model::outputNames)
+      .def_property_readonly("gradients", &Model::gradientNames)
+      .def_property_readonly("terms", &Model::termNames)
+      .def_property_readonly("losses", &Model::lossNames)
+      .def_property_readonly("has_dynamics", &Model::hasDynamics)
+      .def("set_threads", &Model::setThreads, py::arg("threads"))
+      .def("session", &makeSession, py::arg("dims"), py::arg("consts"),
+           py::arg("seed"));
+
+  py::class_<PySession>(module, "Session")
+      .def("set", &PySession::set, py::arg("name"), py::arg("value"))
+      .def("get", &PySession::get, py::arg("name"))
+      .def("dlpack",
+           [](PySession &self, const std::string &name) {
+             Expected<Tensor> value = self.session->get(name);
+             return dlpackFromTensor(valueOr(std::move(value), "RuntimeError"));
+           })
+      .def("dims",
+           [](PySession &self) {
+             return valueOr(self.session->dims(), "RuntimeError");
+           })
+      .def("energy", &PySession::energy, py::arg("term") = py::none())
+      .def("grad", &PySession::grad, py::arg("wrt") = py::none())
+      .def("step",
+           [](PySession &self) { check(self.session->step(), "RuntimeError"); })
+      .def("run", &PySession::run, py::arg("steps") = py::none(),
+           py::arg("trace") = false)
+      .def("loss_grad", &PySession::lossGrad, py::arg("steps") = py::none(),
+           py::arg("store_all_steps") = false)
+      .def("reset_states",
+           [](PySession &self) {
+             check(self.session->resetStates(), "RuntimeError");
+           })
+      .def_property_readonly(
+          "notes", [](PySession &self) { return self.session->notes(); });
+}
