@@ -22,13 +22,18 @@ __all__ = ["compile", "load", "Model", "Session", "Error", "CompileError",
            "ShapeError", "RuntimeError"]
 
 
-def compile(source_or_path, *, target="cpu", dtype="f32", plugins=()):
+def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
+            caller_cotangents=False):
     """Compiles a model in this process and returns it as a ``Model``.
 
     ``source_or_path`` is a path to a ``.energy`` file or the source text
     itself. ``target`` is ``"cpu"`` or ``"cuda"``, ``dtype`` ``"f32"``,
     ``"f64"`` or ``"bf16"`` (cuda), ``plugins`` paths of plugin libraries.
-    Raises ``CompileError`` with the first error's place.
+    With ``caller_cotangents`` (as ``energyc --caller-cotangents``), the
+    backward program is seeded by the caller's cotangents of the final
+    states, inputs ``X.incoming``, instead of the model's losses, and
+    differentiates the inputs too: what ``energy.torch.EnergyModule``
+    compiles. Raises ``CompileError`` with the first error's place.
     """
     is_path = isinstance(source_or_path, os.PathLike)
     source = os.fspath(source_or_path)
@@ -41,7 +46,8 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=()):
         with open(source, encoding="utf-8") as file:
             source = file.read()
     return Model(_energy.compile(source, name, target, dtype,
-                                 [os.fspath(p) for p in plugins]))
+                                 [os.fspath(p) for p in plugins],
+                                 caller_cotangents))
 
 
 def load(path):
@@ -60,11 +66,20 @@ class Model:
     device = property(lambda self: self._model.device)
     dims = property(lambda self: self._model.dims,
                     doc="Dim names and their defaults (None: no default).")
+    free_dims = property(lambda self: self._model.free_dims,
+                         doc="The dims a session may be given (not derived).")
     tensors = property(lambda self: self._model.tensors,
                        doc="Tensor names and their role and declared shape.")
     outputs = property(lambda self: self._model.outputs)
     terms = property(lambda self: self._model.terms)
     losses = property(lambda self: self._model.losses)
+    adjoints = property(
+        lambda self: self._model.adjoints,
+        doc="The tensors loss_grad differentiates, in manifest order.")
+    incoming = property(
+        lambda self: self._model.incoming,
+        doc="Each state and the input holding the caller's cotangent of its "
+            "final value (a model compiled with caller_cotangents).")
     has_dynamics = property(lambda self: self._model.has_dynamics)
 
     @property

@@ -107,6 +107,7 @@ std::optional<Model> python::compileSource(const std::string &source,
   artifactOptions.dtype = options.dtype;
   artifactOptions.sourceName = name;
   artifactOptions.sourceText = source;
+  artifactOptions.callerCotangents = options.callerCotangents;
   if (options.target == "cuda")
     artifactOptions.target =
         mlir::energy::withCudaDevice(artifactOptions.target);

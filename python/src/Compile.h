@@ -24,6 +24,8 @@ struct CompileOptions {
   std::string dtype = "f32";
   /// Plugin libraries to load first (as `energyc --plugin`).
   std::vector<std::string> plugins;
+  /// As `energyc --caller-cotangents`.
+  bool callerCotangents = false;
 };
 
 /// Why a compilation failed: the first error's place (line and column 0

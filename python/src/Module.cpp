@@ -157,8 +157,8 @@ PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
 
 Model compile(const std::string &source, const std::string &name,
               const std::string &target, const std::string &dtype,
-              std::vector<std::string> plugins) {
-  CompileOptions options{target, dtype, std::move(plugins)};
+              std::vector<std::string> plugins, bool callerCotangents) {
+  CompileOptions options{target, dtype, std::move(plugins), callerCotangents};
   CompileFailure failure;
   std::optional<Model> model;
   {
@@ -180,7 +180,8 @@ PYBIND11_MODULE(_energy, module) {
   module.doc() = "The energy runtime and compiler, in process (use the "
                  "package energy).";
   module.def("compile", &compile, py::arg("source"), py::arg("name"),
-             py::arg("target"), py::arg("dtype"), py::arg("plugins"));
+             py::arg("target"), py::arg("dtype"), py::arg("plugins"),
+             py::arg("caller_cotangents"));
   module.def(
       "load",
       [](const std::string &path) {
@@ -203,10 +204,29 @@ PYBIND11_MODULE(_energy, module) {
       .def_property_readonly(
           "tensors",
           [](const Model &model) { return tensorsOf(model.manifest()); })
+      .def_property_readonly("free_dims",
+                             [](const Model &model) {
+                               std::vector<std::string> names;
+                               for (const ManifestDim &dim :
+                                    model.manifest().dims)
+                                 if (!dim.derived)
+                                   names.push_back(dim.name);
+                               return names;
+                             })
       .def_property_readonly("outputs", &Model::outputNames)
       .def_property_readonly("gradients", &Model::gradientNames)
       .def_property_readonly("terms", &Model::termNames)
       .def_property_readonly("losses", &Model::lossNames)
+      .def_property_readonly("adjoints", &Model::adjointNames)
+      .def_property_readonly(
+          "incoming",
+          [](const Model &model) {
+            py::dict incoming;
+            for (const ManifestBuffer &buffer : model.manifest().buffers)
+              if (buffer.incomingOf)
+                incoming[py::str(*buffer.incomingOf)] = buffer.name;
+            return incoming;
+          })
       .def_property_readonly("has_dynamics", &Model::hasDynamics)
       .def("set_threads", &Model::setThreads, py::arg("threads"))
       .def("session", &makeSession, py::arg("dims"), py::arg("consts"),

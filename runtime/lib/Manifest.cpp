@@ -312,7 +312,8 @@ static Status readBuffer(const Value &entry, std::string where,
                             std::pair{"solver_of", &buffer.solverOf},
                             std::pair{"deferred_of", &buffer.deferredOf},
                             std::pair{"cache_flag", &buffer.cacheFlag},
-                            std::pair{"flag_of", &buffer.flagOf}})
+                            std::pair{"flag_of", &buffer.flagOf},
+                            std::pair{"incoming_of", &buffer.incomingOf}})
       if (Status status = readOptionalString(entry, where, key, *out); !status)
         return status;
   }
@@ -514,6 +515,11 @@ static Status checkConsistency(const Manifest &manifest) {
     if (buffer.adjointOf)
       if (Status status = checkTensorReference(manifest, *buffer.adjointOf,
                                                where + ": adjoint_of");
+          !status)
+        return status;
+    if (buffer.incomingOf)
+      if (Status status = checkTensorReference(manifest, *buffer.incomingOf,
+                                               where + ": incoming_of");
           !status)
         return status;
     if (buffer.init && buffer.init->kind == InitKind::Copy) {

@@ -6,9 +6,9 @@
 # a model with the installed energyc (which links the installed kernel
 # support library) and runs both builds on it: the energy must fall at
 # every step.
-# Usage: check-install.sh SOURCE_DIR BUILD_DIR WORK_DIR C_COMPILER CXX_COMPILER
+# Usage: check-install.sh SOURCE_DIR BUILD_DIR WORK_DIR C_COMPILER
 set -eu
-source=$1 build=$2 work=$3 cc=$4 cxx=$5
+source=$1 build=$2 work=$3 cc=$4
 rm -rf "$work"
 mkdir -p "$work"
 prefix=$work/prefix
@@ -27,7 +27,7 @@ case $soname in
 esac
 # The application sees only the prefix: not this repository's build tree.
 cmake -S "$source/examples/embed" -B "$work/embed" -G Ninja \
-      -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+      -DCMAKE_C_COMPILER="$cc" \
       -DCMAKE_PREFIX_PATH="$prefix" > "$work/configure.log"
 grep -q "^energy_DIR:PATH=$prefix/lib/cmake/energy\$" "$work/embed/CMakeCache.txt" || {
   echo "the application did not find the installed package"; exit 1; }
@@ -45,4 +45,12 @@ for program in "$work/embed/energy-embed" "$work/embed-pkg-config"; do
         "-DARGS=N=4 K=3 D=4 Z=2 --steps 5" \
         -P "$source/examples/embed/check-energy-falls.cmake"
 done
+# The Python package, imported from the prefix alone.
+package=$(ls -d "$prefix"/lib/python3*/dist-packages/energy)
+PYTHONPATH=$(dirname "$package") /usr/bin/python3 -c "
+import energy, sys
+assert energy.__file__.startswith('$prefix'), energy.__file__
+model = energy.load('$work/pc.so')
+assert model.name == 'predictive_coding', model.name
+"
 echo "installed, built against the package and with pkg-config, and ran"

@@ -140,6 +140,13 @@ cl::opt<bool> noRunCaches(
              "and inputs (energy-plan-run-caches keeps it within a call of "
              "the runtime by default)"),
     cl::init(false), cl::cat(energycOptions));
+cl::opt<bool> callerCotangents(
+    "caller-cotangents",
+    cl::desc("Seed the backward program with the caller's cotangents of the "
+             "final states (inputs X.incoming) instead of the model's losses, "
+             "and differentiate the inputs too: a layer of a larger program, "
+             "as energy.torch.EnergyModule uses it"),
+    cl::init(false), cl::cat(energycOptions));
 cl::list<std::string> wrt("wrt", cl::CommaSeparated,
                           cl::desc("Also differentiate with respect to these "
                                    "tensors (with --emit=grad, update, "
@@ -245,7 +252,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     if (emitKind == EmitKind::Grad)
       mlir::energy::buildGradientPipeline(perModel, wrtNames);
     else
-      mlir::energy::buildUpdatePipeline(perModel, wrtNames);
+      mlir::energy::buildUpdatePipeline(perModel, wrtNames, callerCotangents);
     if (planned)
       mlir::energy::buildKernelPlanPipeline(
           perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches});
@@ -282,6 +289,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     options.target = target;
     options.optLevel = optLevel;
     options.runCaches = !noRunCaches;
+    options.callerCotangents = callerCotangents;
     options.sourceName = inputFile;
     options.sourceText =
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();

@@ -110,7 +110,7 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
     wrt.push_back(tensor.getSymName().str());
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
-  buildUpdatePipeline(modelPasses, wrt);
+  buildUpdatePipeline(modelPasses, wrt, options.callerCotangents);
   buildKernelPlanPipeline(modelPasses,
                           {options.target.device == "cuda",
                            options.dtype == "bf16", options.runCaches});

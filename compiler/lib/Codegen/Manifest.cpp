@@ -169,7 +169,8 @@ json::Array pluginsOf(ModelOp model) {
       {tensor.getSolverOf(), &buffer.solverOf},
       {tensor.getDeferredOf(), &buffer.deferredOf},
       {tensor.getCacheFlag(), &buffer.cacheFlag},
-      {tensor.getFlagOf(), &buffer.flagOf}};
+      {tensor.getFlagOf(), &buffer.flagOf},
+      {tensor.getIncomingOf(), &buffer.incomingOf}};
   for (auto [of, field] : marks)
     if (of)
       *field = of->str();
@@ -231,7 +232,8 @@ std::string mlir::energy::buildManifest(ModelOp model,
           {"solver_of", &described.solverOf},
           {"deferred_of", &described.deferredOf},
           {OnceOp::kCacheFlagAttr, &described.cacheFlag},
-          {OnceOp::kFlagOfAttr, &described.flagOf}};
+          {OnceOp::kFlagOfAttr, &described.flagOf},
+          {"incoming_of", &described.incomingOf}};
       for (auto [mark, of] : marks)
         if (*of)
           entry[mark] = **of;

@@ -89,8 +89,14 @@ void removeUndoneStores(Block &block, SymbolTable &symbols) {
 } // namespace
 
 LogicalResult BackwardBuilder::build() {
-  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-    if (tensor.getRole() != Role::input && !tensor.getAdjointOf() &&
+  // A caller that seeds the backward program (energy-caller-cotangents)
+  // passes the inputs' adjoints on too.
+  auto tensors = model.getBody().front().getOps<TensorOp>();
+  bool callerSeeds = llvm::any_of(
+      tensors, [](TensorOp tensor) { return tensor.getIncomingOf(); });
+  for (TensorOp tensor : tensors)
+    if ((tensor.getRole() != Role::input || callerSeeds) &&
+        !tensor.getIncomingOf() && !tensor.getAdjointOf() &&
         !tensor.getCotangentOf() && !tensor.getSolverOf())
       differentiable.insert(tensor.getSymName());
   for (StringRef tensor : differentiable)

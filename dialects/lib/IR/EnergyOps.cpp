@@ -509,7 +509,8 @@ LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
       {"solver_of", getSolverOfAttr(), true},
       {"deferred_of", getDeferredOfAttr(), false},
       {"cache_flag", getCacheFlagAttr(), false},
-      {"flag_of", getFlagOfAttr(), false}};
+      {"flag_of", getFlagOfAttr(), false},
+      {"incoming_of", getIncomingOfAttr(), false}};
   for (auto [name, of, letToo] : provenances) {
     if (!of)
       continue;

@@ -76,6 +76,11 @@ struct ArtifactOptions {
   /// Whether the kernels keep what a call computes from params and inputs
   /// alone (energy-plan-run-caches; CPU artifacts only).
   bool runCaches = true;
+  /// Whether the backward program is seeded by the caller's cotangents of
+  /// the final states (`@X.incoming`) instead of the model's losses, and
+  /// also differentiates the inputs (energy-caller-cotangents): a model
+  /// that is a layer of a larger program.
+  bool callerCotangents = false;
 };
 
 /// A dim expression as the runtime reads it (reverse Polish tokens).

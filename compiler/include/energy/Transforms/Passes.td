@@ -145,6 +145,35 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyCallerCotangents : Pass<"energy-caller-cotangents", "::mlir::energy::ModelOp"> {
+  let summary = "Seeds the backward program with the caller's cotangents of the final states";
+  let description = [{
+    For a model that is a layer of a larger program (energy.torch's
+    EnergyModule): the model's losses are replaced by one loss
+    `@incoming` = Σ_X ⟨X̄, X⟩ over the forward states X (state tensors no
+    pass added), each X̄ a new input tensor `@X.incoming` marked
+    `incoming_of = @X`, which the caller sets to its cotangent of X's final
+    value. energy-build-backward then gives the vector-Jacobian product of
+    the run with those cotangents, and differentiates the inputs too, so
+    that the caller can pass it on. Does nothing to a model that has
+    incoming tensors already.
+
+    ```mlir
+    tensor @mu : state [@D]
+    // gets
+    tensor @mu.incoming : input [@D] = zeros {incoming_of = @mu}
+    term @incoming auxiliary loss {
+      %0 = read @mu.incoming : !energy.array<D>
+      %1 = read @mu : !energy.array<D>
+      %2 = mul %0, %1 : !energy.array<D>, !energy.array<D>
+      %3 = reduce_elements sum %2 : !energy.array<D>
+      yield %3 : !energy.array<>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyBuildBackward : Pass<"energy-build-backward", "::mlir::energy::ModelOp"> {
   let summary = "Builds the dynamics run backwards, for gradients of a loss";
   let description = [{

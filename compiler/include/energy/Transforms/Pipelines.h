@@ -22,11 +22,14 @@ namespace mlir::energy {
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
 
-/// Builds the step program of the dynamics (energy-build-updates), then the
-/// gradient pipeline: what energy-run executes and `energyc --emit=update`
-/// prints.
+/// Builds the step program of the dynamics (energy-build-updates), the
+/// backward program (energy-build-backward; seeded by the caller's
+/// cotangents of the final states instead of the model's losses when
+/// `callerCotangents`, energy-caller-cotangents), then the gradient
+/// pipeline: what energy-run executes and `energyc --emit=update` prints.
 void buildUpdatePipeline(OpPassManager &modelPasses,
-                         const std::vector<std::string> &wrt = {});
+                         const std::vector<std::string> &wrt = {},
+                         bool callerCotangents = false);
 
 /// The steps of the kernel plan, `energy-plan-aggregations` to
 /// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs).

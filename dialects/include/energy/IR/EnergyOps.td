@@ -96,7 +96,9 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
     implicit solve), `deferred_of` (energy-plan-defer-invariant-products:
     a sum over the backward steps that the finish multiplies into that
     adjoint), `cache_flag` and `flag_of` (energy-plan-run-caches: a value
-    kept across calls names its flag, the flag its value).
+    kept across calls names its flag, the flag its value). An input may say
+    `incoming_of` (energy-caller-cotangents: the caller's cotangent of that
+    state's final value, which seeds the backward program).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Energy_RoleAttr:$role,
                        TypedArrayAttrBase<FlatSymbolRefAttr, "dims">:$shape,
@@ -109,14 +111,15 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
                        OptionalAttr<FlatSymbolRefAttr>:$solver_of,
                        OptionalAttr<FlatSymbolRefAttr>:$deferred_of,
                        OptionalAttr<FlatSymbolRefAttr>:$cache_flag,
-                       OptionalAttr<FlatSymbolRefAttr>:$flag_of);
+                       OptionalAttr<FlatSymbolRefAttr>:$flag_of,
+                       OptionalAttr<FlatSymbolRefAttr>:$incoming_of);
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$sym_name, "Role":$role,
                    "::mlir::ArrayAttr":$shape, "InitKindAttr":$init,
                    "::mlir::DenseF64ArrayAttr":$init_args,
                    "::mlir::FlatSymbolRefAttr":$init_source), [{
       build($_builder, $_state, sym_name, role, shape, init, init_args,
-            init_source, {}, {}, {}, {}, {}, {}, {});
+            init_source, {}, {}, {}, {}, {}, {}, {}, {});
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
