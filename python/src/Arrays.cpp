@@ -1,8 +1,10 @@
 //===- Arrays.cpp - Tensors to and from numpy arrays and DLPack -----------===//
 //
-// DLPack in: the producer's memory read through its strides, then released
-// as the protocol says (the capsule renamed "used_dltensor"). DLPack out: a
-// DLManagedTensor whose manager owns the tensor.
+// Arrays and DLPack tensors in: row-major ones borrowed, the others read
+// through their strides; a DLPack tensor is released as the protocol says
+// (the capsule renamed "used_dltensor") when the copy is made or the last
+// view of it is gone. DLPack out: a DLManagedTensor whose manager owns the
+// tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +58,8 @@ Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
     DLManagedTensor *managed;
     PyObject *capsule;
     ~Release() {
+      if (!managed)
+        return;
       if (managed->deleter)
         managed->deleter(managed);
       PyCapsule_SetName(capsule, "used_dltensor");
@@ -73,6 +77,30 @@ Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
                        std::to_string(source.dtype.bits) +
                        " bits) is not float32 or float64");
   std::vector<int64_t> shape(source.shape, source.shape + source.ndim);
+  bool rowMajor = true;
+  for (int64_t axis = source.ndim - 1, stride = 1; axis >= 0; --axis) {
+    if (source.strides && source.shape[axis] != 1 &&
+        source.strides[axis] != stride)
+      rowMajor = false;
+    stride *= source.shape[axis];
+  }
+  if (rowMajor && source.data) {
+    // In place: the lender releases the producer's tensor when the session
+    // is done with it.
+    void *data = static_cast<char *>(source.data) + source.byte_offset;
+    DLManagedTensor *owned = release.managed;
+    release.managed = nullptr;
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    std::shared_ptr<void> lender(owned, [](void *held) {
+      auto *managed = static_cast<DLManagedTensor *>(held);
+      if (managed->deleter) {
+        py::gil_scoped_acquire locked;
+        managed->deleter(managed);
+      }
+    });
+    return Tensor::borrow(source.dtype.bits == 32 ? DType::F32 : DType::F64,
+                          std::move(shape), data, std::move(lender));
+  }
   if (source.dtype.bits == 32) {
     Tensor tensor(DType::F32, shape);
     copyStrided(source, reinterpret_cast<float *>(tensor.data()));
@@ -81,6 +109,15 @@ Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
   Tensor tensor(DType::F64, shape);
   copyStrided(source, reinterpret_cast<double *>(tensor.data()));
   return tensor;
+}
+
+/// Holds a Python object for a borrowed tensor, letting it go under the GIL.
+std::shared_ptr<void> lenderOf(py::object object) {
+  return std::shared_ptr<void>(new py::object(std::move(object)),
+                               [](void *held) {
+                                 py::gil_scoped_acquire locked;
+                                 delete static_cast<py::object *>(held);
+                               });
 }
 
 template <typename Element>
@@ -104,6 +141,18 @@ Tensor python::tensorFromPython(py::handle value, const std::string &what) {
   if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
     raise("Error", what + ": elements of numpy kind '" + std::string(1, kind) +
                        "' are not real numbers");
+  bool inPlace = (array.flags() & py::array::c_style) &&
+                 (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) &&
+                 array.data() != nullptr &&
+                 (array.dtype().is(py::dtype::of<float>()) ||
+                  array.dtype().is(py::dtype::of<double>()));
+  if (inPlace) {
+    std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+    void *data = const_cast<void *>(array.data());
+    return Tensor::borrow(array.dtype().is(py::dtype::of<float>()) ? DType::F32
+                                                                   : DType::F64,
+                          std::move(shape), data, lenderOf(array));
+  }
   if (array.dtype().is(py::dtype::of<float>()))
     return tensorFromArray<float>(
         py::array_t<float, py::array::c_style | py::array::forcecast>(array),

@@ -20,8 +20,11 @@ namespace energy::python {
 
 /// `value` as a tensor: a DLPack producer on the CPU (float32 or float64,
 /// any strides) or anything numpy.asarray takes, as float32 when it is
-/// float32 and float64 otherwise. Raises energy.Error (naming `what`) for a
-/// device tensor or an element type that is not a real number.
+/// float32 and float64 otherwise. A row-major float32 or float64 array or
+/// DLPack tensor is borrowed (Tensor::borrow: the tensor is a view of its
+/// memory, which it keeps alive); anything else is copied. Raises
+/// energy.Error (naming `what`) for a device tensor or an element type that
+/// is not a real number.
 Tensor tensorFromPython(pybind11::handle value, const std::string &what);
 
 /// A numpy array holding a copy of `tensor`.

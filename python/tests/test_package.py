@@ -132,6 +132,39 @@ def test_torch_tensors_and_dlpack_round_trip():
                                   np.ones(4))
 
 
+def test_inputs_and_params_are_bound_without_a_copy():
+    torch = pytest.importorskip("torch")
+    model = energy.compile(os.path.join(EXAMPLES, "quadratic_bowl.energy"),
+                           dtype="f64")
+    session = model.session()
+    a, c, y = np.eye(3), np.ones(3), np.zeros(3)
+    session["A"], session["c"], session["y"] = a, c, y
+    assert session.energy() == pytest.approx(1.5, rel=1e-15)
+    # A (an input, float64, row-major) is the session's memory: changed in
+    # place, the session sees it. y (a state) was copied: the kernels write
+    # states.
+    a *= 2
+    y[:] = 5
+    assert session.energy() == pytest.approx(3.0, rel=1e-15)
+    # The same for a torch tensor (DLPack), and not for a strided one or one
+    # of another dtype (copied, converted).
+    t = torch.eye(3, dtype=torch.float64)
+    session["A"] = t
+    t.mul_(3)
+    assert session.energy() == pytest.approx(4.5, rel=1e-15)
+    strided = torch.eye(6, dtype=torch.float64)[::2, ::2]
+    single = np.eye(3, dtype=np.float32)
+    for value in (strided, single):
+        session["A"] = value
+        value *= 5
+        assert session.energy() == pytest.approx(1.5, rel=1e-15)
+    # The session keeps what it borrowed alive.
+    kept = np.full((3, 3), 0.0) + np.eye(3)
+    session["A"] = kept
+    del kept, a, t
+    assert session.energy() == pytest.approx(1.5, rel=1e-15)
+
+
 def test_errors_are_exceptions_with_places():
     with pytest.raises(energy.CompileError) as caught:
         energy.compile("model m {\n  dim N;\n  state x : [N];\n"

@@ -150,8 +150,14 @@ Status Session::set(const std::string &name, const Tensor &value) {
         "tensor '" + name + "' is declared " + buffer.shapeText() +
         (prepared ? " = " + Tensor::shapeText(shapes[*index]) : "") +
         " but given " + value.shapeString());
-  Tensor converted =
-      value.dtype() == manifest.dtype ? value : value.converted(manifest.dtype);
+  // Borrowed elements of an input or param are used in place: the kernels
+  // write states only.
+  bool share = value.borrowed() && value.dtype() == manifest.dtype &&
+               buffer.role != TensorRole::State && !deviceMemory;
+  Tensor converted = share ? value.view()
+                     : value.dtype() == manifest.dtype
+                         ? value
+                         : value.converted(manifest.dtype);
   if (value.dtype() != manifest.dtype)
     noteList.push_back(
         "tensor '" + name + "' was given as " +
@@ -261,7 +267,8 @@ Status Session::prepare() {
                                           buffer.shapeText());
       values[i] = std::move(*value);
     } else if (auto value = bound.find(buffer.name); value != bound.end()) {
-      values[i] = value->second;
+      values[i] =
+          value->second.borrowed() ? value->second.view() : value->second;
     } else if (!buffer.init || buffer.init->kind != InitKind::Copy) {
       Expected<Tensor> value = initialValue(manifest.dtype, newShapes[i],
                                             buffer.name, buffer.init, seed);

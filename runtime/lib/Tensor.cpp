@@ -118,6 +118,8 @@ std::string energy::cannotAllocateText(DType dtype,
 }
 
 void Tensor::FreeBytes::operator()(std::byte *pointer) const {
+  if (lender)
+    return;
   if (release)
     release(pointer);
   else
@@ -203,6 +205,24 @@ Expected<Tensor> Tensor::copyTo(const TensorMemory &memory) const {
   if (copy)
     std::memcpy(copy->data(), data(), byteLength);
   return copy;
+}
+
+Tensor Tensor::borrow(DType dtype, std::vector<int64_t> shape, void *data,
+                      std::shared_ptr<void> lender) {
+  assert(data && lender && "a borrowed tensor needs elements and a lender");
+  std::optional<int64_t> elements =
+      checkedElementCount(shape, dtypeSize(dtype));
+  assert(elements && "a borrowed tensor's size fits in int64_t");
+  return Tensor(
+      dtype, std::move(shape), *elements,
+      std::unique_ptr<std::byte, FreeBytes>(static_cast<std::byte *>(data),
+                                            FreeBytes(std::move(lender))));
+}
+
+Tensor Tensor::view() const {
+  assert(borrowed() && "only borrowed elements have views");
+  return borrow(elementType, dimensions, bytes.get(),
+                bytes.get_deleter().lender);
 }
 
 Tensor::Tensor(const Tensor &other)

@@ -16,7 +16,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
+#include <vector>
 
 using energy::DType;
 using energy::Expected;
@@ -319,4 +321,34 @@ TEST_CASE("a session keeps its model's code loaded") {
   Expected<RunResult> run = session->run({2, nullptr});
   REQUIRE_MESSAGE(run.ok(), run.message());
   CHECK(run->steps == 2);
+}
+
+TEST_CASE("borrowed inputs are used in place; borrowed states are copied") {
+  Session session = sessionOf(fakeF64);
+  std::vector<double> c = {0.5, 0.5, 0.5}, x = {1, 2, 3};
+  auto lender = std::make_shared<int>(0);
+  std::weak_ptr<int> watched = lender;
+  REQUIRE(session
+              .set("c", Tensor::borrow(DType::F64, {3}, c.data(),
+                                       std::move(lender)))
+              .ok());
+  REQUIRE(session
+              .set("x", Tensor::borrow(DType::F64, {3}, x.data(),
+                                       std::make_shared<int>(0)))
+              .ok());
+  CHECK(*session.energy() == 0.5 * (0.25 + 2.25 + 6.25));
+  // The session reads c's memory as it is at each call, and holds its
+  // lender; x was copied when bound.
+  c = {1, 1, 1};
+  x = {0, 0, 0};
+  CHECK(*session.energy() == 0.5 * (0 + 1 + 4));
+  CHECK(!watched.expired());
+  // A copy owns its elements.
+  Tensor copied = *session.get("c");
+  CHECK(!copied.borrowed());
+  c[0] = 7;
+  CHECK(copied.at(0) == 1);
+  // Rebinding c lets the lender go.
+  REQUIRE(session.set("c", vectorTensor(DType::F64, {0, 0, 0})).ok());
+  CHECK(watched.expired());
 }

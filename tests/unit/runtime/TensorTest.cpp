@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 
 using energy::DType;
@@ -232,4 +234,26 @@ TEST_CASE("tensors live in the memory a device runtime gives") {
   REQUIRE(!none.ok());
   CHECK(none.message() ==
         "cannot allocate 16 bytes for F32 [4]: out of device memory");
+}
+
+TEST_CASE("a borrowed tensor is a view that holds its lender") {
+  std::vector<float> elements = {1, 2, 3, 4, 5, 6};
+  auto lender = std::make_shared<int>(0);
+  std::weak_ptr<int> watched = lender;
+  std::optional<Tensor> view =
+      Tensor::borrow(DType::F32, {2, 3}, elements.data(), std::move(lender));
+  CHECK(view->borrowed());
+  CHECK(view->at(4) == 5);
+  elements[4] = 50;
+  CHECK(view->at(4) == 50);
+  Tensor second = view->view();
+  CHECK(second.data() == view->data());
+  Tensor copy = *view;
+  CHECK(!copy.borrowed());
+  CHECK(copy.data() != view->data());
+  view.reset();
+  CHECK(!watched.expired());
+  second = Tensor(DType::F32, {1});
+  CHECK(watched.expired());
+  CHECK(copy.at(4) == 50);
 }

@@ -107,7 +107,11 @@ public:
 
   /// Binds tensor `name` to `value`: of the declared rank, and once dims
   /// are resolved, of the declared shape. A value of the other element
-  /// type is converted (see notes()). On error nothing is bound.
+  /// type is converted (see notes()). An input or param whose elements are
+  /// borrowed (Tensor::borrow) and of the model's element type is used in
+  /// place on the CPU, without a copy: the session reads the lender's
+  /// memory as it is at each call; everything else is copied. On error
+  /// nothing is bound.
   Status set(const std::string &name, const Tensor &value);
 
   /// The value of every dim (derived ones included), resolved from the

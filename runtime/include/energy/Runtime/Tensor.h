@@ -97,6 +97,16 @@ public:
   /// A copy of this tensor in `memory` (copies made with the copy
   /// constructor are in host memory).
   Expected<Tensor> copyTo(const TensorMemory &memory) const;
+  /// A tensor over `data` (not null), row-major elements of `dtype` and
+  /// `shape` that the caller owns: nothing is copied or freed, and `lender`
+  /// is held until this tensor and every view of it are gone. Copies made
+  /// with the copy constructor own their elements.
+  static Tensor borrow(DType dtype, std::vector<int64_t> shape, void *data,
+                       std::shared_ptr<void> lender);
+  /// Whether the elements are borrowed (borrow(), view()).
+  bool borrowed() const { return bytes.get_deleter().lender != nullptr; }
+  /// Another tensor over the same borrowed elements (borrowed() only).
+  Tensor view() const;
 
   Tensor(const Tensor &other);
   Tensor &operator=(const Tensor &other);
@@ -137,11 +147,15 @@ public:
   bool operator!=(const Tensor &other) const { return !(*this == other); }
 
 private:
-  /// Frees what calloc and malloc (or a TensorMemory) gave.
+  /// Frees what calloc and malloc (or a TensorMemory) gave; borrowed
+  /// elements are not freed, only their lender let go.
   struct FreeBytes {
     FreeBytes() noexcept : release(nullptr) {}
     explicit FreeBytes(void (*release)(void *)) noexcept : release(release) {}
+    explicit FreeBytes(std::shared_ptr<void> lender) noexcept
+        : release(nullptr), lender(std::move(lender)) {}
     void (*release)(void *);
+    std::shared_ptr<void> lender;
     void operator()(std::byte *pointer) const;
   };
   /// A tensor of `dtype`, `shape` and `elements` (checked) that owns
