@@ -23,7 +23,7 @@ __all__ = ["compile", "load", "Model", "Session", "Error", "CompileError",
 
 
 def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
-            caller_cotangents=False):
+            caller_cotangents=False, opt_level=3):
     """Compiles a model in this process and returns it as a ``Model``.
 
     ``source_or_path`` is a path to a ``.energy`` file or the source text
@@ -33,7 +33,9 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
     backward program is seeded by the caller's cotangents of the final
     states, inputs ``X.incoming``, instead of the model's losses, and
     differentiates the inputs too: what ``energy.torch.EnergyModule``
-    compiles. Raises ``CompileError`` with the first error's place.
+    compiles. ``opt_level`` (0-3) is how hard the kernels are optimised:
+    lower levels compile faster and run slower. Raises ``CompileError``
+    with the first error's place.
     """
     is_path = isinstance(source_or_path, os.PathLike)
     source = os.fspath(source_or_path)
@@ -47,7 +49,7 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
             source = file.read()
     return Model(_energy.compile(source, name, target, dtype,
                                  [os.fspath(p) for p in plugins],
-                                 caller_cotangents))
+                                 caller_cotangents, int(opt_level)))
 
 
 def load(path):

@@ -29,14 +29,15 @@ class EnergyModule(torch.nn.Module):
     ``caller_cotangents``), or an ``energy.Model`` compiled so. ``dtype``:
     ``"f32"`` or ``"f64"`` (default: torch's default dtype). ``seed``: the
     draw of params and states without an initialiser. ``steps``: the run's
-    length (default: the model's). ``dims``: values of free dims, fixed for
+    length (default: the model's). ``opt_level``: as ``energy.compile``'s.
+    ``dims``: values of free dims, fixed for
     the module's life; every dim of a param's shape must be among them (or
     have a default in the model), the others are read from the tensors
     ``forward`` is given.
     """
 
     def __init__(self, source_or_model, *, dtype=None, seed=0, steps=None,
-                 plugins=(), **dims):
+                 plugins=(), opt_level=3, **dims):
         super().__init__()
         if isinstance(source_or_model, energy.Model):
             model = source_or_model
@@ -45,7 +46,8 @@ class EnergyModule(torch.nn.Module):
                 dtype = ("f64" if torch.get_default_dtype() == torch.float64
                          else "f32")
             model = energy.compile(source_or_model, dtype=dtype,
-                                   plugins=plugins, caller_cotangents=True)
+                                   plugins=plugins, caller_cotangents=True,
+                                   opt_level=opt_level)
         if not model.incoming:
             raise energy.Error(
                 f"model {model.name} was compiled without caller "

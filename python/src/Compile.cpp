@@ -67,6 +67,9 @@ std::optional<Model> python::compileSource(const std::string &source,
       failure.printed = name + ": " + message;
     return std::nullopt;
   };
+  if (options.optLevel > 3)
+    return fail("opt_level " + std::to_string(options.optLevel) +
+                ": expected 0 to 3");
   if (options.target != "cpu" && options.target != "cuda")
     return fail("target '" + options.target + "': expected cpu or cuda");
   if (options.dtype != "f32" && options.dtype != "f64" &&
@@ -119,7 +122,8 @@ std::optional<Model> python::compileSource(const std::string &source,
   mlir::FailureOr<mlir::energy::JitArtifact> compiled = mlir::failure();
   (void)mlir::energy::guardCompilation(
       "JIT compilation", module->getLoc(), [&] {
-        compiled = mlir::energy::compileInProcess(**lowered, error);
+        compiled =
+            mlir::energy::compileInProcess(**lowered, error, options.optLevel);
         return mlir::success(mlir::succeeded(compiled));
       });
   if (mlir::failed(compiled))

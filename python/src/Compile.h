@@ -26,6 +26,8 @@ struct CompileOptions {
   std::vector<std::string> plugins;
   /// As `energyc --caller-cotangents`.
   bool callerCotangents = false;
+  /// How hard the JIT optimises the kernels, 0-3.
+  unsigned optLevel = 3;
 };
 
 /// Why a compilation failed: the first error's place (line and column 0

@@ -157,8 +157,10 @@ PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
 
 Model compile(const std::string &source, const std::string &name,
               const std::string &target, const std::string &dtype,
-              std::vector<std::string> plugins, bool callerCotangents) {
-  CompileOptions options{target, dtype, std::move(plugins), callerCotangents};
+              std::vector<std::string> plugins, bool callerCotangents,
+              unsigned optLevel) {
+  CompileOptions options{target, dtype, std::move(plugins), callerCotangents,
+                         optLevel};
   CompileFailure failure;
   std::optional<Model> model;
   {
@@ -181,7 +183,7 @@ PYBIND11_MODULE(_energy, module) {
                  "package energy).";
   module.def("compile", &compile, py::arg("source"), py::arg("name"),
              py::arg("target"), py::arg("dtype"), py::arg("plugins"),
-             py::arg("caller_cotangents"));
+             py::arg("caller_cotangents"), py::arg("opt_level"));
   module.def(
       "load",
       [](const std::string &path) {

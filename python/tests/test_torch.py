@@ -49,7 +49,7 @@ def gradcheck(module, params, **given):
 
 def test_gradient_descent_layer_passes_gradcheck():
     torch.manual_seed(0)
-    module = EnergyModule(FIT, dtype="f64", D=3)
+    module = EnergyModule(FIT, dtype="f64", opt_level=0, D=3)
     assert [name for name, _ in module.named_parameters()] == ["W"]
     assert module.state_names == ["mu"] and "x" in module.input_names
     assert gradcheck(module, {"W": module.W}, x=torch.randn(4, 3),
@@ -59,7 +59,8 @@ def test_gradient_descent_layer_passes_gradcheck():
 def test_momentum_from_an_input_passes_gradcheck():
     torch.manual_seed(1)
     module = EnergyModule(os.path.join(EXAMPLES, "momen_mha.energy"),
-                          dtype="f64", seed=3, D=8, L=2)
+                          dtype="f64", seed=3, opt_level=0, D=8,
+                          L=2)
     assert set(module.state_names) == {"z", "hk"}
     assert gradcheck(module, {"Wq": module.Wq * 4}, h=torch.randn(3, 8))
 
@@ -67,8 +68,27 @@ def test_momentum_from_an_input_passes_gradcheck():
 def test_nesterov_from_a_given_state_passes_gradcheck():
     torch.manual_seed(2)
     module = EnergyModule(os.path.join(EXAMPLES, "nag_attention.energy"),
-                          dtype="f64", D=4, L=2)
+                          dtype="f64", opt_level=0, D=4, L=2)
     assert gradcheck(module, {"Wk": module.Wk}, x=torch.randn(3, 4))
+
+
+def test_hopfield_layer_passes_gradcheck():
+    torch.manual_seed(4)
+    module = EnergyModule(os.path.join(EXAMPLES, "hopfield.energy"),
+                          dtype="f64", opt_level=0, D=4)
+    assert gradcheck(module, {}, x=torch.randn(3, 4), m=torch.randn(5, 4))
+
+
+def test_mlp_energy_layer_passes_gradcheck():
+    # JEM's sampler (tests/zoo/models/jem.energy): an MLP's log-sum-exp.
+    source = os.path.join(EXAMPLES, "..", "tests", "zoo", "models",
+                          "jem.energy")
+    torch.manual_seed(5)
+    module = EnergyModule(source, dtype="f64", opt_level=0, steps=3, D=4,
+                          H=5, C=3)
+    params = {name: torch.randn_like(getattr(module, name)) / 2
+              for name in ("W1", "b1", "W2", "b2")}
+    assert gradcheck(module, params, x0=torch.rand(2, 4) * 2 - 1)
 
 
 def test_layer_trains_inside_a_torch_model():
@@ -77,7 +97,7 @@ def test_layer_trains_inside_a_torch_model():
     torch.manual_seed(3)
     f64 = torch.float64
     encoder = torch.nn.Linear(3, 3).to(f64)
-    layer = EnergyModule(FIT, dtype="f64", D=3)
+    layer = EnergyModule(FIT, dtype="f64", opt_level=0, D=3)
     data = torch.randn(8, 4, 3, dtype=f64)
     teacher = torch.randn(3, 3, dtype=f64)
     target = (1 - 0.6 ** 3) * data.mean(1) @ teacher.T
@@ -102,7 +122,7 @@ def test_layer_trains_inside_a_torch_model():
 
 
 def test_misuse_is_an_energy_error():
-    module = EnergyModule(FIT, dtype="f64", D=3)
+    module = EnergyModule(FIT, dtype="f64", opt_level=0, D=3)
     with pytest.raises(energy.Error, match="'?nope'?: not an input or state"):
         module(nope=torch.zeros(3))
     plain = energy.compile(FIT, dtype="f64")
@@ -110,4 +130,4 @@ def test_misuse_is_an_energy_error():
         EnergyModule(plain)
     with pytest.raises(energy.Error, match="give EnergyModule the value of "
                                            "dim D"):
-        EnergyModule(FIT, dtype="f64")
+        EnergyModule(FIT, dtype="f64", opt_level=0)
