@@ -4,8 +4,12 @@ torch.autograd.gradcheck's finite differences in f64, for gradient descent,
 momentum with states initialised from an input, and Nesterov; and the layer
 trained inside a PyTorch model."""
 
+import csv
 import os
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -119,6 +123,68 @@ def test_layer_trains_inside_a_torch_model():
         assert encoder.weight.grad.abs().sum() > 0
         optimizer.step()
     assert loss_of_batch().item() < 0.1 * first
+
+
+def test_adam_in_a_torch_loop_follows_energy_train(tmp_path):
+    """Four Adam updates (two epochs of two batches, in order) of a batch
+    of attention energies descended by momentum (tests/e2e/training/
+    attention_train.energy): energy-train on an f64 artifact, and the
+    EnergyModule of the same source with the spec's loss written in
+    PyTorch and torch.optim.Adam, from the same initial params. Both
+    compute in double precision; a wrong term of either backward would
+    show at 1e-3 or more."""
+    energyc, energy_train = (os.environ.get("ENERGYC"),
+                             os.environ.get("ENERGY_TRAIN"))
+    if not energyc or not energy_train:
+        pytest.skip("ENERGYC and ENERGY_TRAIN (the tools) are not set")
+    source = os.path.join(EXAMPLES, "..", "tests", "e2e", "training")
+    sys.path.insert(0, source)
+    import safetensors_io
+
+    model = os.path.join(source, "attention_train.energy")
+    rng = np.random.default_rng(3)
+    h = rng.standard_normal((6, 4, 5)) * 0.7
+    y = rng.standard_normal((6, 4, 5)) * 0.7
+    initial = {"Wq": rng.standard_normal((5, 5)) * 0.5,
+               "Wk": rng.standard_normal((5, 5)) * 0.5}
+    safetensors_io.write(tmp_path / "data.safetensors", {"h": h, "y": y})
+    safetensors_io.write(tmp_path / "init.safetensors", initial)
+    artifact = tmp_path / "model.so"
+    subprocess.run([energyc, model, "--dtype", "f64", "-o", str(artifact)],
+                   check=True)
+    subprocess.run([energy_train, str(artifact), "--data",
+                    str(tmp_path / "data.safetensors"), "--in",
+                    str(tmp_path / "init.safetensors"), "--dim", "N=4",
+                    "--dim", "D=5", "--epochs", "2", "--batch", "3",
+                    "--no-shuffle", "--quiet", "--optimizer", "adam", "--lr",
+                    "0.01", "--out", str(tmp_path / "out.safetensors"),
+                    "--log", str(tmp_path / "loss.csv")], check=True)
+    with open(tmp_path / "loss.csv") as log:
+        theirs = [float(row["loss"]) for row in csv.DictReader(log)]
+    trained = safetensors_io.read(tmp_path / "out.safetensors")
+
+    layer = EnergyModule(model, dtype="f64", opt_level=0, N=4, D=5)
+    with torch.no_grad():
+        for name, value in initial.items():
+            getattr(layer, name).copy_(torch.from_numpy(value))
+    optimizer = torch.optim.Adam(layer.parameters(), lr=0.01)
+    ours = []
+    for _ in range(2):
+        for batch in (slice(0, 3), slice(3, 6)):
+            x = layer(h=torch.from_numpy(h[batch]))
+            target = torch.from_numpy(y[batch])
+            loss = 0.5 * ((x - target) ** 2).sum(dim=(1, 2)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            ours.append(loss.item())
+    assert len(theirs) == 4
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+    for name in initial:
+        value = getattr(layer, name).detach().numpy()
+        assert np.abs(value - initial[name]).max() > 1e-3
+        np.testing.assert_allclose(value, trained[name], rtol=1e-9,
+                                   atol=1e-12)
 
 
 def test_misuse_is_an_energy_error():
