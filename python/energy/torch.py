@@ -5,10 +5,11 @@
     final = layer(x=inputs)                          # runs the dynamics
 
 ``forward(**tensors)`` binds the model's inputs and, optionally, initial
-values of its states, runs the dynamics and returns the final states (a
-tensor for a model of one state, else a dict). Its backward is the
-compiler's adjoint through the dynamics, seeded with the incoming gradients
-of the final states (the model compiled with ``caller_cotangents``): it
+values of its states, runs the dynamics and returns the model's outputs at
+the final states, or the final states when it declares no output (a tensor
+when there is one, else a dict by name). Its backward is the compiler's
+adjoint through the dynamics, seeded with the incoming gradients of what
+forward returned (the model compiled with ``caller_cotangents``): it
 gives gradients to the params, the inputs and the initial states, so the
 layer composes with other layers, ``torch.optim`` and
 ``torch.autograd.gradcheck`` (f64). The model's own losses are not used.
@@ -56,7 +57,10 @@ class EnergyModule(torch.nn.Module):
         self.model, self.dims, self.seed, self.steps = model, dims, seed, steps
         incoming = set(model.incoming.values())
         tensors = model.tensors
-        self.state_names = list(model.incoming)
+        self.output_names = list(model.outputs)
+        self.state_names = [name for name in model.incoming
+                            if name not in self.output_names]
+        self.returned_names = self.output_names or self.state_names
         self.input_names = [name for name, info in tensors.items()
                             if info["role"] == "input"
                             and name not in incoming]
@@ -111,13 +115,14 @@ class EnergyModule(torch.nn.Module):
         tensors = [params.get(name, getattr(self, name))
                    for name in self.param_names] + list(given.values())
         finals = _Run.apply(self, names, *tensors)
-        if len(self.state_names) == 1:
+        if len(self.returned_names) == 1:
             return finals[0] if isinstance(finals, tuple) else finals
-        return dict(zip(self.state_names, finals))
+        return dict(zip(self.returned_names, finals))
 
     def forward(self, **given):
         """Runs the dynamics from the given inputs (and initial states) and
-        returns the final states."""
+        returns the outputs the model declares at the final states, or the
+        final states when it declares none."""
         return self.functional(None, **given)
 
     def extra_repr(self):
@@ -136,16 +141,16 @@ class _Run(torch.autograd.Function):
         ctx.module, ctx.names = module, names
         ctx.save_for_backward(*tensors)
         return tuple(torch.from_numpy(session[name])
-                     for name in module.state_names)
+                     for name in module.returned_names)
 
     @staticmethod
     def backward(ctx, *incoming):
         module, names = ctx.module, ctx.names
         tensors = ctx.saved_tensors
         session = module._session(names, tensors)
-        for state, gradient in zip(module.state_names, incoming):
+        for name, gradient in zip(module.returned_names, incoming):
             if gradient is not None:
-                session[module.model.incoming[state]] = (
+                session[module.model.incoming[name]] = (
                     gradient.detach().contiguous())
         grads = session.loss_grad(module.steps)["grads"]
         return (None, None) + tuple(

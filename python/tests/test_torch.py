@@ -76,6 +76,42 @@ def test_nesterov_from_a_given_state_passes_gradcheck():
     assert gradcheck(module, {"Wk": module.Wk}, x=torch.randn(3, 4))
 
 
+OUTPUTS = """
+model readout {
+  dim N, D, C;
+  input h : [N, D];
+  state x : [N, D] = h;
+  param W : [C, D];
+  energy anchor = sum(i: N) 0.5 * sqnorm(x[i] - h[i]);
+  energy attn = -sum(i: N) lse(j: N) dot(x[i], x[j]);
+  output logits[i: N, c: C] = dot(W[c], x[i]);
+  output pooled = sum(i: N) x[i];
+  dynamics { x: gd(lr = 0.1); steps 2; }
+}
+"""
+
+
+def test_outputs_are_returned_and_pass_gradcheck():
+    torch.manual_seed(6)
+    module = EnergyModule(OUTPUTS, dtype="f64", opt_level=0, D=3, C=2)
+    assert module.returned_names == ["logits", "pooled"]
+    h = torch.randn(4, 3, dtype=torch.float64)
+    out = module(h=h)
+    assert set(out) == {"logits", "pooled"}
+    assert out["logits"].shape == (4, 2) and out["pooled"].shape == (3,)
+    # The outputs are the spec's functions of the final state, here read
+    # from a session's run.
+    session = module.model.session()
+    session["h"], session["W"] = h, module.W.detach()
+    session.run()
+    final, weights = session["x"], module.W.detach().numpy()
+    np.testing.assert_allclose(out["logits"].detach().numpy(),
+                               final @ weights.T, rtol=1e-12)
+    np.testing.assert_allclose(out["pooled"].detach().numpy(),
+                               final.sum(0), rtol=1e-12)
+    assert gradcheck(module, {"W": module.W}, h=h)
+
+
 def test_hopfield_layer_passes_gradcheck():
     torch.manual_seed(4)
     module = EnergyModule(os.path.join(EXAMPLES, "hopfield.energy"),

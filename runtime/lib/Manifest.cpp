@@ -517,11 +517,14 @@ static Status checkConsistency(const Manifest &manifest) {
                                                where + ": adjoint_of");
           !status)
         return status;
-    if (buffer.incomingOf)
-      if (Status status = checkTensorReference(manifest, *buffer.incomingOf,
-                                               where + ": incoming_of");
-          !status)
-        return status;
+    if (buffer.incomingOf) {
+      std::optional<size_t> of = manifest.findBuffer(*buffer.incomingOf);
+      if (!of || (manifest.buffers[*of].kind != BufferKind::Tensor &&
+                  manifest.buffers[*of].kind != BufferKind::Output))
+        return Status::error(where + ": incoming_of refers to '" +
+                             *buffer.incomingOf +
+                             "', which is not a tensor or an output");
+    }
     if (buffer.init && buffer.init->kind == InitKind::Copy) {
       if (Status status = checkTensorReference(manifest, buffer.init->source,
                                                where + ": init copy");

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BackwardBuilder.h"
+#include "CotangentPairing.h"
 #include "LetReads.h"
 #include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
@@ -616,39 +617,8 @@ std::pair<TermOp, StringRef> BackwardBuilder::letPullback(LetOp let) {
                           declarations.getStringAttr(name),
                           /*auxiliary=*/true, /*loss=*/false);
     OpBuilder body = OpBuilder::atBlockEnd(&term.getBody().emplaceBlock());
-    // A let without indices (one matrix of parameters, say) is ⟨S̄, body⟩
-    // itself, with no sum.
-    ReduceOp sum;
-    Block *inner = &term.getBody().front();
-    if (!let.getDomain().empty()) {
-      sum = ReduceOp::create(body, let.getLoc(), ArrayType::getScalar(context),
-                             ReduceKind::sum, let.getDomain(), Value());
-      inner = &sum.getBody().emplaceBlock();
-    }
-    IRMapping mapping;
-    Block &letBody = let.getBody().front();
-    SmallVector<Value> indices;
-    for (BlockArgument argument : letBody.getArguments()) {
-      Value index = inner->addArgument(argument.getType(), argument.getLoc());
-      mapping.map(argument, index);
-      indices.push_back(index);
-    }
-    OpBuilder in = OpBuilder::atBlockEnd(inner);
-    for (Operation &op : letBody.without_terminator())
-      in.clone(op, mapping);
-    Value element = mapping.lookupOrDefault(
-        cast<YieldOp>(letBody.getTerminator()).getValues()[0]);
-    auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
-    Value weight =
-        ReadOp::create(in, let.getLoc(), element.getType(), ref(cotangent),
-                       AffineMapAttr::get(map), indices);
-    Value product = MulOp::create(in, let.getLoc(), element, weight);
-    if (!cast<ArrayType>(product.getType()).isScalar())
-      product = ReduceElementsOp::create(in, let.getLoc(), ElementsKind::sum,
-                                         product);
-    YieldOp::create(in, let.getLoc(), product);
-    if (sum)
-      YieldOp::create(body, let.getLoc(), sum.getResult());
+    YieldOp::create(body, let.getLoc(),
+                    buildCotangentPairing(body, let, ref(cotangent)));
     symbols.insert(term);
   }
   return {term, cotangent};

@@ -501,25 +501,31 @@ LogicalResult TensorOp::verifySymbolUses(SymbolTableCollection &tables) {
                            << " is initialised from " << source << " of shape "
                            << tensor.getArrayType().shapeString();
   }
-  // Cotangents and the implicit solve's vectors may be those of a let.
-  std::tuple<StringRef, FlatSymbolRefAttr, bool> provenances[] = {
-      {"optimizer_state", getOptimizerStateAttr(), false},
-      {"adjoint_of", getAdjointOfAttr(), false},
-      {"cotangent_of", getCotangentOfAttr(), true},
-      {"solver_of", getSolverOfAttr(), true},
-      {"deferred_of", getDeferredOfAttr(), false},
-      {"cache_flag", getCacheFlagAttr(), false},
-      {"flag_of", getFlagOfAttr(), false},
-      {"incoming_of", getIncomingOfAttr(), false}};
-  for (auto [name, of, letToo] : provenances) {
+  // Cotangents and the implicit solve's vectors may be those of a let, a
+  // caller's cotangent that of an output.
+  enum class Names { Tensor, TensorOrLet, TensorOrOutput };
+  std::tuple<StringRef, FlatSymbolRefAttr, Names> provenances[] = {
+      {"optimizer_state", getOptimizerStateAttr(), Names::Tensor},
+      {"adjoint_of", getAdjointOfAttr(), Names::Tensor},
+      {"cotangent_of", getCotangentOfAttr(), Names::TensorOrLet},
+      {"solver_of", getSolverOfAttr(), Names::TensorOrLet},
+      {"deferred_of", getDeferredOfAttr(), Names::Tensor},
+      {"cache_flag", getCacheFlagAttr(), Names::Tensor},
+      {"flag_of", getFlagOfAttr(), Names::Tensor},
+      {"incoming_of", getIncomingOfAttr(), Names::TensorOrOutput}};
+  for (auto [name, of, names] : provenances) {
     if (!of)
       continue;
     Operation *named = tables.lookupNearestSymbolFrom(*this, of);
-    if (!isa_and_nonnull<TensorOp>(named) &&
-        !(letToo && isa_and_nonnull<LetOp>(named)))
-      return emitOpError() << "has " << name << " = " << of
-                           << ", which is not a tensor"
-                           << (letToo ? " or a let" : "");
+    if (isa_and_nonnull<TensorOp>(named) ||
+        (names == Names::TensorOrLet && isa_and_nonnull<LetOp>(named)) ||
+        (names == Names::TensorOrOutput && isa_and_nonnull<OutputOp>(named)))
+      continue;
+    return emitOpError() << "has " << name << " = " << of
+                         << ", which is not a tensor"
+                         << (names == Names::TensorOrLet      ? " or a let"
+                             : names == Names::TensorOrOutput ? " or an output"
+                                                              : "");
   }
   return success();
 }

@@ -1,8 +1,9 @@
 // RUN: energy-opt %s -split-input-file --energy-caller-cotangents -verify-diagnostics
 
-// A model with no state has nothing for a caller to differentiate.
+// A model with no state or output has nothing for a caller to
+// differentiate.
 
-// expected-error @below {{model stateless has no state tensor whose final value a caller could differentiate}}
+// expected-error @below {{model stateless has no state tensor or output whose final value a caller could differentiate}}
 energy.model @stateless {
   dim @D
   tensor @W : param [@D]

@@ -62,3 +62,42 @@ energy.model @fit {
   }
 }
 
+
+// -----
+
+// An output's cotangent is paired with the output's body over its domain:
+// the loss reads the caller's Ō[i, c] beside each element.
+
+// CHECK-LABEL: energy.model @readout
+// CHECK: tensor @x.incoming : input [@N, @D] = zeros {incoming_of = @x}
+// CHECK: tensor @logits.incoming : input [@N, @C] = zeros {incoming_of = @logits}
+// CHECK-NOT: tensor @logits.incoming.adjoint
+// CHECK: tensor @W.adjoint
+// CHECK: term @incoming auxiliary loss {
+// CHECK:   reduce sum (%{{.*}} : @N, %{{.*}} : @C) {
+// CHECK:     %[[W:.*]] = read @W[
+// CHECK:     %[[X:.*]] = read @x[
+// CHECK:     %[[V:.*]] = dot %[[W]], %[[X]]
+// CHECK:     %[[O:.*]] = read @logits.incoming[
+// CHECK:     mul %[[V]], %[[O]]
+energy.model @readout {
+  dim @N
+  dim @D
+  dim @C
+  tensor @W : param [@C, @D]
+  tensor @x : state [@N, @D]
+  term @e {
+    %0 = read @x : !energy.array<N, D>
+    %1 = reduce_elements sqnorm %0 : !energy.array<N, D>
+    yield %1 : !energy.array<>
+  }
+  output @logits [%i : @N, %c : @C] : !energy.array<> {
+    %0 = read @W[%c] : !energy.array<D>
+    %1 = read @x[%i] : !energy.array<D>
+    %2 = dot %0, %1 : !energy.array<D>
+    yield %2 : !energy.array<>
+  }
+  dynamics steps 1 {
+    update @x gd(lr = 1.000000e-01)
+  }
+}

@@ -114,9 +114,9 @@ struct ManifestBuffer {
   /// `energy.once`): a value's cache names its flag, the flag its cache.
   /// The runtime clears the flags when a call begins.
   std::optional<std::string> cacheFlag, flagOf;
-  /// An input holding the caller's cotangent of a state's final value, the
-  /// seed of the backward program of a model compiled for caller
-  /// cotangents (energy-caller-cotangents).
+  /// An input holding the caller's cotangent of a state's final value or of
+  /// an output, the seed of the backward program of a model compiled for
+  /// caller cotangents (energy-caller-cotangents).
   std::optional<std::string> incomingOf;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;

@@ -78,6 +78,15 @@ energy.model @m {
 // -----
 
 energy.model @m {
+  energy.dim @D
+  energy.tensor @x : state [@D]
+  // expected-error @below {{'energy.tensor' op has incoming_of = @D, which is not a tensor or an output}}
+  energy.tensor @x.incoming : input [@D] = zeros {incoming_of = @D}
+}
+
+// -----
+
+energy.model @m {
   energy.dim @N
   energy.dim @D
   // expected-error @below {{'energy.let' op expects each index to range over a dim, found an expression}}
