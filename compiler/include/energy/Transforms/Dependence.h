@@ -3,8 +3,11 @@
 // The compiler's one answer to "is this value computed from that one", and
 // to "which loop indices does this value vary with": through the op that
 // defines a value and the ops nested in its regions, each op visited once.
-// Gradient derivation, the closed forms of stationary rules and every plan
-// step ask here.
+// Gradient derivation, the closed forms of stationary rules and the plan
+// steps ask here; two plan steps propagate finer facts of their own over a
+// loop body: energy-plan-loop-tables which enclosing loops' indices a value
+// varies with once some values are lifted out of them, and
+// energy-plan-prefix-sums whether a value is linear in the varying ones.
 //
 //===----------------------------------------------------------------------===//
 
