@@ -22,6 +22,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -605,10 +606,32 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
       return failure();
     return combine(*lhs, *rhs);
   };
-  auto divisor = [&](int64_t rhs) -> LogicalResult {
-    if (rhs == 0)
-      return op->emitOpError("divides by zero");
-    return success();
+  // The index rule (IndexArithmetic.h): overflow and division by zero are
+  // errors on the op; arith's divsi and remsi round toward zero, floordivsi
+  // and ceildivsi as their names say.
+  auto indexOp = [&](::energy::IndexOp kind) {
+    return binary([&, kind](int64_t a, int64_t b) -> FailureOr<int64_t> {
+      int64_t result = 0;
+      ::energy::IndexFault fault = ::energy::applyIndexOp(kind, a, b, result);
+      if (fault != ::energy::IndexFault::None)
+        return op->emitOpError()
+               << "computes " << a << " and " << b << ", which "
+               << ::energy::describeIndexFault(fault);
+      return result;
+    });
+  };
+  auto truncating = [&](bool remainder) {
+    return binary([&, remainder](int64_t a, int64_t b) -> FailureOr<int64_t> {
+      if (b == 0)
+        return op->emitOpError("divides by zero");
+      // The one quotient that overflows: the least value over −1.
+      if (b == -1 && !remainder && a == std::numeric_limits<int64_t>::min())
+        return op->emitOpError()
+               << "computes " << a << " / -1, which overflows";
+      if (b == -1)
+        return remainder ? 0 : -a;
+      return remainder ? a % b : a / b;
+    });
   };
   return llvm::TypeSwitch<Operation *, FailureOr<int64_t>>(op)
       .Case([&](arith::ConstantOp constant) -> FailureOr<int64_t> {
@@ -619,32 +642,17 @@ FailureOr<int64_t> Interpreter::evaluateIntegerOp(Operation *op, Frame &frame) {
           return attr.getValue().getBoolValue() ? 1 : 0;
         return attr.getValue().getSExtValue();
       })
-      .Case([&](arith::AddIOp) {
-        return binary(
-            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a + b; });
+      .Case([&](arith::AddIOp) { return indexOp(::energy::IndexOp::Add); })
+      .Case([&](arith::SubIOp) { return indexOp(::energy::IndexOp::Sub); })
+      .Case([&](arith::MulIOp) { return indexOp(::energy::IndexOp::Mul); })
+      .Case([&](arith::FloorDivSIOp) {
+        return indexOp(::energy::IndexOp::FloorDiv);
       })
-      .Case([&](arith::SubIOp) {
-        return binary(
-            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a - b; });
+      .Case([&](arith::CeilDivSIOp) {
+        return indexOp(::energy::IndexOp::CeilDiv);
       })
-      .Case([&](arith::MulIOp) {
-        return binary(
-            [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a * b; });
-      })
-      .Case([&](arith::DivSIOp) {
-        return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
-          if (failed(divisor(b)))
-            return failure();
-          return a / b;
-        });
-      })
-      .Case([&](arith::RemSIOp) {
-        return binary([&](int64_t a, int64_t b) -> FailureOr<int64_t> {
-          if (failed(divisor(b)))
-            return failure();
-          return a % b;
-        });
-      })
+      .Case([&](arith::DivSIOp) { return truncating(/*remainder=*/false); })
+      .Case([&](arith::RemSIOp) { return truncating(/*remainder=*/true); })
       .Case([&](arith::AndIOp) {
         return binary(
             [](int64_t a, int64_t b) -> FailureOr<int64_t> { return a & b; });

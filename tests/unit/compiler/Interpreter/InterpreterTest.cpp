@@ -535,3 +535,56 @@ TEST_CASE("grad is not evaluable before derivation") {
   REQUIRE(succeeded(isSmall));
   CHECK(isSmall->data[0] == 1.0);
 }
+
+TEST_CASE("integer ops follow the index rule: rounding, overflow an error") {
+  // -7 floordiv 2 = -4, ceildiv = -3; divsi rounds toward zero (-3) and
+  // remsi keeps the dividend's sign (-1): read at 1, 2, 2 and 0.
+  Model rounding(R"(energy.model @m {
+  energy.dim @T = 3
+  energy.tensor @x : param [@T]
+  energy.term @e {
+    %m7 = arith.constant -7 : index
+    %c2 = arith.constant 2 : index
+    %c5 = arith.constant 5 : index
+    %c1 = arith.constant 1 : index
+    %f = arith.floordivsi %m7, %c2 : index
+    %g = arith.ceildivsi %m7, %c2 : index
+    %d = arith.divsi %m7, %c2 : index
+    %r = arith.remsi %m7, %c2 : index
+    %i0 = arith.addi %f, %c5 : index
+    %i1 = arith.addi %g, %c5 : index
+    %i2 = arith.addi %d, %c5 : index
+    %i3 = arith.addi %r, %c1 : index
+    %a = energy.read @x[%i0] : !energy.array<>
+    %b = energy.read @x[%i1] : !energy.array<>
+    %c = energy.read @x[%i2] : !energy.array<>
+    %e = energy.read @x[%i3] : !energy.array<>
+    %s1 = energy.add %a, %b : !energy.array<>, !energy.array<>
+    %s2 = energy.add %s1, %c : !energy.array<>, !energy.array<>
+    %s3 = energy.add %s2, %e : !energy.array<>, !energy.array<>
+    energy.yield %s3 : !energy.array<>
+  }
+})");
+  Bindings values;
+  values.setTensor("x", ArrayValue({3}, {1.0, 10.0, 100.0}));
+  FailureOr<double> sum = rounding.energy(values);
+  REQUIRE_MESSAGE(succeeded(sum), rounding.diagnostics);
+  CHECK(*sum == 10.0 + 100.0 + 100.0 + 1.0);
+
+  // Signed overflow is an error on the op, not a wrapped index.
+  Model overflow(R"(energy.model @m {
+  energy.dim @T = 3
+  energy.tensor @x : param [@T]
+  energy.term @e {
+    %big = arith.constant 9223372036854775807 : index
+    %c1 = arith.constant 1 : index
+    %i = arith.addi %big, %c1 : index
+    %a = energy.read @x[%i] : !energy.array<>
+    energy.yield %a : !energy.array<>
+  }
+})");
+  CHECK(failed(overflow.energy(values)));
+  CHECK(overflow.diagnostics.find(
+            "computes 9223372036854775807 and 1, which overflows") !=
+        std::string::npos);
+}
