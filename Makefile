@@ -14,7 +14,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 
                 python3-torch \
                 libgraphviz-dev libcairo2-dev pkg-config \
                 pybind11-dev libdlpack-dev python3-dev python3-pytest \
-                python3-matplotlib
+                python3-matplotlib libopenmpi-dev openmpi-bin
 
 .PHONY: all deps build test test-sanitized fuzz fuzz-models demo demo-training bench install clean
 

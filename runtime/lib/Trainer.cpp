@@ -154,13 +154,43 @@ Trainer::create(const Model &model, TrainData data, TrainOptions options,
   trainer->model = model;
   trainer->data = std::move(data);
   trainer->validation = std::move(validation);
+  if (Communicator *group = opts.communicator) {
+    if (opts.batchSize < group->size())
+      return Status::error("the batch size " + std::to_string(opts.batchSize) +
+                           " is smaller than the " +
+                           std::to_string(group->size()) +
+                           " processes: each takes a shard of every batch");
+    shardOf(opts.batchSize, group->rank(), group->size(), trainer->shardBegin,
+            trainer->shardEnd);
+  } else {
+    trainer->shardEnd = opts.batchSize;
+  }
   Expected<std::unique_ptr<Session>> session =
-      trainer->makeSession(opts.batchSize);
+      trainer->makeSession(trainer->shardEnd - trainer->shardBegin);
   if (!session)
     return session.status();
   trainer->session = std::move(*session);
   trainer->epochStart = std::chrono::steady_clock::now();
   return trainer;
+}
+
+Status Trainer::reduceOverShards(double &loss,
+                                 std::map<std::string, Tensor> &gradients) {
+  // The batch's mean is the shards' means weighted by their examples.
+  double weight = static_cast<double>(shardEnd - shardBegin) /
+                  static_cast<double>(options.batchSize);
+  std::vector<double> values = {loss * weight};
+  for (const auto &[name, gradient] : gradients)
+    for (int64_t i = 0; i < gradient.elementCount(); ++i)
+      values.push_back(gradient.at(i) * weight);
+  if (Status status = options.communicator->allReduceSum(values); !status)
+    return status;
+  loss = values[0];
+  size_t next = 1;
+  for (auto &[name, gradient] : gradients)
+    for (int64_t i = 0; i < gradient.elementCount(); ++i)
+      gradient.set(i, values[next++]);
+  return Status::success();
 }
 
 Expected<std::unique_ptr<Session>> Trainer::makeSession(int64_t size) {
@@ -221,7 +251,7 @@ Expected<bool> Trainer::step(TrainProgress &progress) {
   if (position.batch == 0)
     epochStart = std::chrono::steady_clock::now();
   auto first = epochOrder.begin() + position.batch * options.batchSize;
-  std::vector<int64_t> rows(first, first + options.batchSize);
+  std::vector<int64_t> rows(first + shardBegin, first + shardEnd);
   std::string where = "update " + std::to_string(position.update + 1) +
                       " (epoch " + std::to_string(position.epoch + 1) +
                       ", batch " + std::to_string(position.batch + 1) + ")";
@@ -233,21 +263,29 @@ Expected<bool> Trainer::step(TrainProgress &progress) {
   if (!result)
     return result.status().withContext(where);
   double lr = options.schedule.at(position.update);
+  std::map<std::string, Tensor> gradients;
   for (const std::string &name : options.params) {
     Expected<const Tensor *> gradient = session->adjoint(name);
     if (!gradient)
       return gradient.status().withContext(where);
+    gradients.emplace(name, **gradient);
+  }
+  double loss = result->loss;
+  if (options.communicator)
+    if (Status status = reduceOverShards(loss, gradients); !status)
+      return status.withContext(where);
+  for (const std::string &name : options.params) {
     Expected<Tensor> value = session->get(name);
     if (!value)
       return value.status().withContext(where);
-    if (Status status = optimizer->update(name, *value, **gradient, lr,
+    if (Status status = optimizer->update(name, *value, gradients.at(name), lr,
                                           position.update + 1);
         !status)
       return status.withContext(where);
     if (Status status = session->set(name, *value); !status)
       return status.withContext(where);
   }
-  position.lossSum += result->loss;
+  position.lossSum += loss;
   ++position.update;
   ++position.batch;
   double seconds = std::chrono::duration<double>(
@@ -259,7 +297,7 @@ Expected<bool> Trainer::step(TrainProgress &progress) {
   progress.epochs = options.epochs;
   progress.batch = position.batch;
   progress.batches = batchesPerEpoch;
-  progress.loss = result->loss;
+  progress.loss = loss;
   progress.runningLoss = position.lossSum / static_cast<double>(position.batch);
   progress.learningRate = lr;
   progress.examplesPerSecond =

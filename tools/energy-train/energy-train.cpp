@@ -14,11 +14,15 @@
 
 #include "CommandLineValues.h"
 
+#include "energy/Runtime/Communicator.h"
 #include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Trainer.h"
+#ifdef ENERGY_HAS_MPI
+#include "energy/Runtime/MpiCommunicator.h"
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -37,9 +41,40 @@ using energy::tools::readSetting;
 
 namespace {
 
+/// The processes of a data-parallel run (mpirun -np R energy-train ...);
+/// null when this one trains alone.
+std::unique_ptr<energy::Communicator> group;
+
+/// Reports `message`; in a data-parallel run names the rank and ends every
+/// process, so that none waits for this one.
 int fail(const std::string &message) {
+  if (group) {
+    std::fprintf(stderr, "energy-train: rank %d of %d: error: %s\n",
+                 group->rank(), group->size(), message.c_str());
+    group->abort(1);
+  }
   std::fprintf(stderr, "energy-train: error: %s\n", message.c_str());
   return 1;
+}
+
+/// The group this process was started in by an MPI launcher, if it was
+/// started as one of several; an error when this build has no MPI.
+std::string joinLaunchedGroup(int &argc, char **&argv) {
+  int count = energy::launchedProcessCount();
+  if (count <= 1)
+    return "";
+#ifdef ENERGY_HAS_MPI
+  Expected<std::unique_ptr<energy::Communicator>> joined =
+      energy::createMpiCommunicator(&argc, &argv);
+  if (!joined)
+    return joined.message();
+  group = std::move(*joined);
+  return "";
+#else
+  return "started as one of " + std::to_string(count) +
+         " processes by an MPI launcher, but this energy-train was built "
+         "without MPI (install libopenmpi-dev and rebuild: make deps build)";
+#endif
 }
 
 const char *kUsage =
@@ -337,6 +372,8 @@ struct Curves {
 
 int main(int argc, char **argv) {
   energy::setLogHandler(energy::printLogToStderr);
+  if (std::string error = joinLaunchedGroup(argc, argv); !error.empty())
+    return fail(error);
   Options options;
   if (std::string error = parse(argc, argv, options); !error.empty()) {
     if (error == "help") {
@@ -377,6 +414,19 @@ int main(int argc, char **argv) {
       options.train.fixed[name] = std::move(value);
   }
 
+  // Every rank trains on the same data and takes the same updates; rank 0
+  // alone reports and writes files.
+  bool leader = !group || group->rank() == 0;
+  if (group) {
+    options.train.communicator = group.get();
+    if (!leader) {
+      options.quiet = true;
+      options.checkpoint.clear();
+      options.out.clear();
+      options.log.clear();
+      options.plot.clear();
+    }
+  }
   Expected<std::unique_ptr<Trainer>> created = Trainer::create(
       *model, std::move(*data), options.train, std::move(validation));
   if (!created)
@@ -388,10 +438,14 @@ int main(int argc, char **argv) {
   if (!options.quiet)
     std::fprintf(stderr,
                  "energy-train: %s, %lld updates per epoch of batch %s = %lld, "
-                 "optimizer %s\n",
+                 "optimizer %s%s\n",
                  model->name().c_str(), (long long)trainer.updatesPerEpoch(),
                  trainer.batchDim().c_str(), (long long)trainer.batchSize(),
-                 options.train.optimizer.c_str());
+                 options.train.optimizer.c_str(),
+                 group ? (", data-parallel over " +
+                          std::to_string(group->size()) + " processes")
+                             .c_str()
+                       : "");
 
   ProgressBar bar(options.quiet);
   Curves curves;
@@ -426,8 +480,10 @@ int main(int argc, char **argv) {
   if (!options.plot.empty() && !curves.updates.empty())
     if (Status status = curves.draw(options.plot, model->name()); !status)
       return fail(status.message());
-  std::printf("trained %lld updates; final epoch's train loss %.6g\n",
-              (long long)trainer.updatesDone(),
-              curves.trainMeans.empty() ? 0.0 : curves.trainMeans.back());
+  if (leader)
+    std::printf("trained %lld updates; final epoch's train loss %.6g\n",
+                (long long)trainer.updatesDone(),
+                curves.trainMeans.empty() ? 0.0 : curves.trainMeans.back());
+  group.reset();
   return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef ENERGY_RUNTIME_TRAINER_H
 #define ENERGY_RUNTIME_TRAINER_H
 
+#include "energy/Runtime/Communicator.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Session.h"
@@ -54,6 +55,13 @@ struct TrainOptions {
   /// Tensors bound in every session before training (fixed inputs, initial
   /// params).
   std::map<std::string, Tensor> fixed;
+  /// Data-parallel training in a group of processes (null: this one
+  /// alone): every process runs the same trainer on the same data; each
+  /// takes a contiguous shard of every batch (shardOf), and the shards'
+  /// losses and gradients, weighted by their examples as the loss is a
+  /// mean over the batch, are summed in rank order (allReduceSum), so that
+  /// every rank takes the same update. Not owned.
+  Communicator *communicator = nullptr;
 };
 
 /// After each update.
@@ -124,6 +132,10 @@ private:
   /// Binds rows `rows` of `data` into `session`.
   Status bindBatch(Session &session, const TrainData &data,
                    const std::vector<int64_t> &rows);
+  /// The batch's loss and gradients from this rank's shard's: summed over
+  /// the ranks, each weighted by its share of the batch.
+  Status reduceOverShards(double &loss,
+                          std::map<std::string, Tensor> &gradients);
   /// A session with batch dim `size`, the fixed tensors bound.
   Expected<std::unique_ptr<Session>> makeSession(int64_t size);
 
@@ -134,6 +146,8 @@ private:
   std::string batchDimName;
   int64_t examples = 0, batchesPerEpoch = 0;
   std::unique_ptr<Session> session;
+  /// This rank's rows of a batch: [shardBegin, shardEnd).
+  int64_t shardBegin = 0, shardEnd = 0;
   std::unique_ptr<ParamOptimizer> optimizer;
   Position position;
   std::vector<int64_t> epochOrder;
