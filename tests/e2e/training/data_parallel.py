@@ -10,8 +10,10 @@ only difference is the order in which a batch's gradient is summed (the
 kernels' order over the whole batch against the shards' sums added rank by
 rank), a few roundings of 1e-16; a wrong shard or weight would show at 1e-2.
 Then a 2-process run checkpointed after its first epoch resumes on 3
-processes and ends where the uninterrupted run does; and a rank that cannot
-read its data ends the whole job with an error naming the rank, not a hang.
+processes and ends where the uninterrupted run does; a rank that cannot
+read its data ends the whole job with an error naming the rank, not a hang;
+and a rank killed with SIGKILL ends the job within seconds, leaving a whole
+checkpoint from which a resumed run ends where an uninterrupted one does.
 Usage: data_parallel.py ENERGYC ENERGY_TRAIN MODEL.energy WORK_DIR
 """
 import csv
@@ -42,7 +44,7 @@ def main():
     safetensors_io.write(init, {'Wq': rng.standard_normal((5, 5)) * 0.5,
                                 'Wk': rng.standard_normal((5, 5)) * 0.5})
 
-    def train(name, ranks, *extra, launch=None):
+    def train(name, ranks, *extra):
         out = os.path.join(work, name + '.safetensors')
         log = os.path.join(work, name + '.csv')
         command = [energy_train, artifact, '--data', data, '--in', init, '--dim', 'N=4',
@@ -94,6 +96,48 @@ def main():
         sys.exit('a failing rank did not end the job with its rank named:\n' + failed.stderr)
     print('a rank that cannot read its data ends the job in %.1f s: %s'
           % (seconds, [l for l in failed.stderr.splitlines() if 'rank 1 of 2' in l][0]))
+
+    # Rank 1 killed (SIGKILL) once the first checkpoint is written: mpirun
+    # ends the job, the checkpoint left is whole, and a run resumed from it
+    # ends where an uninterrupted one does.
+    epochs = '200'
+    killed_checkpoint = os.path.join(work, 'killed.safetensors')
+    pid_file = os.path.join(work, 'rank1.pid')
+    for path in (killed_checkpoint, pid_file):
+        if os.path.exists(path):
+            os.remove(path)
+    command = [energy_train, artifact, '--data', data, '--in', init, '--dim', 'N=4',
+               '--dim', 'D=5', '--batch', '6', '--epochs', epochs, '--seed', '3',
+               '--optimizer', 'adam', '--lr', '0.01', '--quiet', '--checkpoint',
+               killed_checkpoint]
+    start = time.monotonic()
+    job = subprocess.Popen(MPIRUN + ['-np', '1'] + command + [
+        ':', '-np', '1', 'sh', '-c', 'echo $$ > "$0"; exec "$@"', pid_file] + command,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while not (os.path.exists(killed_checkpoint) and os.path.exists(pid_file)):
+        if job.poll() is not None or time.monotonic() - start > 60:
+            sys.exit('the job ended or stalled before its first checkpoint')
+        time.sleep(0.01)
+    with open(pid_file) as f:
+        os.kill(int(f.read()), 9)
+    killed_at = time.monotonic()
+    try:
+        _, stderr = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        sys.exit('the job hung after rank 1 was killed')
+    if job.returncode == 0:
+        sys.exit('the job succeeded although rank 1 was killed')
+    print('rank 1 killed: the job ended in %.1f s (%s)' % (
+        time.monotonic() - killed_at,
+        next((l.strip() for l in stderr.splitlines() if 'rank 1' in l), 'mpirun')))
+    resumed, _ = train('after-kill', 2, '--epochs', epochs, '--resume', killed_checkpoint)
+    uninterrupted, _ = train('uninterrupted', 1, '--epochs', epochs)
+    error = max(np.abs(resumed[n] - uninterrupted[n]).max() / np.abs(uninterrupted[n]).max()
+                for n in uninterrupted)
+    print('resumed from the checkpoint the killed job left: %.2e' % error)
+    if error > 1e-12:
+        sys.exit('the run resumed after the kill differs: %.2e' % error)
     print('data-parallel training equals the single process on 2 and 3 ranks')
 
 
