@@ -15,6 +15,7 @@
 #include "energy/Runtime/Session.h"
 #include "energy/Runtime/Trainer.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -22,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 using namespace energy;
 
@@ -381,7 +383,48 @@ int energy_session_reset_states(energy_session *session) {
   });
 }
 
+namespace {
+/// The application's group of processes (energy_communicator) as a
+/// Communicator: every collective through its all_gather.
+class ApplicationGroup final : public Communicator {
+public:
+  explicit ApplicationGroup(const energy_communicator &group) : group(group) {}
+  int rank() const override { return group.rank; }
+  int size() const override { return group.size; }
+  Status allGather(const std::vector<double> &values,
+                   std::vector<double> &gathered) override {
+    gathered.assign(values.size() * static_cast<size_t>(group.size), 0.0);
+    if (group.all_gather(group.context, values.data(), values.size(),
+                         gathered.data()) != 0)
+      return Status::error("the application's all_gather failed on rank " +
+                           std::to_string(group.rank) + " of " +
+                           std::to_string(group.size));
+    return Status::success();
+  }
+  Status broadcast(void *data, size_t bytes, int root) override {
+    // Through all_gather, a double at a time.
+    std::vector<double> values((bytes + sizeof(double) - 1) / sizeof(double));
+    if (group.rank == root)
+      std::memcpy(values.data(), data, bytes);
+    std::vector<double> gathered;
+    if (Status status = allGather(values, gathered); !status)
+      return status;
+    std::memcpy(data, gathered.data() + root * values.size(), bytes);
+    return Status::success();
+  }
+  Status barrier() override {
+    std::vector<double> gathered;
+    return allGather({0.0}, gathered);
+  }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+
+private:
+  energy_communicator group;
+};
+} // namespace
+
 struct energy_trainer {
+  std::unique_ptr<Communicator> group;
   std::unique_ptr<Trainer> trainer;
 };
 
@@ -430,13 +473,27 @@ energy_trainer *energy_trainer_create(energy_model *model,
     train.seed = options->seed;
     train.session.seed = options->seed;
     train.shuffle = options->shuffle != 0;
+    std::unique_ptr<Communicator> group;
+    if (const energy_communicator *given = options->communicator) {
+      if (!given->all_gather || given->size < 1 || given->rank < 0 ||
+          given->rank >= given->size) {
+        result(Status::error(
+            "energy_trainer_create: the communicator needs all_gather and "
+            "0 <= rank < size (rank " +
+            std::to_string(given->rank) + ", size " +
+            std::to_string(given->size) + ")"));
+        return nullptr;
+      }
+      group = std::make_unique<ApplicationGroup>(*given);
+      train.communicator = group.get();
+    }
     Expected<std::unique_ptr<Trainer>> created = Trainer::create(
         model->model, std::move(data->tensors), train, std::move(validation));
     if (!created) {
       result(created.status());
       return nullptr;
     }
-    return new energy_trainer{std::move(*created)};
+    return new energy_trainer{std::move(group), std::move(*created)};
   });
 }
 

@@ -150,6 +150,17 @@ int energy_session_reset_states(energy_session *session);
 /* Training (energy::Trainer): minibatches of the examples in a safetensors
  * file, the losses differentiated through each run, the params updated. */
 typedef struct energy_trainer energy_trainer;
+/* A group of processes for data-parallel training, given by the
+ * application (with MPI: all_gather is MPI_Allgather of MPI_DOUBLEs on its
+ * communicator). all_gather puts every rank's `count` doubles, in rank
+ * order, into `gathered` (size * count of them) and returns 0, or non-zero
+ * on failure. */
+typedef struct energy_communicator {
+  int rank, size;
+  int (*all_gather)(void *context, const double *values, size_t count,
+                    double *gathered);
+  void *context;
+} energy_communicator;
 typedef struct energy_train_options {
   int64_t batch_size; /* 0: every example at once */
   int64_t epochs;
@@ -160,9 +171,15 @@ typedef struct energy_train_options {
   const char *schedule; /* "constant", "cosine", "step"; NULL: constant */
   uint64_t seed;
   int shuffle;
+  /* Data-parallel training (NULL: this process alone): every rank creates
+   * the trainer with the same data and options and takes a shard of every
+   * batch; the shards' gradients are summed in rank order, so every rank
+   * takes the same update (docs/training.md). Not owned; it must outlive
+   * the trainer. */
+  const energy_communicator *communicator;
 } energy_train_options;
 /* Fills `options` with the defaults (batch 0, 1 epoch, adam, 1e-3, no
- * weight decay, constant, seed 0, shuffled). */
+ * weight decay, constant, seed 0, shuffled, no communicator). */
 void energy_train_options_init(energy_train_options *options);
 /* A trainer of `model` on the examples of `data_path` (and, if not NULL,
  * the validation examples of `validation_path`). NULL on error. */

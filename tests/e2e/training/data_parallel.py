@@ -14,7 +14,10 @@ processes and ends where the uninterrupted run does; a rank that cannot
 read its data ends the whole job with an error naming the rank, not a hang;
 and a rank killed with SIGKILL ends the job within seconds, leaving a whole
 checkpoint from which a resumed run ends where an uninterrupted one does.
-Usage: data_parallel.py ENERGYC ENERGY_TRAIN MODEL.energy WORK_DIR
+With C_API_PROGRAM (c_api_data_parallel.c, linked with the shared
+runtime and MPI), the same training through the C API's energy_communicator
+on 2 processes equals energy-train alone, to 1e-12.
+Usage: data_parallel.py ENERGYC ENERGY_TRAIN MODEL.energy WORK_DIR [C_API_PROGRAM]
 """
 import csv
 import os
@@ -33,6 +36,7 @@ MPIRUN = [shutil.which('mpirun') or 'mpirun', '--allow-run-as-root', '--oversubs
 
 def main():
     energyc, energy_train, source, work = sys.argv[1:5]
+    c_api_program = sys.argv[5] if len(sys.argv) > 5 else None
     os.makedirs(work, exist_ok=True)
     artifact = os.path.join(work, 'model.so')
     subprocess.run([energyc, source, '--dtype', 'f64', '-o', artifact], check=True)
@@ -44,11 +48,13 @@ def main():
     safetensors_io.write(init, {'Wq': rng.standard_normal((5, 5)) * 0.5,
                                 'Wk': rng.standard_normal((5, 5)) * 0.5})
 
-    def train(name, ranks, *extra):
+    def train(name, ranks, *extra, initial=True):
         out = os.path.join(work, name + '.safetensors')
         log = os.path.join(work, name + '.csv')
-        command = [energy_train, artifact, '--data', data, '--in', init, '--dim', 'N=4',
-                   '--dim', 'D=5', '--batch', '6', '--epochs', '2', '--seed', '3',
+        command = [energy_train, artifact, '--data', data] + (
+            ['--in', init] if initial else []) + [
+                   '--dim', 'N=4', '--dim', 'D=5', '--batch', '6', '--epochs', '2',
+                   '--seed', '3',
                    '--optimizer', 'adam', '--lr', '0.01', '--quiet', '--out', out,
                    '--log', log] + list(extra)
         if ranks > 1:
@@ -138,6 +144,21 @@ def main():
     print('resumed from the checkpoint the killed job left: %.2e' % error)
     if error > 1e-12:
         sys.exit('the run resumed after the kill differs: %.2e' % error)
+
+    if c_api_program:
+        out = os.path.join(work, 'c_api.txt')
+        subprocess.run(MPIRUN + ['-np', '2', c_api_program, artifact, data, out], check=True)
+        with open(out) as f:
+            rows = [line.split() for line in f]
+        alone, _ = train('c-api-reference', 1, initial=False)
+        error = 0.0
+        for name in ('Wk', 'Wq'):
+            values = np.array([float(v) for n, v in rows if n == name])
+            error = max(error, np.abs(values - alone[name].ravel()).max()
+                        / np.abs(alone[name]).max())
+        print('the C API on 2 processes against energy-train alone: %.2e' % error)
+        if error > 1e-12:
+            sys.exit('data-parallel training through the C API differs: %.2e' % error)
     print('data-parallel training equals the single process on 2 and 3 ranks')
 
 
