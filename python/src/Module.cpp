@@ -24,15 +24,21 @@ using namespace energy;
 using namespace energy::python;
 
 namespace {
+/// The exception class of energy.errors for a runtime error: ShapeError
+/// for shapes, else `otherwise`.
+const char *errorClassOf(const Status &status, const char *otherwise) {
+  return status.kind() == ErrorKind::Shape ? "ShapeError" : otherwise;
+}
+
 template <typename T> T valueOr(Expected<T> result, const char *error) {
   if (!result)
-    raise(error, result.message());
+    raise(errorClassOf(result.status(), error), result.message());
   return std::move(*result);
 }
 
 void check(const Status &status, const char *error) {
   if (!status)
-    raise(error, status.message());
+    raise(errorClassOf(status, error), status.message());
 }
 
 py::dict tensorsOf(const Manifest &manifest) {
@@ -61,14 +67,7 @@ struct PySession {
 
   void set(const std::string &name, py::handle value) {
     Tensor tensor = tensorFromPython(value, "tensor '" + name + "'");
-    const Manifest &manifest = session->model().manifest();
-    std::optional<size_t> index = manifest.findBuffer(name);
-    Status status = session->set(name, tensor);
-    if (!status)
-      raise(index && manifest.buffers[*index].kind == BufferKind::Tensor
-                ? "ShapeError"
-                : "RuntimeError",
-            status.message());
+    check(session->set(name, tensor), "RuntimeError");
   }
 
   py::array get(const std::string &name) {

@@ -181,6 +181,12 @@ def test_errors_are_exceptions_with_places():
         session["c"] = np.zeros((2, 2))
     with pytest.raises(energy.RuntimeError, match="'nope' is not a tensor"):
         session["nope"] = np.zeros(3)
+    # Sizes that disagree are found when the dims are resolved.
+    session["c"] = np.zeros(4)
+    with pytest.raises(energy.ShapeError,
+                       match="dim D is 3 from tensor 'A' but tensor 'c' "
+                             "gives it 4"):
+        session.energy()
     with pytest.raises(energy.Error, match="no such file"):
         energy.compile("missing.energy")
     with pytest.raises(energy.RuntimeError):

@@ -33,9 +33,10 @@ Status energy::resolveDims(
       continue;
     if (value->second.size() != buffer.shape.size())
       return Status::error("tensor '" + buffer.name + "' has rank " +
-                           std::to_string(value->second.size()) +
-                           "; the model declares it with rank " +
-                           std::to_string(buffer.shape.size()));
+                               std::to_string(value->second.size()) +
+                               "; the model declares it with rank " +
+                               std::to_string(buffer.shape.size()),
+                           ErrorKind::Shape);
     for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
       std::optional<std::string> dimName = buffer.shape[axis].singleDim();
       if (!dimName)
@@ -47,9 +48,10 @@ Status energy::resolveDims(
       std::string source = "tensor '" + buffer.name + "'";
       if (known[index] && *known[index] != size)
         return Status::error("dim " + *dimName + " is " +
-                             std::to_string(*known[index]) + " from " +
-                             sources[index] + " but " + source + " gives it " +
-                             std::to_string(size));
+                                 std::to_string(*known[index]) + " from " +
+                                 sources[index] + " but " + source +
+                                 " gives it " + std::to_string(size),
+                             ErrorKind::Shape);
       known[index] = size;
       sources[index] = source;
     }

@@ -148,8 +148,9 @@ Status Session::set(const std::string &name, const Tensor &value) {
       (prepared && value.shape() != shapes[*index]))
     return Status::error(
         "tensor '" + name + "' is declared " + buffer.shapeText() +
-        (prepared ? " = " + Tensor::shapeText(shapes[*index]) : "") +
-        " but given " + value.shapeString());
+            (prepared ? " = " + Tensor::shapeText(shapes[*index]) : "") +
+            " but given " + value.shapeString(),
+        ErrorKind::Shape);
   // Borrowed elements of an input or param are used in place: the kernels
   // write states only.
   bool share = value.borrowed() && value.dtype() == manifest.dtype &&
@@ -248,9 +249,10 @@ Status Session::prepare() {
     auto value = bound.find(buffer.name);
     if (value != bound.end() && value->second.shape() != shape)
       return Status::error("tensor '" + buffer.name + "' is declared " +
-                           buffer.shapeText() + " = " +
-                           Tensor::shapeText(shape) + " but given " +
-                           value->second.shapeString());
+                               buffer.shapeText() + " = " +
+                               Tensor::shapeText(shape) + " but given " +
+                               value->second.shapeString(),
+                           ErrorKind::Shape);
     newShapes.push_back(std::move(shape));
   }
   if (Status status = checkMemory(newShapes); !status)
@@ -291,11 +293,12 @@ Status Session::prepare() {
         continue;
       }
       if (newShapes[source] != newShapes[i])
-        return Status::error("tensor '" + buffer.name + "' is declared " +
-                             buffer.shapeText() + " = " +
-                             Tensor::shapeText(newShapes[i]) +
-                             " but its copy source '" + buffer.init->source +
-                             "' is " + Tensor::shapeText(newShapes[source]));
+        return Status::error(
+            "tensor '" + buffer.name + "' is declared " + buffer.shapeText() +
+                " = " + Tensor::shapeText(newShapes[i]) +
+                " but its copy source '" + buffer.init->source + "' is " +
+                Tensor::shapeText(newShapes[source]),
+            ErrorKind::Shape);
       values[i] = values[source];
     }
   }

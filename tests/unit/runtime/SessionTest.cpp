@@ -180,14 +180,17 @@ TEST_CASE("dims come from options, then bound tensors, then defaults") {
 
 TEST_CASE("set checks names and shapes and binds nothing on error") {
   Session session = sessionOf(fakeF64, {{{"N", 2}}, {}, {}});
-  CHECK(session.set("y", Tensor(DType::F64, {2})).message() ==
+  Status unknown = session.set("y", Tensor(DType::F64, {2}));
+  CHECK(unknown.message() ==
         "'y' is not a tensor of model quadratic (its tensors: x, c, w, u, e, "
         "x.previous)");
+  CHECK(unknown.kind() == energy::ErrorKind::Other);
   CHECK(session.set("stacked", Tensor(DType::F64, {4})).message() ==
         "'stacked' is not a tensor of model quadratic (its tensors: x, c, w, "
         "u, e, x.previous)");
-  CHECK(session.set("x", Tensor(DType::F64, {2, 1})).message() ==
-        "tensor 'x' is declared [N] but given [2, 1]");
+  Status rank = session.set("x", Tensor(DType::F64, {2, 1}));
+  CHECK(rank.message() == "tensor 'x' is declared [N] but given [2, 1]");
+  CHECK(rank.kind() == energy::ErrorKind::Shape);
   bind(session, DType::F64, {1, 1}, {0, 0});
   REQUIRE(session.energy().ok());
   // Once dims are resolved, shapes must match them.
@@ -329,8 +332,8 @@ TEST_CASE("borrowed inputs are used in place; borrowed states are copied") {
   auto lender = std::make_shared<int>(0);
   std::weak_ptr<int> watched = lender;
   REQUIRE(session
-              .set("c", Tensor::borrow(DType::F64, {3}, c.data(),
-                                       std::move(lender)))
+              .set("c",
+                   Tensor::borrow(DType::F64, {3}, c.data(), std::move(lender)))
               .ok());
   REQUIRE(session
               .set("x", Tensor::borrow(DType::F64, {3}, x.data(),

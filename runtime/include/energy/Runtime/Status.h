@@ -22,16 +22,26 @@ namespace energy {
 
 /// Success, or failure with a message. A failure always has a non-empty
 /// message.
+/// What kind of error a Status is, for callers that react differently (the
+/// Python package raises energy.ShapeError for Shape).
+enum class ErrorKind {
+  Other,
+  /// A tensor's shape does not fit its declaration or the other tensors'
+  /// (a rank, a size, a dim two tensors give different values).
+  Shape,
+};
+
 class [[nodiscard]] Status {
 public:
   /// Success.
   Status() = default;
   static Status success() { return Status(); }
   /// Failure with `message` (which must not be empty).
-  static Status error(std::string message) {
+  static Status error(std::string message, ErrorKind kind = ErrorKind::Other) {
     assert(!message.empty() && "an error needs a message");
     Status status;
     status.errorMessage = std::move(message);
+    status.errorKind = kind;
     return status;
   }
 
@@ -39,15 +49,18 @@ public:
   explicit operator bool() const { return ok(); }
   /// The error message; empty on success.
   const std::string &message() const { return errorMessage; }
+  ErrorKind kind() const { return errorKind; }
 
   /// This error with `context` and ": " in front of its message (success
-  /// stays success): builds "file: tensor 'w': bad dtype" from the inside out.
+  /// stays success; the kind stays): builds "file: tensor 'w': bad dtype"
+  /// from the inside out.
   Status withContext(const std::string &context) const {
-    return ok() ? *this : error(context + ": " + errorMessage);
+    return ok() ? *this : error(context + ": " + errorMessage, errorKind);
   }
 
 private:
   std::string errorMessage;
+  ErrorKind errorKind = ErrorKind::Other;
 };
 
 /// A value of type T, or an error message.
