@@ -2,10 +2,10 @@
 (tests/zoo/models/NAME.py, written from the papers): the final states of a
 run and the vector-Jacobian product of the run, for random cotangents of
 the final states, with respect to every input, param and starting state,
-against autograd through the unrolled PyTorch dynamics (f64). An MLP energy
-(JEM), an attention (multi-head slot attention), Hopfield layers (the
-modern Hopfield layer, the continuous Hopfield network) and the Energy
-Transformer."""
+against autograd through the unrolled PyTorch dynamics (f64), for every
+model of the zoo: MLP energies (JEM, the RBM), attentions (multi-head slot
+attention, ALiBi, RBF, causal linear), Hopfield networks, the Energy
+Transformer, ..."""
 
 import os
 import sys
@@ -23,8 +23,7 @@ SOURCE_DIR = os.environ.get(
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "zoo"))
 import zoo  # noqa: E402
 
-MODELS = ["jem", "multihead_slot_attention", "modern_hopfield_layer",
-          "continuous_hopfield", "energy_transformer"]
+MODELS = zoo.model_names()
 
 
 @pytest.mark.parametrize("name", MODELS)
