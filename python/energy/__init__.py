@@ -37,6 +37,16 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
     lower levels compile faster and run slower. Raises ``CompileError``
     with the first error's place.
     """
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"target {target!r}: expected 'cpu' or 'cuda'")
+    if dtype not in ("f32", "f64", "bf16"):
+        raise ValueError(f"dtype {dtype!r}: expected 'f32', 'f64' or 'bf16'")
+    if dtype == "bf16" and target != "cuda":
+        raise ValueError("dtype 'bf16' needs target 'cuda' (bf16 products "
+                         "run on tensor cores; the cpu target computes in "
+                         "f32 or f64)")
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     is_path = isinstance(source_or_path, os.PathLike)
     source = os.fspath(source_or_path)
     name = "<source>"
@@ -49,7 +59,7 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
             source = file.read()
     return Model(_energy.compile(source, name, target, dtype,
                                  [os.fspath(p) for p in plugins],
-                                 caller_cotangents, int(opt_level)))
+                                 caller_cotangents, opt_level))
 
 
 def load(path):

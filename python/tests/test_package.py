@@ -191,6 +191,11 @@ def test_errors_are_exceptions_with_places():
         energy.compile("missing.energy")
     with pytest.raises(energy.RuntimeError):
         energy.load(os.path.join(EXAMPLES, "quadratic_bowl.energy"))
+    bowl = os.path.join(EXAMPLES, "quadratic_bowl.energy")
+    for options in ({"target": "tpu"}, {"dtype": "f16"}, {"dtype": "bf16"},
+                    {"opt_level": 9}):
+        with pytest.raises(ValueError):
+            energy.compile(bowl, **options)
 
 
 def test_energyc_artifact_loads_and_agrees(tmp_path):
