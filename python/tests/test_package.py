@@ -9,23 +9,7 @@ import numpy as np
 import pytest
 
 import energy
-
-SOURCE_DIR = os.environ.get(
-    "ENERGY_SOURCE_DIR",
-    os.path.join(os.path.dirname(__file__), "..", ".."))
-EXAMPLES = os.path.join(SOURCE_DIR, "examples")
-
-FIT = """
-model fit {
-  dim N, D;
-  input x : [N, D], t : [D];
-  param W : [D, D];
-  state mu : [D];
-  energy e = sum(i: N) 0.5 * sqnorm(mu - W @ x[i]);
-  loss l = sqnorm(mu - t);
-  dynamics { mu: gd(lr = 0.1); steps 3; }
-}
-"""
+from specs import EXAMPLES, FIT
 
 
 def random(rng, *shape):

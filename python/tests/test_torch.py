@@ -16,23 +16,7 @@ torch = pytest.importorskip("torch")
 
 import energy  # noqa: E402
 from energy.torch import EnergyModule  # noqa: E402
-
-EXAMPLES = os.path.join(
-    os.environ.get("ENERGY_SOURCE_DIR",
-                   os.path.join(os.path.dirname(__file__), "..", "..")),
-    "examples")
-
-FIT = """
-model fit {
-  dim N, D;
-  input x : [N, D], t : [D];
-  param W : [D, D];
-  state mu : [D];
-  energy e = sum(i: N) 0.5 * sqnorm(mu - W @ x[i]);
-  loss l = sqnorm(mu - t);
-  dynamics { mu: gd(lr = 0.1); steps 3; }
-}
-"""
+from specs import EXAMPLES, FIT  # noqa: E402
 
 
 def gradcheck(module, params, **given):

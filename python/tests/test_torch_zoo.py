@@ -17,9 +17,7 @@ torch = pytest.importorskip("torch")
 
 from energy.torch import EnergyModule  # noqa: E402
 
-SOURCE_DIR = os.environ.get(
-    "ENERGY_SOURCE_DIR",
-    os.path.join(os.path.dirname(__file__), "..", ".."))
+from specs import SOURCE_DIR  # noqa: E402
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "zoo"))
 import zoo  # noqa: E402
 

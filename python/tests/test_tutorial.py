@@ -5,9 +5,7 @@ training) and writes a PNG of the energy."""
 import os
 import re
 
-SOURCE_DIR = os.environ.get(
-    "ENERGY_SOURCE_DIR",
-    os.path.join(os.path.dirname(__file__), "..", ".."))
+from specs import SOURCE_DIR
 
 
 def tutorial_blocks():
