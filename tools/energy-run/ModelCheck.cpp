@@ -212,7 +212,8 @@ lineDerivative(double h, llvm::function_ref<std::optional<double>(double)> f) {
 
 /// What a comparison with finite differences says where they cannot judge.
 std::string notSmoothNote() {
-  return " (not judged: no convergence down to a hundredth of the step)";
+  return " (not judged: no convergence down to a hundredth of the step, or "
+         "a kink at the point)";
 }
 
 /// How finite differences judge a derivative `projected` along a line.
@@ -223,7 +224,10 @@ enum class LineVerdict { Failed, Agrees, Differs, NotSmooth };
 /// h/10 and h/100. The derivative differs when the estimates converge
 /// (two in a row agree) away from it; where they do not converge (a kink,
 /// or curvature on a scale below the steps: the normalisation of a zero
-/// vector) finite differences cannot judge it. `estimate` is the last one.
+/// vector), or where the point itself is a kink (relu(0): the one-sided
+/// differences disagree, and the central ones converge to their mean,
+/// which no derivative need equal), finite differences cannot judge it.
+/// `estimate` is the last one.
 LineVerdict
 judgeLineDerivative(double h, double projected, double tolerance,
                     llvm::function_ref<std::optional<double>(double)> f,
@@ -236,8 +240,14 @@ judgeLineDerivative(double h, double projected, double tolerance,
     estimate = *next;
     if (std::abs(*next - projected) <= tolerance)
       return LineVerdict::Agrees;
-    if (previous && std::abs(*next - *previous) <= tolerance)
-      return LineVerdict::Differs;
+    if (previous && std::abs(*next - *previous) <= tolerance) {
+      std::optional<double> at = f(0), after = f(h), before = f(-h);
+      if (!at || !after || !before)
+        return LineVerdict::Failed;
+      bool kinkHere =
+          std::abs((*after - *at) / h - (*at - *before) / h) > tolerance;
+      return kinkHere ? LineVerdict::NotSmooth : LineVerdict::Differs;
+    }
     previous = next;
   }
   return LineVerdict::NotSmooth;
