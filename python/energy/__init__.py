@@ -18,8 +18,8 @@ import os
 from . import _energy
 from .errors import CompileError, Error, RuntimeError, ShapeError
 
-__all__ = ["compile", "load", "Model", "Session", "Error", "CompileError",
-           "ShapeError", "RuntimeError"]
+__all__ = ["compile", "load", "Model", "Session", "Trainer", "Error",
+           "CompileError", "ShapeError", "RuntimeError"]
 
 
 def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
@@ -185,3 +185,68 @@ class Session:
     def notes(self):
         """What the runtime noted (conversions of dtype, ...)."""
         return self._session.notes
+
+
+class Trainer:
+    """Trains a compiled model's params on minibatches, as ``energy-train``
+    does (docs/training.md): per batch the data's rows are bound, the state
+    is reset, the model's losses are differentiated through the run and
+    every param is updated.
+
+    ``data`` (and ``validation``) map input or state names to arrays whose
+    first axis holds the examples (the model's batch dim). ``optimizer``:
+    ``"sgd"``, ``"momentum"``, ``"adam"``, ``"adamw"`` or a plugin's;
+    ``schedule``: ``"constant"``, ``"cosine"``, ``"step"``; ``fixed``: tensors
+    bound in every session (fixed inputs, initial params).
+
+    Data-parallel: every process creates the trainer with the same data and
+    options and gives ``all_gather`` (a function from this rank's float64
+    array to every rank's, concatenated in rank order: with
+    torch.distributed, ``dist.all_gather`` then ``torch.cat``), ``rank`` and
+    ``size``; each takes a shard of every batch, the shards' gradients are
+    summed in rank order, and every rank takes the same update.
+    """
+
+    def __init__(self, model, data, *, validation=None, batch=0, epochs=1,
+                 optimizer="adam", lr=1e-3, weight_decay=0.0,
+                 schedule="constant", seed=0, shuffle=True, fixed=None,
+                 all_gather=None, rank=0, size=1):
+        if (all_gather is None) != (size == 1 and rank == 0):
+            raise ValueError("all_gather, rank and size go together: a "
+                             "data-parallel trainer needs all three")
+        if not 0 <= rank < size:
+            raise ValueError(f"rank {rank} of size {size}")
+        self.model = model
+        self._trainer = _energy.make_trainer(
+            model._model, dict(data),
+            None if validation is None else dict(validation), batch, epochs,
+            optimizer, lr, weight_decay, schedule, seed, shuffle,
+            dict(fixed or {}), all_gather, rank, size)
+
+    @property
+    def finished(self):
+        """Whether every epoch has run."""
+        return self._trainer.finished
+
+    def run_epoch(self):
+        """Runs the next epoch: {"epoch", "train_loss", "validation_loss"}."""
+        return self._trainer.run_epoch()
+
+    def train(self):
+        """Runs the epochs left; one summary per epoch."""
+        summaries = []
+        while not self.finished:
+            summaries.append(self.run_epoch())
+        return summaries
+
+    def params(self):
+        """The trained params: {name: array}."""
+        return self._trainer.params()
+
+    def save_checkpoint(self, path):
+        """Params, the optimiser's state and the position in the run, as
+        one safetensors file (written atomically)."""
+        self._trainer.save_checkpoint(os.fspath(path))
+
+    def load_checkpoint(self, path):
+        self._trainer.load_checkpoint(os.fspath(path))

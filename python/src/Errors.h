@@ -8,6 +8,8 @@
 #ifndef ENERGY_PYTHON_ERRORS_H
 #define ENERGY_PYTHON_ERRORS_H
 
+#include "energy/Runtime/Status.h"
+
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -24,6 +26,14 @@ inline pybind11::object errorClass(const char *name) {
   pybind11::object error = errorClass(name)(message);
   PyErr_SetObject(error.get_type().ptr(), error.ptr());
   throw pybind11::error_already_set();
+}
+
+/// Raises the runtime's error `status`: ShapeError for shapes, else
+/// `otherwise`.
+[[noreturn]] inline void raise(const Status &status,
+                               const char *otherwise = "RuntimeError") {
+  raise(status.kind() == ErrorKind::Shape ? "ShapeError" : otherwise,
+        status.message());
 }
 
 } // namespace energy::python

@@ -10,6 +10,7 @@
 #include "Arrays.h"
 #include "Compile.h"
 #include "Errors.h"
+#include "Training.h"
 
 #include "energy/Runtime/Manifest.h"
 #include "energy/Runtime/Model.h"
@@ -24,21 +25,15 @@ using namespace energy;
 using namespace energy::python;
 
 namespace {
-/// The exception class of energy.errors for a runtime error: ShapeError
-/// for shapes, else `otherwise`.
-const char *errorClassOf(const Status &status, const char *otherwise) {
-  return status.kind() == ErrorKind::Shape ? "ShapeError" : otherwise;
-}
-
 template <typename T> T valueOr(Expected<T> result, const char *error) {
   if (!result)
-    raise(errorClassOf(result.status(), error), result.message());
+    raise(result.status(), error);
   return std::move(*result);
 }
 
 void check(const Status &status, const char *error) {
   if (!status)
-    raise(errorClassOf(status, error), status.message());
+    raise(status, error);
 }
 
 py::dict tensorsOf(const Manifest &manifest) {
@@ -189,6 +184,8 @@ PYBIND11_MODULE(_energy, module) {
         return valueOr(Model::load(path), "RuntimeError");
       },
       py::arg("path"));
+
+  bindTrainer(module);
 
   py::class_<Model>(module, "Model")
       .def_property_readonly("name", &Model::name)

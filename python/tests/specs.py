@@ -19,3 +19,8 @@ model fit {
   dynamics { mu: gd(lr = 0.1); steps 3; }
 }
 """
+
+# A batch of attention energies descended by momentum, with a squared-error
+# loss: what tests/e2e/training trains.
+ATTENTION_TRAIN = os.path.join(SOURCE_DIR, "tests", "e2e", "training",
+                               "attention_train.energy")

@@ -401,21 +401,6 @@ public:
                            std::to_string(group.size));
     return Status::success();
   }
-  Status broadcast(void *data, size_t bytes, int root) override {
-    // Through all_gather, a double at a time.
-    std::vector<double> values((bytes + sizeof(double) - 1) / sizeof(double));
-    if (group.rank == root)
-      std::memcpy(values.data(), data, bytes);
-    std::vector<double> gathered;
-    if (Status status = allGather(values, gathered); !status)
-      return status;
-    std::memcpy(data, gathered.data() + root * values.size(), bytes);
-    return Status::success();
-  }
-  Status barrier() override {
-    std::vector<double> gathered;
-    return allGather({0.0}, gathered);
-  }
   [[noreturn]] void abort(int code) override { std::exit(code); }
 
 private:

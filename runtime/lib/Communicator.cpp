@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace energy;
@@ -37,6 +38,25 @@ Status Communicator::allReduceSum(std::vector<double> &values) {
   return Status::success();
 }
 
+Status Communicator::broadcast(void *data, size_t bytes, int root) {
+  if (root < 0 || root >= size())
+    return Status::error("broadcast from rank " + std::to_string(root) +
+                         " in a group of " + std::to_string(size()));
+  std::vector<double> values((bytes + sizeof(double) - 1) / sizeof(double));
+  if (rank() == root)
+    std::memcpy(values.data(), data, bytes);
+  std::vector<double> gathered;
+  if (Status status = allGather(values, gathered); !status)
+    return status;
+  std::memcpy(data, gathered.data() + root * values.size(), bytes);
+  return Status::success();
+}
+
+Status Communicator::barrier() {
+  std::vector<double> gathered;
+  return allGather({0.0}, gathered);
+}
+
 Status Communicator::reduceScatterSum(const std::vector<double> &values,
                                       std::vector<double> &part) {
   std::vector<double> sum = values;
@@ -58,13 +78,6 @@ public:
     gathered = values;
     return Status::success();
   }
-  Status broadcast(void *, size_t, int root) override {
-    if (root != 0)
-      return Status::error("broadcast from rank " + std::to_string(root) +
-                           " in a group of one process");
-    return Status::success();
-  }
-  Status barrier() override { return Status::success(); }
   [[noreturn]] void abort(int code) override { std::exit(code); }
 };
 } // namespace

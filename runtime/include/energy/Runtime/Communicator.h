@@ -32,9 +32,11 @@ public:
   /// rank 0's, then rank 1's, ... in every rank.
   virtual Status allGather(const std::vector<double> &values,
                            std::vector<double> &gathered) = 0;
-  /// `bytes` bytes at `data` of rank `root`, into `data` on every rank.
-  virtual Status broadcast(void *data, size_t bytes, int root) = 0;
-  virtual Status barrier() = 0;
+  /// `bytes` bytes at `data` of rank `root`, into `data` on every rank. By
+  /// default through allGather (an implementation may do better).
+  virtual Status broadcast(void *data, size_t bytes, int root);
+  /// Returns when every rank has called it. By default an allGather.
+  virtual Status barrier();
   /// Ends every process of the group with `code`, now: what a rank that
   /// cannot go on does, so that the others do not wait for it.
   [[noreturn]] virtual void abort(int code) = 0;
