@@ -23,14 +23,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// Whether `tensor` is part of the forward state: a state no pass added.
-bool isForwardState(TensorOp tensor) {
-  return tensor.getRole() == Role::state && !tensor.getOptimizerState() &&
-         !tensor.getAdjointOf() && !tensor.getCotangentOf() &&
-         !tensor.getSolverOf() && !tensor.getDeferredOf() &&
-         !tensor.getCacheFlag() && !tensor.getFlagOf();
-}
-
 /// The incoming cotangent's name for `symbol`, or an error on `op` when
 /// the model has that name already.
 FailureOr<std::string> incomingName(Operation *op, StringRef symbol,
@@ -54,7 +46,7 @@ struct CallerCotangentsPass
       return;
     SmallVector<TensorOp> states;
     for (TensorOp tensor : declarations.getOps<TensorOp>())
-      if (isForwardState(tensor))
+      if (tensor.isForwardState())
         states.push_back(tensor);
     auto outputs = llvm::to_vector(declarations.getOps<OutputOp>());
     if (states.empty() && outputs.empty()) {

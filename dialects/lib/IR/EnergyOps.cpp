@@ -448,6 +448,12 @@ void TensorOp::print(OpAsmPrinter &printer) {
       {"sym_name", "role", "shape", "init", "init_args", "init_source"});
 }
 
+bool TensorOp::isForwardState() {
+  return getRole() == Role::state && !getOptimizerState() && !getAdjointOf() &&
+         !getCotangentOf() && !getSolverOf() && !getDeferredOf() &&
+         !getCacheFlag() && !getFlagOf();
+}
+
 ArrayType TensorOp::getArrayType() {
   SmallVector<StringAttr> dims;
   for (Attribute dim : getShape())

@@ -127,6 +127,10 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
   let extraClassDeclaration = [{
     /// The value type of the whole tensor.
     ArrayType getArrayType();
+    /// Whether it is part of the forward state: a state tensor that no pass
+    /// added (no provenance mark), as the runtime's isForwardState (but
+    /// without optimizer state) reads the manifest.
+    bool isForwardState();
   }];
 }
 
