@@ -1,7 +1,8 @@
 //===- energyc.cpp - The energy-graph compiler driver ---------------------===//
 //
 // `energyc FILE.energy [-o OUT]
-// [--emit=lib|llvm|ast|energy|grad|update|plan|plan-stats|dot|svg]
+// [--shard DIM]
+// [--emit=lib|llvm|source|ast|energy|grad|update|plan|plan-stats|dot|svg]
 // [--dtype f32|f64]
 // [--cpu native|x86-64-v2|x86-64-v3|x86-64-v4] [--dim N=V]...`: parses and
 // checks a model, emits the energy dialect, runs the passes the requested
@@ -17,6 +18,7 @@
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/Frontend/Frontend.h"
+#include "energy/Frontend/Shard.h"
 #include "energy/Graph/ModelGraph.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
@@ -47,6 +49,7 @@ namespace fe = ::energy::frontend;
 
 namespace {
 enum class EmitKind {
+  Source,
   Ast,
   Energy,
   Grad,
@@ -78,6 +81,9 @@ cl::opt<EmitKind> emitKind(
                           "with --target cuda: the GPU kernels' PTX, for "
                           "each architecture after a line "
                           "'// energy-ptx: sm_NN'"),
+               clEnumValN(EmitKind::Source, "source",
+                          "the model's source (with --shard, one rank's "
+                          "model)"),
                clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
                clEnumValN(EmitKind::Energy, "energy", "the energy dialect"),
                clEnumValN(EmitKind::Grad, "grad",
@@ -98,6 +104,12 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Svg, "svg",
                           "the energy graph drawn by Graphviz (SVG)")),
     cl::cat(energycOptions));
+cl::opt<std::string> shardDim(
+    "shard",
+    cl::desc("Rewrite the model into what one rank of `energy-run --shard "
+             "DIM` evaluates (its rows of DIM), and emit that; for "
+             "--emit=source and the IR, not artifacts"),
+    cl::value_desc("DIM"), cl::init(""), cl::cat(energycOptions));
 cl::opt<std::string>
     dtype("dtype",
           cl::desc("Element type of an artifact: f32 (default), f64, or "
@@ -291,8 +303,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     options.runCaches = !noRunCaches;
     options.callerCotangents = callerCotangents;
     options.sourceName = inputFile;
-    options.sourceText =
-        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
     if (emitKind == EmitKind::Lib) {
       std::string path = outputFile;
       if (path == "-")
@@ -383,9 +394,23 @@ int main(int argc, char **argv) {
     return fail("--emit=llvm shows the cpu backend's code only");
   if (emitKind == EmitKind::Ptx && backendName != "cuda")
     return fail("--emit=ptx needs --target cuda");
+  if (!shardDim.empty()) {
+    if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
+        emitKind == EmitKind::Ptx)
+      return fail("--shard " + shardDim +
+                  " shows one rank's model (--emit=source, or the IR); "
+                  "energy-run --shard compiles it itself");
+    unsigned sharded = 0;
+    if (!fe::shardSourceBuffer(sourceMgr, *buffer, shardDim, diagnostics,
+                               sharded))
+      return 1;
+    buffer = sharded;
+  }
   std::string text;
   raw_string_ostream os(text);
-  if (emitKind == EmitKind::Ast) {
+  if (emitKind == EmitKind::Source) {
+    os << sourceMgr.getMemoryBuffer(*buffer)->getBuffer();
+  } else if (emitKind == EmitKind::Ast) {
     std::unique_ptr<fe::ModelSpec> model =
         fe::parseAndCheck(sourceMgr, *buffer, diagnostics);
     if (!model || diagnostics.hasErrors())

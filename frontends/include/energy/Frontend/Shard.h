@@ -1,0 +1,72 @@
+//===- Shard.h - One rank's model of a run sharded along a dim --*- C++ -*-===//
+//
+// Rewrites a checked model into the model one rank of a sequence-sharded run
+// evaluates: its rows of the sharded dim, the other ranks' rows gathered.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_FRONTEND_SHARD_H
+#define ENERGY_FRONTEND_SHARD_H
+
+#include "energy/Frontend/AST.h"
+#include "energy/Frontend/Diagnostics.h"
+#include "energy/Runtime/TensorRole.h"
+
+#include "llvm/Support/SourceMgr.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace energy {
+namespace frontend {
+
+/// A tensor with an axis of the sharded dim: in the rank's model it holds
+/// the rank's rows; `gathered`, when not empty, names a param of the whole
+/// dim that the rank fills with every rank's rows (the reads that are not
+/// at the rank's own rows read it).
+struct ShardedTensor {
+  std::string name;
+  std::string gathered;
+  unsigned axis = 0;
+  TensorRole role = TensorRole::Input;
+};
+
+/// The rank's model and how to bind it. Every term is a sum of a part over
+/// the rank's rows (an outermost `sum` or `mean` over the dim in a linear
+/// position) and a part every rank evaluates whole, scaled by
+/// `firstRankConst` (1 on rank 0, 0 elsewhere), so that the ranks' energies
+/// and gradients add up to the model's.
+struct ShardedModel {
+  /// The rank's model, as .energy source.
+  std::string source;
+  /// The sharded dim (the rank's row count in the rank's model), the dim of
+  /// the whole length, and the dim of the rank's first row.
+  std::string dim, wholeDim, offsetDim;
+  std::string firstRankConst;
+  std::vector<ShardedTensor> tensors;
+};
+
+/// Rewrites `model` (checked, parsed from `buffer`) for a run sharded along
+/// dim `dim`. What cannot be sharded (a read along the dim at a shifted
+/// index, a derived dim of it, a fn or output that reads along it, ...) is
+/// an error at its location; none is returned then.
+std::optional<ShardedModel> shardModel(const ModelSpec &model,
+                                       llvm::StringRef buffer,
+                                       llvm::StringRef dim,
+                                       DiagnosticEngine &diagnostics);
+
+/// Parses and checks buffer `bufferId`, rewrites it for --shard `dim` and
+/// adds the rank's model to `sourceMgr` as a new buffer, whose id goes to
+/// `shardedBuffer` (it is parsed and checked too, so that its errors are
+/// reported here). None on any error.
+std::optional<ShardedModel> shardSourceBuffer(llvm::SourceMgr &sourceMgr,
+                                              unsigned bufferId,
+                                              llvm::StringRef dim,
+                                              DiagnosticEngine &diagnostics,
+                                              unsigned &shardedBuffer);
+
+} // namespace frontend
+} // namespace energy
+
+#endif // ENERGY_FRONTEND_SHARD_H

@@ -1,0 +1,714 @@
+//===- Shard.cpp - One rank's model of a run sharded along a dim ----------===//
+//
+// The rewrite behind `energy-run --shard N`: each term's outermost sum over
+// N in a linear position runs over the rank's rows; everything else reads
+// the whole length from gathered copies and counts on the first rank only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Frontend/Shard.h"
+
+#include "energy/Frontend/Frontend.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace energy::frontend;
+using llvm::cast;
+using llvm::dyn_cast;
+using llvm::isa;
+using llvm::StringRef;
+
+namespace {
+
+/// A change of the source text: a replacement of [begin, end), or an
+/// insertion (begin == end). At one position, text closing an expression
+/// goes before text opening one, and both before a replacement.
+struct Edit {
+  enum Order { Closing = 0, Opening = 1, Replacement = 2 };
+  const char *begin;
+  const char *end;
+  Order order;
+  std::string text;
+};
+
+std::string applyEdits(const char *begin, const char *end,
+                       std::vector<Edit> edits) {
+  std::vector<size_t> order(edits.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Edit &x = edits[a], &y = edits[b];
+    if (x.begin != y.begin)
+      return x.begin < y.begin;
+    return x.order != y.order ? x.order < y.order : a < b;
+  });
+  std::string text;
+  const char *cursor = begin;
+  for (size_t index : order) {
+    const Edit &edit = edits[index];
+    if (edit.begin < cursor || edit.end > end)
+      continue; // inside an earlier replacement: never made
+    text.append(cursor, edit.begin);
+    text += edit.text;
+    cursor = edit.end;
+  }
+  text.append(cursor, end);
+  return text;
+}
+
+std::string quoted(StringRef name) { return "`" + name.str() + "`"; }
+
+class ShardRewriter {
+public:
+  ShardRewriter(const ModelSpec &model, StringRef buffer, StringRef dim,
+                DiagnosticEngine &diagnostics)
+      : model(model), buffer(buffer), dim(dim), diagnostics(diagnostics) {}
+
+  std::optional<ShardedModel> run();
+
+private:
+  /// A name no declaration of the model has, from `base`.
+  std::string fresh(const std::string &base);
+  bool fail(const Expr &where, const llvm::Twine &message) {
+    diagnostics.error(where.getLoc(), message, {where.getRange()});
+    ok = false;
+    return false;
+  }
+
+  bool isShardedBinding(const IndexBinding &binding) const {
+    return binding.sizeSymbol == dim;
+  }
+  /// The position of the sharded index in `decl`'s domain, if it has one.
+  std::optional<size_t> shardedPosition(const ComprehensionDecl &decl) const;
+  /// Whether `expr` reads along the sharded dim (its tensors, lets over it,
+  /// the dim itself, sums over it), directly or through lets and fns.
+  bool mentionsShard(const Expr &expr);
+  bool declMentionsShard(const Decl &decl);
+
+  // The rewrite of one expression, in the current mode: inside the body of
+  // a row sum (`row` set) reads at the row index read the rank's rows.
+  void visit(const Expr &expr);
+  void visitName(const NameExpr &name);
+  void visitRead(const IndexExpr &read);
+  void visitReduction(const ReductionExpr &reduction,
+                      const IndexBinding *rowBinding);
+  /// A read of a let: the rank's copy at the row index, the whole one
+  /// elsewhere. `indices` is null for a bare name.
+  void visitLetRead(const NameExpr &base, const LetDecl &let,
+                    const std::vector<ExprPtr> *indices);
+
+  // The linear walk of a term: whether `expr` is (a sum of) row sums in
+  // linear positions; `linear` also rewrites them, `probe` only tells.
+  bool probe(const Expr &expr) const;
+  bool linear(const Expr &expr);
+  /// `expr` evaluated whole, counted on the first rank.
+  void wholeOnFirstRank(const Expr &expr);
+
+  void edit(const Expr &expr, std::string text) {
+    edits->push_back({expr.getRange().Start.getPointer(),
+                      expr.getRange().End.getPointer(), Edit::Replacement,
+                      std::move(text)});
+  }
+  void wrap(const Expr &expr, std::string opening, std::string closing) {
+    edits->push_back({expr.getRange().Start.getPointer(),
+                      expr.getRange().Start.getPointer(), Edit::Opening,
+                      std::move(opening)});
+    edits->push_back({expr.getRange().End.getPointer(),
+                      expr.getRange().End.getPointer(), Edit::Closing,
+                      std::move(closing)});
+  }
+  bool isRowIndex(const Expr &index) const {
+    const auto *name = dyn_cast<NameExpr>(&index);
+    return name && row && name->getSymbolKind() == SymbolKind::IndexVar &&
+           name->getBinding() == row;
+  }
+  const TensorDecl *shardedTensor(const Expr &expr) const {
+    const auto *name = dyn_cast<NameExpr>(&expr);
+    if (!name || name->getSymbolKind() != SymbolKind::Tensor)
+      return nullptr;
+    const auto *tensor = cast<TensorDecl>(name->getDecl());
+    return axes.count(tensor) ? tensor : nullptr;
+  }
+  std::string gatheredName(const TensorDecl &tensor);
+  /// The text of `let`'s declaration (from its name to its end) as the
+  /// rank's copy (`whole` false) or the whole copy.
+  std::string renderLet(const LetDecl &let, bool whole);
+
+  const ModelSpec &model;
+  StringRef buffer;
+  std::string dim;
+  DiagnosticEngine &diagnostics;
+  bool ok = true;
+  bool offsetUsed = false, firstRankUsed = false;
+
+  std::string wholeDim, offsetDim, firstRankConst;
+  llvm::StringSet<> names;
+  llvm::DenseMap<const TensorDecl *, unsigned> axes;
+  llvm::DenseMap<const TensorDecl *, std::string> gathered;
+  llvm::DenseMap<const Decl *, bool> mentions;
+  llvm::DenseMap<const LetDecl *, std::string> wholeLetNames;
+  llvm::DenseSet<const LetDecl *> rankLets;
+
+  std::vector<Edit> *edits = nullptr;
+  const IndexBinding *row = nullptr;
+};
+
+std::string ShardRewriter::fresh(const std::string &base) {
+  std::string name = base;
+  for (int suffix = 2; names.count(name); ++suffix)
+    name = base + std::to_string(suffix);
+  names.insert(name);
+  return name;
+}
+
+std::optional<size_t>
+ShardRewriter::shardedPosition(const ComprehensionDecl &decl) const {
+  const std::vector<IndexBinding> &bindings = decl.getDomain().bindings;
+  for (size_t i = 0; i < bindings.size(); ++i)
+    if (isShardedBinding(bindings[i]))
+      return i;
+  return std::nullopt;
+}
+
+bool ShardRewriter::declMentionsShard(const Decl &decl) {
+  if (auto it = mentions.find(&decl); it != mentions.end())
+    return it->second;
+  mentions[&decl] = false; // lets are acyclic; this ends any recursion
+  bool result = false;
+  if (const auto *tensor = dyn_cast<TensorDecl>(&decl))
+    result = axes.count(tensor);
+  else if (const auto *comprehension = dyn_cast<ComprehensionDecl>(&decl)) {
+    result = shardedPosition(*comprehension).has_value() ||
+             mentionsShard(comprehension->getBody());
+    for (const IndexBinding &binding : comprehension->getDomain().bindings)
+      result = result || mentionsShard(*binding.size);
+    if (const Expr *predicate = comprehension->getDomain().predicate.get())
+      result = result || mentionsShard(*predicate);
+  } else if (const auto *fn = dyn_cast<FnDecl>(&decl)) {
+    auto alongDim = [&](const std::vector<DimRef> &dims) {
+      return llvm::any_of(dims,
+                          [&](const DimRef &ref) { return ref.name == dim; });
+    };
+    result = mentionsShard(fn->getBody()) || alongDim(fn->getResultDims()) ||
+             llvm::any_of(fn->getParams(), [&](const FnParam &param) {
+               return alongDim(param.dims);
+             });
+  } else if (const auto *dimDecl = dyn_cast<DimDecl>(&decl))
+    result = dimDecl->getName() == dim;
+  mentions[&decl] = result;
+  return result;
+}
+
+bool ShardRewriter::mentionsShard(const Expr &expr) {
+  if (const auto *name = dyn_cast<NameExpr>(&expr)) {
+    if (Decl *decl = name->getDecl())
+      return declMentionsShard(*decl);
+    return false;
+  }
+  if (const auto *call = dyn_cast<CallExpr>(&expr))
+    if (call->getFn() && declMentionsShard(*call->getFn()))
+      return true;
+  if (const auto *reduction = dyn_cast<ReductionExpr>(&expr))
+    for (const IndexBinding &binding : reduction->getDomain().bindings)
+      if (isShardedBinding(binding))
+        return true;
+  bool found = false;
+  forEachChild(
+      expr, [&](const Expr &child) { found = found || mentionsShard(child); });
+  return found;
+}
+
+std::string ShardRewriter::gatheredName(const TensorDecl &tensor) {
+  std::string &name = gathered[&tensor];
+  if (name.empty())
+    name = fresh(tensor.getName().str() + "__all");
+  return name;
+}
+
+void ShardRewriter::visit(const Expr &expr) {
+  switch (expr.getKind()) {
+  case Expr::Kind::Name:
+    return visitName(cast<NameExpr>(expr));
+  case Expr::Kind::Index:
+    return visitRead(cast<IndexExpr>(expr));
+  case Expr::Kind::Reduction:
+    return visitReduction(cast<ReductionExpr>(expr), nullptr);
+  case Expr::Kind::Call: {
+    const auto &call = cast<CallExpr>(expr);
+    if (call.getFn() && declMentionsShard(*call.getFn())) {
+      fail(expr, "fn " + quoted(call.getCallee()) + " reads along dim " +
+                     quoted(dim) +
+                     ", which --shard does not rewrite yet "
+                     "(write its body where it is called)");
+      return;
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  forEachChild(expr, [&](const Expr &child) { visit(child); });
+}
+
+void ShardRewriter::visitName(const NameExpr &name) {
+  switch (name.getSymbolKind()) {
+  case SymbolKind::IndexVar:
+    if (name.getBinding() == row) {
+      edit(name, "(" + name.getName().str() + " + " + offsetDim + ")");
+      offsetUsed = true;
+    }
+    return;
+  case SymbolKind::Dim:
+    if (name.getName() == dim)
+      edit(name, wholeDim);
+    return;
+  case SymbolKind::Tensor:
+    if (const TensorDecl *tensor = shardedTensor(name))
+      edit(name, gatheredName(*tensor));
+    return;
+  case SymbolKind::Let:
+    return visitLetRead(name, *cast<LetDecl>(name.getDecl()), nullptr);
+  case SymbolKind::Output:
+    if (declMentionsShard(*name.getDecl()))
+      fail(name, "output " + quoted(name.getName()) + " reads along dim " +
+                     quoted(dim) + ", which --shard does not rewrite yet");
+    return;
+  default:
+    return;
+  }
+}
+
+void ShardRewriter::visitRead(const IndexExpr &read) {
+  const auto *base = dyn_cast<NameExpr>(&read.getBase());
+  const std::vector<ExprPtr> &indices = read.getIndices();
+  if (base && base->getSymbolKind() == SymbolKind::Let)
+    return visitLetRead(*base, *cast<LetDecl>(base->getDecl()), &indices);
+  const TensorDecl *tensor = shardedTensor(read.getBase());
+  if (!tensor) {
+    forEachChild(read, [&](const Expr &child) { visit(child); });
+    return;
+  }
+  unsigned axis = axes.lookup(tensor);
+  if (indices.size() > axis && isRowIndex(*indices[axis])) {
+    for (size_t i = 0; i < indices.size(); ++i)
+      if (i != axis)
+        visit(*indices[i]);
+    return;
+  }
+  if (indices.size() > axis) {
+    const auto *index = dyn_cast<NameExpr>(indices[axis].get());
+    if (!index || index->getSymbolKind() != SymbolKind::IndexVar) {
+      fail(*indices[axis], "tensor " + quoted(tensor->getName()) +
+                               " is read along dim " + quoted(dim) +
+                               " at an index that is not an index variable; "
+                               "--shard needs reads at an index over " +
+                               quoted(dim));
+      return;
+    }
+  }
+  edit(*base, gatheredName(*tensor));
+  for (const ExprPtr &index : indices)
+    visit(*index);
+}
+
+void ShardRewriter::visitLetRead(const NameExpr &base, const LetDecl &let,
+                                 const std::vector<ExprPtr> *indices) {
+  std::optional<size_t> position = shardedPosition(let);
+  if (!position) {
+    // A let without an index over the dim is evaluated whole on every rank.
+    if (!wholeLetNames.count(&let)) {
+      wholeLetNames[&let] = let.getName().str();
+    }
+    if (indices)
+      for (const ExprPtr &index : *indices)
+        visit(*index);
+    return;
+  }
+  bool rankRows = indices && indices->size() > *position &&
+                  isRowIndex(*(*indices)[*position]);
+  if (rankRows) {
+    rankLets.insert(&let);
+    for (size_t i = 0; i < indices->size(); ++i)
+      if (i != *position)
+        visit(*(*indices)[i]);
+    return;
+  }
+  if (indices && indices->size() > *position) {
+    const auto *index = dyn_cast<NameExpr>((*indices)[*position].get());
+    if (!index || index->getSymbolKind() != SymbolKind::IndexVar) {
+      fail(*(*indices)[*position],
+           "let " + quoted(let.getName()) + " is read along dim " +
+               quoted(dim) +
+               " at an index that is not an index variable; --shard needs "
+               "reads at an index over " +
+               quoted(dim));
+      return;
+    }
+  }
+  std::string &name = wholeLetNames[&let];
+  if (name.empty()) {
+    name = fresh(let.getName().str() + "__all");
+  }
+  edit(base, name);
+  if (indices)
+    for (const ExprPtr &index : *indices)
+      visit(*index);
+}
+
+void ShardRewriter::visitReduction(const ReductionExpr &reduction,
+                                   const IndexBinding *rowBinding) {
+  const IndexDomain &domain = reduction.getDomain();
+  for (const IndexBinding &binding : domain.bindings) {
+    if (&binding == rowBinding)
+      continue; // its size stays the rank's row count
+    if (!isShardedBinding(binding) && mentionsShard(*binding.size)) {
+      fail(*binding.size, "index " + quoted(binding.name) + " ranges over " +
+                              quoted(binding.sizeSymbol) + "; --shard " + dim +
+                              " shards indices over " + quoted(dim) + " alone");
+      return;
+    }
+    visit(*binding.size);
+  }
+  const IndexBinding *saved = row;
+  if (rowBinding)
+    row = rowBinding;
+  if (domain.predicate)
+    visit(*domain.predicate);
+  if (const Expr *temperature = reduction.getTemperature())
+    visit(*temperature);
+  visit(reduction.getBody());
+  row = saved;
+}
+
+/// The row binding of `reduction` when it sums over the dim in a way the
+/// ranks' partial sums add up to: a sum, or a mean without a predicate.
+static const IndexBinding *rowBindingOf(const ReductionExpr &reduction,
+                                        StringRef dim) {
+  ReductionKind kind = reduction.getReductionKind();
+  bool mean = kind == ReductionKind::Mean;
+  if (kind != ReductionKind::Sum && !mean)
+    return nullptr;
+  if (mean && reduction.getDomain().predicate)
+    return nullptr;
+  for (const IndexBinding &binding : reduction.getDomain().bindings)
+    if (binding.sizeSymbol == dim)
+      return &binding;
+  return nullptr;
+}
+
+bool ShardRewriter::probe(const Expr &expr) const {
+  if (const auto *unary = dyn_cast<UnaryExpr>(&expr))
+    return probe(unary->getOperand());
+  if (const auto *binary = dyn_cast<BinaryExpr>(&expr)) {
+    switch (binary->getOp()) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      return probe(binary->getLhs()) || probe(binary->getRhs());
+    case BinaryOp::Mul:
+      return probe(binary->getLhs()) != probe(binary->getRhs());
+    case BinaryOp::Div:
+      return probe(binary->getLhs());
+    default:
+      return false;
+    }
+  }
+  if (const auto *reduction = dyn_cast<ReductionExpr>(&expr)) {
+    if (rowBindingOf(*reduction, dim))
+      return true;
+    ReductionKind kind = reduction->getReductionKind();
+    if (kind != ReductionKind::Sum && kind != ReductionKind::Mean)
+      return false;
+    for (const IndexBinding &binding : reduction->getDomain().bindings)
+      if (binding.sizeSymbol == dim)
+        return false; // a mean over the dim with a predicate
+    return probe(reduction->getBody());
+  }
+  return false;
+}
+
+void ShardRewriter::wholeOnFirstRank(const Expr &expr) {
+  visit(expr);
+  wrap(expr, "(" + firstRankConst + " * (", "))");
+  firstRankUsed = true;
+}
+
+bool ShardRewriter::linear(const Expr &expr) {
+  if (!probe(expr))
+    return false;
+  if (const auto *unary = dyn_cast<UnaryExpr>(&expr))
+    return linear(unary->getOperand());
+  if (const auto *binary = dyn_cast<BinaryExpr>(&expr)) {
+    for (const Expr *operand : {&binary->getLhs(), &binary->getRhs()}) {
+      bool additive =
+          binary->getOp() == BinaryOp::Add || binary->getOp() == BinaryOp::Sub;
+      if (probe(*operand))
+        linear(*operand);
+      else if (additive)
+        wholeOnFirstRank(*operand);
+      else
+        visit(*operand); // a factor, the same on every rank
+    }
+    return true;
+  }
+  const auto &reduction = cast<ReductionExpr>(expr);
+  const IndexBinding *rowBinding = rowBindingOf(reduction, dim);
+  if (!rowBinding) {
+    // A sum or mean over other indices of row sums.
+    const IndexDomain &domain = reduction.getDomain();
+    for (const IndexBinding &binding : domain.bindings)
+      visit(*binding.size);
+    if (domain.predicate)
+      visit(*domain.predicate);
+    linear(reduction.getBody());
+    return true;
+  }
+  if (reduction.getReductionKind() == ReductionKind::Mean)
+    wrap(reduction, "((" + dim + " / " + wholeDim + ") * ", ")");
+  visitReduction(reduction, rowBinding);
+  return true;
+}
+
+std::string ShardRewriter::renderLet(const LetDecl &let, bool whole) {
+  std::vector<Edit> letEdits;
+  std::vector<Edit> *savedEdits = edits;
+  const IndexBinding *savedRow = row;
+  edits = &letEdits;
+  row = nullptr;
+  std::optional<size_t> position = shardedPosition(let);
+  const char *begin = let.getRange().Start.getPointer();
+  if (whole && position)
+    letEdits.push_back({let.getNameRange().Start.getPointer(),
+                        let.getNameRange().End.getPointer(), Edit::Replacement,
+                        wholeLetNames.lookup(&let)});
+  const IndexDomain &domain = let.getDomain();
+  for (size_t i = 0; i < domain.bindings.size(); ++i) {
+    if (!whole && position && i == *position)
+      continue;
+    const IndexBinding &binding = domain.bindings[i];
+    if (!isShardedBinding(binding) && mentionsShard(*binding.size)) {
+      fail(*binding.size, "index " + quoted(binding.name) + " ranges over " +
+                              quoted(binding.sizeSymbol) + "; --shard " + dim +
+                              " shards indices over " + quoted(dim) + " alone");
+      continue;
+    }
+    visit(*binding.size);
+  }
+  if (!whole && position)
+    row = &domain.bindings[*position];
+  if (domain.predicate)
+    visit(*domain.predicate);
+  visit(let.getBody());
+  edits = savedEdits;
+  row = savedRow;
+  return applyEdits(begin, let.getRange().End.getPointer(),
+                    std::move(letEdits));
+}
+
+std::optional<ShardedModel> ShardRewriter::run() {
+  const DimDecl *dimDecl = nullptr;
+  for (const DeclPtr &decl : model.decls) {
+    names.insert(decl->getName());
+    if (const auto *d = dyn_cast<DimDecl>(decl.get()); d && d->getName() == dim)
+      dimDecl = d;
+  }
+  if (!dimDecl) {
+    diagnostics.error(model.nameRange.Start, "--shard " + dim + ": model " +
+                                                 quoted(model.name) +
+                                                 " has no dim " + quoted(dim));
+    return std::nullopt;
+  }
+  if (dimDecl->isDerived()) {
+    diagnostics.error(dimDecl->getNameRange().Start,
+                      "--shard " + dim + ": dim " + quoted(dim) +
+                          " is derived from other dims; shard one of those");
+    return std::nullopt;
+  }
+  wholeDim = fresh(dim + "__all");
+  offsetDim = fresh(dim + "__offset");
+  firstRankConst = fresh("shard__first");
+
+  ShardedModel result;
+  for (const DeclPtr &decl : model.decls) {
+    if (const auto *derived = dyn_cast<DimDecl>(decl.get());
+        derived && derived->isDerived() && mentionsShard(*derived->getValue()))
+      fail(*derived->getValue(),
+           "dim " + quoted(derived->getName()) + " is derived from " +
+               quoted(dim) + ", which --shard " + dim + " does not support");
+    const auto *tensor = dyn_cast<TensorDecl>(decl.get());
+    if (!tensor)
+      continue;
+    std::optional<unsigned> axis;
+    for (unsigned i = 0; i < tensor->getDims().size(); ++i) {
+      if (tensor->getDims()[i].name != dim)
+        continue;
+      if (axis) {
+        diagnostics.error(tensor->getNameRange().Start,
+                          "tensor " + quoted(tensor->getName()) +
+                              " has two axes of dim " + quoted(dim) +
+                              ", which --shard does not support");
+        return std::nullopt;
+      }
+      axis = i;
+    }
+    if (axis)
+      axes[tensor] = *axis;
+  }
+  for (const DeclPtr &decl : model.decls)
+    if (const auto *output = dyn_cast<OutputDecl>(decl.get());
+        output && declMentionsShard(*output))
+      diagnostics.warning(output->getNameRange().Start,
+                          "output " + quoted(output->getName()) +
+                              " reads along dim " + quoted(dim) +
+                              "; --shard does not evaluate outputs yet");
+
+  std::vector<Edit> top;
+  edits = &top;
+  for (const DeclPtr &decl : model.decls)
+    if (const auto *term = dyn_cast<TermDecl>(decl.get()))
+      if (!linear(term->getBody()))
+        wholeOnFirstRank(term->getBody());
+  if (const DynamicsBlock *dynamics = model.dynamics.get()) {
+    for (const UpdateRule &rule : dynamics->rules) {
+      if (rule.kind == UpdateRule::Kind::Explicit && rule.target &&
+          axes.count(rule.target)) {
+        diagnostics.error(rule.nodeRange.Start,
+                          "the explicit rule of " + quoted(rule.node) +
+                              " updates a tensor along dim " + quoted(dim) +
+                              ", which --shard does not rewrite yet");
+        ok = false;
+        continue;
+      }
+      if (rule.value)
+        visit(*rule.value);
+      for (const OptimizerOption &option : rule.options)
+        visit(*option.value);
+    }
+    if (dynamics->steps) {
+      visit(*dynamics->steps->count);
+      if (dynamics->steps->until)
+        visit(*dynamics->steps->until);
+    }
+  }
+  // Lets: each demanded copy, in the let's place. Rendering a copy may
+  // demand copies of the lets it reads, so render until none is new.
+  std::map<const LetDecl *, std::string> renderedRank, renderedWhole;
+  bool changed = true;
+  while (changed && ok) {
+    changed = false;
+    for (const DeclPtr &decl : model.decls) {
+      const auto *let = dyn_cast<LetDecl>(decl.get());
+      if (!let)
+        continue;
+      if (rankLets.count(let) && !renderedRank.count(let)) {
+        renderedRank[let] = renderLet(*let, false);
+        changed = true;
+      }
+      if (wholeLetNames.count(let) && !renderedWhole.count(let)) {
+        renderedWhole[let] = renderLet(*let, true);
+        changed = true;
+      }
+    }
+  }
+  if (!ok)
+    return std::nullopt;
+  for (const DeclPtr &decl : model.decls) {
+    const auto *let = dyn_cast<LetDecl>(decl.get());
+    if (!let)
+      continue;
+    std::vector<std::string> copies;
+    if (renderedRank.count(let))
+      copies.push_back(renderedRank[let]);
+    if (renderedWhole.count(let))
+      copies.push_back(renderedWhole[let]);
+    if (copies.empty())
+      continue; // unread: left as it was
+    std::string text = copies[0];
+    for (size_t i = 1; i < copies.size(); ++i)
+      text += ";\n  let " + copies[i];
+    top.push_back({let->getRange().Start.getPointer(),
+                   let->getRange().End.getPointer(), Edit::Replacement, text});
+  }
+
+  // The new declarations, first in the model.
+  if (!offsetUsed)
+    offsetDim.clear();
+  if (!firstRankUsed)
+    firstRankConst.clear();
+  std::string declarations =
+      "\n  # --shard " + dim + ": this rank's rows of " + dim + " (of " +
+      wholeDim + (offsetUsed ? ", from row " + offsetDim : "") + ")\n  dim " +
+      wholeDim + (offsetUsed ? ", " + offsetDim : "") + ";\n";
+  if (firstRankUsed)
+    declarations += "  const " + firstRankConst + " = 1.0;\n";
+  for (const DeclPtr &decl : model.decls) {
+    const auto *tensor = dyn_cast<TensorDecl>(decl.get());
+    if (!tensor || !axes.count(tensor))
+      continue;
+    ShardedTensor entry;
+    entry.name = tensor->getName().str();
+    entry.axis = axes.lookup(tensor);
+    entry.role = tensor->getRole();
+    if (auto it = gathered.find(tensor); it != gathered.end()) {
+      entry.gathered = it->second;
+      declarations += "  param " + entry.gathered + " : [";
+      for (size_t i = 0; i < tensor->getDims().size(); ++i)
+        declarations +=
+            (i ? ", " : "") +
+            (i == entry.axis ? wholeDim : tensor->getDims()[i].name.str());
+      declarations += "];\n";
+    }
+    result.tensors.push_back(std::move(entry));
+  }
+  const char *open = model.nameRange.End.getPointer();
+  const char *bufferEnd = buffer.data() + buffer.size();
+  while (open < bufferEnd && *open != '{')
+    ++open;
+  if (open < bufferEnd)
+    top.push_back({open + 1, open + 1, Edit::Opening, declarations});
+
+  result.source = applyEdits(buffer.data(), bufferEnd, std::move(top));
+  result.dim = dim;
+  result.wholeDim = wholeDim;
+  result.offsetDim = offsetDim;
+  result.firstRankConst = firstRankConst;
+  return result;
+}
+
+} // namespace
+
+std::optional<ShardedModel>
+energy::frontend::shardModel(const ModelSpec &model, StringRef buffer,
+                             StringRef dim, DiagnosticEngine &diagnostics) {
+  return ShardRewriter(model, buffer, dim, diagnostics).run();
+}
+
+std::optional<ShardedModel> energy::frontend::shardSourceBuffer(
+    llvm::SourceMgr &sourceMgr, unsigned bufferId, StringRef dim,
+    DiagnosticEngine &diagnostics, unsigned &shardedBuffer) {
+  std::unique_ptr<ModelSpec> model =
+      parseAndCheck(sourceMgr, bufferId, diagnostics);
+  if (!model || diagnostics.hasErrors())
+    return std::nullopt;
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
+  std::optional<ShardedModel> sharded =
+      shardModel(*model, buffer->getBuffer(), dim, diagnostics);
+  if (!sharded || diagnostics.hasErrors())
+    return std::nullopt;
+  std::string name = (buffer->getBufferIdentifier() +
+                      " (one rank's model, --shard " + dim + ")")
+                         .str();
+  shardedBuffer = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(sharded->source, name),
+      llvm::SMLoc());
+  std::unique_ptr<ModelSpec> rank =
+      parseAndCheck(sourceMgr, shardedBuffer, diagnostics);
+  if (!rank || diagnostics.hasErrors())
+    return std::nullopt;
+  return sharded;
+}
