@@ -661,7 +661,7 @@ std::optional<ShardedModel> ShardRewriter::run() {
         declarations +=
             (i ? ", " : "") +
             (i == entry.axis ? wholeDim : tensor->getDims()[i].name.str());
-      declarations += "];\n";
+      declarations += "] = zeros;\n";
     }
     result.tensors.push_back(std::move(entry));
   }

@@ -118,9 +118,11 @@ int tools::printManifestOf(const ::energy::Model &model) {
 }
 
 OwningOpRef<ModuleOp> tools::emitModel(MLIRContext &context,
-                                       SourceMgr &sourceMgr) {
+                                       SourceMgr &sourceMgr,
+                                       std::optional<unsigned> buffer) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
-  return fe::emitSource(context, sourceMgr, sourceMgr.getMainFileID(),
+  return fe::emitSource(context, sourceMgr,
+                        buffer.value_or(sourceMgr.getMainFileID()),
                         diagnostics);
 }
 

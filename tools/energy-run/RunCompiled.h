@@ -17,11 +17,15 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <optional>
+
 namespace mlir::energy::tools {
 
-/// The model of `sourceMgr`'s main buffer; null after reporting errors.
+/// The model of `sourceMgr`'s buffer `buffer` (by default its main one);
+/// null after reporting errors.
 OwningOpRef<ModuleOp> emitModel(MLIRContext &context,
-                                llvm::SourceMgr &sourceMgr);
+                                llvm::SourceMgr &sourceMgr,
+                                std::optional<unsigned> buffer = std::nullopt);
 
 /// --print-manifest: the manifest of a compiled model, as it gives it.
 int printManifestOf(const ::energy::Model &model);

@@ -7,6 +7,8 @@
 
 #include "RunReport.h"
 
+#include "LaunchedGroup.h"
+
 #include "energy/Runtime/Safetensors.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -33,7 +35,15 @@ json::Array toJson(const ::energy::Tensor &tensor) {
 }
 } // namespace
 
+static ::energy::Communicator *failureGroup = nullptr;
+
+void tools::setFailureGroup(::energy::Communicator *group) {
+  failureGroup = group;
+}
+
 int tools::fail(const Twine &message) {
+  if (failureGroup && failureGroup->size() > 1)
+    ::energy::tools::abortGroup(*failureGroup, "energy-run", message.str());
   WithColor::error(errs(), "energy-run") << message << "\n";
   return 1;
 }

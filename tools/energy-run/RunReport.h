@@ -11,6 +11,8 @@
 #include "LossGradients.h"
 #include "RunSettings.h"
 
+#include "energy/Runtime/Communicator.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -25,6 +27,9 @@ namespace mlir::energy::tools {
 
 /// Prints `message` as energy-run's error; returns 1 (the exit status).
 int fail(const Twine &message);
+/// Makes fail() end every process of `group` (a sharded run's; null:
+/// none), naming this rank, so that none waits for this one.
+void setFailureGroup(::energy::Communicator *group);
 
 /// The tensors of the --in files `paths`.
 FailureOr<RuntimeTensors> readInputs(ArrayRef<std::string> paths);

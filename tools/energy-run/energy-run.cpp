@@ -15,9 +15,13 @@
 #include "RunInterpreted.h"
 #include "RunReport.h"
 #include "RunSettings.h"
+#include "RunSharded.h"
+
+#include "LaunchedGroup.h"
 
 #include "energy/Codegen/Artifact.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
+#include "energy/Frontend/Shard.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
@@ -39,6 +43,7 @@ using namespace llvm;
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::tools;
+namespace fe = ::energy::frontend;
 
 namespace {
 cl::OptionCategory runOptions("energy-run options");
@@ -153,6 +158,12 @@ cl::opt<unsigned> jitOptLevel(
     cl::desc("Optimisation level (0-3) of a model compiled in process "
              "(default 3; lower levels compile faster)"),
     cl::init(3), cl::cat(runOptions));
+cl::opt<std::string> shardDim(
+    "shard",
+    cl::desc("Spread the rows of dim DIM over the processes mpirun started "
+             "(each evaluates its rows; --eval energy or grad; a .energy "
+             "model)"),
+    cl::value_desc("DIM"), cl::init(""), cl::cat(runOptions));
 cl::opt<bool> printManifest(
     "print-manifest",
     cl::desc("Print the compiled model's manifest (JSON) and exit"),
@@ -230,6 +241,14 @@ bool takeThreadsOption(SmallVectorImpl<const char *> &arguments) {
 int main(int argc, char **argv) {
   ::energy::setLogHandler(::energy::printLogToStderr);
   InitLLVM init(argc, argv);
+  // mpirun -np R energy-run ... --shard DIM: every process joins the group
+  // first (MPI may take its own arguments out of argv).
+  std::unique_ptr<::energy::Communicator> group;
+  if (std::string error =
+          ::energy::tools::joinLaunchedGroup(argc, argv, "energy-run", group);
+      !error.empty())
+    return fail(error);
+  setFailureGroup(group.get());
   SmallVector<const char *> arguments(argv, argv + argc);
   if (!takeThreadsOption(arguments))
     return 1;
@@ -254,6 +273,23 @@ int main(int argc, char **argv) {
         ::energy::openCudaDevice(0);
     if (!device)
       return fail("--device cuda: " + device.message());
+  }
+  if (group && shardDim.empty())
+    return fail("started as one of " + Twine(group->size()) +
+                " processes by an MPI launcher: give --shard DIM to spread a "
+                "dim of the model over them");
+  if (!shardDim.empty()) {
+    if (useInterpreter || checkAgainstInterpreter || printManifest ||
+        !plotFile.empty() || !plotAttentionArgs.empty() ||
+        deviceOption == "cuda")
+      return fail("--shard evaluates a compiled model on the CPU; it takes "
+                  "no --interp, --check, --print-manifest, --plot, "
+                  "--plot-attention or --device cuda");
+    if (evalKind != EvalKind::Energy && evalKind != EvalKind::Grad)
+      return fail("--shard " + shardDim +
+                  " evaluates the energy and gradients (--eval energy or "
+                  "grad); sharded runs of the dynamics and loss gradients "
+                  "are not built yet");
   }
   RunSettings settings = settingsFromOptions();
   RunInputs inputs;
@@ -317,6 +353,11 @@ int main(int argc, char **argv) {
   SourceMgr sourceMgr;
   bool isArtifact = *kind == ::energy::ModelFileKind::Artifact;
   std::optional<::energy::Model> artifact;
+  if (isArtifact && !shardDim.empty())
+    return fail("--shard " + shardDim +
+                " rewrites the model's source: give "
+                "the .energy file, not the artifact " +
+                modelFile);
   if (isArtifact) {
     ::energy::Expected<::energy::Model> loaded =
         ::energy::Model::load(modelFile);
@@ -345,11 +386,21 @@ int main(int argc, char **argv) {
     sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
   }
 
+  // --shard: the model this rank evaluates, as a second buffer.
+  unsigned buffer = sourceMgr.getMainFileID();
+  std::optional<fe::ShardedModel> sharded;
+  if (!shardDim.empty()) {
+    fe::DiagnosticEngine diagnostics(sourceMgr);
+    sharded =
+        fe::shardSourceBuffer(sourceMgr, buffer, shardDim, diagnostics, buffer);
+    if (!sharded)
+      return 1;
+  }
   MLIRContext context;
   context.loadDialect<EnergyDialect, arith::ArithDialect>();
   context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = emitModel(context, sourceMgr);
+  OwningOpRef<ModuleOp> module = emitModel(context, sourceMgr, buffer);
   if (!module)
     return 1;
 
@@ -375,8 +426,7 @@ int main(int argc, char **argv) {
     ArtifactOptions options;
     options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
     options.sourceName = modelFile;
-    options.sourceText =
-        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
     if (deviceOption == "cuda")
       options.target = withCudaDevice(options.target);
     FailureOr<OwningOpRef<ModuleOp>> lowered =
@@ -397,6 +447,13 @@ int main(int argc, char **argv) {
       return fail(jitModel.message());
     if (printManifest)
       return printManifestOf(*jitModel);
+    if (sharded) {
+      std::unique_ptr<::energy::Communicator> alone;
+      if (!group)
+        alone = ::energy::makeSingleProcessCommunicator();
+      return runSharded(*jitModel, shardLayoutOf(*sharded), inputs, settings,
+                        group ? *group : *alone);
+    }
     return runCompiled(*jitModel, inputs, settings);
   }
 

@@ -13,6 +13,7 @@
 #include "Charts.h"
 
 #include "CommandLineValues.h"
+#include "LaunchedGroup.h"
 
 #include "energy/Runtime/Communicator.h"
 #include "energy/Runtime/Log.h"
@@ -20,9 +21,6 @@
 #include "energy/Runtime/ParamOptimizer.h"
 #include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Trainer.h"
-#ifdef ENERGY_HAS_MPI
-#include "energy/Runtime/MpiCommunicator.h"
-#endif
 
 #include <chrono>
 #include <cstdio>
@@ -48,33 +46,10 @@ std::unique_ptr<energy::Communicator> group;
 /// Reports `message`; in a data-parallel run names the rank and ends every
 /// process, so that none waits for this one.
 int fail(const std::string &message) {
-  if (group) {
-    std::fprintf(stderr, "energy-train: rank %d of %d: error: %s\n",
-                 group->rank(), group->size(), message.c_str());
-    group->abort(1);
-  }
+  if (group)
+    energy::tools::abortGroup(*group, "energy-train", message);
   std::fprintf(stderr, "energy-train: error: %s\n", message.c_str());
   return 1;
-}
-
-/// The group this process was started in by an MPI launcher, if it was
-/// started as one of several; an error when this build has no MPI.
-std::string joinLaunchedGroup(int &argc, char **&argv) {
-  int count = energy::launchedProcessCount();
-  if (count <= 1)
-    return "";
-#ifdef ENERGY_HAS_MPI
-  Expected<std::unique_ptr<energy::Communicator>> joined =
-      energy::createMpiCommunicator(&argc, &argv);
-  if (!joined)
-    return joined.message();
-  group = std::move(*joined);
-  return "";
-#else
-  return "started as one of " + std::to_string(count) +
-         " processes by an MPI launcher, but this energy-train was built "
-         "without MPI (install libopenmpi-dev and rebuild: make deps build)";
-#endif
 }
 
 const char *kUsage =
@@ -372,7 +347,9 @@ struct Curves {
 
 int main(int argc, char **argv) {
   energy::setLogHandler(energy::printLogToStderr);
-  if (std::string error = joinLaunchedGroup(argc, argv); !error.empty())
+  if (std::string error =
+          energy::tools::joinLaunchedGroup(argc, argv, "energy-train", group);
+      !error.empty())
     return fail(error);
   Options options;
   if (std::string error = parse(argc, argv, options); !error.empty()) {

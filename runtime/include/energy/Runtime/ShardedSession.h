@@ -1,0 +1,89 @@
+//===- ShardedSession.h - One rank of a sequence-sharded run ----*- C++ -*-===//
+//
+// A session of the model one rank evaluates (energyc --shard DIM): it holds
+// the rank's rows of DIM and answers for the whole model over a Communicator.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_RUNTIME_SHARDEDSESSION_H
+#define ENERGY_RUNTIME_SHARDEDSESSION_H
+
+#include "energy/Runtime/Communicator.h"
+#include "energy/Runtime/Session.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace energy {
+
+/// How a rank's model binds (the front end's ShardedModel without its
+/// source): the sharded dim, the dims of the whole length and of the rank's
+/// first row (empty when the model does not read it), the const that is 1
+/// on the first rank and 0 elsewhere (empty when unused), and the tensors
+/// with an axis of the dim.
+struct ShardLayout {
+  struct ShardedTensor {
+    std::string name;
+    /// The param the rank fills with every rank's rows (empty: none).
+    std::string gathered;
+    unsigned axis = 0;
+  };
+  std::string dim, wholeDim, offsetDim, firstRankConst;
+  std::vector<ShardedTensor> tensors;
+};
+
+/// One rank's session. Every rank calls the same methods in the same order
+/// (each is collective); all return the whole model's values on every rank:
+/// the energy summed over the ranks in rank order, gradients of sharded
+/// tensors put together from every rank's rows, others summed.
+class ShardedSession {
+public:
+  /// Rank `communicator.rank()` of a run over `length` rows of the
+  /// layout's dim, with the rank's rows cut as shardOf does. `options`
+  /// holds the model's other dims and consts.
+  static Expected<ShardedSession> create(const Model &rankModel,
+                                         ShardLayout layout, int64_t length,
+                                         SessionOptions options,
+                                         Communicator &communicator);
+
+  /// Binds `whole` (the model's tensor, every row) by the rank's rows.
+  Status set(const std::string &name, const Tensor &whole);
+  Expected<double> energy();
+  /// The gradient of the model's energy with respect to tensor `name`,
+  /// whole.
+  Expected<Tensor> gradient(const std::string &name);
+  /// The tensor `name`, whole.
+  Expected<Tensor> get(const std::string &name);
+
+  /// The rank's tensors were changed through rankSession(): the copies
+  /// are gathered again before the next evaluation.
+  void invalidateCopies() { copiesCurrent = false; }
+
+  int64_t firstRow() const { return begin; }
+  int64_t rowCount() const { return end - begin; }
+  Session &rankSession() { return session; }
+
+private:
+  ShardedSession(Session session, ShardLayout layout, int64_t length,
+                 int64_t begin, int64_t end, Communicator &communicator)
+      : session(std::move(session)), layout(std::move(layout)), length(length),
+        begin(begin), end(end), communicator(&communicator) {}
+
+  const ShardLayout::ShardedTensor *sharded(const std::string &name) const;
+  /// Fills the gathered copies from every rank's rows.
+  Status gatherCopies();
+  /// Every rank's rows of `rows` (this rank's rows of a tensor whose axis
+  /// `axis` is the dim) as the whole tensor.
+  Expected<Tensor> allGatherRows(const Tensor &rows, unsigned axis);
+
+  Session session;
+  ShardLayout layout;
+  int64_t length, begin, end;
+  Communicator *communicator;
+  bool copiesCurrent = false;
+};
+
+} // namespace energy
+
+#endif // ENERGY_RUNTIME_SHARDEDSESSION_H

@@ -1,0 +1,202 @@
+//===- ShardedSession.cpp - One rank of a sequence-sharded run ------------===//
+//
+// Binding the rank's rows, gathering the copies the rank's model reads, and
+// putting the ranks' energies and gradients together in rank order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Runtime/ShardedSession.h"
+
+#include <algorithm>
+
+using namespace energy;
+
+namespace {
+/// A tensor's elements as [outer, rows, inner] around axis `axis`.
+struct RowBlocks {
+  int64_t outer = 1, rows = 1, inner = 1;
+  RowBlocks(const std::vector<int64_t> &shape, unsigned axis) {
+    for (unsigned i = 0; i < shape.size(); ++i) {
+      if (i < axis)
+        outer *= shape[i];
+      else if (i > axis)
+        inner *= shape[i];
+    }
+    rows = shape[axis];
+  }
+};
+} // namespace
+
+Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
+                                                ShardLayout layout,
+                                                int64_t length,
+                                                SessionOptions options,
+                                                Communicator &communicator) {
+  if (length < communicator.size())
+    return Status::error("--shard " + layout.dim + ": dim " + layout.dim +
+                         " is " + std::to_string(length) +
+                         ", fewer rows than the " +
+                         std::to_string(communicator.size()) + " ranks");
+  int64_t begin = 0, end = 0;
+  shardOf(length, communicator.rank(), communicator.size(), begin, end);
+  options.dims[layout.dim] = end - begin;
+  options.dims[layout.wholeDim] = length;
+  if (!layout.offsetDim.empty())
+    options.dims[layout.offsetDim] = begin;
+  if (!layout.firstRankConst.empty())
+    options.consts[layout.firstRankConst] = communicator.rank() == 0 ? 1 : 0;
+  Expected<Session> session = rankModel.session(options);
+  if (!session)
+    return session.status();
+  return ShardedSession(std::move(*session), std::move(layout), length, begin,
+                        end, communicator);
+}
+
+const ShardLayout::ShardedTensor *
+ShardedSession::sharded(const std::string &name) const {
+  for (const ShardLayout::ShardedTensor &tensor : layout.tensors)
+    if (tensor.name == name)
+      return &tensor;
+  return nullptr;
+}
+
+Status ShardedSession::set(const std::string &name, const Tensor &whole) {
+  copiesCurrent = false;
+  const ShardLayout::ShardedTensor *tensor = sharded(name);
+  if (!tensor)
+    return session.set(name, whole);
+  if (whole.rank() <= tensor->axis || whole.shape()[tensor->axis] != length)
+    return Status::error(
+        "tensor '" + name + "' has shape " + whole.shapeString() +
+            "; its axis " + std::to_string(tensor->axis) + " is dim " +
+            layout.dim + ", which is " + std::to_string(length),
+        ErrorKind::Shape);
+  std::vector<int64_t> shape = whole.shape();
+  shape[tensor->axis] = end - begin;
+  Tensor rows(whole.dtype(), shape);
+  RowBlocks blocks(whole.shape(), tensor->axis);
+  int64_t count = end - begin;
+  for (int64_t o = 0; o < blocks.outer; ++o)
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t i = 0; i < blocks.inner; ++i)
+        rows.set((o * count + r) * blocks.inner + i,
+                 whole.at((o * length + begin + r) * blocks.inner + i));
+  return session.set(name, rows);
+}
+
+Expected<Tensor> ShardedSession::allGatherRows(const Tensor &rows,
+                                               unsigned axis) {
+  RowBlocks blocks(rows.shape(), axis);
+  int size = communicator->size();
+  // Every rank sends as many rows as the longest part (shardOf's first).
+  int64_t first = 0, longest = 0;
+  shardOf(length, 0, size, first, longest);
+  std::vector<double> sent(blocks.outer * longest * blocks.inner, 0.0);
+  for (int64_t o = 0; o < blocks.outer; ++o)
+    for (int64_t r = 0; r < blocks.rows; ++r)
+      for (int64_t i = 0; i < blocks.inner; ++i)
+        sent[(o * longest + r) * blocks.inner + i] =
+            rows.at((o * blocks.rows + r) * blocks.inner + i);
+  std::vector<double> received;
+  if (Status status = communicator->allGather(sent, received); !status)
+    return status;
+  std::vector<int64_t> shape = rows.shape();
+  shape[axis] = length;
+  Tensor whole(rows.dtype(), shape);
+  for (int rank = 0; rank < size; ++rank) {
+    int64_t rankBegin = 0, rankEnd = 0;
+    shardOf(length, rank, size, rankBegin, rankEnd);
+    const double *part = received.data() + rank * sent.size();
+    for (int64_t o = 0; o < blocks.outer; ++o)
+      for (int64_t r = 0; r < rankEnd - rankBegin; ++r)
+        for (int64_t i = 0; i < blocks.inner; ++i)
+          whole.set((o * length + rankBegin + r) * blocks.inner + i,
+                    part[(o * longest + r) * blocks.inner + i]);
+  }
+  return whole;
+}
+
+Status ShardedSession::gatherCopies() {
+  if (copiesCurrent)
+    return Status::success();
+  for (const ShardLayout::ShardedTensor &tensor : layout.tensors) {
+    if (tensor.gathered.empty())
+      continue;
+    Expected<Tensor> rows = session.get(tensor.name);
+    if (!rows)
+      return rows.status();
+    Expected<Tensor> whole = allGatherRows(*rows, tensor.axis);
+    if (!whole)
+      return whole.status();
+    if (Status status = session.set(tensor.gathered, *whole); !status)
+      return status;
+  }
+  copiesCurrent = true;
+  return Status::success();
+}
+
+Expected<double> ShardedSession::energy() {
+  if (Status status = gatherCopies(); !status)
+    return status;
+  Expected<double> rankEnergy = session.energy();
+  if (!rankEnergy)
+    return rankEnergy.status();
+  std::vector<double> sum{*rankEnergy};
+  if (Status status = communicator->allReduceSum(sum); !status)
+    return status;
+  return sum[0];
+}
+
+/// `values` summed over the ranks into `tensor`'s elements.
+static Status sumOverRanks(Communicator &communicator, Tensor &tensor) {
+  std::vector<double> values(tensor.elementCount());
+  for (int64_t i = 0; i < tensor.elementCount(); ++i)
+    values[i] = tensor.at(i);
+  if (Status status = communicator.allReduceSum(values); !status)
+    return status;
+  for (int64_t i = 0; i < tensor.elementCount(); ++i)
+    tensor.set(i, values[i]);
+  return Status::success();
+}
+
+Expected<Tensor> ShardedSession::gradient(const std::string &name) {
+  if (Status status = gatherCopies(); !status)
+    return status;
+  Expected<Tensor> rankGradient = session.gradient(name);
+  if (!rankGradient)
+    return rankGradient.status();
+  const ShardLayout::ShardedTensor *tensor = sharded(name);
+  if (!tensor) {
+    if (Status status = sumOverRanks(*communicator, *rankGradient); !status)
+      return status;
+    return rankGradient;
+  }
+  if (!tensor->gathered.empty()) {
+    // The reads from every rank's copy, summed, at this rank's rows.
+    Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
+    if (!copyGradient)
+      return copyGradient.status();
+    if (Status status = sumOverRanks(*communicator, *copyGradient); !status)
+      return status;
+    RowBlocks blocks(rankGradient->shape(), tensor->axis);
+    for (int64_t o = 0; o < blocks.outer; ++o)
+      for (int64_t r = 0; r < blocks.rows; ++r)
+        for (int64_t i = 0; i < blocks.inner; ++i) {
+          int64_t at = (o * blocks.rows + r) * blocks.inner + i;
+          rankGradient->set(
+              at, rankGradient->at(at) +
+                      copyGradient->at((o * length + begin + r) * blocks.inner +
+                                       i));
+        }
+  }
+  return allGatherRows(*rankGradient, tensor->axis);
+}
+
+Expected<Tensor> ShardedSession::get(const std::string &name) {
+  Expected<Tensor> value = session.get(name);
+  if (!value)
+    return value.status();
+  if (const ShardLayout::ShardedTensor *tensor = sharded(name))
+    return allGatherRows(*value, tensor->axis);
+  return value;
+}

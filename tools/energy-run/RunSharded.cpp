@@ -1,0 +1,135 @@
+//===- RunSharded.cpp - energy-run --shard: one rank of a sharded run -----===//
+//
+// Binds the rank's rows of the whole inputs, evaluates collectively, and
+// reports from rank 0 only (the other ranks' standard output is discarded).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunSharded.h"
+
+#include "RunReport.h"
+
+#include "energy/Runtime/Manifest.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace mlir::energy::tools;
+
+namespace {
+/// The length of the sharded dim: --dim, else the first bound tensor with
+/// an axis of it.
+std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
+                                     const RunInputs &inputs) {
+  for (const auto &[name, value] : inputs.dims)
+    if (name == layout.dim)
+      return value;
+  for (const ::energy::ShardLayout::ShardedTensor &tensor : layout.tensors)
+    if (auto it = inputs.tensors.find(tensor.name);
+        it != inputs.tensors.end() && it->second.rank() > tensor.axis)
+      return it->second.shape()[tensor.axis];
+  return std::nullopt;
+}
+} // namespace
+
+::energy::ShardLayout mlir::energy::tools::shardLayoutOf(
+    const ::energy::frontend::ShardedModel &sharded) {
+  ::energy::ShardLayout layout;
+  layout.dim = sharded.dim;
+  layout.wholeDim = sharded.wholeDim;
+  layout.offsetDim = sharded.offsetDim;
+  layout.firstRankConst = sharded.firstRankConst;
+  for (const ::energy::frontend::ShardedTensor &tensor : sharded.tensors)
+    layout.tensors.push_back({tensor.name, tensor.gathered, tensor.axis});
+  return layout;
+}
+
+int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
+                                    const ::energy::ShardLayout &layout,
+                                    const RunInputs &inputs,
+                                    const RunSettings &settings,
+                                    ::energy::Communicator &group) {
+  RunSettings rankSettings = settings;
+  if (group.rank() != 0) {
+    // Rank 0 reports and writes; the others compute.
+    int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::close(null);
+    }
+    rankSettings.outputFile.clear();
+  }
+  if (settings.threads > 0)
+    rankModel.setThreads(settings.threads);
+  std::optional<int64_t> length = shardedLength(layout, inputs);
+  if (!length)
+    return fail("--shard " + layout.dim + ": give --dim " + layout.dim +
+                "=LENGTH, or bind a tensor with an axis of " + layout.dim);
+  ::energy::SessionOptions options;
+  for (const auto &[name, value] : inputs.dims)
+    if (name != layout.dim)
+      options.dims[name] = value;
+  for (const auto &[name, value] : inputs.consts)
+    options.consts[name] = value;
+  options.seed = inputs.seed;
+  ::energy::Expected<::energy::ShardedSession> created =
+      ::energy::ShardedSession::create(rankModel, layout, *length, options,
+                                       group);
+  if (!created)
+    return fail(created.message());
+  ::energy::ShardedSession &session = *created;
+  for (const auto &[name, value] : inputs.tensors)
+    if (::energy::Status status = session.set(name, value); !status)
+      return fail(status.message());
+
+  std::vector<std::string> gradients;
+  for (const std::string &name :
+       ::energy::gradientsToReport(rankModel.manifest(), rankSettings.wrt)) {
+    bool copy = false;
+    for (const ::energy::ShardLayout::ShardedTensor &tensor : layout.tensors)
+      copy = copy || tensor.gathered == name;
+    if (!copy)
+      gradients.push_back(name);
+  }
+  auto evaluate = [&](RuntimeTensors *results, double *energy) {
+    if (rankSettings.eval == EvalKind::Energy) {
+      ::energy::Expected<double> value = session.energy();
+      if (!value)
+        return fail(value.message()), false;
+      if (energy)
+        *energy = *value;
+      return true;
+    }
+    for (const std::string &name : gradients) {
+      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
+      if (!value)
+        return fail(value.message()), false;
+      if (results)
+        results->emplace("grad." + name, std::move(*value));
+    }
+    return true;
+  };
+  if (rankSettings.benchRepetitions > 0)
+    return runBench(
+               rankSettings,
+               [&] {
+                 // Each evaluation gathers, as each step of a run would.
+                 session.invalidateCopies();
+                 return true;
+               },
+               [&] { return evaluate(nullptr, nullptr); },
+               [&] { return benchedEvaluation(rankSettings, std::nullopt); })
+               ? 0
+               : 1;
+  if (rankSettings.eval == EvalKind::Energy) {
+    double energy = 0;
+    if (!evaluate(nullptr, &energy))
+      return 1;
+    printEnergy(rankSettings, energy);
+    return 0;
+  }
+  RuntimeTensors results;
+  if (!evaluate(&results, nullptr))
+    return 1;
+  return reportGradients(rankSettings, results) ? 0 : 1;
+}

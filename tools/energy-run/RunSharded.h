@@ -1,0 +1,34 @@
+//===- RunSharded.h - energy-run --shard: one rank of a sharded run -*- C++
+//-*-===//
+//
+// Evaluates the energy or gradients of a model whose rows of one dim are
+// spread over the processes of an MPI group (or one process).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ENERGY_TOOLS_ENERGYRUN_RUNSHARDED_H
+#define ENERGY_TOOLS_ENERGYRUN_RUNSHARDED_H
+
+#include "RunSettings.h"
+
+#include "energy/Frontend/Shard.h"
+#include "energy/Runtime/Communicator.h"
+#include "energy/Runtime/Model.h"
+#include "energy/Runtime/ShardedSession.h"
+
+namespace mlir::energy::tools {
+
+/// How the runtime binds the rank's model the front end wrote.
+::energy::ShardLayout
+shardLayoutOf(const ::energy::frontend::ShardedModel &sharded);
+
+/// Runs rank `group.rank()` of `rankModel` (energyc --shard's model, bound
+/// as `layout` says) on its rows of `inputs`; rank 0 reports. Returns the
+/// exit status.
+int runSharded(const ::energy::Model &rankModel,
+               const ::energy::ShardLayout &layout, const RunInputs &inputs,
+               const RunSettings &settings, ::energy::Communicator &group);
+
+} // namespace mlir::energy::tools
+
+#endif // ENERGY_TOOLS_ENERGYRUN_RUNSHARDED_H
