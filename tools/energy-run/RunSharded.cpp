@@ -61,6 +61,11 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
   }
   if (settings.threads > 0)
     rankModel.setThreads(settings.threads);
+  if (inputs.seed && group.size() > 1)
+    return fail("--shard " + layout.dim + " on " +
+                std::to_string(group.size()) +
+                " processes: --init random would draw each rank's values "
+                "apart from the others; bind the tensors with --in");
   std::optional<int64_t> length = shardedLength(layout, inputs);
   if (!length)
     return fail("--shard " + layout.dim + ": give --dim " + layout.dim +
