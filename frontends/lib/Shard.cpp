@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -145,7 +146,7 @@ private:
   std::string dim;
   DiagnosticEngine &diagnostics;
   bool ok = true;
-  bool offsetUsed = false, firstRankUsed = false;
+  bool wholeUsed = false, offsetUsed = false, firstRankUsed = false;
 
   std::string wholeDim, offsetDim, firstRankConst;
   llvm::StringSet<> names;
@@ -265,8 +266,10 @@ void ShardRewriter::visitName(const NameExpr &name) {
     }
     return;
   case SymbolKind::Dim:
-    if (name.getName() == dim)
+    if (name.getName() == dim) {
       edit(name, wholeDim);
+      wholeUsed = true;
+    }
     return;
   case SymbolKind::Tensor:
     if (const TensorDecl *tensor = shardedTensor(name))
@@ -468,8 +471,10 @@ bool ShardRewriter::linear(const Expr &expr) {
     linear(reduction.getBody());
     return true;
   }
-  if (reduction.getReductionKind() == ReductionKind::Mean)
+  if (reduction.getReductionKind() == ReductionKind::Mean) {
     wrap(reduction, "((" + dim + " / " + wholeDim + ") * ", ")");
+    wholeUsed = true;
+  }
   visitReduction(reduction, rowBinding);
   return true;
 }
@@ -635,17 +640,9 @@ std::optional<ShardedModel> ShardRewriter::run() {
                    let->getRange().End.getPointer(), Edit::Replacement, text});
   }
 
-  // The new declarations, first in the model.
-  if (!offsetUsed)
-    offsetDim.clear();
-  if (!firstRankUsed)
-    firstRankConst.clear();
-  std::string declarations =
-      "\n  # --shard " + dim + ": this rank's rows of " + dim + " (of " +
-      wholeDim + (offsetUsed ? ", from row " + offsetDim : "") + ")\n  dim " +
-      wholeDim + (offsetUsed ? ", " + offsetDim : "") + ";\n";
-  if (firstRankUsed)
-    declarations += "  const " + firstRankConst + " = 1.0;\n";
+  // The new declarations, last in the model (lines before keep their
+  // numbers, so that errors in the rank's model point where they would).
+  std::string declarations;
   for (const DeclPtr &decl : model.decls) {
     const auto *tensor = dyn_cast<TensorDecl>(decl.get());
     if (!tensor || !axes.count(tensor))
@@ -656,6 +653,7 @@ std::optional<ShardedModel> ShardRewriter::run() {
     entry.role = tensor->getRole();
     if (auto it = gathered.find(tensor); it != gathered.end()) {
       entry.gathered = it->second;
+      wholeUsed = true;
       declarations += "  param " + entry.gathered + " : [";
       for (size_t i = 0; i < tensor->getDims().size(); ++i)
         declarations +=
@@ -665,12 +663,32 @@ std::optional<ShardedModel> ShardRewriter::run() {
     }
     result.tensors.push_back(std::move(entry));
   }
-  const char *open = model.nameRange.End.getPointer();
+  if (!wholeUsed)
+    wholeDim.clear();
+  if (!offsetUsed)
+    offsetDim.clear();
+  if (!firstRankUsed)
+    firstRankConst.clear();
+  std::vector<std::string> dims;
+  for (const std::string &name : {wholeDim, offsetDim})
+    if (!name.empty())
+      dims.push_back(name);
+  std::string header = "  # --shard " + dim + ": this rank's rows of " + dim;
+  if (wholeUsed)
+    header += " (of " + wholeDim +
+              (offsetUsed ? ", from row " + offsetDim : "") + ")";
+  header += "\n";
+  if (!dims.empty())
+    header += "  dim " + llvm::join(dims, ", ") + ";\n";
+  if (firstRankUsed)
+    header += "  const " + firstRankConst + " = 1.0;\n";
+  declarations = header + declarations;
   const char *bufferEnd = buffer.data() + buffer.size();
-  while (open < bufferEnd && *open != '{')
-    ++open;
-  if (open < bufferEnd)
-    top.push_back({open + 1, open + 1, Edit::Opening, declarations});
+  const char *close = model.range.End.getPointer();
+  while (close > buffer.data() && close[-1] != '}')
+    --close;
+  if (close > buffer.data())
+    top.push_back({close - 1, close - 1, Edit::Opening, declarations});
 
   result.source = applyEdits(buffer.data(), bufferEnd, std::move(top));
   result.dim = dim;

@@ -7,7 +7,10 @@
 
 #include "energy/Runtime/ShardedSession.h"
 
+#include "energy/Runtime/Manifest.h"
+
 #include <algorithm>
+#include <cstring>
 
 using namespace energy;
 
@@ -40,7 +43,8 @@ Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
   int64_t begin = 0, end = 0;
   shardOf(length, communicator.rank(), communicator.size(), begin, end);
   options.dims[layout.dim] = end - begin;
-  options.dims[layout.wholeDim] = length;
+  if (!layout.wholeDim.empty())
+    options.dims[layout.wholeDim] = length;
   if (!layout.offsetDim.empty())
     options.dims[layout.offsetDim] = begin;
   if (!layout.firstRankConst.empty())
@@ -159,7 +163,7 @@ static Status sumOverRanks(Communicator &communicator, Tensor &tensor) {
   return Status::success();
 }
 
-Expected<Tensor> ShardedSession::gradient(const std::string &name) {
+Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
   if (Status status = gatherCopies(); !status)
     return status;
   Expected<Tensor> rankGradient = session.gradient(name);
@@ -171,25 +175,83 @@ Expected<Tensor> ShardedSession::gradient(const std::string &name) {
       return status;
     return rankGradient;
   }
-  if (!tensor->gathered.empty()) {
-    // The reads from every rank's copy, summed, at this rank's rows.
-    Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
-    if (!copyGradient)
-      return copyGradient.status();
-    if (Status status = sumOverRanks(*communicator, *copyGradient); !status)
-      return status;
-    RowBlocks blocks(rankGradient->shape(), tensor->axis);
-    for (int64_t o = 0; o < blocks.outer; ++o)
-      for (int64_t r = 0; r < blocks.rows; ++r)
-        for (int64_t i = 0; i < blocks.inner; ++i) {
-          int64_t at = (o * blocks.rows + r) * blocks.inner + i;
-          rankGradient->set(
-              at, rankGradient->at(at) +
-                      copyGradient->at((o * length + begin + r) * blocks.inner +
-                                       i));
-        }
+  if (tensor->gathered.empty())
+    return rankGradient;
+  // The reads from every rank's copy, summed, at this rank's rows.
+  Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
+  if (!copyGradient)
+    return copyGradient.status();
+  if (Status status = sumOverRanks(*communicator, *copyGradient); !status)
+    return status;
+  RowBlocks blocks(rankGradient->shape(), tensor->axis);
+  for (int64_t o = 0; o < blocks.outer; ++o)
+    for (int64_t r = 0; r < blocks.rows; ++r)
+      for (int64_t i = 0; i < blocks.inner; ++i) {
+        int64_t at = (o * blocks.rows + r) * blocks.inner + i;
+        rankGradient->set(
+            at,
+            rankGradient->at(at) +
+                copyGradient->at((o * length + begin + r) * blocks.inner + i));
+      }
+  return rankGradient;
+}
+
+Expected<Tensor> ShardedSession::gradient(const std::string &name) {
+  Expected<Tensor> rows = rankGradient(name);
+  if (!rows)
+    return rows.status();
+  if (const ShardLayout::ShardedTensor *tensor = sharded(name))
+    return allGatherRows(*rows, tensor->axis);
+  return rows;
+}
+
+std::vector<std::string> ShardedSession::stateNames() const {
+  std::vector<std::string> names;
+  for (const ManifestBuffer &buffer : session.model().manifest().buffers)
+    if (isDefaultGradient(buffer)) {
+      bool copy = false;
+      for (const ShardLayout::ShardedTensor &tensor : layout.tensors)
+        copy = copy || tensor.gathered == buffer.name;
+      if (!copy)
+        names.push_back(buffer.name);
+    }
+  return names;
+}
+
+Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
+  const char *suffix = ".supplied_gradient";
+  std::vector<std::string> supplied;
+  for (const ManifestBuffer &buffer : session.model().manifest().buffers) {
+    const std::string &name = buffer.name;
+    if (buffer.kind == BufferKind::Tensor && name.size() > strlen(suffix) &&
+        name.compare(name.size() - strlen(suffix), std::string::npos, suffix) ==
+            0)
+      supplied.push_back(name.substr(0, name.size() - strlen(suffix)));
   }
-  return allGatherRows(*rankGradient, tensor->axis);
+  if (!session.model().hasDynamics())
+    return Status::error("model " + session.model().name() +
+                         " has no dynamics to run");
+  if (supplied.empty())
+    return Status::error(
+        "the rank's model of " + session.model().name() +
+        " computes its own gradient in each step; a sharded run needs it "
+        "compiled with supplied gradients (energy-supplied-gradients)");
+  Expected<int64_t> count = session.stepsToTake(steps);
+  if (!count)
+    return count.status();
+  for (int64_t step = 0; step < *count; ++step) {
+    for (const std::string &name : supplied) {
+      Expected<Tensor> gradient = rankGradient(name);
+      if (!gradient)
+        return gradient.status().withContext("step " + std::to_string(step));
+      if (Status status = session.set(name + suffix, *gradient); !status)
+        return status;
+    }
+    if (Status status = session.step(); !status)
+      return status;
+    copiesCurrent = false;
+  }
+  return *count;
 }
 
 Expected<Tensor> ShardedSession::get(const std::string &name) {

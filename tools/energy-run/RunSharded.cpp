@@ -114,6 +114,8 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
     }
     return true;
   };
+  if (rankSettings.benchRepetitions > 0 && rankSettings.eval == EvalKind::Run)
+    return fail("--bench with --shard times --eval energy or grad");
   if (rankSettings.benchRepetitions > 0)
     return runBench(
                rankSettings,
@@ -126,6 +128,32 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
                [&] { return benchedEvaluation(rankSettings, std::nullopt); })
                ? 0
                : 1;
+  if (rankSettings.eval == EvalKind::Run) {
+    ::energy::Expected<int64_t> steps = session.run(rankSettings.stepsOption());
+    if (!steps)
+      return fail(steps.message());
+    ::energy::Expected<double> energy = session.energy();
+    if (!energy)
+      return fail(energy.message());
+    if (!settings.outputFile.empty()) {
+      // Every rank gathers (a collective); rank 0 writes.
+      RuntimeTensors states;
+      for (const std::string &name : session.stateNames()) {
+        ::energy::Expected<::energy::Tensor> value = session.get(name);
+        if (!value)
+          return fail(value.message());
+        states.emplace(name, std::move(*value));
+      }
+      ::energy::Tensor step(::energy::DType::F64, {});
+      step.set(0, static_cast<double>(*steps));
+      states.emplace(kStepTensor, std::move(step));
+      if (!rankSettings.outputFile.empty() &&
+          !writeOutputs(rankSettings, states))
+        return 1;
+    }
+    StepReporter(rankSettings).printSummary(*steps, *energy);
+    return 0;
+  }
   if (rankSettings.eval == EvalKind::Energy) {
     double energy = 0;
     if (!evaluate(nullptr, &energy))

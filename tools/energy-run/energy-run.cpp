@@ -285,11 +285,11 @@ int main(int argc, char **argv) {
       return fail("--shard evaluates a compiled model on the CPU; it takes "
                   "no --interp, --check, --print-manifest, --plot, "
                   "--plot-attention or --device cuda");
-    if (evalKind != EvalKind::Energy && evalKind != EvalKind::Grad)
+    if (evalKind == EvalKind::LossGrad)
       return fail("--shard " + shardDim +
-                  " evaluates the energy and gradients (--eval energy or "
-                  "grad); sharded runs of the dynamics and loss gradients "
-                  "are not built yet");
+                  " evaluates the energy, gradients and runs (--eval "
+                  "energy, grad or run); sharded loss gradients are not "
+                  "built yet");
   }
   RunSettings settings = settingsFromOptions();
   RunInputs inputs;
@@ -429,6 +429,8 @@ int main(int argc, char **argv) {
     options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
     if (deviceOption == "cuda")
       options.target = withCudaDevice(options.target);
+    // A sharded run's steps read the gradient the ranks put together.
+    options.suppliedGradients = sharded && evalKind == EvalKind::Run;
     FailureOr<OwningOpRef<ModuleOp>> lowered =
         compileToArtifactModule(*module, options);
     if (failed(lowered))

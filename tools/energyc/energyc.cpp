@@ -264,7 +264,8 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     if (emitKind == EmitKind::Grad)
       mlir::energy::buildGradientPipeline(perModel, wrtNames);
     else
-      mlir::energy::buildUpdatePipeline(perModel, wrtNames, callerCotangents);
+      mlir::energy::buildUpdatePipeline(perModel, wrtNames,
+                                        {callerCotangents, !shardDim.empty()});
     if (planned)
       mlir::energy::buildKernelPlanPipeline(
           perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches});

@@ -110,7 +110,8 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
     wrt.push_back(tensor.getSymName().str());
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
-  buildUpdatePipeline(modelPasses, wrt, options.callerCotangents);
+  buildUpdatePipeline(modelPasses, wrt,
+                      {options.callerCotangents, options.suppliedGradients});
   buildKernelPlanPipeline(modelPasses,
                           {options.target.device == "cuda",
                            options.dtype == "bf16", options.runCaches});

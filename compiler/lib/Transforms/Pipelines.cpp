@@ -29,16 +29,18 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
 
 void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
                                        const std::vector<std::string> &wrt,
-                                       bool callerCotangents) {
+                                       const UpdatePipelineOptions &options) {
   // One value per computation, so that what an update matches (the same
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyBuildUpdates());
   // Reversed joined, the gradients of one step share one directional term.
   modelPasses.addPass(createEnergyJoinGradients());
-  if (callerCotangents)
+  if (options.callerCotangents)
     modelPasses.addPass(createEnergyCallerCotangents());
   modelPasses.addPass(createEnergyBuildBackward());
+  if (options.suppliedGradients)
+    modelPasses.addPass(createEnergySuppliedGradients());
   buildGradientPipeline(modelPasses, wrt);
 }
 

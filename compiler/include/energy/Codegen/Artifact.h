@@ -81,6 +81,10 @@ struct ArtifactOptions {
   /// also differentiates the inputs (energy-caller-cotangents): a model
   /// that is a layer of a larger program.
   bool callerCotangents = false;
+  /// Whether the step program reads the gradient the runtime supplies
+  /// (`@X.supplied_gradient`) instead of computing it: one rank of a
+  /// sharded run (energy-supplied-gradients).
+  bool suppliedGradients = false;
 };
 
 /// A dim expression as the runtime reads it (reverse Polish tokens).

@@ -145,6 +145,31 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergySuppliedGradients : Pass<"energy-supplied-gradients", "::mlir::energy::ModelOp"> {
+  let summary = "The step program reads the gradient its caller supplies";
+  let description = [{
+    For one rank of a sharded run (energy-run --shard): the gradient a
+    step needs is put together by the runtime from every rank's part
+    before the step, so the update program reads it instead of computing
+    it. Each `grad @X` of the update program becomes a read of a new input
+    tensor `@X.supplied_gradient` (zeros until set). The program must take
+    the gradient once, at the step's start (before any store), of the
+    global energy, and the dynamics must have no stopping rule: otherwise
+    the pass fails at the op that does not fit (nesterov's look-ahead,
+    heun's second evaluation, a `until` rule).
+
+    ```mlir
+    update_program {
+      %g = grad @x : !energy.array<N, D>
+    // becomes
+    tensor @x.supplied_gradient : input [@N, @D] = zeros
+    update_program {
+      %g = read @x.supplied_gradient : !energy.array<N, D>
+    ```
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyCallerCotangents : Pass<"energy-caller-cotangents", "::mlir::energy::ModelOp"> {
   let summary = "Seeds the backward program with the caller's cotangents of the final states";
   let description = [{

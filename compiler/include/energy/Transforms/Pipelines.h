@@ -22,14 +22,22 @@ namespace mlir::energy {
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
 
+/// What the update pipeline builds besides the step and backward programs.
+struct UpdatePipelineOptions {
+  /// Seed the backward program with the caller's cotangents of the final
+  /// states instead of the model's losses (energy-caller-cotangents).
+  bool callerCotangents = false;
+  /// The step program reads the gradient its caller supplies instead of
+  /// computing it: one rank of a sharded run (energy-supplied-gradients).
+  bool suppliedGradients = false;
+};
+
 /// Builds the step program of the dynamics (energy-build-updates), the
-/// backward program (energy-build-backward; seeded by the caller's
-/// cotangents of the final states instead of the model's losses when
-/// `callerCotangents`, energy-caller-cotangents), then the gradient
-/// pipeline: what energy-run executes and `energyc --emit=update` prints.
+/// backward program (energy-build-backward), then the gradient pipeline:
+/// what energy-run executes and `energyc --emit=update` prints.
 void buildUpdatePipeline(OpPassManager &modelPasses,
                          const std::vector<std::string> &wrt = {},
-                         bool callerCotangents = false);
+                         const UpdatePipelineOptions &options = {});
 
 /// The steps of the kernel plan, `energy-plan-aggregations` to
 /// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs).

@@ -41,7 +41,8 @@ struct ShardedModel {
   /// The rank's model, as .energy source.
   std::string source;
   /// The sharded dim (the rank's row count in the rank's model), the dim of
-  /// the whole length, and the dim of the rank's first row.
+  /// the whole length, and the dim of the rank's first row (each of the
+  /// last two, and firstRankConst, empty when the model does not read it).
   std::string dim, wholeDim, offsetDim;
   std::string firstRankConst;
   std::vector<ShardedTensor> tensors;

@@ -197,6 +197,10 @@ public:
   /// converted from F64 to the model's F32.
   const std::vector<std::string> &notes() const { return noteList; }
 
+  /// stepsToTake with the manifest's step count at the bound dims; an error
+  /// when that cannot be evaluated.
+  Expected<int64_t> stepsToTake(std::optional<int64_t> requested);
+
 private:
   friend class SessionBackpropTarget;
   const detail::ModelState &modelState() const { return *owner.state; }
@@ -262,9 +266,6 @@ private:
   /// For a model with a loss: each state's value when the buffers were set
   /// up (resetStates), by buffer position.
   std::map<size_t, Tensor> initialStates;
-  /// stepsToTake with the manifest's step count at the bound dims; an error
-  /// when that cannot be evaluated.
-  Expected<int64_t> stepsToTake(std::optional<int64_t> requested);
   /// The buffer of tensor or output `name`, an output computed first.
   Expected<size_t> valueBuffer(const std::string &name);
   /// Copies `value` into buffer `index` (on the device for a CUDA

@@ -19,7 +19,7 @@ namespace energy {
 
 /// How a rank's model binds (the front end's ShardedModel without its
 /// source): the sharded dim, the dims of the whole length and of the rank's
-/// first row (empty when the model does not read it), the const that is 1
+/// first row (each empty when the model does not read it), the const that is 1
 /// on the first rank and 0 elsewhere (empty when unused), and the tensors
 /// with an axis of the dim.
 struct ShardLayout {
@@ -55,6 +55,13 @@ public:
   Expected<Tensor> gradient(const std::string &name);
   /// The tensor `name`, whole.
   Expected<Tensor> get(const std::string &name);
+  /// Runs the dynamics `steps` steps (else the model's count): before each
+  /// step the ranks put the gradient together, which the rank's step
+  /// program reads (a model compiled with energy-supplied-gradients).
+  /// Returns the steps taken.
+  Expected<int64_t> run(std::optional<int64_t> steps = std::nullopt);
+  /// The model's forward states, optimizer state and gathered copies aside.
+  std::vector<std::string> stateNames() const;
 
   /// The rank's tensors were changed through rankSession(): the copies
   /// are gathered again before the next evaluation.
@@ -73,6 +80,9 @@ private:
   const ShardLayout::ShardedTensor *sharded(const std::string &name) const;
   /// Fills the gathered copies from every rank's rows.
   Status gatherCopies();
+  /// The gradient of `name` at this rank's rows (for a sharded tensor) or
+  /// whole (summed over the ranks).
+  Expected<Tensor> rankGradient(const std::string &name);
   /// Every rank's rows of `rows` (this rank's rows of a tensor whose axis
   /// `axis` is the dim) as the whole tensor.
   Expected<Tensor> allGatherRows(const Tensor &rows, unsigned axis);
