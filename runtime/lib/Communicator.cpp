@@ -24,17 +24,75 @@ void energy::shardOf(int64_t count, int rank, int size, int64_t &begin,
   end = begin + base + (rank < extra ? 1 : 0);
 }
 
+/// Parts of `count` values as shardOf cuts them among `size` ranks.
+static std::vector<size_t> shardCounts(size_t count, int size) {
+  std::vector<size_t> counts(size);
+  for (int rank = 0; rank < size; ++rank) {
+    int64_t begin = 0, end = 0;
+    shardOf(static_cast<int64_t>(count), rank, size, begin, end);
+    counts[rank] = static_cast<size_t>(end - begin);
+  }
+  return counts;
+}
+
 Status Communicator::allReduceSum(std::vector<double> &values) {
+  // Each rank sums its part in rank order, then the parts are gathered:
+  // every rank gets the same bits whatever the timing.
+  std::vector<double> part;
+  if (Status status = reduceScatterSum(values, part); !status)
+    return status;
+  std::vector<size_t> counts = shardCounts(values.size(), size());
+  std::vector<double> padded(counts.front(), 0.0);
+  std::copy(part.begin(), part.end(), padded.begin());
+  std::vector<double> gathered;
+  if (Status status = allGather(padded, gathered); !status)
+    return status;
+  size_t at = 0;
+  for (int r = 0; r < size(); ++r)
+    for (size_t i = 0; i < counts[r]; ++i)
+      values[at++] = gathered[r * counts.front() + i];
+  return Status::success();
+}
+
+Status Communicator::allToAll(const std::vector<double> &values,
+                              const std::vector<size_t> &counts,
+                              std::vector<double> &received) {
   std::vector<double> gathered;
   if (Status status = allGather(values, gathered); !status)
     return status;
-  size_t count = values.size();
-  for (size_t i = 0; i < count; ++i) {
-    double sum = gathered[i];
-    for (int r = 1; r < size(); ++r)
-      sum += gathered[r * count + i];
-    values[i] = sum;
-  }
+  size_t offset = 0;
+  for (int r = 0; r < rank(); ++r)
+    offset += counts[r];
+  size_t mine = counts[rank()];
+  received.resize(mine * size());
+  for (int r = 0; r < size(); ++r)
+    std::copy(gathered.begin() + r * values.size() + offset,
+              gathered.begin() + r * values.size() + offset + mine,
+              received.begin() + r * mine);
+  return Status::success();
+}
+
+Status Communicator::reduceScatterSum(const std::vector<double> &values,
+                                      const std::vector<size_t> &counts,
+                                      std::vector<double> &part) {
+  size_t total = 0;
+  for (size_t count : counts)
+    total += count;
+  if (counts.size() != static_cast<size_t>(size()) || total != values.size())
+    return Status::error("reduce-scatter of " + std::to_string(values.size()) +
+                         " values into " + std::to_string(counts.size()) +
+                         " parts of " + std::to_string(total) +
+                         " in all, in "
+                         "a group of " +
+                         std::to_string(size()));
+  std::vector<double> received;
+  if (Status status = allToAll(values, counts, received); !status)
+    return status;
+  size_t mine = counts[rank()];
+  part.assign(received.begin(), received.begin() + mine);
+  for (int r = 1; r < size(); ++r)
+    for (size_t i = 0; i < mine; ++i)
+      part[i] += received[r * mine + i];
   return Status::success();
 }
 
@@ -59,13 +117,7 @@ Status Communicator::barrier() {
 
 Status Communicator::reduceScatterSum(const std::vector<double> &values,
                                       std::vector<double> &part) {
-  std::vector<double> sum = values;
-  if (Status status = allReduceSum(sum); !status)
-    return status;
-  int64_t begin = 0, end = 0;
-  shardOf(static_cast<int64_t>(sum.size()), rank(), size(), begin, end);
-  part.assign(sum.begin() + begin, sum.begin() + end);
-  return Status::success();
+  return reduceScatterSum(values, shardCounts(values.size(), size()), part);
 }
 
 namespace {

@@ -177,22 +177,32 @@ Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
   }
   if (tensor->gathered.empty())
     return rankGradient;
-  // The reads from every rank's copy, summed, at this rank's rows.
+  // The reads from every rank's copy, summed at this rank's rows: each
+  // rank's rows of the copy's gradient go to that rank (a reduce-scatter).
   Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
   if (!copyGradient)
     return copyGradient.status();
-  if (Status status = sumOverRanks(*communicator, *copyGradient); !status)
-    return status;
   RowBlocks blocks(rankGradient->shape(), tensor->axis);
-  for (int64_t o = 0; o < blocks.outer; ++o)
-    for (int64_t r = 0; r < blocks.rows; ++r)
-      for (int64_t i = 0; i < blocks.inner; ++i) {
-        int64_t at = (o * blocks.rows + r) * blocks.inner + i;
-        rankGradient->set(
-            at,
-            rankGradient->at(at) +
-                copyGradient->at((o * length + begin + r) * blocks.inner + i));
-      }
+  int size = communicator->size();
+  std::vector<size_t> counts(size);
+  std::vector<double> values;
+  values.reserve(copyGradient->elementCount());
+  for (int rank = 0; rank < size; ++rank) {
+    int64_t rankBegin = 0, rankEnd = 0;
+    shardOf(length, rank, size, rankBegin, rankEnd);
+    counts[rank] = blocks.outer * (rankEnd - rankBegin) * blocks.inner;
+    for (int64_t o = 0; o < blocks.outer; ++o)
+      for (int64_t r = rankBegin; r < rankEnd; ++r)
+        for (int64_t i = 0; i < blocks.inner; ++i)
+          values.push_back(
+              copyGradient->at((o * length + r) * blocks.inner + i));
+  }
+  std::vector<double> rows;
+  if (Status status = communicator->reduceScatterSum(values, counts, rows);
+      !status)
+    return status;
+  for (int64_t at = 0; at < rankGradient->elementCount(); ++at)
+    rankGradient->set(at, rankGradient->at(at) + rows[at]);
   return rankGradient;
 }
 

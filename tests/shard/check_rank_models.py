@@ -45,6 +45,16 @@ def relative(a, b):
     return float(np.max(np.abs(a - b))) / scale if a.size else 0.0
 
 
+_compiled = {}
+
+
+def compiled(source):
+    """The model of `source` (a path or text) in float64, compiled once."""
+    if source not in _compiled:
+        _compiled[source] = energy.compile(source, dtype='f64')
+    return _compiled[source]
+
+
 def check(energyc, name, dim, ranks):
     model = zoo.load(name)
     dims = dict(model.TEST_DIMS)
@@ -61,7 +71,7 @@ def check(energyc, name, dim, ranks):
             raise AssertionError('%s --shard %s: %s' % (name, dim, rewritten.stderr))
         return 'refused: ' + message.split('error: ', 1)[1]
 
-    whole = energy.compile(model.SOURCE, dtype='f64')
+    whole = compiled(model.SOURCE)
     # The spec's tensors (the backward program's have dotted names).
     names = [n for n in whole.tensors if '.' not in n]
     session = whole.session(**dims)
@@ -70,7 +80,7 @@ def check(energyc, name, dim, ranks):
     expected_energy = session.energy()
     expected = session.grad(wrt=names)
 
-    rank_model = energy.compile(rewritten.stdout, dtype='f64')
+    rank_model = compiled(rewritten.stdout)
     rank_tensors = rank_model.tensors
     whole_dim, offset_dim = dim + '__all', dim + '__offset'
     gathered = {n[:-len('__all')]: n for n in rank_tensors if n.endswith('__all')}

@@ -41,6 +41,29 @@ public:
                                MPI_COMM_WORLD));
   }
 
+  Status allToAll(const std::vector<double> &values,
+                  const std::vector<size_t> &counts,
+                  std::vector<double> &received) override {
+    std::vector<int> sendCounts(count), sendOffsets(count),
+        receiveCounts(count), receiveOffsets(count);
+    size_t offset = 0, mine = counts[myRank];
+    for (int r = 0; r < count; ++r) {
+      if (offset > INT_MAX || counts[r] > INT_MAX || mine * r > INT_MAX)
+        return error("MPI_Alltoallv", "more than INT_MAX values");
+      sendCounts[r] = static_cast<int>(counts[r]);
+      sendOffsets[r] = static_cast<int>(offset);
+      receiveCounts[r] = static_cast<int>(mine);
+      receiveOffsets[r] = static_cast<int>(mine * r);
+      offset += counts[r];
+    }
+    received.assign(mine * count, 0.0);
+    return check("MPI_Alltoallv",
+                 MPI_Alltoallv(values.data(), sendCounts.data(),
+                               sendOffsets.data(), MPI_DOUBLE, received.data(),
+                               receiveCounts.data(), receiveOffsets.data(),
+                               MPI_DOUBLE, MPI_COMM_WORLD));
+  }
+
   Status broadcast(void *data, size_t bytes, int root) override {
     if (bytes > INT_MAX)
       return error("MPI_Bcast", "more than INT_MAX bytes");

@@ -19,18 +19,23 @@ using energy::Status;
 
 namespace {
 /// Rank `me` of a group whose members hold `held` (one vector per rank):
-/// its allGather hands back `held`, whatever this rank passes.
+/// its allGather hands back `held`, whatever this rank passes; a second
+/// allGather hands back `later` (what the ranks send next, when a test
+/// knows it).
 class FakeGroup final : public Communicator {
 public:
-  FakeGroup(int me, std::vector<std::vector<double>> held)
-      : me(me), held(std::move(held)) {}
+  FakeGroup(int me, std::vector<std::vector<double>> held,
+            std::vector<std::vector<double>> later = {})
+      : me(me), held(std::move(held)), later(std::move(later)) {}
   int rank() const override { return me; }
   int size() const override { return static_cast<int>(held.size()); }
   Status allGather(const std::vector<double> &values,
                    std::vector<double> &gathered) override {
-    REQUIRE(values.size() == held[me].size());
+    const std::vector<std::vector<double>> &sent = calls++ ? later : held;
+    REQUIRE(sent.size() == held.size());
+    REQUIRE(values.size() == sent[me].size());
     gathered.clear();
-    for (const std::vector<double> &part : held)
+    for (const std::vector<double> &part : sent)
       gathered.insert(gathered.end(), part.begin(), part.end());
     return Status::success();
   }
@@ -41,7 +46,8 @@ public:
 
 private:
   int me;
-  std::vector<std::vector<double>> held;
+  std::vector<std::vector<double>> held, later;
+  int calls = 0;
 };
 } // namespace
 
@@ -67,15 +73,37 @@ TEST_CASE("reductions add in rank order on every rank") {
   // rank must get the rank order's 0.
   std::vector<std::vector<double>> held = {{1e16, 2}, {1, 3}, {-1e16, 4}};
   for (int rank = 0; rank < 3; ++rank) {
-    FakeGroup group(rank, held);
+    // allReduceSum is a reduce-scatter (rank r sums part r in rank order),
+    // then the parts (padded to the first's length) gathered: the ranks
+    // send {0}, {9} and {} padded to {0}.
+    FakeGroup group(rank, held, {{0.0}, {9.0}, {0.0}});
     std::vector<double> values = held[rank];
     REQUIRE(group.allReduceSum(values).ok());
     CHECK(values == std::vector<double>{0.0, 9.0});
     std::vector<double> part;
-    REQUIRE(group.reduceScatterSum(held[rank], part).ok());
+    FakeGroup scatter(rank, held);
+    REQUIRE(scatter.reduceScatterSum(held[rank], part).ok());
     CHECK(part == (rank == 0   ? std::vector<double>{0.0}
                    : rank == 1 ? std::vector<double>{9.0}
                                : std::vector<double>{}));
+  }
+}
+
+TEST_CASE("a reduce-scatter into given parts sends each its own") {
+  // Parts of 1, 0 and 2 values: rank r gets part r summed in rank order.
+  std::vector<std::vector<double>> held = {
+      {1e16, 5, 6}, {1, 7, 8}, {-1e16, 9, 10}};
+  std::vector<size_t> counts = {1, 0, 2};
+  std::vector<std::vector<double>> expected = {{0.0}, {}, {21.0, 24.0}};
+  for (int rank = 0; rank < 3; ++rank) {
+    FakeGroup group(rank, held);
+    std::vector<double> part;
+    REQUIRE(group.reduceScatterSum(held[rank], counts, part).ok());
+    CHECK(part == expected[rank]);
+    FakeGroup again(rank, held);
+    CHECK(again.reduceScatterSum(held[rank], {1, 1, 2}, part).message() ==
+          "reduce-scatter of 3 values into 3 parts of 4 in all, in a group "
+          "of 3");
   }
 }
 

@@ -37,6 +37,14 @@ public:
   virtual Status broadcast(void *data, size_t bytes, int root);
   /// Returns when every rank has called it. By default an allGather.
   virtual Status barrier();
+  /// Part r of `values` (cut into size() consecutive parts of `counts`
+  /// values, the same counts on every rank) goes to rank r: `received`
+  /// holds, in rank order, every rank's part for this one (size() times
+  /// counts[rank()] values). By default through allGather (every rank gets
+  /// every part); an implementation may send each part only where it goes.
+  virtual Status allToAll(const std::vector<double> &values,
+                          const std::vector<size_t> &counts,
+                          std::vector<double> &received);
   /// Ends every process of the group with `code`, now: what a rank that
   /// cannot go on does, so that the others do not wait for it.
   [[noreturn]] virtual void abort(int code) = 0;
@@ -49,6 +57,11 @@ public:
   /// `values` (the same count on every rank), cut into size() contiguous
   /// parts (the first count % size() one longer), in rank order.
   Status reduceScatterSum(const std::vector<double> &values,
+                          std::vector<double> &part);
+  /// The same with the parts' sizes given (`counts`, one per rank, the same
+  /// on every rank): each rank receives only its part from each other rank.
+  Status reduceScatterSum(const std::vector<double> &values,
+                          const std::vector<size_t> &counts,
                           std::vector<double> &part);
 };
 
