@@ -64,9 +64,22 @@ ShardedSession::sharded(const std::string &name) const {
   return nullptr;
 }
 
+void ShardedSession::invalidateCopies(bool statesOnly) {
+  for (const ShardLayout::ShardedTensor &tensor : layout.tensors) {
+    if (tensor.gathered.empty())
+      continue;
+    const Manifest &manifest = session.model().manifest();
+    std::optional<size_t> buffer = manifest.findBuffer(tensor.name);
+    if (!statesOnly ||
+        (buffer && manifest.buffers[*buffer].role == TensorRole::State))
+      staleCopies.insert(tensor.name);
+  }
+}
+
 Status ShardedSession::set(const std::string &name, const Tensor &whole) {
-  copiesCurrent = false;
   const ShardLayout::ShardedTensor *tensor = sharded(name);
+  if (tensor && !tensor->gathered.empty())
+    staleCopies.insert(name);
   if (!tensor)
     return session.set(name, whole);
   if (whole.rank() <= tensor->axis || whole.shape()[tensor->axis] != length)
@@ -121,10 +134,8 @@ Expected<Tensor> ShardedSession::allGatherRows(const Tensor &rows,
 }
 
 Status ShardedSession::gatherCopies() {
-  if (copiesCurrent)
-    return Status::success();
   for (const ShardLayout::ShardedTensor &tensor : layout.tensors) {
-    if (tensor.gathered.empty())
+    if (tensor.gathered.empty() || !staleCopies.count(tensor.name))
       continue;
     Expected<Tensor> rows = session.get(tensor.name);
     if (!rows)
@@ -134,8 +145,8 @@ Status ShardedSession::gatherCopies() {
       return whole.status();
     if (Status status = session.set(tensor.gathered, *whole); !status)
       return status;
+    staleCopies.erase(tensor.name);
   }
-  copiesCurrent = true;
   return Status::success();
 }
 
@@ -259,7 +270,7 @@ Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
     }
     if (Status status = session.step(); !status)
       return status;
-    copiesCurrent = false;
+    invalidateCopies(/*statesOnly=*/true);
   }
   return *count;
 }

@@ -12,6 +12,7 @@
 #include "energy/Runtime/Session.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,10 @@ public:
   /// The model's forward states, optimizer state and gathered copies aside.
   std::vector<std::string> stateNames() const;
 
-  /// The rank's tensors were changed through rankSession(): the copies
-  /// are gathered again before the next evaluation.
-  void invalidateCopies() { copiesCurrent = false; }
+  /// The rank's tensors (its states only, with `statesOnly`) were changed
+  /// through rankSession(): their copies are gathered again before the next
+  /// evaluation.
+  void invalidateCopies(bool statesOnly = false);
 
   int64_t firstRow() const { return begin; }
   int64_t rowCount() const { return end - begin; }
@@ -91,7 +93,8 @@ private:
   ShardLayout layout;
   int64_t length, begin, end;
   Communicator *communicator;
-  bool copiesCurrent = false;
+  /// The sharded tensors whose gathered copies are out of date.
+  std::set<std::string> staleCopies;
 };
 
 } // namespace energy

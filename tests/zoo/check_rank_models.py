@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'zoo'))
+sys.path.insert(0, HERE)
 import zoo  # noqa: E402
 
 import energy  # noqa: E402
