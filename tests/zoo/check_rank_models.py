@@ -51,7 +51,8 @@ _compiled = {}
 def compiled(source):
     """The model of `source` (a path or text) in float64, compiled once."""
     if source not in _compiled:
-        _compiled[source] = energy.compile(source, dtype='f64')
+        # Compiled quickly: the check is of values, not speed.
+        _compiled[source] = energy.compile(source, dtype='f64', opt_level=0)
     return _compiled[source]
 
 
@@ -90,7 +91,8 @@ def check(energyc, name, dim, ranks):
         begin, end = shard_range(dims[dim], rank, ranks)
         rank_dims = dict(dims)
         rank_dims[dim] = end - begin
-        rank_dims[whole_dim] = dims[dim]
+        if whole_dim in rank_model.dims:
+            rank_dims[whole_dim] = dims[dim]
         if offset_dim in rank_model.dims:
             rank_dims[offset_dim] = begin
         consts = {'shard__first': 1.0 if rank == 0 else 0.0} \
