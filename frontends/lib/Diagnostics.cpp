@@ -64,6 +64,10 @@ void DiagnosticEngine::report(Severity severity, llvm::SMLoc loc,
       stream->flush();
     }
   } else if (severity == Severity::Warning) {
+    if (warningsIgnored) {
+      suppressingNotes = true;
+      return;
+    }
     ++numWarnings;
     suppressingNotes = numErrors > kErrorLimit;
   }

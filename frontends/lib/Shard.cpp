@@ -9,6 +9,7 @@
 #include "energy/Frontend/Shard.h"
 
 #include "energy/Frontend/Frontend.h"
+#include "energy/Frontend/OptimizerTable.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -589,6 +590,17 @@ std::optional<ShardedModel> ShardRewriter::run() {
         ok = false;
         continue;
       }
+      if (rule.kind == UpdateRule::Kind::Optimizer && rule.optimizerInfo &&
+          rule.optimizerInfo->category == OptimizerCategory::Stationary &&
+          rule.target && axes.count(rule.target)) {
+        diagnostics.error(rule.optimizerRange.Start,
+                          "`stationary` (a closed form) updates " +
+                              quoted(rule.node) + ", a tensor along dim " +
+                              quoted(dim) + ", which --shard does not rewrite",
+                          {rule.optimizerRange});
+        ok = false;
+        continue;
+      }
       if (rule.value)
         visit(*rule.value);
       for (const OptimizerOption &option : rule.options)
@@ -724,8 +736,10 @@ std::optional<ShardedModel> energy::frontend::shardSourceBuffer(
   shardedBuffer = sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(sharded->source, name),
       llvm::SMLoc());
+  diagnostics.ignoreWarnings(true);
   std::unique_ptr<ModelSpec> rank =
       parseAndCheck(sourceMgr, shardedBuffer, diagnostics);
+  diagnostics.ignoreWarnings(false);
   if (!rank || diagnostics.hasErrors())
     return std::nullopt;
   return sharded;

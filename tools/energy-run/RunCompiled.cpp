@@ -119,8 +119,10 @@ int tools::printManifestOf(const ::energy::Model &model) {
 
 OwningOpRef<ModuleOp> tools::emitModel(MLIRContext &context,
                                        SourceMgr &sourceMgr,
-                                       std::optional<unsigned> buffer) {
+                                       std::optional<unsigned> buffer,
+                                       bool generated) {
   fe::DiagnosticEngine diagnostics(sourceMgr);
+  diagnostics.ignoreWarnings(generated);
   return fe::emitSource(context, sourceMgr,
                         buffer.value_or(sourceMgr.getMainFileID()),
                         diagnostics);

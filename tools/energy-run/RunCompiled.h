@@ -22,10 +22,12 @@
 namespace mlir::energy::tools {
 
 /// The model of `sourceMgr`'s buffer `buffer` (by default its main one);
-/// null after reporting errors.
+/// null after reporting errors. A source energy-run wrote (`generated`: the
+/// rank's model of --shard) reports errors only.
 OwningOpRef<ModuleOp> emitModel(MLIRContext &context,
                                 llvm::SourceMgr &sourceMgr,
-                                std::optional<unsigned> buffer = std::nullopt);
+                                std::optional<unsigned> buffer = std::nullopt,
+                                bool generated = false);
 
 /// --print-manifest: the manifest of a compiled model, as it gives it.
 int printManifestOf(const ::energy::Model &model);

@@ -400,7 +400,8 @@ int main(int argc, char **argv) {
   context.loadDialect<EnergyDialect, arith::ArithDialect>();
   context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = emitModel(context, sourceMgr, buffer);
+  OwningOpRef<ModuleOp> module =
+      emitModel(context, sourceMgr, buffer, sharded.has_value());
   if (!module)
     return 1;
 

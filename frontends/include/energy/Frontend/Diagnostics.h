@@ -57,6 +57,11 @@ public:
   void note(llvm::SMLoc loc, const llvm::Twine &message,
             llvm::ArrayRef<llvm::SMRange> ranges = {});
 
+  /// Drops later warnings (and their notes) while set: for sources a tool
+  /// wrote itself (the rank's model of --shard), whose unused declarations
+  /// say nothing about the user's model.
+  void ignoreWarnings(bool ignore) { warningsIgnored = ignore; }
+
   unsigned getNumErrors() const { return numErrors; }
   unsigned getNumWarnings() const { return numWarnings; }
   bool hasErrors() const { return numErrors != 0; }
@@ -85,6 +90,7 @@ private:
   unsigned numErrors = 0;
   unsigned numWarnings = 0;
   bool suppressingNotes = false;
+  bool warningsIgnored = false;
 };
 
 } // namespace frontend

@@ -60,7 +60,8 @@ std::optional<ShardedModel> shardModel(const ModelSpec &model,
 /// Parses and checks buffer `bufferId`, rewrites it for --shard `dim` and
 /// adds the rank's model to `sourceMgr` as a new buffer, whose id goes to
 /// `shardedBuffer` (it is parsed and checked too, so that its errors are
-/// reported here). None on any error.
+/// reported here; its warnings, of declarations the rank does not read, are
+/// not). None on any error.
 std::optional<ShardedModel> shardSourceBuffer(llvm::SourceMgr &sourceMgr,
                                               unsigned bufferId,
                                               llvm::StringRef dim,
