@@ -92,6 +92,8 @@ private:
   /// the dim itself, sums over it), directly or through lets and fns.
   bool mentionsShard(const Expr &expr);
   bool declMentionsShard(const Decl &decl);
+  /// Whether `expr` reads `tensor`, directly or through lets and fns.
+  bool reads(const Expr &expr, const TensorDecl &tensor);
 
   // The rewrite of one expression, in the current mode: inside the body of
   // a row sum (`row` set) reads at the row index read the rank's rows.
@@ -223,6 +225,23 @@ bool ShardRewriter::mentionsShard(const Expr &expr) {
   bool found = false;
   forEachChild(
       expr, [&](const Expr &child) { found = found || mentionsShard(child); });
+  return found;
+}
+
+bool ShardRewriter::reads(const Expr &expr, const TensorDecl &tensor) {
+  if (const auto *name = dyn_cast<NameExpr>(&expr)) {
+    if (name->getDecl() == &tensor)
+      return true;
+    if (const auto *let = llvm::dyn_cast_or_null<LetDecl>(name->getDecl()))
+      return reads(let->getBody(), tensor);
+    return false;
+  }
+  if (const auto *call = dyn_cast<CallExpr>(&expr))
+    if (call->getFn() && reads(call->getFn()->getBody(), tensor))
+      return true;
+  bool found = false;
+  forEachChild(
+      expr, [&](const Expr &child) { found = found || reads(child, tensor); });
   return found;
 }
 
@@ -575,10 +594,21 @@ std::optional<ShardedModel> ShardRewriter::run() {
 
   std::vector<Edit> top;
   edits = &top;
+  // Terms with a part every rank evaluates whole, counted on rank 0.
+  std::vector<const TermDecl *> scaledTerms;
   for (const DeclPtr &decl : model.decls)
-    if (const auto *term = dyn_cast<TermDecl>(decl.get()))
+    if (const auto *term = dyn_cast<TermDecl>(decl.get())) {
+      size_t before = top.size();
       if (!linear(term->getBody()))
         wholeOnFirstRank(term->getBody());
+      bool scaled = llvm::any_of(
+          llvm::make_range(top.begin() + before, top.end()),
+          [&](const Edit &edit) {
+            return edit.text.find(firstRankConst) != std::string::npos;
+          });
+      if (scaled)
+        scaledTerms.push_back(term);
+    }
   if (const DynamicsBlock *dynamics = model.dynamics.get()) {
     for (const UpdateRule &rule : dynamics->rules) {
       if (rule.kind == UpdateRule::Kind::Explicit && rule.target &&
@@ -590,9 +620,24 @@ std::optional<ShardedModel> ShardRewriter::run() {
         ok = false;
         continue;
       }
-      if (rule.kind == UpdateRule::Kind::Optimizer && rule.optimizerInfo &&
-          rule.optimizerInfo->category == OptimizerCategory::Stationary &&
-          rule.target && axes.count(rule.target)) {
+      bool stationary =
+          rule.kind == UpdateRule::Kind::Optimizer && rule.optimizerInfo &&
+          rule.optimizerInfo->category == OptimizerCategory::Stationary;
+      if (stationary && rule.target)
+        for (const TermDecl *term : scaledTerms)
+          if (reads(term->getBody(), *rule.target)) {
+            diagnostics.error(
+                rule.optimizerRange.Start,
+                "`stationary` solves for " + quoted(rule.node) +
+                    " in closed form from " + quoted(term->getName()) +
+                    ", a term --shard " + dim +
+                    " leaves to the first rank (it has no sum over " +
+                    quoted(dim) + " for the ranks to share)",
+                {rule.optimizerRange});
+            ok = false;
+            break;
+          }
+      if (stationary && rule.target && axes.count(rule.target)) {
         diagnostics.error(rule.optimizerRange.Start,
                           "`stationary` (a closed form) updates " +
                               quoted(rule.node) + ", a tensor along dim " +
@@ -603,8 +648,17 @@ std::optional<ShardedModel> ShardRewriter::run() {
       }
       if (rule.value)
         visit(*rule.value);
-      for (const OptimizerOption &option : rule.options)
+      for (const OptimizerOption &option : rule.options) {
+        if (rule.target && axes.count(rule.target) &&
+            mentionsShard(*option.value)) {
+          fail(*option.value, "option " + quoted(option.name) +
+                                  " of the rule of " + quoted(rule.node) +
+                                  " reads along dim " + quoted(dim) +
+                                  ", which --shard does not rewrite yet");
+          continue;
+        }
         visit(*option.value);
+      }
     }
     if (dynamics->steps) {
       visit(*dynamics->steps->count);

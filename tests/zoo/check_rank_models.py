@@ -82,11 +82,27 @@ def check(energyc, name, dim, ranks):
     expected = session.grad(wrt=names)
 
     rank_model = compiled(rewritten.stdout)
+    total, grads = put_together(whole, rank_model, rewritten.stdout, names, arrays, dims, dim,
+                                ranks)
+    worst = relative(total, expected_energy)
+    for key in names:
+        worst = max(worst, relative(grads[key], expected[key]))
+    if not worst <= TOLERANCE:
+        raise AssertionError('%s --shard %s over %d ranks: largest relative difference %.3g'
+                             % (name, dim, ranks, worst))
+    return 'equal (%.1e)' % worst
+
+
+def put_together(whole, rank_model, rank_source, names, arrays, dims, dim, ranks):
+    """The energy and the gradients of `names` of the model `whole` at
+    `arrays`, from `ranks` sessions of `rank_model` (its --shard `dim`
+    rewrite), as energy-run --shard puts them together."""
     rank_tensors = rank_model.tensors
     whole_dim, offset_dim = dim + '__all', dim + '__offset'
     gathered = {n[:-len('__all')]: n for n in rank_tensors if n.endswith('__all')}
+    first_rank = 'shard__first' in rank_source_consts(rank_source)
     total = 0.0
-    grads = {n: np.zeros_like(np.asarray(expected[n])) for n in names}
+    grads = {n: np.zeros(np.shape(arrays[n])) for n in names}
     for rank in range(ranks):
         begin, end = shard_range(dims[dim], rank, ranks)
         rank_dims = dict(dims)
@@ -95,8 +111,7 @@ def check(energyc, name, dim, ranks):
             rank_dims[whole_dim] = dims[dim]
         if offset_dim in rank_model.dims:
             rank_dims[offset_dim] = begin
-        consts = {'shard__first': 1.0 if rank == 0 else 0.0} \
-            if 'shard__first' in rank_source_consts(rewritten.stdout) else {}
+        consts = {'shard__first': 1.0 if rank == 0 else 0.0} if first_rank else {}
         s = rank_model.session(rank_dims, consts=consts)
         for key in names:
             axis = axis_of(whole.tensors[key]['shape'], dim)
@@ -116,13 +131,7 @@ def check(energyc, name, dim, ranks):
                 grads[key][tuple(index)] += g[key]
             if key in gathered:
                 grads[key] += g[gathered[key]]
-    worst = relative(total, expected_energy)
-    for key in names:
-        worst = max(worst, relative(grads[key], expected[key]))
-    if not worst <= TOLERANCE:
-        raise AssertionError('%s --shard %s over %d ranks: largest relative difference %.3g'
-                             % (name, dim, ranks, worst))
-    return 'equal (%.1e)' % worst
+    return total, grads
 
 
 def rank_source_consts(source):
