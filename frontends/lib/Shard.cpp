@@ -102,6 +102,9 @@ private:
   void visitRead(const IndexExpr &read);
   void visitReduction(const ReductionExpr &reduction,
                       const IndexBinding *rowBinding);
+  /// The size of an index outside the rank's rows: the dim's whole length;
+  /// any other size that mentions the dim (`N - 1`) is refused.
+  void visitSize(const IndexBinding &binding);
   /// A read of a let: the rank's copy at the row index, the whole one
   /// elsewhere. `indices` is null for a bare name.
   void visitLetRead(const NameExpr &base, const LetDecl &let,
@@ -384,20 +387,22 @@ void ShardRewriter::visitLetRead(const NameExpr &base, const LetDecl &let,
       visit(*index);
 }
 
+void ShardRewriter::visitSize(const IndexBinding &binding) {
+  if (!isShardedBinding(binding) && mentionsShard(*binding.size)) {
+    fail(*binding.size, "index " + quoted(binding.name) + " ranges over " +
+                            quoted(binding.sizeSymbol) + "; --shard " + dim +
+                            " shards indices over " + quoted(dim) + " alone");
+    return;
+  }
+  visit(*binding.size);
+}
+
 void ShardRewriter::visitReduction(const ReductionExpr &reduction,
                                    const IndexBinding *rowBinding) {
   const IndexDomain &domain = reduction.getDomain();
-  for (const IndexBinding &binding : domain.bindings) {
-    if (&binding == rowBinding)
-      continue; // its size stays the rank's row count
-    if (!isShardedBinding(binding) && mentionsShard(*binding.size)) {
-      fail(*binding.size, "index " + quoted(binding.name) + " ranges over " +
-                              quoted(binding.sizeSymbol) + "; --shard " + dim +
-                              " shards indices over " + quoted(dim) + " alone");
-      return;
-    }
-    visit(*binding.size);
-  }
+  for (const IndexBinding &binding : domain.bindings)
+    if (&binding != rowBinding) // its size stays the rank's row count
+      visitSize(binding);
   const IndexBinding *saved = row;
   if (rowBinding)
     row = rowBinding;
@@ -485,7 +490,7 @@ bool ShardRewriter::linear(const Expr &expr) {
     // A sum or mean over other indices of row sums.
     const IndexDomain &domain = reduction.getDomain();
     for (const IndexBinding &binding : domain.bindings)
-      visit(*binding.size);
+      visitSize(binding);
     if (domain.predicate)
       visit(*domain.predicate);
     linear(reduction.getBody());
@@ -512,18 +517,9 @@ std::string ShardRewriter::renderLet(const LetDecl &let, bool whole) {
                         let.getNameRange().End.getPointer(), Edit::Replacement,
                         wholeLetNames.lookup(&let)});
   const IndexDomain &domain = let.getDomain();
-  for (size_t i = 0; i < domain.bindings.size(); ++i) {
-    if (!whole && position && i == *position)
-      continue;
-    const IndexBinding &binding = domain.bindings[i];
-    if (!isShardedBinding(binding) && mentionsShard(*binding.size)) {
-      fail(*binding.size, "index " + quoted(binding.name) + " ranges over " +
-                              quoted(binding.sizeSymbol) + "; --shard " + dim +
-                              " shards indices over " + quoted(dim) + " alone");
-      continue;
-    }
-    visit(*binding.size);
-  }
+  for (size_t i = 0; i < domain.bindings.size(); ++i)
+    if (whole || !position || i != *position)
+      visitSize(domain.bindings[i]);
   if (!whole && position)
     row = &domain.bindings[*position];
   if (domain.predicate)

@@ -67,10 +67,12 @@ def cases():
            {'energy': (3,), 'grad': (2,)})
 
 
-def run_states(energy_run, source, inputs, dims, ranks, shard, out):
-    """The states after 3 steps of the dynamics."""
-    command = [energy_run, source, '--in', inputs, '--dtype', 'f64', '--eval', 'run',
-               '--steps', '3', '--out', out, '--opt-level', '0']
+def energy_run_result(energy_run, source, inputs, dims, ranks, shard, arguments):
+    """energy-run SOURCE with `arguments` (alone, or under mpirun on `ranks`
+    processes with --shard `shard`); exits on failure. Compiled quickly
+    (--opt-level 0): every process compiles the model."""
+    command = [energy_run, source, '--in', inputs, '--dtype', 'f64', '--opt-level', '0']
+    command += list(arguments)
     for key, value in dims.items():
         command += ['--dim', '%s=%d' % (key, value)]
     if shard:
@@ -80,22 +82,20 @@ def run_states(energy_run, source, inputs, dims, ranks, shard, out):
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         sys.exit('failed (%d): %s\n%s' % (result.returncode, ' '.join(command), result.stderr))
+    return result
+
+
+def run_states(energy_run, source, inputs, dims, ranks, shard, out):
+    """The states after 3 steps of the dynamics."""
+    energy_run_result(energy_run, source, inputs, dims, ranks, shard,
+                      ['--eval', 'run', '--steps', '3', '--out', out])
     return safetensors_io.read(out)
 
 
 def evaluate(energy_run, source, inputs, dims, what, ranks, shard, wrt):
-    # Compiled quickly (--opt-level 0): every process compiles the model.
-    command = [energy_run, source, '--in', inputs, '--dtype', 'f64', '--eval', what, '--json',
-               '--wrt', ','.join(wrt), '--opt-level', '0']
-    for key, value in dims.items():
-        command += ['--dim', '%s=%d' % (key, value)]
-    if shard:
-        command += ['--shard', shard]
-    if ranks > 1:
-        command = MPIRUN + ['-np', str(ranks)] + command
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        sys.exit('failed (%d): %s\n%s' % (result.returncode, ' '.join(command), result.stderr))
+    """The energy or the gradients of `wrt`, as energy-run's JSON."""
+    result = energy_run_result(energy_run, source, inputs, dims, ranks, shard,
+                               ['--eval', what, '--json', '--wrt', ','.join(wrt)])
     return json.loads(result.stdout)
 
 
