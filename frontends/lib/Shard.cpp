@@ -92,6 +92,8 @@ private:
   /// the dim itself, sums over it), directly or through lets and fns.
   bool mentionsShard(const Expr &expr);
   bool declMentionsShard(const Decl &decl);
+  /// Whether a parameter or the result of `fn` has an axis of the dim.
+  bool signatureAlongDim(const FnDecl &fn) const;
   /// Whether `expr` reads `tensor`, directly or through lets and fns.
   bool reads(const Expr &expr, const TensorDecl &tensor);
 
@@ -198,14 +200,7 @@ bool ShardRewriter::declMentionsShard(const Decl &decl) {
     if (const Expr *predicate = comprehension->getDomain().predicate.get())
       result = result || mentionsShard(*predicate);
   } else if (const auto *fn = dyn_cast<FnDecl>(&decl)) {
-    auto alongDim = [&](const std::vector<DimRef> &dims) {
-      return llvm::any_of(dims,
-                          [&](const DimRef &ref) { return ref.name == dim; });
-    };
-    result = mentionsShard(fn->getBody()) || alongDim(fn->getResultDims()) ||
-             llvm::any_of(fn->getParams(), [&](const FnParam &param) {
-               return alongDim(param.dims);
-             });
+    result = mentionsShard(fn->getBody()) || signatureAlongDim(*fn);
   } else if (const auto *dimDecl = dyn_cast<DimDecl>(&decl))
     result = dimDecl->getName() == dim;
   mentions[&decl] = result;
@@ -229,6 +224,17 @@ bool ShardRewriter::mentionsShard(const Expr &expr) {
   forEachChild(
       expr, [&](const Expr &child) { found = found || mentionsShard(child); });
   return found;
+}
+
+bool ShardRewriter::signatureAlongDim(const FnDecl &fn) const {
+  auto alongDim = [&](const std::vector<DimRef> &dims) {
+    return llvm::any_of(dims,
+                        [&](const DimRef &ref) { return ref.name == dim; });
+  };
+  return alongDim(fn.getResultDims()) ||
+         llvm::any_of(fn.getParams(), [&](const FnParam &param) {
+           return alongDim(param.dims);
+         });
 }
 
 bool ShardRewriter::reads(const Expr &expr, const TensorDecl &tensor) {
@@ -263,17 +269,6 @@ void ShardRewriter::visit(const Expr &expr) {
     return visitRead(cast<IndexExpr>(expr));
   case Expr::Kind::Reduction:
     return visitReduction(cast<ReductionExpr>(expr), nullptr);
-  case Expr::Kind::Call: {
-    const auto &call = cast<CallExpr>(expr);
-    if (call.getFn() && declMentionsShard(*call.getFn())) {
-      fail(expr, "fn " + quoted(call.getCallee()) + " reads along dim " +
-                     quoted(dim) +
-                     ", which --shard does not rewrite yet "
-                     "(write its body where it is called)");
-      return;
-    }
-    break;
-  }
   default:
     break;
   }
@@ -300,11 +295,6 @@ void ShardRewriter::visitName(const NameExpr &name) {
     return;
   case SymbolKind::Let:
     return visitLetRead(name, *cast<LetDecl>(name.getDecl()), nullptr);
-  case SymbolKind::Output:
-    if (declMentionsShard(*name.getDecl()))
-      fail(name, "output " + quoted(name.getName()) + " reads along dim " +
-                     quoted(dim) + ", which --shard does not rewrite yet");
-    return;
   default:
     return;
   }
@@ -327,17 +317,8 @@ void ShardRewriter::visitRead(const IndexExpr &read) {
         visit(*indices[i]);
     return;
   }
-  if (indices.size() > axis) {
-    const auto *index = dyn_cast<NameExpr>(indices[axis].get());
-    if (!index || index->getSymbolKind() != SymbolKind::IndexVar) {
-      fail(*indices[axis], "tensor " + quoted(tensor->getName()) +
-                               " is read along dim " + quoted(dim) +
-                               " at an index that is not an index variable; "
-                               "--shard needs reads at an index over " +
-                               quoted(dim));
-      return;
-    }
-  }
+  // Any other read (another index, a shifted one `t - 1`, a constant, the
+  // whole axis) reads the gathered copy, at global positions.
   edit(*base, gatheredName(*tensor));
   for (const ExprPtr &index : indices)
     visit(*index);
@@ -364,18 +345,6 @@ void ShardRewriter::visitLetRead(const NameExpr &base, const LetDecl &let,
       if (i != *position)
         visit(*(*indices)[i]);
     return;
-  }
-  if (indices && indices->size() > *position) {
-    const auto *index = dyn_cast<NameExpr>((*indices)[*position].get());
-    if (!index || index->getSymbolKind() != SymbolKind::IndexVar) {
-      fail(*(*indices)[*position],
-           "let " + quoted(let.getName()) + " is read along dim " +
-               quoted(dim) +
-               " at an index that is not an index variable; --shard needs "
-               "reads at an index over " +
-               quoted(dim));
-      return;
-    }
   }
   std::string &name = wholeLetNames[&let];
   if (name.empty()) {
@@ -555,6 +524,7 @@ std::optional<ShardedModel> ShardRewriter::run() {
   firstRankConst = fresh("shard__first");
 
   ShardedModel result;
+  std::vector<Edit> top;
   for (const DeclPtr &decl : model.decls) {
     if (const auto *derived = dyn_cast<DimDecl>(decl.get());
         derived && derived->isDerived() && mentionsShard(*derived->getValue()))
@@ -564,32 +534,51 @@ std::optional<ShardedModel> ShardRewriter::run() {
     const auto *tensor = dyn_cast<TensorDecl>(decl.get());
     if (!tensor)
       continue;
+    // The rank holds its rows of the first axis of the dim; other axes of
+    // the dim (a [N, N] bias) it holds whole.
     std::optional<unsigned> axis;
     for (unsigned i = 0; i < tensor->getDims().size(); ++i) {
-      if (tensor->getDims()[i].name != dim)
+      const DimRef &ref = tensor->getDims()[i];
+      if (ref.name != dim)
         continue;
-      if (axis) {
-        diagnostics.error(tensor->getNameRange().Start,
-                          "tensor " + quoted(tensor->getName()) +
-                              " has two axes of dim " + quoted(dim) +
-                              ", which --shard does not support");
-        return std::nullopt;
+      if (!axis) {
+        axis = i;
+        continue;
       }
-      axis = i;
+      top.push_back({ref.range.Start.getPointer(), ref.range.End.getPointer(),
+                     Edit::Replacement, wholeDim});
+      wholeUsed = true;
     }
     if (axis)
       axes[tensor] = *axis;
   }
-  for (const DeclPtr &decl : model.decls)
-    if (const auto *output = dyn_cast<OutputDecl>(decl.get());
-        output && declMentionsShard(*output))
-      diagnostics.warning(output->getNameRange().Start,
-                          "output " + quoted(output->getName()) +
-                              " reads along dim " + quoted(dim) +
-                              "; --shard does not evaluate outputs yet");
-
-  std::vector<Edit> top;
   edits = &top;
+  // Fns see only their parameters and globals: their bodies read the whole
+  // length.
+  for (const DeclPtr &decl : model.decls)
+    if (const auto *fn = dyn_cast<FnDecl>(decl.get())) {
+      if (!signatureAlongDim(*fn)) {
+        visit(fn->getBody());
+        continue;
+      }
+      diagnostics.error(fn->getNameRange().Start,
+                        "fn " + quoted(fn->getName()) +
+                            " takes or gives values along dim " + quoted(dim) +
+                            ", which --shard does not rewrite yet (write its "
+                            "body where it is called)",
+                        {fn->getNameRange()});
+      ok = false;
+    }
+  // Outputs are evaluated whole on every rank (their reads at a row index
+  // become reads at its global position).
+  for (const DeclPtr &decl : model.decls)
+    if (const auto *output = dyn_cast<OutputDecl>(decl.get())) {
+      for (const IndexBinding &binding : output->getDomain().bindings)
+        visitSize(binding);
+      if (const Expr *predicate = output->getDomain().predicate.get())
+        visit(*predicate);
+      visit(output->getBody());
+    }
   // Terms with a part every rank evaluates whole, counted on rank 0.
   std::vector<const TermDecl *> scaledTerms;
   for (const DeclPtr &decl : model.decls)
@@ -665,23 +654,33 @@ std::optional<ShardedModel> ShardRewriter::run() {
   // Lets: each demanded copy, in the let's place. Rendering a copy may
   // demand copies of the lets it reads, so render until none is new.
   std::map<const LetDecl *, std::string> renderedRank, renderedWhole;
-  bool changed = true;
-  while (changed && ok) {
-    changed = false;
-    for (const DeclPtr &decl : model.decls) {
-      const auto *let = dyn_cast<LetDecl>(decl.get());
-      if (!let)
-        continue;
-      if (rankLets.count(let) && !renderedRank.count(let)) {
-        renderedRank[let] = renderLet(*let, false);
-        changed = true;
-      }
-      if (wholeLetNames.count(let) && !renderedWhole.count(let)) {
-        renderedWhole[let] = renderLet(*let, true);
-        changed = true;
+  auto renderDemanded = [&] {
+    bool changed = true;
+    while (changed && ok) {
+      changed = false;
+      for (const DeclPtr &decl : model.decls) {
+        const auto *let = dyn_cast<LetDecl>(decl.get());
+        if (!let)
+          continue;
+        if (rankLets.count(let) && !renderedRank.count(let)) {
+          renderedRank[let] = renderLet(*let, false);
+          changed = true;
+        }
+        if (wholeLetNames.count(let) && !renderedWhole.count(let)) {
+          renderedWhole[let] = renderLet(*let, true);
+          changed = true;
+        }
       }
     }
-  }
+  };
+  renderDemanded();
+  // A let nothing reads: whole, under its name (the shapes of the tensors
+  // it reads may have changed).
+  for (const DeclPtr &decl : model.decls)
+    if (const auto *let = dyn_cast<LetDecl>(decl.get());
+        let && !rankLets.count(let) && !wholeLetNames.count(let))
+      wholeLetNames[let] = let->getName().str();
+  renderDemanded();
   if (!ok)
     return std::nullopt;
   for (const DeclPtr &decl : model.decls) {
@@ -719,8 +718,9 @@ std::optional<ShardedModel> ShardRewriter::run() {
       declarations += "  param " + entry.gathered + " : [";
       for (size_t i = 0; i < tensor->getDims().size(); ++i)
         declarations +=
-            (i ? ", " : "") +
-            (i == entry.axis ? wholeDim : tensor->getDims()[i].name.str());
+            (i ? ", " : "") + (tensor->getDims()[i].name == dim
+                                   ? wholeDim
+                                   : tensor->getDims()[i].name.str());
       declarations += "] = zeros;\n";
     }
     result.tensors.push_back(std::move(entry));

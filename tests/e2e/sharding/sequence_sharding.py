@@ -59,6 +59,13 @@ def cases():
            {'energy': (2, 3), 'grad': (2, 3), 'run': (2, 3)})
     yield zoo_case('alibi_attention', 'N', {'energy': (2,), 'grad': (3,), 'run': (2,)})
     yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'run': (3,)})
+    # A causal attention with a learned bias between positions ([N, N]: the
+    # rank holds its rows of the first axis, the second whole).
+    yield ('position_bias', os.path.join(ROOT, 'tests', 'lit', 'energyc', 'Inputs',
+                                         'shard-bias.energy'), 'N', {'N': 7, 'D': 3},
+           {'x': rng.standard_normal((7, 3)), 'W': rng.standard_normal((3, 3)),
+            'Bias': rng.standard_normal((7, 7))},
+           {'grad': (3,), 'run': (2,)})
     # EM stops by a rule and solves in closed form: no sharded run.
     yield ('gmm', os.path.join(ROOT, 'examples', 'gmm.energy'), 'N', {'N': 31, 'K': 3, 'D': 2},
            {'x': rng.standard_normal((31, 2)), 'mu': rng.standard_normal((3, 2)),
