@@ -7,6 +7,7 @@
 
 #include "energy/Runtime/ShardedSession.h"
 
+#include "energy/Runtime/ArtifactABI.h"
 #include "energy/Runtime/Manifest.h"
 
 #include <algorithm>
@@ -240,7 +241,7 @@ std::vector<std::string> ShardedSession::stateNames() const {
 }
 
 Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
-  const char *suffix = ".supplied_gradient";
+  const char *suffix = ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX;
   std::vector<std::string> supplied;
   for (const ManifestBuffer &buffer : session.model().manifest().buffers) {
     const std::string &name = buffer.name;

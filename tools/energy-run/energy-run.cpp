@@ -161,8 +161,8 @@ cl::opt<unsigned> jitOptLevel(
 cl::opt<std::string> shardDim(
     "shard",
     cl::desc("Spread the rows of dim DIM over the processes mpirun started "
-             "(each evaluates its rows; --eval energy or grad; a .energy "
-             "model)"),
+             "(each evaluates its rows; --eval energy, grad or run; a "
+             ".energy model)"),
     cl::value_desc("DIM"), cl::init(""), cl::cat(runOptions));
 cl::opt<bool> printManifest(
     "print-manifest",

@@ -8,6 +8,7 @@
 
 #include "Slices.h"
 #include "energy/Interfaces/ElementwiseOpInterface.h"
+#include "energy/Runtime/ArtifactABI.h"
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -89,7 +90,9 @@ struct SuppliedGradientsPass
       SmallVector<Value> replacements;
       for (auto [position, symbol] : llvm::enumerate(grad.getTensors())) {
         auto tensor = symbols.lookup<TensorOp>(symbol.getValue());
-        std::string name = (symbol.getValue() + ".supplied_gradient").str();
+        std::string name =
+            (symbol.getValue() + ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX)
+                .str();
         auto supplied = symbols.lookup<TensorOp>(name);
         if (!supplied) {
           if (symbols.lookup(name)) {

@@ -68,6 +68,12 @@ typedef const char *(*energy_device_error_fn)(void);
  * addresses before any kernel runs. */
 #define ENERGY_ARTIFACT_PLUGIN_SLOT_PREFIX "energy_plugin_code_"
 
+/* One rank of a sharded run (energy-run --shard) steps with the gradient
+ * the ranks put together: its step program reads tensor X's gradient from
+ * the input named X + this suffix, which the runtime sets before each step
+ * (the pass energy-supplied-gradients adds these inputs). */
+#define ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX ".supplied_gradient"
+
 /* Optional: an artifact built with threads exports this to set how many
  * threads its kernels use; results do not depend on the count. */
 #define ENERGY_ARTIFACT_SET_THREADS_SYMBOL "energy_artifact_set_num_threads"
