@@ -458,6 +458,10 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
               readString(**backward, "kernels: backward", key, *part);
           !status)
         return status;
+    if (Status status = readOptionalString(**backward, "kernels: backward",
+                                           "cotangents", parts.cotangents);
+        !status)
+      return status;
     std::optional<std::string> mode;
     if (Status status =
             readOptionalString(**backward, "kernels: backward", "mode", mode);

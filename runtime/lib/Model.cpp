@@ -140,6 +140,12 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
                      &state->backwardFinish}})
       if (Status status = resolve(*symbol, what, *out); !status)
         return status;
+    if (parts.cotangents)
+      if (Status status =
+              resolve(*parts.cotangents, "the backward step's cotangents",
+                      state->backwardCotangents);
+          !status)
+        return status;
   }
   if (auto setLogHandler = reinterpret_cast<energy_set_log_handler_fn>(
           lookup(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL)))

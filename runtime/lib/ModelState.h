@@ -46,6 +46,9 @@ struct ModelState {
   /// loss).
   std::map<std::string, Kernel> losses;
   Kernel backwardSeed, backwardStep, backwardFinish;
+  /// Null function unless the manifest names the backward step's
+  /// cotangents.
+  Kernel backwardCotangents;
   energy_set_threads_fn setThreads = nullptr;
   /// A CUDA artifact's description of its last device failure.
   energy_device_error_fn deviceError = nullptr;

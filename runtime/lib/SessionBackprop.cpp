@@ -40,11 +40,27 @@ Status Session::resetStates() {
   return Status::success();
 }
 
+BackwardHooks::~BackwardHooks() = default;
+Status BackwardHooks::beforeForwardStep(int64_t) { return Status::success(); }
+Status BackwardHooks::afterForwardStep(int64_t) { return Status::success(); }
+Status BackwardHooks::restored() { return Status::success(); }
+Status BackwardHooks::beforeLosses() { return Status::success(); }
+Status BackwardHooks::afterLosses(BackwardResult &) {
+  return Status::success();
+}
+Status BackwardHooks::afterSeed() { return Status::success(); }
+Status BackwardHooks::beforeBackwardStep(int64_t) { return Status::success(); }
+Status BackwardHooks::afterBackwardStep(int64_t) { return Status::success(); }
+Status BackwardHooks::beforeFinish() { return Status::success(); }
+Status BackwardHooks::afterFinish() { return Status::success(); }
+
 namespace energy {
-/// The schedule's target: a session's kernels and buffers.
+/// The schedule's target: a session's kernels and buffers, and the
+/// caller's hooks between them.
 class SessionBackpropTarget : public BackpropTarget {
 public:
-  explicit SessionBackpropTarget(Session &session) : session(session) {
+  SessionBackpropTarget(Session &session, BackwardHooks *given)
+      : session(session), hooks(given ? *given : none) {
     const Manifest &manifest = session.owner.manifest();
     for (size_t i = 0; i < manifest.buffers.size(); ++i)
       if (isForwardState(manifest.buffers[i]))
@@ -54,9 +70,13 @@ public:
     const detail::ModelState &state = session.modelState();
     stop = false;
     last = step;
+    if (Status status = hooks.beforeForwardStep(step); !status)
+      return status;
     if (Status status =
             session.call(state.step.function, state.step.symbol, step, nullptr);
         !status)
+      return status;
+    if (Status status = hooks.afterForwardStep(step); !status)
       return status;
     if (!state.until.function)
       return Status::success();
@@ -73,15 +93,38 @@ public:
   }
   Status seed() override {
     const detail::Kernel &kernel = session.modelState().backwardSeed;
-    return session.call(kernel.function, kernel.symbol, last, nullptr);
+    if (Status status =
+            session.call(kernel.function, kernel.symbol, last, nullptr);
+        !status)
+      return status;
+    return hooks.afterSeed();
   }
   Status backwardStep(int64_t step) override {
-    const detail::Kernel &kernel = session.modelState().backwardStep;
-    return session.call(kernel.function, kernel.symbol, step, nullptr);
+    const detail::ModelState &state = session.modelState();
+    if (const detail::Kernel &cotangents = state.backwardCotangents;
+        cotangents.function)
+      if (Status status = session.call(cotangents.function, cotangents.symbol,
+                                       step, nullptr);
+          !status)
+        return status;
+    if (Status status = hooks.beforeBackwardStep(step); !status)
+      return status;
+    const detail::Kernel &kernel = state.backwardStep;
+    if (Status status =
+            session.call(kernel.function, kernel.symbol, step, nullptr);
+        !status)
+      return status;
+    return hooks.afterBackwardStep(step);
   }
   Status finish() override {
+    if (Status status = hooks.beforeFinish(); !status)
+      return status;
     const detail::Kernel &kernel = session.modelState().backwardFinish;
-    return session.call(kernel.function, kernel.symbol, 0, nullptr);
+    if (Status status =
+            session.call(kernel.function, kernel.symbol, 0, nullptr);
+        !status)
+      return status;
+    return hooks.afterFinish();
   }
   Status save(size_t slot) override {
     if (slots.size() <= slot)
@@ -94,10 +137,12 @@ public:
   Status restore(size_t slot) override {
     for (size_t k = 0; k < states.size(); ++k)
       session.overwriteBuffer(states[k], slots[slot][k]);
-    return Status::success();
+    return hooks.restored();
   }
   /// Each loss at the current values, after `taken` steps.
   Status evaluateLosses(int64_t taken, BackwardResult &result) {
+    if (Status status = hooks.beforeLosses(); !status)
+      return status;
     result.steps = taken;
     for (const auto &[name, kernel] : session.modelState().losses) {
       double value = 0;
@@ -105,11 +150,16 @@ public:
               session.call(kernel.function, kernel.symbol, last, &value);
           !status)
         return status;
+      result.losses[name] = value;
+    }
+    if (Status status = hooks.afterLosses(result); !status)
+      return status;
+    result.loss = 0;
+    for (const auto &[name, value] : result.losses) {
       if (!std::isfinite(value))
         return Status::error("loss '" + name + "' is not finite (" +
                              std::to_string(value) + ") after " +
                              std::to_string(taken) + " steps");
-      result.losses[name] = value;
       result.loss += value;
     }
     return Status::success();
@@ -117,6 +167,8 @@ public:
 
 private:
   Session &session;
+  BackwardHooks none;
+  BackwardHooks &hooks;
   int64_t last = 0;
   std::vector<size_t> states;
   std::vector<std::vector<Tensor>> slots;
@@ -144,7 +196,7 @@ Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
   Expected<int64_t> steps = lossRunSteps(options);
   if (!steps)
     return steps.status();
-  SessionBackpropTarget target(*this);
+  SessionBackpropTarget target(*this, options.hooks);
   BackwardResult result;
   BackpropSchedule schedule;
   schedule.maxSteps = *steps;
@@ -165,7 +217,7 @@ Session::evaluateLosses(const BackwardOptions &options) {
   Expected<int64_t> steps = lossRunSteps(options);
   if (!steps)
     return steps.status();
-  SessionBackpropTarget target(*this);
+  SessionBackpropTarget target(*this, options.hooks);
   int64_t taken = 0;
   for (int64_t step = 0; step < *steps; ++step) {
     bool stop = false;

@@ -189,16 +189,27 @@ Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
   }
   if (tensor->gathered.empty())
     return rankGradient;
-  // The reads from every rank's copy, summed at this rank's rows: each
-  // rank's rows of the copy's gradient go to that rank (a reduce-scatter).
+  // The reads from every rank's copy, summed at this rank's rows.
   Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
   if (!copyGradient)
     return copyGradient.status();
-  RowBlocks blocks(rankGradient->shape(), tensor->axis);
+  Expected<std::vector<double>> rows =
+      sumRowsOverRanks(*copyGradient, tensor->axis);
+  if (!rows)
+    return rows.status();
+  for (int64_t at = 0; at < rankGradient->elementCount(); ++at)
+    rankGradient->set(at, rankGradient->at(at) + (*rows)[at]);
+  return rankGradient;
+}
+
+Expected<std::vector<double>>
+ShardedSession::sumRowsOverRanks(const Tensor &whole, unsigned axis) {
+  // Each rank's rows go to that rank (a reduce-scatter).
+  RowBlocks blocks(whole.shape(), axis);
   int size = communicator->size();
   std::vector<size_t> counts(size);
   std::vector<double> values;
-  values.reserve(copyGradient->elementCount());
+  values.reserve(whole.elementCount());
   for (int rank = 0; rank < size; ++rank) {
     int64_t rankBegin = 0, rankEnd = 0;
     shardOf(length, rank, size, rankBegin, rankEnd);
@@ -206,16 +217,13 @@ Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
     for (int64_t o = 0; o < blocks.outer; ++o)
       for (int64_t r = rankBegin; r < rankEnd; ++r)
         for (int64_t i = 0; i < blocks.inner; ++i)
-          values.push_back(
-              copyGradient->at((o * length + r) * blocks.inner + i));
+          values.push_back(whole.at((o * length + r) * blocks.inner + i));
   }
   std::vector<double> rows;
   if (Status status = communicator->reduceScatterSum(values, counts, rows);
       !status)
     return status;
-  for (int64_t at = 0; at < rankGradient->elementCount(); ++at)
-    rankGradient->set(at, rankGradient->at(at) + rows[at]);
-  return rankGradient;
+  return rows;
 }
 
 Expected<Tensor> ShardedSession::gradient(const std::string &name) {
@@ -240,20 +248,37 @@ std::vector<std::string> ShardedSession::stateNames() const {
   return names;
 }
 
-Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
-  const char *suffix = ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX;
+std::vector<std::string> ShardedSession::suppliedTensors() const {
+  const std::string suffix = ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX;
   std::vector<std::string> supplied;
   for (const ManifestBuffer &buffer : session.model().manifest().buffers) {
     const std::string &name = buffer.name;
-    if (buffer.kind == BufferKind::Tensor && name.size() > strlen(suffix) &&
-        name.compare(name.size() - strlen(suffix), std::string::npos, suffix) ==
+    if (buffer.kind == BufferKind::Tensor && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), std::string::npos, suffix) ==
             0)
-      supplied.push_back(name.substr(0, name.size() - strlen(suffix)));
+      supplied.push_back(name.substr(0, name.size() - suffix.size()));
   }
+  return supplied;
+}
+
+Status ShardedSession::supplyGradients() {
+  for (const std::string &name : suppliedTensors()) {
+    Expected<Tensor> gradient = rankGradient(name);
+    if (!gradient)
+      return gradient.status();
+    if (Status status = session.set(
+            name + ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX, *gradient);
+        !status)
+      return status;
+  }
+  return Status::success();
+}
+
+Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
   if (!session.model().hasDynamics())
     return Status::error("model " + session.model().name() +
                          " has no dynamics to run");
-  if (supplied.empty())
+  if (suppliedTensors().empty())
     return Status::error(
         "the rank's model of " + session.model().name() +
         " computes its own gradient in each step; a sharded run needs it "
@@ -262,13 +287,8 @@ Expected<int64_t> ShardedSession::run(std::optional<int64_t> steps) {
   if (!count)
     return count.status();
   for (int64_t step = 0; step < *count; ++step) {
-    for (const std::string &name : supplied) {
-      Expected<Tensor> gradient = rankGradient(name);
-      if (!gradient)
-        return gradient.status().withContext("step " + std::to_string(step));
-      if (Status status = session.set(name + suffix, *gradient); !status)
-        return status;
-    }
+    if (Status status = supplyGradients(); !status)
+      return status.withContext("step " + std::to_string(step));
     if (Status status = session.step(); !status)
       return status;
     invalidateCopies(/*statesOnly=*/true);

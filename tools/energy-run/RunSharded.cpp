@@ -114,8 +114,30 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
     }
     return true;
   };
-  if (rankSettings.benchRepetitions > 0 && rankSettings.eval == EvalKind::Run)
+  if (rankSettings.benchRepetitions > 0 &&
+      (rankSettings.eval == EvalKind::Run ||
+       rankSettings.eval == EvalKind::LossGrad))
     return fail("--bench with --shard times --eval energy or grad");
+  if (rankSettings.eval == EvalKind::LossGrad) {
+    ::energy::BackwardOptions options;
+    options.steps = rankSettings.stepsOption();
+    options.storage = rankSettings.backwardStorage();
+    ::energy::Expected<::energy::BackwardResult> result =
+        session.backward(options);
+    if (!result)
+      return fail(result.message());
+    ::energy::tools::LossGradients gradients;
+    gradients.steps = result->steps;
+    gradients.losses = result->losses;
+    // Every rank gathers (a collective); rank 0 reports.
+    for (const std::string &name : session.adjointNames()) {
+      ::energy::Expected<::energy::Tensor> adjoint = session.adjoint(name);
+      if (!adjoint)
+        return fail(adjoint.message());
+      gradients.adjoints.emplace("adjoint." + name, std::move(*adjoint));
+    }
+    return reportLossGradients(rankSettings, gradients) ? 0 : 1;
+  }
   if (rankSettings.benchRepetitions > 0)
     return runBench(
                rankSettings,

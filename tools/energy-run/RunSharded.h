@@ -1,8 +1,9 @@
-//===- RunSharded.h - energy-run --shard: one rank of a sharded run -*- C++
+//===- RunSharded.h - energy-run --shard: a rank of a sharded run -*- C++
 //-*-===//
 //
-// Evaluates the energy or gradients of a model, or runs it, whose rows of
-// one dim are spread over the processes of an MPI group (or one process).
+// Evaluates the energy, gradients or a loss's gradient of a model, or runs
+// it, whose rows of one dim are spread over the processes of an MPI group
+// (or one process).
 //
 //===----------------------------------------------------------------------===//
 

@@ -16,6 +16,7 @@
 #include "RunReport.h"
 #include "RunSettings.h"
 #include "RunSharded.h"
+#include "ShardedRank.h"
 
 #include "LaunchedGroup.h"
 
@@ -285,11 +286,6 @@ int main(int argc, char **argv) {
       return fail("--shard evaluates a compiled model on the CPU; it takes "
                   "no --interp, --check, --print-manifest, --plot, "
                   "--plot-attention or --device cuda");
-    if (evalKind == EvalKind::LossGrad)
-      return fail("--shard " + shardDim +
-                  " evaluates the energy, gradients and runs (--eval "
-                  "energy, grad or run); sharded loss gradients are not "
-                  "built yet");
   }
   RunSettings settings = settingsFromOptions();
   RunInputs inputs;
@@ -431,7 +427,9 @@ int main(int argc, char **argv) {
     if (deviceOption == "cuda")
       options.target = withCudaDevice(options.target);
     // A sharded run's steps read the gradient the ranks put together.
-    options.suppliedGradients = sharded && evalKind == EvalKind::Run;
+    if (sharded &&
+        (evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad))
+      options.shardedRank = ::energy::tools::shardedRankOf(*sharded);
     FailureOr<OwningOpRef<ModuleOp>> lowered =
         compileToArtifactModule(*module, options);
     if (failed(lowered))

@@ -30,6 +30,8 @@
 #include "energy/Transforms/Pipelines.h"
 #include "energy/Transforms/PlanStats.h"
 
+#include "ShardedRank.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -248,6 +250,9 @@ mlir::LogicalResult applyDimValues(mlir::ModuleOp module) {
 /// Emits the checked model as the dialect, runs what `--emit` asks for and
 /// prints the result into `os` (for `--emit=lib`, writes the artifact
 /// instead). Returns the exit status.
+/// With --shard: how the rank's programs are built.
+std::optional<mlir::energy::ShardedRankOptions> shardedRank;
+
 int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
                  unsigned buffer, fe::DiagnosticEngine &diagnostics,
                  const mlir::energy::ArtifactTarget &target,
@@ -265,7 +270,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
       mlir::energy::buildGradientPipeline(perModel, wrtNames);
     else
       mlir::energy::buildUpdatePipeline(perModel, wrtNames,
-                                        {callerCotangents, !shardDim.empty()});
+                                        {callerCotangents, shardedRank});
     if (planned)
       mlir::energy::buildKernelPlanPipeline(
           perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches});
@@ -402,10 +407,12 @@ int main(int argc, char **argv) {
                   " shows one rank's model (--emit=source, or the IR); "
                   "energy-run --shard compiles it itself");
     unsigned sharded = 0;
-    if (!fe::shardSourceBuffer(sourceMgr, *buffer, shardDim, diagnostics,
-                               sharded))
+    std::optional<fe::ShardedModel> rank = fe::shardSourceBuffer(
+        sourceMgr, *buffer, shardDim, diagnostics, sharded);
+    if (!rank)
       return 1;
     buffer = sharded;
+    shardedRank = energy::tools::shardedRankOf(*rank);
     // The rank's model is ours: its unused declarations are not the user's.
     diagnostics.ignoreWarnings(true);
   }

@@ -114,6 +114,8 @@ ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {
                               "energy_kernel_backward_step",
                               "energy_kernel_backward_finish"};
     layout.implicitBackward = (*backwards.begin()).getImplicit();
+    if (!(*backwards.begin()).getCotangents().empty())
+      layout.backwardCotangentsKernel = "energy_kernel_backward_cotangents";
   }
   if (DynamicsOp dynamics = model.getDynamics();
       dynamics && !dynamics.getUntil().empty())
@@ -267,6 +269,10 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     for (auto [part, symbol] : llvm::zip_equal(parts, layout.backwardKernels))
       if (failed(emitProgram(*part, symbol, loc)))
         return failure();
+    if (!layout.backwardCotangentsKernel.empty() &&
+        failed(emitProgram(backward.getCotangents(),
+                           layout.backwardCotangentsKernel, loc)))
+      return failure();
   }
   if (!layout.untilKernel.empty()) {
     DynamicsOp dynamics = model.getDynamics();

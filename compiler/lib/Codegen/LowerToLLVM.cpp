@@ -111,7 +111,7 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt,
-                      {options.callerCotangents, options.suppliedGradients});
+                      {options.callerCotangents, options.shardedRank});
   buildKernelPlanPipeline(modelPasses,
                           {options.target.device == "cuda",
                            options.dtype == "bf16", options.runCaches});

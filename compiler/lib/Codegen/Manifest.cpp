@@ -278,12 +278,16 @@ std::string mlir::energy::buildManifest(ModelOp model,
                        {"step", optionalName(layout.stepKernel)},
                        {"until", optionalName(layout.untilKernel)},
                        {"losses", kernelMap(layout.lossKernels)}};
-  if (!layout.backwardKernels.empty())
-    kernels["backward"] = json::Object{
+  if (!layout.backwardKernels.empty()) {
+    json::Object backward{
         {"seed", layout.backwardKernels[0]},
         {"step", layout.backwardKernels[1]},
         {"finish", layout.backwardKernels[2]},
         {"mode", layout.implicitBackward ? "implicit" : "unrolled"}};
+    if (!layout.backwardCotangentsKernel.empty())
+      backward["cotangents"] = layout.backwardCotangentsKernel;
+    kernels["backward"] = std::move(backward);
+  }
   json::Value dynamics = nullptr;
   if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
     dynamics = json::Object{{"steps", rpn(op.getSteps())}};

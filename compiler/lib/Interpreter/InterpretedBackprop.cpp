@@ -68,6 +68,11 @@ Status InterpretedBackprop::seed() {
 }
 
 Status InterpretedBackprop::backwardStep(int64_t step) {
+  if (!backward.getCotangents().empty())
+    if (Status ran = run(backward.getCotangents(), step,
+                         "the backward step's cotangents");
+        !ran)
+      return ran;
   return run(backward.getBody(), step, "the backward step");
 }
 

@@ -503,7 +503,8 @@ FailureOr<TermOp> BackwardBuilder::energyOfFixedLets() {
     auto let = symbols.lookup<LetOp>(name);
     llvm::SetVector<StringRef> reads = readTensors(let.getBody(), model);
     bool readsState = llvm::any_of(reads, [&](StringRef tensor) {
-      return symbols.lookup<TensorOp>(tensor).getRole() == Role::state;
+      auto op = symbols.lookup<TensorOp>(tensor);
+      return op.getRole() == Role::state || op.getExchanged();
     });
     bool readsDifferentiable = llvm::any_of(reads, [&](StringRef tensor) {
       return differentiable.contains(tensor);
@@ -570,18 +571,16 @@ BackwardBuilder::directionalTerm(StringRef tensor, FlatSymbolRefAttr of) {
 FailureOr<std::pair<TermOp, SmallVector<StringRef>>>
 BackwardBuilder::directionalTerm(ArrayRef<FlatSymbolRefAttr> tensors,
                                  FlatSymbolRefAttr of) {
-  std::string name;
-  SmallVector<StringRef> cotangents;
+  SmallVector<StringRef> names, cotangents;
   for (FlatSymbolRefAttr tensor : tensors) {
-    name += (tensor.getValue() + ".").str();
+    names.push_back(tensor.getValue());
     cotangents.push_back(
         auxiliaryTensor(tensor.getValue(), "cotangent",
                         symbols.lookup<TensorOp>(tensor.getValue()).getShape(),
                         Provenance::CotangentOf));
   }
-  name += "backprop";
-  if (of)
-    name += ("." + of.getValue()).str();
+  std::string name =
+      directionalTermName(names, of ? of.getValue() : StringRef());
   auto term = symbols.lookup<TermOp>(name);
   if (!term) {
     FailureOr<GradientOp> gradient = getOrDeriveGradient(model, tensors, of);

@@ -115,6 +115,17 @@ private:
     return target;
   }
 
+  /// Whether `adjoint` is read only once the backward steps are done: the
+  /// adjoint of a param or input (a state's feeds the steps' cotangents),
+  /// not one the runtime reads between the steps (of an `exchanged` copy).
+  bool onlyReadAtTheEnd(FlatSymbolRefAttr adjoint) {
+    auto tensor = model.lookupSymbol<TensorOp>(adjoint);
+    if (!tensor || !tensor.getAdjointOf())
+      return false;
+    auto of = model.lookupSymbol<TensorOp>(*tensor.getAdjointOf());
+    return of && of.getRole() != Role::state && !of.getExchanged();
+  }
+
   /// The step factor of `product` adds into a new tensor that `gradient`
   /// also computes the gradient of, into itself; the seed zeroes it and the
   /// finish adds its product into the adjoint.
@@ -122,7 +133,7 @@ private:
              DeferredProduct product) {
     FlatSymbolRefAttr adjoint =
         commonTarget(calls, product.accumulate.getTensorAttr());
-    if (!adjoint)
+    if (!adjoint || !onlyReadAtTheEnd(adjoint))
       return;
     auto backward = calls.front()->getParentOfType<BackwardProgramOp>();
     if (llvm::any_of(calls, [&](GradOp call) {

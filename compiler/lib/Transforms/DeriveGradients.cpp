@@ -502,6 +502,17 @@ Value buildDirectionalSum(Block &source, OpBuilder &builder, IRMapping &mapping,
 }
 } // namespace
 
+std::string mlir::energy::directionalTermName(ArrayRef<StringRef> tensors,
+                                              StringRef of) {
+  std::string name;
+  for (StringRef tensor : tensors)
+    name += (tensor + ".").str();
+  name += "backprop";
+  if (!of.empty())
+    name += ("." + of).str();
+  return name;
+}
+
 TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
                                           StringRef direction, StringRef name) {
   SmallVector<StringRef> directions(gradient.getTensors().size(), direction);
@@ -533,7 +544,8 @@ TermOp mlir::energy::buildDirectionalTerm(GradientOp gradient,
 
 namespace {
 struct DeriveGradientsPass
-    : public mlir::energy::impl::EnergyDeriveGradientsBase<DeriveGradientsPass> {
+    : public mlir::energy::impl::EnergyDeriveGradientsBase<
+          DeriveGradientsPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -30,6 +30,12 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
 void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
                                        const std::vector<std::string> &wrt,
                                        const UpdatePipelineOptions &options) {
+  if (options.shardedRank) {
+    EnergyExchangedTensorsOptions copies;
+    for (const auto &[tensor, copy] : options.shardedRank->copies)
+      copies.tensors.push_back(copy);
+    modelPasses.addPass(createEnergyExchangedTensors(copies));
+  }
   // One value per computation, so that what an update matches (the same
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());
@@ -39,8 +45,13 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   if (options.callerCotangents)
     modelPasses.addPass(createEnergyCallerCotangents());
   modelPasses.addPass(createEnergyBuildBackward());
-  if (options.suppliedGradients)
-    modelPasses.addPass(createEnergySuppliedGradients());
+  if (options.shardedRank) {
+    EnergySuppliedGradientsOptions rank;
+    rank.rowsDim = options.shardedRank->rowsDim;
+    for (const auto &[tensor, copy] : options.shardedRank->copies)
+      rank.copies.push_back(tensor + "=" + copy);
+    modelPasses.addPass(createEnergySuppliedGradients(rank));
+  }
   buildGradientPipeline(modelPasses, wrt);
 }
 

@@ -59,7 +59,8 @@ bool RunInvariance::isInvariantSymbol(StringRef name) {
   if (isa_and_nonnull<ConstOp>(symbol))
     return true;
   if (auto tensor = dyn_cast_or_null<TensorOp>(symbol))
-    return tensor.getRole() != Role::state && !stored.contains(name);
+    return tensor.getRole() != Role::state && !tensor.getExchanged() &&
+           !stored.contains(name);
   auto let = dyn_cast_or_null<LetOp>(symbol);
   if (!let)
     return false;

@@ -2,18 +2,26 @@
 //
 // One rank of a sharded run steps with the gradient the runtime puts
 // together from every rank's part: the update program reads it from inputs
-// instead of computing it.
+// instead of computing it, and the backward program differentiates the
+// ranks' sum, with the cotangents the runtime gathers in between.
 //
 //===----------------------------------------------------------------------===//
 
+#include "LetReads.h"
 #include "Slices.h"
 #include "energy/Interfaces/ElementwiseOpInterface.h"
 #include "energy/Runtime/ArtifactABI.h"
+#include "energy/Transforms/Gradients.h"
 #include "energy/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYEXCHANGEDTENSORS
 #define GEN_PASS_DEF_ENERGYSUPPLIEDGRADIENTS
 #include "energy/Transforms/Passes.h.inc"
 } // namespace mlir::energy
@@ -22,9 +30,300 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
+/// The backward program of one rank: its Hessian-vector products pair the
+/// gathered cotangents with the copies' gradients, its cotangents are a
+/// part of their own, and what states held whole get from the rank's
+/// energy is kept apart.
+class RankBackward {
+public:
+  RankBackward(ModelOp model, BackwardProgramOp backward, SymbolTable &symbols,
+               const llvm::StringMap<std::string> &copyOf, StringRef rowsDim)
+      : model(model), backward(backward), symbols(symbols), copyOf(copyOf),
+        rowsDim(rowsDim) {}
+
+  /// `stepped`: the tensors whose gradient the step takes (and the rank is
+  /// supplied).
+  LogicalResult rewrite(ArrayRef<StringRef> stepped) {
+    if (backward.getImplicit())
+      return backward.emitError()
+             << "a sharded run cannot differentiate at a fixed point yet "
+                "(`backward implicit`)";
+    Block &step = backward.getBody().front();
+    WalkResult walk = step.walk([&](GradOp grad) {
+      if (grad.getOf())
+        return WalkResult::advance();
+      grad.emitError() << "a sharded run's loss gradient needs a step that is "
+                          "linear in the gradient; the derivative of this "
+                          "step reads the gradient itself";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted() || stepped.empty())
+      return failure(walk.wasInterrupted());
+    // The product is of the energy, or of the energy with the lets that
+    // read no state read from tensors (BuildBackward's energy.fixed_lets).
+    // The product is of the energy, or of the energy with the lets that
+    // read no state read from tensors (BuildBackward's energy.fixed_lets).
+    StringRef of;
+    std::string name;
+    SmallVector<GradOp> calls;
+    for (StringRef energy : {StringRef("energy.fixed_lets"), StringRef()}) {
+      of = energy;
+      name = directionalTermName(stepped, of);
+      step.walk([&](GradOp grad) {
+        if (grad.getOf() && *grad.getOf() == name)
+          calls.push_back(grad);
+      });
+      if (!calls.empty())
+        break;
+    }
+    // Where the rank's energy reads no row of the stepped tensors (only
+    // their copies), the product has no call yet: its calls go after the
+    // cotangents' stores.
+    Operation *anchor = calls.empty() ? nullptr : calls.back();
+    for (StoreOp store : step.getOps<StoreOp>())
+      if (!anchor &&
+          llvm::is_contained(stepped, cotangentOf(store.getTensor())))
+        anchor = store;
+    if (!symbols.lookup<TermOp>(name) || !anchor)
+      return backward.emitError()
+             << "a sharded run's loss gradient takes the step's "
+                "Hessian-vector product of the energy as one term; this "
+                "model's goes through the residual stream of a let";
+    FailureOr<TermOp> term = pairCopies(stepped, name, of);
+    if (failed(term))
+      return failure();
+    if (failed(retarget(calls, anchor, *term)) ||
+        failed(separateCotangents(stepped)))
+      return failure();
+    return success();
+  }
+
+private:
+  FlatSymbolRefAttr ref(StringRef name) {
+    return FlatSymbolRefAttr::get(model.getContext(), name);
+  }
+
+  /// A new state tensor NAME.SUFFIX of `of`'s shape, marked as `of`'s
+  /// cotangent (not a forward state), or the existing one.
+  StringRef auxiliaryOf(StringRef of, StringRef suffix) {
+    std::string name = (of + "." + suffix).str();
+    if (auto existing = symbols.lookup<TensorOp>(name))
+      return existing.getSymName();
+    Operation *last = nullptr;
+    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+      last = tensor;
+    OpBuilder declare(model.getContext());
+    declare.setInsertionPointAfter(last);
+    auto tensor =
+        TensorOp::create(declare, model.getLoc(), name, Role::state,
+                         symbols.lookup<TensorOp>(of).getShape(),
+                         InitKindAttr::get(model.getContext(), InitKind::zeros),
+                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
+    tensor.setCotangentOfAttr(ref(of));
+    symbols.insert(tensor);
+    return tensor.getSymName();
+  }
+
+  /// The term ⟨∇_X E, X̄⟩ + ⟨∇_C E, C̄⟩ over the stepped tensors X and the
+  /// copies C of those that have one (the term named `name` itself when
+  /// none has).
+  FailureOr<TermOp> pairCopies(ArrayRef<StringRef> stepped, StringRef name,
+                               StringRef of) {
+    SmallVector<StringRef> tensors(stepped), directions;
+    for (StringRef tensor : stepped)
+      directions.push_back(auxiliaryOf(tensor, "cotangent"));
+    for (StringRef tensor : stepped)
+      if (auto it = copyOf.find(tensor); it != copyOf.end()) {
+        tensors.push_back(it->second);
+        directions.push_back(auxiliaryOf(it->second, "cotangent"));
+      }
+    if (tensors.size() == stepped.size())
+      return symbols.lookup<TermOp>(name);
+    SmallVector<FlatSymbolRefAttr> refs;
+    for (StringRef tensor : tensors)
+      refs.push_back(ref(tensor));
+    FailureOr<GradientOp> gradient = getOrDeriveGradient(
+        model, refs, of.empty() ? FlatSymbolRefAttr() : ref(of));
+    if (failed(gradient))
+      return failure();
+    std::string joint = directionalTermName(tensors, of);
+    if (auto existing = symbols.lookup<TermOp>(joint))
+      return existing;
+    TermOp term = buildDirectionalTerm(*gradient, directions, joint);
+    symbols.insert(term);
+    return term;
+  }
+
+  /// Whether `tensor` is a state every rank holds whole.
+  bool heldWhole(StringRef tensor) {
+    auto op = symbols.lookup<TensorOp>(tensor);
+    if (!op || op.getRole() != Role::state ||
+        !(op.isForwardState() || op.getOptimizerState()))
+      return false;
+    return llvm::none_of(op.getShape(), [&](Attribute dim) {
+      return cast<FlatSymbolRefAttr>(dim).getValue() == rowsDim;
+    });
+  }
+
+  /// The calls take the gradients of `term`; the tensors it reads beyond
+  /// theirs get theirs too, added to their adjoints at the end of the step.
+  /// A state held whole keeps the rank's part in `@V.rank_adjoint`.
+  LogicalResult retarget(ArrayRef<GradOp> calls, Operation *anchor,
+                         TermOp term) {
+    Block &step = backward.getBody().front();
+    llvm::SmallSetVector<StringRef, 8> taken;
+    for (GradOp call : calls) {
+      call.setOfAttr(ref(term.getSymName()));
+      for (FlatSymbolRefAttr tensor : call.getTensors())
+        taken.insert(tensor.getValue());
+    }
+    OpBuilder builder(model.getContext());
+    Location loc = backward.getLoc();
+    builder.setInsertionPointAfter(anchor);
+    SmallVector<std::pair<StringRef, Value>> added;
+    for (StringRef tensor : readTensors(term.getBody(), model)) {
+      if (taken.contains(tensor) || adjointOf(tensor).empty())
+        continue;
+      auto type = symbols.lookup<TensorOp>(tensor).getArrayType();
+      Value gradient = GradOp::create(builder, loc, type, ref(tensor),
+                                      ref(term.getSymName()))
+                           ->getResult(0);
+      added.push_back({tensor, gradient});
+    }
+    builder.setInsertionPointToEnd(&step);
+    for (auto [tensor, gradient] : added) {
+      StringRef adjoint = adjointOf(tensor);
+      Value sum = AddOp::create(
+          builder, loc,
+          readWholeTensor(builder, loc, cast<ArrayType>(gradient.getType()),
+                          ref(adjoint)),
+          gradient);
+      StoreOp::create(builder, loc, sum, ref(adjoint));
+    }
+    SmallVector<std::pair<StringRef, Value>> parts(added);
+    for (GradOp call : calls)
+      for (auto [position, tensor] : llvm::enumerate(call.getTensors()))
+        if (Value result = call.getResultOf(position))
+          parts.push_back({tensor.getValue(), result});
+    for (auto [tensor, part] : parts) {
+      if (!heldWhole(tensor))
+        continue;
+      // The runtime adds every rank's part; the rank's own adjoint gets none.
+      builder.setInsertionPointAfterValue(part);
+      auto type = cast<ArrayType>(part.getType());
+      Value zero = ConstantOp::create(builder, loc, 0.0);
+      Value zeros = BroadcastOp::create(builder, loc, type, zero);
+      part.replaceAllUsesExcept(zeros, zeros.getDefiningOp());
+      StoreOp::create(builder, loc, part,
+                      ref(auxiliaryOf(tensor, "rank_adjoint")));
+    }
+    return success();
+  }
+
+  /// The tensor whose cotangent `tensor` is, or empty.
+  StringRef cotangentOf(StringRef tensor) {
+    auto op = symbols.lookup<TensorOp>(tensor);
+    return op && op.getCotangentOf() ? *op.getCotangentOf() : StringRef();
+  }
+
+  /// The adjoint tensor of `tensor`, or empty.
+  StringRef adjointOf(StringRef tensor) {
+    for (TensorOp op : model.getBody().front().getOps<TensorOp>())
+      if (op.getAdjointOf() && *op.getAdjointOf() == tensor)
+        return op.getSymName();
+    return {};
+  }
+
+  /// Moves the stores of the stepped tensors' cotangents, and what they
+  /// store, to the program's `cotangents` part.
+  LogicalResult separateCotangents(ArrayRef<StringRef> stepped) {
+    Block &step = backward.getBody().front();
+    llvm::StringSet<> cotangents;
+    for (StringRef tensor : stepped)
+      cotangents.insert((tensor + ".cotangent").str());
+    SmallVector<StoreOp> stores;
+    for (StoreOp store : step.getOps<StoreOp>())
+      if (cotangents.contains(store.getTensor()))
+        stores.push_back(store);
+    if (stores.empty())
+      return success();
+    Block &part = backward.getCotangents().emplaceBlock();
+    OpBuilder builder = OpBuilder::atBlockEnd(&part);
+    IRMapping mapping;
+    for (StoreOp store : stores) {
+      llvm::SetVector<Operation *> cone;
+      if (failed(coneOf(store, cone)))
+        return failure();
+      for (Operation &op : step) {
+        if (&op == store.getOperation())
+          break;
+        if (!cone.contains(&op))
+          continue;
+        if (!mapping.contains(&op))
+          builder.clone(op, mapping);
+      }
+      builder.clone(*store, mapping);
+      store.erase();
+    }
+    eraseDeadOps(step);
+    return success();
+  }
+
+  /// The ops of the step's block that `store` stores the value of, which
+  /// must read nothing a store ahead of it writes.
+  LogicalResult coneOf(StoreOp store, llvm::SetVector<Operation *> &cone) {
+    Block *block = store->getBlock();
+    SmallVector<Value> pending{store.getValue()};
+    while (!pending.empty()) {
+      Operation *op = pending.pop_back_val().getDefiningOp();
+      if (!op || op->getBlock() != block || !cone.insert(op))
+        continue;
+      if (op->getNumRegions() != 0 || isa<GradOp, StoreOp>(op))
+        return store.emitError()
+               << "a sharded run's loss gradient computes the step's "
+                  "cotangents element by element; this one computes '"
+               << op->getName() << "'";
+      if (auto read = dyn_cast<ReadOp>(op))
+        for (Operation *earlier = &block->front(); earlier != store;
+             earlier = earlier->getNextNode())
+          if (auto written = dyn_cast<StoreOp>(earlier);
+              written && written.getTensor() == read.getSource() &&
+              earlier->isBeforeInBlock(op))
+            return store.emitError()
+                   << "a sharded run's loss gradient computes the step's "
+                      "cotangents from the values at the step's start; this "
+                      "one reads @"
+                   << read.getSource() << " after the step stores it";
+      for (Value operand : op->getOperands())
+        pending.push_back(operand);
+    }
+    return success();
+  }
+
+  static void eraseDeadOps(Block &block) {
+    bool erased = true;
+    while (erased) {
+      erased = false;
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (isOpTriviallyDead(&op)) {
+          op.erase();
+          erased = true;
+        }
+    }
+  }
+
+  ModelOp model;
+  BackwardProgramOp backward;
+  SymbolTable &symbols;
+  const llvm::StringMap<std::string> &copyOf;
+  StringRef rowsDim;
+};
+
 struct SuppliedGradientsPass
     : public mlir::energy::impl::EnergySuppliedGradientsBase<
           SuppliedGradientsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModelOp model = getOperation();
     Block &declarations = model.getBody().front();
@@ -107,6 +406,7 @@ struct SuppliedGradientsPass
               declare, tensor.getLoc(), name, Role::input, tensor.getShape(),
               InitKindAttr::get(&getContext(), InitKind::zeros),
               DenseF64ArrayAttr(), FlatSymbolRefAttr());
+          supplied.setExchanged(true);
           symbols.insert(supplied);
           lastTensor = supplied;
         }
@@ -116,6 +416,54 @@ struct SuppliedGradientsPass
       }
       grad.replaceAllUsesWith(replacements);
       grad.erase();
+    }
+    llvm::StringMap<std::string> copyOf;
+    for (const std::string &pair : copies) {
+      auto [tensor, copy] = StringRef(pair).split('=');
+      if (copy.empty() || !symbols.lookup<TensorOp>(tensor) ||
+          !symbols.lookup<TensorOp>(copy)) {
+        model.emitError() << "energy-supplied-gradients: '" << pair
+                          << "' does not name a tensor and its copy (X=C)";
+        return signalPassFailure();
+      }
+      if (!symbols.lookup<TensorOp>(copy).getExchanged()) {
+        model.emitError() << "energy-supplied-gradients: the copy @" << copy
+                          << " is not marked `exchanged` "
+                             "(energy-exchanged-tensors)";
+        return signalPassFailure();
+      }
+      copyOf[tensor] = copy.str();
+    }
+    auto backwards = declarations.getOps<BackwardProgramOp>();
+    if (backwards.empty())
+      return;
+    SmallVector<StringRef> stepped;
+    for (GradOp grad : grads)
+      for (FlatSymbolRefAttr tensor : grad.getTensors())
+        stepped.push_back(tensor.getValue());
+    RankBackward rank(model, *backwards.begin(), symbols, copyOf, rowsDim);
+    if (failed(rank.rewrite(stepped)))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+namespace {
+struct ExchangedTensorsPass
+    : public mlir::energy::impl::EnergyExchangedTensorsBase<
+          ExchangedTensorsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModelOp model = getOperation();
+    for (const std::string &name : tensors) {
+      auto tensor = model.lookupSymbol<TensorOp>(name);
+      if (!tensor) {
+        model.emitError() << "energy-exchanged-tensors: model "
+                          << model.getSymName() << " has no tensor @" << name;
+        return signalPassFailure();
+      }
+      tensor.setExchanged(true);
     }
   }
 };

@@ -11,6 +11,7 @@
 
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Runtime/Manifest.h"
+#include "energy/Transforms/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -81,10 +82,10 @@ struct ArtifactOptions {
   /// also differentiates the inputs (energy-caller-cotangents): a model
   /// that is a layer of a larger program.
   bool callerCotangents = false;
-  /// Whether the step program reads the gradient the runtime supplies
-  /// (`@X.supplied_gradient`) instead of computing it: one rank of a
-  /// sharded run (energy-supplied-gradients).
-  bool suppliedGradients = false;
+  /// One rank of a sharded run: the step program reads the gradient the
+  /// runtime supplies (`@X.supplied_gradient`) instead of computing it, the
+  /// backward program the cotangents it gathers (energy-supplied-gradients).
+  std::optional<ShardedRankOptions> shardedRank;
 };
 
 /// A dim expression as the runtime reads it (reverse Polish tokens).

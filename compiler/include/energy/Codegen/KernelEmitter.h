@@ -49,6 +49,9 @@ struct ArtifactLayout {
   /// The parts of the backward program (seed, step, finish); empty without
   /// a loss.
   std::vector<std::string> backwardKernels;
+  /// The backward step's cotangents, run ahead of it (one rank's model of a
+  /// sharded run); empty when the program has none.
+  std::string backwardCotangentsKernel;
   /// Whether the backward program differentiates at the fixed point (its
   /// step never runs).
   bool implicitBackward = false;

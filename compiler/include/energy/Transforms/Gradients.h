@@ -11,6 +11,8 @@
 
 #include "energy/IR/EnergyOps.h"
 
+#include <string>
+
 namespace mlir::energy {
 
 /// The `energy.gradient` of `tensor` in `model` (of the term `of` only, when
@@ -46,6 +48,11 @@ TermOp buildDirectionalTerm(GradientOp gradient, StringRef direction,
 /// of the Hessian-vector products, derived once.
 TermOp buildDirectionalTerm(GradientOp gradient, ArrayRef<StringRef> directions,
                             StringRef name);
+
+/// The name of the backward program's directional term of `tensors`' joint
+/// gradient (of term `of` only, when given): `x.backprop`,
+/// `x.v.backprop.attn`.
+std::string directionalTermName(ArrayRef<StringRef> tensors, StringRef of = {});
 
 } // namespace mlir::energy
 

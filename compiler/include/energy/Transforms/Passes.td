@@ -145,6 +145,24 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyExchangedTensors : Pass<"energy-exchanged-tensors", "::mlir::energy::ModelOp"> {
+  let summary = "Marks the tensors the runtime sets between the kernels of one call";
+  let description = [{
+    For one rank of a sharded run (energy-run --shard): the gathered copies
+    of the sharded tensors (`x__all`, params of the rank's model) hold every
+    rank's rows as they are at each step, set by the runtime before each
+    kernel that reads them. Marked `exchanged`, they count as varying from
+    step to step: nothing read from them is kept across the kernels of a
+    call (energy-plan-run-caches, energy-plan-defer-invariant-products), and
+    the backward program differentiates through the lets that read them as
+    through those that read states. A name that is not a tensor is an error.
+  }];
+  let options = [
+    ListOption<"tensors", "tensors", "std::string", "The tensors to mark">
+  ];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergySuppliedGradients : Pass<"energy-supplied-gradients", "::mlir::energy::ModelOp"> {
   let summary = "The step program reads the gradient its caller supplies";
   let description = [{
@@ -166,7 +184,28 @@ def EnergySuppliedGradients : Pass<"energy-supplied-gradients", "::mlir::energy:
     update_program {
       %g = read @x.supplied_gradient : !energy.array<N, D>
     ```
+
+    The backward program (a loss's gradient through the run) then
+    differentiates the ranks' sum: the step's Hessian-vector product pairs
+    the cotangent of each state X's rows with its gradient and, where X has
+    a gathered copy C (`copies`, `X=C`), the cotangent of the copy — every
+    rank's cotangents, which the runtime gathers into `@C.cotangent` — with
+    the gradient in C. The cotangents' stores move to the program's
+    `cotangents` part, which the runtime runs first, so that it can gather
+    them before the rest of the step. The part a state without an axis of
+    `rows-dim` (held whole by every rank) gets from the rank's energy goes
+    to `@V.rank_adjoint`, which the runtime sums over the ranks into
+    `@V.adjoint`. A backward step that needs the gradient's value itself (an
+    optimizer not linear in it), a program at a fixed point, or a
+    Hessian-vector product taken through lets that read no state is an
+    error.
   }];
+  let options = [
+    Option<"rowsDim", "rows-dim", "std::string", /*default=*/"\"\"",
+           "The dim of which the rank holds some rows">,
+    ListOption<"copies", "copies", "std::string",
+               "Each sharded tensor and its gathered copy, as X=C">
+  ];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 

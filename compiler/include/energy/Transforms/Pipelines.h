@@ -10,7 +10,9 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::energy {
@@ -22,14 +24,22 @@ namespace mlir::energy {
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
 
+/// One rank of a sharded run (energy-supplied-gradients): the dim of which
+/// it holds some rows, and each sharded tensor's gathered copy.
+struct ShardedRankOptions {
+  std::string rowsDim;
+  std::vector<std::pair<std::string, std::string>> copies;
+};
+
 /// What the update pipeline builds besides the step and backward programs.
 struct UpdatePipelineOptions {
   /// Seed the backward program with the caller's cotangents of the final
   /// states instead of the model's losses (energy-caller-cotangents).
   bool callerCotangents = false;
-  /// The step program reads the gradient its caller supplies instead of
-  /// computing it: one rank of a sharded run (energy-supplied-gradients).
-  bool suppliedGradients = false;
+  /// The programs of one rank of a sharded run: the step program reads the
+  /// gradient the ranks put together instead of computing it, the backward
+  /// program the cotangents they gather (energy-supplied-gradients).
+  std::optional<ShardedRankOptions> shardedRank;
 };
 
 /// Builds the step program of the dynamics (energy-build-updates), the

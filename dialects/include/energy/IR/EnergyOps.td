@@ -98,7 +98,10 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
     adjoint), `cache_flag` and `flag_of` (energy-plan-run-caches: a value
     kept across calls names its flag, the flag its value). An input may say
     `incoming_of` (energy-caller-cotangents: the caller's cotangent of that
-    state's final value, which seeds the backward program).
+    state's final value, which seeds the backward program). An input or
+    param marked `exchanged` is set by the runtime between the kernels of
+    one call (energy-supplied-gradients: one rank's gathered copies and
+    supplied gradients), so no value read from it is kept across kernels.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Energy_RoleAttr:$role,
                        TypedArrayAttrBase<FlatSymbolRefAttr, "dims">:$shape,
@@ -112,14 +115,15 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
                        OptionalAttr<FlatSymbolRefAttr>:$deferred_of,
                        OptionalAttr<FlatSymbolRefAttr>:$cache_flag,
                        OptionalAttr<FlatSymbolRefAttr>:$flag_of,
-                       OptionalAttr<FlatSymbolRefAttr>:$incoming_of);
+                       OptionalAttr<FlatSymbolRefAttr>:$incoming_of,
+                       UnitAttr:$exchanged);
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$sym_name, "Role":$role,
                    "::mlir::ArrayAttr":$shape, "InitKindAttr":$init,
                    "::mlir::DenseF64ArrayAttr":$init_args,
                    "::mlir::FlatSymbolRefAttr":$init_source), [{
       build($_builder, $_state, sym_name, role, shape, init, init_args,
-            init_source, {}, {}, {}, {}, {}, {}, {}, {});
+            init_source, {}, {}, {}, {}, {}, {}, {}, {}, {});
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
@@ -455,6 +459,11 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
       gradient with respect to `@S.value` is pulled back through S.
     - `finish`, once after the first step's: a state initialised from
       another tensor (`state x = h`) passes its adjoint on to it.
+    - `cotangents` (optional, only in one rank's model of a sharded run,
+      made by `energy-supplied-gradients`): the part of `step` that stores
+      the cotangents, run before it at the same step and states, so that
+      the runtime can gather every rank's cotangents in between. A caller
+      that does not shard runs the two one after the other.
 
     An `implicit` program differentiates at the fixed point the run ends
     at, where the gradient of the energy with respect to the updated nodes
@@ -485,11 +494,12 @@ def Energy_BackwardProgramOp : Energy_Op<"backward_program", [
   }];
   let arguments = (ins UnitAttr:$implicit);
   let regions = (region SizedRegion<1>:$seed, SizedRegion<1>:$body,
-                        SizedRegion<1>:$finish);
+                        SizedRegion<1>:$finish,
+                        MaxSizedRegion<1>:$cotangents);
   let assemblyFormat =
       "(`implicit` $implicit^)? attr-dict-with-keyword `seed` "
-      "custom<Block>($seed) `step` custom<Block>($body) `finish` "
-      "custom<Block>($finish)";
+      "custom<Block>($seed) (`cotangents` $cotangents^)? `step` "
+      "custom<Block>($body) `finish` custom<Block>($finish)";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];

@@ -167,6 +167,9 @@ struct ManifestKernels {
   /// The backward program's parts (Backprop.h); none without a loss.
   struct Backward {
     std::string seed, step, finish;
+    /// The part of `step` that stores its cotangents, run ahead of it (one
+    /// rank's model of a sharded run); none otherwise.
+    std::optional<std::string> cotangents;
     /// At the fixed point the run ends at: `step` never runs and `finish`
     /// solves for the adjoints ("mode": "implicit"; else "unrolled").
     bool implicit = false;

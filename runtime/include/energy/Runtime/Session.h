@@ -70,13 +70,6 @@ struct RunResult {
   std::vector<double> trace;
 };
 
-/// How a backward run goes (Session::backward).
-struct BackwardOptions {
-  /// How many steps at most; the manifest's step count when absent.
-  std::optional<int64_t> steps;
-  BackpropStorage storage = BackpropStorage::Checkpointed;
-};
-
 /// What a backward run found.
 struct BackwardResult {
   /// Steps taken forward (fewer than asked when the stopping rule fired).
@@ -84,6 +77,39 @@ struct BackwardResult {
   /// The sum of the losses at the final values, and each loss.
   double loss = 0;
   std::map<std::string, double> losses;
+};
+
+/// What a caller does between the kernels of Session::backward: one rank
+/// of a sharded run (ShardedSession) puts the ranks' parts together there.
+/// Each does nothing by default; an error ends the backward run.
+class BackwardHooks {
+public:
+  virtual ~BackwardHooks();
+  /// Around forward step `step`'s kernel.
+  virtual Status beforeForwardStep(int64_t step);
+  virtual Status afterForwardStep(int64_t step);
+  /// The forward state was put back from a snapshot.
+  virtual Status restored();
+  /// Before the losses' kernels at the final values, and after them, with
+  /// what they found.
+  virtual Status beforeLosses();
+  virtual Status afterLosses(BackwardResult &result);
+  virtual Status afterSeed();
+  /// After the backward step's cotangents (when the model computes them in
+  /// a kernel of their own), before the rest of backward step `step`.
+  virtual Status beforeBackwardStep(int64_t step);
+  virtual Status afterBackwardStep(int64_t step);
+  virtual Status beforeFinish();
+  virtual Status afterFinish();
+};
+
+/// How a backward run goes (Session::backward).
+struct BackwardOptions {
+  /// How many steps at most; the manifest's step count when absent.
+  std::optional<int64_t> steps;
+  BackpropStorage storage = BackpropStorage::Checkpointed;
+  /// Called between the kernels; none when null.
+  BackwardHooks *hooks = nullptr;
 };
 
 /// The steps a run or a backward run takes: `requested`, else the model's

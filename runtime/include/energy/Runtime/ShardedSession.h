@@ -61,6 +61,16 @@ public:
   /// program reads (a model compiled with energy-supplied-gradients).
   /// Returns the steps taken.
   Expected<int64_t> run(std::optional<int64_t> steps = std::nullopt);
+  /// For a model with a loss (compiled with energy-supplied-gradients):
+  /// Session::backward on every rank, the ranks putting their parts
+  /// together between its kernels; the losses are summed in rank order.
+  /// Afterwards adjoint(X) is the derivative of the sum of the losses with
+  /// respect to X, and the state is back where the run started.
+  Expected<BackwardResult> backward(const BackwardOptions &options = {});
+  /// The adjoint of tensor `name` after backward(), whole.
+  Expected<Tensor> adjoint(const std::string &name);
+  /// The tensors with an adjoint, gathered copies aside.
+  std::vector<std::string> adjointNames() const;
   /// The model's forward states, optimizer state and gathered copies aside.
   std::vector<std::string> stateNames() const;
 
@@ -74,10 +84,15 @@ public:
   Session &rankSession() { return session; }
 
 private:
+  friend class ShardedBackwardHooks;
   ShardedSession(Session session, ShardLayout layout, int64_t length,
                  int64_t begin, int64_t end, Communicator &communicator)
       : session(std::move(session)), layout(std::move(layout)), length(length),
-        begin(begin), end(end), communicator(&communicator) {}
+        begin(begin), end(end), communicator(&communicator) {
+    // Every copy is gathered before the first evaluation, also those of
+    // tensors the session initialises itself.
+    invalidateCopies();
+  }
 
   const ShardLayout::ShardedTensor *sharded(const std::string &name) const;
   /// Fills the gathered copies from every rank's rows.
@@ -88,6 +103,14 @@ private:
   /// Every rank's rows of `rows` (this rank's rows of a tensor whose axis
   /// `axis` is the dim) as the whole tensor.
   Expected<Tensor> allGatherRows(const Tensor &rows, unsigned axis);
+  /// Every rank's `whole` (a tensor whose axis `axis` is the dim) summed,
+  /// this rank's rows of the sum (a reduce-scatter).
+  Expected<std::vector<double>> sumRowsOverRanks(const Tensor &whole,
+                                                 unsigned axis);
+  /// The tensors whose gradient the rank's step program reads supplied.
+  std::vector<std::string> suppliedTensors() const;
+  /// Gives the rank's step program the gradient of each supplied tensor.
+  Status supplyGradients();
 
   Session session;
   ShardLayout layout;
@@ -95,6 +118,8 @@ private:
   Communicator *communicator;
   /// The sharded tensors whose gathered copies are out of date.
   std::set<std::string> staleCopies;
+  /// Whether the last backward() succeeded (its adjoints are whole).
+  bool adjointsWhole = false;
 };
 
 } // namespace energy
