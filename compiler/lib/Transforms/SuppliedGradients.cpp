@@ -369,9 +369,19 @@ struct SuppliedGradientsPass
     walk = program.getBody().walk([&](Operation *op) {
       if (isa<GradOp, StoreOp, ConstantOp, ElementwiseOpInterface>(op))
         return WalkResult::advance();
+      // Tensors' elements, and consts (an option `lr = alpha`).
       if (auto read = dyn_cast<ReadOp>(op);
-          read && symbols.lookup<TensorOp>(read.getSourceAttr().getValue()))
+          read && (symbols.lookup<TensorOp>(read.getSource()) ||
+                   symbols.lookup<ConstOp>(read.getSource())))
         return WalkResult::advance();
+      if (auto read = dyn_cast<ReadOp>(op)) {
+        op->emitError() << "a sharded run steps element by element from the "
+                           "gradient; this step reads let @"
+                        << read.getSource()
+                        << " (an explicit rule), which it does not evaluate "
+                           "yet";
+        return WalkResult::interrupt();
+      }
       op->emitError() << "a sharded run steps element by element; this step "
                          "computes '"
                       << op->getName()

@@ -4,12 +4,15 @@
 `energy-run MODEL --shard DIM` under mpirun with 2 and 3 processes (each
 evaluates its contiguous rows of DIM; the rows other ranks hold are
 gathered; energies and gradients are summed in rank order) against
-energy-run alone, in float64, for the energy, the gradient of every tensor
-and the states after 3 steps of the dynamics (not for the mixture, whose EM
-steps are closed forms):
+energy-run alone, in float64, for the energy, the gradient of every tensor,
+the states after 3 steps of the dynamics (not for the mixture, whose EM
+steps are closed forms) and the gradient of the loss through the run (the
+losses and the adjoint of every tensor):
 self-attention, causal attention with ALiBi biases (the mask and the bias
 read the global position), a multi-head Energy Transformer with layer norm
-and Hopfield memories, multi-head slot attention (sharded over the inputs),
+and Hopfield memories, multi-head slot attention (sharded over the inputs:
+the slots, a state every rank holds whole), slots with a learned start
+under momentum beside codes read at every position (learned_slots.energy),
 and a Gaussian mixture (sharded over the data points). The results may
 differ only by the order of additions (rows summed rank by rank instead of
 in one kernel): a few roundings of 1e-16 relative; a row counted twice or
@@ -57,8 +60,15 @@ def cases():
            {'x': rng.standard_normal((10, 8)), 'Wq': rng.standard_normal((8, 8)) * 0.4,
             'Wk': rng.standard_normal((8, 8)) * 0.4},
            {'energy': (2, 3), 'grad': (2, 3), 'run': (2, 3)})
-    yield zoo_case('alibi_attention', 'N', {'energy': (2,), 'grad': (3,), 'run': (2,)})
-    yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'run': (3,)})
+    yield zoo_case('alibi_attention', 'N', {'energy': (2,), 'grad': (3,), 'run': (2,),
+                                            'loss-grad': (2,)})
+    yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'run': (3,), 'loss-grad': (3,)})
+    yield zoo_case('multihead_slot_attention', 'N', {'loss-grad': (2,)})
+    yield ('learned_slots', os.path.join(HERE, 'learned_slots.energy'), 'N',
+           {'N': 7, 'S': 3, 'D': 4},
+           {'x': rng.standard_normal((7, 4)), 'target': rng.standard_normal((7, 4)),
+            'W': rng.standard_normal((4, 4)) * 0.3, 'slots0': rng.standard_normal((3, 4))},
+           {'loss-grad': (2, 3)})
     # A causal attention with a learned bias between positions ([N, N]: the
     # rank holds its rows of the first axis, the second whole).
     yield ('position_bias', os.path.join(ROOT, 'tests', 'lit', 'energyc', 'Inputs',
@@ -103,6 +113,16 @@ def evaluate(energy_run, source, inputs, dims, what, ranks, shard, wrt):
     """The energy or the gradients of `wrt`, as energy-run's JSON."""
     result = energy_run_result(energy_run, source, inputs, dims, ranks, shard,
                                ['--eval', what, '--json', '--wrt', ','.join(wrt)])
+    return json.loads(result.stdout)
+
+
+def loss_gradients(energy_run, source, inputs, dims, ranks, shard, every_step):
+    """The losses and adjoints of a loss's gradient through the run, as
+    energy-run's JSON (checkpointed, or with every step's state kept)."""
+    arguments = ['--eval', 'loss-grad', '--json']
+    if every_step:
+        arguments.append('--store-all-steps')
+    result = energy_run_result(energy_run, source, inputs, dims, ranks, shard, arguments)
     return json.loads(result.stdout)
 
 
@@ -154,6 +174,24 @@ def main():
             error = max(relative(states[key], alone[key]) for key in states)
             print('%-20s --shard %s on %d ranks: 3 steps of the dynamics, largest relative '
                   'difference of the states %.1e' % (name, dim, ranks, error), flush=True)
+            worst = max(worst, error)
+        if checks.get('loss-grad'):
+            expected = loss_gradients(energy_run, source, inputs, dims, 1, None, False)
+        for ranks in checks.get('loss-grad', ()):
+            # Checkpointed on 2 ranks (the states restored between backward
+            # steps), every step kept on 3.
+            sharded = loss_gradients(energy_run, source, inputs, dims, ranks, dim, ranks == 3)
+            if sorted(sharded) != sorted(expected):
+                sys.exit('%s loss-grad on %d ranks: %s, alone %s'
+                         % (name, ranks, sorted(sharded), sorted(expected)))
+            adjoints = [key for key in expected if key.startswith('adjoint.')]
+            error = max([relative(sharded[key]['data'], expected[key]['data'])
+                         for key in adjoints] +
+                        [relative(sharded['losses'][key], value)
+                         for key, value in expected['losses'].items()])
+            print('%-20s --shard %s on %d ranks: the loss and %d adjoints through %d steps, '
+                  'largest relative difference %.1e'
+                  % (name, dim, ranks, len(adjoints), sharded['steps'], error), flush=True)
             worst = max(worst, error)
     if not worst <= TOLERANCE:
         sys.exit('sharded results differ from one process by %.2e > %.0e' % (worst, TOLERANCE))

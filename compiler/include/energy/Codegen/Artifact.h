@@ -11,13 +11,14 @@
 
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Runtime/Manifest.h"
-#include "energy/Transforms/Pipelines.h"
+#include "energy/Transforms/ShardedRankOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -10,9 +10,10 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include "energy/Transforms/ShardedRankOptions.h"
+
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace mlir::energy {
@@ -23,13 +24,6 @@ namespace mlir::energy {
 /// is a pass manager nested on `energy.model`.
 void buildGradientPipeline(OpPassManager &modelPasses,
                            const std::vector<std::string> &wrt = {});
-
-/// One rank of a sharded run (energy-supplied-gradients): the dim of which
-/// it holds some rows, and each sharded tensor's gathered copy.
-struct ShardedRankOptions {
-  std::string rowsDim;
-  std::vector<std::pair<std::string, std::string>> copies;
-};
 
 /// What the update pipeline builds besides the step and backward programs.
 struct UpdatePipelineOptions {
