@@ -108,13 +108,19 @@ Value buildUnscaled(OpBuilder &builder, Location loc,
 /// E(S, 1, …, 1), S the sum of σ₁ ⋯ σₘ x: a weight times a transformed row
 /// is the transform, applied once, of the weighted sum of rows. False when
 /// the summand is no such map.
-bool factorScaledMaps(ReduceOp sum) {
+bool factorScaledMaps(ReduceOp sum, bool onlyWidening) {
   Block &body = sum.getBody().front();
   Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
   std::optional<ScaledDecomposition> scaled = decomposeScaled(
       value, body, [&](Value v) { return isDefinedOutside(v, sum); });
   if (!scaled || !scaled->vector || scaled->scalars.empty())
     return false;
+  if (onlyWidening) {
+    auto model = sum->getParentOfType<ModelOp>();
+    if (estimatedElements(model, scaled->vector.getType()) >=
+        estimatedElements(model, value.getType()))
+      return false;
+  }
   if (llvm::none_of(scaled->maps,
                     [&](Operation *map) { return transformsRows(map, sum); }))
     return false;
@@ -366,7 +372,8 @@ bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them (or as the sum of scaled leaves, factorScaledMaps);
 /// false when the summand is no such map.
-bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
+bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled,
+                      bool widening) {
   if ((sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean) ||
       sum.getTemperature())
     return false;
@@ -384,8 +391,9 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
       linear.atoms, [&](Value atom) { return !isDefinedOutside(atom, sum); });
   if (linear.maps.empty() || varying == 0 || varying > maxTerms)
     return splitByMapIndices(sum, maxTerms) ||
-           (scaled &&
-            (factorScaledMaps(sum) || distributeSummand(sum, maxTerms)));
+           (scaled && (factorScaledMaps(sum, /*onlyWidening=*/false) ||
+                       distributeSummand(sum, maxTerms))) ||
+           (widening && factorScaledMaps(sum, /*onlyWidening=*/true));
   OpBuilder builder(sum);
   // A fixed term (c in x + c) is summed where a sum adds it; where a map
   // takes the same value as a fixed operand (the c of c ⊙ (x + c)), it
@@ -419,7 +427,7 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled) {
 } // namespace
 
 void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms,
-                                    bool scaled) {
+                                    bool scaled, bool widening) {
   // The sums a rewrite makes (one per value) may come apart in turn.
   bool changed = true;
   for (int round = 0; changed && round < 6; ++round) {
@@ -428,6 +436,6 @@ void mlir::energy::factorLinearMaps(ModelOp model, unsigned maxTerms,
     model.walk<WalkOrder::PostOrder>(
         [&](ReduceOp reduce) { sums.push_back(reduce); });
     for (ReduceOp sum : sums)
-      changed |= ::factorLinearMaps(sum, maxTerms, scaled);
+      changed |= ::factorLinearMaps(sum, maxTerms, scaled, widening);
   }
 }

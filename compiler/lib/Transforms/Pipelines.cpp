@@ -63,8 +63,12 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());
   // The sums of the contractions' outputs: their maps out of them, per head
-  // where a head selects the map, before the products are batched.
-  modelPasses.addPass(createEnergyPlanLinearMaps());
+  // where a head selects the map, and the maps that widen weighted rows (a
+  // weight times an outer product with a row), before the products are
+  // batched.
+  EnergyPlanLinearMapsOptions widening;
+  widening.widening = true;
+  modelPasses.addPass(createEnergyPlanLinearMaps(widening));
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanLoopTables());
   modelPasses.addPass(createEnergyPlanPrefixSums());

@@ -25,9 +25,10 @@ void tabulateAggregations(ModelOp model);
 /// sum adds the values the maps apply to; a sum of maps of up to
 /// `maxTerms` varying values becomes one sum each. With `scaled`, a sum of
 /// varying scalars times maps of a value sums their products, the maps
-/// applied after (Linearity.h, ScaledDecomposition).
-void factorLinearMaps(ModelOp model, unsigned maxTerms = 1,
-                      bool scaled = false);
+/// applied after (Linearity.h, ScaledDecomposition); with `widening`, only
+/// where the maps widen the value (an outer product with it).
+void factorLinearMaps(ModelOp model, unsigned maxTerms = 1, bool scaled = false,
+                      bool widening = false);
 
 /// transposeLinearMaps (Linearity.h) in every term of `model`.
 void transposeLinearMaps(ModelOp model);

@@ -52,7 +52,8 @@ namespace {
 
 /// The pass `energy-plan-<Step>` running the step function `function`.
 #define ENERGY_PLAN_STEP_PASS(Step, function)                                  \
-  struct Step##Pass : public mlir::energy::impl::Energy##Step##Base<Step##Pass> {    \
+  struct Step##Pass                                                            \
+      : public mlir::energy::impl::Energy##Step##Base<Step##Pass> {            \
     void runOnOperation() override {                                           \
       if (failed(runPlanStep(getOperation(), getArgument(), function)))        \
         signalPassFailure();                                                   \
@@ -97,7 +98,7 @@ struct PlanLinearMapsPass
   using Base::Base;
   void runOnOperation() override {
     if (failed(runPlanStep(getOperation(), getArgument(), [&](ModelOp model) {
-          factorLinearMaps(model, maxTerms, scaled);
+          factorLinearMaps(model, maxTerms, scaled, widening);
         })))
       signalPassFailure();
   }

@@ -389,6 +389,11 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
     `scaled`, a summand whose maps apply to a sum of differently weighted
     terms is first distributed over it, L(x + y) = L(x) + L(y), when that
     makes it a sum of weights times transformed rows (DistributeSums.cpp).
+    With `widening`, a summand whose maps widen the weighted row (a weight
+    times an outer product with a row: Σ_p w_cp q_c ⊗ x_p, the gradient of
+    a projection on an attention's column side) sums the row alone, the
+    maps applied after (q_c ⊗ Σ_p w_cp x_p): the sum adds D values per pair,
+    not D², and no table of pairs is left for the products to batch.
   }];
   let options = [
     Option<"maxTerms", "max-terms", "unsigned", /*default=*/"1",
@@ -396,7 +401,10 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
     Option<"scaled", "scaled", "bool", /*default=*/"false",
            "Also sum varying scalars times a value, the multilinear maps "
            "of their product applied after (after contractions form: "
-           "before, a contraction weighs its sums by such factors itself)">
+           "before, a contraction weighs its sums by such factors itself)">,
+    Option<"widening", "widening", "bool", /*default=*/"false",
+           "Also sum varying scalars times a value where the maps of their "
+           "product widen the value (an outer product)">
   ];
 }
 
