@@ -2,7 +2,9 @@
 """No loop over two positions does row work per pair, in any model we have.
 
 For every model of examples/ and of the zoo (tests/zoo/models), the kernel
-plan (`energyc --emit=plan-stats`) must have no loop over a pair of
+plan with the gradient of every tensor (`energyc --emit=plan-stats --wrt`
+every input, param and state: what `energy-run --eval grad --wrt` and a
+layer differentiated in its inputs compute) must have no loop over a pair of
 position indices (the leading axes of inputs and states, read apart: c and
 a of attention, points and slots) whose body does a matrix product, a row
 normalisation or a part of a normalisation's backward per pair: work a
@@ -26,7 +28,23 @@ ROOT = os.path.join(HERE, '..', '..')
 KNOWN = {
     'gmm': 'the quadratic form about each mean, per (point, component): '
            'P_k x_i as a batch of GEMMs over components',
+    'capsule_routing': "the gradient of W: the model's own transform per pair "
+                       '(u_j|i = W_ij u_i), its outer products per pair',
+    'causal_linear_attention': "the gradient of the input h: Wk's transpose "
+                               'applied per (batch, key) inside the prefix sums',
+    'light_mha_2nd1st': "the gradient of the input keys hk: Wk[k]'s transpose "
+                        'applied per pair, not once after the column pass',
+    'momen_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
+    'nag_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
 }
+TENSOR = re.compile(r'tensor @([A-Za-z0-9_]+) : (?:input|param|state) ')
+
+
+def tensors_of(energyc, path):
+    """The model's inputs, params and states, from its dialect."""
+    run = subprocess.run([energyc, path, '--emit=energy'], capture_output=True,
+                         text=True, timeout=600)
+    return TENSOR.findall(run.stdout)
 
 
 def main():
@@ -36,7 +54,8 @@ def main():
     failures = []
     for path in models:
         name = os.path.splitext(os.path.basename(path))[0]
-        run = subprocess.run([energyc, path, '--emit=plan-stats'],
+        wrt = ','.join(tensors_of(energyc, path))
+        run = subprocess.run([energyc, path, '--emit=plan-stats', '--wrt=' + wrt],
                              capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             failures.append('%s: energyc failed:\n%s' % (name, run.stderr))
