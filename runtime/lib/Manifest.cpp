@@ -435,6 +435,30 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
     return status;
   if (Status status = readKernelMap(kernels, "outputs", out.outputs); !status)
     return status;
+  Expected<const Value *> joints =
+      field(kernels, "kernels", "joint_gradients", Kind::Array, false, true);
+  if (!joints)
+    return joints.status();
+  if (*joints)
+    for (const Value &entry : (*joints)->elements()) {
+      const std::string where = "kernels: joint_gradients";
+      if (!entry.is(Kind::Object))
+        return wrongKind(where, "objects {tensors, kernel}", entry);
+      ManifestKernels::JointGradient joint;
+      if (Status status = readString(entry, where, "kernel", joint.kernel);
+          !status)
+        return status;
+      Expected<const Value *> tensors =
+          field(entry, where, "tensors", Kind::Array);
+      if (!tensors)
+        return tensors.status();
+      for (const Value &tensor : (*tensors)->elements()) {
+        if (!tensor.is(Kind::String))
+          return wrongKind(where + ": tensors", "tensor names", tensor);
+        joint.tensors.push_back(tensor.string());
+      }
+      out.jointGradients.push_back(std::move(joint));
+    }
   if (Status status = readOptionalString(kernels, "kernels", "step", out.step);
       !status)
     return status;
@@ -564,6 +588,12 @@ static Status checkConsistency(const Manifest &manifest) {
       return Status::error(where + ": there is no gradient buffer of '" +
                            tensor + "'");
   }
+  for (const ManifestKernels::JointGradient &joint : kernels.jointGradients)
+    for (const std::string &tensor : joint.tensors)
+      if (!kernels.gradients.count(tensor))
+        return Status::error("kernels: joint_gradients: '" + joint.kernel +
+                             "': '" + tensor +
+                             "' has no gradient kernel of its own");
   for (const auto &[output, symbol] : kernels.outputs) {
     std::optional<size_t> index = manifest.findBuffer(output);
     if (!index || manifest.buffers[*index].kind != BufferKind::Output)

@@ -112,6 +112,11 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
                                 state->gradients[tensor]);
         !status)
       return status;
+  for (const ManifestKernels::JointGradient &joint : kernels.jointGradients)
+    if (Status status = resolve(joint.kernel, "a joint gradient",
+                                state->jointGradients[joint.tensors]);
+        !status)
+      return status;
   for (const auto &[output, symbol] : kernels.outputs)
     if (Status status =
             resolve(symbol, "output '" + output + "'", state->outputs[output]);

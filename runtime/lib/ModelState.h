@@ -38,6 +38,8 @@ struct ModelState {
   std::map<std::string, Kernel> terms;
   /// By tensor name and by output name.
   std::map<std::string, Kernel> gradients;
+  /// By the tensors whose gradients the kernel writes, in its order.
+  std::map<std::vector<std::string>, Kernel> jointGradients;
   std::map<std::string, Kernel> outputs;
   /// Null function when the manifest names none.
   Kernel step;

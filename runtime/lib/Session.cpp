@@ -486,6 +486,31 @@ Expected<Tensor> Session::gradient(const std::string &tensor) {
   return readBuffer(*owner.manifest().findGradientBuffer(tensor));
 }
 
+Expected<std::vector<Tensor>>
+Session::gradients(const std::vector<std::string> &tensors) {
+  std::vector<Tensor> values;
+  auto joint = owner.state->jointGradients.find(tensors);
+  if (joint == owner.state->jointGradients.end()) {
+    for (const std::string &tensor : tensors) {
+      Expected<Tensor> value = gradient(tensor);
+      if (!value)
+        return value.status();
+      values.push_back(std::move(*value));
+    }
+    return values;
+  }
+  CallScope scope(*this);
+  if (Status status = prepare(); !status)
+    return status;
+  if (Status status = call(joint->second.function, joint->second.symbol,
+                           evaluationStep(), nullptr);
+      !status)
+    return status;
+  for (const std::string &tensor : tensors)
+    values.push_back(readBuffer(*owner.manifest().findGradientBuffer(tensor)));
+  return values;
+}
+
 Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
   auto kernel = owner.state->gradients.find(tensor);
   if (kernel == owner.state->gradients.end())

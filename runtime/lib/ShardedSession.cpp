@@ -178,21 +178,23 @@ static Status sumOverRanks(Communicator &communicator, Tensor &tensor) {
 Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
   if (Status status = gatherCopies(); !status)
     return status;
-  Expected<Tensor> rankGradient = session.gradient(name);
-  if (!rankGradient)
-    return rankGradient.status();
   const ShardLayout::ShardedTensor *tensor = sharded(name);
-  if (!tensor) {
+  if (!tensor || tensor->gathered.empty()) {
+    Expected<Tensor> rankGradient = session.gradient(name);
+    if (!rankGradient || tensor)
+      return rankGradient;
     if (Status status = sumOverRanks(*communicator, *rankGradient); !status)
       return status;
     return rankGradient;
   }
-  if (tensor->gathered.empty())
-    return rankGradient;
-  // The reads from every rank's copy, summed at this rank's rows.
-  Expected<Tensor> copyGradient = session.gradient(tensor->gathered);
-  if (!copyGradient)
-    return copyGradient.status();
+  // The rows' own gradient and the gradient of the copy (every rank's
+  // reads of every row), from one kernel where the artifact has one.
+  Expected<std::vector<Tensor>> both =
+      session.gradients({name, tensor->gathered});
+  if (!both)
+    return both.status();
+  Expected<Tensor> rankGradient = std::move((*both)[0]);
+  Expected<Tensor> copyGradient = std::move((*both)[1]);
   Expected<std::vector<double>> rows =
       sumRowsOverRanks(*copyGradient, tensor->axis);
   if (!rows)

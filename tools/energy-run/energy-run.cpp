@@ -426,10 +426,13 @@ int main(int argc, char **argv) {
     options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
     if (deviceOption == "cuda")
       options.target = withCudaDevice(options.target);
-    // A sharded run's steps read the gradient the ranks put together.
-    if (sharded &&
-        (evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad))
+    // The rank's copies are set between kernels; a sharded run's steps
+    // read the gradient the ranks put together.
+    if (sharded) {
       options.shardedRank = ::energy::tools::shardedRankOf(*sharded);
+      options.shardedRank->suppliedGradients =
+          evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad;
+    }
     FailureOr<OwningOpRef<ModuleOp>> lowered =
         compileToArtifactModule(*module, options);
     if (failed(lowered))

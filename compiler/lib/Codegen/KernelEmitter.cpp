@@ -62,6 +62,26 @@ std::string mangle(StringRef name) {
 
 } // namespace
 
+/// Whether `gradient` is a joint gradient the artifact exports: of a
+/// sharded tensor and its gathered copy (a tensor marked `exchanged`),
+/// each of which has a gradient of its own in `layout`.
+static bool isExportedJoint(GradientOp gradient, const ArtifactLayout &layout) {
+  if (gradient.getOf() || !gradient.isJoint())
+    return false;
+  auto model = gradient->getParentOfType<ModelOp>();
+  bool exchanged = false;
+  for (FlatSymbolRefAttr tensor : gradient.getTensors()) {
+    auto op = model.lookupSymbol<TensorOp>(tensor);
+    exchanged |= op && op.getExchanged();
+    if (llvm::none_of(layout.gradientKernels,
+                      [&](const ArtifactLayout::NamedKernel &kernel) {
+                        return kernel.name == tensor.getValue();
+                      }))
+      return false;
+  }
+  return exchanged;
+}
+
 ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {
   ArtifactLayout layout;
   Block &body = model.getBody().front();
@@ -86,6 +106,16 @@ ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {
       layout.gradientKernels.push_back(
           {gradient.getTensor().str(),
            "energy_kernel_grad_" + mangle(gradient.getTensor())});
+  for (GradientOp gradient : body.getOps<GradientOp>())
+    if (isExportedJoint(gradient, layout)) {
+      ArtifactLayout::JointKernel joint;
+      joint.symbol = "energy_kernel_grad";
+      for (FlatSymbolRefAttr tensor : gradient.getTensors()) {
+        joint.tensors.push_back(tensor.getValue().str());
+        joint.symbol += "_" + mangle(tensor.getValue());
+      }
+      layout.jointGradientKernels.push_back(std::move(joint));
+    }
   // The energy: the sum of the terms' energies; with several terms, also
   // a kernel per term.
   layout.energyKernel = "energy_kernel_energy";
@@ -170,6 +200,8 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
   }
   const ArtifactLayout::NamedKernel *gradientKernel =
       layout.gradientKernels.data();
+  const ArtifactLayout::JointKernel *jointKernel =
+      layout.jointGradientKernels.data();
   for (GradientOp gradient : body.getOps<GradientOp>()) {
     func::FuncOp function = context.gradientFunctions[gradient];
     KernelFunction kernel(context, function, patterns);
@@ -181,18 +213,26 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     if (failed(kernel.emitBlock(gradient.getBody().front(), {})))
       return failure();
     kernel.finish();
-    if (gradient.getOf() || gradient.isJoint())
+    std::string symbol;
+    if (!gradient.getOf() && !gradient.isJoint())
+      symbol = (gradientKernel++)->symbol;
+    else if (isExportedJoint(gradient, layout))
+      symbol = (jointKernel++)->symbol;
+    else
       continue;
-    func::FuncOp entry = createFunction((gradientKernel++)->symbol,
-                                        /*targets=*/0, gradient.getLoc());
+    // The entry point clears each gradient buffer and adds into it.
+    func::FuncOp entry =
+        createFunction(symbol, /*targets=*/0, gradient.getLoc());
     KernelFunction wrapper(context, entry, patterns);
-    Value destination =
-        wrapper.bufferPointer(("grad." + gradient.getTensor()).str());
-    auto tensor = model.lookupSymbol<TensorOp>(gradient.getTensorAttr());
-    wrapper.copyInto(Lowered{wrapper.zero(), Value()}, tensor.getArrayType(),
-                     destination, /*accumulate=*/false);
     SmallVector<Value> arguments(wrapper.kernelArguments());
-    arguments.push_back(destination);
+    for (FlatSymbolRefAttr name : gradient.getTensors()) {
+      Value destination =
+          wrapper.bufferPointer(("grad." + name.getValue()).str());
+      auto tensor = model.lookupSymbol<TensorOp>(name);
+      wrapper.copyInto(Lowered{wrapper.zero(), Value()}, tensor.getArrayType(),
+                       destination, /*accumulate=*/false);
+      arguments.push_back(destination);
+    }
     Value code =
         func::CallOp::create(wrapper.b, wrapper.loc, function, arguments)
             .getResult(0);

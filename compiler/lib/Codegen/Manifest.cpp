@@ -278,6 +278,18 @@ std::string mlir::energy::buildManifest(ModelOp model,
                        {"step", optionalName(layout.stepKernel)},
                        {"until", optionalName(layout.untilKernel)},
                        {"losses", kernelMap(layout.lossKernels)}};
+  if (!layout.jointGradientKernels.empty()) {
+    json::Array joints;
+    for (const ArtifactLayout::JointKernel &joint :
+         layout.jointGradientKernels) {
+      json::Array tensors;
+      for (const std::string &tensor : joint.tensors)
+        tensors.push_back(tensor);
+      joints.push_back(json::Object{{"tensors", std::move(tensors)},
+                                    {"kernel", joint.symbol}});
+    }
+    kernels["joint_gradients"] = std::move(joints);
+  }
   if (!layout.backwardKernels.empty()) {
     json::Object backward{
         {"seed", layout.backwardKernels[0]},

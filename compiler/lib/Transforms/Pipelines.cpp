@@ -33,7 +33,7 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   if (options.shardedRank) {
     EnergyExchangedTensorsOptions copies;
     for (const auto &[tensor, copy] : options.shardedRank->copies)
-      copies.tensors.push_back(copy);
+      copies.copies.push_back(tensor + "=" + copy);
     modelPasses.addPass(createEnergyExchangedTensors(copies));
   }
   // One value per computation, so that what an update matches (the same
@@ -45,7 +45,7 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   if (options.callerCotangents)
     modelPasses.addPass(createEnergyCallerCotangents());
   modelPasses.addPass(createEnergyBuildBackward());
-  if (options.shardedRank) {
+  if (options.shardedRank && options.shardedRank->suppliedGradients) {
     EnergySuppliedGradientsOptions rank;
     rank.rowsDim = options.shardedRank->rowsDim;
     for (const auto &[tensor, copy] : options.shardedRank->copies)

@@ -466,14 +466,36 @@ struct ExchangedTensorsPass
 
   void runOnOperation() override {
     ModelOp model = getOperation();
-    for (const std::string &name : tensors) {
+    SmallVector<std::pair<TensorOp, TensorOp>> pairs;
+    for (const std::string &pair : copies) {
+      auto [name, copyName] = StringRef(pair).split('=');
       auto tensor = model.lookupSymbol<TensorOp>(name);
-      if (!tensor) {
+      auto copy = model.lookupSymbol<TensorOp>(copyName);
+      if (!tensor || !copy) {
         model.emitError() << "energy-exchanged-tensors: model "
-                          << model.getSymName() << " has no tensor @" << name;
+                          << model.getSymName() << " has no tensor @"
+                          << (tensor ? copyName : name);
         return signalPassFailure();
       }
-      tensor.setExchanged(true);
+      copy.setExchanged(true);
+      pairs.push_back({tensor, copy});
+    }
+    // One gradient of each sharded tensor and its copy, where the energy
+    // reads both.
+    for (auto [tensor, copy] : pairs) {
+      llvm::SetVector<StringRef> read;
+      for (TermOp term : model.getBody().front().getOps<TermOp>())
+        if (!term.getAuxiliary() && !term.getLoss())
+          for (StringRef name : readTensors(term.getBody(), model))
+            read.insert(name);
+      if (!read.contains(tensor.getSymName()) ||
+          !read.contains(copy.getSymName()))
+        continue;
+      SmallVector<FlatSymbolRefAttr> both = {
+          FlatSymbolRefAttr::get(tensor.getSymNameAttr()),
+          FlatSymbolRefAttr::get(copy.getSymNameAttr())};
+      if (failed(getOrDeriveGradient(model, both)))
+        return signalPassFailure();
     }
   }
 };

@@ -1,4 +1,4 @@
-// RUN: energy-opt %s --energy-exchanged-tensors="tensors=z__all" --energy-build-updates --energy-join-gradients --energy-build-backward --energy-supplied-gradients="rows-dim=N copies=z=z__all" | FileCheck %s
+// RUN: energy-opt %s --energy-exchanged-tensors="copies=z=z__all" --energy-build-updates --energy-join-gradients --energy-build-backward --energy-supplied-gradients="rows-dim=N copies=z=z__all" | FileCheck %s
 
 // One rank of a sharded run with a loss: the rank holds its rows of z (N of
 // N__all) and every rank's rows in the gathered copy z__all (set by the

@@ -40,6 +40,13 @@ struct ArtifactLayout {
   /// The energy of each term (the energy kernel itself when there is one).
   std::vector<NamedKernel> termKernels;
   std::vector<NamedKernel> gradientKernels;
+  /// Gradients of several tensors from one kernel (a sharded tensor's and
+  /// its gathered copy's), each tensor's also in gradientKernels.
+  struct JointKernel {
+    std::vector<std::string> tensors;
+    std::string symbol;
+  };
+  std::vector<JointKernel> jointGradientKernels;
   std::vector<NamedKernel> outputKernels;
   /// Empty when the model has no dynamics (or no stopping rule).
   std::string stepKernel;

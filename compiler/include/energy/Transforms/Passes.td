@@ -155,10 +155,15 @@ def EnergyExchangedTensors : Pass<"energy-exchanged-tensors", "::mlir::energy::M
     step to step: nothing read from them is kept across the kernels of a
     call (energy-plan-run-caches, energy-plan-defer-invariant-products), and
     the backward program differentiates through the lets that read them as
-    through those that read states. A name that is not a tensor is an error.
+    through those that read states. Each sharded tensor's gradient and its
+    copy's are also derived as one joint gradient, which the artifact
+    exports (`joint_gradients` in its manifest), so that the runtime gets
+    both from one kernel: one pass for what their sums share (an
+    attention's lse of each row). A name that is not a tensor is an error.
   }];
   let options = [
-    ListOption<"tensors", "tensors", "std::string", "The tensors to mark">
+    ListOption<"copies", "copies", "std::string",
+               "Each sharded tensor and its gathered copy, as X=C">
   ];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }

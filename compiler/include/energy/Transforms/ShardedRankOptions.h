@@ -20,6 +20,9 @@ namespace mlir::energy {
 struct ShardedRankOptions {
   std::string rowsDim;
   std::vector<std::pair<std::string, std::string>> copies;
+  /// Whether the step program reads the gradient the ranks put together
+  /// (runs and loss gradients), not only the copies marked.
+  bool suppliedGradients = true;
 };
 
 } // namespace mlir::energy

@@ -156,6 +156,13 @@ struct ManifestKernels {
   std::map<std::string, std::string> terms;
   /// Tensor name to the kernel that writes its gradient buffer.
   std::map<std::string, std::string> gradients;
+  /// Kernels that write the gradient buffers of several tensors at once (a
+  /// sharded tensor's and its gathered copy's, sharing their work).
+  struct JointGradient {
+    std::vector<std::string> tensors;
+    std::string kernel;
+  };
+  std::vector<JointGradient> jointGradients;
   /// Output name to the kernel that writes that output buffer.
   std::map<std::string, std::string> outputs;
   /// One step of the dynamics; none without dynamics.

@@ -150,6 +150,12 @@ public:
   /// The gradient of the energy with respect to tensor `tensor` (one with a
   /// gradient kernel: see Model::gradientNames).
   Expected<Tensor> gradient(const std::string &tensor);
+  /// The gradients of several tensors, in order: from one kernel where the
+  /// artifact has one that writes exactly these (Manifest's
+  /// jointGradients: a sharded tensor's and its gathered copy's), else one
+  /// gradient() each.
+  Expected<std::vector<Tensor>>
+  gradients(const std::vector<std::string> &tensors);
   /// The same computed into the session's own buffer, which it returns
   /// without copying it: on a GPU it stays in device memory (the host's
   /// reads move it, page by page), as a chain of GPU work or a benchmark
