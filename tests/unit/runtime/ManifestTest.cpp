@@ -299,3 +299,30 @@ TEST_CASE("dim expressions print in infix") {
   CHECK(manifest->buffers[0].shape[0].singleDim() ==
         std::optional<std::string>("N"));
 }
+
+TEST_CASE("joint gradients and a backward step's cotangents are read and "
+          "checked") {
+  const std::string kernels = R"("gradients": {"x": "k_grad_x"},)";
+  Expected<Manifest> joint = Manifest::parse(manifestText(
+      {{kernels,
+        kernels + R"( "joint_gradients": [{"tensors": ["x"], "kernel": "k_j"}],
+          "backward": {"seed": "k_seed", "step": "k_back", "finish": "k_fin",
+                       "mode": "unrolled", "cotangents": "k_cot"},)"}}));
+  REQUIRE_MESSAGE(joint.ok(), joint.message());
+  REQUIRE(joint->kernels.jointGradients.size() == 1);
+  CHECK(joint->kernels.jointGradients[0].tensors ==
+        std::vector<std::string>{"x"});
+  CHECK(joint->kernels.jointGradients[0].kernel == "k_j");
+  REQUIRE(joint->kernels.backward);
+  CHECK(joint->kernels.backward->cotangents == "k_cot");
+
+  CHECK(parseError(manifestText(
+            {{kernels, kernels + R"( "joint_gradients": [{"tensors": ["W"],
+                                    "kernel": "k_j"}],)"}})) ==
+        "kernels: joint_gradients: 'k_j': 'W' has no gradient kernel of its "
+        "own");
+  CHECK(parseError(manifestText(
+            {{kernels, kernels + R"( "joint_gradients": ["k_j"],)"}})) ==
+        "kernels: joint_gradients: expected objects {tensors, kernel}, found "
+        "a string");
+}
