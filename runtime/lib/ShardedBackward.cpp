@@ -9,6 +9,7 @@
 
 #include "energy/Runtime/ShardedSession.h"
 
+#include "energy/Runtime/ArtifactABI.h"
 #include "energy/Runtime/Manifest.h"
 
 using namespace energy;
@@ -75,21 +76,21 @@ public:
     if (Status status = foldCopies(); !status)
       return status;
     // What each rank's energy gave a state every rank holds whole.
-    const std::string suffix = ".rank_adjoint";
     for (const ManifestBuffer &buffer : manifest().buffers) {
-      const std::string &name = buffer.name;
-      if (!buffer.cotangentOf || name.size() <= suffix.size() ||
-          name.compare(name.size() - suffix.size(), std::string::npos,
-                       suffix) != 0)
+      std::optional<std::string> adjoint =
+          buffer.cotangentOf ? adjointOf(*buffer.cotangentOf) : std::nullopt;
+      if (!adjoint || buffer.name != *buffer.cotangentOf +
+                                         ENERGY_ARTIFACT_RANK_ADJOINT_SUFFIX)
         continue;
-      Expected<Tensor> part = session().get(name);
+      Expected<Tensor> part = session().get(buffer.name);
       if (!part)
         return part.status();
-      std::vector<double> values = elementsOf(*part);
-      if (Status status = sharded.communicator->allReduceSum(values); !status)
+      if (Status status = sharded.sumOverRanks(*part); !status)
         return status;
-      if (Status status = addInto(*buffer.cotangentOf + ".adjoint", values);
-          !status)
+      std::vector<double> values(part->elementCount());
+      for (int64_t i = 0; i < part->elementCount(); ++i)
+        values[i] = part->at(i);
+      if (Status status = addInto(*adjoint, values); !status)
         return status;
     }
     return Status::success();
@@ -106,16 +107,16 @@ public:
           !heldWhole(buffer.name, /*states=*/true) ||
           !heldWhole(buffer.init->source, /*states=*/false))
         continue;
-      std::string adjoint = buffer.name + ".adjoint";
-      if (!manifest().findBuffer(adjoint))
+      std::optional<std::string> adjoint = adjointOf(buffer.name);
+      if (!adjoint)
         continue;
-      Expected<Tensor> value = session().get(adjoint);
+      Expected<Tensor> value = session().get(*adjoint);
       if (!value)
         return value.status();
       Tensor zeros(value->dtype(), value->shape());
-      if (Status status = session().set(adjoint, zeros); !status)
+      if (Status status = session().set(*adjoint, zeros); !status)
         return status;
-      handedOver.emplace_back(adjoint, std::move(*value));
+      handedOver.emplace_back(*adjoint, std::move(*value));
     }
     return Status::success();
   }
@@ -136,11 +137,12 @@ private:
   Session &session() { return sharded.session; }
   const Manifest &manifest() { return sharded.session.model().manifest(); }
 
-  static std::vector<double> elementsOf(const Tensor &tensor) {
-    std::vector<double> values(tensor.elementCount());
-    for (int64_t i = 0; i < tensor.elementCount(); ++i)
-      values[i] = tensor.at(i);
-    return values;
+  /// The adjoint buffer of tensor `name`, if it has one.
+  std::optional<std::string> adjointOf(const std::string &name) {
+    for (const ManifestBuffer &buffer : manifest().buffers)
+      if (buffer.adjointOf == name)
+        return buffer.name;
+    return std::nullopt;
   }
 
   /// Whether every rank holds tensor `name` whole (no rows of the dim, not
@@ -160,11 +162,8 @@ private:
     Expected<Tensor> value = session().get(name);
     if (!value)
       return value.status();
-    std::vector<double> values = elementsOf(*value);
-    if (Status status = sharded.communicator->allReduceSum(values); !status)
+    if (Status status = sharded.sumOverRanks(*value); !status)
       return status;
-    for (int64_t i = 0; i < value->elementCount(); ++i)
-      value->set(i, values[i]);
     return session().set(name, *value);
   }
 
@@ -181,23 +180,22 @@ private:
   /// rows' rank's adjoint, then cleared.
   Status foldCopies() {
     for (const ShardLayout::ShardedTensor &tensor : sharded.layout.tensors) {
-      std::string copy = tensor.gathered + ".adjoint";
-      std::string rows = tensor.name + ".adjoint";
-      if (tensor.gathered.empty() || !manifest().findBuffer(copy) ||
-          !manifest().findBuffer(rows))
+      std::optional<std::string> copy = adjointOf(tensor.gathered);
+      std::optional<std::string> rows = adjointOf(tensor.name);
+      if (tensor.gathered.empty() || !copy || !rows)
         continue;
-      Expected<Tensor> whole = session().get(copy);
+      Expected<Tensor> whole = session().get(*copy);
       if (!whole)
         return whole.status();
       Expected<std::vector<double>> mine =
           sharded.sumRowsOverRanks(*whole, tensor.axis);
       if (!mine)
         return mine.status();
-      if (Status status = addInto(rows, *mine); !status)
+      if (Status status = addInto(*rows, *mine); !status)
         return status;
       for (int64_t i = 0; i < whole->elementCount(); ++i)
         whole->set(i, 0.0);
-      if (Status status = session().set(copy, *whole); !status)
+      if (Status status = session().set(*copy, *whole); !status)
         return status;
     }
     return Status::success();

@@ -163,12 +163,11 @@ Expected<double> ShardedSession::energy() {
   return sum[0];
 }
 
-/// `values` summed over the ranks into `tensor`'s elements.
-static Status sumOverRanks(Communicator &communicator, Tensor &tensor) {
+Status ShardedSession::sumOverRanks(Tensor &tensor) {
   std::vector<double> values(tensor.elementCount());
   for (int64_t i = 0; i < tensor.elementCount(); ++i)
     values[i] = tensor.at(i);
-  if (Status status = communicator.allReduceSum(values); !status)
+  if (Status status = communicator->allReduceSum(values); !status)
     return status;
   for (int64_t i = 0; i < tensor.elementCount(); ++i)
     tensor.set(i, values[i]);
@@ -183,7 +182,7 @@ Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
     Expected<Tensor> rankGradient = session.gradient(name);
     if (!rankGradient || tensor)
       return rankGradient;
-    if (Status status = sumOverRanks(*communicator, *rankGradient); !status)
+    if (Status status = sumOverRanks(*rankGradient); !status)
       return status;
     return rankGradient;
   }

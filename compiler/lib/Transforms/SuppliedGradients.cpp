@@ -30,6 +30,27 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
+/// A new tensor `name` of `like`'s shape, zeros, with `role`, declared
+/// after the model's tensors; an error at `at` when another symbol has the
+/// name.
+TensorOp declareTensor(ModelOp model, SymbolTable &symbols, StringRef name,
+                       Role role, TensorOp like, Operation *at) {
+  if (symbols.lookup(name)) {
+    at->emitError() << "'" << name << "' is taken: one rank of a sharded run "
+                    << "needs that name for @" << like.getSymName();
+    return {};
+  }
+  OpBuilder declare(model.getContext());
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    declare.setInsertionPointAfter(tensor);
+  auto tensor =
+      TensorOp::create(declare, like.getLoc(), name, role, like.getShape(),
+                       InitKindAttr::get(model.getContext(), InitKind::zeros),
+                       DenseF64ArrayAttr(), FlatSymbolRefAttr());
+  symbols.insert(tensor);
+  return tensor;
+}
+
 /// The backward program of one rank: its Hessian-vector products pair the
 /// gathered cotangents with the copies' gradients, its cotangents are a
 /// part of their own, and what states held whole get from the rank's
@@ -103,24 +124,18 @@ private:
     return FlatSymbolRefAttr::get(model.getContext(), name);
   }
 
-  /// A new state tensor NAME.SUFFIX of `of`'s shape, marked as `of`'s
-  /// cotangent (not a forward state), or the existing one.
+  /// The state tensor `of` + `suffix` of `of`'s shape, marked as `of`'s
+  /// cotangent (not a forward state): the existing one, or a new one (empty,
+  /// with an error, when another symbol has the name).
   StringRef auxiliaryOf(StringRef of, StringRef suffix) {
-    std::string name = (of + "." + suffix).str();
+    std::string name = (of + suffix).str();
     if (auto existing = symbols.lookup<TensorOp>(name))
       return existing.getSymName();
-    Operation *last = nullptr;
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      last = tensor;
-    OpBuilder declare(model.getContext());
-    declare.setInsertionPointAfter(last);
-    auto tensor =
-        TensorOp::create(declare, model.getLoc(), name, Role::state,
-                         symbols.lookup<TensorOp>(of).getShape(),
-                         InitKindAttr::get(model.getContext(), InitKind::zeros),
-                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
+    TensorOp tensor = declareTensor(model, symbols, name, Role::state,
+                                    symbols.lookup<TensorOp>(of), backward);
+    if (!tensor)
+      return {};
     tensor.setCotangentOfAttr(ref(of));
-    symbols.insert(tensor);
     return tensor.getSymName();
   }
 
@@ -131,12 +146,14 @@ private:
                                StringRef of) {
     SmallVector<StringRef> tensors(stepped), directions;
     for (StringRef tensor : stepped)
-      directions.push_back(auxiliaryOf(tensor, "cotangent"));
+      directions.push_back(auxiliaryOf(tensor, ".cotangent"));
     for (StringRef tensor : stepped)
       if (auto it = copyOf.find(tensor); it != copyOf.end()) {
         tensors.push_back(it->second);
-        directions.push_back(auxiliaryOf(it->second, "cotangent"));
+        directions.push_back(auxiliaryOf(it->second, ".cotangent"));
       }
+    if (llvm::is_contained(directions, StringRef()))
+      return failure();
     if (tensors.size() == stepped.size())
       return symbols.lookup<TermOp>(name);
     SmallVector<FlatSymbolRefAttr> refs;
@@ -208,14 +225,17 @@ private:
     for (auto [tensor, part] : parts) {
       if (!heldWhole(tensor))
         continue;
+      StringRef rankAdjoint =
+          auxiliaryOf(tensor, ENERGY_ARTIFACT_RANK_ADJOINT_SUFFIX);
+      if (rankAdjoint.empty())
+        return failure();
       // The runtime adds every rank's part; the rank's own adjoint gets none.
       builder.setInsertionPointAfterValue(part);
       auto type = cast<ArrayType>(part.getType());
       Value zero = ConstantOp::create(builder, loc, 0.0);
       Value zeros = BroadcastOp::create(builder, loc, type, zero);
       part.replaceAllUsesExcept(zeros, zeros.getDefiningOp());
-      StoreOp::create(builder, loc, part,
-                      ref(auxiliaryOf(tensor, "rank_adjoint")));
+      StoreOp::create(builder, loc, part, ref(rankAdjoint));
     }
     return success();
   }
@@ -300,18 +320,6 @@ private:
     return success();
   }
 
-  static void eraseDeadOps(Block &block) {
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (isOpTriviallyDead(&op)) {
-          op.erase();
-          erased = true;
-        }
-    }
-  }
-
   ModelOp model;
   BackwardProgramOp backward;
   SymbolTable &symbols;
@@ -391,9 +399,6 @@ struct SuppliedGradientsPass
     if (walk.wasInterrupted())
       return signalPassFailure();
 
-    Operation *lastTensor = nullptr;
-    for (TensorOp tensor : declarations.getOps<TensorOp>())
-      lastTensor = tensor;
     for (GradOp grad : grads) {
       OpBuilder read(grad);
       SmallVector<Value> replacements;
@@ -404,21 +409,11 @@ struct SuppliedGradientsPass
                 .str();
         auto supplied = symbols.lookup<TensorOp>(name);
         if (!supplied) {
-          if (symbols.lookup(name)) {
-            grad.emitError()
-                << "'" << name << "' is taken: the supplied gradient of "
-                << symbol << " needs that name";
+          supplied =
+              declareTensor(model, symbols, name, Role::input, tensor, grad);
+          if (!supplied)
             return signalPassFailure();
-          }
-          OpBuilder declare(&getContext());
-          declare.setInsertionPointAfter(lastTensor);
-          supplied = TensorOp::create(
-              declare, tensor.getLoc(), name, Role::input, tensor.getShape(),
-              InitKindAttr::get(&getContext(), InitKind::zeros),
-              DenseF64ArrayAttr(), FlatSymbolRefAttr());
           supplied.setExchanged(true);
-          symbols.insert(supplied);
-          lastTensor = supplied;
         }
         replacements.push_back(
             readWholeTensor(read, grad.getLoc(), supplied.getArrayType(),

@@ -74,6 +74,12 @@ typedef const char *(*energy_device_error_fn)(void);
  * (the pass energy-supplied-gradients adds these inputs). */
 #define ENERGY_ARTIFACT_SUPPLIED_GRADIENT_SUFFIX ".supplied_gradient"
 
+/* In that rank's backward program, the part of a backward step's gradient
+ * of state X that the rank's own energy gives, where every rank holds X
+ * whole: the state X + this suffix, which the runtime sums over the ranks
+ * into X's adjoint after each backward step. */
+#define ENERGY_ARTIFACT_RANK_ADJOINT_SUFFIX ".rank_adjoint"
+
 /* Optional: an artifact built with threads exports this to set how many
  * threads its kernels use; results do not depend on the count. */
 #define ENERGY_ARTIFACT_SET_THREADS_SYMBOL "energy_artifact_set_num_threads"

@@ -103,6 +103,8 @@ private:
   /// Every rank's rows of `rows` (this rank's rows of a tensor whose axis
   /// `axis` is the dim) as the whole tensor.
   Expected<Tensor> allGatherRows(const Tensor &rows, unsigned axis);
+  /// Every rank's `tensor` summed, into `tensor`.
+  Status sumOverRanks(Tensor &tensor);
   /// Every rank's `whole` (a tensor whose axis `axis` is the dim) summed,
   /// this rank's rows of the sum (a reduce-scatter).
   Expected<std::vector<double>> sumRowsOverRanks(const Tensor &whole,
