@@ -369,7 +369,6 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
   Value length = shape(type).back();
   Value rows = arith::DivUIOp::create(b, loc, elementCount(type), length);
   Value data = allocate(type);
-  Value negInf = real(-std::numeric_limits<double>::infinity());
   Value size =
       arith::SIToFPOp::create(b, loc, context.elementType, toI64(length));
   forRange(rows, [&](Value row) {
@@ -388,18 +387,23 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
       });
     };
     if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-      Value largest = forRange(length, {negInf}, [&](Value k, ValueRange acc) {
-        return SmallVector<Value>{maximum(acc[0], load(operand.data, at(k)))};
-      })[0];
+      Value rowStart = offsetPointer(operand.data, start);
+      Value largest = maxLanes(length, [&](Value k, int lanes) {
+        return loadLanes(rowStart, k, lanes);
+      });
       if (isa<SoftmaxOp>(op)) {
-        // exp(x − max) once per element, stored, then divided by its sum.
+        // exp(x − max) once per element, stored, then scaled by 1 / its sum.
         Value sum = forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
           Value weight = exp(sub(load(operand.data, at(k)), largest));
           store(weight, data, at(k));
           return SmallVector<Value>{add(acc[0], weight)};
         })[0];
-        forRange(length, [&](Value k) {
-          store(div(load(data, at(k)), sum), data, at(k));
+        Value reciprocal = div(real(1.0), sum);
+        Value outputStart = offsetPointer(data, start);
+        forLanes(length, [&](Value k, int lanes) {
+          storeLanes(
+              mul(loadLanes(outputStart, k, lanes), splat(reciprocal, lanes)),
+              outputStart, k, lanes);
         });
         return;
       }

@@ -241,9 +241,18 @@ public:
   Value splat(Value scalar, int lanes);
   /// Runs `body(offset, lanes)` over [0, count): vectors, then scalars.
   void forLanes(Value count, function_ref<void(Value, int)> body);
-  /// Σ over [0, count) of `term(offset, lanes)`: a vector accumulator, then
-  /// one horizontal sum and the scalar remainder.
+  /// `combine` folded over [0, count) of `term(offset, lanes)` from
+  /// `identity`: a vector accumulator, `horizontal` of it, then the scalar
+  /// remainder.
+  Value foldLanes(Value count, Value identity,
+                  function_ref<Value(Value, Value)> combine,
+                  function_ref<Value(Value)> horizontal,
+                  function_ref<Value(Value, int)> term);
+  /// Σ over [0, count) of `term(offset, lanes)`.
   Value sumLanes(Value count, function_ref<Value(Value, int)> term);
+  /// The largest `term(offset, lanes)` over [0, count) (NaNs ignored, as by
+  /// `maximum`); −∞ when count is 0.
+  Value maxLanes(Value count, function_ref<Value(Value, int)> term);
   /// y[i] += a · x[i] (a scalar, x an array), over `count` elements.
   void addScaled(Value y, Value a, Value x, Value count);
   /// Σ_i x[i] · y[i].

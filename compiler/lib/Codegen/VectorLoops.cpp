@@ -12,6 +12,8 @@
 #include "KernelBuilder.h"
 #include "energy/Codegen/ParallelLoops.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::codegen;
@@ -54,36 +56,69 @@ void KernelBuilder::forLanes(Value count, function_ref<void(Value, int)> body) {
   markElementwise(vectors, tail);
 }
 
-Value KernelBuilder::sumLanes(Value count,
-                              function_ref<Value(Value, int)> term) {
+Value KernelBuilder::foldLanes(Value count, Value identity,
+                               function_ref<Value(Value, Value)> combine,
+                               function_ref<Value(Value)> horizontal,
+                               function_ref<Value(Value, int)> term) {
   int lanes = vectorLanes();
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
       index(lanes));
   auto vectors = scf::ForOp::create(b, loc, index(0), full, index(lanes),
-                                    ValueRange{splat(real(0.0), lanes)});
+                                    ValueRange{splat(identity, lanes)});
   dropImplicitYield(vectors);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(vectors.getBody());
-    Value next = add(vectors.getRegionIterArgs()[0],
-                     term(vectors.getInductionVar(), lanes));
+    Value next = combine(vectors.getRegionIterArgs()[0],
+                         term(vectors.getInductionVar(), lanes));
     scf::YieldOp::create(b, loc, next);
   }
-  Value total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                            vectors.getResult(0), Value(),
-                                            fastMath().getValue());
+  Value total = horizontal(vectors.getResult(0));
   auto scalars =
       scf::ForOp::create(b, loc, full, count, index(1), ValueRange{total});
   dropImplicitYield(scalars);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(scalars.getBody());
-    Value next =
-        add(scalars.getRegionIterArgs()[0], term(scalars.getInductionVar(), 1));
+    Value next = combine(scalars.getRegionIterArgs()[0],
+                         term(scalars.getInductionVar(), 1));
     scf::YieldOp::create(b, loc, next);
   }
   return scalars.getResult(0);
+}
+
+Value KernelBuilder::sumLanes(Value count,
+                              function_ref<Value(Value, int)> term) {
+  return foldLanes(
+      count, real(0.0), [&](Value x, Value y) { return add(x, y); },
+      [&](Value lanes) {
+        return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                           lanes, Value(),
+                                           fastMath().getValue())
+            .getResult();
+      },
+      term);
+}
+
+Value KernelBuilder::maxLanes(Value count,
+                              function_ref<Value(Value, int)> term) {
+  // Halves until one lane is left: log2(lanes) vector steps, where LLVM
+  // expands a horizontal maxnum into a scalar step per lane.
+  auto halving = [&](Value lanes) {
+    for (int width = vectorLanes() / 2; width >= 1; width /= 2) {
+      Value low = vector::ExtractStridedSliceOp::create(b, loc, lanes, {0},
+                                                        {width}, {1});
+      Value high = vector::ExtractStridedSliceOp::create(b, loc, lanes, {width},
+                                                         {width}, {1});
+      lanes = maximum(low, high);
+    }
+    return vector::ExtractOp::create(b, loc, lanes, ArrayRef<int64_t>{0})
+        .getResult();
+  };
+  return foldLanes(
+      count, real(-std::numeric_limits<double>::infinity()),
+      [&](Value x, Value y) { return maximum(x, y); }, halving, term);
 }
 
 void KernelBuilder::addScaled(Value y, Value a, Value x, Value count) {

@@ -254,7 +254,8 @@ energy.model @diagonals {
 
 // -----
 
-// Rows: softmax stores exp(x - max) and divides by its sum; log_softmax
+// Rows: softmax takes the row's max in vectors (halves of the accumulator
+// down to one lane), stores exp(x - max) and scales by 1 / its sum; log_softmax
 // subtracts max + log(sum exp(x - max)); layernorm centres and scales by
 // 1 / sqrt(variance + 1e-5). select of arrays selects the pointer.
 // CHECK-LABEL: energy.model @rows
@@ -263,6 +264,10 @@ energy.model @diagonals {
 // CHECK:         %[[LSM:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[LN:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         scf.for
+// CHECK:           scf.for %{{.*}} -> (vector<16xf32>) {
+// CHECK:             arith.maxnumf %{{.*}} : vector<16xf32>
+// CHECK:           vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [8], strides = [1]}
+// CHECK:           vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [1], strides = [1]}
 // CHECK:           %[[MAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
 // CHECK:             arith.maxnumf
 // CHECK:           %[[Z:[0-9]+]] = scf.for %{{.*}} iter_args(%[[ZACC:arg[0-9]+]] = %{{.*}}) -> (f32) {
@@ -270,8 +275,9 @@ energy.model @diagonals {
 // CHECK-NEXT:        %[[W:[0-9]+]] = math.exp %[[SH]] : f32
 // CHECK:             llvm.getelementptr %[[SM]][
 // CHECK-NEXT:        llvm.store %[[W]], %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:           scf.for
-// CHECK:             arith.divf %{{[0-9]+}}, %[[Z]] fastmath<reassoc,contract> : f32
+// CHECK:           %[[RZ:[0-9]+]] = arith.divf %{{.*}}, %[[Z]] fastmath<reassoc,contract> : f32
+// CHECK:           %[[RZV:[0-9]+]] = vector.broadcast %[[RZ]] : f32 to vector<16xf32>
+// CHECK-NEXT:      arith.mulf %{{[0-9]+}}, %[[RZV]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         scf.for
 // CHECK:           %[[LMAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
 // CHECK:           %[[LZ:[0-9]+]] = scf.for %{{.*}} -> (f32) {
