@@ -74,7 +74,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
   bool reported = false;
   LogicalResult lowered = success();
   {
-    ScopedDiagnosticHandler watch(context, [&](Diagnostic &diagnostic) {
+    GuardedDiagnosticHandler watch(context, [&](Diagnostic &diagnostic) {
       reported |= diagnostic.getSeverity() == DiagnosticSeverity::Error;
       return failure();
     });

@@ -12,9 +12,9 @@
 // single index. A loop that adds M v[b, p] into every row of a tensor, v a
 // sum of rows of arrays, adds their products with Mᵀ into the whole tensor
 // (in place, with no array of the tensor's size more). A batch of products
-// read only summed over the batch is the summed product, a matrix per
-// batch element times each of its rows a batch of GEMMs, and the transpose
-// of a product the product of the transposes in the other order.
+// read only summed over the batch is the summed product (BatchSums.cpp), a
+// matrix per batch element times each of its rows a batch of GEMMs, and the
+// transpose of a product the product of the transposes in the other order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -609,60 +609,6 @@ void batchLoopMatvecs(LoopBody loop) {
 }
 
 } // namespace
-
-/// Rewrites a batch of products P[h] that is only read summed over its
-/// batch axis, Σ_h P[h, rest] (each head's back-projection added over the
-/// heads), as the summed product, read at `rest`: one product over the
-/// heads' whole inner dim, not a batch of them and a sum over the batch.
-static bool sumOverBatch(BatchMatmulOp product) {
-  if (product.getSumBatch() || product->use_empty() ||
-      !(product.hasLhsBatch() || product.hasRhsBatch()))
-    return false;
-  SmallVector<ReduceOp> sums;
-  for (Operation *user : product->getUsers()) {
-    auto extract = dyn_cast<ExtractOp>(user);
-    auto sum = extract ? dyn_cast<ReduceOp>(extract->getParentOp()) : nullptr;
-    if (!sum || sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
-        sum.getTemperature() || sum.getSizes().size() != 1 ||
-        !extract.getMap().isIdentity() || extract.getIndices().empty())
-      return false;
-    Block &body = sum.getBody().front();
-    if (body.getOperations().size() != 2 ||
-        body.getTerminator()->getOperand(0) != extract.getResult() ||
-        extract.getIndices().front() != body.getArgument(0) ||
-        llvm::any_of(extract.getIndices().drop_front(), [&](Value index) {
-          return !isDefinedOutside(index, sum);
-        }))
-      return false;
-    sums.push_back(sum);
-  }
-  std::string reason;
-  ArrayType type = BatchMatmulOp::inferType(
-      cast<ArrayType>(product.getLhs().getType()),
-      cast<ArrayType>(product.getRhs().getType()), product.getTransposeLhs(),
-      product.getTransposeRhs(), /*sumBatch=*/true, reason,
-      product.getLhsRows());
-  if (!type)
-    return false;
-  OpBuilder builder(product);
-  auto summed = BatchMatmulOp::create(
-      builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
-      product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
-      product.getLhsRows());
-  for (ReduceOp sum : sums) {
-    auto extract = cast<ExtractOp>(sum.getBody().front().front());
-    SmallVector<Value> rest(extract.getIndices().drop_front());
-    builder.setInsertionPoint(sum);
-    auto map =
-        AffineMap::getMultiDimIdentityMap(rest.size(), builder.getContext());
-    Value row = ExtractOp::create(builder, sum.getLoc(), sum.getType(), summed,
-                                  AffineMapAttr::get(map), rest);
-    sum.replaceAllUsesWith(row);
-    sum.erase();
-  }
-  product.erase();
-  return true;
-}
 
 /// Rewrites the transpose of a product only the transpose reads, (L R)ᵀ,
 /// or of a scalar multiple of one, as the product Rᵀ Lᵀ (times the

@@ -91,6 +91,11 @@ void batchNestedOuterSum(ReduceOp reduce);
 /// whether it rewrote `loop`.
 bool batchPerIndexOuterSum(ForeachOp loop);
 
+/// Rewrites a batch of products that every reader sums over its batch axis
+/// through linear maps that do not vary with it as the summed product
+/// (BatchSums.cpp); false, with the products unchanged, otherwise.
+bool sumOverBatch(BatchMatmulOp product);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_BATCHEDPRODUCTS_H

@@ -318,27 +318,50 @@ bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
           if (index.getParentBlock() == &body)
             mapIndices.insert(index);
   });
-  SmallVector<BlockArgument> outer, inner;
-  for (BlockArgument index : body.getArguments())
-    (mapIndices.contains(index) ? outer : inner).push_back(index);
-  if (outer.empty() || inner.empty())
-    return false;
-  auto invariant = [&](Value value) {
-    llvm::SmallPtrSet<Value, 4> indices = indicesOf(value);
-    return llvm::none_of(
-        inner, [&](BlockArgument index) { return indices.contains(index); });
-  };
   Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
-  LinearDecomposition linear = decomposeLinearly(value, body, invariant);
-  size_t varying = llvm::count_if(linear.atoms,
-                                  [&](Value atom) { return !invariant(atom); });
-  bool mapsPerOuter = llvm::any_of(linear.maps, [&](Operation *map) {
-    return llvm::any_of(map->getOperands(), [&](Value operand) {
-      return isMatrix(operand) && invariant(operand) &&
-             !indicesOf(operand).empty();
+  // The split into `outer` (the maps' indices) and `inner` (summed first),
+  // when the maps of the summand that do not vary with `inner` are such a
+  // map of some that vary with `outer`: `withMatrix` asks for a matrix (a
+  // product that applies once per outer position), otherwise an array
+  // factor (an elementwise product).
+  SmallVector<BlockArgument> outer, inner;
+  auto trySplit = [&](function_ref<bool(BlockArgument)> isOuter,
+                      bool withMatrix) {
+    outer.clear();
+    inner.clear();
+    for (BlockArgument index : body.getArguments())
+      (isOuter(index) ? outer : inner).push_back(index);
+    if (outer.empty() || inner.empty())
+      return false;
+    auto invariant = [&](Value value) {
+      llvm::SmallPtrSet<Value, 4> indices = indicesOf(value);
+      return llvm::none_of(
+          inner, [&](BlockArgument index) { return indices.contains(index); });
+    };
+    LinearDecomposition linear = decomposeLinearly(value, body, invariant);
+    size_t varying = llvm::count_if(
+        linear.atoms, [&](Value atom) { return !invariant(atom); });
+    bool mapsPerOuter = llvm::any_of(linear.maps, [&](Operation *map) {
+      if (!withMatrix && !isa<MulOp, DivOp>(map))
+        return false;
+      return llvm::any_of(map->getOperands(), [&](Value operand) {
+        return invariant(operand) && !indicesOf(operand).empty() &&
+               (withMatrix ? isMatrix(operand) : !isScalar(operand));
+      });
     });
-  });
-  if (!mapsPerOuter || varying == 0 || varying > maxTerms)
+    return mapsPerOuter && varying > 0 && varying <= maxTerms;
+  };
+  // Σ_(b,h,c) a[b, c] ⊙ M[h] u(b, h, c), an array factor of the positions
+  // around the heads: summed over the heads first, Σ_(b,c) a[b, c] ⊙
+  // Σ_h M[h] u(b, h, c), one product of all the heads summed (as a head's
+  // back-projection added over the heads), not a table of every head's
+  // product that the factor then weighs.
+  bool headsFirst =
+      trySplit([&](BlockArgument index) { return !mapIndices.contains(index); },
+               /*withMatrix=*/false);
+  if (!headsFirst &&
+      !trySplit([&](BlockArgument index) { return mapIndices.contains(index); },
+                /*withMatrix=*/true))
     return false;
   auto sizesOf = [&](ArrayRef<BlockArgument> indices) {
     SmallVector<Attribute> chosen;

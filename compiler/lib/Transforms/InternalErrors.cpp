@@ -36,6 +36,9 @@ struct Activity {
 /// The activities of this thread, outermost first.
 thread_local std::vector<Activity> activities;
 
+/// Whether guardCompilation is reporting a crash on this thread.
+thread_local bool reportingCrash = false;
+
 std::string partOf(Operation *op) {
   for (Operation *part = op; part; part = part->getParentOp())
     if (isa<ModelOp>(part) || isa_and_nonnull<ModelOp>(part->getParentOp()))
@@ -73,6 +76,8 @@ std::string signalName(int signal) {
 }
 } // namespace
 
+bool mlir::energy::isReportingCrash() { return reportingCrash; }
+
 void mlir::energy::reportCrashesByPass(PassManager &passes) {
   passes.addInstrumentation(std::make_unique<CrashReportingInstrumentation>());
 }
@@ -94,6 +99,9 @@ mlir::energy::guardCompilation(StringRef phase, Location location,
   const Activity &innermost = activities.back();
   int code = recovery.RetCode;
   std::string cause = code > 128 ? signalName(code - 128) : "a fatal error";
+  // Handlers registered in the crashed scopes (GuardedDiagnosticHandler)
+  // step aside: their captures are gone.
+  reportingCrash = true;
   emitError(innermost.location)
       << "internal error in " << innermost.name << " on " << innermost.part
       << ": the compiler crashed (" << cause

@@ -13,6 +13,7 @@
 
 #include "PlanKernels.h"
 #include "Slices.h"
+#include "energy/Transforms/InternalErrors.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -263,8 +264,8 @@ bool sumRowsForColumns(TabulateOp table, ReduceOp sum) {
   // The array's trailing axes must be the table's dims, which the read's
   // verifier checks against the tensor or let it reads.
   {
-    ScopedDiagnosticHandler quiet(context,
-                                  [](Diagnostic &) { return success(); });
+    GuardedDiagnosticHandler quiet(context,
+                                   [](Diagnostic &) { return success(); });
     if (failed(verify(rows))) {
       rows.erase();
       return false;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Transforms/PlanStep.h"
+#include "energy/Transforms/InternalErrors.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -55,7 +56,7 @@ LogicalResult mlir::energy::runPlanStep(ModelOp model, StringRef stepName,
   std::string message;
   Operation *broken = nullptr;
   {
-    ScopedDiagnosticHandler capture(model.getContext(), [&](Diagnostic &diag) {
+    GuardedDiagnosticHandler capture(model.getContext(), [&](Diagnostic &diag) {
       if (message.empty())
         message = diag.str();
       return success();

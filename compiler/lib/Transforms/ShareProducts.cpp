@@ -6,7 +6,10 @@
 // paramᵀ, and in the param's loop as the param times the rowsᵀ, each side
 // with tables of the rows of its own. A table that recomputes at an index
 // what an earlier table holds there reads it instead; a product that is
-// the transpose of an earlier one is that one read at swapped indices.
+// the transpose of an earlier one is that one read at swapped indices; one
+// that another computes (of a batch of matrices or of a table of their
+// transposes, of an array or of a scalar multiple of it: that product times
+// the scalar) is that one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -178,6 +181,190 @@ void readThroughTranspose(TransposeOp transpose) {
     transpose.erase();
 }
 
+/// A table whose rows are `rows` times one scalar `factor` from outside it.
+struct ScaledTable {
+  TabulateOp table;
+  Value rows;
+  Value factor;
+};
+
+std::optional<ScaledTable> scaledTableOf(Value value) {
+  auto table = value.getDefiningOp<TabulateOp>();
+  if (!table)
+    return std::nullopt;
+  Block &body = table.getBody().front();
+  auto product = table.getBodyValue().getDefiningOp<MulOp>();
+  if (!product || product->getBlock() != &body)
+    return std::nullopt;
+  for (auto [rows, factor] : {std::pair(product.getLhs(), product.getRhs()),
+                              std::pair(product.getRhs(), product.getLhs())})
+    if (isScalar(factor) && isDefinedOutside(factor, table) &&
+        rows.getType() == product.getType())
+      return ScaledTable{table, rows, factor};
+  return std::nullopt;
+}
+
+/// What `scaled` scales, as a value available at `point` (an op after
+/// the table), when `twin` computes it: the array its rows read (x of a
+/// table of x[i] · s), or `twin` itself, a table of the same rows (moved
+/// ahead of `point` where it came after); null otherwise.
+Value unscaledAt(Value twin, ScaledTable scaled, Operation *point) {
+  Block &body = scaled.table.getBody().front();
+  if (auto extract = scaled.rows.getDefiningOp<ExtractOp>();
+      extract && extract->getBlock() == &body &&
+      extract.getMap().isIdentity() &&
+      extract.getIndices() == ValueRange(body.getArguments()) &&
+      isDefinedOutside(extract.getSource(), scaled.table) &&
+      computeSame(twin, extract.getSource(), {}))
+    return extract.getSource();
+  auto table = twin.getDefiningOp<TabulateOp>();
+  if (!table || table.getType() != scaled.table.getType() ||
+      table.getSizes() != scaled.table.getSizes())
+    return {};
+  IRMapping arguments;
+  arguments.map(table.getBody().front().getArguments(), body.getArguments());
+  if (!computeSame(table.getBodyValue(), scaled.rows, arguments))
+    return {};
+  if (availableBefore(twin, point))
+    return twin;
+  // A table of arrays' rows alone (no read a store might change) moves
+  // ahead of the point, where all it takes is available.
+  auto staysBehind = [&](Operation *op) {
+    return isa<ReadOp>(op) || llvm::any_of(op->getOperands(), [&](Value value) {
+             return isDefinedOutside(value, table) &&
+                    !availableBefore(value, point);
+           });
+  };
+  if (table->getBlock() != point->getBlock() ||
+      table
+          .walk([&](Operation *op) {
+            return staysBehind(op) ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+          })
+          .wasInterrupted())
+    return {};
+  table->moveBefore(point);
+  return twin;
+}
+
+/// Whether two products multiply alike (transposes, batch sums, row axes).
+bool sameProductKind(BatchMatmulOp a, BatchMatmulOp b) {
+  return a.getTransposeLhs() == b.getTransposeLhs() &&
+         a.getTransposeRhs() == b.getTransposeRhs() &&
+         a.getSumBatch() == b.getSumBatch() &&
+         a.getLhsRows() == b.getLhsRows() && a.getType() == b.getType();
+}
+
+/// The array A whose batch of matrices `table` transposes, a table over
+/// the batch axis h of A[h]ᵀ (A a tensor or an array from outside the
+/// table, read at the builder's point); null otherwise.
+Value transposedBatchOf(TabulateOp table, OpBuilder &builder) {
+  Block &body = table.getBody().front();
+  auto transpose = table.getBodyValue().getDefiningOp<TransposeOp>();
+  if (body.getNumArguments() != 1 || !transpose ||
+      transpose->getBlock() != &body)
+    return {};
+  auto type = cast<ArrayType>(table.getType());
+  SmallVector<StringAttr> shape(type.getShape());
+  std::swap(shape[1], shape[2]);
+  auto batch = ArrayType::get(table.getContext(), shape);
+  Value matrix = transpose.getOperand();
+  if (auto extract = matrix.getDefiningOp<ExtractOp>())
+    return extract.getMap().isIdentity() &&
+                   extract.getIndices() == ValueRange(body.getArguments()) &&
+                   isDefinedOutside(extract.getSource(), table) &&
+                   extract.getSource().getType() == batch
+               ? extract.getSource()
+               : Value();
+  return wholeTensorOf(matrix, {body.getArgument(0)}, batch, builder);
+}
+
+/// Rewrites `product` that reads a table of the transposes of a batch of
+/// matrices (transposedBatchOf) as the product of the batch with the
+/// operand's transpose flag flipped; false, with the IR unchanged, when it
+/// reads none.
+bool readThroughTransposedBatch(BatchMatmulOp product) {
+  for (unsigned side : {0u, 1u}) {
+    auto table = product->getOperand(side).getDefiningOp<TabulateOp>();
+    if (!table || cast<ArrayType>(table.getType()).getRank() != 3 ||
+        !(side == 0 ? product.hasLhsBatch() : product.hasRhsBatch()))
+      continue;
+    OpBuilder builder(product);
+    Value batch = transposedBatchOf(table, builder);
+    if (!batch)
+      continue;
+    bool transposeLhs = product.getTransposeLhs() != (side == 0);
+    bool transposeRhs = product.getTransposeRhs() != (side == 1);
+    Value lhs = side == 0 ? batch : product.getLhs();
+    Value rhs = side == 1 ? batch : product.getRhs();
+    std::string reason;
+    ArrayType type = BatchMatmulOp::inferType(
+        cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()),
+        transposeLhs, transposeRhs, product.getSumBatch(), reason,
+        product.getLhsRows());
+    if (type != product.getType()) {
+      if (batch.use_empty() && batch.getDefiningOp<ReadOp>())
+        batch.getDefiningOp()->erase();
+      continue;
+    }
+    auto replacement = BatchMatmulOp::create(
+        builder, product.getLoc(), type, lhs, rhs, transposeLhs, transposeRhs,
+        product.getSumBatch(), product.getLhsRows());
+    product.getResult().replaceAllUsesWith(replacement.getResult());
+    product.erase();
+    if (table->use_empty())
+      table.erase();
+    return true;
+  }
+  return false;
+}
+
+/// Rewrites `product`, of operands x and r, as another statement of the
+/// same block that computes the same product, or the product of r and
+/// what x is a scalar multiple of (ScaledTable; times the scalar then):
+/// both read one product, computed at the first of them. False, with the
+/// IR unchanged, when none does.
+bool shareProduct(BatchMatmulOp product) {
+  for (unsigned side : {0u, 1u}) {
+    Value operand = product->getOperand(side);
+    Value other = product->getOperand(1 - side);
+    std::optional<ScaledTable> scaled = scaledTableOf(operand);
+    for (Operation &op : *product->getBlock()) {
+      auto twin = dyn_cast<BatchMatmulOp>(&op);
+      if (!twin || twin == product || !sameProductKind(twin, product) ||
+          !computeSame(twin->getOperand(1 - side), other, {}))
+        continue;
+      Value factor, same = operand;
+      if (Value unscaled =
+              scaled ? unscaledAt(twin->getOperand(side), *scaled, product)
+                     : Value()) {
+        factor = scaled->factor;
+        same = unscaled;
+      } else if (!computeSame(twin->getOperand(side), operand, {})) {
+        continue;
+      }
+      // The first of the two computes the product, of what the product
+      // reads (computing the same as the twin's operands).
+      if (product->isBeforeInBlock(twin)) {
+        twin->moveBefore(product);
+        twin->setOperand(side, same);
+        twin->setOperand(1 - side, other);
+      }
+      OpBuilder builder(product);
+      Value shared = twin.getResult();
+      if (factor)
+        shared = MulOp::create(builder, product.getLoc(), shared, factor);
+      product.getResult().replaceAllUsesWith(shared);
+      product.erase();
+      if (Operation *definition = operand.getDefiningOp();
+          definition && definition->use_empty())
+        definition->erase();
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 bool mlir::energy::transposeOfEarlierProduct(BatchMatmulOp product) {
@@ -231,6 +418,21 @@ void mlir::energy::shareProducts(ModelOp model) {
   });
   for (BatchMatmulOp product : products)
     transposeOfEarlierProduct(product);
+  // Not in programs either: a store may come between the two products.
+  products.clear();
+  model.walk([&](BatchMatmulOp product) {
+    if (isStatement(product) && isa<GradientOp, TermOp>(product->getParentOp()))
+      products.push_back(product);
+  });
+  for (BatchMatmulOp product : products)
+    readThroughTransposedBatch(product);
+  products.clear();
+  model.walk([&](BatchMatmulOp product) {
+    if (isStatement(product) && isa<GradientOp, TermOp>(product->getParentOp()))
+      products.push_back(product);
+  });
+  for (BatchMatmulOp product : products)
+    shareProduct(product);
   SmallVector<TransposeOp> transposes;
   model.walk([&](TransposeOp transpose) { transposes.push_back(transpose); });
   for (TransposeOp transpose : transposes)

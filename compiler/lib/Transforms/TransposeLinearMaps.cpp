@@ -14,6 +14,7 @@
 #include "PlanKernels.h"
 #include "Slices.h"
 #include "energy/Interfaces/DerivativeOpInterface.h"
+#include "energy/Transforms/InternalErrors.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -145,8 +146,8 @@ private:
     Location loc = product.op->getLoc();
     // The rules of linear ops do not fail; should one, its error is not
     // the user's and the product stays as it was.
-    ScopedDiagnosticHandler quiet(product.op->getContext(),
-                                  [](Diagnostic &) { return success(); });
+    GuardedDiagnosticHandler quiet(product.op->getContext(),
+                                   [](Diagnostic &) { return success(); });
     llvm::DenseMap<Value, Value> adjoints;
     adjoints[mapped] = covector;
     SmallVector<Operation *> maps(linear.maps.begin(), linear.maps.end());

@@ -3,14 +3,14 @@
 // Two tables over (b, i) whose rows compute the same (a row's rmsnorm
 // backward, its ops in another order): the second reads the first's row,
 // which makes it a copy of the first, and the product of the second with W
-// is the product of the first. A table over (i, b) that computes the row at
-// swapped indices reads the first one there; one of another value stays.
+// is the product of the first, computed once. A table over (i, b) that
+// computes the row at swapped indices reads the first one there; one of
+// another value stays.
 // CHECK-LABEL: gradient @x {
 // CHECK:         %[[FIRST:[0-9]+]] = tabulate (%[[B:.*]] : @B, %[[I:.*]] : @T) {
-// CHECK:         batch_matmul %[[FIRST]], %{{[0-9]+}} transposed
-// CHECK-NEXT:    accumulate
-// CHECK-NEXT:    batch_matmul %[[FIRST]], %{{[0-9]+}} transposed
-// CHECK-NEXT:    accumulate
+// CHECK:         %[[P:[0-9]+]] = batch_matmul %[[FIRST]], %{{[0-9]+}} transposed
+// CHECK-NEXT:    accumulate %[[P]]
+// CHECK-NEXT:    accumulate %[[P]]
 // CHECK-NEXT:    %[[SWAPPED:[0-9]+]] = tabulate (%[[I2:.*]] : @T, %[[B2:.*]] : @B) {
 // CHECK-NEXT:      %[[ROW:[0-9]+]] = extract %[[FIRST]][%[[B2]], %[[I2]]] : !energy.array<B, T, D> -> !energy.array<D>
 // CHECK-NEXT:      yield %[[ROW]]

@@ -12,8 +12,11 @@
 #ifndef ENERGY_TRANSFORMS_INTERNALERRORS_H
 #define ENERGY_TRANSFORMS_INTERNALERRORS_H
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Pass/PassManager.h"
+
+#include <utility>
 
 namespace mlir::energy {
 
@@ -29,6 +32,26 @@ LogicalResult guardCompilation(StringRef phase, Location location,
 /// Makes the passes `passes` runs name themselves to guardCompilation (a
 /// pass instrumentation).
 void reportCrashesByPass(PassManager &passes);
+/// Whether guardCompilation is reporting a crash on this thread.
+bool isReportingCrash();
+
+/// A ScopedDiagnosticHandler for the compiler's own scopes (capturing or
+/// silencing what a step reports): while guardCompilation reports a crash,
+/// it passes the report on, since a crash inside its scope left it
+/// registered and its captures gone.
+class GuardedDiagnosticHandler : public ScopedDiagnosticHandler {
+public:
+  template <typename Handler>
+  GuardedDiagnosticHandler(MLIRContext *context, Handler &&handler)
+      : ScopedDiagnosticHandler(
+            context,
+            [handler = std::forward<Handler>(handler)](
+                Diagnostic &diagnostic) mutable -> LogicalResult {
+              if (isReportingCrash())
+                return failure();
+              return handler(diagnostic);
+            }) {}
+};
 
 } // namespace mlir::energy
 

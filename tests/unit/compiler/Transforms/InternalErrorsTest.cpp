@@ -1,9 +1,10 @@
 //===- InternalErrorsTest.cpp - Compiler crashes as located errors --------===//
 //
 // guardCompilation, in a child process (it ends the process on a crash): a
-// segmentation fault and an abort, in a phase and in a pass, become one
-// located error naming the pass and the part of the model, and exit status
-// 1; without a crash it returns what the compilation returned.
+// segmentation fault and an abort, in a phase and in a pass (also inside a
+// scope that captures diagnostics), become one located error naming the
+// pass and the part of the model, and exit status 1; without a crash it
+// returns what the compilation returned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,6 +115,28 @@ TEST_CASE("a crash in a pass names the pass and the model") {
           "loc(\"m.mlir\":2:1): error: internal error in test-crashing-pass on "
           "model `m`: the compiler crashed (abort); please report it "
           "with this file") != std::string::npos);
+}
+
+TEST_CASE("a crash inside a scope that captures diagnostics is reported") {
+  auto [status, text] = inChild([] {
+    MLIRContext context;
+    Location location = FileLineColLoc::get(&context, "m.energy", 4, 2);
+    (void)guardCompilation("a plan step", location, [&] {
+      std::string captured;
+      GuardedDiagnosticHandler capture(&context, [&](Diagnostic &diagnostic) {
+        captured = diagnostic.str();
+        return success();
+      });
+      std::raise(SIGSEGV);
+      return success();
+    });
+    return 0;
+  });
+  INFO(text);
+  CHECK(status == 1);
+  CHECK(text.find("loc(\"m.energy\":4:2): error: internal error in a plan "
+                  "step on the model: the compiler crashed (segmentation "
+                  "fault)") != std::string::npos);
 }
 
 TEST_CASE("without a crash, the compilation's result is returned") {
