@@ -19,6 +19,7 @@
 
 #include "energy/Transforms/Dependence.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -31,11 +32,9 @@ bool isPlainSum(ReduceOp sum) {
          !sum.getTemperature() && hasPlainDims(sum.getSizes());
 }
 
-/// The sum that `table` is read by alone, over the table's whole domain at
-/// its own indices, rewritten as a sum of the table's body (with `inside`,
-/// an op of it); else nulls, with the IR unchanged.
-std::pair<ReduceOp, Operation *> sumOfTable(TabulateOp table,
-                                            Operation *inside) {
+/// The sum that reads `table` alone, over the table's whole domain at its
+/// own indices; null otherwise.
+ReduceOp onlySumOf(TabulateOp table) {
   if (!table->hasOneUse() || table.getBody().front().getNumArguments() == 0)
     return {};
   auto extract = dyn_cast<ExtractOp>(*table->getUsers().begin());
@@ -48,65 +47,63 @@ std::pair<ReduceOp, Operation *> sumOfTable(TabulateOp table,
   if (sumBody.getOperations().size() != 2 ||
       sumBody.getTerminator()->getOperand(0) != extract.getResult())
     return {};
-  OpBuilder builder(sum);
-  auto whole = ReduceOp::create(builder, sum.getLoc(), sum.getType(),
-                                ReduceKind::sum, sum.getSizes(), Value());
-  whole.getBody().takeBody(table.getBody());
-  sum.replaceAllUsesWith(whole.getResult());
-  sum.erase();
-  table.erase();
-  return {whole, inside};
+  return sum;
 }
 
-/// A reader of a batch of products: `extract` of P[h, rest…] in the body
-/// of `sum`, whose value is a linear map of it with operands that do not
-/// vary with h, h used by nothing else.
+/// Whether `outer` is a plain sum whose body computes a plain sum `inner`
+/// (and effect-free values for it) and yields it: what flattenNestedSum
+/// makes one sum.
+bool isNestedSum(ReduceOp outer, ReduceOp inner) {
+  if (!isPlainSum(outer) || !isPlainSum(inner) ||
+      outer.getBodyValue() != inner.getResult() || !inner->hasOneUse() ||
+      inner.getType() != outer.getType())
+    return false;
+  return llvm::all_of(
+      outer.getBody().front().without_terminator(), [&](Operation &op) {
+        return &op == inner.getOperation() || isMemoryEffectFree(&op);
+      });
+}
+
+/// A reader of a batch of products: `extract` of P[h, rest…], whose
+/// container's value (a sum's or a table's body) is a linear map of it with
+/// operands that do not vary with h, h used by nothing else, in a sum over
+/// h: the container itself, the sum that alone reads the table, or a sum
+/// around the container whose body yields it (`outer`).
 struct BatchReader {
-  ReduceOp sum;
   ExtractOp extract;
-  unsigned head;
+  BlockArgument head;
+  Operation *container;
+  ReduceOp outer;
 };
 
-/// The reader that `user` of a batch of products is, if any; a table it
-/// is read in that only a sum reads becomes that sum first.
+/// The reader that `user` of a batch of products is, if any.
 std::optional<BatchReader> readerOf(Operation *user) {
   auto extract = dyn_cast<ExtractOp>(user);
   if (!extract || !extract.getMap().isIdentity() ||
       extract.getIndices().empty())
     return std::nullopt;
-  Operation *parent = extract->getParentOp();
-  if (auto table = dyn_cast<TabulateOp>(parent)) {
-    auto [sum, copy] = sumOfTable(table, extract);
-    if (!sum)
-      return std::nullopt;
-    parent = sum;
-    extract = cast<ExtractOp>(copy);
-  }
-  auto sum = dyn_cast_or_null<ReduceOp>(parent);
-  if (!sum || !isPlainSum(sum))
-    return std::nullopt;
+  Operation *container = extract->getParentOp();
   auto head = dyn_cast<BlockArgument>(extract.getIndices().front());
-  // A sum over the heads of a sum over the rest is one sum over both.
-  auto outer = dyn_cast<ReduceOp>(sum->getParentOp());
-  if (head && outer && head.getOwner() == &outer.getBody().front()) {
-    ReduceOp flat = flattenNestedSum(outer);
-    if (!flat)
+  if (!head || !isa<TabulateOp, ReduceOp>(container))
+    return std::nullopt;
+  Block &body = isa<TabulateOp>(container)
+                    ? cast<TabulateOp>(container).getBody().front()
+                    : cast<ReduceOp>(container).getBody().front();
+  ReduceOp outer;
+  if (auto table = dyn_cast<TabulateOp>(container)) {
+    if (head.getOwner() != &body || !onlySumOf(table))
       return std::nullopt;
-    Value batch = extract.getSource();
-    outer.replaceAllUsesWith(flat.getResult());
-    outer.erase();
-    sum = flat;
-    flat.walk([&](ExtractOp copy) {
-      if (copy.getSource() == batch)
-        extract = copy;
-    });
-    head = dyn_cast<BlockArgument>(extract.getIndices().front());
+  } else if (!isPlainSum(cast<ReduceOp>(container))) {
+    return std::nullopt;
+  } else if (head.getOwner() != &body) {
+    // A sum over the heads of a sum over the rest is one sum over both.
+    outer = dyn_cast<ReduceOp>(container->getParentOp());
+    if (!outer || head.getOwner() != &outer.getBody().front())
+      return std::nullopt;
+    if (!isNestedSum(outer, cast<ReduceOp>(container)))
+      return std::nullopt;
   }
-  Block &body = sum.getBody().front();
-  // What nothing reads (an index's reads left by earlier steps) is no use.
-  eraseDeadOps(body);
-  if (!head || head.getOwner() != &body ||
-      llvm::any_of(head.getUses(), [&](OpOperand &use) {
+  if (llvm::any_of(head.getUses(), [&](OpOperand &use) {
         return use.getOwner() != extract.getOperation() ||
                use.getOperandNumber() !=
                    extract.getIndices().getBeginOperandIndex();
@@ -117,28 +114,64 @@ std::optional<BatchReader> readerOf(Operation *user) {
       value, body, [&](Value v) { return !dependsOn(v, extract.getResult()); });
   if (linear.atoms.size() != 1 || linear.atoms.front() != extract.getResult())
     return std::nullopt;
-  return BatchReader{sum, extract, head.getArgNumber()};
+  return BatchReader{extract, head, container, outer};
 }
 
-/// `reader`'s sum without its head index, reading `summed` at the rest.
-void readSummed(BatchReader reader, Value summed) {
-  ReduceOp sum = reader.sum;
+/// Whether `reader` is a sum over the heads alone that yields the product.
+bool isPlainHeadSum(const BatchReader &reader) {
+  auto sum = dyn_cast<ReduceOp>(reader.container);
+  return sum && !reader.outer && sum.getSizes().size() == 1 &&
+         sum.getBody().front().getOperations().size() == 2;
+}
+
+/// `reader` as one sum over h and the rest (the table's sum, or the nest
+/// flattened), the extract in it and h's position among its indices.
+std::tuple<ReduceOp, ExtractOp, unsigned> wholeSumOf(BatchReader reader) {
+  ExtractOp extract = reader.extract;
+  unsigned head = reader.head.getArgNumber();
+  if (auto table = dyn_cast<TabulateOp>(reader.container)) {
+    ReduceOp sum = onlySumOf(table);
+    OpBuilder builder(sum);
+    auto whole = ReduceOp::create(builder, sum.getLoc(), sum.getType(),
+                                  ReduceKind::sum, sum.getSizes(), Value());
+    whole.getBody().takeBody(table.getBody());
+    sum.replaceAllUsesWith(whole.getResult());
+    sum.erase();
+    table.erase();
+    return {whole, extract, head};
+  }
+  if (!reader.outer)
+    return {cast<ReduceOp>(reader.container), extract, head};
+  // flattenNestedSum puts the outer sum's indices first.
+  ReduceOp flat = flattenNestedSum(reader.outer);
+  Value batch = extract.getSource();
+  reader.outer.replaceAllUsesWith(flat.getResult());
+  reader.outer.erase();
+  flat.walk([&](ExtractOp copy) {
+    if (copy.getSource() == batch)
+      extract = copy;
+  });
+  return {flat, extract, head};
+}
+
+/// `sum` without its index number `head`, its extract of the batch of
+/// products reading `summed` at the rest.
+void readSummed(ReduceOp sum, ExtractOp extract, unsigned head, Value summed) {
   Block &body = sum.getBody().front();
   SmallVector<Attribute> sizes;
   for (auto [number, size] : llvm::enumerate(sum.getSizes()))
-    if (number != reader.head)
+    if (number != head)
       sizes.push_back(size);
   OpBuilder builder(sum);
   Location loc = sum.getLoc();
-  SmallVector<Value> rest(reader.extract.getIndices().drop_front());
+  SmallVector<Value> rest(extract.getIndices().drop_front());
   auto map = AffineMap::getMultiDimIdentityMap(rest.size(), sum.getContext());
   if (sizes.empty()) {
     // A sum over the heads alone: its body once, before it.
-    Value row = ExtractOp::create(builder, reader.extract.getLoc(),
-                                  reader.extract.getType(), summed,
-                                  AffineMapAttr::get(map), rest);
-    reader.extract.replaceAllUsesWith(row);
-    reader.extract.erase();
+    Value row = ExtractOp::create(builder, extract.getLoc(), extract.getType(),
+                                  summed, AffineMapAttr::get(map), rest);
+    extract.replaceAllUsesWith(row);
+    extract.erase();
     Value value = cast<YieldOp>(body.getTerminator()).getValues().front();
     sum->getBlock()->getOperations().splice(Block::iterator(sum),
                                             body.getOperations(), body.begin(),
@@ -151,19 +184,17 @@ void readSummed(BatchReader reader, Value summed) {
                                   builder.getArrayAttr(sizes), Value());
   Block &shorterBody = shorter.getBody().emplaceBlock();
   for (BlockArgument index : body.getArguments())
-    if (index.getArgNumber() != reader.head)
+    if (index.getArgNumber() != head)
       index.replaceAllUsesWith(
           shorterBody.addArgument(index.getType(), index.getLoc()));
   shorterBody.getOperations().splice(shorterBody.end(), body.getOperations());
   // The extract's other indices are the shorter sum's now.
-  rest.assign(reader.extract.getIndices().begin() + 1,
-              reader.extract.getIndices().end());
-  OpBuilder inside(reader.extract);
-  Value row = ExtractOp::create(inside, reader.extract.getLoc(),
-                                reader.extract.getType(), summed,
-                                AffineMapAttr::get(map), rest);
-  reader.extract.replaceAllUsesWith(row);
-  reader.extract.erase();
+  rest.assign(extract.getIndices().begin() + 1, extract.getIndices().end());
+  OpBuilder inside(extract);
+  Value row = ExtractOp::create(inside, extract.getLoc(), extract.getType(),
+                                summed, AffineMapAttr::get(map), rest);
+  extract.replaceAllUsesWith(row);
+  extract.erase();
   sum.replaceAllUsesWith(shorter.getResult());
   sum.erase();
 }
@@ -182,6 +213,27 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
       product.getLhsRows());
   if (!type)
     return false;
+  // What nothing reads in the readers' bodies and around them (an index's
+  // reads left by earlier steps), innermost blocks first: an erased op
+  // takes its blocks with it.
+  llvm::SetVector<Block *> blocks;
+  for (Operation *user : product->getUsers())
+    for (Operation *op = user; op && blocks.size() < 64;
+         op = op->getParentOp()) {
+      if (isStatement(op))
+        break;
+      blocks.insert(op->getBlock());
+    }
+  SmallVector<std::pair<int, Block *>> byDepth;
+  for (Block *block : blocks) {
+    int depth = 0;
+    for (Operation *op = block->getParentOp(); op; op = op->getParentOp())
+      ++depth;
+    byDepth.push_back({-depth, block});
+  }
+  llvm::sort(byDepth, [](auto a, auto b) { return a.first < b.first; });
+  for (auto [depth, block] : byDepth)
+    eraseDeadOps(*block);
   SmallVector<BatchReader> readers;
   SmallVector<Operation *> users(product->getUsers());
   // One reader per sum or table (checked before one of them is rewritten).
@@ -191,9 +243,9 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
       return false;
   for (Operation *user : users) {
     std::optional<BatchReader> reader = readerOf(user);
-    // Two readers in one sum (two heads' products) would rewrite it twice.
+    // Two readers in one nest would rewrite it twice.
     if (!reader || llvm::any_of(readers, [&](const BatchReader &other) {
-          return other.sum == reader->sum;
+          return other.outer && other.outer == reader->outer;
         }))
       return false;
     readers.push_back(*reader);
@@ -201,9 +253,9 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
   // Past a plain sum over the batch alone, only a batch of matrices (the
   // heads'): Σ_b A[b] W read through other sums is as much work summed, and
   // the batch as one GEMM may be what a twin of the product computes.
-  if (!product.hasRhsBatch() && llvm::any_of(readers, [](BatchReader reader) {
-        return reader.sum.getSizes().size() != 1 ||
-               reader.sum.getBody().front().getOperations().size() != 2;
+  if (!product.hasRhsBatch() &&
+      !llvm::all_of(readers, [](const BatchReader &reader) {
+        return isPlainHeadSum(reader);
       }))
     return false;
   OpBuilder builder(product);
@@ -211,8 +263,16 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
       builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
       product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
       product.getLhsRows());
-  for (BatchReader &reader : readers)
-    readSummed(reader, summed.getResult());
-  product.erase();
+  // One reader at a time, each found again: flattening a nest copies what
+  // it holds, another reader's extract among it.
+  while (!product->use_empty()) {
+    std::optional<BatchReader> reader = readerOf(*product->getUsers().begin());
+    if (!reader)
+      break;
+    auto [sum, extract, head] = wholeSumOf(*reader);
+    readSummed(sum, extract, head, summed.getResult());
+  }
+  if (product->use_empty())
+    product.erase();
   return true;
 }

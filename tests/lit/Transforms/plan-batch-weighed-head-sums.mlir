@@ -44,14 +44,15 @@ energy.model @weighed_heads {
 // -----
 
 // The same as a sum over the heads of a sum over the rows; a value that
-// varies with the head (a per-head weight) keeps the batch of products (the
-// nest then one sum over heads and rows).
+// varies with the head (a per-head weight) keeps the batch of products and
+// the nest.
 // CHECK-LABEL: energy.model @nested_heads
 // CHECK:         batch_matmul %{{[0-9]+}}, %{{[0-9]+}} summed {lhs_rows = 2 : i64}
 // CHECK:         reduce sum (%{{.*}} : @B, %{{.*}} : @T) {
 // CHECK:         accumulate
 // CHECK:         batch_matmul %{{[0-9]+}}, %{{[0-9]+}} {lhs_rows = 2 : i64} : !energy.array<H, B, T, Y>, !energy.array<H, Y, D> -> !energy.array<H, B, T, D>
-// CHECK-NEXT:    reduce sum (%{{.*}} : @H, %{{.*}} : @B, %{{.*}} : @T) {
+// CHECK-NEXT:    reduce sum (%{{.*}} : @H) {
+// CHECK:           reduce sum (%{{.*}} : @B, %{{.*}} : @T) {
 energy.model @nested_heads {
   dim @B
   dim @T
@@ -93,5 +94,40 @@ energy.model @nested_heads {
       yield %inner : !energy.array<D>
     } : !energy.array<D>
     accumulate %u into @g : !energy.array<D>
+  }
+}
+
+// -----
+
+// A batch of rows times one matrix (no batch of matrices) read in a sum
+// over the batch's rows nested in a sum over the batch: left as it is, the
+// nest too (a sum over a row's pairs that a later step makes a contraction).
+// CHECK-LABEL: energy.model @rows_batch
+// CHECK:         batch_matmul %{{[0-9]+}}, %{{[0-9]+}} : !energy.array<B, T, D>, !energy.array<D, D> -> !energy.array<B, T, D>
+// CHECK-NEXT:    reduce sum (%{{.*}} : @B, %{{.*}} : @T) {
+// CHECK:           reduce sum (%{{.*}} : @T) {
+energy.model @rows_batch {
+  dim @B
+  dim @T
+  dim @D
+  tensor @g : param [@D]
+  tensor @n : input [@B, @T, @D]
+  tensor @W : param [@D, @D]
+  term @e {
+    %0 = constant 0.0
+    yield %0 : !energy.array<>
+  }
+  gradient @g {
+    %n = read @n : !energy.array<B, T, D>
+    %w = read @W : !energy.array<D, D>
+    %p = batch_matmul %n, %w : !energy.array<B, T, D>, !energy.array<D, D> -> !energy.array<B, T, D>
+    %s = reduce sum (%b : @B, %c : @T) {
+      %inner = reduce sum (%q : @T) {
+        %r = extract %p[%b, %q] : !energy.array<B, T, D> -> !energy.array<D>
+        yield %r : !energy.array<D>
+      } : !energy.array<D>
+      yield %inner : !energy.array<D>
+    } : !energy.array<D>
+    accumulate %s into @g : !energy.array<D>
   }
 }
