@@ -26,12 +26,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Whether `sum` adds its body's value plainly over plain dims.
-bool isPlainSum(ReduceOp sum) {
-  return sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
-         !sum.getTemperature() && hasPlainDims(sum.getSizes());
-}
-
 /// The sum that reads `table` alone, over the table's whole domain at its
 /// own indices; null otherwise.
 ReduceOp onlySumOf(TabulateOp table) {
@@ -48,20 +42,6 @@ ReduceOp onlySumOf(TabulateOp table) {
       sumBody.getTerminator()->getOperand(0) != extract.getResult())
     return {};
   return sum;
-}
-
-/// Whether `outer` is a plain sum whose body computes a plain sum `inner`
-/// (and effect-free values for it) and yields it: what flattenNestedSum
-/// makes one sum.
-bool isNestedSum(ReduceOp outer, ReduceOp inner) {
-  if (!isPlainSum(outer) || !isPlainSum(inner) ||
-      outer.getBodyValue() != inner.getResult() || !inner->hasOneUse() ||
-      inner.getType() != outer.getType())
-    return false;
-  return llvm::all_of(
-      outer.getBody().front().without_terminator(), [&](Operation &op) {
-        return &op == inner.getOperation() || isMemoryEffectFree(&op);
-      });
 }
 
 /// A reader of a batch of products: `extract` of P[h, rest…], whose
@@ -100,7 +80,7 @@ std::optional<BatchReader> readerOf(Operation *user) {
     outer = dyn_cast<ReduceOp>(container->getParentOp());
     if (!outer || head.getOwner() != &outer.getBody().front())
       return std::nullopt;
-    if (!isNestedSum(outer, cast<ReduceOp>(container)))
+    if (nestedSumOf(outer) != container)
       return std::nullopt;
   }
   if (llvm::any_of(head.getUses(), [&](OpOperand &use) {

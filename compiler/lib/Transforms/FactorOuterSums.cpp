@@ -29,7 +29,7 @@ using namespace mlir::energy;
 namespace {
 
 /// A `reduce sum` without a temperature.
-bool isPlainSum(ReduceOp reduce) {
+bool isUntemperedSum(ReduceOp reduce) {
   return reduce.getKind() == ReduceKind::sum && !reduce.getTemperature();
 }
 
@@ -99,7 +99,7 @@ std::optional<std::pair<Value, Value>> outerSides(Value value) {
 
 /// The sides of the outer product a plain sum adds up, if it adds one.
 std::optional<std::pair<Value, Value>> summedOuterSides(ReduceOp reduce) {
-  if (!isPlainSum(reduce))
+  if (!isUntemperedSum(reduce))
     return std::nullopt;
   return outerSides(yieldedValue(reduce));
 }
@@ -110,7 +110,7 @@ struct SplitSumOfOuterProducts : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    if (!isPlainSum(reduce))
+    if (!isUntemperedSum(reduce))
       return failure();
     auto add = yieldedValue(reduce).getDefiningOp<AddOp>();
     if (!add || add.getLhs().getType() != reduce.getType() ||
@@ -225,7 +225,7 @@ struct FactorLinearMap : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp reduce,
                                 PatternRewriter &rewriter) const override {
-    if (!isPlainSum(reduce))
+    if (!isUntemperedSum(reduce))
       return failure();
     Operation *map = yieldedValue(reduce).getDefiningOp();
     std::optional<unsigned> inside =
@@ -242,7 +242,8 @@ struct FactorLinearMap : OpRewritePattern<ReduceOp> {
 };
 
 struct FactorOuterSumsPass
-    : public mlir::energy::impl::EnergyFactorOuterSumsBase<FactorOuterSumsPass> {
+    : public mlir::energy::impl::EnergyFactorOuterSumsBase<
+          FactorOuterSumsPass> {
   using Base::Base;
 
   void runOnOperation() override {

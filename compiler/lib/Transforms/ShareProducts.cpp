@@ -26,25 +26,25 @@ using namespace mlir::energy;
 
 namespace {
 
+/// The array that `row`, a value of `table`'s body, reads at the table's
+/// indices in order (`extract A[i, j, …]`, A from outside the table);
+/// null otherwise.
+Value arrayReadAtIndices(Value row, TabulateOp table) {
+  Block &body = table.getBody().front();
+  auto extract = row.getDefiningOp<ExtractOp>();
+  if (!extract || extract->getBlock() != &body ||
+      !extract.getMap().isIdentity() ||
+      extract.getIndices() != ValueRange(body.getArguments()) ||
+      !isDefinedOutside(extract.getSource(), table))
+    return {};
+  return extract.getSource();
+}
+
 /// The array a table copies, when its body yields the row of an array
 /// from outside at its indices, in order: the table is that array.
 Value copiedArray(TabulateOp table) {
-  Block &body = table.getBody().front();
-  auto extract = cast<YieldOp>(body.getTerminator())
-                     .getValues()
-                     .front()
-                     .getDefiningOp<ExtractOp>();
-  if (!extract || extract->getBlock() != &body ||
-      !extract.getMap().isIdentity() ||
-      extract.getSource().getType() != table.getType() ||
-      extract.getIndices().size() != body.getNumArguments() ||
-      table->isAncestor(extract.getSource().getParentRegion()->getParentOp()))
-    return {};
-  for (auto [index, argument] :
-       llvm::zip(extract.getIndices(), body.getArguments()))
-    if (index != argument)
-      return {};
-  return extract.getSource();
+  Value array = arrayReadAtIndices(table.getBodyValue(), table);
+  return array && array.getType() == table.getType() ? array : Value();
 }
 
 /// The size an index of a loop, table or reduction runs over.
@@ -210,13 +210,9 @@ std::optional<ScaledTable> scaledTableOf(Value value) {
 /// ahead of `point` where it came after); null otherwise.
 Value unscaledAt(Value twin, ScaledTable scaled, Operation *point) {
   Block &body = scaled.table.getBody().front();
-  if (auto extract = scaled.rows.getDefiningOp<ExtractOp>();
-      extract && extract->getBlock() == &body &&
-      extract.getMap().isIdentity() &&
-      extract.getIndices() == ValueRange(body.getArguments()) &&
-      isDefinedOutside(extract.getSource(), scaled.table) &&
-      computeSame(twin, extract.getSource(), {}))
-    return extract.getSource();
+  if (Value array = arrayReadAtIndices(scaled.rows, scaled.table);
+      array && computeSame(twin, array, {}))
+    return array;
   auto table = twin.getDefiningOp<TabulateOp>();
   if (!table || table.getType() != scaled.table.getType() ||
       table.getSizes() != scaled.table.getSizes())
@@ -269,13 +265,10 @@ Value transposedBatchOf(TabulateOp table, OpBuilder &builder) {
   std::swap(shape[1], shape[2]);
   auto batch = ArrayType::get(table.getContext(), shape);
   Value matrix = transpose.getOperand();
-  if (auto extract = matrix.getDefiningOp<ExtractOp>())
-    return extract.getMap().isIdentity() &&
-                   extract.getIndices() == ValueRange(body.getArguments()) &&
-                   isDefinedOutside(extract.getSource(), table) &&
-                   extract.getSource().getType() == batch
-               ? extract.getSource()
-               : Value();
+  if (matrix.getDefiningOp<ExtractOp>()) {
+    Value array = arrayReadAtIndices(matrix, table);
+    return array && array.getType() == batch ? array : Value();
+  }
   return wholeTensorOf(matrix, {body.getArgument(0)}, batch, builder);
 }
 
@@ -419,19 +412,18 @@ void mlir::energy::shareProducts(ModelOp model) {
   for (BatchMatmulOp product : products)
     transposeOfEarlierProduct(product);
   // Not in programs either: a store may come between the two products.
-  products.clear();
-  model.walk([&](BatchMatmulOp product) {
-    if (isStatement(product) && isa<GradientOp, TermOp>(product->getParentOp()))
-      products.push_back(product);
-  });
-  for (BatchMatmulOp product : products)
+  auto declarationProducts = [&] {
+    SmallVector<BatchMatmulOp> found;
+    model.walk([&](BatchMatmulOp product) {
+      if (isStatement(product) &&
+          isa<GradientOp, TermOp>(product->getParentOp()))
+        found.push_back(product);
+    });
+    return found;
+  };
+  for (BatchMatmulOp product : declarationProducts())
     readThroughTransposedBatch(product);
-  products.clear();
-  model.walk([&](BatchMatmulOp product) {
-    if (isStatement(product) && isa<GradientOp, TermOp>(product->getParentOp()))
-      products.push_back(product);
-  });
-  for (BatchMatmulOp product : products)
+  for (BatchMatmulOp product : declarationProducts())
     shareProduct(product);
   SmallVector<TransposeOp> transposes;
   model.walk([&](TransposeOp transpose) { transposes.push_back(transpose); });

@@ -485,17 +485,13 @@ void mlir::energy::eraseDeadOps(Block &block) {
       op.erase();
 }
 
-namespace {
-/// Whether `sum` is a plain sum (of plain dims, no predicate, temperature
-/// or plugin aggregation).
-bool isPlainSum(ReduceOp sum) {
+bool mlir::energy::isPlainSum(ReduceOp sum) {
   return sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
          !sum.getTemperature() && !sum.getAggregation() &&
          hasPlainDims(sum.getSizes());
 }
-} // namespace
 
-ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
+ReduceOp mlir::energy::nestedSumOf(ReduceOp outer) {
   if (!isPlainSum(outer))
     return {};
   Block &outerBody = outer.getBody().front();
@@ -508,6 +504,14 @@ ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
   for (Operation &op : outerBody.without_terminator())
     if (&op != inner.getOperation() && !isMemoryEffectFree(&op))
       return {};
+  return inner;
+}
+
+ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
+  ReduceOp inner = nestedSumOf(outer);
+  if (!inner)
+    return {};
+  Block &outerBody = outer.getBody().front();
   OpBuilder builder(outer);
   SmallVector<Attribute> sizes(outer.getSizes().getValue());
   llvm::append_range(sizes, inner.getSizes().getValue());

@@ -128,10 +128,17 @@ bool hasPlainDims(ArrayAttr sizes);
 /// effects, last first.
 void eraseDeadOps(Block &block);
 
-/// Σ_I Σ_J f(I, J), a plain sum (no predicate, temperature or plugin
-/// aggregation) whose body yields a plain sum over other indices that
-/// nothing else reads, besides ops without memory effects, as one new sum
-/// over (I, J) built ahead of it; null, building nothing, for another form.
+/// Whether `sum` is a plain sum (of plain dims, no predicate, temperature
+/// or plugin aggregation).
+bool isPlainSum(ReduceOp sum);
+
+/// The inner sum of Σ_I Σ_J f(I, J): `outer` a plain sum whose body yields
+/// a plain sum over other indices that nothing else reads, besides ops
+/// without memory effects; null for another form.
+ReduceOp nestedSumOf(ReduceOp outer);
+
+/// Σ_I Σ_J f(I, J) (nestedSumOf) as one new sum over (I, J) built ahead of
+/// it; null, building nothing, for another form.
 ReduceOp flattenNestedSum(ReduceOp outer);
 
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
