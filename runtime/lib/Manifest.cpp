@@ -95,6 +95,22 @@ static Expected<int64_t> readInteger(const Value &value,
   return *value.integer();
 }
 
+/// `object[key]`, an array of strings (`what` names them in errors),
+/// appended to `out`.
+static Status readStrings(const Value &object, const std::string &where,
+                          const char *key, const char *what,
+                          std::vector<std::string> &out) {
+  Expected<const Value *> list = field(object, where, key, Kind::Array);
+  if (!list)
+    return list.status();
+  for (const Value &element : (*list)->elements()) {
+    if (!element.is(Kind::String))
+      return wrongKind(where + ": " + key, what, element);
+    out.push_back(element.string());
+  }
+  return Status::success();
+}
+
 /// A dim expression: a non-empty, well-formed array of dim names,
 /// operators and integer literals.
 static Expected<DimExpr> readDimExpr(const Value &value,
@@ -340,37 +356,27 @@ static Status readTarget(const Value &root, Manifest &manifest) {
     return status;
   if (Status status = readString(*target, "target", "cpu", out.cpu); !status)
     return status;
-  Expected<const Value *> features =
-      field(*target, "target", "features", Kind::Array);
-  if (!features)
-    return features.status();
-  for (const Value &feature : (*features)->elements()) {
-    if (!feature.is(Kind::String))
-      return wrongKind("target: features", "strings (CPU feature names)",
-                       feature);
-    if (!isKnownCpuFeature(feature.string())) {
+  if (Status status = readStrings(*target, "target", "features",
+                                  "strings (CPU feature names)", out.features);
+      !status)
+    return status;
+  for (const std::string &feature : out.features)
+    if (!isKnownCpuFeature(feature)) {
       std::string known;
       for (const std::string &name : knownCpuFeatures())
         known += (known.empty() ? "" : ", ") + name;
       return Status::error(
-          "target: features: unknown CPU feature \"" + feature.string() +
+          "target: features: unknown CPU feature \"" + feature +
           "\", which this runtime cannot check (known: " + known + ")");
     }
-    out.features.push_back(feature.string());
-  }
   if (const Value *device = target->find("device")) {
     if (!device->is(Kind::String) || device->string() != "cuda")
       return wrongKind("target: device", "\"cuda\" (or absent)", *device);
     out.device = device->string();
-    Expected<const Value *> archs =
-        field(*target, "target", "device_archs", Kind::Array);
-    if (!archs)
-      return archs.status();
-    for (const Value &arch : (*archs)->elements()) {
-      if (!arch.is(Kind::String))
-        return wrongKind("target: device_archs", "strings (\"sm_90\")", arch);
-      out.deviceArchs.push_back(arch.string());
-    }
+    if (Status status = readStrings(*target, "target", "device_archs",
+                                    "strings (\"sm_90\")", out.deviceArchs);
+        !status)
+      return status;
   }
   manifest.target = std::move(out);
   return Status::success();
@@ -394,15 +400,10 @@ static Status readPlugins(const Value &root, Manifest &manifest) {
                             std::pair{"library", &plugin.library}})
       if (Status status = readString(entry, where, key, *out); !status)
         return status;
-    Expected<const Value *> symbols =
-        field(entry, where, "symbols", Kind::Array);
-    if (!symbols)
-      return symbols.status();
-    for (const Value &symbol : (*symbols)->elements()) {
-      if (!symbol.is(Kind::String))
-        return wrongKind(where + ": symbols", "strings", symbol);
-      plugin.symbols.push_back(symbol.string());
-    }
+    if (Status status =
+            readStrings(entry, where, "symbols", "strings", plugin.symbols);
+        !status)
+      return status;
     manifest.plugins.push_back(std::move(plugin));
   }
   return Status::success();
@@ -448,15 +449,10 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
       if (Status status = readString(entry, where, "kernel", joint.kernel);
           !status)
         return status;
-      Expected<const Value *> tensors =
-          field(entry, where, "tensors", Kind::Array);
-      if (!tensors)
-        return tensors.status();
-      for (const Value &tensor : (*tensors)->elements()) {
-        if (!tensor.is(Kind::String))
-          return wrongKind(where + ": tensors", "tensor names", tensor);
-        joint.tensors.push_back(tensor.string());
-      }
+      if (Status status = readStrings(entry, where, "tensors", "tensor names",
+                                      joint.tensors);
+          !status)
+        return status;
       out.jointGradients.push_back(std::move(joint));
     }
   if (Status status = readOptionalString(kernels, "kernels", "step", out.step);

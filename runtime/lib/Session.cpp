@@ -449,15 +449,16 @@ Expected<std::map<std::string, int64_t>> Session::dims() {
   return values;
 }
 
-Expected<double> Session::energy() {
-  CallScope scope(*this);
+Status Session::evaluate(const detail::Kernel &kernel, double *result) {
   if (Status status = prepare(); !status)
     return status;
-  const detail::Kernel &kernel = owner.state->energy;
+  return call(kernel.function, kernel.symbol, evaluationStep(), result);
+}
+
+Expected<double> Session::energy() {
+  CallScope scope(*this);
   double result = 0;
-  if (Status status =
-          call(kernel.function, kernel.symbol, evaluationStep(), &result);
-      !status)
+  if (Status status = evaluate(owner.state->energy, &result); !status)
     return status;
   return result;
 }
@@ -469,12 +470,8 @@ Expected<double> Session::termEnergy(const std::string &term) {
                          term + "' (its terms: " + nameList(owner.termNames()) +
                          ")");
   CallScope scope(*this);
-  if (Status status = prepare(); !status)
-    return status;
   double result = 0;
-  if (Status status = call(kernel->second.function, kernel->second.symbol,
-                           evaluationStep(), &result);
-      !status)
+  if (Status status = evaluate(kernel->second, &result); !status)
     return status;
   return result;
 }
@@ -500,11 +497,7 @@ Session::gradients(const std::vector<std::string> &tensors) {
     return values;
   }
   CallScope scope(*this);
-  if (Status status = prepare(); !status)
-    return status;
-  if (Status status = call(joint->second.function, joint->second.symbol,
-                           evaluationStep(), nullptr);
-      !status)
+  if (Status status = evaluate(joint->second); !status)
     return status;
   for (const std::string &tensor : tensors)
     values.push_back(readBuffer(*owner.manifest().findGradientBuffer(tensor)));
@@ -518,11 +511,7 @@ Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
         "model " + owner.name() + " has no gradient of '" + tensor +
         "' (it has gradients of: " + nameList(owner.gradientNames()) + ")");
   CallScope scope(*this);
-  if (Status status = prepare(); !status)
-    return status;
-  if (Status status = call(kernel->second.function, kernel->second.symbol,
-                           evaluationStep(), nullptr);
-      !status)
+  if (Status status = evaluate(kernel->second); !status)
     return status;
   return &buffers[*owner.manifest().findGradientBuffer(tensor)];
 }
@@ -535,16 +524,14 @@ Expected<size_t> Session::valueBuffer(const std::string &name) {
         "'" + name + "' is not a tensor or output of model " + manifest.model +
         " (its tensors: " + nameList(owner.tensorNames()) +
         "; its outputs: " + nameList(owner.outputNames()) + ")");
-  if (Status status = prepare(); !status)
-    return status;
-  if (manifest.buffers[*index].kind == BufferKind::Output) {
-    CallScope scope(*this);
-    const detail::Kernel &kernel = owner.state->outputs.at(name);
-    if (Status status =
-            call(kernel.function, kernel.symbol, evaluationStep(), nullptr);
-        !status)
+  if (manifest.buffers[*index].kind != BufferKind::Output) {
+    if (Status status = prepare(); !status)
       return status;
+    return *index;
   }
+  CallScope scope(*this);
+  if (Status status = evaluate(owner.state->outputs.at(name)); !status)
+    return status;
   return *index;
 }
 

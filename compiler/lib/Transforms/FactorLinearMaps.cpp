@@ -280,8 +280,11 @@ bool transformCarrierFirst(ReduceOp sum) {
 /// vary with some indices j of the sum only (a head's projection in a sum
 /// over batch, head and position): the sum is written as one over j of one
 /// over k, out of which the next round takes the maps (a product per head,
-/// not per row). Only for a summand without sums of its own (a contraction
-/// formed, not yet to form); false, with the sum unchanged, otherwise.
+/// not per row). Where an array factor of the summand varies with the
+/// other indices only (a[b, c] ⊙ M[h] u), the heads are the inner sum
+/// instead, out of which the factor comes. Only for a summand without sums
+/// of its own (a contraction formed, not yet to form); false, with the sum
+/// unchanged, otherwise.
 bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
   if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
       sum.getTemperature() || !hasPlainDims(sum.getSizes()))

@@ -23,6 +23,7 @@ namespace energy {
 class Session;
 struct SessionOptions;
 namespace detail {
+struct Kernel;
 struct ModelState;
 } // namespace detail
 

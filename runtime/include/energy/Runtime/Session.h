@@ -253,6 +253,8 @@ private:
   /// artifact).
   Status call(energy_kernel_fn kernel, const std::string &symbol, int64_t step,
               double *result);
+  /// Prepares the buffers and calls `kernel` at the evaluation step.
+  Status evaluate(const detail::Kernel &kernel, double *result = nullptr);
   /// Buffer `index`, moved to the host first for a CUDA artifact.
   const Tensor &readBuffer(size_t index);
   /// An error naming the first state tensor with a non-finite value.
