@@ -427,9 +427,13 @@ class ModelGenerator:
             'anticausal': ['%(j)s >= %(i)s', '%(i)s <= %(j)s', '%(j)s > %(i)s - 1'],
             'band': ['%(j)s <= %(i)s and %(j)s >= %(i)s - 1', '%(j)s < %(i)s + 1 and %(i)s - %(j)s <= 1',
                      '%(i)s >= %(j)s and %(j)s + 1 >= %(i)s'],
+            # A window whose width is a dim, known when the kernel runs.
+            'window': ['%(j)s <= %(i)s and %(j)s > %(i)s - %(w)s', '%(i)s - %(j)s < %(w)s and %(j)s <= %(i)s',
+                       '%(j)s + %(w)s > %(i)s and %(i)s >= %(j)s'],
         }
         kind = r.choice(list(forms))
-        return r.choice(forms[kind]) % {'j': j, 'i': i}
+        width = r.choice([name for name, _, _ in self.m.dims])
+        return r.choice(forms[kind]) % {'j': j, 'i': i, 'w': width}
 
     def attention_term(self):
         r = self.r

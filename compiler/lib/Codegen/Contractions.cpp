@@ -183,7 +183,12 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
     };
     storeIn(constraintArray, 4 * i, constant(constraint.rowCoefficient));
     storeIn(constraintArray, 4 * i + 1, constant(constraint.colCoefficient));
-    storeIn(constraintArray, 4 * i + 2, constant(constraint.offset));
+    Value offset = index(constraint.offset);
+    for (const auto &[size, coefficient] : constraint.sizeTerms)
+      offset = arith::AddIOp::create(
+          b, loc, offset,
+          arith::MulIOp::create(b, loc, dimExpr(size), index(coefficient)));
+    storeIn(constraintArray, 4 * i + 2, offset);
     storeIn(constraintArray, 4 * i + 3,
             constant(constraint.notEqual ? ENERGY_CONSTRAINT_NE
                                          : ENERGY_CONSTRAINT_GE));

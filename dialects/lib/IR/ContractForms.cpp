@@ -23,11 +23,37 @@ using namespace mlir::energy;
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// An index value as c₀ + Σ coefficient · index argument, over the
-/// arguments of one block.
+/// Multiples of dims, one per dim expression, in the order of their text.
+using SizeTerms = SmallVector<std::pair<DimExprAttr, int64_t>>;
+
+/// `factor` times `terms` added into `into`, terms of zero dropped.
+void addSizeTerms(SizeTerms &into, const SizeTerms &terms, int64_t factor) {
+  for (const auto &[size, coefficient] : terms) {
+    auto *found = llvm::find_if(into, [&, size = size](const auto &term) {
+      return term.first == size;
+    });
+    if (found == into.end())
+      into.push_back({size, factor * coefficient});
+    else
+      found->second += factor * coefficient;
+  }
+  llvm::erase_if(into, [](const auto &term) { return term.second == 0; });
+  llvm::sort(into, [](const auto &a, const auto &b) {
+    return dimExprText(a.first) < dimExprText(b.first);
+  });
+}
+
+/// An index value as c₀ + Σ coefficient · dim + Σ coefficient · index
+/// argument, over the arguments of one block.
 struct LinearIndex {
   SmallVector<int64_t> coefficients;
   int64_t constant = 0;
+  SizeTerms sizeTerms;
+
+  bool isConstant() const {
+    return sizeTerms.empty() &&
+           llvm::all_of(coefficients, [](int64_t c) { return c == 0; });
+  }
 };
 
 std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
@@ -44,6 +70,10 @@ std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
     result.constant = constant.getSExtValue();
     return result;
   }
+  if (auto size = value.getDefiningOp<SizeOp>()) {
+    result.sizeTerms.push_back({size.getSize(), 1});
+    return result;
+  }
   Operation *op = value.getDefiningOp();
   if (!op || op->getNumOperands() != 2)
     return std::nullopt;
@@ -56,6 +86,8 @@ std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
       result.coefficients[i] =
           a * lhs->coefficients[i] + b * rhs->coefficients[i];
     result.constant = a * lhs->constant + b * rhs->constant;
+    addSizeTerms(result.sizeTerms, lhs->sizeTerms, a);
+    addSizeTerms(result.sizeTerms, rhs->sizeTerms, b);
     return result;
   };
   if (isa<arith::AddIOp>(op))
@@ -63,12 +95,9 @@ std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
   if (isa<arith::SubIOp>(op))
     return combine(1, -1);
   if (isa<arith::MulIOp>(op)) {
-    auto isConstant = [](const LinearIndex &index) {
-      return llvm::all_of(index.coefficients, [](int64_t c) { return c == 0; });
-    };
-    if (isConstant(*lhs))
+    if (lhs->isConstant())
       return combine(0, lhs->constant);
-    if (isConstant(*rhs))
+    if (rhs->isConstant())
       return combine(rhs->constant, 0);
   }
   return std::nullopt;
@@ -103,9 +132,15 @@ bool appendConstraints(Value condition, Block &block, unsigned rowPosition,
       return false; // reads a batch index
   }
   difference.offset = lhs->constant - rhs->constant;
+  addSizeTerms(difference.sizeTerms, lhs->sizeTerms, 1);
+  addSizeTerms(difference.sizeTerms, rhs->sizeTerms, -1);
   auto negated = [](LinearConstraint c) {
-    return LinearConstraint{-c.rowCoefficient, -c.colCoefficient, -c.offset,
-                            c.notEqual};
+    c.rowCoefficient = -c.rowCoefficient;
+    c.colCoefficient = -c.colCoefficient;
+    c.offset = -c.offset;
+    for (auto &term : c.sizeTerms)
+      term.second = -term.second;
+    return c;
   };
   auto minusOne = [](LinearConstraint c) {
     c.offset -= 1;
@@ -162,7 +197,7 @@ SoftmaxContractOp::getLinearConstraints() {
     return std::nullopt;
   Block &block = getPredicate().front();
   for (Operation &op : block.without_terminator())
-    if (!isa<arith::ArithDialect>(op.getDialect()))
+    if (!isa<arith::ArithDialect>(op.getDialect()) && !isa<SizeOp>(op))
       return std::nullopt;
   Value admitted = cast<YieldOp>(block.getTerminator()).getValues()[0];
   if (!appendConstraints(admitted, block, getNumRowIndices() - 1, constraints))
@@ -538,7 +573,7 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
   if (constraints && constraints->size() == 1) {
     const LinearConstraint &only = constraints->front();
     if (!only.notEqual && only.rowCoefficient == 1 &&
-        only.colCoefficient == -1 && only.offset == 0)
+        only.colCoefficient == -1 && only.offset == 0 && only.sizeTerms.empty())
       return success();
   }
   reason = "its predicate is not the causal mask (column <= row)";
@@ -582,23 +617,13 @@ LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
     reason = "the two are not both bilinear";
     return failure();
   }
-  auto sameConstraints = [](ArrayRef<LinearConstraint> a,
-                            ArrayRef<LinearConstraint> b) {
-    return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
-             auto [x, y] = pair;
-             return x.rowCoefficient == y.rowCoefficient &&
-                    x.colCoefficient == y.colCoefficient &&
-                    x.offset == y.offset && x.notEqual == y.notEqual;
-           });
-  };
   std::optional<SmallVector<LinearConstraint>> constraints =
       getLinearConstraints();
   std::optional<SmallVector<LinearConstraint>> sourceConstraints =
       source.getLinearConstraints();
   if (getRows() != source.getRows() || getCols() != source.getCols() ||
       getTemperature() != source.getTemperature() || !constraints ||
-      !sourceConstraints ||
-      !sameConstraints(*constraints, *sourceConstraints)) {
+      !sourceConstraints || !llvm::equal(*constraints, *sourceConstraints)) {
     reason = "their domains, constraints or temperatures differ";
     return failure();
   }

@@ -315,3 +315,50 @@ energy.model @not_bilinear {
     yield %4 : !energy.array<>
   }
 }
+
+// -----
+
+// A predicate whose offset is a multiple of a dim (j > i - 2·W, a window's
+// width known when the kernel runs) is linear too: the constraint
+// -i + j + (2·W - 1) >= 0 goes to the kernel with its offset computed from
+// the dim's value.
+// CHECK-LABEL: energy.model @window
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[WSLOT:[0-9]+]] = llvm.getelementptr %arg1[2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[WRAW:[0-9]+]] = llvm.load %[[WSLOT]] : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[W:[0-9]+]] = arith.index_cast %[[WRAW]] : i64 to index
+// CHECK:         %[[ROW:[a-z0-9_-]+]] = arith.constant -1 : i64
+// CHECK-NEXT:    %[[C0:[0-9]+]] = llvm.getelementptr %[[CONSTRAINTS:[0-9]+]][0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[ROW]], %[[C0]] : i64, !llvm.ptr
+// CHECK:         %[[MINUS1:[a-z0-9_-]+]] = arith.constant -1 : index
+// CHECK-NEXT:    %[[TWO:[a-z0-9_]+]] = arith.constant 2 : index
+// CHECK-NEXT:    %[[TWOW:[0-9]+]] = arith.muli %[[W]], %[[TWO]] : index
+// CHECK-NEXT:    %[[OFFSET:[0-9]+]] = arith.addi %[[MINUS1]], %[[TWOW]] : index
+// CHECK-NEXT:    %[[OFFSET64:[0-9]+]] = arith.index_cast %[[OFFSET]] : index to i64
+// CHECK-NEXT:    %[[C2:[0-9]+]] = llvm.getelementptr %[[CONSTRAINTS]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[OFFSET64]], %[[C2]] : i64, !llvm.ptr
+// CHECK:         call @energy_support_softmax_contract_f32(
+energy.model @window {
+  dim @N
+  dim @D
+  dim @W
+  tensor @x : state [@N, @D]
+  term @e {
+    %0 = read @x : !energy.array<N, D>
+    %1 = softmax_contract bilinear rows (%i : @N) cols (%j : @N) where {
+      %w = size @W : index
+      %c2 = arith.constant 2 : index
+      %w2 = arith.muli %c2, %w : index
+      %lo = arith.subi %i, %w2 : index
+      %after = arith.cmpi sgt, %j, %lo : index
+      yield %after : i1
+    } score {
+      %3 = extract %0[%i] : !energy.array<N, D> -> !energy.array<D>
+      %4 = extract %0[%j] : !energy.array<N, D> -> !energy.array<D>
+      %5 = dot %3, %4 : !energy.array<D>
+      yield %5 : !energy.array<>
+    } {engine = "cpu"} : !energy.array<N>
+    %2 = reduce_elements sum %1 : !energy.array<N>
+    yield %2 : !energy.array<>
+  }
+}

@@ -119,3 +119,69 @@ energy.model @position_maps {
     energy.store %r#1 into @out : !energy.array<B, N, D>
   }
 }
+
+// -----
+
+// A predicate whose offset is a dim (a rank's first row of a sharded
+// sequence, N__offset in the rank's model) is a linear constraint: the
+// causal contraction is bilinear, for the kernel that skips the panels no
+// row admits.
+// TABLES-LABEL: energy.model @offset_causal
+// TABLES:      softmax_contract bilinear rows (%{{.*}} : @N) cols (%{{.*}} : @M)
+energy.model @offset_causal {
+  energy.dim @N
+  energy.dim @M
+  energy.dim @O
+  energy.dim @D
+  energy.tensor @q : input [@N, @D]
+  energy.tensor @k : input [@M, @D]
+  energy.tensor @out : state [@N]
+  energy.update_program {
+    %q = energy.read @q : !energy.array<N, D>
+    %k = energy.read @k : !energy.array<M, D>
+    %r = energy.softmax_contract generic rows (%i : @N) cols (%j : @M) where {
+      %o = energy.size @O : index
+      %at = arith.addi %i, %o : index
+      %le = arith.cmpi sle, %j, %at : index
+      energy.yield %le : i1
+    } score {
+      %qi = energy.extract %q[%i] : !energy.array<N, D> -> !energy.array<D>
+      %kj = energy.extract %k[%j] : !energy.array<M, D> -> !energy.array<D>
+      %s = energy.dot %qi, %kj : !energy.array<D>
+      energy.yield %s : !energy.array<>
+    } : !energy.array<N>
+    energy.store %r into @out : !energy.array<N>
+  }
+}
+
+// -----
+
+// A dim times the row (a stride) is not linear in the indices with integer
+// coefficients: the contraction stays generic.
+// TABLES-LABEL: energy.model @strided_causal
+// TABLES:      softmax_contract generic
+energy.model @strided_causal {
+  energy.dim @N
+  energy.dim @M
+  energy.dim @S
+  energy.dim @D
+  energy.tensor @q : input [@N, @D]
+  energy.tensor @k : input [@M, @D]
+  energy.tensor @out : state [@N]
+  energy.update_program {
+    %q = energy.read @q : !energy.array<N, D>
+    %k = energy.read @k : !energy.array<M, D>
+    %r = energy.softmax_contract generic rows (%i : @N) cols (%j : @M) where {
+      %s = energy.size @S : index
+      %at = arith.muli %i, %s : index
+      %le = arith.cmpi sle, %j, %at : index
+      energy.yield %le : i1
+    } score {
+      %qi = energy.extract %q[%i] : !energy.array<N, D> -> !energy.array<D>
+      %kj = energy.extract %k[%j] : !energy.array<M, D> -> !energy.array<D>
+      %s2 = energy.dot %qi, %kj : !energy.array<D>
+      energy.yield %s2 : !energy.array<>
+    } : !energy.array<N>
+    energy.store %r into @out : !energy.array<N>
+  }
+}

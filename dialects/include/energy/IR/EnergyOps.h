@@ -33,10 +33,19 @@ LogicalResult inferBroadcastType(std::optional<Location> location, Type lhs,
 
 /// One condition on the positions a softmax contraction admits, linear in
 /// its last row index r and its column index c: a·r + b·c + offset ≥ 0, or
-/// ≠ 0 when `notEqual`.
+/// ≠ 0 when `notEqual`. The offset is a constant plus multiples of dims
+/// (`sizeTerms`: a window's width, the first row of a rank's shard), known
+/// when the kernel runs.
 struct LinearConstraint {
   int64_t rowCoefficient = 0, colCoefficient = 0, offset = 0;
+  SmallVector<std::pair<DimExprAttr, int64_t>> sizeTerms;
   bool notEqual = false;
+
+  bool operator==(const LinearConstraint &other) const {
+    return rowCoefficient == other.rowCoefficient &&
+           colCoefficient == other.colCoefficient && offset == other.offset &&
+           sizeTerms == other.sizeTerms && notEqual == other.notEqual;
+  }
 };
 
 /// A product of two tables at a pair, dot(rowTable[rows], colTable[batch
