@@ -69,8 +69,9 @@ std::string quoted(StringRef name) { return "`" + name.str() + "`"; }
 class ShardRewriter {
 public:
   ShardRewriter(const ModelSpec &model, StringRef buffer, StringRef dim,
-                DiagnosticEngine &diagnostics)
-      : model(model), buffer(buffer), dim(dim), diagnostics(diagnostics) {}
+                int64_t ranks, DiagnosticEngine &diagnostics)
+      : model(model), buffer(buffer), dim(dim), ranks(ranks),
+        diagnostics(diagnostics) {}
 
   std::optional<ShardedModel> run();
 
@@ -152,6 +153,10 @@ private:
   const ModelSpec &model;
   StringRef buffer;
   std::string dim;
+  /// The rank count: above 1, a model that uses its rows' positions as
+  /// numbers gets every `ranks`-th row (striped), which balances a causal
+  /// predicate's work across the ranks.
+  int64_t ranks;
   DiagnosticEngine &diagnostics;
   bool ok = true;
   bool wholeUsed = false, offsetUsed = false, firstRankUsed = false;
@@ -279,7 +284,9 @@ void ShardRewriter::visitName(const NameExpr &name) {
   switch (name.getSymbolKind()) {
   case SymbolKind::IndexVar:
     if (name.getBinding() == row) {
-      edit(name, "(" + name.getName().str() + " + " + offsetDim + ")");
+      edit(name, "(" + name.getName().str() +
+                     (ranks > 1 ? " * " + std::to_string(ranks) : "") + " + " +
+                     offsetDim + ")");
       offsetUsed = true;
     }
     return;
@@ -735,10 +742,15 @@ std::optional<ShardedModel> ShardRewriter::run() {
   for (const std::string &name : {wholeDim, offsetDim})
     if (!name.empty())
       dims.push_back(name);
+  bool striped = offsetUsed && ranks > 1;
   std::string header = "  # --shard " + dim + ": this rank's rows of " + dim;
   if (wholeUsed)
     header += " (of " + wholeDim +
-              (offsetUsed ? ", from row " + offsetDim : "") + ")";
+              (striped ? ", rows " + offsetDim + " + " + std::to_string(ranks) +
+                             " * k"
+               : offsetUsed ? ", from row " + offsetDim
+                            : "") +
+              ")";
   header += "\n";
   if (!dims.empty())
     header += "  dim " + llvm::join(dims, ", ") + ";\n";
@@ -756,6 +768,7 @@ std::optional<ShardedModel> ShardRewriter::run() {
   result.dim = dim;
   result.wholeDim = wholeDim;
   result.offsetDim = offsetDim;
+  result.stride = striped ? ranks : 1;
   result.firstRankConst = firstRankConst;
   return result;
 }
@@ -764,12 +777,13 @@ std::optional<ShardedModel> ShardRewriter::run() {
 
 std::optional<ShardedModel>
 energy::frontend::shardModel(const ModelSpec &model, StringRef buffer,
-                             StringRef dim, DiagnosticEngine &diagnostics) {
-  return ShardRewriter(model, buffer, dim, diagnostics).run();
+                             StringRef dim, int64_t ranks,
+                             DiagnosticEngine &diagnostics) {
+  return ShardRewriter(model, buffer, dim, ranks, diagnostics).run();
 }
 
 std::optional<ShardedModel> energy::frontend::shardSourceBuffer(
-    llvm::SourceMgr &sourceMgr, unsigned bufferId, StringRef dim,
+    llvm::SourceMgr &sourceMgr, unsigned bufferId, StringRef dim, int64_t ranks,
     DiagnosticEngine &diagnostics, unsigned &shardedBuffer) {
   std::unique_ptr<ModelSpec> model =
       parseAndCheck(sourceMgr, bufferId, diagnostics);
@@ -777,7 +791,7 @@ std::optional<ShardedModel> energy::frontend::shardSourceBuffer(
     return std::nullopt;
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
   std::optional<ShardedModel> sharded =
-      shardModel(*model, buffer->getBuffer(), dim, diagnostics);
+      shardModel(*model, buffer->getBuffer(), dim, ranks, diagnostics);
   if (!sharded || diagnostics.hasErrors())
     return std::nullopt;
   std::string name = (buffer->getBufferIdentifier() +

@@ -36,6 +36,12 @@ Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
                                                 int64_t length,
                                                 SessionOptions options,
                                                 Communicator &communicator) {
+  if (layout.stride != 1 && layout.stride != communicator.size())
+    return Status::error("--shard " + layout.dim +
+                         ": the rank's model was "
+                         "written for rows striped over " +
+                         std::to_string(layout.stride) + " ranks, not " +
+                         std::to_string(communicator.size()));
   if (length < communicator.size())
     return Status::error("--shard " + layout.dim + ": dim " + layout.dim +
                          " is " + std::to_string(length) +
@@ -47,7 +53,8 @@ Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
   if (!layout.wholeDim.empty())
     options.dims[layout.wholeDim] = length;
   if (!layout.offsetDim.empty())
-    options.dims[layout.offsetDim] = begin;
+    options.dims[layout.offsetDim] =
+        layout.stride == 1 ? begin : communicator.rank();
   if (!layout.firstRankConst.empty())
     options.consts[layout.firstRankConst] = communicator.rank() == 0 ? 1 : 0;
   Expected<Session> session = rankModel.session(options);
@@ -55,6 +62,14 @@ Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
     return session.status();
   return ShardedSession(std::move(*session), std::move(layout), length, begin,
                         end, communicator);
+}
+
+int64_t ShardedSession::globalRow(int rank, int64_t row) const {
+  if (layout.stride != 1)
+    return rank + row * layout.stride;
+  int64_t rankBegin = 0, rankEnd = 0;
+  shardOf(length, rank, communicator->size(), rankBegin, rankEnd);
+  return rankBegin + row;
 }
 
 const ShardLayout::ShardedTensor *
@@ -94,11 +109,13 @@ Status ShardedSession::set(const std::string &name, const Tensor &whole) {
   Tensor rows(whole.dtype(), shape);
   RowBlocks blocks(whole.shape(), tensor->axis);
   int64_t count = end - begin;
+  int rank = communicator->rank();
   for (int64_t o = 0; o < blocks.outer; ++o)
-    for (int64_t r = 0; r < count; ++r)
+    for (int64_t r = 0; r < count; ++r) {
+      int64_t from = (o * length + globalRow(rank, r)) * blocks.inner;
       for (int64_t i = 0; i < blocks.inner; ++i)
-        rows.set((o * count + r) * blocks.inner + i,
-                 whole.at((o * length + begin + r) * blocks.inner + i));
+        rows.set((o * count + r) * blocks.inner + i, whole.at(from + i));
+    }
   return session.set(name, rows);
 }
 
@@ -126,10 +143,11 @@ Expected<Tensor> ShardedSession::allGatherRows(const Tensor &rows,
     shardOf(length, rank, size, rankBegin, rankEnd);
     const double *part = received.data() + rank * sent.size();
     for (int64_t o = 0; o < blocks.outer; ++o)
-      for (int64_t r = 0; r < rankEnd - rankBegin; ++r)
+      for (int64_t r = 0; r < rankEnd - rankBegin; ++r) {
+        int64_t to = (o * length + globalRow(rank, r)) * blocks.inner;
         for (int64_t i = 0; i < blocks.inner; ++i)
-          whole.set((o * length + rankBegin + r) * blocks.inner + i,
-                    part[(o * longest + r) * blocks.inner + i]);
+          whole.set(to + i, part[(o * longest + r) * blocks.inner + i]);
+      }
   }
   return whole;
 }
@@ -216,9 +234,11 @@ ShardedSession::sumRowsOverRanks(const Tensor &whole, unsigned axis) {
     shardOf(length, rank, size, rankBegin, rankEnd);
     counts[rank] = blocks.outer * (rankEnd - rankBegin) * blocks.inner;
     for (int64_t o = 0; o < blocks.outer; ++o)
-      for (int64_t r = rankBegin; r < rankEnd; ++r)
+      for (int64_t r = 0; r < rankEnd - rankBegin; ++r) {
+        int64_t from = (o * length + globalRow(rank, r)) * blocks.inner;
         for (int64_t i = 0; i < blocks.inner; ++i)
-          values.push_back(whole.at((o * length + r) * blocks.inner + i));
+          values.push_back(whole.at(from + i));
+      }
   }
   std::vector<double> rows;
   if (Status status = communicator->reduceScatterSum(values, counts, rows);

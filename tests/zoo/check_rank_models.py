@@ -27,11 +27,16 @@ import energy  # noqa: E402
 TOLERANCE = 1e-9
 
 
-def shard_range(count, rank, size):
-    """energy::shardOf: contiguous parts, the first count % size longer."""
+def shard_rows(count, rank, size, striped):
+    """The rank's rows and its offset: energy::shardOf's contiguous parts
+    (the first count % size longer), or every size-th row from the rank's
+    (a model that uses its rows' positions as numbers), as
+    ShardedSession::globalRow."""
+    if striped:
+        return list(range(rank, count, size)), rank
     base, extra = divmod(count, size)
     begin = rank * base + min(rank, extra)
-    return begin, begin + base + (1 if rank < extra else 0)
+    return list(range(begin, begin + base + (1 if rank < extra else 0))), begin
 
 
 def axis_of(shape_text, dim):
@@ -64,7 +69,8 @@ def check(energyc, name, dim, ranks):
     arrays = model.make_inputs(dims, np.random.default_rng(5))
     for state, source in getattr(model, 'COPIES', {}).items():
         arrays[state] = arrays[source]
-    command = [energyc, model.SOURCE, '--shard', dim, '--emit=source']
+    command = [energyc, model.SOURCE, '--shard', dim, '--shard-ranks', str(ranks),
+               '--emit=source']
     rewritten = subprocess.run(command, capture_output=True, text=True)
     if rewritten.returncode != 0:
         message = rewritten.stderr.strip().splitlines()[0]
@@ -90,7 +96,8 @@ def check(energyc, name, dim, ranks):
     if not worst <= TOLERANCE:
         raise AssertionError('%s --shard %s over %d ranks: largest relative difference %.3g'
                              % (name, dim, ranks, worst))
-    return 'equal (%.1e)' % worst
+    striped = '%s__offset + %d * k' % (dim, ranks) in rewritten.stdout
+    return 'equal (%.1e)%s' % (worst, ', rows striped' if striped else '')
 
 
 def put_together(whole, rank_model, rank_source, names, arrays, dims, dim, ranks):
@@ -99,24 +106,25 @@ def put_together(whole, rank_model, rank_source, names, arrays, dims, dim, ranks
     rewrite), as energy-run --shard puts them together."""
     rank_tensors = rank_model.tensors
     whole_dim, offset_dim = dim + '__all', dim + '__offset'
+    striped = '%s + %d * k' % (offset_dim, ranks) in rank_source
     gathered = {n[:-len('__all')]: n for n in rank_tensors if n.endswith('__all')}
     first_rank = 'shard__first' in rank_source_consts(rank_source)
     total = 0.0
     grads = {n: np.zeros(np.shape(arrays[n])) for n in names}
     for rank in range(ranks):
-        begin, end = shard_range(dims[dim], rank, ranks)
+        rows, offset = shard_rows(dims[dim], rank, ranks, striped)
         rank_dims = dict(dims)
-        rank_dims[dim] = end - begin
+        rank_dims[dim] = len(rows)
         if whole_dim in rank_model.dims:
             rank_dims[whole_dim] = dims[dim]
         if offset_dim in rank_model.dims:
-            rank_dims[offset_dim] = begin
+            rank_dims[offset_dim] = offset
         consts = {'shard__first': 1.0 if rank == 0 else 0.0} if first_rank else {}
         s = rank_model.session(rank_dims, consts=consts)
         for key in names:
             axis = axis_of(whole.tensors[key]['shape'], dim)
             value = np.asarray(arrays[key])
-            s[key] = value if axis is None else np.take(value, range(begin, end), axis=axis)
+            s[key] = value if axis is None else np.take(value, rows, axis=axis)
             if key in gathered:
                 s[gathered[key]] = value
         total += s.energy()
@@ -127,7 +135,7 @@ def put_together(whole, rank_model, rank_source, names, arrays, dims, dim, ranks
                 grads[key] += g[key]
             else:
                 index = [slice(None)] * grads[key].ndim
-                index[axis] = slice(begin, end)
+                index[axis] = rows
                 grads[key][tuple(index)] += g[key]
             if key in gathered:
                 grads[key] += g[gathered[key]]

@@ -38,6 +38,7 @@ std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
   layout.dim = sharded.dim;
   layout.wholeDim = sharded.wholeDim;
   layout.offsetDim = sharded.offsetDim;
+  layout.stride = sharded.stride;
   layout.firstRankConst = sharded.firstRankConst;
   for (const ::energy::frontend::ShardedTensor &tensor : sharded.tensors)
     layout.tensors.push_back({tensor.name, tensor.gathered, tensor.axis});

@@ -388,7 +388,8 @@ int main(int argc, char **argv) {
   if (!shardDim.empty()) {
     fe::DiagnosticEngine diagnostics(sourceMgr);
     sharded =
-        fe::shardSourceBuffer(sourceMgr, buffer, shardDim, diagnostics, buffer);
+        fe::shardSourceBuffer(sourceMgr, buffer, shardDim,
+                              group ? group->size() : 1, diagnostics, buffer);
     if (!sharded)
       return 1;
   }

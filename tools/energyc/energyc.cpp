@@ -112,6 +112,12 @@ cl::opt<std::string> shardDim(
              "DIM` evaluates (its rows of DIM), and emit that; for "
              "--emit=source and the IR, not artifacts"),
     cl::value_desc("DIM"), cl::init(""), cl::cat(energycOptions));
+cl::opt<int64_t> shardRanks(
+    "shard-ranks",
+    cl::desc("With --shard: the rank count (a model that uses its rows' "
+             "positions as numbers, a causal mask, gets every R-th row, "
+             "as energy-run on R ranks gives it)"),
+    cl::value_desc("R"), cl::init(1), cl::cat(energycOptions));
 cl::opt<std::string>
     dtype("dtype",
           cl::desc("Element type of an artifact: f32 (default), f64, or "
@@ -406,9 +412,12 @@ int main(int argc, char **argv) {
       return fail("--shard " + shardDim +
                   " shows one rank's model (--emit=source, or the IR); "
                   "energy-run --shard compiles it itself");
+    if (shardRanks < 1)
+      return fail("--shard-ranks " + Twine(shardRanks.getValue()) +
+                  ": expected a rank count of 1 or more");
     unsigned sharded = 0;
     std::optional<fe::ShardedModel> rank = fe::shardSourceBuffer(
-        sourceMgr, *buffer, shardDim, diagnostics, sharded);
+        sourceMgr, *buffer, shardDim, shardRanks, diagnostics, sharded);
     if (!rank)
       return 1;
     buffer = sharded;

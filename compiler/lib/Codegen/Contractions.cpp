@@ -176,22 +176,26 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
                                             .getResult());
   Value constraintArray =
       allocateSlots(std::max<unsigned>(1, 4 * constraints->size()));
-  for (auto [i, constraint] : llvm::enumerate(*constraints)) {
-    auto constant = [&](int64_t value) {
-      return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value)
-          .getResult();
-    };
-    storeIn(constraintArray, 4 * i, constant(constraint.rowCoefficient));
-    storeIn(constraintArray, 4 * i + 1, constant(constraint.colCoefficient));
-    Value offset = index(constraint.offset);
-    for (const auto &[size, coefficient] : constraint.sizeTerms)
-      offset = arith::AddIOp::create(
-          b, loc, offset,
+  // A coefficient or offset that involves dims is computed when the kernel
+  // runs.
+  auto valueOf = [&](const DimLinear &value) {
+    Value result = index(value.constant);
+    for (const auto &[size, coefficient] : value.sizeTerms)
+      result = arith::AddIOp::create(
+          b, loc, result,
           arith::MulIOp::create(b, loc, dimExpr(size), index(coefficient)));
-    storeIn(constraintArray, 4 * i + 2, offset);
+    return result;
+  };
+  for (auto [i, constraint] : llvm::enumerate(*constraints)) {
+    storeIn(constraintArray, 4 * i, valueOf(constraint.rowCoefficient));
+    storeIn(constraintArray, 4 * i + 1, valueOf(constraint.colCoefficient));
+    storeIn(constraintArray, 4 * i + 2, valueOf(constraint.offset));
     storeIn(constraintArray, 4 * i + 3,
-            constant(constraint.notEqual ? ENERGY_CONSTRAINT_NE
-                                         : ENERGY_CONSTRAINT_GE));
+            arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                         constraint.notEqual
+                                             ? ENERGY_CONSTRAINT_NE
+                                             : ENERGY_CONSTRAINT_GE)
+                .getResult());
   }
   storeSlot(kNumConstraints, index(constraints->size()));
   storeSlot(kConstraints, constraintArray);

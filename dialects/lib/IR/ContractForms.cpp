@@ -22,56 +22,88 @@ using namespace mlir::energy;
 // SoftmaxContractOp: the queries backends make
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Multiples of dims, one per dim expression, in the order of their text.
-using SizeTerms = SmallVector<std::pair<DimExprAttr, int64_t>>;
+DimLinear DimLinear::ofSize(DimExprAttr size) {
+  DimLinear result;
+  result.sizeTerms.push_back({size, 1});
+  return result;
+}
 
-/// `factor` times `terms` added into `into`, terms of zero dropped.
-void addSizeTerms(SizeTerms &into, const SizeTerms &terms, int64_t factor) {
-  for (const auto &[size, coefficient] : terms) {
-    auto *found = llvm::find_if(into, [&, size = size](const auto &term) {
+void DimLinear::add(const DimLinear &other, int64_t factor) {
+  constant += factor * other.constant;
+  for (const auto &[size, coefficient] : other.sizeTerms) {
+    auto *found = llvm::find_if(sizeTerms, [&, size = size](const auto &term) {
       return term.first == size;
     });
-    if (found == into.end())
-      into.push_back({size, factor * coefficient});
+    if (found == sizeTerms.end())
+      sizeTerms.push_back({size, factor * coefficient});
     else
       found->second += factor * coefficient;
   }
-  llvm::erase_if(into, [](const auto &term) { return term.second == 0; });
-  llvm::sort(into, [](const auto &a, const auto &b) {
+  llvm::erase_if(sizeTerms, [](const auto &term) { return term.second == 0; });
+  llvm::sort(sizeTerms, [](const auto &a, const auto &b) {
     return dimExprText(a.first) < dimExprText(b.first);
   });
 }
 
-/// An index value as c₀ + Σ coefficient · dim + Σ coefficient · index
-/// argument, over the arguments of one block.
-struct LinearIndex {
-  SmallVector<int64_t> coefficients;
-  int64_t constant = 0;
-  SizeTerms sizeTerms;
+std::optional<DimLinear> DimLinear::times(const DimLinear &other) const {
+  if (!isConstant() && !other.isConstant())
+    return std::nullopt;
+  const DimLinear &scaled = isConstant() ? other : *this;
+  DimLinear result;
+  result.add(scaled, isConstant() ? constant : other.constant);
+  return result;
+}
 
-  bool isConstant() const {
-    return sizeTerms.empty() &&
-           llvm::all_of(coefficients, [](int64_t c) { return c == 0; });
+namespace {
+/// An index value as c₀ + Σ coefficient · index argument over the
+/// arguments of one block, c₀ and the coefficients linear in dims.
+struct LinearIndex {
+  SmallVector<DimLinear> coefficients;
+  DimLinear constant;
+
+  bool readsIndices() const {
+    return llvm::any_of(coefficients,
+                        [](const DimLinear &c) { return !c.isZero(); });
+  }
+  /// Adds `factor` times `other`.
+  void add(const LinearIndex &other, int64_t factor) {
+    for (auto [mine, theirs] : llvm::zip(coefficients, other.coefficients))
+      mine.add(theirs, factor);
+    constant.add(other.constant, factor);
+  }
+  /// Times `factor`; none where a product of dims would result.
+  std::optional<LinearIndex> times(const DimLinear &factor) const {
+    LinearIndex result = *this;
+    for (DimLinear &coefficient : result.coefficients) {
+      std::optional<DimLinear> product = coefficient.times(factor);
+      if (!product)
+        return std::nullopt;
+      coefficient = *product;
+    }
+    std::optional<DimLinear> product = constant.times(factor);
+    if (!product)
+      return std::nullopt;
+    result.constant = *product;
+    return result;
   }
 };
 
 std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
   LinearIndex result;
-  result.coefficients.assign(block.getNumArguments(), 0);
+  result.coefficients.assign(block.getNumArguments(), DimLinear());
   if (auto argument = dyn_cast<BlockArgument>(value)) {
     if (argument.getOwner() != &block)
       return std::nullopt;
-    result.coefficients[argument.getArgNumber()] = 1;
+    result.coefficients[argument.getArgNumber()] = DimLinear(1);
     return result;
   }
   APInt constant;
   if (matchPattern(value, m_ConstantInt(&constant))) {
-    result.constant = constant.getSExtValue();
+    result.constant = DimLinear(constant.getSExtValue());
     return result;
   }
   if (auto size = value.getDefiningOp<SizeOp>()) {
-    result.sizeTerms.push_back({size.getSize(), 1});
+    result.constant = DimLinear::ofSize(size.getSize());
     return result;
   }
   Operation *op = value.getDefiningOp();
@@ -81,24 +113,15 @@ std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
   std::optional<LinearIndex> rhs = linearIndexOf(op->getOperand(1), block);
   if (!lhs || !rhs)
     return std::nullopt;
-  auto combine = [&](int64_t a, int64_t b) {
-    for (size_t i = 0; i < result.coefficients.size(); ++i)
-      result.coefficients[i] =
-          a * lhs->coefficients[i] + b * rhs->coefficients[i];
-    result.constant = a * lhs->constant + b * rhs->constant;
-    addSizeTerms(result.sizeTerms, lhs->sizeTerms, a);
-    addSizeTerms(result.sizeTerms, rhs->sizeTerms, b);
-    return result;
-  };
-  if (isa<arith::AddIOp>(op))
-    return combine(1, 1);
-  if (isa<arith::SubIOp>(op))
-    return combine(1, -1);
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    lhs->add(*rhs, isa<arith::AddIOp>(op) ? 1 : -1);
+    return lhs;
+  }
   if (isa<arith::MulIOp>(op)) {
-    if (lhs->isConstant())
-      return combine(0, lhs->constant);
-    if (rhs->isConstant())
-      return combine(rhs->constant, 0);
+    if (!lhs->readsIndices())
+      return rhs->times(lhs->constant);
+    if (!rhs->readsIndices())
+      return lhs->times(rhs->constant);
   }
   return std::nullopt;
 }
@@ -120,30 +143,25 @@ bool appendConstraints(Value condition, Block &block, unsigned rowPosition,
   if (!lhs || !rhs)
     return false;
   // difference = lhs − rhs, over (batch..., row, col).
+  lhs->add(*rhs, -1);
   unsigned colPosition = rowPosition + 1;
   LinearConstraint difference;
-  for (unsigned i = 0; i < block.getNumArguments(); ++i) {
-    int64_t coefficient = lhs->coefficients[i] - rhs->coefficients[i];
+  for (auto [i, coefficient] : llvm::enumerate(lhs->coefficients)) {
     if (i == rowPosition)
       difference.rowCoefficient = coefficient;
     else if (i == colPosition)
       difference.colCoefficient = coefficient;
-    else if (coefficient != 0)
+    else if (!coefficient.isZero())
       return false; // reads a batch index
   }
-  difference.offset = lhs->constant - rhs->constant;
-  addSizeTerms(difference.sizeTerms, lhs->sizeTerms, 1);
-  addSizeTerms(difference.sizeTerms, rhs->sizeTerms, -1);
+  difference.offset = lhs->constant;
   auto negated = [](LinearConstraint c) {
-    c.rowCoefficient = -c.rowCoefficient;
-    c.colCoefficient = -c.colCoefficient;
-    c.offset = -c.offset;
-    for (auto &term : c.sizeTerms)
-      term.second = -term.second;
+    for (DimLinear *part : {&c.rowCoefficient, &c.colCoefficient, &c.offset})
+      *part = *part->times(DimLinear(-1));
     return c;
   };
   auto minusOne = [](LinearConstraint c) {
-    c.offset -= 1;
+    c.offset.add(DimLinear(-1));
     return c;
   };
   switch (compare.getPredicate()) {
@@ -572,8 +590,8 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
       getLinearConstraints();
   if (constraints && constraints->size() == 1) {
     const LinearConstraint &only = constraints->front();
-    if (!only.notEqual && only.rowCoefficient == 1 &&
-        only.colCoefficient == -1 && only.offset == 0 && only.sizeTerms.empty())
+    if (!only.notEqual && only.rowCoefficient == DimLinear(1) &&
+        only.colCoefficient == DimLinear(-1) && only.offset.isZero())
       return success();
   }
   reason = "its predicate is not the causal mask (column <= row)";

@@ -327,9 +327,10 @@ energy.model @not_bilinear {
 // CHECK:         %[[WSLOT:[0-9]+]] = llvm.getelementptr %arg1[2] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    %[[WRAW:[0-9]+]] = llvm.load %[[WSLOT]] : !llvm.ptr -> i64
 // CHECK-NEXT:    %[[W:[0-9]+]] = arith.index_cast %[[WRAW]] : i64 to index
-// CHECK:         %[[ROW:[a-z0-9_-]+]] = arith.constant -1 : i64
+// CHECK:         %[[ROW:[a-z0-9_-]+]] = arith.constant -1 : index
+// CHECK-NEXT:    %[[ROW64:[0-9]+]] = arith.index_cast %[[ROW]] : index to i64
 // CHECK-NEXT:    %[[C0:[0-9]+]] = llvm.getelementptr %[[CONSTRAINTS:[0-9]+]][0] : (!llvm.ptr) -> !llvm.ptr, i64
-// CHECK-NEXT:    llvm.store %[[ROW]], %[[C0]] : i64, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[ROW64]], %[[C0]] : i64, !llvm.ptr
 // CHECK:         %[[MINUS1:[a-z0-9_-]+]] = arith.constant -1 : index
 // CHECK-NEXT:    %[[TWO:[a-z0-9_]+]] = arith.constant 2 : index
 // CHECK-NEXT:    %[[TWOW:[0-9]+]] = arith.muli %[[W]], %[[TWO]] : index

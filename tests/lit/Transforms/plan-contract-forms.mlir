@@ -156,10 +156,11 @@ energy.model @offset_causal {
 
 // -----
 
-// A dim times the row (a stride) is not linear in the indices with integer
-// coefficients: the contraction stays generic.
+// A dim times the row (a rank's rows of a striped sequence, i·N__stride +
+// N__offset) is linear in the indices too, its coefficient known when the
+// kernel runs: bilinear.
 // TABLES-LABEL: energy.model @strided_causal
-// TABLES:      softmax_contract generic
+// TABLES:      softmax_contract bilinear
 energy.model @strided_causal {
   energy.dim @N
   energy.dim @M
@@ -181,6 +182,33 @@ energy.model @strided_causal {
       %kj = energy.extract %k[%j] : !energy.array<M, D> -> !energy.array<D>
       %s2 = energy.dot %qi, %kj : !energy.array<D>
       energy.yield %s2 : !energy.array<>
+    } : !energy.array<N>
+    energy.store %r into @out : !energy.array<N>
+  }
+}
+
+// -----
+
+// A product of the row and the column is not linear: the contraction stays
+// generic.
+// TABLES-LABEL: energy.model @product_of_indices
+// TABLES:      softmax_contract generic
+energy.model @product_of_indices {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @q : input [@N, @D]
+  energy.tensor @out : state [@N]
+  energy.update_program {
+    %q = energy.read @q : !energy.array<N, D>
+    %r = energy.softmax_contract generic rows (%i : @N) cols (%j : @N) where {
+      %at = arith.muli %i, %j : index
+      %le = arith.cmpi sle, %j, %at : index
+      energy.yield %le : i1
+    } score {
+      %qi = energy.extract %q[%i] : !energy.array<N, D> -> !energy.array<D>
+      %qj = energy.extract %q[%j] : !energy.array<N, D> -> !energy.array<D>
+      %s = energy.dot %qi, %qj : !energy.array<D>
+      energy.yield %s : !energy.array<>
     } : !energy.array<N>
     energy.store %r into @out : !energy.array<N>
   }

@@ -64,7 +64,7 @@ TEST_CASE("every model sharded along every dim: a rank's model or an error") {
       REQUIRE(buffer);
       unsigned rankBuffer = 0;
       std::optional<ShardedModel> sharded = shardSourceBuffer(
-          shardSources, *buffer, dim, diagnostics, rankBuffer);
+          shardSources, *buffer, dim, /*ranks=*/3, diagnostics, rankBuffer);
       INFO(messages);
       if (!sharded) {
         // Refused at a construct of the model, never in the rank's model

@@ -31,20 +31,41 @@ class DynamicsOp;
 LogicalResult inferBroadcastType(std::optional<Location> location, Type lhs,
                                  Type rhs, SmallVectorImpl<Type> &types);
 
+/// An integer known when a kernel runs: a constant plus multiples of dims
+/// (a window's width, a sharded rank's first row or the rank count), the
+/// terms in the order of their dim expressions' text, none of them zero.
+struct DimLinear {
+  int64_t constant = 0;
+  SmallVector<std::pair<DimExprAttr, int64_t>> sizeTerms;
+
+  DimLinear(int64_t constant = 0) : constant(constant) {}
+  /// The dim expression `size` itself.
+  static DimLinear ofSize(DimExprAttr size);
+  bool isConstant() const { return sizeTerms.empty(); }
+  bool isZero() const { return constant == 0 && sizeTerms.empty(); }
+  /// Adds `factor` times `other`.
+  void add(const DimLinear &other, int64_t factor = 1);
+  /// The product, where one factor is a constant; none otherwise (a product
+  /// of dims is not linear in them).
+  std::optional<DimLinear> times(const DimLinear &other) const;
+  bool operator==(const DimLinear &other) const {
+    return constant == other.constant && sizeTerms == other.sizeTerms;
+  }
+  bool operator!=(const DimLinear &other) const { return !(*this == other); }
+};
+
 /// One condition on the positions a softmax contraction admits, linear in
 /// its last row index r and its column index c: a·r + b·c + offset ≥ 0, or
-/// ≠ 0 when `notEqual`. The offset is a constant plus multiples of dims
-/// (`sizeTerms`: a window's width, the first row of a rank's shard), known
-/// when the kernel runs.
+/// ≠ 0 when `notEqual`; a, b and the offset may involve dims (a strided
+/// rank's rows, i·N__stride + N__offset).
 struct LinearConstraint {
-  int64_t rowCoefficient = 0, colCoefficient = 0, offset = 0;
-  SmallVector<std::pair<DimExprAttr, int64_t>> sizeTerms;
+  DimLinear rowCoefficient, colCoefficient, offset;
   bool notEqual = false;
 
   bool operator==(const LinearConstraint &other) const {
     return rowCoefficient == other.rowCoefficient &&
            colCoefficient == other.colCoefficient && offset == other.offset &&
-           sizeTerms == other.sizeTerms && notEqual == other.notEqual;
+           notEqual == other.notEqual;
   }
 };
 

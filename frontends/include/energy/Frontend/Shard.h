@@ -44,17 +44,23 @@ struct ShardedModel {
   /// the whole length, and the dim of the rank's first row (each of the
   /// last two, and firstRankConst, empty when the model does not read it).
   std::string dim, wholeDim, offsetDim;
+  /// 1: the rank holds rows offset, offset + 1, ... (a contiguous slice);
+  /// R: rows offset, offset + R, ... (striped over R ranks, the offset the
+  /// rank), where the model uses its rows' positions as numbers.
+  int64_t stride = 1;
   std::string firstRankConst;
   std::vector<ShardedTensor> tensors;
 };
 
 /// Rewrites `model` (checked, parsed from `buffer`) for a run sharded along
-/// dim `dim`. What cannot be sharded (a read along the dim at a shifted
-/// index, a derived dim of it, a fn or output that reads along it, ...) is
-/// an error at its location; none is returned then.
+/// dim `dim` over `ranks` ranks (the rank count matters only to a model
+/// that uses its rows' positions as numbers, whose rows are striped). What
+/// cannot be sharded (a read along the dim at a shifted index, a derived dim of
+/// it, a fn or output that reads along it, ...) is an error at its location;
+/// none is returned then.
 std::optional<ShardedModel> shardModel(const ModelSpec &model,
                                        llvm::StringRef buffer,
-                                       llvm::StringRef dim,
+                                       llvm::StringRef dim, int64_t ranks,
                                        DiagnosticEngine &diagnostics);
 
 /// Parses and checks buffer `bufferId`, rewrites it for --shard `dim` and
@@ -62,11 +68,10 @@ std::optional<ShardedModel> shardModel(const ModelSpec &model,
 /// `shardedBuffer` (it is parsed and checked too, so that its errors are
 /// reported here; its warnings, of declarations the rank does not read, are
 /// not). None on any error.
-std::optional<ShardedModel> shardSourceBuffer(llvm::SourceMgr &sourceMgr,
-                                              unsigned bufferId,
-                                              llvm::StringRef dim,
-                                              DiagnosticEngine &diagnostics,
-                                              unsigned &shardedBuffer);
+std::optional<ShardedModel>
+shardSourceBuffer(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                  llvm::StringRef dim, int64_t ranks,
+                  DiagnosticEngine &diagnostics, unsigned &shardedBuffer);
 
 } // namespace frontend
 } // namespace energy

@@ -20,9 +20,10 @@ namespace energy {
 
 /// How a rank's model binds (the front end's ShardedModel without its
 /// source): the sharded dim, the dims of the whole length and of the rank's
-/// first row (each empty when the model does not read it), the const that is 1
-/// on the first rank and 0 elsewhere (empty when unused), and the tensors
-/// with an axis of the dim.
+/// first row (each empty when the model does not read it), the rows' stride
+/// (1: each rank a contiguous slice; the rank count: rank r holds rows r,
+/// r + R, ..., striped), the const that is 1 on the first rank and 0
+/// elsewhere (empty when unused), and the tensors with an axis of the dim.
 struct ShardLayout {
   struct ShardedTensor {
     std::string name;
@@ -31,6 +32,7 @@ struct ShardLayout {
     unsigned axis = 0;
   };
   std::string dim, wholeDim, offsetDim, firstRankConst;
+  int64_t stride = 1;
   std::vector<ShardedTensor> tensors;
 };
 
@@ -41,8 +43,9 @@ struct ShardLayout {
 class ShardedSession {
 public:
   /// Rank `communicator.rank()` of a run over `length` rows of the
-  /// layout's dim, with the rank's rows cut as shardOf does. `options`
-  /// holds the model's other dims and consts.
+  /// layout's dim, as many rows per rank as shardOf gives (a contiguous
+  /// slice, or every R-th row with a stride of R). `options` holds the
+  /// model's other dims and consts.
   static Expected<ShardedSession> create(const Model &rankModel,
                                          ShardLayout layout, int64_t length,
                                          SessionOptions options,
@@ -79,8 +82,9 @@ public:
   /// evaluation.
   void invalidateCopies(bool statesOnly = false);
 
-  int64_t firstRow() const { return begin; }
   int64_t rowCount() const { return end - begin; }
+  /// The position in the whole length of row `row` of rank `rank`.
+  int64_t globalRow(int rank, int64_t row) const;
   Session &rankSession() { return session; }
 
 private:
