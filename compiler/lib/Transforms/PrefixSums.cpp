@@ -24,17 +24,20 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Which running sum a bound on the summed index selects.
+/// Which running sum a bound on the summed index selects: j ≤ p, j < p,
+/// j ≥ p or j > p for a position p the predicate computes without j.
 struct Bound {
-  /// The outer index j is bounded by.
+  /// p, in the predicate's block.
+  Value position;
+  /// p where it is an index of a loop around (j ≤ i), else null.
   BlockArgument outer;
   bool reverse = false;
   bool exclusive = false;
 };
 
 /// The bound of a predicate that is one comparison of the summed index j
-/// (the predicate's argument) with an index i of a loop around: j ≤ i,
-/// j < i, j ≥ i or j > i (either way round).
+/// (the predicate's argument) with a position computed without it (either
+/// way round).
 std::optional<Bound> boundOf(ReduceOp sum) {
   Region &predicate = sum.getPredicate();
   if (!predicate.hasOneBlock() || predicate.front().getNumArguments() != 1)
@@ -42,16 +45,22 @@ std::optional<Bound> boundOf(ReduceOp sum) {
   Block &block = predicate.front();
   BlockArgument inner = block.getArgument(0);
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (!yield || yield.getValues().size() != 1 ||
-      &block.front() != yield->getPrevNode())
+  if (!yield || yield.getValues().size() != 1)
     return std::nullopt;
   auto compare = yield.getValues()[0].getDefiningOp<arith::CmpIOp>();
-  if (!compare)
+  if (!compare || compare->getBlock() != &block)
     return std::nullopt;
+  // Every other op of the predicate computes the position: pure, without
+  // regions, and not from j.
+  for (Operation &op : block.without_terminator())
+    if (&op != compare.getOperation() &&
+        (op.getNumRegions() || !isMemoryEffectFree(&op) ||
+         llvm::is_contained(op.getOperands(), Value(inner))))
+      return std::nullopt;
   arith::CmpIPredicate kind = compare.getPredicate();
   Value lhs = compare.getLhs(), rhs = compare.getRhs();
   using P = arith::CmpIPredicate;
-  // i ≥ j is j ≤ i: the comparison with its operands swapped.
+  // p ≥ j is j ≤ p: the comparison with its operands swapped.
   if (rhs == inner) {
     std::swap(lhs, rhs);
     const std::pair<P, P> swapped[] = {
@@ -64,25 +73,36 @@ std::optional<Bound> boundOf(ReduceOp sum) {
       return std::nullopt;
     kind = found->second;
   }
-  auto outer = dyn_cast<BlockArgument>(rhs);
-  if (lhs != inner || !outer || outer == inner)
+  if (lhs != inner || rhs == inner)
     return std::nullopt;
+  auto outer = dyn_cast<BlockArgument>(rhs);
+  if (outer && outer.getOwner() == &block)
+    return std::nullopt;
+  Bound bound{rhs, outer};
   switch (kind) {
   case P::sle:
   case P::ule:
-    return Bound{outer, false, false};
+    break;
   case P::slt:
   case P::ult:
-    return Bound{outer, false, true};
+    bound.exclusive = true;
+    break;
   case P::sge:
   case P::uge:
-    return Bound{outer, true, false};
+    bound.reverse = true;
+    break;
   case P::sgt:
   case P::ugt:
-    return Bound{outer, true, true};
+    bound.reverse = bound.exclusive = true;
+    break;
   default:
     return std::nullopt;
   }
+  // Unsigned comparisons agree with signed ones for plain indices only.
+  if (!outer && kind != P::sle && kind != P::slt && kind != P::sge &&
+      kind != P::sgt)
+    return std::nullopt;
+  return bound;
 }
 
 /// The sizes of the loop-like op whose body `index` is an argument of, when
@@ -115,9 +135,29 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
   std::optional<Bound> bound = boundOf(sum);
   if (!bound)
     return false;
-  ArrayAttr outerSizes = loopSizesOf(bound->outer);
-  if (!outerSizes ||
-      outerSizes[bound->outer.getArgNumber()] != sum.getSizes()[0])
+  // Plain: j against an index of a loop around over j's own dim, read at
+  // that index. Otherwise the position is computed (i·R + N__offset of a
+  // sharded rank's rows, i - W of a window) from indices of loops around
+  // and dims, and read clamped to j's domain.
+  ArrayAttr outerSizes = bound->outer ? loopSizesOf(bound->outer) : ArrayAttr();
+  bool plain = outerSizes &&
+               outerSizes[bound->outer.getArgNumber()] == sum.getSizes()[0];
+  llvm::SetVector<BlockArgument> bounding;
+  Block &predicate = sum.getPredicate().front();
+  // The indices of loops around that the position reads; other values it
+  // reads are computed before the sum, where the position is read.
+  for (Operation &op : predicate.without_terminator())
+    for (Value operand : op.getOperands()) {
+      auto index = dyn_cast<BlockArgument>(operand);
+      if (!index || !isDefinedOutside(operand, sum))
+        continue;
+      if (!isa<ReduceOp, ForeachOp, TabulateOp>(
+              index.getOwner()->getParentOp()) ||
+          !loopSizesOf(index))
+        return false;
+      bounding.insert(index);
+    }
+  if (bounding.empty())
     return false;
   // What the summand uses from outside: indices of loops around (not the
   // bound's); values the loops around compute from those indices alone
@@ -142,7 +182,7 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
       auto index = dyn_cast<BlockArgument>(operand);
       if (index && isa<ReduceOp, ForeachOp, TabulateOp>(
                        index.getOwner()->getParentOp())) {
-        if (index == bound->outer || !loopSizesOf(index))
+        if (bounding.contains(index) || !loopSizesOf(index))
           usable = false;
         indices.insert(index);
         continue;
@@ -164,8 +204,9 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
     return false;
   // The table goes ahead of the outermost loop among the bound's and those
   // of the indices it uses.
-  Operation *point = bound->outer.getOwner()->getParentOp();
-  for (BlockArgument index : indices) {
+  Operation *point = bounding.front().getOwner()->getParentOp();
+  for (BlockArgument index :
+       llvm::concat<const BlockArgument>(bounding, indices)) {
     Operation *owner = index.getOwner()->getParentOp();
     if (owner->isProperAncestor(point))
       point = owner;
@@ -213,7 +254,7 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
     for (Operation &op : body)
       inside.clone(op, mapping);
     return PrefixSumOp::create(at, loc, values.getResult(), bound->reverse,
-                               bound->exclusive)
+                               plain && bound->exclusive)
         .getResult();
   };
   Value table;
@@ -242,10 +283,50 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
   }
   builder.setInsertionPoint(sum);
   SmallVector<Value> at(ordered.begin(), ordered.end());
-  at.push_back(bound->outer);
-  auto map = AffineMap::getMultiDimIdentityMap(at.size(), context);
-  Value read = ExtractOp::create(builder, loc, element, table,
-                                 AffineMapAttr::get(map), at);
+  auto readAt = [&](Value position) {
+    at.push_back(position);
+    auto map = AffineMap::getMultiDimIdentityMap(at.size(), context);
+    return ExtractOp::create(builder, loc, element, table,
+                             AffineMapAttr::get(map), at)
+        .getResult();
+  };
+  Value read;
+  if (plain) {
+    read = readAt(bound->outer);
+  } else {
+    // The running sums are inclusive: j < p is j ≤ p - 1, j > p j ≥ p + 1.
+    // A position before the first (forward) or past the last (reverse)
+    // selects nothing; one past the end the other way selects every j.
+    IRMapping positionMapping;
+    // Every op of the predicate but the comparison computes the position.
+    for (Operation &op : predicate.without_terminator())
+      if (!llvm::is_contained(op.getOperands(),
+                              Value(predicate.getArgument(0))))
+        builder.clone(op, positionMapping);
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIndexOp::create(builder, loc, value).getResult();
+    };
+    Value position = positionMapping.lookupOrDefault(bound->position);
+    if (bound->exclusive)
+      position = arith::AddIOp::create(builder, loc, position,
+                                       constant(bound->reverse ? 1 : -1));
+    Value count = SizeOp::create(builder, loc, builder.getIndexType(),
+                                 cast<DimExprAttr>(sum.getSizes()[0]));
+    Value last = arith::SubIOp::create(builder, loc, count, constant(1));
+    Value clamped = arith::MaxSIOp::create(
+        builder, loc, arith::MinSIOp::create(builder, loc, position, last),
+        constant(0));
+    Value selects =
+        bound->reverse
+            ? arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                                    position, count)
+            : arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge,
+                                    position, constant(0));
+    Value zero = ConstantOp::create(builder, loc, 0.0);
+    if (!element.isScalar())
+      zero = BroadcastOp::create(builder, loc, element, zero);
+    read = SelectOp::create(builder, loc, selects, readAt(clamped), zero);
+  }
   sum.getResult().replaceAllUsesWith(read);
   sum.erase();
   return true;
@@ -319,7 +400,7 @@ bool interchangeBoundedSum(ReduceOp outer) {
       !hasPlainDims(inner.getSizes()))
     return false;
   std::optional<Bound> bound = boundOf(inner);
-  if (!bound || bound->outer.getOwner() != &outerBody ||
+  if (!bound || !bound->outer || bound->outer.getOwner() != &outerBody ||
       outer.getSizes()[bound->outer.getArgNumber()] != inner.getSizes()[0])
     return false;
   BlockArgument bounding = bound->outer;
@@ -424,7 +505,7 @@ bool computeAsWhole(LetOp let) {
   bool bounded = false;
   body.walk([&](ReduceOp sum) {
     std::optional<Bound> bound = boundOf(sum);
-    if (!bound || bound->outer.getOwner() != &body ||
+    if (!bound || !bound->outer || bound->outer.getOwner() != &body ||
         sum.getKind() != ReduceKind::sum || sum.getTemperature() ||
         sum.getAggregation() || sum.getSizes().size() != 1)
       return;
