@@ -268,23 +268,39 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
   if (a == b)
     return true;
   // An element of a table computes its body at the element's indices (a
-  // recomputed projection and a table of them).
+  // recomputed projection and a table of them). Where the other side is in
+  // that body itself, its indices stand for the table's own arguments: only
+  // an element at those same arguments is the body (not a transposed one).
   auto first = tableElement(a), second = tableElement(b);
+  auto inBody = [](TabulateOp table, Value value) {
+    if (Operation *definition = value.getDefiningOp())
+      return table->isProperAncestor(definition);
+    Operation *owner = cast<BlockArgument>(value).getOwner()->getParentOp();
+    return owner && table->isAncestor(owner);
+  };
+  // The mapping `at` with the table's arguments mapped to the element's
+  // indices through it; false where `other` is in the body and they differ.
+  auto atElement = [&](std::pair<TabulateOp, OperandRange> element, Value other,
+                       IRMapping &at) {
+    bool inside = inBody(element.first, other);
+    for (auto [argument, index] : llvm::zip(
+             element.first.getBody().front().getArguments(), element.second)) {
+      Value position = at.lookupOrDefault(index);
+      if (inside && position != argument)
+        return false;
+      at.map(argument, position);
+    }
+    return true;
+  };
   if (first && !second) {
     IRMapping body = arguments;
-    for (auto [argument, index] : llvm::zip(
-             first->first.getBody().front().getArguments(), first->second))
-      body.map(argument, arguments.lookupOrDefault(index));
-    return computeSame(first->first.getBodyValue(), b, body);
+    return atElement(*first, b, body) &&
+           computeSame(first->first.getBodyValue(), b, body);
   }
   if (second && !first) {
     IRMapping inverse;
-    if (!invert(arguments, inverse))
-      return false;
-    for (auto [argument, index] : llvm::zip(
-             second->first.getBody().front().getArguments(), second->second))
-      inverse.map(argument, inverse.lookupOrDefault(index));
-    return computeSame(second->first.getBodyValue(), a, inverse);
+    return invert(arguments, inverse) && atElement(*second, a, inverse) &&
+           computeSame(second->first.getBodyValue(), a, inverse);
   }
   // An element of an array against what computes it.
   if (auto element = arrayElement(a);
