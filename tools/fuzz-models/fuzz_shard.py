@@ -63,25 +63,30 @@ def check_model(energyc, seed, out, counts):
         counts['not finite'] += 1
         return
     for dim, length in free.items():
-        rewritten = subprocess.run([energyc, path, '--shard', dim, '--emit=source'],
-                                   capture_output=True, text=True)
-        if rewritten.returncode != 0:
-            if rewritten.returncode < 0 or "one rank's model" in rewritten.stderr:
-                print('FAILED: %s --shard %s: %s' % (path, dim, rewritten.stderr[:800]))
-                counts['failed'] += 1
-            else:
-                counts['refused'] += 1
-            continue
-        rank_model = energy.compile(rewritten.stdout, dtype='f64', opt_level=0)
+        # The rewrite for each rank count: a model that uses its rows'
+        # positions as numbers is striped over them.
         for ranks in (2, 3):
             if length < ranks:
                 continue
+            rewritten = subprocess.run(
+                [energyc, path, '--shard', dim, '--shard-ranks', str(ranks), '--emit=source'],
+                capture_output=True, text=True)
+            if rewritten.returncode != 0:
+                if rewritten.returncode < 0 or "one rank's model" in rewritten.stderr:
+                    print('FAILED: %s --shard %s: %s' % (path, dim, rewritten.stderr[:800]))
+                    counts['failed'] += 1
+                else:
+                    counts['refused'] += 1
+                break
+            rank_model = energy.compile(rewritten.stdout, dtype='f64', opt_level=0)
             total, grads = ranks_check.put_together(
                 whole, rank_model, rewritten.stdout, names, arrays, free, dim, ranks)
             worst = max([ranks_check.relative(total, expected_energy)] + [
                 ranks_check.relative(grads[n], expected[n]) for n in names])
             if worst <= 1e-8:
                 counts['equal'] += 1
+                if '%s__offset + %d * k' % (dim, ranks) in rewritten.stdout:
+                    counts['striped'] += 1
             else:
                 print('FAILED: %s --shard %s on %d ranks: relative difference %.3g'
                       % (path, dim, ranks, worst))
@@ -96,7 +101,8 @@ def main():
     parser.add_argument('--out', default='fuzz-shard-out')
     options = parser.parse_args()
     os.makedirs(options.out, exist_ok=True)
-    counts = {k: 0 for k in ('equal', 'refused', 'failed', 'not compiled', 'not finite')}
+    counts = {k: 0 for k in ('equal', 'striped', 'refused', 'failed', 'not compiled',
+                             'not finite')}
     for seed in range(options.seed, options.seed + options.count):
         check_model(options.energyc, seed, options.out, counts)
         print('model %d: %s' % (seed, ', '.join('%s %d' % kv for kv in counts.items())),
