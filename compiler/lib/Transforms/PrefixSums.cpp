@@ -27,17 +27,37 @@ namespace {
 /// Which running sum a bound on the summed index selects: j ≤ p, j < p,
 /// j ≥ p or j > p for a position p the predicate computes without j.
 struct Bound {
-  /// p, in the predicate's block.
+  /// What p is computed from, not from j.
   Value position;
+  /// Applied to `position` in order: p + v, p - v or v - p (a comparison
+  /// of j + W with i is one of j with i - W).
+  enum class Step { Add, Subtract, SubtractFrom };
+  SmallVector<std::pair<Step, Value>> steps;
+  /// The ops of the predicate that compute values p is made of, in order.
+  SmallVector<Operation *> positionOps;
   /// p where it is an index of a loop around (j ≤ i), else null.
   BlockArgument outer;
   bool reverse = false;
   bool exclusive = false;
 };
 
+/// The comparison `kind` with its operands swapped (a ≤ b is b ≥ a).
+std::optional<arith::CmpIPredicate>
+swappedComparison(arith::CmpIPredicate kind) {
+  using P = arith::CmpIPredicate;
+  const std::pair<P, P> swapped[] = {
+      {P::sle, P::sge}, {P::slt, P::sgt}, {P::sge, P::sle}, {P::sgt, P::slt},
+      {P::ule, P::uge}, {P::ult, P::ugt}, {P::uge, P::ule}, {P::ugt, P::ult}};
+  auto found = llvm::find_if(
+      swapped, [&](const std::pair<P, P> &pair) { return pair.first == kind; });
+  if (found == std::end(swapped))
+    return std::nullopt;
+  return found->second;
+}
+
 /// The bound of a predicate that is one comparison of the summed index j
-/// (the predicate's argument) with a position computed without it (either
-/// way round).
+/// (the predicate's argument), plus or minus values computed without it,
+/// with a position computed without it (either way round).
 std::optional<Bound> boundOf(ReduceOp sum) {
   Region &predicate = sum.getPredicate();
   if (!predicate.hasOneBlock() || predicate.front().getNumArguments() != 1)
@@ -50,35 +70,70 @@ std::optional<Bound> boundOf(ReduceOp sum) {
   auto compare = yield.getValues()[0].getDefiningOp<arith::CmpIOp>();
   if (!compare || compare->getBlock() != &block)
     return std::nullopt;
-  // Every other op of the predicate computes the position: pure, without
-  // regions, and not from j.
-  for (Operation &op : block.without_terminator())
-    if (&op != compare.getOperation() &&
-        (op.getNumRegions() || !isMemoryEffectFree(&op) ||
-         llvm::is_contained(op.getOperands(), Value(inner))))
+  // The ops computed from j (sums and differences on the way to the
+  // comparison); the others compute the position: pure, without regions.
+  Bound bound;
+  llvm::SmallPtrSet<Operation *, 4> fromInner;
+  auto readsInner = [&](Value value) {
+    return value == inner || fromInner.contains(value.getDefiningOp());
+  };
+  for (Operation &op : block.without_terminator()) {
+    if (&op == compare.getOperation())
+      continue;
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
       return std::nullopt;
+    if (llvm::any_of(op.getOperands(), readsInner))
+      fromInner.insert(&op);
+    else
+      bound.positionOps.push_back(&op);
+  }
   arith::CmpIPredicate kind = compare.getPredicate();
   Value lhs = compare.getLhs(), rhs = compare.getRhs();
   using P = arith::CmpIPredicate;
   // p ≥ j is j ≤ p: the comparison with its operands swapped.
-  if (rhs == inner) {
+  if (readsInner(rhs)) {
     std::swap(lhs, rhs);
-    const std::pair<P, P> swapped[] = {
-        {P::sle, P::sge}, {P::slt, P::sgt}, {P::sge, P::sle}, {P::sgt, P::slt},
-        {P::ule, P::uge}, {P::ult, P::ugt}, {P::uge, P::ule}, {P::ugt, P::ult}};
-    auto found = llvm::find_if(swapped, [&](const std::pair<P, P> &pair) {
-      return pair.first == kind;
-    });
-    if (found == std::end(swapped))
+    std::optional<P> swapped = swappedComparison(kind);
+    if (!swapped)
       return std::nullopt;
-    kind = found->second;
+    kind = *swapped;
   }
-  if (lhs != inner || rhs == inner)
+  if (!readsInner(lhs) || readsInner(rhs))
     return std::nullopt;
+  // j + v ⋈ p is j ⋈ p - v, v - j ⋈ p is j ⋈' v - p (the comparison turned).
+  unsigned visited = 0;
+  while (lhs != inner) {
+    Operation *op = lhs.getDefiningOp();
+    if (!isa<arith::AddIOp, arith::SubIOp>(op))
+      return std::nullopt;
+    ++visited;
+    Value first = op->getOperand(0), second = op->getOperand(1);
+    if (readsInner(first) && readsInner(second))
+      return std::nullopt;
+    if (isa<arith::AddIOp>(op)) {
+      bool innerFirst = readsInner(first);
+      bound.steps.push_back(
+          {Bound::Step::Subtract, innerFirst ? second : first});
+      lhs = innerFirst ? first : second;
+    } else if (readsInner(first)) {
+      bound.steps.push_back({Bound::Step::Add, second});
+      lhs = first;
+    } else {
+      bound.steps.push_back({Bound::Step::SubtractFrom, first});
+      std::optional<P> swapped = swappedComparison(kind);
+      if (!swapped)
+        return std::nullopt;
+      kind = *swapped;
+      lhs = second;
+    }
+  }
+  // Nothing else is computed from j.
+  if (visited != fromInner.size())
+    return std::nullopt;
+  bound.position = rhs;
   auto outer = dyn_cast<BlockArgument>(rhs);
-  if (outer && outer.getOwner() == &block)
-    return std::nullopt;
-  Bound bound{rhs, outer};
+  if (outer && outer.getOwner() != &block && bound.steps.empty())
+    bound.outer = outer;
   switch (kind) {
   case P::sle:
   case P::ule:
@@ -99,7 +154,7 @@ std::optional<Bound> boundOf(ReduceOp sum) {
     return std::nullopt;
   }
   // Unsigned comparisons agree with signed ones for plain indices only.
-  if (!outer && kind != P::sle && kind != P::slt && kind != P::sge &&
+  if (!bound.outer && kind != P::sle && kind != P::slt && kind != P::sge &&
       kind != P::sgt)
     return std::nullopt;
   return bound;
@@ -298,15 +353,21 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
     // A position before the first (forward) or past the last (reverse)
     // selects nothing; one past the end the other way selects every j.
     IRMapping positionMapping;
-    // Every op of the predicate but the comparison computes the position.
-    for (Operation &op : predicate.without_terminator())
-      if (!llvm::is_contained(op.getOperands(),
-                              Value(predicate.getArgument(0))))
-        builder.clone(op, positionMapping);
+    for (Operation *op : bound->positionOps)
+      builder.clone(*op, positionMapping);
     auto constant = [&](int64_t value) {
       return arith::ConstantIndexOp::create(builder, loc, value).getResult();
     };
     Value position = positionMapping.lookupOrDefault(bound->position);
+    for (auto [step, value] : bound->steps) {
+      Value operand = positionMapping.lookupOrDefault(value);
+      if (step == Bound::Step::Add)
+        position = arith::AddIOp::create(builder, loc, position, operand);
+      else if (step == Bound::Step::Subtract)
+        position = arith::SubIOp::create(builder, loc, position, operand);
+      else
+        position = arith::SubIOp::create(builder, loc, operand, position);
+    }
     if (bound->exclusive)
       position = arith::AddIOp::create(builder, loc, position,
                                        constant(bound->reverse ? 1 : -1));
