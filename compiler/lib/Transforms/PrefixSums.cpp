@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -29,10 +30,23 @@ namespace {
 struct Bound {
   /// What p is computed from, not from j.
   Value position;
-  /// Applied to `position` in order: p + v, p - v or v - p (a comparison
-  /// of j + W with i is one of j with i - W).
-  enum class Step { Add, Subtract, SubtractFrom };
-  SmallVector<std::pair<Step, Value>> steps;
+  /// Applied to `position` in order: p + v, p - v, v - p, p + c, ⌊p / c⌋
+  /// or ⌈p / c⌉ (a comparison of j + W with i is one of j with i - W, one
+  /// of 2·j with i one of j with ⌊i / 2⌋).
+  struct Step {
+    enum Kind {
+      Add,
+      Subtract,
+      SubtractFrom,
+      AddConstant,
+      FloorDivide,
+      CeilDivide
+    };
+    Kind kind;
+    Value value;
+    int64_t constant = 0;
+  };
+  SmallVector<Step> steps;
   /// The ops of the predicate that compute values p is made of, in order.
   SmallVector<Operation *> positionOps;
   /// p where it is an index of a loop around (j ≤ i), else null.
@@ -104,18 +118,41 @@ std::optional<Bound> boundOf(ReduceOp sum) {
   unsigned visited = 0;
   while (lhs != inner) {
     Operation *op = lhs.getDefiningOp();
-    if (!isa<arith::AddIOp, arith::SubIOp>(op))
+    if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op))
       return std::nullopt;
     ++visited;
     Value first = op->getOperand(0), second = op->getOperand(1);
     if (readsInner(first) && readsInner(second))
       return std::nullopt;
-    if (isa<arith::AddIOp>(op)) {
-      bool innerFirst = readsInner(first);
+    bool innerFirst = readsInner(first);
+    if (isa<arith::MulIOp>(op)) {
+      // c·j ≤ p is j ≤ ⌊p / c⌋ and c·j ≥ p is j ≥ ⌈p / c⌉ for c > 0, the
+      // other way round for c < 0; a strict comparison is first the other
+      // with p ∓ 1.
+      APInt factor;
+      if (!matchPattern(innerFirst ? second : first, m_ConstantInt(&factor)) ||
+          factor.isZero())
+        return std::nullopt;
+      if (kind == P::slt || kind == P::sgt) {
+        bound.steps.push_back(
+            {Bound::Step::AddConstant, Value(), kind == P::slt ? -1 : 1});
+        kind = kind == P::slt ? P::sle : P::sge;
+      }
+      if (kind != P::sle && kind != P::sge)
+        return std::nullopt;
+      bool negative = factor.isNegative();
+      bound.steps.push_back({(kind == P::sle) != negative
+                                 ? Bound::Step::FloorDivide
+                                 : Bound::Step::CeilDivide,
+                             Value(), factor.getSExtValue()});
+      if (negative)
+        kind = kind == P::sle ? P::sge : P::sle;
+      lhs = innerFirst ? first : second;
+    } else if (isa<arith::AddIOp>(op)) {
       bound.steps.push_back(
           {Bound::Step::Subtract, innerFirst ? second : first});
       lhs = innerFirst ? first : second;
-    } else if (readsInner(first)) {
+    } else if (innerFirst) {
       bound.steps.push_back({Bound::Step::Add, second});
       lhs = first;
     } else {
@@ -359,14 +396,27 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
       return arith::ConstantIndexOp::create(builder, loc, value).getResult();
     };
     Value position = positionMapping.lookupOrDefault(bound->position);
-    for (auto [step, value] : bound->steps) {
-      Value operand = positionMapping.lookupOrDefault(value);
-      if (step == Bound::Step::Add)
+    for (const Bound::Step &step : bound->steps) {
+      Value operand = step.value ? positionMapping.lookupOrDefault(step.value)
+                                 : constant(step.constant);
+      switch (step.kind) {
+      case Bound::Step::Add:
+      case Bound::Step::AddConstant:
         position = arith::AddIOp::create(builder, loc, position, operand);
-      else if (step == Bound::Step::Subtract)
+        break;
+      case Bound::Step::Subtract:
         position = arith::SubIOp::create(builder, loc, position, operand);
-      else
+        break;
+      case Bound::Step::SubtractFrom:
         position = arith::SubIOp::create(builder, loc, operand, position);
+        break;
+      case Bound::Step::FloorDivide:
+        position = arith::FloorDivSIOp::create(builder, loc, position, operand);
+        break;
+      case Bound::Step::CeilDivide:
+        position = arith::CeilDivSIOp::create(builder, loc, position, operand);
+        break;
+      }
     }
     if (bound->exclusive)
       position = arith::AddIOp::create(builder, loc, position,
