@@ -406,6 +406,9 @@ int main(int argc, char **argv) {
     return fail("--emit=llvm shows the cpu backend's code only");
   if (emitKind == EmitKind::Ptx && backendName != "cuda")
     return fail("--emit=ptx needs --target cuda");
+  if (shardDim.empty() && shardRanks.getNumOccurrences())
+    return fail("--shard-ranks needs --shard DIM (the rank count of a "
+                "sharded model)");
   if (!shardDim.empty()) {
     if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
         emitKind == EmitKind::Ptx)
