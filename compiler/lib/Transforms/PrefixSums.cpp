@@ -30,18 +30,11 @@ namespace {
 struct Bound {
   /// What p is computed from, not from j.
   Value position;
-  /// Applied to `position` in order: p + v, p - v, v - p, p + c, ⌊p / c⌋
-  /// or ⌈p / c⌉ (a comparison of j + W with i is one of j with i - W, one
-  /// of 2·j with i one of j with ⌊i / 2⌋).
+  /// Applied to `position` in order: p + v, p - v, v - p, ⌊p / v⌋ or
+  /// ⌈p / v⌉, v a value or else the constant (a comparison of j + W with i
+  /// is one of j with i - W, one of 2·j with i one of j with ⌊i / 2⌋).
   struct Step {
-    enum Kind {
-      Add,
-      Subtract,
-      SubtractFrom,
-      AddConstant,
-      FloorDivide,
-      CeilDivide
-    };
+    enum Kind { Add, Subtract, SubtractFrom, FloorDivide, CeilDivide };
     Kind kind;
     Value value;
     int64_t constant = 0;
@@ -135,7 +128,7 @@ std::optional<Bound> boundOf(ReduceOp sum) {
         return std::nullopt;
       if (kind == P::slt || kind == P::sgt) {
         bound.steps.push_back(
-            {Bound::Step::AddConstant, Value(), kind == P::slt ? -1 : 1});
+            {Bound::Step::Add, Value(), kind == P::slt ? -1 : 1});
         kind = kind == P::slt ? P::sle : P::sge;
       }
       if (kind != P::sle && kind != P::sge)
@@ -401,7 +394,6 @@ bool rewriteAsPrefixSum(ReduceOp sum) {
                                  : constant(step.constant);
       switch (step.kind) {
       case Bound::Step::Add:
-      case Bound::Step::AddConstant:
         position = arith::AddIOp::create(builder, loc, position, operand);
         break;
       case Bound::Step::Subtract:
