@@ -11,6 +11,7 @@
 #define ENERGY_KERNELSUPPORT_ISAKERNELDEFINITIONS_H
 
 #include "IsaKernels.h"
+#include "PanelProduct.h"
 #include "SoftmaxContractKernel.h"
 #include "VectorExp.h"
 
@@ -38,6 +39,14 @@ int32_t softmaxContractF32(const energy_softmax_contract_args &args) {
 
 int32_t softmaxContractF64(const energy_softmax_contract_args &args) {
   return softmaxContract<Simd<double>>(args);
+}
+
+bool panelProductF32(const ProductArgs<float> &args) {
+  return panels::panelProduct<Simd<float>>(args);
+}
+
+bool panelProductF64(const ProductArgs<double> &args) {
+  return panels::panelProduct<Simd<double>>(args);
 }
 
 } // namespace energy::kernels::ENERGY_KERNEL_ISA

@@ -1,7 +1,8 @@
 //===- IsaKernels.h - The vector kernels per ISA ----------------*- C++ -*-===//
 //
 // Every vectorised support function exists once per instruction set: the
-// templates of VectorExp.h and SoftmaxContractKernel.h are instantiated in
+// templates of VectorExp.h, SoftmaxContractKernel.h and PanelProduct.h are
+// instantiated in
 // KernelsGeneric.cpp (no ISA flags), KernelsAvx2.cpp (-mavx2 -mfma) and
 // KernelsAvx512.cpp (-mavx512f), each in its own namespace. This header
 // declares those entry points and the run-time choice between them; only the
@@ -22,6 +23,20 @@ namespace energy::kernels {
 /// The path to take now: ENERGY_ISA_SCALAR, _AVX2 or _AVX512.
 int32_t activeInstructionSet();
 
+/// C = op(A) · op(B) (m × n, inner dim k), or C += it with `accumulate`;
+/// row-major matrices with leading dims lda, ldb, ldc.
+template <class T> struct ProductArgs {
+  bool transposeA, transposeB;
+  int64_t m, n, k;
+  const T *a;
+  int64_t lda;
+  const T *b;
+  int64_t ldb;
+  bool accumulate;
+  T *c;
+  int64_t ldc;
+};
+
 #define ENERGY_DECLARE_ISA_KERNELS(isa)                                        \
   namespace isa {                                                              \
   void expF32(int64_t n, const float *in, float *out);                         \
@@ -30,6 +45,8 @@ int32_t activeInstructionSet();
   void softmaxWeightsF64(int64_t n, const double *in, double *out);            \
   int32_t softmaxContractF32(const energy_softmax_contract_args &args);        \
   int32_t softmaxContractF64(const energy_softmax_contract_args &args);        \
+  bool panelProductF32(const ProductArgs<float> &args);                        \
+  bool panelProductF64(const ProductArgs<double> &args);                       \
   }
 
 ENERGY_DECLARE_ISA_KERNELS(generic)

@@ -1,27 +1,32 @@
-//===- MatrixProduct.cpp - Matrix products through a tuned BLAS -----------===//
+//===- MatrixProduct.cpp - Matrix products of compiled kernels ------------===//
 //
 // Plain matrix products of compiled kernels (projections X Wᵀ ahead of a
-// softmax contraction, products in step programs) go to OpenBLAS, loaded
-// with dlopen the first time one is needed, so that artifacts carry no link
-// dependency and still run, on the fallback loop here, where OpenBLAS is
-// missing. Debian's OpenBLAS 0.3.21 does not recognise recent Intel CPUs
-// (family 6, model 207 among them) and falls back to its SSE3 "Prescott"
-// kernels, about five times slower than its AVX-512 ones: when this library
-// loads OpenBLAS it names the core the CPU supports (OPENBLAS_CORETYPE:
-// SkylakeX with AVX-512, Haswell with AVX2), unless the user named one or
-// the process had loaded OpenBLAS already. OpenBLAS runs on one thread
-// (its own threads told to sleep at once, OPENBLAS_THREAD_TIMEOUT):
-// large products are cut into pieces of rows (of C, or for Aᵀ B into a
-// small C of A and B) that the kernels' thread pool shares out, so that one
-// pool, not two, uses the cores. A batch of products summed over the batch
-// is one product over the batch's whole inner dim where the operands'
-// layout allows it (the matrices stacked, or side by side in a copy).
+// softmax contraction, products in step programs) run on the vector paths'
+// panel product (PanelProduct.h: one order of the sums whatever the cut,
+// faster than OpenBLAS on the zoo's products, docs/benchmarks.md), or
+// where a side is too thin for its tiles on OpenBLAS, loaded with dlopen
+// the first time one is needed, so that artifacts carry no link dependency
+// and still run, on the fallback loop here, where it is missing. Debian's
+// OpenBLAS 0.3.21 does not recognise recent Intel CPUs (family 6, model 207
+// among them) and falls back to its SSE3 "Prescott" kernels, about five
+// times slower than its AVX-512 ones: when this library loads OpenBLAS it
+// names the core the CPU supports (OPENBLAS_CORETYPE: SkylakeX with
+// AVX-512, Haswell with AVX2), unless the user named one or the process had
+// loaded OpenBLAS already. OpenBLAS runs on one thread (its own threads
+// told to sleep at once, OPENBLAS_THREAD_TIMEOUT): large products are cut
+// into pieces of rows or columns (of C, or for Aᵀ B into a small C of A
+// and B) that the kernels' thread pool shares out, so that one pool, not
+// two, uses the cores. A batch of products summed over the batch is one
+// product over the batch's whole inner dim where the operands' layout
+// allows it (the matrices stacked, or side by side in a copy).
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/KernelSupport/MatrixProduct.h"
 #include "energy/KernelSupport/InstructionSet.h"
 #include "energy/KernelSupport/KernelSupport.h"
+
+#include "IsaKernels.h"
 
 #include <algorithm>
 #include <atomic>
@@ -146,19 +151,29 @@ constexpr int64_t kPieceWork = int64_t(1) << 18;
 /// operand again for every piece, which thin pieces pay for.
 constexpr int64_t kPieceExtent = 128;
 
+/// Rows or columns of C a piece's extent is a multiple of: whole panels of
+/// the panel product's widest tiles, and of its tiles' rows.
+constexpr int64_t kPieceAlignment = 64;
+
 /// How a product of these sizes is cut into pieces of C: along its columns
-/// where it has at least as many as rows, else along its rows; from its
-/// sizes alone, never from the number of threads, so that the result does
-/// not depend on it.
+/// where it has at least as many as rows, else along its rows, each piece
+/// (but the last) a multiple of kPieceAlignment; from its sizes alone,
+/// never from the number of threads, so that the result does not depend on
+/// it.
 struct Pieces {
   int64_t count;
   bool byColumns;
+  int64_t extent; ///< rows or columns of a piece
 };
 Pieces piecesOf(int64_t m, int64_t n, int64_t k) {
   bool byColumns = n >= m;
+  int64_t total = byColumns ? n : m;
   int64_t byWork = (m * n * k) / kPieceWork;
-  int64_t byExtent = (byColumns ? n : m) / kPieceExtent;
-  return {std::clamp<int64_t>(std::min(byWork, byExtent), 1, 64), byColumns};
+  int64_t byExtent = total / kPieceExtent;
+  int64_t count = std::clamp<int64_t>(std::min(byWork, byExtent), 1, 64);
+  int64_t extent = (total + count - 1) / count;
+  extent = (extent + kPieceAlignment - 1) / kPieceAlignment * kPieceAlignment;
+  return {(total + extent - 1) / extent, byColumns, extent};
 }
 
 /// Whether OpenBLAS takes a product of these sizes (its interface counts in
@@ -168,29 +183,47 @@ bool fitsBlas(int64_t m, int64_t n, int64_t k) {
   return m > 0 && n > 0 && k > 0 && m < kLimit && n < kLimit && k < kLimit;
 }
 
-/// c = op(a) · op(b), or c += with `add`, in i, k, j order: the innermost
-/// loop runs along rows of b (when not transposed) and of c, so the
-/// compiler vectorises it.
+/// c = op(a) · op(b), or c += with `add` (leading dims lda, ldb, ldc), in
+/// i, k, j order: the innermost loop runs along rows of b (when not
+/// transposed) and of c, so the compiler vectorises it.
 template <typename T>
-void fallbackProduct(int64_t m, int64_t n, int64_t k, const T *a,
-                     bool transposeA, const T *b, bool transposeB, bool add,
-                     T *c) {
+void fallbackProduct(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+                     bool transposeA, const T *b, int64_t ldb, bool transposeB,
+                     bool add, T *c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
-    T *row = c + i * n;
+    T *row = c + i * ldc;
     if (!add)
       std::fill(row, row + n, T(0));
     for (int64_t p = 0; p < k; ++p) {
-      T factor = transposeA ? a[p * m + i] : a[i * k + p];
+      T factor = transposeA ? a[p * lda + i] : a[i * lda + p];
       if (transposeB) {
         for (int64_t j = 0; j < n; ++j)
-          row[j] += factor * b[j * k + p];
+          row[j] += factor * b[j * ldb + p];
         continue;
       }
-      const T *other = b + p * n;
+      const T *other = b + p * ldb;
       for (int64_t j = 0; j < n; ++j)
         row[j] += factor * other[j];
     }
   }
+}
+
+/// Whether the vector paths' panel product (PanelProduct.h) computes a
+/// product of these sizes: not where a side is too thin for its tiles
+/// (OpenBLAS's small-matrix kernels are faster there).
+bool panelProductFits(int64_t m, int64_t n, int64_t k) {
+  static const bool disabled = std::getenv("ENERGY_NO_PANEL_PRODUCTS");
+  return !disabled &&
+         energy::kernels::activeInstructionSet() >= ENERGY_ISA_AVX2 &&
+         m >= 16 && n >= 16 && k >= 16;
+}
+
+bool panelProduct(const energy::kernels::ProductArgs<float> &args) {
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(panelProductF32)(args);
+}
+
+bool panelProduct(const energy::kernels::ProductArgs<double> &args) {
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(panelProductF64)(args);
 }
 
 void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
@@ -205,6 +238,30 @@ void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
                  int ldb, double beta, double *c, int ldc) {
   library.dgemm(kRowMajor, transposeA, transposeB, m, n, k, 1.0, a, lda, b, ldb,
                 beta, c, ldc);
+}
+
+/// Whether OpenBLAS is there for products of T.
+template <typename T> bool hasBlas(const Blas &library) {
+  return std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm);
+}
+
+/// c = op(a) · op(b), or c += it with `add` (leading dims lda, ldb, ldc): the
+/// panel product where it fits, else OpenBLAS, else the fallback loop.
+template <typename T>
+void pieceProduct(const Blas &library, bool transposeA, bool transposeB,
+                  int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+                  const T *b, int64_t ldb, bool add, T *c, int64_t ldc) {
+  if (panelProductFits(m, n, k) &&
+      panelProduct(energy::kernels::ProductArgs<T>{
+          transposeA, transposeB, m, n, k, a, lda, b, ldb, add, c, ldc}))
+    return;
+  if (hasBlas<T>(library)) {
+    blasProduct(library, transposeA ? kTranspose : kNoTranspose,
+                transposeB ? kTranspose : kNoTranspose, int(m), int(n), int(k),
+                a, int(lda), b, int(ldb), T(add ? 1 : 0), c, int(ldc));
+    return;
+  }
+  fallbackProduct(m, n, k, a, lda, transposeA, b, ldb, transposeB, add, c, ldc);
 }
 
 /// A batch of products for BLAS, cut into pieces of rows or columns of C:
@@ -236,10 +293,8 @@ template <typename T> struct PiecedProducts {
     for (int64_t p = begin; p < end; ++p) {
       const T *ap = a + p * aStride + aOffset, *bp = b + p * bStride + bOffset;
       T *cp = (sum ? c : c + p * m * n) + cOffset;
-      blasProduct(*library, transposeA ? kTranspose : kNoTranspose,
-                  transposeB ? kTranspose : kNoTranspose, int(rows), int(cols),
-                  int(k), ap, int(lda), bp, int(ldb),
-                  T(accumulate || (sum && p > 0) ? 1 : 0), cp, int(n));
+      pieceProduct(*library, transposeA, transposeB, rows, cols, k, ap, lda, bp,
+                   ldb, accumulate || (sum && p > 0), cp, n);
     }
   }
 
@@ -268,10 +323,10 @@ template <typename T> struct SummedRows {
     for (int64_t piece = begin; piece < end; ++piece) {
       int64_t first = self->firstRow(piece);
       int64_t rows = self->firstRow(piece + 1) - first;
-      blasProduct(*self->library, kTranspose, kNoTranspose, int(self->m),
-                  int(self->n), int(rows), self->a + first * self->m,
-                  int(self->m), self->b + first * self->n, int(self->n), T(0),
-                  self->partials + piece * self->m * self->n, int(self->n));
+      pieceProduct(*self->library, true, false, self->m, self->n, rows,
+                   self->a + first * self->m, self->m,
+                   self->b + first * self->n, self->n, false,
+                   self->partials + piece * self->m * self->n, self->n);
     }
   }
 };
@@ -316,19 +371,19 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
   bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
   const Blas &library = blas();
-  bool useBlas =
-      (std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm)) &&
-      fitsBlas(m, n, k);
-  if (useBlas)
+  // Products through the library: the panel product, OpenBLAS where it
+  // does not fit, or both missing, the fallback loop piece by piece.
+  bool inPieces = fitsBlas(m, n, k);
+  if (hasBlas<T>(library))
     singleThreaded(library);
   // Products that are one GEMM of the stacked matrices: A[p] B for every p
   // (the rows of all A[p] times one B), and Σ_p A[p]ᵀ B[p] (a sum over the
   // rows of all of them).
-  if (useBlas && batch > 1 && !transposeA && !sum && bStride == 0 &&
+  if (inPieces && batch > 1 && !transposeA && !sum && bStride == 0 &&
       aStride == m * k && fitsBlas(batch * m, n, k)) {
     m *= batch;
     batch = 1;
-  } else if (useBlas && batch > 1 && transposeA && !transposeB && sum &&
+  } else if (inPieces && batch > 1 && transposeA && !transposeB && sum &&
              aStride == m * k && bStride == k * n &&
              fitsBlas(m, n, batch * k)) {
     k *= batch;
@@ -339,7 +394,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   // the op(B[p]) stacked (as they are, or side by side when transposed):
   // one product over the whole inner dim, not one short one per p.
   std::optional<Scratch<T>> stackedA, stackedB;
-  if (useBlas && batch > 1 && !transposeA && sum && aStride == m * k &&
+  if (inPieces && batch > 1 && !transposeA && sum && aStride == m * k &&
       bStride == k * n && fitsBlas(m, n, batch * k)) {
     stackedA.emplace(m * batch * k);
     if (transposeB)
@@ -355,10 +410,10 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
       batch = 1;
     }
   }
-  if (sum && !accumulate && (batch == 0 || !useBlas))
+  if (sum && !accumulate && (batch == 0 || !inPieces))
     std::fill(c, c + m * n, T(0));
   if (int64_t pieces = summedPiecesOf(m, n, k);
-      useBlas && batch == 1 && transposeA && !transposeB && pieces > 1) {
+      inPieces && batch == 1 && transposeA && !transposeB && pieces > 1) {
     std::vector<T> partials(pieces * m * n);
     SummedRows<T> products{&library, m, n, k, pieces, a, b, partials.data()};
     energy_support_parallel_for(SummedRows<T>::chunk, &products, pieces);
@@ -370,17 +425,16 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
     }
     return;
   }
-  if (useBlas && batch > 0) {
+  if (inPieces && batch > 0) {
     Pieces pieces = piecesOf(m, n, k * (sum ? batch : 1));
     int64_t items = (sum ? 1 : batch) * pieces.count;
-    int64_t extent = pieces.byColumns ? n : m;
     PiecedProducts<T> products{&library,
                                batch,
                                m,
                                n,
                                k,
                                pieces.count,
-                               (extent + pieces.count - 1) / pieces.count,
+                               pieces.extent,
                                pieces.byColumns,
                                a,
                                b,
@@ -398,8 +452,9 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
     return;
   }
   for (int64_t p = 0; p < batch; ++p)
-    fallbackProduct(m, n, k, a + p * aStride, transposeA, b + p * bStride,
-                    transposeB, sum || accumulate, sum ? c : c + p * m * n);
+    fallbackProduct(m, n, k, a + p * aStride, transposeA ? m : k, transposeA,
+                    b + p * bStride, transposeB ? k : n, transposeB,
+                    sum || accumulate, sum ? c : c + p * m * n, n);
 }
 
 } // namespace

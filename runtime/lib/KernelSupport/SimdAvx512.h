@@ -42,12 +42,44 @@ template <> struct Simd<float> {
     _mm512_mask_storeu_ps(p, t, v);
   }
 
-  /// Element by element (not yet an in-register transpose).
+  /// A 16 × 16 block, in registers: pairs of rows interleaved by 32 and
+  /// 64 bits (each 128-bit lane of quad q then holds, for rows 4q ... 4q +
+  /// 3, one column), then the lanes gathered across the quads.
   static void transpose(const float *src, int64_t srcStride, float *dst,
                         int64_t dstStride) {
-    for (int c = 0; c < kLanes; ++c)
-      for (int d = 0; d < kLanes; ++d)
-        dst[d * dstStride + c] = src[c * srcStride + d];
+    __m512 row[16], pair[16];
+    for (int r = 0; r < 16; ++r)
+      row[r] = _mm512_loadu_ps(src + r * srcStride);
+    for (int r = 0; r < 16; r += 2) {
+      pair[r] = _mm512_unpacklo_ps(row[r], row[r + 1]);
+      pair[r + 1] = _mm512_unpackhi_ps(row[r], row[r + 1]);
+    }
+    // column[q][c]: lane l holds column 4l + c of rows 4q ... 4q + 3.
+    __m512 column[4][4];
+    for (int q = 0; q < 4; ++q)
+      for (int half = 0; half < 2; ++half) {
+        __m512d low = _mm512_castps_pd(pair[4 * q + half]);
+        __m512d high = _mm512_castps_pd(pair[4 * q + half + 2]);
+        column[q][2 * half] = _mm512_castpd_ps(_mm512_unpacklo_pd(low, high));
+        column[q][2 * half + 1] =
+            _mm512_castpd_ps(_mm512_unpackhi_pd(low, high));
+      }
+    for (int c = 0; c < 4; ++c) {
+      __m512 lanes01 = _mm512_shuffle_f32x4(column[0][c], column[1][c], 0x44);
+      __m512 lanes23 = _mm512_shuffle_f32x4(column[0][c], column[1][c], 0xEE);
+      __m512 lanes01High =
+          _mm512_shuffle_f32x4(column[2][c], column[3][c], 0x44);
+      __m512 lanes23High =
+          _mm512_shuffle_f32x4(column[2][c], column[3][c], 0xEE);
+      _mm512_storeu_ps(dst + c * dstStride,
+                       _mm512_shuffle_f32x4(lanes01, lanes01High, 0x88));
+      _mm512_storeu_ps(dst + (4 + c) * dstStride,
+                       _mm512_shuffle_f32x4(lanes01, lanes01High, 0xDD));
+      _mm512_storeu_ps(dst + (8 + c) * dstStride,
+                       _mm512_shuffle_f32x4(lanes23, lanes23High, 0x88));
+      _mm512_storeu_ps(dst + (12 + c) * dstStride,
+                       _mm512_shuffle_f32x4(lanes23, lanes23High, 0xDD));
+    }
   }
 
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
