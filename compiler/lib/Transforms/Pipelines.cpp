@@ -130,6 +130,8 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // The sums of outer products of rows that reading shared tables leaves.
   modelPasses.addPass(createEnergyPlanBatchedProducts());
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
+  // A row's normalisation backward once for every term that reads the row.
+  modelPasses.addPass(createEnergyPlanJoinLinearLoops());
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());

@@ -137,6 +137,11 @@ void shareProducts(ModelOp model);
 /// (AccumulateProducts.cpp).
 void accumulateProductsInPlace(ModelOp model);
 
+/// Makes loops that add the same linear map, per position, of rows of
+/// different arrays into one tensor one loop that adds the map of the rows'
+/// sum (JoinLinearLoops.cpp).
+void joinLinearLoops(ModelOp model);
+
 /// Makes each value of a gradient, step or backward program that reads
 /// only params, inputs and consts no program stores into (run-invariant),
 /// and that the program's other work reads, an `energy.once` kept in a

@@ -34,6 +34,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANCOMBINEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANSHAREPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANACCUMULATEPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANJOINLINEARLOOPS
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
@@ -81,6 +82,7 @@ ENERGY_PLAN_STEP_PASS(PlanCombineProducts, combineProducts)
 ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
 ENERGY_PLAN_STEP_PASS(PlanShareProducts, shareProducts)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateProducts, accumulateProductsInPlace)
+ENERGY_PLAN_STEP_PASS(PlanJoinLinearLoops, joinLinearLoops)
 ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
 ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   markParallelLoops(model);

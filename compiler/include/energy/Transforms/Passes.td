@@ -675,6 +675,20 @@ def EnergyPlanAccumulateProducts : EnergyPlanStep<
   }];
 }
 
+def EnergyPlanJoinLinearLoops : EnergyPlanStep<
+    "energy-plan-join-linear-loops",
+    "Joins loops that add the same linear map of different rows"> {
+  let description = [{
+    `foreach` loops of one block over the same domain, each adding into
+    the same tensor at the same indices a linear map of a row of an array
+    from outside the loop (`extract %V[i]`), the maps the same at each
+    position (the same ops on the same other operands), become one loop
+    at the later one's place that adds the map of the rows' sum:
+    L(u₁[i]) + L(u₂[i]) = L(u₁[i] + u₂[i]). Nothing between them may read
+    the tensor they add into or write what the earlier one reads.
+  }];
+}
+
 def EnergyPlanFuseElementwise : EnergyPlanStep<"energy-plan-fuse-elementwise",
     "Computes chains of elementwise arithmetic on whole arrays as one table"> {
   let description = [{

@@ -1,0 +1,137 @@
+// RUN: energy-opt %s --pass-pipeline='builtin.module(energy.model(energy-plan-join-linear-loops))' | FileCheck %s
+
+// Three loops that add a row's normalisation backward (the same linear map
+// at each position: a scale, a centring and a division by the row's norm)
+// of rows of three products into @x are one loop, at the last one's place,
+// adding the map of the rows' sum.
+// CHECK-LABEL: energy.model @norm_backward
+// CHECK:       gradient @x {
+// CHECK:         %[[P1:[0-9]+]] = batch_matmul
+// CHECK-NEXT:    %[[P2:[0-9]+]] = batch_matmul
+// CHECK-NEXT:    %[[P3:[0-9]+]] = batch_matmul
+// CHECK-NEXT:    foreach (%[[B:.*]] : @B, %[[I:.*]] : @N) {
+// CHECK-DAG:       extract %[[P1]][%[[B]], %[[I]]]
+// CHECK-DAG:       extract %[[P2]][%[[B]], %[[I]]]
+// CHECK-DAG:       extract %[[P3]][%[[B]], %[[I]]]
+// CHECK:           accumulate %{{.*}} into @x[%[[B]], %[[I]]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+// CHECK-NOT:   foreach
+energy.model @norm_backward {
+  dim @B
+  dim @N
+  dim @D
+  tensor @x : state [@B, @N, @D] = zeros
+  tensor @gamma : param [@D]
+  tensor @W : param [@D, @D]
+  term @t {
+    %0 = constant 0.000000e+00
+    yield %0 : !energy.array<>
+  }
+  gradient @x {
+    %g = read @gamma : !energy.array<D>
+    %w = read @W : !energy.array<D, D>
+    %x = read @x : !energy.array<B, N, D>
+    %a = batch_matmul %x, %w : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    %b = batch_matmul %x, %w transposed : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    foreach (%i : @B, %j : @N) {
+      %row = read @x[%i, %j] : !energy.array<D>
+      %n = layernorm %row : !energy.array<D>
+      %s = dot %row, %row : !energy.array<D>
+      %u = extract %a[%i, %j] : !energy.array<B, N, D> -> !energy.array<D>
+      %0 = mul %u, %g : !energy.array<D>, !energy.array<D>
+      %1 = dot %0, %n : !energy.array<D>
+      %2 = mul %n, %1 : !energy.array<D>, !energy.array<>
+      %3 = sub %0, %2 : !energy.array<D>, !energy.array<D>
+      %4 = div %3, %s : !energy.array<D>, !energy.array<>
+      accumulate %4 into @x[%i, %j] : !energy.array<D>
+    }
+    foreach (%i : @B, %j : @N) {
+      %row = read @x[%i, %j] : !energy.array<D>
+      %n = layernorm %row : !energy.array<D>
+      %s = dot %row, %row : !energy.array<D>
+      %u = extract %b[%i, %j] : !energy.array<B, N, D> -> !energy.array<D>
+      %0 = mul %u, %g : !energy.array<D>, !energy.array<D>
+      %1 = dot %0, %n : !energy.array<D>
+      %2 = mul %n, %1 : !energy.array<D>, !energy.array<>
+      %3 = sub %0, %2 : !energy.array<D>, !energy.array<D>
+      %4 = div %3, %s : !energy.array<D>, !energy.array<>
+      accumulate %4 into @x[%i, %j] : !energy.array<D>
+    }
+    %c = batch_matmul %b, %w : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
+    foreach (%i : @B, %j : @N) {
+      %row = read @x[%i, %j] : !energy.array<D>
+      %n = layernorm %row : !energy.array<D>
+      %s = dot %row, %row : !energy.array<D>
+      %u = extract %c[%i, %j] : !energy.array<B, N, D> -> !energy.array<D>
+      %0 = mul %g, %u : !energy.array<D>, !energy.array<D>
+      %1 = dot %n, %0 : !energy.array<D>
+      %2 = mul %n, %1 : !energy.array<D>, !energy.array<>
+      %3 = sub %0, %2 : !energy.array<D>, !energy.array<D>
+      %4 = div %3, %s : !energy.array<D>, !energy.array<>
+      accumulate %4 into @x[%i, %j] : !energy.array<D>
+    }
+  }
+}
+
+// Not joined: a map that adds a term of its own (L(u) + c counts c once
+// per loop), different maps (a product by W in one, by V in the other),
+// and loops with a read of the tensor they add into between them.
+// CHECK-LABEL: energy.model @kept
+// CHECK-COUNT-6: foreach
+// CHECK-NOT:     foreach
+energy.model @kept {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D] = zeros
+  tensor @y : state [@N, @D] = zeros
+  tensor @W : param [@D, @D]
+  tensor @V : param [@D, @D]
+  term @t {
+    %0 = constant 0.000000e+00
+    yield %0 : !energy.array<>
+  }
+  gradient @x {
+    %w = read @W : !energy.array<D, D>
+    %y = read @y : !energy.array<N, D>
+    %a = batch_matmul %y, %w : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    %b = batch_matmul %y, %w transposed : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    foreach (%i : @N) {
+      %r = read @y[%i] : !energy.array<D>
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = add %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %r = read @y[%i] : !energy.array<D>
+      %u = extract %b[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = add %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = matmul %w, %u : !energy.array<D, D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %u = extract %b[%i] : !energy.array<N, D> -> !energy.array<D>
+      %v = read @V : !energy.array<D, D>
+      %0 = matmul %v, %u : !energy.array<D, D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %r = read @y[%i] : !energy.array<D>
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = mul %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    %z = read @x : !energy.array<N, D>
+    %e = batch_matmul %z, %w : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    foreach (%i : @N) {
+      %r = read @y[%i] : !energy.array<D>
+      %u = extract %e[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = mul %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+  }
+}
