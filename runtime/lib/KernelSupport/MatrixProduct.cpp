@@ -487,6 +487,15 @@ void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
 }
 
 const char *energy_support_matmul_backend(void) {
-  return blas().description.c_str();
+  static const std::string description =
+      (energy::kernels::activeInstructionSet() >= ENERGY_ISA_AVX2 &&
+               !std::getenv("ENERGY_NO_PANEL_PRODUCTS")
+           ? std::string("panel products (") +
+                 (energy::kernels::activeInstructionSet() >= ENERGY_ISA_AVX512
+                      ? "avx512"
+                      : "avx2") +
+                 "), thin ones on " + blas().description
+           : blas().description);
+  return description.c_str();
 }
 }

@@ -52,9 +52,12 @@ void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
                                      int64_t aStride, const double *b,
                                      int64_t bStride, double *c, int64_t flags);
 
-/* Which implementation products use: "openblas (CORE)" with OpenBLAS's core
- * name, or "fallback" when OpenBLAS could not be loaded (or was disabled
- * with ENERGY_BLAS=none). Loads OpenBLAS if that has not happened yet. */
+/* Which implementation products use: on a CPU with AVX2 or AVX-512, "panel
+ * products (ISA), thin ones on X" (the support library's own kernels;
+ * ENERGY_NO_PANEL_PRODUCTS set turns them off), where X, or alone, is
+ * "openblas (CORE)" with OpenBLAS's core name, or "fallback" when OpenBLAS
+ * could not be loaded (or was disabled with ENERGY_BLAS=none). Loads
+ * OpenBLAS if that has not happened yet. */
 const char *energy_support_matmul_backend(void);
 
 /* The same for CUDA artifacts (CudaMatmul.cpp): through cuBLAS (opened with
