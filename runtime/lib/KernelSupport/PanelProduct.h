@@ -11,6 +11,7 @@
 #define ENERGY_KERNELSUPPORT_PANELPRODUCT_H
 
 #include "IsaKernels.h"
+#include "RegisterTile.h"
 
 #include "energy/KernelSupport/KernelSupport.h"
 
@@ -83,22 +84,11 @@ inline void tile(int64_t depth, const typename V::Scalar *a, int64_t rowStride,
                  bool add) {
   using Vec = typename V::Vec;
   constexpr int L = V::kLanes;
-  constexpr int64_t width = int64_t(Vectors) * L;
   Vec acc[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r)
-    for (int v = 0; v < Vectors; ++v)
-      acc[r][v] = V::zero();
-  for (int64_t d = 0; d < depth; ++d) {
-    Vec column[Vectors];
-    for (int v = 0; v < Vectors; ++v)
-      column[v] = V::load(panel + d * width + v * L);
-    const typename V::Scalar *at = a + d * depthStride;
-    for (int r = 0; r < Rows; ++r) {
-      Vec row = V::broadcast(at[r * rowStride]);
-      for (int v = 0; v < Vectors; ++v)
-        acc[r][v] = V::fma(row, column[v], acc[r][v]);
-    }
-  }
+  accumulateTile<V, Rows, Vectors>(
+      depth,
+      [&](int r, int64_t d) { return a[d * depthStride + r * rowStride]; },
+      panel, acc);
   for (int r = 0; r < Rows; ++r) {
     typename V::Scalar *out = c + r * ldc;
     for (int v = 0; v < Vectors && v * L < columns; ++v) {

@@ -8,6 +8,7 @@
 #ifndef ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTMICROKERNELS_H
 #define ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTMICROKERNELS_H
 
+#include "RegisterTile.h"
 #include "SoftmaxContractTiles.h"
 
 #include <stdint.h>
@@ -89,19 +90,8 @@ inline void scoreTile(int64_t depth, const typename V::Scalar *a,
   for (int r = 0; r < Rows; ++r)
     rowOf[r] = r < aRows ? a + r * aStride : zeros;
   Vec acc[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r)
-    for (int v = 0; v < Vectors; ++v)
-      acc[r][v] = V::zero();
-  for (int64_t d = 0; d < depth; ++d) {
-    Vec column[Vectors];
-    for (int v = 0; v < Vectors; ++v)
-      column[v] = V::load(b + d * Vectors * L + v * L);
-    for (int r = 0; r < Rows; ++r) {
-      Vec row = V::broadcast(rowOf[r][d]);
-      for (int v = 0; v < Vectors; ++v)
-        acc[r][v] = V::fma(row, column[v], acc[r][v]);
-    }
-  }
+  accumulateTile<V, Rows, Vectors>(
+      depth, [&](int r, int64_t d) { return rowOf[r][d]; }, b, acc);
   Vec scale = V::broadcast(factor);
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Vectors; ++v)
