@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -86,7 +87,8 @@ bool movableTo(AccumulatingLoop first, ForeachOp second) {
   return true;
 }
 
-/// Whether `value`, a value of `body`, depends on `root`.
+/// Whether `value`, a value of `body`, depends on `root`: through operands,
+/// or values the regions of an op use (a sum over a row inside the loop).
 bool dependsOn(Value value, Value root, Block &body,
                llvm::DenseMap<Value, bool> &memo) {
   if (value == root)
@@ -96,7 +98,10 @@ bool dependsOn(Value value, Value root, Block &body,
     return false;
   if (auto found = memo.find(value); found != memo.end())
     return found->second;
-  bool depends = llvm::any_of(op->getOperands(), [&](Value operand) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(op->getRegions(), used);
+  used.insert(op->operand_begin(), op->operand_end());
+  bool depends = llvm::any_of(used, [&](Value operand) {
     return dependsOn(operand, root, body, memo);
   });
   memo[value] = depends;

@@ -76,9 +76,11 @@ energy.model @norm_backward {
 
 // Not joined: a map that adds a term of its own (L(u) + c counts c once
 // per loop), different maps (a product by W in one, by V in the other),
-// and loops with a read of the tensor they add into between them.
+// loops with a read of the tensor they add into between them, and a row
+// times a sum over its own elements (quadratic: the sum reads the row
+// inside its region).
 // CHECK-LABEL: energy.model @kept
-// CHECK-COUNT-6: foreach
+// CHECK-COUNT-8: foreach
 // CHECK-NOT:     foreach
 energy.model @kept {
   dim @N
@@ -123,6 +125,24 @@ energy.model @kept {
       %r = read @y[%i] : !energy.array<D>
       %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
       %0 = mul %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %s = reduce sum (%d : @D) {
+        %e = extract %u[%d] : !energy.array<D> -> !energy.array<>
+        yield %e : !energy.array<>
+      } : !energy.array<>
+      %0 = mul %u, %s : !energy.array<D>, !energy.array<>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %u = extract %b[%i] : !energy.array<N, D> -> !energy.array<D>
+      %s = reduce sum (%d : @D) {
+        %e = extract %u[%d] : !energy.array<D> -> !energy.array<>
+        yield %e : !energy.array<>
+      } : !energy.array<>
+      %0 = mul %u, %s : !energy.array<D>, !energy.array<>
       accumulate %0 into @x[%i] : !energy.array<D>
     }
     %z = read @x : !energy.array<N, D>
