@@ -142,13 +142,14 @@ void singleThreaded(const Blas &library) {
     library.setThreads(1);
 }
 
-/// Multiply-adds below which a product is one BLAS call on the calling
-/// thread (a few microseconds); a larger bound left products of a training
-/// step on one core while the others waited.
+/// Multiply-adds below which a product is one call on the calling thread (a
+/// few microseconds); a larger bound left products of a training step on
+/// one core while the others waited.
 constexpr int64_t kPieceWork = int64_t(1) << 18;
 
-/// The fewest rows or columns of C in a piece: OpenBLAS packs the other
-/// operand again for every piece, which thin pieces pay for.
+/// The fewest rows or columns of C in a piece: every piece packs its part
+/// of op(B) (a piece of rows all of it; OpenBLAS the other operand too),
+/// which thin pieces pay for.
 constexpr int64_t kPieceExtent = 128;
 
 /// Rows or columns of C a piece's extent is a multiple of: whole panels of

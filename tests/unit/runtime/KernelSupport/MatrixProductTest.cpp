@@ -2,10 +2,12 @@
 //
 // energy_support_matmul_batch_* against products summed in long double, for
 // every combination of transposed operands, shared operands (stride 0) and
-// summed batches, through OpenBLAS or (ENERGY_BLAS=none, a second run of
-// this test) the fallback loop; products large enough to be cut into
-// pieces (of rows of C, or for Aᵀ B of long A and B of their rows) for the
-// thread pool give the same bits on 1 and 3 threads.
+// summed batches, through the panel product and OpenBLAS (for thin
+// products), and in other runs of this test through OpenBLAS alone
+// (ENERGY_NO_PANEL_PRODUCTS) or the fallback loop alone (and ENERGY_BLAS=
+// none); products large enough to be cut into pieces (of rows or columns of
+// C, or for Aᵀ B of long A and B of their rows) for the thread pool give
+// the same bits on 1 and 3 threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,8 +112,8 @@ TEST_CASE("batch products: transposes, shared operands, sums (f64)") {
 }
 
 // Products of 300 × 80 by 80 × 96 (summed over 3: 240 products a sum) are
-// cut into pieces of rows: the same bits on 1, 3 and the default number of
-// threads, and rounding errors of 240 terms of size ≤ 1.
+// cut into pieces of rows (whole multiples of 64): the same bits on 1, 3 and
+// the default number of threads, and rounding errors of 240 terms of size ≤ 1.
 TEST_CASE("batch products cut into pieces for the thread pool (f32)") {
   checkBatch<float>(energy_support_matmul_batch_f32, 1e-4, {3, 300, 96, 80},
                     /*sameOnThreads=*/true);
