@@ -6,41 +6,39 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "energy/Frontend/Shard.h"
+#include "ShardRewriter.h"
 
 #include "energy/Frontend/Frontend.h"
 #include "energy/Frontend/OptimizerTable.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <map>
 
 using namespace energy::frontend;
-using llvm::cast;
-using llvm::dyn_cast;
-using llvm::isa;
-using llvm::StringRef;
+using namespace energy::frontend::shard;
 
-namespace {
-
-/// A change of the source text: a replacement of [begin, end), or an
-/// insertion (begin == end). At one position, text closing an expression
-/// goes before text opening one, and both before a replacement.
-struct Edit {
-  enum Order { Closing = 0, Opening = 1, Replacement = 2 };
-  const char *begin;
-  const char *end;
-  Order order;
-  std::string text;
-};
+namespace energy {
+namespace frontend {
+namespace shard {
 
 std::string applyEdits(const char *begin, const char *end,
                        std::vector<Edit> edits) {
+  auto covered = [&](const Edit &wrap) {
+    return wrap.wrapBegin && llvm::any_of(edits, [&](const Edit &replacement) {
+             return replacement.order == Edit::Replacement &&
+                    replacement.begin <= wrap.wrapBegin &&
+                    wrap.wrapEnd <= replacement.end &&
+                    replacement.begin < replacement.end;
+           });
+  };
+  std::vector<Edit> kept;
+  for (const Edit &edit : edits)
+    if (!covered(edit))
+      kept.push_back(edit);
+  edits = std::move(kept);
   std::vector<size_t> order(edits.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -65,113 +63,6 @@ std::string applyEdits(const char *begin, const char *end,
 }
 
 std::string quoted(StringRef name) { return "`" + name.str() + "`"; }
-
-class ShardRewriter {
-public:
-  ShardRewriter(const ModelSpec &model, StringRef buffer, StringRef dim,
-                int64_t ranks, DiagnosticEngine &diagnostics)
-      : model(model), buffer(buffer), dim(dim), ranks(ranks),
-        diagnostics(diagnostics) {}
-
-  std::optional<ShardedModel> run();
-
-private:
-  /// A name no declaration of the model has, from `base`.
-  std::string fresh(const std::string &base);
-  bool fail(const Expr &where, const llvm::Twine &message) {
-    diagnostics.error(where.getLoc(), message, {where.getRange()});
-    ok = false;
-    return false;
-  }
-
-  bool isShardedBinding(const IndexBinding &binding) const {
-    return binding.sizeSymbol == dim;
-  }
-  /// The position of the sharded index in `decl`'s domain, if it has one.
-  std::optional<size_t> shardedPosition(const ComprehensionDecl &decl) const;
-  /// Whether `expr` reads along the sharded dim (its tensors, lets over it,
-  /// the dim itself, sums over it), directly or through lets and fns.
-  bool mentionsShard(const Expr &expr);
-  bool declMentionsShard(const Decl &decl);
-  /// Whether a parameter or the result of `fn` has an axis of the dim.
-  bool signatureAlongDim(const FnDecl &fn) const;
-  /// Whether `expr` reads `tensor`, directly or through lets and fns.
-  bool reads(const Expr &expr, const TensorDecl &tensor);
-
-  // The rewrite of one expression, in the current mode: inside the body of
-  // a row sum (`row` set) reads at the row index read the rank's rows.
-  void visit(const Expr &expr);
-  void visitName(const NameExpr &name);
-  void visitRead(const IndexExpr &read);
-  void visitReduction(const ReductionExpr &reduction,
-                      const IndexBinding *rowBinding);
-  /// The size of an index outside the rank's rows: the dim's whole length;
-  /// any other size that mentions the dim (`N - 1`) is refused.
-  void visitSize(const IndexBinding &binding);
-  /// A read of a let: the rank's copy at the row index, the whole one
-  /// elsewhere. `indices` is null for a bare name.
-  void visitLetRead(const NameExpr &base, const LetDecl &let,
-                    const std::vector<ExprPtr> *indices);
-
-  // The linear walk of a term: whether `expr` is (a sum of) row sums in
-  // linear positions; `linear` also rewrites them, `probe` only tells.
-  bool probe(const Expr &expr) const;
-  bool linear(const Expr &expr);
-  /// `expr` evaluated whole, counted on the first rank.
-  void wholeOnFirstRank(const Expr &expr);
-
-  void edit(const Expr &expr, std::string text) {
-    edits->push_back({expr.getRange().Start.getPointer(),
-                      expr.getRange().End.getPointer(), Edit::Replacement,
-                      std::move(text)});
-  }
-  void wrap(const Expr &expr, std::string opening, std::string closing) {
-    edits->push_back({expr.getRange().Start.getPointer(),
-                      expr.getRange().Start.getPointer(), Edit::Opening,
-                      std::move(opening)});
-    edits->push_back({expr.getRange().End.getPointer(),
-                      expr.getRange().End.getPointer(), Edit::Closing,
-                      std::move(closing)});
-  }
-  bool isRowIndex(const Expr &index) const {
-    const auto *name = dyn_cast<NameExpr>(&index);
-    return name && row && name->getSymbolKind() == SymbolKind::IndexVar &&
-           name->getBinding() == row;
-  }
-  const TensorDecl *shardedTensor(const Expr &expr) const {
-    const auto *name = dyn_cast<NameExpr>(&expr);
-    if (!name || name->getSymbolKind() != SymbolKind::Tensor)
-      return nullptr;
-    const auto *tensor = cast<TensorDecl>(name->getDecl());
-    return axes.count(tensor) ? tensor : nullptr;
-  }
-  std::string gatheredName(const TensorDecl &tensor);
-  /// The text of `let`'s declaration (from its name to its end) as the
-  /// rank's copy (`whole` false) or the whole copy.
-  std::string renderLet(const LetDecl &let, bool whole);
-
-  const ModelSpec &model;
-  StringRef buffer;
-  std::string dim;
-  /// The rank count: above 1, a model that uses its rows' positions as
-  /// numbers gets every `ranks`-th row (striped), which balances a causal
-  /// predicate's work across the ranks.
-  int64_t ranks;
-  DiagnosticEngine &diagnostics;
-  bool ok = true;
-  bool wholeUsed = false, offsetUsed = false, firstRankUsed = false;
-
-  std::string wholeDim, offsetDim, firstRankConst;
-  llvm::StringSet<> names;
-  llvm::DenseMap<const TensorDecl *, unsigned> axes;
-  llvm::DenseMap<const TensorDecl *, std::string> gathered;
-  llvm::DenseMap<const Decl *, bool> mentions;
-  llvm::DenseMap<const LetDecl *, std::string> wholeLetNames;
-  llvm::DenseSet<const LetDecl *> rankLets;
-
-  std::vector<Edit> *edits = nullptr;
-  const IndexBinding *row = nullptr;
-};
 
 std::string ShardRewriter::fresh(const std::string &base) {
   std::string name = base;
@@ -283,6 +174,13 @@ void ShardRewriter::visit(const Expr &expr) {
 void ShardRewriter::visitName(const NameExpr &name) {
   switch (name.getSymbolKind()) {
   case SymbolKind::IndexVar:
+    if (ring && column && name.getBinding() == column) {
+      edit(name, "(" + name.getName().str() +
+                     (ranks > 1 ? " * " + std::to_string(ranks) : "") + " + " +
+                     blockOffsetDim + ")");
+      blockOffsetUsed = true;
+      return;
+    }
     if (name.getBinding() == row) {
       edit(name, "(" + name.getName().str() +
                      (ranks > 1 ? " * " + std::to_string(ranks) : "") + " + " +
@@ -291,7 +189,9 @@ void ShardRewriter::visitName(const NameExpr &name) {
     }
     return;
   case SymbolKind::Dim:
-    if (name.getName() == dim) {
+    if (name.getName() == dim && sizingBlock) {
+      edit(name, blockDim);
+    } else if (name.getName() == dim) {
       edit(name, wholeDim);
       wholeUsed = true;
     }
@@ -326,9 +226,12 @@ void ShardRewriter::visitRead(const IndexExpr &read) {
   }
   // Any other read (another index, a shifted one `t - 1`, a constant, the
   // whole axis) reads the gathered copy, at global positions.
+  if (!ringRead(read, indices.size() > axis ? indices[axis].get() : nullptr))
+    return;
   edit(*base, gatheredName(*tensor));
-  for (const ExprPtr &index : indices)
-    visit(*index);
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (i != axis || !isColumnIndex(*indices[i])) // a ring's block: local
+      visit(*indices[i]);
 }
 
 void ShardRewriter::visitLetRead(const NameExpr &base, const LetDecl &let,
@@ -353,14 +256,19 @@ void ShardRewriter::visitLetRead(const NameExpr &base, const LetDecl &let,
         visit(*(*indices)[i]);
     return;
   }
+  if (!ringRead(base, indices && indices->size() > *position
+                          ? (*indices)[*position].get()
+                          : nullptr))
+    return;
   std::string &name = wholeLetNames[&let];
   if (name.empty()) {
     name = fresh(let.getName().str() + "__all");
   }
   edit(base, name);
   if (indices)
-    for (const ExprPtr &index : *indices)
-      visit(*index);
+    for (size_t i = 0; i < indices->size(); ++i)
+      if (i != *position || !isColumnIndex(*(*indices)[i]))
+        visit(*(*indices)[i]);
 }
 
 void ShardRewriter::visitSize(const IndexBinding &binding) {
@@ -376,6 +284,11 @@ void ShardRewriter::visitSize(const IndexBinding &binding) {
 void ShardRewriter::visitReduction(const ReductionExpr &reduction,
                                    const IndexBinding *rowBinding) {
   const IndexDomain &domain = reduction.getDomain();
+  if (ring && row && !rowBinding &&
+      reduction.getReductionKind() == ReductionKind::Lse)
+    for (const IndexBinding &binding : domain.bindings)
+      if (isShardedBinding(binding))
+        return visitRingSite(reduction, binding);
   for (const IndexBinding &binding : domain.bindings)
     if (&binding != rowBinding) // its size stays the rank's row count
       visitSize(binding);
@@ -386,7 +299,10 @@ void ShardRewriter::visitReduction(const ReductionExpr &reduction,
     visit(*domain.predicate);
   if (const Expr *temperature = reduction.getTemperature())
     visit(*temperature);
+  for (const IndexBinding &binding : domain.bindings)
+    scope.push_back(&binding);
   visit(reduction.getBody());
+  scope.resize(scope.size() - domain.bindings.size());
   row = saved;
 }
 
@@ -469,7 +385,10 @@ bool ShardRewriter::linear(const Expr &expr) {
       visitSize(binding);
     if (domain.predicate)
       visit(*domain.predicate);
+    for (const IndexBinding &binding : domain.bindings)
+      scope.push_back(&binding);
     linear(reduction.getBody());
+    scope.resize(scope.size() - domain.bindings.size());
     return true;
   }
   if (reduction.getReductionKind() == ReductionKind::Mean) {
@@ -493,16 +412,25 @@ std::string ShardRewriter::renderLet(const LetDecl &let, bool whole) {
                         let.getNameRange().End.getPointer(), Edit::Replacement,
                         wholeLetNames.lookup(&let)});
   const IndexDomain &domain = let.getDomain();
-  for (size_t i = 0; i < domain.bindings.size(); ++i)
-    if (whole || !position || i != *position)
-      visitSize(domain.bindings[i]);
+  const IndexBinding *savedColumn = column;
+  bool blockCopy = ring && whole && position;
+  for (size_t i = 0; i < domain.bindings.size(); ++i) {
+    if (!whole && position && i == *position)
+      continue;
+    sizingBlock = blockCopy && i == *position;
+    visitSize(domain.bindings[i]);
+    sizingBlock = false;
+  }
   if (!whole && position)
     row = &domain.bindings[*position];
+  if (blockCopy)
+    column = &domain.bindings[*position];
   if (domain.predicate)
     visit(*domain.predicate);
   visit(let.getBody());
   edits = savedEdits;
   row = savedRow;
+  column = savedColumn;
   return applyEdits(begin, let.getRange().End.getPointer(),
                     std::move(letEdits));
 }
@@ -529,6 +457,10 @@ std::optional<ShardedModel> ShardRewriter::run() {
   wholeDim = fresh(dim + "__all");
   offsetDim = fresh(dim + "__offset");
   firstRankConst = fresh("shard__first");
+  if (ring) {
+    blockDim = fresh(dim + "__blk");
+    blockOffsetDim = fresh(dim + "__blkoff");
+  }
 
   ShardedModel result;
   std::vector<Edit> top;
@@ -682,14 +614,21 @@ std::optional<ShardedModel> ShardRewriter::run() {
   };
   renderDemanded();
   // A let nothing reads: whole, under its name (the shapes of the tensors
-  // it reads may have changed).
+  // it reads may have changed). With a ring, the rank's model reads no
+  // copies: each let over the dim has a rank copy there (the block model
+  // has the whole ones too).
   for (const DeclPtr &decl : model.decls)
-    if (const auto *let = dyn_cast<LetDecl>(decl.get());
-        let && !rankLets.count(let) && !wholeLetNames.count(let))
-      wholeLetNames[let] = let->getName().str();
+    if (const auto *let = dyn_cast<LetDecl>(decl.get())) {
+      bool position = shardedPosition(*let).has_value();
+      if (ring && position && !rankLets.count(let))
+        rankLets.insert(let);
+      else if (!rankLets.count(let) && !wholeLetNames.count(let))
+        wholeLetNames[let] = let->getName().str();
+    }
   renderDemanded();
   if (!ok)
     return std::nullopt;
+  std::vector<Edit> rowsEdits, blockEdits;
   for (const DeclPtr &decl : model.decls) {
     const auto *let = dyn_cast<LetDecl>(decl.get());
     if (!let)
@@ -704,13 +643,21 @@ std::optional<ShardedModel> ShardRewriter::run() {
     std::string text = copies[0];
     for (size_t i = 1; i < copies.size(); ++i)
       text += ";\n  let " + copies[i];
-    top.push_back({let->getRange().Start.getPointer(),
-                   let->getRange().End.getPointer(), Edit::Replacement, text});
+    Edit edit{let->getRange().Start.getPointer(),
+              let->getRange().End.getPointer(), Edit::Replacement, text};
+    if (!ring || !renderedRank.count(let) || !renderedWhole.count(let)) {
+      top.push_back(edit);
+      continue;
+    }
+    // The ring's rank model reads no copies; its block model has both.
+    blockEdits.push_back(edit);
+    edit.text = renderedRank[let];
+    rowsEdits.push_back(edit);
   }
 
   // The new declarations, last in the model (lines before keep their
   // numbers, so that errors in the rank's model point where they would).
-  std::string declarations;
+  std::string declarations, blockDeclarations;
   for (const DeclPtr &decl : model.decls) {
     const auto *tensor = dyn_cast<TensorDecl>(decl.get());
     if (!tensor || !axes.count(tensor))
@@ -721,14 +668,15 @@ std::optional<ShardedModel> ShardRewriter::run() {
     entry.role = tensor->getRole();
     if (auto it = gathered.find(tensor); it != gathered.end()) {
       entry.gathered = it->second;
-      wholeUsed = true;
-      declarations += "  param " + entry.gathered + " : [";
+      wholeUsed = wholeUsed || !ring;
+      std::string &text = ring ? blockDeclarations : declarations;
+      text += "  param " + entry.gathered + " : [";
       for (size_t i = 0; i < tensor->getDims().size(); ++i)
-        declarations +=
-            (i ? ", " : "") + (tensor->getDims()[i].name == dim
-                                   ? wholeDim
-                                   : tensor->getDims()[i].name.str());
-      declarations += "] = zeros;\n";
+        text += (i ? ", " : "") + (tensor->getDims()[i].name != dim
+                                       ? tensor->getDims()[i].name.str()
+                                   : ring ? blockDim
+                                          : wholeDim);
+      text += "] = zeros;\n";
     }
     result.tensors.push_back(std::move(entry));
   }
@@ -742,7 +690,10 @@ std::optional<ShardedModel> ShardRewriter::run() {
   for (const std::string &name : {wholeDim, offsetDim})
     if (!name.empty())
       dims.push_back(name);
-  bool striped = offsetUsed && ranks > 1;
+  bool striped = (offsetUsed || blockOffsetUsed) && ranks > 1;
+  if (ring && !ringModels(top, rowsEdits, declarations, blockEdits,
+                          blockDeclarations, result))
+    return std::nullopt;
   std::string header = "  # --shard " + dim + ": this rank's rows of " + dim;
   if (wholeUsed)
     header += " (of " + wholeDim +
@@ -764,6 +715,14 @@ std::optional<ShardedModel> ShardRewriter::run() {
   if (close > buffer.data())
     top.push_back({close - 1, close - 1, Edit::Opening, declarations});
 
+  if (ring) {
+    std::vector<Edit> block = top;
+    block.back().text = header + blockDeclarations;
+    block.insert(block.end(), blockEdits.begin(), blockEdits.end());
+    result.ring->blockSource =
+        applyEdits(buffer.data(), bufferEnd, std::move(block));
+    top.insert(top.end(), rowsEdits.begin(), rowsEdits.end());
+  }
   result.source = applyEdits(buffer.data(), bufferEnd, std::move(top));
   result.dim = dim;
   result.wholeDim = wholeDim;
@@ -773,38 +732,50 @@ std::optional<ShardedModel> ShardRewriter::run() {
   return result;
 }
 
-} // namespace
+} // namespace shard
+} // namespace frontend
+} // namespace energy
 
 std::optional<ShardedModel>
 energy::frontend::shardModel(const ModelSpec &model, StringRef buffer,
-                             StringRef dim, int64_t ranks,
+                             StringRef dim, int64_t ranks, bool ring,
                              DiagnosticEngine &diagnostics) {
-  return ShardRewriter(model, buffer, dim, ranks, diagnostics).run();
+  return ShardRewriter(model, buffer, dim, ranks, ring, diagnostics).run();
 }
 
 std::optional<ShardedModel> energy::frontend::shardSourceBuffer(
     llvm::SourceMgr &sourceMgr, unsigned bufferId, StringRef dim, int64_t ranks,
-    DiagnosticEngine &diagnostics, unsigned &shardedBuffer) {
+    DiagnosticEngine &diagnostics, unsigned &shardedBuffer, bool ring,
+    unsigned *blockBuffer) {
   std::unique_ptr<ModelSpec> model =
       parseAndCheck(sourceMgr, bufferId, diagnostics);
   if (!model || diagnostics.hasErrors())
     return std::nullopt;
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
   std::optional<ShardedModel> sharded =
-      shardModel(*model, buffer->getBuffer(), dim, ranks, diagnostics);
+      shardModel(*model, buffer->getBuffer(), dim, ranks, ring, diagnostics);
   if (!sharded || diagnostics.hasErrors())
     return std::nullopt;
-  std::string name = (buffer->getBufferIdentifier() +
-                      " (one rank's model, --shard " + dim + ")")
-                         .str();
-  shardedBuffer = sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(sharded->source, name),
-      llvm::SMLoc());
-  diagnostics.ignoreWarnings(true);
-  std::unique_ptr<ModelSpec> rank =
-      parseAndCheck(sourceMgr, shardedBuffer, diagnostics);
-  diagnostics.ignoreWarnings(false);
-  if (!rank || diagnostics.hasErrors())
+  auto addChecked = [&](const std::string &source, const char *what,
+                        unsigned &id) {
+    std::string name = (buffer->getBufferIdentifier() + " (" + what +
+                        ", --shard " + dim + (ring ? " --ring" : "") + ")")
+                           .str();
+    id = sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(source, name), llvm::SMLoc());
+    diagnostics.ignoreWarnings(true);
+    std::unique_ptr<ModelSpec> checked =
+        parseAndCheck(sourceMgr, id, diagnostics);
+    diagnostics.ignoreWarnings(false);
+    return checked && !diagnostics.hasErrors();
+  };
+  if (!addChecked(sharded->source, "one rank's model", shardedBuffer))
     return std::nullopt;
+  unsigned block = 0;
+  if (sharded->ring &&
+      !addChecked(sharded->ring->blockSource, "one rank's block model", block))
+    return std::nullopt;
+  if (blockBuffer)
+    *blockBuffer = block;
   return sharded;
 }

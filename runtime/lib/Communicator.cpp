@@ -72,6 +72,17 @@ Status Communicator::allToAll(const std::vector<double> &values,
   return Status::success();
 }
 
+Status Communicator::shiftRing(const std::vector<double> &values,
+                               std::vector<double> &received) {
+  std::vector<double> gathered;
+  if (Status status = allGather(values, gathered); !status)
+    return status;
+  size_t previous = (rank() + size() - 1) % size();
+  received.assign(gathered.begin() + previous * values.size(),
+                  gathered.begin() + (previous + 1) * values.size());
+  return Status::success();
+}
+
 Status Communicator::reduceScatterSum(const std::vector<double> &values,
                                       const std::vector<size_t> &counts,
                                       std::vector<double> &part) {

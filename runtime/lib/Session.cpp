@@ -440,6 +440,60 @@ Session::CallScope::CallScope(Session &session, bool backward)
   }
 }
 
+Status Session::setDim(const std::string &name, int64_t value) {
+  if (Status status = prepare(); !status)
+    return status;
+  const Manifest &manifest = owner.manifest();
+  std::optional<size_t> index = manifest.findDim(name);
+  if (!index)
+    return Status::error("model " + owner.name() + " has no dim '" + name +
+                         "'");
+  auto uses = [&](const DimExpr &expr) {
+    for (const std::string &used : expr.dimNames())
+      if (used == name)
+        return true;
+    return false;
+  };
+  bool sizes = manifest.dims[*index].derived.has_value();
+  for (const ManifestDim &dim : manifest.dims)
+    sizes = sizes || (dim.derived && uses(*dim.derived));
+  for (const ManifestBuffer &buffer : manifest.buffers)
+    for (const DimExpr &axis : buffer.shape)
+      sizes = sizes || uses(axis);
+  if (sizes)
+    return Status::error("dim '" + name + "' of model " + owner.name() +
+                         " sizes tensors or other dims; it is set when the "
+                         "session is created");
+  dimValues[*index] = value;
+  return Status::success();
+}
+
+Expected<std::vector<int64_t>> Session::shapeOf(const std::string &name) const {
+  const Manifest &manifest = owner.manifest();
+  std::optional<size_t> index = manifest.findBuffer(name);
+  if (!index)
+    return Status::error("model " + owner.name() + " has no tensor '" + name +
+                         "'");
+  if (prepared)
+    return shapes[*index];
+  std::vector<int64_t> values;
+  if (Status status = resolveDims(values); !status)
+    return status;
+  std::vector<int64_t> shape;
+  for (const DimExpr &axis : manifest.buffers[*index].shape) {
+    Expected<int64_t> size =
+        axis.evaluate([&](const std::string &dim) -> std::optional<int64_t> {
+          if (std::optional<size_t> at = manifest.findDim(dim))
+            return values[*at];
+          return std::nullopt;
+        });
+    if (!size)
+      return size.status();
+    shape.push_back(*size);
+  }
+  return shape;
+}
+
 Expected<std::map<std::string, int64_t>> Session::dims() {
   if (Status status = prepare(); !status)
     return status;

@@ -210,6 +210,11 @@ private:
 Expected<BackwardResult>
 ShardedSession::backward(const BackwardOptions &options) {
   adjointsWhole = false;
+  if (layout.ring)
+    return Status::error(
+        "--shard " + layout.dim +
+        " --ring streams energies, gradients and runs; a loss's gradient "
+        "through the run needs the copies gathered (shard without --ring)");
   if (suppliedTensors().empty() && session.model().hasDynamics())
     return Status::error(
         "the rank's model of " + session.model().name() +

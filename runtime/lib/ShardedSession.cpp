@@ -31,11 +31,10 @@ struct RowBlocks {
 };
 } // namespace
 
-Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
-                                                ShardLayout layout,
-                                                int64_t length,
-                                                SessionOptions options,
-                                                Communicator &communicator) {
+Expected<ShardedSession>
+ShardedSession::create(const Model &rankModel, ShardLayout layout,
+                       int64_t length, SessionOptions options,
+                       Communicator &communicator, const Model *blockModel) {
   if (layout.stride != 1 && layout.stride != communicator.size())
     return Status::error("--shard " + layout.dim +
                          ": the rank's model was "
@@ -60,8 +59,27 @@ Expected<ShardedSession> ShardedSession::create(const Model &rankModel,
   Expected<Session> session = rankModel.session(options);
   if (!session)
     return session.status();
-  return ShardedSession(std::move(*session), std::move(layout), length, begin,
-                        end, communicator);
+  std::optional<Session> blockSession;
+  if (layout.ring) {
+    if (!blockModel)
+      return Status::error("--shard " + layout.dim +
+                           " --ring: the rank's model needs its block model");
+    if (length % communicator.size() != 0)
+      return Status::error("--shard " + layout.dim + " --ring: dim " +
+                           layout.dim + " is " + std::to_string(length) +
+                           ", not a multiple of the " +
+                           std::to_string(communicator.size()) +
+                           " ranks (a ring passes blocks of one length)");
+    options.dims[layout.ring->blockDim] = end - begin;
+    if (!layout.ring->blockOffsetDim.empty())
+      options.dims[layout.ring->blockOffsetDim] = 0;
+    Expected<Session> block = blockModel->session(options);
+    if (!block)
+      return block.status().withContext("the block model");
+    blockSession = std::move(*block);
+  }
+  return ShardedSession(std::move(*session), std::move(blockSession),
+                        std::move(layout), length, begin, end, communicator);
 }
 
 int64_t ShardedSession::globalRow(int rank, int64_t row) const {
@@ -81,6 +99,7 @@ ShardedSession::sharded(const std::string &name) const {
 }
 
 void ShardedSession::invalidateCopies(bool statesOnly) {
+  ringStale = true;
   for (const ShardLayout::ShardedTensor &tensor : layout.tensors) {
     if (tensor.gathered.empty())
       continue;
@@ -93,6 +112,7 @@ void ShardedSession::invalidateCopies(bool statesOnly) {
 }
 
 Status ShardedSession::set(const std::string &name, const Tensor &whole) {
+  ringStale = true;
   const ShardLayout::ShardedTensor *tensor = sharded(name);
   if (tensor && !tensor->gathered.empty())
     staleCopies.insert(name);
@@ -153,6 +173,8 @@ Expected<Tensor> ShardedSession::allGatherRows(const Tensor &rows,
 }
 
 Status ShardedSession::gatherCopies() {
+  if (layout.ring)
+    return mergeRingSites(); // a ring streams the copies instead
   for (const ShardLayout::ShardedTensor &tensor : layout.tensors) {
     if (tensor.gathered.empty() || !staleCopies.count(tensor.name))
       continue;
@@ -193,6 +215,8 @@ Status ShardedSession::sumOverRanks(Tensor &tensor) {
 }
 
 Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
+  if (layout.ring)
+    return ringGradient(name);
   if (Status status = gatherCopies(); !status)
     return status;
   const ShardLayout::ShardedTensor *tensor = sharded(name);

@@ -16,11 +16,13 @@ namespace energy::tools {
 
 /// The dim of the rank's rows and each sharded tensor's gathered copy.
 inline mlir::energy::ShardedRankOptions
-shardedRankOf(const frontend::ShardedModel &sharded) {
+shardedRankOf(const frontend::ShardedModel &sharded, bool blockModel = false) {
   mlir::energy::ShardedRankOptions rank;
   rank.rowsDim = sharded.dim;
+  // A ring's rank model holds no copies; its block model does.
+  bool copies = !sharded.ring || blockModel;
   for (const frontend::ShardedTensor &tensor : sharded.tensors)
-    if (!tensor.gathered.empty())
+    if (copies && !tensor.gathered.empty())
       rank.copies.push_back({tensor.name, tensor.gathered});
   return rank;
 }

@@ -42,6 +42,13 @@ std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
   layout.firstRankConst = sharded.firstRankConst;
   for (const ::energy::frontend::ShardedTensor &tensor : sharded.tensors)
     layout.tensors.push_back({tensor.name, tensor.gathered, tensor.axis});
+  if (sharded.ring) {
+    ::energy::ShardLayout::Ring &ring = layout.ring.emplace();
+    ring.blockDim = sharded.ring->blockDim;
+    ring.blockOffsetDim = sharded.ring->blockOffsetDim;
+    for (const ::energy::frontend::RingSite &site : sharded.ring->sites)
+      ring.sites.push_back({site.merged, site.partial, site.count});
+  }
   return layout;
 }
 
@@ -49,7 +56,8 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
                                     const ::energy::ShardLayout &layout,
                                     const RunInputs &inputs,
                                     const RunSettings &settings,
-                                    ::energy::Communicator &group) {
+                                    ::energy::Communicator &group,
+                                    const ::energy::Model *blockModel) {
   RunSettings rankSettings = settings;
   if (group.rank() != 0) {
     // Rank 0 reports and writes; the others compute.
@@ -60,8 +68,11 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
     }
     rankSettings.outputFile.clear();
   }
-  if (settings.threads > 0)
+  if (settings.threads > 0) {
     rankModel.setThreads(settings.threads);
+    if (blockModel)
+      blockModel->setThreads(settings.threads);
+  }
   if (inputs.seed && group.size() > 1)
     return fail("--shard " + layout.dim + " on " +
                 std::to_string(group.size()) +
@@ -80,7 +91,7 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
   options.seed = inputs.seed;
   ::energy::Expected<::energy::ShardedSession> created =
       ::energy::ShardedSession::create(rankModel, layout, *length, options,
-                                       group);
+                                       group, blockModel);
   if (!created)
     return fail(created.message());
   ::energy::ShardedSession &session = *created;

@@ -24,11 +24,12 @@ namespace mlir::energy::tools {
 shardLayoutOf(const ::energy::frontend::ShardedModel &sharded);
 
 /// Runs rank `group.rank()` of `rankModel` (energyc --shard's model, bound
-/// as `layout` says) on its rows of `inputs`; rank 0 reports. Returns the
-/// exit status.
+/// as `layout` says; with a ring, `blockModel` its block model) on its rows
+/// of `inputs`; rank 0 reports. Returns the exit status.
 int runSharded(const ::energy::Model &rankModel,
                const ::energy::ShardLayout &layout, const RunInputs &inputs,
-               const RunSettings &settings, ::energy::Communicator &group);
+               const RunSettings &settings, ::energy::Communicator &group,
+               const ::energy::Model *blockModel = nullptr);
 
 } // namespace mlir::energy::tools
 

@@ -165,6 +165,13 @@ cl::opt<std::string> shardDim(
              "(each evaluates its rows; --eval energy, grad or run; a "
              ".energy model)"),
     cl::value_desc("DIM"), cl::init(""), cl::cat(runOptions));
+cl::opt<bool> shardRing(
+    "ring",
+    cl::desc("With --shard: stream the other ranks' rows around a ring in "
+             "blocks, merging each lse over them, instead of gathering them "
+             "(per-rank memory 1/R; --eval energy, grad or run, and the dim "
+             "a multiple of the rank count)"),
+    cl::init(false), cl::cat(runOptions));
 cl::opt<bool> printManifest(
     "print-manifest",
     cl::desc("Print the compiled model's manifest (JSON) and exit"),
@@ -287,6 +294,13 @@ int main(int argc, char **argv) {
                   "no --interp, --check, --print-manifest, --plot, "
                   "--plot-attention or --device cuda");
   }
+  if (shardRing && shardDim.empty())
+    return fail("--ring needs --shard DIM");
+  if (shardRing && evalKind == EvalKind::LossGrad)
+    return fail("--shard " + shardDim +
+                " --ring streams energies, gradients and runs; a loss's "
+                "gradient through the run needs the copies gathered (shard "
+                "without --ring)");
   RunSettings settings = settingsFromOptions();
   RunInputs inputs;
   if (!initSpec.empty()) {
@@ -383,13 +397,13 @@ int main(int argc, char **argv) {
   }
 
   // --shard: the model this rank evaluates, as a second buffer.
-  unsigned buffer = sourceMgr.getMainFileID();
+  unsigned buffer = sourceMgr.getMainFileID(), blockBuffer = 0;
   std::optional<fe::ShardedModel> sharded;
   if (!shardDim.empty()) {
     fe::DiagnosticEngine diagnostics(sourceMgr);
-    sharded =
-        fe::shardSourceBuffer(sourceMgr, buffer, shardDim,
-                              group ? group->size() : 1, diagnostics, buffer);
+    sharded = fe::shardSourceBuffer(sourceMgr, buffer, shardDim,
+                                    group ? group->size() : 1, diagnostics,
+                                    buffer, shardRing, &blockBuffer);
     if (!sharded)
       return 1;
   }
@@ -421,43 +435,67 @@ int main(int argc, char **argv) {
   }
 
   if (!useInterpreter) {
-    ArtifactOptions options;
-    options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
-    options.sourceName = modelFile;
-    options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();
-    if (deviceOption == "cuda")
-      options.target = withCudaDevice(options.target);
-    // The rank's copies are set between kernels; a sharded run's steps
-    // read the gradient the ranks put together.
-    if (sharded) {
-      options.shardedRank = ::energy::tools::shardedRankOf(*sharded);
-      options.shardedRank->suppliedGradients =
-          evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad;
-    }
-    FailureOr<OwningOpRef<ModuleOp>> lowered =
-        compileToArtifactModule(*module, options);
-    if (failed(lowered))
-      return 1;
-    std::string error;
-    FailureOr<JitArtifact> compiled = failure();
-    (void)guardCompilation("JIT compilation", module->getLoc(), [&] {
-      compiled = compileInProcess(**lowered, error, jitOptLevel);
-      return success(succeeded(compiled));
-    });
-    if (failed(compiled))
-      return fail("compiling " + modelFile + ": " + error);
-    ::energy::Expected<::energy::Model> jitModel = ::energy::Model::fromSymbols(
-        modelFile, compiled->lookup, compiled->handle);
+    // Compiles the module of `bufferId` in process: the model, the rank's
+    // model of a sharded run, or a ring's block model.
+    auto compile =
+        [&](ModuleOp compiledModule, unsigned bufferId,
+            bool suppliedGradients) -> std::optional<::energy::Model> {
+      ArtifactOptions options;
+      options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
+      options.sourceName = modelFile;
+      options.sourceText = sourceMgr.getMemoryBuffer(bufferId)->getBuffer();
+      if (deviceOption == "cuda")
+        options.target = withCudaDevice(options.target);
+      // The rank's copies are set between kernels; a sharded run's steps
+      // read the gradient the ranks put together.
+      if (sharded) {
+        options.shardedRank = ::energy::tools::shardedRankOf(
+            *sharded, bufferId == blockBuffer && sharded->ring);
+        options.shardedRank->suppliedGradients = suppliedGradients;
+      }
+      FailureOr<OwningOpRef<ModuleOp>> lowered =
+          compileToArtifactModule(compiledModule, options);
+      if (failed(lowered))
+        return std::nullopt;
+      std::string error;
+      FailureOr<JitArtifact> compiled = failure();
+      (void)guardCompilation("JIT compilation", compiledModule.getLoc(), [&] {
+        compiled = compileInProcess(**lowered, error, jitOptLevel);
+        return success(succeeded(compiled));
+      });
+      if (failed(compiled))
+        return fail("compiling " + modelFile + ": " + error), std::nullopt;
+      ::energy::Expected<::energy::Model> jitModel =
+          ::energy::Model::fromSymbols(modelFile, compiled->lookup,
+                                       compiled->handle);
+      if (!jitModel)
+        return fail(jitModel.message()), std::nullopt;
+      return std::move(*jitModel);
+    };
+    std::optional<::energy::Model> jitModel =
+        compile(*module, buffer,
+                evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad);
     if (!jitModel)
-      return fail(jitModel.message());
+      return 1;
     if (printManifest)
       return printManifestOf(*jitModel);
     if (sharded) {
+      std::optional<::energy::Model> blockModel;
+      if (sharded->ring) {
+        OwningOpRef<ModuleOp> blockModule =
+            emitModel(context, sourceMgr, blockBuffer, /*sharded=*/true);
+        if (!blockModule)
+          return 1;
+        blockModel = compile(*blockModule, blockBuffer, false);
+        if (!blockModel)
+          return 1;
+      }
       std::unique_ptr<::energy::Communicator> alone;
       if (!group)
         alone = ::energy::makeSingleProcessCommunicator();
       return runSharded(*jitModel, shardLayoutOf(*sharded), inputs, settings,
-                        group ? *group : *alone);
+                        group ? *group : *alone,
+                        blockModel ? &*blockModel : nullptr);
     }
     return runCompiled(*jitModel, inputs, settings);
   }

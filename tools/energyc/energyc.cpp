@@ -118,6 +118,17 @@ cl::opt<int64_t> shardRanks(
              "positions as numbers, a causal mask, gets every R-th row, "
              "as energy-run on R ranks gives it)"),
     cl::value_desc("R"), cl::init(1), cl::cat(energycOptions));
+cl::opt<bool> shardRing(
+    "ring",
+    cl::desc("With --shard: stream the other ranks' rows in blocks around a "
+             "ring instead of gathering them (per-rank memory 1/R); the rank "
+             "model reads each lse's merge over the blocks"),
+    cl::init(false), cl::cat(energycOptions));
+cl::opt<bool> shardRingBlock(
+    "ring-block",
+    cl::desc("With --shard --ring: emit the block model (each lse over one "
+             "block, and the surrogate giving its gradient) instead"),
+    cl::init(false), cl::cat(energycOptions));
 cl::opt<std::string>
     dtype("dtype",
           cl::desc("Element type of an artifact: f32 (default), f64, or "
@@ -409,6 +420,10 @@ int main(int argc, char **argv) {
   if (shardDim.empty() && shardRanks.getNumOccurrences())
     return fail("--shard-ranks needs --shard DIM (the rank count of a "
                 "sharded model)");
+  if (shardDim.empty() && (shardRing || shardRingBlock))
+    return fail("--ring needs --shard DIM");
+  if (shardRingBlock && !shardRing)
+    return fail("--ring-block needs --ring");
   if (!shardDim.empty()) {
     if (emitKind == EmitKind::Lib || emitKind == EmitKind::Llvm ||
         emitKind == EmitKind::Ptx)
@@ -418,13 +433,14 @@ int main(int argc, char **argv) {
     if (shardRanks < 1)
       return fail("--shard-ranks " + Twine(shardRanks.getValue()) +
                   ": expected a rank count of 1 or more");
-    unsigned sharded = 0;
-    std::optional<fe::ShardedModel> rank = fe::shardSourceBuffer(
-        sourceMgr, *buffer, shardDim, shardRanks, diagnostics, sharded);
+    unsigned sharded = 0, block = 0;
+    std::optional<fe::ShardedModel> rank =
+        fe::shardSourceBuffer(sourceMgr, *buffer, shardDim, shardRanks,
+                              diagnostics, sharded, shardRing, &block);
     if (!rank)
       return 1;
-    buffer = sharded;
-    shardedRank = energy::tools::shardedRankOf(*rank);
+    buffer = shardRingBlock ? block : sharded;
+    shardedRank = energy::tools::shardedRankOf(*rank, shardRingBlock);
     // The rank's model is ours: its unused declarations are not the user's.
     diagnostics.ignoreWarnings(true);
   }

@@ -64,6 +64,19 @@ public:
                                MPI_DOUBLE, MPI_COMM_WORLD));
   }
 
+  Status shiftRing(const std::vector<double> &values,
+                   std::vector<double> &received) override {
+    if (values.size() > INT_MAX)
+      return error("MPI_Sendrecv", "more than INT_MAX values");
+    int items = static_cast<int>(values.size());
+    received.assign(values.size(), 0.0);
+    return check("MPI_Sendrecv",
+                 MPI_Sendrecv(values.data(), items, MPI_DOUBLE,
+                              (myRank + 1) % count, 0, received.data(), items,
+                              MPI_DOUBLE, (myRank + count - 1) % count, 0,
+                              MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+
   Status broadcast(void *data, size_t bytes, int root) override {
     if (bytes > INT_MAX)
       return error("MPI_Bcast", "more than INT_MAX bytes");

@@ -32,6 +32,28 @@ struct ShardedTensor {
   TensorRole role = TensorRole::Input;
 };
 
+/// A site of a ring: an lse over the sharded dim inside a row sum. The
+/// rank's lse over every block is the merge (log-add-exp) of `partial`, an
+/// output of the block model (each row's lse over the block, divided by the
+/// lse's temperature), over the blocks; both models read the merge as the
+/// input `merged`. Where the lse has a predicate, `count` is the block
+/// model's output of each row's admitted columns in the block (an lse over
+/// none is 0, a block that admits none adds nothing to the merge).
+struct RingSite {
+  std::string merged, partial, count;
+};
+
+/// The ring: the rank's model holds no copies; a second model, the block
+/// model, reads one block of the dim's rows at a time in the copies
+/// (`blockDim` rows, the first at global position `blockOffsetDim`, or
+/// every `stride`-th one from it). Its energy is 0 wherever the blocks'
+/// lse are merged, its gradient each site's gradient over the block.
+struct ShardRing {
+  std::string blockSource;
+  std::string blockDim, blockOffsetDim;
+  std::vector<RingSite> sites;
+};
+
 /// The rank's model and how to bind it. Every term is a sum of a part over
 /// the rank's rows (an outermost `sum` or `mean` over the dim in a linear
 /// position) and a part every rank evaluates whole, scaled by
@@ -50,6 +72,8 @@ struct ShardedModel {
   int64_t stride = 1;
   std::string firstRankConst;
   std::vector<ShardedTensor> tensors;
+  /// With a ring (--ring), its block model.
+  std::optional<ShardRing> ring;
 };
 
 /// Rewrites `model` (checked, parsed from `buffer`) for a run sharded along
@@ -57,21 +81,24 @@ struct ShardedModel {
 /// that uses its rows' positions as numbers, whose rows are striped). What
 /// cannot be sharded (a read along the dim at a shifted index, a derived dim of
 /// it, a fn or output that reads along it, ...) is an error at its location;
-/// none is returned then.
-std::optional<ShardedModel> shardModel(const ModelSpec &model,
-                                       llvm::StringRef buffer,
-                                       llvm::StringRef dim, int64_t ranks,
-                                       DiagnosticEngine &diagnostics);
+/// none is returned then. With `ring`, the copies are streamed in blocks
+/// (ShardRing): every read along the dim other than the rank's rows must be
+/// at the index of an lse over the dim added linearly to a row sum.
+std::optional<ShardedModel>
+shardModel(const ModelSpec &model, llvm::StringRef buffer, llvm::StringRef dim,
+           int64_t ranks, bool ring, DiagnosticEngine &diagnostics);
 
 /// Parses and checks buffer `bufferId`, rewrites it for --shard `dim` and
 /// adds the rank's model to `sourceMgr` as a new buffer, whose id goes to
 /// `shardedBuffer` (it is parsed and checked too, so that its errors are
 /// reported here; its warnings, of declarations the rank does not read, are
-/// not). None on any error.
+/// not). With `ring`, the block model is added and checked too, its id in
+/// `blockBuffer`. None on any error.
 std::optional<ShardedModel>
 shardSourceBuffer(llvm::SourceMgr &sourceMgr, unsigned bufferId,
                   llvm::StringRef dim, int64_t ranks,
-                  DiagnosticEngine &diagnostics, unsigned &shardedBuffer);
+                  DiagnosticEngine &diagnostics, unsigned &shardedBuffer,
+                  bool ring = false, unsigned *blockBuffer = nullptr);
 
 } // namespace frontend
 } // namespace energy

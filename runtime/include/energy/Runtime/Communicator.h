@@ -45,6 +45,13 @@ public:
   virtual Status allToAll(const std::vector<double> &values,
                           const std::vector<size_t> &counts,
                           std::vector<double> &received);
+  /// One step around the ring of ranks: `values` go to the next rank
+  /// (rank() + 1, the last rank's to rank 0) and the previous rank's arrive
+  /// in `received` (the same count on every rank). By default through
+  /// allGather (every rank receives every rank's values); an implementation
+  /// may send them only to the next rank.
+  virtual Status shiftRing(const std::vector<double> &values,
+                           std::vector<double> &received);
   /// Ends every process of the group with `code`, now: what a rank that
   /// cannot go on does, so that the others do not wait for it.
   [[noreturn]] virtual void abort(int code) = 0;

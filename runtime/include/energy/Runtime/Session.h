@@ -143,6 +143,13 @@ public:
   /// The value of every dim (derived ones included), resolved from the
   /// options' dims, else the shapes of bound tensors, else defaults.
   Expected<std::map<std::string, int64_t>> dims();
+  /// Gives dim `name` the value `value` from the next call on: only a free
+  /// dim that no tensor's shape and no other dim is derived from (an
+  /// offset the kernels read, such as a sharded ring's block offset).
+  Status setDim(const std::string &name, int64_t value);
+  /// The shape tensor `name` has (or will have, from the dims given and
+  /// those of the tensors bound so far), without evaluating anything.
+  Expected<std::vector<int64_t>> shapeOf(const std::string &name) const;
   /// The global energy of the current values.
   Expected<double> energy();
   /// The energy of one term (see Model::termNames).

@@ -34,6 +34,21 @@ struct ShardLayout {
   std::string dim, wholeDim, offsetDim, firstRankConst;
   int64_t stride = 1;
   std::vector<ShardedTensor> tensors;
+  /// A ring (energyc --ring): the copies are params of a second model, the
+  /// block model, which holds one rank's rows of them at a time (`blockDim`
+  /// rows, from global row `blockOffsetDim`, empty when unread); per site,
+  /// the input of each row's lse merged over the blocks (in both models)
+  /// and the block model's output of each row's lse over one block (and,
+  /// where the lse has a predicate, of each row's columns in the block: an
+  /// lse over none is 0, and such a block adds nothing to the merge).
+  struct RingSite {
+    std::string merged, partial, count;
+  };
+  struct Ring {
+    std::string blockDim, blockOffsetDim;
+    std::vector<RingSite> sites;
+  };
+  std::optional<Ring> ring;
 };
 
 /// One rank's session. Every rank calls the same methods in the same order
@@ -49,7 +64,8 @@ public:
   static Expected<ShardedSession> create(const Model &rankModel,
                                          ShardLayout layout, int64_t length,
                                          SessionOptions options,
-                                         Communicator &communicator);
+                                         Communicator &communicator,
+                                         const Model *blockModel = nullptr);
 
   /// Binds `whole` (the model's tensor, every row) by the rank's rows.
   Status set(const std::string &name, const Tensor &whole);
@@ -89,10 +105,12 @@ public:
 
 private:
   friend class ShardedBackwardHooks;
-  ShardedSession(Session session, ShardLayout layout, int64_t length,
-                 int64_t begin, int64_t end, Communicator &communicator)
-      : session(std::move(session)), layout(std::move(layout)), length(length),
-        begin(begin), end(end), communicator(&communicator) {
+  ShardedSession(Session session, std::optional<Session> blockSession,
+                 ShardLayout layout, int64_t length, int64_t begin, int64_t end,
+                 Communicator &communicator)
+      : session(std::move(session)), blockSession(std::move(blockSession)),
+        layout(std::move(layout)), length(length), begin(begin), end(end),
+        communicator(&communicator) {
     // Every copy is gathered before the first evaluation, also those of
     // tensors the session initialises itself.
     invalidateCopies();
@@ -118,7 +136,24 @@ private:
   /// Gives the rank's step program the gradient of each supplied tensor.
   Status supplyGradients();
 
+  // The ring (ShardedRing.cpp).
+  /// Copies the states and the sharded tensors the block model reads from
+  /// the rank's session, and merges each site's lse over every rank's block
+  /// into both sessions' inputs; nothing when nothing changed since.
+  Status mergeRingSites();
+  /// The rank's part of the gradient of `name` (as rankGradient): the rank
+  /// model's, plus each block's through the block model, a copy's
+  /// gradient travelling with its block back to the rows' rank.
+  Expected<Tensor> ringGradient(const std::string &name);
+  /// The rank's rows of every copied tensor (the block it starts with).
+  Expected<std::vector<Tensor>> ringBlocks();
+  /// Binds `blocks`, rank `owner`'s rows, as the block model's copies.
+  Status bindBlocks(const std::vector<Tensor> &blocks, int owner);
+  /// `tensor` sent to the next rank, the previous rank's received.
+  Status shift(Tensor &tensor);
+
   Session session;
+  std::optional<Session> blockSession;
   ShardLayout layout;
   int64_t length, begin, end;
   Communicator *communicator;
@@ -126,6 +161,9 @@ private:
   std::set<std::string> staleCopies;
   /// Whether the last backward() succeeded (its adjoints are whole).
   bool adjointsWhole = false;
+  /// Whether the ring's merged lse are out of date, and whether their
+  /// inputs were ever bound.
+  bool ringStale = true, ringInputsBound = false;
 };
 
 } // namespace energy
