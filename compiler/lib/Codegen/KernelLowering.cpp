@@ -164,6 +164,20 @@ LogicalResult KernelLowering::emitComprehension(ArrayAttr domain,
                                                 ArrayType elementType,
                                                 Block &body,
                                                 Value destination) {
+  auto store = [&](Value value, Value at) {
+    Lowered lowered = elementType.isScalar() ? Lowered{value, Value()}
+                                             : Lowered{Value(), value};
+    copyInto(lowered, elementType, at, /*accumulate=*/false);
+  };
+  if (domain.empty()) {
+    // One value (a whole array: an output's table), computed as a
+    // statement, outside any loop.
+    FailureOr<SmallVector<Value>> value = emitBlock(body, {});
+    if (failed(value))
+      return failure();
+    store(value->front(), destination);
+    return success();
+  }
   Value elementSize = elementCount(elementType);
   SmallVector<Value> extents;
   for (Attribute size : domain)
@@ -177,11 +191,7 @@ LogicalResult KernelLowering::emitComprehension(ArrayAttr domain,
           return failure();
         Value offset = sliceOffset(SmallVector<Value>(indices), extents);
         offset = arith::MulIOp::create(b, loc, offset, elementSize);
-        Value value = element->front();
-        Lowered lowered = elementType.isScalar() ? Lowered{value, Value()}
-                                                 : Lowered{Value(), value};
-        copyInto(lowered, elementType, offsetPointer(destination, offset),
-                 /*accumulate=*/false);
+        store(element->front(), offsetPointer(destination, offset));
         return SmallVector<Value>();
       },
       FirstAxis::levels(frame.loopDepth == 0 ? domain.size() : 0));

@@ -71,7 +71,8 @@ Value pullOutLinearFactor(ReduceOp sum, OpBuilder &builder) {
 }
 
 struct GatherGradientsPass
-    : public mlir::energy::impl::EnergyGatherGradientsBase<GatherGradientsPass> {
+    : public mlir::energy::impl::EnergyGatherGradientsBase<
+          GatherGradientsPass> {
   void runOnOperation() override {
     SymbolTable symbols(getOperation());
     for (GradientOp gradient : getOperation().getOps<GradientOp>())
@@ -304,13 +305,17 @@ struct GatherGradientsPass
     llvm::SetVector<Operation *> needed;
     addOperandsToSlice(inner, outerBody, needed);
     SmallVector<ReadOp> stashed;
+    SmallVector<Operation *> copies;
     for (Operation *op : needed)
       if (auto reduce = dyn_cast<ReduceOp>(op);
           reduce && llvm::any_of(reduce->getUsers(), [&](Operation *user) {
             return inner->isAncestor(user);
           }))
-        stashed.push_back(stash(reduce, inner, outer, symbols));
+        stashed.push_back(stash(reduce, inner, outer, symbols, copies));
     gatherScatter(inner, outer, carried);
+    for (Operation *copy : llvm::reverse(copies))
+      if (copy->use_empty())
+        copy->erase();
     for (ReadOp read : stashed)
       if (read->use_empty())
         read.erase();
@@ -429,7 +434,8 @@ struct GatherGradientsPass
   /// new let over `outer`'s domain that computes it; `outer` itself keeps
   /// computing it (the code generator fuses it with the sums using it).
   static ReadOp stash(ReduceOp reduce, ForeachOp inner, ForeachOp outer,
-                      SymbolTable &symbols) {
+                      SymbolTable &symbols,
+                      SmallVectorImpl<Operation *> &copies) {
     Block &outerBody = outer.getBody().front();
     Block &top = *outer->getBlock();
     auto gradient = outer->getParentOfType<GradientOp>();
@@ -463,7 +469,41 @@ struct GatherGradientsPass
     reduce.getResult().replaceUsesWithIf(read, [&](OpOperand &use) {
       return inner->isAncestor(use.getOwner());
     });
+    redirectDerived(reduce, read, inner, outerBody, copies);
     return read;
+  }
+
+  /// What `inner` reads of values that `outer`'s body computes from
+  /// `reduce` (a row's factor exp(lse − c) beside its lse), it reads
+  /// computed from `read` instead: copies of those ops, right after each,
+  /// so that moving `inner` out of `outer` takes the let's read along, not
+  /// the reduction again.
+  static void redirectDerived(ReduceOp reduce, ReadOp read, ForeachOp inner,
+                              Block &outerBody,
+                              SmallVectorImpl<Operation *> &copies) {
+    llvm::SetVector<Operation *> slice;
+    addOperandsToSlice(inner, outerBody, slice);
+    SmallVector<Operation *> needed = slice.takeVector();
+    llvm::sort(needed, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    IRMapping derived;
+    derived.map(reduce.getResult(), read.getResult());
+    for (Operation *op : needed) {
+      if (op == reduce.getOperation() || op->isBeforeInBlock(read) ||
+          !llvm::any_of(op->getOperands(), [&](Value operand) {
+            return derived.contains(operand);
+          }))
+        continue;
+      OpBuilder builder(op->getContext());
+      builder.setInsertionPointAfter(op);
+      Operation *copy = builder.clone(*op, derived);
+      copies.push_back(copy);
+      for (auto [from, to] : llvm::zip(op->getResults(), copy->getResults()))
+        from.replaceUsesWithIf(to, [&](OpOperand &use) {
+          return inner->isAncestor(use.getOwner());
+        });
+    }
   }
 
   /// Moves the scatter `inner` out of `outer`: a new loop after `outer`

@@ -56,6 +56,7 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
 }
 
 void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
+  modelPasses.addPass(createEnergyPlanOutputTables());
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());

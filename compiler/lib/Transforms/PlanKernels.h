@@ -16,6 +16,10 @@
 
 namespace mlir::energy {
 
+/// Makes each output over a domain one without, whose body is the table of
+/// the old body over the domain (OutputTables.cpp).
+void tabulateOutputs(ModelOp model);
+
 /// Replaces each plugin aggregation (a `custom` reduction, which reads every
 /// value of its body at once) by a table of its body and `energy.aggregate`.
 void tabulateAggregations(ModelOp model);

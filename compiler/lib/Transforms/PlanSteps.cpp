@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYPLANOUTPUTTABLES
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
 #define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
 #define GEN_PASS_DEF_ENERGYPLANTRANSPOSEMAPS
@@ -61,6 +62,7 @@ namespace {
     }                                                                          \
   };
 
+ENERGY_PLAN_STEP_PASS(PlanOutputTables, tabulateOutputs)
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)
 ENERGY_PLAN_STEP_PASS(PlanTransposeMaps,

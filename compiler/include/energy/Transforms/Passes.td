@@ -356,6 +356,17 @@ class EnergyPlanStep<string name, string stepSummary>
                            "::mlir::arith::ArithDialect"];
 }
 
+def EnergyPlanOutputTables : EnergyPlanStep<"energy-plan-output-tables",
+    "Computes an output over a domain as one table"> {
+  let description = [{
+    An `energy.output` over a domain (`[%c : @N]`, its body a value per
+    position) becomes an output without one whose body is the
+    `energy.tabulate` of the old body over the domain: the same array, which
+    the later steps see whole (a per-row lse over columns becomes the rows
+    of a contraction, products of rows GEMMs).
+  }];
+}
+
 def EnergyPlanAggregations : EnergyPlanStep<"energy-plan-aggregations",
     "Tabulates the bodies of plugins' aggregations"> {
   let description = [{
