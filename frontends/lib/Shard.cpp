@@ -671,11 +671,13 @@ std::optional<ShardedModel> ShardRewriter::run() {
       wholeUsed = wholeUsed || !ring;
       std::string &text = ring ? blockDeclarations : declarations;
       text += "  param " + entry.gathered + " : [";
+      // A ring's copy holds one block of the rows' axis; other axes of the
+      // dim are whole.
       for (size_t i = 0; i < tensor->getDims().size(); ++i)
         text += (i ? ", " : "") + (tensor->getDims()[i].name != dim
                                        ? tensor->getDims()[i].name.str()
-                                   : ring ? blockDim
-                                          : wholeDim);
+                                   : ring && i == entry.axis ? blockDim
+                                                             : wholeDim);
       text += "] = zeros;\n";
     }
     result.tensors.push_back(std::move(entry));

@@ -16,6 +16,13 @@ using namespace energy::frontend;
 using namespace energy::frontend::shard;
 
 namespace {
+/// Whether `inner` lies in the source text of `term`.
+bool contains(const TermDecl &term, const Expr &inner) {
+  return term.getRange().Start.getPointer() <=
+             inner.getRange().Start.getPointer() &&
+         inner.getRange().End.getPointer() <= term.getRange().End.getPointer();
+}
+
 /// Whether `expr` reads a tensor or a let, or calls a fn (which may).
 bool readsTensors(const Expr &expr) {
   if (const auto *name = dyn_cast<NameExpr>(&expr))
@@ -165,11 +172,11 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
       continue;
     }
     llvm::DenseSet<const ReductionExpr *> before = reachedSites;
-    if (!ringLinear(term->getBody(), blockEdits))
-      continue;
-    for (const ReductionExpr *site : reachedSites)
-      if (!before.count(site))
-        termOf[site] = term;
+    bool linear = ringLinear(term->getBody(), blockEdits);
+    for (const RingSite &site : sites)
+      if (linear ? reachedSites.count(site.lse) && !before.count(site.lse)
+                 : contains(*term, *site.lse))
+        termOf[site.lse] = term; // refused once, at the term's construct
   }
   for (const RingSite &site : sites)
     if (!termOf.count(site.lse))

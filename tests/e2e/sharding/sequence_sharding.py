@@ -16,9 +16,13 @@ under momentum beside codes read at every position (learned_slots.energy),
 and a Gaussian mixture (sharded over the data points). The results may
 differ only by the order of additions (rows summed rank by rank instead of
 in one kernel): a few roundings of 1e-16 relative; a row counted twice or
-lost, or a wrong offset in the causal mask, shows at 1e-2. Also: a rank
-given a tensor of the wrong length ends the whole job with an error naming
-the rank, within seconds.
+lost, or a wrong offset in the causal mask, shows at 1e-2. The same with
+--ring (the other ranks' rows streamed around a ring in blocks, each lse
+merged over them) for self-attention, the Energy Transformer, ALiBi
+attention and the position bias, energies, gradients and runs. Also: a
+rank given a tensor of the wrong length ends the whole job with an error
+naming the rank, within seconds; --ring refuses a model without an lse to
+stream and a loss's gradient, naming why.
 Usage: sequence_sharding.py ENERGY_RUN WORK_DIR
 """
 import json
@@ -42,27 +46,31 @@ MPIRUN = [shutil.which('mpirun') or 'mpirun', '--allow-run-as-root', '--oversubs
 TOLERANCE = 1e-12
 
 
-def zoo_case(name, dim, checks):
+def zoo_case(name, dim, checks, **sizes):
     model = zoo.load(name)
-    arrays = model.make_inputs(dict(model.TEST_DIMS), np.random.default_rng(3))
+    dims = dict(model.TEST_DIMS, **sizes)
+    arrays = model.make_inputs(dims, np.random.default_rng(3))
     for state, source in getattr(model, 'COPIES', {}).items():
         arrays[state] = arrays[source]
-    return name, model.SOURCE, dim, dict(model.TEST_DIMS), arrays, checks
+    return name, model.SOURCE, dim, dims, arrays, checks
 
 
 def cases():
     """(name, source, dim, dims, tensors, {evaluation: rank counts}): every
     evaluation on 2 and 3 ranks for self-attention, a part of them for the
-    others (each process compiles the model: the test's time)."""
+    others (each process compiles the model: the test's time); `ring-`
+    evaluations with --ring (whose length must be a multiple of the ranks)."""
     rng = np.random.default_rng(11)
     yield ('self_attention', os.path.join(ROOT, 'examples', 'self_attention.energy'), 'N',
-           {'N': 10, 'D': 8},
-           {'x': rng.standard_normal((10, 8)), 'Wq': rng.standard_normal((8, 8)) * 0.4,
+           {'N': 12, 'D': 8},
+           {'x': rng.standard_normal((12, 8)), 'Wq': rng.standard_normal((8, 8)) * 0.4,
             'Wk': rng.standard_normal((8, 8)) * 0.4},
-           {'energy': (2, 3), 'grad': (2, 3), 'run': (2, 3)})
+           {'energy': (2, 3), 'grad': (2, 3), 'run': (2, 3),
+            'ring-energy': (3,), 'ring-grad': (2, 3), 'ring-run': (2,)})
     yield zoo_case('alibi_attention', 'N', {'energy': (2,), 'grad': (3,), 'run': (2,),
-                                            'loss-grad': (2,)})
-    yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'run': (3,), 'loss-grad': (3,)})
+                                            'loss-grad': (2,), 'ring-grad': (3,)}, N=6)
+    yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'run': (3,), 'loss-grad': (3,),
+                                               'ring-grad': (2,), 'ring-run': (2,)})
     yield zoo_case('multihead_slot_attention', 'N', {'loss-grad': (2,)})
     yield ('learned_slots', os.path.join(HERE, 'learned_slots.energy'), 'N',
            {'N': 7, 'S': 3, 'D': 4},
@@ -76,6 +84,11 @@ def cases():
            {'x': rng.standard_normal((7, 3)), 'W': rng.standard_normal((3, 3)),
             'Bias': rng.standard_normal((7, 7))},
            {'grad': (3,), 'run': (2,)})
+    yield ('position_bias_ring', os.path.join(ROOT, 'tests', 'lit', 'energyc', 'Inputs',
+                                              'shard-bias.energy'), 'N', {'N': 6, 'D': 3},
+           {'x': rng.standard_normal((6, 3)), 'W': rng.standard_normal((3, 3)),
+            'Bias': rng.standard_normal((6, 6))},
+           {'ring-grad': (2,)})
     # EM stops by a rule and solves in closed form: no sharded run.
     yield ('gmm', os.path.join(ROOT, 'examples', 'gmm.energy'), 'N', {'N': 31, 'K': 3, 'D': 2},
            {'x': rng.standard_normal((31, 2)), 'mu': rng.standard_normal((3, 2)),
@@ -86,14 +99,15 @@ def cases():
 
 def energy_run_result(energy_run, source, inputs, dims, ranks, shard, arguments):
     """energy-run SOURCE with `arguments` (alone, or under mpirun on `ranks`
-    processes with --shard `shard`); exits on failure. Compiled quickly
-    (--opt-level 0): every process compiles the model."""
+    processes with --shard `shard`, a dim or [dim, '--ring']); exits on
+    failure. Compiled quickly (--opt-level 0): every process compiles the
+    model."""
     command = [energy_run, source, '--in', inputs, '--dtype', 'f64', '--opt-level', '0']
     command += list(arguments)
     for key, value in dims.items():
         command += ['--dim', '%s=%d' % (key, value)]
     if shard:
-        command += ['--shard', shard]
+        command += ['--shard'] + ([shard] if isinstance(shard, str) else list(shard))
     if ranks > 1:
         command = MPIRUN + ['-np', str(ranks)] + command
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -141,40 +155,43 @@ def main():
         # The gradients of every tensor: sharded ones (put together from the
         # ranks' rows) and the others (summed over the ranks).
         wrt = sorted(arrays)
-        for ranks in checks.get('energy', ()):
-            energy = evaluate(energy_run, source, inputs, dims, 'energy', 1, None, wrt)
-            sharded = evaluate(energy_run, source, inputs, dims, 'energy', ranks, dim, wrt)
-            error = relative(sharded['energy'], energy['energy'])
-            print('%-20s --shard %s on %d ranks: the energy, relative difference %.1e'
-                  % (name, dim, ranks, error), flush=True)
-            worst = max(worst, error)
-        if checks.get('grad'):
-            grads = evaluate(energy_run, source, inputs, dims, 'grad', 1, None, wrt)
-        for ranks in checks.get('grad', ()):
-            sharded_grads = evaluate(energy_run, source, inputs, dims, 'grad', ranks, dim, wrt)
-            if sorted(sharded_grads) != sorted(grads):
-                sys.exit('%s on %d ranks: gradients %s, alone %s'
-                         % (name, ranks, sorted(sharded_grads), sorted(grads)))
-            error = max(relative(sharded_grads[key]['data'], grads[key]['data'])
-                        for key in grads)
-            print('%-20s --shard %s on %d ranks: %d gradients, largest relative difference '
-                  '%.1e' % (name, dim, ranks, len(grads), error), flush=True)
-            worst = max(worst, error)
-        if checks.get('run'):
-            alone = run_states(energy_run, source, inputs, dims, 1, None,
-                               os.path.join(work, name + '.run.safetensors'))
-        for ranks in checks.get('run', ()):
-            states = run_states(energy_run, source, inputs, dims, ranks, dim,
-                                os.path.join(work, '%s.run%d.safetensors' % (name, ranks)))
-            # The model's states (one process also writes its backward
-            # program's buffers).
-            if not set(states) <= set(alone) or len(states) < 2:
-                sys.exit('%s run on %d ranks wrote %s, alone %s'
-                         % (name, ranks, sorted(states), sorted(alone)))
-            error = max(relative(states[key], alone[key]) for key in states)
-            print('%-20s --shard %s on %d ranks: 3 steps of the dynamics, largest relative '
-                  'difference of the states %.1e' % (name, dim, ranks, error), flush=True)
-            worst = max(worst, error)
+        for mode, shard in (('', dim), ('ring-', [dim, '--ring'])):
+            flag = '--shard %s%s' % (dim, ' --ring' if mode else '')
+            for ranks in checks.get(mode + 'energy', ()):
+                energy = evaluate(energy_run, source, inputs, dims, 'energy', 1, None, wrt)
+                sharded = evaluate(energy_run, source, inputs, dims, 'energy', ranks, shard, wrt)
+                error = relative(sharded['energy'], energy['energy'])
+                print('%-20s %s on %d ranks: the energy, relative difference %.1e'
+                      % (name, flag, ranks, error), flush=True)
+                worst = max(worst, error)
+            if checks.get(mode + 'grad'):
+                grads = evaluate(energy_run, source, inputs, dims, 'grad', 1, None, wrt)
+            for ranks in checks.get(mode + 'grad', ()):
+                sharded_grads = evaluate(energy_run, source, inputs, dims, 'grad', ranks, shard,
+                                         wrt)
+                if sorted(sharded_grads) != sorted(grads):
+                    sys.exit('%s on %d ranks: gradients %s, alone %s'
+                             % (name, ranks, sorted(sharded_grads), sorted(grads)))
+                error = max(relative(sharded_grads[key]['data'], grads[key]['data'])
+                            for key in grads)
+                print('%-20s %s on %d ranks: %d gradients, largest relative difference '
+                      '%.1e' % (name, flag, ranks, len(grads), error), flush=True)
+                worst = max(worst, error)
+            if checks.get(mode + 'run'):
+                alone = run_states(energy_run, source, inputs, dims, 1, None,
+                                   os.path.join(work, name + '.run.safetensors'))
+            for ranks in checks.get(mode + 'run', ()):
+                states = run_states(energy_run, source, inputs, dims, ranks, shard,
+                                    os.path.join(work, '%s.run%d.safetensors' % (name, ranks)))
+                # The model's states (one process also writes its backward
+                # program's buffers).
+                if not set(states) <= set(alone) or len(states) < 2:
+                    sys.exit('%s run on %d ranks wrote %s, alone %s'
+                             % (name, ranks, sorted(states), sorted(alone)))
+                error = max(relative(states[key], alone[key]) for key in states)
+                print('%-20s %s on %d ranks: 3 steps of the dynamics, largest relative '
+                      'difference of the states %.1e' % (name, flag, ranks, error), flush=True)
+                worst = max(worst, error)
         if checks.get('loss-grad'):
             expected = loss_gradients(energy_run, source, inputs, dims, 1, None, False)
         for ranks in checks.get('loss-grad', ()):
@@ -210,6 +227,22 @@ def main():
                  'tensor (exit %d):\n%s' % (result.returncode, result.stderr))
     print('bad input on every rank: the job ended in %.1f s: %s' % (
         seconds, [line for line in result.stderr.splitlines() if line.startswith('energy-run: rank ')][0]))
+    # --ring refuses what it cannot stream, before any evaluation.
+    gmm = [case for case in cases() if case[0] == 'gmm'][0]
+    refusals = [(gmm, ['--eval', 'energy'], 'has no lse over'),
+                (next(cases()), ['--eval', 'loss-grad'], "a loss's gradient")]
+    for (name, source, dim, dims, arrays, _), arguments, expected in refusals:
+        inputs = os.path.join(work, name + '.safetensors')
+        command = [energy_run, source, '--in', inputs, '--dtype', 'f64', '--shard', dim,
+                   '--ring'] + arguments
+        for key, value in dims.items():
+            command += ['--dim', '%s=%d' % (key, value)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if result.returncode == 0 or expected not in result.stderr:
+            sys.exit('--ring on %s (%s) was not refused with %r:\n%s'
+                     % (name, ' '.join(arguments), expected, result.stderr))
+        print('%-20s --ring %s: refused: %s' % (name, ' '.join(arguments),
+                                                result.stderr.strip().splitlines()[0]))
     print('all sharded evaluations equal one process within %.0e (largest %.1e)'
           % (TOLERANCE, worst))
 

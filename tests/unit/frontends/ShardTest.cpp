@@ -1,9 +1,10 @@
 //===- ShardTest.cpp - The rank's model of every model along every dim ----===//
 //
 // energyc --shard's rewrite over examples/ and the zoo, along each dim of
-// each model (run under ASan in make test-sanitized): it either reports an
-// error at a construct of the model, or gives a rank's model that checks
-// without errors and declares the gathered copies it reads.
+// each model (run under ASan in make test-sanitized), gathered and on a
+// ring: it either reports an error at a construct of the model, or gives a
+// rank's model (and a ring's block model) that checks without errors and
+// declares the copies it reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +39,7 @@ TEST_CASE("every model sharded along every dim: a rank's model or an error") {
   std::vector<std::string> zoo = modelsIn(ENERGY_ZOO_DIR);
   CHECK(zoo.size() >= 15);
   paths.insert(paths.end(), zoo.begin(), zoo.end());
-  int rewritten = 0, refused = 0;
+  int rewritten = 0, refused = 0, ringRewritten = 0, ringRefused = 0;
   for (const std::string &path : paths) {
     // The dims, from the model as written.
     llvm::SourceMgr sourceMgr;
@@ -54,36 +55,55 @@ TEST_CASE("every model sharded along every dim: a rank's model or an error") {
       std::string dim = decl->getName().str();
       CAPTURE(path);
       CAPTURE(dim);
-      llvm::SourceMgr shardSources;
-      DiagnosticEngine diagnostics(shardSources);
-      std::string messages;
-      diagnostics.redirectTo(messages);
-      std::string error;
-      std::optional<unsigned> buffer =
-          readSourceFile(path, shardSources, error);
-      REQUIRE(buffer);
-      unsigned rankBuffer = 0;
-      std::optional<ShardedModel> sharded = shardSourceBuffer(
-          shardSources, *buffer, dim, /*ranks=*/3, diagnostics, rankBuffer);
-      INFO(messages);
-      if (!sharded) {
-        // Refused at a construct of the model, never in the rank's model
-        // (which would be the rewrite's fault).
-        CHECK(diagnostics.hasErrors());
-        CHECK(messages.find("one rank's model") == std::string::npos);
-        ++refused;
-        continue;
+      for (bool ring : {false, true}) {
+        CAPTURE(ring);
+        llvm::SourceMgr shardSources;
+        DiagnosticEngine diagnostics(shardSources);
+        std::string messages;
+        diagnostics.redirectTo(messages);
+        std::string error;
+        std::optional<unsigned> buffer =
+            readSourceFile(path, shardSources, error);
+        REQUIRE(buffer);
+        unsigned rankBuffer = 0, blockBuffer = 0;
+        std::optional<ShardedModel> sharded =
+            shardSourceBuffer(shardSources, *buffer, dim, /*ranks=*/3,
+                              diagnostics, rankBuffer, ring, &blockBuffer);
+        INFO(messages);
+        int &rewrittenCount = ring ? ringRewritten : rewritten;
+        if (!sharded) {
+          // Refused at a construct of the model, never in the rank's or
+          // the block model (which would be the rewrite's fault).
+          CHECK(diagnostics.hasErrors());
+          CHECK(messages.find("one rank's") == std::string::npos);
+          ++(ring ? ringRefused : refused);
+          continue;
+        }
+        ++rewrittenCount;
+        // Warnings only of the model (an output --shard does not evaluate).
+        CHECK(messages.find("one rank's") == std::string::npos);
+        CHECK(sharded->dim == dim);
+        CHECK(sharded->ring.has_value() == ring);
+        // A ring's rank model holds no copies; its block model holds them.
+        const std::string &declares =
+            ring ? sharded->ring->blockSource : sharded->source;
+        for (const ShardedTensor &tensor : sharded->tensors)
+          if (!tensor.gathered.empty()) {
+            CHECK(declares.find("param " + tensor.gathered) !=
+                  std::string::npos);
+            if (ring)
+              CHECK(sharded->source.find("param " + tensor.gathered) ==
+                    std::string::npos);
+          }
+        if (ring)
+          for (const RingSite &site : sharded->ring->sites)
+            CHECK(sharded->ring->blockSource.find("output " + site.partial) !=
+                  std::string::npos);
       }
-      ++rewritten;
-      // Warnings only of the model (an output --shard does not evaluate).
-      CHECK(messages.find("one rank's model") == std::string::npos);
-      CHECK(sharded->dim == dim);
-      for (const ShardedTensor &tensor : sharded->tensors)
-        if (!tensor.gathered.empty())
-          CHECK(sharded->source.find("param " + tensor.gathered) !=
-                std::string::npos);
     }
   }
-  MESSAGE(rewritten << " rank models, " << refused << " refused");
+  MESSAGE(rewritten << " rank models, " << refused << " refused; with a ring "
+                    << ringRewritten << ", " << ringRefused << " refused");
   CHECK(rewritten > 50);
+  CHECK(ringRewritten > 10);
 }

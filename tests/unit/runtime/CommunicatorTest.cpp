@@ -120,6 +120,17 @@ TEST_CASE("broadcast goes through allGather by default") {
   }
 }
 
+TEST_CASE("a ring step hands each rank the previous rank's values") {
+  std::vector<std::vector<double>> held = {{1, 2}, {3, 4}, {5, 6}};
+  std::vector<std::vector<double>> expected = {{5, 6}, {1, 2}, {3, 4}};
+  for (int rank = 0; rank < 3; ++rank) {
+    FakeGroup group(rank, held);
+    std::vector<double> received;
+    REQUIRE(group.shiftRing(held[rank], received));
+    CHECK(received == expected[rank]);
+  }
+}
+
 TEST_CASE("one process is a group of one") {
   std::unique_ptr<Communicator> alone = energy::makeSingleProcessCommunicator();
   CHECK(alone->rank() == 0);
