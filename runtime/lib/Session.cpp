@@ -468,6 +468,13 @@ Status Session::setDim(const std::string &name, int64_t value) {
   return Status::success();
 }
 
+uint64_t Session::bufferBytes() const {
+  uint64_t total = 0;
+  for (const Tensor &buffer : buffers)
+    total += buffer.byteSize();
+  return total;
+}
+
 Expected<std::vector<int64_t>> Session::shapeOf(const std::string &name) const {
   const Manifest &manifest = owner.manifest();
   std::optional<size_t> index = manifest.findBuffer(name);

@@ -153,51 +153,70 @@ Status ShardedSession::mergeRingSites() {
   return Status::success();
 }
 
-Expected<Tensor> ShardedSession::ringGradient(const std::string &name) {
+Expected<std::vector<Tensor>>
+ShardedSession::ringGradients(const std::vector<std::string> &names) {
   if (Status status = mergeRingSites(); !status)
     return status;
-  const ShardLayout::ShardedTensor *tensor = sharded(name);
-  bool copied = tensor && !tensor->gathered.empty();
-  bool throughBlocks = contains(blockSession->model().gradientNames(), name);
-  // The terms without sites, and the sites' merged lse as constants.
-  bool direct = contains(session.model().gradientNames(), name);
-  Expected<Tensor> gradient =
-      direct ? session.gradient(name) : session.get(name);
-  if (!gradient)
-    return gradient.status();
-  if (!direct)
-    for (int64_t i = 0; i < gradient->elementCount(); ++i)
-      gradient->set(i, 0.0);
-  if (throughBlocks || copied) {
+  std::vector<std::string> blockGradients =
+      blockSession->model().gradientNames();
+  std::vector<std::string> rankGradients = session.model().gradientNames();
+  // The terms without sites, the sites' merged lse as constants; and what
+  // each block's gradients add: the block model's gradient of the tensor
+  // (at the rank's rows, or whole) and that of its copy (the block's rows).
+  std::vector<Tensor> gradients;
+  std::vector<std::string> wanted;
+  std::vector<std::optional<size_t>> rowsPart, copyPart;
+  for (const std::string &name : names) {
+    bool direct = contains(rankGradients, name);
+    Expected<Tensor> gradient =
+        direct ? session.gradient(name) : session.get(name);
+    if (!gradient)
+      return gradient.status();
+    if (!direct)
+      for (int64_t i = 0; i < gradient->elementCount(); ++i)
+        gradient->set(i, 0.0);
+    gradients.push_back(std::move(*gradient));
+    rowsPart.emplace_back();
+    copyPart.emplace_back();
+    if (contains(blockGradients, name)) {
+      rowsPart.back() = wanted.size();
+      wanted.push_back(name);
+    }
+    if (const ShardLayout::ShardedTensor *tensor = sharded(name);
+        tensor && !tensor->gathered.empty()) {
+      copyPart.back() = wanted.size();
+      wanted.push_back(tensor->gathered);
+    }
+  }
+  auto addInto = [](Tensor &into, const Tensor &part) {
+    for (int64_t i = 0; i < into.elementCount(); ++i)
+      into.set(i, into.at(i) + part.at(i));
+  };
+  if (!wanted.empty()) {
     Expected<std::vector<Tensor>> blocks = ringBlocks();
     if (!blocks)
       return blocks.status();
-    std::optional<Tensor> travelling;
+    // A copy's gradient travels with its block; after the last step, home.
+    std::vector<std::optional<Tensor>> travelling(names.size());
     int size = communicator->size();
     int owner = communicator->rank();
     for (int step = 0; step < size; ++step) {
       if (Status status = bindBlocks(*blocks, owner); !status)
         return status;
-      std::vector<std::string> wanted;
-      if (throughBlocks)
-        wanted.push_back(name);
-      if (copied)
-        wanted.push_back(tensor->gathered);
       Expected<std::vector<Tensor>> parts = blockSession->gradients(wanted);
       if (!parts)
         return parts.status();
-      if (throughBlocks)
-        for (int64_t i = 0; i < gradient->elementCount(); ++i)
-          gradient->set(i, gradient->at(i) + (*parts)[0].at(i));
-      if (copied) {
-        Tensor &part = parts->back();
-        if (!travelling)
-          travelling = std::move(part);
+      for (size_t n = 0; n < names.size(); ++n) {
+        if (rowsPart[n])
+          addInto(gradients[n], (*parts)[*rowsPart[n]]);
+        if (!copyPart[n])
+          continue;
+        Tensor &part = (*parts)[*copyPart[n]];
+        if (!travelling[n])
+          travelling[n] = std::move(part);
         else
-          for (int64_t i = 0; i < travelling->elementCount(); ++i)
-            travelling->set(i, travelling->at(i) + part.at(i));
-        // The block's gradient goes on with it; after the last step, home.
-        if (Status status = shift(*travelling); !status)
+          addInto(*travelling[n], part);
+        if (Status status = shift(*travelling[n]); !status)
           return status;
       }
       if (step + 1 < size)
@@ -206,13 +225,13 @@ Expected<Tensor> ShardedSession::ringGradient(const std::string &name) {
             return status;
       owner = (owner + size - 1) % size;
     }
-    if (travelling)
-      for (int64_t i = 0; i < gradient->elementCount(); ++i)
-        gradient->set(i, gradient->at(i) + travelling->at(i));
+    for (size_t n = 0; n < names.size(); ++n)
+      if (travelling[n])
+        addInto(gradients[n], *travelling[n]);
   }
-  if (tensor)
-    return gradient;
-  if (Status status = sumOverRanks(*gradient); !status)
-    return status;
-  return gradient;
+  for (size_t n = 0; n < names.size(); ++n)
+    if (!sharded(names[n]))
+      if (Status status = sumOverRanks(gradients[n]); !status)
+        return status;
+  return gradients;
 }

@@ -215,8 +215,12 @@ Status ShardedSession::sumOverRanks(Tensor &tensor) {
 }
 
 Expected<Tensor> ShardedSession::rankGradient(const std::string &name) {
-  if (layout.ring)
-    return ringGradient(name);
+  if (layout.ring) {
+    Expected<std::vector<Tensor>> parts = ringGradients({name});
+    if (!parts)
+      return parts.status();
+    return std::move(parts->front());
+  }
   if (Status status = gatherCopies(); !status)
     return status;
   const ShardLayout::ShardedTensor *tensor = sharded(name);
@@ -278,6 +282,35 @@ Expected<Tensor> ShardedSession::gradient(const std::string &name) {
   if (const ShardLayout::ShardedTensor *tensor = sharded(name))
     return allGatherRows(*rows, tensor->axis);
   return rows;
+}
+
+Expected<std::vector<Tensor>>
+ShardedSession::gradients(const std::vector<std::string> &names) {
+  std::vector<Tensor> wholes;
+  if (!layout.ring) {
+    for (const std::string &name : names) {
+      Expected<Tensor> whole = gradient(name);
+      if (!whole)
+        return whole.status();
+      wholes.push_back(std::move(*whole));
+    }
+    return wholes;
+  }
+  Expected<std::vector<Tensor>> parts = ringGradients(names);
+  if (!parts)
+    return parts.status();
+  for (size_t n = 0; n < names.size(); ++n) {
+    const ShardLayout::ShardedTensor *tensor = sharded(names[n]);
+    if (!tensor) {
+      wholes.push_back(std::move((*parts)[n]));
+      continue;
+    }
+    Expected<Tensor> whole = allGatherRows((*parts)[n], tensor->axis);
+    if (!whole)
+      return whole.status();
+    wholes.push_back(std::move(*whole));
+  }
+  return wholes;
 }
 
 std::vector<std::string> ShardedSession::stateNames() const {

@@ -117,13 +117,13 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
         *energy = *value;
       return true;
     }
-    for (const std::string &name : gradients) {
-      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
-      if (!value)
-        return fail(value.message()), false;
-      if (results)
-        results->emplace("grad." + name, std::move(*value));
-    }
+    ::energy::Expected<std::vector<::energy::Tensor>> values =
+        session.gradients(gradients);
+    if (!values)
+      return fail(values.message()), false;
+    if (results)
+      for (size_t i = 0; i < gradients.size(); ++i)
+        results->emplace("grad." + gradients[i], std::move((*values)[i]));
     return true;
   };
   if (rankSettings.benchRepetitions > 0 &&
@@ -150,18 +150,23 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
     }
     return reportLossGradients(rankSettings, gradients) ? 0 : 1;
   }
-  if (rankSettings.benchRepetitions > 0)
-    return runBench(
-               rankSettings,
-               [&] {
-                 // Each evaluation gathers, as each step of a run would.
-                 session.invalidateCopies();
-                 return true;
-               },
-               [&] { return evaluate(nullptr, nullptr); },
-               [&] { return benchedEvaluation(rankSettings, std::nullopt); })
-               ? 0
-               : 1;
+  if (rankSettings.benchRepetitions > 0) {
+    bool timed = runBench(
+        rankSettings,
+        [&] {
+          // Each evaluation gathers, as each step of a run would.
+          session.invalidateCopies();
+          return true;
+        },
+        [&] { return evaluate(nullptr, nullptr); },
+        [&] { return benchedEvaluation(rankSettings, std::nullopt); });
+    // What each rank holds, on its standard error.
+    if (timed)
+      llvm::errs() << "energy-run: rank " << group.rank() << " of "
+                   << group.size() << ": the sessions' buffers take "
+                   << ::energy::byteCountText(session.bufferBytes()) << "\n";
+    return timed ? 0 : 1;
+  }
   if (rankSettings.eval == EvalKind::Run) {
     ::energy::Expected<int64_t> steps = session.run(rankSettings.stepsOption());
     if (!steps)

@@ -97,7 +97,9 @@ def EnergyGatherGradients : Pass<"energy-gather-gradients", "::mlir::energy::Mod
     the outer domain of what it added there, with loop-invariant factors
     taken out (Wkᵀ Σ_c w_c q_c). Reductions of the outer body that the
     scatter needed (each child's lse) are read from a new let over the outer
-    domain, `@T.gather`. Every slot is then written by one position of one
+    domain, `@T.gather`, and so are the values the outer body computes from
+    them that the scatter reads (a row's factor exp(lse − c)): the moved
+    loop never computes a row's lse again. Every slot is then written by one position of one
     loop, so the code generator can run the loops on several threads without
     atomics. Outer loops with a predicate, or over a dim expression, are left
     as they are.

@@ -147,6 +147,8 @@ public:
   /// dim that no tensor's shape and no other dim is derived from (an
   /// offset the kernels read, such as a sharded ring's block offset).
   Status setDim(const std::string &name, int64_t value);
+  /// The bytes the session's buffers take (0 before its first evaluation).
+  uint64_t bufferBytes() const;
   /// The shape tensor `name` has (or will have, from the dims given and
   /// those of the tensors bound so far), without evaluating anything.
   Expected<std::vector<int64_t>> shapeOf(const std::string &name) const;

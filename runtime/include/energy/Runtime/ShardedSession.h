@@ -73,6 +73,10 @@ public:
   /// The gradient of the model's energy with respect to tensor `name`,
   /// whole.
   Expected<Tensor> gradient(const std::string &name);
+  /// The gradients of several tensors, whole (on a ring, from one pass
+  /// around it).
+  Expected<std::vector<Tensor>>
+  gradients(const std::vector<std::string> &names);
   /// The tensor `name`, whole.
   Expected<Tensor> get(const std::string &name);
   /// Runs the dynamics `steps` steps (else the model's count): before each
@@ -99,6 +103,12 @@ public:
   void invalidateCopies(bool statesOnly = false);
 
   int64_t rowCount() const { return end - begin; }
+  /// The bytes the rank's sessions' buffers take (a ring's block model's
+  /// too).
+  uint64_t bufferBytes() const {
+    return session.bufferBytes() +
+           (blockSession ? blockSession->bufferBytes() : 0);
+  }
   /// The position in the whole length of row `row` of rank `rank`.
   int64_t globalRow(int rank, int64_t row) const;
   Session &rankSession() { return session; }
@@ -141,10 +151,12 @@ private:
   /// the rank's session, and merges each site's lse over every rank's block
   /// into both sessions' inputs; nothing when nothing changed since.
   Status mergeRingSites();
-  /// The rank's part of the gradient of `name` (as rankGradient): the rank
-  /// model's, plus each block's through the block model, a copy's
-  /// gradient travelling with its block back to the rows' rank.
-  Expected<Tensor> ringGradient(const std::string &name);
+  /// The rank's parts of the gradients of `names` (as rankGradient), from
+  /// one pass around the ring: the rank model's, plus each block's through
+  /// the block model, a copy's gradient travelling with its block back to
+  /// the rows' rank.
+  Expected<std::vector<Tensor>>
+  ringGradients(const std::vector<std::string> &names);
   /// The rank's rows of every copied tensor (the block it starts with).
   Expected<std::vector<Tensor>> ringBlocks();
   /// Binds `blocks`, rank `owner`'s rows, as the block model's copies.
