@@ -5,11 +5,16 @@ its rows, and the ranks' energies and gradients put together as
 energy-run --shard does (energies and the gradients of tensors without the
 dim summed; a sharded tensor's gradient: its rows' own, plus the sum over
 the ranks of its gathered copy's gradient at those rows) must equal the
-model's own, in float64.
+model's own, in float64. The same on a ring (energyc --shard DIM --ring,
+where the rewrite accepts the model): each rank's lse merged over every
+rank's block from the block model's outputs, its gradients the rank
+model's plus the block model's at each block, as energy-run --shard --ring
+puts them together (the length a multiple of the rank count).
 
 Usage: check_rank_models.py ENERGYC [MODEL...]
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -61,22 +66,40 @@ def compiled(source):
     return _compiled[source]
 
 
-def check(energyc, name, dim, ranks):
+def gradients_of(model):
+    """The tensors `model` has gradient kernels for."""
+    return {buffer['tensor'] for buffer in model.manifest['buffers']
+            if buffer.get('kind') == 'gradient'}
+
+
+def rewrite(energyc, source, dim, ranks, *extra):
+    """energyc --shard's model (`extra` options: --ring, --ring-block), or
+    the message refusing it; raises where the rewrite's own model fails."""
+    command = [energyc, source, '--shard', dim, '--shard-ranks', str(ranks),
+               '--emit=source'] + list(extra)
+    rewritten = subprocess.run(command, capture_output=True, text=True)
+    if rewritten.returncode != 0:
+        message = rewritten.stderr.strip().splitlines()[0]
+        if 'error: ' not in message or 'one rank' in message:
+            raise AssertionError('%s --shard %s: %s' % (source, dim, rewritten.stderr))
+        return None, message.split('error: ', 1)[1]
+    return rewritten.stdout, None
+
+
+def check(energyc, name, dim, ranks, ring=False):
     model = zoo.load(name)
     dims = dict(model.TEST_DIMS)
+    if ring and dims[dim] % ranks:
+        dims[dim] = ranks * (dims[dim] // ranks + 1)  # blocks of one length
     if dims[dim] < ranks:
         return 'skipped (%s=%d < %d ranks)' % (dim, dims[dim], ranks)
     arrays = model.make_inputs(dims, np.random.default_rng(5))
     for state, source in getattr(model, 'COPIES', {}).items():
         arrays[state] = arrays[source]
-    command = [energyc, model.SOURCE, '--shard', dim, '--shard-ranks', str(ranks),
-               '--emit=source']
-    rewritten = subprocess.run(command, capture_output=True, text=True)
-    if rewritten.returncode != 0:
-        message = rewritten.stderr.strip().splitlines()[0]
-        if 'error: ' not in message or 'one rank' in message:
-            raise AssertionError('%s --shard %s: %s' % (name, dim, rewritten.stderr))
-        return 'refused: ' + message.split('error: ', 1)[1]
+    extra = ['--ring'] if ring else []
+    rank_source, refusal = rewrite(energyc, model.SOURCE, dim, ranks, *extra)
+    if refusal:
+        return 'refused: ' + refusal
 
     whole = compiled(model.SOURCE)
     # The spec's tensors (the backward program's have dotted names).
@@ -87,16 +110,21 @@ def check(energyc, name, dim, ranks):
     expected_energy = session.energy()
     expected = session.grad(wrt=names)
 
-    rank_model = compiled(rewritten.stdout)
-    total, grads = put_together(whole, rank_model, rewritten.stdout, names, arrays, dims, dim,
-                                ranks)
+    if ring:
+        block_source, _ = rewrite(energyc, model.SOURCE, dim, ranks, *extra, '--ring-block')
+        total, grads = put_together_ring(whole, compiled(rank_source), rank_source,
+                                         compiled(block_source), block_source, names, arrays,
+                                         dims, dim, ranks)
+    else:
+        total, grads = put_together(whole, compiled(rank_source), rank_source, names, arrays,
+                                    dims, dim, ranks)
     worst = relative(total, expected_energy)
     for key in names:
         worst = max(worst, relative(grads[key], expected[key]))
     if not worst <= TOLERANCE:
-        raise AssertionError('%s --shard %s over %d ranks: largest relative difference %.3g'
-                             % (name, dim, ranks, worst))
-    striped = '%s__offset + %d * k' % (dim, ranks) in rewritten.stdout
+        raise AssertionError('%s --shard %s%s over %d ranks: largest relative difference %.3g'
+                             % (name, dim, ' --ring' if ring else '', ranks, worst))
+    striped = '%s__offset + %d * k' % (dim, ranks) in rank_source
     return 'equal (%.1e)%s' % (worst, ', rows striped' if striped else '')
 
 
@@ -142,6 +170,87 @@ def put_together(whole, rank_model, rank_source, names, arrays, dims, dim, ranks
     return total, grads
 
 
+def put_together_ring(whole, rank_model, rank_source, block_model, block_source, names, arrays,
+                      dims, dim, ranks):
+    """The same from `ranks` rank models and their block models on a ring:
+    each rank's sites' lse merged over the blocks (the block model's outputs
+    of each row's lse over a block, and where given the count of columns it
+    admits), then the rank model's gradients plus the block model's at each
+    block (its copy's gradient at that block's rows)."""
+    whole_dim, offset_dim = dim + '__all', dim + '__offset'
+    block_dim, block_offset_dim = dim + '__blk', dim + '__blkoff'
+    striped = '%s + %d * k' % (offset_dim, ranks) in rank_source
+    gathered = {n[:-len('__all')]: n for n in block_model.tensors if n.endswith('__all')}
+    merged = re.findall(r'input (\S+) : ', rank_source)
+    merged = [n for n in merged if n not in whole.tensors]
+    outputs = re.findall(r'output (\S+)\[', block_source)
+    partials = [n for n in outputs if '__block_lse' in n]
+    counts = {n.replace('__block_count', '__block_lse'): n for n in outputs
+              if '__block_count' in n}
+    assert len(partials) == len(merged), (merged, outputs)
+    first_rank = 'shard__first' in rank_source_consts(rank_source)
+    length = dims[dim]
+    parts = [shard_rows(length, rank, ranks, striped) for rank in range(ranks)]
+
+    def bind(model, rank, block, sites):
+        rows, offset = parts[rank]
+        rank_dims = dict(dims)
+        rank_dims[dim] = len(rows)
+        for extra, value in ((whole_dim, length), (offset_dim, offset),
+                             (block_dim, len(rows)), (block_offset_dim, parts[block][1])):
+            if extra in model.dims:
+                rank_dims[extra] = value
+        consts = {'shard__first': 1.0 if rank == 0 else 0.0} if first_rank else {}
+        s = model.session(rank_dims, consts=consts)
+        if sites is None:  # the merged lse, before they are known: zeros
+            sites = {name: np.zeros([rank_dims[axis.strip()] for axis in
+                                     model.tensors[name]['shape'].strip('[]').split(',')])
+                     for name in merged}
+        for key in names:
+            axis = axis_of(whole.tensors[key]['shape'], dim)
+            value = np.asarray(arrays[key])
+            s[key] = value if axis is None else np.take(value, rows, axis=axis)
+            if key in gathered and gathered[key] in model.tensors:
+                s[gathered[key]] = np.take(value, parts[block][0], axis=axis)
+        for name, value in sites.items():
+            s[name] = value
+        return s
+
+    total = 0.0
+    grads = {n: np.zeros(np.shape(arrays[n])) for n in names}
+    for rank in range(ranks):
+        lse = {}
+        for block in range(ranks):
+            s = bind(block_model, rank, block, None)
+            for name, partial in zip(merged, partials):
+                value = np.asarray(s[partial], dtype=np.float64)
+                if partial in counts:
+                    value = np.where(np.asarray(s[counts[partial]]) == 0, -np.inf, value)
+                lse[name] = value if name not in lse else np.logaddexp(lse[name], value)
+        lse = {name: np.where(np.isinf(value), 0.0, value) for name, value in lse.items()}
+        rows = parts[rank][0]
+        s = bind(rank_model, rank, rank, lse)
+        total += s.energy()
+        rank_gradients, block_gradients = gradients_of(rank_model), gradients_of(block_model)
+        pieces = [(s.grad(wrt=[n for n in names if n in rank_gradients]), rows)]
+        for block in range(ranks):
+            b = bind(block_model, rank, block, lse)
+            g = b.grad(wrt=[n for n in names + list(gathered.values()) if n in block_gradients])
+            pieces.append(({n: g[n] for n in names if n in g}, rows))
+            pieces.append(({n: g[gathered[n]] for n in gathered if gathered[n] in g},
+                           parts[block][0]))
+        for g, at in pieces:
+            for key, value in g.items():
+                axis = axis_of(whole.tensors[key]['shape'], dim)
+                if axis is None:
+                    grads[key] += value
+                else:
+                    index = [slice(None)] * grads[key].ndim
+                    index[axis] = at
+                    grads[key][tuple(index)] += value
+    return total, grads
+
+
 def rank_source_consts(source):
     return {line.split()[1] for line in source.splitlines()
             if line.strip().startswith('const ')}
@@ -155,13 +264,16 @@ def main():
     for name in names:
         for dim in zoo.load(name).TEST_DIMS:
             for ranks in (2, 3):
-                try:
-                    result = check(energyc, name, dim, ranks)
-                    checked += result.startswith('equal')
-                except Exception as error:  # noqa: BLE001 - reported, counted
-                    result = 'FAILED: %s' % error
-                    failures += 1
-                print('%-28s --shard %-3s %d ranks: %s' % (name, dim, ranks, result), flush=True)
+                for ring in (False, True):
+                    try:
+                        result = check(energyc, name, dim, ranks, ring)
+                        checked += result.startswith('equal')
+                    except Exception as error:  # noqa: BLE001 - reported, counted
+                        result = 'FAILED: %s' % error
+                        failures += 1
+                    print('%-28s --shard %-3s%s %d ranks: %s'
+                          % (name, dim, ' --ring' if ring else '       ', ranks, result),
+                          flush=True)
     print('%d sharded models equal to their model, %d failures' % (checked, failures))
     return 1 if failures else 0
 

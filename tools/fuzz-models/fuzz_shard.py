@@ -34,7 +34,7 @@ def dim_values(model):
     return values
 
 
-def check_model(energyc, seed, out, counts):
+def check_model(energyc, seed, out, counts, ring=False):
     generated = ModelGenerator(seed).generate()
     path = os.path.join(out, 'model%d.energy' % seed)
     with open(path, 'w') as f:
@@ -66,11 +66,12 @@ def check_model(energyc, seed, out, counts):
         # The rewrite for each rank count: a model that uses its rows'
         # positions as numbers is striped over them.
         for ranks in (2, 3):
-            if length < ranks:
+            if length < ranks or (ring and length % ranks):
                 continue
+            extra = ['--ring'] if ring else []
             rewritten = subprocess.run(
-                [energyc, path, '--shard', dim, '--shard-ranks', str(ranks), '--emit=source'],
-                capture_output=True, text=True)
+                [energyc, path, '--shard', dim, '--shard-ranks', str(ranks), '--emit=source'] +
+                extra, capture_output=True, text=True)
             if rewritten.returncode != 0:
                 if rewritten.returncode < 0 or "one rank's model" in rewritten.stderr:
                     print('FAILED: %s --shard %s: %s' % (path, dim, rewritten.stderr[:800]))
@@ -79,8 +80,18 @@ def check_model(energyc, seed, out, counts):
                     counts['refused'] += 1
                 break
             rank_model = energy.compile(rewritten.stdout, dtype='f64', opt_level=0)
-            total, grads = ranks_check.put_together(
-                whole, rank_model, rewritten.stdout, names, arrays, free, dim, ranks)
+            if ring:
+                block = subprocess.run(
+                    [energyc, path, '--shard', dim, '--shard-ranks', str(ranks),
+                     '--emit=source', '--ring', '--ring-block'],
+                    capture_output=True, text=True, check=True).stdout
+                total, grads = ranks_check.put_together_ring(
+                    whole, rank_model, rewritten.stdout,
+                    energy.compile(block, dtype='f64', opt_level=0), block, names, arrays,
+                    free, dim, ranks)
+            else:
+                total, grads = ranks_check.put_together(
+                    whole, rank_model, rewritten.stdout, names, arrays, free, dim, ranks)
             worst = max([ranks_check.relative(total, expected_energy)] + [
                 ranks_check.relative(grads[n], expected[n]) for n in names])
             if worst <= 1e-8:
@@ -99,12 +110,15 @@ def main():
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--count', type=int, default=100)
     parser.add_argument('--out', default='fuzz-shard-out')
+    parser.add_argument('--ring', action='store_true',
+                        help='shard on a ring (energyc --ring): lengths that are a multiple '
+                             'of the rank count')
     options = parser.parse_args()
     os.makedirs(options.out, exist_ok=True)
     counts = {k: 0 for k in ('equal', 'striped', 'refused', 'failed', 'not compiled',
                              'not finite')}
     for seed in range(options.seed, options.seed + options.count):
-        check_model(options.energyc, seed, options.out, counts)
+        check_model(options.energyc, seed, options.out, counts, options.ring)
         print('model %d: %s' % (seed, ', '.join('%s %d' % kv for kv in counts.items())),
               flush=True)
     return 1 if counts['failed'] else 0

@@ -186,6 +186,13 @@ private:
        std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr> kept = {}) {
     Value value = root->getResult(0);
     auto type = cast<ArrayType>(value.getType());
+    // A contraction outside the cone given a kept normaliser computes its
+    // scores itself: the kept one's are not there to reuse.
+    for (Operation *user : value.getUsers())
+      if (auto contract = dyn_cast<SoftmaxContractOp>(user);
+          contract && contract.getGivenLse() == value &&
+          !llvm::is_contained(cone, user))
+        contract.setReusesScores(false);
     if (!kept.first)
       kept = cacheTensors(type, perStep ? stepCount() : StringAttr());
     OpBuilder builder(root);
