@@ -197,7 +197,8 @@ void ShardRewriter::visitName(const NameExpr &name) {
     }
     return;
   case SymbolKind::Tensor:
-    if (const TensorDecl *tensor = shardedTensor(name))
+    if (const TensorDecl *tensor = shardedTensor(name);
+        tensor && ringRead(name, nullptr))
       edit(name, gatheredName(*tensor));
     return;
   case SymbolKind::Let:
@@ -697,13 +698,15 @@ std::optional<ShardedModel> ShardRewriter::run() {
                           blockDeclarations, result))
     return std::nullopt;
   std::string header = "  # --shard " + dim + ": this rank's rows of " + dim;
-  if (wholeUsed)
-    header += " (of " + wholeDim +
-              (striped ? ", rows " + offsetDim + " + " + std::to_string(ranks) +
-                             " * k"
-               : offsetUsed ? ", from row " + offsetDim
-                            : "") +
-              ")";
+  std::string rows = striped ? "rows " +
+                                   (offsetUsed ? offsetDim : std::string("r")) +
+                                   " + " + std::to_string(ranks) + " * k"
+                     : offsetUsed && wholeUsed ? "from row " + offsetDim
+                                               : "";
+  std::string whole = wholeUsed ? "of " + wholeDim : "";
+  if (!whole.empty() || !rows.empty())
+    header += " (" + whole + (!whole.empty() && !rows.empty() ? ", " : "") +
+              rows + ")";
   header += "\n";
   if (!dims.empty())
     header += "  dim " + llvm::join(dims, ", ") + ";\n";

@@ -179,7 +179,7 @@ def put_together_ring(whole, rank_model, rank_source, block_model, block_source,
     block (its copy's gradient at that block's rows)."""
     whole_dim, offset_dim = dim + '__all', dim + '__offset'
     block_dim, block_offset_dim = dim + '__blk', dim + '__blkoff'
-    striped = '%s + %d * k' % (offset_dim, ranks) in rank_source
+    striped = re.search(r'rows \S+ \+ %d \* k' % ranks, rank_source) is not None
     gathered = {n[:-len('__all')]: n for n in block_model.tensors if n.endswith('__all')}
     merged = re.findall(r'input (\S+) : ', rank_source)
     merged = [n for n in merged if n not in whole.tensors]
@@ -264,7 +264,8 @@ def main():
     for name in names:
         for dim in zoo.load(name).TEST_DIMS:
             for ranks in (2, 3):
-                for ring in (False, True):
+                # A ring on 2 ranks (e2e-sequence-sharding runs 3 under MPI).
+                for ring in (False, True) if ranks == 2 else (False,):
                     try:
                         result = check(energyc, name, dim, ranks, ring)
                         checked += result.startswith('equal')
