@@ -178,12 +178,21 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
                  : contains(*term, *site.lse))
         termOf[site.lse] = term; // refused once, at the term's construct
   }
-  for (const RingSite &site : sites)
+  for (const RingSite &site : sites) {
     if (!termOf.count(site.lse))
       fail(*site.lse, "--shard " + dim + " --ring: this lse over " +
                           quoted(dim) +
                           " is not added to an energy term's row sum, which "
                           "a ring needs to merge it");
+    // The merged lse is a constant of the gradients' surrogates: a
+    // temperature with a gradient of its own would lose its share.
+    if (const Expr *temperature = site.lse->getTemperature();
+        temperature && readsTensors(*temperature))
+      fail(*temperature, "--shard " + dim +
+                             " --ring: the temperature of an lse the ring "
+                             "merges reads tensors; a ring takes constant "
+                             "temperatures");
+  }
   if (ok && sites.empty()) {
     diagnostics.error(model.nameRange.Start,
                       "--shard " + dim + " --ring: model " +

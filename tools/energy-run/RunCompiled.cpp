@@ -235,6 +235,12 @@ int tools::runCompiled(const ::energy::Model &model, const RunInputs &inputs,
     if (!result)
       return fail(result.message());
     finished = std::move(*result);
+  } else if (!model.termNames().empty()) {
+    // Its energy at the values given, as the interpreter reports it.
+    ::energy::Expected<double> energy = session.energy();
+    if (!energy)
+      return fail(energy.message());
+    finished.energy = *energy;
   }
   if (!plotStatus)
     return fail(plotStatus.message());
