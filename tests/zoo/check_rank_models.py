@@ -5,13 +5,15 @@ its rows, and the ranks' energies and gradients put together as
 energy-run --shard does (energies and the gradients of tensors without the
 dim summed; a sharded tensor's gradient: its rows' own, plus the sum over
 the ranks of its gathered copy's gradient at those rows) must equal the
-model's own, in float64. The same on a ring (energyc --shard DIM --ring,
-where the rewrite accepts the model): each rank's lse merged over every
-rank's block from the block model's outputs, its gradients the rank
-model's plus the block model's at each block, as energy-run --shard --ring
-puts them together (the length a multiple of the rank count).
+model's own, in float64. With --ring, the same on a ring too (energyc
+--shard DIM --ring, where the rewrite accepts the model; on 2 ranks): each
+rank's lse merged over every rank's block from the block model's outputs,
+its gradients the rank model's plus the block model's at each block, as
+energy-run --shard --ring puts them together (the length a multiple of the
+rank count). A model list that starts at `FIRST:` checks the models from
+FIRST on (make test runs the zoo in two halves).
 
-Usage: check_rank_models.py ENERGYC [MODEL...]
+Usage: check_rank_models.py ENERGYC [--ring] [MODEL... | FIRST: | :END]
 """
 import os
 import re
@@ -258,22 +260,29 @@ def rank_source_consts(source):
 
 def main():
     energyc = sys.argv[1]
-    names = sys.argv[2:] or zoo.model_names()
+    arguments = sys.argv[2:]
+    ring = '--ring' in arguments
+    names = [a for a in arguments if a != '--ring'] or zoo.model_names()
+    if len(names) == 1 and ':' in names[0]:
+        # A range of the zoo's models, by name: FIRST: or :END (excluded).
+        first, end = names[0].split(':')
+        everything = zoo.model_names()
+        names = [n for n in everything if (not first or n >= first) and (not end or n < end)]
     failures = 0
     checked = 0
     for name in names:
         for dim in zoo.load(name).TEST_DIMS:
             for ranks in (2, 3):
                 # A ring on 2 ranks (e2e-sequence-sharding runs 3 under MPI).
-                for ring in (False, True) if ranks == 2 else (False,):
+                for on_ring in (False, True) if ranks == 2 and ring else (False,):
                     try:
-                        result = check(energyc, name, dim, ranks, ring)
+                        result = check(energyc, name, dim, ranks, on_ring)
                         checked += result.startswith('equal')
                     except Exception as error:  # noqa: BLE001 - reported, counted
                         result = 'FAILED: %s' % error
                         failures += 1
                     print('%-28s --shard %-3s%s %d ranks: %s'
-                          % (name, dim, ' --ring' if ring else '       ', ranks, result),
+                          % (name, dim, ' --ring' if on_ring else '       ', ranks, result),
                           flush=True)
     print('%d sharded models equal to their model, %d failures' % (checked, failures))
     return 1 if failures else 0
