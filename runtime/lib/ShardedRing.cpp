@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 using namespace energy;
@@ -73,6 +74,32 @@ Status ShardedSession::bindBlocks(const std::vector<Tensor> &blocks,
   return blockSession->setDim(offsetDim, offset);
 }
 
+Status ShardedSession::aroundRing(const std::function<Status()> &visit,
+                                  std::vector<Tensor> &travelling) {
+  Expected<std::vector<Tensor>> blocks = ringBlocks();
+  if (!blocks)
+    return blocks.status();
+  int size = communicator->size();
+  int owner = communicator->rank();
+  for (int step = 0; step < size; ++step) {
+    if (Status status = bindBlocks(*blocks, owner); !status)
+      return status;
+    if (Status status = visit(); !status)
+      return status;
+    // What travels goes on after every visit, home after the last; the
+    // blocks only between visits.
+    for (Tensor &tensor : travelling)
+      if (Status status = shift(tensor); !status)
+        return status;
+    if (step + 1 < size)
+      for (Tensor &block : *blocks)
+        if (Status status = shift(block); !status)
+          return status;
+    owner = (owner + size - 1) % size;
+  }
+  return Status::success();
+}
+
 Status ShardedSession::mergeRingSites() {
   if (!ringStale)
     return Status::success();
@@ -101,15 +128,9 @@ Status ShardedSession::mergeRingSites() {
     if (Status status = blockSession->set(name, *value); !status)
       return status;
   }
-  Expected<std::vector<Tensor>> blocks = ringBlocks();
-  if (!blocks)
-    return blocks.status();
-  int size = communicator->size();
-  int owner = communicator->rank();
-  std::vector<Tensor> merged;
-  for (int step = 0; step < size; ++step) {
-    if (Status status = bindBlocks(*blocks, owner); !status)
-      return status;
+  std::vector<Tensor> merged, nothing;
+  auto mergeBlock = [&]() -> Status {
+    bool first = merged.empty();
     for (size_t site = 0; site < layout.ring->sites.size(); ++site) {
       const ShardLayout::RingSite &names = layout.ring->sites[site];
       Expected<Tensor> partial = blockSession->get(names.partial);
@@ -123,7 +144,7 @@ Status ShardedSession::mergeRingSites() {
           if (count->at(i) == 0)
             partial->set(i, -std::numeric_limits<double>::infinity());
       }
-      if (step == 0) {
+      if (first) {
         merged.push_back(std::move(*partial));
         continue;
       }
@@ -131,13 +152,10 @@ Status ShardedSession::mergeRingSites() {
       for (int64_t i = 0; i < into.elementCount(); ++i)
         into.set(i, logAddExp(into.at(i), partial->at(i)));
     }
-    if (step + 1 == size)
-      break;
-    for (Tensor &block : *blocks)
-      if (Status status = shift(block); !status)
-        return status;
-    owner = (owner + size - 1) % size;
-  }
+    return Status::success();
+  };
+  if (Status status = aroundRing(mergeBlock, nothing); !status)
+    return status;
   for (size_t site = 0; site < merged.size(); ++site) {
     // A row no block admits: an lse over nothing, 0.
     for (int64_t i = 0; i < merged[site].elementCount(); ++i)
@@ -193,41 +211,35 @@ ShardedSession::ringGradients(const std::vector<std::string> &names) {
       into.set(i, into.at(i) + part.at(i));
   };
   if (!wanted.empty()) {
-    Expected<std::vector<Tensor>> blocks = ringBlocks();
-    if (!blocks)
-      return blocks.status();
-    // A copy's gradient travels with its block; after the last step, home.
-    std::vector<std::optional<Tensor>> travelling(names.size());
-    int size = communicator->size();
-    int owner = communicator->rank();
-    for (int step = 0; step < size; ++step) {
-      if (Status status = bindBlocks(*blocks, owner); !status)
-        return status;
+    // A copy's gradient travels with its block (zero at the start, of the
+    // rank's rows' shape, which every block has), home after the last visit.
+    std::vector<Tensor> travelling;
+    std::vector<size_t> travellerOf(names.size(), 0);
+    for (size_t n = 0; n < names.size(); ++n)
+      if (copyPart[n]) {
+        Expected<Tensor> rows = session.get(names[n]);
+        if (!rows)
+          return rows.status();
+        travellerOf[n] = travelling.size();
+        travelling.emplace_back(rows->dtype(), rows->shape());
+      }
+    auto addBlock = [&]() -> Status {
       Expected<std::vector<Tensor>> parts = blockSession->gradients(wanted);
       if (!parts)
         return parts.status();
       for (size_t n = 0; n < names.size(); ++n) {
         if (rowsPart[n])
           addInto(gradients[n], (*parts)[*rowsPart[n]]);
-        if (!copyPart[n])
-          continue;
-        Tensor &part = (*parts)[*copyPart[n]];
-        if (!travelling[n])
-          travelling[n] = std::move(part);
-        else
-          addInto(*travelling[n], part);
-        if (Status status = shift(*travelling[n]); !status)
-          return status;
+        if (copyPart[n])
+          addInto(travelling[travellerOf[n]], (*parts)[*copyPart[n]]);
       }
-      if (step + 1 < size)
-        for (Tensor &block : *blocks)
-          if (Status status = shift(block); !status)
-            return status;
-      owner = (owner + size - 1) % size;
-    }
+      return Status::success();
+    };
+    if (Status status = aroundRing(addBlock, travelling); !status)
+      return status;
     for (size_t n = 0; n < names.size(); ++n)
-      if (travelling[n])
-        addInto(gradients[n], *travelling[n]);
+      if (copyPart[n])
+        addInto(gradients[n], travelling[travellerOf[n]]);
   }
   for (size_t n = 0; n < names.size(); ++n)
     if (!sharded(names[n]))

@@ -275,42 +275,40 @@ ShardedSession::sumRowsOverRanks(const Tensor &whole, unsigned axis) {
   return rows;
 }
 
+Expected<std::vector<Tensor>>
+ShardedSession::rankGradients(const std::vector<std::string> &names) {
+  if (layout.ring)
+    return ringGradients(names);
+  std::vector<Tensor> parts;
+  for (const std::string &name : names) {
+    Expected<Tensor> part = rankGradient(name);
+    if (!part)
+      return part.status();
+    parts.push_back(std::move(*part));
+  }
+  return parts;
+}
+
 Expected<Tensor> ShardedSession::gradient(const std::string &name) {
-  Expected<Tensor> rows = rankGradient(name);
-  if (!rows)
-    return rows.status();
-  if (const ShardLayout::ShardedTensor *tensor = sharded(name))
-    return allGatherRows(*rows, tensor->axis);
-  return rows;
+  Expected<std::vector<Tensor>> whole = gradients({name});
+  if (!whole)
+    return whole.status();
+  return std::move(whole->front());
 }
 
 Expected<std::vector<Tensor>>
 ShardedSession::gradients(const std::vector<std::string> &names) {
-  std::vector<Tensor> wholes;
-  if (!layout.ring) {
-    for (const std::string &name : names) {
-      Expected<Tensor> whole = gradient(name);
-      if (!whole)
-        return whole.status();
-      wholes.push_back(std::move(*whole));
-    }
-    return wholes;
-  }
-  Expected<std::vector<Tensor>> parts = ringGradients(names);
+  Expected<std::vector<Tensor>> parts = rankGradients(names);
   if (!parts)
     return parts.status();
-  for (size_t n = 0; n < names.size(); ++n) {
-    const ShardLayout::ShardedTensor *tensor = sharded(names[n]);
-    if (!tensor) {
-      wholes.push_back(std::move((*parts)[n]));
-      continue;
+  for (size_t n = 0; n < names.size(); ++n)
+    if (const ShardLayout::ShardedTensor *tensor = sharded(names[n])) {
+      Expected<Tensor> whole = allGatherRows((*parts)[n], tensor->axis);
+      if (!whole)
+        return whole.status();
+      (*parts)[n] = std::move(*whole);
     }
-    Expected<Tensor> whole = allGatherRows((*parts)[n], tensor->axis);
-    if (!whole)
-      return whole.status();
-    wholes.push_back(std::move(*whole));
-  }
-  return wholes;
+  return parts;
 }
 
 std::vector<std::string> ShardedSession::stateNames() const {

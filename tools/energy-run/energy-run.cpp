@@ -436,10 +436,10 @@ int main(int argc, char **argv) {
 
   if (!useInterpreter) {
     // Compiles the module of `bufferId` in process: the model, the rank's
-    // model of a sharded run, or a ring's block model.
-    auto compile =
-        [&](ModuleOp compiledModule, unsigned bufferId,
-            bool suppliedGradients) -> std::optional<::energy::Model> {
+    // model of a sharded run, or (`ringBlock`) a ring's block model.
+    auto compile = [&](ModuleOp compiledModule, unsigned bufferId,
+                       bool suppliedGradients,
+                       bool ringBlock) -> std::optional<::energy::Model> {
       ArtifactOptions options;
       options.dtype = dtypeOption.empty() ? "f32" : dtypeOption.getValue();
       options.sourceName = modelFile;
@@ -449,8 +449,8 @@ int main(int argc, char **argv) {
       // The rank's copies are set between kernels; a sharded run's steps
       // read the gradient the ranks put together.
       if (sharded) {
-        options.shardedRank = ::energy::tools::shardedRankOf(
-            *sharded, bufferId == blockBuffer && sharded->ring);
+        options.shardedRank =
+            ::energy::tools::shardedRankOf(*sharded, ringBlock);
         options.shardedRank->suppliedGradients = suppliedGradients;
       }
       FailureOr<OwningOpRef<ModuleOp>> lowered =
@@ -474,7 +474,8 @@ int main(int argc, char **argv) {
     };
     std::optional<::energy::Model> jitModel =
         compile(*module, buffer,
-                evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad);
+                evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad,
+                /*ringBlock=*/false);
     if (!jitModel)
       return 1;
     if (printManifest)
@@ -486,7 +487,8 @@ int main(int argc, char **argv) {
             emitModel(context, sourceMgr, blockBuffer, /*sharded=*/true);
         if (!blockModule)
           return 1;
-        blockModel = compile(*blockModule, blockBuffer, false);
+        blockModel = compile(*blockModule, blockBuffer,
+                             /*suppliedGradients=*/false, /*ringBlock=*/true);
         if (!blockModel)
           return 1;
       }

@@ -11,6 +11,7 @@
 #include "energy/Runtime/Communicator.h"
 #include "energy/Runtime/Session.h"
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -132,6 +133,9 @@ private:
   /// The gradient of `name` at this rank's rows (for a sharded tensor) or
   /// whole (summed over the ranks).
   Expected<Tensor> rankGradient(const std::string &name);
+  /// rankGradient of each of `names` (on a ring, from one pass around it).
+  Expected<std::vector<Tensor>>
+  rankGradients(const std::vector<std::string> &names);
   /// Every rank's rows of `rows` (this rank's rows of a tensor whose axis
   /// `axis` is the dim) as the whole tensor.
   Expected<Tensor> allGatherRows(const Tensor &rows, unsigned axis);
@@ -163,6 +167,11 @@ private:
   Status bindBlocks(const std::vector<Tensor> &blocks, int owner);
   /// `tensor` sent to the next rank, the previous rank's received.
   Status shift(Tensor &tensor);
+  /// Binds every rank's block in turn (this rank's first) and calls
+  /// `visit`; `travelling` goes around with the blocks and, after the last
+  /// visit, is back on this rank with its own block's additions.
+  Status aroundRing(const std::function<Status()> &visit,
+                    std::vector<Tensor> &travelling);
 
   Session session;
   std::optional<Session> blockSession;
