@@ -134,7 +134,7 @@ private:
   // The ring (ShardRing.cpp): the copies hold one block of the dim at a
   // time, and each lse over the dim inside a row sum (a site) is the merge
   // of its lse over every block.
-  struct RingSite {
+  struct Site {
     const ReductionExpr *lse;
     /// The indices bound around it, outermost first (the row's among them).
     std::vector<const IndexBinding *> scope;
@@ -194,7 +194,7 @@ private:
   /// Whether the dim's name being visited sizes a block (the ring's copies).
   bool sizingBlock = false;
   std::vector<const IndexBinding *> scope;
-  std::vector<RingSite> sites;
+  std::vector<Site> sites;
   llvm::DenseSet<const ReductionExpr *> reachedSites;
 };
 

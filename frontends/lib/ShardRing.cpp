@@ -74,7 +74,7 @@ void ShardRewriter::visitRingSite(const ReductionExpr &lse,
 
 bool ShardRewriter::isSite(const Expr &expr) const {
   return llvm::any_of(sites,
-                      [&](const RingSite &site) { return site.lse == &expr; });
+                      [&](const Site &site) { return site.lse == &expr; });
 }
 
 bool ShardRewriter::containsSite(const Expr &expr) const {
@@ -173,12 +173,12 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
     }
     llvm::DenseSet<const ReductionExpr *> before = reachedSites;
     bool linear = ringLinear(term->getBody(), blockEdits);
-    for (const RingSite &site : sites)
+    for (const Site &site : sites)
       if (linear ? reachedSites.count(site.lse) && !before.count(site.lse)
                  : contains(*term, *site.lse))
         termOf[site.lse] = term; // refused once, at the term's construct
   }
-  for (const RingSite &site : sites) {
+  for (const Site &site : sites) {
     if (!termOf.count(site.lse))
       fail(*site.lse, "--shard " + dim + " --ring: this lse over " +
                           quoted(dim) +
@@ -215,10 +215,10 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
   blockDeclarations.insert(
       0, "  dim " + blockDim +
              (blockOffsetUsed ? ", " + blockOffsetDim : std::string()) + ";\n");
-  for (const RingSite &site : sites) {
+  for (const Site &site : sites) {
     std::string termName = termOf[site.lse]->getName().str();
-    ::energy::frontend::RingSite entry{fresh(termName + "__lse"),
-                                       fresh(termName + "__block_lse"), ""};
+    RingSite entry{fresh(termName + "__lse"), fresh(termName + "__block_lse"),
+                   ""};
     std::vector<std::string> indices, domain, sizes;
     for (const IndexBinding *binding : site.scope) {
       std::string size = text(*binding->size);
