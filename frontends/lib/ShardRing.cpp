@@ -155,7 +155,8 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
                     std::move(with)});
   };
   // The block model evaluates the sites' surrogates alone: every other
-  // term, every loss and the dynamics go.
+  // term and every loss are 0; the dynamics stay, for a loss's gradient
+  // through the run (its backward steps' part of the sites).
   std::map<const ReductionExpr *, const TermDecl *> termOf;
   for (const DeclPtr &decl : model.decls) {
     const auto *term = dyn_cast<TermDecl>(decl.get());
@@ -204,10 +205,6 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
   }
   if (!ok)
     return false;
-  if (model.dynamics)
-    blockEdits.push_back({model.dynamics->range.Start.getPointer(),
-                          model.dynamics->range.End.getPointer(),
-                          Edit::Replacement, ""});
 
   ShardRing &ringModel = result.ring.emplace();
   ringModel.blockDim = blockDim;
@@ -217,8 +214,9 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
              (blockOffsetUsed ? ", " + blockOffsetDim : std::string()) + ";\n");
   for (const Site &site : sites) {
     std::string termName = termOf[site.lse]->getName().str();
-    RingSite entry{fresh(termName + "__lse"), fresh(termName + "__block_lse"),
-                   ""};
+    RingSite entry{fresh(termName + "__lse"),
+                   fresh(termName + "__block_lse"), "",
+                   fresh(termName + "__probe"), fresh(termName + "__weight")};
     std::vector<std::string> indices, domain, sizes;
     for (const IndexBinding *binding : site.scope) {
       std::string size = text(*binding->size);
@@ -226,7 +224,10 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
       sizes.push_back(size);
       domain.push_back(binding->name.str() + ": " + size);
     }
-    std::string merged = entry.merged + "[" + llvm::join(indices, ", ") + "]";
+    std::string at = "[" + llvm::join(indices, ", ") + "]";
+    std::string merged = entry.merged + at;
+    std::string weight =
+        "(1.0 + " + entry.weight + at + " + " + entry.probe + at + ")";
     // Parenthesised: a reduction's body extends as far right as it can.
     std::string lse = "(" + text(*site.lse) + ")";
     const Expr *temperature = site.lse->getTemperature();
@@ -235,12 +236,15 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
             temperature ? "(" + scale + " * " + merged + ")" : merged);
     replace(blockEdits, *site.lse,
             temperature ? "(" + scale + " * exp(" + lse + " / " + scale +
-                              " - " + merged + "))"
-                        : "exp(" + lse + " - " + merged + ")");
-    std::string input =
-        "  input " + entry.merged + " : [" + llvm::join(sizes, ", ") + "];\n";
+                              " - " + merged + ") * " + weight + ")"
+                        : "(exp(" + lse + " - " + merged + ") * " + weight +
+                              ")");
+    std::string shape = " : [" + llvm::join(sizes, ", ") + "]";
+    std::string input = "  input " + entry.merged + shape + ";\n";
     rowsDeclarations += input;
     blockDeclarations += input;
+    blockDeclarations += "  input " + entry.weight + shape + ";\n";
+    blockDeclarations += "  param " + entry.probe + shape + " = zeros;\n";
     blockDeclarations +=
         "  output " + entry.partial + "[" + llvm::join(domain, ", ") +
         "] = " + (temperature ? lse + " / " + scale : lse) + ";\n";

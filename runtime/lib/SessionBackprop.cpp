@@ -211,6 +211,20 @@ Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
   return result;
 }
 
+Status Session::backwardStepAtCotangents() {
+  CallScope scope(*this, /*backward=*/true);
+  const detail::ModelState &state = *owner.state;
+  if (!state.backwardStep.function || !state.backwardCotangents.function)
+    return Status::error(
+        "model " + owner.name() +
+        " has no backward step with its cotangents apart (a loss, and "
+        "compiled for a sharded run with supplied gradients)");
+  if (Status status = prepare(); !status)
+    return status;
+  return call(state.backwardStep.function, state.backwardStep.symbol, 0,
+              nullptr);
+}
+
 Expected<BackwardResult>
 Session::evaluateLosses(const BackwardOptions &options) {
   CallScope scope(*this);

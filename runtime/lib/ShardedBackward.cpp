@@ -73,6 +73,9 @@ public:
     return Status::success();
   }
   Status afterBackwardStep(int64_t) override {
+    if (sharded.layout.ring)
+      if (Status status = sharded.ringBackwardStep(); !status)
+        return status;
     if (Status status = foldCopies(); !status)
       return status;
     // What each rank's energy gave a state every rank holds whole.
@@ -210,11 +213,10 @@ private:
 Expected<BackwardResult>
 ShardedSession::backward(const BackwardOptions &options) {
   adjointsWhole = false;
+  // A ring's merged lse are inputs of the rank's model, bound before it runs.
   if (layout.ring)
-    return Status::error(
-        "--shard " + layout.dim +
-        " --ring streams energies, gradients and runs; a loss's gradient "
-        "through the run needs the copies gathered (shard without --ring)");
+    if (Status status = mergeRingSites(); !status)
+      return status;
   if (suppliedTensors().empty() && session.model().hasDynamics())
     return Status::error(
         "the rank's model of " + session.model().name() +

@@ -75,15 +75,24 @@ Status ShardedSession::bindBlocks(const std::vector<Tensor> &blocks,
 }
 
 Status ShardedSession::aroundRing(const std::function<Status()> &visit,
-                                  std::vector<Tensor> &travelling) {
+                                  std::vector<Tensor> &travelling,
+                                  std::vector<NamedTensor> riding) {
   Expected<std::vector<Tensor>> blocks = ringBlocks();
   if (!blocks)
     return blocks.status();
+  for (auto &[name, value] : riding)
+    blocks->push_back(std::move(value));
+  size_t copies = blocks->size() - riding.size();
   int size = communicator->size();
   int owner = communicator->rank();
   for (int step = 0; step < size; ++step) {
     if (Status status = bindBlocks(*blocks, owner); !status)
       return status;
+    for (size_t i = 0; i < riding.size(); ++i)
+      if (Status status =
+              blockSession->set(riding[i].first, (*blocks)[copies + i]);
+          !status)
+        return status;
     if (Status status = visit(); !status)
       return status;
     // What travels goes on after every visit, home after the last; the
@@ -107,11 +116,14 @@ Status ShardedSession::mergeRingSites() {
     // The merged lse are inputs: bound (with zeros) before the sessions
     // evaluate anything.
     for (const ShardLayout::RingSite &site : layout.ring->sites)
-      for (Session *each : {&session, &*blockSession}) {
-        Expected<std::vector<int64_t>> shape = each->shapeOf(site.merged);
+      for (auto [each, name] :
+           {std::pair(&session, &site.merged),
+            std::pair(&*blockSession, &site.merged),
+            std::pair(&*blockSession, &site.weight)}) {
+        Expected<std::vector<int64_t>> shape = each->shapeOf(*name);
         if (!shape)
           return shape.status();
-        if (Status status = each->set(site.merged, Tensor(DType::F64, *shape));
+        if (Status status = each->set(*name, Tensor(DType::F64, *shape));
             !status)
           return status;
       }

@@ -47,7 +47,8 @@ std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
     ring.blockDim = sharded.ring->blockDim;
     ring.blockOffsetDim = sharded.ring->blockOffsetDim;
     for (const ::energy::frontend::RingSite &site : sharded.ring->sites)
-      ring.sites.push_back({site.merged, site.partial, site.count});
+      ring.sites.push_back(
+          {site.merged, site.partial, site.count, site.probe, site.weight});
   }
   return layout;
 }

@@ -296,11 +296,6 @@ int main(int argc, char **argv) {
   }
   if (shardRing && shardDim.empty())
     return fail("--ring needs --shard DIM");
-  if (shardRing && evalKind == EvalKind::LossGrad)
-    return fail("--shard " + shardDim +
-                " --ring streams energies, gradients and runs; a loss's "
-                "gradient through the run needs the copies gathered (shard "
-                "without --ring)");
   RunSettings settings = settingsFromOptions();
   RunInputs inputs;
   if (!initSpec.empty()) {
@@ -487,8 +482,12 @@ int main(int argc, char **argv) {
             emitModel(context, sourceMgr, blockBuffer, /*sharded=*/true);
         if (!blockModule)
           return 1;
+        // A loss's gradient through the run takes the sites' part of each
+        // backward step from the block model's.
         blockModel = compile(*blockModule, blockBuffer,
-                             /*suppliedGradients=*/false, /*ringBlock=*/true);
+                             /*suppliedGradients=*/evalKind ==
+                                 EvalKind::LossGrad,
+                             /*ringBlock=*/true);
         if (!blockModel)
           return 1;
       }

@@ -210,6 +210,12 @@ public:
   /// evaluates the losses at the final values, with no backward pass; the
   /// state is then the final one.
   Expected<BackwardResult> evaluateLosses(const BackwardOptions &options = {});
+  /// For a model whose backward step computes its cotangents apart (one
+  /// compiled for a sharded run): runs the rest of one backward step at the
+  /// current states with the cotangents as they are set, each adjoint
+  /// gaining the step's part (the Hessian-vector product's, with the
+  /// adjoints zero). A ring's block model gives its sites' part so.
+  Status backwardStepAtCotangents();
   /// The adjoint of tensor `name` (see Model::adjointNames) that the last
   /// backward() left, in the session's own buffer (valid until the next
   /// call that evaluates anything).

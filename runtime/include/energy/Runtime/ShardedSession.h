@@ -41,9 +41,12 @@ struct ShardLayout {
   /// the input of each row's lse merged over the blocks (in both models)
   /// and the block model's output of each row's lse over one block (and,
   /// where the lse has a predicate, of each row's columns in the block: an
-  /// lse over none is 0, and such a block adds nothing to the merge).
+  /// lse over none is 0, and such a block adds nothing to the merge); and
+  /// the block model's per-row `probe` (a param: its adjoint in a backward
+  /// step is each row's derivative of the block's lse along the cotangents)
+  /// and `weight` (an input scaling the site's gradient per row).
   struct RingSite {
-    std::string merged, partial, count;
+    std::string merged, partial, count, probe, weight;
   };
   struct Ring {
     std::string blockDim, blockOffsetDim;
@@ -167,11 +170,21 @@ private:
   Status bindBlocks(const std::vector<Tensor> &blocks, int owner);
   /// `tensor` sent to the next rank, the previous rank's received.
   Status shift(Tensor &tensor);
+  using NamedTensor = std::pair<std::string, Tensor>;
   /// Binds every rank's block in turn (this rank's first) and calls
   /// `visit`; `travelling` goes around with the blocks and, after the last
-  /// visit, is back on this rank with its own block's additions.
+  /// visit, is back on this rank with its own block's additions. Each of
+  /// `riding`, this rank's value of a block model's tensor, goes around
+  /// with the blocks too, bound with them.
   Status aroundRing(const std::function<Status()> &visit,
-                    std::vector<Tensor> &travelling);
+                    std::vector<Tensor> &travelling,
+                    std::vector<NamedTensor> riding = {});
+  /// After the rank's backward step: adds the sites' part of the step's
+  /// Hessian-vector product (of the surrogates with the merged lse held,
+  /// less each row's derivative of its merged lse along the cotangents
+  /// times the row's gradient) to the rank's adjoints, from two passes
+  /// around the ring.
+  Status ringBackwardStep();
 
   Session session;
   std::optional<Session> blockSession;
