@@ -214,9 +214,9 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
              (blockOffsetUsed ? ", " + blockOffsetDim : std::string()) + ";\n");
   for (const Site &site : sites) {
     std::string termName = termOf[site.lse]->getName().str();
-    RingSite entry{fresh(termName + "__lse"),
-                   fresh(termName + "__block_lse"), "",
-                   fresh(termName + "__probe"), fresh(termName + "__weight")};
+    RingSite entry{fresh(termName + "__lse"), fresh(termName + "__block_lse"),
+                   "", fresh(termName + "__probe"),
+                   fresh(termName + "__weight")};
     std::vector<std::string> indices, domain, sizes;
     for (const IndexBinding *binding : site.scope) {
       std::string size = text(*binding->size);
@@ -235,10 +235,10 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
     replace(rowsEdits, *site.lse,
             temperature ? "(" + scale + " * " + merged + ")" : merged);
     replace(blockEdits, *site.lse,
-            temperature ? "(" + scale + " * exp(" + lse + " / " + scale +
-                              " - " + merged + ") * " + weight + ")"
-                        : "(exp(" + lse + " - " + merged + ") * " + weight +
-                              ")");
+            temperature
+                ? "(" + scale + " * exp(" + lse + " / " + scale + " - " +
+                      merged + ") * " + weight + ")"
+                : "(exp(" + lse + " - " + merged + ") * " + weight + ")");
     std::string shape = " : [" + llvm::join(sizes, ", ") + "]";
     std::string input = "  input " + entry.merged + shape + ";\n";
     rowsDeclarations += input;

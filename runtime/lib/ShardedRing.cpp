@@ -116,10 +116,9 @@ Status ShardedSession::mergeRingSites() {
     // The merged lse are inputs: bound (with zeros) before the sessions
     // evaluate anything.
     for (const ShardLayout::RingSite &site : layout.ring->sites)
-      for (auto [each, name] :
-           {std::pair(&session, &site.merged),
-            std::pair(&*blockSession, &site.merged),
-            std::pair(&*blockSession, &site.weight)}) {
+      for (auto [each, name] : {std::pair(&session, &site.merged),
+                                std::pair(&*blockSession, &site.merged),
+                                std::pair(&*blockSession, &site.weight)}) {
         Expected<std::vector<int64_t>> shape = each->shapeOf(*name);
         if (!shape)
           return shape.status();

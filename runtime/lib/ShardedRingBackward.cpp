@@ -75,8 +75,7 @@ Status ShardedSession::ringBackwardStep() {
       continue;
     std::string rows = rowsOfCopy(*buffer.cotangentOf);
     Expected<Tensor> value =
-        session.get((rows.empty() ? *buffer.cotangentOf : rows) +
-                    ".cotangent");
+        session.get((rows.empty() ? *buffer.cotangentOf : rows) + ".cotangent");
     if (!value)
       return value.status();
     if (!rows.empty())

@@ -484,10 +484,10 @@ int main(int argc, char **argv) {
           return 1;
         // A loss's gradient through the run takes the sites' part of each
         // backward step from the block model's.
-        blockModel = compile(*blockModule, blockBuffer,
-                             /*suppliedGradients=*/evalKind ==
-                                 EvalKind::LossGrad,
-                             /*ringBlock=*/true);
+        blockModel =
+            compile(*blockModule, blockBuffer,
+                    /*suppliedGradients=*/evalKind == EvalKind::LossGrad,
+                    /*ringBlock=*/true);
         if (!blockModel)
           return 1;
       }
