@@ -214,9 +214,12 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
              (blockOffsetUsed ? ", " + blockOffsetDim : std::string()) + ";\n");
   for (const Site &site : sites) {
     std::string termName = termOf[site.lse]->getName().str();
-    RingSite entry{fresh(termName + "__lse"), fresh(termName + "__block_lse"),
-                   "", fresh(termName + "__probe"),
-                   fresh(termName + "__weight")};
+    RingSite entry{fresh(termName + "__lse"),
+                   fresh(termName + "__block_lse"),
+                   "",
+                   fresh(termName + "__weight"),
+                   fresh(termName + "__probe"),
+                   fresh(termName + "__scale")};
     std::vector<std::string> indices, domain, sizes;
     for (const IndexBinding *binding : site.scope) {
       std::string size = text(*binding->size);
@@ -226,8 +229,6 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
     }
     std::string at = "[" + llvm::join(indices, ", ") + "]";
     std::string merged = entry.merged + at;
-    std::string weight =
-        "(1.0 + " + entry.weight + at + " + " + entry.probe + at + ")";
     // Parenthesised: a reduction's body extends as far right as it can.
     std::string lse = "(" + text(*site.lse) + ")";
     const Expr *temperature = site.lse->getTemperature();
@@ -235,27 +236,28 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
     replace(rowsEdits, *site.lse,
             temperature ? "(" + scale + " * " + merged + ")" : merged);
     replace(blockEdits, *site.lse,
-            temperature
-                ? "(" + scale + " * exp(" + lse + " / " + scale + " - " +
-                      merged + ") * " + weight + ")"
-                : "(exp(" + lse + " - " + merged + ") * " + weight + ")");
+            "((" + entry.weight + at + " + " + entry.probe + at + ") * " + lse +
+                " + " + entry.scale + at +
+                (temperature ? " * " + scale : std::string()) + ")");
+    const Expr *predicate = site.lse->getDomain().predicate.get();
     std::string shape = " : [" + llvm::join(sizes, ", ") + "]";
     std::string input = "  input " + entry.merged + shape + ";\n";
     rowsDeclarations += input;
     blockDeclarations += input;
     blockDeclarations += "  input " + entry.weight + shape + ";\n";
-    blockDeclarations += "  param " + entry.probe + shape + " = zeros;\n";
+    blockDeclarations += "  param " + entry.probe + shape + " = zeros, " +
+                         entry.scale + shape + " = zeros;\n";
     blockDeclarations +=
         "  output " + entry.partial + "[" + llvm::join(domain, ", ") +
         "] = " + (temperature ? lse + " / " + scale : lse) + ";\n";
-    if (const Expr *predicate = site.lse->getDomain().predicate.get()) {
-      entry.count = fresh(termName + "__block_count");
-      std::vector<std::string> bindings;
+    if (predicate) {
+      std::vector<std::string> columns;
       for (const IndexBinding &binding : site.lse->getDomain().bindings)
-        bindings.push_back(binding.name.str() + ": " + text(*binding.size));
+        columns.push_back(binding.name.str() + ": " + text(*binding.size));
+      entry.count = fresh(termName + "__block_count");
       blockDeclarations += "  output " + entry.count + "[" +
                            llvm::join(domain, ", ") + "] = sum(" +
-                           llvm::join(bindings, ", ") + " where " +
+                           llvm::join(columns, ", ") + " where " +
                            text(*predicate) + ") 1.0;\n";
     }
     ringModel.sites.push_back(std::move(entry));

@@ -11,6 +11,7 @@
 #include "ModelState.h"
 
 #include "energy/Runtime/CudaDriver.h"
+#include "energy/Runtime/Manifest.h"
 
 #include <cmath>
 #include <cstring>
@@ -219,6 +220,12 @@ Status Session::backwardStepAtCotangents() {
         "model " + owner.name() +
         " has no backward step with its cotangents apart (a loss, and "
         "compiled for a sharded run with supplied gradients)");
+  for (const ManifestBuffer &buffer : owner.manifest().buffers)
+    if (buffer.deferredOf)
+      return Status::error("model " + owner.name() + " defers a product of " +
+                           *buffer.deferredOf +
+                           " to its backward finish; a backward step alone "
+                           "needs it compiled without (a ring's block model)");
   if (Status status = prepare(); !status)
     return status;
   return call(state.backwardStep.function, state.backwardStep.symbol, 0,

@@ -139,9 +139,12 @@ Status ShardedSession::mergeRingSites() {
     if (Status status = blockSession->set(name, *value); !status)
       return status;
   }
-  std::vector<Tensor> merged, nothing;
+  std::vector<Tensor> &merged = ringMerged, nothing;
+  merged.clear();
+  ringPartials.clear();
   auto mergeBlock = [&]() -> Status {
     bool first = merged.empty();
+    std::vector<Tensor> &partials = ringPartials.emplace_back();
     for (size_t site = 0; site < layout.ring->sites.size(); ++site) {
       const ShardLayout::RingSite &names = layout.ring->sites[site];
       Expected<Tensor> partial = blockSession->get(names.partial);
@@ -155,6 +158,7 @@ Status ShardedSession::mergeRingSites() {
           if (count->at(i) == 0)
             partial->set(i, -std::numeric_limits<double>::infinity());
       }
+      partials.push_back(*partial);
       if (first) {
         merged.push_back(std::move(*partial));
         continue;
@@ -179,6 +183,27 @@ Status ShardedSession::mergeRingSites() {
       return status;
   }
   ringStale = false;
+  return Status::success();
+}
+
+Status ShardedSession::bindRingWeights(size_t visit,
+                                       const std::vector<Tensor> *factors) {
+  for (size_t site = 0; site < layout.ring->sites.size(); ++site) {
+    const Tensor &partial = ringPartials[visit][site];
+    const Tensor &merged = ringMerged[site];
+    Tensor weight(DType::F64, partial.shape());
+    for (int64_t i = 0; i < weight.elementCount(); ++i) {
+      // A block the row's lse admits no column of has no share.
+      double share = std::isinf(partial.at(i))
+                         ? 0.0
+                         : std::exp(partial.at(i) - merged.at(i));
+      weight.set(i, factors ? share * (*factors)[site].at(i) : share);
+    }
+    if (Status status =
+            blockSession->set(layout.ring->sites[site].weight, weight);
+        !status)
+      return status;
+  }
   return Status::success();
 }
 
@@ -234,7 +259,10 @@ ShardedSession::ringGradients(const std::vector<std::string> &names) {
         travellerOf[n] = travelling.size();
         travelling.emplace_back(rows->dtype(), rows->shape());
       }
+    size_t visit = 0;
     auto addBlock = [&]() -> Status {
+      if (Status status = bindRingWeights(visit++); !status)
+        return status;
       Expected<std::vector<Tensor>> parts = blockSession->gradients(wanted);
       if (!parts)
         return parts.status();

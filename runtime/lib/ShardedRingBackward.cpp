@@ -12,6 +12,7 @@
 #include "energy/Runtime/Manifest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace energy;
@@ -32,19 +33,21 @@ std::optional<std::string> adjointBuffer(const Manifest &manifest,
 }
 } // namespace
 
-// For a site T·L(r) with L(r) = log Σ_b exp(l_b(r)), each block's lse l_b
-// and w_b = exp(l_b − L), the part of ∇⟨∇E, c⟩ is
-//   T Σ_b w_b (∇J_b + (J_b − J) ∇l_b),  J_b = ⟨∇l_b, c⟩,  J = Σ_b w_b J_b:
-// the block model's backward step gives T w_b (∇J_b + J_b ∇l_b) (its
-// surrogate T w_b with L held) and, in the probe's adjoint over its
-// gradient summed over the blocks, J; the block model's gradient with the
-// weight at −1 − J gives −J T w_b ∇l_b. (All times the site's factor.)
+// For a site κ T L(r) (κ its factor in the term) with L(r) = log Σ_b
+// exp(l_b(r)), each block's lse l_b, w_b = exp(l_b − L) and J_b = ⟨∇l_b, c⟩,
+// the part of ∇⟨∇E, c⟩ is
+//   κ T Σ_b w_b (∇J_b + (J_b − J) ∇l_b),  J = Σ_b w_b J_b.
+// In the block model the site is (weight + probe)·T l_b + scale·T: with the
+// weight at w_b, its backward step gives κ T w_b ∇J_b and the probe's
+// adjoint κ T J_b; the scale's gradient is κ T; with the weight at
+// w_b (J_b − J), its gradient is the rest.
 Status ShardedSession::ringBackwardStep() {
   if (Status status = mergeRingSites(); !status)
     return status;
   Session &block = *blockSession;
   const Manifest &blockManifest = block.model().manifest();
   const Manifest &rankManifest = session.model().manifest();
+  const std::vector<ShardLayout::RingSite> &sites = layout.ring->sites;
   auto rowsOfCopy = [&](const std::string &name) -> std::string {
     for (const ShardLayout::ShardedTensor &tensor : layout.tensors)
       if (!tensor.gathered.empty() && tensor.gathered == name)
@@ -57,6 +60,16 @@ Status ShardedSession::ringBackwardStep() {
       return shape.status();
     return Tensor(DType::F64, *shape);
   };
+  if (ringScales.empty()) {
+    // κ T per row, whatever the tensors.
+    std::vector<std::string> scales;
+    for (const ShardLayout::RingSite &site : sites)
+      scales.push_back(site.scale);
+    Expected<std::vector<Tensor>> gradients = block.gradients(scales);
+    if (!gradients)
+      return gradients.status();
+    ringScales = std::move(*gradients);
+  }
 
   // The rank's cotangents in the block model; its rows' ride with the
   // block into the copies'.
@@ -85,8 +98,8 @@ Status ShardedSession::ringBackwardStep() {
   }
 
   // What each visit adds: a copy's part travels with its block to the
-  // rows' adjoint, a probe's is the site's slope, the rest adds into the
-  // rank's buffer of the name.
+  // rows' adjoint, a probe's is the site's slope (the scale's is 0), the
+  // rest adds into the rank's buffer of the name.
   std::map<std::string, Tensor> sums;
   auto add = [&](const std::string &name, const Tensor &part) {
     if (auto it = sums.find(name); it != sums.end())
@@ -113,24 +126,18 @@ Status ShardedSession::ringBackwardStep() {
     if (auto it = travellerOf.find(copy); it != travellerOf.end())
       addInto(travelling[it->second], part);
   };
-  const std::vector<ShardLayout::RingSite> &sites = layout.ring->sites;
-  // Per site and row, Σ_b κ T w_b J_b (the probe's adjoint) and Σ_b κ T w_b
-  // (its gradient, over the blocks the row's lse admits columns of), κ the
-  // site's factor in its term.
-  std::vector<Tensor> slopes, scales;
-  std::vector<std::string> probes;
-  for (const ShardLayout::RingSite &site : sites) {
-    Expected<Tensor> zeros = zerosOf(block, site.probe);
-    if (!zeros)
-      return zeros.status();
-    if (Status status = block.set(site.probe, *zeros); !status)
-      return status;
-    slopes.push_back(*zeros);
-    scales.push_back(std::move(*zeros));
-    probes.push_back(site.probe);
-  }
-
+  // Per visit and site, each row's κ T J_b.
+  std::vector<std::vector<Tensor>> slopes;
   auto hessianPart = [&]() -> Status {
+    if (Status status = bindRingWeights(slopes.size()); !status)
+      return status;
+    std::vector<Tensor> &visitSlopes = slopes.emplace_back();
+    for (const ShardLayout::RingSite &site : sites) {
+      Expected<Tensor> zeros = zerosOf(block, site.probe);
+      if (!zeros)
+        return zeros.status();
+      visitSlopes.push_back(std::move(*zeros));
+    }
     for (const std::string &name : adjoints) {
       Expected<Tensor> zeros = zerosOf(block, name);
       if (!zeros)
@@ -148,10 +155,12 @@ Status ShardedSession::ringBackwardStep() {
           blockManifest.buffers[*blockManifest.findBuffer(name)];
       if (buffer.adjointOf) {
         auto site = std::find_if(sites.begin(), sites.end(), [&](auto &each) {
-          return each.probe == *buffer.adjointOf;
+          return each.probe == *buffer.adjointOf ||
+                 each.scale == *buffer.adjointOf;
         });
         if (site != sites.end()) {
-          addInto(slopes[site - sites.begin()], *part);
+          if (site->probe == *buffer.adjointOf)
+            addInto(visitSlopes[site - sites.begin()], *part);
           continue;
         }
         if (!rowsOfCopy(*buffer.adjointOf).empty()) {
@@ -164,43 +173,41 @@ Status ShardedSession::ringBackwardStep() {
                              "' for the ring's block model's");
       add(name, *part);
     }
-    Expected<std::vector<Tensor>> gradients = block.gradients(probes);
-    if (!gradients)
-      return gradients.status();
-    for (size_t site = 0; site < sites.size(); ++site) {
-      std::optional<Tensor> count;
-      if (!sites[site].count.empty()) {
-        Expected<Tensor> value = block.get(sites[site].count);
-        if (!value)
-          return value.status();
-        count = std::move(*value);
-      }
-      const Tensor &gradient = (*gradients)[site];
-      for (int64_t i = 0; i < gradient.elementCount(); ++i)
-        if (!count || count->at(i) != 0)
-          scales[site].set(i, scales[site].at(i) + gradient.at(i));
-    }
     return Status::success();
   };
   if (Status status = aroundRing(hessianPart, travelling, std::move(riding));
       !status)
     return status;
 
-  // Each site's gradient weighted by −J per row (1 + weight at −J; a row
-  // whose site is scaled by 0 needs no J).
+  // Per visit, the weight's factor (J_b − J): J_b the slope over κ T, J
+  // their mean with the shares w_b (a row whose site is scaled by 0 needs
+  // none).
+  std::vector<Tensor> means;
   for (size_t site = 0; site < sites.size(); ++site) {
-    Tensor &weight = slopes[site];
-    for (int64_t i = 0; i < weight.elementCount(); ++i) {
-      double scale = scales[site].at(i);
-      weight.set(i, -1.0 - (scale != 0 ? weight.at(i) / scale : 0.0));
-    }
-    if (Status status = block.set(sites[site].weight, weight); !status)
-      return status;
+    Tensor mean(DType::F64, ringMerged[site].shape());
+    for (size_t visit = 0; visit < slopes.size(); ++visit)
+      for (int64_t i = 0; i < mean.elementCount(); ++i) {
+        double partial = ringPartials[visit][site].at(i);
+        if (!std::isinf(partial))
+          mean.set(i, mean.at(i) + std::exp(partial - ringMerged[site].at(i)) *
+                                       slopes[visit][site].at(i));
+      }
+    means.push_back(std::move(mean));
   }
+  for (std::vector<Tensor> &visitSlopes : slopes)
+    for (size_t site = 0; site < sites.size(); ++site)
+      for (int64_t i = 0; i < means[site].elementCount(); ++i) {
+        double scale = ringScales[site].at(i);
+        visitSlopes[site].set(
+            i, scale != 0
+                   ? (visitSlopes[site].at(i) - means[site].at(i)) / scale
+                   : 0.0);
+      }
   std::vector<std::string> wanted, targets;
   for (const std::string &name : block.model().gradientNames()) {
-    bool probe = std::any_of(sites.begin(), sites.end(),
-                             [&](auto &site) { return site.probe == name; });
+    bool probe = std::any_of(sites.begin(), sites.end(), [&](auto &site) {
+      return site.probe == name || site.scale == name;
+    });
     std::optional<std::string> target =
         rankManifest.findBuffer(name + ENERGY_ARTIFACT_RANK_ADJOINT_SUFFIX)
             ? name + ENERGY_ARTIFACT_RANK_ADJOINT_SUFFIX
@@ -210,7 +217,11 @@ Status ShardedSession::ringBackwardStep() {
     wanted.push_back(name);
     targets.push_back(target.value_or(""));
   }
+  size_t visit = 0;
   auto weightedPart = [&]() -> Status {
+    if (Status status = bindRingWeights(visit, &slopes[visit]); !status)
+      return status;
+    ++visit;
     Expected<std::vector<Tensor>> parts = block.gradients(wanted);
     if (!parts)
       return parts.status();
@@ -222,12 +233,8 @@ Status ShardedSession::ringBackwardStep() {
     }
     return Status::success();
   };
-  Status weighted = aroundRing(weightedPart, travelling);
-  for (const ShardLayout::RingSite &site : sites)
-    if (Expected<Tensor> zeros = zerosOf(block, site.weight); zeros)
-      (void)block.set(site.weight, *zeros);
-  if (!weighted)
-    return weighted;
+  if (Status status = aroundRing(weightedPart, travelling); !status)
+    return status;
 
   for (size_t n = 0; n < travelling.size(); ++n)
     add(travellerTarget[n], travelling[n]);

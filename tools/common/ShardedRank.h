@@ -24,6 +24,8 @@ shardedRankOf(const frontend::ShardedModel &sharded, bool blockModel = false) {
   for (const frontend::ShardedTensor &tensor : sharded.tensors)
     if (copies && !tensor.gathered.empty())
       rank.copies.push_back({tensor.name, tensor.gathered});
+  // The runtime calls a block model's backward step alone, at each block.
+  rank.backwardStepAlone = blockModel;
   return rank;
 }
 

@@ -47,8 +47,8 @@ std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
     ring.blockDim = sharded.ring->blockDim;
     ring.blockOffsetDim = sharded.ring->blockOffsetDim;
     for (const ::energy::frontend::RingSite &site : sharded.ring->sites)
-      ring.sites.push_back(
-          {site.merged, site.partial, site.count, site.probe, site.weight});
+      ring.sites.push_back({site.merged, site.partial, site.count, site.weight,
+                            site.probe, site.scale});
   }
   return layout;
 }
@@ -127,16 +127,15 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
         results->emplace("grad." + gradients[i], std::move((*values)[i]));
     return true;
   };
-  if (rankSettings.benchRepetitions > 0 &&
-      (rankSettings.eval == EvalKind::Run ||
-       rankSettings.eval == EvalKind::LossGrad))
-    return fail("--bench with --shard times --eval energy or grad");
-  if (rankSettings.eval == EvalKind::LossGrad) {
-    ::energy::BackwardOptions options;
-    options.steps = rankSettings.stepsOption();
-    options.storage = rankSettings.backwardStorage();
+  if (rankSettings.benchRepetitions > 0 && rankSettings.eval == EvalKind::Run)
+    return fail("--bench with --shard times --eval energy, grad or loss-grad");
+  ::energy::BackwardOptions backwardOptions;
+  backwardOptions.steps = rankSettings.stepsOption();
+  backwardOptions.storage = rankSettings.backwardStorage();
+  if (rankSettings.eval == EvalKind::LossGrad &&
+      rankSettings.benchRepetitions == 0) {
     ::energy::Expected<::energy::BackwardResult> result =
-        session.backward(options);
+        session.backward(backwardOptions);
     if (!result)
       return fail(result.message());
     ::energy::tools::LossGradients gradients;
@@ -159,7 +158,15 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
           session.invalidateCopies();
           return true;
         },
-        [&] { return evaluate(nullptr, nullptr); },
+        [&] {
+          // A backward run ends where it started.
+          if (rankSettings.eval == EvalKind::LossGrad) {
+            ::energy::Expected<::energy::BackwardResult> result =
+                session.backward(backwardOptions);
+            return result ? true : (fail(result.message()), false);
+          }
+          return evaluate(nullptr, nullptr);
+        },
         [&] { return benchedEvaluation(rankSettings, std::nullopt); });
     // What each rank holds, on its standard error.
     if (timed)

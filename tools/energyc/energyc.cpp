@@ -129,6 +129,13 @@ cl::opt<bool> shardRingBlock(
     cl::desc("With --shard --ring: emit the block model (each lse over one "
              "block, and the surrogate giving its gradient) instead"),
     cl::init(false), cl::cat(energycOptions));
+cl::opt<bool> shardSuppliedGradients(
+    "supplied-gradients",
+    cl::desc("With --shard: build the programs as energy-run --shard does "
+             "for --eval run and loss-grad (a ring's block model: for "
+             "loss-grad): the steps read the gradient the ranks put "
+             "together, a backward step pairs every rank's cotangents"),
+    cl::init(false), cl::cat(energycOptions));
 cl::opt<std::string>
     dtype("dtype",
           cl::desc("Element type of an artifact: f32 (default), f64, or "
@@ -290,7 +297,8 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
                                         {callerCotangents, shardedRank});
     if (planned)
       mlir::energy::buildKernelPlanPipeline(
-          perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches});
+          perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches,
+                     !(shardedRank && shardedRank->backwardStepAlone)});
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;
@@ -422,6 +430,8 @@ int main(int argc, char **argv) {
                 "sharded model)");
   if (shardDim.empty() && (shardRing || shardRingBlock))
     return fail("--ring needs --shard DIM");
+  if (shardDim.empty() && shardSuppliedGradients)
+    return fail("--supplied-gradients needs --shard DIM");
   if (shardRingBlock && !shardRing)
     return fail("--ring-block needs --ring");
   if (!shardDim.empty()) {
@@ -441,6 +451,7 @@ int main(int argc, char **argv) {
       return 1;
     buffer = shardRingBlock ? block : sharded;
     shardedRank = energy::tools::shardedRankOf(*rank, shardRingBlock);
+    shardedRank->suppliedGradients = shardSuppliedGradients;
     // The rank's model is ours: its unused declarations are not the user's.
     diagnostics.ignoreWarnings(true);
   }

@@ -112,9 +112,11 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   OpPassManager &modelPasses = passes.nest<ModelOp>();
   buildUpdatePipeline(modelPasses, wrt,
                       {options.callerCotangents, options.shardedRank});
-  buildKernelPlanPipeline(modelPasses,
-                          {options.target.device == "cuda",
-                           options.dtype == "bf16", options.runCaches});
+  buildKernelPlanPipeline(
+      modelPasses,
+      {options.target.device == "cuda", options.dtype == "bf16",
+       options.runCaches,
+       !(options.shardedRank && options.shardedRank->backwardStepAlone)});
   reportCrashesByPass(passes);
   if (failed(guardCompilation("the pass pipeline", model.getLoc(),
                               [&] { return passes.run(energyModule); })))

@@ -153,5 +153,6 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanRunCaches());
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
-  modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
+  if (target.deferProducts)
+    modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
 }

@@ -55,6 +55,9 @@ struct KernelPlanTarget {
   bool cuda = false;
   bool bf16Products = false;
   bool runCaches = true;
+  /// energy-plan-defer-invariant-products (off where the runtime calls a
+  /// backward step without the finish).
+  bool deferProducts = true;
 };
 
 /// Plans the kernels (the plan steps) and simplifies the plan:

@@ -23,6 +23,10 @@ struct ShardedRankOptions {
   /// Whether the step program reads the gradient the ranks put together
   /// (runs and loss gradients), not only the copies marked.
   bool suppliedGradients = true;
+  /// Whether the runtime calls the backward program's step alone, without
+  /// its finish (a ring's block model): no product is deferred to the
+  /// finish then.
+  bool backwardStepAlone = false;
 };
 
 } // namespace mlir::energy

@@ -39,14 +39,14 @@ struct ShardedTensor {
 /// input `merged`. Where the lse has a predicate, `count` is the block
 /// model's output of each row's admitted columns in the block (an lse over
 /// none is 0, a block that admits none adds nothing to the merge).
-/// The block model's surrogate of the site, `T exp(lse/T − merged)·(1 +
-/// weight + probe)`, has two more per-row tensors, zero but in a loss's
-/// gradient through a run: the param `probe`, whose adjoint in a backward
-/// step over its gradient is each row's derivative of the block's lse
-/// along the cotangents, and the input `weight`, which scales the
-/// surrogate's gradient per row.
+/// In the block model the site is `(weight + probe)·lse_block + scale·T`:
+/// the input `weight`, each row's share of the site's gradient (exp(lse_block
+/// / T − merged) in a gradient), and the params `probe` and `scale`, 0:
+/// in a loss's gradient through a run, the probe's adjoint in a backward
+/// step is each row's derivative of the block's lse along the cotangents
+/// (times the site's factor and T), and the scale's gradient that factor.
 struct RingSite {
-  std::string merged, partial, count, probe, weight;
+  std::string merged, partial, count, weight, probe, scale;
 };
 
 /// The ring: the rank's model holds no copies; a second model, the block

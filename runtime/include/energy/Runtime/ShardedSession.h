@@ -42,11 +42,12 @@ struct ShardLayout {
   /// and the block model's output of each row's lse over one block (and,
   /// where the lse has a predicate, of each row's columns in the block: an
   /// lse over none is 0, and such a block adds nothing to the merge); and
-  /// the block model's per-row `probe` (a param: its adjoint in a backward
-  /// step is each row's derivative of the block's lse along the cotangents)
-  /// and `weight` (an input scaling the site's gradient per row).
+  /// the block model's per-row input `weight` (each row's share of the
+  /// site's gradient: the site there is `(weight + probe)·lse_block +
+  /// scale·T`) and params `probe` and `scale` (0; a backward step reads the
+  /// probe's adjoint and the scale's gradient).
   struct RingSite {
-    std::string merged, partial, count, probe, weight;
+    std::string merged, partial, count, weight, probe, scale;
   };
   struct Ring {
     std::string blockDim, blockOffsetDim;
@@ -179,11 +180,16 @@ private:
   Status aroundRing(const std::function<Status()> &visit,
                     std::vector<Tensor> &travelling,
                     std::vector<NamedTensor> riding = {});
+  /// Sets each site's weight in the block model to the rows' shares of the
+  /// site's gradient in the block of visit `visit` (exp(lse_block −
+  /// merged)), times `factors` (a tensor per site) where given.
+  Status bindRingWeights(size_t visit,
+                         const std::vector<Tensor> *factors = nullptr);
   /// After the rank's backward step: adds the sites' part of the step's
-  /// Hessian-vector product (of the surrogates with the merged lse held,
-  /// less each row's derivative of its merged lse along the cotangents
-  /// times the row's gradient) to the rank's adjoints, from two passes
-  /// around the ring.
+  /// Hessian-vector product to the rank's adjoints, from two passes around
+  /// the ring (the block model's backward step with each block's shares,
+  /// then its gradient with the shares times each row's derivative of the
+  /// block's lse less the merged lse's, along the cotangents).
   Status ringBackwardStep();
 
   Session session;
@@ -198,6 +204,12 @@ private:
   /// Whether the ring's merged lse are out of date, and whether their
   /// inputs were ever bound.
   bool ringStale = true, ringInputsBound = false;
+  /// Per site, the merged lse; per visit of the last merge and site, each
+  /// row's lse over that block (−inf where it admits no column); per site,
+  /// each row's factor of the site in its term (times T), once known.
+  std::vector<Tensor> ringMerged;
+  std::vector<std::vector<Tensor>> ringPartials;
+  std::vector<Tensor> ringScales;
 };
 
 } // namespace energy
