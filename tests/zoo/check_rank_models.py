@@ -189,7 +189,9 @@ def put_together_ring(whole, rank_model, rank_source, block_model, block_source,
     partials = [n for n in outputs if '__block_lse' in n]
     counts = {n.replace('__block_count', '__block_lse'): n for n in outputs
               if '__block_count' in n}
-    assert len(partials) == len(merged), (merged, outputs)
+    # Each site's input of the rows' shares of its gradient in a block.
+    weights = [n for n in re.findall(r'input (\S+) : ', block_source) if '__weight' in n]
+    assert len(partials) == len(merged) == len(weights), (merged, outputs, weights)
     first_rank = 'shard__first' in rank_source_consts(rank_source)
     length = dims[dim]
     parts = [shard_rows(length, rank, ranks, striped) for rank in range(ranks)]
@@ -204,10 +206,10 @@ def put_together_ring(whole, rank_model, rank_source, block_model, block_source,
                 rank_dims[extra] = value
         consts = {'shard__first': 1.0 if rank == 0 else 0.0} if first_rank else {}
         s = model.session(rank_dims, consts=consts)
-        if sites is None:  # the merged lse, before they are known: zeros
+        if sites is None:  # the merged lse and shares, before they are known: zeros
             sites = {name: np.zeros([rank_dims[axis.strip()] for axis in
                                      model.tensors[name]['shape'].strip('[]').split(',')])
-                     for name in merged}
+                     for name in merged + weights if name in model.tensors}
         for key in names:
             axis = axis_of(whole.tensors[key]['shape'], dim)
             value = np.asarray(arrays[key])
@@ -221,13 +223,14 @@ def put_together_ring(whole, rank_model, rank_source, block_model, block_source,
     total = 0.0
     grads = {n: np.zeros(np.shape(arrays[n])) for n in names}
     for rank in range(ranks):
-        lse = {}
+        lse, block_lse = {}, {}
         for block in range(ranks):
             s = bind(block_model, rank, block, None)
             for name, partial in zip(merged, partials):
                 value = np.asarray(s[partial], dtype=np.float64)
                 if partial in counts:
                     value = np.where(np.asarray(s[counts[partial]]) == 0, -np.inf, value)
+                block_lse[block, name] = value
                 lse[name] = value if name not in lse else np.logaddexp(lse[name], value)
         lse = {name: np.where(np.isinf(value), 0.0, value) for name, value in lse.items()}
         rows = parts[rank][0]
@@ -236,7 +239,10 @@ def put_together_ring(whole, rank_model, rank_source, block_model, block_source,
         rank_gradients, block_gradients = gradients_of(rank_model), gradients_of(block_model)
         pieces = [(s.grad(wrt=[n for n in names if n in rank_gradients]), rows)]
         for block in range(ranks):
-            b = bind(block_model, rank, block, lse)
+            shares = {weight: np.where(np.isinf(block_lse[block, name]), 0.0,
+                                       np.exp(block_lse[block, name] - lse[name]))
+                      for name, weight in zip(merged, weights)}
+            b = bind(block_model, rank, block, dict(lse, **shares))
             g = b.grad(wrt=[n for n in names + list(gathered.values()) if n in block_gradients])
             pieces.append(({n: g[n] for n in names if n in g}, rows))
             pieces.append(({n: g[gathered[n]] for n in gathered if gathered[n] in g},
