@@ -481,6 +481,125 @@ SmallVector<PositionMap> findPositionMaps(SoftmaxContractOp op, bool rowSide) {
   return found;
 }
 
+/// A product of a side's value regrouped by what its factors depend on:
+/// ((pair factors × the summed side's) × the output position's).
+struct ProductGroups {
+  SmallVector<Value> pair, summedSide, position;
+};
+
+/// The factors of the product tree of `value` (multiplications in `block`).
+void productFactors(Value value, Block &block, SmallVectorImpl<Value> &into) {
+  auto product = value.getDefiningOp<MulOp>();
+  if (!product || product->getBlock() != &block) {
+    into.push_back(value);
+    return;
+  }
+  productFactors(product.getLhs(), block, into);
+  productFactors(product.getRhs(), block, into);
+}
+
+/// Whether `value` is the product tree of `factors` multiplied from the left
+/// (f1 × f2) × f3 ..., a single factor being itself.
+bool isChain(Value value, ArrayRef<Value> factors) {
+  if (factors.size() == 1)
+    return value == factors.front();
+  auto product = value.getDefiningOp<MulOp>();
+  return product && product.getRhs() == factors.back() &&
+         isChain(product.getLhs(), factors.drop_back());
+}
+
+/// The groups' product, each group a chain, the groups nested as
+/// ((pair × summed side) × position); empty groups left out.
+bool isGrouped(Value value, const ProductGroups &groups) {
+  SmallVector<ArrayRef<Value>> parts;
+  for (const SmallVector<Value> *group :
+       {&groups.pair, &groups.summedSide, &groups.position})
+    if (!group->empty())
+      parts.push_back(*group);
+  std::function<bool(Value, ArrayRef<ArrayRef<Value>>)> nested =
+      [&](Value at, ArrayRef<ArrayRef<Value>> rest) {
+        if (rest.size() == 1)
+          return isChain(at, rest.front());
+        auto product = at.getDefiningOp<MulOp>();
+        return product && isChain(product.getRhs(), rest.back()) &&
+               nested(product.getLhs(), rest.drop_back());
+      };
+  return nested(value, parts);
+}
+
+/// Regroups the products a side of a generic contraction yields so that
+/// the factors of the output position come last, where factorPositionMaps
+/// takes them out of the sum, and those of the summed side's indices alone
+/// are one product, which ContractTables tabulates: Σ_c w (s m_c) q_c, m and
+/// q rows of the row side, is Σ_c w s (m_c q_c), a bilinear value. Only
+/// products of scalars and at most one array. Returns whether it changed.
+bool regroupSideProducts(SoftmaxContractOp op) {
+  if (op.getNumRowIndices() == 0)
+    return false;
+  bool changed = false;
+  for (bool rowSide : {true, false}) {
+    Block &block = (rowSide ? op.getRowSums() : op.getColSums()).front();
+    auto [position, summed] = sideIndices(op, block, rowSide);
+    SmallVector<Value> summedSide(position.begin(), position.end() - 1);
+    summedSide.push_back(summed);
+    auto yield = cast<YieldOp>(block.getTerminator());
+    for (OpOperand &yielded : yield->getOpOperands()) {
+      Value value = yielded.get();
+      auto product = value.getDefiningOp<MulOp>();
+      if (!product || product->getBlock() != &block)
+        continue;
+      SmallVector<Value> factors;
+      productFactors(value, block, factors);
+      unsigned arrays = llvm::count_if(factors, [](Value factor) {
+        return !cast<ArrayType>(factor.getType()).isScalar();
+      });
+      if (factors.size() < 3 || arrays > 1)
+        continue;
+      ProductGroups groups;
+      for (Value factor : factors) {
+        if (dependsOnlyOn(factor, op, position))
+          groups.position.push_back(factor);
+        else if (dependsOnlyOn(factor, op, summedSide))
+          groups.summedSide.push_back(factor);
+        else
+          groups.pair.push_back(factor);
+      }
+      if (isGrouped(value, groups))
+        continue;
+      OpBuilder builder(yield);
+      auto chain = [&](ArrayRef<Value> group) {
+        Value result = group.front();
+        for (Value factor : group.drop_front())
+          result =
+              MulOp::create(builder, product.getLoc(), result, factor)
+                  .getResult();
+        return result;
+      };
+      Value regrouped;
+      for (const SmallVector<Value> *group :
+           {&groups.pair, &groups.summedSide, &groups.position}) {
+        if (group->empty())
+          continue;
+        Value part = chain(*group);
+        regrouped = regrouped ? MulOp::create(builder, product.getLoc(),
+                                              regrouped, part)
+                                    .getResult()
+                              : part;
+      }
+      if (regrouped.getType() != value.getType()) {
+        // A type the regrouping cannot keep: the value stays.
+        eraseDeadOps(block);
+        continue;
+      }
+      yielded.set(regrouped);
+      changed = true;
+    }
+    if (changed)
+      eraseDeadOps(block);
+  }
+  return changed;
+}
+
 } // namespace
 
 SoftmaxContractOp mlir::energy::withYieldedValues(SoftmaxContractOp op) {
@@ -566,6 +685,8 @@ void mlir::energy::factorContractOutputs(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
   for (SoftmaxContractOp op : contracts) {
+    if (op.getForm() == ContractForm::generic)
+      regroupSideProducts(op);
     op = dropDuplicateOutputs(op);
     op = mergeLinearOutputs(op, op.getForm() != ContractForm::generic);
     if (op.getForm() == ContractForm::generic && factorPositionMaps(op) != op)

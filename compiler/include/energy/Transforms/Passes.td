@@ -638,9 +638,13 @@ def EnergyPlanFactorContractOutputs : EnergyPlanStep<"energy-plan-factor-contrac
     row's vector times a column's element-wise, a row's matrix times a
     column's vector, a quotient by a row's scalar), sums that operand, and
     the map applies after the contraction, once per output position; the
-    form is marked again (often bilinear then). A value a side yields twice
-    is summed once; row outputs that one table only adds up, scaled by
-    numbers known ahead of the contraction, become one output.
+    form is marked again (often bilinear then). Before that, a product a
+    side of a generic contraction yields is regrouped by what its factors
+    depend on: the pair's, times those of the summed side's indices alone
+    (one product, which energy-plan-contract-tables tabulates), times the
+    output position's (taken out of the sum so). A value a side yields
+    twice is summed once; row outputs that one table only adds up, scaled
+    by numbers known ahead of the contraction, become one output.
   }];
 }
 
