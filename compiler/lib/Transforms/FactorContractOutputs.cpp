@@ -557,7 +557,11 @@ bool regroupSideProducts(SoftmaxContractOp op) {
         continue;
       ProductGroups groups;
       for (Value factor : factors) {
-        if (dependsOnlyOn(factor, op, position))
+        // What depends on no index stays with the pair's factors (where
+        // mergeLinearOutputs finds a scale known ahead).
+        if (dependsOnlyOn(factor, op, {}))
+          groups.pair.push_back(factor);
+        else if (dependsOnlyOn(factor, op, position))
           groups.position.push_back(factor);
         else if (dependsOnlyOn(factor, op, summedSide))
           groups.summedSide.push_back(factor);
@@ -570,9 +574,8 @@ bool regroupSideProducts(SoftmaxContractOp op) {
       auto chain = [&](ArrayRef<Value> group) {
         Value result = group.front();
         for (Value factor : group.drop_front())
-          result =
-              MulOp::create(builder, product.getLoc(), result, factor)
-                  .getResult();
+          result = MulOp::create(builder, product.getLoc(), result, factor)
+                       .getResult();
         return result;
       };
       Value regrouped;
