@@ -11,9 +11,10 @@ rank's lse merged over every rank's block from the block model's outputs,
 its gradients the rank model's plus the block model's at each block, as
 energy-run --shard --ring puts them together (the length a multiple of the
 rank count). A model list that starts at `FIRST:` checks the models from
-FIRST on (make test runs the zoo in two halves).
+FIRST on (make test runs the zoo in two halves, with --quick: 3 ranks
+along every dim, 2 along the first only).
 
-Usage: check_rank_models.py ENERGYC [--ring] [MODEL... | FIRST: | :END]
+Usage: check_rank_models.py ENERGYC [--ring] [--quick] [MODEL... | FIRST: | :END]
 """
 import os
 import re
@@ -268,7 +269,8 @@ def main():
     energyc = sys.argv[1]
     arguments = sys.argv[2:]
     ring = '--ring' in arguments
-    names = [a for a in arguments if a != '--ring'] or zoo.model_names()
+    quick = '--quick' in arguments
+    names = [a for a in arguments if a not in ('--ring', '--quick')] or zoo.model_names()
     if len(names) == 1 and ':' in names[0]:
         # A range of the zoo's models, by name: FIRST: or :END (excluded).
         first, end = names[0].split(':')
@@ -277,8 +279,10 @@ def main():
     failures = 0
     checked = 0
     for name in names:
-        for dim in zoo.load(name).TEST_DIMS:
-            for ranks in (2, 3):
+        for number, dim in enumerate(zoo.load(name).TEST_DIMS):
+            # --quick (make test): 3 ranks along every dim (uneven rows,
+            # striped by 3), 2 along the first only.
+            for ranks in (2, 3) if number == 0 or not quick else (3,):
                 # A ring on 2 ranks (e2e-sequence-sharding runs 3 under MPI).
                 for on_ring in (False, True) if ranks == 2 and ring else (False,):
                     try:
