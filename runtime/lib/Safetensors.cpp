@@ -264,7 +264,51 @@ private:
 };
 } // namespace
 
-static Status readContents(ByteSource &source, SafetensorsContents &contents) {
+using RowSelection = std::map<std::string, SafetensorsRows>;
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+/// Reads the rows `selected` of tensor `entry` (data from `dataStart`).
+static Expected<Tensor> readRows(ByteSource &source, uint64_t dataStart,
+                                 const TensorEntry &entry,
+                                 const SafetensorsRows &selected) {
+  const std::vector<int64_t> &shape = entry.shape;
+  if (selected.axis >= shape.size())
+    return Status::error("has no axis " + std::to_string(selected.axis) +
+                         " to read rows of");
+  int64_t length = shape[selected.axis];
+  for (int64_t index : selected.indices)
+    if (index < 0 || index >= length)
+      return Status::error("has no row " + std::to_string(index) +
+                           " along axis " + std::to_string(selected.axis) +
+                           " of length " + std::to_string(length));
+  std::vector<int64_t> rowsShape = shape;
+  rowsShape[selected.axis] = static_cast<int64_t>(selected.indices.size());
+  Expected<Tensor> rows = Tensor::allocate(entry.dtype, rowsShape);
+  if (!rows)
+    return rows.status();
+  int64_t outer = 1, inner = 1;
+  for (size_t axis = 0; axis < selected.axis; ++axis)
+    outer *= shape[axis];
+  for (size_t axis = selected.axis + 1; axis < shape.size(); ++axis)
+    inner *= shape[axis];
+  size_t rowBytes = static_cast<size_t>(inner) * dtypeSize(entry.dtype);
+  std::byte *out = rows->data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t index : selected.indices) {
+      uint64_t from = dataStart + static_cast<uint64_t>(entry.begin) +
+                      static_cast<uint64_t>(o * length + index) * rowBytes;
+      if (!source.read(from, out, rowBytes))
+        return Status::error("reading the data failed");
+      out += rowBytes;
+    }
+  return rows;
+}
+
+/// Reads the tensors (of those `rows` names only the rows selected), or
+/// with `shapes` only each tensor's shape.
+static Status readContents(ByteSource &source, SafetensorsContents &contents,
+                           const RowSelection *rows = nullptr,
+                           Shapes *shapes = nullptr) {
   uint64_t fileBytes = source.size();
   if (fileBytes < 8)
     return Status::error("the file is " + std::to_string(fileBytes) +
@@ -298,6 +342,21 @@ static Status readContents(ByteSource &source, SafetensorsContents &contents) {
 
   for (TensorEntry &entry : entries) {
     std::string label = tensorLabel(entry.name);
+    if (shapes) {
+      (*shapes)[entry.name] = entry.shape;
+      continue;
+    }
+    const SafetensorsRows *selected = nullptr;
+    if (rows)
+      if (auto it = rows->find(entry.name); it != rows->end())
+        selected = &it->second;
+    if (selected) {
+      Expected<Tensor> tensor = readRows(source, dataStart, entry, *selected);
+      if (!tensor)
+        return tensor.status().withContext(label);
+      contents.tensors.emplace(std::move(entry.name), std::move(*tensor));
+      continue;
+    }
     Expected<Tensor> tensor = Tensor::allocate(entry.dtype, entry.shape);
     if (!tensor)
       return tensor.status().withContext(label);
@@ -310,7 +369,9 @@ static Status readContents(ByteSource &source, SafetensorsContents &contents) {
 }
 
 /// Opens the file at `path` and reads it.
-static Status readFile(const std::string &path, SafetensorsContents &contents) {
+static Status readFile(const std::string &path, SafetensorsContents &contents,
+                       const RowSelection *rows = nullptr,
+                       Shapes *shapes = nullptr) {
   std::error_code error;
   fs::file_status fileStatus = fs::status(path, error);
   if (error)
@@ -324,7 +385,7 @@ static Status readFile(const std::string &path, SafetensorsContents &contents) {
   if (!file)
     return Status::error("cannot open for reading");
   FileSource source(file, fileBytes);
-  return readContents(source, contents);
+  return readContents(source, contents, rows, shapes);
 }
 
 Expected<SafetensorsContents> energy::readSafetensors(const std::string &path) {
@@ -332,6 +393,22 @@ Expected<SafetensorsContents> energy::readSafetensors(const std::string &path) {
   if (Status status = readFile(path, contents); !status)
     return status.withContext(path);
   return contents;
+}
+
+Expected<SafetensorsContents>
+energy::readSafetensors(const std::string &path, const RowSelection &rows) {
+  SafetensorsContents contents;
+  if (Status status = readFile(path, contents, &rows); !status)
+    return status.withContext(path);
+  return contents;
+}
+
+Expected<Shapes> energy::readSafetensorsShapes(const std::string &path) {
+  SafetensorsContents contents;
+  Shapes shapes;
+  if (Status status = readFile(path, contents, nullptr, &shapes); !status)
+    return status.withContext(path);
+  return shapes;
 }
 
 Expected<SafetensorsContents> energy::parseSafetensors(std::string_view bytes) {

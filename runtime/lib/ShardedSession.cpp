@@ -111,6 +111,53 @@ void ShardedSession::invalidateCopies(bool statesOnly) {
   }
 }
 
+namespace {
+/// The error of a whole tensor whose axis of the dim is not the length.
+Status wholeShapeError(const std::string &name, const std::string &shape,
+                       unsigned axis, const std::string &dim, int64_t length) {
+  return Status::error("tensor '" + name + "' has shape " + shape +
+                           "; its axis " + std::to_string(axis) + " is dim " +
+                           dim + ", which is " + std::to_string(length),
+                       ErrorKind::Shape);
+}
+} // namespace
+
+Expected<std::map<std::string, SafetensorsRows>> ShardedSession::rowsOf(
+    const std::map<std::string, std::vector<int64_t>> &shapes) const {
+  std::map<std::string, SafetensorsRows> rows;
+  for (const auto &[name, shape] : shapes) {
+    const ShardLayout::ShardedTensor *tensor = sharded(name);
+    if (!tensor)
+      continue;
+    if (shape.size() <= tensor->axis || shape[tensor->axis] != length)
+      return wholeShapeError(name, Tensor::shapeText(shape), tensor->axis,
+                             layout.dim, length);
+    SafetensorsRows &selected = rows[name];
+    selected.axis = tensor->axis;
+    for (int64_t row = 0; row < end - begin; ++row)
+      selected.indices.push_back(globalRow(communicator->rank(), row));
+  }
+  return rows;
+}
+
+Status ShardedSession::setRows(const std::string &name, const Tensor &rows) {
+  const ShardLayout::ShardedTensor *tensor = sharded(name);
+  if (!tensor)
+    return Status::error("tensor '" + name + "' has no axis of dim " +
+                         layout.dim + " to bind the rank's rows of");
+  if (rows.rank() <= tensor->axis || rows.shape()[tensor->axis] != end - begin)
+    return Status::error("the rank's rows of tensor '" + name +
+                             "' have shape " + rows.shapeString() +
+                             "; its axis " + std::to_string(tensor->axis) +
+                             " is the rank's " + std::to_string(end - begin) +
+                             " rows of dim " + layout.dim,
+                         ErrorKind::Shape);
+  ringStale = true;
+  if (!tensor->gathered.empty())
+    staleCopies.insert(name);
+  return session.set(name, rows);
+}
+
 Status ShardedSession::set(const std::string &name, const Tensor &whole) {
   ringStale = true;
   const ShardLayout::ShardedTensor *tensor = sharded(name);
@@ -119,11 +166,8 @@ Status ShardedSession::set(const std::string &name, const Tensor &whole) {
   if (!tensor)
     return session.set(name, whole);
   if (whole.rank() <= tensor->axis || whole.shape()[tensor->axis] != length)
-    return Status::error(
-        "tensor '" + name + "' has shape " + whole.shapeString() +
-            "; its axis " + std::to_string(tensor->axis) + " is dim " +
-            layout.dim + ", which is " + std::to_string(length),
-        ErrorKind::Shape);
+    return wholeShapeError(name, whole.shapeString(), tensor->axis, layout.dim,
+                           length);
   std::vector<int64_t> shape = whole.shape();
   shape[tensor->axis] = end - begin;
   Tensor rows(whole.dtype(), shape);

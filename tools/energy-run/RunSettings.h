@@ -74,6 +74,8 @@ struct RunInputs {
   std::vector<std::pair<std::string, int64_t>> dims;
   std::vector<std::pair<std::string, double>> consts;
   RuntimeTensors tensors;
+  /// The --in files of a sharded run, read there: each rank its rows.
+  std::vector<std::string> files;
   std::optional<uint64_t> seed;
   std::optional<int64_t> step;
 };

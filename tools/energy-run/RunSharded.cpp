@@ -1,6 +1,6 @@
 //===- RunSharded.cpp - energy-run --shard: one rank of a sharded run -----===//
 //
-// Binds the rank's rows of the whole inputs, evaluates collectively, and
+// Reads the rank's rows of the inputs, evaluates collectively, and
 // reports from rank 0 only (the other ranks' standard output is discarded).
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +10,7 @@
 #include "RunReport.h"
 
 #include "energy/Runtime/Manifest.h"
+#include "energy/Runtime/Safetensors.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,17 +18,20 @@
 using namespace mlir::energy::tools;
 
 namespace {
-/// The length of the sharded dim: --dim, else the first bound tensor with
-/// an axis of it.
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+/// The length of the sharded dim: --dim, else the first tensor of the
+/// files (their shapes `shapes`) with an axis of it.
 std::optional<int64_t> shardedLength(const ::energy::ShardLayout &layout,
-                                     const RunInputs &inputs) {
+                                     const RunInputs &inputs,
+                                     const Shapes &shapes) {
   for (const auto &[name, value] : inputs.dims)
     if (name == layout.dim)
       return value;
   for (const ::energy::ShardLayout::ShardedTensor &tensor : layout.tensors)
-    if (auto it = inputs.tensors.find(tensor.name);
-        it != inputs.tensors.end() && it->second.rank() > tensor.axis)
-      return it->second.shape()[tensor.axis];
+    if (auto it = shapes.find(tensor.name);
+        it != shapes.end() && it->second.size() > tensor.axis)
+      return it->second[tensor.axis];
   return std::nullopt;
 }
 } // namespace
@@ -79,7 +83,20 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
                 std::to_string(group.size()) +
                 " processes: --init random would draw each rank's values "
                 "apart from the others; bind the tensors with --in");
-  std::optional<int64_t> length = shardedLength(layout, inputs);
+  // The files' headers first (the length), then each rank reads its rows
+  // of the sharded tensors and the others whole.
+  Shapes shapes;
+  std::vector<Shapes> shapesOfFile;
+  for (const std::string &file : inputs.files) {
+    ::energy::Expected<Shapes> read = ::energy::readSafetensorsShapes(file);
+    if (!read)
+      return fail(read.message());
+    for (const auto &[name, shape] : *read)
+      if (name != kStepTensor && !shapes.emplace(name, shape).second)
+        return fail("--in: tensor '" + name + "' is given twice");
+    shapesOfFile.push_back(std::move(*read));
+  }
+  std::optional<int64_t> length = shardedLength(layout, inputs, shapes);
   if (!length)
     return fail("--shard " + layout.dim + ": give --dim " + layout.dim +
                 "=LENGTH, or bind a tensor with an axis of " + layout.dim);
@@ -96,6 +113,24 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
   if (!created)
     return fail(created.message());
   ::energy::ShardedSession &session = *created;
+  for (size_t file = 0; file < inputs.files.size(); ++file) {
+    ::energy::Expected<std::map<std::string, ::energy::SafetensorsRows>> rows =
+        session.rowsOf(shapesOfFile[file]);
+    if (!rows)
+      return fail(rows.message());
+    ::energy::Expected<::energy::SafetensorsContents> contents =
+        ::energy::readSafetensors(inputs.files[file], *rows);
+    if (!contents)
+      return fail(contents.message());
+    for (const auto &[name, value] : contents->tensors) {
+      if (name == kStepTensor)
+        continue;
+      ::energy::Status status = rows->count(name) ? session.setRows(name, value)
+                                                  : session.set(name, value);
+      if (!status)
+        return fail(status.message());
+    }
+  }
   for (const auto &[name, value] : inputs.tensors)
     if (::energy::Status status = session.set(name, value); !status)
       return fail(status.message());

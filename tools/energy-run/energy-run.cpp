@@ -337,7 +337,12 @@ int main(int argc, char **argv) {
     return 1;
   inputs.dims = *dims;
   inputs.consts = *consts;
-  FailureOr<RuntimeTensors> tensors = readInputs(inputFiles);
+  // A sharded run reads its rows of the files itself.
+  if (!shardDim.empty())
+    inputs.files.assign(inputFiles.begin(), inputFiles.end());
+  FailureOr<RuntimeTensors> tensors =
+      readInputs(shardDim.empty() ? ArrayRef<std::string>(inputFiles)
+                                  : ArrayRef<std::string>());
   if (failed(tensors))
     return 1;
   inputs.tensors = std::move(*tensors);

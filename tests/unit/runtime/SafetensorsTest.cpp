@@ -2,8 +2,8 @@
 //
 // Unit tests of safetensors round trips (F32 and F64, every rank, empty
 // dimensions, metadata), of the exact bytes the writer produces, of a file
-// laid out by hand from the format description, and of writes that fail
-// without leaving a file behind.
+// laid out by hand from the format description, of writes that fail
+// without leaving a file behind, and of reading a tensor's rows alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,4 +203,50 @@ TEST_CASE("a write whose final rename fails removes its temporary file") {
   CHECK(status.message().find(path + ": cannot replace the file: ") == 0);
   CHECK(scratch.entryCount() == 1); // Only the directory.
   CHECK(std::filesystem::is_directory(path));
+}
+
+TEST_CASE("rows along any axis are read alone, equal to the whole's") {
+  ScratchDirectory scratch;
+  std::map<std::string, Tensor> tensors = {
+      {"cube", rampTensor(DType::F32, {3, 5, 2}, 0.5, 1.0)},
+      {"matrix", rampTensor(DType::F64, {6, 4}, -3, 0.25)},
+      {"other", rampTensor(DType::F64, {2}, 1, 1)}};
+  std::string path = scratch.path("rows.safetensors");
+  REQUIRE(writeSafetensors(path, tensors).ok());
+
+  Expected<std::map<std::string, std::vector<int64_t>>> shapes =
+      readSafetensorsShapes(path);
+  REQUIRE_MESSAGE(shapes.ok(), shapes.message());
+  CHECK(shapes->at("cube") == std::vector<int64_t>{3, 5, 2});
+  CHECK(shapes->at("matrix") == std::vector<int64_t>{6, 4});
+
+  // Striped rows of the middle axis, a contiguous slice of the first, and
+  // a tensor not named read whole.
+  std::map<std::string, SafetensorsRows> rows = {
+      {"cube", {1, {4, 1, 2}}}, {"matrix", {0, {2, 3}}}, {"absent", {0, {0}}}};
+  Expected<SafetensorsContents> read = readSafetensors(path, rows);
+  REQUIRE_MESSAGE(read.ok(), read.message());
+  const Tensor &cube = read->tensors.at("cube");
+  REQUIRE(cube.shape() == std::vector<int64_t>{3, 3, 2});
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        CHECK(cube.at((a * 3 + r) * 2 + c) ==
+              tensors.at("cube").at((a * 5 + rows.at("cube").indices[r]) * 2 +
+                                    c));
+  const Tensor &matrix = read->tensors.at("matrix");
+  REQUIRE(matrix.shape() == std::vector<int64_t>{2, 4});
+  for (int64_t i = 0; i < 8; ++i)
+    CHECK(matrix.at(i) == tensors.at("matrix").at(8 + i));
+  CHECK(read->tensors.at("other") == tensors.at("other"));
+
+  // A row past the axis, or an axis the tensor lacks: an error naming it.
+  for (const SafetensorsRows &bad :
+       {SafetensorsRows{0, {6}}, SafetensorsRows{2, {0}}}) {
+    Expected<SafetensorsContents> refused =
+        readSafetensors(path, {{"matrix", bad}});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.message().find("matrix") != std::string::npos);
+    CHECK(refused.message().find(path) != std::string::npos);
+  }
 }

@@ -25,6 +25,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace energy {
 
@@ -46,6 +47,27 @@ Expected<SafetensorsContents> readSafetensors(const std::string &path);
 /// Reads and validates the safetensors file whose bytes are `bytes`, as
 /// readSafetensors does; messages have no file name in front.
 Expected<SafetensorsContents> parseSafetensors(std::string_view bytes);
+
+/// Rows of a tensor to read: its indices along axis `axis`, in the order
+/// given.
+struct SafetensorsRows {
+  unsigned axis = 0;
+  std::vector<int64_t> indices;
+};
+
+/// Reads the file as readSafetensors does, but of each tensor `rows` names
+/// only the rows selected (its axis as long as the selection), so that a
+/// rank of a sharded run holds its own rows of an input, not the whole. An
+/// axis the tensor lacks or an index outside it is an error naming the
+/// tensor; names the file lacks are ignored.
+Expected<SafetensorsContents>
+readSafetensors(const std::string &path,
+                const std::map<std::string, SafetensorsRows> &rows);
+
+/// The shape of each tensor of the file at `path`, from its header alone
+/// (the header and the layout validated; no data read).
+Expected<std::map<std::string, std::vector<int64_t>>>
+readSafetensorsShapes(const std::string &path);
 
 /// Writes `tensors` (and `metadata`, if not empty) to `path` as a
 /// safetensors file: names in sorted order, data laid out in that order

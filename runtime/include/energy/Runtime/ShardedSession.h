@@ -9,6 +9,7 @@
 #define ENERGY_RUNTIME_SHARDEDSESSION_H
 
 #include "energy/Runtime/Communicator.h"
+#include "energy/Runtime/Safetensors.h"
 #include "energy/Runtime/Session.h"
 
 #include <functional>
@@ -74,6 +75,14 @@ public:
 
   /// Binds `whole` (the model's tensor, every row) by the rank's rows.
   Status set(const std::string &name, const Tensor &whole);
+  /// Binds the rank's rows of sharded tensor `name` (what readSafetensors
+  /// reads of a file given rowsOf(name)).
+  Status setRows(const std::string &name, const Tensor &rows);
+  /// For each sharded tensor of `shapes` (whole tensors' shapes, by name),
+  /// the rank's rows to read of it; an error where its axis is not the
+  /// whole length.
+  Expected<std::map<std::string, SafetensorsRows>>
+  rowsOf(const std::map<std::string, std::vector<int64_t>> &shapes) const;
   Expected<double> energy();
   /// The gradient of the model's energy with respect to tensor `name`,
   /// whole.
