@@ -12,7 +12,9 @@
 // element-wise; a row's matrix times a column's vector), sums what varies
 // and the map applies after the contraction, once per output position:
 // Σ_c w(r, c) (a_r ⊙ v_c) = a_r ⊙ Σ_c w(r, c) v_c. What is left may be a
-// row of a table, the bilinear form. A value a side yields twice is summed
+// row of a table, the bilinear form. (A product is first regrouped by what
+// its factors depend on, so that the output position's come last and the
+// summed side's form one table row.) A value a side yields twice is summed
 // once, and outputs that one table only adds up, scaled by numbers known
 // ahead of the contraction, are one output: Σ_c w (a f₁ + b f₂) in place of
 // a Σ_c w f₁ + b Σ_c w f₂.
