@@ -129,6 +129,7 @@ public:
 
 private:
   friend class ShardedBackwardHooks;
+  friend class RingBackwardStep;
   ShardedSession(Session session, std::optional<Session> blockSession,
                  ShardLayout layout, int64_t length, int64_t begin, int64_t end,
                  Communicator &communicator)
