@@ -18,9 +18,10 @@ differ only by the order of additions (rows summed rank by rank instead of
 in one kernel): a few roundings of 1e-16 relative; a row counted twice or
 lost, or a wrong offset in the causal mask, shows at 1e-2. The same with
 --ring (the other ranks' rows streamed around a ring in blocks, each lse
-merged over them) for self-attention, ALiBi attention and the position
-bias (energies, gradients and runs), and a loss's gradient through the
-run for the Energy Transformer, ALiBi attention and the learned slots (the backward steps' second derivatives
+merged over them) for self-attention (energies, gradients and runs) and
+the position bias (gradients), and a loss's gradient through the run (its
+steps' gradients first) for the Energy Transformer, ALiBi attention and
+the learned slots (the backward steps' second derivatives
 of the merged lse streamed too). Also: a rank given a tensor of the wrong
 length ends the whole job with an error naming the rank, within seconds;
 --ring refuses a model without an lse to stream, naming why.
@@ -65,12 +66,12 @@ def cases():
            {'N': 12, 'D': 8},
            {'x': rng.standard_normal((12, 8)), 'Wq': rng.standard_normal((8, 8)) * 0.4,
             'Wk': rng.standard_normal((8, 8)) * 0.4},
-           {'energy': (3,), 'grad': (2, 3), 'run': (3,),
-            'ring-energy': (3,), 'ring-grad': (3,), 'ring-run': (2,)})
+           {'energy': (3,), 'grad': (3,), 'run': (3,),
+            'ring-energy': (2,), 'ring-grad': (3,), 'ring-run': (2,)})
+    # A loss's gradient runs the dynamics (each step's gradient) first.
     yield zoo_case('alibi_attention', 'N', {'grad': (3,), 'run': (2,), 'loss-grad': (2,),
-                                            'ring-grad': (3,), 'ring-loss-grad': (3,)}, N=6)
-    yield zoo_case('energy_transformer', 'N', {'grad': (2,), 'loss-grad': (3,),
-                                               'ring-loss-grad': (2,)})
+                                            'ring-loss-grad': (3,)}, N=6)
+    yield zoo_case('energy_transformer', 'N', {'loss-grad': (3,), 'ring-loss-grad': (2,)})
     yield zoo_case('multihead_slot_attention', 'N', {'loss-grad': (2,)})
     yield ('learned_slots', os.path.join(HERE, 'learned_slots.energy'), 'N',
            {'N': 7, 'S': 3, 'D': 4},
