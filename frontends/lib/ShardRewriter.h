@@ -158,8 +158,9 @@ private:
   bool ringLinear(const Expr &expr, std::vector<Edit> &blockEdits);
   /// The ring's two models: the rows model (each site replaced by the read
   /// of its merged lse, an input), its edits into `rowsEdits`, and the block
-  /// model (each site's surrogate, whose gradient is the site's over one
-  /// block) into result.ring. `top` holds the edits both share.
+  /// model (each site its lse over one block weighted by an input, the
+  /// rows' shares of the site's gradient) into result.ring. `top` holds the
+  /// edits both share.
   bool ringModels(const std::vector<Edit> &top, std::vector<Edit> &rowsEdits,
                   std::string &rowsDeclarations, std::vector<Edit> &blockEdits,
                   std::string &blockDeclarations, ShardedModel &result);

@@ -1,8 +1,8 @@
 //===- ShardRing.cpp - The ring's models: copies streamed in blocks -------===//
 //
 // `--shard N --ring`: the rank's model reads the merged lse of each site as
-// an input; the block model gives each row's lse over one block and, from a
-// surrogate whose gradient is the site's over the block, the gradients.
+// an input; the block model gives each row's lse over one block and, from
+// that lse weighted by each row's share of the site, the gradients.
 //
 //===----------------------------------------------------------------------===//
 
@@ -154,7 +154,7 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
                     expr.getRange().End.getPointer(), Edit::Replacement,
                     std::move(with)});
   };
-  // The block model evaluates the sites' surrogates alone: every other
+  // The block model evaluates the sites' weighted lse alone: every other
   // term and every loss are 0; the dynamics stay, for a loss's gradient
   // through the run (its backward steps' part of the sites).
   std::map<const ReductionExpr *, const TermDecl *> termOf;
@@ -185,8 +185,8 @@ bool ShardRewriter::ringModels(const std::vector<Edit> &top,
                           quoted(dim) +
                           " is not added to an energy term's row sum, which "
                           "a ring needs to merge it");
-    // The merged lse is a constant of the gradients' surrogates: a
-    // temperature with a gradient of its own would lose its share.
+    // The shares are constants of the gradients: a temperature with a
+    // gradient of its own would lose its part.
     if (const Expr *temperature = site.lse->getTemperature();
         temperature && readsTensors(*temperature))
       fail(*temperature, "--shard " + dim +

@@ -293,13 +293,21 @@ static Expected<Tensor> readRows(ByteSource &source, uint64_t dataStart,
     inner *= shape[axis];
   size_t rowBytes = static_cast<size_t>(inner) * dtypeSize(entry.dtype);
   std::byte *out = rows->data();
+  const std::vector<int64_t> &indices = selected.indices;
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t index : selected.indices) {
-      uint64_t from = dataStart + static_cast<uint64_t>(entry.begin) +
-                      static_cast<uint64_t>(o * length + index) * rowBytes;
-      if (!source.read(from, out, rowBytes))
+    for (size_t first = 0, last; first < indices.size(); first = last) {
+      // Consecutive rows in one read (a rank's contiguous slice: one).
+      for (last = first + 1;
+           last < indices.size() && indices[last] == indices[last - 1] + 1;
+           ++last)
+        ;
+      size_t bytes = (last - first) * rowBytes;
+      uint64_t from =
+          dataStart + static_cast<uint64_t>(entry.begin) +
+          static_cast<uint64_t>(o * length + indices[first]) * rowBytes;
+      if (!source.read(from, out, bytes))
         return Status::error("reading the data failed");
-      out += rowBytes;
+      out += bytes;
     }
   return rows;
 }

@@ -73,6 +73,7 @@ constexpr const char *kStepTensor = "step";
 struct RunInputs {
   std::vector<std::pair<std::string, int64_t>> dims;
   std::vector<std::pair<std::string, double>> consts;
+  /// The --in files' tensors (not read here for a sharded run).
   RuntimeTensors tensors;
   /// The --in files of a sharded run, read there: each rank its rows.
   std::vector<std::string> files;

@@ -131,9 +131,6 @@ int mlir::energy::tools::runSharded(const ::energy::Model &rankModel,
         return fail(status.message());
     }
   }
-  for (const auto &[name, value] : inputs.tensors)
-    if (::energy::Status status = session.set(name, value); !status)
-      return fail(status.message());
 
   std::vector<std::string> gradients;
   for (const std::string &name :

@@ -338,14 +338,14 @@ int main(int argc, char **argv) {
   inputs.dims = *dims;
   inputs.consts = *consts;
   // A sharded run reads its rows of the files itself.
-  if (!shardDim.empty())
+  if (shardDim.empty()) {
+    FailureOr<RuntimeTensors> tensors = readInputs(inputFiles);
+    if (failed(tensors))
+      return 1;
+    inputs.tensors = std::move(*tensors);
+  } else {
     inputs.files.assign(inputFiles.begin(), inputFiles.end());
-  FailureOr<RuntimeTensors> tensors =
-      readInputs(shardDim.empty() ? ArrayRef<std::string>(inputFiles)
-                                  : ArrayRef<std::string>());
-  if (failed(tensors))
-    return 1;
-  inputs.tensors = std::move(*tensors);
+  }
   if (auto it = inputs.tensors.find(kStepTensor); it != inputs.tensors.end()) {
     if (it->second.elementCount() != 1 || it->second.at(0) < 0)
       return fail("--in: 'step' must be a scalar step count");

@@ -127,7 +127,7 @@ cl::opt<bool> shardRing(
 cl::opt<bool> shardRingBlock(
     "ring-block",
     cl::desc("With --shard --ring: emit the block model (each lse over one "
-             "block, and the surrogate giving its gradient) instead"),
+             "block, weighted by each row's share of its gradient) instead"),
     cl::init(false), cl::cat(energycOptions));
 cl::opt<bool> shardSuppliedGradients(
     "supplied-gradients",
