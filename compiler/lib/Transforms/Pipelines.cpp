@@ -133,6 +133,8 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
   // A row's normalisation backward once for every term that reads the row.
   modelPasses.addPass(createEnergyPlanJoinLinearLoops());
+  // Tables that products read in the order of the arrays they read.
+  modelPasses.addPass(createEnergyPlanTableOrder());
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());

@@ -141,6 +141,11 @@ void shareProducts(ModelOp model);
 /// (AccumulateProducts.cpp).
 void accumulateProductsInPlace(ModelOp model);
 
+/// Makes a table of scalars over (i, j) that reads arrays at [j, i] and that
+/// only matrix products read the table over (j, i), the products taking it
+/// transposed (TableOrder.cpp).
+void orderTablesAsTheirReads(ModelOp model);
+
 /// Makes loops that add the same linear map, per position, of rows of
 /// different arrays into one tensor one loop that adds the map of the rows'
 /// sum (JoinLinearLoops.cpp).

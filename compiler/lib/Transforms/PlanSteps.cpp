@@ -36,6 +36,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANSHAREPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANACCUMULATEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANJOINLINEARLOOPS
+#define GEN_PASS_DEF_ENERGYPLANTABLEORDER
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
@@ -85,6 +86,7 @@ ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
 ENERGY_PLAN_STEP_PASS(PlanShareProducts, shareProducts)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateProducts, accumulateProductsInPlace)
 ENERGY_PLAN_STEP_PASS(PlanJoinLinearLoops, joinLinearLoops)
+ENERGY_PLAN_STEP_PASS(PlanTableOrder, orderTablesAsTheirReads)
 ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
 ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   markParallelLoops(model);

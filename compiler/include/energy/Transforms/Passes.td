@@ -706,6 +706,18 @@ def EnergyPlanJoinLinearLoops : EnergyPlanStep<
   }];
 }
 
+def EnergyPlanTableOrder : EnergyPlanStep<"energy-plan-table-order",
+    "Tabulates what products read in the order of the arrays it reads"> {
+  let description = [{
+    A table of scalars over (i, j) whose body reads more arrays at [.., j, i]
+    than at [.., i, j] (a parameter's adjoint Σ_b f(s[b, μ]) ⊗ σ[b] over
+    (μ, b) from scores s[b, μ]), read only by `energy.batch_matmul` ops as a
+    whole matrix, becomes the table over (j, i), which reads those arrays
+    along their rows; the products take it with their operand marked
+    transposed. CSE then finds it where the program already computes it.
+  }];
+}
+
 def EnergyPlanFuseElementwise : EnergyPlanStep<"energy-plan-fuse-elementwise",
     "Computes chains of elementwise arithmetic on whole arrays as one table"> {
   let description = [{
