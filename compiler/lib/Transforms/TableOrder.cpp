@@ -61,14 +61,23 @@ std::optional<ScalarTable> scalarTableOf(TabulateOp table) {
                      &body};
 }
 
-/// The last two indices of an element the op reads (an extract or a read
-/// with an identity map), if it reads one.
+/// The last two indices of a scalar element the op reads (an extract from an
+/// array or a read of a tensor, at plain indices), if it reads one.
 std::optional<std::pair<Value, Value>> lastTwoIndices(Operation *op) {
-  auto extract = dyn_cast<ExtractOp>(op);
-  if (!extract || !extract.getMap().isIdentity() ||
-      extract.getIndices().size() < 2)
+  AffineMap map;
+  ValueRange indices;
+  if (auto extract = dyn_cast<ExtractOp>(op)) {
+    map = extract.getMap();
+    indices = extract.getIndices();
+  } else if (auto read = dyn_cast<ReadOp>(op)) {
+    map = read.getMap();
+    indices = read.getIndices();
+  } else {
     return std::nullopt;
-  auto indices = extract.getIndices();
+  }
+  auto type = dyn_cast<ArrayType>(op->getResult(0).getType());
+  if (!type || !type.isScalar() || !map.isIdentity() || indices.size() < 2)
+    return std::nullopt;
   return std::make_pair(indices[indices.size() - 2], indices.back());
 }
 
@@ -119,8 +128,10 @@ TabulateOp buildTransposedTable(ScalarTable table) {
         builder, loc, transposedType,
         ArrayAttr::get(context, {table.innerSize, table.outerSize}));
     newBody = &result.getBody().emplaceBlock();
-    Value inner = newBody->addArgument(table.innerIndex.getType(), loc);
-    Value outer = newBody->addArgument(table.outerIndex.getType(), loc);
+    Value inner = newBody->addArgument(table.innerIndex.getType(),
+                                       table.innerIndex.getLoc());
+    Value outer = newBody->addArgument(table.outerIndex.getType(),
+                                       table.outerIndex.getLoc());
     mapping.map(table.innerIndex, inner);
     mapping.map(table.outerIndex, outer);
   } else {
@@ -128,7 +139,8 @@ TabulateOp buildTransposedTable(ScalarTable table) {
                                 ArrayAttr::get(context, {table.innerSize}));
     Block &outerBody = result.getBody().emplaceBlock();
     mapping.map(table.innerIndex,
-                outerBody.addArgument(table.innerIndex.getType(), loc));
+                outerBody.addArgument(table.innerIndex.getType(),
+                                      table.innerIndex.getLoc()));
     OpBuilder outerBuilder = OpBuilder::atBlockEnd(&outerBody);
     auto row = TabulateOp::create(
         outerBuilder, loc,
@@ -137,7 +149,8 @@ TabulateOp buildTransposedTable(ScalarTable table) {
     YieldOp::create(outerBuilder, loc, row.getResult());
     newBody = &row.getBody().emplaceBlock();
     mapping.map(table.outerIndex,
-                newBody->addArgument(table.outerIndex.getType(), loc));
+                newBody->addArgument(table.outerIndex.getType(),
+                                     table.outerIndex.getLoc()));
   }
   OpBuilder inside = OpBuilder::atBlockEnd(newBody);
   for (Operation &op : *table.body)
