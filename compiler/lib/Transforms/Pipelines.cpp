@@ -137,6 +137,10 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanTableOrder());
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());
+  // A value a contraction's side yields twice now that CSE made it one,
+  // summed once; the tables and products that read the two outputs, one.
+  modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }
