@@ -138,8 +138,11 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());
   // A value a contraction's side yields twice now that CSE made it one,
-  // summed once; the tables and products that read the two outputs, one.
+  // summed once; the tables and products that read the two outputs, one;
+  // the sums of products sharing a factor that CSE exposed, one product.
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
+  modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createEnergyPlanCombineProducts());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());
