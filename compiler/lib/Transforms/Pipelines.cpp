@@ -137,12 +137,17 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanTableOrder());
   // One value per computation, so that an expression's ops feed one user.
   modelPasses.addPass(createCSEPass());
-  // A value a contraction's side yields twice now that CSE made it one,
-  // summed once; the tables and products that read the two outputs, one;
-  // the sums of products sharing a factor that CSE exposed, one product.
+  // What that CSE exposed: a value a contraction's side yields twice, summed
+  // once (the tables and products that read the two outputs then one);
+  // sums of products sharing a factor, one product; products that only a
+  // loop adds into a tensor, added in place; a row's normalisation
+  // backward, once.
   modelPasses.addPass(createEnergyPlanFactorContractOutputs());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanCombineProducts());
+  modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createEnergyPlanAccumulateProducts());
+  modelPasses.addPass(createEnergyPlanJoinLinearLoops());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());

@@ -8,7 +8,9 @@
 
 // Rows of three arrays times W, -W/s and (W/s)ᵀᵀ, added into x: one table
 // of a - b/s + c/s (each row scaled as its product was) times W, added
-// right after the product; rows times V stay as they are. W's adjoint adds
+// right after the product; rows times V stay as they are, added in place
+// by their product after the others (energy-plan-accumulate-products runs
+// again after the last CSE). W's adjoint adds
 // V Σ_b a[b]ᵀ b[b] - V Σ_b a[b]ᵀ c[b]: V (Σ_b a[b]ᵀ (b - c)[b]), one
 // summed product of a and a table. V's adjoint adds (Σ_b a[b]ᵀ b[b])ᵀ W
 // and (Σ_b a[b]ᵀ c[b])ᵀ W: (Σ_b a[b]ᵀ (b + c)[b])ᵀ W, computed as
@@ -22,7 +24,6 @@
 // CHECK-NEXT:    %[[A:.*]] = read @a : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[B:.*]] = read @b : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[C:.*]] = read @c : !energy.array<B, N, D>
-// CHECK:         %[[AV:.*]] = batch_matmul %[[A]], %[[V]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK:         %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
 // CHECK-NEXT:    %[[ONE:.*]] = constant 1.000000e+00
 // CHECK-NEXT:    %[[PS:.*]] = div %[[ONE]], %[[S]] : !energy.array<>, !energy.array<>
@@ -57,6 +58,7 @@
 // CHECK-NEXT:    %[[T:.*]] = batch_matmul %[[BPC]] transposed, %[[A]] summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
 // CHECK-NEXT:    %[[TW:.*]] = matmul %[[T]], %[[W]] : !energy.array<D, D>, !energy.array<D, D>
 // CHECK-NEXT:    accumulate %[[TW]] into @V : !energy.array<D, D>
+// CHECK-NEXT:    %[[AV:.*]] = batch_matmul %[[A]], %[[V]] : !energy.array<B, N, D>, !energy.array<D, D> -> !energy.array<B, N, D>
 // CHECK-NEXT:    accumulate %[[AV]] into @x : !energy.array<B, N, D>
 // CHECK-NEXT:  }
 

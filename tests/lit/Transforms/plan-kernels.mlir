@@ -101,7 +101,8 @@ energy.model @child_side {
 // contraction: the lse alone is lifted. The sum, over the memories m (K)
 // at every point x (N), pairs different things: its scores are one product
 // of the rows, X Mᵀ, and the sum the product of the table of its
-// coefficients (w + 1 over N × K) with M.
+// coefficients (w + 1 over N × K) with M, added into x's gradient in
+// place.
 // CHECK-LABEL: energy.model @not_linear
 // CHECK:       %[[L:.*]] = softmax_contract bilinear rows (%{{.*}} : @N) cols (%{{.*}} : @K) score {
 // CHECK:       } : !energy.array<N>
@@ -115,9 +116,7 @@ energy.model @child_side {
 // CHECK:           add
 // CHECK:       } : !energy.array<N, K>
 // CHECK:       %[[G:.*]] = batch_matmul %[[C]], %{{.*}} : !energy.array<N, K>, !energy.array<K, D> -> !energy.array<N, D>
-// CHECK:       foreach parallel (%[[I2:.*]] : @N) {
-// CHECK:         extract %[[G]][%[[I2]]]
-// CHECK:         accumulate
+// CHECK-NEXT:  accumulate %[[G]] into @x : !energy.array<N, D>
 energy.model @not_linear {
   dim @N
   dim @K
