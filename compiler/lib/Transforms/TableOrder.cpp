@@ -31,12 +31,13 @@ struct ScalarTable {
 };
 
 std::optional<ScalarTable> scalarTableOf(TabulateOp table) {
-  auto type = cast<ArrayType>(table.getType());
-  if (type.getRank() != 2)
+  auto type = dyn_cast<ArrayType>(table.getType());
+  if (!type || type.getRank() != 2)
     return std::nullopt;
   Block &outer = table.getBody().front();
   if (outer.getNumArguments() == 2) {
-    if (!cast<ArrayType>(table.getBodyValue().getType()).isScalar())
+    auto value = dyn_cast<ArrayType>(table.getBodyValue().getType());
+    if (!value || !value.isScalar())
       return std::nullopt;
     return ScalarTable{table,
                        outer.getArgument(0),
@@ -49,8 +50,10 @@ std::optional<ScalarTable> scalarTableOf(TabulateOp table) {
     return std::nullopt;
   auto inner = dyn_cast<TabulateOp>(outer.front());
   if (!inner || table.getBodyValue() != inner.getResult() ||
-      inner.getBody().front().getNumArguments() != 1 ||
-      !cast<ArrayType>(inner.getBodyValue().getType()).isScalar())
+      inner.getBody().front().getNumArguments() != 1)
+    return std::nullopt;
+  auto value = dyn_cast<ArrayType>(inner.getBodyValue().getType());
+  if (!value || !value.isScalar())
     return std::nullopt;
   Block &body = inner.getBody().front();
   return ScalarTable{table,

@@ -707,7 +707,7 @@ def EnergyPlanJoinLinearLoops : EnergyPlanStep<
 }
 
 def EnergyPlanTableOrder : EnergyPlanStep<"energy-plan-table-order",
-    "Tabulates what products read in the order of the arrays it reads"> {
+    "Tabulates what products read in the order of the arrays the table reads"> {
   let description = [{
     A table of scalars over (i, j) whose body reads more arrays at [.., j, i]
     than at [.., i, j] (a parameter's adjoint Σ_b f(s[b, μ]) ⊗ σ[b] over
