@@ -249,22 +249,12 @@ bool productOfEarlierRows(BatchMatmulOp product) {
 /// of A[i, k], A a tensor or an array from outside the table (read ahead
 /// at the builder's point); null otherwise.
 Value transposedArrayOf(TabulateOp table, OpBuilder &builder) {
+  std::optional<ScalarTable> scalars = scalarTableOf(table);
+  if (!scalars)
+    return Value();
   auto type = cast<ArrayType>(table.getType());
-  if (type.getRank() != 2)
-    return Value();
-  Block &outer = table.getBody().front();
-  Value element = table.getBodyValue();
-  SmallVector<Value> indices;
-  if (outer.getNumArguments() == 2) {
-    indices = {outer.getArgument(1), outer.getArgument(0)};
-  } else if (auto row = element.getDefiningOp<TabulateOp>();
-             row && outer.getNumArguments() == 1 && row->getBlock() == &outer &&
-             row.getBody().front().getNumArguments() == 1) {
-    indices = {row.getBody().front().getArgument(0), outer.getArgument(0)};
-    element = row.getBodyValue();
-  } else {
-    return Value();
-  }
+  Value element = scalars->element;
+  SmallVector<Value> indices = {scalars->innerIndex, scalars->outerIndex};
   auto transposed =
       ArrayType::get(table.getContext(), {type.getShape()[1].getValue(),
                                           type.getShape()[0].getValue()});

@@ -548,3 +548,31 @@ ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
     inside.clone(op, mapping);
   return flat;
 }
+std::optional<ScalarTable> mlir::energy::scalarTableOf(TabulateOp table) {
+  auto type = dyn_cast<ArrayType>(table.getType());
+  if (!type || type.getRank() != 2)
+    return std::nullopt;
+  Block &outer = table.getBody().front();
+  Value element = table.getBodyValue();
+  ScalarTable result{table,       outer.getArgument(0),
+                     Value(),     table.getSizes()[0],
+                     Attribute(), element,
+                     &outer};
+  if (outer.getNumArguments() == 2) {
+    result.innerIndex = outer.getArgument(1);
+    result.innerSize = table.getSizes()[1];
+  } else if (auto row = element.getDefiningOp<TabulateOp>();
+             row && outer.getNumArguments() == 1 && row->getBlock() == &outer &&
+             row.getBody().front().getNumArguments() == 1) {
+    result.body = &row.getBody().front();
+    result.innerIndex = result.body->getArgument(0);
+    result.innerSize = row.getSizes()[0];
+    result.element = row.getBodyValue();
+  } else {
+    return std::nullopt;
+  }
+  auto value = dyn_cast<ArrayType>(result.element.getType());
+  if (!value || !value.isScalar())
+    return std::nullopt;
+  return result;
+}

@@ -141,6 +141,20 @@ ReduceOp nestedSumOf(ReduceOp outer);
 /// it; null, building nothing, for another form.
 ReduceOp flattenNestedSum(ReduceOp outer);
 
+/// A table of scalars over two indices (i, j): one tabulate over (i, j), or
+/// a tabulate over i whose value is a tabulate over j in its body. `body`
+/// is the block that computes the scalar `element`.
+struct ScalarTable {
+  TabulateOp table;
+  Value outerIndex, innerIndex;
+  Attribute outerSize, innerSize;
+  Value element;
+  Block *body;
+};
+
+/// `table` as a table of scalars over two indices, if it is one.
+std::optional<ScalarTable> scalarTableOf(TabulateOp table);
+
 /// Whether `a` computes what `b` computes: the same ops (no regions) on
 /// corresponding operands, the values `arguments` maps (block arguments, or
 /// any value to substitute) corresponding through it, the operands of

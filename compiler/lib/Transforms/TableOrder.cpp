@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "Slices.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -19,50 +20,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-
-/// A table of scalars over two indices: one tabulate over (i, j), or a
-/// tabulate over i whose body is only a tabulate over j. `body` is the
-/// block that computes the scalar.
-struct ScalarTable {
-  TabulateOp table;
-  Value outerIndex, innerIndex;
-  Attribute outerSize, innerSize;
-  Block *body;
-};
-
-std::optional<ScalarTable> scalarTableOf(TabulateOp table) {
-  auto type = dyn_cast<ArrayType>(table.getType());
-  if (!type || type.getRank() != 2)
-    return std::nullopt;
-  Block &outer = table.getBody().front();
-  if (outer.getNumArguments() == 2) {
-    auto value = dyn_cast<ArrayType>(table.getBodyValue().getType());
-    if (!value || !value.isScalar())
-      return std::nullopt;
-    return ScalarTable{table,
-                       outer.getArgument(0),
-                       outer.getArgument(1),
-                       table.getSizes()[0],
-                       table.getSizes()[1],
-                       &outer};
-  }
-  if (outer.getNumArguments() != 1 || outer.getOperations().size() != 2)
-    return std::nullopt;
-  auto inner = dyn_cast<TabulateOp>(outer.front());
-  if (!inner || table.getBodyValue() != inner.getResult() ||
-      inner.getBody().front().getNumArguments() != 1)
-    return std::nullopt;
-  auto value = dyn_cast<ArrayType>(inner.getBodyValue().getType());
-  if (!value || !value.isScalar())
-    return std::nullopt;
-  Block &body = inner.getBody().front();
-  return ScalarTable{table,
-                     outer.getArgument(0),
-                     body.getArgument(0),
-                     table.getSizes()[0],
-                     inner.getSizes()[0],
-                     &body};
-}
 
 /// The last two indices of a scalar element the op reads (an extract from an
 /// array or a read of a tensor, at plain indices), if it reads one.
@@ -165,6 +122,10 @@ TabulateOp buildTransposedTable(ScalarTable table) {
 bool orderTable(TabulateOp op) {
   std::optional<ScalarTable> table = scalarTableOf(op);
   if (!table || !readsAcrossRows(*table) || !readOnlyByProducts(op))
+    return false;
+  // Nested, the rows' body is cloned alone: nothing else may be beside it.
+  Block &outer = op.getBody().front();
+  if (table->body != &outer && outer.getOperations().size() > 2)
     return false;
   TabulateOp transposed = buildTransposedTable(*table);
   for (OpOperand &use : llvm::make_early_inc_range(op->getUses())) {
