@@ -373,62 +373,68 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
       arith::SIToFPOp::create(b, loc, context.elementType, toI64(length));
   forRange(rows, [&](Value row) {
     Value start = arith::MulIOp::create(b, loc, row, length);
-    auto at = [&](Value k) {
-      return arith::AddIOp::create(b, loc, start, k).getResult();
+    Value input = offsetPointer(operand.data, start);
+    Value output = offsetPointer(data, start);
+    // Every pass over the row runs in vectors (foldLanes, forLanes): its
+    // elements are contiguous and a row is often a few vectors long.
+    auto sumOver = [&](function_ref<Value(Value, int)> term) {
+      return sumLanes(length, [&](Value k, int lanes) {
+        return term(loadLanes(input, k, lanes), lanes);
+      });
     };
-    auto sumOver = [&](function_ref<Value(Value)> term) {
-      return forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
-        return SmallVector<Value>{add(acc[0], term(load(operand.data, at(k))))};
-      })[0];
-    };
-    auto writeRow = [&](function_ref<Value(Value)> element) {
-      forRange(length, [&](Value k) {
-        store(element(load(operand.data, at(k))), data, at(k));
+    auto writeRow = [&](function_ref<Value(Value, int)> element) {
+      forLanes(length, [&](Value k, int lanes) {
+        storeLanes(element(loadLanes(input, k, lanes), lanes), output, k,
+                   lanes);
       });
     };
     if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-      Value rowStart = offsetPointer(operand.data, start);
+      // A NaN element that maxLanes passes over makes its exp and the sum NaN.
       Value largest = maxLanes(length, [&](Value k, int lanes) {
-        return loadLanes(rowStart, k, lanes);
+        return loadLanes(input, k, lanes);
       });
+      auto shifted = [&](Value x, int lanes) {
+        return exp(sub(x, splat(largest, lanes)));
+      };
       if (isa<SoftmaxOp>(op)) {
         // exp(x − max) once per element, stored, then scaled by 1 / its sum.
-        Value sum = forRange(length, {real(0.0)}, [&](Value k, ValueRange acc) {
-          Value weight = exp(sub(load(operand.data, at(k)), largest));
-          store(weight, data, at(k));
-          return SmallVector<Value>{add(acc[0], weight)};
-        })[0];
+        Value sum = sumLanes(length, [&](Value k, int lanes) {
+          Value weight = shifted(loadLanes(input, k, lanes), lanes);
+          storeLanes(weight, output, k, lanes);
+          return weight;
+        });
         Value reciprocal = div(real(1.0), sum);
-        Value outputStart = offsetPointer(data, start);
         forLanes(length, [&](Value k, int lanes) {
-          storeLanes(
-              mul(loadLanes(outputStart, k, lanes), splat(reciprocal, lanes)),
-              outputStart, k, lanes);
+          storeLanes(mul(loadLanes(output, k, lanes), splat(reciprocal, lanes)),
+                     output, k, lanes);
         });
         return;
       }
-      Value normaliser = add(
-          largest, log(sumOver([&](Value x) { return exp(sub(x, largest)); })));
-      writeRow([&](Value x) { return sub(x, normaliser); });
+      Value normaliser = add(largest, log(sumOver(shifted)));
+      writeRow(
+          [&](Value x, int lanes) { return sub(x, splat(normaliser, lanes)); });
       return;
     }
     Value epsilon = real(1e-5);
     if (isa<RmsNormOp>(op)) {
-      Value meanSquare = div(sumOver([&](Value x) { return mul(x, x); }), size);
+      Value meanSquare =
+          div(sumOver([&](Value x, int) { return mul(x, x); }), size);
       Value scale = div(real(1.0),
                         math::SqrtOp::create(b, loc, add(meanSquare, epsilon)));
-      writeRow([&](Value x) { return mul(x, scale); });
+      writeRow([&](Value x, int lanes) { return mul(x, splat(scale, lanes)); });
       return;
     }
-    Value centre = div(sumOver([&](Value x) { return x; }), size);
-    Value variance = div(sumOver([&](Value x) {
-                           Value d = sub(x, centre);
+    Value centre = div(sumOver([&](Value x, int) { return x; }), size);
+    Value variance = div(sumOver([&](Value x, int lanes) {
+                           Value d = sub(x, splat(centre, lanes));
                            return mul(d, d);
                          }),
                          size);
     Value scale =
         div(real(1.0), math::SqrtOp::create(b, loc, add(variance, epsilon)));
-    writeRow([&](Value x) { return mul(sub(x, centre), scale); });
+    writeRow([&](Value x, int lanes) {
+      return mul(sub(x, splat(centre, lanes)), splat(scale, lanes));
+    });
   });
   return Lowered{Value(), data};
 }

@@ -111,14 +111,14 @@ Value KernelBuilder::maxLanes(Value count,
                                                         {width}, {1});
       Value high = vector::ExtractStridedSliceOp::create(b, loc, lanes, {width},
                                                          {width}, {1});
-      lanes = maximum(low, high);
+      lanes = largerOf(low, high);
     }
     return vector::ExtractOp::create(b, loc, lanes, ArrayRef<int64_t>{0})
         .getResult();
   };
   return foldLanes(
       count, real(-std::numeric_limits<double>::infinity()),
-      [&](Value x, Value y) { return maximum(x, y); }, halving, term);
+      [&](Value x, Value y) { return largerOf(x, y); }, halving, term);
 }
 
 void KernelBuilder::addScaled(Value y, Value a, Value x, Value count) {

@@ -254,46 +254,58 @@ energy.model @diagonals {
 
 // -----
 
-// Rows: softmax takes the row's max in vectors (halves of the accumulator
-// down to one lane), stores exp(x - max) and scales by 1 / its sum; log_softmax
-// subtracts max + log(sum exp(x - max)); layernorm centres and scales by
-// 1 / sqrt(variance + 1e-5). select of arrays selects the pointer.
+// Rows: every pass over a row runs in vectors of 16 and a scalar remainder.
+// softmax takes the row's max by compare and select (one instruction, where
+// maxnumf takes three; a NaN it passes over makes its exp and the sum NaN),
+// halving the accumulator down to one lane, stores exp(x - max) and scales by
+// 1 / its sum; log_softmax subtracts max + log(sum exp(x - max)); layernorm
+// centres and scales by 1 / sqrt(variance + 1e-5). select of arrays selects
+// the pointer.
 // CHECK-LABEL: energy.model @rows
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[SM:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[LSM:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[LN:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         scf.for
+// CHECK:           llvm.getelementptr %[[SM]][
 // CHECK:           scf.for %{{.*}} -> (vector<16xf32>) {
-// CHECK:             arith.maxnumf %{{.*}} : vector<16xf32>
+// CHECK:             %[[GTV:[0-9]+]] = arith.cmpf ogt, %[[ACC:arg[0-9]+]], %[[XV:[0-9]+]] : vector<16xf32>
+// CHECK-NEXT:        arith.select %[[GTV]], %[[ACC]], %[[XV]] : vector<16xi1>, vector<16xf32>
 // CHECK:           vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [8], strides = [1]}
-// CHECK:           vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [1], strides = [1]}
+// CHECK:           vector.extract_strided_slice %{{.*}} {offsets = [1], sizes = [1], strides = [1]}
 // CHECK:           %[[MAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
-// CHECK:             arith.maxnumf
-// CHECK:           %[[Z:[0-9]+]] = scf.for %{{.*}} iter_args(%[[ZACC:arg[0-9]+]] = %{{.*}}) -> (f32) {
-// CHECK:             %[[SH:[0-9]+]] = arith.subf %{{[0-9]+}}, %[[MAX]] fastmath<reassoc,contract> : f32
-// CHECK-NEXT:        %[[W:[0-9]+]] = math.exp %[[SH]] : f32
-// CHECK:             llvm.getelementptr %[[SM]][
-// CHECK-NEXT:        llvm.store %[[W]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:             arith.cmpf ogt
+// CHECK:           %[[ZV:[0-9]+]] = scf.for %{{.*}} -> (vector<16xf32>) {
+// CHECK:             %[[MAXV:[0-9]+]] = vector.broadcast %[[MAX]] : f32 to vector<16xf32>
+// CHECK-NEXT:        %[[SH:[0-9]+]] = arith.subf %{{[0-9]+}}, %[[MAXV]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:        %[[W:[0-9]+]] = math.exp %[[SH]] : vector<16xf32>
+// CHECK:             llvm.store %[[W]], %{{[0-9]+}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+// CHECK:           %[[ZH:[0-9]+]] = vector.reduction <add>, %[[ZV]]
+// CHECK:           %[[Z:[0-9]+]] = scf.for %{{.*}} iter_args(%{{.*}} = %[[ZH]]) -> (f32) {
+// CHECK:             math.exp %{{[0-9]+}} : f32
 // CHECK:           %[[RZ:[0-9]+]] = arith.divf %{{.*}}, %[[Z]] fastmath<reassoc,contract> : f32
 // CHECK:           %[[RZV:[0-9]+]] = vector.broadcast %[[RZ]] : f32 to vector<16xf32>
 // CHECK-NEXT:      arith.mulf %{{[0-9]+}}, %[[RZV]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         scf.for
+// CHECK:           llvm.getelementptr %[[LSM]][
 // CHECK:           %[[LMAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
+// CHECK:           scf.for %{{.*}} -> (vector<16xf32>) {
+// CHECK:             math.exp %{{[0-9]+}} : vector<16xf32>
 // CHECK:           %[[LZ:[0-9]+]] = scf.for %{{.*}} -> (f32) {
-// CHECK:             math.exp
 // CHECK:           %[[LOGZ:[0-9]+]] = math.log %[[LZ]] : f32
 // CHECK-NEXT:      %[[NORM:[0-9]+]] = arith.addf %[[LMAX]], %[[LOGZ]] fastmath<reassoc,contract> : f32
 // CHECK:           scf.for
-// CHECK:             %[[LS:[0-9]+]] = arith.subf %{{[0-9]+}}, %[[NORM]] fastmath<reassoc,contract> : f32
-// CHECK:             llvm.getelementptr %[[LSM]][
+// CHECK:             %[[NORMV:[0-9]+]] = vector.broadcast %[[NORM]] : f32 to vector<16xf32>
+// CHECK-NEXT:        arith.subf %{{[0-9]+}}, %[[NORMV]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         scf.for
+// CHECK:           llvm.getelementptr %[[LN]][
 // CHECK:           %[[MEAN:[0-9]+]] = arith.divf
-// CHECK:           scf.for
-// CHECK:             arith.subf %{{[0-9]+}}, %[[MEAN]] fastmath<reassoc,contract> : f32
+// CHECK:           scf.for %{{.*}} -> (vector<16xf32>) {
+// CHECK:             %[[MEANV:[0-9]+]] = vector.broadcast %[[MEAN]] : f32 to vector<16xf32>
+// CHECK-NEXT:        arith.subf %{{[0-9]+}}, %[[MEANV]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:           math.sqrt
 // CHECK:           scf.for
-// CHECK:             llvm.getelementptr %[[LN]][
+// CHECK:             llvm.store %{{[0-9]+}}, %{{[0-9]+}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK:         %[[GT:[0-9]+]] = arith.cmpf ogt, %{{[0-9]+}}, %{{[0-9]+}} : f32
 // CHECK-NEXT:    arith.select %[[GT]], %[[LN]], %[[LSM]] : !llvm.ptr
 // CHECK:         return
