@@ -162,6 +162,23 @@ void sumPanel(int64_t count, int64_t tileRows,
       return;
     }
   }
+  if constexpr (Shape::kWide) {
+    // One vector across: tiles of twice the rows, so that twelve chains of
+    // multiply-adds, not six, cover the latency of each.
+    if (width <= L) {
+      const typename V::Tail tail = V::tail(width);
+      int64_t r = 0;
+      for (; r + 2 * Rows <= tileRows; r += 2 * Rows)
+        sumTile<V, 2 * Rows, 1, true>(count, weights + r * weightStride,
+                                      weightStride, values, width, tail,
+                                      acc + r * accStride, accStride);
+      if (r < tileRows)
+        sumTile<V, Rows, 1, true>(count, weights + r * weightStride,
+                                  weightStride, values, width, tail,
+                                  acc + r * accStride, accStride);
+      return;
+    }
+  }
   for (int64_t r = 0; r < tileRows; r += Rows) {
     const auto *w = weights + r * weightStride;
     auto *a = acc + r * accStride;
