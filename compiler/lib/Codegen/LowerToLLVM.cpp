@@ -135,7 +135,14 @@ mlir::energy::translateArtifact(ModuleOp module, llvm::LLVMContext &context) {
   registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "energy_artifact");
-  if (llvmModule)
-    llvmModule->setTargetTriple(llvm::Triple(llvm::sys::getProcessTriple()));
+  if (!llvmModule)
+    return llvmModule;
+  llvmModule->setTargetTriple(llvm::Triple(llvm::sys::getProcessTriple()));
+  // The loops LLVM vectorises write what the kernels' own vector loops
+  // (VectorLoops.cpp, 64 bytes) read next: at the same width the stores
+  // forward to the loads (docs/benchmarks.md, twenty-sixth session).
+  for (llvm::Function &function : *llvmModule)
+    if (!function.isDeclaration())
+      function.addFnAttr("prefer-vector-width", "512");
   return llvmModule;
 }

@@ -144,13 +144,6 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     return failure();
   }
 
-  // The loops LLVM vectorises write what the kernels' own vector loops
-  // (VectorLoops.cpp, 64 bytes) read next: the same width lets the stores
-  // forward to the loads.
-  for (llvm::Function &function : *llvmModule)
-    if (!function.isDeclaration())
-      function.addFnAttr("prefer-vector-width", "512");
-
   // The module in parts (its functions spread over them), compiled by one
   // clang each at the same time, then linked.
   unsigned partCount =
