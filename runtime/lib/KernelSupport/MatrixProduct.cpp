@@ -363,6 +363,19 @@ void sideBySide(int64_t batch, int64_t rows, int64_t cols, const T *matrices,
                   matrices + p * stride + i * cols, cols * sizeof(T));
 }
 
+/// Whether every A[p] (`count` elements each, `stride` apart) is ±0: the
+/// scan stops at the first other element, which for most operands is the
+/// first.
+template <typename T>
+bool allZero(int64_t batch, int64_t count, const T *a, int64_t stride) {
+  for (int64_t p = 0; p < (stride == 0 ? std::min<int64_t>(batch, 1) : batch);
+       ++p)
+    for (int64_t i = 0; i < count; ++i)
+      if (a[p * stride + i] != T(0))
+        return false;
+  return true;
+}
+
 template <typename T>
 void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t aStride, const T *b, int64_t bStride, T *c,
@@ -371,6 +384,14 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
   bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
+  // Products of an A of zeros (a state that starts at zeros, in its first
+  // step) are zeros, and not computed: as reference BLAS skips zero
+  // entries, a NaN or an infinity of B then does not reach C.
+  if (allZero(batch, m * k, a, aStride)) {
+    if (!accumulate)
+      std::fill(c, c + (sum ? 1 : batch) * m * n, T(0));
+    return;
+  }
   const Blas &library = blas();
   // Products through the library: the panel product, OpenBLAS where it
   // does not fit, or both missing, the fallback loop piece by piece.

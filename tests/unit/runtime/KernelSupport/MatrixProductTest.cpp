@@ -38,7 +38,7 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
                                      const T *, int64_t, const T *, int64_t,
                                      T *, int64_t),
                 double tolerance, Sizes sizes = {3, 5, 7, 6},
-                bool sameOnThreads = false) {
+                bool sameOnThreads = false, bool zeroA = false) {
   const auto [batch, m, n, k] = sizes;
   std::mt19937 generator(2026);
   std::uniform_real_distribution<double> uniform(-1, 1);
@@ -55,7 +55,8 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
         std::vector<T> a((sharedA ? 1 : batch) * m * k),
             b((sharedB ? 1 : batch) * k * n);
         for (T &value : a)
-          value = T(uniform(generator));
+          value = zeroA ? T(uniform(generator) < 0 ? -0.0 : 0.0)
+                        : T(uniform(generator));
         for (T &value : b)
           value = T(uniform(generator));
         // Garbage in c: a product overwrites it (or the sum starts at 0);
@@ -128,6 +129,21 @@ TEST_CASE("products summed over long rows are cut into pieces of rows (f32)") {
                     /*sameOnThreads=*/true);
   checkBatch<float>(energy_support_matmul_batch_f32, 2e-4, {1, 40, 48, 800},
                     /*sameOnThreads=*/true);
+}
+
+// An A of zeros (some of them −0) is skipped: C is zeros, or what it held
+// where the products are added to it, exactly.
+TEST_CASE("batch products of an A of zeros are zeros") {
+  checkBatch<float>(energy_support_matmul_batch_f32, 0, {3, 5, 7, 6},
+                    /*sameOnThreads=*/false, /*zeroA=*/true);
+  checkBatch<double>(energy_support_matmul_batch_f64, 0, {4, 40, 48, 200},
+                     /*sameOnThreads=*/true, /*zeroA=*/true);
+  // Not computed: a NaN of B does not reach C.
+  std::vector<float> a(6, 0.f), b(6, std::nanf("")), c(4, 5.f);
+  energy_support_matmul_batch_f32(1, 2, 2, 3, a.data(), 6, b.data(), 6,
+                                  c.data(), 0);
+  for (float value : c)
+    CHECK(value == 0.f);
 }
 
 TEST_CASE("batch products: an empty batch sums to zeros (adds nothing when "
