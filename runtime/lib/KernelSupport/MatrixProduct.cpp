@@ -368,8 +368,8 @@ void sideBySide(int64_t batch, int64_t rows, int64_t cols, const T *matrices,
 /// first.
 template <typename T>
 bool allZero(int64_t batch, int64_t count, const T *a, int64_t stride) {
-  for (int64_t p = 0; p < (stride == 0 ? std::min<int64_t>(batch, 1) : batch);
-       ++p)
+  const int64_t matrices = stride == 0 ? std::min<int64_t>(batch, 1) : batch;
+  for (int64_t p = 0; p < matrices; ++p)
     for (int64_t i = 0; i < count; ++i)
       if (a[p * stride + i] != T(0))
         return false;
