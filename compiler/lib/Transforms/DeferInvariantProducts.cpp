@@ -8,7 +8,10 @@
 // program's seed; its finish multiplies the sum into the adjoint, once.
 // This is what reverse mode does for a run-invariant value computed once
 // ahead of the loop (x Weᵀ): its cotangent sums over the steps before it
-// is pulled back to We.
+// is pulled back to We. In the same way a step value that reaches the
+// adjoint through a map linear in it, with run-invariant coefficients,
+// and not element-wise (continuous Hopfield's c·(G + Gᵀ) for the symmetric
+// use of W): the steps' values sum, and the finish maps the sum once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,20 +20,24 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
 
-/// A product in a gradient that adds into one of its tensors: `accumulate
-/// (batch_matmul ...) into @tensor`, with the factor at `invariantPosition`
-/// (0 lhs, 1 rhs) the same at every step and the other not.
-struct DeferredProduct {
+/// What a gradient adds into one of its tensors, `accumulate v into
+/// @tensor`, as a map linear in a value of the step: the step value that
+/// the steps sum instead, the ops that map it to v (moved to the finish),
+/// and the run-invariant ops they read (copied there).
+struct Deferred {
   AccumulateOp accumulate;
-  BatchMatmulOp product;
-  unsigned invariantPosition;
-  Value stepFactor() { return product->getOperand(1 - invariantPosition); }
+  Value stepValue;
+  SmallVector<Operation *> map;
+  SmallVector<Operation *> invariantCone;
 };
 
 class ProductDeferrer {
@@ -43,8 +50,8 @@ public:
       SmallVector<GradOp> calls = callsOf(gradient);
       if (calls.empty() || !llvm::all_of(calls, isBackwardStepCall))
         continue;
-      for (DeferredProduct product : productsOf(gradient))
-        defer(gradient, calls, product);
+      for (Deferred deferred : deferrable(gradient))
+        defer(gradient, calls, deferred);
     }
   }
 
@@ -67,33 +74,115 @@ private:
            backward.getBody().isAncestor(call->getParentRegion());
   }
 
-  /// The products of `gradient`'s top level that can be deferred.
-  SmallVector<DeferredProduct> productsOf(GradientOp gradient) {
-    SmallVector<DeferredProduct> products;
+  /// What `gradient`'s top level adds into its tensors that can be
+  /// deferred.
+  SmallVector<Deferred> deferrable(GradientOp gradient) {
+    SmallVector<Deferred> found;
     Block &body = gradient.getBody().front();
     for (auto accumulate : body.getOps<AccumulateOp>()) {
-      auto product = accumulate.getValue().getDefiningOp<BatchMatmulOp>();
-      if (!product || !product->hasOneUse() || product->getBlock() != &body ||
+      Operation *def = accumulate.getValue().getDefiningOp();
+      if (!def || def->getBlock() != &body || !def->hasOneUse() ||
           !accumulate.getIndices().empty())
         continue;
       auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
-      if (!tensor || tensor.getArrayType() != product.getType())
+      if (!tensor || tensor.getArrayType() != accumulate.getValue().getType())
         continue;
-      SmallVector<bool> invariant;
-      for (Value factor : product->getOperands()) {
-        Operation *def = factor.getDefiningOp();
-        invariant.push_back(def && def->getBlock() == &body &&
-                            invariance.isInvariant(def));
-      }
-      if (invariant[0] == invariant[1])
+      std::optional<Deferred> deferred;
+      if (auto product = dyn_cast<BatchMatmulOp>(def))
+        deferred = byInvariantFactor(product);
+      if (!deferred)
+        deferred = byLinearMap(def);
+      if (!deferred)
         continue;
-      DeferredProduct deferred{accumulate, product, invariant[0] ? 0u : 1u};
-      auto stepType = dyn_cast<ArrayType>(deferred.stepFactor().getType());
+      auto stepType = dyn_cast<ArrayType>(deferred->stepValue.getType());
       if (!stepType || stepType.isScalar())
         continue;
-      products.push_back(deferred);
+      deferred->accumulate = accumulate;
+      found.push_back(std::move(*deferred));
     }
-    return products;
+    return found;
+  }
+
+  bool isInvariantValue(Value value, Block &body) {
+    Operation *def = value.getDefiningOp();
+    return def && def->getBlock() == &body && invariance.isInvariant(def);
+  }
+
+  /// A product of a step value and a run-invariant factor.
+  std::optional<Deferred> byInvariantFactor(BatchMatmulOp product) {
+    Block &body = *product->getBlock();
+    bool lhs = isInvariantValue(product.getLhs(), body);
+    bool rhs = isInvariantValue(product.getRhs(), body);
+    if (lhs == rhs)
+      return std::nullopt;
+    Value invariant = lhs ? product.getLhs() : product.getRhs();
+    Deferred deferred;
+    deferred.stepValue = lhs ? product.getRhs() : product.getLhs();
+    deferred.map.push_back(product);
+    deferred.invariantCone =
+        coneOf(invariant.getDefiningOp(), /*stopAtKeptValues=*/false);
+    return deferred;
+  }
+
+  /// A map of one step value, linear in it: sums, differences, negations
+  /// and transposes of maps of it, and its products with (and quotients
+  /// by) run-invariant values, ending at `last`, each op's result read only
+  /// by the map. Deferred only where the map has an op that is not
+  /// element-wise (a transpose: a pass of its own at every step, where an
+  /// element-wise map is fused into the accumulation).
+  std::optional<Deferred> byLinearMap(Operation *last) {
+    Block &body = *last->getBlock();
+    Value root;
+    llvm::SetVector<Operation *> map, invariantOps;
+    bool sawTranspose = false;
+    std::function<bool(Value)> linear = [&](Value value) -> bool {
+      Operation *op = value.getDefiningOp();
+      bool mapOp = op && op->getBlock() == &body &&
+                   isa<AddOp, SubOp, NegOp, TransposeOp, MulOp, DivOp>(op);
+      if (!mapOp) {
+        if (isInvariantValue(value, body) || (root && root != value))
+          return false;
+        root = value;
+        return true;
+      }
+      if (isa<MulOp, DivOp>(op)) {
+        Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+        bool rhsInvariant = isInvariantValue(rhs, body);
+        bool lhsInvariant = isa<MulOp>(op) && isInvariantValue(lhs, body);
+        if (rhsInvariant == lhsInvariant)
+          return false;
+        Value coefficient = rhsInvariant ? rhs : lhs;
+        for (Operation *cone :
+             coneOf(coefficient.getDefiningOp(), /*stopAtKeptValues=*/false))
+          invariantOps.insert(cone);
+        if (!linear(rhsInvariant ? lhs : rhs))
+          return false;
+      } else {
+        for (Value operand : op->getOperands())
+          if (!linear(operand))
+            return false;
+      }
+      sawTranspose |= isa<TransposeOp>(op);
+      map.insert(op);
+      return true;
+    };
+    if (!linear(last->getResult(0)) || !root || !sawTranspose)
+      return std::nullopt;
+    for (Operation *op : map)
+      for (Operation *user : op->getUsers())
+        if (op != last && !map.contains(user))
+          return std::nullopt;
+    Deferred deferred;
+    deferred.stepValue = root;
+    deferred.map.assign(map.begin(), map.end());
+    llvm::sort(deferred.map, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    deferred.invariantCone.assign(invariantOps.begin(), invariantOps.end());
+    llvm::sort(deferred.invariantCone, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    return deferred;
   }
 
   /// The tensor that each call adds `tensor`'s gradient into, when all add
@@ -126,13 +215,12 @@ private:
     return of && of.getRole() != Role::state && !of.getExchanged();
   }
 
-  /// The step factor of `product` adds into a new tensor that `gradient`
-  /// also computes the gradient of, into itself; the seed zeroes it and the
-  /// finish adds its product into the adjoint.
-  void defer(GradientOp gradient, ArrayRef<GradOp> calls,
-             DeferredProduct product) {
+  /// The step value adds into a new tensor that `gradient` also computes
+  /// the gradient of, into itself; the seed zeroes it and the finish adds
+  /// its map into the adjoint.
+  void defer(GradientOp gradient, ArrayRef<GradOp> calls, Deferred deferred) {
     FlatSymbolRefAttr adjoint =
-        commonTarget(calls, product.accumulate.getTensorAttr());
+        commonTarget(calls, deferred.accumulate.getTensorAttr());
     if (!adjoint || !onlyReadAtTheEnd(adjoint))
       return;
     auto backward = calls.front()->getParentOfType<BackwardProgramOp>();
@@ -140,35 +228,35 @@ private:
           return call->getParentOfType<BackwardProgramOp>() != backward;
         }))
       return;
-    Value stepFactor = product.stepFactor();
-    auto stepType = cast<ArrayType>(stepFactor.getType());
+    Value stepValue = deferred.stepValue;
+    auto stepType = cast<ArrayType>(stepValue.getType());
     FlatSymbolRefAttr sum = deferredTensor(adjoint, stepType);
-    Location loc = product.product.getLoc();
+    Location loc = deferred.map.back()->getLoc();
 
-    // The gradient adds the step factor into the sum.
-    OpBuilder builder(product.accumulate);
-    AccumulateOp::create(builder, product.accumulate.getLoc(), stepFactor, sum,
+    // The gradient adds the step value into the sum.
+    OpBuilder builder(deferred.accumulate);
+    AccumulateOp::create(builder, deferred.accumulate.getLoc(), stepValue, sum,
                          AffineMapAttr::get(AffineMap::get(model.getContext())),
                          ValueRange());
-    SmallVector<Operation *> invariantCone = coneOf(
-        product.product->getOperand(product.invariantPosition).getDefiningOp(),
-        /*stopAtKeptValues=*/false);
-    product.accumulate.erase();
-    // Clone the invariant factor's ops before the product is gone.
+    deferred.accumulate.erase();
+    // The invariant values and the map, from the sum, in the finish.
     Block &finish = backward.getFinish().empty()
                         ? backward.getFinish().emplaceBlock()
                         : backward.getFinish().front();
     OpBuilder atFinish = OpBuilder::atBlockEnd(&finish);
     IRMapping mapping;
-    for (Operation *op : invariantCone)
+    for (Operation *op : deferred.invariantCone)
       atFinish.clone(*op, mapping);
-    mapping.map(stepFactor, readWhole(atFinish, loc, sum, stepType));
-    Value total = atFinish.clone(*product.product, mapping)->getResult(0);
+    mapping.map(stepValue, readWhole(atFinish, loc, sum, stepType));
+    Value total;
+    for (Operation *op : deferred.map)
+      total = atFinish.clone(*op, mapping)->getResult(0);
     auto adjointType = cast<ArrayType>(total.getType());
     Value added = AddOp::create(
         atFinish, loc, readWhole(atFinish, loc, adjoint, adjointType), total);
     StoreOp::create(atFinish, loc, added, adjoint);
-    product.product.erase();
+    for (Operation *op : llvm::reverse(deferred.map))
+      op->erase();
 
     // Zeroed where each backward pass begins.
     Block &seed = backward.getSeed().front();

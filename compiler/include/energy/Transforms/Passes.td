@@ -807,6 +807,12 @@ def EnergyPlanDeferInvariantProducts : EnergyPlanStep<
     @P.adjoint. A product is linear in each factor, so the steps' products
     are the product of their sum: one product a backward pass instead of
     one a step (LISTA's We: Σ_t Σ_b ū_t[b] ⊗ x[b] = Σ_b (Σ_t ū_t[b]) ⊗ x[b]).
+    The same for `accumulate L(V) into @P` where L is linear in a step value
+    V (sums, differences, negations and transposes of L's, and products
+    with or quotients by run-invariant values), has a transpose (an
+    element-wise L is fused into the accumulation anyway) and its ops are
+    read only by L: V adds into the sum and the finish adds L(sum)
+    (continuous Hopfield's c·(G + Gᵀ) for W: one transpose a backward pass).
     Runs last.
   }];
 }
