@@ -399,6 +399,11 @@ struct SuppliedGradientsPass
     if (walk.wasInterrupted())
       return signalPassFailure();
 
+    // The tensors the grad ops stepped, read before the ops go.
+    SmallVector<StringRef> stepped;
+    for (GradOp grad : grads)
+      for (FlatSymbolRefAttr tensor : grad.getTensors())
+        stepped.push_back(tensor.getValue());
     for (GradOp grad : grads) {
       OpBuilder read(grad);
       SmallVector<Value> replacements;
@@ -442,10 +447,6 @@ struct SuppliedGradientsPass
     auto backwards = declarations.getOps<BackwardProgramOp>();
     if (backwards.empty())
       return;
-    SmallVector<StringRef> stepped;
-    for (GradOp grad : grads)
-      for (FlatSymbolRefAttr tensor : grad.getTensors())
-        stepped.push_back(tensor.getValue());
     RankBackward rank(model, *backwards.begin(), symbols, copyOf, rowsDim);
     if (failed(rank.rewrite(stepped)))
       signalPassFailure();
