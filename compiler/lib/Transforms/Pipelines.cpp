@@ -167,10 +167,6 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanRunCaches());
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
-  if (target.deferProducts) {
+  if (target.deferProducts)
     modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
-    // A deferred step value that a product computes adds into its sum as
-    // the product is computed.
-    modelPasses.addPass(createEnergyPlanAccumulateProducts());
-  }
 }

@@ -548,6 +548,7 @@ ReduceOp mlir::energy::flattenNestedSum(ReduceOp outer) {
     inside.clone(op, mapping);
   return flat;
 }
+
 std::optional<ScalarTable> mlir::energy::scalarTableOf(TabulateOp table) {
   auto type = dyn_cast<ArrayType>(table.getType());
   if (!type || type.getRank() != 2)
