@@ -175,8 +175,9 @@ cl::opt<unsigned> optLevel(
 cl::opt<bool> noRunCaches(
     "no-run-caches",
     cl::desc("Compute every value at every step, also what reads only params "
-             "and inputs (energy-plan-run-caches keeps it within a call of "
-             "the runtime by default)"),
+             "and inputs, and pack every product's operands at every product "
+             "(energy-plan-run-caches and energy-plan-pack-invariant-operands "
+             "keep them within a call of the runtime by default)"),
     cl::init(false), cl::cat(energycOptions));
 cl::opt<bool> callerCotangents(
     "caller-cotangents",

@@ -178,11 +178,25 @@ void MatrixProductLowering::emitProducts(Operation *op, Value into, bool add) {
                   (transposeRhs ? ENERGY_PRODUCT_TRANSPOSE_B : 0) |
                   (sum ? ENERGY_PRODUCT_SUM_BATCH : 0) |
                   (add ? ENERGY_PRODUCT_ACCUMULATE : 0);
+  SmallVector<Value> arguments = {
+      toI64(batch),  toI64(m),
+      toI64(n),      toI64(k),
+      get(lhs).data, strideOf(lhsShape),
+      get(rhs).data, strideOf(rhsShape),
+      into,          arith::ConstantIntOp::create(b, loc, flags, 64)};
+  // An rhs the same all call long: its packed panels are kept (the plan's
+  // cache and flag).
+  if (product && product.getPackedRhsCache()) {
+    arguments.push_back(bufferPointer(product.getPackedRhsCache().getValue()));
+    arguments.push_back(bufferPointer(product.getPackedRhsFlag().getValue()));
+    callSupport(singlePrecision() ? ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F32
+                                  : ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F64,
+                arguments);
+    return;
+  }
   callSupport(singlePrecision() ? ENERGY_SUPPORT_MATMUL_BATCH_F32
                                 : ENERGY_SUPPORT_MATMUL_BATCH_F64,
-              {toI64(batch), toI64(m), toI64(n), toI64(k), get(lhs).data,
-               strideOf(lhsShape), get(rhs).data, strideOf(rhsShape), into,
-               arith::ConstantIntOp::create(b, loc, flags, 64)});
+              arguments);
 }
 
 void codegen::populateMatrixProductLowerings(KernelLoweringPatterns &patterns) {

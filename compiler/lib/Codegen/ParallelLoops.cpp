@@ -409,8 +409,17 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
 /// both the host and the GPU reach, cuBLAS; for f32, with `bf16Products`,
 /// its tensor-core products. (Softmax contractions call what their engine
-/// names.)
+/// names.) A product that keeps its rhs packed (a CPU cache) is the plain
+/// product there.
 static void useCudaSupport(ModuleOp module, bool bf16Products) {
+  module.walk([&](func::CallOp call) {
+    bool single = call.getCallee() == ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F32;
+    if (!single && call.getCallee() != ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F64)
+      return;
+    call.setCallee(single ? ENERGY_SUPPORT_MATMUL_BATCH_F32
+                          : ENERGY_SUPPORT_MATMUL_BATCH_F64);
+    call->eraseOperands(call.getNumOperands() - 2, 2);
+  });
   const std::pair<StringRef, StringRef> replacements[] = {
       {ENERGY_SUPPORT_SCRATCH_ALLOC, ENERGY_SUPPORT_CUDA_ALLOC},
       {ENERGY_SUPPORT_SCRATCH_FREE, ENERGY_SUPPORT_CUDA_FREE},

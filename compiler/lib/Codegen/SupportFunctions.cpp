@@ -19,13 +19,18 @@ llvm::ArrayRef<SupportFunction> mlir::energy::codegen::supportFunctions() {
   auto address = [](auto *function) {
     return reinterpret_cast<void *>(function);
   };
-  // (m, n, k, a, b, c), and (batch, m, n, k, a, a stride, b, b stride, c,
-  // flags): MatrixProduct.h.
+  // (m, n, k, a, b, c), (batch, m, n, k, a, a stride, b, b stride, c,
+  // flags), and that with (cache, flag): MatrixProduct.h.
   static const std::vector<T> product = {T::I64,     T::I64,     T::I64,
                                          T::Pointer, T::Pointer, T::Pointer};
   static const std::vector<T> productBatch = {
       T::I64, T::I64,     T::I64, T::I64,     T::Pointer,
       T::I64, T::Pointer, T::I64, T::Pointer, T::I64};
+  static const std::vector<T> packedProductBatch = [] {
+    std::vector<T> types = productBatch;
+    types.insert(types.end(), {T::Pointer, T::Pointer});
+    return types;
+  }();
   static const std::vector<SupportFunction> table = {
       {ENERGY_SUPPORT_SCRATCH_ALLOC,
        {T::I64},
@@ -87,6 +92,14 @@ llvm::ArrayRef<SupportFunction> mlir::energy::codegen::supportFunctions() {
        productBatch,
        {},
        address(&energy_support_matmul_batch_f64)},
+      {ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F32,
+       packedProductBatch,
+       {},
+       address(&energy_support_matmul_batch_packed_f32)},
+      {ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F64,
+       packedProductBatch,
+       {},
+       address(&energy_support_matmul_batch_packed_f64)},
       {ENERGY_SUPPORT_SOFTMAX_CONTRACT_F32,
        {T::Pointer},
        {T::I32},

@@ -169,4 +169,6 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());
   if (target.deferProducts)
     modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
+  if (target.runCaches && !target.cuda)
+    modelPasses.addPass(createEnergyPlanPackInvariantOperands());
 }

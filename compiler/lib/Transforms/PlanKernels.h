@@ -169,6 +169,10 @@ void accumulateAdjointsInPlace(ModelOp model);
 /// the backward program's finish multiplies into the adjoint once
 /// (DeferInvariantProducts.cpp).
 void deferInvariantProducts(ModelOp model);
+/// Products whose rhs no call of the runtime changes keep its packed
+/// matrices in a scratch tensor, packed once a call
+/// (PackInvariantOperands.cpp).
+void packInvariantOperands(ModelOp model);
 
 /// Drops the outputs of softmax contractions that are a matrix applied to
 /// another output of the same side (the sums of f(u) and f(u M) over the

@@ -43,6 +43,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANRUNCACHES
 #define GEN_PASS_DEF_ENERGYPLANACCUMULATEADJOINTS
 #define GEN_PASS_DEF_ENERGYPLANDEFERINVARIANTPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANPACKINVARIANTOPERANDS
 #define GEN_PASS_DEF_ENERGYPLANSEPARATESCORES
 #define GEN_PASS_DEF_ENERGYPLANKERNELS
 #include "energy/Transforms/Passes.h.inc"
@@ -96,6 +97,7 @@ ENERGY_PLAN_STEP_PASS(PlanDropGatherLets, eraseUnreadGatherLets)
 ENERGY_PLAN_STEP_PASS(PlanRunCaches, keepValuesBetweenCalls)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateAdjoints, accumulateAdjointsInPlace)
 ENERGY_PLAN_STEP_PASS(PlanDeferInvariantProducts, deferInvariantProducts)
+ENERGY_PLAN_STEP_PASS(PlanPackInvariantOperands, packInvariantOperands)
 
 #undef ENERGY_PLAN_STEP_PASS
 

@@ -216,15 +216,6 @@ private:
   /// a flag per step when `steps` (a dim) is given.
   std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr>
   cacheTensors(ArrayType type, StringAttr steps) {
-    MLIRContext *context = model.getContext();
-    std::string name;
-    do
-      name = "cache." + std::to_string(nextCache++);
-    while (SymbolTable::lookupSymbolIn(model, name) ||
-           SymbolTable::lookupSymbolIn(model, name + ".valid"));
-    OpBuilder declarations = OpBuilder::atBlockBegin(&model.getBody().front());
-    for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
-      declarations.setInsertionPointAfter(tensor);
     SmallVector<Attribute> shape, flagShape;
     if (steps) {
       shape.push_back(FlatSymbolRefAttr::get(steps));
@@ -232,20 +223,7 @@ private:
     }
     for (StringAttr dim : type.getShape())
       shape.push_back(FlatSymbolRefAttr::get(dim));
-    auto zeros = InitKindAttr::get(context, InitKind::zeros);
-    auto cache =
-        TensorOp::create(declarations, model.getLoc(), name, Role::state,
-                         ArrayAttr::get(context, shape), zeros,
-                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
-    auto valid =
-        TensorOp::create(declarations, model.getLoc(), name + ".valid",
-                         Role::state, ArrayAttr::get(context, flagShape), zeros,
-                         DenseF64ArrayAttr(), FlatSymbolRefAttr());
-    auto cacheRef = FlatSymbolRefAttr::get(cache.getSymNameAttr());
-    auto validRef = FlatSymbolRefAttr::get(valid.getSymNameAttr());
-    cache.setCacheFlagAttr(validRef);
-    valid.setFlagOfAttr(cacheRef);
-    return {cacheRef, validRef};
+    return declareKeptValue(model, shape, flagShape, nextCache);
   }
 
   /// The dim `tape.steps`, the dynamics' step count, made on first use.

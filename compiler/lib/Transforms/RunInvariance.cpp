@@ -7,6 +7,7 @@
 #include "RunInvariance.h"
 #include "Slices.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -95,4 +96,31 @@ SmallVector<Operation *> mlir::energy::coneOf(Operation *root,
   llvm::sort(ordered,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return ordered;
+}
+
+std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr>
+mlir::energy::declareKeptValue(ModelOp model, ArrayRef<Attribute> shape,
+                               ArrayRef<Attribute> flagShape, unsigned &next) {
+  MLIRContext *context = model.getContext();
+  std::string name;
+  do
+    name = "cache." + std::to_string(next++);
+  while (SymbolTable::lookupSymbolIn(model, name) ||
+         SymbolTable::lookupSymbolIn(model, name + ".valid"));
+  OpBuilder declarations = OpBuilder::atBlockBegin(&model.getBody().front());
+  for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
+    declarations.setInsertionPointAfter(tensor);
+  auto zeros = InitKindAttr::get(context, InitKind::zeros);
+  auto cache = TensorOp::create(declarations, model.getLoc(), name, Role::state,
+                                ArrayAttr::get(context, shape), zeros,
+                                DenseF64ArrayAttr(), FlatSymbolRefAttr());
+  auto valid =
+      TensorOp::create(declarations, model.getLoc(), name + ".valid",
+                       Role::state, ArrayAttr::get(context, flagShape), zeros,
+                       DenseF64ArrayAttr(), FlatSymbolRefAttr());
+  auto cacheRef = FlatSymbolRefAttr::get(cache.getSymNameAttr());
+  auto validRef = FlatSymbolRefAttr::get(valid.getSymNameAttr());
+  cache.setCacheFlagAttr(validRef);
+  valid.setFlagOfAttr(cacheRef);
+  return {cacheRef, validRef};
 }

@@ -50,6 +50,15 @@ private:
 /// (its value is kept, its ops need not run again).
 SmallVector<Operation *> coneOf(Operation *root, bool stopAtKeptValues);
 
+/// A new scratch tensor `@cache.N` of `shape` (dim symbols) that kernels
+/// keep a value in within one call of the runtime, and its flag
+/// `@cache.N.valid` of `flagShape` (one flag per row of a value kept per
+/// step), both zeros, marked as each other's (`cache_flag`, `flag_of`):
+/// the first N from `next` on that names no symbol of `model`.
+std::pair<FlatSymbolRefAttr, FlatSymbolRefAttr>
+declareKeptValue(ModelOp model, ArrayRef<Attribute> shape,
+                 ArrayRef<Attribute> flagShape, unsigned &next);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_RUNINVARIANCE_H

@@ -525,6 +525,12 @@ LogicalResult BatchMatmulOp::verify() {
     return emitOpError(reason);
   if (expected != getType())
     return emitOpError("expected result type ") << expected;
+  if (bool((*this)->getAttr(kPackedRhsAttr)) != bool(getPackedRhsCache()) ||
+      bool((*this)->getAttr(kPackedRhsValidAttr)) != bool(getPackedRhsFlag()) ||
+      bool(getPackedRhsCache()) != bool(getPackedRhsFlag()))
+    return emitOpError("expects `")
+           << kPackedRhsAttr << "` and `" << kPackedRhsValidAttr
+           << "` together, each a symbol (a scratch tensor and its flag)";
   return success();
 }
 

@@ -49,6 +49,14 @@ bool panelProductF64(const ProductArgs<double> &args) {
   return panels::panelProduct<Simd<double>>(args);
 }
 
+bool packPanelCacheF32(const ProductArgs<float> &args, float *cache) {
+  return panels::packPanelCache<Simd<float>>(args, cache);
+}
+
+bool packPanelCacheF64(const ProductArgs<double> &args, double *cache) {
+  return panels::packPanelCache<Simd<double>>(args, cache);
+}
+
 } // namespace energy::kernels::ENERGY_KERNEL_ISA
 
 #endif // ENERGY_KERNELSUPPORT_ISAKERNELDEFINITIONS_H

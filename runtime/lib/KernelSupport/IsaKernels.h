@@ -24,7 +24,10 @@ namespace energy::kernels {
 int32_t activeInstructionSet();
 
 /// C = op(A) · op(B) (m × n, inner dim k), or C += it with `accumulate`;
-/// row-major matrices with leading dims lda, ldb, ldc.
+/// row-major matrices with leading dims lda, ldb, ldc. Where `packedB` is
+/// not null, op(B) is columns packedFirstColumn ... of a matrix of
+/// packedColumns columns whose whole panels packPanelCache packed there
+/// (the panel product reads them instead of packing its own).
 template <class T> struct ProductArgs {
   bool transposeA, transposeB;
   int64_t m, n, k;
@@ -35,6 +38,8 @@ template <class T> struct ProductArgs {
   bool accumulate;
   T *c;
   int64_t ldc;
+  const T *packedB = nullptr;
+  int64_t packedColumns = 0, packedFirstColumn = 0;
 };
 
 #define ENERGY_DECLARE_ISA_KERNELS(isa)                                        \
@@ -47,6 +52,8 @@ template <class T> struct ProductArgs {
   int32_t softmaxContractF64(const energy_softmax_contract_args &args);        \
   bool panelProductF32(const ProductArgs<float> &args);                        \
   bool panelProductF64(const ProductArgs<double> &args);                       \
+  bool packPanelCacheF32(const ProductArgs<float> &args, float *cache);        \
+  bool packPanelCacheF64(const ProductArgs<double> &args, double *cache);      \
   }
 
 ENERGY_DECLARE_ISA_KERNELS(generic)

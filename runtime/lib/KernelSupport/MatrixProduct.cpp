@@ -227,6 +227,16 @@ bool panelProduct(const energy::kernels::ProductArgs<double> &args) {
   return ENERGY_KERNEL_FOR_ACTIVE_ISA(panelProductF64)(args);
 }
 
+bool packPanelCache(const energy::kernels::ProductArgs<float> &args,
+                    float *cache) {
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(packPanelCacheF32)(args, cache);
+}
+
+bool packPanelCache(const energy::kernels::ProductArgs<double> &args,
+                    double *cache) {
+  return ENERGY_KERNEL_FOR_ACTIVE_ISA(packPanelCacheF64)(args, cache);
+}
+
 void blasProduct(const Blas &library, int transposeA, int transposeB, int m,
                  int n, int k, const float *a, int lda, const float *b, int ldb,
                  float beta, float *c, int ldc) {
@@ -246,15 +256,26 @@ template <typename T> bool hasBlas(const Blas &library) {
   return std::is_same_v<T, float> ? bool(library.sgemm) : bool(library.dgemm);
 }
 
+/// Whole panels of an op(B) packed ahead (packPanelCache), for the pieces
+/// of its products: those of the matrix, of `columns` columns, whose first
+/// column is `firstColumn`; none where `panels` is null.
+template <typename T> struct PackedPanels {
+  const T *panels = nullptr;
+  int64_t columns = 0, firstColumn = 0;
+};
+
 /// c = op(a) · op(b), or c += it with `add` (leading dims lda, ldb, ldc): the
-/// panel product where it fits, else OpenBLAS, else the fallback loop.
+/// panel product where it fits (reading `packed`'s panels where it can),
+/// else OpenBLAS, else the fallback loop.
 template <typename T>
 void pieceProduct(const Blas &library, bool transposeA, bool transposeB,
                   int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
-                  const T *b, int64_t ldb, bool add, T *c, int64_t ldc) {
+                  const T *b, int64_t ldb, bool add, T *c, int64_t ldc,
+                  PackedPanels<T> packed = {}) {
   if (panelProductFits(m, n, k) &&
       panelProduct(energy::kernels::ProductArgs<T>{
-          transposeA, transposeB, m, n, k, a, lda, b, ldb, add, c, ldc}))
+          transposeA, transposeB, m, n, k, a, lda, b, ldb, add, c, ldc,
+          packed.panels, packed.columns, packed.firstColumn}))
     return;
   if (hasBlas<T>(library)) {
     blasProduct(library, transposeA ? kTranspose : kNoTranspose,
@@ -276,6 +297,9 @@ template <typename T> struct PiecedProducts {
   int64_t aStride, bStride;
   T *c;
   bool transposeA, transposeB, sum, accumulate;
+  /// op(B[p])'s whole panels packed ahead at packed + p · n · k (p = 0 for
+  /// a B shared by every p), or null.
+  const T *packed;
 
   void run(int64_t item) const {
     int64_t piece = item % pieces;
@@ -294,8 +318,11 @@ template <typename T> struct PiecedProducts {
     for (int64_t p = begin; p < end; ++p) {
       const T *ap = a + p * aStride + aOffset, *bp = b + p * bStride + bOffset;
       T *cp = (sum ? c : c + p * m * n) + cOffset;
+      PackedPanels<T> panels;
+      if (packed)
+        panels = {packed + (bStride ? p * n * k : 0), n, byColumns ? first : 0};
       pieceProduct(*library, transposeA, transposeB, rows, cols, k, ap, lda, bp,
-                   ldb, accumulate || (sum && p > 0), cp, n);
+                   ldb, accumulate || (sum && p > 0), cp, n, panels);
     }
   }
 
@@ -376,10 +403,38 @@ bool allZero(int64_t batch, int64_t count, const T *a, int64_t stride) {
   return true;
 }
 
+/// op(B[p]) for every matrix of b (one where bStride is 0) packed into
+/// `cache` for the panel products, where `valid` (the kernel's flag: 1 kept,
+/// 0 to keep, -1 not to keep) says the cache holds them or is to: packed
+/// now when it is 0. Null where the products are to pack their own: no
+/// cache, a flag of -1, no panel product for these sizes, or no whole
+/// panel.
+template <typename T>
+const T *panelCache(int64_t batch, int64_t m, int64_t n, int64_t k, const T *b,
+                    int64_t bStride, bool transposeB, T *cache, T *valid) {
+  if (!cache || !valid || *valid == T(-1) || !panelProductFits(m, n, k))
+    return nullptr;
+  if (*valid == T(1))
+    return cache;
+  int64_t matrices = bStride ? batch : 1;
+  for (int64_t p = 0; p < matrices; ++p) {
+    energy::kernels::ProductArgs<T> args{};
+    args.transposeB = transposeB;
+    args.n = n;
+    args.k = k;
+    args.b = b + p * bStride;
+    args.ldb = transposeB ? k : n;
+    if (!packPanelCache(args, cache + p * n * k))
+      return nullptr;
+  }
+  *valid = T(1);
+  return cache;
+}
+
 template <typename T>
 void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t aStride, const T *b, int64_t bStride, T *c,
-                   int64_t flags) {
+                   int64_t flags, T *cache = nullptr, T *valid = nullptr) {
   bool transposeA = flags & ENERGY_PRODUCT_TRANSPOSE_A;
   bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
@@ -410,6 +465,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
              fitsBlas(m, n, batch * k)) {
     k *= batch;
     batch = 1;
+    cache = nullptr;
   }
   // Σ_p A[p] op(B[p]) (a sum over heads of each head's rows times its
   // matrix) is one GEMM of the A[p] side by side (m × batch·k, a copy) and
@@ -422,6 +478,7 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
     if (transposeB)
       stackedB.emplace(n * batch * k);
     if (stackedA->data && (!transposeB || stackedB->data)) {
+      cache = nullptr;
       sideBySide(batch, m, k, a, aStride, stackedA->data);
       a = stackedA->data;
       if (transposeB) {
@@ -448,6 +505,8 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
     return;
   }
   if (inPieces && batch > 0) {
+    const T *packed =
+        panelCache(batch, m, n, k, b, bStride, transposeB, cache, valid);
     Pieces pieces = piecesOf(m, n, k * (sum ? batch : 1));
     int64_t items = (sum ? 1 : batch) * pieces.count;
     PiecedProducts<T> products{&library,
@@ -466,7 +525,8 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                                transposeA,
                                transposeB,
                                sum,
-                               accumulate};
+                               accumulate,
+                               packed};
     if (items == 1)
       products.run(0);
     else
@@ -506,6 +566,24 @@ void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
                                      int64_t bStride, double *c,
                                      int64_t flags) {
   batchProducts(batch, m, n, k, a, aStride, b, bStride, c, flags);
+}
+
+void energy_support_matmul_batch_packed_f32(int64_t batch, int64_t m, int64_t n,
+                                            int64_t k, const float *a,
+                                            int64_t aStride, const float *b,
+                                            int64_t bStride, float *c,
+                                            int64_t flags, float *cache,
+                                            float *valid) {
+  batchProducts(batch, m, n, k, a, aStride, b, bStride, c, flags, cache, valid);
+}
+
+void energy_support_matmul_batch_packed_f64(int64_t batch, int64_t m, int64_t n,
+                                            int64_t k, const double *a,
+                                            int64_t aStride, const double *b,
+                                            int64_t bStride, double *c,
+                                            int64_t flags, double *cache,
+                                            double *valid) {
+  batchProducts(batch, m, n, k, a, aStride, b, bStride, c, flags, cache, valid);
 }
 
 const char *energy_support_matmul_backend(void) {

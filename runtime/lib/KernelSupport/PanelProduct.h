@@ -1,9 +1,9 @@
 //===- PanelProduct.h - Matrix products on packed column panels -*- C++ -*-===//
 //
 // C = op(A) · op(B), or C += it, for the vector paths: op(B) packed into
-// panels of a register tile's width, op(A) read where it lies. Each entry of
-// C sums over k in one order fixed by k alone, so any cut into pieces gives
-// the same bits.
+// panels of a register tile's width (or read from panels packed once for
+// many products), op(A) read where it lies. Each entry of C sums over k in
+// one order fixed by k alone, so any cut into pieces gives the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,14 +33,16 @@ template <class V> struct Shape {
 
 /// op(B)[first : first + depth, :], its n columns in panels of Width:
 /// panel p holds, for each d, columns p·Width ... of row d, zero past n.
+/// Panels from `firstPanel` on, the first of them at `packed`.
 template <class V, int64_t Width>
 void packPanels(const ProductArgs<typename V::Scalar> &args, int64_t first,
-                int64_t depth, typename V::Scalar *packed) {
+                int64_t depth, typename V::Scalar *packed,
+                int64_t firstPanel = 0) {
   using T = typename V::Scalar;
   constexpr int L = V::kLanes;
   const int64_t n = args.n;
-  for (int64_t p = 0; p * Width < n; ++p) {
-    T *panel = packed + p * depth * Width;
+  for (int64_t p = firstPanel; p * Width < n; ++p) {
+    T *panel = packed + (p - firstPanel) * depth * Width;
     const int64_t column = p * Width, columns = n - column;
     if (!args.transposeB) {
       for (int64_t d = 0; d < depth; ++d) {
@@ -74,6 +76,31 @@ void packPanels(const ProductArgs<typename V::Scalar> &args, int64_t first,
   }
 }
 
+/// The width of the widest tiles' panels, those a cache holds.
+template <class V>
+constexpr int64_t kCachedWidth = int64_t(Shape<V>::kWideVectors) * V::kLanes;
+
+/// The whole panels of op(B) (n / kCachedWidth of them, P), packed once for
+/// every product that reads it: block by block of the inner dim as
+/// tiledProduct packs them, the block at inner index d from cache +
+/// d · P · kCachedWidth (at most n · k elements). False where op(B) has no
+/// whole panel.
+template <class V>
+bool packPanelCache(const ProductArgs<typename V::Scalar> &args,
+                    typename V::Scalar *cache) {
+  constexpr int64_t width = kCachedWidth<V>, blockDepth = Shape<V>::kDepth;
+  const int64_t whole = args.n / width;
+  if (whole == 0)
+    return false;
+  ProductArgs<typename V::Scalar> panels = args;
+  panels.n = whole * width;
+  for (int64_t d = 0; d < args.k; d += blockDepth)
+    packPanels<V, width>(panels, d,
+                         args.k - d < blockDepth ? args.k - d : blockDepth,
+                         cache + d * whole * width);
+  return true;
+}
+
 /// Rows × Vectors·L entries of C (its first `columns` only) from `depth`
 /// inner indices: op(A) rows from `a` (element (r, d) at a[r·rowStride +
 /// d·depthStride]), B from a packed panel; added to C where `add`.
@@ -85,10 +112,11 @@ inline void tile(int64_t depth, const typename V::Scalar *a, int64_t rowStride,
   using Vec = typename V::Vec;
   constexpr int L = V::kLanes;
   Vec acc[Rows][Vectors];
-  accumulateTile<V, Rows, Vectors>(
-      depth,
-      [&](int r, int64_t d) { return a[d * depthStride + r * rowStride]; },
-      panel, acc);
+  auto row = [&](int r, int64_t d) {
+    return a[d * depthStride + r * rowStride];
+  };
+  accumulateTile<V, Rows, Vectors, decltype(row), /*PrefetchPanel=*/true>(
+      depth, row, panel, acc);
   for (int r = 0; r < Rows; ++r) {
     typename V::Scalar *out = c + r * ldc;
     for (int v = 0; v < Vectors && v * L < columns; ++v) {
@@ -134,22 +162,36 @@ bool tiledProduct(const ProductArgs<typename V::Scalar> &args) {
                     blockDepth = Shape<V>::kDepth;
   static_assert(blockRows % Rows == 0);
   const int64_t panelCount = (args.n + width - 1) / width;
+  // Whole panels come from the cache where there is one; the rest (the
+  // last panel, when part of one) are packed here.
+  const bool cached = width == kCachedWidth<V> && args.packedB;
+  const int64_t firstPacked = cached ? args.n / width : 0;
   const int64_t depthFirst = args.k < blockDepth ? args.k : blockDepth;
-  T *packed = static_cast<T *>(energy_support_scratch_alloc(
-      panelCount * width * depthFirst * int64_t(sizeof(T))));
-  if (!packed)
-    return false;
+  T *packed = nullptr;
+  if (firstPacked < panelCount) {
+    packed = static_cast<T *>(energy_support_scratch_alloc(
+        (panelCount - firstPacked) * width * depthFirst * int64_t(sizeof(T))));
+    if (!packed)
+      return false;
+  }
   const int64_t rowStride = args.transposeA ? 1 : args.lda;
   const int64_t depthStride = args.transposeA ? args.lda : 1;
   for (int64_t d = 0; d < args.k; d += blockDepth) {
     const int64_t depth = args.k - d < blockDepth ? args.k - d : blockDepth;
-    packPanels<V, width>(args, d, depth, packed);
+    if (packed)
+      packPanels<V, width>(args, d, depth, packed, firstPacked);
+    const T *cachedBlock =
+        cached ? args.packedB + d * (args.packedColumns / width) * width +
+                     (args.packedFirstColumn / width) * depth * width
+               : nullptr;
     const bool add = args.accumulate || d > 0;
     for (int64_t block = 0; block < args.m; block += blockRows) {
       const int64_t blockEnd =
           args.m - block < blockRows ? args.m : block + blockRows;
       for (int64_t p = 0; p < panelCount; ++p) {
-        const T *panel = packed + p * depth * width;
+        const T *panel = p < firstPacked
+                             ? cachedBlock + p * depth * width
+                             : packed + (p - firstPacked) * depth * width;
         const int64_t column = p * width;
         const int64_t columns =
             args.n - column < width ? args.n - column : width;
@@ -167,7 +209,8 @@ bool tiledProduct(const ProductArgs<typename V::Scalar> &args) {
       }
     }
   }
-  energy_support_scratch_free(packed);
+  if (packed)
+    energy_support_scratch_free(packed);
   return true;
 }
 

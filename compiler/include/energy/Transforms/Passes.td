@@ -817,6 +817,24 @@ def EnergyPlanDeferInvariantProducts : EnergyPlanStep<
   }];
 }
 
+def EnergyPlanPackInvariantOperands : EnergyPlanStep<
+    "energy-plan-pack-invariant-operands",
+    "Keeps the packed panels of products' run-invariant operands"> {
+  let description = [{
+    An `energy.batch_matmul` whose rhs reads only what no call of the
+    runtime changes (params, inputs, consts that no program stores into,
+    values kept once per call) is marked `packed in @cache.N valid
+    @cache.N.valid`: a new scratch tensor of rhs's shape and its flag,
+    marked as a kept value and its flag (the runtime clears the flag when a
+    call begins). A CPU backend packs rhs's matrices for its GEMM tiles
+    into the cache at the first product of a call and reads them at every
+    later one: a step's and a backward step's products by a param (JEM's
+    W1, a dense associative memory's patterns) copy it once a call instead
+    of once a product. Products of the same matrices, transposed alike,
+    share one cache. Runs last, on CPU artifacts.
+  }];
+}
+
 def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
   let summary = "Marks the column sums that may read the scores of the contraction that gives their normaliser";
   let description = [{

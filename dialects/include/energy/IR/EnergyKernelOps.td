@@ -201,6 +201,15 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     result `[B, k, n]`, each head's Σ over every token of the batch of
     u ⊗ v (a per-head parameter's gradient).
 
+    The attributes `energy.packed_rhs = @cache.N` and
+    `energy.packed_rhs_valid = @cache.N.valid` (set together by
+    energy-plan-pack-invariant-operands, CPU) say that `rhs` is the same at
+    every evaluation within one call of the runtime: a backend may keep its
+    matrices packed for its GEMM tiles in the scratch tensor `@cache.N` (as
+    many elements as `rhs`) under the flag `@cache.N.valid`, as for a value
+    `energy.once` keeps, and pack them once a call. The result does not
+    change.
+
     ```mlir
     %q = energy.batch_matmul %x, %Wq transposed
         : !energy.array<N, D>, !energy.array<H, Dh, D> -> !energy.array<H, N, Dh>
@@ -225,6 +234,25 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
     static ArrayType inferType(ArrayType lhs, ArrayType rhs, bool transposeLhs,
                                bool transposeRhs, bool sumBatch,
                                std::string &reason, int64_t lhsRows = 1);
+    static constexpr ::llvm::StringLiteral kPackedRhsAttr =
+        "energy.packed_rhs";
+    static constexpr ::llvm::StringLiteral kPackedRhsValidAttr =
+        "energy.packed_rhs_valid";
+    /// The scratch tensor that keeps rhs packed, or null.
+    ::mlir::FlatSymbolRefAttr getPackedRhsCache() {
+      return (*this)->getAttrOfType<::mlir::FlatSymbolRefAttr>(
+          kPackedRhsAttr);
+    }
+    /// Its flag, or null.
+    ::mlir::FlatSymbolRefAttr getPackedRhsFlag() {
+      return (*this)->getAttrOfType<::mlir::FlatSymbolRefAttr>(
+          kPackedRhsValidAttr);
+    }
+    void setPackedRhs(::mlir::FlatSymbolRefAttr cache,
+                      ::mlir::FlatSymbolRefAttr valid) {
+      (*this)->setAttr(kPackedRhsAttr, cache);
+      (*this)->setAttr(kPackedRhsValidAttr, valid);
+    }
     /// Whether `lhs` has a batch axis (ahead of its rows).
     bool hasLhsBatch() {
       return ::llvm::cast<ArrayType>(getLhs().getType()).getRank() ==

@@ -15,6 +15,10 @@
 #define ENERGY_SUPPORT_MATMUL_F64 "energy_support_matmul_f64"
 #define ENERGY_SUPPORT_MATMUL_BATCH_F32 "energy_support_matmul_batch_f32"
 #define ENERGY_SUPPORT_MATMUL_BATCH_F64 "energy_support_matmul_batch_f64"
+#define ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F32                                 \
+  "energy_support_matmul_batch_packed_f32"
+#define ENERGY_SUPPORT_MATMUL_BATCH_PACKED_F64                                 \
+  "energy_support_matmul_batch_packed_f64"
 
 /* Flags of a batch of products (energy.batch_matmul): a operand stored
  * transposed (k × m), b stored transposed (n × k), the products added into
@@ -53,6 +57,27 @@ void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
                                      int64_t k, const double *a,
                                      int64_t aStride, const double *b,
                                      int64_t bStride, double *c, int64_t flags);
+
+/* The same, for a b that every call of the runtime reads unchanged (a
+ * parameter, or what is computed of parameters and inputs): its matrices,
+ * packed for the products' tiles, are kept in `cache` (batch·n·k elements
+ * where b has a batch axis, else n·k) within one call, under the kernel's
+ * flag `valid` as for a value the kernels keep (1 kept, 0 to keep, -1 not to
+ * keep): the first product of a call packs them and sets it to 1, later
+ * ones read them. The results are those of the plain function, bit for
+ * bit. */
+void energy_support_matmul_batch_packed_f32(int64_t batch, int64_t m, int64_t n,
+                                            int64_t k, const float *a,
+                                            int64_t aStride, const float *b,
+                                            int64_t bStride, float *c,
+                                            int64_t flags, float *cache,
+                                            float *valid);
+void energy_support_matmul_batch_packed_f64(int64_t batch, int64_t m, int64_t n,
+                                            int64_t k, const double *a,
+                                            int64_t aStride, const double *b,
+                                            int64_t bStride, double *c,
+                                            int64_t flags, double *cache,
+                                            double *valid);
 
 /* Which implementation products use: on a CPU with AVX2 or AVX-512, "panel
  * products (ISA), thin ones on X" (the support library's own kernels;

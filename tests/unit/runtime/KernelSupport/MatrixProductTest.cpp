@@ -7,7 +7,9 @@
 // (ENERGY_NO_PANEL_PRODUCTS) or the fallback loop alone (and ENERGY_BLAS=
 // none); products large enough to be cut into pieces (of rows or columns of
 // C, or for Aᵀ B of long A and B of their rows) for the thread pool give
-// the same bits on 1 and 3 threads.
+// the same bits on 1 and 3 threads. The products that keep a B packed
+// (energy_support_matmul_batch_packed_*) give the plain products' bits, when
+// they pack it and when they read it packed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -99,6 +102,35 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
       }
 }
 
+/// The plain product, then the packed product into a new cache (which packs
+/// it) and again (which reads it where the panel product runs): the same
+/// bits each time; c holds the result.
+template <typename T,
+          void (*Plain)(int64_t, int64_t, int64_t, int64_t, const T *, int64_t,
+                        const T *, int64_t, T *, int64_t),
+          void (*Packed)(int64_t, int64_t, int64_t, int64_t, const T *, int64_t,
+                         const T *, int64_t, T *, int64_t, T *, T *)>
+void packedTwice(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
+                 int64_t aStride, const T *b, int64_t bStride, T *c,
+                 int64_t flags) {
+  int64_t results = (flags & ENERGY_PRODUCT_SUM_BATCH ? 1 : batch) * m * n;
+  std::vector<T> initial(c, c + results), plain = initial;
+  Plain(batch, m, n, k, a, aStride, b, bStride, plain.data(), flags);
+  std::vector<T> cache((bStride ? batch : 1) * n * k, T(7));
+  T valid = 0;
+  for (int time = 0; time < 2; ++time) {
+    std::copy(initial.begin(), initial.end(), c);
+    Packed(batch, m, n, k, a, aStride, b, bStride, c, flags, cache.data(),
+           &valid);
+    CHECK_MESSAGE(std::memcmp(c, plain.data(), results * sizeof(T)) == 0,
+                  "packed product " << time << " differs from the plain one");
+  }
+}
+
+bool onPanelProducts() {
+  return std::strncmp(energy_support_matmul_backend(), "panel", 5) == 0;
+}
+
 } // namespace
 
 // Each entry sums at most 3 · 6 products of numbers in [-1, 1] (and, added
@@ -164,4 +196,54 @@ TEST_CASE("batch products: an empty batch sums to zeros (adds nothing when "
                                   d.data(), 0);
   for (float value : d)
     CHECK(value == 0.f);
+}
+
+// Products that keep B packed: every flag and shared operand; 300 columns
+// in two pieces for the pool (whole panels and a part of one in the
+// second), an inner dim of two blocks of the panels (530); 160 rows in two
+// blocks.
+TEST_CASE("batch products that keep B packed give the plain products' bits") {
+  checkBatch<float>(packedTwice<float, energy_support_matmul_batch_f32,
+                                energy_support_matmul_batch_packed_f32>,
+                    1e-5);
+  checkBatch<float>(packedTwice<float, energy_support_matmul_batch_f32,
+                                energy_support_matmul_batch_packed_f32>,
+                    1e-3, {1, 70, 300, 530}, /*sameOnThreads=*/true);
+  checkBatch<double>(packedTwice<double, energy_support_matmul_batch_f64,
+                                 energy_support_matmul_batch_packed_f64>,
+                     1e-12, {2, 160, 72, 40}, /*sameOnThreads=*/true);
+}
+
+// The flag: 0 packs B and sets it to 1; 1 reads the cache (what it holds,
+// even if B changed: the runtime clears the flags when a call begins);
+// -1 keeps nothing and packs B for the product alone.
+TEST_CASE("a product keeps B packed under its flag") {
+  const int64_t m = 40, n = 128, k = 64;
+  std::vector<float> a(m * k, 1.f), b(k * n, 1.f), c(m * n);
+  std::vector<float> cache(n * k, 0.f);
+  float valid = -1;
+  energy_support_matmul_batch_packed_f32(1, m, n, k, a.data(), 0, b.data(), 0,
+                                         c.data(), 0, cache.data(), &valid);
+  CHECK(valid == -1.f);
+  CHECK(c[0] == float(k));
+  for (float value : cache)
+    REQUIRE(value == 0.f);
+  valid = 0;
+  energy_support_matmul_batch_packed_f32(1, m, n, k, a.data(), 0, b.data(), 0,
+                                         c.data(), 0, cache.data(), &valid);
+  CHECK(c[m * n - 1] == float(k));
+  if (!onPanelProducts()) {
+    CHECK(valid == 0.f);
+    return;
+  }
+  CHECK(valid == 1.f);
+  // Kept: a B of twos is not read, the ones packed are.
+  std::fill(b.begin(), b.end(), 2.f);
+  energy_support_matmul_batch_packed_f32(1, m, n, k, a.data(), 0, b.data(), 0,
+                                         c.data(), 0, cache.data(), &valid);
+  CHECK(c[0] == float(k));
+  valid = 0;
+  energy_support_matmul_batch_packed_f32(1, m, n, k, a.data(), 0, b.data(), 0,
+                                         c.data(), 0, cache.data(), &valid);
+  CHECK(c[0] == float(2 * k));
 }
