@@ -109,6 +109,46 @@ TabulateOp tableOver(OpBuilder &builder, Location loc,
   return table;
 }
 
+/// Whether `loop` as a whole reads every index of the loop directly around
+/// it (carriers[0]) but not every index of the loops around that one, and
+/// reads only what they compute from their indices (`liftable`, masks in
+/// `outerMask`): the level above then tabulates the whole loop once per
+/// position of the indices it reads (the residual x[b, j] − Σ_i a[b, j, i]
+/// v[b, i] in a sum over j inside a table over (b, i')), and a table of its
+/// body's values over those indices and its own (a[b, j, i] v[b, i], a
+/// vector for every (b, j, i)) would store what that loop computes once
+/// anyway.
+bool isComputedOnceAbove(InnerLoop loop, ArrayRef<InnerLoop> carriers,
+                         const llvm::DenseMap<Value, uint64_t> &outerMask,
+                         const llvm::DenseSet<Operation *> &liftable) {
+  if (carriers.size() < 2 || !innerLoopOf(carriers.front().op) ||
+      !onlyReads(loop.op))
+    return false;
+  uint64_t inner = 0, all = 0, used = 0;
+  for (auto [position, carrier] : llvm::enumerate(carriers))
+    for (BlockArgument argument : carrier.body->getArguments()) {
+      uint64_t bit = outerMask.lookup(argument);
+      if (!bit)
+        return false;
+      all |= bit;
+      if (position == 0)
+        inner |= bit;
+    }
+  bool known = true;
+  loop.op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands()) {
+      if (!isDefinedOutside(operand, loop.op))
+        continue;
+      used |= outerMask.lookup(operand);
+      Operation *def = operand.getDefiningOp();
+      // A value the loops around compute of more than their indices.
+      if (def && carriers.back().op->isAncestor(def) && !liftable.contains(def))
+        known = false;
+    }
+  });
+  return known && (used & inner) == inner && (used & all) != all;
+}
+
 /// Hoists the values of `loop`'s body that depend on its indices only, or
 /// on them and the indices of the loops around it: each goes into a table
 /// over the indices it uses, ahead of the outermost loop it can be
@@ -184,6 +224,8 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
       if (liftable.contains(&op))
         for (Value result : op.getResults())
           outerMask[result] = maskOf(&op);
+  if (isComputedOnceAbove(loop, carriers, outerMask, liftable))
+    return false;
   llvm::DenseSet<Operation *> candidates;
   for (Operation &op : body.without_terminator()) {
     // A sum or table nested in the body (x[b, j] − Wd Σ_i a[b, j, i] in a
