@@ -34,11 +34,22 @@ public:
     SmallVector<BatchMatmulOp> products;
     model.walk([&](BatchMatmulOp product) { products.push_back(product); });
     for (BatchMatmulOp product : products)
-      if (!product.getPackedRhsCache() && hasInvariantRhs(product))
+      if (!product.getPackedRhsCache() && !stacksItsBatch(product) &&
+          hasInvariantRhs(product))
         pack(product);
   }
 
 private:
+  /// Whether the support library runs the product as one product of the
+  /// matrices stacked along the inner dim (a sum over a batch of lhs and
+  /// rhs matrices, not both transposed: MatrixProduct.h), which packs the
+  /// stack, not rhs's matrices one by one.
+  static bool stacksItsBatch(BatchMatmulOp product) {
+    return product.getSumBatch() && product.hasLhsBatch() &&
+           product.hasRhsBatch() &&
+           !(product.getTransposeLhs() && product.getTransposeRhs());
+  }
+
   /// Whether rhs is computed in the product's block, or in a block around
   /// it (a value kept per step computed of a kept matrix), of what no call
   /// changes.

@@ -65,7 +65,9 @@ void energy_support_matmul_batch_f64(int64_t batch, int64_t m, int64_t n,
  * flag `valid` as for a value the kernels keep (1 kept, 0 to keep, -1 not to
  * keep): the first product of a call packs them and sets it to 1, later
  * ones read them. The results are those of the plain function, bit for
- * bit. */
+ * bit. A sum over a batch of a and b matrices, not both transposed, runs as
+ * one product of the matrices stacked along the inner dim, and keeps
+ * nothing. */
 void energy_support_matmul_batch_packed_f32(int64_t batch, int64_t m, int64_t n,
                                             int64_t k, const float *a,
                                             int64_t aStride, const float *b,
