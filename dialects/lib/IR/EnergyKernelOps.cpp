@@ -534,6 +534,31 @@ LogicalResult BatchMatmulOp::verify() {
   return success();
 }
 
+LogicalResult
+BatchMatmulOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FlatSymbolRefAttr cacheName = getPackedRhsCache();
+  if (!cacheName)
+    return success();
+  auto cache = tables.lookupNearestSymbolFrom<TensorOp>(*this, cacheName);
+  auto valid =
+      tables.lookupNearestSymbolFrom<TensorOp>(*this, getPackedRhsFlag());
+  if (!cache || !valid || cache.getRole() != Role::state ||
+      valid.getRole() != Role::state)
+    return emitOpError() << "keeps rhs packed in " << cacheName << " under "
+                         << getPackedRhsFlag()
+                         << ", which must be state tensors";
+  if (!valid.getArrayType().isScalar())
+    return emitOpError() << "expects a scalar flag, but "
+                         << getPackedRhsFlag() << " is "
+                         << valid.getArrayType();
+  if (cache.getArrayType().getShape() !=
+      cast<ArrayType>(getRhs().getType()).getShape())
+    return emitOpError() << "keeps rhs " << getRhs().getType()
+                         << " packed, but its cache " << cacheName << " is "
+                         << cache.getArrayType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // PrefixSumOp
 //===----------------------------------------------------------------------===//

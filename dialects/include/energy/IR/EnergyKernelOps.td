@@ -176,7 +176,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
   }];
 }
 
-def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure]> {
+def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Matrix products along a batch axis, one GEMM each";
   let description = [{
     The products `lhs[b] @ rhs[b]` for every position b of a leading batch

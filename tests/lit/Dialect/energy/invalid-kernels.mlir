@@ -2,7 +2,7 @@
 
 // Kernel-plan ops: the reasons a softmax contraction is not of its form,
 // does not reuse another's scores, or does not suit its engine, and
-// batch_matmul's shapes. (invalid.mlir and
+// batch_matmul's shapes and packed-operand attributes. (invalid.mlir and
 // softmax-contract-engine-invalid.mlir have the first cases of each.)
 
 energy.model @m {
@@ -327,6 +327,77 @@ energy.model @m {
     %w = energy.read @W : !energy.array<D, D>
     // expected-error @below {{'energy.batch_matmul' op expected operands of two or three axes}}
     %a = energy.batch_matmul %v, %w : !energy.array<N>, !energy.array<D, D> -> !energy.array<N, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.tensor @cache.0 : state [@D, @D] = zeros
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<D, D>
+    // expected-error @below {{'energy.batch_matmul' op expects `energy.packed_rhs` and `energy.packed_rhs_valid` together, each a symbol (a scratch tensor and its flag)}}
+    %a = energy.batch_matmul %x, %w transposed {energy.packed_rhs = @cache.0} : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<D, D>
+    // expected-error @below {{'energy.batch_matmul' op expects `energy.packed_rhs` and `energy.packed_rhs_valid` together, each a symbol (a scratch tensor and its flag)}}
+    %a = energy.batch_matmul %x, %w transposed {energy.packed_rhs = "cache.0", energy.packed_rhs_valid = @cache.0.valid} : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.tensor @cache.0 : state [@N, @D] = zeros
+  energy.tensor @cache.0.valid : state [] = zeros
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<D, D>
+    // expected-error @below {{'energy.batch_matmul' op keeps rhs '!energy.array<D, D>' packed, but its cache @cache.0 is '!energy.array<N, D>'}}
+    %a = energy.batch_matmul %x, %w transposed {energy.packed_rhs = @cache.0, energy.packed_rhs_valid = @cache.0.valid} : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @m {
+  energy.dim @N
+  energy.dim @D
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.term @e {
+    %x = energy.read @x : !energy.array<N, D>
+    %w = energy.read @W : !energy.array<D, D>
+    // expected-error @below {{'energy.batch_matmul' op keeps rhs packed in @cache.0 under @cache.0.valid, which must be state tensors}}
+    %a = energy.batch_matmul %x, %w transposed {energy.packed_rhs = @cache.0, energy.packed_rhs_valid = @cache.0.valid} : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
     %s = energy.constant 1.0
     energy.yield %s : !energy.array<>
   }
