@@ -534,8 +534,7 @@ LogicalResult BatchMatmulOp::verify() {
   return success();
 }
 
-LogicalResult
-BatchMatmulOp::verifySymbolUses(SymbolTableCollection &tables) {
+LogicalResult BatchMatmulOp::verifySymbolUses(SymbolTableCollection &tables) {
   FlatSymbolRefAttr cacheName = getPackedRhsCache();
   if (!cacheName)
     return success();
@@ -548,9 +547,8 @@ BatchMatmulOp::verifySymbolUses(SymbolTableCollection &tables) {
                          << getPackedRhsFlag()
                          << ", which must be state tensors";
   if (!valid.getArrayType().isScalar())
-    return emitOpError() << "expects a scalar flag, but "
-                         << getPackedRhsFlag() << " is "
-                         << valid.getArrayType();
+    return emitOpError() << "expects a scalar flag, but " << getPackedRhsFlag()
+                         << " is " << valid.getArrayType();
   if (cache.getArrayType().getShape() !=
       cast<ArrayType>(getRhs().getType()).getShape())
     return emitOpError() << "keeps rhs " << getRhs().getType()
