@@ -73,7 +73,11 @@ private:
       IndexSet pair = pairIndices(block);
       bool partial = used != 0 && used != allIndices(block) &&
                      (pair == 0 || (used & pair) != pair);
-      if (!partial || op.getNumResults() != 1 || alreadyTable(&op, block))
+      // Arrays only: an index computed from the row's indices (a bound of
+      // a predicate) stays where it is.
+      if (!partial || op.getNumResults() != 1 ||
+          !isa<ArrayType>(op.getResult(0).getType()) ||
+          alreadyTable(&op, block))
         continue;
       // Worth a table when something that depends on the other side, or
       // the region's result, uses it.
