@@ -4,12 +4,15 @@
 // of whole matrices (a parameter's adjoint from two outer-product sums),
 // adds each term on its own: the kernels add a product's result into the
 // gradient's buffer as the GEMM writes it, with no array of its own, no
-// pass that clears it and none that adds it. A loop that adds a whole
-// array into a tensor row by row is that accumulate too.
+// pass that clears it and none that adds it. Differences, negations and
+// scalar factors of a product go into its smaller operand. A loop that
+// adds a whole array into a tensor row by row is that accumulate too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "SizeEstimates.h"
+#include "Slices.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -32,19 +35,111 @@ bool isProductOfMatrices(Value value, AccumulateOp accumulate) {
          cast<ArrayType>(matmul.getRhs().getType()).getRank() == 2;
 }
 
-/// The terms of `value` through additions that only it reads, of its own
-/// type, and those additions, outermost first.
-void collectTerms(Value value, Type type, SmallVectorImpl<Value> &terms,
-                  SmallVectorImpl<Operation *> &additions) {
-  auto add = value.getDefiningOp<AddOp>();
-  if (!add || !add->hasOneUse() || add.getLhs().getType() != type ||
-      add.getRhs().getType() != type) {
-    terms.push_back(value);
+/// A term of a sum: a value times a sign and scalar factors, each
+/// multiplied (`false`) or divided by (`true`).
+struct Term {
+  Value value;
+  bool negated = false;
+  SmallVector<std::pair<Value, bool>> factors;
+};
+
+/// The terms of `value` through sums, differences, negations and products
+/// and quotients by scalars that only it reads, of its own type, and
+/// those ops, outermost first.
+void collectTerms(Term term, Type type, SmallVectorImpl<Term> &terms,
+                  SmallVectorImpl<Operation *> &wrappers) {
+  Operation *def = term.value.getDefiningOp();
+  auto ofType = [&](Value operand) { return operand.getType() == type; };
+  if (!def || !def->hasOneUse() || def->getResult(0).getType() != type) {
+    terms.push_back(term);
     return;
   }
-  additions.push_back(add);
-  collectTerms(add.getLhs(), type, terms, additions);
-  collectTerms(add.getRhs(), type, terms, additions);
+  if (isa<AddOp, SubOp>(def) && ofType(def->getOperand(0)) &&
+      ofType(def->getOperand(1))) {
+    wrappers.push_back(def);
+    Term lhs = term, rhs = term;
+    lhs.value = def->getOperand(0);
+    rhs.value = def->getOperand(1);
+    rhs.negated ^= isa<SubOp>(def);
+    collectTerms(lhs, type, terms, wrappers);
+    collectTerms(rhs, type, terms, wrappers);
+    return;
+  }
+  if (auto neg = dyn_cast<NegOp>(def)) {
+    wrappers.push_back(def);
+    term.value = neg.getOperand();
+    term.negated = !term.negated;
+    collectTerms(term, type, terms, wrappers);
+    return;
+  }
+  if (isa<MulOp, DivOp>(def)) {
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    bool divides = isa<DivOp>(def);
+    if (ofType(lhs) && isScalar(rhs)) {
+      wrappers.push_back(def);
+      term.value = lhs;
+      term.factors.push_back({rhs, divides});
+      collectTerms(term, type, terms, wrappers);
+      return;
+    }
+    if (!divides && isScalar(lhs) && ofType(rhs)) {
+      wrappers.push_back(def);
+      term.value = rhs;
+      term.factors.push_back({lhs, false});
+      collectTerms(term, type, terms, wrappers);
+      return;
+    }
+  }
+  terms.push_back(term);
+}
+
+/// `value` times the sign and factors of `term`, built at the builder.
+Value scaled(OpBuilder &builder, Location loc, Value value, const Term &term) {
+  for (auto [factor, divides] : term.factors)
+    value = divides ? DivOp::create(builder, loc, value, factor).getResult()
+                    : MulOp::create(builder, loc, value, factor).getResult();
+  if (term.negated)
+    value = NegOp::create(builder, loc, value);
+  return value;
+}
+
+/// The operand of `product` of fewer (estimated) elements, if it has no
+/// more than the result: scaling it costs less than scaling the result.
+std::optional<unsigned> cheaperOperand(Operation *product) {
+  auto model = product->getParentOfType<ModelOp>();
+  auto elements = [&](Value value) {
+    return estimatedElements(model, value.getType());
+  };
+  unsigned operand =
+      elements(product->getOperand(1)) < elements(product->getOperand(0)) ? 1
+                                                                          : 0;
+  if (elements(product->getOperand(operand)) > elements(product->getResult(0)))
+    return std::nullopt;
+  return operand;
+}
+
+/// Whether `term` is a product that `accumulate` can add in place: one
+/// with no sign or factor, or one with an operand to scale instead.
+bool isAddedInPlace(const Term &term, AccumulateOp accumulate) {
+  if (!isProductOfMatrices(term.value, accumulate))
+    return false;
+  return (!term.negated && term.factors.empty()) ||
+         cheaperOperand(term.value.getDefiningOp());
+}
+
+/// Moves the product of `term` right ahead of `accumulate` with the term's
+/// sign and factors in its cheaper operand; its operands dominate its old
+/// place, which is ahead of this one.
+Value scaledProduct(const Term &term, AccumulateOp accumulate) {
+  Operation *product = term.value.getDefiningOp();
+  product->moveBefore(accumulate);
+  if (!term.negated && term.factors.empty())
+    return term.value;
+  unsigned operand = *cheaperOperand(product);
+  OpBuilder builder(product);
+  product->setOperand(operand, scaled(builder, product->getLoc(),
+                                      product->getOperand(operand), term));
+  return term.value;
 }
 
 void splitAccumulatedSum(AccumulateOp accumulate) {
@@ -54,27 +149,27 @@ void splitAccumulatedSum(AccumulateOp accumulate) {
     total.getDefiningOp()->moveBefore(accumulate);
     return;
   }
-  SmallVector<Value> terms;
-  SmallVector<Operation *> additions;
-  collectTerms(total, total.getType(), terms, additions);
-  if (additions.empty() || llvm::none_of(terms, [&](Value term) {
-        return isProductOfMatrices(term, accumulate);
+  SmallVector<Term> terms;
+  SmallVector<Operation *> wrappers;
+  Term whole;
+  whole.value = total;
+  collectTerms(whole, total.getType(), terms, wrappers);
+  if (wrappers.empty() || llvm::none_of(terms, [&](const Term &term) {
+        return isAddedInPlace(term, accumulate);
       }))
     return;
   OpBuilder builder(accumulate);
-  for (Value term : terms) {
-    // A product goes right ahead of the accumulate that adds it, where the
-    // kernels add it in place; its operands dominate its old place, which
-    // is ahead of this one.
-    if (isProductOfMatrices(term, accumulate))
-      term.getDefiningOp()->moveBefore(accumulate);
-    AccumulateOp::create(builder, accumulate.getLoc(), term,
+  for (const Term &term : terms) {
+    Value added = isAddedInPlace(term, accumulate)
+                      ? scaledProduct(term, accumulate)
+                      : scaled(builder, accumulate.getLoc(), term.value, term);
+    AccumulateOp::create(builder, accumulate.getLoc(), added,
                          accumulate.getTensorAttr(), accumulate.getMapAttr(),
                          ValueRange());
   }
   accumulate.erase();
-  for (Operation *add : additions)
-    add->erase();
+  for (Operation *wrapper : wrappers)
+    wrapper->erase();
 }
 
 /// Whether `indices` are the arguments of `block`, in order, and `map`

@@ -475,7 +475,8 @@ energy.model @in_place {
 
 // Products of whole arrays: a parameter's adjoint summed over positions,
 // Σ_i u_i v_iᵀ, is Uᵀ V (one index: a batch of one, without a batch axis)
-// or Σ_b U[b]ᵀ V[b] (two, a summed batch), its scalar factors applied once to the sum; a matrix applied to
+// or Σ_b U[b]ᵀ V[b] (two, a summed batch), its scalar factors applied once, to
+// the operand of fewer elements (the product then adds in place); a matrix applied to
 // every row of a tensor and added into that row is one product of the
 // rows, V Mᵀ (or, for Mᵀ, V M), added into the whole tensor (the backends
 // compute it into the tensor's storage); and a table of M v[b, i] is one
@@ -490,9 +491,9 @@ energy.model @in_place {
 // CHECK:         %[[MINUS:.*]] = constant -1.0
 // CHECK:         %[[X:.*]] = read @x : !energy.array<N, D>
 // CHECK:         %[[Y:.*]] = read @y : !energy.array<N, D>
-// CHECK-NEXT:    %[[P:.*]] = batch_matmul %[[X]] transposed, %[[Y]] summed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<D, D>
-// CHECK-NEXT:    %[[PM:.*]] = mul %[[P]], %[[MINUS]] : !energy.array<D, D>, !energy.array<>
-// CHECK-NEXT:    accumulate %[[PM]] into @W : !energy.array<D, D>
+// CHECK-NEXT:    %[[XM:.*]] = mul %[[X]], %[[MINUS]] : !energy.array<N, D>, !energy.array<>
+// CHECK-NEXT:    %[[P:.*]] = batch_matmul %[[XM]] transposed, %[[Y]] summed : !energy.array<N, D>, !energy.array<N, D> -> !energy.array<D, D>
+// CHECK-NEXT:    accumulate %[[P]] into @W : !energy.array<D, D>
 // CHECK:         %[[ZZ:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
 // CHECK-NEXT:    accumulate %[[ZZ]] into @W : !energy.array<D, D>
 // CHECK:         reduce sum parallel (%{{.*}} : @N) where {
