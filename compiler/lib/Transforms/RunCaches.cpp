@@ -4,7 +4,8 @@
 // consts (the keys W x of an attention over an input, We x in LISTA's
 // rule) gives the same value at every step of a run; work that a backward
 // step does again of its forward step (W1 x of JEM's sampler, S z of
-// LISTA's) gives the value the forward step computed. Each becomes an
+// LISTA's, D a at Nesterov's look-ahead) gives the value the forward step
+// computed. Each becomes an
 // `energy.once`, kept in scratch tensors within one call of the runtime.
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +57,14 @@ bool worthKeepingForTheCall(Value value, ArrayRef<Operation *> cone) {
          });
 }
 
+/// The tensors that stores ahead of an op replaced by a step's kept value
+/// (Nesterov's look-ahead, stored into the state ahead of the gradient),
+/// each with the kept value's cache, in the order of the tensors' names:
+/// the op then reads a value of the step just as if it read the step's
+/// states, and reads the same in another block only where that block
+/// stores the same kept values.
+using StoredStepValues = SmallVector<std::pair<StringRef, Attribute>>;
+
 /// A block whose ops run at the states of a dynamics step: the step
 /// program's, the backward step's, or a gradient's that they call.
 struct StepSite {
@@ -65,28 +74,51 @@ struct StepSite {
   /// A gradient's calls (in the two programs' blocks); none for a program.
   SmallVector<GradOp> calls;
 
-  /// Whether `op` of the block reads `tensors` as they are at the start of
-  /// the step: no store ahead of it (of its calls) writes one of them.
-  bool atStepState(Operation *op, const llvm::StringSet<> &tensors) const {
+  /// What `op` of the block reads of `tensors`, if they are as they are at
+  /// the start of the step or as a step's kept values stored ahead of it
+  /// (of its calls, the same for every call) make them; nullopt where
+  /// other stores write them.
+  std::optional<StoredStepValues>
+  stepState(Operation *op, const llvm::StringSet<> &tensors) const {
     if (calls.empty())
-      return !storedAhead(op, tensors);
-    return llvm::none_of(
-        calls, [&](GradOp call) { return storedAhead(call, tensors); });
+      return storedAhead(op, tensors);
+    std::optional<StoredStepValues> state;
+    for (GradOp call : calls) {
+      std::optional<StoredStepValues> ahead = storedAhead(call, tensors);
+      if (!ahead || (state && *state != *ahead))
+        return std::nullopt;
+      state = std::move(ahead);
+    }
+    return state;
   }
 
 private:
-  static bool storedAhead(Operation *op, const llvm::StringSet<> &tensors) {
+  static std::optional<StoredStepValues>
+  storedAhead(Operation *op, const llvm::StringSet<> &tensors) {
+    llvm::StringMap<Attribute> stored;
     for (Operation &earlier : *op->getBlock()) {
       if (&earlier == op)
-        return false;
+        break;
+      if (auto store = dyn_cast<StoreOp>(earlier);
+          store && tensors.contains(store.getTensor())) {
+        auto kept = store.getValue().getDefiningOp<OnceOp>();
+        if (!kept || !kept.getPerStep())
+          return std::nullopt;
+        stored[store.getTensor()] = kept.getCacheAttr();
+        continue;
+      }
       WalkResult walk = earlier.walk([&](StoreOp store) {
         return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
                                                    : WalkResult::advance();
       });
       if (walk.wasInterrupted())
-        return true;
+        return std::nullopt;
     }
-    return false;
+    StoredStepValues values;
+    for (auto &entry : stored)
+      values.push_back({entry.getKey(), entry.getValue()});
+    llvm::sort(values, [](auto &a, auto &b) { return a.first < b.first; });
+    return values;
   }
 };
 
@@ -292,6 +324,8 @@ private:
   struct Candidate {
     Operation *op;
     SmallVector<Operation *> cone;
+    /// The step's kept values stored ahead into tensors it reads.
+    StoredStepValues state;
     bool forward, backward;
   };
 
@@ -305,11 +339,14 @@ private:
           continue;
         SmallVector<Operation *> cone = coneOf(&op, /*stopAtKeptValues=*/true);
         if (!worthKeeping(op.getResult(0), cone) || !computedOnlyHere(cone) ||
-            !onlyReadsTensors(cone) ||
-            !site.atStepState(&op, tensorsReadBy(cone)))
+            !onlyReadsTensors(cone))
           continue;
-        candidates.push_back(
-            {&op, std::move(cone), site.forward, site.backward});
+        std::optional<StoredStepValues> state =
+            site.stepState(&op, tensorsReadBy(cone));
+        if (!state)
+          continue;
+        candidates.push_back({&op, std::move(cone), std::move(*state),
+                              site.forward, site.backward});
       }
     // A cone that holds a value kept in this round waits for the next, where
     // it reads the kept value instead of computing it again.
@@ -326,7 +363,7 @@ private:
       SmallVector<Candidate *> group{&first};
       bool backward = first.backward;
       for (Candidate &other : candidates)
-        if (&other != &first && ready(other) &&
+        if (&other != &first && ready(other) && other.state == first.state &&
             other.op->getResult(0).getType() ==
                 first.op->getResult(0).getType() &&
             computeSame(
