@@ -74,14 +74,18 @@ struct StepSite {
   /// A gradient's calls (in the two programs' blocks); none for a program.
   SmallVector<GradOp> calls;
 
-  /// What `op` of the block reads of `tensors`, if they are as they are at
-  /// the start of the step or as a step's kept values stored ahead of it
-  /// (of its calls, the same for every call) make them; nullopt where
-  /// other stores write them.
+  /// What `cone` (ops of the block, its root last) reads of `tensors`, if
+  /// they are as they are at the start of the step or as a step's kept
+  /// values stored ahead of it (of its calls, the same for every call)
+  /// make them, and the same all through the cone (keeping it computes it
+  /// at its root); nullopt where other stores write them.
   std::optional<StoredStepValues>
-  stepState(Operation *op, const llvm::StringSet<> &tensors) const {
+  stepState(ArrayRef<Operation *> cone,
+            const llvm::StringSet<> &tensors) const {
+    Operation *op = cone.back();
     if (calls.empty())
-      return storedAhead(op, tensors);
+      return storedWithin(cone, tensors) ? std::nullopt
+                                         : storedAhead(op, tensors);
     std::optional<StoredStepValues> state;
     for (GradOp call : calls) {
       std::optional<StoredStepValues> ahead = storedAhead(call, tensors);
@@ -93,9 +97,26 @@ struct StepSite {
   }
 
 private:
+  /// Whether an op from the first of `cone` (in block order) to its root
+  /// stores into one of `tensors`.
+  static bool storedWithin(ArrayRef<Operation *> cone,
+                           const llvm::StringSet<> &tensors) {
+    for (Operation *op = cone.front(); op != cone.back();
+         op = op->getNextNode()) {
+      WalkResult walk = op->walk([&](StoreOp store) {
+        return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return true;
+    }
+    return false;
+  }
+
   static std::optional<StoredStepValues>
   storedAhead(Operation *op, const llvm::StringSet<> &tensors) {
-    llvm::StringMap<Attribute> stored;
+    // The names are the stores' own (the context's), not copies.
+    StoredStepValues stored;
     for (Operation &earlier : *op->getBlock()) {
       if (&earlier == op)
         break;
@@ -104,7 +125,13 @@ private:
         auto kept = store.getValue().getDefiningOp<OnceOp>();
         if (!kept || !kept.getPerStep())
           return std::nullopt;
-        stored[store.getTensor()] = kept.getCacheAttr();
+        auto *entry = llvm::find_if(stored, [&](auto &value) {
+          return value.first == store.getTensor();
+        });
+        if (entry == stored.end())
+          stored.push_back({store.getTensor(), kept.getCacheAttr()});
+        else
+          entry->second = kept.getCacheAttr();
         continue;
       }
       WalkResult walk = earlier.walk([&](StoreOp store) {
@@ -114,11 +141,8 @@ private:
       if (walk.wasInterrupted())
         return std::nullopt;
     }
-    StoredStepValues values;
-    for (auto &entry : stored)
-      values.push_back({entry.getKey(), entry.getValue()});
-    llvm::sort(values, [](auto &a, auto &b) { return a.first < b.first; });
-    return values;
+    llvm::sort(stored, [](auto &a, auto &b) { return a.first < b.first; });
+    return stored;
   }
 };
 
@@ -342,7 +366,7 @@ private:
             !onlyReadsTensors(cone))
           continue;
         std::optional<StoredStepValues> state =
-            site.stepState(&op, tensorsReadBy(cone));
+            site.stepState(cone, tensorsReadBy(cone));
         if (!state)
           continue;
         candidates.push_back({&op, std::move(cone), std::move(*state),
