@@ -390,9 +390,9 @@ void sideBySide(int64_t batch, int64_t rows, int64_t cols, const T *matrices,
                   matrices + p * stride + i * cols, cols * sizeof(T));
 }
 
-/// Whether every A[p] (`count` elements each, `stride` apart) is ±0: the
-/// scan stops at the first other element, which for most operands is the
-/// first.
+/// Whether every matrix of an operand (`count` elements each, `stride`
+/// apart) is ±0: the scan stops at the first other element, which for most
+/// operands is the first.
 template <typename T>
 bool allZero(int64_t batch, int64_t count, const T *a, int64_t stride) {
   const int64_t matrices = stride == 0 ? std::min<int64_t>(batch, 1) : batch;
@@ -439,10 +439,11 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   bool transposeB = flags & ENERGY_PRODUCT_TRANSPOSE_B;
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
   bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
-  // Products of an A of zeros (a state that starts at zeros, in its first
-  // step) are zeros, and not computed: as reference BLAS skips zero
-  // entries, a NaN or an infinity of B then does not reach C.
-  if (allZero(batch, m * k, a, aStride)) {
+  // Products of an A or a B of zeros (a state that starts at zeros, in its
+  // first step and in the parameter's gradient of its backward step) are
+  // zeros, and not computed: as reference BLAS skips zero entries, a NaN or
+  // an infinity of the other then does not reach C.
+  if (allZero(batch, m * k, a, aStride) || allZero(batch, k * n, b, bStride)) {
     if (!accumulate)
       std::fill(c, c + (sum ? 1 : batch) * m * n, T(0));
     return;

@@ -46,9 +46,10 @@ void energy_support_matmul_f64(int64_t m, int64_t n, int64_t k, const double *a,
 /* For p < batch: op(a + p·aStride) · op(b + p·bStride), m × n, into
  * c + p·m·n, or with ENERGY_PRODUCT_SUM_BATCH all added into c (m × n);
  * op transposes an operand whose flag is set. A stride of 0 takes the same
- * matrix at every p. c must not overlap a or b. Where every a[p] is all
- * zeros the products are zeros without being computed (as reference BLAS
- * skips zero entries): a NaN or an infinity of b does not reach c. */
+ * matrix at every p. c must not overlap a or b. Where every a[p], or every
+ * b[p], is all zeros the products are zeros without being computed (as
+ * reference BLAS skips zero entries): a NaN or an infinity of the other
+ * operand does not reach c. */
 void energy_support_matmul_batch_f32(int64_t batch, int64_t m, int64_t n,
                                      int64_t k, const float *a, int64_t aStride,
                                      const float *b, int64_t bStride, float *c,

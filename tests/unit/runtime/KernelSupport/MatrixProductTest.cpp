@@ -41,7 +41,8 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
                                      const T *, int64_t, const T *, int64_t,
                                      T *, int64_t),
                 double tolerance, Sizes sizes = {3, 5, 7, 6},
-                bool sameOnThreads = false, bool zeroA = false) {
+                bool sameOnThreads = false, bool zeroA = false,
+                bool zeroB = false) {
   const auto [batch, m, n, k] = sizes;
   std::mt19937 generator(2026);
   std::uniform_real_distribution<double> uniform(-1, 1);
@@ -61,7 +62,8 @@ void checkBatch(void (*batchProduct)(int64_t, int64_t, int64_t, int64_t,
           value = zeroA ? T(uniform(generator) < 0 ? -0.0 : 0.0)
                         : T(uniform(generator));
         for (T &value : b)
-          value = T(uniform(generator));
+          value = zeroB ? T(uniform(generator) < 0 ? -0.0 : 0.0)
+                        : T(uniform(generator));
         // Garbage in c: a product overwrites it (or the sum starts at 0);
         // values in [-1, 1] that the products are added to.
         std::vector<T> initial((sum ? 1 : batch) * m * n, T(1e3));
@@ -172,6 +174,21 @@ TEST_CASE("batch products of an A of zeros are zeros") {
                      /*sameOnThreads=*/true, /*zeroA=*/true);
   // Not computed: a NaN of B does not reach C.
   std::vector<float> a(6, 0.f), b(6, std::nanf("")), c(4, 5.f);
+  energy_support_matmul_batch_f32(1, 2, 2, 3, a.data(), 6, b.data(), 6,
+                                  c.data(), 0);
+  for (float value : c)
+    CHECK(value == 0.f);
+}
+
+// So is a B of zeros (the zero codes of LISTA's first step in the product
+// that adds S's gradient): C is zeros, or what it held, and a NaN of A does
+// not reach it.
+TEST_CASE("batch products of a B of zeros are zeros") {
+  checkBatch<float>(energy_support_matmul_batch_f32, 0, {3, 5, 7, 6},
+                    /*sameOnThreads=*/false, /*zeroA=*/false, /*zeroB=*/true);
+  checkBatch<double>(energy_support_matmul_batch_f64, 0, {4, 40, 48, 200},
+                     /*sameOnThreads=*/true, /*zeroA=*/false, /*zeroB=*/true);
+  std::vector<float> a(6, std::nanf("")), b(6, 0.f), c(4, 5.f);
   energy_support_matmul_batch_f32(1, 2, 2, 3, a.data(), 6, b.data(), 6,
                                   c.data(), 0);
   for (float value : c)
