@@ -43,8 +43,13 @@ inline double logOf(double x) { return __builtin_log(x); }
 template <class T>
 void admittedInterval(const Pass<T> &pass, int64_t outer, int64_t &begin,
                       int64_t &end, int64_t *holes, int64_t &holeCount) {
-  __int128 lo = 0, hi = pass.innerCount; // [lo, hi)
   holeCount = 0;
+  if (pass.numConstraints == 0) {
+    begin = 0;
+    end = pass.innerCount;
+    return;
+  }
+  __int128 lo = 0, hi = pass.innerCount; // [lo, hi)
   for (int64_t k = 0; k < pass.numConstraints && lo < hi; ++k) {
     const PassConstraint &c = pass.constraints[k];
     if (c.notEqual)
