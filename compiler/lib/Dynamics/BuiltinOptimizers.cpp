@@ -64,9 +64,12 @@ Value select(UpdateBuilder &update, Value condition, Value a, Value b) {
   return SelectOp::create(update.getBuilder(), update.getLoc(), condition, a,
                           b);
 }
-Value isPositive(UpdateBuilder &update, Value scalar) {
+Value isGreater(UpdateBuilder &update, Value a, Value b) {
   return CmpOp::create(update.getBuilder(), update.getLoc(), CmpPredicate::gt,
-                       scalar, constant(update, 0.0));
+                       a, b);
+}
+Value isPositive(UpdateBuilder &update, Value scalar) {
+  return isGreater(update, scalar, constant(update, 0.0));
 }
 Value both(UpdateBuilder &update, Value a, Value b) {
   return arith::AndIOp::create(update.getBuilder(), update.getLoc(), a, b);
@@ -80,10 +83,16 @@ Value guardedRatio(UpdateBuilder &update, Value valid, Value numerator,
   return select(update, valid, ratio, constant(update, 0.0));
 }
 
+/// The curvature pᵀHp/pᵀp below which CG takes a direction for flat: the
+/// square root of f64's epsilon. Where the energy has no curvature in p,
+/// pᵀHp is rounding noise, and dividing by it would step 10¹⁶ times ‖p‖.
+constexpr double kFlatCurvature = 1.4901161193847656e-8;
+
 /// s ≈ H⁻¹ g by `iterations` steps of conjugate gradients on H s = g, with
-/// Hessian-vector products. A direction of non-positive curvature stops the
-/// iteration with the current s; if the very first one has it, s = g (a
-/// gradient step). Straight-line code: the stopping is by selects.
+/// Hessian-vector products. A direction of curvature pᵀHp ≤ kFlatCurvature
+/// · pᵀp (none, or negative) stops the iteration with the current s; if the
+/// very first one has it, s = g (a gradient step). Straight-line code: the
+/// stopping is by selects.
 FailureOr<Value> solveConjugateGradient(UpdateBuilder &update, Value gradient,
                                         int64_t iterations) {
   Value solution = mul(update, gradient, constant(update, 0.0));
@@ -95,7 +104,9 @@ FailureOr<Value> solveConjugateGradient(UpdateBuilder &update, Value gradient,
     if (!product)
       return failure();
     Value curvature = sumElements(update, mul(update, direction, product));
-    Value ok = both(update, isPositive(update, curvature),
+    Value flat = mul(update, constant(update, kFlatCurvature),
+                     sumElements(update, mul(update, direction, direction)));
+    Value ok = both(update, isGreater(update, curvature, flat),
                     isPositive(update, residualNorm));
     if (active)
       ok = both(update, active, ok);
