@@ -5,8 +5,8 @@
 // rule) gives the same value at every step of a run; work that a backward
 // step does again of its forward step (W1 x of JEM's sampler, S z of
 // LISTA's, D a at Nesterov's look-ahead) gives the value the forward step
-// computed. Each becomes an
-// `energy.once`, kept in scratch tensors within one call of the runtime.
+// computed. Each becomes an `energy.once`, kept in scratch tensors within
+// one call of the runtime.
 //
 //===----------------------------------------------------------------------===//
 
