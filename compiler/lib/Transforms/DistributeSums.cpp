@@ -109,6 +109,14 @@ bool mlir::energy::distributeOverSums(
     }
     if (!split || done.size() + pending.size() + 2 > maxTerms)
       return undo();
+    // A scalar that the sum adds to every element (x − q) stands in for
+    // the sum as that array (below); other operands of another shape do
+    // not split.
+    Type type = split->getResult(0).getType();
+    if (llvm::any_of(split->getOperands(), [&](Value part) {
+          return part.getType() != type && !isScalar(part);
+        }))
+      return undo();
     Location loc = split->getLoc();
     Value first = split->getOperand(0);
     Value second = split->getOperand(1);
@@ -116,6 +124,11 @@ bool mlir::energy::distributeOverSums(
       second = NegOp::create(builder, loc, second);
       created.push_back(second.getDefiningOp());
     }
+    for (Value *part : {&first, &second})
+      if (part->getType() != type) {
+        *part = BroadcastOp::create(builder, loc, type, *part);
+        created.push_back(part->getDefiningOp());
+      }
     for (Value part : {first, second}) {
       IRMapping mapping;
       mapping.map(split->getResult(0), part);
