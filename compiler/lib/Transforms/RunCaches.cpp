@@ -102,15 +102,20 @@ private:
   static bool storedWithin(ArrayRef<Operation *> cone,
                            const llvm::StringSet<> &tensors) {
     for (Operation *op = cone.front(); op != cone.back();
-         op = op->getNextNode()) {
-      WalkResult walk = op->walk([&](StoreOp store) {
-        return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
-                                                   : WalkResult::advance();
-      });
-      if (walk.wasInterrupted())
+         op = op->getNextNode())
+      if (storesInto(op, tensors))
         return true;
-    }
     return false;
+  }
+
+  /// Whether `op` or an op inside it stores into one of `tensors`.
+  static bool storesInto(Operation *op, const llvm::StringSet<> &tensors) {
+    return op
+        ->walk([&](StoreOp store) {
+          return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+        })
+        .wasInterrupted();
   }
 
   static std::optional<StoredStepValues>
@@ -134,11 +139,7 @@ private:
           entry->second = kept.getCacheAttr();
         continue;
       }
-      WalkResult walk = earlier.walk([&](StoreOp store) {
-        return tensors.contains(store.getTensor()) ? WalkResult::interrupt()
-                                                   : WalkResult::advance();
-      });
-      if (walk.wasInterrupted())
+      if (storesInto(&earlier, tensors))
         return std::nullopt;
     }
     llvm::sort(stored, [](auto &a, auto &b) { return a.first < b.first; });
