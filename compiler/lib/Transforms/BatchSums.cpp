@@ -8,7 +8,9 @@
 // whole inner dim (a GEMM of H·Y, not H of Y), no table of every head's
 // rows, and the same product as the heads' summed back-projection the
 // gradient may compute already. A table that only a sum over its whole
-// domain reads is that sum first.
+// domain reads is that sum first. A product that a sum reads over every
+// row, Σ_r (A B)[r] (a bias's gradient through a back-projection), is the
+// product of the summed rows, (Σ_r A[r]) B: a matrix-vector product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,7 +181,118 @@ void readSummed(ReduceOp sum, ExtractOp extract, unsigned head, Value summed) {
   sum.erase();
 }
 
+/// The plain sum that reads `product` alone, over every axis of its result
+/// but the last, at its own indices in order, yielding the row; null
+/// otherwise.
+ReduceOp onlyWholeSumOf(BatchMatmulOp product) {
+  if (!product->hasOneUse())
+    return {};
+  auto extract = dyn_cast<ExtractOp>(*product->getUsers().begin());
+  auto sum = extract ? dyn_cast<ReduceOp>(extract->getParentOp()) : ReduceOp();
+  if (!sum || !isPlainSum(sum) || !extract.getMap().isIdentity())
+    return {};
+  Block &body = sum.getBody().front();
+  auto type = cast<ArrayType>(product.getType());
+  if (body.getOperations().size() != 2 ||
+      body.getTerminator()->getOperand(0) != extract.getResult() ||
+      extract.getIndices() != ValueRange(body.getArguments()) ||
+      body.getNumArguments() + 1 != type.getRank())
+    return {};
+  // Over the product's rows, not a part of them.
+  for (auto [size, dim] : llvm::zip(sum.getSizes(), type.getShape()))
+    if (size != DimExprAttr::getDim(product.getContext(), dim.getValue()))
+      return {};
+  return sum;
+}
+
+/// The sizes attribute of the axes `dims`.
+ArrayAttr sizesOf(ArrayRef<StringAttr> dims, MLIRContext *context) {
+  SmallVector<Attribute> sizes;
+  for (StringAttr dim : dims)
+    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
+  return ArrayAttr::get(context, sizes);
+}
+
+/// Σ over the axes `axes` of `array` at positions `leading` of its first
+/// axes: the rows summed, built at `builder`.
+Value sumOfRows(OpBuilder &builder, Location loc, Value array,
+                ValueRange leading, ArrayRef<StringAttr> axes) {
+  auto type = cast<ArrayType>(array.getType());
+  MLIRContext *context = builder.getContext();
+  auto row = ArrayType::get(context, type.getShape().take_back());
+  auto sum = ReduceOp::create(builder, loc, row, ReduceKind::sum,
+                              sizesOf(axes, context), Value());
+  Block &body = sum.getBody().emplaceBlock();
+  SmallVector<Value> indices(leading);
+  for (size_t axis = 0; axis < axes.size(); ++axis)
+    indices.push_back(body.addArgument(builder.getIndexType(), loc));
+  OpBuilder inside = OpBuilder::atBlockEnd(&body);
+  auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
+  Value element = ExtractOp::create(inside, loc, row, array,
+                                    AffineMapAttr::get(map), indices);
+  YieldOp::create(inside, loc, ValueRange{element});
+  return sum.getResult();
+}
+
+/// op(matrix)ᵀ · vector: the vector times op(matrix), op transposing it
+/// when `transposed`.
+Value vectorTimes(OpBuilder &builder, Location loc, Value vector, Value matrix,
+                  bool transposed) {
+  if (!transposed)
+    matrix = TransposeOp::create(builder, loc, matrix);
+  return MatmulOp::create(builder, loc, matrix, vector);
+}
+
 } // namespace
+
+bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
+  ReduceOp sum = onlyWholeSumOf(product);
+  // A lhs without a batch axis against a batch of rhs matrices would sum
+  // the rhs too; a transposed lhs makes the rows the inner dim.
+  if (!sum || product.getTransposeLhs() ||
+      (!product.hasLhsBatch() && product.hasRhsBatch()))
+    return false;
+  auto lhs = cast<ArrayType>(product.getLhs().getType());
+  ArrayRef<StringAttr> lhsShape = lhs.getShape();
+  auto type = cast<ArrayType>(product.getType());
+  if (sum.getType() !=
+      ArrayType::get(product.getContext(), type.getShape().take_back()))
+    return false;
+  OpBuilder builder(sum);
+  Location loc = sum.getLoc();
+  Value rhs = product.getRhs();
+  bool transposed = product.getTransposeRhs();
+  Value result;
+  if (!product.hasRhsBatch()) {
+    // Σ_(b, r) A[b, r] op(B): every row of every batch position summed.
+    Value rows = sumOfRows(builder, loc, product.getLhs(), ValueRange(),
+                           lhsShape.drop_back());
+    result = vectorTimes(builder, loc, rows, rhs, transposed);
+  } else {
+    // Σ_b (Σ_r A[b, r]) op(B[b]).
+    MLIRContext *context = builder.getContext();
+    auto outer =
+        ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
+                         sizesOf(lhsShape.take_front(), context), Value());
+    Block &body = outer.getBody().emplaceBlock();
+    Value batch = body.addArgument(builder.getIndexType(), loc);
+    OpBuilder inside = OpBuilder::atBlockEnd(&body);
+    Value rows = sumOfRows(inside, loc, product.getLhs(), batch,
+                           lhsShape.drop_front().drop_back());
+    auto rhsType = cast<ArrayType>(rhs.getType());
+    auto matrixType = ArrayType::get(context, rhsType.getShape().drop_front());
+    auto map = AffineMap::getMultiDimIdentityMap(1, context);
+    Value matrix = ExtractOp::create(inside, loc, matrixType, rhs,
+                                     AffineMapAttr::get(map), batch);
+    Value row = vectorTimes(inside, loc, rows, matrix, transposed);
+    YieldOp::create(inside, loc, ValueRange{row});
+    result = outer.getResult();
+  }
+  sum.replaceAllUsesWith(result);
+  sum.erase();
+  product.erase();
+  return true;
+}
 
 bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
   if (product.getSumBatch() || product->use_empty() ||

@@ -718,7 +718,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   SmallVector<BatchMatmulOp> products;
   model.walk([&](BatchMatmulOp product) { products.push_back(product); });
   for (BatchMatmulOp product : products)
-    sumOverBatch(product);
+    if (!sumOverBatch(product))
+      sumRowsFirst(product);
   SmallVector<TransposeOp> transposes;
   model.walk([&](TransposeOp transpose) { transposes.push_back(transpose); });
   for (TransposeOp transpose : transposes)

@@ -95,6 +95,11 @@ bool batchPerIndexOuterSum(ForeachOp loop);
 /// through linear maps that do not vary with it as the summed product
 /// (BatchSums.cpp); false, with the products unchanged, otherwise.
 bool sumOverBatch(BatchMatmulOp product);
+/// Rewrites a product that one plain sum reads whole over every row, the
+/// batch's too where it has one, Σ_r (op(A) op(B))[r], as the product of
+/// the summed rows, (Σ_r A[r]) op(B), a matrix-vector product per batch
+/// position (BatchSums.cpp); false, with the product unchanged, otherwise.
+bool sumRowsFirst(BatchMatmulOp product);
 
 } // namespace mlir::energy
 

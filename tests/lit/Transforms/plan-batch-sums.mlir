@@ -34,11 +34,19 @@ energy.model @heads {
 
 // -----
 
-// A product of rows with no batch axis: a sum over its rows is not a sum
-// over a batch, and stays.
+// A product of rows with no batch axis that only a sum over every row
+// reads: Σ_n (y W)[n] is (Σ_n y[n]) W, the rows summed and one
+// matrix-vector product, no N × D product.
 // CHECK-LABEL: energy.model @rows
-// CHECK:       batch_matmul %{{.*}}, %{{.*}} : !energy.array<N, Y>, !energy.array<Y, D> -> !energy.array<N, D>
-// CHECK:       reduce sum
+// CHECK:       %[[Y:.*]] = read @y : !energy.array<N, Y>
+// CHECK:       %[[W:.*]] = read @W : !energy.array<Y, D>
+// CHECK-NOT:   batch_matmul
+// CHECK:       %[[S:.*]] = reduce sum (%[[N:.*]] : @N) {
+// CHECK:         %[[R:.*]] = extract %[[Y]][%[[N]]] : !energy.array<N, Y> -> !energy.array<Y>
+// CHECK:         yield %[[R]] : !energy.array<Y>
+// CHECK:       %[[T:.*]] = transpose %[[W]] : !energy.array<Y, D>
+// CHECK:       %[[V:.*]] = matmul %[[T]], %[[S]] : !energy.array<D, Y>, !energy.array<Y>
+// CHECK:       accumulate %[[V]] into @x : !energy.array<D>
 energy.model @rows {
   dim @N
   dim @Y
@@ -55,6 +63,87 @@ energy.model @rows {
       yield %r : !energy.array<D>
     } : !energy.array<D>
     accumulate %s into @x : !energy.array<D>
+  }
+}
+
+// -----
+
+// Each head's back-projection summed over the heads, read only summed over
+// every token of every sequence (a bias's gradient after a layer norm):
+// per head, the tokens' rows summed, times its matrix transposed as a
+// matrix-vector product, added over the heads.
+// CHECK-LABEL: energy.model @bias
+// CHECK:       %[[U:.*]] = read @u : !energy.array<H, B, N, Y>
+// CHECK:       %[[W:.*]] = read @W : !energy.array<H, Y, D>
+// CHECK-NOT:   batch_matmul
+// CHECK:       %[[S:.*]] = reduce sum (%[[H:.*]] : @H) {
+// CHECK:         %[[ROWS:.*]] = reduce sum (%[[B:.*]] : @B, %[[N:.*]] : @N) {
+// CHECK:           extract %[[U]][%[[H]], %[[B]], %[[N]]] : !energy.array<H, B, N, Y> -> !energy.array<Y>
+// CHECK:         %[[M:.*]] = extract %[[W]][%[[H]]] : !energy.array<H, Y, D> -> !energy.array<Y, D>
+// CHECK:         %[[T:.*]] = transpose %[[M]] : !energy.array<Y, D>
+// CHECK:         %[[V:.*]] = matmul %[[T]], %[[ROWS]] : !energy.array<D, Y>, !energy.array<Y>
+// CHECK:         yield %[[V]] : !energy.array<D>
+// CHECK:       accumulate %[[S]] into @delta : !energy.array<D>
+energy.model @bias {
+  dim @H
+  dim @B
+  dim @N
+  dim @Y
+  dim @D
+  tensor @u : input [@H, @B, @N, @Y]
+  tensor @W : param [@H, @Y, @D]
+  tensor @delta : param [@D]
+  gradient @delta {
+    %u = read @u : !energy.array<H, B, N, Y>
+    %w = read @W : !energy.array<H, Y, D>
+    %p = batch_matmul %u, %w summed {lhs_rows = 2 : i64} : !energy.array<H, B, N, Y>, !energy.array<H, Y, D> -> !energy.array<B, N, D>
+    %s = reduce sum (%b : @B, %n : @N) {
+      %r = extract %p[%b, %n] : !energy.array<B, N, D> -> !energy.array<D>
+      yield %r : !energy.array<D>
+    } : !energy.array<D>
+    accumulate %s into @delta : !energy.array<D>
+  }
+}
+
+// -----
+
+// A sum over some of the rows only, or a product read elsewhere too: the
+// product stays.
+// CHECK-LABEL: energy.model @partial
+// CHECK-COUNT-2: batch_matmul
+energy.model @partial {
+  dim @B
+  dim @N
+  dim @Y
+  dim @D
+  tensor @y : input [@B, @N, @Y]
+  tensor @W : param [@Y, @D]
+  tensor @x : state [@N, @D]
+  tensor @z : state [@B, @N, @D]
+  gradient @x {
+    %y = read @y : !energy.array<B, N, Y>
+    %w = read @W : !energy.array<Y, D>
+    %p = batch_matmul %y, %w {lhs_rows = 2 : i64} : !energy.array<B, N, Y>, !energy.array<Y, D> -> !energy.array<B, N, D>
+    foreach (%n : @N) {
+      %s = reduce sum (%b : @B) {
+        %r = extract %p[%b, %n] : !energy.array<B, N, D> -> !energy.array<D>
+        yield %r : !energy.array<D>
+      } : !energy.array<D>
+      accumulate %s into @x[%n] : !energy.array<D>
+    }
+  }
+  gradient @z {
+    %y = read @y : !energy.array<B, N, Y>
+    %w = read @W : !energy.array<Y, D>
+    %p = batch_matmul %y, %w {lhs_rows = 2 : i64} : !energy.array<B, N, Y>, !energy.array<Y, D> -> !energy.array<B, N, D>
+    %s = reduce sum (%b : @B, %n : @N) {
+      %r = extract %p[%b, %n] : !energy.array<B, N, D> -> !energy.array<D>
+      yield %r : !energy.array<D>
+    } : !energy.array<D>
+    accumulate %p into @z : !energy.array<B, N, D>
+    foreach (%b : @B, %n : @N) {
+      accumulate %s into @z[%b, %n] : !energy.array<D>
+    }
   }
 }
 
