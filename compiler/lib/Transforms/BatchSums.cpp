@@ -252,6 +252,12 @@ bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
   if (!sum || product.getTransposeLhs() ||
       (!product.hasLhsBatch() && product.hasRhsBatch()))
     return false;
+  // A twin that stays computes the product anyway.
+  for (Operation &op : *product->getBlock())
+    if (auto other = dyn_cast<BatchMatmulOp>(op))
+      if (other != product &&
+          computeSame(other.getResult(), product.getResult(), IRMapping()))
+        return false;
   auto lhs = cast<ArrayType>(product.getLhs().getType());
   ArrayRef<StringAttr> lhsShape = lhs.getShape();
   auto type = cast<ArrayType>(product.getType());
