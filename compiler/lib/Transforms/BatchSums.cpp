@@ -205,14 +205,6 @@ ReduceOp onlyWholeSumOf(BatchMatmulOp product) {
   return sum;
 }
 
-/// The sizes attribute of the axes `dims`.
-ArrayAttr sizesOf(ArrayRef<StringAttr> dims, MLIRContext *context) {
-  SmallVector<Attribute> sizes;
-  for (StringAttr dim : dims)
-    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
-  return ArrayAttr::get(context, sizes);
-}
-
 /// Σ over the axes `axes` of `array` at positions `leading` of its first
 /// axes: the rows summed, built at `builder`.
 Value sumOfRows(OpBuilder &builder, Location loc, Value array,
@@ -221,11 +213,10 @@ Value sumOfRows(OpBuilder &builder, Location loc, Value array,
   MLIRContext *context = builder.getContext();
   auto row = ArrayType::get(context, type.getShape().take_back());
   auto sum = ReduceOp::create(builder, loc, row, ReduceKind::sum,
-                              sizesOf(axes, context), Value());
+                              sizesOfDims(context, axes), Value());
   Block &body = sum.getBody().emplaceBlock();
   SmallVector<Value> indices(leading);
-  for (size_t axis = 0; axis < axes.size(); ++axis)
-    indices.push_back(body.addArgument(builder.getIndexType(), loc));
+  llvm::append_range(indices, addDimIndices(body, axes));
   OpBuilder inside = OpBuilder::atBlockEnd(&body);
   auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
   Value element = ExtractOp::create(inside, loc, row, array,
@@ -279,9 +270,9 @@ bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
     MLIRContext *context = builder.getContext();
     auto outer =
         ReduceOp::create(builder, loc, sum.getType(), ReduceKind::sum,
-                         sizesOf(lhsShape.take_front(), context), Value());
+                         sizesOfDims(context, lhsShape.take_front()), Value());
     Block &body = outer.getBody().emplaceBlock();
-    Value batch = body.addArgument(builder.getIndexType(), loc);
+    Value batch = addDimIndices(body, lhsShape.take_front()).front();
     OpBuilder inside = OpBuilder::atBlockEnd(&body);
     Value rows = sumOfRows(inside, loc, product.getLhs(), batch,
                            lhsShape.drop_front().drop_back());

@@ -118,16 +118,10 @@ Value readAtLoopPosition(OpBuilder &builder, Location loc, ArrayType type,
   // Permuted: a table over the old axes, each element read at its slot.
   unsigned count = order.size() - added;
   ArrayRef<StringAttr> shape = type.getShape();
-  SmallVector<Attribute> sizes;
-  for (StringAttr dim : shape.take_front(count))
-    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
-  auto table =
-      TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
+  auto table = TabulateOp::create(
+      builder, loc, type, sizesOfDims(context, shape.take_front(count)));
   Block &body = table.getBody().emplaceBlock();
-  for (StringAttr dim : shape.take_front(count))
-    body.addArgument(
-        builder.getIndexType(),
-        NameLoc::get(StringAttr::get(context, dim.getValue().lower())));
+  addDimIndices(body, shape.take_front(count));
   OpBuilder inside = endOf(body);
   SmallVector<Value> indices;
   for (unsigned position : order)

@@ -79,20 +79,34 @@ bool mlir::energy::isScalar(Value value) {
   return type && type.isScalar();
 }
 
+ArrayAttr mlir::energy::sizesOfDims(MLIRContext *context,
+                                    ArrayRef<StringAttr> dims) {
+  SmallVector<Attribute> sizes;
+  for (StringAttr dim : dims)
+    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
+  return ArrayAttr::get(context, sizes);
+}
+
+SmallVector<Value> mlir::energy::addDimIndices(Block &body,
+                                               ArrayRef<StringAttr> dims) {
+  SmallVector<Value> indices;
+  for (StringAttr dim : dims) {
+    MLIRContext *context = dim.getContext();
+    indices.push_back(body.addArgument(
+        IndexType::get(context),
+        NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
+  }
+  return indices;
+}
+
 RowTable::RowTable(OpBuilder &builder, Location loc, ArrayType type)
     : inside(builder.getContext()) {
   MLIRContext *context = type.getContext();
-  SmallVector<Attribute> sizes;
   ArrayRef<StringAttr> shape = type.getShape();
-  for (StringAttr dim : shape.drop_back())
-    sizes.push_back(DimExprAttr::getDim(context, dim.getValue()));
-  table =
-      TabulateOp::create(builder, loc, type, ArrayAttr::get(context, sizes));
+  table = TabulateOp::create(builder, loc, type,
+                             sizesOfDims(context, shape.drop_back()));
   Block &body = table.getBody().emplaceBlock();
-  for (StringAttr dim : shape.drop_back())
-    indices.push_back(body.addArgument(
-        builder.getIndexType(),
-        NameLoc::get(StringAttr::get(context, dim.getValue().lower()))));
+  indices = addDimIndices(body, shape.drop_back());
   inside.setInsertionPointToEnd(&body);
   rowType = ArrayType::get(context, shape.take_back());
   map = AffineMapAttr::get(

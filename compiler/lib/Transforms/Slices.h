@@ -40,6 +40,13 @@ Value readWholeTensor(OpBuilder &builder, Location loc, ArrayType type,
 Value wholeTensorOf(Value value, ArrayRef<Value> indices, ArrayType type,
                     OpBuilder &builder);
 
+/// The sizes of a loop over the axes `dims`, one plain dim each.
+ArrayAttr sizesOfDims(MLIRContext *context, ArrayRef<StringAttr> dims);
+
+/// Appends to `body` an index argument per axis of `dims`, each named after
+/// its dim; returns them.
+SmallVector<Value> addDimIndices(Block &body, ArrayRef<StringAttr> dims);
+
 /// A table of rows of one array type, created at a builder's point: its
 /// indices run over every axis of the type but the last (each named after
 /// its dim), its body reads rows of arrays of that type at them.
