@@ -95,7 +95,7 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 # for FUZZ_MODELS_TIME seconds, each compiled and checked by `energy-run
 # --check` (compiled against the interpreter, gradients against finite
 # differences); failures are reduced and land in $(FUZZ_MODELS_OUT). Not
-# part of `make test` (which checks a fixed sample of 150).
+# part of `make test` (which checks a fixed sample of 90, ENERGY_FUZZ_SAMPLE).
 FUZZ_MODELS_TIME ?= 300
 FUZZ_MODELS_SEED ?= $(shell date +%s)
 FUZZ_MODELS_OUT  ?= $(BUILD_DIR)/fuzz-models
