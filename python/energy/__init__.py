@@ -23,7 +23,7 @@ __all__ = ["compile", "load", "Model", "Session", "Trainer", "Error",
 
 
 def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
-            caller_cotangents=False, opt_level=3):
+            caller_cotangents=False, opt_level=None):
     """Compiles a model in this process and returns it as a ``Model``.
 
     ``source_or_path`` is a path to a ``.energy`` file or the source text
@@ -33,8 +33,9 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
     backward program is seeded by the caller's cotangents of the final
     states, inputs ``X.incoming``, instead of the model's losses, and
     differentiates the inputs too: what ``energy.torch.EnergyModule``
-    compiles. ``opt_level`` (0-3) is how hard the kernels are optimised:
-    lower levels compile faster and run slower. Raises ``CompileError``
+    compiles. ``opt_level`` (0-3; default 2) is how hard the kernels are
+    optimised: lower levels compile faster and run slower, 3 compiles
+    longer and runs no faster. Raises ``CompileError``
     with the first error's place.
     """
     if target not in ("cpu", "cuda"):
@@ -45,7 +46,7 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
         raise ValueError("dtype 'bf16' needs target 'cuda' (bf16 products "
                          "run on tensor cores; the cpu target computes in "
                          "f32 or f64)")
-    if opt_level not in (0, 1, 2, 3):
+    if opt_level not in (None, 0, 1, 2, 3):
         raise ValueError(f"opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     is_path = isinstance(source_or_path, os.PathLike)
     source = os.fspath(source_or_path)

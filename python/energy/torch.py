@@ -38,7 +38,7 @@ class EnergyModule(torch.nn.Module):
     """
 
     def __init__(self, source_or_model, *, dtype=None, seed=0, steps=None,
-                 plugins=(), opt_level=3, **dims):
+                 plugins=(), opt_level=None, **dims):
         super().__init__()
         if isinstance(source_or_model, energy.Model):
             model = source_or_model

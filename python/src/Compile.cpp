@@ -67,8 +67,10 @@ std::optional<Model> python::compileSource(const std::string &source,
       failure.printed = name + ": " + message;
     return std::nullopt;
   };
-  if (options.optLevel > 3)
-    return fail("opt_level " + std::to_string(options.optLevel) +
+  unsigned optLevel =
+      options.optLevel.value_or(mlir::energy::kDefaultOptLevel);
+  if (optLevel > 3)
+    return fail("opt_level " + std::to_string(optLevel) +
                 ": expected 0 to 3");
   if (options.target != "cpu" && options.target != "cuda")
     return fail("target '" + options.target + "': expected cpu or cuda");
@@ -123,7 +125,7 @@ std::optional<Model> python::compileSource(const std::string &source,
   (void)mlir::energy::guardCompilation(
       "JIT compilation", module->getLoc(), [&] {
         compiled =
-            mlir::energy::compileInProcess(**lowered, error, options.optLevel);
+            mlir::energy::compileInProcess(**lowered, error, optLevel);
         return mlir::success(mlir::succeeded(compiled));
       });
   if (mlir::failed(compiled))

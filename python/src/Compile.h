@@ -26,8 +26,9 @@ struct CompileOptions {
   std::vector<std::string> plugins;
   /// As `energyc --caller-cotangents`.
   bool callerCotangents = false;
-  /// How hard the JIT optimises the kernels, 0-3.
-  unsigned optLevel = 3;
+  /// How hard the JIT optimises the kernels, 0-3 (absent: the compiler's
+  /// default).
+  std::optional<unsigned> optLevel;
 };
 
 /// Why a compilation failed: the first error's place (line and column 0

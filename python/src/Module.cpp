@@ -152,7 +152,7 @@ PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
 Model compile(const std::string &source, const std::string &name,
               const std::string &target, const std::string &dtype,
               std::vector<std::string> plugins, bool callerCotangents,
-              unsigned optLevel) {
+              std::optional<unsigned> optLevel) {
   CompileOptions options{target, dtype, std::move(plugins), callerCotangents,
                          optLevel};
   CompileFailure failure;

@@ -12,6 +12,8 @@
 #ifndef ENERGY_TOOLS_ENERGYRUN_MODELCHECK_H
 #define ENERGY_TOOLS_ENERGYRUN_MODELCHECK_H
 
+#include "energy/Codegen/Artifact.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
@@ -32,7 +34,7 @@ struct ModelCheckOptions {
   /// absent.
   std::optional<int64_t> steps;
   /// The optimisation level of the in-process compilation (0-3).
-  unsigned optLevel = 3;
+  unsigned optLevel = kDefaultOptLevel;
   std::string sourceName;
   std::string sourceText;
   bool json = false;

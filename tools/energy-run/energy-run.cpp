@@ -157,8 +157,8 @@ cl::opt<bool> checkAgainstInterpreter(
 cl::opt<unsigned> jitOptLevel(
     "opt-level",
     cl::desc("Optimisation level (0-3) of a model compiled in process "
-             "(default 3; lower levels compile faster)"),
-    cl::init(3), cl::cat(runOptions));
+             "(default 2; lower levels compile faster)"),
+    cl::init(kDefaultOptLevel), cl::cat(runOptions));
 cl::opt<std::string> shardDim(
     "shard",
     cl::desc("Spread the rows of dim DIM over the processes mpirun started "

@@ -170,8 +170,9 @@ cl::list<std::string> plugins(
 cl::opt<unsigned> optLevel(
     "opt-level",
     cl::desc("How hard clang optimises the artifact's kernels, 0-3 (default "
-             "3; lower levels compile faster and run slower)"),
-    cl::init(3), cl::cat(energycOptions));
+             "2; 3 compiles longer and runs no faster; lower levels compile "
+             "faster and run slower)"),
+    cl::init(mlir::energy::kDefaultOptLevel), cl::cat(energycOptions));
 cl::opt<bool> noRunCaches(
     "no-run-caches",
     cl::desc("Compute every value at every step, also what reads only params "

@@ -1,8 +1,9 @@
 //===- Jit.cpp - Compiles an artifact in process --------------------------===//
 //
-// The MLIR ExecutionEngine (-O3 by default) with a host target machine (without
-// one it does not vectorise). The kernel support functions are resolved to the
-// copies linked into the running tool.
+// The MLIR ExecutionEngine with a host target machine (without one it does not
+// vectorise) and LLVM's pipeline as the shared library's clang runs it. The
+// kernel support functions are resolved to the copies linked into the running
+// tool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,13 +13,46 @@
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
 using namespace mlir;
 using namespace mlir::energy;
+
+/// LLVM's pipeline at `optLevel` for `machine`, without unrolling loops (as
+/// writeSharedLibrary's clang runs it: -fno-unroll-loops).
+static std::function<llvm::Error(llvm::Module *)>
+kernelOptimizer(unsigned optLevel, llvm::TargetMachine *machine) {
+  return [optLevel, machine](llvm::Module *module) -> llvm::Error {
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopUnrolling = false;
+    tuning.LoopInterleaving = false;
+    tuning.LoopVectorization = optLevel > 1;
+    tuning.SLPVectorization = optLevel > 1;
+    llvm::LoopAnalysisManager loops;
+    llvm::FunctionAnalysisManager functions;
+    llvm::CGSCCAnalysisManager callGraph;
+    llvm::ModuleAnalysisManager modules;
+    llvm::PassBuilder builder(machine, tuning);
+    builder.registerModuleAnalyses(modules);
+    builder.registerCGSCCAnalyses(callGraph);
+    builder.registerFunctionAnalyses(functions);
+    builder.registerLoopAnalyses(loops);
+    builder.crossRegisterProxies(loops, functions, callGraph, modules);
+    llvm::OptimizationLevel level =
+        optLevel == 0   ? llvm::OptimizationLevel::O0
+        : optLevel == 1 ? llvm::OptimizationLevel::O1
+        : optLevel == 2 ? llvm::OptimizationLevel::O2
+                        : llvm::OptimizationLevel::O3;
+    llvm::ModulePassManager passes =
+        optLevel == 0 ? builder.buildO0DefaultPipeline(level)
+                      : builder.buildPerModuleDefaultPipeline(level);
+    passes.run(*module, modules);
+    return llvm::Error::success();
+  };
+}
 
 FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
                                                       std::string &error,
@@ -43,8 +77,7 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     return failure();
   }
   std::shared_ptr<llvm::TargetMachine> targetMachine = std::move(*machine);
-  auto transformer =
-      makeOptimizingTransformer(optLevel, 0, targetMachine.get());
+  auto transformer = kernelOptimizer(optLevel, targetMachine.get());
   ExecutionEngineOptions options;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = codegenLevel;

@@ -29,6 +29,11 @@ class Module;
 
 namespace mlir::energy {
 
+/// The optimisation level of the kernels' native code unless a caller
+/// chooses (0-3): the kernels vectorise themselves, and -O3 runs them no
+/// faster than -O2 but compiles for up to twice as long (docs/benchmarks.md).
+inline constexpr unsigned kDefaultOptLevel = 2;
+
 /// The CPU an artifact's kernels are compiled for, as its manifest records
 /// it (docs/api.md, "The manifest": `target`).
 struct ArtifactTarget {
@@ -72,9 +77,9 @@ struct ArtifactOptions {
   ArtifactTarget target = hostArtifactTarget();
   std::string sourceName;
   std::string sourceText;
-  /// How hard the native code is optimised (clang -O0 to -O3): below 3
-  /// only where compiling quickly matters more than running fast (tests).
-  unsigned optLevel = 3;
+  /// How hard the native code is optimised (clang -O0 to -O3): below the
+  /// default only where compiling quickly matters more than running fast.
+  unsigned optLevel = kDefaultOptLevel;
   /// Whether the kernels keep what a call computes from params and inputs
   /// alone (energy-plan-run-caches; CPU artifacts only).
   bool runCaches = true;
@@ -123,13 +128,12 @@ std::unique_ptr<llvm::Module> translateArtifact(ModuleOp module,
                                                 llvm::LLVMContext &context);
 
 /// Compiles `module` for `target`'s CPU (clang -march=native or
-/// -march=x86-64-vN) with the system's clang (-O`optLevel`, 3 unless only
-/// a quick compilation matters) into the shared library `path`, linking the
-/// kernel support functions. The file appears only when everything
-/// succeeded.
+/// -march=x86-64-vN) with the system's clang (-O`optLevel`) into the shared
+/// library `path`, linking the kernel support functions. The file appears
+/// only when everything succeeded.
 LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
                                  StringRef path, std::string &error,
-                                 unsigned optLevel = 3);
+                                 unsigned optLevel = kDefaultOptLevel);
 
 /// `target` with CUDA as its device: the parallel loops the GPU can run
 /// become kernels, carried as PTX for sm_80 and sm_90.
@@ -161,9 +165,9 @@ struct JitArtifact {
 };
 
 /// Compiles `module` with the MLIR ExecutionEngine for the host CPU, at
-/// optimisation level `optLevel` (0-3; below 3 only to compile quickly).
+/// optimisation level `optLevel` (0-3).
 FailureOr<JitArtifact> compileInProcess(ModuleOp module, std::string &error,
-                                        unsigned optLevel = 3);
+                                        unsigned optLevel = kDefaultOptLevel);
 
 } // namespace mlir::energy
 
