@@ -10,14 +10,42 @@
 #include "energy/IR/EnergyDialect.h"
 #include "energy/Transforms/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::energy::test {
 void registerTestPasses();
 } // namespace mlir::energy::test
+
+/// MLIR's conversions to the LLVM dialect that code generation runs (all of
+/// MLIR's, mlir/Conversion/Passes.h, would double this file's compile time).
+static void registerLoweringPasses() {
+  mlir::registerPass([] { return mlir::createSCFToControlFlowPass(); });
+  mlir::registerPass([] { return mlir::createConvertVectorToLLVMPass(); });
+  mlir::registerPass([] { return mlir::createConvertMathToLLVMPass(); });
+  mlir::registerPass([] { return mlir::createConvertMathToLibmPass(); });
+  mlir::registerPass([] { return mlir::createArithToLLVMConversionPass(); });
+  mlir::registerPass([] { return mlir::createConvertIndexToLLVMPass(); });
+  mlir::registerPass([] { return mlir::createConvertControlFlowToLLVMPass(); });
+  mlir::registerPass([] { return mlir::createConvertFuncToLLVMPass(); });
+  mlir::registerPass([] { return mlir::createReconcileUnrealizedCastsPass(); });
+}
 
 int main(int argc, char **argv) {
   // `--plugin PATH` (repeatable) and ENERGY_PLUGINS load plugins first; the
@@ -41,7 +69,7 @@ int main(int argc, char **argv) {
   argc = static_cast<int>(arguments.size());
   argv = arguments.data();
   mlir::registerTransformsPasses();
-  mlir::registerConversionPasses();
+  registerLoweringPasses();
   mlir::energy::registerEnergyPasses();
   mlir::energy::registerEnergyCodegenPasses();
   mlir::energy::test::registerTestPasses();
