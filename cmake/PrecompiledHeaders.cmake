@@ -25,3 +25,10 @@ function(energy_precompile_headers target)
   endif()
   target_precompile_headers(${target} PRIVATE ${headers})
 endfunction()
+
+# energy_reuse_precompiled_headers(TARGET): TARGET's files (compiled with
+# the compiler library's flags) use EnergyTransforms' precompiled headers,
+# the same MLIR and dialect headers parsed once for every such target.
+function(energy_reuse_precompiled_headers target)
+  target_precompile_headers(${target} REUSE_FROM obj.EnergyTransforms)
+endfunction()

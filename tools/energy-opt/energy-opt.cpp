@@ -6,19 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/Passes.h"
+#include "energy/Codegen/Pipelines.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/IR/EnergyDialect.h"
 #include "energy/Transforms/Passes.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
-#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -32,20 +24,6 @@
 namespace mlir::energy::test {
 void registerTestPasses();
 } // namespace mlir::energy::test
-
-/// MLIR's conversions to the LLVM dialect that code generation runs (all of
-/// MLIR's, mlir/Conversion/Passes.h, would double this file's compile time).
-static void registerLoweringPasses() {
-  mlir::registerPass([] { return mlir::createSCFToControlFlowPass(); });
-  mlir::registerPass([] { return mlir::createConvertVectorToLLVMPass(); });
-  mlir::registerPass([] { return mlir::createConvertMathToLLVMPass(); });
-  mlir::registerPass([] { return mlir::createConvertMathToLibmPass(); });
-  mlir::registerPass([] { return mlir::createArithToLLVMConversionPass(); });
-  mlir::registerPass([] { return mlir::createConvertIndexToLLVMPass(); });
-  mlir::registerPass([] { return mlir::createConvertControlFlowToLLVMPass(); });
-  mlir::registerPass([] { return mlir::createConvertFuncToLLVMPass(); });
-  mlir::registerPass([] { return mlir::createReconcileUnrealizedCastsPass(); });
-}
 
 int main(int argc, char **argv) {
   // `--plugin PATH` (repeatable) and ENERGY_PLUGINS load plugins first; the
@@ -69,7 +47,7 @@ int main(int argc, char **argv) {
   argc = static_cast<int>(arguments.size());
   argv = arguments.data();
   mlir::registerTransformsPasses();
-  registerLoweringPasses();
+  mlir::energy::registerKernelLoweringConversions();
   mlir::energy::registerEnergyPasses();
   mlir::energy::registerEnergyCodegenPasses();
   mlir::energy::test::registerTestPasses();

@@ -8,7 +8,16 @@
 #include "energy/Codegen/Pipelines.h"
 #include "energy/Codegen/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -63,4 +72,16 @@ void mlir::energy::buildGpuBinaryPipeline(OpPassManager &modulePasses,
   binaryOptions.toolkitPath = toolkit.str();
   binaryOptions.compilationTarget = "isa";
   modulePasses.addPass(createGpuModuleToBinaryPass(binaryOptions));
+}
+
+void mlir::energy::registerKernelLoweringConversions() {
+  registerPass([] { return createSCFToControlFlowPass(); });
+  registerPass([] { return createConvertVectorToLLVMPass(); });
+  registerPass([] { return createConvertMathToLLVMPass(); });
+  registerPass([] { return createConvertMathToLibmPass(); });
+  registerPass([] { return createArithToLLVMConversionPass(); });
+  registerPass([] { return createConvertIndexToLLVMPass(); });
+  registerPass([] { return createConvertControlFlowToLLVMPass(); });
+  registerPass([] { return createConvertFuncToLLVMPass(); });
+  registerPass([] { return createReconcileUnrealizedCastsPass(); });
 }

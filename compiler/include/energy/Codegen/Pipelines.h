@@ -43,6 +43,11 @@ void buildKernelLoweringPipeline(OpPassManager &modulePasses,
 /// `toolkit`.
 void buildGpuBinaryPipeline(OpPassManager &modulePasses, StringRef toolkit);
 
+/// Registers MLIR's conversions to the LLVM dialect that
+/// buildKernelLoweringPipeline runs, by their names, for energy-opt (all of
+/// MLIR's, mlir/Conversion/Passes.h, take twice as long to compile).
+void registerKernelLoweringConversions();
+
 } // namespace mlir::energy
 
 #endif // ENERGY_CODEGEN_PIPELINES_H
