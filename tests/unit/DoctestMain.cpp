@@ -1,6 +1,6 @@
 //===- DoctestMain.cpp - Entry point of every unit-test executable --------===//
 //
-// doctest's main, compiled once into each unit-test executable.
+// doctest's main, compiled once and linked into every unit-test executable.
 //
 //===----------------------------------------------------------------------===//
 
