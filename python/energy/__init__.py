@@ -23,7 +23,7 @@ __all__ = ["compile", "load", "Model", "Session", "Trainer", "Error",
 
 
 def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
-            caller_cotangents=False, opt_level=None):
+            caller_cotangents=False, opt_level=None, dims=None):
     """Compiles a model in this process and returns it as a ``Model``.
 
     ``source_or_path`` is a path to a ``.energy`` file or the source text
@@ -35,7 +35,9 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
     differentiates the inputs too: what ``energy.torch.EnergyModule``
     compiles. ``opt_level`` (0-3; default 2) is how hard the kernels are
     optimised: lower levels compile faster and run slower, 3 compiles
-    longer and runs no faster. Raises ``CompileError``
+    longer and runs no faster. ``dims``: sizes (a mapping of dim names to
+    positive integers) at which the kernels are planned, the dims'
+    defaults: the artifact runs at any sizes, fastest at these. Raises ``CompileError``
     with the first error's place.
     """
     if target not in ("cpu", "cuda"):
@@ -48,6 +50,12 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
                          "f32 or f64)")
     if opt_level not in (None, 0, 1, 2, 3):
         raise ValueError(f"opt_level {opt_level!r}: expected 0, 1, 2 or 3")
+    sizes = []
+    for dim, size in dict(dims or {}).items():
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise ValueError(f"dims {dim}={size!r}: expected a positive "
+                             "integer")
+        sizes.append((str(dim), size))
     is_path = isinstance(source_or_path, os.PathLike)
     source = os.fspath(source_or_path)
     name = "<source>"
@@ -60,7 +68,7 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
             source = file.read()
     return Model(_energy.compile(source, name, target, dtype,
                                  [os.fspath(p) for p in plugins],
-                                 caller_cotangents, opt_level))
+                                 caller_cotangents, opt_level, sizes))
 
 
 def load(path):

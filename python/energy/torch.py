@@ -32,9 +32,9 @@ class EnergyModule(torch.nn.Module):
     draw of params and states without an initialiser. ``steps``: the run's
     length (default: the model's). ``opt_level``: as ``energy.compile``'s.
     ``dims``: values of free dims, fixed for
-    the module's life; every dim of a param's shape must be among them (or
-    have a default in the model), the others are read from the tensors
-    ``forward`` is given.
+    the module's life (and the sizes its kernels are planned at); every dim
+    of a param's shape must be among them (or have a default in the model),
+    the others are read from the tensors ``forward`` is given.
     """
 
     def __init__(self, source_or_model, *, dtype=None, seed=0, steps=None,
@@ -48,7 +48,7 @@ class EnergyModule(torch.nn.Module):
                          else "f32")
             model = energy.compile(source_or_model, dtype=dtype,
                                    plugins=plugins, caller_cotangents=True,
-                                   opt_level=opt_level)
+                                   opt_level=opt_level, dims=dims)
         if not model.incoming:
             raise energy.Error(
                 f"model {model.name} was compiled without caller "

@@ -12,6 +12,7 @@
 #include "energy/Frontend/Diagnostics.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
 #include "energy/IR/EnergyDialect.h"
+#include "energy/Transforms/DimDefaults.h"
 #include "energy/Transforms/InternalErrors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -67,11 +68,9 @@ std::optional<Model> python::compileSource(const std::string &source,
       failure.printed = name + ": " + message;
     return std::nullopt;
   };
-  unsigned optLevel =
-      options.optLevel.value_or(mlir::energy::kDefaultOptLevel);
+  unsigned optLevel = options.optLevel.value_or(mlir::energy::kDefaultOptLevel);
   if (optLevel > 3)
-    return fail("opt_level " + std::to_string(optLevel) +
-                ": expected 0 to 3");
+    return fail("opt_level " + std::to_string(optLevel) + ": expected 0 to 3");
   if (options.target != "cpu" && options.target != "cuda")
     return fail("target '" + options.target + "': expected cpu or cuda");
   if (options.dtype != "f32" && options.dtype != "f64" &&
@@ -105,7 +104,9 @@ std::optional<Model> python::compileSource(const std::string &source,
       failure.message = diagnostic.message;
       break;
     }
-  if (!module)
+  if (!module ||
+      mlir::failed(mlir::energy::setDimDefaults(
+          *module, options.dims, mlir::energy::UnsetDims::Refused, "dims")))
     return fail("the model could not be compiled");
 
   mlir::energy::ArtifactOptions artifactOptions;
@@ -124,8 +125,7 @@ std::optional<Model> python::compileSource(const std::string &source,
   mlir::FailureOr<mlir::energy::JitArtifact> compiled = mlir::failure();
   (void)mlir::energy::guardCompilation(
       "JIT compilation", module->getLoc(), [&] {
-        compiled =
-            mlir::energy::compileInProcess(**lowered, error, optLevel);
+        compiled = mlir::energy::compileInProcess(**lowered, error, optLevel);
         return mlir::success(mlir::succeeded(compiled));
       });
   if (mlir::failed(compiled))

@@ -11,8 +11,10 @@
 
 #include "energy/Runtime/Model.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace energy::python {
@@ -29,6 +31,8 @@ struct CompileOptions {
   /// How hard the JIT optimises the kernels, 0-3 (absent: the compiler's
   /// default).
   std::optional<unsigned> optLevel;
+  /// Sizes of dims the kernels are planned at (their defaults).
+  std::vector<std::pair<std::string, int64_t>> dims;
 };
 
 /// Why a compilation failed: the first error's place (line and column 0

@@ -152,9 +152,10 @@ PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
 Model compile(const std::string &source, const std::string &name,
               const std::string &target, const std::string &dtype,
               std::vector<std::string> plugins, bool callerCotangents,
-              std::optional<unsigned> optLevel) {
-  CompileOptions options{target, dtype, std::move(plugins), callerCotangents,
-                         optLevel};
+              std::optional<unsigned> optLevel,
+              std::vector<std::pair<std::string, int64_t>> dims) {
+  CompileOptions options{target,           dtype,    std::move(plugins),
+                         callerCotangents, optLevel, std::move(dims)};
   CompileFailure failure;
   std::optional<Model> model;
   {
@@ -177,7 +178,8 @@ PYBIND11_MODULE(_energy, module) {
                  "package energy).";
   module.def("compile", &compile, py::arg("source"), py::arg("name"),
              py::arg("target"), py::arg("dtype"), py::arg("plugins"),
-             py::arg("caller_cotangents"), py::arg("opt_level"));
+             py::arg("caller_cotangents"), py::arg("opt_level"),
+             py::arg("dims"));
   module.def(
       "load",
       [](const std::string &path) {

@@ -182,6 +182,31 @@ def test_errors_are_exceptions_with_places():
             energy.compile(bowl, **options)
 
 
+def test_dims_the_kernels_are_planned_at():
+    # The sizes given at compile time become the dims' defaults (as energyc
+    # --dim sets them); the model still runs at other sizes, and the same
+    # energy either way.
+    hopfield = os.path.join(EXAMPLES, "hopfield.energy")
+    planned = energy.compile(hopfield, dtype="f64", opt_level=0,
+                             dims={"N": 7, "K": 5})
+    assert planned.dims == {"N": 7, "K": 5, "D": 64}
+    plain = energy.compile(hopfield, dtype="f64", opt_level=0)
+    assert plain.dims == {"N": None, "K": None, "D": 64}
+    rng = np.random.default_rng(4)
+    x, m = random(rng, 3, 4), random(rng, 6, 4)
+    energies = []
+    for model in (planned, plain):
+        session = model.session()
+        session["x"], session["m"] = x, m
+        energies.append(session.energy())
+    assert energies[0] == pytest.approx(energies[1], rel=1e-14)
+    with pytest.raises(energy.CompileError,
+                       match="dims Q=3: the model has no dim 'Q'"):
+        energy.compile(hopfield, dims={"Q": 3})
+    with pytest.raises(ValueError, match="dims N=0: expected a positive"):
+        energy.compile(hopfield, dims={"N": 0})
+
+
 def test_energyc_artifact_loads_and_agrees(tmp_path):
     energyc = os.environ.get("ENERGYC")
     if not energyc:

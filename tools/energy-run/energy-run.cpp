@@ -31,6 +31,7 @@
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ModelFile.h"
 
+#include "energy/Transforms/DimDefaults.h"
 #include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Pipelines.h"
 
@@ -414,6 +415,11 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module =
       emitModel(context, sourceMgr, buffer, sharded.has_value());
   if (!module)
+    return 1;
+  // The kernels are planned at the sizes of the run (a rank's rows are not
+  // the model's sizes); what cannot be set, the run reports.
+  if (!sharded &&
+      failed(setDimDefaults(*module, inputs.dims, UnsetDims::Skipped)))
     return 1;
 
   if (checkAgainstInterpreter) {

@@ -25,6 +25,7 @@
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/Log.h"
 #include "energy/Runtime/ModelFile.h"
+#include "energy/Transforms/DimDefaults.h"
 #include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Passes.h"
 #include "energy/Transforms/Pipelines.h"
@@ -247,32 +248,19 @@ void printAst(const fe::ModelSpec &model, raw_ostream &os) {
 
 /// Applies `--dim NAME=VALUE`: the dim's default becomes VALUE.
 mlir::LogicalResult applyDimValues(mlir::ModuleOp module) {
+  std::vector<std::pair<std::string, int64_t>> sizes;
   for (const std::string &setting : dimValues) {
-    auto [nameRef, text] = StringRef(setting).split('=');
-    StringRef name = nameRef;
+    auto [name, text] = StringRef(setting).split('=');
     int64_t value;
-    if (text.getAsInteger(10, value) || value <= 0)
+    if (text.getAsInteger(10, value))
       return mlir::emitError(module.getLoc())
              << "--dim " << setting << ": expected NAME=VALUE with a positive "
              << "integer VALUE";
-    mlir::energy::DimOp dim;
-    module.walk([&](mlir::energy::DimOp op) {
-      if (op.getSymName() == name)
-        dim = op;
-    });
-    if (!dim)
-      return mlir::emitError(module.getLoc())
-             << "--dim " << setting << ": the model has no dim '" << name
-             << "'";
-    if (dim.getDerived())
-      return dim.emitError() << "--dim " << setting << ": dim '" << name
-                             << "' is derived from other dims and cannot "
-                                "be set";
-    dim.setDefaultValueAttr(mlir::IntegerAttr::get(
-        mlir::IntegerType::get(module.getContext(), 64), value));
+    sizes.emplace_back(name.str(), value);
   }
-  return mlir::success();
+  return mlir::energy::setDimDefaults(module, sizes);
 }
+
 /// Emits the checked model as the dialect, runs what `--emit` asks for and
 /// prints the result into `os` (for `--emit=lib`, writes the artifact
 /// instead). Returns the exit status.
