@@ -416,11 +416,6 @@ int main(int argc, char **argv) {
       emitModel(context, sourceMgr, buffer, sharded.has_value());
   if (!module)
     return 1;
-  // The kernels are planned at the sizes of the run (a rank's rows are not
-  // the model's sizes); what cannot be set, the run reports.
-  if (!sharded &&
-      failed(setDimDefaults(*module, inputs.dims, UnsetDims::Skipped)))
-    return 1;
 
   if (checkAgainstInterpreter) {
     if (useInterpreter || benchRepetitions > 0 || !outputFile.empty() ||
@@ -478,6 +473,12 @@ int main(int argc, char **argv) {
         return fail(jitModel.message()), std::nullopt;
       return std::move(*jitModel);
     };
+    // The kernels are planned at the sizes of the run (not for --check,
+    // which checks the model's own plan, nor for a rank's rows, which are
+    // not the model's sizes); what cannot be set, the run reports.
+    if (!sharded &&
+        failed(setDimDefaults(*module, inputs.dims, UnsetDims::Skipped)))
+      return 1;
     std::optional<::energy::Model> jitModel =
         compile(*module, buffer,
                 evalKind == EvalKind::Run || evalKind == EvalKind::LossGrad,
