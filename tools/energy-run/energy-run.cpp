@@ -27,6 +27,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Plugin/OptimizerTable.h"
 #include "energy/Runtime/CudaDriver.h"
+#include "energy/Runtime/DimInference.h"
 #include "energy/Runtime/Log.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/ModelFile.h"
@@ -219,6 +220,30 @@ RunSettings settingsFromOptions() {
   settings.json = jsonOutput;
   settings.benchRepetitions = benchRepetitions;
   return settings;
+}
+
+/// The sizes of the dims a run of `module` binds, by the runtime's rule
+/// (--dim, else the axes of the --in tensors, else defaults), to plan its
+/// kernels at; only the --dim ones where they do not resolve (the run
+/// reports why).
+std::vector<std::pair<std::string, int64_t>> runSizes(ModuleOp module,
+                                                      const RunInputs &inputs) {
+  auto models = module.getOps<ModelOp>();
+  if (models.empty())
+    return inputs.dims;
+  ::energy::Manifest described = describeDimsAndTensors(*models.begin());
+  std::map<std::string, int64_t> given(inputs.dims.begin(), inputs.dims.end());
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto &[name, tensor] : inputs.tensors)
+    shapes[name] = tensor.shape();
+  std::vector<int64_t> values;
+  if (!::energy::resolveDims(described, given, "--dim", shapes, values))
+    return inputs.dims;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  for (auto [dim, value] : llvm::zip(described.dims, values))
+    if (!dim.derived)
+      sizes.emplace_back(dim.name, value);
+  return sizes;
 }
 
 } // namespace
@@ -476,8 +501,8 @@ int main(int argc, char **argv) {
     // The kernels are planned at the sizes of the run (not for --check,
     // which checks the model's own plan, nor for a rank's rows, which are
     // not the model's sizes); what cannot be set, the run reports.
-    if (!sharded &&
-        failed(setDimDefaults(*module, inputs.dims, UnsetDims::Skipped)))
+    if (!sharded && failed(setDimDefaults(*module, runSizes(*module, inputs),
+                                          UnsetDims::Skipped)))
       return 1;
     std::optional<::energy::Model> jitModel =
         compile(*module, buffer,
