@@ -71,12 +71,22 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     return failure();
   }
   builder->setCodeGenOptLevel(codegenLevel);
-  auto machine = builder->createTargetMachine();
-  if (!machine) {
-    error = llvm::toString(machine.takeError());
+  // One machine for LLVM's pipeline, one for the engine's code generator:
+  // the engine uses the machine it is given and ignores
+  // jitCodeGenOptLevel for one it makes itself.
+  auto makeMachine = [&]() -> std::unique_ptr<llvm::TargetMachine> {
+    auto machine = builder->createTargetMachine();
+    if (!machine) {
+      error = llvm::toString(machine.takeError());
+      return nullptr;
+    }
+    return std::move(*machine);
+  };
+  std::shared_ptr<llvm::TargetMachine> targetMachine = makeMachine();
+  std::unique_ptr<llvm::TargetMachine> codegenMachine =
+      targetMachine ? makeMachine() : nullptr;
+  if (!codegenMachine)
     return failure();
-  }
-  std::shared_ptr<llvm::TargetMachine> targetMachine = std::move(*machine);
   auto transformer = kernelOptimizer(optLevel, targetMachine.get());
   ExecutionEngineOptions options;
   options.transformer = transformer;
@@ -85,7 +95,8 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     return translateArtifact(cast<ModuleOp>(op), context);
   };
   options.llvmModuleBuilder = buildModule;
-  auto engine = ExecutionEngine::create(module, options, nullptr);
+  auto engine =
+      ExecutionEngine::create(module, options, std::move(codegenMachine));
   if (!engine) {
     error = llvm::toString(engine.takeError());
     return failure();
