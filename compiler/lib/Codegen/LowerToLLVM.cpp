@@ -68,6 +68,9 @@ mlir::energy::buildArtifactModule(ModelOp model,
   buildKernelLoweringPipeline(
       passes, {options.dtype == "f64", options.target.device == "cuda",
                options.target.deviceArchs, options.dtype == "bf16"});
+  // The kernels are verified once, lowered: verifying the whole artifact
+  // after each of the conversions took a tenth of a compilation.
+  passes.enableVerifier(false);
   reportCrashesByPass(passes);
   // A pass that fails says why, except where MLIR's conversions stop
   // without a word.
@@ -81,6 +84,11 @@ mlir::energy::buildArtifactModule(ModelOp model,
     lowered = passes.run(parent);
   }
   auto artifact = parent.lookupSymbol<ModuleOp>(kArtifactModuleName);
+  if (succeeded(lowered) && artifact && failed(verify(artifact))) {
+    artifact.erase();
+    return model.emitError("internal error: the kernels lowered to LLVM do "
+                           "not verify; please report it with this file");
+  }
   if (failed(lowered) || !artifact) {
     if (artifact)
       artifact.erase();
