@@ -15,8 +15,8 @@ set(ENERGY_PRECOMPILED_MLIR_HEADERS
   <mlir/Pass/Pass.h>)
 
 # energy_precompile_headers(TARGET [WITH_DIALECT]): TARGET's files compile
-# with MLIR's headers precompiled, and the energy dialect's with WITH_DIALECT
-# (every target built on the dialect, not the dialect itself).
+# with MLIR's headers precompiled, and the energy dialect's with
+# WITH_DIALECT.
 function(energy_precompile_headers target)
   cmake_parse_arguments(ARG "WITH_DIALECT" "" "" ${ARGN})
   set(headers ${ENERGY_PRECOMPILED_MLIR_HEADERS})
@@ -27,8 +27,8 @@ function(energy_precompile_headers target)
 endfunction()
 
 # energy_reuse_precompiled_headers(TARGET): TARGET's files (compiled with
-# the compiler library's flags) use EnergyTransforms' precompiled headers,
-# the same MLIR and dialect headers parsed once for every such target.
+# the compiler library's flags) use the dialect's precompiled headers, the
+# same MLIR and dialect headers parsed once for every such target.
 function(energy_reuse_precompiled_headers target)
-  target_precompile_headers(${target} REUSE_FROM obj.EnergyTransforms)
+  target_precompile_headers(${target} REUSE_FROM obj.EnergyDialect)
 endfunction()
