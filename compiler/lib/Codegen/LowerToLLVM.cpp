@@ -68,8 +68,7 @@ mlir::energy::buildArtifactModule(ModelOp model,
   buildKernelLoweringPipeline(
       passes, {options.dtype == "f64", options.target.device == "cuda",
                options.target.deviceArchs, options.dtype == "bf16"});
-  // The kernels are verified once, lowered: verifying the whole artifact
-  // after each of the conversions took a tenth of a compilation.
+  // The kernels are verified once, lowered, not after each conversion.
   passes.enableVerifier(false);
   reportCrashesByPass(passes);
   // A pass that fails says why, except where MLIR's conversions stop

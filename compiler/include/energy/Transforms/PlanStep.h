@@ -1,10 +1,10 @@
 //===- PlanStep.h - Plan steps that leave verified IR or none ---*- C++ -*-===//
 //
 // Every step of the kernel plan runs through runPlanStep: the model is
-// verified after the step, and a step that left it invalid is undone (the
-// model put back as it was, so the generic lowering still applies) and
-// reported as an internal error located at the term it broke. A plugin's
-// or a test's own plan step can run the same way.
+// verified after the step (unless the step left it unchanged), and a step that
+// left it invalid is undone (the model put back as it was, so the generic
+// lowering still applies) and reported as an internal error located at the term
+// it broke. A plugin's or a test's own plan step can run the same way.
 //
 //===----------------------------------------------------------------------===//
 
