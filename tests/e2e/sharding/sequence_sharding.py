@@ -162,17 +162,26 @@ def main():
         # The gradients of every tensor: sharded ones (put together from the
         # ranks' rows) and the others (summed over the ranks).
         wrt = sorted(arrays)
+        # What one process computes, once for both ways of sharding.
+        unsharded_results = {}
+
+        def alone(what, evaluation):
+            if what not in unsharded_results:
+                unsharded_results[what] = evaluation()
+            return unsharded_results[what]
         for mode, shard in (('', dim), ('ring-', [dim, '--ring'])):
             flag = '--shard %s%s' % (dim, ' --ring' if mode else '')
             for ranks in checks.get(mode + 'energy', ()):
-                energy = evaluate(energy_run, source, inputs, dims, 'energy', 1, None, wrt)
+                energy = alone('energy', lambda: evaluate(energy_run, source, inputs, dims,
+                                                          'energy', 1, None, wrt))
                 sharded = evaluate(energy_run, source, inputs, dims, 'energy', ranks, shard, wrt)
                 error = relative(sharded['energy'], energy['energy'])
                 print('%-20s %s on %d ranks: the energy, relative difference %.1e'
                       % (name, flag, ranks, error), flush=True)
                 worst = max(worst, error)
             if checks.get(mode + 'grad'):
-                grads = evaluate(energy_run, source, inputs, dims, 'grad', 1, None, wrt)
+                grads = alone('grad', lambda: evaluate(energy_run, source, inputs, dims, 'grad',
+                                                       1, None, wrt))
             for ranks in checks.get(mode + 'grad', ()):
                 sharded_grads = evaluate(energy_run, source, inputs, dims, 'grad', ranks, shard,
                                          wrt)
@@ -185,22 +194,24 @@ def main():
                       '%.1e' % (name, flag, ranks, len(grads), error), flush=True)
                 worst = max(worst, error)
             if checks.get(mode + 'run'):
-                alone = run_states(energy_run, source, inputs, dims, 1, None,
-                                   os.path.join(work, name + '.run.safetensors'))
+                unsharded = alone('run', lambda: run_states(
+                    energy_run, source, inputs, dims, 1, None,
+                    os.path.join(work, name + '.run.safetensors')))
             for ranks in checks.get(mode + 'run', ()):
                 states = run_states(energy_run, source, inputs, dims, ranks, shard,
                                     os.path.join(work, '%s.run%d.safetensors' % (name, ranks)))
                 # The model's states (one process also writes its backward
                 # program's buffers).
-                if not set(states) <= set(alone) or len(states) < 2:
+                if not set(states) <= set(unsharded) or len(states) < 2:
                     sys.exit('%s run on %d ranks wrote %s, alone %s'
-                             % (name, ranks, sorted(states), sorted(alone)))
-                error = max(relative(states[key], alone[key]) for key in states)
+                             % (name, ranks, sorted(states), sorted(unsharded)))
+                error = max(relative(states[key], unsharded[key]) for key in states)
                 print('%-20s %s on %d ranks: 3 steps of the dynamics, largest relative '
                       'difference of the states %.1e' % (name, flag, ranks, error), flush=True)
                 worst = max(worst, error)
             if checks.get(mode + 'loss-grad'):
-                expected = loss_gradients(energy_run, source, inputs, dims, 1, None, False)
+                expected = alone('loss-grad', lambda: loss_gradients(
+                    energy_run, source, inputs, dims, 1, None, False))
             for ranks in checks.get(mode + 'loss-grad', ()):
                 # Checkpointed on 2 ranks (the states restored between
                 # backward steps), every step kept on 3.
