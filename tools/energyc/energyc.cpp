@@ -285,14 +285,18 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     else
       mlir::energy::buildUpdatePipeline(perModel, wrtNames,
                                         {callerCotangents, shardedRank});
-    if (planned)
-      mlir::energy::buildKernelPlanPipeline(
-          perModel, {backendName == "cuda", dtype == "bf16", !noRunCaches,
-                     !(shardedRank && shardedRank->backwardStepAlone)});
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;
     if (mlir::failed(passes.run(*module)))
+      return 1;
+    if (planned && mlir::failed(mlir::energy::runKernelPlanPipeline(
+                       *module,
+                       {backendName == "cuda", dtype == "bf16", !noRunCaches,
+                        !(shardedRank && shardedRank->backwardStepAlone)},
+                       [](mlir::PassManager &plan) {
+                         return mlir::applyPassManagerCLOptions(plan);
+                       })))
       return 1;
   }
   if (emitKind == EmitKind::PlanStats) {

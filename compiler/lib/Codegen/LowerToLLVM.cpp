@@ -115,18 +115,19 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   std::vector<std::string> wrt;
   for (TensorOp tensor : model.getBody().front().getOps<TensorOp>())
     wrt.push_back(tensor.getSymName().str());
-  PassManager passes(energyModule.getContext(), ModuleOp::getOperationName());
-  OpPassManager &modelPasses = passes.nest<ModelOp>();
-  buildUpdatePipeline(modelPasses, wrt,
+  PassManager updates(energyModule.getContext(), ModuleOp::getOperationName());
+  buildUpdatePipeline(updates.nest<ModelOp>(), wrt,
                       {options.callerCotangents, options.shardedRank});
-  buildKernelPlanPipeline(
-      modelPasses,
-      {options.target.device == "cuda", options.dtype == "bf16",
-       options.runCaches,
-       !(options.shardedRank && options.shardedRank->backwardStepAlone)});
-  reportCrashesByPass(passes);
-  if (failed(guardCompilation("the pass pipeline", model.getLoc(),
-                              [&] { return passes.run(energyModule); })))
+  reportCrashesByPass(updates);
+  KernelPlanTarget target{
+      options.target.device == "cuda", options.dtype == "bf16",
+      options.runCaches,
+      !(options.shardedRank && options.shardedRank->backwardStepAlone)};
+  if (failed(guardCompilation("the pass pipeline", model.getLoc(), [&] {
+        if (failed(updates.run(energyModule)))
+          return failure();
+        return runKernelPlanPipeline(energyModule, target);
+      })))
     return failure();
   FailureOr<OwningOpRef<ModuleOp>> artifact = failure();
   (void)guardCompilation("code generation", model.getLoc(), [&] {

@@ -5,7 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Transforms/Pipelines.h"
+#include "energy/IR/EnergyOps.h"
+#include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Passes.h"
+
+#include "mlir/IR/Verifier.h"
 
 #include "mlir/Transforms/Passes.h"
 
@@ -171,4 +175,18 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
     modelPasses.addPass(createEnergyPlanDeferInvariantProducts());
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanPackInvariantOperands());
+}
+
+mlir::LogicalResult mlir::energy::runKernelPlanPipeline(
+    mlir::ModuleOp module, const KernelPlanTarget &target,
+    function_ref<LogicalResult(PassManager &)> prepare) {
+  PassManager passes(module.getContext(), ModuleOp::getOperationName());
+  buildKernelPlanPipeline(passes.nest<ModelOp>(), target);
+  passes.enableVerifier(false);
+  reportCrashesByPass(passes);
+  if (prepare && failed(prepare(passes)))
+    return failure();
+  if (failed(passes.run(module)))
+    return failure();
+  return verify(module);
 }

@@ -12,6 +12,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -47,14 +48,52 @@ std::string mlir::energy::describeModelPart(Operation *op) {
   return ("'" + op->getName().getStringRef() + "'").str();
 }
 
+/// What OperationFingerPrint hashes of every op in `model` (the op, its
+/// parent, attributes, properties, blocks and their arguments, location,
+/// operands, successors, result types), through xxh3 rather than SHA-1.
+static llvm::XXH128_hash_t fingerprintOf(ModelOp model) {
+  SmallVector<uint64_t> words;
+  auto add = [&](const void *pointer) {
+    words.push_back(reinterpret_cast<uintptr_t>(pointer));
+  };
+  model->walk([&](Operation *op) {
+    add(op);
+    add(op->getParentOp());
+    add(op->getRawDictionaryAttrs().getAsOpaquePointer());
+    words.push_back(op->hashProperties());
+    for (Region &region : op->getRegions())
+      for (Block &block : region) {
+        add(&block);
+        for (BlockArgument argument : block.getArguments()) {
+          add(argument.getAsOpaquePointer());
+          add(argument.getType().getAsOpaquePointer());
+        }
+      }
+    add(op->getLoc().getAsOpaquePointer());
+    for (Value operand : op->getOperands())
+      add(operand.getAsOpaquePointer());
+    for (Block *successor : op->getSuccessors())
+      add(successor);
+    for (Type type : op->getResultTypes())
+      add(type.getAsOpaquePointer());
+  });
+  return llvm::xxh3_128bits(
+      ArrayRef(reinterpret_cast<const uint8_t *>(words.data()),
+               words.size() * sizeof(uint64_t)));
+}
+
 LogicalResult mlir::energy::runPlanStep(ModelOp model, StringRef stepName,
-                                        function_ref<void(ModelOp)> step) {
-  OperationFingerPrint unchanged(model);
+                                        function_ref<void(ModelOp)> step,
+                                        bool *changed) {
+  llvm::XXH128_hash_t unchanged = fingerprintOf(model);
   OwningOpRef<ModelOp> before = cast<ModelOp>(model->clone());
   step(model);
   // Most steps find nothing to do in most models: what they left as it was
   // verified before.
-  if (OperationFingerPrint(model) == unchanged)
+  bool stepChanged = !(fingerprintOf(model) == unchanged);
+  if (changed)
+    *changed = stepChanged;
+  if (!stepChanged)
     return success();
 
   // The first top-level op that does not verify, and the first message.

@@ -54,14 +54,30 @@ using namespace mlir::energy;
 
 namespace {
 
+/// A plan step's pass over the generated base `Base`: runs the step through
+/// runPlanStep; a failure fails the pass, and a model left as it was keeps
+/// every analysis (and skips the pass manager's verifier).
+template <typename Derived, template <typename> class Base>
+struct PlanStepPass : public Base<Derived> {
+  using Base<Derived>::Base;
+
+protected:
+  void runStep(function_ref<void(ModelOp)> step) {
+    bool changed = true;
+    if (failed(runPlanStep(this->getOperation(), this->getArgument(), step,
+                           &changed)))
+      this->signalPassFailure();
+    else if (!changed)
+      this->markAllAnalysesPreserved();
+  }
+};
+
 /// The pass `energy-plan-<Step>` running the step function `function`.
 #define ENERGY_PLAN_STEP_PASS(Step, function)                                  \
   struct Step##Pass                                                            \
-      : public mlir::energy::impl::Energy##Step##Base<Step##Pass> {            \
-    void runOnOperation() override {                                           \
-      if (failed(runPlanStep(getOperation(), getArgument(), function)))        \
-        signalPassFailure();                                                   \
-    }                                                                          \
+      : public PlanStepPass<Step##Pass,                                        \
+                            mlir::energy::impl::Energy##Step##Base> {          \
+    void runOnOperation() override { runStep(function); }                      \
   };
 
 ENERGY_PLAN_STEP_PASS(PlanOutputTables, tabulateOutputs)
@@ -102,13 +118,13 @@ ENERGY_PLAN_STEP_PASS(PlanPackInvariantOperands, packInvariantOperands)
 #undef ENERGY_PLAN_STEP_PASS
 
 struct PlanLinearMapsPass
-    : public mlir::energy::impl::EnergyPlanLinearMapsBase<PlanLinearMapsPass> {
-  using Base::Base;
+    : public PlanStepPass<PlanLinearMapsPass,
+                          mlir::energy::impl::EnergyPlanLinearMapsBase> {
+  using PlanStepPass::PlanStepPass;
   void runOnOperation() override {
-    if (failed(runPlanStep(getOperation(), getArgument(), [&](ModelOp model) {
-          factorLinearMaps(model, maxTerms, scaled, widening);
-        })))
-      signalPassFailure();
+    runStep([&](ModelOp model) {
+      factorLinearMaps(model, maxTerms, scaled, widening);
+    });
   }
 };
 

@@ -69,6 +69,15 @@ struct KernelPlanTarget {
 void buildKernelPlanPipeline(OpPassManager &modelPasses,
                              const KernelPlanTarget &target = {});
 
+/// Runs buildKernelPlanPipeline on the models of `module` (after
+/// `prepare`, where given, has set up the pass manager). The plan steps
+/// verify what they change (runPlanStep) and the passes between them are
+/// MLIR's canonicalizer and CSE or set attributes, so the pass manager's
+/// verifier is off and the plan is verified once, at the end.
+LogicalResult
+runKernelPlanPipeline(ModuleOp module, const KernelPlanTarget &target,
+                      function_ref<LogicalResult(PassManager &)> prepare = {});
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_PIPELINES_H

@@ -18,9 +18,11 @@ namespace mlir::energy {
 /// Runs `step` on `model`. When the model does not verify afterwards, puts
 /// it back as it was before the step and emits, at the first op of the
 /// model that fails, "internal error in `stepName` on <term>: <the
-/// verifier's message>; please report it with this file".
+/// verifier's message>; please report it with this file". Sets `*changed`
+/// (where given) to whether the step changed the model.
 LogicalResult runPlanStep(ModelOp model, StringRef stepName,
-                          function_ref<void(ModelOp)> step);
+                          function_ref<void(ModelOp)> step,
+                          bool *changed = nullptr);
 
 /// How diagnostics name a top-level op of a model: "term `attn`", "the
 /// gradient of `x`", "the step program", ...
