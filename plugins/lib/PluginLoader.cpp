@@ -16,6 +16,7 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
 
@@ -79,6 +80,11 @@ llvm::Error energy::plugin::checkPluginInfo(const PluginInfo &info,
   return llvm::Error::success();
 }
 
+/// Set once a plugin's library is open.
+static std::atomic<bool> pluginLoaded{false};
+
+bool energy::plugin::anyPluginLoaded() { return pluginLoaded.load(); }
+
 llvm::Expected<LoadedPlugin>
 energy::plugin::loadPlugin(const std::string &path,
                            Registration &registration) {
@@ -88,6 +94,7 @@ energy::plugin::loadPlugin(const std::string &path,
   if (!library.isValid())
     return llvm::createStringError("cannot load plugin " + path + ": " +
                                    message);
+  pluginLoaded = true;
   using EntryPoint = PluginInfo (*)();
   auto entry = reinterpret_cast<EntryPoint>(
       library.getAddressOfSymbol("energyGetPluginInfo"));

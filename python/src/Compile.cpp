@@ -8,6 +8,7 @@
 #include "Compile.h"
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/CompileCache.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/Diagnostics.h"
 #include "energy/Frontend/EmitEnergyDialect.h"
@@ -117,19 +118,13 @@ std::optional<Model> python::compileSource(const std::string &source,
   if (options.target == "cuda")
     artifactOptions.target =
         mlir::energy::withCudaDevice(artifactOptions.target);
-  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> lowered =
-      mlir::energy::compileToArtifactModule(*module, artifactOptions);
-  if (mlir::failed(lowered))
-    return fail("the model could not be compiled");
+  artifactOptions.optLevel = optLevel;
   std::string error;
-  mlir::FailureOr<mlir::energy::JitArtifact> compiled = mlir::failure();
-  (void)mlir::energy::guardCompilation(
-      "JIT compilation", module->getLoc(), [&] {
-        compiled = mlir::energy::compileInProcess(**lowered, error, optLevel);
-        return mlir::success(mlir::succeeded(compiled));
-      });
+  mlir::FailureOr<mlir::energy::JitArtifact> compiled =
+      mlir::energy::compileModelInProcess(*module, artifactOptions, error);
   if (mlir::failed(compiled))
-    return fail("compiling the kernels: " + error);
+    return fail(error.empty() ? "the model could not be compiled"
+                              : "compiling the kernels: " + error);
   Expected<Model> model =
       Model::fromSymbols(name, compiled->lookup, compiled->handle);
   if (!model)

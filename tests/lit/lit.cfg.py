@@ -13,4 +13,6 @@ config.test_exec_root = config.energy_obj_root
 path = os.pathsep.join([config.energy_tools_dir, config.llvm_tools_dir,
                         config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+# The compile cache of the build's tests (cmake/TestCompileCache.cmake).
+config.environment["ENERGY_CACHE_DIR"] = config.energy_cache_dir
 config.substitutions.append(("%examples", config.energy_examples_dir))

@@ -153,11 +153,16 @@ check(np.array_equal(read_safetensors(resumed)['x'], straight['x']),
       'four steps, saved and resumed for four more, are eight steps (same bits)')
 
 # The same plugin through ENERGY_PLUGINS, for the in-process compiler too.
+# What a plugin's code takes part in is not kept in the compile cache.
+plugin_cache = os.path.join(work, 'plugin-cache')
 result = subprocess.run([energy_run, model, '--dtype', 'f64', '--in', inputs, '--json'],
                         capture_output=True, text=True,
-                        env=dict(os.environ, ENERGY_PLUGINS=research_plugin))
+                        env=dict(os.environ, ENERGY_PLUGINS=research_plugin,
+                                 ENERGY_CACHE_DIR=plugin_cache))
 check(result.returncode == 0 and json.loads(result.stdout)['steps'] == 8,
       'energy-run compiles the model in process with ENERGY_PLUGINS')
+check(not os.path.exists(plugin_cache),
+      'a compilation with a plugin loaded keeps nothing in the compile cache')
 
 # Without the plugin: a located error.
 result = subprocess.run([energyc, model, '-o', os.path.join(work, 'x.so')],

@@ -16,6 +16,7 @@
 #include "LossGradients.h"
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/CompileCache.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Session.h"
 #include "energy/Transforms/InternalErrors.h"
@@ -301,20 +302,15 @@ private:
     artifactOptions.dtype = "f64";
     artifactOptions.sourceName = options.sourceName;
     artifactOptions.sourceText = options.sourceText;
-    FailureOr<OwningOpRef<ModuleOp>> lowered =
-        compileToArtifactModule(module, artifactOptions);
-    if (failed(lowered)) {
-      report.differs("the model did not compile");
-      return failure();
-    }
+    artifactOptions.optLevel = options.optLevel;
+    // A check compiles what it checks, and keeps nothing: a fuzzer's
+    // thousands of models would fill the cache.
     std::string error;
-    FailureOr<JitArtifact> compiled = failure();
-    (void)guardCompilation("JIT compilation", module.getLoc(), [&] {
-      compiled = compileInProcess(**lowered, error, options.optLevel);
-      return success(succeeded(compiled));
-    });
+    FailureOr<JitArtifact> compiled = compileModelInProcess(
+        module, artifactOptions, error, CompileCacheUse::Bypass);
     if (failed(compiled)) {
-      report.differs("the kernels did not compile: " + error);
+      report.differs(error.empty() ? "the model did not compile"
+                                   : "the kernels did not compile: " + error);
       return failure();
     }
     ::energy::Expected<::energy::Model> loaded = ::energy::Model::fromSymbols(

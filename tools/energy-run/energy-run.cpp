@@ -21,6 +21,7 @@
 #include "LaunchedGroup.h"
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/CompileCache.h"
 #include "energy/Dynamics/OptimizerRegistry.h"
 #include "energy/Frontend/Shard.h"
 #include "energy/IR/EnergyDialect.h"
@@ -479,18 +480,15 @@ int main(int argc, char **argv) {
             ::energy::tools::shardedRankOf(*sharded, ringBlock);
         options.shardedRank->suppliedGradients = suppliedGradients;
       }
-      FailureOr<OwningOpRef<ModuleOp>> lowered =
-          compileToArtifactModule(compiledModule, options);
-      if (failed(lowered))
-        return std::nullopt;
+      options.optLevel = jitOptLevel;
       std::string error;
-      FailureOr<JitArtifact> compiled = failure();
-      (void)guardCompilation("JIT compilation", compiledModule.getLoc(), [&] {
-        compiled = compileInProcess(**lowered, error, jitOptLevel);
-        return success(succeeded(compiled));
-      });
-      if (failed(compiled))
-        return fail("compiling " + modelFile + ": " + error), std::nullopt;
+      FailureOr<JitArtifact> compiled =
+          compileModelInProcess(compiledModule, options, error);
+      if (failed(compiled)) {
+        if (!error.empty())
+          fail("compiling " + modelFile + ": " + error);
+        return std::nullopt;
+      }
       ::energy::Expected<::energy::Model> jitModel =
           ::energy::Model::fromSymbols(modelFile, compiled->lookup,
                                        compiled->handle);

@@ -1,9 +1,9 @@
 //===- Jit.cpp - Compiles an artifact in process --------------------------===//
 //
-// The MLIR ExecutionEngine with a host target machine (without one it does not
-// vectorise) and LLVM's pipeline as the shared library's clang runs it. The
-// kernel support functions are resolved to the copies linked into the running
-// tool.
+// Native object code for the host (LLVM's pipeline as the shared library's
+// clang runs it), linked in process by ORC as MLIR's ExecutionEngine links.
+// The kernel support functions are resolved to the copies linked into the
+// running tool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +12,13 @@
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/Runtime/ArtifactABI.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "llvm/ExecutionEngine/JITEventListener.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -54,15 +59,10 @@ kernelOptimizer(unsigned optLevel, llvm::TargetMachine *machine) {
   };
 }
 
-FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
-                                                      std::string &error,
-                                                      unsigned optLevel) {
-  optLevel = std::min(optLevel, 3u);
-  llvm::CodeGenOptLevel codegenLevel =
-      optLevel == 0   ? llvm::CodeGenOptLevel::None
-      : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-      : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                      : llvm::CodeGenOptLevel::Aggressive;
+/// The host's target machine at `optLevel`, as the JIT compiles and links
+/// for it.
+static FailureOr<llvm::orc::JITTargetMachineBuilder>
+hostMachineBuilder(unsigned optLevel, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -70,57 +70,126 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
     error = llvm::toString(builder.takeError());
     return failure();
   }
-  builder->setCodeGenOptLevel(codegenLevel);
-  // One machine for LLVM's pipeline, one for the engine's code generator:
-  // the engine uses the machine it is given and ignores
-  // jitCodeGenOptLevel for one it makes itself.
-  auto makeMachine = [&]() -> std::unique_ptr<llvm::TargetMachine> {
-    auto machine = builder->createTargetMachine();
-    if (!machine) {
-      error = llvm::toString(machine.takeError());
-      return nullptr;
-    }
-    return std::move(*machine);
-  };
-  std::shared_ptr<llvm::TargetMachine> targetMachine = makeMachine();
-  std::unique_ptr<llvm::TargetMachine> codegenMachine =
-      targetMachine ? makeMachine() : nullptr;
-  if (!codegenMachine)
+  builder->setCodeGenOptLevel(optLevel == 0   ? llvm::CodeGenOptLevel::None
+                              : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                              : optLevel == 2
+                                  ? llvm::CodeGenOptLevel::Default
+                                  : llvm::CodeGenOptLevel::Aggressive);
+  return std::move(*builder);
+}
+
+FailureOr<SmallVector<char, 0>>
+mlir::energy::compileToObject(ModuleOp module, std::string &error,
+                              unsigned optLevel) {
+  optLevel = std::min(optLevel, 3u);
+  FailureOr<llvm::orc::JITTargetMachineBuilder> builder =
+      hostMachineBuilder(optLevel, error);
+  if (failed(builder))
     return failure();
-  auto transformer = kernelOptimizer(optLevel, targetMachine.get());
-  ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = codegenLevel;
-  auto buildModule = [](Operation *op, llvm::LLVMContext &context) {
-    return translateArtifact(cast<ModuleOp>(op), context);
-  };
-  options.llvmModuleBuilder = buildModule;
-  auto engine =
-      ExecutionEngine::create(module, options, std::move(codegenMachine));
-  if (!engine) {
-    error = llvm::toString(engine.takeError());
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = llvm::toString(machine.takeError());
     return failure();
   }
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto add = [&](const char *name, void *address) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    for (const codegen::SupportFunction &support : codegen::supportFunctions())
-      add(support.name.data(), support.address);
-    add(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL,
-        reinterpret_cast<void *>(&energy_support_set_log_handler));
-    return symbols;
-  });
-  std::shared_ptr<ExecutionEngine> shared(std::move(*engine));
-  // Materialising the module now reports what it lacks (an unresolved
-  // symbol, say) here rather than as an artifact without a manifest.
-  if (auto manifest = shared->lookup(ENERGY_ARTIFACT_MANIFEST_SYMBOL);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule = translateArtifact(module, context);
+  if (!llvmModule) {
+    error = "the kernels could not be translated to LLVM IR";
+    return failure();
+  }
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  if (llvm::Error optimized =
+          kernelOptimizer(optLevel, machine->get())(llvmModule.get())) {
+    error = llvm::toString(std::move(optimized));
+    return failure();
+  }
+  SmallVector<char, 0> object;
+  llvm::raw_svector_ostream stream(object);
+  llvm::legacy::PassManager codegen;
+  if ((*machine)->addPassesToEmitFile(codegen, stream, nullptr,
+                                      llvm::CodeGenFileType::ObjectFile)) {
+    error = "the host's target machine cannot emit object code";
+    return failure();
+  }
+  codegen.run(*llvmModule);
+  return object;
+}
+
+FailureOr<JitArtifact> mlir::energy::loadObject(ArrayRef<char> object,
+                                                std::string &error) {
+  FailureOr<llvm::orc::JITTargetMachineBuilder> builder =
+      hostMachineBuilder(kDefaultOptLevel, error);
+  if (failed(builder))
+    return failure();
+  // As MLIR's ExecutionEngine links: RuntimeDyld, sections from the
+  // SectionMemoryManager, the code registered with a debugger.
+  auto linkingLayer = [](llvm::orc::ExecutionSession &session) {
+    auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+        session, [](const llvm::MemoryBuffer &) {
+          return std::make_unique<llvm::SectionMemoryManager>();
+        });
+    layer->registerJITEventListener(
+        *llvm::JITEventListener::createGDBRegistrationListener());
+    return layer;
+  };
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*builder))
+          .setObjectLinkingLayerCreator(
+              [&](llvm::orc::ExecutionSession &session)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                return linkingLayer(session);
+              })
+          .create();
+  if (!jit) {
+    error = llvm::toString(jit.takeError());
+    return failure();
+  }
+  llvm::orc::LLJIT &engine = **jit;
+  llvm::orc::JITDylib &library = engine.getMainJITDylib();
+  llvm::orc::MangleAndInterner interner(engine.getExecutionSession(),
+                                        engine.getDataLayout());
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const char *name, void *address) {
+    symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                               llvm::JITSymbolFlags::Exported};
+  };
+  for (const codegen::SupportFunction &support : codegen::supportFunctions())
+    add(support.name.data(), support.address);
+  add(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL,
+      reinterpret_cast<void *>(&energy_support_set_log_handler));
+  if (llvm::Error defined =
+          library.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
+    error = llvm::toString(std::move(defined));
+    return failure();
+  }
+  auto processSymbols =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          engine.getDataLayout().getGlobalPrefix());
+  if (!processSymbols) {
+    error = llvm::toString(processSymbols.takeError());
+    return failure();
+  }
+  library.addGenerator(std::move(*processSymbols));
+  if (llvm::Error added =
+          engine.addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+              StringRef(object.data(), object.size()), "energy_artifact"))) {
+    error = llvm::toString(std::move(added));
+    return failure();
+  }
+  // Linking now reports what the code lacks (an unresolved symbol, say)
+  // here rather than as an artifact without a manifest.
+  if (auto manifest = engine.lookup(ENERGY_ARTIFACT_MANIFEST_SYMBOL);
       !manifest) {
     error = llvm::toString(manifest.takeError());
     return failure();
   }
+  if (llvm::Error initialized = engine.initialize(library)) {
+    error = llvm::toString(std::move(initialized));
+    return failure();
+  }
+  std::shared_ptr<llvm::orc::LLJIT> shared(std::move(*jit));
   JitArtifact artifact;
   artifact.handle = std::shared_ptr<void>(shared, shared.get());
   artifact.lookup = [shared](const std::string &name) -> void * {
@@ -129,7 +198,17 @@ FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
       llvm::consumeError(address.takeError());
       return nullptr;
     }
-    return *address;
+    return address->toPtr<void *>();
   };
   return artifact;
+}
+
+FailureOr<JitArtifact> mlir::energy::compileInProcess(ModuleOp module,
+                                                      std::string &error,
+                                                      unsigned optLevel) {
+  FailureOr<SmallVector<char, 0>> object =
+      compileToObject(module, error, optLevel);
+  if (failed(object))
+    return failure();
+  return loadObject(*object, error);
 }

@@ -164,8 +164,16 @@ struct JitArtifact {
   std::function<void *(const std::string &)> lookup;
 };
 
-/// Compiles `module` with the MLIR ExecutionEngine for the host CPU, at
-/// optimisation level `optLevel` (0-3).
+/// The native object code of the LLVM-dialect artifact module `module` for
+/// the host CPU, at optimisation level `optLevel` (0-3).
+FailureOr<SmallVector<char, 0>>
+compileToObject(ModuleOp module, std::string &error,
+                unsigned optLevel = kDefaultOptLevel);
+
+/// Links object code from compileToObject into this process.
+FailureOr<JitArtifact> loadObject(ArrayRef<char> object, std::string &error);
+
+/// compileToObject, then loadObject.
 FailureOr<JitArtifact> compileInProcess(ModuleOp module, std::string &error,
                                         unsigned optLevel = kDefaultOptLevel);
 

@@ -81,6 +81,10 @@ struct LoadedPlugin {
 llvm::Expected<LoadedPlugin> loadPlugin(const std::string &path,
                                         Registration &registration);
 
+/// Whether loadPlugin opened a plugin in this process (what compiles then
+/// may depend on code outside the compiler).
+bool anyPluginLoaded();
+
 } // namespace plugin
 } // namespace energy
 
