@@ -45,8 +45,7 @@ constexpr Color kPalette[] = {{0.122, 0.467, 0.706}, {1.000, 0.498, 0.055},
 /// A drawing surface for `path`: SVG or PNG by its extension.
 class Canvas {
 public:
-  Canvas(const std::string &path, double width, double height)
-      : path(path), width(width), height(height) {
+  Canvas(const std::string &path, double width, double height) : path(path) {
     std::string extension =
         llvm::StringRef(llvm::sys::path::extension(path)).lower();
     if (extension == ".svg") {
@@ -154,7 +153,6 @@ private:
   }
 
   std::string path, error;
-  double width, height;
   bool svg = false;
   cairo_surface_t *surface = nullptr;
 };

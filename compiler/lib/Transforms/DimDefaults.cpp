@@ -14,7 +14,9 @@ LogicalResult
 mlir::energy::setDimDefaults(ModuleOp module,
                              ArrayRef<std::pair<std::string, int64_t>> sizes,
                              UnsetDims unset, StringRef option) {
-  for (const auto &[name, size] : sizes) {
+  for (const auto &entry : sizes) {
+    StringRef name = entry.first;
+    int64_t size = entry.second;
     std::string setting = (option + " " + name + "=" + Twine(size)).str();
     DimOp dim;
     module.walk([&](DimOp op) {

@@ -500,8 +500,9 @@ SoftmaxContractOp splitValueTerms(SoftmaxContractOp op) {
       OpBuilder inside = OpBuilder::atBlockEnd(&body);
       auto identity = AffineMapAttr::get(
           AffineMap::getMultiDimIdentityMap(indices.size(), op.getContext()));
+      unsigned sideStart = newStart[sideNumber];
       auto resultAt = [&](unsigned number) {
-        Value result = replacement->getResult(newStart[sideNumber] + number);
+        Value result = replacement->getResult(sideStart + number);
         auto type = cast<ArrayType>(result.getType());
         auto element = ArrayType::get(
             op.getContext(), type.getShape().drop_front(indices.size()));

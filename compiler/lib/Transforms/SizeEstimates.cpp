@@ -87,7 +87,7 @@ double mlir::energy::estimatedProductWork(ModelOp model, Operation *op) {
   unsigned firstRow = product.hasLhsBatch() ? 1 : 0;
   double inner = 1;
   if (product.getTransposeLhs())
-    for (int64_t row = 0; row < product.getLhsRows(); ++row)
+    for (uint64_t row = 0; row < product.getLhsRows(); ++row)
       inner *= axisSize(model, lhs, firstRow + row);
   else
     inner = axisSize(model, lhs, lhs.getRank() - 1);

@@ -187,10 +187,11 @@ model adjoint_sums {
   std::map<std::string, ArrayValue> after =
       lossAdjoints(*planned, bindRandom(planned->model, options), 3);
   REQUIRE(before.size() == after.size());
-  for (auto &[name, adjoint] : before) {
+  for (const auto &entry : before) {
+    const std::string &name = entry.first;
     CAPTURE(name);
     REQUIRE(after.count(name));
-    CHECK(maxAbs(adjoint) > 0);
-    CHECK(relativeDifference(adjoint, after.at(name)) <= kTolerance);
+    CHECK(maxAbs(entry.second) > 0);
+    CHECK(relativeDifference(entry.second, after.at(name)) <= kTolerance);
   }
 }

@@ -75,7 +75,9 @@ energy.model @m {
 } // namespace
 
 TEST_CASE("a crash in a phase is an error naming the phase, exit 1") {
-  auto [status, text] = inChild([] {
+  int status;
+  std::string text;
+  std::tie(status, text) = inChild([] {
     MLIRContext context;
     Location location = FileLineColLoc::get(&context, "m.energy", 3, 5);
     (void)guardCompilation("code generation", location, [] {
@@ -94,7 +96,9 @@ TEST_CASE("a crash in a phase is an error naming the phase, exit 1") {
 }
 
 TEST_CASE("a crash in a pass names the pass and the model") {
-  auto [status, text] = inChild([] {
+  int status;
+  std::string text;
+  std::tie(status, text) = inChild([] {
     MLIRContext context;
     context.loadDialect<EnergyDialect>();
     OwningOpRef<ModuleOp> module =
@@ -118,7 +122,9 @@ TEST_CASE("a crash in a pass names the pass and the model") {
 }
 
 TEST_CASE("a crash inside a scope that captures diagnostics is reported") {
-  auto [status, text] = inChild([] {
+  int status;
+  std::string text;
+  std::tie(status, text) = inChild([] {
     MLIRContext context;
     Location location = FileLineColLoc::get(&context, "m.energy", 4, 2);
     (void)guardCompilation("a plan step", location, [&] {

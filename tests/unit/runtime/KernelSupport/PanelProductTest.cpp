@@ -105,13 +105,13 @@ template <typename T> void checkAllPaths() {
   if (energy_support_supported_isa() >= ENERGY_ISA_AVX2)
     REQUIRE_FALSE(paths<T>().empty());
 #endif
-  for (auto [name, product] : paths<T>())
+  for (const auto &path : paths<T>())
     for (Case sizes : kCases)
       for (int flags = 0; flags < 8; ++flags) {
-        INFO(name << ": " << sizes.m << " x " << sizes.n << " x " << sizes.k
-                  << ", flags " << flags);
+        INFO(path.first << ": " << sizes.m << " x " << sizes.n << " x "
+                        << sizes.k << ", flags " << flags);
         std::mt19937 generator(2026);
-        checkProduct<T>(product, sizes, flags & 1, flags & 2, flags & 4,
+        checkProduct<T>(path.second, sizes, flags & 1, flags & 2, flags & 4,
                         generator);
       }
 }
@@ -160,13 +160,13 @@ TEST_CASE("panel products against long double sums (f64)") {
 TEST_CASE("panel products give the same bits cut into pieces, on every "
           "vector path") {
   auto available = paths<float>();
-  for (auto [name, product] : available) {
-    INFO(name);
-    checkPieces<float>(product);
+  for (const auto &path : available) {
+    INFO(path.first);
+    checkPieces<float>(path.second);
   }
-  for (auto [name, product] : paths<double>()) {
-    INFO(name);
-    checkPieces<double>(product);
+  for (const auto &path : paths<double>()) {
+    INFO(path.first);
+    checkPieces<double>(path.second);
   }
   if (available.size() < 2)
     return;
