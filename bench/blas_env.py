@@ -123,14 +123,34 @@ def openblas_core_for(flags):
     return None
 
 
+# OpenBLAS's x86-64 cores from the weakest to the strongest kernels.
+CORE_STRENGTH = ['Prescott', 'Core2', 'Penryn', 'Dunnington', 'Nehalem',
+                 'Sandybridge', 'Haswell', 'Zen', 'SkylakeX', 'CooperLake',
+                 'SapphireRapids']
+
+
+def stronger_core(wanted, user):
+    """True when `wanted` names faster kernels than the user's `user`."""
+    ranks = {name.lower(): i for i, name in enumerate(CORE_STRENGTH)}
+    return (wanted is not None and user.lower() in ranks
+            and ranks[wanted.lower()] > ranks[user.lower()])
+
+
 def configure(threads):
-    """Sets OPENBLAS_CORETYPE (unless set) and the thread counts in
-    os.environ, which this process's libraries read when they load and the
-    processes it starts inherit. Returns what it did."""
+    """Sets OPENBLAS_CORETYPE and the thread counts in os.environ, which this
+    process's libraries read when they load and the processes it starts
+    inherit. Returns what it did. A core the user named is kept unless the
+    CPU supports a stronger one: an environment that names Haswell on an
+    AVX-512 machine (as some do, for safety) would halve the anchor's
+    matrix products, and an anchor is never run weaker than it can be."""
     flags = cpu_info()['flags']
     wanted = openblas_core_for(flags)
     user = os.environ.get('OPENBLAS_CORETYPE')
-    if user:
+    if user and stronger_core(wanted, user):
+        os.environ['OPENBLAS_CORETYPE'] = wanted
+        source = ('raised by bench/blas_env.py from the environment\'s %s: the CPU '
+                  'supports %s' % (user, wanted))
+    elif user:
         source = 'set by the user'
     elif wanted:
         os.environ['OPENBLAS_CORETYPE'] = wanted
