@@ -23,8 +23,8 @@ Parts (targets of the issue):
                   on 1 thread and on every core                      (issue 31)
 
 Use Debian's /usr/bin/python3 (python3-torch, python3-sklearn). Before
-numpy or torch load, OPENBLAS_CORETYPE is set to the core this CPU supports
-(unless already set) and every BLAS and kernel pool gets --threads threads
+numpy or torch load, OPENBLAS_CORETYPE is set to the strongest core this CPU
+supports (unless the environment names one as strong) and every BLAS and kernel pool gets --threads threads
 (default: every core); see bench/blas_env.py.
 """
 import argparse
