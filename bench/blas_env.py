@@ -136,32 +136,36 @@ def stronger_core(wanted, user):
             and ranks[wanted.lower()] > ranks[user.lower()])
 
 
-def configure(threads):
-    """Sets OPENBLAS_CORETYPE and the thread counts in os.environ, which this
-    process's libraries read when they load and the processes it starts
-    inherit. Returns what it did. A core the user named is kept unless the
-    CPU supports a stronger one: an environment that names Haswell on an
+def choose_core(flags, user):
+    """The OpenBLAS core for a CPU with `flags` when the environment names
+    `user` (or None), and why: the user's core is kept unless the CPU
+    supports a stronger one. An environment that names Haswell on an
     AVX-512 machine (as some do, for safety) would halve the anchor's
     matrix products, and an anchor is never run weaker than it can be."""
-    flags = cpu_info()['flags']
     wanted = openblas_core_for(flags)
-    user = os.environ.get('OPENBLAS_CORETYPE')
     if user and stronger_core(wanted, user):
-        os.environ['OPENBLAS_CORETYPE'] = wanted
-        source = ('raised by bench/blas_env.py from the environment\'s %s: the CPU '
-                  'supports %s' % (user, wanted))
-    elif user:
-        source = 'set by the user'
-    elif wanted:
-        os.environ['OPENBLAS_CORETYPE'] = wanted
-        source = 'set by bench/blas_env.py from /proc/cpuinfo'
-    else:
-        source = 'not set (no AVX2 on this CPU)'
+        return wanted, ('raised by bench/blas_env.py from the environment\'s %s: '
+                        'the CPU supports %s' % (user, wanted))
+    if user:
+        return user, 'set by the user'
+    if wanted:
+        return wanted, 'set by bench/blas_env.py from /proc/cpuinfo'
+    return None, 'not set (no AVX2 on this CPU)'
+
+
+def configure(threads):
+    """Sets OPENBLAS_CORETYPE (choose_core) and the thread counts in
+    os.environ, which this process's libraries read when they load and the
+    processes it starts inherit. Returns what it did."""
+    flags = cpu_info()['flags']
+    core, source = choose_core(flags, os.environ.get('OPENBLAS_CORETYPE'))
+    if core:
+        os.environ['OPENBLAS_CORETYPE'] = core
     for variable in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS',
                      'MKL_NUM_THREADS', 'ENERGY_NUM_THREADS'):
         os.environ[variable] = str(threads)
     return {'coretype': os.environ.get('OPENBLAS_CORETYPE'),
-            'coretype_source': source, 'expected_core': wanted,
+            'coretype_source': source, 'expected_core': openblas_core_for(flags),
             'threads': threads}
 
 
