@@ -158,6 +158,7 @@ def configure(threads):
     os.environ, which this process's libraries read when they load and the
     processes it starts inherit. Returns what it did."""
     flags = cpu_info()['flags']
+    expected = openblas_core_for(flags)
     core, source = choose_core(flags, os.environ.get('OPENBLAS_CORETYPE'))
     if core:
         os.environ['OPENBLAS_CORETYPE'] = core
@@ -165,7 +166,7 @@ def configure(threads):
                      'MKL_NUM_THREADS', 'ENERGY_NUM_THREADS'):
         os.environ[variable] = str(threads)
     return {'coretype': os.environ.get('OPENBLAS_CORETYPE'),
-            'coretype_source': source, 'expected_core': openblas_core_for(flags),
+            'coretype_source': source, 'expected_core': expected,
             'threads': threads}
 
 

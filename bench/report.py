@@ -274,8 +274,8 @@ def machine_section(results):
         '| OpenBLAS | %s |' % (blas.get('config') or 'not loaded'),
         '| OpenBLAS core | **%s** as reported by `openblas_get_corename()` in the anchors\' '
         'process, %s threads; `OPENBLAS_CORETYPE=%s` (%s). Our artifacts load the same '
-        'library and name the core the same way (runtime/lib/KernelSupport/'
-        'MatrixProduct.cpp); they inherit the variable here |' % (
+        'library (runtime/lib/KernelSupport/MatrixProduct.cpp, which names a core only '
+        'where the environment names none); they inherit the variable here |' % (
             blas.get('core'), blas.get('threads'), setup['coretype'], setup['coretype_source']),
         '| glibc malloc | %s |' % (
             ', '.join('%s=%s' % item for item in sorted(m['malloc'].items())) +

@@ -24,8 +24,9 @@ Parts (targets of the issue):
 
 Use Debian's /usr/bin/python3 (python3-torch, python3-sklearn). Before
 numpy or torch load, OPENBLAS_CORETYPE is set to the strongest core this CPU
-supports (unless the environment names one as strong) and every BLAS and kernel pool gets --threads threads
-(default: every core); see bench/blas_env.py.
+supports (unless the environment names one as strong) and every BLAS and
+kernel pool gets --threads threads (default: every core); see
+bench/blas_env.py.
 """
 import argparse
 import datetime
