@@ -66,7 +66,7 @@ constexpr unsigned kQuadraticSlotCount = 12;
 } // namespace
 
 FailureOr<Lowered> ContractionLowering::emitTabulate(TabulateOp table) {
-  Value data = allocate(cast<ArrayType>(table.getType()));
+  Value data = arrayBuffer(table);
   if (failed(emitComprehension(table.getSizes(),
                                cast<ArrayType>(table.getBodyValue().getType()),
                                table.getBody().front(), data)))

@@ -90,7 +90,8 @@ bool KernelLowering::isFusedIntoUser(Operation *op) {
   bool sumOfLanes = reduce && reduce.getKind() != ElementsKind::maxabs &&
                     reduce.getKind() != ElementsKind::lse;
   if (user->getBlock() != op->getBlock() ||
-      !(laneWiseUser || dotOfLanes || sumOfLanes || isa<AccumulateOp>(user)))
+      !(laneWiseUser || dotOfLanes || sumOfLanes ||
+        isa<AccumulateOp, StoreOp>(user)))
     return false;
   for (Operation *between = op->getNextNode(); between != user;
        between = between->getNextNode())
@@ -133,9 +134,12 @@ void codegen::populateFusedLaneLowerings(KernelLoweringPatterns &patterns) {
       [](Operation *op, KernelLowering &kernel) {
         auto type = cast<ArrayType>(op->getResult(0).getType());
         kernel.setLowered(op->getResult(0),
-                          kernel.buildLanes(type, [&](Value offset, int lanes) {
-                            return kernel.laneOp(op, offset, lanes);
-                          }));
+                          kernel.buildLanes(
+                              type,
+                              [&](Value offset, int lanes) {
+                                return kernel.laneOp(op, offset, lanes);
+                              },
+                              kernel.destinationOf(op)));
         return success();
       });
   // Element-wise ops without vector lanes (∫ silu calls the support

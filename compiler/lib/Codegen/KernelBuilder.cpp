@@ -221,10 +221,11 @@ Lowered KernelBuilder::build(ArrayType type,
 }
 
 Lowered KernelBuilder::buildLanes(ArrayType type,
-                                  function_ref<Value(Value, int)> element) {
+                                  function_ref<Value(Value, int)> element,
+                                  Value into) {
   if (type.isScalar())
     return {element(index(0), 1), Value()};
-  Value data = allocate(type);
+  Value data = into ? into : allocate(type);
   forLanes(elementCount(type), [&](Value offset, int lanes) {
     storeLanes(element(offset, lanes), data, offset, lanes);
   });

@@ -270,8 +270,10 @@ public:
 
   /// An array of `type` whose element at a row-major position is `element`.
   Lowered build(ArrayType type, function_ref<Value(Value)> element);
-  /// The same, computing `lanes` elements from an offset at a time.
-  Lowered buildLanes(ArrayType type, function_ref<Value(Value, int)> element);
+  /// The same, computing `lanes` elements from an offset at a time, into
+  /// `into` when given.
+  Lowered buildLanes(ArrayType type, function_ref<Value(Value, int)> element,
+                     Value into = Value());
   /// `lanes` elements of `value` from `offset` (a scalar broadcasts).
   Value lanesAt(Lowered value, Value offset, int lanes) {
     return value.data ? loadLanes(value.data, offset, lanes)

@@ -164,7 +164,13 @@ LogicalResult KernelLowering::emitComprehension(ArrayAttr domain,
                                                 ArrayType elementType,
                                                 Block &body,
                                                 Value destination) {
+  // The element is computed in its row where what yields it can be.
+  Value element = body.getTerminator()->getNumOperands() == 1
+                      ? body.getTerminator()->getOperand(0)
+                      : Value();
   auto store = [&](Value value, Value at) {
+    if (value == at)
+      return;
     Lowered lowered = elementType.isScalar() ? Lowered{value, Value()}
                                              : Lowered{Value(), value};
     copyInto(lowered, elementType, at, /*accumulate=*/false);
@@ -172,7 +178,11 @@ LogicalResult KernelLowering::emitComprehension(ArrayAttr domain,
   if (domain.empty()) {
     // One value (a whole array: an output's table), computed as a
     // statement, outside any loop.
+    Operation *producer =
+        element ? computeInto(body, element, [&] { return destination; })
+                : nullptr;
     FailureOr<SmallVector<Value>> value = emitBlock(body, {});
+    computedInto(producer);
     if (failed(value))
       return failure();
     store(value->front(), destination);
@@ -186,12 +196,22 @@ LogicalResult KernelLowering::emitComprehension(ArrayAttr domain,
   return forDomain(
       domain, none, {},
       [&](ValueRange indices, ValueRange) -> FailureOr<SmallVector<Value>> {
-        FailureOr<SmallVector<Value>> element = emitBlock(body, indices);
-        if (failed(element))
+        Value row;
+        auto rowAt = [&] {
+          if (!row) {
+            Value offset = sliceOffset(SmallVector<Value>(indices), extents);
+            offset = arith::MulIOp::create(b, loc, offset, elementSize);
+            row = offsetPointer(destination, offset);
+          }
+          return row;
+        };
+        Operation *producer =
+            element ? computeInto(body, element, rowAt) : nullptr;
+        FailureOr<SmallVector<Value>> value = emitBlock(body, indices);
+        computedInto(producer);
+        if (failed(value))
           return failure();
-        Value offset = sliceOffset(SmallVector<Value>(indices), extents);
-        offset = arith::MulIOp::create(b, loc, offset, elementSize);
-        store(element->front(), offsetPointer(destination, offset));
+        store(value->front(), rowAt());
         return SmallVector<Value>();
       },
       FirstAxis::levels(frame.loopDepth == 0 ? domain.size() : 0));

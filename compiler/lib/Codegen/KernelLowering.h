@@ -66,6 +66,12 @@ struct LoweringState {
   DenseMap<Operation *, Value> keptTiles;
   /// In a gradient function, the buffer each tensor's accumulations go into.
   llvm::StringMap<Value> gradientTargets;
+  /// The buffer an op computes its array into in place of scratch of its
+  /// own (the row of the comprehension or kept value it yields), and the
+  /// values computed in the buffer of the tensor their store writes
+  /// (Destinations.cpp).
+  DenseMap<Operation *, Value> destinations;
+  llvm::DenseSet<Value> inTensorBuffers;
 };
 
 /// The driver of one kernel's lowering, over its frame and state; op
@@ -112,6 +118,32 @@ public:
   void forgetStateDerivedWork() { state.letBuffers.clear(); }
 
   //===--------------------------------------------------------------------===//
+  // Where arrays are computed (Destinations.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The store that writes what the table or product `op` computes, in a
+  /// program, into a whole tensor right after it, where `op` reads nothing
+  /// of that tensor: `op` computes into the tensor's buffer. Null if none.
+  StoreOp storedInPlace(Operation *op);
+  /// The buffer the array of `op` (a table or a product) is computed in:
+  /// its destination, the tensor it is stored in place into, or scratch.
+  Value arrayBuffer(Operation *op);
+  /// Where `op` computes its array in place of scratch of its own (null:
+  /// scratch): the row of the comprehension or the kept value it yields.
+  Value destinationOf(Operation *op) { return state.destinations.lookup(op); }
+  /// Has the table, product or element-wise op that yields `value` in
+  /// `body` compute it into `destination()` while `body` is emitted once:
+  /// that op (null where none can), to pass to computedInto after.
+  Operation *computeInto(Block &body, Value value,
+                         function_ref<Value()> destination);
+  void computedInto(Operation *producer);
+  /// Whether `value` was computed in the buffer of the tensor it is stored
+  /// into.
+  bool isInTensorBuffer(Value value) {
+    return state.inTensorBuffers.contains(value);
+  }
+
+  //===--------------------------------------------------------------------===//
   // Element-wise ops fused into their users (FusedLanes.cpp)
   //===--------------------------------------------------------------------===//
 
@@ -123,9 +155,9 @@ public:
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
   /// its one user, later in the block, is element-wise of the same type, a
-  /// dot product of two such arrays, a sum (mean, norm) of its elements or
-  /// accumulates it, and nothing between them writes memory or holds a
-  /// loop.
+  /// dot product of two such arrays, a sum (mean, norm) of its elements,
+  /// or accumulates or stores it, and nothing between them writes memory or
+  /// holds a loop.
   static bool isFusedIntoUser(Operation *op);
   /// Whether `value` is computed lane by lane in its user's loop.
   bool isFused(Value value) { return state.fusedIntoUser.contains(value); }

@@ -106,7 +106,7 @@ MatrixProductLowering::emitBatchMatmul(BatchMatmulOp product) {
   if (frame.loopDepth > 0)
     return product.emitOpError(
         "is lowered to a support call once per statement, not in a loop");
-  Value data = allocate(cast<ArrayType>(product.getType()));
+  Value data = arrayBuffer(product);
   emitProducts(product, data, /*add=*/false);
   return Lowered{Value(), data};
 }

@@ -38,10 +38,18 @@ public:
 
 LogicalResult ProgramLowering::emitStore(StoreOp store) {
   auto tensor = context.model.lookupSymbol<TensorOp>(store.getTensorAttr());
-  Value storage =
-      loadBufferPointer(context.bufferIndex.lookup(store.getTensor()));
-  copyInto(get(store.getValue()), tensor.getArrayType(), storage,
-           /*accumulate=*/false);
+  Value value = store.getValue();
+  if (!isInTensorBuffer(value)) {
+    Value storage =
+        loadBufferPointer(context.bufferIndex.lookup(store.getTensor()));
+    if (isFused(value))
+      forLanes(elementCount(tensor.getArrayType()), [&](Value at, int lanes) {
+        storeLanes(laneValue(value, at, lanes), storage, at, lanes);
+      });
+    else
+      copyInto(get(value), tensor.getArrayType(), storage,
+               /*accumulate=*/false);
+  }
   forgetStateDerivedWork();
   return success();
 }
@@ -292,10 +300,18 @@ LogicalResult ProgramLowering::emitOnce(OnceOp once) {
     b.setInsertionPointToStart(branch.thenBlock());
     scf::YieldOp::create(b, loc, row);
     b.setInsertionPointToStart(branch.elseBlock());
-    // What the body computes exists only where it ran.
+    // What the body computes exists only where it ran. What yields it is
+    // computed in the row where the row is to keep it.
     DenseMap<Operation *, Value> enclosingLets = state.letBuffers;
     DenseMap<Operation *, Value> enclosingTiles = state.keptTiles;
-    if (failed(emitBlock(once.getBody().front(), {})))
+    Value inRow;
+    Operation *producer =
+        computeInto(once.getBody().front(), once.getBodyValue(), [&] {
+          return inRow = select(toKeep, row, allocate(type));
+        });
+    FailureOr<SmallVector<Value>> body = emitBlock(once.getBody().front(), {});
+    computedInto(producer);
+    if (failed(body))
       return failure();
     state.letBuffers = std::move(enclosingLets);
     state.keptTiles = std::move(enclosingTiles);
@@ -305,7 +321,8 @@ LogicalResult ProgramLowering::emitOnce(OnceOp once) {
     auto keep = scf::IfOp::create(b, loc, TypeRange{}, toKeep,
                                   /*withElseRegion=*/false);
     b.setInsertionPointToStart(keep.thenBlock());
-    copyInto(computed, type, row, /*accumulate=*/false);
+    if (computed.data != inRow)
+      copyInto(computed, type, row, /*accumulate=*/false);
     store(real(1.0), flag, slot);
     b.setInsertionPointAfter(keep);
     scf::YieldOp::create(b, loc, computed.data);

@@ -197,18 +197,22 @@ energy.model @retrieval_loops {
 // -----
 
 // tabulate: a comprehension over (h, i) into scratch, both loops marked
-// parallel at statement level, each position's row stored at its offset.
+// parallel at statement level, each position's row computed at its offset
+// (the element-wise product's lanes stored there, no scratch of its own).
 // CHECK-LABEL: energy.model @table
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[TABLE:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK-NOT:     call @energy_support_scratch_alloc(
 // CHECK:         scf.for %[[H:arg[0-9]+]] =
 // CHECK-NEXT:      %{{.*}} = arith.constant 0 : index
 // CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
 // CHECK-NEXT:      scf.for %[[I:arg[0-9]+]] =
-// CHECK:             arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:             %[[ROW:[0-9]+]] = llvm.getelementptr %[[TABLE]][
 // CHECK:             scf.for
-// CHECK:               llvm.getelementptr %[[ROW]][
+// CHECK:               %[[P:[0-9]+]] = arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:          arith.index_cast
+// CHECK-NEXT:          %[[AT:[0-9]+]] = llvm.getelementptr %[[ROW]][
+// CHECK-NEXT:          llvm.store %[[P]], %[[AT]]
 // CHECK:           } {energy.parallel}
 // CHECK-NEXT:    } {energy.parallel}
 // CHECK:         vector.reduction <add>

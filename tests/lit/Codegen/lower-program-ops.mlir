@@ -7,8 +7,9 @@
 
 // A step program: a const read from the consts argument (f64, narrowed to
 // the kernel's type), a grad that calls the gradient function into a zeroed
-// buffer and folds its status into the kernel's, and a store that copies
-// into the tensor's buffer.
+// buffer and folds its status into the kernel's, and a store whose
+// element-wise value (x − lr·g, fused) is computed lanes at a time into the
+// tensor's buffer.
 // CHECK-LABEL: energy.model @store_grad
 // CHECK-LABEL: func.func private @energy_gradient_0_x(
 // The accumulation of a value of its own (a read) adds it into the target
@@ -27,18 +28,19 @@
 // CHECK-NEXT:    %[[LR:[0-9]+]] = arith.truncf %[[LR64]] : f64 to f32
 // CHECK:         %[[CODE:[0-9]+]] = call @energy_gradient_0_x(%arg0, %arg1, %arg2, %arg3, %arg4, %[[G:[0-9]+]])
 // CHECK-NEXT:    llvm.atomicrmw max %1, %[[CODE]] monotonic : !llvm.ptr, i32
-// CHECK:         scf.for
-// CHECK:           %[[LRV:[0-9]+]] = vector.broadcast %[[LR]] : f32 to vector<16xf32>
-// CHECK-NEXT:      arith.index_cast
-// CHECK-NEXT:      llvm.getelementptr %[[G]][
-// CHECK:           arith.mulf %[[LRV]], %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         %[[XP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[X:[0-9]+]] = llvm.load %[[XP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         scf.for
-// CHECK:           %[[V:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK:           %[[OLD:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK-NEXT:      %[[LRV:[0-9]+]] = vector.broadcast %[[LR]] : f32 to vector<16xf32>
+// CHECK-NEXT:      arith.index_cast
+// CHECK-NEXT:      llvm.getelementptr %[[G]][
+// CHECK-NEXT:      %[[GV:[0-9]+]] = llvm.load
+// CHECK-NEXT:      %[[STEP:[0-9]+]] = arith.mulf %[[LRV]], %[[GV]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:      %[[NEW:[0-9]+]] = arith.subf %[[OLD]], %[[STEP]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK-NEXT:      arith.index_cast
 // CHECK-NEXT:      %[[DST:[0-9]+]] = llvm.getelementptr %[[X]][
-// CHECK-NEXT:      llvm.store %[[V]], %[[DST]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+// CHECK-NEXT:      llvm.store %[[NEW]], %[[DST]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK:         return
 // In f64 the const is used as it is read.
 // F64-LABEL:   energy.model @store_grad
