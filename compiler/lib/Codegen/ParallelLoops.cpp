@@ -55,6 +55,9 @@ bool isLoopScratch(Value value, scf::ForOp loop) {
 /// What the body of a loop uses from outside, as the outlined code gets
 /// it.
 struct LoopInputs {
+  /// Constants, defined again in the outlined code (where the compiler
+  /// sees them: unit strides, trip counts).
+  SmallVector<Value> constants;
   /// Values passed in 8-byte slots.
   SmallVector<Value> passed;
   /// Allocations of scratch only the loop uses (each gets a private copy).
@@ -68,6 +71,11 @@ std::optional<LoopInputs> loopInputs(scf::ForOp loop) {
   getUsedValuesDefinedAbove(loop.getRegion(), used);
   LoopInputs inputs;
   for (Value value : used) {
+    if (Operation *definition = value.getDefiningOp();
+        definition && definition->hasTrait<OpTrait::ConstantLike>()) {
+      inputs.constants.push_back(value);
+      continue;
+    }
     if (isLoopScratch(value, loop)) {
       inputs.scratch.push_back(value.getDefiningOp<func::CallOp>());
       continue;
@@ -210,6 +218,8 @@ void Outliner::outlineChunk(scf::ForOp loop, LoopInputs &inputs,
   Block *entry = chunk.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
+  for (Value constant : inputs.constants)
+    b.clone(*constant.getDefiningOp(), mapping);
   for (auto [position, value] : llvm::enumerate(inputs.passed)) {
     Type type = value.getType();
     Value loaded =
@@ -286,6 +296,8 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
   IRMapping mapping;
+  for (Value constant : inputs.constants)
+    b.clone(*constant.getDefiningOp(), mapping);
   for (auto [position, value] : llvm::enumerate(inputs.passed)) {
     Value bits = entry.getArgument(position);
     Type type = value.getType();
