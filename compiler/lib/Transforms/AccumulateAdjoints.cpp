@@ -1,7 +1,8 @@
 //===- AccumulateAdjoints.cpp - Gradients added into adjoints in place ----===//
 //
-// A backward step adds each parameter's gradient of the step into the
-// parameter's adjoint: `store (read @W.adjoint + grad) into @W.adjoint`.
+// A backward step adds each gradient of the step into an adjoint: `store
+// (read @W.adjoint + grad) into @W.adjoint`, a parameter's, or a state's
+// whose value the step also reads ahead of the gradient (its cotangent).
 // The gradient's kernel can add into the adjoint's buffer as it computes,
 // with no array of its own, no pass that clears it and none that adds it.
 //
@@ -52,9 +53,23 @@ bool touches(Operation *op, StringAttr tensor) {
       .wasInterrupted();
 }
 
+/// Whether what `read` read is used by `add` and otherwise only ahead of
+/// `grad`, which is to add into the tensor in place.
+bool readBeforeOnly(ReadOp read, AddOp add, GradOp grad) {
+  Block *block = grad->getBlock();
+  return llvm::all_of(read->getUsers(), [&](Operation *user) {
+    if (user == add.getOperation())
+      return true;
+    Operation *statement = block->findAncestorOpInBlock(*user);
+    return statement && read->isBeforeInBlock(grad) &&
+           statement->isBeforeInBlock(grad);
+  });
+}
+
 /// The update of a tensor that result `result` of `grad` makes, when only
-/// that update reads the result and nothing else between the read, the grad
-/// op and the store names the tensor or lets the called gradient read it.
+/// that update reads the result, the read's other users come ahead of the
+/// grad op, and nothing else between the read, the grad op and the store
+/// names the tensor or lets the called gradient read it.
 std::optional<AdjointUpdate> adjointUpdate(GradOp grad, unsigned position) {
   Value result = grad.getResultOf(position);
   if (!result || !result.hasOneUse())
@@ -67,8 +82,8 @@ std::optional<AdjointUpdate> adjointUpdate(GradOp grad, unsigned position) {
   Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
   auto read = other.getDefiningOp<ReadOp>();
   auto store = dyn_cast<StoreOp>(*add->getUsers().begin());
-  if (!read || !store || !read->hasOneUse() || !read.getIndices().empty() ||
-      read->getBlock() != grad->getBlock() ||
+  if (!read || !store || !readBeforeOnly(read, add, grad) ||
+      !read.getIndices().empty() || read->getBlock() != grad->getBlock() ||
       store->getBlock() != grad->getBlock() ||
       store.getTensorAttr() != read.getSourceAttr() ||
       other.getType() != result.getType())
@@ -115,7 +130,8 @@ void accumulateInto(GradOp grad, ArrayRef<AdjointUpdate> updates) {
   for (AdjointUpdate update : updates) {
     update.store.erase();
     update.add.erase();
-    update.read.erase();
+    if (update.read->use_empty())
+      update.read.erase();
   }
   for (auto [from, to] : llvm::zip(keptResults, rewritten.getResults()))
     from.replaceAllUsesWith(to);

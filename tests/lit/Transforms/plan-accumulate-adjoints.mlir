@@ -1,16 +1,14 @@
 // RUN: energy-opt %s --pass-pipeline='builtin.module(energy.model(energy-plan-accumulate-adjoints))' | FileCheck %s
 
 // A backward step's `store (read @A + gradient) into @A` becomes the grad
-// op adding the gradient into @A (`into`): the read, the sum and the store
-// are gone; a gradient with other readers (@x's, whose adjoint the step
-// also reads ahead of it) stays a result.
+// op adding the gradient into @A (`into`): the sum and the store are gone,
+// and the read where nothing else uses it (@W.adjoint); @x.adjoint's read
+// stays for its use ahead of the grad op (the cotangent).
 // CHECK-LABEL: energy.model @steps
 // CHECK:       } step {
 // CHECK-NEXT:    %[[XA:.*]] = read @x.adjoint
 // CHECK-NEXT:    store %[[XA]] into @x.cotangent
-// CHECK-NEXT:    %[[G:.*]] = grad @x and [@W] of @t {into = [unit, @W.adjoint]} : !energy.array<N>
-// CHECK-NEXT:    %[[S:.*]] = add %[[G]], %[[XA]]
-// CHECK-NEXT:    store %[[S]] into @x.adjoint
+// CHECK-NEXT:    grad @x and [@W] of @t {into = [@x.adjoint, @W.adjoint]}
 // CHECK-NEXT:  } finish {
 energy.model @steps {
   dim @N
@@ -46,8 +44,9 @@ energy.model @steps {
 }
 
 // Left as they are: a gradient whose kernel reads the adjoint it would add
-// into, one whose sum something else reads, and one with a store into the
-// adjoint between the grad op and the update.
+// into, one whose sum something else reads, one with a store into the
+// adjoint between the grad op and the update, and one whose adjoint's read
+// is used after the grad op as well.
 // CHECK-LABEL: energy.model @kept
 // CHECK:       } step {
 // CHECK-NOT:     into =
@@ -62,6 +61,7 @@ energy.model @kept {
   tensor @V.adjoint : state [@N] = zeros {adjoint_of = @V}
   tensor @U.adjoint : state [@N] = zeros {adjoint_of = @U}
   tensor @log : state [@N] = zeros
+  tensor @x.adjoint : state [@N] = zeros {adjoint_of = @x}
   term @t auxiliary {
     %0 = read @W : !energy.array<N>
     %1 = read @V : !energy.array<N>
@@ -90,6 +90,11 @@ energy.model @kept {
     store %7 into @U.adjoint : !energy.array<N>
     %8 = add %6, %5 : !energy.array<N>, !energy.array<N>
     store %8 into @U.adjoint : !energy.array<N>
+    %9 = read @x.adjoint : !energy.array<N>
+    %10 = grad @x of @u : !energy.array<N>
+    %11 = add %10, %9 : !energy.array<N>, !energy.array<N>
+    store %9 into @log : !energy.array<N>
+    store %11 into @x.adjoint : !energy.array<N>
   } finish {
   }
   gradient @W and [@V] of @t {
@@ -101,5 +106,9 @@ energy.model @kept {
   gradient @U of @u {
     %0 = read @x : !energy.array<N>
     accumulate %0 into @U : !energy.array<N>
+  }
+  gradient @x of @u {
+    %0 = read @U : !energy.array<N>
+    accumulate %0 into @x : !energy.array<N>
   }
 }
