@@ -139,9 +139,12 @@ FailureOr<Lowered> ArrayOpLowering::emitDot(DotOp dot) {
       state.fusedIntoUser.contains(dot.getRhs()))
     return Lowered{sumLanes(count,
                             [&](Value offset, int lanes) {
-                              return mul(
-                                  laneValue(dot.getLhs(), offset, lanes),
-                                  laneValue(dot.getRhs(), offset, lanes));
+                              Value lhs =
+                                  laneValue(dot.getLhs(), offset, lanes);
+                              return mul(lhs, dot.getRhs() == dot.getLhs()
+                                                  ? lhs
+                                                  : laneValue(dot.getRhs(),
+                                                              offset, lanes));
                             }),
                    Value()};
   Lowered lhs = operandAt(dot, 0), rhs = operandAt(dot, 1);

@@ -79,7 +79,8 @@ bool KernelLowering::isFusedIntoUser(Operation *op) {
   if (!isLaneWise(op))
     return false;
   Value result = op->getResult(0);
-  if (cast<ArrayType>(result.getType()).isScalar() || !result.hasOneUse())
+  if (cast<ArrayType>(result.getType()).isScalar() || result.use_empty() ||
+      !llvm::all_equal(result.getUsers()))
     return false;
   Operation *user = *result.getUsers().begin();
   bool laneWiseUser =
@@ -108,9 +109,14 @@ Value KernelLowering::laneValue(Value value, Value offset, int lanes) {
 }
 
 Value KernelLowering::laneOp(Operation *op, Value offset, int lanes) {
+  // An operand read twice (x · x) is computed once.
   SmallVector<Value, 2> operands;
-  for (Value operand : op->getOperands())
-    operands.push_back(laneValue(operand, offset, lanes));
+  for (auto [position, operand] : llvm::enumerate(op->getOperands())) {
+    auto earlier = llvm::find(op->getOperands().take_front(position), operand);
+    operands.push_back(earlier != op->getOperands().begin() + position
+                           ? operands[earlier - op->getOperands().begin()]
+                           : laneValue(operand, offset, lanes));
+  }
   return elementwise(op, operands);
 }
 

@@ -154,7 +154,8 @@ public:
   /// of one shape or scalars).
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
-  /// its one user, later in the block, is element-wise of the same type, a
+  /// its one user (of one operand or more), later in the block, is
+  /// element-wise of the same type, a
   /// dot product of two such arrays, a sum (mean, norm) of its elements,
   /// or accumulates or stores it, and nothing between them writes memory or
   /// holds a loop.

@@ -116,9 +116,20 @@ energy.model @fused_dot {
 
 // -----
 
-// A value read twice is not fused: exp(x) gets scratch of its own, written
-// by a vector loop, and its user loads it.
+// A value one user reads twice (exp(x) · exp(x)) is fused, computed once a
+// lane, with no scratch; one that two users read (exp(x) in exp(x) · x and
+// in the sum after it) gets scratch of its own, written by a vector loop,
+// and its users load it.
 // CHECK-LABEL: energy.model @two_users
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-NOT:     call @energy_support_scratch_alloc(
+// CHECK:         scf.for %{{.*}} iter_args(%[[ACC:arg[0-9]+]] = %{{[0-9]+}}) -> (vector<16xf32>) {
+// CHECK:           %[[X:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK-NEXT:      %[[E:[0-9]+]] = math.exp %[[X]] : vector<16xf32>
+// CHECK-NEXT:      %[[SQ:[0-9]+]] = arith.mulf %[[E]], %[[E]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:      arith.addf %[[ACC]], %[[SQ]]
+// CHECK:         return
+// CHECK-LABEL: energy.model @two_readers
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[E:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         scf.for
@@ -128,7 +139,6 @@ energy.model @fused_dot {
 // CHECK-NEXT:      llvm.store %[[V]], %[[AT]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK:         } {energy.elementwise}
 // CHECK:         scf.for %{{.*}} iter_args(%{{.*}}) -> (vector<16xf32>) {
-// CHECK:           llvm.getelementptr %[[E]][
 // CHECK:           llvm.getelementptr %[[E]][
 // CHECK:           arith.mulf
 // CHECK:         return
@@ -141,6 +151,22 @@ energy.model @two_users {
     %2 = mul %1, %1 : !energy.array<N>, !energy.array<N>
     %3 = reduce_elements sum %2 : !energy.array<N>
     yield %3 : !energy.array<>
+  }
+}
+
+// -----
+
+energy.model @two_readers {
+  dim @N
+  tensor @x : state [@N]
+  term @e {
+    %0 = read @x : !energy.array<N>
+    %1 = exp %0 : !energy.array<N>
+    %2 = mul %1, %0 : !energy.array<N>, !energy.array<N>
+    %3 = reduce_elements sum %2 : !energy.array<N>
+    %4 = reduce_elements sum %1 : !energy.array<N>
+    %5 = add %3, %4 : !energy.array<>, !energy.array<>
+    yield %5 : !energy.array<>
   }
 }
 
