@@ -155,10 +155,9 @@ public:
   static bool isLaneWise(Operation *op);
   /// Whether `op`, element-wise, is computed in its user's loop over lanes:
   /// its one user (of one operand or more), later in the block, is
-  /// element-wise of the same type, a
-  /// dot product of two such arrays, a sum (mean, norm) of its elements,
-  /// or accumulates or stores it, and nothing between them writes memory or
-  /// holds a loop.
+  /// element-wise of the same type, a dot product of two such arrays, a sum
+  /// (mean, norm) of its elements, or accumulates or stores it, and nothing
+  /// between them writes memory or holds a loop.
   static bool isFusedIntoUser(Operation *op);
   /// Whether `value` is computed lane by lane in its user's loop.
   bool isFused(Value value) { return state.fusedIntoUser.contains(value); }

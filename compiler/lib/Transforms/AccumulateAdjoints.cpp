@@ -82,8 +82,9 @@ std::optional<AdjointUpdate> adjointUpdate(GradOp grad, unsigned position) {
   Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
   auto read = other.getDefiningOp<ReadOp>();
   auto store = dyn_cast<StoreOp>(*add->getUsers().begin());
-  if (!read || !store || !readBeforeOnly(read, add, grad) ||
-      !read.getIndices().empty() || read->getBlock() != grad->getBlock() ||
+  if (!read || !store || !read.getIndices().empty() ||
+      read->getBlock() != grad->getBlock() ||
+      !readBeforeOnly(read, add, grad) ||
       store->getBlock() != grad->getBlock() ||
       store.getTensorAttr() != read.getSourceAttr() ||
       other.getType() != result.getType())
