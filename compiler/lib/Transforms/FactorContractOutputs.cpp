@@ -4,8 +4,9 @@
 // U read at some position, u M the same row of the product table U M, and f
 // linear (a scalar factor), sums the second as (Σ w f(u)) M: one matrix
 // product per output row after the contraction instead of the width of M
-// more multiply-adds per pair. The backward step's second derivatives sum
-// x, Wk x and s·x, s·Wk x and c, Wkᵀ c over the same weights.
+// more multiply-adds per pair, M square or not (a Hopfield layer's keys
+// project D to A). The backward step's second derivatives sum x, Wk x and
+// s·x, s·Wk x and c, Wkᵀ c over the same weights.
 //
 // A value that is a map linear in what varies with the pair, whose other
 // operands are the output position's (a row's vector times a column's,
@@ -43,6 +44,35 @@ struct Factored {
   BatchMatmulOp product;
 };
 
+/// Whether `first` is a row `firstRow` and `second` a row `secondRow` (of
+/// another width: u and u M for a matrix M that is not square) scaled alike,
+/// through the same negations and products and quotients by the same
+/// scalars.
+bool sameScaling(Value first, Value firstRow, Value second, Value secondRow) {
+  if (first == firstRow || second == secondRow)
+    return first == firstRow && second == secondRow;
+  Operation *x = first.getDefiningOp(), *y = second.getDefiningOp();
+  if (!x || !y || x->getName() != y->getName() ||
+      !isa<MulOp, DivOp, NegOp>(x) ||
+      x->getNumOperands() != y->getNumOperands())
+    return false;
+  // One operand is the scaled row: the dividend of a quotient.
+  if (llvm::count_if(x->getOperands(), [](Value v) { return !isScalar(v); }) !=
+          1 ||
+      (isa<DivOp>(x) && isScalar(x->getOperand(0))))
+    return false;
+  for (auto [a, b] : llvm::zip(x->getOperands(), y->getOperands())) {
+    if (isScalar(a) && isScalar(b)) {
+      if (!computeSame(a, b, {}))
+        return false;
+    } else if (isScalar(a) || isScalar(b) ||
+               !sameScaling(a, firstRow, b, secondRow)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// The outputs of one side (values `values`, results `outputs`) that are a
 /// matrix applied to another output of it; the sources are kept.
 SmallVector<Factored> findFactored(ValueRange values, ResultRange outputs) {
@@ -69,7 +99,8 @@ SmallVector<Factored> findFactored(ValueRange values, ResultRange outputs) {
       // f(u) and f(u M) with the same f.
       IRMapping substitution;
       substitution.map(row.getResult(), mapped.getResult());
-      if (!computeSame(candidate, value, substitution))
+      if (!computeSame(candidate, value, substitution) &&
+          !sameScaling(candidate, row.getResult(), value, mapped.getResult()))
         continue;
       // The output the product of the source's output must give.
       std::string reason;
