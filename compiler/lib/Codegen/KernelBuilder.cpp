@@ -60,10 +60,16 @@ void KernelBuilder::finish(Value code) {
 }
 
 Value KernelBuilder::loadBufferPointer(unsigned slot) {
+  if (Value loaded = frame.bufferPointers.lookup(slot))
+    return loaded;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(frame.entryAnchor);
   Value slotPointer = LLVM::GEPOp::create(
       b, loc, pointerType(), pointerType(), frame.buffersArg,
       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(slot)});
-  return LLVM::LoadOp::create(b, loc, pointerType(), slotPointer);
+  Value loaded = LLVM::LoadOp::create(b, loc, pointerType(), slotPointer);
+  frame.bufferPointers[slot] = loaded;
+  return loaded;
 }
 
 Value KernelBuilder::dim(StringRef name) {

@@ -63,6 +63,10 @@ struct KernelFrame {
   Operation *entryAnchor;
   SmallVector<Value> allocations;
   llvm::StringMap<Value> dimValues;
+  /// The buffers' addresses, loaded once at the entry (by buffer slot): a
+  /// store in a loop could otherwise be taken to change the buffer array,
+  /// and the address be loaded again at every iteration.
+  llvm::DenseMap<unsigned, Value> bufferPointers;
   /// How many domain loops enclose the code being built.
   int loopDepth = 0;
   /// Work that a loop needs once goes before this op: the start of the

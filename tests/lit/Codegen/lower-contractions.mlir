@@ -19,16 +19,16 @@
 // CHECK-NOT:     call @energy_support_softmax_contract_f64(
 // CHECK:         return
 // CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[XB:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[XP:[0-9]+]] = llvm.load %[[XB]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[MB:[0-9]+]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[MP:[0-9]+]] = llvm.load %[[MB]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[LSE:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[SLOTS:[a-z0-9_]+]] = arith.constant 28 : index
 // CHECK-NEXT:    %[[N:[0-9]+]] = arith.index_cast %[[SLOTS]] : index to i64
 // CHECK:         %[[ARGS:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[BETA:[0-9]+]] = arith.truncf %{{[0-9]+}} : f64 to f32
-// CHECK:         %[[XB:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK-NEXT:    %[[XP:[0-9]+]] = llvm.load %[[XB]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[X:[0-9]+]] = llvm.getelementptr %[[XP]][
-// CHECK:         %[[MB:[0-9]+]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK-NEXT:    %[[MP:[0-9]+]] = llvm.load %[[MB]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[M:[0-9]+]] = llvm.getelementptr %[[MP]][
 // CHECK:         %[[SCALE:[0-9]+]] = arith.extf %[[BETA]] : f32 to f64
 // CHECK-NEXT:    %[[S5:[0-9]+]] = llvm.getelementptr %[[ARGS]][5] : (!llvm.ptr) -> !llvm.ptr, i64

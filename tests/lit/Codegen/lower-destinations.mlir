@@ -50,12 +50,12 @@ energy.model @stored_table {
 // and copied after.
 // CHECK-LABEL: energy.model @table_reads_target
 // CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK:         %[[YP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[Y:[0-9]+]] = llvm.load %[[YP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[TABLE:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         scf.for
 // CHECK:           llvm.getelementptr %[[TABLE]][
 // CHECK:         } {energy.parallel}
-// CHECK:         %[[YP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK-NEXT:    %[[Y:[0-9]+]] = llvm.load %[[YP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         scf.for
 // CHECK:           %[[V:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
 // CHECK-NEXT:      arith.index_cast
@@ -88,9 +88,9 @@ energy.model @table_reads_target {
 // asks to keep it (else in scratch); keeping it then only sets the flag.
 // CHECK-LABEL: energy.model @kept_table
 // CHECK-LABEL: func.func @energy_kernel_energy(
-// CHECK:         %[[SCRATCH:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[CP:[0-9]+]] = llvm.getelementptr %arg0[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[CACHE:[0-9]+]] = llvm.load %[[CP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[SCRATCH:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[ROW:[0-9]+]] = llvm.getelementptr %[[CACHE]][%{{[0-9]+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK:         %[[KEPT:[0-9]+]] = arith.andi %true, %{{[0-9]+}} : i1
 // CHECK:         %[[TOKEEP:[0-9]+]] = arith.andi %true, %{{[0-9]+}} : i1

@@ -177,12 +177,15 @@ energy.model @two_readers {
 // CHECK-LABEL: energy.model @store_between
 // CHECK-LABEL: func.func @energy_kernel_step(
 // CHECK:         %[[NEG:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK:         %[[YP:[0-9]+]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[Y:[0-9]+]] = llvm.load %[[YP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         scf.for
 // CHECK:           %[[V:[0-9]+]] = arith.negf %{{[0-9]+}} : vector<16xf32>
 // CHECK-NEXT:      arith.index_cast
 // CHECK-NEXT:      %[[AT:[0-9]+]] = llvm.getelementptr %[[NEG]][
 // CHECK-NEXT:      llvm.store %[[V]], %[[AT]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
-// CHECK:         llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK:         scf.for
+// CHECK:           llvm.getelementptr %[[Y]][
 // CHECK:         scf.for
 // CHECK:           llvm.getelementptr %[[NEG]][
 // CHECK:           arith.addf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>

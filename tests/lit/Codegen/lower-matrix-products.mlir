@@ -213,10 +213,10 @@ energy.model @batched {
 // is never stored (one scratch array: the result).
 // CHECK-LABEL: energy.model @transposed_matvec
 // CHECK-LABEL: func.func @energy_kernel_energy(
-// CHECK:         %[[OUT:[0-9]+]] = call @energy_support_scratch_alloc(
-// CHECK-NOT:     call @energy_support_scratch_alloc(
 // CHECK:         %[[XP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[XB:[0-9]+]] = llvm.load %[[XP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[OUT:[0-9]+]] = call @energy_support_scratch_alloc(
+// CHECK-NOT:     call @energy_support_scratch_alloc(
 // CHECK:         %[[X:[0-9]+]] = llvm.getelementptr %[[XB]][
 // CHECK:         %[[Z:[0-9]+]] = llvm.getelementptr %[[OUT]][
 // CHECK-NEXT:    llvm.store %{{.*}}, %[[Z]] : f32, !llvm.ptr

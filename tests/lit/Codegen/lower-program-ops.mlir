@@ -23,13 +23,13 @@
 // CHECK-NEXT:      llvm.store %[[SUM]], %[[AT]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK:         } {energy.elementwise}
 // CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK:         %[[XP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[X:[0-9]+]] = llvm.load %[[XP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[LRP:[0-9]+]] = llvm.getelementptr %arg2[0] : (!llvm.ptr) -> !llvm.ptr, f64
 // CHECK-NEXT:    %[[LR64:[0-9]+]] = llvm.load %[[LRP]] : !llvm.ptr -> f64
 // CHECK-NEXT:    %[[LR:[0-9]+]] = arith.truncf %[[LR64]] : f64 to f32
 // CHECK:         %[[CODE:[0-9]+]] = call @energy_gradient_0_x(%arg0, %arg1, %arg2, %arg3, %arg4, %[[G:[0-9]+]])
 // CHECK-NEXT:    llvm.atomicrmw max %1, %[[CODE]] monotonic : !llvm.ptr, i32
-// CHECK:         %[[XP:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK-NEXT:    %[[X:[0-9]+]] = llvm.load %[[XP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         scf.for
 // CHECK:           %[[OLD:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
 // CHECK-NEXT:      %[[LRV:[0-9]+]] = vector.broadcast %[[LR]] : f32 to vector<16xf32>
@@ -80,16 +80,15 @@ energy.model @store_grad {
 // stores do not overwrite in time is read in place (@y).
 // CHECK-LABEL: energy.model @read_copy
 // CHECK-LABEL: func.func @energy_kernel_step(
-// CHECK:         %[[COPY:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[X0:[0-9]+]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[X:[0-9]+]] = llvm.load %[[X0]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[COPY:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         scf.for
 // CHECK:           llvm.getelementptr %[[COPY]][
 // CHECK-NEXT:      llvm.store {{.*}} : vector<16xf32>, !llvm.ptr
 // Then the store of @y's value into @x, and the sum reads the copy.
-// CHECK:         llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK:         llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK:         scf.for
+// CHECK:           llvm.getelementptr %[[X]][
 // CHECK:         scf.for
 // CHECK:           llvm.getelementptr %[[COPY]][
 // CHECK:           arith.addf
@@ -215,8 +214,9 @@ energy.model @adaptive {
 // CHECK-LABEL: energy.model @cached
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[CACHE0:[0-9]+]] = llvm.getelementptr %arg0[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[CACHE:[0-9]+]] = llvm.load %[[CACHE0]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[FLAG0:[0-9]+]] = llvm.getelementptr %arg0[3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK:         %[[ROW:[0-9]+]] = llvm.getelementptr %{{[0-9]+}}[%{{[0-9]+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[ROW:[0-9]+]] = llvm.getelementptr %[[CACHE]][%{{[0-9]+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK:         %[[F:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[ONE:[a-z0-9_]+]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT:    %[[IS1:[0-9]+]] = arith.cmpf oeq, %[[F]], %[[ONE]] : f32
