@@ -92,6 +92,19 @@ FailureOr<Lowered> ArrayOpLowering::emitTranspose(TransposeOp transpose) {
   Value columns = extents.back();
   Value block = arith::MulIOp::create(b, loc, rows, columns);
   Value data = allocate(type);
+  Value matrices = arith::DivUIOp::create(b, loc, elementCount(type), block);
+  // Outside loops (a whole matrix, each call), the support library's
+  // transpose: blocks of the vector width transposed in registers.
+  unsigned width = context.elementType.getWidth();
+  if (frame.loopDepth == 0 && (width == 32 || width == 64)) {
+    func::CallOp::create(b, loc,
+                         context.target.lookupSymbol<func::FuncOp>(
+                             width == 32 ? ENERGY_SUPPORT_TRANSPOSE_F32
+                                         : ENERGY_SUPPORT_TRANSPOSE_F64),
+                         ValueRange{toI64(matrices), toI64(rows),
+                                    toI64(columns), operand.data, data});
+    return Lowered{Value(), data};
+  }
   // Tile by tile, so that the operand's rows a tile reads stay in
   // cache while the result's rows are written: the result's (i, j) of
   // matrix p is the operand's (j, i).
@@ -111,7 +124,6 @@ FailureOr<Lowered> ArrayOpLowering::emitTranspose(TransposeOp transpose) {
     b.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
   };
-  Value matrices = arith::DivUIOp::create(b, loc, elementCount(type), block);
   forRange(matrices, [&](Value p) {
     Value base = arith::MulIOp::create(b, loc, p, block);
     forTiles(rows, [&](Value rowBegin, Value rowEnd) {

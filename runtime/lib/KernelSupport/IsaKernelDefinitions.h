@@ -11,6 +11,7 @@
 #define ENERGY_KERNELSUPPORT_ISAKERNELDEFINITIONS_H
 
 #include "IsaKernels.h"
+#include "MatrixTranspose.h"
 #include "PanelProduct.h"
 #include "SoftmaxContractKernel.h"
 #include "VectorExp.h"
@@ -55,6 +56,16 @@ bool packPanelCacheF32(const ProductArgs<float> &args, float *cache) {
 
 bool packPanelCacheF64(const ProductArgs<double> &args, double *cache) {
   return panels::packPanelCache<Simd<double>>(args, cache);
+}
+
+void transposeF32(int64_t matrices, int64_t rows, int64_t columns,
+                  const float *in, float *out) {
+  transposeMatrices<Simd<float>>(matrices, rows, columns, in, out);
+}
+
+void transposeF64(int64_t matrices, int64_t rows, int64_t columns,
+                  const double *in, double *out) {
+  transposeMatrices<Simd<double>>(matrices, rows, columns, in, out);
 }
 
 } // namespace energy::kernels::ENERGY_KERNEL_ISA

@@ -54,6 +54,10 @@ template <class T> struct ProductArgs {
   bool panelProductF64(const ProductArgs<double> &args);                       \
   bool packPanelCacheF32(const ProductArgs<float> &args, float *cache);        \
   bool packPanelCacheF64(const ProductArgs<double> &args, double *cache);      \
+  void transposeF32(int64_t matrices, int64_t rows, int64_t columns,           \
+                    const float *in, float *out);                              \
+  void transposeF64(int64_t matrices, int64_t rows, int64_t columns,           \
+                    const double *in, double *out);                            \
   }
 
 ENERGY_DECLARE_ISA_KERNELS(generic)

@@ -7,9 +7,10 @@
 // support library's logdet and inverse.
 
 // constant is an arith constant of the element type; to_real of an index
-// is sitofp; eye compares row and column of each position; transpose goes
-// tile by tile (16 × 16); maxabs folds |x| with maxnumf (it is not fused:
-// the add before it has an array of its own).
+// is sitofp; eye compares row and column of each position; a transpose
+// outside loops is the support library's (blocks transposed in registers);
+// maxabs folds |x| with maxnumf (it is not fused: the add before it has an
+// array of its own).
 // CHECK-LABEL: energy.model @leaves
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK:         %[[EYE:[0-9]+]] = call @energy_support_scratch_alloc(
@@ -26,13 +27,7 @@
 // CHECK-NEXT:      %[[ZERO:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:      %[[E:[0-9]+]] = arith.select %[[DIAG]], %[[ONE]], %[[ZERO]] : f32
 // CHECK:           llvm.getelementptr %[[EYE]][
-// CHECK:         %[[TILE:[a-z0-9_]+]] = arith.constant 16 : index
-// CHECK:         scf.for
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[TILE]] {
-// CHECK:             arith.minui
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[TILE]] {
-// CHECK:               arith.minui
-// CHECK:                   llvm.getelementptr %[[T]][
+// CHECK:         call @energy_support_transpose_f32(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[T]]) : (i64, i64, i64, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK:         arith.addf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         %[[MAX:[0-9]+]] = scf.for %{{.*}} iter_args(%[[M:arg[0-9]+]] = %{{.*}}) -> (f32) {
 // CHECK:           %[[ABS:[0-9]+]] = math.absf %{{[0-9]+}} : f32
@@ -55,6 +50,41 @@ energy.model @leaves {
     %p = mul %m, %r : !energy.array<>, !energy.array<>
     %q = mul %p, %c : !energy.array<>, !energy.array<>
     yield %q : !energy.array<>
+  }
+}
+
+// F64-LABEL:   energy.model @leaves
+// F64-LABEL:   func.func @energy_kernel_energy(
+// F64:           call @energy_support_transpose_f64(
+// F64:           return
+
+// -----
+
+// A transpose inside a loop (a matrix per position) goes tile by tile
+// (16 × 16), in the loop: no call of the support library.
+// CHECK-LABEL: energy.model @transpose_in_loop
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-NOT:     call @energy_support_transpose_f32(
+// CHECK:         %[[TILE:[a-z0-9_]+]] = arith.constant 16 : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[TILE]] {
+// CHECK:           arith.minui
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[TILE]] {
+// CHECK:             arith.minui
+// CHECK-NOT:     call @energy_support_transpose_f32(
+// CHECK:         return
+energy.model @transpose_in_loop {
+  dim @B
+  dim @D
+  tensor @x : state [@B, @D, @D]
+  term @e {
+    %s = reduce sum (%b : @B) {
+      %x = read @x[%b] : !energy.array<D, D>
+      %t = transpose %x : !energy.array<D, D>
+      %q = mul %t, %x : !energy.array<D, D>, !energy.array<D, D>
+      %m = reduce_elements sum %q : !energy.array<D, D>
+      yield %m : !energy.array<>
+    } : !energy.array<>
+    yield %s : !energy.array<>
   }
 }
 

@@ -25,6 +25,8 @@
 #define ENERGY_SUPPORT_EXP_F64 "energy_support_exp_f64"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32 "energy_support_softmax_weights_f32"
 #define ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64 "energy_support_softmax_weights_f64"
+#define ENERGY_SUPPORT_TRANSPOSE_F32 "energy_support_transpose_f32"
+#define ENERGY_SUPPORT_TRANSPOSE_F64 "energy_support_transpose_f64"
 #define ENERGY_SUPPORT_SCRATCH_ALLOC "energy_support_scratch_alloc"
 #define ENERGY_SUPPORT_SCRATCH_FREE "energy_support_scratch_free"
 #define ENERGY_SUPPORT_CUDA_ALLOC "energy_support_cuda_alloc"
@@ -94,6 +96,14 @@ void energy_support_exp_f64(int64_t n, const double *in, double *out);
 void energy_support_softmax_weights_f32(int64_t n, const float *in, float *out);
 void energy_support_softmax_weights_f64(int64_t n, const double *in,
                                         double *out);
+
+/* out[p] = in[p]^T for p < matrices: in[p] is columns x rows, out[p] rows x
+ * columns, both row-major and back to back (a transpose a kernel stores). */
+void energy_support_transpose_f32(int64_t matrices, int64_t rows,
+                                  int64_t columns, const float *in, float *out);
+void energy_support_transpose_f64(int64_t matrices, int64_t rows,
+                                  int64_t columns, const double *in,
+                                  double *out);
 
 /* A kernel's scratch: `bytes` (at least 1) of host memory aligned to 64
  * bytes, or null. Freed blocks are kept for later requests of up to twice
