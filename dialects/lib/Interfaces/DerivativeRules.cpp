@@ -1,8 +1,8 @@
 //===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
 //
 // The DerivativeOpInterface implementation of the differentiable energy ops
-// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint g
-// of the result, the adjoint of each operand, built from energy ops so that
+// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint
+// g of the result, the adjoint of each operand, built from energy ops so that
 // rules compose (a gradient can be differentiated again).
 //
 //===----------------------------------------------------------------------===//
@@ -18,7 +18,6 @@
 
 using namespace mlir;
 using namespace mlir::energy;
-
 
 //===----------------------------------------------------------------------===//
 // Leaves
@@ -68,7 +67,8 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's table)
+// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's
+// table)
 //===----------------------------------------------------------------------===//
 
 // d(x^n) = n x^(n-1) dx
@@ -335,7 +335,10 @@ LogicalResult ReduceOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
 
 bool ReduceOp::hasDerivativeRule() { return getKind() != ReduceKind::max; }
 
-// sum: ∂y/∂e_p = 1;  mean: 1 / |admitted positions|;
+// sum: ∂y/∂e_p = 1;  mean: 1 / |admitted positions|, the count taken as at
+// least 1 under a predicate (the same wherever a position is admitted; a
+// sum of adjoints the planner takes the 1 / count out of is then 0, not
+// 0 / 0, where no position is: the mean of nothing is 0);
 // lse: softmax weight exp((e_p - y) / T);  max: no rule.
 Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
                                  Value result, Value bodyValue) {
@@ -346,6 +349,8 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
   case ReduceKind::mean: {
     Value count = e.sumOverDomain(
         *this, [](ExprBuilder &inner, Value) { return inner.constant(1.0); });
+    if (hasPredicate())
+      count = MaximumOp::create(builder, getLoc(), count, e.constant(1.0));
     return e.div(resultAdjoint, count);
   }
   case ReduceKind::lse: {
