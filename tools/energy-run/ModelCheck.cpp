@@ -120,11 +120,16 @@ public:
                                                : "differs";
     if (json) {
       llvm::json::Array list;
+      // JSON has no infinity or NaN: a difference that is not finite (a
+      // NaN on one side) is null.
       for (const Comparison &check : checks)
-        list.push_back(llvm::json::Object{{"quantity", check.quantity},
-                                          {"error", check.error},
-                                          {"scale", check.scale},
-                                          {"ok", check.ok}});
+        list.push_back(
+            llvm::json::Object{{"quantity", check.quantity},
+                               {"error", std::isfinite(check.error)
+                                             ? llvm::json::Value(check.error)
+                                             : llvm::json::Value(nullptr)},
+                               {"scale", check.scale},
+                               {"ok", check.ok}});
       llvm::json::Object result{{"status", word}, {"checks", std::move(list)}};
       if (!message.empty())
         result["message"] = message;
