@@ -120,16 +120,17 @@ public:
                                                : "differs";
     if (json) {
       llvm::json::Array list;
-      // JSON has no infinity or NaN: a difference that is not finite (a
-      // NaN on one side) is null.
+      // JSON has no infinity or NaN: a figure that is not finite (a NaN on
+      // one side) is null.
+      auto number = [](double value) {
+        return std::isfinite(value) ? llvm::json::Value(value)
+                                    : llvm::json::Value(nullptr);
+      };
       for (const Comparison &check : checks)
-        list.push_back(
-            llvm::json::Object{{"quantity", check.quantity},
-                               {"error", std::isfinite(check.error)
-                                             ? llvm::json::Value(check.error)
-                                             : llvm::json::Value(nullptr)},
-                               {"scale", check.scale},
-                               {"ok", check.ok}});
+        list.push_back(llvm::json::Object{{"quantity", check.quantity},
+                                          {"error", number(check.error)},
+                                          {"scale", number(check.scale)},
+                                          {"ok", check.ok}});
       llvm::json::Object result{{"status", word}, {"checks", std::move(list)}};
       if (!message.empty())
         result["message"] = message;

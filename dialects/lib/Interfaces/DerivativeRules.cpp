@@ -1,8 +1,8 @@
 //===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
 //
 // The DerivativeOpInterface implementation of the differentiable energy ops
-// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint
-// g of the result, the adjoint of each operand, built from energy ops so that
+// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint g
+// of the result, the adjoint of each operand, built from energy ops so that
 // rules compose (a gradient can be differentiated again).
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +18,7 @@
 
 using namespace mlir;
 using namespace mlir::energy;
+
 
 //===----------------------------------------------------------------------===//
 // Leaves
@@ -67,8 +68,7 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's
-// table)
+// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's table)
 //===----------------------------------------------------------------------===//
 
 // d(x^n) = n x^(n-1) dx
