@@ -172,7 +172,7 @@ const std::string &Model::manifestText() const { return state->manifestText; }
 std::vector<std::string> Model::tensorNames() const {
   std::vector<std::string> names;
   for (const ManifestBuffer &buffer : manifest().buffers)
-    if (buffer.kind == BufferKind::Tensor && !isKeptValue(buffer))
+    if (isModelTensor(buffer))
       names.push_back(buffer.name);
   return names;
 }

@@ -639,9 +639,8 @@ Expected<std::map<std::string, Tensor>> Session::stateTensors() {
   std::map<std::string, Tensor> values;
   const Manifest &manifest = owner.manifest();
   for (size_t i = 0; i < manifest.buffers.size(); ++i)
-    if (manifest.buffers[i].kind == BufferKind::Tensor &&
-        manifest.buffers[i].role == TensorRole::State &&
-        !isKeptValue(manifest.buffers[i]))
+    if (isModelTensor(manifest.buffers[i]) &&
+        manifest.buffers[i].role == TensorRole::State)
       values[manifest.buffers[i].name] = readBuffer(i);
   return values;
 }

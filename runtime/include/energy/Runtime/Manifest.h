@@ -131,6 +131,14 @@ inline bool isKeptValue(const ManifestBuffer &buffer) {
   return buffer.cacheFlag || buffer.flagOf;
 }
 
+/// Whether `buffer` is a tensor a user sees (reads, lists, writes): not a
+/// kept value nor an adjoint's deferred sum, which the backward program adds
+/// into its adjoint before anything reads it.
+inline bool isModelTensor(const ManifestBuffer &buffer) {
+  return buffer.kind == BufferKind::Tensor && !isKeptValue(buffer) &&
+         !buffer.deferredOf;
+}
+
 /// Whether `buffer` is part of the forward state: a state tensor
 /// (optimizer state included) that the backward program did not add.
 inline bool isForwardState(const ManifestBuffer &buffer) {
