@@ -22,8 +22,8 @@ and equal weights.
 Ours: `energy-exec ARTIFACT --in in.safetensors --eval run --steps 1`
 (inputs x, mu, prec and w, the log weights; results mu, prec, w) through
 gpu_attention.run_ours: the median of REPS whole calls (each from the
-same state, set from the host before the clock starts; the energy after the
-step included) and the GPU work of one warm traced call.
+same state, set from the host before the clock starts; no energy
+evaluated, as the anchor evaluates none) and the GPU work of one warm traced call.
 
 Anchor: the same iteration written in PyTorch, batched, in f32 (em_step),
 timed with gpu_attention.time_torch. It computes what the model's

@@ -196,8 +196,13 @@ Status evaluate(Session &session, const Options &options, Tensors *results) {
       if (Status status = session.step(); !status)
         return status;
   } else if (model.hasDynamics()) {
+    // The dynamics alone: the results are the states, and --bench times
+    // the steps as energy-run and the anchors do, with no energy evaluated
+    // after each step or after the run.
     RunOptions run;
     run.steps = options.steps;
+    run.trace = false;
+    run.finalEnergy = false;
     Expected<RunResult> result = session.run(run);
     if (!result)
       return result.status();
