@@ -86,6 +86,9 @@ def run_ours(energy_exec, artifact, inputs, evaluation, result, reps):
         traced = subprocess.run(common + ['--bench', '1'], check=True, text=True,
                                 capture_output=True,
                                 env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
+        if os.environ.get('ENERGY_BENCH_TRACE'):  # the whole trace, for a closer look
+            with open(os.environ['ENERGY_BENCH_TRACE'], 'w') as f:
+                f.write(traced.stderr)
         lines = [line for line in traced.stderr.splitlines()
                  if line.startswith('energy-cuda: ')]
         # Launches of the same kernel (the step's contraction and the

@@ -1,20 +1,20 @@
 #!/bin/sh
-# Prepares what a GPU machine (CUDA and PyTorch, no MLIR) needs for issue
-# 14's device checks: tests/e2e/gpu_check.py's bundle (energy-exec, every
-# example compiled for CUDA in f32, f64 and bf16, the interpreter's
-# references), the benchmark artifacts of bench/gpu_attention.py and
-# bench/gpu_gmm.py and bench/gpu_training.py, and run.sh, which runs them all there and writes the
-# results under $OUT; then packs it into BUNDLE.tgz (under the device tool's
-# 64 MiB).
+# Prepares what a GPU machine (CUDA and PyTorch, no MLIR) needs for the
+# device checks: tests/e2e/gpu_check.py's bundle (energy-exec, every example
+# and zoo model compiled for CUDA in f32, f64 and bf16, the interpreter's
+# references), the benchmark artifacts of bench/gpu_attention.py,
+# gpu_gmm.py, gpu_training.py and gpu_zoo.py, and run.sh, which runs them
+# all there and writes the results under $OUT; then packs it into
+# BUNDLE.txz (12 MB, under the device tool's 64 MiB).
 #
 # Usage: bench/gpu_bundle.sh [BUILD_DIR] [BUNDLE]   (build, build/gpu-bundle)
-# On the GPU machine: mkdir -p BUNDLE && tar xzf BUNDLE.tgz -C BUNDLE &&
+# On the GPU machine: mkdir -p BUNDLE && tar xJf BUNDLE.txz -C BUNDLE &&
 # sh BUNDLE/run.sh
 set -e
 build=${1:-build}
 bundle=${2:-$build/gpu-bundle}
 here=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$bundle" "$bundle.tgz"
+rm -rf "$bundle" "$bundle.tgz" "$bundle.txz"
 /usr/bin/python3 "$here/../tests/e2e/gpu_check.py" prepare "$build" "$bundle"
 energyc="$build/bin/energyc --target cuda --cpu x86-64-v3"
 $energyc "$here/../examples/self_attention.energy" \
@@ -36,26 +36,33 @@ $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
 cp "$build/tests/e2e/energy-device-buffers" "$build/bin/fused-attention-check" \
   "$bundle/bin/"
+# The zoo at its bench sizes, against its PyTorch models on the GPU.
+/usr/bin/python3 "$here/gpu_zoo.py" prepare "$build" "$bundle"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
-  "$here/training_step.py" "$here/benchlib.py" \
+  "$here/gpu_zoo.py" "$here/training_step.py" "$here/benchlib.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
-# the C API's device buffers and streams, then every example against the
+# the C API's device buffers and streams, the zoo against its PyTorch
+# models on the GPU, then every example and zoo model against the
 # interpreter (f32, f64, bf16) and every loss model's gradient (f32, f64);
-# each under a time limit, results in $OUT.
+# each under a time limit, results in $OUT/results.tgz (about 6 minutes on
+# an H200).
 cd "$(dirname "$0")"
+R=$OUT/results
+mkdir -p "$R"
 E=bin/energy-exec
-nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
-timeout 120 bin/fused-attention-check 8192 5 > "$OUT/fused_attention.txt" 2>&1
-echo "fused attention check rc=$?"; cat "$OUT/fused_attention.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv > "$R/gpu.txt" 2>&1
+timeout 120 bin/fused-attention-check 8192 5 > "$R/fused_attention.txt" 2>&1
+echo "fused attention check rc=$?"; cat "$R/fused_attention.txt"
 bench() {
   name=$1; limit=$2; script=$3; shift 3
-  timeout "$limit" python3 "scripts/$script" "$@" > "$OUT/$name.json" \
-    2> "$OUT/$name.err"
-  echo "$name rc=$?"; cat "$OUT/$name.json"; tail -3 "$OUT/$name.err"
+  echo "[$(date +%T)] $name"
+  timeout "$limit" python3 "scripts/$script" "$@" > "$R/$name.json" \
+    2> "$R/$name.err"
+  echo "$name rc=$?"; cat "$R/$name.json"; tail -3 "$R/$name.err"
 }
 A=gpu_attention.py
 bench step8192 90 $A step $E artifacts/mha_step.bench.so 8192 5
@@ -68,11 +75,15 @@ bench train64 60 $T 4 64 64 4 10
 bench train1024 90 $T 8 1024 64 4 5
 timeout 60 bin/energy-device-buffers artifacts/self_attention.bench.so
 echo "device buffers rc=$?"
-timeout 240 python3 scripts/gpu_check.py check . "$OUT/gpu_check.json" \
-  > "$OUT/gpu_check.log" 2>&1
-echo "gpu_check rc=$?"; grep -v " ok " "$OUT/gpu_check.log" | tail -30
+timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
+echo "zoo rc=$?"; cat "$R/zoo.err"
+ENERGY_GPU_CHECK_JOBS=6 timeout 200 python3 scripts/gpu_check.py check . \
+  "$R/gpu_check.json" > "$R/gpu_check.log" 2>&1
+echo "gpu_check rc=$?"; grep -v " ok " "$R/gpu_check.log" | tail -30
 # The device tool brings back at most 8 files: one archive.
-(cd "$OUT" && tar czf results.tgz --remove-files ./*)
+(cd "$OUT" && tar czf results.tgz --remove-files results)
 RUN
-(cd "$bundle" && tar czf "../$(basename "$bundle").tgz" .)
-ls -la "$bundle.tgz"
+# xz: the artifacts' PTX repeats across files, which gzip's window misses
+# (68 MB against 6).
+(cd "$bundle" && tar cf - . | xz -9 -T2 > "../$(basename "$bundle").txz")
+ls -la "$bundle.txz"

@@ -37,6 +37,11 @@ def ours(energy_exec, artifact, device, inputs, steps, reps):
     report = json.loads(subprocess.run(command + ['--json'], check=True, capture_output=True,
                                        text=True).stdout)
     adjoints = {k: np.asarray(v['data']) for k, v in report.items() if k.startswith('adjoint.')}
+    if device == 'cuda' and os.environ.get('ENERGY_BENCH_TRACE'):  # for a closer look
+        traced = subprocess.run(command + ['--bench', '1'], capture_output=True, text=True,
+                                env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
+        with open(os.environ['ENERGY_BENCH_TRACE'], 'w') as f:
+            f.write(traced.stderr)
     bench = subprocess.run(command + ['--bench', str(reps), '--json'], check=True,
                            capture_output=True, text=True)
     return adjoints, json.loads(bench.stdout)['median_ms']

@@ -22,14 +22,16 @@ halves:
       they get 3e-2 (about 15 roundings' worth). Exits non-zero when a case
       differs or fails.
 
-Loss gradients through the dynamics are checked the same way: every model of
-tests/e2e/loss_models and examples/training, compiled for CUDA in f32 and f64,
+The zoo's models (tests/zoo, at their TEST_DIMS) are checked as the
+examples are. Loss gradients through the dynamics are checked the same way:
+every model of tests/e2e/loss_models, examples/training and the zoo, compiled for CUDA in f32 and f64,
 `--eval loss-grad` (the forward run, the losses and the backward program on
 the GPU, contractions the GPU kernels do not take on the host) against the
 interpreter's losses and adjoints, with the tolerances above (the backward
 pass is a few times as deep as the forward run, well inside them, as
 loss_gradients.py argues for the CPU).
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -47,11 +49,33 @@ STEPS = '3'
 
 
 def cases():
+    """(name, arguments) of every example of cases.txt, then of every zoo
+    model (tests/zoo, at its TEST_DIMS) as `prepare` listed them in the
+    bundle, which holds no sources."""
     with open(os.path.join(HERE, 'cases.txt')) as f:
         for line in f:
             if line[:1].isalpha():
                 model, arguments = line.strip().split('|')
                 yield model, arguments.split()
+    listed = os.path.join(HERE, 'zoo_cases.json')
+    if os.path.exists(listed):
+        with open(listed) as f:
+            for name, arguments in json.load(f):
+                yield name, arguments
+
+
+def zoo_models():
+    """(case name, source, dims arguments, has a loss) of every zoo model."""
+    sys.path.insert(0, os.path.join(HERE, '..', 'zoo'))
+    import zoo
+    for name in zoo.model_names():
+        model = zoo.load(name)
+        dims = ['--dim=%s=%d' % item for item in model.TEST_DIMS.items()]
+        yield 'zoo-' + name, model.SOURCE, dims, hasattr(model, 'loss')
+
+
+def source_of(model):
+    return os.path.join(HERE, '..', '..', 'examples', model + '.energy')
 
 
 LOSS_DTYPES = ('f32', 'f64')
@@ -73,6 +97,9 @@ def loss_cases():
     training = os.path.join(HERE, '..', '..', 'examples', 'training')
     for model, dims in sorted(TRAINING_DIMS.items()):
         yield 'loss-' + model, os.path.join(training, model + '.energy'), dims
+    for name, source, dims, has_loss in zoo_models():
+        if has_loss:
+            yield 'loss-' + name, source, dims
 
 
 def loss_arguments(dims):
@@ -112,13 +139,15 @@ def prepare(build_dir, bundle):
     shutil.copy(os.path.join(bin_dir, 'energy-exec'), os.path.join(bundle, 'bin'))
     for name in ('gpu_check.py', 'compare_with_interpreter.py', 'cases.txt'):
         shutil.copy(os.path.join(HERE, name), os.path.join(bundle, 'scripts'))
-    examples = os.path.join(HERE, '..', '..', 'examples')
-    for model, arguments in cases():
+    zoo = [(name, source, dims) for name, source, dims, _ in zoo_models()]
+    with open(os.path.join(bundle, 'scripts', 'zoo_cases.json'), 'w') as f:
+        json.dump([[name, dims] for name, _, dims in zoo], f)
+    sources = {name: source for name, source, _ in zoo}
+    for model, arguments in list(cases()) + [(name, dims) for name, _, dims in zoo]:
         for dtype in DTYPES:
             artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
             run([os.path.join(bin_dir, 'energyc'), '--target', 'cuda', '--cpu', 'x86-64-v3',
-                 '--dtype', dtype,
-                 os.path.join(examples, model + '.energy'), '-o', artifact])
+                 '--dtype', dtype, sources.get(model) or source_of(model), '-o', artifact])
             prefix = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
             for name, extra, _ in evaluations(arguments, prefix):
                 output = run([os.path.join(bin_dir, 'energy-run'), artifact, '--interp'] + extra)
@@ -178,55 +207,69 @@ def all_cases():
                 yield name, dtype, None, dims
 
 
-def check(bundle, report_path=None):
+def check_case(bundle, model, dtype, arguments, loss_dims):
+    """One case's report entry: its worst relative difference from the
+    interpreter, and 'ok', 'MISMATCH' or 'FAILED' with what differed."""
     energy_exec = os.path.join(bundle, 'bin', 'energy-exec')
-    outputs = os.path.join(bundle, 'gpu-outputs')
-    os.makedirs(outputs, exist_ok=True)
-    report, failures = [], 0
-    for model, dtype, arguments, loss_dims in all_cases():
-        artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
-        reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
-        prefix = os.path.join(outputs, '%s.%s' % (model, dtype))
-        worst, status, detail = 0.0, 'ok', ''
-        start = time.time()
-        try:
-            if loss_dims is not None:
-                output = run([energy_exec, artifact, '--device', 'cuda'] +
-                             loss_arguments(loss_dims), timeout=60)
-                with open(reference + '.json') as f:
-                    comparisons = [loss_pairs(json.loads(output), json.load(f))]
-            else:
-                comparisons = []
-                for name, extra, out in evaluations(arguments, prefix):
-                    output = run([energy_exec, artifact, '--device', 'cuda'] + extra, timeout=60)
-                    if name == 'energy':
-                        with open(reference + '.energy.json') as f:
-                            comparisons.append({'energy': ([json.loads(output)['energy']],
-                                                           [json.load(f)['energy']])})
-                        continue
-                    ours = read_safetensors(out)
-                    theirs = read_safetensors(reference + '.%s.safetensors' % name)
-                    if sorted(ours) != sorted(theirs):
-                        raise RuntimeError('%s: tensors %s, interpreter %s' % (
-                            name, sorted(ours), sorted(theirs)))
-                    comparisons.append({'%s %s' % (name, t): (ours[t], theirs[t])
-                                        for t in theirs})
-            for pairs in comparisons:
-                for label, (a, b) in pairs.items():
-                    error, scale = relative_error(a, b)
-                    worst = max(worst, error / scale)
-                    if error > TOLERANCE[dtype] * scale:
-                        status = 'MISMATCH'
-                        detail += '%s: %.3e > %.0e * %.3e; ' % (label, error,
-                                                               TOLERANCE[dtype], scale)
-        except RuntimeError as error:
-            status, detail = 'FAILED', str(error).strip().splitlines()[-1]
-        seconds = time.time() - start
-        failures += status != 'ok'
-        print('%-26s %s  worst relative %.2e  %5.1f s  %s %s' % (
-            model, dtype, worst, seconds, status, detail), flush=True)
-        report.append({'model': model, 'dtype': dtype, 'status': status,
-                       'worst_relative': worst, 'seconds': seconds, 'detail': detail})
+    artifact = os.path.join(bundle, 'artifacts', '%s.%s.so' % (model, dtype))
+    reference = os.path.join(bundle, 'references', '%s.%s' % (model, dtype))
+    prefix = os.path.join(bundle, 'gpu-outputs', '%s.%s' % (model, dtype))
+    worst, status, detail = 0.0, 'ok', ''
+    start = time.time()
+    try:
+        if loss_dims is not None:
+            output = run([energy_exec, artifact, '--device', 'cuda'] +
+                         loss_arguments(loss_dims), timeout=60)
+            with open(reference + '.json') as f:
+                comparisons = [loss_pairs(json.loads(output), json.load(f))]
+        else:
+            comparisons = []
+            for name, extra, out in evaluations(arguments, prefix):
+                output = run([energy_exec, artifact, '--device', 'cuda'] + extra, timeout=60)
+                if name == 'energy':
+                    with open(reference + '.energy.json') as f:
+                        comparisons.append({'energy': ([json.loads(output)['energy']],
+                                                       [json.load(f)['energy']])})
+                    continue
+                ours = read_safetensors(out)
+                theirs = read_safetensors(reference + '.%s.safetensors' % name)
+                if sorted(ours) != sorted(theirs):
+                    raise RuntimeError('%s: tensors %s, interpreter %s' % (
+                        name, sorted(ours), sorted(theirs)))
+                comparisons.append({'%s %s' % (name, t): (ours[t], theirs[t])
+                                    for t in theirs})
+        for pairs in comparisons:
+            for label, (a, b) in pairs.items():
+                error, scale = relative_error(a, b)
+                worst = max(worst, error / scale)
+                if error > TOLERANCE[dtype] * scale:
+                    status = 'MISMATCH'
+                    detail += '%s: %.3e > %.0e * %.3e; ' % (label, error, TOLERANCE[dtype],
+                                                           scale)
+    except RuntimeError as error:
+        status, detail = 'FAILED', str(error).strip().splitlines()[-1]
+    return {'model': model, 'dtype': dtype, 'status': status, 'worst_relative': worst,
+            'seconds': time.time() - start, 'detail': detail}
+
+
+def check(bundle, report_path=None):
+    """Every case (or those whose name contains ENERGY_GPU_CHECK_MATCH),
+    ENERGY_GPU_CHECK_JOBS (default 4) at a time on the one GPU (each a short
+    process of its own), reported in order."""
+    os.makedirs(os.path.join(bundle, 'gpu-outputs'), exist_ok=True)
+    jobs = int(os.environ.get('ENERGY_GPU_CHECK_JOBS', '4'))
+    match = os.environ.get('ENERGY_GPU_CHECK_MATCH', '')
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(check_case, bundle, *case) for case in all_cases()
+                   if match in case[0]]
+        report = []
+        for future in futures:
+            entry = future.result()
+            report.append(entry)
+            print('%-34s %-4s  worst relative %.2e  %5.1f s  %s %s' % (
+                entry['model'], entry['dtype'], entry['worst_relative'], entry['seconds'],
+                entry['status'], entry['detail']), flush=True)
+    failures = sum(entry['status'] != 'ok' for entry in report)
     if report_path:
         with open(report_path, 'w') as f:
             json.dump(report, f, indent=1)
