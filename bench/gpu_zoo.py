@@ -70,31 +70,6 @@ def exec_json(command, timeout):
     return json.loads(result.stdout)
 
 
-def torch_functions(model, arrays, device):
-    import torch
-    copies = getattr(model, 'COPIES', {})
-
-    def tensors(grad):
-        t = {k: torch.tensor(v, dtype=torch.float32, device=device, requires_grad=grad)
-             for k, v in arrays.items()}
-        for state, source in copies.items():
-            t[state] = t[source]
-        return t
-
-    base = tensors(False)
-
-    def inference():
-        return model.run(base, model.STEPS, create_graph=False)
-
-    def training():
-        t = tensors(True)
-        final = model.run(t, model.STEPS, create_graph=True)
-        model.loss(final, t).backward()
-        return {name: t[name].grad for name in model.TRAINED}
-
-    return inference, training
-
-
 def largest_difference(ours, theirs):
     """max over the tensors named in both of difference(ours, theirs)."""
     from gpu_attention import difference
@@ -107,6 +82,7 @@ def largest_difference(ours, theirs):
 
 
 def run_model(model, arrays, energy_exec, bundle, reps, device, directory, modes):
+    import zoo
     from compare_with_interpreter import read_safetensors
     from gpu_attention import time_torch, write_safetensors
     name, dims = model.NAME, model.BENCH_DIMS
@@ -116,7 +92,7 @@ def run_model(model, arrays, energy_exec, bundle, reps, device, directory, modes
     common = [energy_exec, artifact, '--in', inputs] + dim_arguments(dims) + (
         ['--device', 'cuda'] if device == 'cuda' else [])
     entry = {'name': name, 'dims': dims, 'steps': model.STEPS}
-    inference, training = torch_functions(model, arrays, device)
+    inference, training = zoo.torch_steps(model, arrays, device)
 
     final = os.path.join(directory, name + '.final.safetensors')
     subprocess.run(common + ['--eval', 'run', '--out', final], check=True, capture_output=True,

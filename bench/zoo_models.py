@@ -27,7 +27,6 @@ import statistics
 import sys
 
 import numpy as np
-import torch
 
 from benchlib import ROOT, relative_difference, write_safetensors
 from blas_env import set_anchor_threads
@@ -38,30 +37,6 @@ import zoo  # noqa: E402
 # f32 through up to 20 dependent steps: roundings of 6e-8 amplified by the
 # steps; a mismatch of the computations shows as an O(1) difference.
 TOLERANCE = 2e-2
-
-
-def torch_functions(model, arrays):
-    """The PyTorch inference and training step of `model` on `arrays`."""
-    copies = getattr(model, 'COPIES', {})
-
-    def tensors(grad):
-        t = {k: torch.tensor(v, dtype=torch.float32, requires_grad=grad)
-             for k, v in arrays.items()}
-        for state, source in copies.items():
-            t[state] = t[source]
-        return t
-
-    base = tensors(False)
-
-    def inference():
-        return model.run(base, model.STEPS, create_graph=False)
-
-    def training():
-        t = tensors(True)
-        final = model.run(t, model.STEPS, create_graph=True)
-        model.loss(final, t).backward()
-
-    return inference, training
 
 
 def paired_timing(ctx, function, artifact, args, reps, rounds, threads):
@@ -105,7 +80,7 @@ def run(ctx):
         ctx.log('zoo %s: %s' % (name, ', '.join('%s=%d' % kv for kv in dims.items())))
 
         # The same computation on both sides: the states after the run.
-        inference, training = torch_functions(model, arrays)
+        inference, training = zoo.torch_steps(model, arrays)
         set_anchor_threads(1)
         theirs = inference()
         ours = ctx.values_ours(artifact, common + ['--eval', 'run'], 'zoo_' + name)

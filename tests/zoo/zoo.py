@@ -51,6 +51,34 @@ def load(name):
     return module
 
 
+def torch_steps(model, arrays, device='cpu'):
+    """The PyTorch inference and training step of `model` on `arrays`
+    (numpy, by name) in float32 on `device`: inference() returns the final
+    states, training() the trained tensors' loss gradients (what the
+    benchmarks time)."""
+    copies = getattr(model, 'COPIES', {})
+
+    def tensors(grad):
+        t = {k: torch.tensor(v, dtype=torch.float32, device=device, requires_grad=grad)
+             for k, v in arrays.items()}
+        for state, source in copies.items():
+            t[state] = t[source]
+        return t
+
+    base = tensors(False)
+
+    def inference():
+        return model.run(base, model.STEPS, create_graph=False)
+
+    def training():
+        t = tensors(True)
+        final = model.run(t, model.STEPS, create_graph=True)
+        model.loss(final, t).backward()
+        return {name: t[name].grad for name in model.TRAINED}
+
+    return inference, training
+
+
 def gradient(energy, states, create_graph):
     """∇E with respect to each of `states` (zeros where E does not depend
     on one)."""
