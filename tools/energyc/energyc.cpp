@@ -174,6 +174,13 @@ cl::opt<unsigned> optLevel(
              "2; 3 compiles longer and runs no faster; lower levels compile "
              "faster and run slower)"),
     cl::init(mlir::energy::kDefaultOptLevel), cl::cat(energycOptions));
+cl::opt<bool> deviceLoops(
+    "device-loops",
+    cl::desc("Generate loops as a GPU needs them, on a CPU too: the exp of a "
+             "panel, log determinants and inverses as code instead of calls "
+             "of the support library (always so with --target cuda; for "
+             "testing that code)"),
+    cl::init(false), cl::Hidden, cl::cat(energycOptions));
 cl::opt<bool> noRunCaches(
     "no-run-caches",
     cl::desc("Compute every value at every step, also what reads only params "
@@ -290,13 +297,14 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
       return 1;
     if (mlir::failed(passes.run(*module)))
       return 1;
-    if (planned && mlir::failed(mlir::energy::runKernelPlanPipeline(
-                       *module,
-                       {backendName == "cuda", dtype == "bf16", !noRunCaches,
-                        !(shardedRank && shardedRank->backwardStepAlone)},
-                       [](mlir::PassManager &plan) {
-                         return mlir::applyPassManagerCLOptions(plan);
-                       })))
+    if (planned &&
+        mlir::failed(mlir::energy::runKernelPlanPipeline(
+            *module,
+            {backendName == "cuda", dtype == "bf16", !noRunCaches,
+             !(shardedRank && shardedRank->backwardStepAlone), deviceLoops},
+            [](mlir::PassManager &plan) {
+              return mlir::applyPassManagerCLOptions(plan);
+            })))
       return 1;
   }
   if (emitKind == EmitKind::PlanStats) {
@@ -326,6 +334,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     options.target = target;
     options.optLevel = optLevel;
     options.runCaches = !noRunCaches;
+    options.deviceLoops = deviceLoops;
     options.callerCotangents = callerCotangents;
     options.sourceName = inputFile;
     options.sourceText = sourceMgr.getMemoryBuffer(buffer)->getBuffer();

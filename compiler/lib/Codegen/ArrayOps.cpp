@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceFactorizations.h"
 #include "KernelLowering.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
@@ -40,7 +41,8 @@ public:
   FailureOr<Lowered> emitSelect(SelectOp choice);
   /// softmax, log_softmax, rmsnorm and layernorm, row by row.
   FailureOr<Lowered> emitRows(Operation *op);
-  /// log_det and inverse, by the support library.
+  /// log_det and inverse, by the support library (as loops with
+  /// deviceLoops()).
   FailureOr<Lowered> emitSupportCall(Operation *op);
 
 private:
@@ -457,6 +459,14 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
 FailureOr<Lowered> ArrayOpLowering::emitSupportCall(Operation *op) {
   Lowered operand = get(op->getOperand(0));
   auto operandType = cast<ArrayType>(op->getOperand(0).getType());
+  if (deviceLoops()) {
+    if (isa<LogDetOp>(op))
+      return Lowered{emitLogDetLoops(*this, operandType, operand.data),
+                     Value()};
+    Value data = allocate(operandType);
+    emitInverseLoops(*this, operandType, operand.data, data);
+    return Lowered{Value(), data};
+  }
   bool single = context.elementType.getWidth() != 64;
   Value n = toI64(shape(operandType).back());
   if (isa<LogDetOp>(op)) {

@@ -13,6 +13,8 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::energy;
 using namespace mlir::energy::codegen;
@@ -278,6 +280,18 @@ Lowered KernelBuilder::slice(Value base, ArrayType whole, ArrayType part,
 void KernelBuilder::expInPlace(Value values, Value count) {
   // Weights below the smallest normal number become 0 (they would cost a
   // microcode assist each and weigh under 2^-126 of the largest).
+  if (deviceLoops()) {
+    Value smallestNormal =
+        real(singlePrecision() ? std::numeric_limits<float>::min()
+                               : std::numeric_limits<double>::min());
+    forRange(count, [&](Value position) {
+      Value weight = exp(load(values, position));
+      store(select(cmp(arith::CmpFPredicate::OLT, weight, smallestNormal),
+                   real(0.0), weight),
+            values, position);
+    });
+    return;
+  }
   callSupport(singlePrecision() ? ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F32
                                 : ENERGY_SUPPORT_SOFTMAX_WEIGHTS_F64,
               {toI64(count), values, values});

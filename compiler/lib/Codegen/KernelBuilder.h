@@ -152,6 +152,9 @@ public:
   }
   /// Whether elements are f32 (else f64).
   bool singlePrecision() { return context.elementType.getWidth() != 64; }
+  /// Whether loops must not call host functions where code can do the work
+  /// (kDeviceLoopsAttr: CUDA artifacts).
+  bool deviceLoops() { return context.model->hasAttr(kDeviceLoopsAttr); }
 
   /// Pointer arithmetic and element access.
   Value offsetPointer(Value base, Value elementOffset) {
@@ -180,8 +183,8 @@ public:
   /// Stores `value` (an index as i64) in 8-byte slot `position` of `slots`.
   void storeInSlot(Value slots, unsigned position, Value value);
   /// The softmax weights exp(x) of `count` elements at `values`, in place
-  /// (the support library's vector exp, results below the smallest normal
-  /// number dropped).
+  /// (the support library's vector exp, or a loop with deviceLoops();
+  /// results below the smallest normal number dropped).
   void expInPlace(Value values, Value count);
   /// Stores a scalar result (as f64) into the result argument.
   Value storeResult(Value scalar);

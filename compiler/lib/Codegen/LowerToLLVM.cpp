@@ -122,7 +122,8 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
   KernelPlanTarget target{
       options.target.device == "cuda", options.dtype == "bf16",
       options.runCaches,
-      !(options.shardedRank && options.shardedRank->backwardStepAlone)};
+      !(options.shardedRank && options.shardedRank->backwardStepAlone),
+      options.deviceLoops};
   if (failed(guardCompilation("the pass pipeline", model.getLoc(), [&] {
         if (failed(updates.run(energyModule)))
           return failure();

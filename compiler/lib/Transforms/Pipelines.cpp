@@ -167,6 +167,7 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   EnergyPlanEnginesOptions engines;
   engines.target = target.cuda ? "cuda" : "cpu";
   engines.bf16Products = target.bf16Products;
+  engines.deviceLoops = target.deviceLoops;
   modelPasses.addPass(createEnergyPlanEngines(engines));
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanRunCaches());

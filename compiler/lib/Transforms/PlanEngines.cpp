@@ -46,6 +46,9 @@ struct PlanEnginesPass
   }
 
   void runOnOperation() override {
+    if (target == "cuda" || deviceLoops)
+      getOperation()->setAttr(kDeviceLoopsAttr,
+                              UnitAttr::get(getOperation().getContext()));
     getOperation().walk([&](SoftmaxContractOp contract) {
       if (!contract.getEngine())
         contract.setEngine(engineOf(contract));

@@ -1,6 +1,7 @@
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=cuda bf16-products=true}))' | FileCheck %s
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=cuda}))' | FileCheck %s --check-prefix=CUDA
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines))' | FileCheck %s --check-prefix=CPU
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{device-loops=true}))' | FileCheck %s --check-prefix=DEVICE
 // RUN: not energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-engines{target=tpu}))' 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: energy-plan-engines: target 'tpu'; expected cpu or cuda
@@ -9,12 +10,17 @@
 // CPU's, the GPU's, and with bf16 products the tensor-core one or cuDNN's
 // fused attention where it computes the contraction.
 
+// On CUDA, and on a CPU when asked, the model's loops are to run without
+// host calls (energy.device_loops); the engines stay the target's.
+// DEVICE-LABEL: energy.model @row_side attributes {energy.device_loops} {
+// DEVICE:       } {engine = "cpu"}
+
 // Row sums of a table, unmasked: cuDNN's fused attention computes them.
 // CHECK-LABEL: energy.model @row_side
 // CHECK:       } {engine = "cudnn"} : !energy.array<N>, !energy.array<N, D>
-// CUDA-LABEL:  energy.model @row_side
+// CUDA-LABEL:  energy.model @row_side attributes {energy.device_loops} {
 // CUDA:        } {engine = "cuda"} : !energy.array<N>, !energy.array<N, D>
-// CPU-LABEL:   energy.model @row_side
+// CPU-LABEL:   energy.model @row_side {
 // CPU:         } {engine = "cpu"} : !energy.array<N>, !energy.array<N, D>
 energy.model @row_side {
   dim @N

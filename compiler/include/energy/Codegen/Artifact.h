@@ -83,6 +83,9 @@ struct ArtifactOptions {
   /// Whether the kernels keep what a call computes from params and inputs
   /// alone (energy-plan-run-caches; CPU artifacts only).
   bool runCaches = true;
+  /// Loops without host calls where code can do the work, on a CPU too
+  /// (KernelPlanTarget::deviceLoops; CUDA artifacts always have them).
+  bool deviceLoops = false;
   /// Whether the backward program is seeded by the caller's cotangents of
   /// the final states (`@X.incoming`) instead of the model's losses, and
   /// also differentiates the inputs (energy-caller-cotangents): a model

@@ -887,13 +887,20 @@ def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
     energy_support_cuda_fused_attention_bf16 runs them on cuDNN where it is
     installed and takes their sizes, heads of up to 128 features and
     values, and on the tensor-core kernel otherwise); generic ones
-    `"loops"`.
+    `"loops"`. On CUDA (or with `device-loops`) it also marks the model
+    `energy.device_loops`: code generation then writes the exp of a
+    panel, a log determinant and an inverse as loops instead of calls of
+    the host's support functions, so that the loops around them can run
+    on the GPU.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "The device the artifact runs on: cpu or cuda">,
     Option<"bf16Products", "bf16-products", "bool", /*default=*/"false",
-           "On CUDA, bf16 products on tensor cores (--dtype bf16)">
+           "On CUDA, bf16 products on tensor cores (--dtype bf16)">,
+    Option<"deviceLoops", "device-loops", "bool", /*default=*/"false",
+           "Mark the model `energy.device_loops` on a CPU too (always on "
+           "CUDA): loops without host calls where code can do the work">
   ];
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }

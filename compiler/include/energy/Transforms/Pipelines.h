@@ -58,6 +58,10 @@ struct KernelPlanTarget {
   /// energy-plan-defer-invariant-products (off where the runtime calls a
   /// backward step without the finish).
   bool deferProducts = true;
+  /// Kernels whose loops call no host function where code can be generated
+  /// instead (energy-plan-engines' device-loops): what CUDA artifacts need
+  /// for their loops to run on the GPU; on a CPU, to test that code.
+  bool deviceLoops = false;
 };
 
 /// Plans the kernels (the plan steps) and simplifies the plan:

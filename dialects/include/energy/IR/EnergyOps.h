@@ -136,6 +136,12 @@ inline constexpr StringLiteral kContractEngines[] = {
     kLoopsEngine, kCpuEngine, kCudaEngine, kCudaTensorCoresEngine,
     kCudnnEngine};
 
+/// A model's unit attribute, set by energy-plan-engines for CUDA (or on
+/// request): its kernels' loops are generated without calls of host
+/// functions where code can do the work (an exp over a panel, a log
+/// determinant, an inverse), so that a GPU can run them.
+inline constexpr StringLiteral kDeviceLoopsAttr = "energy.device_loops";
+
 /// Checks that `name` is a plugin's aggregation in the aggregation table;
 /// otherwise an error on `op` that says to load its plugin.
 LogicalResult verifyPluginAggregation(Operation *op, StringRef name);
