@@ -572,7 +572,7 @@ def Energy_GradOp : Energy_Op<"grad", [
                        OptionalAttr<ArrayAttr>:$into);
   let results = (outs Variadic<Energy_AnyArray>:$results);
   let assemblyFormat =
-      "$tensor (`and` $also^)? (`of` $of^)? attr-dict `:` type($results)";
+      "$tensor (`and` $also^)? (`of` $of^)? attr-dict (`:` type($results)^)?";
   let builders = [
     OpBuilder<(ins "::mlir::Type":$type, "::mlir::FlatSymbolRefAttr":$tensor,
                    "::mlir::FlatSymbolRefAttr":$of)>
