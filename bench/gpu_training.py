@@ -10,8 +10,8 @@ of docs/benchmarks.md): STEPS momentum steps of a batch of self-attention
 energies, a squared-error loss, and its gradient with respect to Wq and Wk
 through the steps. Ours: `energy-exec ARTIFACT --eval loss-grad` with the
 CUDA artifact on the GPU (`--device cuda`, the forward steps and the
-backward program; contractions with pair terms on the host) and the CPU
-artifact on the host's cores, from the same inputs; the GPU's adjoints are
+backward program, their contractions with pair terms as generated GPU
+loops) and the CPU artifact on the host's cores, from the same inputs; the GPU's adjoints are
 compared with the CPU's (relative to their largest entry; both f32). The
 anchor is training_step.py's PyTorch step (autograd with create_graph
 through the steps) run on the GPU in f32, timed with torch.cuda.synchronize

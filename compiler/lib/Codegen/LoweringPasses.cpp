@@ -12,6 +12,7 @@
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/IR/EnergyOps.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/Verifier.h"
@@ -81,6 +82,29 @@ struct OutlineParallelLoopsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // The kernels' module declares the support functions the loops become
+    // calls of; another (the one around it) does not.
+    bool declared = module.lookupSymbol(ENERGY_SUPPORT_PARALLEL_FOR) &&
+                    (!gpu || module.lookupSymbol(ENERGY_SUPPORT_CUDA_LAUNCH));
+    bool loops =
+        module
+            .walk([](scf::ForOp loop) {
+              bool marked =
+                  llvm::any_of(loop->getAttrs(), [](NamedAttribute attribute) {
+                    return attribute.getName().strref().starts_with("energy.");
+                  });
+              return marked ? WalkResult::interrupt() : WalkResult::advance();
+            })
+            .wasInterrupted();
+    if (!declared && loops) {
+      module.emitError()
+          << "energy-outline-parallel-loops: this module does not declare "
+             "the kernel support functions: run it on the module "
+             "energy-emit-kernels writes the kernels into "
+             "(builtin.module(energy-emit-kernels, "
+             "builtin.module(energy-outline-parallel-loops)))";
+      return signalPassFailure();
+    }
     if (!gpu) {
       outlineParallelLoops(module);
       return;

@@ -217,3 +217,41 @@ energy.model @generic {
     } : !energy.array<N>, !energy.array<N, D>
   }
 }
+
+// -----
+
+// A bilinear contraction whose column values are weighed by a pair term
+// (q[c]·a[p], as a second derivative's are): a CPU's kernel takes it; the
+// GPU kernels do not (they would hand it to the host's threads), so on CUDA
+// generated loops run it, on the GPU.
+// CHECK-LABEL: energy.model @pair_term
+// CHECK:       {engine = "loops"}
+// CUDA-LABEL:  energy.model @pair_term
+// CUDA:        {engine = "loops"}
+// CPU-LABEL:   energy.model @pair_term
+// CPU:         {engine = "cpu"}
+energy.model @pair_term {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  tensor @a : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %v = read @a : !energy.array<N, D>
+    %b:2 = softmax_contract bilinear rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      yield %3 : !energy.array<>
+    } col_values {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %v[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      %4 = mul %3, %1 : !energy.array<>, !energy.array<D>
+      yield %4 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+    accumulate %b#1 into @x : !energy.array<N, D>
+  }
+}

@@ -878,8 +878,11 @@ def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
     reads the choice. On a CPU (`target=cpu`): bilinear ones `"cpu"`, the
     support library's kernel; quadratic and generic ones `"loops"`
     (generated loops, vectorised in one pass, are the faster for a
-    quadratic one's few columns). On CUDA (`target=cuda`): bilinear and
-    quadratic ones `"cuda"`, the support library's GPU kernels, or with
+    quadratic one's few columns). On CUDA (`target=cuda`): bilinear ones
+    with pair terms or value factors `"loops"` (the GPU kernels take
+    neither and would leave them to the host's threads; generated loops run
+    on the GPU), other bilinear and quadratic ones `"cuda"`, the support
+    library's GPU kernels, or with
     `bf16-products` bilinear ones `"cuda-tensor-cores"`, and among those
     the ones cuDNN's fused flash attention computes `"cudnn"`: its row
     values plain table rows, no column values, no given normaliser,
