@@ -37,11 +37,13 @@ FailureOr<Lowered> ReductionLowering::emitReduce(ReduceOp reduce) {
   // A sum outside every loop: fixed chunks of the first axis, summed on the
   // thread pool, then added in chunk order, so that the result does not
   // depend on the number of threads.
-  // At least 64 positions a chunk, at most 256 chunks, and partial sums of
-  // at most 2^20 elements in all: memory that does not grow with the
-  // domain.
-  constexpr int64_t kMinPositionsPerChunk = 64, kMaxChunks = 256,
-                    kMaxPartialElements = int64_t(1) << 20;
+  // At least 64 positions a chunk, at most 256 chunks (for a CPU's
+  // threads; a GPU's thousands get a chunk per position, up to 2^16), and
+  // partial sums of at most 2^20 elements in all: memory that does not grow
+  // with the domain.
+  const int64_t kMinPositionsPerChunk = deviceLoops() ? 1 : 64,
+                kMaxChunks = deviceLoops() ? int64_t(1) << 16 : 256;
+  constexpr int64_t kMaxPartialElements = int64_t(1) << 20;
   auto type = cast<ArrayType>(reduce.getType());
   Value extent, chunks, size, partials, positionsPerChunk;
   {

@@ -8,7 +8,8 @@
 // Cholesky factorisation in f64 scratch (NaN when a pivot is not positive,
 // the log determinant narrowed to f32), inverse a Gauss-Jordan elimination
 // with partial pivoting in f64 (NaN everywhere when a pivot is below n · ε ·
-// the largest magnitude).
+// the largest magnitude); a parallel sum outside loops runs in more, smaller
+// chunks.
 
 // CHECK-LABEL: energy.model @retrieval_device
 // CHECK-LABEL: func.func @energy_kernel_energy(
@@ -94,5 +95,30 @@ energy.model @factorisations_device attributes {energy.device_loops} {
     %s = reduce_elements sum %i : !energy.array<D, D>
     %t = add %l, %s : !energy.array<>, !energy.array<>
     yield %t : !energy.array<>
+  }
+}
+
+// -----
+
+// A parallel sum outside every loop: a GPU runs a chunk per position of its
+// first index (up to 2^16 chunks), not a CPU's 64 positions a chunk.
+// CHECK-LABEL: energy.model @parallel_sum_device
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         %[[EXTENT:[0-9]+]] = arith.maxsi %{{[0-9]+}}, %{{.*}} : index
+// CHECK:         %[[BYSIZE:[0-9]+]] = arith.ceildivsi %[[EXTENT]], %c1{{[_0-9]*}} : index
+// CHECK-NEXT:    %[[MAX:.*]] = arith.constant 65536 : index
+// CHECK-NEXT:    %{{[0-9]+}} = arith.minsi %[[BYSIZE]], %[[MAX]] : index
+// CHECK:         } {energy.parallel}
+energy.model @parallel_sum_device attributes {energy.device_loops} {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  term @e {
+    %0 = reduce sum parallel (%i : @N) {
+      %1 = read @x[%i] : !energy.array<D>
+      %2 = reduce_elements sqnorm %1 : !energy.array<D>
+      yield %2 : !energy.array<>
+    } : !energy.array<>
+    yield %0 : !energy.array<>
   }
 }
