@@ -314,8 +314,9 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
     storeSlot(kRowFeatures, get(form.rowTable).data);
     storeSlot(kColFeatures, get(form.colTable).data);
   }
+  // A normaliser nothing reads is not written (on cuDNN, one kernel less).
   Value lse = contract.getLse();
-  storeSlot(kLse, lse ? get(lse).data : null);
+  storeSlot(kLse, lse && !lse.use_empty() ? get(lse).data : null);
   Value given = contract.getGivenLse();
   storeSlot(kGivenLse, given ? get(given).data : null);
   for (auto [j, table] : llvm::enumerate(form.rowValueTables)) {

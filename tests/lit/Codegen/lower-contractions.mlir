@@ -10,11 +10,17 @@
 // quadratic contraction calls the GPU's mixture kernel (12 slots).
 
 // engine "cpu": the score's scale (beta, read as a const) is slot 5 as f64,
-// the row and column tables slots 3 and 4, the lse result slot 9; the
+// the row and column tables slots 3 and 4, the lse result slot 9 (null when
+// nothing reads it); the
 // kernel's code becomes the status (2 out of memory -> 2, 3 device -> 4,
 // any other failure -> 3 invalid argument, 0 stays 0).
+// The gradient reads no normaliser: its slot 9 is null, and nothing
+// writes one.
 // CHECK-LABEL: energy.model @retrieval_cpu
 // CHECK-LABEL: func.func private @energy_gradient_0_x(
+// CHECK:         %[[NULL:[0-9]+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:         %[[G9:[0-9]+]] = llvm.getelementptr %{{[0-9]+}}[9] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[NULL]], %[[G9]] : !llvm.ptr, !llvm.ptr
 // CHECK:         call @energy_support_softmax_contract_f32(
 // CHECK-NOT:     call @energy_support_softmax_contract_f64(
 // CHECK:         return
