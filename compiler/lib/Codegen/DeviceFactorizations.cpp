@@ -64,24 +64,13 @@ public:
         kernel.load(base, indexAdd(indexMul(row, size), column)));
   }
 
-  /// A loop over [lower, upper) carrying `carried`; returns its results.
   SmallVector<Value>
   loop(Value lower, Value upper, ValueRange carried,
        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto loop =
-        scf::ForOp::create(b, loc, lower, upper, kernel.index(1), carried);
-    dropImplicitYield(loop);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(loop.getBody());
-    scf::YieldOp::create(
-        b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
-    return SmallVector<Value>(loop.getResults());
+    return kernel.forRange(lower, upper, carried, body);
   }
   void loop(Value lower, Value upper, function_ref<void(Value)> body) {
-    loop(lower, upper, {}, [&](Value position, ValueRange) {
-      body(position);
-      return SmallVector<Value>();
-    });
+    kernel.forSteps(lower, upper, kernel.index(1), body);
   }
   /// Σ over k in [0, count) of term(k).
   Value sum(Value count, function_ref<Value(Value)> term) {

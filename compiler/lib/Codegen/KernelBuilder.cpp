@@ -187,7 +187,13 @@ void KernelBuilder::forRange(Value upper, function_ref<void(Value)> body) {
 SmallVector<Value> KernelBuilder::forRange(
     Value upper, ValueRange carried,
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto loop = scf::ForOp::create(b, loc, index(0), upper, index(1), carried);
+  return forRange(index(0), upper, carried, body);
+}
+
+SmallVector<Value> KernelBuilder::forRange(
+    Value lower, Value upper, ValueRange carried,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, loc, lower, upper, index(1), carried);
   dropImplicitYield(loop);
   {
     OpBuilder::InsertionGuard guard(b);

@@ -235,6 +235,10 @@ public:
   SmallVector<Value>
   forRange(Value upper, ValueRange carried,
            function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// Loops over [lower, upper) carrying `carried`; returns the results.
+  SmallVector<Value>
+  forRange(Value lower, Value upper, ValueRange carried,
+           function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Loops over [lower, upper) in steps of `step`.
   scf::ForOp forSteps(Value lower, Value upper, Value step,
                       function_ref<void(Value)> body);
