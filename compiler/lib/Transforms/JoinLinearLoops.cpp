@@ -48,14 +48,16 @@ std::optional<AccumulatingLoop> accumulatingLoop(ForeachOp loop) {
   return AccumulatingLoop{loop, accumulate};
 }
 
-/// The tensors `op` (and what it holds) reads, and those it writes.
+/// The tensors `op` (and what it holds) reads, and those it writes. What
+/// an accumulate writes is the gradient's buffer for its tensor, which no
+/// op reads, and accumulates commute: they are not writes here.
 void collectTensors(Operation *op, llvm::StringSet<> &read,
                     llvm::StringSet<> &written) {
   op->walk([&](Operation *inner) {
     if (auto readOp = dyn_cast<ReadOp>(inner))
       read.insert(readOp.getSource());
-    else if (auto accumulate = dyn_cast<AccumulateOp>(inner))
-      written.insert(accumulate.getTensor());
+    else if (isa<AccumulateOp>(inner))
+      return;
     else if (auto store = dyn_cast<StoreOp>(inner))
       written.insert(store.getTensor());
     else if (!isMemoryEffectFree(inner) && !isa<YieldOp>(inner) &&
@@ -64,9 +66,9 @@ void collectTensors(Operation *op, llvm::StringSet<> &read,
   });
 }
 
-/// Whether `first` may run where `second` is: nothing between them reads
-/// the tensor `first` adds into or writes what `first` reads, and the ops
-/// between have no effects but reads and stores we can name.
+/// Whether `first` may run where `second` is: nothing between them writes
+/// what `first` reads, and the ops between have no effects but reads,
+/// stores we can name and adds into the gradient.
 bool movableTo(AccumulatingLoop first, ForeachOp second) {
   llvm::StringSet<> readByFirst, writtenByFirst;
   collectTensors(first.loop, readByFirst, writtenByFirst);

@@ -267,6 +267,28 @@ bool invert(const IRMapping &mapping, IRMapping &inverse) {
   return true;
 }
 
+/// A table as one table over all its indices: the tables its body yields,
+/// each computed in the body around it, flattened into it.
+struct FlatTable {
+  SmallVector<Value> indices;
+  SmallVector<Attribute> sizes;
+  Value element;
+};
+
+FlatTable flatten(TabulateOp table) {
+  FlatTable flat;
+  for (;;) {
+    Block &body = table.getBody().front();
+    llvm::append_range(flat.indices, body.getArguments());
+    llvm::append_range(flat.sizes, table.getSizes());
+    flat.element = table.getBodyValue();
+    auto inner = flat.element.getDefiningOp<TabulateOp>();
+    if (!inner || inner->getBlock() != &body)
+      return flat;
+    table = inner;
+  }
+}
+
 /// `value` as `extract %A[indices]` (identity map): A and the indices.
 std::optional<std::pair<Value, OperandRange>> arrayElement(Value value) {
   auto extract = value.getDefiningOp<ExtractOp>();
@@ -333,16 +355,17 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
     return false;
   Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
   // Two tables of the same values (the plan makes one per loop that needs
-  // it, before CSE merges them).
+  // it, before CSE merges them), nested alike or not.
   if (auto first = dyn_cast_or_null<TabulateOp>(x)) {
     auto second = dyn_cast_or_null<TabulateOp>(y);
-    if (!second || first.getType() != second.getType() ||
-        first.getSizes() != second.getSizes())
+    if (!second || first.getType() != second.getType())
+      return false;
+    FlatTable one = flatten(first), other = flatten(second);
+    if (one.sizes != other.sizes)
       return false;
     IRMapping bodies = arguments;
-    bodies.map(first.getBody().front().getArguments(),
-               second.getBody().front().getArguments());
-    return computeSame(first.getBodyValue(), second.getBodyValue(), bodies);
+    bodies.map(one.indices, other.indices);
+    return computeSame(one.element, other.element, bodies);
   }
   // Two plain reductions of the same values (no predicate, no
   // temperature): a row's dot products with every slot, summed as embeds.

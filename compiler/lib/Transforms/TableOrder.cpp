@@ -6,7 +6,8 @@
 // tabulated over (b, μ). Read only by matrix products, the table is the
 // transpose of the one over (j, i), which reads those arrays along their
 // rows: the products take that table with their operand marked transposed,
-// and CSE then finds the same table where the program already has it.
+// and CSE then finds the same table where the program already has it. A
+// table that an earlier one computes in another nesting is that one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +141,32 @@ bool orderTable(TabulateOp op) {
   return true;
 }
 
+/// Reads, in place of each table of `block`, an earlier one of the block
+/// that computes the same values in another nesting (over (b, a, μ) and
+/// over (b, a) of rows over μ), where no store between them changes what
+/// they read.
+void shareEqualTables(Block &block) {
+  SmallVector<TabulateOp> earlier;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (isa<StoreOp>(op)) {
+      earlier.clear();
+      continue;
+    }
+    auto table = dyn_cast<TabulateOp>(op);
+    if (!table)
+      continue;
+    auto same = llvm::find_if(earlier, [&](TabulateOp candidate) {
+      return computeSame(candidate.getResult(), table.getResult(), IRMapping());
+    });
+    if (same == earlier.end()) {
+      earlier.push_back(table);
+      continue;
+    }
+    table.getResult().replaceAllUsesWith(same->getResult());
+    table->erase();
+  }
+}
+
 } // namespace
 
 void mlir::energy::orderTablesAsTheirReads(ModelOp model) {
@@ -147,4 +174,10 @@ void mlir::energy::orderTablesAsTheirReads(ModelOp model) {
   model.walk([&](TabulateOp table) { tables.push_back(table); });
   for (TabulateOp table : tables)
     orderTable(table);
+  SmallVector<Block *> blocks;
+  model.walk([&](GradientOp gradient) {
+    blocks.push_back(&gradient.getBody().front());
+  });
+  for (Block *block : blocks)
+    shareEqualTables(*block);
 }

@@ -76,11 +76,10 @@ energy.model @norm_backward {
 
 // Not joined: a map that adds a term of its own (L(u) + c counts c once
 // per loop), different maps (a product by W in one, by V in the other),
-// loops with a read of the tensor they add into between them, and a row
-// times a sum over its own elements (quadratic: the sum reads the row
-// inside its region).
+// and a row times a sum over its own elements (quadratic: the sum reads
+// the row inside its region).
 // CHECK-LABEL: energy.model @kept
-// CHECK-COUNT-8: foreach
+// CHECK-COUNT-7: foreach
 // CHECK-NOT:     foreach
 energy.model @kept {
   dim @N
@@ -143,6 +142,47 @@ energy.model @kept {
         yield %e : !energy.array<>
       } : !energy.array<>
       %0 = mul %u, %s : !energy.array<D>, !energy.array<>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+  }
+}
+
+// Joined across a read of the tensor they add into and another loop that
+// adds into it: the loops add into the gradient's buffer, which no op
+// reads, and adds commute.
+// CHECK-LABEL: energy.model @across_reads
+// CHECK:         %[[A:[0-9]+]] = batch_matmul
+// CHECK:         foreach
+// CHECK:         %[[E:[0-9]+]] = batch_matmul
+// CHECK-NEXT:    foreach (%[[I:.*]] : @N) {
+// CHECK-DAG:       extract %[[A]][%[[I]]]
+// CHECK-DAG:       extract %[[E]][%[[I]]]
+// CHECK:           accumulate %{{.*}} into @x[%[[I]]]
+// CHECK-NEXT:    }
+// CHECK-NOT:     foreach
+energy.model @across_reads {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D] = zeros
+  tensor @y : state [@N, @D] = zeros
+  tensor @W : param [@D, @D]
+  term @t {
+    %0 = constant 0.000000e+00
+    yield %0 : !energy.array<>
+  }
+  gradient @x {
+    %w = read @W : !energy.array<D, D>
+    %y = read @y : !energy.array<N, D>
+    %a = batch_matmul %y, %w : !energy.array<N, D>, !energy.array<D, D> -> !energy.array<N, D>
+    foreach (%i : @N) {
+      %r = read @y[%i] : !energy.array<D>
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = mul %u, %r : !energy.array<D>, !energy.array<D>
+      accumulate %0 into @x[%i] : !energy.array<D>
+    }
+    foreach (%i : @N) {
+      %u = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %0 = matmul %w, %u : !energy.array<D, D>, !energy.array<D>
       accumulate %0 into @x[%i] : !energy.array<D>
     }
     %z = read @x : !energy.array<N, D>
