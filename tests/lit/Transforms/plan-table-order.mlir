@@ -73,3 +73,48 @@ energy.model @memory_adjoint {
     accumulate %u into @xi : !energy.array<M, D>
   }
 }
+
+// The same table in two nestings, over (b, μ) and over b of rows over μ:
+// the later one is the earlier one, which both products then read.
+// CHECK-LABEL: energy.model @two_nestings
+// CHECK:         %[[ROWS:[0-9]+]] = tabulate (%{{.*}} : @B) {
+// CHECK-NEXT:      tabulate (%{{.*}} : @M) {
+// CHECK:         } : !energy.array<B, M>
+// CHECK-NEXT:    batch_matmul %[[ROWS]] transposed, %{{.*}} summed
+// CHECK-NOT:     tabulate
+// CHECK:         batch_matmul %[[ROWS]] transposed, %{{.*}} summed
+energy.model @two_nestings {
+  dim @B
+  dim @M
+  dim @D
+  tensor @s : input [@B, @M]
+  tensor @sigma : input [@B, @D]
+  tensor @tau : input [@B, @D]
+  tensor @xi : param [@M, @D]
+  term @e {
+    %0 = constant 0.000000e+00
+    yield %0 : !energy.array<>
+  }
+  gradient @xi {
+    %s = read @s : !energy.array<B, M>
+    %sigma = read @sigma : !energy.array<B, D>
+    %tau = read @tau : !energy.array<B, D>
+    %rows = tabulate (%b : @B) {
+      %row = tabulate (%mu : @M) {
+        %v = extract %s[%b, %mu] : !energy.array<B, M> -> !energy.array<>
+        %r = relu %v : !energy.array<>
+        yield %r : !energy.array<>
+      } : !energy.array<M>
+      yield %row : !energy.array<M>
+    } : !energy.array<B, M>
+    %p = batch_matmul %rows transposed, %sigma summed : !energy.array<B, M>, !energy.array<B, D> -> !energy.array<M, D>
+    accumulate %p into @xi : !energy.array<M, D>
+    %flat = tabulate (%b : @B, %mu : @M) {
+      %v = extract %s[%b, %mu] : !energy.array<B, M> -> !energy.array<>
+      %r = relu %v : !energy.array<>
+      yield %r : !energy.array<>
+    } : !energy.array<B, M>
+    %q = batch_matmul %flat transposed, %tau summed : !energy.array<B, M>, !energy.array<B, D> -> !energy.array<M, D>
+    accumulate %q into @xi : !energy.array<M, D>
+  }
+}
