@@ -17,11 +17,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "PlanKernels.h"
 #include "Slices.h"
 
+#include "energy/Transforms/Dependence.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -284,35 +288,44 @@ bool shareFactor(Value a, Value b, Shared form) {
   return sameUpToScalars(splitTerm(a, form).first, splitTerm(b, form).first);
 }
 
-/// Builds sums of terms at one point, each sum once.
+/// The largest group of `terms` that share a factor (in `form`): the
+/// largest first, since a term may share one factor with some terms and
+/// the other with more.
+SmallVector<size_t> largestGroup(ArrayRef<Term> terms, Shared &bestForm) {
+  SmallVector<size_t> best;
+  for (Shared form : kSharedForms) {
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (!splitTerm(terms[i].value, form).second)
+        continue;
+      SmallVector<size_t> group{i};
+      for (size_t j = i + 1; j < terms.size(); ++j)
+        if (splitTerm(terms[j].value, form).second &&
+            terms[j].value.getType() == terms[i].value.getType() &&
+            shareFactor(terms[i].value, terms[j].value, form))
+          group.push_back(j);
+      if (group.size() > best.size()) {
+        best = group;
+        bestForm = form;
+      }
+    }
+  }
+  return best;
+}
+
+/// Builds sums of terms, each once: at the builder's point, or (`early`)
+/// right after the last of `block`'s ops that compute what it reads, so
+/// that every user of the terms it replaces can read it.
 class SumBuilder {
 public:
-  explicit SumBuilder(OpBuilder &builder) : builder(builder) {}
+  SumBuilder(OpBuilder &builder, Block &block, bool early)
+      : builder(builder), block(block), early(early) {}
 
   /// The terms with every group that shares a factor (two or more) replaced
   /// by one product of that factor and the group's inner sum.
   SmallVector<Term> combine(SmallVector<Term> terms, bool &combined) {
-    // The largest group first: a term may share one factor with some terms
-    // and the other with more.
     for (;;) {
-      SmallVector<size_t> best;
       Shared bestForm = kSharedForms[0];
-      for (Shared form : kSharedForms) {
-        for (size_t i = 0; i < terms.size(); ++i) {
-          if (!splitTerm(terms[i].value, form).second)
-            continue;
-          SmallVector<size_t> group{i};
-          for (size_t j = i + 1; j < terms.size(); ++j)
-            if (splitTerm(terms[j].value, form).second &&
-                terms[j].value.getType() == terms[i].value.getType() &&
-                shareFactor(terms[i].value, terms[j].value, form))
-              group.push_back(j);
-          if (group.size() > best.size()) {
-            best = group;
-            bestForm = form;
-          }
-        }
-      }
+      SmallVector<size_t> best = largestGroup(terms, bestForm);
       if (best.size() < 2)
         return terms;
       Term product = {Coefficient(), productOf(terms, best, bestForm)};
@@ -323,14 +336,23 @@ public:
     }
   }
 
-  /// Σ terms (of type `type`), built once per set of terms.
-  Value sum(SmallVector<Term> terms, Type type) {
+  /// Σ terms of type `type` if it was built, else null.
+  Value built(ArrayRef<Term> terms, Type type) const {
     for (auto &[built, value] : sums)
       if (value.getType() == type && built.size() == terms.size() &&
           std::is_permutation(built.begin(), built.end(), terms.begin()))
         return value;
+    return Value();
+  }
+
+  /// Σ terms (of type `type`), built once per set of terms.
+  Value sum(SmallVector<Term> terms, Type type) {
+    if (Value value = built(terms, type))
+      return value;
+    OpBuilder::InsertionGuard guard(builder);
     bool combined = false;
     SmallVector<Term> remaining = combine(terms, combined);
+    placeAfter(remaining);
     Value result = cast<ArrayType>(type).getRank() >= 3
                        ? tableOf(remaining, cast<ArrayType>(type))
                        : wholeSum(remaining);
@@ -339,6 +361,36 @@ public:
   }
 
 private:
+  /// Sets the builder's point right after the last op of the block that
+  /// computes one of `values` (at the block's start where none does).
+  void placeAfter(ArrayRef<Value> values) {
+    if (!early)
+      return;
+    Operation *last = nullptr;
+    for (Value value : values) {
+      Operation *def = value.getDefiningOp();
+      Operation *op = def ? block.findAncestorOpInBlock(*def) : nullptr;
+      if (op && (!last || last->isBeforeInBlock(op)))
+        last = op;
+    }
+    if (last)
+      builder.setInsertionPointAfter(last);
+    else
+      builder.setInsertionPointToStart(&block);
+  }
+
+  /// The same for the values `terms` read: their values and the scalars
+  /// of their coefficients.
+  void placeAfter(ArrayRef<Term> terms) {
+    SmallVector<Value> values;
+    for (const Term &term : terms) {
+      values.push_back(term.value);
+      for (auto [factor, power] : term.coefficient.factors)
+        values.push_back(factor);
+    }
+    placeAfter(ArrayRef<Value>(values));
+  }
+
   /// One product of the shared factor of `terms[group]` and their inner sum.
   Value productOf(ArrayRef<Term> terms, ArrayRef<size_t> group, Shared form) {
     Value first = terms[group.front()].value;
@@ -353,6 +405,8 @@ private:
     }
     Value otherSum = sum(inner, inner.front().value.getType());
     Value factor = splitTerm(first, form).first;
+    OpBuilder::InsertionGuard guard(builder);
+    placeAfter(ArrayRef<Value>{otherSum, factor ? factor : otherSum});
     if (factor)
       factor = withoutScalars(builder, factor);
     switch (form) {
@@ -429,6 +483,10 @@ private:
   }
 
   OpBuilder &builder;
+  Block &block;
+  /// Whether sums and products are built right after what they read, not
+  /// at the builder's point.
+  bool early;
   SmallVector<std::pair<SmallVector<Term>, Value>> sums;
 };
 
@@ -537,11 +595,156 @@ std::optional<Addition> wholeAddition(ForeachOp loop, ModelOp model,
   return Addition{loop, accumulate.getTensorAttr(), value};
 }
 
+/// A sum over a domain of a linear map of the rows of a whole array at the
+/// domain's positions, Σ_p L(A[p]) (a scale's gradient through a row
+/// normalisation, Σ_p A[p] ∘ n[p]): the reduction and its read of A.
+struct RowReduction {
+  ReduceOp reduce;
+  ExtractOp row;
+};
+
+/// `value` as a row reduction, for each row it is one of (Σ_p A[p] ∘ n[p] is
+/// one of A and one of n).
+SmallVector<RowReduction> rowReductions(Value value) {
+  SmallVector<RowReduction> found;
+  auto reduce = value.getDefiningOp<ReduceOp>();
+  if (!reduce || reduce.getKind() != ReduceKind::sum || reduce.hasPredicate() ||
+      reduce.getTemperature() || reduce.getAggregation())
+    return found;
+  Block &body = reduce.getBody().front();
+  Value element = reduce.getBodyValue();
+  for (auto extract : body.getOps<ExtractOp>()) {
+    if (!extract.getMap().isIdentity() ||
+        !llvm::equal(extract.getIndices(), body.getArguments()) ||
+        !isDefinedOutside(extract.getSource(), reduce))
+      continue;
+    Value row = extract.getResult();
+    LinearDecomposition decomposition = decomposeLinearly(
+        element, body, [&](Value value) { return !dependsOn(value, row); });
+    if (decomposition.atoms.size() == 1 && decomposition.atoms.front() == row)
+      found.push_back({reduce, extract});
+  }
+  return found;
+}
+
+/// Whether two row reductions apply the same map to their rows.
+bool sameMap(RowReduction a, RowReduction b) {
+  if (a.reduce.getType() != b.reduce.getType() ||
+      a.reduce.getSizes() != b.reduce.getSizes() ||
+      a.row.getSource().getType() != b.row.getSource().getType())
+    return false;
+  IRMapping mapping;
+  mapping.map(a.reduce.getBody().front().getArguments(),
+              b.reduce.getBody().front().getArguments());
+  mapping.map(a.row.getResult(), b.row.getResult());
+  return computeSame(a.reduce.getBodyValue(), b.reduce.getBodyValue(), mapping);
+}
+
+/// Replaces the terms that are sums of one map of rows of different arrays,
+/// Σ_i c_i Σ_p L(A_i[p]), by one, Σ_p L(S[p]) with S = Σ_i c_i A_i (whose
+/// products `sums` combines), built at the builder's point. Whether it did.
+bool combineReductions(SmallVectorImpl<Term> &terms, SumBuilder &sums,
+                       OpBuilder &builder) {
+  bool changed = false;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (RowReduction first : rowReductions(terms[i].value)) {
+      SmallVector<size_t> group{i};
+      SmallVector<Term> rows;
+      expand(first.row.getSource(), terms[i].coefficient, rows);
+      for (size_t j = i + 1; j < terms.size(); ++j)
+        for (RowReduction other : rowReductions(terms[j].value))
+          if (sameMap(first, other)) {
+            group.push_back(j);
+            expand(other.row.getSource(), terms[j].coefficient, rows);
+            break;
+          }
+      if (group.size() < 2)
+        continue;
+      Value total = sums.sum(rows, first.row.getSource().getType());
+      IRMapping mapping;
+      Operation *reduce = builder.clone(*first.reduce, mapping);
+      mapping.lookup(first.row.getResult())
+          .getDefiningOp<ExtractOp>()
+          .getSourceMutable()
+          .assign(total);
+      for (size_t j : llvm::reverse(group))
+        terms.erase(terms.begin() + j);
+      terms.insert(terms.begin() + i, {Coefficient(), reduce->getResult(0)});
+      changed = true;
+      break;
+    }
+  }
+  return changed;
+}
+
+/// Erases what computed `values` in `block` that nothing reads any more.
+void eraseUnread(ArrayRef<Value> values, Block &block) {
+  llvm::SetVector<Operation *> candidates;
+  auto visit = [&](Value value) {
+    if (Operation *op = value.getDefiningOp(); op && op->getBlock() == &block)
+      candidates.insert(op);
+  };
+  for (Value value : values)
+    visit(value);
+  // Users before what they use: an op is dead once every later one that
+  // read it is gone.
+  for (size_t i = 0; i < candidates.size(); ++i)
+    for (Value operand : candidates[i]->getOperands())
+      visit(operand);
+  SmallVector<Operation *> ordered(candidates.begin(), candidates.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+  for (Operation *op : ordered)
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// Sums of whole arrays that nothing adds into a tensor (the rows a loop
+/// applies a row normalisation's backward to), whose products share
+/// factors and are read by the sum alone: one product per shared factor.
+void combineSummedProducts(Block &block, SumBuilder &sums) {
+  SmallVector<Operation *> roots;
+  for (Operation &op : block) {
+    if (!isa<AddOp, SubOp>(op) || op.use_empty() || isScalar(op.getResult(0)) ||
+        cast<ArrayType>(op.getResult(0).getType()).getRank() < 2)
+      continue;
+    Type type = op.getResult(0).getType();
+    if (llvm::any_of(op.getUsers(), [&](Operation *user) {
+          return isa<AccumulateOp>(user) ||
+                 (isa<AddOp, SubOp>(user) &&
+                  user->getResult(0).getType() == type);
+        }))
+      continue;
+    roots.push_back(&op);
+  }
+  for (Operation *root : roots) {
+    SmallVector<Term> terms;
+    expand(root->getResult(0), Coefficient(), terms);
+    Type type = root->getResult(0).getType();
+    // The same sum built already (for a sum of one map of these rows), or
+    // products to combine that only this sum reads: they are then
+    // computed no more.
+    if (!sums.built(terms, type)) {
+      Shared form;
+      SmallVector<size_t> group = largestGroup(terms, form);
+      if (group.size() < 2 || llvm::any_of(group, [&](size_t i) {
+            return !terms[i].value.hasOneUse();
+          }))
+        continue;
+    }
+    Value total = sums.sum(terms, type);
+    if (total == root->getResult(0))
+      continue;
+    root->getResult(0).replaceAllUsesWith(total);
+    eraseUnread(root->getResult(0), block);
+  }
+}
+
 /// Rewrites what `block` adds into each tensor, with whole-tensor
 /// accumulates or with loops that add whole arrays' elements position by
 /// position, as sums of combined products, at the last of them, when some
 /// products combine.
-void combineAccumulatedProducts(Block &block) {
+void combineAccumulatedProducts(Block &block, bool withSums) {
   SmallVector<Addition> additions;
   SmallVector<Operation *> built;
   auto model = block.getParentOp()->getParentOfType<ModelOp>();
@@ -573,11 +776,12 @@ void combineAccumulatedProducts(Block &block) {
     expand(addition.value, Coefficient(), target->second);
   }
   SmallVector<std::pair<FlatSymbolRefAttr, SmallVector<Term>>> rewritten;
+  OpBuilder builder(&block, block.begin());
+  SumBuilder sums(builder, block, /*early=*/withSums);
   if (additions.size() >= 2) {
-    OpBuilder builder(additions.back().op);
-    SumBuilder sums(builder);
+    builder.setInsertionPoint(additions.back().op);
     for (auto &[tensor, terms] : targets) {
-      bool combined = false;
+      bool combined = withSums && combineReductions(terms, sums, builder);
       SmallVector<Term> remaining = sums.combine(terms, combined);
       if (combined)
         rewritten.push_back({tensor, remaining});
@@ -599,21 +803,33 @@ void combineAccumulatedProducts(Block &block) {
       }
     }
   }
+  SmallVector<Value> replaced;
   for (const Addition &addition : additions)
     if (llvm::any_of(rewritten, [&](auto &entry) {
           return entry.first == addition.tensor;
-        }))
+        })) {
+      if (isa<AccumulateOp>(addition.op)) {
+        replaced.push_back(addition.value);
+      } else {
+        llvm::SetVector<Value> read;
+        getUsedValuesDefinedAbove(addition.op->getRegions(), read);
+        llvm::append_range(replaced, read);
+      }
       addition.op->erase();
+    }
   // What was built for loops whose tensor kept its additions.
   for (Operation *op : llvm::reverse(built))
     if (op->use_empty())
       op->erase();
+  eraseUnread(replaced, block);
+  if (withSums)
+    combineSummedProducts(block, sums);
 }
 
 } // namespace
 
-void mlir::energy::combineProducts(ModelOp model) {
-  model.walk([](GradientOp gradient) {
-    combineAccumulatedProducts(gradient.getBody().front());
+void mlir::energy::combineProducts(ModelOp model, bool sums) {
+  model.walk([&](GradientOp gradient) {
+    combineAccumulatedProducts(gradient.getBody().front(), sums);
   });
 }

@@ -15,8 +15,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/bit.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -122,12 +124,9 @@ bool isLinearMapOf(AccumulatingLoop loop, Value row) {
   return decomposition.atoms.size() == 1 && decomposition.atoms.front() == row;
 }
 
-/// The rows the two loops' maps apply to: values of each body such that
-/// what `first` adds is a linear map of its row alone, and what `second`
-/// adds the same map (the same ops on the same other operands) of its own;
-/// the lowest such rows, so that the map does the most work.
-std::optional<std::pair<Value, Value>> joinedRows(AccumulatingLoop first,
-                                                  AccumulatingLoop second) {
+/// Whether the two loops run over the same domain and add values of one
+/// type into the same tensor at the same indices.
+bool sameTarget(AccumulatingLoop first, AccumulatingLoop second) {
   Block &firstBody = first.loop.getBody().front();
   Block &secondBody = second.loop.getBody().front();
   if (first.loop.getSizes() != second.loop.getSizes() ||
@@ -136,15 +135,28 @@ std::optional<std::pair<Value, Value>> joinedRows(AccumulatingLoop first,
       first.accumulate.getMap() != second.accumulate.getMap() ||
       first.accumulate.getValue().getType() !=
           second.accumulate.getValue().getType())
-    return std::nullopt;
+    return false;
   IRMapping arguments;
-  for (auto [a, b] :
-       llvm::zip(firstBody.getArguments(), secondBody.getArguments()))
-    arguments.map(a, b);
+  arguments.map(firstBody.getArguments(), secondBody.getArguments());
   for (auto [a, b] :
        llvm::zip(first.accumulate.getIndices(), second.accumulate.getIndices()))
     if (arguments.lookupOrDefault(a) != b)
-      return std::nullopt;
+      return false;
+  return true;
+}
+
+/// The rows the two loops' maps apply to: values of each body such that
+/// what `first` adds is a linear map of its row alone, and what `second`
+/// adds the same map (the same ops on the same other operands) of its own;
+/// the lowest such rows, so that the map does the most work.
+std::optional<std::pair<Value, Value>> joinedRows(AccumulatingLoop first,
+                                                  AccumulatingLoop second) {
+  if (!sameTarget(first, second))
+    return std::nullopt;
+  Block &firstBody = first.loop.getBody().front();
+  Block &secondBody = second.loop.getBody().front();
+  IRMapping arguments;
+  arguments.map(firstBody.getArguments(), secondBody.getArguments());
   auto rowsOf = [](AccumulatingLoop loop) {
     SmallVector<Value> rows;
     for (Operation &op : loop.loop.getBody().front())
@@ -169,26 +181,189 @@ std::optional<std::pair<Value, Value>> joinedRows(AccumulatingLoop first,
   return std::nullopt;
 }
 
-/// Joins `first` into `second`: the ops computing `firstRow` are copied to
-/// the start of `second`'s body (they read only values from outside and the
-/// indices), and `second` adds the map of both rows' sum.
-void join(AccumulatingLoop first, Value firstRow, Value secondRow) {
+/// The rows of arrays from outside `loop`, read in its body, in which the
+/// value it adds is linear, each with the others held fixed.
+SmallVector<Value> linearRows(AccumulatingLoop loop) {
+  Block &body = loop.loop.getBody().front();
+  SmallVector<Value> rows;
+  for (auto extract : body.getOps<ExtractOp>()) {
+    Value row = extract.getResult();
+    if (!isDefinedOutside(extract.getSource(), loop.loop) ||
+        !isa<ArrayType>(row.getType()))
+      continue;
+    llvm::DenseMap<Value, bool> memo;
+    LinearDecomposition decomposition =
+        decomposeLinearly(loop.accumulate.getValue(), body, [&](Value value) {
+          return !dependsOn(value, row, body, memo);
+        });
+    if (decomposition.atoms.contains(row) &&
+        llvm::all_of(decomposition.atoms, [&](Value atom) {
+          return atom == row || !dependsOn(atom, row, body, memo);
+        }))
+      rows.push_back(row);
+  }
+  return rows;
+}
+
+/// Whether what `loop` adds is linear in `rows` together; with `whole`,
+/// also a map of them alone (no term that depends on none of them).
+bool isLinearIn(AccumulatingLoop loop, ArrayRef<Value> rows, bool whole) {
+  Block &body = loop.loop.getBody().front();
+  SmallVector<llvm::DenseMap<Value, bool>> memos(rows.size());
+  auto varies = [&](Value value) {
+    for (auto [row, memo] : llvm::zip(rows, memos))
+      if (dependsOn(value, row, body, memo))
+        return true;
+    return false;
+  };
+  LinearDecomposition decomposition = decomposeLinearly(
+      loop.accumulate.getValue(), body, [&](Value v) { return !varies(v); });
+  return llvm::all_of(decomposition.atoms, [&](Value atom) {
+    return llvm::is_contained(rows, atom) || (!whole && !varies(atom));
+  });
+}
+
+/// The fewest rows that what `loop` adds is a sum of linear maps of, with
+/// no other term (u and v of L₁(u) + L₂(v, c), not c, in which it is
+/// linear too but not together with v); none where there are none or too
+/// many rows to choose from.
+SmallVector<Value> rowsOfWholeMap(AccumulatingLoop loop) {
+  constexpr size_t kMostRows = 8;
+  SmallVector<Value> rows = linearRows(loop);
+  if (rows.empty() || rows.size() > kMostRows)
+    return {};
+  SmallVector<unsigned> subsets;
+  for (unsigned subset = 1; subset < (1u << rows.size()); ++subset)
+    subsets.push_back(subset);
+  llvm::sort(subsets, [](unsigned a, unsigned b) {
+    return std::make_pair(llvm::popcount(a), a) <
+           std::make_pair(llvm::popcount(b), b);
+  });
+  for (unsigned subset : subsets) {
+    SmallVector<Value> chosen;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (subset & (1u << i))
+        chosen.push_back(rows[i]);
+    if (isLinearIn(loop, chosen, /*whole=*/true))
+      return chosen;
+  }
+  return {};
+}
+
+/// Pairs of rows, one of `first` and one of `second`, such that what
+/// `first` adds is a sum of linear maps of its rows of the pairs, and what
+/// `second` adds is linear in its rows of the pairs together and applies
+/// the same map to each as `first` applies to its partner (L₁(u) into
+/// L₁(u') + L₂(v')): `second` then adds what both add when each of its
+/// rows has its partner added. Empty where there are none.
+SmallVector<std::pair<Value, Value>> joinedRowSets(AccumulatingLoop first,
+                                                   AccumulatingLoop second) {
+  SmallVector<std::pair<Value, Value>> pairs;
   Block &firstBody = first.loop.getBody().front();
-  Block &secondBody = *secondRow.getParentBlock();
+  Block &secondBody = second.loop.getBody().front();
+  if (!sameTarget(first, second))
+    return pairs;
+  SmallVector<Value> firstRows = rowsOfWholeMap(first);
+  SmallVector<Value> secondRows = linearRows(second);
+  if (firstRows.empty() || secondRows.size() < firstRows.size())
+    return pairs;
+  IRMapping arguments;
+  arguments.map(firstBody.getArguments(), secondBody.getArguments());
+  // Each row's map, built ahead of the accumulates, and erased after.
+  SmallVector<Operation *> built;
+  OpBuilder firstBuilder(first.accumulate);
+  OpBuilder secondBuilder(second.accumulate);
+  auto mapOf = [&](AccumulatingLoop loop, Value row, OpBuilder &builder) {
+    return linearPart(loop.accumulate.getValue(), loop.loop.getBody().front(),
+                      row, builder, built);
+  };
+  SmallVector<std::optional<Value>> secondMaps;
+  for (Value row : secondRows)
+    secondMaps.push_back(mapOf(second, row, secondBuilder));
+  SmallVector<bool> taken(secondRows.size(), false);
+  for (Value row : firstRows) {
+    std::optional<Value> map = mapOf(first, row, firstBuilder);
+    bool found = false;
+    for (size_t i = 0; map && *map && !found && i < secondRows.size(); ++i) {
+      if (taken[i] || !secondMaps[i] || !*secondMaps[i] ||
+          secondRows[i].getType() != row.getType())
+        continue;
+      IRMapping mapping = arguments;
+      mapping.map(row, secondRows[i]);
+      if (computeSame(*map, *secondMaps[i], mapping)) {
+        taken[i] = found = true;
+        pairs.push_back({row, secondRows[i]});
+      }
+    }
+    if (!found) {
+      pairs.clear();
+      break;
+    }
+  }
+  for (Operation *op : llvm::reverse(built))
+    op->erase();
+  SmallVector<Value> joined;
+  for (auto &pair : pairs)
+    joined.push_back(pair.second);
+  if (!pairs.empty() && !isLinearIn(second, joined, /*whole=*/false))
+    pairs.clear();
+  return pairs;
+}
+
+/// The array whose row `row` is at the position of `body` (`extract %A[i…]`
+/// with its indices mapped through `arguments` those of `body`), or null.
+Value wholeArrayOf(Value row, Block &body, const IRMapping &arguments) {
+  auto extract = row.getDefiningOp<ExtractOp>();
+  if (!extract || !extract.getMap().isIdentity() ||
+      extract.getIndices().size() != body.getNumArguments())
+    return Value();
+  for (auto [index, argument] :
+       llvm::zip(extract.getIndices(), body.getArguments()))
+    if (arguments.lookupOrDefault(index) != argument)
+      return Value();
+  return extract.getSource();
+}
+
+/// Joins `first` into `second`: `second` adds the map of each pair's rows'
+/// sum. Where both rows are rows of whole arrays at the loop's position,
+/// the arrays are added ahead of `second` (a sum of products that share a
+/// factor is then one product); otherwise the ops computing the row of
+/// `first` are copied to the start of `second`'s body (they read only
+/// values from outside and the indices) and the rows added there.
+void join(AccumulatingLoop first, AccumulatingLoop second,
+          ArrayRef<std::pair<Value, Value>> pairs) {
+  Block &firstBody = first.loop.getBody().front();
+  Block &secondBody = second.loop.getBody().front();
   IRMapping mapping;
-  for (auto [a, b] :
-       llvm::zip(firstBody.getArguments(), secondBody.getArguments()))
-    mapping.map(a, b);
+  mapping.map(firstBody.getArguments(), secondBody.getArguments());
+  IRMapping identity;
+  identity.map(secondBody.getArguments(), secondBody.getArguments());
   llvm::SetVector<Operation *> slice;
-  addToSlice(firstRow, firstBody, slice);
+  SmallVector<std::pair<Value, Value>> rowSums;
+  for (auto [firstRow, secondRow] : pairs) {
+    Value firstArray = wholeArrayOf(firstRow, secondBody, mapping);
+    Value secondArray = wholeArrayOf(secondRow, secondBody, identity);
+    if (firstArray && secondArray &&
+        firstArray.getType() == secondArray.getType()) {
+      OpBuilder ahead(second.loop);
+      auto sum = AddOp::create(ahead, second.loop.getLoc(),
+                               secondArray.getType(), secondArray, firstArray);
+      secondRow.getDefiningOp<ExtractOp>().getSourceMutable().assign(sum);
+      continue;
+    }
+    addToSlice(firstRow, firstBody, slice);
+    rowSums.push_back({firstRow, secondRow});
+  }
   OpBuilder builder(&secondBody, secondBody.begin());
   for (Operation &op : firstBody)
     if (slice.contains(&op))
       builder.clone(op, mapping);
-  builder.setInsertionPointAfterValue(secondRow);
-  auto sum = AddOp::create(builder, secondRow.getLoc(), secondRow.getType(),
-                           secondRow, mapping.lookup(firstRow));
-  secondRow.replaceAllUsesExcept(sum.getResult(), sum);
+  for (auto [firstRow, secondRow] : rowSums) {
+    builder.setInsertionPointAfterValue(secondRow);
+    auto sum = AddOp::create(builder, secondRow.getLoc(), secondRow.getType(),
+                             secondRow, mapping.lookup(firstRow));
+    secondRow.replaceAllUsesExcept(sum.getResult(), sum);
+  }
   first.loop->erase();
 }
 
@@ -205,10 +380,16 @@ bool joinLoopsOf(Block &block) {
       std::optional<AccumulatingLoop> second = accumulatingLoop(loops[j]);
       if (!second)
         continue;
-      auto rows = joinedRows(*first, *second);
-      if (!rows || !movableTo(*first, second->loop))
+      if (!movableTo(*first, second->loop))
         continue;
-      join(*first, rows->first, rows->second);
+      SmallVector<std::pair<Value, Value>> pairs =
+          joinedRowSets(*first, *second);
+      if (pairs.empty())
+        if (auto rows = joinedRows(*first, *second))
+          pairs.push_back(*rows);
+      if (pairs.empty())
+        continue;
+      join(*first, *second, pairs);
       changed = true;
       break;
     }

@@ -7,6 +7,9 @@
 
 #include "Linearity.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -90,6 +93,125 @@ mlir::energy::decomposeLinearly(Value value, Block &body,
   Decomposer decomposer(body, invariant);
   decomposer.visit(value);
   return std::move(decomposer.result);
+}
+
+namespace {
+class LinearPart {
+public:
+  LinearPart(Block &body, ArrayRef<Value> rows, OpBuilder &builder,
+             SmallVectorImpl<Operation *> &built)
+      : body(body), rows(rows), builder(builder), built(built) {}
+
+  std::optional<Value> visit(Value value) {
+    if (auto found = parts.find(value); found != parts.end())
+      return found->second;
+    std::optional<Value> part = compute(value);
+    parts[value] = part;
+    return part;
+  }
+
+private:
+  /// Whether `value` depends on a row: through operands, or values the
+  /// regions of an op use.
+  bool varies(Value value) {
+    if (llvm::is_contained(rows, value))
+      return true;
+    Operation *op = value.getDefiningOp();
+    if (!op || op->getBlock() != &body)
+      return false;
+    if (auto found = varying.find(value); found != varying.end())
+      return found->second;
+    llvm::SetVector<Value> used;
+    getUsedValuesDefinedAbove(op->getRegions(), used);
+    used.insert(op->operand_begin(), op->operand_end());
+    bool result = llvm::any_of(used, [&](Value used) { return varies(used); });
+    varying[value] = result;
+    return result;
+  }
+
+  /// `op` with operand `index` replaced by `part` (its result where that is
+  /// the operand itself).
+  Value withOperand(Operation *op, unsigned index, Value part) {
+    if (part == op->getOperand(index))
+      return op->getResult(0);
+    Operation *copy = builder.clone(*op);
+    copy->setOperand(index, part);
+    built.push_back(copy);
+    return copy->getResult(0);
+  }
+
+  std::optional<Value> compute(Value value) {
+    if (llvm::is_contained(rows, value))
+      return value;
+    if (!varies(value))
+      return Value();
+    Operation *op = value.getDefiningOp();
+    if (!op || op->getBlock() != &body || op->getNumResults() != 1 ||
+        op->getNumRegions() != 0)
+      return std::nullopt;
+    SmallVector<unsigned> moving;
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      if (varies(operand))
+        moving.push_back(index);
+    if (!llvm::all_of(moving,
+                      [&](unsigned i) { return isLinearInOperand(op, i); }))
+      return std::nullopt;
+    Type type = value.getType();
+    if (isa<AddOp, SubOp>(op)) {
+      std::optional<Value> lhs = visit(op->getOperand(0));
+      std::optional<Value> rhs = visit(op->getOperand(1));
+      if (!lhs || !rhs)
+        return std::nullopt;
+      if (*lhs && *rhs) {
+        if (*lhs == op->getOperand(0) && *rhs == op->getOperand(1))
+          return value;
+        Operation *copy = builder.clone(*op);
+        copy->setOperands({*lhs, *rhs});
+        built.push_back(copy);
+        return copy->getResult(0);
+      }
+      if (*lhs)
+        return lhs->getType() == type ? std::optional<Value>(*lhs)
+                                      : std::nullopt;
+      if (!*rhs)
+        return Value();
+      if (rhs->getType() != type)
+        return std::nullopt;
+      if (isa<AddOp>(op))
+        return *rhs;
+      auto neg = NegOp::create(builder, op->getLoc(), *rhs);
+      built.push_back(neg);
+      return neg.getResult();
+    }
+    // Any other map takes one varying operand, and no fixed term that
+    // leaving the others out would drop.
+    if (moving.size() != 1)
+      return std::nullopt;
+    if (linearityOf(op) == Linearity::Joint &&
+        llvm::any_of(op->getOperands(), [&](Value operand) {
+          return !varies(operand) && isa<ArrayType>(operand.getType());
+        }))
+      return std::nullopt;
+    std::optional<Value> part = visit(op->getOperand(moving.front()));
+    if (!part || !*part)
+      return part;
+    return withOperand(op, moving.front(), *part);
+  }
+
+  Block &body;
+  ArrayRef<Value> rows;
+  OpBuilder &builder;
+  SmallVectorImpl<Operation *> &built;
+  llvm::DenseMap<Value, std::optional<Value>> parts;
+  llvm::DenseMap<Value, bool> varying;
+};
+} // namespace
+
+std::optional<Value>
+mlir::energy::linearPart(Value value, Block &body, ArrayRef<Value> rows,
+                         OpBuilder &builder,
+                         SmallVectorImpl<Operation *> &built) {
+  return LinearPart(body, rows, builder, built).visit(value);
 }
 
 namespace {

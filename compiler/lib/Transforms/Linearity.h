@@ -52,6 +52,17 @@ struct LinearDecomposition {
 LinearDecomposition decomposeLinearly(Value value, Block &body,
                                       function_ref<bool(Value)> invariant);
 
+/// The part of `value`, a value of `body` linear in `rows` together (every
+/// other value it depends on held fixed), with the summands that depend on
+/// none of them left out: for L₁(u) + L₂(v) + c and rows {u}, L₁(u). Ops
+/// it needs beyond `value`'s own are built at `builder` and appended to
+/// `built`. A null Value where that part is zero; nullopt where `value` is
+/// not such a map of the rows (a product of two of them, a nonlinear op of
+/// one, an op with regions on the way).
+std::optional<Value> linearPart(Value value, Block &body, ArrayRef<Value> rows,
+                                OpBuilder &builder,
+                                SmallVectorImpl<Operation *> &built);
+
 /// A value of a body as E(σ₁, …, σₘ, x): multilinear maps (sums, products,
 /// matrix products, transposes …, with their other operands `invariant`)
 /// of varying scalars σᵢ and at most one varying value x that is not such

@@ -153,6 +153,12 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAccumulateProducts());
   modelPasses.addPass(createEnergyPlanJoinLinearLoops());
   modelPasses.addPass(createCSEPass());
+  // The sums of rows that joined loops add up, and sums of one map of
+  // them, as products of summed factors.
+  EnergyPlanCombineProductsOptions sums;
+  sums.sums = true;
+  modelPasses.addPass(createEnergyPlanCombineProducts(sums));
+  modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }

@@ -191,7 +191,10 @@ void reassociateProducts(ModelOp model);
 /// a factor (up to scalars) are one product of that factor and the sum of
 /// their other factors: Σ c_i A_i M = (Σ c_i A_i) M, and likewise for
 /// products of matrices, sums of outer products over a batch, transposes.
-void combineProducts(ModelOp model);
+/// With `sums`, also sums of one linear map of rows of different arrays
+/// (one sum of the map of the arrays' sum), and the products in sums of
+/// whole arrays that only the sums read.
+void combineProducts(ModelOp model, bool sums = false);
 
 /// Computes each expression of elementwise arithmetic on whole arrays (of
 /// rank two or more) whose intermediate values feed only it as one table of

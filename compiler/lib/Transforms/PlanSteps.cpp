@@ -98,7 +98,6 @@ ENERGY_PLAN_STEP_PASS(PlanMergeContracts, [](ModelOp model) {
 })
 ENERGY_PLAN_STEP_PASS(PlanFactorContractOutputs, factorContractOutputs)
 ENERGY_PLAN_STEP_PASS(PlanReassociateProducts, reassociateProducts)
-ENERGY_PLAN_STEP_PASS(PlanCombineProducts, combineProducts)
 ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
 ENERGY_PLAN_STEP_PASS(PlanShareProducts, shareProducts)
 ENERGY_PLAN_STEP_PASS(PlanAccumulateProducts, accumulateProductsInPlace)
@@ -116,6 +115,15 @@ ENERGY_PLAN_STEP_PASS(PlanDeferInvariantProducts, deferInvariantProducts)
 ENERGY_PLAN_STEP_PASS(PlanPackInvariantOperands, packInvariantOperands)
 
 #undef ENERGY_PLAN_STEP_PASS
+
+struct PlanCombineProductsPass
+    : public PlanStepPass<PlanCombineProductsPass,
+                          mlir::energy::impl::EnergyPlanCombineProductsBase> {
+  using PlanStepPass::PlanStepPass;
+  void runOnOperation() override {
+    runStep([&](ModelOp model) { combineProducts(model, sums); });
+  }
+};
 
 struct PlanLinearMapsPass
     : public PlanStepPass<PlanLinearMapsPass,

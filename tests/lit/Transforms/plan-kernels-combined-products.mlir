@@ -2,9 +2,8 @@
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy.model(energy-plan-combine-products))' | FileCheck %s --check-prefix=HEAD
 
 // Products that a gradient adds into one tensor and that share a factor up
-// to scalars are one product of that factor and the sum of the others. The
-// pass runs alone, so the products it replaces stay in the output, unused;
-// the checks skip them.
+// to scalars are one product of that factor and the sum of the others; what
+// only the replaced sums read is erased.
 
 // Rows of three arrays times W, -W/s and (W/s)ᵀᵀ, added into x: one table
 // of a - b/s + c/s (each row scaled as its product was) times W, added
@@ -17,14 +16,14 @@
 // (Σ_b (b + c)[b]ᵀ a[b]) W, with no transpose.
 // CHECK-LABEL: energy.model @shared_factors
 // CHECK:       gradient @x and [@W, @V] of @e {
-// CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
 // CHECK:         %[[W:.*]] = read @W : !energy.array<D, D>
 // CHECK-NEXT:    %[[V:.*]] = read @V : !energy.array<D, D>
 // CHECK-NEXT:    %[[S:.*]] = read @s : !energy.array<>
 // CHECK-NEXT:    %[[A:.*]] = read @a : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[B:.*]] = read @b : !energy.array<B, N, D>
 // CHECK-NEXT:    %[[C:.*]] = read @c : !energy.array<B, N, D>
-// CHECK:         %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
+// CHECK-NEXT:    %[[MINUS:.*]] = constant -1.000000e+00
+// CHECK-NEXT:    %[[MS:.*]] = div %[[MINUS]], %[[S]] : !energy.array<>, !energy.array<>
 // CHECK-NEXT:    %[[ONE:.*]] = constant 1.000000e+00
 // CHECK-NEXT:    %[[PS:.*]] = div %[[ONE]], %[[S]] : !energy.array<>, !energy.array<>
 // CHECK-NEXT:    %[[R:.*]] = tabulate (%[[I:.*]] : @B, %[[J:.*]] : @N) {

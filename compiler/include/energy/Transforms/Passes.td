@@ -661,8 +661,18 @@ def EnergyPlanCombineProducts : EnergyPlanStep<"energy-plan-combine-products",
   let description = [{
     Summands of what a gradient adds into one tensor that are products
     sharing a factor (up to scalars) become one product of that factor and
-    the sum of the others: Σ_i c_i A_i M = (Σ_i c_i A_i) M.
+    the sum of the others: Σ_i c_i A_i M = (Σ_i c_i A_i) M. With `sums`,
+    once the loops that add linear maps have joined: summands that are
+    sums of one linear map of rows of different arrays, Σ_i c_i Σ_p
+    L(A_i[p]), become one, Σ_p L(S[p]) for S = Σ_i c_i A_i; and the sums
+    of whole arrays that the joined loops read, whose products nothing else
+    reads, combine their products alike.
   }];
+  let options = [
+    Option<"sums", "sums", "bool", /*default=*/"false",
+           "Also join sums of one linear map of rows, and combine the "
+           "products of the sums of arrays that loops read">
+  ];
 }
 
 def EnergyPlanShareProducts : EnergyPlanStep<"energy-plan-share-products",
