@@ -26,6 +26,8 @@
 #include "PlanKernels.h"
 #include "Slices.h"
 
+#include "energy/Transforms/Dependence.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
@@ -161,28 +163,116 @@ Operation *rebuilt(SoftmaxContractOp op,
   return replacement;
 }
 
+/// Whether `value`, a value of a side's region, is `other` times the
+/// scalars `factors` (each from outside `scope`), through negations and
+/// products by such scalars, of the value or of the array a row of it is
+/// read from, and through the tables it reads a row of (the row computed
+/// again at the read's indices). What that computes again is built at
+/// `builder` and appended to `built`, for the caller to erase.
+bool isScaledCopy(Value value, Value other, Operation *scope,
+                  SmallVectorImpl<Value> &factors, OpBuilder &builder,
+                  SmallVectorImpl<Operation *> &built, unsigned depth = 0) {
+  if (computeSame(value, other, IRMapping()))
+    return true;
+  if (depth > 8)
+    return false;
+  auto fixedScalar = [&](Value v) {
+    return isScalar(v) && isDefinedOutside(v, scope);
+  };
+  Operation *def = value.getDefiningOp();
+  if (auto neg = dyn_cast_or_null<NegOp>(def)) {
+    if (!isScaledCopy(neg.getOperand(), other, scope, factors, builder, built,
+                      depth + 1))
+      return false;
+    auto minusOne = ConstantOp::create(builder, neg.getLoc(), -1.0);
+    built.push_back(minusOne);
+    factors.push_back(minusOne);
+    return true;
+  }
+  if (auto mul = dyn_cast_or_null<MulOp>(def)) {
+    for (auto [scalar, scaled] : {std::pair(mul.getRhs(), mul.getLhs()),
+                                  std::pair(mul.getLhs(), mul.getRhs())})
+      if (fixedScalar(scalar) && scaled.getType() == value.getType() &&
+          isScaledCopy(scaled, other, scope, factors, builder, built,
+                       depth + 1)) {
+        factors.push_back(scalar);
+        return true;
+      }
+    return false;
+  }
+  auto extract = dyn_cast_or_null<ExtractOp>(def);
+  if (!extract)
+    return false;
+  Operation *source = extract.getSource().getDefiningOp();
+  // A row of a scaled array is the scaled row of the array.
+  if (auto scaled = dyn_cast_or_null<MulOp>(source)) {
+    for (auto [scalar, array] : {std::pair(scaled.getRhs(), scaled.getLhs()),
+                                 std::pair(scaled.getLhs(), scaled.getRhs())})
+      if (fixedScalar(scalar) && !isScalar(array)) {
+        IRMapping mapping;
+        mapping.map(extract.getSource(), array);
+        Operation *row = builder.clone(*extract, mapping);
+        built.push_back(row);
+        if (isScaledCopy(row->getResult(0), other, scope, factors, builder,
+                         built, depth + 1)) {
+          factors.push_back(scalar);
+          return true;
+        }
+        return false;
+      }
+    return false;
+  }
+  // A row of a table, computed at the read's indices.
+  auto table = dyn_cast_or_null<TabulateOp>(source);
+  Block &body = table ? table.getBody().front() : *extract->getBlock();
+  if (!table || !extract.getMap().isIdentity() ||
+      extract.getIndices().size() != body.getNumArguments() ||
+      llvm::any_of(body.without_terminator(),
+                   [](Operation &op) { return op.getNumRegions() != 0; }))
+    return false;
+  IRMapping mapping;
+  mapping.map(body.getArguments(), extract.getIndices());
+  for (Operation &op : body.without_terminator())
+    built.push_back(builder.clone(op, mapping));
+  return isScaledCopy(mapping.lookupOrDefault(table.getBodyValue()), other,
+                      scope, factors, builder, built, depth + 1);
+}
+
 /// A side that yields the same value twice sums it once: the second
-/// output reads the first's. Returns the contraction (a new op when some
-/// output went).
+/// output reads the first's; one that yields a value and that value times
+/// scalars known ahead (a row of an array and of its negation) sums it
+/// once too, the second output the first's times the scalars. Returns the
+/// contraction (a new op when some output went).
 SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
   llvm::SmallDenseSet<unsigned> dropped;
   SmallVector<std::pair<unsigned, unsigned>> sameAs;
+  // Output, the output it is a multiple of, and the scalars.
+  SmallVector<std::tuple<unsigned, unsigned, SmallVector<Value>>> scaledAs;
+  SmallVector<Operation *> built;
   auto scan = [&](Region &region, ResultRange outputs) {
     if (region.empty())
       return;
     auto yield = cast<YieldOp>(region.front().getTerminator());
+    OpBuilder builder(yield);
     SmallVector<unsigned> positions;
     for (unsigned i = 0, e = yield.getNumOperands(); i < e; ++i)
-      for (unsigned j = 0; j < i; ++j)
-        if (!llvm::is_contained(positions, j) &&
-            computeSame(yield.getOperand(j), yield.getOperand(i),
-                        IRMapping())) {
-          positions.push_back(i);
-          dropped.insert(outputs[i].getResultNumber());
-          sameAs.push_back(
-              {outputs[i].getResultNumber(), outputs[j].getResultNumber()});
-          break;
-        }
+      for (unsigned j = 0; j < i; ++j) {
+        if (llvm::is_contained(positions, j) ||
+            yield.getOperand(j).getType() != yield.getOperand(i).getType())
+          continue;
+        SmallVector<Value> factors;
+        if (!isScaledCopy(yield.getOperand(i), yield.getOperand(j), op, factors,
+                          builder, built))
+          continue;
+        positions.push_back(i);
+        dropped.insert(outputs[i].getResultNumber());
+        unsigned kept = outputs[j].getResultNumber();
+        if (factors.empty())
+          sameAs.push_back({outputs[i].getResultNumber(), kept});
+        else
+          scaledAs.push_back({outputs[i].getResultNumber(), kept, factors});
+        break;
+      }
     for (unsigned position : llvm::reverse(positions))
       yield.getValuesMutable().erase(position);
   };
@@ -191,6 +281,17 @@ SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
   ResultRange rowOutputs = op.getRowOutputs(), colOutputs = op.getColOutputs();
   scan(op.getRowSums(), rowOutputs);
   scan(op.getColSums(), colOutputs);
+  // The scalars that minus signs made are built ahead of the contraction;
+  // the rest of what was built is erased.
+  OpBuilder ahead(op);
+  for (auto &[output, kept, factors] : scaledAs)
+    for (Value &factor : factors)
+      if (auto constant = factor.getDefiningOp<ConstantOp>();
+          constant && llvm::is_contained(built, constant.getOperation()))
+        factor = ConstantOp::create(ahead, constant.getLoc(),
+                                    constant.getValueAttr().getValueAsDouble());
+  for (Operation *temporary : llvm::reverse(built))
+    temporary->erase();
   if (dropped.empty())
     return op;
   SmallVector<int> newNumber;
@@ -198,6 +299,14 @@ SoftmaxContractOp dropDuplicateOutputs(SoftmaxContractOp op) {
   for (auto [duplicate, kept] : sameAs)
     op->getResult(duplicate).replaceAllUsesWith(
         replacement->getResult(newNumber[kept]));
+  OpBuilder after(replacement->getBlock(),
+                  std::next(Block::iterator(replacement)));
+  for (auto &[output, kept, factors] : scaledAs) {
+    Value value = replacement->getResult(newNumber[kept]);
+    for (Value factor : factors)
+      value = MulOp::create(after, op.getLoc(), value, factor);
+    op->getResult(output).replaceAllUsesWith(value);
+  }
   op.erase();
   return cast<SoftmaxContractOp>(replacement);
 }

@@ -86,7 +86,7 @@ energy.model @scaled_sum {
       %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
       %2 = mul %1, %1 : !energy.array<D>, !energy.array<D>
       %3 = reduce_elements sum %1 : !energy.array<D>
-      %4 = neg %1 : !energy.array<D>
+      %4 = sub %2, %1 : !energy.array<D>, !energy.array<D>
       yield %1, %3, %2, %4 : !energy.array<D>, !energy.array<>, !energy.array<D>, !energy.array<D>
     } : !energy.array<N>, !energy.array<N, D>, !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
     %t = tabulate (%r : @N) {
@@ -153,5 +153,49 @@ energy.model @both_sides {
     accumulate %a#3 into @s : !energy.array<N>
     accumulate %a#4 into @y : !energy.array<N, D>
     accumulate %a#5 into @y : !energy.array<N, D>
+  }
+}
+
+// -----
+
+// A side that yields a row of a table and a row of the table's negation
+// (a cotangent table and −1 times it, tabulated apart) sums the row once:
+// the second output is the first's times −1, after the contraction.
+// CHECK-LABEL: energy.model @negated
+// CHECK:         %[[M:.*]] = constant -1.000000e+00
+// CHECK:         %[[C:.*]]:3 = softmax_contract generic
+// CHECK:         } row_values {
+// CHECK-NEXT:      %[[V:.*]] = extract %{{.*}}[%{{.*}}] : !energy.array<N, D> -> !energy.array<D>
+// CHECK-NEXT:      %[[S:.*]] = reduce_elements sum %[[V]]
+// CHECK:           yield %[[V]], %[[S]] : !energy.array<D>, !energy.array<>
+// CHECK:         %[[N:.*]] = mul %[[C]]#1, %[[M]] : !energy.array<N, D>, !energy.array<>
+// CHECK:         add %[[C]]#1, %[[N]]
+energy.model @negated {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %minus = constant -1.000000e+00
+    %m = mul %k, %minus : !energy.array<N, D>, !energy.array<>
+    %t = tabulate (%i : @N) {
+      %r = extract %m[%i] : !energy.array<N, D> -> !energy.array<D>
+      yield %r : !energy.array<D>
+    } : !energy.array<N, D>
+    %a:4 = softmax_contract generic rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      yield %3 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %2 = reduce_elements sum %1 : !energy.array<D>
+      %3 = extract %t[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1, %2, %3 : !energy.array<D>, !energy.array<>, !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N>, !energy.array<N, D>
+    %s = add %a#1, %a#3 : !energy.array<N, D>, !energy.array<N, D>
+    accumulate %s into @x : !energy.array<N, D>
   }
 }
