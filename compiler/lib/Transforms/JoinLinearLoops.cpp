@@ -91,27 +91,6 @@ bool movableTo(AccumulatingLoop first, ForeachOp second) {
   return true;
 }
 
-/// Whether `value`, a value of `body`, depends on `root`: through operands,
-/// or values the regions of an op use (a sum over a row inside the loop).
-bool dependsOn(Value value, Value root, Block &body,
-               llvm::DenseMap<Value, bool> &memo) {
-  if (value == root)
-    return true;
-  Operation *op = value.getDefiningOp();
-  if (!op || op->getBlock() != &body)
-    return false;
-  if (auto found = memo.find(value); found != memo.end())
-    return found->second;
-  llvm::SetVector<Value> used;
-  getUsedValuesDefinedAbove(op->getRegions(), used);
-  used.insert(op->operand_begin(), op->operand_end());
-  bool depends = llvm::any_of(used, [&](Value operand) {
-    return dependsOn(operand, root, body, memo);
-  });
-  memo[value] = depends;
-  return depends;
-}
-
 /// Whether the value `loop` adds is a linear map of `row` alone: no term
 /// that does not vary with it, no other varying value.
 bool isLinearMapOf(AccumulatingLoop loop, Value row) {
@@ -119,7 +98,7 @@ bool isLinearMapOf(AccumulatingLoop loop, Value row) {
   llvm::DenseMap<Value, bool> memo;
   LinearDecomposition decomposition =
       decomposeLinearly(loop.accumulate.getValue(), body, [&](Value value) {
-        return !dependsOn(value, row, body, memo);
+        return !dependsOnAnyOf(value, row, body, memo);
       });
   return decomposition.atoms.size() == 1 && decomposition.atoms.front() == row;
 }
@@ -194,11 +173,11 @@ SmallVector<Value> linearRows(AccumulatingLoop loop) {
     llvm::DenseMap<Value, bool> memo;
     LinearDecomposition decomposition =
         decomposeLinearly(loop.accumulate.getValue(), body, [&](Value value) {
-          return !dependsOn(value, row, body, memo);
+          return !dependsOnAnyOf(value, row, body, memo);
         });
     if (decomposition.atoms.contains(row) &&
         llvm::all_of(decomposition.atoms, [&](Value atom) {
-          return atom == row || !dependsOn(atom, row, body, memo);
+          return atom == row || !dependsOnAnyOf(atom, row, body, memo);
         }))
       rows.push_back(row);
   }
@@ -209,12 +188,9 @@ SmallVector<Value> linearRows(AccumulatingLoop loop) {
 /// also a map of them alone (no term that depends on none of them).
 bool isLinearIn(AccumulatingLoop loop, ArrayRef<Value> rows, bool whole) {
   Block &body = loop.loop.getBody().front();
-  SmallVector<llvm::DenseMap<Value, bool>> memos(rows.size());
+  llvm::DenseMap<Value, bool> memo;
   auto varies = [&](Value value) {
-    for (auto [row, memo] : llvm::zip(rows, memos))
-      if (dependsOn(value, row, body, memo))
-        return true;
-    return false;
+    return dependsOnAnyOf(value, rows, body, memo);
   };
   LinearDecomposition decomposition = decomposeLinearly(
       loop.accumulate.getValue(), body, [&](Value v) { return !varies(v); });

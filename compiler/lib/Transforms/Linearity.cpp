@@ -95,6 +95,26 @@ mlir::energy::decomposeLinearly(Value value, Block &body,
   return std::move(decomposer.result);
 }
 
+bool mlir::energy::dependsOnAnyOf(Value value, ArrayRef<Value> roots,
+                                  Block &body,
+                                  llvm::DenseMap<Value, bool> &memo) {
+  if (llvm::is_contained(roots, value))
+    return true;
+  Operation *op = value.getDefiningOp();
+  if (!op || op->getBlock() != &body)
+    return false;
+  if (auto found = memo.find(value); found != memo.end())
+    return found->second;
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(op->getRegions(), used);
+  used.insert(op->operand_begin(), op->operand_end());
+  bool depends = llvm::any_of(used, [&](Value operand) {
+    return dependsOnAnyOf(operand, roots, body, memo);
+  });
+  memo[value] = depends;
+  return depends;
+}
+
 namespace {
 class LinearPart {
 public:
@@ -111,22 +131,8 @@ public:
   }
 
 private:
-  /// Whether `value` depends on a row: through operands, or values the
-  /// regions of an op use.
   bool varies(Value value) {
-    if (llvm::is_contained(rows, value))
-      return true;
-    Operation *op = value.getDefiningOp();
-    if (!op || op->getBlock() != &body)
-      return false;
-    if (auto found = varying.find(value); found != varying.end())
-      return found->second;
-    llvm::SetVector<Value> used;
-    getUsedValuesDefinedAbove(op->getRegions(), used);
-    used.insert(op->operand_begin(), op->operand_end());
-    bool result = llvm::any_of(used, [&](Value used) { return varies(used); });
-    varying[value] = result;
-    return result;
+    return dependsOnAnyOf(value, rows, body, varying);
   }
 
   /// `op` with operand `index` replaced by `part` (its result where that is

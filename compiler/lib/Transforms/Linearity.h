@@ -13,6 +13,7 @@
 
 #include "energy/IR/EnergyOps.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::energy {
@@ -51,6 +52,12 @@ struct LinearDecomposition {
 /// as fixed operands.
 LinearDecomposition decomposeLinearly(Value value, Block &body,
                                       function_ref<bool(Value)> invariant);
+
+/// Whether `value`, a value of `body`, depends on one of `roots`: through
+/// operands, or values the regions of an op use (a sum over a row inside
+/// a loop). `memo` keeps the answers, for these roots only.
+bool dependsOnAnyOf(Value value, ArrayRef<Value> roots, Block &body,
+                    llvm::DenseMap<Value, bool> &memo);
 
 /// The part of `value`, a value of `body` linear in `rows` together (every
 /// other value it depends on held fixed), with the summands that depend on
