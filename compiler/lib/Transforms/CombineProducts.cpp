@@ -14,6 +14,10 @@
 // (Wkᵀ Wq/√D and Wkᵀ (-Wq)/√D share Wkᵀ Wq), and the sums are built once
 // for every product that needs the same one. The backward step's adjoints
 // of x, Wq and Wk add 6, 4 and 4 such products; they become 2, 1 and 1.
+// With `sums` (after the loops that add linear maps have joined), sums of
+// one linear map of rows of different arrays, Σ_k Σ_p L(A_k[p]), are one
+// sum of the map of Σ_k A_k, and sums of arrays that loops read combine
+// their products alike.
 //
 //===----------------------------------------------------------------------===//
 

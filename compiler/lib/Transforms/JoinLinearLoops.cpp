@@ -4,7 +4,11 @@
 // different arrays into one tensor — L(u₁[i]) and L(u₂[i]) into @T[i], L
 // the same per position (a token's layer-norm backward, applied to the
 // gradients of each energy term that reads the normalised row) — are one
-// loop adding L(u₁[i] + u₂[i]): the map's work once.
+// loop adding L(u₁[i] + u₂[i]): the map's work once. A loop may add maps
+// of several rows (the first and second derivatives of the normalisation,
+// L₁(a) + L₂(c)); one whose maps the other applies to some of its rows
+// joins it, each row added to its partner (L₁(b) into it: L₁(a + b) +
+// L₂(c)), rows of whole arrays as a sum of the arrays ahead of the loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -358,6 +362,8 @@ bool joinLoopsOf(Block &block) {
         continue;
       if (!movableTo(*first, second->loop))
         continue;
+      // Rows of arrays, several to a loop; else one row that the loop
+      // computes itself (a cotangent row times a table's, before its map).
       SmallVector<std::pair<Value, Value>> pairs =
           joinedRowSets(*first, *second);
       if (pairs.empty())

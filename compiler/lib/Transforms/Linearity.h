@@ -55,7 +55,9 @@ LinearDecomposition decomposeLinearly(Value value, Block &body,
 
 /// Whether `value`, a value of `body`, depends on one of `roots`: through
 /// operands, or values the regions of an op use (a sum over a row inside
-/// a loop). `memo` keeps the answers, for these roots only.
+/// a loop). Dependence.h's `dependsOn` for roots in one block, looking no
+/// further than that block and keeping its answers in `memo` (for these
+/// roots only): the linear decompositions ask it of every value they meet.
 bool dependsOnAnyOf(Value value, ArrayRef<Value> roots, Block &body,
                     llvm::DenseMap<Value, bool> &memo);
 

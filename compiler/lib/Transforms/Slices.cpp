@@ -404,6 +404,77 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
          sameOperands(/*swapped=*/true);
 }
 
+bool mlir::energy::isScaledCopy(Value value, Value other, Operation *scope,
+                                SmallVectorImpl<Value> &factors,
+                                OpBuilder &builder,
+                                SmallVectorImpl<Operation *> &built,
+                                unsigned depth) {
+  if (computeSame(value, other, IRMapping()))
+    return true;
+  if (depth > 8)
+    return false;
+  auto fixedScalar = [&](Value v) {
+    return isScalar(v) && isDefinedOutside(v, scope);
+  };
+  Operation *def = value.getDefiningOp();
+  if (auto neg = dyn_cast_or_null<NegOp>(def)) {
+    if (!isScaledCopy(neg.getOperand(), other, scope, factors, builder, built,
+                      depth + 1))
+      return false;
+    auto minusOne = ConstantOp::create(builder, neg.getLoc(), -1.0);
+    built.push_back(minusOne);
+    factors.push_back(minusOne);
+    return true;
+  }
+  if (auto mul = dyn_cast_or_null<MulOp>(def)) {
+    for (auto [scalar, scaled] : {std::pair(mul.getRhs(), mul.getLhs()),
+                                  std::pair(mul.getLhs(), mul.getRhs())})
+      if (fixedScalar(scalar) && scaled.getType() == value.getType() &&
+          isScaledCopy(scaled, other, scope, factors, builder, built,
+                       depth + 1)) {
+        factors.push_back(scalar);
+        return true;
+      }
+    return false;
+  }
+  auto extract = dyn_cast_or_null<ExtractOp>(def);
+  if (!extract)
+    return false;
+  Operation *source = extract.getSource().getDefiningOp();
+  // A row of a scaled array is the scaled row of the array.
+  if (auto scaled = dyn_cast_or_null<MulOp>(source)) {
+    for (auto [scalar, array] : {std::pair(scaled.getRhs(), scaled.getLhs()),
+                                 std::pair(scaled.getLhs(), scaled.getRhs())})
+      if (fixedScalar(scalar) && !isScalar(array)) {
+        IRMapping mapping;
+        mapping.map(extract.getSource(), array);
+        Operation *row = builder.clone(*extract, mapping);
+        built.push_back(row);
+        if (isScaledCopy(row->getResult(0), other, scope, factors, builder,
+                         built, depth + 1)) {
+          factors.push_back(scalar);
+          return true;
+        }
+        return false;
+      }
+    return false;
+  }
+  // A row of a table, computed at the read's indices.
+  auto table = dyn_cast_or_null<TabulateOp>(source);
+  Block &body = table ? table.getBody().front() : *extract->getBlock();
+  if (!table || !extract.getMap().isIdentity() ||
+      extract.getIndices().size() != body.getNumArguments() ||
+      llvm::any_of(body.without_terminator(),
+                   [](Operation &op) { return op.getNumRegions() != 0; }))
+    return false;
+  IRMapping mapping;
+  mapping.map(body.getArguments(), extract.getIndices());
+  for (Operation &op : body.without_terminator())
+    built.push_back(builder.clone(op, mapping));
+  return isScaledCopy(mapping.lookupOrDefault(table.getBodyValue()), other,
+                      scope, factors, builder, built, depth + 1);
+}
+
 Operation *mlir::energy::scaledLeaf(Value value, bool linear) {
   Operation *def = value.getDefiningOp();
   if (isa_and_nonnull<ExtractOp, ReadOp>(def))

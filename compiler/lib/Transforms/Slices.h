@@ -13,6 +13,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Transforms/Dependence.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -168,6 +169,16 @@ std::optional<ScalarTable> scalarTableOf(TabulateOp table);
 /// commutative ops in either order; an element of an array and what computes
 /// it (a table's body, a read of the tensor, a head's matrix times a row).
 bool computeSame(Value a, Value b, const IRMapping &arguments);
+
+/// Whether `value` (a value of a region of `scope`) is `other` times the
+/// scalars `factors` (each from outside `scope`), through negations and
+/// products by such scalars, of the value or of the array a row of it is
+/// read from, and through the tables it reads a row of (the row computed
+/// again at the read's indices). What that computes again is built at
+/// `builder` and appended to `built`, for the caller to erase.
+bool isScaledCopy(Value value, Value other, Operation *scope,
+                  SmallVectorImpl<Value> &factors, OpBuilder &builder,
+                  SmallVectorImpl<Operation *> &built, unsigned depth = 0);
 
 /// The dims that count positions: the leading axes (all but the last) of
 /// the inputs and states `model` declares, not of params nor of the
