@@ -364,10 +364,12 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         continue;
       const T *weights = scores;
       if (pairs.plain && !pairs.plain[k]) {
-        pairWeighted<V>(tileRows, space.scores, space.pairTiles, pairs.kappa[k],
-                        pairs.numAlphas[k], pairs.alphas + k * pairs.numTerms,
-                        pairs.alphaTerms + k * pairs.numTerms, from - start,
-                        width, space.pairWeights);
+        if (!pairs.shared[k])
+          pairWeighted<V>(tileRows, space.scores, space.pairTiles,
+                          pairs.kappa[k], pairs.numAlphas[k],
+                          pairs.alphas + k * pairs.numTerms,
+                          pairs.alphaTerms + k * pairs.numTerms, from - start,
+                          width, space.pairWeights);
         weights = space.pairWeights + (from - start);
       }
       sumPanel<V>(count, tileRows, weights,
@@ -393,6 +395,7 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       const int64_t width = pass.widths[k];
       T *out = pass.outputs[k] + (outerAt + first + r) * width;
       const T *acc = space.accumulators[k] + r * space.accumulatorStride[k];
+      const T multiple = pairs.scaled ? pairs.scaled[k] : T(1);
       if (empty) {
         for (int64_t c = 0; c < width; ++c)
           out[c] = 0;
@@ -403,6 +406,9 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         for (int64_t c = 0; c < width; ++c)
           out[c] = acc[c];
       }
+      if (multiple != 1 && !empty)
+        for (int64_t c = 0; c < width; ++c)
+          out[c] *= multiple;
     }
   }
 }

@@ -38,10 +38,13 @@
 // unmasked; with constraints the array starts as zeros, so that the others
 // are finite. Nothing else of size rows × cols is stored.
 //
-// Pair terms: an output with coefficients other than κ = 1, α = 0 sums
+// Pair terms: an output with coefficients other than α = 0 sums
 // W_k = W ∘ (κ + Σ_i α_i T_i) instead of W, with T_i = A_i B_iᵀ the tile of
 // pair term i over the same strips, by the same score micro-kernel (factor
-// 1); W_k is formed in scratch per output, just before its weighted sum.
+// 1); W_k is formed in scratch, just before its weighted sum, once for the
+// outputs whose coefficients are multiples of its own (a backward pass's
+// scalar and vector sums over one difference of pair terms): those sum it
+// and scale their results, as an output with κ alone scales W's sum.
 // Only the terms that some output of the pass weights are packed (inner
 // features in strips once per pass) and multiplied. The rescaling of the
 // online normaliser applies to W_k as to W.
@@ -102,19 +105,38 @@ bool packedSize(int64_t problems, int64_t count, int64_t depth, int64_t &size) {
          !__builtin_mul_overflow(perProblem, problems, &size);
 }
 
-/// The pair weights of a pass whose `numOutputs` outputs have `weights`
-/// (numOutputs × (1 + numTerms) coefficients, or null), the pair terms
-/// having `depths`, `outer` features (outerCount rows a problem) and `inner`
-/// ones (innerCount rows a problem, `problems` problems): in `pairs`, with
-/// its memory in `buffer`, and room in `packed` for the inner features in
-/// strips, which packPass fills. With `allTerms` (a pass that keeps its
-/// tiles), every term is computed, weighted or not. False when out of memory.
+/// Whether row `k` of the coefficients `weights` (rows of `stride`) is
+/// exactly `multiple` times row `of`, whose α's are not all zero.
+template <class T>
+bool proportionalRows(const double *weights, int64_t stride, int64_t of,
+                      int64_t k, T &multiple) {
+  const double *base = weights + of * stride, *row = weights + k * stride;
+  int64_t lead = 1;
+  while (base[lead] == 0)
+    ++lead;
+  const double ratio = row[lead] / base[lead];
+  for (int64_t i = 0; i < stride; ++i)
+    if (row[i] != ratio * base[i])
+      return false;
+  multiple = static_cast<T>(ratio);
+  return true;
+}
+
+/// The pair weights of a pass whose `numOutputs` outputs of `widths` have
+/// `weights` (numOutputs × (1 + numTerms) coefficients, or null), the pair
+/// terms having `depths`, `outer` features (outerCount rows a problem) and
+/// `inner` ones (innerCount rows a problem, `problems` problems): in
+/// `pairs`, with its memory in `buffer`, and room in `packed` for the inner
+/// features in strips, which packPass fills. With `allTerms` (a pass that keeps
+/// its tiles), every term is computed, weighted or not. False when out of
+/// memory.
 template <class V>
 bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
-                  Buffer &packed, int64_t numOutputs, const double *weights,
-                  int64_t numTerms, const int64_t *depths,
-                  const void *const *outer, const void *const *inner,
-                  int64_t problems, int64_t innerCount, bool allTerms) {
+                  Buffer &packed, int64_t numOutputs, const int64_t *widths,
+                  const double *weights, int64_t numTerms,
+                  const int64_t *depths, const void *const *outer,
+                  const void *const *inner, int64_t problems,
+                  int64_t innerCount, bool allTerms) {
   using T = typename V::Scalar;
   if (!allTerms && (!weights || numOutputs == 0))
     return true;
@@ -152,6 +174,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   size_t sourcesAt = reserve(sizeof(T *) * used);
   size_t sourceTermsAt = reserve(sizeof(int64_t) * used);
   size_t plainAt = reserve(sizeof(bool) * numOutputs);
+  size_t sharedAt = reserve(sizeof(bool) * numOutputs);
+  size_t scaledAt = reserve(sizeof(T) * numOutputs);
   size_t kappaAt = reserve(sizeof(T) * numOutputs);
   size_t numAlphasAt = reserve(sizeof(int64_t) * numOutputs);
   size_t alphasAt = reserve(sizeof(T) * numOutputs * used);
@@ -165,6 +189,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   auto *sources = reinterpret_cast<const T **>(base + sourcesAt);
   auto *sourceTerms = reinterpret_cast<int64_t *>(base + sourceTermsAt);
   auto *plain = reinterpret_cast<bool *>(base + plainAt);
+  auto *shared = reinterpret_cast<bool *>(base + sharedAt);
+  auto *scaled = reinterpret_cast<T *>(base + scaledAt);
   auto *kappa = reinterpret_cast<T *>(base + kappaAt);
   auto *numAlphas = reinterpret_cast<int64_t *>(base + numAlphasAt);
   auto *alphas = reinterpret_cast<T *>(base + alphasAt);
@@ -184,7 +210,18 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
       }
       ++term;
     }
-    plain[k] = kappaOf(k) == 1 && numAlphas[k] == 0;
+  }
+  // Which outputs sum weights computed for another, and by what multiple.
+  for (int64_t k = 0, last = -1; k < numOutputs; ++k) {
+    plain[k] = numAlphas[k] == 0 || widths[k] == 0;
+    shared[k] = !plain[k] && last >= 0 &&
+                proportionalRows(weights, stride, last, k, scaled[k]);
+    if (plain[k])
+      scaled[k] = kappa[k];
+    else if (!shared[k]) {
+      scaled[k] = 1;
+      last = k;
+    }
   }
 
   // Room for the inner features of the terms in strips.
@@ -217,6 +254,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   pairs.packedInner = termInner;
   pairs.inner = sources;
   pairs.plain = plain;
+  pairs.shared = shared;
+  pairs.scaled = scaled;
   pairs.kappa = kappa;
   pairs.numAlphas = numAlphas;
   pairs.alphas = alphas;
@@ -295,10 +334,11 @@ bool preparePackRun(Pass<typename V::Scalar> &pass, const double *weights,
                     const typename V::Scalar *features) {
   Buffer packedBuffer, listBuffer, pairBuffer, pairPackedBuffer;
   const bool reading = pass.kept.tiles && !pass.kept.writing;
-  return preparePairs<V>(
-             pass.pairs, pairBuffer, pairPackedBuffer, pass.numOutputs, weights,
-             args.num_pair_terms, args.pair_depths, outer, inner, pass.problems,
-             pass.innerCount, pass.kept.tiles && pass.kept.writing) &&
+  return preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
+                         pass.numOutputs, pass.widths, weights,
+                         args.num_pair_terms, args.pair_depths, outer, inner,
+                         pass.problems, pass.innerCount,
+                         pass.kept.tiles && pass.kept.writing) &&
          (reading || packPass<V>(pass, features, packedBuffer, listBuffer)) &&
          runPass<V>(pass);
 }

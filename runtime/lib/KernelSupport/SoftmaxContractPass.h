@@ -30,7 +30,11 @@ enum class Normaliser {
 /// How the outputs of a pass weight their sums: output k sums
 /// W ∘ (kappa[k] + Σ_a alphas[k, a] · T_{alphaTerms[k, a]}) over
 /// a < numAlphas[k], or W itself when plain[k] (or when plain is null). The
-/// terms are those that some output of the pass weights, renumbered.
+/// terms are those that some output of the pass weights, renumbered. The
+/// weights an output sums are computed once for every output whose
+/// coefficients are a multiple of them: a plain output (no α) sums W and
+/// an output of the same α's in proportion as the last one computed sums
+/// that one's weights (shared[k]); each is then scaled[k] times its sum.
 template <class T> struct PairWeights {
   int64_t numTerms = 0;
   const int64_t *depths = nullptr; ///< per term
@@ -42,6 +46,8 @@ template <class T> struct PairWeights {
   /// only to pack them.
   const T *const *inner = nullptr;
   const bool *plain = nullptr;         ///< per output
+  const bool *shared = nullptr;        ///< per output
+  const T *scaled = nullptr;           ///< per output
   const T *kappa = nullptr;            ///< per output
   const int64_t *numAlphas = nullptr;  ///< per output
   const T *alphas = nullptr;           ///< per output, numTerms slots

@@ -137,6 +137,40 @@ TEST_CASE("softmax contract: pair terms weight the outputs") {
   checkBatchEverywhere(problems, "pair terms, large scores");
 }
 
+TEST_CASE("softmax contract: outputs whose coefficients are multiples") {
+  // An output whose coefficients are those of the last weighted one times a
+  // number sums that one's weights and scales its sum (the row side's third
+  // output, and the col side's second and third); a plain output with κ
+  // alone scales W's sum. A first weighted output of width 0 computes no
+  // weights, so the next one with its multiples computes its own.
+  uint64_t seed = 700;
+  for (bool causal : {false, true}) {
+    std::vector<Problem> problems;
+    for (uint64_t b = 0; b < 3; ++b) {
+      problems.push_back(
+          makeProblem(70, 131, 19, {3, 19, 17}, {4, 7, 17}, seed++));
+      addPairTerms(problems.back(), {5, 13}, seed++);
+      problems.back().rowWeights = {0, 2, -2, 3, 0, 0, 0, -0.25, 0.25};
+      problems.back().colWeights = {0.7, -1.3,  0.5,  1.4,  -2.6,
+                                    1,   -0.35, 0.65, -0.25};
+      if (causal)
+        problems.back().constraints = {atLeast(1, -1, 0)};
+    }
+    checkBatchEverywhere(problems, causal ? "multiples, causal" : "multiples");
+    std::vector<Problem> emptyFirst;
+    for (uint64_t b = 0; b < 3; ++b) {
+      emptyFirst.push_back(
+          makeProblem(70, 131, 19, {0, 19, 17}, {0, 7, 17}, seed++));
+      addPairTerms(emptyFirst.back(), {5, 13}, seed++);
+      emptyFirst.back().rowWeights = {0, 1, -1, 0, 0.5, -0.5, 0, -3, 3};
+      emptyFirst.back().colWeights = {1, 1, 0, 2, 2, 0, 0, 0, 1};
+      if (causal)
+        emptyFirst.back().constraints = {atLeast(1, -1, 0)};
+    }
+    checkBatchEverywhere(emptyFirst, "multiples of an empty output");
+  }
+}
+
 TEST_CASE("softmax contract: plain outputs ignore the pair terms") {
   // Outputs with κ = 1 and α = 0 sum the weights themselves: the same bits
   // as without pair terms and coefficients.

@@ -73,9 +73,6 @@ Problem makeProblem(int64_t rows, int64_t cols, int64_t depth,
   return p;
 }
 
-namespace {
-
-/// Gives `p` pair terms of `depths`, their features drawn from `seed`.
 void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
                   uint64_t seed) {
   std::mt19937_64 random(seed);
@@ -94,6 +91,8 @@ void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
     p.pairColFeatures.push_back(fill(p.cols * depth));
   }
 }
+
+namespace {
 
 bool admitted(const Problem &p, int64_t r, int64_t c) {
   for (const energy_contract_constraint &k : p.constraints) {

@@ -116,6 +116,10 @@ extern const std::vector<double> kMixedWeights;
 /// The same three in another order, with the first term in none of them.
 extern const std::vector<double> kSecondTermWeights;
 
+/// Gives `p` pair terms of `depths`, their features drawn from `seed`.
+void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
+                  uint64_t seed);
+
 /// `p` without pair terms or output weights: plain weighted sums.
 void dropPairTerms(Problem &p);
 
