@@ -17,6 +17,7 @@ void mlir::energy::buildGradientPipeline(OpPassManager &modelPasses,
                                          const std::vector<std::string> &wrt) {
   EnergyDeriveGradientsOptions options;
   options.wrt.assign(wrt.begin(), wrt.end());
+  modelPasses.addPass(createEnergyOrderLseRows());
   modelPasses.addPass(createEnergyJoinGradients());
   modelPasses.addPass(createEnergyDeriveGradients(options));
   modelPasses.addPass(createCanonicalizerPass());
@@ -40,6 +41,9 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
       copies.copies.push_back(tensor + "=" + copy);
     modelPasses.addPass(createEnergyExchangedTensors(copies));
   }
+  // Sums over lse rows in one order before the updates read their lse
+  // (and again ahead of the gradients, for the pipeline alone).
+  modelPasses.addPass(createEnergyOrderLseRows());
   // One value per computation, so that what an update matches (the same
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());

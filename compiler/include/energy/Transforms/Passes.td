@@ -29,6 +29,31 @@ def EnergyCheckDifferentiable : Pass<"energy-check-differentiable", "::mlir::ene
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyOrderLseRows : Pass<"energy-order-lse-rows", "::mlir::energy::ModelOp"> {
+  let summary = "Orders the indices of a sum over lse rows: batch axes, then the row";
+  let description = [{
+    A sum whose summand is an lse over another index (the rows of an
+    attention term) gets its indices in one order, whatever order the model
+    wrote them in: first those the lse's column side reads (its values that
+    vary with the column, not with every index), the ones that also index a
+    state, an input or a let (a sequence's axis) ahead of those that index
+    params only (a head's), then the row's own. The planning steps form one
+    contraction per term and its column pass in that order; written with
+    the row or the head first, the Energy Transformer's backward step took
+    2.7 to 630 times the work. Summing in another order changes rounding
+    only.
+
+    ```mlir
+    %e = energy.reduce sum (%h : @H, %b : @B, %c : @N) {
+      %l = energy.reduce lse (%a : @N) { ... Wk[%h] @ x[%b, %a] ... }
+    }
+    // becomes
+    %e = energy.reduce sum (%b : @B, %h : @H, %c : @N) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::energy::EnergyDialect"];
+}
+
 def EnergyJoinGradients : Pass<"energy-join-gradients", "::mlir::energy::ModelOp"> {
   let summary = "Asks for the gradients taken at the same values in one go";
   let description = [{
