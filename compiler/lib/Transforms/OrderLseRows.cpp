@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
-#include "energy/Transforms/Dependence.h"
 #include "energy/Transforms/Passes.h"
 
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::energy {
@@ -47,11 +49,53 @@ bool isParam(ModelOp model, FlatSymbolRefAttr symbol) {
   return tensor && tensor.getRole() == Role::param;
 }
 
+/// The indices of the sum and its lse (block arguments) that `value` reads
+/// tensors at, through the ops that compute it; positions as numbers
+/// (to_real and index arithmetic: ALiBi's m[k] · (i − j)) do not count, so
+/// that a term of the score that pairs the row with the column by position
+/// alone is no value of the column side. Memoised in `known`.
+const llvm::SmallPtrSet<Value, 4> &
+readIndices(Value value, Block &sumBody, Block &lseBody,
+            DenseMap<Value, llvm::SmallPtrSet<Value, 4>> &known) {
+  if (auto found = known.find(value); found != known.end())
+    return found->second;
+  llvm::SmallPtrSet<Value, 4> indices;
+  auto addIndexArguments = [&](Value index, auto &self) -> void {
+    if (auto argument = dyn_cast<BlockArgument>(index)) {
+      if (argument.getOwner() == &sumBody || argument.getOwner() == &lseBody)
+        indices.insert(argument);
+      return;
+    }
+    if (Operation *def = index.getDefiningOp())
+      for (Value operand : def->getOperands())
+        self(operand, self);
+  };
+  Operation *def = value.getDefiningOp();
+  if (isa<BlockArgument>(value)) {
+    addIndexArguments(value, addIndexArguments);
+  } else if (def && !isa<ToRealOp>(def) &&
+             def->getDialect()->getNamespace() != "arith") {
+    if (auto read = dyn_cast<ReadOp>(def)) {
+      for (Value index : read.getIndices())
+        addIndexArguments(index, addIndexArguments);
+    } else {
+      llvm::SetVector<Value> used(def->getOperands().begin(),
+                                  def->getOperands().end());
+      getUsedValuesDefinedAbove(def->getRegions(), used);
+      for (Value operand : used)
+        for (Value index : readIndices(operand, sumBody, lseBody, known))
+          indices.insert(index);
+    }
+  }
+  return known[value] = std::move(indices);
+}
+
 /// The order of `sum`'s indices (positions), or the identity when its
-/// summand has no lse over another index: first the indices that values of
-/// the lse's column side read without reading every index of the sum, the
-/// ones that also index a state, an input or a let ahead of those that
-/// index params only; then the others, each group in the written order.
+/// summand has no lse over another index: first the indices at which the
+/// values of the lse's column side read tensors (those that read at the
+/// column but not at every index of the sum), the ones that also index a
+/// state, an input or a let ahead of those that index params only; then
+/// the others, each group in the written order.
 SmallVector<unsigned> lseRowOrder(ReduceOp sum, ModelOp model) {
   Block &body = sum.getBody().front();
   unsigned count = body.getNumArguments();
@@ -59,30 +103,30 @@ SmallVector<unsigned> lseRowOrder(ReduceOp sum, ModelOp model) {
   ReduceOp lse = lseOf(sum);
   if (!lse)
     return order;
-  Value column = lse.getBody().front().getArgument(0);
-  IndexDependence dependence(sum);
-  auto positionsOf = [&](Value value) {
+  Block &lseBody = lse.getBody().front();
+  Value column = lseBody.getArgument(0);
+  DenseMap<Value, llvm::SmallPtrSet<Value, 4>> known;
+  auto positionsOf = [&](const llvm::SmallPtrSet<Value, 4> &indices) {
     llvm::SmallBitVector positions(count);
-    const IndexDependence::IndexSet &indices = dependence.of(value);
     for (unsigned i = 0; i < count; ++i)
       if (indices.contains(body.getArgument(i)))
         positions.set(i);
     return positions;
   };
   llvm::SmallBitVector columnSide(count), sequences(count);
-  lse.getBody().walk([&](Operation *op) {
+  lseBody.walk([&](Operation *op) {
     for (Value result : op->getResults()) {
-      if (!dependence.of(result).contains(column))
+      const auto &indices = readIndices(result, body, lseBody, known);
+      if (!indices.contains(column))
         continue;
-      llvm::SmallBitVector positions = positionsOf(result);
+      llvm::SmallBitVector positions = positionsOf(indices);
       if (!positions.all())
         columnSide |= positions;
     }
   });
   sum.getBody().walk([&](ReadOp read) {
     if (!isParam(model, read.getSourceAttr()))
-      for (Value index : read.getIndices())
-        sequences |= positionsOf(index);
+      sequences |= positionsOf(readIndices(read, body, lseBody, known));
   });
   if (columnSide.none() || columnSide.all())
     return order;
