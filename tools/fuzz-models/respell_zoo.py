@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', 'tests', 'zoo'))
 import zoo  # noqa: E402
 
 SUM = re.compile(r'\b(sum|mean)\(((?:\w+: [^,():]+, ){1,3}\w+: [^,():]+)\)')
-TOTAL = re.compile(r'^(?:the |term |loss ).*= (\d+) flops$')
+TOTAL = re.compile(r'^(?:the |term |loss |let ).*= (\d+) flops$')
 PAIRS = re.compile(r'pair loops doing row work per pair: (\d+)')
 
 
