@@ -24,6 +24,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -596,11 +597,30 @@ void readLetRowsWhole(ModelOp model, SymbolTable &symbols) {
   }
 }
 
+/// Whether `indices` are the arguments of `body`, each once, in any order,
+/// over the let's `domain` where the loop around runs over `sizes`.
+bool readsEveryPosition(OperandRange indices, Block *body, ArrayAttr sizes,
+                        ArrayAttr domain) {
+  if (indices.size() != body->getNumArguments() ||
+      indices.size() != domain.size())
+    return false;
+  llvm::SmallBitVector seen(indices.size());
+  for (auto [position, index] : llvm::enumerate(indices)) {
+    auto argument = dyn_cast<BlockArgument>(index);
+    if (!argument || argument.getOwner() != body ||
+        seen.test(argument.getArgNumber()) ||
+        sizes[argument.getArgNumber()] != domain[position])
+      return false;
+    seen.set(argument.getArgNumber());
+  }
+  return true;
+}
+
 /// Replaces each read of a let's element at the indices of a sum or table
-/// that runs over the let's whole domain and is a statement (a loss's mean
-/// over every position of a let it reads) by the element of a read of the
-/// whole let ahead of it: the let is then a table, whose products of rows
-/// and matrices are GEMMs, not products per position.
+/// that runs over the let's whole domain, in any order, and is a statement
+/// (a loss's mean over every position of a let it reads) by the element of
+/// a read of the whole let ahead of it: the let is then a table, whose
+/// products of rows and matrices are GEMMs, not products per position.
 void readLetsAtLoopIndicesWhole(ModelOp model, SymbolTable &symbols) {
   SmallVector<ReadOp> reads;
   model.walk([&](ReadOp read) {
@@ -614,11 +634,11 @@ void readLetsAtLoopIndicesWhole(ModelOp model, SymbolTable &symbols) {
       sizes = sum.getSizes();
     else if (auto table = dyn_cast<TabulateOp>(loop))
       sizes = table.getSizes();
-    if (!sizes || sizes != let.getDomain() ||
+    if (!sizes ||
         read->getBlock() != &loop->getRegion(loop->getNumRegions() - 1).front())
       return;
-    Block *body = read->getBlock();
-    if (llvm::equal(read.getIndices(), body->getArguments()))
+    if (readsEveryPosition(read.getIndices(), read->getBlock(), sizes,
+                           let.getDomain()))
       reads.push_back(read);
   });
   for (ReadOp read : reads) {

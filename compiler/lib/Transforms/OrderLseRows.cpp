@@ -11,6 +11,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -74,7 +75,7 @@ readIndices(Value value, Block &sumBody, Block &lseBody,
   if (isa<BlockArgument>(value)) {
     addIndexArguments(value, addIndexArguments);
   } else if (def && !isa<ToRealOp>(def) &&
-             def->getDialect()->getNamespace() != "arith") {
+             !isa_and_nonnull<arith::ArithDialect>(def->getDialect())) {
     if (auto read = dyn_cast<ReadOp>(def)) {
       for (Value index : read.getIndices())
         addIndexArguments(index, addIndexArguments);
