@@ -492,16 +492,20 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   }
   if (sum && !accumulate && (batch == 0 || !inPieces))
     std::fill(c, c + m * n, T(0));
-  if (int64_t pieces = summedPiecesOf(m, n, k);
-      inPieces && batch == 1 && transposeA && !transposeB && pieces > 1) {
-    std::vector<T> partials(pieces * m * n);
-    SummedRows<T> products{&library, m, n, k, pieces, a, b, partials.data()};
+  int64_t pieces = summedPiecesOf(m, n, k);
+  if (std::optional<Scratch<T>> partials;
+      inPieces && batch == 1 && transposeA && !transposeB && pieces > 1 &&
+      partials.emplace(pieces * m * n).data) {
+    SummedRows<T> products{&library, m, n, k, pieces, a, b, partials->data};
     energy_support_parallel_for(SummedRows<T>::chunk, &products, pieces);
-    for (int64_t i = 0; i < m * n; ++i) {
-      T total = accumulate ? c[i] : T(0);
-      for (int64_t piece = 0; piece < pieces; ++piece)
-        total += partials[piece * m * n + i];
-      c[i] = total;
+    // Piece by piece, in the order of the pieces (each element's sum as
+    // before): element-wise passes, not a chain of dependent adds.
+    if (!accumulate)
+      std::fill(c, c + m * n, T(0));
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      const T *partial = partials->data + piece * m * n;
+      for (int64_t i = 0; i < m * n; ++i)
+        c[i] += partial[i];
     }
     return;
   }
