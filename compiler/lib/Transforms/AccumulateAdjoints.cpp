@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanKernels.h"
+#include "Slices.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -55,15 +56,13 @@ struct StoredSum {
   SmallVector<Operation *> sum;
 };
 
-/// Whether `extract` reads its source at the positions of `body`'s loop,
-/// from outside the loop.
+/// Whether `extract` reads an array of the loop's own type, defined
+/// outside the loop, at the loop's positions.
 bool readsAtLoopPositions(ExtractOp extract, Block &body) {
-  return extract.getMap().isIdentity() &&
-         llvm::equal(extract.getIndices(), body.getArguments()) &&
-         !body.getParentOp()->isAncestor(
-             extract.getSource().getParentRegion()->getParentOp()) &&
-         extract.getSource().getType() ==
-             body.getParentOp()->getResult(0).getType();
+  Value source = extract.getSource();
+  return atBlockIndices(extract.getMap(), extract.getIndices(), body) &&
+         !body.getParent()->isAncestor(source.getParentRegion()) &&
+         source.getType() == body.getParentOp()->getResult(0).getType();
 }
 
 /// Adds to `found` the terms of `value`, an element of a tabulate's body:
@@ -162,29 +161,25 @@ std::optional<AdjointUpdate> adjointUpdate(StoreOp store) {
       SymbolTable::lookupNearestSymbolFrom<TensorOp>(store, update.target);
   if (!tensor || tensor.getArrayType() != update.read.getType())
     return std::nullopt;
-  Operation *first = update.read;
+  Operation *firstGrad = nullptr;
   for (auto [grad, position] : update.grads) {
     GradientOp gradient = grad.getGradient();
     if (!gradient || names(gradient, update.target.getAttr()) ||
         grad.getResultOf(position).getType() != update.read.getType() ||
         !grad->isBeforeInBlock(store))
       return std::nullopt;
-    if (grad->isBeforeInBlock(first))
-      first = grad;
-  }
-  Operation *firstGrad = nullptr;
-  for (auto [grad, position] : update.grads)
     if (!firstGrad || grad->isBeforeInBlock(firstGrad))
       firstGrad = grad;
+  }
+  Operation *first =
+      update.read->isBeforeInBlock(firstGrad) ? update.read : firstGrad;
   // The read's other users see the tensor as it was ahead of the grad ops.
   for (Operation *user : update.read->getUsers()) {
-    if (llvm::is_contained(update.stored.sum, user) ||
-        llvm::any_of(update.stored.sum,
-                     [&](Operation *op) { return op->isProperAncestor(user); }))
-      continue;
     Operation *statement = block->findAncestorOpInBlock(*user);
-    if (!statement || !statement->isBeforeInBlock(firstGrad) ||
-        !update.read->isBeforeInBlock(firstGrad))
+    if (llvm::is_contained(update.stored.sum, statement))
+      continue;
+    if (!statement || first != update.read.getOperation() ||
+        !statement->isBeforeInBlock(firstGrad))
       return std::nullopt;
   }
   for (Operation *op = first; op != store.getOperation();
@@ -228,8 +223,7 @@ void accumulateInto(GradOp grad, unsigned position, FlatSymbolRefAttr target) {
 /// its sum, and its read where nothing else uses it.
 void applyUpdate(AdjointUpdate &update) {
   update.store.erase();
-  // The sum's ops, users first (an add is erased after the add that reads
-  // it, a tabulate after nothing reads it).
+  // The sum's ops read one another: every use is dropped before any goes.
   for (Operation *op : update.stored.sum) {
     op->dropAllUses();
     op->dropAllReferences();

@@ -172,13 +172,6 @@ void splitAccumulatedSum(AccumulateOp accumulate) {
     wrapper->erase();
 }
 
-/// Whether `indices` are the arguments of `block`, in order, and `map`
-/// reads them as they are.
-bool atBlockIndices(AffineMap map, ValueRange indices, Block &block) {
-  return map.isIdentity() && map.getNumDims() == block.getNumArguments() &&
-         llvm::equal(indices, block.getArguments());
-}
-
 /// A loop `foreach (i...) { accumulate V[i...] into @T[i...] }` over the
 /// whole leading axes of T adds V into T: it becomes the whole-tensor
 /// accumulate, so that a product V is added as the GEMM writes it.

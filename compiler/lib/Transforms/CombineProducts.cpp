@@ -58,13 +58,10 @@ std::optional<Addition> wholeAddition(ForeachOp loop, ModelOp model,
   if (loop.hasPredicate())
     return std::nullopt;
   Block &body = loop.getBody().front();
-  auto isAtPosition = [&](OperandRange indices, AffineMap map) {
-    return map.isIdentity() && llvm::equal(indices, body.getArguments());
-  };
   auto accumulate =
       dyn_cast_or_null<AccumulateOp>(body.empty() ? nullptr : &body.back());
   if (!accumulate ||
-      !isAtPosition(accumulate.getIndices(), accumulate.getMap()))
+      !atBlockIndices(accumulate.getMap(), accumulate.getIndices(), body))
     return std::nullopt;
   auto tensor = model.lookupSymbol<TensorOp>(accumulate.getTensorAttr());
   Type rowType = accumulate.getValue().getType();
@@ -82,7 +79,8 @@ std::optional<Addition> wholeAddition(ForeachOp loop, ModelOp model,
     bool plain =
         llvm::TypeSwitch<Operation *, bool>(&op)
             .Case([&](ExtractOp extract) {
-              return isAtPosition(extract.getIndices(), extract.getMap()) &&
+              return atBlockIndices(extract.getMap(), extract.getIndices(),
+                                    body) &&
                      isDefinedOutside(extract.getSource(), loop) &&
                      extract.getSource().getType() == tensor.getArrayType();
             })

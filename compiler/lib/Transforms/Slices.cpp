@@ -46,6 +46,12 @@ void mlir::energy::addIndexArguments(Block &block, Block &like,
                 block.addArgument(argument.getType(), argument.getLoc()));
 }
 
+bool mlir::energy::atBlockIndices(AffineMap map, ValueRange indices,
+                                  Block &block) {
+  return map.isIdentity() && map.getNumDims() == block.getNumArguments() &&
+         llvm::equal(indices, block.getArguments());
+}
+
 Value mlir::energy::readWholeTensor(OpBuilder &builder, Location loc,
                                     ArrayType type, FlatSymbolRefAttr tensor) {
   return ReadOp::create(

@@ -32,6 +32,10 @@ void cloneSlice(Block &block, const llvm::SetVector<Operation *> &slice,
 /// Adds to `block` one index argument per argument of `like`, mapped.
 void addIndexArguments(Block &block, Block &like, IRMapping &mapping);
 
+/// Whether `indices` are the arguments of `block` (a loop's positions), in
+/// order, and `map` reads them as they are.
+bool atBlockIndices(AffineMap map, ValueRange indices, Block &block);
+
 /// `read @T` of the whole tensor T, of type `type`, at the builder's point.
 Value readWholeTensor(OpBuilder &builder, Location loc, ArrayType type,
                       FlatSymbolRefAttr tensor);

@@ -498,8 +498,8 @@ void batchProducts(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
       partials.emplace(pieces * m * n).data) {
     SummedRows<T> products{&library, m, n, k, pieces, a, b, partials->data};
     energy_support_parallel_for(SummedRows<T>::chunk, &products, pieces);
-    // Piece by piece, in the order of the pieces (each element's sum as
-    // before): element-wise passes, not a chain of dependent adds.
+    // Piece by piece: each element summed in the order of the pieces, in
+    // element-wise passes rather than a chain of dependent adds.
     if (!accumulate)
       std::fill(c, c + m * n, T(0));
     for (int64_t piece = 0; piece < pieces; ++piece) {
