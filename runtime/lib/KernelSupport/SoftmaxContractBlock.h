@@ -358,12 +358,63 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
 
     // acc += W · V (or W_k · V) over the admitted inner indices.
     const int64_t count = minOf(to, pass.innerCount) - from;
-    for (int64_t k = 0; k < pass.numOutputs; ++k) {
-      const int64_t valueWidth = pass.widths[k];
-      if (valueWidth == 0)
+    auto plainOutput = [&](int64_t k) {
+      return !pairs.plain || pairs.plain[k];
+    };
+    // Outputs of one or two vectors (wider than a lane) that sum the same
+    // weights are summed together, up to kMaxSumGroup vectors at a time:
+    // the plain ones, and those that share the weights an output computed.
+    auto vectorsOf = [&](int64_t k) -> int {
+      const int64_t width = pass.widths[k];
+      if (!Shape::kWide || width <= 1 || width > 2 * L)
+        return 0;
+      return width <= L ? 1 : 2;
+    };
+    auto sumGroup = [&](const T *weights, const int64_t *outputs, int size) {
+      if (size == 1) {
+        const int64_t k = outputs[0];
+        sumPanel<V>(count, tileRows, weights,
+                    pass.values[k] + (innerAt + from) * pass.widths[k],
+                    pass.widths[k], space.accumulators[k],
+                    space.accumulatorStride[k]);
+        return;
+      }
+      const T *values[kMaxSumGroup];
+      T *acc[kMaxSumGroup];
+      int64_t widths[kMaxSumGroup], strides[kMaxSumGroup];
+      for (int o = 0; o < size; ++o) {
+        const int64_t k = outputs[o];
+        values[o] = pass.values[k] + (innerAt + from) * pass.widths[k];
+        acc[o] = space.accumulators[k];
+        widths[o] = pass.widths[k];
+        strides[o] = space.accumulatorStride[k];
+      }
+      sumPanelGroup<V>(count, tileRows, weights, size, vectorsOf(outputs[0]),
+                       values, widths, acc, strides);
+    };
+    int64_t group[kMaxSumGroup];
+    int size = 0;
+    for (int vectors = 1; vectors <= 2; ++vectors) {
+      for (int64_t k = 0; k < pass.numOutputs; ++k) {
+        if (vectorsOf(k) != vectors || !plainOutput(k))
+          continue;
+        group[size++] = k;
+        if ((size + 1) * vectors > kMaxSumGroup) {
+          sumGroup(scores, group, size);
+          size = 0;
+        }
+      }
+      if (size > 0)
+        sumGroup(scores, group, size);
+      size = 0;
+    }
+    for (int64_t k = 0; k < pass.numOutputs;) {
+      if (pass.widths[k] == 0 || (plainOutput(k) && vectorsOf(k) > 0)) {
+        ++k;
         continue;
+      }
       const T *weights = scores;
-      if (pairs.plain && !pairs.plain[k]) {
+      if (!plainOutput(k)) {
         if (!pairs.shared[k])
           pairWeighted<V>(tileRows, space.scores, space.pairTiles,
                           pairs.kappa[k], pairs.numAlphas[k],
@@ -372,9 +423,15 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
                           width, space.pairWeights);
         weights = space.pairWeights + (from - start);
       }
-      sumPanel<V>(count, tileRows, weights,
-                  pass.values[k] + (innerAt + from) * valueWidth, valueWidth,
-                  space.accumulators[k], space.accumulatorStride[k]);
+      // With k, the outputs right after it that share its weights.
+      size = 0;
+      group[size++] = k++;
+      if (const int vectors = vectorsOf(group[0]); vectors > 0)
+        for (; (size + 1) * vectors <= kMaxSumGroup && k < pass.numOutputs &&
+               vectorsOf(k) == vectors && !plainOutput(k) && pairs.shared[k];
+             ++k)
+          group[size++] = k;
+      sumGroup(weights, group, size);
     }
   }
 

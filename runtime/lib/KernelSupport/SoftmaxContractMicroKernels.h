@@ -208,11 +208,96 @@ void sumPanel(int64_t count, int64_t tileRows,
         sumTile<V, Rows, 2, true>(count, w, weightStride, values + c, width,
                                   tail, a + c, accStride);
         break;
-      default:
+      case 3:
         sumTile<V, Rows, 3, true>(count, w, weightStride, values + c, width,
                                   tail, a + c, accStride);
         break;
+      default:
+        sumTile<V, Rows, 4, true>(count, w, weightStride, values + c, width,
+                                  tail, a + c, accStride);
+        break;
       }
+    }
+  }
+}
+
+/// The most vectors across that one pass over a panel's weights sums for
+/// several outputs together.
+constexpr int kMaxSumGroup = 4;
+
+/// acc_o[r, :] += Σ_j weights[r, j] · values_o[j, :] for j < count, for
+/// Outputs outputs of Vectors vectors each (the lanes of the last past
+/// widths[o] masked): each weight is broadcast once for all of them.
+template <class V, int Rows, int Outputs, int Vectors>
+inline void
+sumGroupTile(int64_t count, const typename V::Scalar *weights,
+             int64_t weightStride, const typename V::Scalar *const *values,
+             const int64_t *widths, const typename V::Tail *tails,
+             typename V::Scalar *const *acc, const int64_t *accStrides) {
+  using Vec = typename V::Vec;
+  constexpr int L = V::kLanes;
+  Vec sum[Rows][Outputs][Vectors];
+  for (int r = 0; r < Rows; ++r)
+    for (int o = 0; o < Outputs; ++o)
+      for (int v = 0; v < Vectors; ++v)
+        sum[r][o][v] = V::load(acc[o] + r * accStrides[o] + v * L);
+  for (int64_t j = 0; j < count; ++j) {
+    Vec value[Outputs][Vectors];
+    for (int o = 0; o < Outputs; ++o)
+      for (int v = 0; v < Vectors; ++v)
+        value[o][v] =
+            v == Vectors - 1
+                ? V::loadTail(values[o] + j * widths[o] + v * L, tails[o])
+                : V::load(values[o] + j * widths[o] + v * L);
+    for (int r = 0; r < Rows; ++r) {
+      Vec weight = V::broadcast(weights[r * weightStride + j]);
+      for (int o = 0; o < Outputs; ++o)
+        for (int v = 0; v < Vectors; ++v)
+          sum[r][o][v] = V::fma(weight, value[o][v], sum[r][o][v]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int o = 0; o < Outputs; ++o)
+      for (int v = 0; v < Vectors; ++v)
+        V::store(acc[o] + r * accStrides[o] + v * L, sum[r][o][v]);
+}
+
+/// sumPanel for `outputs` outputs of the same weights, each `vectors`
+/// vectors wide (1 or 2; its width past (vectors − 1) lanes), outputs ·
+/// vectors from 2 to kMaxSumGroup: tiles of kSumRows rows × the outputs.
+template <class V>
+void sumPanelGroup(int64_t count, int64_t tileRows,
+                   const typename V::Scalar *weights, int outputs, int vectors,
+                   const typename V::Scalar *const *values,
+                   const int64_t *widths, typename V::Scalar *const *acc,
+                   const int64_t *accStrides) {
+  using Shape = Tiling<V>;
+  constexpr int Rows = Shape::kSumRows, L = V::kLanes;
+  constexpr int64_t weightStride = Shape::kPanel;
+  typename V::Tail tails[kMaxSumGroup];
+  for (int o = 0; o < outputs; ++o)
+    tails[o] = V::tail(widths[o] - (vectors - 1) * L);
+  for (int64_t r = 0; r < tileRows; r += Rows) {
+    typename V::Scalar *rowAcc[kMaxSumGroup];
+    for (int o = 0; o < outputs; ++o)
+      rowAcc[o] = acc[o] + r * accStrides[o];
+    const auto *w = weights + r * weightStride;
+    auto run = [&](auto tile) {
+      tile(count, w, weightStride, values, widths, tails, rowAcc, accStrides);
+    };
+    switch (vectors * 8 + outputs) {
+    case 8 + 2:
+      run(sumGroupTile<V, Rows, 2, 1>);
+      break;
+    case 8 + 3:
+      run(sumGroupTile<V, Rows, 3, 1>);
+      break;
+    case 8 + 4:
+      run(sumGroupTile<V, Rows, 4, 1>);
+      break;
+    default:
+      run(sumGroupTile<V, Rows, 2, 2>);
+      break;
     }
   }
 }

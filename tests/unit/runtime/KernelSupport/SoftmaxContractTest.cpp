@@ -171,6 +171,41 @@ TEST_CASE("softmax contract: outputs whose coefficients are multiples") {
   }
 }
 
+TEST_CASE("softmax contract: narrow outputs of the same weights together") {
+  // Outputs of one or two vectors that sum the same weights are summed in
+  // one pass over them, up to four vectors at a time: plain outputs of
+  // widths of one and two vectors (of f32 and of f64) in any order, and a
+  // chain of outputs whose coefficients are multiples of the first's, cut
+  // by an output of another width and by one of width 0.
+  uint64_t seed = 900;
+  for (bool causal : {false, true}) {
+    std::vector<Problem> plain;
+    for (uint64_t b = 0; b < 2; ++b) {
+      plain.push_back(makeProblem(50, 97, 11, {3, 5, 16, 9, 12, 7, 24, 2},
+                                  {4, 7, 11, 30, 2, 8, 17, 20}, seed++));
+      if (causal)
+        plain.back().constraints = {atLeast(1, -1, 0)};
+    }
+    checkBatchEverywhere(plain,
+                         causal ? "narrow plain, causal" : "narrow plain");
+    std::vector<Problem> chains;
+    for (uint64_t b = 0; b < 2; ++b) {
+      chains.push_back(makeProblem(50, 97, 11, {6, 9, 3, 14, 0, 5, 11},
+                                   {5, 12, 2, 7, 10}, seed++));
+      addPairTerms(chains.back(), {5, 13}, seed++);
+      chains.back().rowWeights = {0.5,  1,   -1,  1,    2,    -2,  -0.25,
+                                  -0.5, 0.5, 0,   1.5,  -1.5, 0,   3,
+                                  -3,   0.1, 0.2, -0.2, 0.3,  0.6, -0.6};
+      chains.back().colWeights = {0, 1,   2,   0,   -1, -2, 0, 3,
+                                  6, 0.2, 0.1, 0.4, 0,  2,  4};
+      if (causal)
+        chains.back().constraints = {atLeast(1, -1, 0)};
+    }
+    checkBatchEverywhere(chains,
+                         causal ? "narrow chains, causal" : "narrow chains");
+  }
+}
+
 TEST_CASE("softmax contract: plain outputs ignore the pair terms") {
   // Outputs with κ = 1 and α = 0 sum the weights themselves: the same bits
   // as without pair terms and coefficients.
