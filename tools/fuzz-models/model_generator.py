@@ -145,6 +145,9 @@ class Model:
 
 DIM_NAMES = ['N', 'M', 'K', 'D', 'E', 'T', 'B', 'S']
 FUNCTIONS = ['tanh', 'sigmoid', 'softplus', 'silu', 'gelu']
+# How often a model has a wide dim, and the sizes it draws from.
+WIDE_DIM_CHANCE = 0.15
+WIDE_DIM_SIZES = [9, 17, 27, 30, 33, 50, 61]
 
 
 class ModelGenerator:
@@ -169,6 +172,11 @@ class ModelGenerator:
         count = r.randint(2, 4)
         names = r.sample(DIM_NAMES, count)
         values = r.sample([2, 3, 4, 5], count) if count <= 4 else [r.randint(2, 5) for _ in names]
+        # Sometimes one dim is wide, of a size off the kernels' vector and
+        # tile widths (the tails of f64's 8 and f32's 16 lanes, of tiles of
+        # up to four vectors), so that their wide paths are checked too.
+        if r.random() < WIDE_DIM_CHANCE:
+            values[r.randrange(count)] = r.choice(WIDE_DIM_SIZES)
         for name, value in zip(names, values):
             m.dims.append((name, value, None))
         # Heads: H with a derived per-head width, sometimes.
