@@ -94,16 +94,19 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 # Differential fuzzing of the compiler: random models (tools/fuzz-models)
 # for FUZZ_MODELS_TIME seconds, each compiled and checked by `energy-run
 # --check` (compiled against the interpreter, gradients against finite
-# differences); failures are reduced and land in $(FUZZ_MODELS_OUT). Not
-# part of `make test` (which checks a fixed sample of 90, ENERGY_FUZZ_SAMPLE).
-FUZZ_MODELS_TIME ?= 300
-FUZZ_MODELS_SEED ?= $(shell date +%s)
-FUZZ_MODELS_OUT  ?= $(BUILD_DIR)/fuzz-models
+# differences); failures are reduced and land in $(FUZZ_MODELS_OUT). The
+# models are compiled in FUZZ_MODELS_DTYPE (f64, or f32 compared within
+# 1e-3). Not part of `make test` (which checks fixed samples of 70 in f64 and
+# 40 in f32, ENERGY_FUZZ_SAMPLE and ENERGY_FUZZ_SAMPLE_F32).
+FUZZ_MODELS_TIME  ?= 300
+FUZZ_MODELS_SEED  ?= $(shell date +%s)
+FUZZ_MODELS_DTYPE ?= f64
+FUZZ_MODELS_OUT   ?= $(BUILD_DIR)/fuzz-models
 
 fuzz-models: build
 	/usr/bin/python3 tools/fuzz-models/fuzz_models.py --energy-run $(BUILD_DIR)/bin/energy-run \
 	  --seconds $(FUZZ_MODELS_TIME) --seed $(FUZZ_MODELS_SEED) --jobs $(JOBS) \
-	  --out $(FUZZ_MODELS_OUT)
+	  --dtype $(FUZZ_MODELS_DTYPE) --out $(FUZZ_MODELS_OUT)
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)

@@ -49,7 +49,12 @@ namespace {
 //   from g·v by h⁴·|∂⁵E/∂v⁵|/480 and a roundoff of about κ·ε·|E|/h ≲ 1e-10
 //   for κ ≲ 10³: 1e-6 relative to max(1, |E|, |g·v|) catches an error of
 //   1e-5 in a gradient while leaving orders of margin.
+// - compiled in single precision against interpreted in double: f32's
+//   roundoff (6e-8 relative) times the same ≤ 10⁴ terms and amplification:
+//   1e-3, which still catches a dropped term or vector (an error of the
+//   order of the values).
 constexpr double kCompiledTolerance = 1e-9;
+constexpr double kSingleTolerance = 1e-3;
 constexpr double kDifferenceTolerance = 1e-6;
 
 struct Comparison {
@@ -67,13 +72,14 @@ public:
   /// Compares `compiled` with `reference` (same length) within
   /// `tolerance` relative to the reference's largest magnitude.
   void compare(StringRef quantity, ArrayRef<double> compiled,
-               ArrayRef<double> reference, double tolerance) {
+               ArrayRef<double> reference, double tolerance,
+               double floor = 1e-3) {
     if (compiled.size() != reference.size()) {
       differs(formatv("{0}: {1} values compiled, {2} interpreted", quantity,
                       compiled.size(), reference.size()));
       return;
     }
-    double scale = 1e-3, error = 0;
+    double scale = floor, error = 0;
     for (auto [a, b] : llvm::zip(compiled, reference)) {
       scale = std::max(scale, std::abs(b));
       double difference = std::abs(a - b);
@@ -159,10 +165,11 @@ std::vector<double> valuesOf(const ::energy::Tensor &tensor) {
 }
 
 /// max |a − b| over max(max |b|, 1e-3), as Report::compare measures.
-double relativeDifference(ArrayRef<double> a, ArrayRef<double> b) {
+double relativeDifference(ArrayRef<double> a, ArrayRef<double> b,
+                          double floor = 1e-3) {
   if (a.size() != b.size())
     return INFINITY;
-  double scale = 1e-3, error = 0;
+  double scale = floor, error = 0;
   for (auto [x, y] : llvm::zip(a, b)) {
     scale = std::max(scale, std::abs(y));
     double difference = std::abs(x - y);
@@ -265,6 +272,25 @@ public:
   ModelChecker(ModuleOp module, const ModelCheckOptions &options)
       : module(module), options(options), report(options.json) {}
 
+  /// How far the compiled values may be from the interpreter's, relative
+  /// to their scale, in the precision the model is compiled in.
+  double compiledTolerance() const {
+    return options.dtype == "f32" ? kSingleTolerance : kCompiledTolerance;
+  }
+  /// The least scale a compiled value is compared at: f32's roundoff is
+  /// relative to the O(1) values the check binds, not to a result that
+  /// cancels to near 0 (the sum of a layer norm).
+  double scaleFloor() const { return options.dtype == "f32" ? 1.0 : 1e-3; }
+  /// The comparison of a compiled quantity with the interpreter's.
+  void compareCompiled(StringRef quantity, ArrayRef<double> compiled,
+                       ArrayRef<double> reference) {
+    report.compare(quantity, compiled, reference, compiledTolerance(),
+                   scaleFloor());
+  }
+  /// The relative change of the inputs a run is conditioned against: about
+  /// the rounding of that precision.
+  double inputRounding() const { return options.dtype == "f32" ? 1e-7 : 1e-11; }
+
   int run() {
     if (failed(prepareReference()) || failed(prepareCompiled()))
       return report.finish();
@@ -302,10 +328,10 @@ private:
     return success();
   }
 
-  /// The artifact, compiled in process in double precision.
+  /// The artifact, compiled in process in options.dtype.
   LogicalResult prepareCompiled() {
     ArtifactOptions artifactOptions;
-    artifactOptions.dtype = "f64";
+    artifactOptions.dtype = options.dtype;
     artifactOptions.sourceName = options.sourceName;
     artifactOptions.sourceText = options.sourceText;
     artifactOptions.optLevel = options.optLevel;
@@ -370,7 +396,7 @@ private:
     ::energy::Expected<double> energy = session->energy();
     if (!energy)
       return report.differs("compiled energy: " + energy.message());
-    report.compare("energy", {*energy}, {*referenceEnergy}, kCompiledTolerance);
+    compareCompiled("energy", {*energy}, {*referenceEnergy});
 
     std::map<std::string, std::vector<double>> oneThread;
     for (const std::string &name : compiledModel->gradientNames()) {
@@ -386,8 +412,7 @@ private:
         return report.differs("compiled gradient of '" + name +
                               "': " + gradient.message());
       oneThread[name] = valuesOf(*gradient);
-      report.compare("gradient " + name, oneThread[name], valuesOf(*expected),
-                     kCompiledTolerance);
+      compareCompiled("gradient " + name, oneThread[name], valuesOf(*expected));
       checkFiniteDifferences(name, valuesOf(*expected), *referenceEnergy);
     }
     if (compiledModel->setThreads(3)) {
@@ -500,24 +525,25 @@ private:
         compiled = *output;
       }
       compiledValues.emplace_back(name, valuesOf(*compiled));
-      agrees &= relativeDifference(compiledValues.back().second,
-                                   valuesOf(value)) <= kCompiledTolerance;
+      agrees &=
+          relativeDifference(compiledValues.back().second, valuesOf(value),
+                             scaleFloor()) <= compiledTolerance();
     }
     if (!agrees) {
       if (std::optional<double> change = conditioningOfRun(*expectedValues))
         return report.unusable(llvm::formatv(
             "the run is ill-conditioned at these values: changing the "
-            "inputs by 1e-11 (relative) changes its results by {0:e2} "
+            "inputs by {0:e0} (relative) changes its results by {1:e2} "
             "(relative) on the interpreter alone",
-            *change));
+            inputRounding(), *change));
     }
     for (const auto &[name, values] : compiledValues)
-      report.compare("after the run: " + name, values,
-                     valuesOf(expectedValues->at(name)), kCompiledTolerance);
+      compareCompiled("after the run: " + name, values,
+                      valuesOf(expectedValues->at(name)));
   }
 
   /// How much the interpreter's run changes when every bound value moves
-  /// by a relative 1e-11, when that is more than the tolerance of the
+  /// by a relative inputRounding(), when that is more than the tolerance of the
   /// comparison (a singular Newton system, a chaotic run): the compiled run
   /// cannot be expected to agree with it either.
   std::optional<double>
@@ -529,7 +555,7 @@ private:
     for (const auto &entry : perturbed.getBindings().getTensors()) {
       ArrayValue value = entry.second;
       for (double &element : value.data)
-        element *= 1 + 1e-11 * uniform(engine);
+        element *= 1 + inputRounding() * uniform(engine);
       moved[entry.getKey().str()] = std::move(value);
     }
     for (auto &[name, value] : moved)
@@ -545,10 +571,10 @@ private:
     double worst = 0;
     for (const auto &[name, value] : *values)
       if (auto reference = expected.find(name); reference != expected.end())
-        worst =
-            std::max(worst, relativeDifference(valuesOf(value),
-                                               valuesOf(reference->second)));
-    if (worst <= kCompiledTolerance)
+        worst = std::max(worst, relativeDifference(valuesOf(value),
+                                                   valuesOf(reference->second),
+                                                   scaleFloor()));
+    if (worst <= compiledTolerance())
       return std::nullopt;
     return worst;
   }
@@ -582,15 +608,13 @@ private:
       auto compiled = gradients->losses.find(name);
       if (compiled == gradients->losses.end())
         return report.differs("the artifact has no loss '" + name + "'");
-      report.compare("loss " + name, {compiled->second}, {value},
-                     kCompiledTolerance);
+      compareCompiled("loss " + name, {compiled->second}, {value});
     }
     for (const auto &[name, value] : expected->adjoints) {
       auto compiled = gradients->adjoints.find(name);
       if (compiled == gradients->adjoints.end())
         return report.differs("the artifact has no '" + name + "'");
-      report.compare(name, valuesOf(compiled->second), valuesOf(value),
-                     kCompiledTolerance);
+      compareCompiled(name, valuesOf(compiled->second), valuesOf(value));
       checkLossDifferences(StringRef(name).drop_front(strlen("adjoint.")),
                            valuesOf(value), total);
     }

@@ -2,10 +2,11 @@
 //-*-===//
 //
 // `energy-run MODEL.energy --check` compiles a model in double precision
-// and compares what the artifact computes with the reference interpreter
-// running the unplanned program, and the interpreter's derived gradients
-// with finite differences of its energy and losses: the check that a
-// model the compiler was never tuned for is compiled right.
+// (or single, with --dtype f32) and compares what the artifact computes with
+// the reference interpreter running the unplanned program, and the
+// interpreter's derived gradients with finite differences of its energy and
+// losses: the check that a model the compiler was never tuned for is compiled
+// right.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,9 @@ struct ModelCheckOptions {
   /// Steps of the run and of the loss gradient; the model's count when
   /// absent.
   std::optional<int64_t> steps;
+  /// The element type the model is compiled in: "f64", or "f32" (compared
+  /// within f32's rounding).
+  std::string dtype = "f64";
   /// The optimisation level of the in-process compilation (0-3).
   unsigned optLevel = kDefaultOptLevel;
   std::string sourceName;

@@ -150,7 +150,8 @@ cl::opt<int64_t> benchRepetitions(
     cl::value_desc("K"), cl::init(0), cl::cat(runOptions));
 cl::opt<bool> checkAgainstInterpreter(
     "check",
-    cl::desc("Compile the model in double precision and compare it with the "
+    cl::desc("Compile the model in double precision (single with --dtype "
+             "f32, compared within 1e-3) and compare it with the "
              "reference interpreter from the same values (energy, every "
              "gradient on 1 and 3 threads, a run, each loss and its "
              "gradient), and the interpreter's gradients with finite "
@@ -454,6 +455,11 @@ int main(int argc, char **argv) {
     check.seed = inputs.seed.value_or(1);
     check.steps = settings.stepsOption();
     check.optLevel = jitOptLevel;
+    if (!dtypeOption.empty())
+      check.dtype = dtypeOption;
+    if (check.dtype == "bf16")
+      return fail("--check --dtype bf16: the check runs on the CPU, in f64 "
+                  "or f32");
     check.sourceName = modelFile;
     check.sourceText =
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer().str();

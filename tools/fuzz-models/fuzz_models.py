@@ -35,13 +35,14 @@ from model_generator import ModelGenerator, reductions  # noqa: E402
 TIMEOUT = 120
 
 
-def check(energy_run, source, path, opt_level):
+def check(energy_run, source, path, opt_level, dtype='f64'):
     """Runs the check on `source` written to `path`: (outcome, detail),
     outcome one of ok, unusable, differs, internal, crash, compile,
     refused, hang."""
     with open(path, 'w') as f:
         f.write(source)
-    command = [energy_run, path, '--check', '--json', '--opt-level', str(opt_level)]
+    command = [energy_run, path, '--check', '--json', '--opt-level', str(opt_level),
+               '--dtype', dtype]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -85,7 +86,7 @@ def signature(outcome, detail):
     return (outcome, detail)
 
 
-def reduce(energy_run, model, outcome, detail, path, opt_level, budget):
+def reduce(energy_run, model, outcome, detail, path, opt_level, budget, dtype):
     """Greedily simplifies `model` while the failure keeps its signature,
     for at most `budget` seconds."""
     wanted = signature(outcome, detail)
@@ -101,7 +102,7 @@ def reduce(energy_run, model, outcome, detail, path, opt_level, budget):
                 apply(candidate)
             except (IndexError, KeyError, ValueError):
                 continue
-            result = check(energy_run, candidate.source(), path, opt_level)
+            result = check(energy_run, candidate.source(), path, opt_level, dtype)
             if signature(*result) == wanted:
                 model = candidate
                 progress = True
@@ -120,6 +121,9 @@ def main():
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 2)
     parser.add_argument('--out', default='fuzz-models-out', help='where models and reproducers go')
     parser.add_argument('--opt-level', type=int, default=0)
+    parser.add_argument('--dtype', choices=('f64', 'f32'), default='f64',
+                        help='the precision the models are compiled in (f32: '
+                        'compared within 1e-3)')
     parser.add_argument('--reduce-seconds', type=float, default=120.0,
                         help='time to reduce each failure (0: keep it whole)')
     parser.add_argument('--keep', action='store_true', help='keep every model checked')
@@ -134,7 +138,8 @@ def main():
     def run_one(seed):
         model = ModelGenerator(seed).generate()
         path = os.path.join(args.out, 'model-%d.energy' % seed)
-        outcome, detail = check(args.energy_run, model.source(), path, args.opt_level)
+        outcome, detail = check(args.energy_run, model.source(), path, args.opt_level,
+                                args.dtype)
         if outcome in ('ok', 'unusable') and not args.keep:
             os.remove(path)
         return seed, model, outcome, detail
@@ -184,7 +189,7 @@ def main():
         if args.reduce_seconds > 0:
             model = reduce(args.energy_run, model, outcome, detail,
                            os.path.join(args.out, 'reduced-%d.energy' % model_seed),
-                           args.opt_level, args.reduce_seconds)
+                           args.opt_level, args.reduce_seconds, args.dtype)
             path = os.path.join(args.out, 'reduced-%d.energy' % model_seed)
         print('\n== model %d: %s: %s\n   reproducer: %s' % (model_seed, outcome, detail, path))
         print(model.source())
