@@ -98,36 +98,57 @@ inline void scoreTile(int64_t depth, const typename V::Scalar *a,
       V::store(scores + r * scoreStride + v * L, V::mul(acc[r][v], scale));
 }
 
+/// acc_o[r, :] += Σ_j weights[r, j] · values_o[j, :] for j < count, for
+/// Outputs outputs of Vectors·L columns each (row j of values_o at
+/// values[o] + j · valueStrides[o]; the last vector's lanes past tails[o]
+/// masked when Masked): a tile of Rows × Outputs · Vectors accumulators in
+/// registers, each weight broadcast once for all the outputs.
+template <class V, int Rows, int Outputs, int Vectors, bool Masked>
+inline void
+sumGroupTile(int64_t count, const typename V::Scalar *weights,
+             int64_t weightStride, const typename V::Scalar *const *values,
+             const int64_t *valueStrides, const typename V::Tail *tails,
+             typename V::Scalar *const *acc, const int64_t *accStrides) {
+  using Vec = typename V::Vec;
+  constexpr int L = V::kLanes;
+  Vec sum[Rows][Outputs][Vectors];
+  for (int r = 0; r < Rows; ++r)
+    for (int o = 0; o < Outputs; ++o)
+      for (int v = 0; v < Vectors; ++v)
+        sum[r][o][v] = V::load(acc[o] + r * accStrides[o] + v * L);
+  for (int64_t j = 0; j < count; ++j) {
+    Vec value[Outputs][Vectors];
+    for (int o = 0; o < Outputs; ++o) {
+      const typename V::Scalar *valueRow = values[o] + j * valueStrides[o];
+      for (int v = 0; v < Vectors; ++v)
+        value[o][v] = (Masked && v == Vectors - 1)
+                          ? V::loadTail(valueRow + v * L, tails[o])
+                          : V::load(valueRow + v * L);
+    }
+    for (int r = 0; r < Rows; ++r) {
+      Vec weight = V::broadcast(weights[r * weightStride + j]);
+      for (int o = 0; o < Outputs; ++o)
+        for (int v = 0; v < Vectors; ++v)
+          sum[r][o][v] = V::fma(weight, value[o][v], sum[r][o][v]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int o = 0; o < Outputs; ++o)
+      for (int v = 0; v < Vectors; ++v)
+        V::store(acc[o] + r * accStrides[o] + v * L, sum[r][o][v]);
+}
+
 /// acc[r, :] += Σ_j weights[r, j] · values[j, :] for j < count, over
 /// Vectors·L columns of the values, the last vector only up to `tail` when
-/// Masked: a tile of Rows × Vectors·L accumulators in registers.
+/// Masked: sumGroupTile for one output.
 template <class V, int Rows, int Vectors, bool Masked>
 inline void sumTile(int64_t count, const typename V::Scalar *weights,
                     int64_t weightStride, const typename V::Scalar *values,
                     int64_t valueStride, typename V::Tail tail,
                     typename V::Scalar *acc, int64_t accStride) {
-  using Vec = typename V::Vec;
-  constexpr int L = V::kLanes;
-  Vec sum[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r)
-    for (int v = 0; v < Vectors; ++v)
-      sum[r][v] = V::load(acc + r * accStride + v * L);
-  for (int64_t j = 0; j < count; ++j) {
-    const typename V::Scalar *valueRow = values + j * valueStride;
-    Vec value[Vectors];
-    for (int v = 0; v < Vectors; ++v)
-      value[v] = (Masked && v == Vectors - 1)
-                     ? V::loadTail(valueRow + v * L, tail)
-                     : V::load(valueRow + v * L);
-    for (int r = 0; r < Rows; ++r) {
-      Vec weight = V::broadcast(weights[r * weightStride + j]);
-      for (int v = 0; v < Vectors; ++v)
-        sum[r][v] = V::fma(weight, value[v], sum[r][v]);
-    }
-  }
-  for (int r = 0; r < Rows; ++r)
-    for (int v = 0; v < Vectors; ++v)
-      V::store(acc + r * accStride + v * L, sum[r][v]);
+  sumGroupTile<V, Rows, 1, Vectors, Masked>(count, weights, weightStride,
+                                            &values, &valueStride, &tail, &acc,
+                                            &accStride);
 }
 
 /// The weighted sums of one output over a panel, for the `tileRows` (a
@@ -225,43 +246,6 @@ void sumPanel(int64_t count, int64_t tileRows,
 /// several outputs together.
 constexpr int kMaxSumGroup = 4;
 
-/// acc_o[r, :] += Σ_j weights[r, j] · values_o[j, :] for j < count, for
-/// Outputs outputs of Vectors vectors each (the lanes of the last past
-/// widths[o] masked): each weight is broadcast once for all of them.
-template <class V, int Rows, int Outputs, int Vectors>
-inline void
-sumGroupTile(int64_t count, const typename V::Scalar *weights,
-             int64_t weightStride, const typename V::Scalar *const *values,
-             const int64_t *widths, const typename V::Tail *tails,
-             typename V::Scalar *const *acc, const int64_t *accStrides) {
-  using Vec = typename V::Vec;
-  constexpr int L = V::kLanes;
-  Vec sum[Rows][Outputs][Vectors];
-  for (int r = 0; r < Rows; ++r)
-    for (int o = 0; o < Outputs; ++o)
-      for (int v = 0; v < Vectors; ++v)
-        sum[r][o][v] = V::load(acc[o] + r * accStrides[o] + v * L);
-  for (int64_t j = 0; j < count; ++j) {
-    Vec value[Outputs][Vectors];
-    for (int o = 0; o < Outputs; ++o)
-      for (int v = 0; v < Vectors; ++v)
-        value[o][v] =
-            v == Vectors - 1
-                ? V::loadTail(values[o] + j * widths[o] + v * L, tails[o])
-                : V::load(values[o] + j * widths[o] + v * L);
-    for (int r = 0; r < Rows; ++r) {
-      Vec weight = V::broadcast(weights[r * weightStride + j]);
-      for (int o = 0; o < Outputs; ++o)
-        for (int v = 0; v < Vectors; ++v)
-          sum[r][o][v] = V::fma(weight, value[o][v], sum[r][o][v]);
-    }
-  }
-  for (int r = 0; r < Rows; ++r)
-    for (int o = 0; o < Outputs; ++o)
-      for (int v = 0; v < Vectors; ++v)
-        V::store(acc[o] + r * accStrides[o] + v * L, sum[r][o][v]);
-}
-
 /// sumPanel for `outputs` outputs of the same weights, each `vectors`
 /// vectors wide (1 or 2; its width past (vectors − 1) lanes), outputs ·
 /// vectors from 2 to kMaxSumGroup: tiles of kSumRows rows × the outputs.
@@ -287,16 +271,16 @@ void sumPanelGroup(int64_t count, int64_t tileRows,
     };
     switch (vectors * 8 + outputs) {
     case 8 + 2:
-      run(sumGroupTile<V, Rows, 2, 1>);
+      run(sumGroupTile<V, Rows, 2, 1, true>);
       break;
     case 8 + 3:
-      run(sumGroupTile<V, Rows, 3, 1>);
+      run(sumGroupTile<V, Rows, 3, 1, true>);
       break;
     case 8 + 4:
-      run(sumGroupTile<V, Rows, 4, 1>);
+      run(sumGroupTile<V, Rows, 4, 1, true>);
       break;
     default:
-      run(sumGroupTile<V, Rows, 2, 2>);
+      run(sumGroupTile<V, Rows, 2, 2, true>);
       break;
     }
   }
