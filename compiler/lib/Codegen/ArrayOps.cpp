@@ -24,6 +24,7 @@ public:
   explicit ArrayOpLowering(KernelLowering &kernel) : KernelLowering(kernel) {}
 
   FailureOr<Lowered> emitConstant(ConstantOp constant);
+  FailureOr<Lowered> emitRoundingUnit(RoundingUnitOp);
   FailureOr<Lowered> emitToReal(ToRealOp toReal);
   FailureOr<Lowered> emitEye(EyeOp eye);
   FailureOr<Lowered> emitTranspose(TransposeOp transpose);
@@ -73,6 +74,13 @@ Lowered ArrayOpLowering::diagonalMatrix(ArrayType type,
 
 FailureOr<Lowered> ArrayOpLowering::emitConstant(ConstantOp constant) {
   return Lowered{real(constant.getValue().convertToDouble()), Value()};
+}
+
+FailureOr<Lowered> ArrayOpLowering::emitRoundingUnit(RoundingUnitOp) {
+  return Lowered{real(singlePrecision()
+                          ? std::numeric_limits<float>::epsilon()
+                          : std::numeric_limits<double>::epsilon()),
+                 Value()};
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitToReal(ToRealOp toReal) {
@@ -489,6 +497,7 @@ FailureOr<Lowered> ArrayOpLowering::emitSupportCall(Operation *op) {
 void codegen::populateArrayOpLowerings(KernelLoweringPatterns &patterns) {
   using Family = ArrayOpLowering;
   patterns.addArrayOps<Family, ConstantOp>(&Family::emitConstant);
+  patterns.addArrayOps<Family, RoundingUnitOp>(&Family::emitRoundingUnit);
   patterns.addArrayOps<Family, ToRealOp>(&Family::emitToReal);
   patterns.addArrayOps<Family, EyeOp>(&Family::emitEye);
   patterns.addArrayOps<Family, TransposeOp>(&Family::emitTranspose);

@@ -83,28 +83,27 @@ Value guardedRatio(UpdateBuilder &update, Value valid, Value numerator,
   return select(update, valid, ratio, constant(update, 0.0));
 }
 
-/// The curvature pᵀHp/pᵀp below which CG takes a direction for flat: the
-/// square root of f64's epsilon. Where the energy has no curvature in p,
-/// pᵀHp is rounding noise, and dividing by it would step 10¹⁶ times ‖p‖.
-constexpr double kFlatCurvature = 1.4901161193847656e-8;
-
 /// s ≈ H⁻¹ g by `iterations` steps of conjugate gradients on H s = g, with
-/// Hessian-vector products. A direction of curvature pᵀHp ≤ kFlatCurvature
-/// · pᵀp (none, or negative) stops the iteration with the current s; if the
-/// very first one has it, s = g (a gradient step). Straight-line code: the
-/// stopping is by selects.
+/// Hessian-vector products. A direction of curvature pᵀHp ≤ √ε · pᵀp, ε the
+/// machine epsilon of the type the kernels compute in (none, negative, or
+/// rounding noise, which dividing by would step 1/ε times ‖p‖), stops the
+/// iteration with the current s; if the very first one has it, s = g (a
+/// gradient step). Straight-line code: the stopping is by selects.
 FailureOr<Value> solveConjugateGradient(UpdateBuilder &update, Value gradient,
                                         int64_t iterations) {
   Value solution = mul(update, gradient, constant(update, 0.0));
   Value residual = gradient, direction = gradient;
   Value residualNorm = sumElements(update, mul(update, residual, residual));
+  Value flatCurvature = SqrtOp::create(
+      update.getBuilder(), update.getLoc(),
+      RoundingUnitOp::create(update.getBuilder(), update.getLoc()));
   Value active, firstActive;
   for (int64_t k = 0; k < iterations; ++k) {
     Value product = update.hessianVectorProduct(direction);
     if (!product)
       return failure();
     Value curvature = sumElements(update, mul(update, direction, product));
-    Value flat = mul(update, constant(update, kFlatCurvature),
+    Value flat = mul(update, flatCurvature,
                      sumElements(update, mul(update, direction, direction)));
     Value ok = both(update, isGreater(update, curvature, flat),
                     isPositive(update, residualNorm));

@@ -17,6 +17,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -87,6 +88,9 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](ConstantOp constant) -> Result {
         return ArrayValue::scalar(constant.getValue().convertToDouble());
+      })
+      .Case([&](RoundingUnitOp) -> Result {
+        return ArrayValue::scalar(std::numeric_limits<double>::epsilon());
       })
       .Case([&](ReadOp read) { return evaluateRead(read, frame); })
       .Case([&](ToRealOp toReal) -> Result {

@@ -65,7 +65,8 @@ std::optional<InnerLoop> innerLoopOf(Operation *op) {
 
 /// Whether evaluating `op` costs more than addressing memory.
 bool isComputation(Operation *op) {
-  return !isa<ReadOp, ExtractOp, ConstantOp, StepOp, SizeOp, ToRealOp>(op) &&
+  return !isa<ReadOp, ExtractOp, ConstantOp, RoundingUnitOp, StepOp, SizeOp,
+              ToRealOp>(op) &&
          op->getDialect()->getNamespace() == "energy" &&
          op->getNumResults() == 1 && isa<ArrayType>(op->getResult(0).getType());
 }

@@ -217,8 +217,8 @@ Cost opFlops(Operation *op) {
     return axis(matrix, 0) * axis(matrix, 0) * axis(matrix, 0);
   }
   if (isa<ReadOp, ExtractOp, EmbedOp, BroadcastOp, TransposeOp, ConstantOp,
-          EyeOp, DiagOp, DiagPartOp, SizeOp, StepOp, ToRealOp, YieldOp,
-          StoreOp>(op) ||
+          RoundingUnitOp, EyeOp, DiagOp, DiagPartOp, SizeOp, StepOp, ToRealOp,
+          YieldOp, StoreOp>(op) ||
       op->getNumResults() == 0 ||
       op->getDialect() != op->getContext()->getLoadedDialect("energy"))
     return Cost::constant(0);

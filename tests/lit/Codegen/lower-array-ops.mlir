@@ -1,7 +1,7 @@
 // RUN: energy-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(energy-emit-kernels)' | FileCheck %s
 // RUN: energy-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(energy-emit-kernels{element-type=f64})' | FileCheck %s --check-prefix=F64
 
-// The array patterns of ArrayOps.cpp: constant, to_real, eye, transpose,
+// The array patterns of ArrayOps.cpp: constant, rounding_unit, to_real, eye, transpose,
 // dot, quad, outer, reduce_elements, prefix_sum, sum_last, broadcast, diag,
 // diag_part, extract, embed, select, the row-wise normalisations, and the
 // support library's logdet and inverse.
@@ -57,6 +57,27 @@ energy.model @leaves {
 // F64-LABEL:   func.func @energy_kernel_energy(
 // F64:           call @energy_support_transpose_f64(
 // F64:           return
+
+// -----
+
+// rounding_unit is the machine epsilon of the element type.
+// CHECK-LABEL: energy.model @rounding_unit
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK:         arith.constant 1.1920929E-7 : f32
+// F64-LABEL:   energy.model @rounding_unit
+// F64-LABEL:   func.func @energy_kernel_energy(
+// F64:           arith.constant 2.2204460492503131E-16 : f64
+energy.model @rounding_unit {
+  dim @D
+  tensor @x : state [@D]
+  term @e {
+    %eps = rounding_unit
+    %x = read @x : !energy.array<D>
+    %s = dot %x, %x : !energy.array<D>
+    %q = mul %s, %eps : !energy.array<>, !energy.array<>
+    yield %q : !energy.array<>
+  }
+}
 
 // -----
 

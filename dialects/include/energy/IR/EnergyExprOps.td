@@ -19,6 +19,22 @@ def Energy_ConstantOp : Energy_Op<"constant", [Pure, ConstantLike]> {
   let hasFolder = 1;
 }
 
+def Energy_RoundingUnitOp : Energy_Op<"rounding_unit", [Pure]> {
+  let summary = "The machine epsilon of the type the program computes in";
+  let description = [{
+    2^-52 where the program computes in f64 (the interpreter, f64 kernels),
+    2^-23 in f32 kernels (bf16 products included): lowering resolves it.
+    For tolerances that follow the precision, such as conjugate gradients'
+    test for a direction without curvature.
+
+    ```mlir
+    %eps = energy.rounding_unit
+    ```
+  }];
+  let results = (outs Energy_Scalar:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def Energy_ReadOp : Energy_Op<"read", [AlwaysSpeculatable,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,

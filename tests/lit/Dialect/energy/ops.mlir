@@ -59,6 +59,8 @@ energy.model @expressions {
     %xm = energy.read @x[symbol(%n) - 1] : !energy.array<D>
     // CHECK: read @x[%[[N]], %[[S]]] : !energy.array<>
     %xe = energy.read @x[%n, %s] : !energy.array<>
+    // CHECK: rounding_unit
+    %eps = energy.rounding_unit
     // CHECK: to_real %[[S]] : !energy.array<>
     %sr = energy.to_real %s : !energy.array<>
     // CHECK: eye @D : !energy.array<D, D>
