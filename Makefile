@@ -96,17 +96,20 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 # --check` (compiled against the interpreter, gradients against finite
 # differences); failures are reduced and land in $(FUZZ_MODELS_OUT). The
 # models are compiled in FUZZ_MODELS_DTYPE (f64, or f32 compared within
-# 1e-3). Not part of `make test` (which checks fixed samples of 70 in f64 and
-# 40 in f32, ENERGY_FUZZ_SAMPLE and ENERGY_FUZZ_SAMPLE_F32).
+# 1e-3); with FUZZ_MODELS_TARGET=cuda, for the GPU, their PTX checked by
+# ptxas (no GPU needed). Not part of `make test` (which checks fixed samples
+# of 70 in f64, 40 in f32 and 12 for the GPU: ENERGY_FUZZ_SAMPLE, _F32, _CUDA).
 FUZZ_MODELS_TIME  ?= 300
 FUZZ_MODELS_SEED  ?= $(shell date +%s)
 FUZZ_MODELS_DTYPE ?= f64
+FUZZ_MODELS_TARGET ?= cpu
 FUZZ_MODELS_OUT   ?= $(BUILD_DIR)/fuzz-models
 
 fuzz-models: build
 	/usr/bin/python3 tools/fuzz-models/fuzz_models.py --energy-run $(BUILD_DIR)/bin/energy-run \
 	  --seconds $(FUZZ_MODELS_TIME) --seed $(FUZZ_MODELS_SEED) --jobs $(JOBS) \
-	  --dtype $(FUZZ_MODELS_DTYPE) --out $(FUZZ_MODELS_OUT)
+	  --dtype $(FUZZ_MODELS_DTYPE) --target $(FUZZ_MODELS_TARGET) \
+	  --out $(FUZZ_MODELS_OUT)
 
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)

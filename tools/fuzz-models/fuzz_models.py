@@ -12,8 +12,14 @@ made smaller, as long as the same kind of failure remains) and printed with
 its reproducer's path. Models whose values are not finite at the drawn dims
 (exit 3) are counted apart.
 
+With `--target cuda` (no GPU needed) each model is compiled for the GPU
+instead, `energyc --target cuda --emit=ptx` (energyc from the directory of
+--energy-run), and each PTX image (sm_80, sm_90) given to ptxas: a crash,
+an internal error, an error or PTX that ptxas rejects is a failure.
+
   fuzz_models.py --energy-run build/bin/energy-run --seconds 3600
   fuzz_models.py --energy-run build/bin/energy-run --count 300 --seed 1
+  fuzz_models.py --energy-run build/bin/energy-run --count 100 --target cuda
 
 Exits 1 when any model failed. Prints models per second and counts by
 outcome at the end (and a progress line every 10 seconds).
@@ -33,14 +39,64 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_generator import ModelGenerator, reductions  # noqa: E402
 
 TIMEOUT = 120
+PTXAS = '/usr/local/cuda/bin/ptxas'
 
 
-def check(energy_run, source, path, opt_level, dtype='f64'):
+def check_ptx(energy_run, path, dtype):
+    """Compiles the model at `path` for the GPU and gives its PTX to ptxas:
+    (outcome, detail), outcome one of ok, internal, crash, compile, ptxas,
+    hang."""
+    energyc = os.path.join(os.path.dirname(energy_run), 'energyc')
+    command = [energyc, '--target', 'cuda', '--emit=ptx', '--dtype', dtype, path]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return 'hang', 'no answer in %d s' % TIMEOUT
+    if result.returncode < 0:
+        return 'crash', 'signal %d' % -result.returncode
+    internal = re.search(r'internal error in (\S+)', result.stderr)
+    if internal:
+        return 'internal', internal.group(0)
+    if result.returncode != 0:
+        errors = [l for l in result.stderr.splitlines() if 'error' in l]
+        return 'compile', errors[0] if errors else result.stderr.strip()[:200]
+    images = result.stdout.split('// energy-ptx: ')[1:]
+    if not images:
+        return 'compile', 'no PTX image'
+    checked = set()
+    for image in images:
+        arch, ptx = image.split('\n', 1)
+        # PTX that an older architecture accepts, a newer one does too.
+        body = '\n'.join(l for l in ptx.split('\n') if not l.startswith('.target'))
+        if body in checked:
+            continue
+        checked.add(body)
+        ptx_path = '%s.%s.ptx' % (path, arch)
+        with open(ptx_path, 'w') as f:
+            f.write(ptx)
+        try:
+            assembled = subprocess.run([PTXAS, '-O0', '-arch=' + arch, ptx_path,
+                                        '-o', os.devnull],
+                                       capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return 'hang', 'ptxas: no answer in %d s' % TIMEOUT
+        finally:
+            os.remove(ptx_path)
+        if assembled.returncode != 0:
+            first = next((l for l in assembled.stderr.splitlines() if 'error' in l),
+                         assembled.stderr.strip()[:200])
+            return 'ptxas', '%s: %s' % (arch, re.sub(r'^.*?\.ptx, ', '', first))
+    return 'ok', ''
+
+
+def check(energy_run, source, path, opt_level, dtype='f64', target='cpu'):
     """Runs the check on `source` written to `path`: (outcome, detail),
     outcome one of ok, unusable, differs, internal, crash, compile,
-    refused, hang."""
+    refused, hang (and ptxas for target cuda)."""
     with open(path, 'w') as f:
         f.write(source)
+    if target == 'cuda':
+        return check_ptx(energy_run, path, dtype)
     command = [energy_run, path, '--check', '--json', '--opt-level', str(opt_level),
                '--dtype', dtype]
     try:
@@ -81,12 +137,12 @@ def check(energy_run, source, path, opt_level, dtype='f64'):
 
 def signature(outcome, detail):
     """What must stay the same while a failure is reduced."""
-    if outcome in ('internal', 'crash', 'hang', 'refused'):
+    if outcome in ('internal', 'crash', 'hang', 'refused', 'ptxas'):
         return (outcome, detail.split(':')[0])
     return (outcome, detail)
 
 
-def reduce(energy_run, model, outcome, detail, path, opt_level, budget, dtype):
+def reduce(energy_run, model, outcome, detail, path, opt_level, budget, dtype, target):
     """Greedily simplifies `model` while the failure keeps its signature,
     for at most `budget` seconds."""
     wanted = signature(outcome, detail)
@@ -102,7 +158,7 @@ def reduce(energy_run, model, outcome, detail, path, opt_level, budget, dtype):
                 apply(candidate)
             except (IndexError, KeyError, ValueError):
                 continue
-            result = check(energy_run, candidate.source(), path, opt_level, dtype)
+            result = check(energy_run, candidate.source(), path, opt_level, dtype, target)
             if signature(*result) == wanted:
                 model = candidate
                 progress = True
@@ -124,10 +180,16 @@ def main():
     parser.add_argument('--dtype', choices=('f64', 'f32'), default='f64',
                         help='the precision the models are compiled in (f32: '
                         'compared within 1e-3)')
+    parser.add_argument('--target', choices=('cpu', 'cuda'), default='cpu',
+                        help='cuda: compile each model for the GPU and check its '
+                        'PTX with ptxas instead of running it (no GPU needed)')
     parser.add_argument('--reduce-seconds', type=float, default=120.0,
                         help='time to reduce each failure (0: keep it whole)')
     parser.add_argument('--keep', action='store_true', help='keep every model checked')
     args = parser.parse_args()
+    if args.target == 'cuda' and not os.access(PTXAS, os.X_OK):
+        print('skipped: no ptxas at %s (the CUDA toolkit is not installed)' % PTXAS)
+        return 77
     os.makedirs(args.out, exist_ok=True)
 
     start = time.time()
@@ -139,7 +201,7 @@ def main():
         model = ModelGenerator(seed).generate()
         path = os.path.join(args.out, 'model-%d.energy' % seed)
         outcome, detail = check(args.energy_run, model.source(), path, args.opt_level,
-                                args.dtype)
+                                args.dtype, args.target)
         if outcome in ('ok', 'unusable') and not args.keep:
             os.remove(path)
         return seed, model, outcome, detail
@@ -189,7 +251,7 @@ def main():
         if args.reduce_seconds > 0:
             model = reduce(args.energy_run, model, outcome, detail,
                            os.path.join(args.out, 'reduced-%d.energy' % model_seed),
-                           args.opt_level, args.reduce_seconds, args.dtype)
+                           args.opt_level, args.reduce_seconds, args.dtype, args.target)
             path = os.path.join(args.out, 'reduced-%d.energy' % model_seed)
         print('\n== model %d: %s: %s\n   reproducer: %s' % (model_seed, outcome, detail, path))
         print(model.source())
