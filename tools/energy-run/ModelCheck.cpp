@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace mlir;
@@ -325,6 +326,11 @@ private:
       report.differs("the interpreter could not bind the model's values");
       return failure();
     }
+    // Tolerances that follow the precision (CG's test for a flat direction)
+    // decide as in the artifact.
+    if (options.dtype == "f32")
+      initial->getBindings().setRoundingUnit(
+          std::numeric_limits<float>::epsilon());
     return success();
   }
 
@@ -543,9 +549,10 @@ private:
   }
 
   /// How much the interpreter's run changes when every bound value moves
-  /// by a relative inputRounding(), when that is more than the tolerance of the
-  /// comparison (a singular Newton system, a chaotic run): the compiled run
-  /// cannot be expected to agree with it either.
+  /// by a relative inputRounding(), when that is more than a tenth of the
+  /// tolerance of the comparison (a singular Newton system, a chaotic run):
+  /// the compiled run, which rounds every intermediate value too and not
+  /// only the inputs, cannot be expected to agree with it either.
   std::optional<double>
   conditioningOfRun(const std::map<std::string, ::energy::Tensor> &expected) {
     InterpretedRun perturbed = *initial;
@@ -574,7 +581,7 @@ private:
         worst = std::max(worst, relativeDifference(valuesOf(value),
                                                    valuesOf(reference->second),
                                                    scaleFloor()));
-    if (worst <= compiledTolerance())
+    if (worst <= compiledTolerance() / 10)
       return std::nullopt;
     return worst;
   }
@@ -644,11 +651,13 @@ private:
   /// The adjoint of `name` (a param, input, or a state's initial value)
   /// against the derivative of the losses after the run along random
   /// directions. States initialised from `name` move with it. Skipped
-  /// with a stopping rule, which makes the losses jump.
+  /// with a stopping rule, which makes the losses jump, and for `backward
+  /// implicit`, exact only at a fixed point, which a few steps do not reach.
   void checkLossDifferences(StringRef name, const std::vector<double> &adjoint,
                             double loss) {
     if (DynamicsOp dynamics = referenceModel.getDynamics();
-        dynamics && !dynamics.getUntil().empty())
+        dynamics &&
+        (!dynamics.getUntil().empty() || dynamics.getImplicitIterations()))
       return;
     const Bindings &bound = initial->getBindings();
     auto point = bound.getTensors().find(name);

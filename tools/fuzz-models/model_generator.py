@@ -76,6 +76,8 @@ class Model:
         self.losses = []        # (name, Node)
         self.rules = []         # text of each dynamics rule
         self.steps = 1
+        self.until = None       # a stopping condition
+        self.backward = None    # how losses differentiate through the run
         self.sequential = False
 
     def dim_value(self, name):
@@ -114,9 +116,12 @@ class Model:
             lines.append('  dynamics {')
             for rule in self.rules:
                 lines.append('    %s;' % rule)
-            lines.append('    steps %d;' % self.steps)
+            until = ' until %s' % self.until if self.until else ''
+            lines.append('    steps %d%s;' % (self.steps, until))
             if self.sequential:
                 lines.append('    order sequential;')
+            if self.backward:
+                lines.append('    backward %s;' % self.backward)
             lines.append('  }')
         lines.append('}')
         return '\n'.join(lines) + '\n'
@@ -154,6 +159,9 @@ class ModelGenerator:
     def __init__(self, seed):
         self.seed = seed
         self.r = random.Random(seed)
+        # The variations of vary(), drawn apart so that the rest of a seed's
+        # model stays what it was before they were added.
+        self.rv = random.Random(seed * 7919 + 17)
         self.counter = 0
         self.mixtures = {}      # id of a mixture term's Node -> its centres' name
 
@@ -229,6 +237,7 @@ class ModelGenerator:
         # do not support.
         if r.random() < 0.45 and m.rules and not any('stationary' in rule for rule in m.rules):
             self.add_loss()
+        self.vary()
         # A wide dim stays in the model only where no tensor has it twice
         # (61³ elements and their pairs take the check past its time).
         shapes = [t.shape for t in m.tensors] + [
@@ -238,6 +247,33 @@ class ModelGenerator:
             m.dims = [(name, small if name == names[wide] else value, derived)
                       for name, value, derived in m.dims]
         return m
+
+    def vary(self):
+        """Sometimes: Newton by a Taylor series, adaptive ODE steps, a
+        stopping rule, losses differentiated at the fixed point, a log
+        determinant or an inverse of a matrix of a state or param."""
+        rv, m = self.rv, self.m
+        minimising = ('gd(', 'momentum(', 'nesterov(', 'newton(', 'precond(', 'ode(')
+        if (m.losses and all(any(kind in rule for kind in minimising) for rule in m.rules)
+                and rv.random() < 0.2):
+            m.backward = 'implicit(cg = %d, tol = 1e-8)' % rv.choice([10, 50])
+        for index, rule in enumerate(m.rules):
+            if 'newton(' in rule and rv.random() < 0.3:
+                m.rules[index] = re.sub(r'cg = \d+', 'taylor = %d' % rv.choice([1, 2]), rule)
+            elif 'ode(' in rule and rv.random() < 0.3 and (m.backward or not m.losses):
+                # Adaptive steps are not differentiated through step by step.
+                m.rules[index] = rule[:-1] + ', rtol = 1e-3, atol = 1e-4)'
+        # `grad` is the gradient of the nodes that optimizers update.
+        if any(any(kind in rule for kind in minimising) for rule in m.rules) and rv.random() < 0.15:
+            m.until = rv.choice(['maxabs(grad) < 1e-3', 'sqnorm(grad) < 1e-6'])
+        # Not of a state solved in closed form (its M-step is for one term).
+        matrices = [t for t in m.tensors if t.role in ('state', 'param') and len(t.shape) == 2
+                    and '%s: stationary' % t.name not in m.rules]
+        if matrices and rv.random() < 0.1:
+            a = rv.choice(matrices)
+            square = 'eye(%s) + %s @ %s.T' % (a.shape[0], a.name, a.name)
+            form = rv.choice(['(0.1 * logdet(%s))', '(0.1 * sum(inverse(%s)))'])
+            m.terms.append((self.fresh('e'), Node(form % square, ())))
 
     def random_shape(self, role):
         r = self.r

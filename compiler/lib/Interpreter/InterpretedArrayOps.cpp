@@ -17,7 +17,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -90,7 +89,7 @@ FailureOr<ArrayValue> Interpreter::evaluateArrayOp(Operation *op,
         return ArrayValue::scalar(constant.getValue().convertToDouble());
       })
       .Case([&](RoundingUnitOp) -> Result {
-        return ArrayValue::scalar(std::numeric_limits<double>::epsilon());
+        return ArrayValue::scalar(roundingUnit);
       })
       .Case([&](ReadOp read) { return evaluateRead(read, frame); })
       .Case([&](ToRealOp toReal) -> Result {

@@ -104,6 +104,7 @@ FailureOr<Interpreter> Interpreter::create(ModelOp model,
     return failure();
   Interpreter interpreter(model);
   interpreter.step = bindings.getStep();
+  interpreter.roundingUnit = bindings.getRoundingUnit();
   SymbolTable symbols(model);
 
   for (const auto &entry : bindings.getDims())

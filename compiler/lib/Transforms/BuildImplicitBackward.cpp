@@ -108,9 +108,19 @@ LogicalResult BackwardBuilder::buildImplicitSolve(DynamicsOp dynamics,
       direction.push_back(readWhole(in, loc(), directions[k]));
       StoreOp::create(in, loc(), direction.back(), ref(term.second));
     }
-    // H p, and pᵀ H p.
+    // H p, pᵀ H p, and the curvature below which p is taken for flat:
+    // √ε · pᵀp, ε of the type the kernels compute in (along a direction
+    // the energy does not curve in, such as a layer norm's scale, pᵀHp is
+    // rounding noise, of either sign).
     SmallVector<Value> product;
-    Value curvature;
+    Value curvature, flat;
+    for (Value part : direction) {
+      Value square = innerProduct(in, part, part);
+      flat = flat ? AddOp::create(in, loc(), flat, square).getResult() : square;
+    }
+    flat = MulOp::create(
+        in, loc(), SqrtOp::create(in, loc(), RoundingUnitOp::create(in, loc())),
+        flat);
     for (StringRef node : solved) {
       Value sum;
       for (auto [term, reads] : llvm::zip(terms, termReads)) {
@@ -129,7 +139,7 @@ LogicalResult BackwardBuilder::buildImplicitSolve(DynamicsOp dynamics,
                       : part;
     }
     Value previous = readWhole(in, loc(), residualNorm);
-    Value positive = compare(in, CmpPredicate::gt, curvature, constant(in, 0));
+    Value positive = compare(in, CmpPredicate::gt, curvature, flat);
     Value alpha = guardedRatio(in, positive, previous, curvature);
     Value norm;
     SmallVector<Value> newResiduals;
@@ -161,7 +171,7 @@ LogicalResult BackwardBuilder::buildImplicitSolve(DynamicsOp dynamics,
         compare(in, CmpPredicate::le, norm, readWhole(in, loc(), threshold));
     Value exhausted =
         compare(in, CmpPredicate::ge, round, constant(in, double(iterations)));
-    Value stalled = compare(in, CmpPredicate::le, curvature, constant(in, 0));
+    Value stalled = compare(in, CmpPredicate::le, curvature, flat);
     Value done = arith::OrIOp::create(
         in, loc(), arith::OrIOp::create(in, loc(), converged, exhausted),
         stalled);

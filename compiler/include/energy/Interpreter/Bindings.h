@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <limits>
 
 namespace mlir::energy {
 
@@ -38,17 +39,26 @@ public:
     step = value;
     return *this;
   }
+  /// The machine epsilon `energy.rounding_unit` gives: f64's unless set (an
+  /// f32 artifact's check sets f32's, so that tolerances that follow the
+  /// precision decide as in the artifact).
+  Bindings &setRoundingUnit(double value) {
+    roundingUnit = value;
+    return *this;
+  }
 
   const llvm::StringMap<int64_t> &getDims() const { return dims; }
   const llvm::StringMap<ArrayValue> &getTensors() const { return tensors; }
   const llvm::StringMap<double> &getConsts() const { return consts; }
   int64_t getStep() const { return step; }
+  double getRoundingUnit() const { return roundingUnit; }
 
 private:
   llvm::StringMap<int64_t> dims;
   llvm::StringMap<ArrayValue> tensors;
   llvm::StringMap<double> consts;
   int64_t step = 0;
+  double roundingUnit = std::numeric_limits<double>::epsilon();
 };
 
 } // namespace mlir::energy

@@ -158,6 +158,8 @@ private:
   /// Bound tensors, and unbound ones once their initialiser has run.
   llvm::StringMap<ArrayValue> tensors;
   int64_t step = 0;
+  /// What `energy.rounding_unit` evaluates to (Bindings::getRoundingUnit).
+  double roundingUnit = 0;
   llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, ArrayValue>>
       letCache;
   /// Gradients computed so far, by program (its tensors and term).
