@@ -98,7 +98,7 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 # models are compiled in FUZZ_MODELS_DTYPE (f64, or f32 compared within
 # 1e-3); with FUZZ_MODELS_TARGET=cuda, for the GPU, their PTX checked by
 # ptxas (no GPU needed). Not part of `make test` (which checks fixed samples
-# of 70 in f64, 40 in f32 and 12 for the GPU: ENERGY_FUZZ_SAMPLE, _F32, _CUDA).
+# of 70 in f64, 40 in f32 and 4 for the GPU: ENERGY_FUZZ_SAMPLE, _F32, _CUDA).
 FUZZ_MODELS_TIME  ?= 300
 FUZZ_MODELS_SEED  ?= $(shell date +%s)
 FUZZ_MODELS_DTYPE ?= f64

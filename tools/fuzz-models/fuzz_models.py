@@ -35,11 +35,13 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'python'))
 from model_generator import ModelGenerator, reductions  # noqa: E402
+from ptx_images import PTXAS, assemble_images, split_images  # noqa: E402
 
 TIMEOUT = 120
-PTXAS = '/usr/local/cuda/bin/ptxas'
 
 
 def check_ptx(energy_run, path, dtype):
@@ -60,32 +62,17 @@ def check_ptx(energy_run, path, dtype):
     if result.returncode != 0:
         errors = [l for l in result.stderr.splitlines() if 'error' in l]
         return 'compile', errors[0] if errors else result.stderr.strip()[:200]
-    images = result.stdout.split('// energy-ptx: ')[1:]
+    images = split_images(result.stdout)
     if not images:
         return 'compile', 'no PTX image'
-    checked = set()
-    for image in images:
-        arch, ptx = image.split('\n', 1)
-        # PTX that an older architecture accepts, a newer one does too.
-        body = '\n'.join(l for l in ptx.split('\n') if not l.startswith('.target'))
-        if body in checked:
-            continue
-        checked.add(body)
-        ptx_path = '%s.%s.ptx' % (path, arch)
-        with open(ptx_path, 'w') as f:
-            f.write(ptx)
-        try:
-            assembled = subprocess.run([PTXAS, '-O0', '-arch=' + arch, ptx_path,
-                                        '-o', os.devnull],
-                                       capture_output=True, text=True, timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            return 'hang', 'ptxas: no answer in %d s' % TIMEOUT
-        finally:
-            os.remove(ptx_path)
-        if assembled.returncode != 0:
-            first = next((l for l in assembled.stderr.splitlines() if 'error' in l),
-                         assembled.stderr.strip()[:200])
-            return 'ptxas', '%s: %s' % (arch, re.sub(r'^.*?\.ptx, ', '', first))
+    try:
+        _, rejected = assemble_images(images, path, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return 'hang', 'ptxas: no answer in %d s' % TIMEOUT
+    if rejected:
+        arch, message = rejected
+        first = next((l for l in message.splitlines() if 'error' in l), message[:200])
+        return 'ptxas', '%s: %s' % (arch, re.sub(r'^.*?\.ptx, ', '', first))
     return 'ok', ''
 
 
