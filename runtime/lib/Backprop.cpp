@@ -38,6 +38,8 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
   };
 
   int64_t taken = 0;
+  if (Status begun = target.beginRun(); !begun)
+    return begun;
   for (int64_t step = 0; step < schedule.maxSteps; ++step) {
     if (step % interval == 0)
       if (Status saved = target.save(step / interval); !saved)
@@ -49,6 +51,8 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
     if (stop)
       break;
   }
+  if (Status finished = target.finishRun(); !finished)
+    return finished;
   if (schedule.afterForward)
     if (Status status = schedule.afterForward(taken); !status)
       return status;

@@ -462,6 +462,11 @@ static Status readKernels(const Value &kernels, Manifest &manifest) {
           readOptionalString(kernels, "kernels", "until", out.until);
       !status)
     return status;
+  for (auto [key, part] : {std::pair{"run_begin", &out.runBegin},
+                           std::pair{"run_finish", &out.runFinish}})
+    if (Status status = readOptionalString(kernels, "kernels", key, *part);
+        !status)
+      return status;
   if (kernels.find("losses"))
     if (Status status = readKernelMap(kernels, "losses", out.losses); !status)
       return status;

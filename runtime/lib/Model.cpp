@@ -131,6 +131,12 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
             resolve(*kernels.until, "the stopping rule", state->until);
         !status)
       return status;
+  for (auto [symbol, what, kernel] :
+       {std::tuple{&kernels.runBegin, "the start of a run", &state->runBegin},
+        std::tuple{&kernels.runFinish, "the end of a run", &state->runFinish}})
+    if (*symbol)
+      if (Status status = resolve(**symbol, what, *kernel); !status)
+        return status;
   for (const auto &[loss, symbol] : kernels.losses)
     if (Status status =
             resolve(symbol, "loss '" + loss + "'", state->losses[loss]);

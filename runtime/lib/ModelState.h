@@ -44,6 +44,8 @@ struct ModelState {
   /// Null function when the manifest names none.
   Kernel step;
   Kernel until;
+  /// Null functions unless the dynamics run programs around a call's steps.
+  Kernel runBegin, runFinish;
   /// By loss name; the backward program's parts (null functions without a
   /// loss).
   std::map<std::string, Kernel> losses;

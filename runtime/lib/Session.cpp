@@ -645,18 +645,37 @@ Expected<std::map<std::string, Tensor>> Session::stateTensors() {
   return values;
 }
 
-Status Session::step() {
-  const detail::Kernel &kernel = owner.state->step;
+Status Session::runProgram(const detail::Kernel &kernel, const char *what) {
   if (!kernel.function)
-    return Status::error("model " + owner.name() + " has no dynamics to run");
-  CallScope scope(*this);
-  if (Status status = prepare(); !status)
-    return status;
+    return Status::success();
+  if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
+      !status)
+    return status.withContext(what);
+  return Status::success();
+}
+
+Status Session::stepKernel() {
+  const detail::Kernel &kernel = owner.state->step;
   if (Status status = call(kernel.function, kernel.symbol, nextStep, nullptr);
       !status)
     return status.withContext("step " + std::to_string(nextStep));
   ++nextStep;
   return Status::success();
+}
+
+Status Session::step() {
+  if (!owner.state->step.function)
+    return Status::error("model " + owner.name() + " has no dynamics to run");
+  CallScope scope(*this);
+  if (Status status = prepare(); !status)
+    return status;
+  const detail::ModelState &state = *owner.state;
+  if (Status status = runProgram(state.runBegin, "the start of the step");
+      !status)
+    return status;
+  if (Status status = stepKernel(); !status)
+    return status;
+  return runProgram(state.runFinish, "the end of the step");
 }
 
 Status Session::checkStatesFinite(const std::string &where) {
@@ -709,11 +728,24 @@ Expected<RunResult> Session::run(const RunOptions &options) {
   int64_t steps = *stepsOrError;
 
   RunResult result;
+  // The steps of a change of variables leave the state to the run's
+  // finish: where it is read after each step, each step finishes.
+  const detail::ModelState &state = *owner.state;
+  const bool finishEachStep = options.trace || options.onStep;
+  if (Status status = runProgram(state.runBegin, "the start of the run");
+      !status)
+    return status;
   for (int64_t i = 0; i < steps; ++i) {
     int64_t number = nextStep;
     std::string where = "step " + std::to_string(number);
-    if (Status status = step(); !status)
+    if (i > 0 && finishEachStep)
+      if (Status status = runProgram(state.runBegin, where.c_str()); !status)
+        return status;
+    if (Status status = stepKernel(); !status)
       return status;
+    if (finishEachStep)
+      if (Status status = runProgram(state.runFinish, where.c_str()); !status)
+        return status;
     double energyAfter = std::numeric_limits<double>::quiet_NaN();
     if (options.trace) {
       Expected<double> evaluated = energy();
@@ -743,7 +775,11 @@ Expected<RunResult> Session::run(const RunOptions &options) {
         break;
     }
   }
-  if (deviceMemory && result.steps > 0)
+  if (!finishEachStep)
+    if (Status status = runProgram(state.runFinish, "the end of the run");
+        !status)
+      return status;
+  if ((deviceMemory || state.runFinish.function) && result.steps > 0)
     if (Status status =
             checkStatesFinite("step " + std::to_string(nextStep - 1));
         !status)

@@ -89,6 +89,14 @@ public:
     stop = done != 0.0;
     return Status::success();
   }
+  Status beginRun() override {
+    return session.runProgram(session.modelState().runBegin,
+                              "the start of the run");
+  }
+  Status finishRun() override {
+    return session.runProgram(session.modelState().runFinish,
+                              "the end of the run");
+  }
   bool implicit() override {
     return session.owner.manifest().kernels.backward->implicit;
   }
@@ -240,6 +248,8 @@ Session::evaluateLosses(const BackwardOptions &options) {
     return steps.status();
   SessionBackpropTarget target(*this, options.hooks);
   int64_t taken = 0;
+  if (Status begun = target.beginRun(); !begun)
+    return begun;
   for (int64_t step = 0; step < *steps; ++step) {
     bool stop = false;
     if (Status ran = target.forwardStep(step, stop); !ran)
@@ -249,6 +259,8 @@ Session::evaluateLosses(const BackwardOptions &options) {
       break;
   }
   nextStep = taken;
+  if (Status finished = target.finishRun(); !finished)
+    return finished;
   BackwardResult result;
   if (Status status = target.evaluateLosses(taken, result); !status)
     return status;

@@ -523,6 +523,14 @@ private:
       std::optional<::energy::Tensor> compiled;
       if (auto state = states->find(name); state != states->end()) {
         compiled = state->second;
+      } else if (auto tensor = SymbolTable::lookupNearestSymbolFrom<TensorOp>(
+                     referenceModel,
+                     StringAttr::get(referenceModel.getContext(), name));
+                 tensor && (tensor.getAdjointOf() || tensor.getCotangentOf() ||
+                            tensor.getSolverOf())) {
+        // Scratch of the interpreter's backward program that the artifact's,
+        // built for its own steps (a change of variables), does not have.
+        continue;
       } else {
         ::energy::Expected<::energy::Tensor> output = session->get(name);
         if (!output)

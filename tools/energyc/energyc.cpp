@@ -188,6 +188,12 @@ cl::opt<bool> noRunCaches(
              "(energy-plan-run-caches and energy-plan-pack-invariant-operands "
              "keep them within a call of the runtime by default)"),
     cl::init(false), cl::cat(energycOptions));
+cl::opt<bool> noChangeOfVariables(
+    "no-change-of-variables",
+    cl::desc("Run gd on a state that the energy reads through one linear map "
+             "as the model writes it, instead of in that map's image "
+             "(energy-change-of-variables)"),
+    cl::init(false), cl::cat(energycOptions));
 cl::opt<bool> callerCotangents(
     "caller-cotangents",
     cl::desc("Seed the backward program with the caller's cotangents of the "
@@ -290,8 +296,9 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     if (emitKind == EmitKind::Grad)
       mlir::energy::buildGradientPipeline(perModel, wrtNames);
     else
-      mlir::energy::buildUpdatePipeline(perModel, wrtNames,
-                                        {callerCotangents, shardedRank});
+      mlir::energy::buildUpdatePipeline(
+          perModel, wrtNames,
+          {callerCotangents, shardedRank, !noChangeOfVariables});
     mlir::energy::reportCrashesByPass(passes);
     if (mlir::failed(mlir::applyPassManagerCLOptions(passes)))
       return 1;
@@ -334,6 +341,7 @@ int compileModel(mlir::MLIRContext &context, SourceMgr &sourceMgr,
     options.target = target;
     options.optLevel = optLevel;
     options.runCaches = !noRunCaches;
+    options.changeOfVariables = !noChangeOfVariables;
     options.deviceLoops = deviceLoops;
     options.callerCotangents = callerCotangents;
     options.sourceName = inputFile;

@@ -168,6 +168,7 @@ static std::string entryNameOf(ModuleOp energyModule,
   add(options.sourceName);
   add(options.sourceText);
   addNumber(options.runCaches);
+  addNumber(options.changeOfVariables);
   addNumber(options.deviceLoops);
   addNumber(options.callerCotangents);
   addNumber(options.shardedRank.has_value());

@@ -137,8 +137,14 @@ ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {
       layout.lossKernels.push_back(
           {term.getSymName().str(),
            "energy_kernel_loss_" + mangle(term.getSymName())});
-  if (!body.getOps<UpdateProgramOp>().empty())
+  if (auto programs = body.getOps<UpdateProgramOp>(); !programs.empty()) {
     layout.stepKernel = "energy_kernel_step";
+    UpdateProgramOp program = *programs.begin();
+    if (!program.getBegin().empty())
+      layout.runBeginKernel = "energy_kernel_run_begin";
+    if (!program.getFinish().empty())
+      layout.runFinishKernel = "energy_kernel_run_finish";
+  }
   if (auto backwards = body.getOps<BackwardProgramOp>(); !backwards.empty()) {
     layout.backwardKernels = {"energy_kernel_backward_seed",
                               "energy_kernel_backward_step",
@@ -300,6 +306,12 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     if (failed(emitProgram(program.getBody(), layout.stepKernel,
                            program.getLoc())))
       return failure();
+    for (auto [part, symbol] :
+         {std::pair{&program.getBegin(), &layout.runBeginKernel},
+          std::pair{&program.getFinish(), &layout.runFinishKernel}})
+      if (!part->empty() &&
+          failed(emitProgram(*part, *symbol, program.getLoc())))
+        return failure();
   }
   if (auto backwards = body.getOps<BackwardProgramOp>(); !backwards.empty()) {
     BackwardProgramOp backward = *backwards.begin();

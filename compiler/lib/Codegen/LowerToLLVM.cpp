@@ -117,7 +117,8 @@ mlir::energy::compileToArtifactModule(ModuleOp energyModule,
     wrt.push_back(tensor.getSymName().str());
   PassManager updates(energyModule.getContext(), ModuleOp::getOperationName());
   buildUpdatePipeline(updates.nest<ModelOp>(), wrt,
-                      {options.callerCotangents, options.shardedRank});
+                      {options.callerCotangents, options.shardedRank,
+                       options.changeOfVariables});
   reportCrashesByPass(updates);
   KernelPlanTarget target{
       options.target.device == "cuda", options.dtype == "bf16",

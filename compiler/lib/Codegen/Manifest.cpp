@@ -277,6 +277,8 @@ std::string mlir::energy::buildManifest(ModelOp model,
                        {"outputs", kernelMap(layout.outputKernels)},
                        {"step", optionalName(layout.stepKernel)},
                        {"until", optionalName(layout.untilKernel)},
+                       {"run_begin", optionalName(layout.runBeginKernel)},
+                       {"run_finish", optionalName(layout.runFinishKernel)},
                        {"losses", kernelMap(layout.lossKernels)}};
   if (!layout.jointGradientKernels.empty()) {
     json::Array joints;

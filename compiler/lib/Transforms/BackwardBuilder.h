@@ -99,7 +99,15 @@ private:
   // The step
   //===--------------------------------------------------------------------===//
 
-  LogicalResult buildStep(Block &block);
+  /// Appends to `block` the reverse-mode derivative of the program
+  /// `source` (the step, or what a call runs around its steps): its ops
+  /// again, each store preceded by a read of the value it replaces, then
+  /// the reverse sweep, which restores those values and leaves every
+  /// adjoint in its tensor. Run at the state `source` starts from (a step,
+  /// a call's begin), or, for a program that only adds to the tensors it
+  /// stores what the others give (a call's finish, x ← x − s W), at the
+  /// state it leaves. Nothing for a null `source`.
+  LogicalResult reverseProgram(Block *source, Block &block);
 
   /// The adjoint of `tensor` at this point of the reverse sweep (after the
   /// ops not yet reversed): null for zero.

@@ -107,10 +107,23 @@ LogicalResult BackwardBuilder::build() {
   bool implicit = dynamics && dynamics.getImplicitIterations();
   OpBuilder declarations = OpBuilder::atBlockEnd(&model.getBody().front());
   backward = BackwardProgramOp::create(declarations, loc(), implicit);
-  buildSeed(backward.getSeed().emplaceBlock());
+  Block &seed = backward.getSeed().emplaceBlock();
+  buildSeed(seed);
   Block &step = backward.getBody().emplaceBlock();
   Block &finish = backward.getFinish().emplaceBlock();
-  if (failed(implicit ? buildImplicitSolve(dynamics, finish) : buildStep(step)))
+  // The programs a call runs around its steps, reversed where the adjoints
+  // pass them: the seed is at the state the call's finish left, the finish
+  // at the state its begin left.
+  if (program && !program.getFinish().empty() &&
+      failed(reverseProgram(&program.getFinish().front(), seed)))
+    return failure();
+  if (failed(implicit
+                 ? buildImplicitSolve(dynamics, finish)
+                 : reverseProgram(
+                       program ? &program.getBody().front() : nullptr, step)))
+    return failure();
+  if (program && !program.getBegin().empty() &&
+      failed(reverseProgram(&program.getBegin().front(), finish)))
     return failure();
   buildFinish(finish);
   return success();
@@ -198,14 +211,18 @@ void BackwardBuilder::buildFinish(Block &block) {
   }
 }
 
-LogicalResult BackwardBuilder::buildStep(Block &block) {
+LogicalResult BackwardBuilder::reverseProgram(Block *source, Block &block) {
+  adjoints.clear();
+  tensorAdjoints.clear();
+  replaced.clear();
   OpBuilder builder = OpBuilder::atBlockEnd(&block);
-  // The forward sweep: the step as it is, each store preceded by a read
+  // The forward sweep: the program as it is, each store preceded by a read
   // of the value it replaces.
   IRMapping mapping;
   SmallVector<Operation *> forward;
-  Block *step = program ? &program.getBody().front() : nullptr;
-  for (Operation &op : step ? step->getOperations() : block.getOperations()) {
+  if (!source)
+    return success();
+  for (Operation &op : source->getOperations()) {
     if (op.getNumRegions() != 0)
       return op.emitOpError()
              << "cannot be differentiated through yet: gradients of a loss "

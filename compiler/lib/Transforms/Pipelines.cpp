@@ -48,6 +48,8 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   // difference inside a quadratic form twice) is one value.
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyBuildUpdates());
+  if (options.changeOfVariables && !options.shardedRank)
+    modelPasses.addPass(createEnergyChangeOfVariables());
   // Reversed joined, the gradients of one step share one directional term.
   modelPasses.addPass(createEnergyJoinGradients());
   if (options.callerCotangents)

@@ -86,6 +86,9 @@ struct ArtifactOptions {
   /// Loops without host calls where code can do the work, on a CPU too
   /// (KernelPlanTarget::deviceLoops; CUDA artifacts always have them).
   bool deviceLoops = false;
+  /// Whether gd on a state read through one linear map runs in its image
+  /// (energy-change-of-variables).
+  bool changeOfVariables = true;
   /// Whether the backward program is seeded by the caller's cotangents of
   /// the final states (`@X.incoming`) instead of the model's losses, and
   /// also differentiates the inputs (energy-caller-cotangents): a model

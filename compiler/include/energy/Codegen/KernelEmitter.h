@@ -51,6 +51,9 @@ struct ArtifactLayout {
   /// Empty when the model has no dynamics (or no stopping rule).
   std::string stepKernel;
   std::string untilKernel;
+  /// The programs around a call's steps (a change of variables); empty
+  /// when the step program has none.
+  std::string runBeginKernel, runFinishKernel;
   /// The loss of each `loss` (writes it to *result).
   std::vector<NamedKernel> lossKernels;
   /// The parts of the backward program (seed, step, finish); empty without

@@ -173,6 +173,27 @@ def EnergyBuildUpdates : Pass<"energy-build-updates", "::mlir::energy::ModelOp">
   let dependentDialects = ["::mlir::energy::EnergyDialect"];
 }
 
+def EnergyChangeOfVariables : Pass<"energy-change-of-variables",
+                                   "::mlir::energy::ModelOp"> {
+  let summary = "Runs gd on a state in the image of the one map it is read through";
+  let description = [{
+    A state x = [R, D] whose only rule is `gd` (a step size that reads no
+    state, no stopping rule, no implicit backward), and that the energy
+    terms read only row by row through one param W = [H, D] (every read of
+    x[r] is the right operand of W @ x[r]; no let reads x), descends in
+    u = x Wᵀ: the gradient is ∇ₓE = ∇ᵤẼ W for Ẽ the energy with each W @ x[r]
+    read from u[r], so a step u ← u − lr ∇ᵤẼ(u) G with G = W Wᵀ and the sum
+    s ← s + lr ∇ᵤẼ(u) give x = x₀ − s W after the steps. The update program
+    gets a `begin` (u = x₀ Wᵀ, G, s = 0) and a `finish` (x ← x − s W), run
+    once per call around the steps; the steps take one product by G
+    (R·H² multiply-adds) where they took two by W (2·R·H·D). The hidden
+    tensors `x.image`, `x.descent` and `x.gram` are x's optimizer state;
+    the auxiliary term `x.image_energy` is Ẽ. It fires where the estimated
+    sizes (SizeEstimates.h) say that the steps save more than the call adds
+    (2·R·H·D + H²·D), and leaves the model unchanged otherwise.
+  }];
+}
+
 def EnergyExchangedTensors : Pass<"energy-exchanged-tensors", "::mlir::energy::ModelOp"> {
   let summary = "Marks the tensors the runtime sets between the kernels of one call";
   let description = [{

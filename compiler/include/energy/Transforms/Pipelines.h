@@ -34,6 +34,10 @@ struct UpdatePipelineOptions {
   /// gradient the ranks put together instead of computing it, the backward
   /// program the cotangents they gather (energy-supplied-gradients).
   std::optional<ShardedRankOptions> shardedRank;
+  /// Run gd on a state read through one linear map in that map's image
+  /// (energy-change-of-variables): what artifacts run; the interpreter runs
+  /// the steps as the model writes them.
+  bool changeOfVariables = false;
 };
 
 /// Builds the step program of the dynamics (energy-build-updates), the

@@ -422,9 +422,18 @@ def Energy_UpdateProgramOp : Energy_Op<"update_program", [
       energy.store %new into @x : !energy.array<N, D>
     }
     ```
+
+    A change of the state's variables (energy-change-of-variables) adds
+    two programs that run once per call of the runtime around its steps:
+    `begin`, before the first step (it computes the tensors the steps run
+    on from the state), and `finish`, after the last (it writes the state
+    back from them). Between `finish` and the next `begin` the state is
+    what the model declares; the steps alone need not keep it.
   }];
-  let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "attr-dict-with-keyword $body";
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$begin,
+                        AnyRegion:$finish);
+  let assemblyFormat =
+      "attr-dict-with-keyword $body (`begin` $begin^)? (`finish` $finish^)?";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
   }];

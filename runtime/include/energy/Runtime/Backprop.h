@@ -27,6 +27,11 @@ public:
   /// Runs step `step` of the dynamics; sets `stop` when the stopping rule
   /// holds after it.
   virtual Status forwardStep(int64_t step, bool &stop) = 0;
+  /// What the dynamics run before the first step and after the last (a
+  /// change of the state's variables); the backward program's `seed`
+  /// reverses the latter and its `finish` the former.
+  virtual Status beginRun() { return Status::success(); }
+  virtual Status finishRun() { return Status::success(); }
   /// The backward program's parts (`seed`, one `step`, `finish`).
   virtual Status seed() = 0;
   virtual Status backwardStep(int64_t step) = 0;

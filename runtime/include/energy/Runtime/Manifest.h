@@ -177,6 +177,9 @@ struct ManifestKernels {
   std::optional<std::string> step;
   /// The stopping rule (*result = 1 to stop); none when there is no rule.
   std::optional<std::string> until;
+  /// Run once per call before its first step and after its last (a change
+  /// of the state's variables); none when the dynamics have none.
+  std::optional<std::string> runBegin, runFinish;
   /// Loss name to the kernel that writes that loss to *result.
   std::map<std::string, std::string> losses;
   /// The backward program's parts (Backprop.h); none without a loss.

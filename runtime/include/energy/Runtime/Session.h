@@ -274,6 +274,12 @@ private:
   const Tensor &readBuffer(size_t index);
   /// An error naming the first state tensor with a non-finite value.
   Status checkStatesFinite(const std::string &where);
+  /// The program that a change of the state's variables runs before a
+  /// call's first step (`runBegin`) or after its last; nothing when the
+  /// model has none.
+  Status runProgram(const detail::Kernel &kernel, const char *what);
+  /// The step kernel once, numbered stepCount(), which then increases.
+  Status stepKernel();
   /// Held by each method that calls kernels: the outermost one clears the
   /// flags of the values kernels keep (ManifestBuffer::flagOf), which stay
   /// valid until it returns, while no param or input can change; values
