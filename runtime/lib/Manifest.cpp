@@ -332,6 +332,11 @@ static Status readBuffer(const Value &entry, std::string where,
                             std::pair{"incoming_of", &buffer.incomingOf}})
       if (Status status = readOptionalString(entry, where, key, *out); !status)
         return status;
+    Expected<const Value *> constant =
+        field(entry, where, "run_constant", Kind::Bool, true, true);
+    if (!constant)
+      return constant.status();
+    buffer.runConstant = *constant && (*constant)->boolean();
   }
   manifest.buffers.push_back(std::move(buffer));
   return Status::success();

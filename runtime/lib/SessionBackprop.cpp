@@ -64,7 +64,8 @@ public:
       : session(session), hooks(given ? *given : none) {
     const Manifest &manifest = session.owner.manifest();
     for (size_t i = 0; i < manifest.buffers.size(); ++i)
-      if (isForwardState(manifest.buffers[i]))
+      if (isForwardState(manifest.buffers[i]) &&
+          !manifest.buffers[i].runConstant)
         states.push_back(i);
   }
   Status forwardStep(int64_t step, bool &stop) override {

@@ -15,6 +15,7 @@
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/IR/AffineExpr.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -212,6 +213,19 @@ std::string mlir::energy::buildManifest(ModelOp model,
     consts.push_back(
         json::Object{{"name", constant.getSymName()},
                      {"value", constant.getValue().convertToDouble()}});
+  // The tensors a step or the end of a run stores.
+  llvm::StringSet<> changing;
+  for (UpdateProgramOp program :
+       model.getBody().front().getOps<UpdateProgramOp>())
+    for (Region *part : {&program.getBody(), &program.getFinish()})
+      part->walk([&](Operation *op) {
+        if (auto store = dyn_cast<StoreOp>(op))
+          changing.insert(store.getTensor());
+        else if (auto grad = dyn_cast<GradOp>(op))
+          for (FlatSymbolRefAttr into : grad.getIntoTensors())
+            if (into)
+              changing.insert(into.getValue());
+      });
   json::Array buffers;
   for (const ArtifactLayout::Buffer &buffer : layout.buffers) {
     json::Object entry{{"name", buffer.name}};
@@ -237,6 +251,11 @@ std::string mlir::energy::buildManifest(ModelOp model,
       for (auto [mark, of] : marks)
         if (*of)
           entry[mark] = **of;
+      if (tensor.getRole() == Role::state && !described.adjointOf &&
+          !described.cotangentOf && !described.solverOf &&
+          !described.deferredOf && !described.cacheFlag && !described.flagOf &&
+          !changing.contains(tensor.getSymName()))
+        entry["run_constant"] = true;
       break;
     }
     case ArtifactLayout::BufferKind::Gradient: {

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "SizeEstimates.h"
 
 #include "energy/Transforms/Passes.h"
@@ -41,6 +42,72 @@ bool reads(Region &region, StringRef name) {
   return found;
 }
 
+/// Whether `value` depends on no state tensor and no let (a let may read
+/// one): computed from params, inputs, consts and indices alone.
+bool readsNoState(Value value, SymbolTable &symbols) {
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return true;
+  bool clean = true;
+  op->walk([&](ReadOp read) {
+    Operation *source = symbols.lookup(read.getSource());
+    auto tensor = dyn_cast_or_null<TensorOp>(source);
+    clean &= !isa_and_nonnull<LetOp>(source) &&
+             !(tensor && tensor.getRole() == Role::state);
+  });
+  return clean && llvm::all_of(op->getOperands(), [&](Value operand) {
+           return readsNoState(operand, symbols);
+         });
+}
+
+/// Whether the term whose body holds `value` is affine in it with
+/// coefficients that read no state: every path from `value` to the term's
+/// value passes only ops linear in it whose other operands read no state
+/// (sums, differences, products by such factors) and sums or means over
+/// indices.
+bool entersAffinely(Value value, SymbolTable &symbols);
+
+/// entersAffinely for one use of a value.
+bool useEntersAffinely(OpOperand &use, SymbolTable &symbols) {
+  Operation *user = use.getOwner();
+  if (isa<YieldOp>(user)) {
+    Operation *parent = user->getParentOp();
+    if (isa<TermOp>(parent))
+      return true;
+    auto reduce = dyn_cast<ReduceOp>(parent);
+    return reduce &&
+           (reduce.getKind() == ReduceKind::sum ||
+            reduce.getKind() == ReduceKind::mean) &&
+           entersAffinely(reduce->getResult(0), symbols);
+  }
+  Linearity linearity = linearityOf(user);
+  if (linearity == Linearity::None || user->getNumResults() != 1)
+    return false;
+  if (linearity == Linearity::Separate) {
+    if (!isLinearInOperand(user, use.getOperandNumber()))
+      return false;
+    for (OpOperand &other : user->getOpOperands())
+      if (&other != &use && isa<ArrayType>(other.get().getType()) &&
+          !readsNoState(other.get(), symbols))
+        return false;
+  }
+  return entersAffinely(user->getResult(0), symbols);
+}
+
+bool entersAffinely(Value value, SymbolTable &symbols) {
+  return llvm::all_of(value.getUses(), [&](OpOperand &use) {
+    return useEntersAffinely(use, symbols);
+  });
+}
+
+/// Whether `use` is W @ x[r] for a whole read of the param W.
+bool isMappedRow(OpOperand &use, SymbolTable &symbols) {
+  auto product = dyn_cast<MatmulOp>(use.getOwner());
+  return product && use.getOperandNumber() == 1 &&
+         product.getLhs() != product.getRhs() &&
+         wholeParamRead(product.getLhs(), symbols);
+}
+
 /// The body of option `name` of `rule`, or null.
 Region *optionBody(UpdateOp rule, StringRef name) {
   for (auto [option, body] :
@@ -50,15 +117,20 @@ Region *optionBody(UpdateOp rule, StringRef name) {
   return nullptr;
 }
 
-/// A gd rule on a state x = [R, D] that the energy terms read only by rows,
-/// each row only through one param W = [H, D] (W @ x[r]), and that nothing
-/// else of the dynamics reads.
+/// A gd rule on a state x = [R, D] that the energy terms read by rows,
+/// each row through one param W = [H, D] (W @ x[r]) or where the term is
+/// affine in it with coefficients that read no state, and that nothing else
+/// of the dynamics reads.
 struct Candidate {
   UpdateOp rule;
   TensorOp state, map;
-  /// The energy terms that read the state, and its row reads in them.
+  /// The energy terms that read the state, and its row reads in them that
+  /// W maps.
   SmallVector<TermOp> terms;
   SmallVector<ReadOp> rowReads;
+  /// Whether some term reads rows of the state affinely: then ∇ₓE = ∇ᵤẼ W
+  /// + c with c constant.
+  bool affine = false;
 };
 
 class ChangeOfVariables {
@@ -151,19 +223,25 @@ std::optional<Candidate> ChangeOfVariables::candidate() {
         return WalkResult::advance();
       if (read.getMap().getNumResults() != 1 || read->use_empty())
         return WalkResult::interrupt();
-      for (Operation *user : read->getUsers()) {
-        auto product = dyn_cast<MatmulOp>(user);
-        if (!product || product.getRhs() != read.getResult() ||
-            product.getLhs() == read.getResult())
-          return WalkResult::interrupt();
-        TensorOp map = wholeParamRead(product.getLhs(), symbols);
-        if (!map || map.getShape().size() != 2 ||
+      bool mapped = false;
+      for (OpOperand &use : read->getUses()) {
+        if (!isMappedRow(use, symbols)) {
+          if (!useEntersAffinely(use, symbols))
+            return WalkResult::interrupt();
+          found.affine = true;
+          continue;
+        }
+        TensorOp map =
+            wholeParamRead(cast<MatmulOp>(use.getOwner()).getLhs(), symbols);
+        if (map.getShape().size() != 2 ||
             cast<FlatSymbolRefAttr>(map.getShape()[1]).getValue() != dimD ||
             (found.map && found.map != map))
           return WalkResult::interrupt();
         found.map = map;
+        mapped = true;
       }
-      found.rowReads.push_back(read);
+      if (mapped)
+        found.rowReads.push_back(read);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
@@ -245,11 +323,15 @@ TermOp ChangeOfVariables::imageEnergy(Candidate &candidate, StringRef image) {
           {cast<FlatSymbolRefAttr>(candidate.map.getShape()[0]).getValue()});
       Value read = ReadOp::create(at, copy.getLoc(), imageRow, ref(image),
                                   copy.getMapAttr(), copy.getIndices());
-      for (Operation *user : llvm::make_early_inc_range(copy->getUsers())) {
-        user->getResult(0).replaceAllUsesWith(read);
-        user->erase();
+      for (OpOperand &use : llvm::make_early_inc_range(copy->getUses())) {
+        if (!isMappedRow(use, symbols))
+          continue;
+        Operation *product = use.getOwner();
+        product->getResult(0).replaceAllUsesWith(read);
+        product->erase();
       }
-      copy.erase();
+      if (copy->use_empty())
+        copy.erase();
     }
   }
   YieldOp::create(builder, term.getLoc(), total);
@@ -275,6 +357,13 @@ void ChangeOfVariables::rewrite(Candidate &candidate) {
   TensorOp image = addState(name, "image", {rows, imageDim});
   TensorOp descent = addState(name, "descent", {rows, imageDim});
   TensorOp gram = addState(name, "gram", {imageDim, imageDim});
+  // The constant part c of the gradient, its image and Σ lr.
+  TensorOp drift, driftImage, lrSum;
+  if (candidate.affine) {
+    drift = addState(name, "drift", {rows, width});
+    driftImage = addState(name, "drift_image", {rows, imageDim});
+    lrSum = addState(name, "lr_sum", {});
+  }
   TermOp energy = imageEnergy(candidate, image.getSymName());
 
   UpdateProgramOp program =
@@ -297,6 +386,17 @@ void ChangeOfVariables::rewrite(Candidate &candidate) {
   StoreOp::create(builder, loc,
                   BroadcastOp::create(builder, loc, imageType, zero),
                   ref(descent.getSymName()));
+  if (candidate.affine) {
+    // c = ∇ₓẼ, which the rows W maps do not change.
+    Value constant = GradOp::create(builder, loc, state.getArrayType(),
+                                    ref(name), ref(energy.getSymName()))
+                         ->getResult(0);
+    StoreOp::create(builder, loc, constant, ref(drift.getSymName()));
+    StoreOp::create(builder, loc,
+                    MatmulOp::create(builder, loc, constant, transposed),
+                    ref(driftImage.getSymName()));
+    StoreOp::create(builder, loc, zero, ref(lrSum.getSymName()));
+  }
 
   // The step: d = lr ∇ᵤE(u); u ← u − d G; s ← s + d.
   Block &step = program.getBody().front();
@@ -315,6 +415,15 @@ void ChangeOfVariables::rewrite(Candidate &candidate) {
           ->getResult(0);
   Value move = MulOp::create(builder, loc, lr, gradient);
   Value moved = MatmulOp::create(builder, loc, move, readWhole(builder, gram));
+  if (candidate.affine) {
+    // u also moves by lr c Wᵀ; Σ lr scales c at the finish.
+    moved = AddOp::create(
+        builder, loc, moved,
+        MulOp::create(builder, loc, lr, readWhole(builder, driftImage)));
+    StoreOp::create(builder, loc,
+                    AddOp::create(builder, loc, readWhole(builder, lrSum), lr),
+                    ref(lrSum.getSymName()));
+  }
   StoreOp::create(builder, loc,
                   SubOp::create(builder, loc, readWhole(builder, image), moved),
                   ref(image.getSymName()));
@@ -327,10 +436,13 @@ void ChangeOfVariables::rewrite(Candidate &candidate) {
   builder.setInsertionPointToEnd(&program.getFinish().emplaceBlock());
   Value back = MatmulOp::create(builder, loc, readWhole(builder, descent),
                                 readWhole(builder, map));
+  if (candidate.affine)
+    back = AddOp::create(builder, loc, back,
+                         MulOp::create(builder, loc, readWhole(builder, lrSum),
+                                       readWhole(builder, drift)));
   StoreOp::create(builder, loc,
                   SubOp::create(builder, loc, readWhole(builder, state), back),
                   ref(name));
-  (void)width;
 }
 
 struct ChangeOfVariablesPass

@@ -81,6 +81,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   widening.widening = true;
   modelPasses.addPass(createEnergyPlanLinearMaps(widening));
   modelPasses.addPass(createEnergyPlanBatchedProducts());
+  modelPasses.addPass(createEnergyPlanWholeProducts());
   modelPasses.addPass(createEnergyPlanLoopTables());
   modelPasses.addPass(createEnergyPlanPrefixSums());
   // The loop tables let more contractions form, with tables and products

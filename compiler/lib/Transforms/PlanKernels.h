@@ -122,6 +122,12 @@ void separateScoresToBilinear(ModelOp model);
 /// and loops that add Σ_b M[b] v[b, p] into row p of a tensor.
 void formBatchedProducts(ModelOp model);
 
+/// Writes a program's products of two whole matrices (`matmul` of rank-2
+/// arrays, outside every loop) as batch_matmul without a batch axis, a
+/// transposed operand marked transposed instead of copied
+/// (WholeProducts.cpp).
+void formWholeProducts(ModelOp model);
+
 /// Replaces `product` by the transpose of an earlier product of its block
 /// whose operands are its own swapped, each transposed the other way, and
 /// summed alike: B Aᵀ after A Bᵀ, Σ_b C[b]ᵀ A[b] after Σ_b A[b]ᵀ C[b]

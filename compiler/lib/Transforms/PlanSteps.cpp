@@ -26,6 +26,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
+#define GEN_PASS_DEF_ENERGYPLANWHOLEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
 #define GEN_PASS_DEF_ENERGYPLANROWTABLES
 #define GEN_PASS_DEF_ENERGYPLANPREFIXSUMS
@@ -90,6 +91,7 @@ ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
+ENERGY_PLAN_STEP_PASS(PlanWholeProducts, formWholeProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)
 ENERGY_PLAN_STEP_PASS(PlanRowTables, hoistRowTables)
 ENERGY_PLAN_STEP_PASS(PlanPrefixSums, formPrefixSums)

@@ -561,6 +561,26 @@ def EnergyPlanContractTables : EnergyPlanStep<"energy-plan-contract-tables",
   }];
 }
 
+def EnergyPlanWholeProducts : EnergyPlanStep<"energy-plan-whole-products",
+    "Writes a program's products of whole matrices as batch_matmul"> {
+  let description = [{
+    A `matmul` of two rank-2 arrays directly in a step or backward program
+    (a change of variables' products by its Gram matrix and its map)
+    becomes a `batch_matmul` without a batch axis: one GEMM of the
+    backend's, where the matmul is a support call, and an operand that is a
+    `transpose` of a matrix is read with the product's `transposed` flag
+    instead of being copied. Products whose shapes the flags cannot express
+    stay as they are.
+
+    ```mlir
+    %t = energy.transpose %g : !energy.array<B, H>
+    %p = energy.matmul %t, %a : !energy.array<H, B>, !energy.array<B, H>
+    // becomes
+    %p = energy.batch_matmul %g transposed, %a : !energy.array<B, H>, !energy.array<B, H> -> !energy.array<H, H>
+    ```
+  }];
+}
+
 def EnergyPlanBatchedProducts : EnergyPlanStep<"energy-plan-batched-products",
     "Writes per-head and per-row matrix products as batch_matmul"> {
   let description = [{

@@ -118,6 +118,10 @@ struct ManifestBuffer {
   /// an output, the seed of the backward program of a model compiled for
   /// caller cotangents (energy-caller-cotangents).
   std::optional<std::string> incomingOf;
+  /// A forward state that neither a step nor the end of a run stores (a
+  /// constant state, or one that only the start of a run computes): the
+  /// backward pass need not keep it per step.
+  bool runConstant = false;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;
 
