@@ -332,11 +332,14 @@ static Status readBuffer(const Value &entry, std::string where,
                             std::pair{"incoming_of", &buffer.incomingOf}})
       if (Status status = readOptionalString(entry, where, key, *out); !status)
         return status;
-    Expected<const Value *> constant =
-        field(entry, where, "run_constant", Kind::Bool, true, true);
-    if (!constant)
-      return constant.status();
-    buffer.runConstant = *constant && (*constant)->boolean();
+    for (auto [key, flag] : {std::pair{"run_constant", &buffer.runConstant},
+                             std::pair{"per_call", &buffer.perCall}}) {
+      Expected<const Value *> value =
+          field(entry, where, key, Kind::Bool, true, true);
+      if (!value)
+        return value.status();
+      *flag = *value && (*value)->boolean();
+    }
   }
   manifest.buffers.push_back(std::move(buffer));
   return Status::success();

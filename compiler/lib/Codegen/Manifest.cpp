@@ -175,6 +175,7 @@ json::Array pluginsOf(ModelOp model) {
   for (auto [of, field] : marks)
     if (of)
       *field = of->str();
+  buffer.perCall = tensor.getPerCall();
   return buffer;
 }
 
@@ -256,6 +257,8 @@ std::string mlir::energy::buildManifest(ModelOp model,
           !described.deferredOf && !described.cacheFlag && !described.flagOf &&
           !changing.contains(tensor.getSymName()))
         entry["run_constant"] = true;
+      if (described.perCall)
+        entry["per_call"] = true;
       break;
     }
     case ArtifactLayout::BufferKind::Gradient: {

@@ -290,6 +290,7 @@ TensorOp ChangeOfVariables::addState(StringRef state, StringRef suffix,
       InitKindAttr::get(model.getContext(), InitKind::zeros),
       DenseF64ArrayAttr(), FlatSymbolRefAttr());
   tensor.setOptimizerStateAttr(ref(state));
+  tensor.setPerCall(true);
   symbols.insert(tensor);
   return tensor;
 }

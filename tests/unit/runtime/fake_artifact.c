@@ -33,7 +33,7 @@ typedef double real;
 #endif
 
 #ifndef FAKE_FORMAT_VERSION
-#define FAKE_FORMAT_VERSION 3
+#define FAKE_FORMAT_VERSION 4
 #endif
 
 #define STRINGIFY_(x) #x

@@ -102,6 +102,10 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
     param marked `exchanged` is set by the runtime between the kernels of
     one call (energy-supplied-gradients: one rank's gathered copies and
     supplied gradients), so no value read from it is kept across kernels.
+    A state marked `per_call` (energy-change-of-variables: optimizer state
+    that a call's begin computes and its finish turns back into the state)
+    holds nothing between calls of the runtime: the runtime keeps it in the
+    forward state of a backward pass but lists it with no model tensor.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Energy_RoleAttr:$role,
                        TypedArrayAttrBase<FlatSymbolRefAttr, "dims">:$shape,
@@ -116,14 +120,14 @@ def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
                        OptionalAttr<FlatSymbolRefAttr>:$cache_flag,
                        OptionalAttr<FlatSymbolRefAttr>:$flag_of,
                        OptionalAttr<FlatSymbolRefAttr>:$incoming_of,
-                       UnitAttr:$exchanged);
+                       UnitAttr:$exchanged, UnitAttr:$per_call);
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$sym_name, "Role":$role,
                    "::mlir::ArrayAttr":$shape, "InitKindAttr":$init,
                    "::mlir::DenseF64ArrayAttr":$init_args,
                    "::mlir::FlatSymbolRefAttr":$init_source), [{
       build($_builder, $_state, sym_name, role, shape, init, init_args,
-            init_source, {}, {}, {}, {}, {}, {}, {}, {}, {});
+            init_source, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
     }]>
   ];
   let hasCustomAssemblyFormat = 1;

@@ -122,6 +122,11 @@ struct ManifestBuffer {
   /// constant state, or one that only the start of a run computes): the
   /// backward pass need not keep it per step.
   bool runConstant = false;
+  /// A forward state that holds nothing between calls of the runtime (a
+  /// change of variables' optimizer state, which each call's `run_begin`
+  /// computes from the state): in the backward pass's forward state, not
+  /// a tensor a user sees.
+  bool perCall = false;
   /// Gradients only: the tensor it is the gradient of.
   std::string gradientOf;
 
@@ -140,7 +145,7 @@ inline bool isKeptValue(const ManifestBuffer &buffer) {
 /// into its adjoint before anything reads it.
 inline bool isModelTensor(const ManifestBuffer &buffer) {
   return buffer.kind == BufferKind::Tensor && !isKeptValue(buffer) &&
-         !buffer.deferredOf;
+         !buffer.deferredOf && !buffer.perCall;
 }
 
 /// Whether `buffer` is part of the forward state: a state tensor
