@@ -274,6 +274,47 @@ class ModelGenerator:
             square = 'eye(%s) + %s @ %s.T' % (a.shape[0], a.name, a.name)
             form = rv.choice(['(0.1 * logdet(%s))', '(0.1 * sum(inverse(%s)))'])
             m.terms.append((self.fresh('e'), Node(form % square, ())))
+        self.vary_image_descent()
+
+    def vary_image_descent(self):
+        """Sometimes, where one descent rule moves a matrix state x, gd:
+        the energy terms that read x read it only through one param W (W @
+        x[i]), and maybe in a linear term, so that artifacts descend in the
+        image of W (energy-change-of-variables) while the interpreter runs
+        the steps as written."""
+        rv, m = self.rv, self.m
+        descents = ('gd(', 'momentum(', 'nesterov(', 'newton(')
+        if (len(m.rules) != 1 or not any(': ' + kind in m.rules[0] for kind in descents)
+                or m.until or m.backward or rv.random() >= 0.5):
+            return
+        x = next(t for t in m.tensors if m.rules[0].startswith(t.name + ':'))
+        if len(x.shape) != 2:
+            return
+        m.rules[0] = '%s: gd(lr = %s)' % (
+            x.name, re.search(r'lr = ([0-9.]+)', m.rules[0]).group(1))
+        maps = [t for t in m.tensors if t.role == 'param' and len(t.shape) == 2
+                and t.shape[1] == x.shape[-1]]
+        if any(re.search(r'\b%s\b' % x.name, body.text()) for _, _, body in m.lets):
+            return
+        if not maps:
+            maps.append(Tensor(self.fresh('w'), 'param',
+                               (rv.choice(self.dimnames[:len(m.dims)]), x.shape[1])))
+            m.tensors.append(maps[0])
+        w = rv.choice(maps)
+        reads = re.compile(r'\b%s\b' % x.name)
+        m.terms = [(name, body) for name, body in m.terms if not reads.search(body.text())]
+        i = self.fresh('i')
+        act = rv.choice(['tanh', 'softplus', 'sigmoid', 'silu'])
+        dense = '(-sum(%s: %s) sum(%s(%s @ %s[%s])))' % (i, x.shape[0], act, w.name, x.name, i)
+        m.terms.append((self.fresh('e'), Node(dense, ())))
+        if rv.random() < 0.5:
+            p = Tensor(self.fresh('p'), 'param', (x.shape[1],))
+            m.tensors.append(p)
+            linear = '(0.3 * sum(%s: %s) dot(%s, %s[%s]))' % (i, x.shape[0], p.name, x.name, i)
+            m.terms.append((self.fresh('e'), Node(linear, ())))
+        # Enough steps that the steps save more than a call adds (the
+        # small dims make the Gram matrix cost as much as a few steps).
+        m.steps = rv.choice([5, 6, 8])
 
     def random_shape(self, role):
         r = self.r
