@@ -124,8 +124,9 @@ void formBatchedProducts(ModelOp model);
 
 /// Writes a program's products of two whole matrices (`matmul` of rank-2
 /// arrays, outside every loop) as batch_matmul without a batch axis, a
-/// transposed operand marked transposed instead of copied
-/// (WholeProducts.cpp).
+/// transposed operand marked transposed instead of copied, after moving
+/// transposes into the sums and products they transpose and combining
+/// sums of products that share a factor (WholeProducts.cpp).
 void formWholeProducts(ModelOp model);
 
 /// Replaces `product` by the transpose of an earlier product of its block

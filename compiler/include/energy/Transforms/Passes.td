@@ -570,7 +570,10 @@ def EnergyPlanWholeProducts : EnergyPlanStep<"energy-plan-whole-products",
     backend's, where the matmul is a support call, and an operand that is a
     `transpose` of a matrix is read with the product's `transposed` flag
     instead of being copied. Products whose shapes the flags cannot express
-    stay as they are.
+    stay as they are. Before that, a transpose of a sum or product of
+    matrices that only it reads moves into it ((P Q)ᵀ = Qᵀ Pᵀ), and a sum
+    of products that share a factor becomes one product (A X + B X =
+    (A + B) X), so that the adjoint of W through W Wᵀ is one product.
 
     ```mlir
     %t = energy.transpose %g : !energy.array<B, H>
