@@ -167,6 +167,7 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanCombineProducts(sums));
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanFuseElementwise());
+  modelPasses.addPass(createEnergyPlanInlineTables());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }
 

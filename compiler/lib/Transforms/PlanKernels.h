@@ -208,6 +208,11 @@ void combineProducts(ModelOp model, bool sums = false);
 /// its rows: one pass over memory, shared out among threads.
 void fuseElementwise(ModelOp model);
 
+/// Computes a table inside the loops that read it element by element at
+/// their own positions (once, or, a few elementwise ops, in each), where
+/// nothing between writes what it reads (InlineTables.cpp).
+void inlineTables(ModelOp model);
+
 /// Computes, ahead of a reduction or loop nested in another, the values of
 /// its body that depend on its own indices only (and on values from outside
 /// the enclosing loop), into `energy.tabulate` tables.

@@ -39,6 +39,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANJOINLINEARLOOPS
 #define GEN_PASS_DEF_ENERGYPLANTABLEORDER
 #define GEN_PASS_DEF_ENERGYPLANFUSEELEMENTWISE
+#define GEN_PASS_DEF_ENERGYPLANINLINETABLES
 #define GEN_PASS_DEF_ENERGYPLANMARKPARALLEL
 #define GEN_PASS_DEF_ENERGYPLANDROPGATHERLETS
 #define GEN_PASS_DEF_ENERGYPLANRUNCACHES
@@ -106,6 +107,7 @@ ENERGY_PLAN_STEP_PASS(PlanAccumulateProducts, accumulateProductsInPlace)
 ENERGY_PLAN_STEP_PASS(PlanJoinLinearLoops, joinLinearLoops)
 ENERGY_PLAN_STEP_PASS(PlanTableOrder, orderTablesAsTheirReads)
 ENERGY_PLAN_STEP_PASS(PlanFuseElementwise, fuseElementwise)
+ENERGY_PLAN_STEP_PASS(PlanInlineTables, inlineTables)
 ENERGY_PLAN_STEP_PASS(PlanMarkParallel, [](ModelOp model) {
   markParallelLoops(model);
   eraseUnreadGatherLets(model);

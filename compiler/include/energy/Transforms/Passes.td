@@ -807,6 +807,21 @@ def EnergyPlanFuseElementwise : EnergyPlanStep<"energy-plan-fuse-elementwise",
   }];
 }
 
+def EnergyPlanInlineTables : EnergyPlanStep<"energy-plan-inline-tables",
+    "Computes tables inside the loops that read them at their positions"> {
+  let description = [{
+    A table (`energy.tabulate`) that only loops over the same positions
+    read (a table, a foreach, a sum), each extracting the element at its own
+    position (every loop index once, over the size the table has there),
+    in the table's block, is computed inside those loops instead: its body
+    cloned at each read, the array and its pass over memory gone. Read by
+    one loop, its work is done once either way; read by several, only a
+    table of at most six elementwise ops is. Where an op from the table up
+    to its last reader stores into, accumulates into or keeps a tensor the
+    table reads, the table stays.
+  }];
+}
+
 def EnergyPlanMarkParallel : EnergyPlanStep<"energy-plan-mark-parallel",
     "Marks the loops that may run on several threads"> {
   let description = [{
