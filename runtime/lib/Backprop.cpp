@@ -68,7 +68,10 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
       return step == start ? static_cast<size_t>(segment)
                            : checkpoints + static_cast<size_t>(step - start);
     };
-    if (Status restored = target.restore(slotOf(start)); !restored)
+    Status restored = end - start == 1
+                          ? target.restoreForBackward(slotOf(start))
+                          : target.restore(slotOf(start));
+    if (!restored)
       return restored;
     for (int64_t step = start; step + 1 < end; ++step) {
       if (step > start)
@@ -82,7 +85,8 @@ Expected<int64_t> energy::runForwardBackward(BackpropTarget &target,
     // each backward step leaves it at the start of its own step.
     for (int64_t step = end - 1; step >= start; --step) {
       if (step + 1 < end)
-        if (Status restored = target.restore(slotOf(step)); !restored)
+        if (Status restored = target.restoreForBackward(slotOf(step));
+            !restored)
           return restored;
       if (Status back = target.backwardStep(step); !back)
         return inStep(step, back).withContext("backward");

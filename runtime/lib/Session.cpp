@@ -380,6 +380,8 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
     if (deviceMemory)
       prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
   }
+  for (auto [index, data] : readElsewhere)
+    pointers[index] = data;
   if (tracing) {
     synchronizeDevice();
     trace("energy-cuda: the buffers to the device: %zu buffers, %zu bytes, "

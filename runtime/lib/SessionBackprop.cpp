@@ -61,7 +61,8 @@ namespace energy {
 class SessionBackpropTarget : public BackpropTarget {
 public:
   SessionBackpropTarget(Session &session, BackwardHooks *given)
-      : session(session), hooks(given ? *given : none) {
+      : session(session), hooks(given ? *given : none),
+        inPlace(!given && !session.deviceMemory) {
     const Manifest &manifest = session.owner.manifest();
     for (size_t i = 0; i < manifest.buffers.size(); ++i)
       if (isForwardState(manifest.buffers[i]) &&
@@ -110,6 +111,11 @@ public:
     return hooks.afterSeed();
   }
   Status backwardStep(int64_t step) override {
+    // What restoreForBackward let this step read in place, this step only.
+    struct ReadHere {
+      Session &session;
+      ~ReadHere() { session.readElsewhere.clear(); }
+    } readHere{session};
     const detail::ModelState &state = session.modelState();
     if (const detail::Kernel &cotangents = state.backwardCotangents;
         cotangents.function)
@@ -149,6 +155,16 @@ public:
       session.overwriteBuffer(states[k], slots[slot][k]);
     return hooks.restored();
   }
+  /// With no hooks to see the buffers, on the host: the backward step reads
+  /// the snapshot where it is (the last one, slot 0, is copied back).
+  Status restoreForBackward(size_t slot) override {
+    if (!inPlace || slot == 0)
+      return restore(slot);
+    session.readElsewhere.clear();
+    for (size_t k = 0; k < states.size(); ++k)
+      session.readElsewhere.push_back({states[k], slots[slot][k].data()});
+    return Status::success();
+  }
   /// Each loss at the current values, after `taken` steps.
   Status evaluateLosses(int64_t taken, BackwardResult &result) {
     if (Status status = hooks.beforeLosses(); !status)
@@ -179,6 +195,7 @@ private:
   Session &session;
   BackwardHooks none;
   BackwardHooks &hooks;
+  bool inPlace;
   int64_t last = 0;
   std::vector<size_t> states;
   std::vector<std::vector<Tensor>> slots;

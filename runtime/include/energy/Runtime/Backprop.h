@@ -40,6 +40,12 @@ public:
   /// are reused), or back from it.
   virtual Status save(size_t slot) = 0;
   virtual Status restore(size_t slot) = 0;
+  /// Restores snapshot `slot` for the backward step that follows at once:
+  /// a target may let that step read the snapshot where it is instead of
+  /// copying it back (the slot is then not restored again). Snapshot 0 is
+  /// restored for the last backward step, which leaves the state as the
+  /// run started.
+  virtual Status restoreForBackward(size_t slot) { return restore(slot); }
   /// Whether the backward program differentiates at the fixed point the run
   /// ends at (`backward implicit`): then the run keeps one snapshot (its
   /// start), and `finish` follows `seed` at the final state with no

@@ -310,6 +310,9 @@ private:
   std::vector<int64_t> dimValues;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<Tensor> buffers;
+  /// Buffers the kernels read elsewhere for now (a backward step reading
+  /// its step's snapshot in place): by buffer position, the memory.
+  std::vector<std::pair<size_t, void *>> readElsewhere;
   /// For a CUDA artifact: memory both the host and the GPU reach, where the
   /// buffers live, and the kernels' arguments there (buffer pointers, dims,
   /// consts, result: 8 bytes each).
