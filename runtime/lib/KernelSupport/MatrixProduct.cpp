@@ -210,13 +210,14 @@ void fallbackProduct(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
 }
 
 /// Whether the vector paths' panel product (PanelProduct.h) computes a
-/// product of these sizes: not where a side is too thin for its tiles
-/// (OpenBLAS's small-matrix kernels are faster there).
+/// product of these sizes: any with an inner dim on AVX2 or AVX-512, thin
+/// sides too (their tiles' tails masked; faster than OpenBLAS's kernels on
+/// a class count of 10: benchmarks.md).
 bool panelProductFits(int64_t m, int64_t n, int64_t k) {
   static const bool disabled = std::getenv("ENERGY_NO_PANEL_PRODUCTS");
   return !disabled &&
          energy::kernels::activeInstructionSet() >= ENERGY_ISA_AVX2 &&
-         m >= 16 && n >= 16 && k >= 16;
+         m >= 1 && n >= 1 && k >= 1;
 }
 
 bool panelProduct(const energy::kernels::ProductArgs<float> &args) {
