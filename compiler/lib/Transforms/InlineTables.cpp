@@ -11,6 +11,8 @@
 
 #include "PlanKernels.h"
 
+#include "energy/Transforms/ProgramReads.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -22,9 +24,10 @@ namespace {
 /// The ops a table read by several loops may compute again in each: those
 /// that do a constant amount of work per element of their result.
 bool isElementwise(Operation *op) {
+  Dialect *dialect = op->getDialect();
   return isa<ReadOp, ExtractOp, ConstantOp, BroadcastOp, AddOp, SubOp, MulOp,
              DivOp, NegOp, ExpOp, LogOp, YieldOp>(op) ||
-         op->getDialect() != op->getContext()->getLoadedDialect("energy");
+         (dialect && !isa<EnergyDialect>(dialect));
 }
 
 /// The most ops of a table read by several loops that each computes again.
@@ -97,28 +100,6 @@ llvm::SmallDenseSet<StringAttr> tensorsRead(Region &region) {
   return read;
 }
 
-/// Whether `op`, or an op nested in it, names one of `tensors` otherwise
-/// than to read it (a store, an accumulation, a kept value).
-bool mayWriteAny(Operation *op,
-                 const llvm::SmallDenseSet<StringAttr> &tensors) {
-  if (tensors.empty())
-    return false;
-  WalkResult result = op->walk([&](Operation *nested) {
-    if (isa<ReadOp>(nested))
-      return WalkResult::advance();
-    for (NamedAttribute attribute : nested->getAttrs()) {
-      bool names = false;
-      attribute.getValue().walk([&](SymbolRefAttr symbol) {
-        names = names || tensors.contains(symbol.getRootReference());
-      });
-      if (names)
-        return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return result.wasInterrupted();
-}
-
 /// Computes `table` in the loops that read it, when every read is an
 /// element at the reading loop's position in the table's block, no op from
 /// the table to the last read writes a tensor it reads, and (read more
@@ -155,7 +136,9 @@ bool inlineTable(TabulateOp table) {
         last = loop;
   llvm::SmallDenseSet<StringAttr> tensors = tensorsRead(table.getBody());
   for (Operation *op = table->getNextNode(); op; op = op->getNextNode()) {
-    if (mayWriteAny(op, tensors))
+    if (llvm::any_of(tensors, [&](StringAttr tensor) {
+          return mayWriteTensor(op, tensor.getValue());
+        }))
       return false;
     if (op == last)
       break;

@@ -24,13 +24,17 @@ Operation *statementOf(Operation *op) {
   return op && op->getParentOp() ? op : nullptr;
 }
 
-/// Whether `statement`, or an op nested in it, may write `tensor`: a store
-/// into it, or an op that writes memory and is neither a store nor a read.
-bool mayWrite(Operation *statement, StringRef tensor) {
+} // namespace
+
+bool mlir::energy::mayWriteTensor(Operation *statement, StringRef tensor) {
   WalkResult walk = statement->walk([&](Operation *op) {
+    auto into = [&](StringRef target) {
+      return target == tensor ? WalkResult::interrupt() : WalkResult::advance();
+    };
     if (auto store = dyn_cast<StoreOp>(op))
-      return store.getTensor() == tensor ? WalkResult::interrupt()
-                                         : WalkResult::advance();
+      return into(store.getTensor());
+    if (auto accumulate = dyn_cast<AccumulateOp>(op))
+      return into(accumulate.getTensor());
     if (isa<ReadOp>(op))
       return WalkResult::advance();
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
@@ -43,15 +47,13 @@ bool mayWrite(Operation *statement, StringRef tensor) {
   return walk.wasInterrupted();
 }
 
-} // namespace
-
 bool mlir::energy::readOutlivesItsValue(ReadOp read) {
   Operation *statement = statementOf(read);
   if (!statement)
     return true;
   Operation *firstWrite = nullptr;
   for (Operation *op = statement; op && !firstWrite; op = op->getNextNode())
-    if (mayWrite(op, read.getSource()))
+    if (mayWriteTensor(op, read.getSource()))
       firstWrite = op;
   if (!firstWrite)
     return false;

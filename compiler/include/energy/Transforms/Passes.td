@@ -817,8 +817,9 @@ def EnergyPlanInlineTables : EnergyPlanStep<"energy-plan-inline-tables",
     cloned at each read, the array and its pass over memory gone. Read by
     one loop, its work is done once either way; read by several, only a
     table of at most six elementwise ops is. Where an op from the table up
-    to its last reader stores into, accumulates into or keeps a tensor the
-    table reads, the table stays.
+    to its last reader may write a tensor the table reads (a store or an
+    accumulation into it, or an op that writes without saying what), the
+    table stays.
   }];
 }
 

@@ -21,6 +21,10 @@ namespace mlir::energy {
 /// or where an op may write without saying what.
 bool readOutlivesItsValue(ReadOp read);
 
+/// Whether `op`, or an op nested in it, may write `tensor`: a store or an
+/// accumulation into it, or an op that writes memory without saying what.
+bool mayWriteTensor(Operation *op, StringRef tensor);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_PROGRAMREADS_H
