@@ -387,9 +387,9 @@ int main(int argc, char **argv) {
           ")\n";
   });
   // MLIR's pass manager options (--mlir-print-ir-after=PASS, timing, ...),
-  // to look into the pipeline.
-  mlir::registerPassManagerCLOptions();
+  // to look into the pipeline: their pass names are the registered ones.
   mlir::energy::registerEnergyPasses();
+  mlir::registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(energycOptions);
   cl::ParseCommandLineOptions(
       argc, argv,

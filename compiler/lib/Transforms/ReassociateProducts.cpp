@@ -67,22 +67,51 @@ struct InsertedOps : OpBuilder::Listener {
   SmallVector<Operation *> ops;
 };
 
-/// Rewrites every use of `rows` (= A op(M)) and erases it, when every use
-/// is one of the forms above and the products that replace them do no more
-/// work, at the estimated sizes, than `rows` and its uses.
+/// Whether products in `op`'s block that compute the same from the same
+/// reads are the same: in gradients and terms, not in programs, where a
+/// store may come between them.
+bool readsAreSteady(Operation *op) {
+  return isa<GradientOp, TermOp>(op->getParentOp());
+}
+
+/// The products of `rows`'s block that compute what it computes (itself
+/// among them), in block order: what the share step later computes once.
+SmallVector<BatchMatmulOp> copiesOf(BatchMatmulOp rows) {
+  if (!readsAreSteady(rows))
+    return {rows};
+  SmallVector<BatchMatmulOp> copies;
+  for (Operation &op : *rows->getBlock())
+    if (auto other = dyn_cast<BatchMatmulOp>(op))
+      if (other == rows ||
+          (other.getType() == rows.getType() &&
+           computeSame(other.getResult(), rows.getResult(), {})))
+        copies.push_back(other);
+  return copies;
+}
+
+/// Rewrites every use of `rows` (= A op(M)) and of the products that
+/// compute the same, and erases them, when every use is one of the forms
+/// above and the products that replace them do no more work, at the
+/// estimated sizes, than `rows` (computed once) and its uses.
 bool reassociate(BatchMatmulOp rows) {
   if (!isRowsTimesMatrix(rows) || rows->use_empty())
     return false;
+  SmallVector<BatchMatmulOp> copies = copiesOf(rows);
+  // The first computes it ahead of every use: its operands serve them all.
+  if (copies.front() != rows)
+    return false;
   SmallVector<std::pair<BatchMatmulOp, UseForm>> uses;
-  for (Operation *user : rows->getUsers()) {
-    auto use = dyn_cast<BatchMatmulOp>(user);
-    std::optional<UseForm> form = use && use->getBlock() == rows->getBlock()
-                                      ? formOf(use, rows)
-                                      : std::nullopt;
-    if (!form)
-      return false;
-    uses.push_back({use, *form});
-  }
+  for (BatchMatmulOp copy : copies)
+    for (Operation *user : copy->getUsers()) {
+      auto use = dyn_cast<BatchMatmulOp>(user);
+      std::optional<UseForm> form = use && use->getBlock() == rows->getBlock()
+                                        ? formOf(use, copy)
+                                        : std::nullopt;
+      // (A product of two of them is no product by a matrix.)
+      if (!form || llvm::is_contained(llvm::make_first_range(uses), use))
+        return false;
+      uses.push_back({use, *form});
+    }
   auto model = rows->getParentOfType<ModelOp>();
   double workBefore = estimatedProductWork(model, rows);
   for (auto [use, form] : uses)
@@ -139,7 +168,8 @@ bool reassociate(BatchMatmulOp rows) {
     use.first.getResult().replaceAllUsesWith(result);
     use.first.erase();
   }
-  rows.erase();
+  for (BatchMatmulOp copy : copies)
+    copy.erase();
   return true;
 }
 
@@ -224,7 +254,7 @@ bool productOfEarlierRows(BatchMatmulOp product) {
       table.getType() != product.getType())
     return false;
   Operation *row = scaledRowAtOwnIndices(table, /*linear=*/false);
-  if (!row)
+  if (!row || !readsAreSteady(product))
     return false;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     auto earlier = dyn_cast<BatchMatmulOp>(op);

@@ -78,6 +78,74 @@ energy.model @large_batch {
 
 // -----
 
+// Equal sizes, where D (Vᵀ A) is no more work than (V Dᵀ)ᵀ A alone: but
+// another statement computes V Dᵀ too (the share step computes it once)
+// and multiplies it by D, so the rows' product is computed anyway; the
+// reassociated form would add 2·N³ + 2·N³ to that and to the other use's
+// N³ in place of N³: both kept.
+// CHECK-LABEL: energy.model @shared_rows
+// CHECK:       %[[P:.*]] = batch_matmul %{{.*}}, %{{.*}} transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+// CHECK:       batch_matmul %[[P]] transposed, %{{.*}} summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+// CHECK:       %[[Q:.*]] = batch_matmul %{{.*}}, %{{.*}} transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+// CHECK:       batch_matmul %[[Q]], %{{.*}} : !energy.array<B, P>, !energy.array<P, K> -> !energy.array<B, K>
+// CHECK-NOT:   matmul
+energy.model @shared_rows {
+  energy.dim @B
+  energy.dim @P
+  energy.dim @K
+  energy.tensor @v : input [@B, @K]
+  energy.tensor @a : state [@B, @K]
+  energy.tensor @D : param [@P, @K]
+  energy.gradient @D and [@a] {
+    %v = energy.read @v : !energy.array<B, K>
+    %a = energy.read @a : !energy.array<B, K>
+    %d = energy.read @D : !energy.array<P, K>
+    %p = energy.batch_matmul %v, %d transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %g = energy.batch_matmul %p transposed, %a summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+    energy.accumulate %g into @D : !energy.array<P, K>
+    %v2 = energy.read @v : !energy.array<B, K>
+    %d2 = energy.read @D : !energy.array<P, K>
+    %q = energy.batch_matmul %v2, %d2 transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %h = energy.batch_matmul %q, %d2 : !energy.array<B, P>, !energy.array<P, K> -> !energy.array<B, K>
+    energy.accumulate %h into @a : !energy.array<B, K>
+  }
+}
+
+// -----
+
+// The same statements in a program, where a store may come between the two
+// reads of D: the products are not taken for one, and each, weighed alone,
+// is reassociated (a tie at equal sizes).
+// CHECK-LABEL: energy.model @program_rows
+// CHECK:       %[[S:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} summed : !energy.array<B, K>, !energy.array<B, K> -> !energy.array<K, K>
+// CHECK:       matmul %{{.*}}, %[[S]] : !energy.array<P, K>, !energy.array<K, K>
+// CHECK:       store
+// CHECK:       %[[M:.*]] = matmul %{{.*}}, %{{.*}} : !energy.array<K, P>, !energy.array<P, K>
+// CHECK:       batch_matmul %{{.*}}, %[[M]] : !energy.array<B, K>, !energy.array<K, K> -> !energy.array<B, K>
+energy.model @program_rows {
+  energy.dim @B
+  energy.dim @P
+  energy.dim @K
+  energy.tensor @v : input [@B, @K]
+  energy.tensor @a : state [@B, @K]
+  energy.tensor @D : state [@P, @K]
+  energy.update_program {
+    %v = energy.read @v : !energy.array<B, K>
+    %a = energy.read @a : !energy.array<B, K>
+    %d = energy.read @D : !energy.array<P, K>
+    %p = energy.batch_matmul %v, %d transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %g = energy.batch_matmul %p transposed, %a summed : !energy.array<B, P>, !energy.array<B, K> -> !energy.array<P, K>
+    energy.store %g into @D : !energy.array<P, K>
+    %v2 = energy.read @v : !energy.array<B, K>
+    %d2 = energy.read @D : !energy.array<P, K>
+    %q = energy.batch_matmul %v2, %d2 transposed : !energy.array<B, K>, !energy.array<P, K> -> !energy.array<B, P>
+    %h = energy.batch_matmul %q, %d2 : !energy.array<B, P>, !energy.array<P, K> -> !energy.array<B, K>
+    energy.store %h into @a : !energy.array<B, K>
+  }
+}
+
+// -----
+
 // The M-step's weighted sums Rᵀ X, with Rᵀ a table of R[i, k] over k and i:
 // the product reads R transposed, Σ_i R[i]ᵀ ⊗ X[i], and the copy is gone.
 // CHECK-LABEL: energy.model @responsibilities
