@@ -395,6 +395,20 @@ bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
   return true;
 }
 
+/// Moves what `sum`'s body computes the same at every position out of it:
+/// reads at indices from outside (a slot's row in a sum over tokens; a
+/// sum's body writes nothing, and a plain read at the loops' positions
+/// around it stays in its tensor), then what is free of effects and takes
+/// only values from outside.
+void hoistInvariants(ReduceOp sum) {
+  for (Operation &op : llvm::make_early_inc_range(sum.getBody().front()))
+    if (isa<ReadOp>(op) && readsPlainly(&op) &&
+        llvm::all_of(op.getOperands(),
+                     [&](Value index) { return isDefinedOutside(index, sum); }))
+      op.moveBefore(sum);
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+}
+
 /// Rewrites `sum` as the sums of the atoms of its summand, the linear maps
 /// applied after them (or as the sum of scaled leaves, factorScaledMaps);
 /// false when the summand is no such map.
@@ -403,7 +417,7 @@ bool factorLinearMaps(ReduceOp sum, unsigned maxTerms, bool scaled,
   if ((sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean) ||
       sum.getTemperature())
     return false;
-  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+  hoistInvariants(sum);
   if (transformCarrierFirst(sum))
     return true;
   Block &body = sum.getBody().front();

@@ -31,6 +31,7 @@
 #include "Slices.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -89,37 +90,61 @@ SmallVector<BatchMatmulOp> copiesOf(BatchMatmulOp rows) {
   return copies;
 }
 
-/// Rewrites every use of `rows` (= A op(M)) and of the products that
-/// compute the same, and erases them, when every use is one of the forms
-/// above and the products that replace them do no more work, at the
-/// estimated sizes, than `rows` (computed once) and its uses.
+/// Every use of `copies` (in their block) with its form, or std::nullopt
+/// where one is of none of the forms above.
+std::optional<SmallVector<std::pair<BatchMatmulOp, UseForm>>>
+usesOf(ArrayRef<BatchMatmulOp> copies) {
+  SmallVector<std::pair<BatchMatmulOp, UseForm>> uses;
+  Block *block = copies.front()->getBlock();
+  for (BatchMatmulOp copy : copies)
+    for (Operation *user : copy->getUsers()) {
+      // (A read left unused by the steps before is no use.)
+      if (isOpTriviallyDead(user))
+        continue;
+      auto use = dyn_cast<BatchMatmulOp>(user);
+      std::optional<UseForm> form =
+          use && use->getBlock() == block ? formOf(use, copy) : std::nullopt;
+      // (A product of two of them is no product by a matrix.)
+      if (!form || llvm::is_contained(llvm::make_first_range(uses), use))
+        return std::nullopt;
+      uses.push_back({use, *form});
+    }
+  return uses;
+}
+
+/// Rewrites every use of `rows` (= A op(M)) and erases it, when every use
+/// is one of the forms above and the products that replace them do no more
+/// work, at the estimated sizes, than `rows` and its uses. Where products
+/// of the same block compute the same (which the share step computes
+/// once), they count as one: when every use of every copy is of a form
+/// above, they are weighed and rewritten together, the product once; when
+/// some copy has other uses, so that the product stays, `rows` is weighed
+/// alone, as if its uses were all (their reassociated sums, which share a
+/// matrix, then combine into one product: a query projection's uses in
+/// the three sums of Wq's adjoint).
 bool reassociate(BatchMatmulOp rows) {
   if (!isRowsTimesMatrix(rows) || rows->use_empty())
     return false;
   SmallVector<BatchMatmulOp> copies = copiesOf(rows);
-  // The first computes it ahead of every use: its operands serve them all.
-  if (copies.front() != rows)
-    return false;
-  SmallVector<std::pair<BatchMatmulOp, UseForm>> uses;
-  for (BatchMatmulOp copy : copies)
-    for (Operation *user : copy->getUsers()) {
-      auto use = dyn_cast<BatchMatmulOp>(user);
-      std::optional<UseForm> form = use && use->getBlock() == rows->getBlock()
-                                        ? formOf(use, copy)
-                                        : std::nullopt;
-      // (A product of two of them is no product by a matrix.)
-      if (!form || llvm::is_contained(llvm::make_first_range(uses), use))
-        return false;
-      uses.push_back({use, *form});
-    }
+  auto uses = usesOf(copies);
+  if (uses) {
+    // The first computes it ahead of every use: its operands serve them all.
+    if (copies.front() != rows)
+      return false;
+  } else {
+    copies = {rows};
+    uses = usesOf(copies);
+    if (!uses)
+      return false;
+  }
   auto model = rows->getParentOfType<ModelOp>();
   double workBefore = estimatedProductWork(model, rows);
-  for (auto [use, form] : uses)
+  for (auto [use, form] : *uses)
     workBefore += estimatedProductWork(model, use);
   Value a = rows.getLhs();
   InsertedOps inserted;
   SmallVector<Value> results;
-  for (auto [use, form] : uses) {
+  for (auto [use, form] : *uses) {
     OpBuilder builder(use, &inserted);
     Location loc = use.getLoc();
     Value result;
@@ -164,12 +189,15 @@ bool reassociate(BatchMatmulOp rows) {
       op->erase();
     return false;
   }
-  for (auto [use, result] : llvm::zip(uses, results)) {
+  for (auto [use, result] : llvm::zip(*uses, results)) {
     use.first.getResult().replaceAllUsesWith(result);
     use.first.erase();
   }
-  for (BatchMatmulOp copy : copies)
+  for (BatchMatmulOp copy : copies) {
+    for (Operation *unused : llvm::make_early_inc_range(copy->getUsers()))
+      unused->erase();
     copy.erase();
+  }
   return true;
 }
 
