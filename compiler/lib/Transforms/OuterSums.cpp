@@ -11,6 +11,7 @@
 
 #include "BatchedProducts.h"
 #include "PlanKernels.h"
+#include "energy/Transforms/Dependence.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -25,10 +26,28 @@ static bool isPlainSumOverOne(ReduceOp sum) {
          sum.getSizes().size() == 1 && hasPlainDims(sum.getSizes());
 }
 
-/// `reduce sum (%b, %p) { … outer u, v }`, possibly scaled by scalars from
-/// outside, as the tables U and V of u and v over (b, p) and one GEMM
-/// Σ_b U[b]ᵀ V[b] (Uᵀ V over a single index p). Returns whether it
-/// rewrote `reduce`.
+/// The weight w and the outer product of `value` = w · (u ⊗ v) (w a
+/// scalar of the body, either side of the product), or of `value` itself
+/// with a null weight.
+static std::pair<Value, OuterOp> weightedOuter(Value value) {
+  if (auto outer = value.getDefiningOp<OuterOp>())
+    return {Value(), outer};
+  auto product = value.getDefiningOp<MulOp>();
+  if (!product)
+    return {};
+  for (auto [weight, other] : {std::pair(product.getLhs(), product.getRhs()),
+                               std::pair(product.getRhs(), product.getLhs())})
+    if (isScalar(weight))
+      if (auto outer = other.getDefiningOp<OuterOp>())
+        return {weight, outer};
+  return {};
+}
+
+/// `reduce sum (%b, %p) { … w · outer u, v }`, possibly scaled by scalars
+/// from outside, as the tables U and V of w · u and v over (b, p) and one
+/// GEMM Σ_b U[b]ᵀ V[b] (Uᵀ V over a single index p; a weight per position,
+/// w, such as a token's total attention in an M-step's second moment, goes
+/// with u). Returns whether it rewrote `reduce`.
 bool mlir::energy::batchOuterSum(ReduceOp reduce) {
   ArrayAttr sizes = reduce.getSizes();
   if (reduce.getKind() != ReduceKind::sum || reduce.hasPredicate() ||
@@ -36,15 +55,32 @@ bool mlir::energy::batchOuterSum(ReduceOp reduce) {
     return false;
   Block &body = reduce.getBody().front();
   ScalarFactors scales;
-  auto outer =
-      scales.peel(reduce.getBodyValue(), reduce).getDefiningOp<OuterOp>();
+  auto [weight, outer] =
+      weightedOuter(scales.peel(reduce.getBodyValue(), reduce));
   if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
       cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
     return false;
   SmallVector<Value> indices(body.getArguments());
   SmallVector<Attribute> dims(sizes.begin(), sizes.end());
-  Value lhs = arrayOver(scales.peel(outer.getLhs(), reduce), indices, dims,
-                        {&body}, reduce);
+  Value lhsRow = scales.peel(outer.getLhs(), reduce);
+  // A weight over more positions than both sides vary with (w[j, i] u_j ⊗
+  // u_j) is summed first (energy-plan-loop-sums, -linear-maps): its table
+  // would be as large as the sum.
+  auto variesWithEvery = [&](Value row) {
+    llvm::SmallPtrSet<Value, 4> used;
+    collectIndices(row, reduce, used);
+    return llvm::all_of(body.getArguments(), [&](BlockArgument index) {
+      return used.contains(index);
+    });
+  };
+  if (weight &&
+      !(variesWithEvery(outer.getLhs()) && variesWithEvery(outer.getRhs())))
+    return false;
+  if (weight) {
+    OpBuilder inside(body.getTerminator());
+    lhsRow = MulOp::create(inside, reduce.getLoc(), weight, lhsRow);
+  }
+  Value lhs = arrayOver(lhsRow, indices, dims, {&body}, reduce);
   Value rhs = arrayOver(scales.peel(outer.getRhs(), reduce), indices, dims,
                         {&body}, reduce);
   OpBuilder builder(reduce);
