@@ -145,9 +145,17 @@ public:
   Status save(size_t slot) override {
     if (slots.size() <= slot)
       slots.resize(slot + 1);
-    slots[slot].clear();
-    for (size_t index : states)
-      slots[slot].push_back(session.readBuffer(index));
+    std::vector<Tensor> &saved = slots[slot];
+    saved.resize(states.size());
+    for (size_t k = 0; k < states.size(); ++k) {
+      const Tensor &value = session.readBuffer(states[k]);
+      // The last call's snapshot memory, where it fits.
+      if (saved[k].dtype() == value.dtype() &&
+          saved[k].shape() == value.shape() && !saved[k].borrowed())
+        std::memcpy(saved[k].data(), value.data(), value.byteSize());
+      else
+        saved[k] = value;
+    }
     return Status::success();
   }
   Status restore(size_t slot) override {
@@ -198,7 +206,7 @@ private:
   bool inPlace;
   int64_t last = 0;
   std::vector<size_t> states;
-  std::vector<std::vector<Tensor>> slots;
+  std::vector<std::vector<Tensor>> &slots = session.snapshots;
 };
 } // namespace energy
 

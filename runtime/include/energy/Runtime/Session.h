@@ -321,6 +321,9 @@ private:
   void *stream = nullptr;
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
+  /// The states a backward call's schedule saved, by slot: kept between
+  /// calls, so that the next one copies into the same memory.
+  std::vector<std::vector<Tensor>> snapshots;
   /// For a model with a loss: each state's value when the buffers were set
   /// up (resetStates), by buffer position.
   std::map<size_t, Tensor> initialStates;
