@@ -198,10 +198,13 @@ def zoo_lines(p):
         'Inference: the dynamics, `energy-run ARTIFACT --eval run`, against the PyTorch '
         'version (autograd of the energy at each step). Training: the run and the gradient '
         'of the loss through it, `--eval loss-grad --store-all-steps`, against the run '
-        'with create_graph=True and loss.backward(). Median of %d repetitions; ratio = '
-        'PyTorch\'s time / ours (above 1, ours is faster). Judged at 1 thread; torch\'s '
+        'with create_graph=True and loss.backward(). The two sides are timed in turn, in '
+        '%d rounds of %d calls each; a time is the median over the rounds of each round\'s '
+        'median, and the ratio, PyTorch\'s time / ours (above 1, ours is faster), the '
+        'median of the rounds\' ratios. Judged at 1 thread; torch\'s '
         'OpenMP with 2 threads is erratic on small ops on this machine. "agrees": the final '
-        'states of the two runs match (relative difference ≤ 2e-2 in f32).' % p['reps'],
+        'states of the two runs match (relative difference ≤ 2e-2 in f32).' % (
+            p.get('rounds', 3), p['reps']),
         '',
     ]
     threads = p['threads']

@@ -90,9 +90,9 @@ def parse_arguments():
                         help='comma-separated zoo models to run (default: all)')
     parser.add_argument('--zoo-reps', type=int, default=3,
                         help='timed repetitions of each zoo model (default 3)')
-    parser.add_argument('--zoo-rounds', type=int, default=3,
+    parser.add_argument('--zoo-rounds', type=int, default=5,
                         help='rounds in which ours and PyTorch are timed in turn; '
-                             'the ratio is the rounds\' median (default 3)')
+                             'the ratio is the rounds\' median (default 5)')
     parser.add_argument('--wait-idle', type=float, default=0,
                         help='before each part, wait up to this many seconds for the '
                              'machine to be idle (others\' builds slow the timings)')

@@ -59,7 +59,7 @@ def run(ctx):
     if wanted:
         names = [n for n in names if n in wanted.split(',')]
     reps = getattr(ctx.options, 'zoo_reps', 3)
-    rounds = getattr(ctx.options, 'zoo_rounds', 3)
+    rounds = getattr(ctx.options, 'zoo_rounds', 5)
     thread_counts = sorted({1, ctx.threads})
     models = []
     for name in names:
@@ -122,4 +122,5 @@ def run(ctx):
     for key, value in summary.items():
         if value is not None:
             ctx.log('zoo geometric mean %s: %.3f' % (key, value))
-    return {'models': models, 'geomean': summary, 'threads': thread_counts, 'reps': reps}
+    return {'models': models, 'geomean': summary, 'threads': thread_counts, 'reps': reps,
+            'rounds': rounds}
