@@ -245,13 +245,24 @@ public:
     builder.setInsertionPointAfter(loop);
     ArrayAttr domain = builder.getArrayAttr(exchangedSizes);
     Type termType = exchange.outer->getResult(0).getType();
+    Value firstOperand = exchange.outer->getOperand(0);
+    bool rowFirst = exchange.map ? firstOperand != exchange.carrier
+                                 : firstOperand == exchange.row;
+    // For a `reduce sum` of outer products, the table holds the rows' sums
+    // (what the contraction's column pass fills) and a sum over the domain
+    // their outer products with v_j: a table of the outer products would
+    // hold a matrix per position.
+    bool rowSumsTable = !accumulate && isa<OuterOp>(exchange.outer);
+    Type tableElement =
+        rowSumsTable ? exchange.outer->getOperand(rowFirst ? 0 : 1).getType()
+                     : termType;
     auto tableType = [&] {
       MLIRContext *context = loop->getContext();
       SmallVector<StringAttr> dims;
       for (Attribute size : exchangedSizes)
         dims.push_back(
             StringAttr::get(context, *cast<DimExprAttr>(size).getDimName()));
-      llvm::append_range(dims, cast<ArrayType>(termType).getShape());
+      llvm::append_range(dims, cast<ArrayType>(tableElement).getShape());
       return ArrayType::get(context, dims);
     };
     Operation *exchanged =
@@ -309,8 +320,37 @@ public:
       eraseDeadOps(*block);
     }
 
-    // v_j at the loop's j, and the outer product in the original order.
+    Value summed = rows.getResult();
     IRMapping columnMapping = outside;
+    if (exchange.map) {
+      llvm::SetVector<Operation *> mapSlice;
+      addToSlice(exchange.map, body, mapSlice);
+      cloneSlice(body, mapSlice, builder, columnMapping);
+      summed = MatmulOp::create(
+          builder, loc, columnMapping.lookupOrDefault(exchange.map), summed);
+    }
+    ReduceOp outerSum;
+    if (rowSumsTable) {
+      YieldOp::create(builder, loc, summed);
+      builder.setInsertionPointAfter(exchanged);
+      outerSum = ReduceOp::create(builder, loc, termType, ReduceKind::sum,
+                                  domain, Value());
+      Block *outerSumBody = new Block();
+      outerSum.getBody().push_back(outerSumBody);
+      columnMapping = IRMapping();
+      SmallVector<Value> indices;
+      for (BlockArgument argument : body.getArguments()) {
+        indices.push_back(
+            outerSumBody->addArgument(argument.getType(), argument.getLoc()));
+        columnMapping.map(argument, indices.back());
+      }
+      columnMapping.map(columnIndex, indices[exchange.position]);
+      builder.setInsertionPointToStart(outerSumBody);
+      summed = extractAt(builder, loc, exchanged->getResult(0), tableElement,
+                         indices);
+    }
+
+    // v_j at the loop's j, and the outer product in the original order.
     llvm::SetVector<Operation *> carrierSlice;
     addToSlice(exchange.carrier, sumBody, carrierSlice);
     llvm::SetVector<Operation *> outerSlice;
@@ -319,17 +359,6 @@ public:
     cloneSlice(body, outerSlice, builder, columnMapping);
     cloneSlice(sumBody, carrierSlice, builder, columnMapping);
     Value carrier = columnMapping.lookupOrDefault(exchange.carrier);
-    Value summed = rows.getResult();
-    if (exchange.map) {
-      llvm::SetVector<Operation *> mapSlice;
-      addToSlice(exchange.map, body, mapSlice);
-      cloneSlice(body, mapSlice, builder, columnMapping);
-      summed = MatmulOp::create(
-          builder, loc, columnMapping.lookupOrDefault(exchange.map), summed);
-    }
-    Value firstOperand = exchange.outer->getOperand(0);
-    bool rowFirst = exchange.map ? firstOperand != exchange.carrier
-                                 : firstOperand == exchange.row;
     Value first = rowFirst ? summed : carrier;
     Value second = rowFirst ? carrier : summed;
     Value product =
@@ -345,6 +374,8 @@ public:
       return Value();
     }
     YieldOp::create(builder, loc, product);
+    if (outerSum)
+      return outerSum.getResult();
     // Σ over the exchanged domain of the table.
     builder.setInsertionPointAfter(exchanged);
     auto total = ReduceOp::create(builder, loc, termType, ReduceKind::sum,
