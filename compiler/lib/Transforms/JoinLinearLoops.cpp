@@ -323,8 +323,12 @@ void join(AccumulatingLoop first, AccumulatingLoop second,
   for (auto [firstRow, secondRow] : pairs) {
     Value firstArray = wholeArrayOf(firstRow, secondBody, mapping);
     Value secondArray = wholeArrayOf(secondRow, secondBody, identity);
+    // (Arrays from outside the loops: one a loop computes per position,
+    // from a value of its own, is a row it computes.)
     if (firstArray && secondArray &&
-        firstArray.getType() == secondArray.getType()) {
+        firstArray.getType() == secondArray.getType() &&
+        isDefinedOutside(firstArray, first.loop) &&
+        isDefinedOutside(secondArray, second.loop)) {
       OpBuilder ahead(second.loop);
       auto sum = AddOp::create(ahead, second.loop.getLoc(),
                                secondArray.getType(), secondArray, firstArray);
