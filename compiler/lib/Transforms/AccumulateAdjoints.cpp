@@ -241,8 +241,7 @@ void applyUpdate(AdjointUpdate &update) {
 void mlir::energy::accumulateAdjointsInPlace(ModelOp model) {
   SmallVector<StoreOp> stores;
   model.walk([&](StoreOp store) {
-    if (store->getParentOfType<UpdateProgramOp>() ||
-        store->getParentOfType<BackwardProgramOp>())
+    if (isInProgram(store))
       stores.push_back(store);
   });
   for (StoreOp store : stores)

@@ -396,10 +396,11 @@ bool splitByMapIndices(ReduceOp sum, unsigned maxTerms) {
 }
 
 /// Moves what `sum`'s body computes the same at every position out of it:
-/// reads at indices from outside (a slot's row in a sum over tokens; a
-/// sum's body writes nothing, and a plain read at the loops' positions
-/// around it stays in its tensor), then what is free of effects and takes
-/// only values from outside.
+/// reads at indices from outside (a slot's row in a sum over its tokens,
+/// the same value before the sum, as a sum writes nothing; only plain
+/// reads, as one at an offset may be valid only under the sum's
+/// predicate), then what is free of effects and takes only values from
+/// outside.
 void hoistInvariants(ReduceOp sum) {
   for (Operation &op : llvm::make_early_inc_range(sum.getBody().front()))
     if (isa<ReadOp>(op) && readsPlainly(&op) &&

@@ -73,10 +73,9 @@ bool mlir::energy::batchOuterSum(ReduceOp reduce) {
       return used.contains(index);
     });
   };
-  if (weight &&
-      !(variesWithEvery(outer.getLhs()) && variesWithEvery(outer.getRhs())))
-    return false;
   if (weight) {
+    if (!variesWithEvery(outer.getLhs()) || !variesWithEvery(outer.getRhs()))
+      return false;
     OpBuilder inside(body.getTerminator());
     lhsRow = MulOp::create(inside, reduce.getLoc(), weight, lhsRow);
   }

@@ -68,17 +68,10 @@ struct InsertedOps : OpBuilder::Listener {
   SmallVector<Operation *> ops;
 };
 
-/// Whether products in `op`'s block that compute the same from the same
-/// reads are the same: in gradients and terms, not in programs, where a
-/// store may come between them.
-bool readsAreSteady(Operation *op) {
-  return isa<GradientOp, TermOp>(op->getParentOp());
-}
-
 /// The products of `rows`'s block that compute what it computes (itself
 /// among them), in block order: what the share step later computes once.
 SmallVector<BatchMatmulOp> copiesOf(BatchMatmulOp rows) {
-  if (!readsAreSteady(rows))
+  if (isInProgram(rows))
     return {rows};
   SmallVector<BatchMatmulOp> copies;
   for (Operation &op : *rows->getBlock())
@@ -282,7 +275,7 @@ bool productOfEarlierRows(BatchMatmulOp product) {
       table.getType() != product.getType())
     return false;
   Operation *row = scaledRowAtOwnIndices(table, /*linear=*/false);
-  if (!row || !readsAreSteady(product))
+  if (!row || isInProgram(product))
     return false;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     auto earlier = dyn_cast<BatchMatmulOp>(op);

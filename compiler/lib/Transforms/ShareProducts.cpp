@@ -362,9 +362,7 @@ bool shareProduct(BatchMatmulOp product) {
 
 bool mlir::energy::transposeOfEarlierProduct(BatchMatmulOp product) {
   // In a program a store may come between two reads that compute the same.
-  if (product.getLhsRows() != 1 ||
-      product->getParentOfType<UpdateProgramOp>() ||
-      product->getParentOfType<BackwardProgramOp>())
+  if (product.getLhsRows() != 1 || isInProgram(product))
     return false;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     auto earlier = dyn_cast<BatchMatmulOp>(op);

@@ -524,6 +524,11 @@ bool mlir::energy::availableBefore(Value value, Operation *point) {
   return ancestor && def->isBeforeInBlock(ancestor);
 }
 
+bool mlir::energy::isInProgram(Operation *op) {
+  return op->getParentOfType<UpdateProgramOp>() ||
+         op->getParentOfType<BackwardProgramOp>();
+}
+
 bool mlir::energy::readsPlainly(Operation *op) {
   auto plain = [](AffineMap map) {
     return llvm::all_of(map.getResults(), [](AffineExpr expr) {

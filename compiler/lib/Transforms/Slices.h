@@ -112,6 +112,11 @@ Value buildRowProduct(OpBuilder &builder, Location loc, Value lhs, Value rhs,
 /// program) that holds `op`.
 Operation *declarationOf(Operation *op);
 
+/// Whether `op` is in a step or backward program, where a store may come
+/// between two reads of a tensor (elsewhere every read of a tensor sees the
+/// same value, so that ops computing the same from the same reads agree).
+bool isInProgram(Operation *op);
+
 /// Whether `value` is available before `point`: defined in a block that
 /// encloses `point`, before it.
 bool availableBefore(Value value, Operation *point);

@@ -319,8 +319,7 @@ bool samePredicate(ReduceOp lse, ReduceOp sum) {
 bool operandsDefinedAhead(SoftmaxContractOp op) {
   llvm::SetVector<Value> used;
   getUsedValuesDefinedAbove(op->getRegions(), used);
-  bool inProgram = op->getParentOfType<UpdateProgramOp>() ||
-                   op->getParentOfType<BackwardProgramOp>();
+  bool inProgram = isInProgram(op);
   // The ops after `op` in its block that its regions need, in block order.
   llvm::SetVector<Operation *> later;
   SmallVector<Value> work(used.begin(), used.end());

@@ -433,7 +433,8 @@ def EnergyPlanLinearMaps : EnergyPlanStep<"energy-plan-linear-maps",
     by one, a transpose, sums of elements, the backward of a normalisation
     at a row: any composition of ops linear in what varies). A sum or mean
     whose summand is a sum of such maps of a few values sums those values,
-    and the maps apply once after it.
+    and the maps apply once after it. What the summand reads at positions
+    from outside the sum (plain reads) is read ahead of it first.
 
     ```mlir
     %s = reduce sum (%a : @N) {
@@ -483,7 +484,8 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     predicate, times v_j, where a (or the vector a matrix maps to it) is
     estimated narrower than v. The same holds for a_i ⊙ Σ_j w(i, j) v_j,
     and for a `reduce sum` of such terms (then the exchanged terms are a
-    table over the new domain and its sum). The pairs of the contraction
+    table over the new domain and its sum; for outer products, a table of
+    the weighted sums of a_i and a sum of their outer products with v_j). The pairs of the contraction
     that forms then sum the narrower value (a query's Y numbers rather than
     a key input's D): a key projection's gradient through attention is the
     column side of the attention. Only in declarations whose contractions
@@ -589,7 +591,9 @@ def EnergyPlanBatchedProducts : EnergyPlanStep<"energy-plan-batched-products",
   let description = [{
     Tables of W[b] x[p] over (head, position), loops that add M[b] v[b, p]
     into row p of a tensor, tables of one matrix times every row, and sums
-    of outer products over one or two indices become `energy.batch_matmul`
+    of outer products over one or two indices (weighed by a scalar per
+    position where both sides vary with every index of the sum: the weight
+    goes with the left side's table) become `energy.batch_matmul`
     (one GEMM per head, or one of all the rows). A batch of products read
     only summed over its batch axis (each head's back-projection added
     over the heads) is the summed product, and a matrix per position of a
@@ -722,7 +726,11 @@ def EnergyPlanReassociateProducts : EnergyPlanStep<"energy-plan-reassociate-prod
     "Multiplies matrices before rows where that is cheaper"> {
   let description = [{
     A product of rows and a matrix, P = A op(M), whose every use multiplies
-    it by matrices again is not computed: the matrices meet first.
+    it by matrices again is not computed: the matrices meet first, where
+    that is no more work at the estimated sizes. Products of a gradient or
+    term that compute the same (share-products computes them once) count
+    as one product with the uses of all, where every such use can be
+    reassociated.
   }];
 }
 
@@ -777,8 +785,9 @@ def EnergyPlanJoinLinearLoops : EnergyPlanStep<
     "Joins loops that add the same linear map of different rows"> {
   let description = [{
     `foreach` loops of one block over the same domain, each adding into
-    the same tensor at the same indices a linear map of a row of an array
-    from outside the loop (`extract %V[i]`), the maps the same at each
+    the same tensor at the same indices a linear map of a row (of an array
+    from outside the loop, `extract %V[i]`, or one the loop computes), the
+    maps the same at each
     position (the same ops on the same other operands), become one loop
     at the later one's place that adds the map of the rows' sum:
     L(u₁[i]) + L(u₂[i]) = L(u₁[i] + u₂[i]). Nothing between them may read
