@@ -584,8 +584,9 @@ bool exchangeSumTerms(ReduceOp sum) {
 
 /// Whether `declaration` reads the parent side of an lse term (a
 /// `@T.gather` let): then its contractions have a column pass, which the
-/// exchanged sums join; without one, a pass of its own costs more than the
-/// narrower sums save (docs/benchmarks.md, "Figures behind the code").
+/// exchanged sums join; without one they make a pass of their own, which
+/// pays in some plans and not in others (runKernelPlanPipeline weighs the
+/// two).
 bool hasParentSide(Operation *declaration) {
   WalkResult walk = declaration->walk([](ReadOp read) {
     return isGatherLet(read.getSource()) ? WalkResult::interrupt()
@@ -596,13 +597,13 @@ bool hasParentSide(Operation *declaration) {
 
 } // namespace
 
-void mlir::energy::exchangeSums(ModelOp model) {
+void mlir::energy::exchangeSums(ModelOp model, bool withoutColumnPass) {
   // One accumulation at a time: an exchange adds a loop and erases ops.
   for (int round = 0; round < 256; ++round) {
     SmallVector<std::pair<ForeachOp, AccumulateOp>> accumulations;
     SmallVector<ReduceOp> sums;
     for (Operation &declaration : model.getBody().front()) {
-      if (!hasParentSide(&declaration))
+      if (!withoutColumnPass && !hasParentSide(&declaration))
         continue;
       declaration.walk([&](Operation *op) {
         if (auto accumulate = dyn_cast<AccumulateOp>(op)) {

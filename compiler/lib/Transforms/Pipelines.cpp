@@ -8,6 +8,7 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/Transforms/InternalErrors.h"
 #include "energy/Transforms/Passes.h"
+#include "energy/Transforms/PlanStats.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -65,12 +66,15 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   buildGradientPipeline(modelPasses, wrt);
 }
 
-void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
+void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
+                                         bool exchangeWithoutColumnPass) {
   modelPasses.addPass(createEnergyPlanOutputTables());
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());
-  modelPasses.addPass(createEnergyPlanExchangeSums());
+  EnergyPlanExchangeSumsOptions exchange;
+  exchange.withoutColumnPass = exchangeWithoutColumnPass;
+  modelPasses.addPass(createEnergyPlanExchangeSums(exchange));
   modelPasses.addPass(createEnergyPlanSoftmaxContracts());
   modelPasses.addPass(createEnergyPlanContractTables());
   // The sums of the contractions' outputs: their maps out of them, per head
@@ -172,8 +176,9 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses) {
 }
 
 void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
-                                           const KernelPlanTarget &target) {
-  buildPlanStepPipeline(modelPasses);
+                                           const KernelPlanTarget &target,
+                                           bool exchangeWithoutColumnPass) {
+  buildPlanStepPipeline(modelPasses, exchangeWithoutColumnPass);
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
@@ -192,11 +197,16 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
     modelPasses.addPass(createEnergyPlanPackInvariantOperands());
 }
 
-mlir::LogicalResult mlir::energy::runKernelPlanPipeline(
-    mlir::ModuleOp module, const KernelPlanTarget &target,
-    function_ref<LogicalResult(PassManager &)> prepare) {
+namespace mlir::energy {
+namespace {
+
+/// Runs buildKernelPlanPipeline on the models of `module`.
+LogicalResult planModels(ModuleOp module, const KernelPlanTarget &target,
+                         bool exchangeWithoutColumnPass,
+                         function_ref<LogicalResult(PassManager &)> prepare) {
   PassManager passes(module.getContext(), ModuleOp::getOperationName());
-  buildKernelPlanPipeline(passes.nest<ModelOp>(), target);
+  buildKernelPlanPipeline(passes.nest<ModelOp>(), target,
+                          exchangeWithoutColumnPass);
   passes.enableVerifier(false);
   reportCrashesByPass(passes);
   if (prepare && failed(prepare(passes)))
@@ -204,4 +214,40 @@ mlir::LogicalResult mlir::energy::runKernelPlanPipeline(
   if (failed(passes.run(module)))
     return failure();
   return verify(module);
+}
+
+/// How much less work the plan with sums exchanged where they make a
+/// column pass of their own must estimate to be kept.
+constexpr double kExchangedPlanShare = 0.95;
+
+} // namespace
+} // namespace mlir::energy
+
+mlir::LogicalResult mlir::energy::runKernelPlanPipeline(
+    mlir::ModuleOp module, const KernelPlanTarget &target,
+    function_ref<LogicalResult(PassManager &)> prepare) {
+  // Sums exchanged where no column pass exists for them to join save work
+  // a pair in some plans (a causal attention's key gradient) and cost a
+  // pass in others: a CPU model is planned both ways, the plan of less
+  // estimated work kept.
+  OwningOpRef<ModuleOp> exchanged;
+  if (!target.cuda)
+    exchanged = module.clone();
+  if (failed(planModels(module, target, false, prepare)))
+    return failure();
+  if (!exchanged)
+    return success();
+  if (failed(planModels(*exchanged, target, true, prepare)))
+    return failure();
+  SmallVector<ModelOp> plans(module.getOps<ModelOp>());
+  SmallVector<ModelOp> exchangedPlans(exchanged->getOps<ModelOp>());
+  for (auto [plan, exchangedPlan] : llvm::zip_equal(plans, exchangedPlans)) {
+    if (estimatedPlanWork(exchangedPlan) >=
+        kExchangedPlanShare * estimatedPlanWork(plan))
+      continue;
+    // In place: callers hold the model op.
+    plan.getBody().takeBody(exchangedPlan.getBody());
+    plan->setAttrs(exchangedPlan->getAttrDictionary());
+  }
+  return success();
 }

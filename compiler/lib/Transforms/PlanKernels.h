@@ -39,8 +39,9 @@ void transposeLinearMaps(ModelOp model);
 
 /// Rewrites each term a_i ⊗ Σ_j w(i, j) v_j that a loop adds into slots
 /// ignoring i, where a is estimated narrower than v, as a loop over j that
-/// adds (Σ_i w(i, j) a_i) ⊗ v_j (ExchangeSums.cpp).
-void exchangeSums(ModelOp model);
+/// adds (Σ_i w(i, j) a_i) ⊗ v_j (ExchangeSums.cpp): in declarations whose
+/// contractions have a column pass, or in all with `withoutColumnPass`.
+void exchangeSums(ModelOp model, bool withoutColumnPass = false);
 
 /// Rewrites each loop over (J, K) that accumulates at slots only J chooses
 /// as a loop over J that accumulates sums over K.

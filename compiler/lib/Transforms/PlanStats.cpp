@@ -12,6 +12,7 @@
 #include "energy/Transforms/PlanStats.h"
 #include "energy/Transforms/PlanStep.h"
 
+#include "SizeEstimates.h"
 #include "Slices.h"
 
 #include "energy/IR/EnergyOps.h"
@@ -98,17 +99,22 @@ public:
     return text;
   }
 
-  /// The value with these dims, or nothing when one has none.
+  /// The value with these dims, or nothing when one has none (unless
+  /// `otherDims` gives the size of every other factor).
   std::optional<double>
-  evaluate(const llvm::StringMap<int64_t> &dimValues) const {
+  evaluate(const llvm::StringMap<int64_t> &dimValues,
+           std::optional<double> otherDims = std::nullopt) const {
     double total = 0;
     for (const auto &[factors, coefficient] : terms) {
       double product = coefficient;
       for (const std::string &factor : factors) {
         auto value = dimValues.find(factor);
-        if (value == dimValues.end())
+        if (value != dimValues.end())
+          product *= double(value->second);
+        else if (otherDims)
+          product *= *otherDims;
+        else
           return std::nullopt;
-        product *= double(value->second);
       }
       total += product;
     }
@@ -372,6 +378,7 @@ public:
   }
 
   SmallVector<PairLoopWork> run() {
+    modelTotal = Cost();
     for (Operation &part : model.getBody().front()) {
       // The dynamics' rules as written run as the step program.
       if (part.getNumRegions() == 0 || isa<DynamicsOp>(part))
@@ -388,6 +395,7 @@ public:
             programTotal = programTotal + cost.own + cost.nested;
           }
       }
+      modelTotal = modelTotal + programTotal;
       if (lines.empty() && programTotal.isZero())
         continue;
       os << program << ": " << withValue(programTotal) << " flops\n" << lines;
@@ -397,6 +405,17 @@ public:
       os << "  " << finding.location << ": " << finding.program << ": "
          << finding.loop << ": " << finding.work << "\n";
     return findings;
+  }
+
+  /// What every program and gradient of the last run costs together, at
+  /// the dims' defaults and the planner's estimates of the others.
+  double estimatedTotal() {
+    llvm::StringMap<int64_t> estimates = dimValues;
+    for (DimOp dim : model.getBody().front().getOps<DimOp>())
+      if (!estimates.contains(dim.getSymName()))
+        estimates[dim.getSymName()] =
+            int64_t(estimatedDimSize(model, dim.getSymName()));
+    return *modelTotal.evaluate(estimates, kNominalDimSize);
   }
 
 private:
@@ -643,6 +662,7 @@ private:
   llvm::StringSet<> positionDims;
   llvm::DenseSet<Location> normalisationLocations;
   std::string program;
+  Cost modelTotal;
   SmallVector<PairLoopWork> findings;
 };
 
@@ -651,4 +671,10 @@ private:
 SmallVector<PairLoopWork> mlir::energy::printPlanStats(ModelOp model,
                                                        raw_ostream &os) {
   return PlanStatsPrinter(model, os).run();
+}
+
+double mlir::energy::estimatedPlanWork(ModelOp model) {
+  PlanStatsPrinter printer(model, llvm::nulls());
+  printer.run();
+  return printer.estimatedTotal();
 }

@@ -87,7 +87,6 @@ ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)
 ENERGY_PLAN_STEP_PASS(PlanTransposeMaps,
                       static_cast<void (*)(ModelOp)>(transposeLinearMaps))
-ENERGY_PLAN_STEP_PASS(PlanExchangeSums, exchangeSums)
 ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
@@ -126,6 +125,15 @@ struct PlanCombineProductsPass
   using PlanStepPass::PlanStepPass;
   void runOnOperation() override {
     runStep([&](ModelOp model) { combineProducts(model, sums); });
+  }
+};
+
+struct PlanExchangeSumsPass
+    : public PlanStepPass<PlanExchangeSumsPass,
+                          mlir::energy::impl::EnergyPlanExchangeSumsBase> {
+  using PlanStepPass::PlanStepPass;
+  void runOnOperation() override {
+    runStep([&](ModelOp model) { exchangeSums(model, withoutColumnPass); });
   }
 };
 

@@ -485,11 +485,16 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     estimated narrower than v. The same holds for a_i ⊙ Σ_j w(i, j) v_j,
     and for a `reduce sum` of such terms (then the exchanged terms are a
     table over the new domain and its sum; for outer products, a table of
-    the weighted sums of a_i and a sum of their outer products with v_j). The pairs of the contraction
-    that forms then sum the narrower value (a query's Y numbers rather than
-    a key input's D): a key projection's gradient through attention is the
-    column side of the attention. Only in declarations whose contractions
-    have a column pass already (they read a `@T.gather` let).
+    the weighted sums of a_i and a sum of their outer products with v_j).
+    The pairs of the contraction that forms then sum the narrower value (a
+    query's Y numbers rather than a key input's D): a key projection's
+    gradient through attention is the column side of the attention. By
+    default only in declarations whose contractions have a column pass
+    already (they read a `@T.gather` let); with `without-column-pass` in
+    the others too, where the exchanged sums make a column pass of their
+    own, which pays or not by what else the plan does with it:
+    runKernelPlanPipeline plans a CPU model both ways and keeps the plan
+    of less estimated work.
 
     ```mlir
     foreach (%b : @B, %k : @H, %i : @N) {
@@ -505,6 +510,12 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     }
     ```
   }];
+  let options = [
+    Option<"withoutColumnPass", "without-column-pass", "bool",
+           /*default=*/"false",
+           "Also in declarations without a column pass (the exchanged sums "
+           "then make one of their own)">
+  ];
 }
 
 def EnergyPlanTransposeMaps : EnergyPlanStep<"energy-plan-transpose-maps",

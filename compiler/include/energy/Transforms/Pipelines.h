@@ -48,8 +48,11 @@ void buildUpdatePipeline(OpPassManager &modelPasses,
                          const UpdatePipelineOptions &options = {});
 
 /// The steps of the kernel plan, `energy-plan-aggregations` to
-/// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs).
-void buildPlanStepPipeline(OpPassManager &modelPasses);
+/// `energy-plan-mark-parallel`, in order (what `energy-plan-kernels` runs);
+/// `exchangeWithoutColumnPass`: energy-plan-exchange-sums'
+/// without-column-pass.
+void buildPlanStepPipeline(OpPassManager &modelPasses,
+                           bool exchangeWithoutColumnPass = false);
 
 /// What the kernel plan is for: a CPU or CUDA, bf16 products on tensor
 /// cores (`--dtype bf16`, CUDA only), and whether run-invariant values may
@@ -75,13 +78,17 @@ struct KernelPlanTarget {
 /// deferred products. What code generators lower, and what `energyc
 /// --emit=plan` prints.
 void buildKernelPlanPipeline(OpPassManager &modelPasses,
-                             const KernelPlanTarget &target = {});
+                             const KernelPlanTarget &target = {},
+                             bool exchangeWithoutColumnPass = false);
 
 /// Runs buildKernelPlanPipeline on the models of `module` (after
 /// `prepare`, where given, has set up the pass manager). The plan steps
 /// verify what they change (runPlanStep) and the passes between them are
 /// MLIR's canonicalizer and CSE or set attributes, so the pass manager's
-/// verifier is off and the plan is verified once, at the end.
+/// verifier is off and the plan is verified once, at the end. For a CPU,
+/// each model is planned twice, the second time on a copy with
+/// energy-plan-exchange-sums' without-column-pass, and the second plan is
+/// kept where estimatedPlanWork finds it at least 5 % less work.
 LogicalResult
 runKernelPlanPipeline(ModuleOp module, const KernelPlanTarget &target,
                       function_ref<LogicalResult(PassManager &)> prepare = {});

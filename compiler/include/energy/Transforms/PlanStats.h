@@ -32,6 +32,11 @@ struct PairLoopWork {
 /// pair loops doing row work. Returns those loops.
 SmallVector<PairLoopWork> printPlanStats(ModelOp model, raw_ostream &os);
 
+/// The flops of every program and gradient of the planned model together
+/// (what printPlanStats adds up), with each dim at its default and every
+/// other at the size the planner assumes (kNominalDimSize).
+double estimatedPlanWork(ModelOp model);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_TRANSFORMS_PLANSTATS_H
