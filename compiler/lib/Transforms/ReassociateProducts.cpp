@@ -20,6 +20,13 @@
 // is the table of s · (A op(M))[b, i]: the second derivatives scale the
 // rows of X by a number per row before applying Wqᵀ, and X Wqᵀ is there.
 //
+// A batch of products with a matrix each, P[b] = A[b] op(V[b]) (weights
+// over a few slots times the slots' rows), summed against rows meets them
+// first: Σ_b C[b]ᵀ P[b] = Σ_b (C[b]ᵀ A[b]) op(V[b]) and Σ_b P[b]ᵀ C[b] =
+// Σ_b op(V[b])ᵀ (A[b]ᵀ C[b]) (a slot reconstruction's decoder gradient:
+// sums over the S slots in place of the N tokens). A table that only copies
+// a product, read by products alone, is that product.
+//
 // And a product's lhs that is a table of Aᵀ (a table over k of rows over i
 // reading A[i, k], the responsibilities of an M-step) is A read transposed:
 // Σ_i A[i]ᵀ ⊗ X[i], without copying A.
@@ -105,6 +112,39 @@ usesOf(ArrayRef<BatchMatmulOp> copies) {
   return uses;
 }
 
+/// Whether `product` is a batch of products of rows with a matrix each,
+/// P[b] = A[b] op(V[b]) (A [B, N, K] not transposed, V [B, K, D] or
+/// [B, D, K], not summed).
+bool isBatchOfRowProducts(BatchMatmulOp product) {
+  auto rank = [](Value value) {
+    return cast<ArrayType>(value.getType()).getRank();
+  };
+  return product.getLhsRows() == 1 && !product.getTransposeLhs() &&
+         !product.getSumBatch() && rank(product.getLhs()) == 3 &&
+         rank(product.getRhs()) == 3 && rank(product.getResult()) == 3;
+}
+
+/// The summed use `use` of a batch P[b] = A[b] op(V[b]), with the rows'
+/// products first: Σ_b C[b]ᵀ P[b] = Σ_b (C[b]ᵀ A[b]) op(V[b]) and
+/// Σ_b P[b]ᵀ C[b] = Σ_b op(V[b])ᵀ (A[b]ᵀ C[b]).
+Value reassociateBatch(OpBuilder &builder, Location loc, BatchMatmulOp rows,
+                       BatchMatmulOp use, UseForm form) {
+  Value a = rows.getLhs(), v = rows.getRhs();
+  if (form == UseForm::SummedRhs) {
+    Value rowsFirst = buildRowProduct(builder, loc, use.getLhs(), a,
+                                      /*transposeLhs=*/true,
+                                      /*transposeRhs=*/false,
+                                      /*summed=*/false);
+    return buildRowProduct(builder, loc, rowsFirst, v, false,
+                           rows.getTransposeRhs(), /*summed=*/true);
+  }
+  Value rowsFirst = buildRowProduct(builder, loc, a, use.getRhs(),
+                                    /*transposeLhs=*/true,
+                                    /*transposeRhs=*/false, /*summed=*/false);
+  return buildRowProduct(builder, loc, v, rowsFirst, !rows.getTransposeRhs(),
+                         false, /*summed=*/true);
+}
+
 /// Rewrites every use of `rows` (= A op(M)) and erases it, when every use
 /// is one of the forms above and the products that replace them do no more
 /// work, at the estimated sizes, than `rows` and its uses. Where products
@@ -116,7 +156,8 @@ usesOf(ArrayRef<BatchMatmulOp> copies) {
 /// matrix, then combine into one product: a query projection's uses in
 /// the three sums of Wq's adjoint).
 bool reassociate(BatchMatmulOp rows) {
-  if (!isRowsTimesMatrix(rows) || rows->use_empty())
+  bool batched = isBatchOfRowProducts(rows);
+  if ((!batched && !isRowsTimesMatrix(rows)) || rows->use_empty())
     return false;
   SmallVector<BatchMatmulOp> copies = copiesOf(rows);
   auto uses = usesOf(copies);
@@ -130,6 +171,10 @@ bool reassociate(BatchMatmulOp rows) {
     if (!uses)
       return false;
   }
+  if (batched && llvm::any_of(*uses, [](const auto &use) {
+        return use.second == UseForm::TimesMatrix;
+      }))
+    return false;
   auto model = rows->getParentOfType<ModelOp>();
   double workBefore = estimatedProductWork(model, rows);
   for (auto [use, form] : *uses)
@@ -141,6 +186,10 @@ bool reassociate(BatchMatmulOp rows) {
     OpBuilder builder(use, &inserted);
     Location loc = use.getLoc();
     Value result;
+    if (batched) {
+      results.push_back(reassociateBatch(builder, loc, rows, use, form));
+      continue;
+    }
     switch (form) {
     case UseForm::TimesMatrix: {
       Value matrices = MatmulOp::create(builder, loc, matrixOf(builder, rows),
@@ -352,6 +401,24 @@ bool transposedTableOperand(BatchMatmulOp product) {
   return true;
 }
 
+/// Replaces `table` by the product it copies as it is (its element of a
+/// batch_matmul's result at the table's own indices), where only products
+/// read it: those then read the product, which may be reassociated.
+bool readProductForCopy(TabulateOp table) {
+  Block &body = table.getBody().front();
+  auto extract = table.getBodyValue().getDefiningOp<ExtractOp>();
+  if (!extract ||
+      !atBlockIndices(extract.getMap(), extract.getIndices(), body) ||
+      !extract.getSource().getDefiningOp<BatchMatmulOp>() ||
+      !isDefinedOutside(extract.getSource(), table) ||
+      extract.getSource().getType() != table.getType() ||
+      !llvm::all_of(table->getUsers(), llvm::IsaPred<BatchMatmulOp>))
+    return false;
+  table.getResult().replaceAllUsesWith(extract.getSource());
+  table.erase();
+  return true;
+}
+
 } // namespace
 
 void mlir::energy::reassociateProducts(ModelOp model) {
@@ -361,7 +428,8 @@ void mlir::energy::reassociateProducts(ModelOp model) {
       tables.push_back(table);
   });
   for (TabulateOp table : tables)
-    productOutOfTable(table);
+    if (!readProductForCopy(table))
+      productOutOfTable(table);
   bool changed = true;
   while (changed) {
     changed = false;

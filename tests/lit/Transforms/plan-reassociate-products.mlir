@@ -173,3 +173,45 @@ energy.model @responsibilities {
     energy.store %m into @mu : !energy.array<K, D>
   }
 }
+
+// -----
+
+// A batch of products with a matrix each, P[b] = A[b] V[b] (weights over
+// S slots times the slots' rows, read through a copy of P), summed against
+// rows C on either side: the rows meet first, Σ_b (C[b]ᵀ A[b]) V[b] and
+// Σ_b V[b]ᵀ (A[b]ᵀ C[b]), 2·B·N·D·S + 2·B·S·D·D work each in place of
+// 2·B·N·S·D + 2·B·N·D·D at N = 256, S = 8, D = 64 (and A[b]ᵀ C[b] is the
+// transpose of C[b]ᵀ A[b], computed before).
+// CHECK-LABEL: energy.model @slots
+// CHECK-NOT:   tabulate
+// CHECK:       %[[L:.*]] = batch_matmul %{{.*}} transposed, %{{.*}} : !energy.array<B, N, D>, !energy.array<B, N, S> -> !energy.array<B, D, S>
+// CHECK:       %[[GL:.*]] = batch_matmul %[[L]], %{{.*}} summed : !energy.array<B, D, S>, !energy.array<B, S, D> -> !energy.array<D, D>
+// CHECK:       accumulate %[[GL]] into @W
+// CHECK:       %[[R:.*]] = transpose %[[L]] : !energy.array<B, D, S>
+// CHECK:       %[[GR:.*]] = batch_matmul %{{.*}} transposed, %[[R]] summed : !energy.array<B, S, D>, !energy.array<B, S, D> -> !energy.array<D, D>
+// CHECK:       accumulate %[[GR]] into @W
+energy.model @slots {
+  energy.dim @B = 16
+  energy.dim @N = 256
+  energy.dim @S = 8
+  energy.dim @D = 64
+  energy.tensor @a : input [@B, @N, @S]
+  energy.tensor @v : input [@B, @S, @D]
+  energy.tensor @c : input [@B, @N, @D]
+  energy.tensor @W : param [@D, @D]
+  energy.gradient @W {
+    %a = energy.read @a : !energy.array<B, N, S>
+    %v = energy.read @v : !energy.array<B, S, D>
+    %c = energy.read @c : !energy.array<B, N, D>
+    %p = energy.batch_matmul %a, %v : !energy.array<B, N, S>, !energy.array<B, S, D> -> !energy.array<B, N, D>
+    %copy = energy.tabulate (%b : @B, %j : @N) {
+      %row = energy.extract %p[%b, %j] : !energy.array<B, N, D> -> !energy.array<D>
+      energy.yield %row : !energy.array<D>
+    } : !energy.array<B, N, D>
+    %gl = energy.batch_matmul %c transposed, %copy summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+    energy.accumulate %gl into @W : !energy.array<D, D>
+    %q = energy.batch_matmul %a, %v : !energy.array<B, N, S>, !energy.array<B, S, D> -> !energy.array<B, N, D>
+    %gr = energy.batch_matmul %q transposed, %c summed : !energy.array<B, N, D>, !energy.array<B, N, D> -> !energy.array<D, D>
+    energy.accumulate %gr into @W : !energy.array<D, D>
+  }
+}

@@ -741,7 +741,10 @@ def EnergyPlanReassociateProducts : EnergyPlanStep<"energy-plan-reassociate-prod
     that is no more work at the estimated sizes. Products of a gradient or
     term that compute the same (share-products computes them once) count
     as one product with the uses of all, where every such use can be
-    reassociated.
+    reassociated. A batch of products with a matrix each, P[b] = A[b]
+    op(V[b]), summed against rows C is Σ_b (C[b]ᵀ A[b]) op(V[b]) (or its
+    transpose's form), where that is no more work: a slot
+    reconstruction's decoder gradient sums over the slots, not the tokens.
   }];
 }
 
