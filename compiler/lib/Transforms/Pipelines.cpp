@@ -10,6 +10,8 @@
 #include "energy/Transforms/Passes.h"
 #include "energy/Transforms/PlanStats.h"
 
+#include "PlanKernels.h"
+
 #include "mlir/IR/Verifier.h"
 
 #include "mlir/Transforms/Passes.h"
@@ -66,12 +68,38 @@ void mlir::energy::buildUpdatePipeline(OpPassManager &modelPasses,
   buildGradientPipeline(modelPasses, wrt);
 }
 
-void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
-                                         bool exchangeWithoutColumnPass) {
+namespace {
+
+/// The plan's steps ahead of energy-plan-exchange-sums.
+void addPlanStepsBeforeExchange(mlir::OpPassManager &modelPasses) {
+  using namespace mlir::energy;
   modelPasses.addPass(createEnergyPlanOutputTables());
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());
+}
+
+/// energy-plan-exchange-sums and the steps after it.
+void addPlanStepsFromExchange(mlir::OpPassManager &modelPasses,
+                              bool exchangeWithoutColumnPass);
+
+/// What follows the steps (buildKernelPlanPipeline).
+void addPlanFinish(mlir::OpPassManager &modelPasses,
+                   const mlir::energy::KernelPlanTarget &target);
+
+} // namespace
+
+void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
+                                         bool exchangeWithoutColumnPass) {
+  addPlanStepsBeforeExchange(modelPasses);
+  addPlanStepsFromExchange(modelPasses, exchangeWithoutColumnPass);
+}
+
+namespace {
+void addPlanStepsFromExchange(mlir::OpPassManager &modelPasses,
+                              bool exchangeWithoutColumnPass) {
+  using namespace mlir;
+  using namespace mlir::energy;
   EnergyPlanExchangeSumsOptions exchange;
   exchange.withoutColumnPass = exchangeWithoutColumnPass;
   modelPasses.addPass(createEnergyPlanExchangeSums(exchange));
@@ -174,11 +202,20 @@ void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
   modelPasses.addPass(createEnergyPlanInlineTables());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }
+} // namespace
 
 void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
                                            const KernelPlanTarget &target,
                                            bool exchangeWithoutColumnPass) {
   buildPlanStepPipeline(modelPasses, exchangeWithoutColumnPass);
+  addPlanFinish(modelPasses, target);
+}
+
+namespace {
+void addPlanFinish(mlir::OpPassManager &modelPasses,
+                   const mlir::energy::KernelPlanTarget &target) {
+  using namespace mlir;
+  using namespace mlir::energy;
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyShareScores());
@@ -196,24 +233,32 @@ void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanPackInvariantOperands());
 }
+} // namespace
 
 namespace mlir::energy {
 namespace {
 
-/// Runs buildKernelPlanPipeline on the models of `module`.
-LogicalResult planModels(ModuleOp module, const KernelPlanTarget &target,
-                         bool exchangeWithoutColumnPass,
-                         function_ref<LogicalResult(PassManager &)> prepare) {
+/// Runs the passes `build` adds (per model) on `module`.
+LogicalResult
+runModelPasses(ModuleOp module, function_ref<void(OpPassManager &)> build,
+               function_ref<LogicalResult(PassManager &)> prepare) {
   PassManager passes(module.getContext(), ModuleOp::getOperationName());
-  buildKernelPlanPipeline(passes.nest<ModelOp>(), target,
-                          exchangeWithoutColumnPass);
+  build(passes.nest<ModelOp>());
   passes.enableVerifier(false);
   reportCrashesByPass(passes);
   if (prepare && failed(prepare(passes)))
     return failure();
-  if (failed(passes.run(module)))
-    return failure();
-  return verify(module);
+  return passes.run(module);
+}
+
+/// Whether energy-plan-exchange-sums with without-column-pass would
+/// exchange more in `model` than without (tried on copies).
+bool exchangesMoreWithoutColumnPass(ModelOp model) {
+  OwningOpRef<ModelOp> copy = cast<ModelOp>(model->clone());
+  exchangeSums(*copy);
+  OperationFingerPrint before(*copy);
+  exchangeSums(*copy, /*withoutColumnPass=*/true);
+  return OperationFingerPrint(*copy) != before;
 }
 
 /// How much less work the plan with sums exchanged where they make a
@@ -226,18 +271,32 @@ constexpr double kExchangedPlanShare = 0.95;
 mlir::LogicalResult mlir::energy::runKernelPlanPipeline(
     mlir::ModuleOp module, const KernelPlanTarget &target,
     function_ref<LogicalResult(PassManager &)> prepare) {
+  if (failed(runModelPasses(module, addPlanStepsBeforeExchange, prepare)))
+    return failure();
   // Sums exchanged where no column pass exists for them to join save work
   // a pair in some plans (a causal attention's key gradient) and cost a
-  // pass in others: a CPU model is planned both ways, the plan of less
-  // estimated work kept.
+  // pass in others: where there are such sums, a CPU model is planned both
+  // ways from here, and the plan of less estimated work kept.
   OwningOpRef<ModuleOp> exchanged;
-  if (!target.cuda)
+  if (!target.cuda &&
+      llvm::any_of(module.getOps<ModelOp>(), exchangesMoreWithoutColumnPass))
     exchanged = module.clone();
-  if (failed(planModels(module, target, false, prepare)))
+  auto rest = [&](ModuleOp planned, bool exchangeWithoutColumnPass) {
+    if (failed(runModelPasses(
+            planned,
+            [&](OpPassManager &modelPasses) {
+              addPlanStepsFromExchange(modelPasses, exchangeWithoutColumnPass);
+              addPlanFinish(modelPasses, target);
+            },
+            prepare)))
+      return failure();
+    return verify(planned);
+  };
+  if (failed(rest(module, false)))
     return failure();
   if (!exchanged)
     return success();
-  if (failed(planModels(*exchanged, target, true, prepare)))
+  if (failed(rest(*exchanged, true)))
     return failure();
   SmallVector<ModelOp> plans(module.getOps<ModelOp>());
   SmallVector<ModelOp> exchangedPlans(exchanged->getOps<ModelOp>());

@@ -493,8 +493,9 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     already (they read a `@T.gather` let); with `without-column-pass` in
     the others too, where the exchanged sums make a column pass of their
     own, which pays or not by what else the plan does with it:
-    runKernelPlanPipeline plans a CPU model both ways and keeps the plan
-    of less estimated work.
+    where that option exchanges more, runKernelPlanPipeline plans a CPU
+    model both ways from this step on and keeps the plan of less
+    estimated work.
 
     ```mlir
     foreach (%b : @B, %k : @H, %i : @N) {

@@ -86,9 +86,10 @@ void buildKernelPlanPipeline(OpPassManager &modelPasses,
 /// verify what they change (runPlanStep) and the passes between them are
 /// MLIR's canonicalizer and CSE or set attributes, so the pass manager's
 /// verifier is off and the plan is verified once, at the end. For a CPU,
-/// each model is planned twice, the second time on a copy with
-/// energy-plan-exchange-sums' without-column-pass, and the second plan is
-/// kept where estimatedPlanWork finds it at least 5 % less work.
+/// where energy-plan-exchange-sums' without-column-pass would exchange
+/// more sums, the steps from it on also run on a copy with that option, and
+/// the copy's plan is kept where estimatedPlanWork finds it at least 5 %
+/// less work.
 LogicalResult
 runKernelPlanPipeline(ModuleOp module, const KernelPlanTarget &target,
                       function_ref<LogicalResult(PassManager &)> prepare = {});
