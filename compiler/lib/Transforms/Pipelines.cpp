@@ -81,22 +81,6 @@ void addPlanStepsBeforeExchange(mlir::OpPassManager &modelPasses) {
 
 /// energy-plan-exchange-sums and the steps after it.
 void addPlanStepsFromExchange(mlir::OpPassManager &modelPasses,
-                              bool exchangeWithoutColumnPass);
-
-/// What follows the steps (buildKernelPlanPipeline).
-void addPlanFinish(mlir::OpPassManager &modelPasses,
-                   const mlir::energy::KernelPlanTarget &target);
-
-} // namespace
-
-void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
-                                         bool exchangeWithoutColumnPass) {
-  addPlanStepsBeforeExchange(modelPasses);
-  addPlanStepsFromExchange(modelPasses, exchangeWithoutColumnPass);
-}
-
-namespace {
-void addPlanStepsFromExchange(mlir::OpPassManager &modelPasses,
                               bool exchangeWithoutColumnPass) {
   using namespace mlir;
   using namespace mlir::energy;
@@ -202,16 +186,8 @@ void addPlanStepsFromExchange(mlir::OpPassManager &modelPasses,
   modelPasses.addPass(createEnergyPlanInlineTables());
   modelPasses.addPass(createEnergyPlanMarkParallel());
 }
-} // namespace
 
-void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
-                                           const KernelPlanTarget &target,
-                                           bool exchangeWithoutColumnPass) {
-  buildPlanStepPipeline(modelPasses, exchangeWithoutColumnPass);
-  addPlanFinish(modelPasses, target);
-}
-
-namespace {
+/// What follows the steps (buildKernelPlanPipeline).
 void addPlanFinish(mlir::OpPassManager &modelPasses,
                    const mlir::energy::KernelPlanTarget &target) {
   using namespace mlir;
@@ -233,7 +209,21 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanPackInvariantOperands());
 }
+
 } // namespace
+
+void mlir::energy::buildPlanStepPipeline(OpPassManager &modelPasses,
+                                         bool exchangeWithoutColumnPass) {
+  addPlanStepsBeforeExchange(modelPasses);
+  addPlanStepsFromExchange(modelPasses, exchangeWithoutColumnPass);
+}
+
+void mlir::energy::buildKernelPlanPipeline(OpPassManager &modelPasses,
+                                           const KernelPlanTarget &target,
+                                           bool exchangeWithoutColumnPass) {
+  buildPlanStepPipeline(modelPasses, exchangeWithoutColumnPass);
+  addPlanFinish(modelPasses, target);
+}
 
 namespace mlir::energy {
 namespace {
