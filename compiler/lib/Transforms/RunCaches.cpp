@@ -44,6 +44,19 @@ bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
   return llvm::any_of(cone, doesWork);
 }
 
+/// Whether `op` does more than a few ops per element of what it computes: a
+/// product, a reduction, a normalisation (at its top level or in a table's
+/// body).
+bool doesWorkPerElement(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        return doesWork(inner) && !isa<TabulateOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// Whether keeping `value`, computed by `cone` once for a whole call, saves
 /// work worth its memory: also a matrix that a transpose or element-wise
 /// ops make of others (W + Wᵀ, a scaled param), which each gradient call
@@ -362,12 +375,20 @@ private:
         if (isa<OnceOp>(op) || op.getNumResults() != 1 ||
             invariance.isInvariant(&op))
           continue;
-        SmallVector<Operation *> cone = coneOf(&op, /*stopAtKeptValues=*/true);
-        if (!worthKeeping(op.getResult(0), cone) || !computedOnlyHere(cone) ||
-            !onlyReadsTensors(cone))
+        SmallVector<Operation *> whole = coneOf(&op, /*stopAtKeptValues=*/true);
+        SmallVector<Operation *> cone = whole;
+        if (!computedOnlyHere(cone)) {
+          cone = withinContractOutputs(whole);
+          if (cone.size() == whole.size() ||
+              !computedOnlyHere(cone, /*cheapTwice=*/true))
+            continue;
+        }
+        if (!worthKeeping(op.getResult(0), cone) || !onlyReadsTensors(whole))
           continue;
-        std::optional<StoredStepValues> state =
-            site.stepState(cone, tensorsReadBy(cone));
+        std::optional<StoredStepValues> state = site.stepState(
+            whole, tensorsReadBy(cone.size() == whole.size()
+                                     ? whole
+                                     : opsComputing(op.getResult(0))));
         if (!state)
           continue;
         candidates.push_back({&op, std::move(cone), std::move(*state),
@@ -431,18 +452,111 @@ private:
 
 private:
   /// Whether what `cone` computes beside its root is read only in it, so
-  /// that computing the cone inside an `energy.once` computes nothing twice.
-  static bool computedOnlyHere(ArrayRef<Operation *> cone) {
+  /// that computing the cone inside an `energy.once` computes nothing twice
+  /// (with `cheapTwice`, nothing that does work per element: an element-wise
+  /// table that other ops read too is computed again in it).
+  static bool computedOnlyHere(ArrayRef<Operation *> cone,
+                               bool cheapTwice = false) {
     llvm::SmallPtrSet<Operation *, 8> members(cone.begin(), cone.end());
     Operation *root = cone.back();
     return llvm::all_of(cone, [&](Operation *op) {
-      if (op == root || !doesWork(op))
+      if (op == root || !doesWork(op) ||
+          (cheapTwice && !doesWorkPerElement(op)))
         return true;
       return llvm::all_of(op->getUsers(), [&](Operation *user) {
         Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
         return top && members.contains(top);
       });
     });
+  }
+
+  /// The ops of `cone` (its root last) that compute its root from the
+  /// outputs of the contractions in it: a value of the step that reads one
+  /// output of a contraction whose others the step needs as well (the
+  /// back-projection of a weighted sum of keys) is kept reading that output,
+  /// computed by the contraction outside the kept value.
+  static SmallVector<Operation *>
+  withinContractOutputs(ArrayRef<Operation *> cone) {
+    llvm::SmallPtrSet<Operation *, 8> members(cone.begin(), cone.end());
+    llvm::SetVector<Operation *> within;
+    SmallVector<Operation *> work{cone.back()};
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!within.insert(op))
+        continue;
+      llvm::SetVector<Value> used;
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      used.insert(op->operand_begin(), op->operand_end());
+      for (Value value : used)
+        if (Operation *def = value.getDefiningOp();
+            def && members.contains(def) && !isa<SoftmaxContractOp>(def))
+          work.push_back(def);
+    }
+    SmallVector<Operation *> ordered;
+    for (Operation *op : cone)
+      if (within.contains(op))
+        ordered.push_back(op);
+    return ordered;
+  }
+
+  /// The ops that compute `value` (an op's result in a block; not into
+  /// kept values), where of a contraction's output only those that its
+  /// normaliser, its weights and that output's value need (the ops of its
+  /// regions that compute them, and what they read of the block): an output
+  /// that weighs the keys does not read the tangents another one weighs.
+  static SmallVector<Operation *> opsComputing(Value value) {
+    SmallVector<Operation *> ops;
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    Block *block = value.getDefiningOp()->getBlock();
+    SmallVector<Value> work{value};
+    auto pushUsed = [&](Operation *op) {
+      llvm::SetVector<Value> used;
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      used.insert(op->operand_begin(), op->operand_end());
+      llvm::append_range(work, used);
+    };
+    while (!work.empty()) {
+      Value next = work.pop_back_val();
+      Operation *def = next.getDefiningOp();
+      if (!def || isa<OnceOp>(def))
+        continue;
+      Operation *top = block->findAncestorOpInBlock(*def);
+      auto contract = dyn_cast_or_null<SoftmaxContractOp>(top);
+      if (!contract) {
+        if (def->getBlock() == block && seen.insert(def).second) {
+          ops.push_back(def);
+          pushUsed(def);
+        }
+        continue;
+      }
+      if (def != contract.getOperation()) {
+        // An op of the contraction's regions.
+        if (seen.insert(def).second) {
+          ops.push_back(def);
+          pushUsed(def);
+        }
+        continue;
+      }
+      auto yielded = [](Region &region) {
+        return region.front().getTerminator()->getOperand(0);
+      };
+      work.push_back(contract.getScoreValue());
+      if (contract.hasPredicate())
+        work.push_back(yielded(contract.getPredicate()));
+      if (Value temperature = contract.getTemperature())
+        work.push_back(temperature);
+      if (Value given = contract.getGivenLse())
+        work.push_back(given);
+      auto result = cast<OpResult>(next);
+      for (auto [outputs, values] :
+           {std::pair(contract.getRowOutputs(), contract.getRowValues()),
+            std::pair(contract.getColOutputs(), contract.getColValues())})
+        if (auto at = llvm::find(outputs, result); at != outputs.end())
+          work.push_back(values[at - outputs.begin()]);
+    }
+    return ops;
   }
 
   /// Whether `call` is a gradient's value that only reads: it adds into no

@@ -302,6 +302,60 @@ std::optional<std::pair<Value, OperandRange>> arrayElement(Value value) {
     return std::nullopt;
   return std::make_pair(extract.getSource(), extract.getIndices());
 }
+
+/// Whether result `a` of a contraction computes what result `b` of another
+/// does: the same form, domains, predicate, temperature and score (the
+/// regions' arguments corresponding), the same normaliser (each its own, or
+/// one given what the other computes, or both given the same), and results
+/// of one kind (the normaliser, or one side's sum) of values that compute
+/// the same.
+bool sameContractResult(SoftmaxContractOp x, OpResult a, SoftmaxContractOp y,
+                        OpResult b, const IRMapping &arguments) {
+  if (a.getType() != b.getType() || x.getForm() != y.getForm() ||
+      x.getRows() != y.getRows() || x.getCols() != y.getCols() ||
+      x.hasPredicate() != y.hasPredicate() ||
+      static_cast<bool>(x.getTemperature()) !=
+          static_cast<bool>(y.getTemperature()))
+    return false;
+  if (x.getTemperature() &&
+      !computeSame(x.getTemperature(), y.getTemperature(), arguments))
+    return false;
+  IRMapping inside = arguments;
+  for (auto [first, second] : llvm::zip(x->getRegions(), y->getRegions())) {
+    if (first.empty() != second.empty() ||
+        (!first.empty() && first.getNumArguments() != second.getNumArguments()))
+      return false;
+    if (!first.empty())
+      inside.map(first.getArguments(), second.getArguments());
+  }
+  auto yielded = [](Region &region) {
+    return region.front().getTerminator()->getOperand(0);
+  };
+  if ((x.hasPredicate() && !computeSame(yielded(x.getPredicate()),
+                                        yielded(y.getPredicate()), inside)) ||
+      !computeSame(x.getScoreValue(), y.getScoreValue(), inside))
+    return false;
+  Value givenX = x.getGivenLse(), givenY = y.getGivenLse();
+  if (givenX && givenY && !computeSame(givenX, givenY, arguments))
+    return false;
+  if (givenX && !givenY && !computeSame(givenX, y.getLse(), arguments))
+    return false;
+  if (!givenX && givenY && !computeSame(x.getLse(), givenY, arguments))
+    return false;
+  if (a == x.getLse())
+    return b == y.getLse();
+  auto sameSum = [&](ResultRange outputsX, ValueRange valuesX,
+                     ResultRange outputsY, ValueRange valuesY) {
+    auto at = llvm::find(outputsX, a), other = llvm::find(outputsY, b);
+    return at != outputsX.end() && other != outputsY.end() &&
+           computeSame(valuesX[at - outputsX.begin()],
+                       valuesY[other - outputsY.begin()], inside);
+  };
+  return sameSum(x.getRowOutputs(), x.getRowValues(), y.getRowOutputs(),
+                 y.getRowValues()) ||
+         sameSum(x.getColOutputs(), x.getColValues(), y.getColOutputs(),
+                 y.getColValues());
+}
 } // namespace
 
 bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
@@ -387,6 +441,11 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments) {
     bodies.map(first.getBody().front().getArguments(),
                second.getBody().front().getArguments());
     return computeSame(first.getBodyValue(), second.getBodyValue(), bodies);
+  }
+  if (auto first = dyn_cast_or_null<SoftmaxContractOp>(x)) {
+    auto second = dyn_cast_or_null<SoftmaxContractOp>(y);
+    return second && sameContractResult(first, cast<OpResult>(a), second,
+                                        cast<OpResult>(b), arguments);
   }
   if (!x || !y || x->getName() != y->getName() || x->getNumRegions() != 0 ||
       y->getNumRegions() != 0 || x->getResultTypes() != y->getResultTypes() ||

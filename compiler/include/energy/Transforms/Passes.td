@@ -887,7 +887,9 @@ def EnergyPlanRunCaches : EnergyPlanStep<"energy-plan-run-caches",
     step computes as the forward step does (the same ops on the same
     tensors, in the programs or in gradients only they call), from states
     no store ahead of it changed, and whose cone computes nothing that
-    other ops read, becomes in both an `energy.once per_step` sharing a
+    other ops read (or reads from outside the outputs of a contraction in
+    it whose other outputs the step needs, computing again the element-wise
+    tables it shares), becomes in both an `energy.once per_step` sharing a
     scratch tensor with a row per step (`[tape.steps, ...]`, the new dim
     `tape.steps` the dynamics' step count) and a flag per step: the
     backward step reads what its forward step kept (a network's hidden
