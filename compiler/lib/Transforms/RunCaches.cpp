@@ -478,26 +478,9 @@ private:
   static SmallVector<Operation *>
   withinContractOutputs(ArrayRef<Operation *> cone) {
     llvm::SmallPtrSet<Operation *, 8> members(cone.begin(), cone.end());
-    llvm::SetVector<Operation *> within;
-    SmallVector<Operation *> work{cone.back()};
-    while (!work.empty()) {
-      Operation *op = work.pop_back_val();
-      if (!within.insert(op))
-        continue;
-      llvm::SetVector<Value> used;
-      for (Region &region : op->getRegions())
-        getUsedValuesDefinedAbove(region, used);
-      used.insert(op->operand_begin(), op->operand_end());
-      for (Value value : used)
-        if (Operation *def = value.getDefiningOp();
-            def && members.contains(def) && !isa<SoftmaxContractOp>(def))
-          work.push_back(def);
-    }
-    SmallVector<Operation *> ordered;
-    for (Operation *op : cone)
-      if (within.contains(op))
-        ordered.push_back(op);
-    return ordered;
+    return coneOf(cone.back(), [&](Operation *op) {
+      return members.contains(op) && !isa<SoftmaxContractOp>(op);
+    });
   }
 
   /// The ops that compute `value` (an op's result in a block; not into

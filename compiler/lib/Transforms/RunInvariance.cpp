@@ -76,6 +76,13 @@ bool RunInvariance::isInvariantSymbol(StringRef name) {
 
 SmallVector<Operation *> mlir::energy::coneOf(Operation *root,
                                               bool stopAtKeptValues) {
+  return coneOf(root, [&](Operation *op) {
+    return !(stopAtKeptValues && isa<OnceOp>(op));
+  });
+}
+
+SmallVector<Operation *>
+mlir::energy::coneOf(Operation *root, function_ref<bool(Operation *)> follow) {
   llvm::SetVector<Operation *> cone;
   SmallVector<Operation *> work{root};
   while (!work.empty()) {
@@ -88,8 +95,7 @@ SmallVector<Operation *> mlir::energy::coneOf(Operation *root,
     used.insert(op->operand_begin(), op->operand_end());
     for (Value value : used)
       if (Operation *def = value.getDefiningOp();
-          def && def->getBlock() == root->getBlock() &&
-          !(stopAtKeptValues && isa<OnceOp>(def)))
+          def && def->getBlock() == root->getBlock() && follow(def))
         work.push_back(def);
   }
   SmallVector<Operation *> ordered(cone.begin(), cone.end());

@@ -50,6 +50,11 @@ private:
 /// (its value is kept, its ops need not run again).
 SmallVector<Operation *> coneOf(Operation *root, bool stopAtKeptValues);
 
+/// The same, through the ops of the block for which `follow` holds (the
+/// ops that compute what they read are not its cone's).
+SmallVector<Operation *> coneOf(Operation *root,
+                                function_ref<bool(Operation *)> follow);
+
 /// A new scratch tensor `@cache.N` of `shape` (dim symbols) that kernels
 /// keep a value in within one call of the runtime, and its flag
 /// `@cache.N.valid` of `flagShape` (one flag per row of a value kept per
