@@ -159,7 +159,8 @@ def zoo_ratio(model, mode, threads=1):
 def zoo_targets(p):
     """The zoo's targets, judged at 1 thread: every model ≥ 1× its PyTorch
     implementation in inference and training, geometric means ≥ 2×, the
-    Energy Transformer ≥ 2×."""
+    Energy Transformer ≥ 2× in inference (and, a goal of our own, in
+    training)."""
     rows = []
     for mode in ('inference', 'training'):
         ratios = [(m['name'], zoo_ratio(m, mode)) for m in p['models']]
@@ -182,8 +183,10 @@ def zoo_targets(p):
     if et:
         for mode in ('inference', 'training'):
             r = zoo_ratio(et, mode)
-            rows.append({'name': 'Energy Transformer %s (%s), 1 thread' % (
-                             mode, ', '.join('%s = %d' % kv for kv in et['dims'].items())),
+            rows.append({'name': 'Energy Transformer %s (%s), 1 thread%s' % (
+                             mode, ', '.join('%s = %d' % kv for kv in et['dims'].items()),
+                             ' (a goal of our own; the target set for it is inference)'
+                             if mode == 'training' else ''),
                          'required': '≥ 2', 'met': r is not None and r >= 2,
                          'figure': '%.2f' % r if r is not None else '-',
                          'miss': '%.1f× short' % (2 / r) if r and r < 2 else ''})
