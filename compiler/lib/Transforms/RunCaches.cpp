@@ -44,19 +44,6 @@ bool worthKeeping(Value value, ArrayRef<Operation *> cone) {
   return llvm::any_of(cone, doesWork);
 }
 
-/// Whether `op` does more than a few ops per element of what it computes: a
-/// product, a reduction, a normalisation (at its top level or in a table's
-/// body).
-bool doesWorkPerElement(Operation *op) {
-  return op
-      ->walk([](Operation *inner) {
-        return doesWork(inner) && !isa<TabulateOp>(inner)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// Whether keeping `value`, computed by `cone` once for a whole call, saves
 /// work worth its memory: also a matrix that a transpose or element-wise
 /// ops make of others (W + Wᵀ, a scaled param), which each gradient call
@@ -376,19 +363,13 @@ private:
             invariance.isInvariant(&op))
           continue;
         SmallVector<Operation *> whole = coneOf(&op, /*stopAtKeptValues=*/true);
-        SmallVector<Operation *> cone = whole;
-        if (!computedOnlyHere(cone)) {
-          cone = withinContractOutputs(whole);
-          if (cone.size() == whole.size() ||
-              !computedOnlyHere(cone, /*cheapTwice=*/true))
-            continue;
-        }
-        if (!worthKeeping(op.getResult(0), cone) || !onlyReadsTensors(whole))
+        SmallVector<Operation *> cone =
+            computedOnlyHere(whole) ? whole : withinContractOutputs(whole);
+        if (!computedOnlyHere(cone) || !worthKeeping(op.getResult(0), cone) ||
+            !onlyReadsTensors(whole))
           continue;
-        std::optional<StoredStepValues> state = site.stepState(
-            whole, tensorsReadBy(cone.size() == whole.size()
-                                     ? whole
-                                     : opsComputing(op.getResult(0))));
+        std::optional<StoredStepValues> state =
+            site.stepState(whole, tensorsReadBy(opsComputing(op.getResult(0))));
         if (!state)
           continue;
         candidates.push_back({&op, std::move(cone), std::move(*state),
@@ -452,16 +433,12 @@ private:
 
 private:
   /// Whether what `cone` computes beside its root is read only in it, so
-  /// that computing the cone inside an `energy.once` computes nothing twice
-  /// (with `cheapTwice`, nothing that does work per element: an element-wise
-  /// table that other ops read too is computed again in it).
-  static bool computedOnlyHere(ArrayRef<Operation *> cone,
-                               bool cheapTwice = false) {
+  /// that computing the cone inside an `energy.once` computes nothing twice.
+  static bool computedOnlyHere(ArrayRef<Operation *> cone) {
     llvm::SmallPtrSet<Operation *, 8> members(cone.begin(), cone.end());
     Operation *root = cone.back();
     return llvm::all_of(cone, [&](Operation *op) {
-      if (op == root || !doesWork(op) ||
-          (cheapTwice && !doesWorkPerElement(op)))
+      if (op == root || !doesWork(op))
         return true;
       return llvm::all_of(op->getUsers(), [&](Operation *user) {
         Operation *top = op->getBlock()->findAncestorOpInBlock(*user);

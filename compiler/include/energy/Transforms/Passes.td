@@ -888,13 +888,12 @@ def EnergyPlanRunCaches : EnergyPlanStep<"energy-plan-run-caches",
     tensors, in the programs or in gradients only they call), from states
     no store ahead of it changed, and whose cone computes nothing that
     other ops read (or reads from outside the outputs of a contraction in
-    it whose other outputs the step needs, computing again the element-wise
-    tables it shares), becomes in both an `energy.once per_step` sharing a
-    scratch tensor with a row per step (`[tape.steps, ...]`, the new dim
-    `tape.steps` the dynamics' step count) and a flag per step: the
-    backward step reads what its forward step kept (a network's hidden
-    layer W1 x at every sample of JEM's sampler). Runs last, on CPU
-    artifacts.
+    it whose other outputs the step needs), becomes in both an
+    `energy.once per_step` sharing a scratch tensor with a row per step
+    (`[tape.steps, ...]`, the new dim `tape.steps` the dynamics' step
+    count) and a flag per step: the backward step reads what its forward
+    step kept (a network's hidden layer W1 x at every sample of JEM's
+    sampler). Runs last, on CPU artifacts.
   }];
 }
 
