@@ -68,6 +68,7 @@ setup(
                 "PyTorch layers",
     packages=["energy"],
     package_dir={"": "python"},
+    package_data={"energy": ["_energy.pyi", "py.typed"]},
     python_requires=">=3.9",
     install_requires=["numpy"],
     cmdclass={"build_py": BuildWithCMake},

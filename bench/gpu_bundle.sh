@@ -38,6 +38,20 @@ cp "$build/tests/e2e/energy-device-buffers" "$build/bin/fused-attention-check" \
   "$bundle/bin/"
 # The zoo at its bench sizes, against its PyTorch models on the GPU.
 /usr/bin/python3 "$here/gpu_zoo.py" prepare "$build" "$bundle"
+# The Python package without the compiler, built there for that machine's
+# Python over the shared runtime (python/runtime-only), and energy.torch's
+# CUDA tests over artifacts compiled here.
+mkdir -p "$bundle/energy-src/python" "$bundle/energy-src/runtime" \
+  "$bundle/lib" "$bundle/include"
+cp -r "$here/../python/src" "$here/../python/energy" \
+  "$here/../python/runtime-only" "$here/../python/tests" \
+  "$here/../python/Package.cmake" "$bundle/energy-src/python/"
+cp -r "$here/../runtime/include" "$bundle/energy-src/runtime/"
+cp -P "$build"/runtime/libenergy-runtime.so* "$bundle/lib/"
+cp -r /usr/include/dlpack "$bundle/include/"
+PYTHONPATH="$build/python" /usr/bin/python3 \
+  "$here/../python/tests/test_torch_cuda.py" prepare "$build/bin/energyc" \
+  "$bundle/torch-cuda"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
   "$here/gpu_zoo.py" "$here/training_step.py" "$here/benchlib.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
@@ -46,7 +60,8 @@ cat > "$bundle/run.sh" <<'RUN'
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
 # the C API's device buffers and streams, the zoo against its PyTorch
-# models on the GPU, then every example and zoo model against the
+# models on the GPU, energy.torch on CUDA tensors (the Python package built
+# there), then every example and zoo model against the
 # interpreter (f32, f64, bf16) and every loss model's gradient (f32, f64);
 # each under a time limit, results in $OUT/results.tgz (about 6 minutes on
 # an H200).
@@ -77,6 +92,20 @@ timeout 60 bin/energy-device-buffers artifacts/self_attention.bench.so
 echo "device buffers rc=$?"
 timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
 echo "zoo rc=$?"; cat "$R/zoo.err"
+echo "[$(date +%T)] the Python package on the GPU"
+P=/tmp/energy-python
+G=; command -v ninja > /dev/null && G="-G Ninja"
+timeout 240 sh -c "cmake $G -S energy-src/python/runtime-only -B $P \
+  -DPython_EXECUTABLE=$(command -v python3) \
+  -Dpybind11_DIR=$(python3 -m pybind11 --cmakedir) \
+  -DENERGY_RUNTIME_LIBRARY=$PWD/lib/libenergy-runtime.so \
+  -DENERGY_DLPACK_INCLUDE=$PWD/include && cmake --build $P -j 16" \
+  > "$R/python_build.log" 2>&1
+echo "python build rc=$?"; tail -5 "$R/python_build.log"
+ENERGY_TORCH_CUDA_ARTIFACTS=$PWD/torch-cuda PYTHONPATH=$P timeout 180 \
+  python3 -m pytest -q -p no:cacheprovider \
+  energy-src/python/tests/test_torch_cuda.py > "$R/python_cuda.log" 2>&1
+echo "python cuda rc=$?"; tail -40 "$R/python_cuda.log"
 ENERGY_GPU_CHECK_JOBS=6 timeout 200 python3 scripts/gpu_check.py check . \
   "$R/gpu_check.json" > "$R/gpu_check.log" 2>&1
 echo "gpu_check rc=$?"; grep -v " ok " "$R/gpu_check.log" | tail -30

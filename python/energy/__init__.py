@@ -7,23 +7,33 @@
     session.energy(); session.grad(); session.run(); session.loss_grad()
 
 ``energy.load("model.so")`` loads an artifact written by ``energyc``. Tensors
-go in as numpy arrays, DLPack producers (torch tensors on the CPU), nested
-sequences or numbers, and come out as numpy arrays (``session["x"]``) or
-DLPack capsules (``session.dlpack("x")``). Errors are ``energy.Error``s:
-``CompileError``, ``ShapeError``, ``RuntimeError`` (energy/errors.py).
+go in as numpy arrays, DLPack producers (torch tensors; on the GPU for a
+model compiled with ``target="cuda"``), nested sequences or numbers, and
+come out as numpy arrays (``session["x"]``) or DLPack capsules
+(``session.dlpack("x")``). Errors are ``energy.Error``s: ``CompileError``,
+``ShapeError``, ``RuntimeError`` (energy/errors.py).
 """
 
+from __future__ import annotations
+
 import os
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List,
+                    Mapping, Optional)
 
 from . import _energy
 from .errors import CompileError, Error, RuntimeError, ShapeError
+
+if TYPE_CHECKING:
+    import numpy
 
 __all__ = ["compile", "load", "Model", "Session", "Trainer", "Error",
            "CompileError", "ShapeError", "RuntimeError"]
 
 
-def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
-            caller_cotangents=False, opt_level=None, dims=None):
+def compile(source_or_path: str | os.PathLike, *, target: str = "cpu",
+            dtype: str = "f32", plugins: Iterable[str | os.PathLike] = (),
+            caller_cotangents: bool = False, opt_level: Optional[int] = None,
+            dims: Optional[Mapping[str, int]] = None) -> Model:
     """Compiles a model in this process and returns it as a ``Model``.
 
     ``source_or_path`` is a path to a ``.energy`` file or the source text
@@ -40,6 +50,10 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
     defaults: the artifact runs at any sizes, fastest at these. Raises ``CompileError``
     with the first error's place.
     """
+    if not _energy.has_compiler:
+        raise Error("this build of the energy package has no compiler (it "
+                    "was built without MLIR): load artifacts that energyc "
+                    "wrote with energy.load")
     if target not in ("cpu", "cuda"):
         raise ValueError(f"target {target!r}: expected 'cpu' or 'cuda'")
     if dtype not in ("f32", "f64", "bf16"):
@@ -71,7 +85,7 @@ def compile(source_or_path, *, target="cpu", dtype="f32", plugins=(),
                                  caller_cotangents, opt_level, sizes))
 
 
-def load(path):
+def load(path: str | os.PathLike) -> Model:
     """Loads an artifact compiled by ``energyc`` (a shared library)."""
     return Model(_energy.load(os.fspath(path)))
 
@@ -79,7 +93,7 @@ def load(path):
 class Model:
     """A compiled model: its manifest and dims, and sessions of it."""
 
-    def __init__(self, compiled):
+    def __init__(self, compiled: _energy.Model):
         self._model = compiled
 
     name = property(lambda self: self._model.name)
@@ -104,16 +118,19 @@ class Model:
     has_dynamics = property(lambda self: self._model.has_dynamics)
 
     @property
-    def manifest(self):
+    def manifest(self) -> Dict[str, Any]:
         """The artifact's manifest, as a dict."""
         import json
         return json.loads(self._model.manifest_text)
 
-    def set_threads(self, threads):
+    def set_threads(self, threads: int) -> bool:
         """Sets the kernels' thread count; False when they have no threads."""
         return self._model.set_threads(threads)
 
-    def session(self, dims=None, *, seed=None, consts=None, **more_dims):
+    def session(self, dims: Optional[Mapping[str, int]] = None, *,
+                seed: Optional[int] = None,
+                consts: Optional[Mapping[str, float]] = None,
+                **more_dims: int) -> Session:
         """A session: values for the model's tensors.
 
         Dims are keyword arguments (``model.session(N=8)``) or a dict
@@ -133,65 +150,91 @@ class Model:
 class Session:
     """Values of a model's tensors, and what can be computed from them."""
 
-    def __init__(self, model, session):
+    def __init__(self, model: Model, session: _energy.Session):
         self.model = model
         self._session = session
 
-    def __setitem__(self, name, value):
+    def __setitem__(self, name: str, value: Any) -> None:
         self._session.set(name, value)
 
-    def set(self, name, value):
-        """Binds tensor ``name`` to ``value`` (copied, converted to the
-        model's dtype)."""
+    def set(self, name: str, value: Any) -> None:
+        """Binds tensor ``name`` to ``value``. On the CPU, a row-major array
+        or tensor of the model's dtype that is an input or param is used in
+        place (the session reads its memory at each call); anything else is
+        copied, converted to the model's dtype. A session of a CUDA model
+        also takes tensors on CUDA device 0 (torch's ``cuda`` tensors, of
+        the model's dtype, contiguous), copied on the device."""
         self._session.set(name, value)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> numpy.ndarray:
         return self._session.get(name)
 
-    def get(self, name):
+    def get(self, name: str) -> numpy.ndarray:
         """Tensor ``name``'s value, as a numpy array (a copy)."""
         return self._session.get(name)
 
-    def dlpack(self, name):
-        """Tensor ``name``'s value as a DLPack capsule (a copy it owns)."""
+    def dlpack(self, name: str) -> Any:
+        """Tensor ``name``'s value as a DLPack capsule: on the CPU a copy it
+        owns; for a CUDA model, a view of the session's buffer on the GPU
+        (no copy; it keeps the session alive, and the session's next
+        evaluation changes it: ``torch.from_dlpack(...).clone()`` keeps a
+        value)."""
         return self._session.dlpack(name)
 
+    def adjoint_dlpack(self, name: str) -> Any:
+        """The adjoint of ``name`` that the last ``loss_grad`` left, as
+        ``dlpack`` gives a tensor (a view on the GPU for a CUDA model)."""
+        return self._session.adjoint_dlpack(name)
+
+    def set_stream(self, stream: Any) -> None:
+        """For a CUDA model: work queued on ``stream`` (a
+        ``torch.cuda.Stream``, or a CUstream handle as an integer) is waited
+        for at the start of each evaluation; each call returns when its own
+        kernels are done."""
+        handle = getattr(stream, "cuda_stream", stream)
+        self._session.set_stream(int(handle or 0))
+
     @property
-    def dims(self):
+    def dims(self) -> Dict[str, int]:
         """Every dim's value, resolved from the bound tensors."""
         return self._session.dims()
 
-    def energy(self, term=None):
+    def energy(self, term: Optional[str] = None) -> float:
         """The global energy, or energy term ``term``'s."""
         return self._session.energy(term)
 
-    def grad(self, wrt=None):
+    def grad(self, wrt: Optional[Iterable[str]] = None
+             ) -> Dict[str, numpy.ndarray]:
         """Gradients of the energy: {name: array} for the tensors ``wrt``
         names, by default every state tensor but optimizer state."""
         return self._session.grad(None if wrt is None else list(wrt))
 
-    def step(self):
+    def step(self) -> None:
         """One step of the dynamics."""
         self._session.step()
 
-    def run(self, steps=None, trace=False):
+    def run(self, steps: Optional[int] = None,
+            trace: bool = False) -> Dict[str, Any]:
         """Runs the dynamics (``steps``, else the model's count) and returns
         {"steps", "energy", "trace"} (the energy after each step when
         ``trace``)."""
         return self._session.run(steps, trace)
 
-    def loss_grad(self, steps=None, store_all_steps=False):
+    def loss_grad(self, steps: Optional[int] = None,
+                  store_all_steps: bool = False,
+                  grads: bool = True) -> Dict[str, Any]:
         """Runs the dynamics and the backward program through them: returns
         {"loss", "losses", "steps", "grads"}, grads the derivative of the
-        summed losses with respect to every param and state."""
-        return self._session.loss_grad(steps, store_all_steps)
+        summed losses with respect to every param and state as numpy arrays
+        (without ``grads``, left out: read them with ``adjoint_dlpack``)."""
+        return self._session.loss_grad(steps, store_all_steps, grads)
 
-    def reset_states(self):
+    def reset_states(self) -> None:
         """Sets every state tensor back to its value before the first run."""
         self._session.reset_states()
 
     @property
-    def notes(self):
+    def notes(self) -> List[str]:
         """What the runtime noted (conversions of dtype, ...)."""
         return self._session.notes
 
@@ -216,10 +259,16 @@ class Trainer:
     summed in rank order, and every rank takes the same update.
     """
 
-    def __init__(self, model, data, *, validation=None, batch=0, epochs=1,
-                 optimizer="adam", lr=1e-3, weight_decay=0.0,
-                 schedule="constant", seed=0, shuffle=True, fixed=None,
-                 all_gather=None, rank=0, size=1):
+    def __init__(self, model: Model, data: Mapping[str, Any], *,
+                 validation: Optional[Mapping[str, Any]] = None,
+                 batch: int = 0, epochs: int = 1, optimizer: str = "adam",
+                 lr: float = 1e-3, weight_decay: float = 0.0,
+                 schedule: str = "constant", seed: int = 0,
+                 shuffle: bool = True,
+                 fixed: Optional[Mapping[str, Any]] = None,
+                 all_gather: Optional[Callable[[numpy.ndarray],
+                                               numpy.ndarray]] = None,
+                 rank: int = 0, size: int = 1):
         if (all_gather is None) != (size == 1 and rank == 0):
             raise ValueError("all_gather, rank and size go together: a "
                              "data-parallel trainer needs all three")
@@ -233,29 +282,29 @@ class Trainer:
             dict(fixed or {}), all_gather, rank, size)
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
         """Whether every epoch has run."""
         return self._trainer.finished
 
-    def run_epoch(self):
+    def run_epoch(self) -> Dict[str, Any]:
         """Runs the next epoch: {"epoch", "train_loss", "validation_loss"}."""
         return self._trainer.run_epoch()
 
-    def train(self):
+    def train(self) -> List[Dict[str, Any]]:
         """Runs the epochs left; one summary per epoch."""
         summaries = []
         while not self.finished:
             summaries.append(self.run_epoch())
         return summaries
 
-    def params(self):
+    def params(self) -> Dict[str, numpy.ndarray]:
         """The trained params: {name: array}."""
         return self._trainer.params()
 
-    def save_checkpoint(self, path):
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
         """Params, the optimiser's state and the position in the run, as
         one safetensors file (written atomically)."""
         self._trainer.save_checkpoint(os.fspath(path))
 
-    def load_checkpoint(self, path):
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
         self._trainer.load_checkpoint(os.fspath(path))

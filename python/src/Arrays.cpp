@@ -1,10 +1,10 @@
 //===- Arrays.cpp - Tensors to and from numpy arrays and DLPack -----------===//
 //
-// Arrays and DLPack tensors in: row-major ones borrowed, the others read
-// through their strides; a DLPack tensor is released as the protocol says
-// (the capsule renamed "used_dltensor") when the copy is made or the last
-// view of it is gone. DLPack out: a DLManagedTensor whose manager owns the
-// tensor.
+// Arrays and DLPack tensors in: row-major ones borrowed (on CUDA device 0
+// too, where the caller takes them), the others read through their strides;
+// a DLPack tensor is released as the protocol says (the capsule renamed
+// "used_dltensor") when the copy is made or the last view of it is gone.
+// DLPack out: a DLManagedTensor whose manager owns the tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,8 +47,20 @@ void copyStrided(const DLTensor &source, Element *target) {
   }
 }
 
-Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
-  py::capsule capsule = producer.attr("__dlpack__")();
+bool isCudaDevice(int32_t deviceType) {
+  return deviceType == kDLCUDA || deviceType == kDLCUDAManaged;
+}
+
+Tensor tensorFromDLPack(py::handle producer, const std::string &what,
+                        TensorPlace *place) {
+  // DLPack's stream 1 is CUDA's legacy default stream: the producer orders
+  // its pending work on the tensor before what is queued there.
+  bool cudaProducer = place && py::hasattr(producer, "__dlpack_device__") &&
+                      isCudaDevice(py::cast<int32_t>(
+                          py::tuple(producer.attr("__dlpack_device__")())[0]));
+  py::capsule capsule = cudaProducer
+                            ? producer.attr("__dlpack__")(py::arg("stream") = 1)
+                            : producer.attr("__dlpack__")();
   auto *managed = static_cast<DLManagedTensor *>(
       PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed)
@@ -66,10 +78,15 @@ Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
     }
   } release{managed, capsule.ptr()};
   const DLTensor &source = managed->dl_tensor;
-  if (source.device.device_type != kDLCPU)
+  bool onCuda = isCudaDevice(source.device.device_type);
+  if (source.device.device_type != kDLCPU && (!onCuda || !place))
     raise("Error", what + ": the tensor is on a device (DLPack device type " +
                        std::to_string(source.device.device_type) +
                        "); a CPU session takes CPU tensors");
+  if (onCuda && source.device.device_id != 0)
+    raise("Error", what + ": the tensor is on CUDA device " +
+                       std::to_string(source.device.device_id) +
+                       "; the runtime runs on device 0");
   if (source.dtype.code != kDLFloat || source.dtype.lanes != 1 ||
       (source.dtype.bits != 32 && source.dtype.bits != 64))
     raise("Error", what + ": DLPack element type (code " +
@@ -84,6 +101,11 @@ Tensor tensorFromDLPack(py::handle producer, const std::string &what) {
       rowMajor = false;
     stride *= source.shape[axis];
   }
+  if (onCuda && !rowMajor)
+    raise("Error", what + ": the CUDA tensor is not contiguous and row-major "
+                          "(call .contiguous() first)");
+  if (place)
+    *place = onCuda && source.data ? TensorPlace::Cuda : TensorPlace::Host;
   if (rowMajor && source.data) {
     // In place: the lender releases the producer's tensor when the session
     // is done with it.
@@ -130,9 +152,12 @@ Tensor tensorFromArray(const py::array_t<Element, py::array::c_style> &array,
 }
 } // namespace
 
-Tensor python::tensorFromPython(py::handle value, const std::string &what) {
+Tensor python::tensorFromPython(py::handle value, const std::string &what,
+                                TensorPlace *place) {
+  if (place)
+    *place = TensorPlace::Host;
   if (!py::isinstance<py::array>(value) && py::hasattr(value, "__dlpack__"))
-    return tensorFromDLPack(value, what);
+    return tensorFromDLPack(value, what, place);
   py::array array = py::array::ensure(value);
   if (!array)
     raise("Error", what + ": expected an array, a DLPack tensor, a sequence "
@@ -171,7 +196,7 @@ py::array python::arrayFromTensor(const Tensor &tensor) {
   return array;
 }
 
-py::capsule python::dlpackFromTensor(Tensor tensor) {
+py::capsule python::dlpackFromTensor(Tensor tensor, TensorPlace place) {
   struct Owner {
     DLManagedTensor managed;
     Tensor tensor;
@@ -181,7 +206,7 @@ py::capsule python::dlpackFromTensor(Tensor tensor) {
   owner->shape = owner->tensor.shape();
   DLTensor &view = owner->managed.dl_tensor;
   view.data = owner->tensor.data();
-  view.device = {kDLCPU, 0};
+  view.device = {place == TensorPlace::Cuda ? kDLCUDA : kDLCPU, 0};
   view.ndim = static_cast<int>(owner->shape.size());
   view.dtype = {
       kDLFloat,

@@ -18,20 +18,28 @@
 
 namespace energy::python {
 
-/// `value` as a tensor: a DLPack producer on the CPU (float32 or float64,
-/// any strides) or anything numpy.asarray takes, as float32 when it is
+/// Where the elements of a tensor handed over from Python are.
+enum class TensorPlace { Host, Cuda };
+
+/// `value` as a tensor: a DLPack producer (float32 or float64, any strides
+/// on the host) or anything numpy.asarray takes, as float32 when it is
 /// float32 and float64 otherwise. A row-major float32 or float64 array or
 /// DLPack tensor is borrowed (Tensor::borrow: the tensor is a view of its
-/// memory, which it keeps alive); anything else is copied. Raises
-/// energy.Error (naming `what`) for a device tensor or an element type that
-/// is not a real number.
-Tensor tensorFromPython(pybind11::handle value, const std::string &what);
+/// memory, which it keeps alive); anything else is copied. With `place`, a
+/// row-major tensor on CUDA device 0 is borrowed too, and `place` says so
+/// (its producer is asked to have it ready on the legacy default stream,
+/// which the driver's copies use). Raises energy.Error (naming `what`) for
+/// a device tensor otherwise, or an element type that is not a real number.
+Tensor tensorFromPython(pybind11::handle value, const std::string &what,
+                        TensorPlace *place = nullptr);
 
 /// A numpy array holding a copy of `tensor`.
 pybind11::array arrayFromTensor(const Tensor &tensor);
 
-/// A DLPack capsule ("dltensor") owning `tensor`.
-pybind11::capsule dlpackFromTensor(Tensor tensor);
+/// A DLPack capsule ("dltensor") owning `tensor`, whose elements are on the
+/// host or, for `TensorPlace::Cuda`, GPU memory of device 0.
+pybind11::capsule dlpackFromTensor(Tensor tensor,
+                                   TensorPlace place = TensorPlace::Host);
 
 } // namespace energy::python
 

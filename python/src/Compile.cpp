@@ -56,6 +56,8 @@ private:
 };
 } // namespace
 
+bool python::compilerAvailable() { return true; }
+
 std::optional<Model> python::compileSource(const std::string &source,
                                            const std::string &name,
                                            const CompileOptions &options,

@@ -46,6 +46,11 @@ struct CompileFailure {
   std::string printed;
 };
 
+/// Whether this build has the compiler (Compile.cpp); a build for a machine
+/// without MLIR has CompileUnavailable.cpp instead, and only loads
+/// artifacts.
+bool compilerAvailable();
+
 /// Compiles `source`, named `name` in diagnostics, to a loaded Model; on
 /// failure returns none and fills `failure`.
 std::optional<Model> compileSource(const std::string &source,

@@ -12,6 +12,7 @@
 #include "Errors.h"
 #include "Training.h"
 
+#include "energy/Runtime/CudaDriver.h"
 #include "energy/Runtime/Manifest.h"
 #include "energy/Runtime/Model.h"
 #include "energy/Runtime/Session.h"
@@ -56,18 +57,69 @@ py::dict dimsOf(const Manifest &manifest) {
   return dims;
 }
 
-/// A session with the model it was made from kept alive beside it.
+/// A session with the model it was made from kept alive beside it; shared
+/// with the DLPack views of its GPU buffers.
 struct PySession {
-  std::unique_ptr<Session> session;
+  std::shared_ptr<Session> session;
+
+  bool onCuda() const { return session->model().device() == "cuda"; }
 
   void set(const std::string &name, py::handle value) {
-    Tensor tensor = tensorFromPython(value, "tensor '" + name + "'");
-    check(session->set(name, tensor), "RuntimeError");
+    TensorPlace place = TensorPlace::Host;
+    Tensor tensor = tensorFromPython(value, "tensor '" + name + "'", &place);
+    if (place == TensorPlace::Host) {
+      check(session->set(name, tensor), "RuntimeError");
+      return;
+    }
+    if (!onCuda())
+      raise("Error", "tensor '" + name + "' is on the GPU; model " +
+                         session->model().name() +
+                         " runs on the CPU (give it CPU tensors, or compile "
+                         "it with target='cuda')");
+    Status status = [&] {
+      py::gil_scoped_release unlocked;
+      return session->setFromDevice(name, tensor);
+    }();
+    check(status, "RuntimeError");
   }
 
   py::array get(const std::string &name) {
     Expected<Tensor> value = session->get(name);
     return arrayFromTensor(valueOr(std::move(value), "RuntimeError"));
+  }
+
+  /// A DLPack view of `buffer`, a GPU buffer of this session, which keeps
+  /// the session alive; once the last view is gone the GPU's queued work is
+  /// waited for before the session may free the buffer.
+  py::capsule deviceView(const Tensor &buffer) {
+    auto *owner = new std::shared_ptr<Session>(session);
+    std::shared_ptr<void> lender(owner, [](void *held) {
+      synchronizeDevice();
+      delete static_cast<std::shared_ptr<Session> *>(held);
+    });
+    return dlpackFromTensor(
+        Tensor::borrow(buffer.dtype(), buffer.shape(),
+                       const_cast<std::byte *>(buffer.data()),
+                       std::move(lender)),
+        TensorPlace::Cuda);
+  }
+
+  py::capsule dlpack(const std::string &name) {
+    if (!onCuda())
+      return dlpackFromTensor(valueOr(session->get(name), "RuntimeError"));
+    Expected<Tensor *> buffer = session->deviceBuffer(name);
+    return deviceView(*valueOr(std::move(buffer), "RuntimeError"));
+  }
+
+  py::capsule adjointDlpack(const std::string &name) {
+    if (!onCuda())
+      return dlpackFromTensor(*valueOr(session->adjoint(name), "RuntimeError"));
+    Expected<const Tensor *> buffer = session->deviceAdjoint(name);
+    return deviceView(*valueOr(std::move(buffer), "RuntimeError"));
+  }
+
+  void setStream(uintptr_t stream) {
+    check(session->setStream(reinterpret_cast<void *>(stream)), "RuntimeError");
   }
 
   double energy(std::optional<std::string> term) {
@@ -109,7 +161,8 @@ struct PySession {
     return report;
   }
 
-  py::dict lossGrad(std::optional<int64_t> steps, bool storeAllSteps) {
+  py::dict lossGrad(std::optional<int64_t> steps, bool storeAllSteps,
+                    bool withGrads) {
     if (session->model().lossNames().empty())
       raise("RuntimeError", "model " + session->model().name() +
                                 " declares no loss: loss_grad needs one");
@@ -122,16 +175,18 @@ struct PySession {
       return session->backward(options);
     }();
     BackwardResult done = valueOr(std::move(result), "RuntimeError");
+    py::dict report;
+    report["steps"] = done.steps;
+    report["loss"] = done.loss;
+    report["losses"] = done.losses;
+    if (!withGrads)
+      return report;
     py::dict grads;
     for (const std::string &name : session->model().adjointNames()) {
       Expected<const Tensor *> adjoint = session->adjoint(name);
       grads[py::str(name)] =
           arrayFromTensor(*valueOr(std::move(adjoint), "RuntimeError"));
     }
-    py::dict report;
-    report["steps"] = done.steps;
-    report["loss"] = done.loss;
-    report["losses"] = done.losses;
     report["grads"] = grads;
     return report;
   }
@@ -146,7 +201,7 @@ PySession makeSession(const Model &model, std::map<std::string, int64_t> dims,
   options.seed = seed;
   Expected<Session> session = model.session(options);
   return PySession{
-      std::make_unique<Session>(valueOr(std::move(session), "RuntimeError"))};
+      std::make_shared<Session>(valueOr(std::move(session), "RuntimeError"))};
 }
 
 Model compile(const std::string &source, const std::string &name,
@@ -176,6 +231,7 @@ Model compile(const std::string &source, const std::string &name,
 PYBIND11_MODULE(_energy, module) {
   module.doc() = "The energy runtime and compiler, in process (use the "
                  "package energy).";
+  module.attr("has_compiler") = compilerAvailable();
   module.def("compile", &compile, py::arg("source"), py::arg("name"),
              py::arg("target"), py::arg("dtype"), py::arg("plugins"),
              py::arg("caller_cotangents"), py::arg("opt_level"),
@@ -235,11 +291,9 @@ PYBIND11_MODULE(_energy, module) {
   py::class_<PySession>(module, "Session")
       .def("set", &PySession::set, py::arg("name"), py::arg("value"))
       .def("get", &PySession::get, py::arg("name"))
-      .def("dlpack",
-           [](PySession &self, const std::string &name) {
-             Expected<Tensor> value = self.session->get(name);
-             return dlpackFromTensor(valueOr(std::move(value), "RuntimeError"));
-           })
+      .def("dlpack", &PySession::dlpack, py::arg("name"))
+      .def("adjoint_dlpack", &PySession::adjointDlpack, py::arg("name"))
+      .def("set_stream", &PySession::setStream, py::arg("stream"))
       .def("dims",
            [](PySession &self) {
              return valueOr(self.session->dims(), "RuntimeError");
@@ -251,7 +305,7 @@ PYBIND11_MODULE(_energy, module) {
       .def("run", &PySession::run, py::arg("steps") = py::none(),
            py::arg("trace") = false)
       .def("loss_grad", &PySession::lossGrad, py::arg("steps") = py::none(),
-           py::arg("store_all_steps") = false)
+           py::arg("store_all_steps") = false, py::arg("grads") = true)
       .def("reset_states",
            [](PySession &self) {
              check(self.session->resetStates(), "RuntimeError");

@@ -236,3 +236,32 @@ def test_energyc_artifact_loads_and_agrees(tmp_path):
     assert energies[0] == pytest.approx(energies[1], rel=1e-12)
     runs = [session.run(steps=2)["energy"] for session in sessions]
     assert runs[0] == pytest.approx(runs[1], rel=1e-12)
+
+
+def test_the_module_stub_declares_what_the_module_has():
+    # energy/_energy.pyi against the compiled module: every function, class,
+    # method and property on one side is on the other.
+    import ast
+    import inspect
+
+    stub = ast.parse(open(os.path.join(os.path.dirname(energy.__file__),
+                                       "_energy.pyi")).read())
+    declared = {}
+    for node in stub.body:
+        if isinstance(node, ast.FunctionDef):
+            declared[node.name] = None
+        elif isinstance(node, ast.AnnAssign):
+            declared[node.target.id] = None
+        elif isinstance(node, ast.ClassDef):
+            declared[node.name] = {item.name for item in node.body
+                                   if isinstance(item, ast.FunctionDef)}
+    module = energy._energy
+    present = {name for name in dir(module) if not name.startswith("_")}
+    assert present == set(declared)
+    for name, members in declared.items():
+        if members is None:
+            continue
+        cls = getattr(module, name)
+        assert inspect.isclass(cls), name
+        assert members == {member for member in vars(cls)
+                           if not member.startswith("_")}, name

@@ -217,3 +217,7 @@ def test_misuse_is_an_energy_error():
     with pytest.raises(energy.Error, match="give EnergyModule the value of "
                                            "dim D"):
         EnergyModule(FIT, dtype="f64", opt_level=0)
+    with pytest.raises(energy.Error, match="compiled for cpu, not cuda"):
+        EnergyModule(module.model, device="cuda", D=3)
+    with pytest.raises(energy.Error, match="runs on the CPU or on CUDA"):
+        EnergyModule(FIT, dtype="f64", opt_level=0, device="meta", D=3)

@@ -85,6 +85,28 @@ void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
     std::memcpy(destination, source, bytes);
 }
 
+Status energy::copyFromDevice(void *destination, const void *source,
+                              size_t bytes) {
+  if (!bytes)
+    return Status::success();
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return Status::error(error);
+  const DriverApi &api = driverApi();
+  prefetchManaged(destination, bytes, /*toDevice=*/true);
+  if (CUresult result =
+          api.memcpy(reinterpret_cast<CUdeviceptr>(destination),
+                     reinterpret_cast<CUdeviceptr>(source), bytes);
+      result != kSuccess)
+    return Status::error("CUDA: cannot copy " + std::to_string(bytes) +
+                         " bytes on the device: " + api.describe(result));
+  // A copy between device addresses returns before it is done; the
+  // source's owner may reuse its memory once this returns.
+  if (CUresult result = api.ctxSynchronize(); result != kSuccess)
+    return Status::error("CUDA: copying on the device: " +
+                         api.describe(result));
+  return Status::success();
+}
+
 bool energy::cudaTracing() {
   static const bool tracing =
       energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_TRACE"));

@@ -137,6 +137,29 @@ Expected<Session> Session::create(const Model &model,
 }
 
 Status Session::set(const std::string &name, const Tensor &value) {
+  return bind(name, value, /*onDevice=*/false);
+}
+
+Status Session::setFromDevice(const std::string &name, const Tensor &value) {
+  const Manifest &manifest = owner.manifest();
+  if (!deviceMemory)
+    return Status::error("setFromDevice('" + name + "'): model " +
+                         manifest.model +
+                         " runs on the CPU; it takes host arrays (set)");
+  if (!value.borrowed())
+    return Status::error("setFromDevice('" + name +
+                         "'): the value must be borrowed GPU memory");
+  if (value.dtype() != manifest.dtype)
+    return Status::error("tensor '" + name + "' is given on the GPU as " +
+                         std::string(dtypeName(value.dtype())) + "; model " +
+                         manifest.model + " takes " +
+                         std::string(dtypeName(manifest.dtype)) +
+                         " (convert it on the device first)");
+  return bind(name, value, /*onDevice=*/true);
+}
+
+Status Session::bind(const std::string &name, const Tensor &value,
+                     bool onDevice) {
   const Manifest &manifest = owner.manifest();
   std::optional<size_t> index = manifest.findBuffer(name);
   if (!index || manifest.buffers[*index].kind != BufferKind::Tensor)
@@ -151,6 +174,16 @@ Status Session::set(const std::string &name, const Tensor &value) {
             (prepared ? " = " + Tensor::shapeText(shapes[*index]) : "") +
             " but given " + value.shapeString(),
         ErrorKind::Shape);
+  if (onDevice) {
+    if (!prepared) {
+      bound[name] = value.view();
+      boundOnDevice.insert(name);
+      return Status::success();
+    }
+    return copyFromDevice(buffers[*index].data(), value.data(),
+                          value.byteSize())
+        .withContext("tensor '" + name + "'");
+  }
   // Borrowed elements of an input or param are used in place: the kernels
   // write states only.
   bool share = value.borrowed() && value.dtype() == manifest.dtype &&
@@ -164,20 +197,16 @@ Status Session::set(const std::string &name, const Tensor &value) {
         "tensor '" + name + "' was given as " +
         std::string(dtypeName(value.dtype())) + " and converted to " +
         std::string(dtypeName(manifest.dtype)) + ", the model's element type");
-  if (prepared && deviceMemory &&
-      buffers[*index].byteSize() == converted.byteSize()) {
+  if (prepared && deviceMemory) {
     // Into the buffer the kernels use, on the device.
     copyToDevice(buffers[*index].data(), converted.data(),
                  converted.byteSize());
-  } else if (prepared && deviceMemory) {
-    Expected<Tensor> onDevice = converted.copyTo(*deviceMemory);
-    if (!onDevice)
-      return onDevice.status().withContext("tensor '" + name + "'");
-    buffers[*index] = std::move(*onDevice);
   } else if (prepared)
     buffers[*index] = std::move(converted);
-  else
+  else {
     bound[name] = std::move(converted);
+    boundOnDevice.erase(name);
+  }
   return Status::success();
 }
 
@@ -260,6 +289,9 @@ Status Session::prepare() {
 
   // Every buffer but the copies, which wait for their sources.
   std::vector<std::optional<Tensor>> values(manifest.buffers.size());
+  // Which values are borrowed GPU memory (setFromDevice), which only the
+  // driver's copies may read.
+  std::vector<bool> onDevice(manifest.buffers.size(), false);
   for (size_t i = 0; i < manifest.buffers.size(); ++i) {
     const ManifestBuffer &buffer = manifest.buffers[i];
     if (buffer.kind != BufferKind::Tensor) {
@@ -271,6 +303,7 @@ Status Session::prepare() {
     } else if (auto value = bound.find(buffer.name); value != bound.end()) {
       values[i] =
           value->second.borrowed() ? value->second.view() : value->second;
+      onDevice[i] = boundOnDevice.count(buffer.name) > 0;
     } else if (!buffer.init || buffer.init->kind != InitKind::Copy) {
       Expected<Tensor> value = initialValue(manifest.dtype, newShapes[i],
                                             buffer.name, buffer.init, seed);
@@ -299,18 +332,27 @@ Status Session::prepare() {
                 " but its copy source '" + buffer.init->source + "' is " +
                 Tensor::shapeText(newShapes[source]),
             ErrorKind::Shape);
-      values[i] = values[source];
+      values[i] = onDevice[source] ? values[source]->view() : *values[source];
+      onDevice[i] = onDevice[source];
     }
   }
 
   if (deviceMemory) {
     for (size_t i = 0; i < values.size(); ++i) {
-      Expected<Tensor> onDevice = values[i]->copyTo(*deviceMemory);
-      if (!onDevice)
-        return onDevice.status().withContext(bufferLabel(manifest.buffers[i]) +
-                                             " " +
-                                             manifest.buffers[i].shapeText());
-      values[i] = std::move(*onDevice);
+      std::string label = bufferLabel(manifest.buffers[i]) + " " +
+                          manifest.buffers[i].shapeText();
+      Expected<Tensor> copy =
+          onDevice[i]
+              ? Tensor::allocate(manifest.dtype, newShapes[i], *deviceMemory)
+              : values[i]->copyTo(*deviceMemory);
+      if (!copy)
+        return copy.status().withContext(label);
+      if (onDevice[i])
+        if (Status status = copyFromDevice(copy->data(), values[i]->data(),
+                                           copy->byteSize());
+            !status)
+          return status.withContext(label);
+      values[i] = std::move(*copy);
     }
     Expected<Tensor> arguments =
         Tensor::allocate(DType::F64,
@@ -327,6 +369,7 @@ Status Session::prepare() {
   for (std::optional<Tensor> &value : values)
     buffers.push_back(std::move(*value));
   bound.clear();
+  boundOnDevice.clear();
   prepared = true;
   if (owner.state->backwardStep.function)
     for (size_t i = 0; i < manifest.buffers.size(); ++i)

@@ -293,13 +293,13 @@ Session::evaluateLosses(const BackwardOptions &options) {
   return result;
 }
 
-Expected<const Tensor *> Session::adjoint(const std::string &name) {
+Expected<size_t> Session::adjointBuffer(const std::string &name) {
   const Manifest &manifest = owner.manifest();
   for (size_t i = 0; i < manifest.buffers.size(); ++i)
     if (manifest.buffers[i].adjointOf == name) {
       if (Status status = prepare(); !status)
         return status;
-      return &readBuffer(i);
+      return i;
     }
   std::string names;
   for (const std::string &tensor : owner.adjointNames())
@@ -307,4 +307,25 @@ Expected<const Tensor *> Session::adjoint(const std::string &name) {
   return Status::error(
       "model " + owner.name() + " has no adjoint of '" + name +
       "' (it has adjoints of: " + (names.empty() ? "none" : names) + ")");
+}
+
+Expected<const Tensor *> Session::adjoint(const std::string &name) {
+  Expected<size_t> index = adjointBuffer(name);
+  if (!index)
+    return index.status();
+  return &readBuffer(*index);
+}
+
+Expected<const Tensor *> Session::deviceAdjoint(const std::string &name) {
+  if (!deviceMemory)
+    return Status::error("deviceAdjoint('" + name + "'): model " +
+                         owner.name() +
+                         " runs on the CPU; its adjoints are host arrays "
+                         "(adjoint)");
+  Expected<size_t> index = adjointBuffer(name);
+  if (!index)
+    return index.status();
+  const Tensor &buffer = buffers[*index];
+  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  return &buffer;
 }

@@ -48,6 +48,12 @@ void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
 /// is the driver's, not page faults on the host).
 void copyToDevice(void *destination, const void *source, size_t bytes);
 
+/// Copies `bytes` from GPU memory at `source` (an application's, such as a
+/// PyTorch tensor's on device 0) into managed memory at `destination`, with
+/// the driver's copy, and waits for it: the host never touches `source`.
+/// The driver's error when it cannot.
+Status copyFromDevice(void *destination, const void *source, size_t bytes);
+
 /// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU report how
 /// long moving their buffers and each kernel function took (Log.h), beside
 /// the support library's launch times.

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,15 @@ public:
   /// memory as it is at each call; everything else is copied. On error
   /// nothing is bound.
   Status set(const std::string &name, const Tensor &value);
+  /// For a session of a CUDA artifact: binds tensor `name` to `value`, a
+  /// borrowed tensor (Tensor::borrow) over GPU memory of device 0 that an
+  /// application owns (a PyTorch tensor's, say), of the model's element
+  /// type. Its elements are copied into the session's buffer by the
+  /// driver, on the device, and waited for; the host never reads them, and
+  /// the lender may reuse the memory once this returns (or, before the
+  /// first evaluation, once that has prepared the buffers). Errors as
+  /// set()'s, and for a session on the CPU or another element type.
+  Status setFromDevice(const std::string &name, const Tensor &value);
 
   /// The value of every dim (derived ones included), resolved from the
   /// options' dims, else the shapes of bound tensors, else defaults.
@@ -220,6 +230,10 @@ public:
   /// backward() left, in the session's own buffer (valid until the next
   /// call that evaluates anything).
   Expected<const Tensor *> adjoint(const std::string &name);
+  /// For a session of a CUDA artifact: adjoint(name)'s buffer left on the
+  /// GPU (deviceBuffer's memory), as a chain of GPU work wants it. An error
+  /// on the CPU.
+  Expected<const Tensor *> deviceAdjoint(const std::string &name);
   /// Sets every state tensor (optimizer state included) back to its value
   /// before any step: a copy of its source's current value for a state
   /// initialised from another tensor (`state x = h`), else the value it had
@@ -256,6 +270,11 @@ private:
   /// manifest's); an error without a loss.
   Expected<int64_t> lossRunSteps(const BackwardOptions &options);
 
+  /// set() and setFromDevice() once their checks are done: `onDevice` when
+  /// `value`'s elements are GPU memory.
+  Status bind(const std::string &name, const Tensor &value, bool onDevice);
+  /// The buffer of the adjoint of `name`.
+  Expected<size_t> adjointBuffer(const std::string &name);
   /// Resolves dims and shapes, allocates and initialises every buffer;
   /// nothing when already done.
   Status prepare();
@@ -304,6 +323,8 @@ private:
   std::vector<double> consts;
   /// Tensors bound before prepare().
   std::map<std::string, Tensor> bound;
+  /// The names in `bound` whose elements are GPU memory (setFromDevice).
+  std::set<std::string> boundOnDevice;
   bool prepared = false;
   /// After prepare(): dim values, buffer shapes and buffers, in manifest
   /// order.
