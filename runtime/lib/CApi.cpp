@@ -162,6 +162,23 @@ energy_session *energy_session_create(energy_model *model,
 
 void energy_session_free(energy_session *session) { delete session; }
 
+/// The element type and shape energy_session_set and
+/// energy_session_set_device are given, checked.
+static Expected<std::pair<DType, std::vector<int64_t>>>
+checkedArray(const char *function, const char *name, energy_dtype dtype,
+             const int64_t *shape, size_t rank) {
+  std::optional<DType> type = runtimeType(dtype);
+  if (!type)
+    return badType(function, dtype);
+  if (rank && !shape)
+    return nullArgument(function, "shape");
+  std::vector<int64_t> dims(shape, shape + rank);
+  if (!checkedElementCount(dims, dtypeSize(*type)))
+    return Status::error(std::string(function) + ": tensor '" + name +
+                         "': invalid shape " + Tensor::shapeText(dims));
+  return std::make_pair(*type, std::move(dims));
+}
+
 int energy_session_set(energy_session *session, const char *name,
                        energy_dtype dtype, const int64_t *shape, size_t rank,
                        const void *data) {
@@ -169,17 +186,10 @@ int energy_session_set(energy_session *session, const char *name,
     const char *function = "energy_session_set";
     if (!session || !name)
       return result(nullArgument(function, "session or name"));
-    std::optional<DType> type = runtimeType(dtype);
-    if (!type)
-      return result(badType(function, dtype));
-    if (rank && !shape)
-      return result(nullArgument(function, "shape"));
-    std::vector<int64_t> dims(shape, shape + rank);
-    if (!checkedElementCount(dims, dtypeSize(*type)))
-      return result(Status::error(std::string(function) + ": tensor '" + name +
-                                  "': invalid shape " +
-                                  Tensor::shapeText(dims)));
-    Expected<Tensor> allocated = Tensor::allocate(*type, dims);
+    auto array = checkedArray(function, name, dtype, shape, rank);
+    if (!array)
+      return result(array.status());
+    Expected<Tensor> allocated = Tensor::allocate(array->first, array->second);
     if (!allocated)
       return result(allocated.status().withContext(std::string(function) +
                                                    ": tensor '" + name + "'"));
@@ -190,6 +200,29 @@ int energy_session_set(energy_session *session, const char *name,
       std::memcpy(value.data(), data, value.byteSize());
     }
     return result(session->session.set(name, value));
+  });
+}
+
+int energy_session_set_device(energy_session *session, const char *name,
+                              energy_dtype dtype, const int64_t *shape,
+                              size_t rank, const void *data) {
+  return guarded(1, [&] {
+    const char *function = "energy_session_set_device";
+    if (!session || !name)
+      return result(nullArgument(function, "session or name"));
+    auto array = checkedArray(function, name, dtype, shape, rank);
+    if (!array)
+      return result(array.status());
+    auto &[type, dims] = *array;
+    if (!*checkedElementCount(dims, dtypeSize(type)))
+      return result(session->session.set(name, Tensor(type, dims)));
+    if (!data)
+      return result(nullArgument(function, "data"));
+    // The application keeps the memory; nothing to release.
+    Tensor value = Tensor::borrow(type, dims, const_cast<void *>(data),
+                                  std::make_shared<char>());
+    return result(
+        session->session.setFromDevice(name, value).withContext(function));
   });
 }
 

@@ -113,6 +113,16 @@ int energy_session_device_buffer(energy_session *session, const char *name,
                                  void **data, size_t *bytes);
 int energy_session_device_gradient(energy_session *session, const char *name,
                                    void **data, size_t *bytes);
+/* Sessions of CUDA artifacts: binds tensor `name` to the array of `shape`
+ * at `data` in GPU memory of device 0 (device or managed memory, row-major
+ * elements of `dtype`, which must be the model's type), copied into the
+ * session's buffer by the driver on the device, never read by the host.
+ * Once the session has evaluated anything the copy is done when this
+ * returns; before that it is made at the first evaluation, so the memory
+ * must stay valid until then. An error for a session on the CPU. */
+int energy_session_set_device(energy_session *session, const char *name,
+                              energy_dtype dtype, const int64_t *shape,
+                              size_t rank, const void *data);
 /* Sessions of CUDA artifacts: the work an application queued on `stream`
  * (a CUstream or cudaStream_t; NULL for none) is waited for at the start of
  * each evaluation, so that a buffer it writes there is seen. The session's

@@ -7,7 +7,8 @@
 |* place by an asynchronous copy on the application's stream                  *|
 |* (energy_session_device_buffer, energy_session_set_stream) gives the        *|
 |* gradient a second session computes from the same values bound from the     *|
-|* host. Without a GPU it says why and exits 77 (skipped).                    *|
+|* host, and so does a third session bound from GPU memory                    *|
+|* (energy_session_set_device). Without a GPU it says why and exits 77.       *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -131,6 +132,36 @@ int main(int argc, char **argv) {
   }
   printf("x written in place on the application's stream: the gradient of a "
          "session bound from the host, bit for bit\n");
+
+  /* x bound from GPU memory (the first session's buffer, which now holds
+   * the doubled x), before the first evaluation and after one. */
+  float fromDevice[COUNT], again[COUNT];
+  energy_session *third = session(model);
+  if (energy_session_device_buffer(first, "x", &data, &bytes))
+    return fail("device buffer of x");
+  if (!third ||
+      energy_session_set_device(third, "x", ENERGY_F32, shape, 2, data) ||
+      energy_session_gradient(third, "x", ENERGY_F32, fromDevice, COUNT, NULL,
+                              NULL))
+    return fail("third session, x bound from the device");
+  if (energy_session_set(third, "x", ENERGY_F32, shape, 2, x) ||
+      energy_session_gradient(third, "x", ENERGY_F32, again, COUNT, NULL,
+                              NULL) ||
+      memcmp(again, copied, sizeof copied) != 0)
+    return fail("third session, x bound from the host again");
+  if (energy_session_set_device(third, "x", ENERGY_F32, shape, 2, data) ||
+      energy_session_gradient(third, "x", ENERGY_F32, again, COUNT, NULL,
+                              NULL))
+    return fail("third session, x bound from the device again");
+  if (memcmp(fromDevice, fromHost, sizeof fromHost) != 0 ||
+      memcmp(again, fromHost, sizeof fromHost) != 0) {
+    fprintf(stderr, "device_buffers: x bound from GPU memory gives another "
+                    "gradient than x bound from the host\n");
+    return 1;
+  }
+  printf("x bound from GPU memory (before and after the first evaluation): "
+         "the gradient of a session bound from the host, bit for bit\n");
+  energy_session_free(third);
   streamDestroy(stream);
   energy_session_free(second);
   energy_session_free(first);

@@ -148,6 +148,17 @@ TEST_CASE("C API errors return non-zero with a message") {
   CHECK(std::string(energy_last_error()) ==
         "energy_session_set_stream: setStream: model quadratic runs on the "
         "CPU, not on a CUDA stream");
+  const int64_t xShape[] = {2};
+  float onDevice[2] = {1, 2};
+  CHECK(energy_session_set_device(session, "x", ENERGY_F32, xShape, 1,
+                                  onDevice) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_set_device: setFromDevice('x'): model quadratic "
+        "runs on the CPU; it takes host arrays (set)");
+  CHECK(energy_session_set_device(session, "x", ENERGY_F32, xShape, 1,
+                                  nullptr) != 0);
+  CHECK(std::string(energy_last_error()) ==
+        "energy_session_set_device: data is NULL");
   energy_session_free(session);
   energy_model_free(model);
 }
