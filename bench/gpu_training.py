@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """On a GPU machine: one training step's loss gradient on the GPU, against
-the same artifact's CPU build and PyTorch on the same GPU. Prints one JSON
-object.
+the same artifact's CPU build and PyTorch on the same GPU, and what a traced
+call on the GPU does on the host (issue 35's item 2: none of the steps'
+or backward steps' work). Prints one JSON object.
 
 Usage: gpu_training.py ENERGY_EXEC CUDA_ARTIFACT CPU_ARTIFACT B N D STEPS [REPS]
 
@@ -30,21 +31,35 @@ from gpu_attention import difference, time_torch, write_safetensors
 from training_step import torch_step
 
 
+def host_traffic(trace):
+    """What ENERGY_CUDA_TRACE shows a call doing on the host: loops on the
+    host's threads, and the buffers moved to the host (the results the tool
+    reads at the end among them)."""
+    lines = trace.splitlines()
+    return {'host_loops': sum("a loop on the host's threads" in line for line in lines),
+            'moved_to_host': sorted({line.split(' to the host:')[0].replace('energy-cuda: ', '')
+                                     for line in lines if ' to the host:' in line})}
+
+
 def ours(energy_exec, artifact, device, inputs, steps, reps):
-    """({adjoint name: array}, median ms of `--bench REPS`)."""
+    """({adjoint name: array}, median ms of `--bench REPS`, the host traffic
+    of a traced call on the GPU)."""
     command = [energy_exec, artifact, '--in', inputs, '--eval', 'loss-grad', '--steps',
                str(steps)] + (['--device', device] if device == 'cuda' else [])
     report = json.loads(subprocess.run(command + ['--json'], check=True, capture_output=True,
                                        text=True).stdout)
     adjoints = {k: np.asarray(v['data']) for k, v in report.items() if k.startswith('adjoint.')}
-    if device == 'cuda' and os.environ.get('ENERGY_BENCH_TRACE'):  # for a closer look
+    traffic = None
+    if device == 'cuda':
         traced = subprocess.run(command + ['--bench', '1'], capture_output=True, text=True,
                                 env=dict(os.environ, ENERGY_CUDA_TRACE='1'))
-        with open(os.environ['ENERGY_BENCH_TRACE'], 'w') as f:
-            f.write(traced.stderr)
+        traffic = host_traffic(traced.stderr)
+        if os.environ.get('ENERGY_BENCH_TRACE'):  # for a closer look
+            with open(os.environ['ENERGY_BENCH_TRACE'], 'w') as f:
+                f.write(traced.stderr)
     bench = subprocess.run(command + ['--bench', str(reps), '--json'], check=True,
                            capture_output=True, text=True)
-    return adjoints, json.loads(bench.stdout)['median_ms']
+    return adjoints, json.loads(bench.stdout)['median_ms'], traffic
 
 
 def main():
@@ -59,12 +74,13 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         inputs = os.path.join(directory, 'in.safetensors')
         write_safetensors(inputs, {'h': h, 'y': y, 'Wq': wq, 'Wk': wk})
-        gpu, gpu_ms = ours(energy_exec, cuda_artifact, 'cuda', inputs, steps, reps)
-        cpu, cpu_ms = ours(energy_exec, cpu_artifact, 'cpu', inputs, steps, reps)
+        gpu, gpu_ms, traffic = ours(energy_exec, cuda_artifact, 'cuda', inputs, steps, reps)
+        cpu, cpu_ms, _ = ours(energy_exec, cpu_artifact, 'cpu', inputs, steps, reps)
     (torch_wq, torch_wk), torch_ms = time_torch(torch_step(h, y, wq, wk, steps, 'cuda'), reps)
     print(json.dumps({
         'benchmark': 'training step', 'b': b, 'n': n, 'd': d, 'steps': steps,
         'ours_gpu_ms': gpu_ms, 'ours_cpu_ms': cpu_ms, 'torch_gpu_ms': torch_ms,
+        'gpu_call_on_the_host': traffic,
         'gpu_vs_cpu': {k: difference(gpu[k], cpu[k]) for k in sorted(cpu)},
         'gpu_vs_torch': {'adjoint.Wq': difference(gpu['adjoint.Wq'], torch_wq.cpu().numpy().ravel()),
                          'adjoint.Wk': difference(gpu['adjoint.Wk'], torch_wk.cpu().numpy().ravel())},

@@ -107,6 +107,22 @@ Status energy::copyFromDevice(void *destination, const void *source,
   return Status::success();
 }
 
+Status energy::copyWithinDevice(void *destination, const void *source,
+                                size_t bytes) {
+  if (!bytes)
+    return Status::success();
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return Status::error(error);
+  const DriverApi &api = driverApi();
+  if (CUresult result =
+          api.memcpy(reinterpret_cast<CUdeviceptr>(destination),
+                     reinterpret_cast<CUdeviceptr>(source), bytes);
+      result != kSuccess)
+    return Status::error("CUDA: cannot copy " + std::to_string(bytes) +
+                         " bytes on the device: " + api.describe(result));
+  return Status::success();
+}
+
 bool energy::cudaTracing() {
   static const bool tracing =
       energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_TRACE"));

@@ -180,6 +180,7 @@ Status Session::bind(const std::string &name, const Tensor &value,
       boundOnDevice.insert(name);
       return Status::success();
     }
+    residentOnDevice[*index] = false;
     return copyFromDevice(buffers[*index].data(), value.data(),
                           value.byteSize())
         .withContext("tensor '" + name + "'");
@@ -201,6 +202,7 @@ Status Session::bind(const std::string &name, const Tensor &value,
     // Into the buffer the kernels use, on the device.
     copyToDevice(buffers[*index].data(), converted.data(),
                  converted.byteSize());
+    residentOnDevice[*index] = false;
   } else if (prepared)
     buffers[*index] = std::move(converted);
   else {
@@ -370,6 +372,7 @@ Status Session::prepare() {
     buffers.push_back(std::move(*value));
   bound.clear();
   boundOnDevice.clear();
+  residentOnDevice.assign(buffers.size(), false);
   prepared = true;
   if (owner.state->backwardStep.function)
     for (size_t i = 0; i < manifest.buffers.size(); ++i)
@@ -398,6 +401,7 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 const Tensor &Session::readBuffer(size_t index) {
   const Tensor &buffer = buffers[index];
   if (deviceMemory) {
+    residentOnDevice[index] = false;
     auto start = std::chrono::steady_clock::now();
     prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false);
     if (cudaTracing())
@@ -416,20 +420,25 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   std::vector<void *> pointers;
   bool tracing = deviceMemory && cudaTracing();
   auto start = std::chrono::steady_clock::now();
-  size_t bytes = 0;
-  for (Tensor &buffer : buffers) {
+  size_t bytes = 0, moved = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    Tensor &buffer = buffers[i];
     pointers.push_back(buffer.data());
-    bytes += buffer.byteSize();
-    if (deviceMemory)
+    // Moving what is there already costs the driver a walk of its pages.
+    if (deviceMemory && !residentOnDevice[i]) {
       prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+      residentOnDevice[i] = true;
+      bytes += buffer.byteSize();
+      ++moved;
+    }
   }
   for (auto [index, data] : readElsewhere)
     pointers[index] = data;
   if (tracing) {
     synchronizeDevice();
-    trace("energy-cuda: the buffers to the device: %zu buffers, %zu bytes, "
-          "%.3f ms",
-          buffers.size(), bytes, millisecondsSince(start));
+    trace("energy-cuda: the buffers to the device: %zu of %zu buffers, %zu "
+          "bytes, %.3f ms",
+          moved, buffers.size(), bytes, millisecondsSince(start));
     start = std::chrono::steady_clock::now();
   }
   double ignored = 0;
@@ -619,7 +628,11 @@ Expected<const Tensor *> Session::computeGradient(const std::string &tensor) {
   CallScope scope(*this);
   if (Status status = evaluate(kernel->second); !status)
     return status;
-  return &buffers[*owner.manifest().findGradientBuffer(tensor)];
+  size_t index = *owner.manifest().findGradientBuffer(tensor);
+  // Handed out: where it is read next is the caller's choice.
+  if (deviceMemory)
+    residentOnDevice[index] = false;
+  return &buffers[index];
 }
 
 Expected<size_t> Session::valueBuffer(const std::string &name) {
@@ -658,6 +671,7 @@ Expected<Tensor *> Session::deviceBuffer(const std::string &name) {
     return index.status();
   Tensor &buffer = buffers[*index];
   prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  residentOnDevice[*index] = false;
   return &buffer;
 }
 

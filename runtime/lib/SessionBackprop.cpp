@@ -19,9 +19,10 @@
 using namespace energy;
 
 void Session::overwriteBuffer(size_t index, const Tensor &value) {
-  if (deviceMemory)
+  if (deviceMemory) {
     copyToDevice(buffers[index].data(), value.data(), value.byteSize());
-  else
+    residentOnDevice[index] = false;
+  } else
     std::memcpy(buffers[index].data(), value.data(), value.byteSize());
 }
 
@@ -61,8 +62,7 @@ namespace energy {
 class SessionBackpropTarget : public BackpropTarget {
 public:
   SessionBackpropTarget(Session &session, BackwardHooks *given)
-      : session(session), hooks(given ? *given : none),
-        inPlace(!given && !session.deviceMemory) {
+      : session(session), hooks(given ? *given : none), inPlace(!given) {
     const Manifest &manifest = session.owner.manifest();
     for (size_t i = 0; i < manifest.buffers.size(); ++i)
       if (isForwardState(manifest.buffers[i]) &&
@@ -146,6 +146,8 @@ public:
     if (slots.size() <= slot)
       slots.resize(slot + 1);
     std::vector<Tensor> &saved = slots[slot];
+    if (session.deviceMemory)
+      return saveOnDevice(slot);
     saved.resize(states.size());
     for (size_t k = 0; k < states.size(); ++k) {
       const Tensor &value = session.readBuffer(states[k]);
@@ -158,13 +160,65 @@ public:
     }
     return Status::success();
   }
+  /// On a GPU the snapshots stay there, copied by the driver in order with
+  /// the kernels: no state passes through the host.
+  Status saveOnDevice(size_t slot) {
+    std::vector<Tensor> &saved = slots[slot];
+    std::vector<bool> &ready = session.snapshotsOnDevice;
+    if (ready.size() <= slot)
+      ready.resize(slot + 1, false);
+    bool fits = ready[slot] && saved.size() == states.size();
+    for (size_t k = 0; fits && k < states.size(); ++k)
+      fits = saved[k].shape() == session.buffers[states[k]].shape() &&
+             saved[k].dtype() == session.buffers[states[k]].dtype();
+    if (!fits) {
+      ready[slot] = false;
+      saved.clear();
+      for (size_t k = 0; k < states.size(); ++k) {
+        const Tensor &value = session.buffers[states[k]];
+        Expected<Tensor> snapshot = Tensor::allocate(
+            value.dtype(), value.shape(), *session.deviceMemory);
+        if (!snapshot)
+          return snapshot.status().withContext(
+              "a snapshot of " +
+              session.owner.manifest().buffers[states[k]].name);
+        prefetchManaged(snapshot->data(), snapshot->byteSize(),
+                        /*toDevice=*/true);
+        saved.push_back(std::move(*snapshot));
+      }
+      ready[slot] = true;
+    }
+    for (size_t k = 0; k < states.size(); ++k) {
+      const Tensor &value = session.buffers[states[k]];
+      if (Status status =
+              copyWithinDevice(saved[k].data(), value.data(), value.byteSize());
+          !status)
+        return status.withContext(
+            "saving " + session.owner.manifest().buffers[states[k]].name);
+    }
+    // Before anything on the host's threads may write the state.
+    synchronizeDevice();
+    return Status::success();
+  }
   Status restore(size_t slot) override {
-    for (size_t k = 0; k < states.size(); ++k)
-      session.overwriteBuffer(states[k], slots[slot][k]);
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (!session.deviceMemory) {
+        session.overwriteBuffer(states[k], slots[slot][k]);
+        continue;
+      }
+      Tensor &buffer = session.buffers[states[k]];
+      if (Status status = copyWithinDevice(buffer.data(), slots[slot][k].data(),
+                                           buffer.byteSize());
+          !status)
+        return status.withContext(
+            "restoring " + session.owner.manifest().buffers[states[k]].name);
+    }
+    if (session.deviceMemory)
+      synchronizeDevice();
     return hooks.restored();
   }
-  /// With no hooks to see the buffers, on the host: the backward step reads
-  /// the snapshot where it is (the last one, slot 0, is copied back).
+  /// With no hooks to see the buffers: the backward step reads the
+  /// snapshot where it is (the last one, slot 0, is copied back).
   Status restoreForBackward(size_t slot) override {
     if (!inPlace || slot == 0)
       return restore(slot);
@@ -327,5 +381,6 @@ Expected<const Tensor *> Session::deviceAdjoint(const std::string &name) {
     return index.status();
   const Tensor &buffer = buffers[*index];
   prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  residentOnDevice[*index] = false;
   return &buffer;
 }

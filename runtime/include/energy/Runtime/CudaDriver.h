@@ -54,6 +54,11 @@ void copyToDevice(void *destination, const void *source, size_t bytes);
 /// The driver's error when it cannot.
 Status copyFromDevice(void *destination, const void *source, size_t bytes);
 
+/// Copies `bytes` between two buffers of managed memory (from
+/// cudaManagedMemory) with the driver's copy, in order with the kernels
+/// and without waiting for it; the driver's error when it cannot.
+Status copyWithinDevice(void *destination, const void *source, size_t bytes);
+
 /// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU report how
 /// long moving their buffers and each kernel function took (Log.h), beside
 /// the support library's launch times.

@@ -339,12 +339,18 @@ private:
   /// consts, result: 8 bytes each).
   std::optional<TensorMemory> deviceMemory;
   std::optional<Tensor> deviceArguments;
+  /// For a CUDA artifact, by buffer: moved to the GPU by a call and not
+  /// handed out or written by the host since (a call moves the others).
+  std::vector<bool> residentOnDevice;
   void *stream = nullptr;
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
   /// The states a backward call's schedule saved, by slot: kept between
   /// calls, so that the next one copies into the same memory.
   std::vector<std::vector<Tensor>> snapshots;
+  /// For a CUDA artifact, by slot: its snapshots are in managed memory, on
+  /// the GPU.
+  std::vector<bool> snapshotsOnDevice;
   /// For a model with a loss: each state's value when the buffers were set
   /// up (resetStates), by buffer position.
   std::map<size_t, Tensor> initialStates;
