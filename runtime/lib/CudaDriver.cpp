@@ -85,28 +85,6 @@ void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
     std::memcpy(destination, source, bytes);
 }
 
-Status energy::copyFromDevice(void *destination, const void *source,
-                              size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  if (std::string error = makeContextCurrent(); !error.empty())
-    return Status::error(error);
-  const DriverApi &api = driverApi();
-  prefetchManaged(destination, bytes, /*toDevice=*/true);
-  if (CUresult result =
-          api.memcpy(reinterpret_cast<CUdeviceptr>(destination),
-                     reinterpret_cast<CUdeviceptr>(source), bytes);
-      result != kSuccess)
-    return Status::error("CUDA: cannot copy " + std::to_string(bytes) +
-                         " bytes on the device: " + api.describe(result));
-  // A copy between device addresses returns before it is done; the
-  // source's owner may reuse its memory once this returns.
-  if (CUresult result = api.ctxSynchronize(); result != kSuccess)
-    return Status::error("CUDA: copying on the device: " +
-                         api.describe(result));
-  return Status::success();
-}
-
 Status energy::copyWithinDevice(void *destination, const void *source,
                                 size_t bytes) {
   if (!bytes)
@@ -120,6 +98,20 @@ Status energy::copyWithinDevice(void *destination, const void *source,
       result != kSuccess)
     return Status::error("CUDA: cannot copy " + std::to_string(bytes) +
                          " bytes on the device: " + api.describe(result));
+  return Status::success();
+}
+
+Status energy::copyFromDevice(void *destination, const void *source,
+                              size_t bytes) {
+  prefetchManaged(destination, bytes, /*toDevice=*/true);
+  if (Status status = copyWithinDevice(destination, source, bytes); !status)
+    return status;
+  // A copy between device addresses returns before it is done; the
+  // source's owner may reuse its memory once this returns.
+  if (bytes)
+    if (CUresult result = driverApi().ctxSynchronize(); result != kSuccess)
+      return Status::error("CUDA: copying on the device: " +
+                           driverApi().describe(result));
   return Status::success();
 }
 
