@@ -203,9 +203,13 @@ std::vector<std::string> Model::lossNames() const {
 
 std::vector<std::string> Model::adjointNames() const {
   std::vector<std::string> names;
-  for (const ManifestBuffer &buffer : manifest().buffers)
-    if (buffer.adjointOf)
+  for (const ManifestBuffer &buffer : manifest().buffers) {
+    if (!buffer.adjointOf)
+      continue;
+    std::optional<size_t> of = manifest().findBuffer(*buffer.adjointOf);
+    if (of && isModelTensor(manifest().buffers[*of]))
       names.push_back(*buffer.adjointOf);
+  }
   return names;
 }
 

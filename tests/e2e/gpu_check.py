@@ -231,8 +231,12 @@ def check_case(bundle, model, dtype, arguments, loss_dims):
                         comparisons.append({'energy': ([json.loads(output)['energy']],
                                                        [json.load(f)['energy']])})
                     continue
-                ours = read_safetensors(out)
-                theirs = read_safetensors(reference + '.%s.safetensors' % name)
+                # The forward state and outputs: the backward program's
+                # buffers (zeros here) depend on how it was compiled (a
+                # change of variables moves a state's cotangent to its image).
+                ours, theirs = ({t: v for t, v in read_safetensors(path).items()
+                                 if not t.endswith(('.adjoint', '.cotangent'))}
+                                for path in (out, reference + '.%s.safetensors' % name))
                 if sorted(ours) != sorted(theirs):
                     raise RuntimeError('%s: tensors %s, interpreter %s' % (
                         name, sorted(ours), sorted(theirs)))

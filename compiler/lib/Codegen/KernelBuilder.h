@@ -249,14 +249,19 @@ public:
   // run at full width whatever the trip count.
   //===--------------------------------------------------------------------===//
 
-  /// Elements of a 64-byte vector.
-  int vectorLanes() { return 512 / context.elementType.getWidth(); }
+  /// Elements of a 64-byte vector; one in loops for a GPU (deviceLoops()),
+  /// whose threads each take an element, so that a warp's reads are
+  /// adjacent.
+  int vectorLanes() {
+    return deviceLoops() ? 1 : 512 / context.elementType.getWidth();
+  }
   /// `lanes` elements at `base + offset` (a scalar when lanes is 1).
   Value loadLanes(Value base, Value offset, int lanes);
   void storeLanes(Value value, Value base, Value offset, int lanes);
   /// `scalar` in every lane.
   Value splat(Value scalar, int lanes);
-  /// Runs `body(offset, lanes)` over [0, count): vectors, then scalars.
+  /// Runs `body(offset, lanes)` over [0, count): vectors, then scalars
+  /// (one loop of scalars when vectorLanes() is 1).
   void forLanes(Value count, function_ref<void(Value, int)> body);
   /// `combine` folded over [0, count) of `term(offset, lanes)` from
   /// `identity`: a vector accumulator, `horizontal` of it, then the scalar
@@ -265,6 +270,10 @@ public:
                   function_ref<Value(Value, Value)> combine,
                   function_ref<Value(Value)> horizontal,
                   function_ref<Value(Value, int)> term);
+  /// `initial` combined with `term(offset, 1)` for offsets [from, count).
+  Value foldScalars(Value from, Value count, Value initial,
+                    function_ref<Value(Value, Value)> combine,
+                    function_ref<Value(Value, int)> term);
   /// Σ over [0, count) of `term(offset, lanes)`.
   Value sumLanes(Value count, function_ref<Value(Value, int)> term);
   /// The largest `term(offset, lanes)` over [0, count) by `largerOf` (a NaN

@@ -522,6 +522,21 @@ static bool fromZeroByOne(scf::ForOp loop) {
          matchPattern(loop.getStep(), m_One());
 }
 
+/// For the GPU: an element-wise loop from 0 by 1 that is all its parallel
+/// parent loop does besides pure operations is marked parallel too, so that
+/// coalesceParallelBand gives each of its elements a thread (a warp's
+/// threads then take adjacent elements) rather than each thread a loop over
+/// them (a row of a head's table per thread, say).
+static void joinParallelParent(scf::ForOp loop) {
+  auto parent = dyn_cast<scf::ForOp>(loop->getParentOp());
+  if (!parent || !parent->hasAttr(kParallelAttr) || !fromZeroByOne(loop))
+    return;
+  for (Operation &op : parent.getBody()->without_terminator())
+    if (&op != loop.getOperation() && (op.getNumRegions() > 0 || !isPure(&op)))
+      return;
+  markParallel(loop);
+}
+
 /// For the GPU: `loop` (marked, from 0 by 1) and the marked loops from 0 by
 /// 1 perfectly nested in it whose trip counts do not depend on the nest, as
 /// one loop over all their positions (row-major), so that its kernel gets a
@@ -609,10 +624,11 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
   });
   for (scf::ForOp loop : elementwise) {
     loop->removeAttr(kElementwiseAttr);
-    if (!gpuKernels || loop->getParentOfType<scf::ForOp>() ||
-        !loop.getInitArgs().empty())
+    if (!gpuKernels || !loop.getInitArgs().empty())
       continue;
-    if (!mergeWithTail(loop))
+    if (loop->getParentOfType<scf::ForOp>())
+      joinParallelParent(loop);
+    else if (!mergeWithTail(loop))
       normaliseToParallel(loop);
   }
   // Remainders whose vector loops stayed (nested in another loop): alone.

@@ -44,6 +44,11 @@ Value KernelBuilder::splat(Value scalar, int lanes) {
 
 void KernelBuilder::forLanes(Value count, function_ref<void(Value, int)> body) {
   int lanes = vectorLanes();
+  if (lanes == 1) {
+    markElementwise(
+        forSteps(index(0), count, index(1), [&](Value at) { body(at, 1); }));
+    return;
+  }
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
       index(lanes));
@@ -61,7 +66,10 @@ Value KernelBuilder::foldLanes(Value count, Value identity,
                                function_ref<Value(Value)> horizontal,
                                function_ref<Value(Value, int)> term) {
   int lanes = vectorLanes();
-  Value full = arith::MulIOp::create(
+  Value full = index(0), total = identity;
+  if (lanes == 1)
+    return foldScalars(full, count, total, combine, term);
+  full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, count, index(lanes)),
       index(lanes));
   auto vectors = scf::ForOp::create(b, loc, index(0), full, index(lanes),
@@ -74,17 +82,21 @@ Value KernelBuilder::foldLanes(Value count, Value identity,
                          term(vectors.getInductionVar(), lanes));
     scf::YieldOp::create(b, loc, next);
   }
-  Value total = horizontal(vectors.getResult(0));
+  total = horizontal(vectors.getResult(0));
+  return foldScalars(full, count, total, combine, term);
+}
+
+Value KernelBuilder::foldScalars(Value from, Value count, Value initial,
+                                 function_ref<Value(Value, Value)> combine,
+                                 function_ref<Value(Value, int)> term) {
   auto scalars =
-      scf::ForOp::create(b, loc, full, count, index(1), ValueRange{total});
+      scf::ForOp::create(b, loc, from, count, index(1), ValueRange{initial});
   dropImplicitYield(scalars);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(scalars.getBody());
-    Value next = combine(scalars.getRegionIterArgs()[0],
-                         term(scalars.getInductionVar(), 1));
-    scf::YieldOp::create(b, loc, next);
-  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(scalars.getBody());
+  Value next = combine(scalars.getRegionIterArgs()[0],
+                       term(scalars.getInductionVar(), 1));
+  scf::YieldOp::create(b, loc, next);
   return scalars.getResult(0);
 }
 

@@ -78,7 +78,9 @@ public:
   /// The energy terms whose energies Session::termEnergy gives (sorted).
   std::vector<std::string> termNames() const;
   /// Its losses, and the tensors whose derivatives a backward run gives
-  /// (every param and state of a model with a loss), in manifest order.
+  /// (every param and state of a model with a loss, not the states a call
+  /// keeps for itself, such as a change of variables' images), in manifest
+  /// order.
   std::vector<std::string> lossNames() const;
   std::vector<std::string> adjointNames() const;
 
