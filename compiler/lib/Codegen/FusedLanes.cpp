@@ -75,13 +75,49 @@ bool KernelLowering::isLaneWise(Operation *op) {
   });
 }
 
-bool KernelLowering::isFusedIntoUser(Operation *op) {
+/// Whether anything from `first` up to `last` (not included), in one block,
+/// writes memory or holds a loop.
+static bool writesBetween(Operation *first, Operation *last) {
+  for (Operation *between = first; between != last;
+       between = between->getNextNode())
+    if (between->getNumRegions() != 0 ||
+        isa<AccumulateOp, StoreOp, GradOp>(between))
+      return true;
+  return false;
+}
+
+Operation *KernelLowering::fusionLoop(Operation *op, bool sharedToo,
+                                      int depth) {
+  if (!isFusedIntoUser(op, sharedToo))
+    return op;
+  if (depth == 0)
+    return nullptr;
+  return fusionLoop(*op->getResult(0).getUsers().begin(), sharedToo, depth - 1);
+}
+
+bool KernelLowering::isFusedIntoUser(Operation *op, bool sharedToo) {
   if (!isLaneWise(op))
     return false;
   Value result = op->getResult(0);
-  if (cast<ArrayType>(result.getType()).isScalar() || result.use_empty() ||
-      !llvm::all_equal(result.getUsers()))
+  if (cast<ArrayType>(result.getType()).isScalar() || result.use_empty())
     return false;
+  if (!llvm::all_equal(result.getUsers())) {
+    if (!sharedToo)
+      return false;
+    // Several element-wise users whose lanes one loop computes.
+    Operation *loop = nullptr;
+    for (Operation *user : result.getUsers()) {
+      if (user->getBlock() != op->getBlock() || !isLaneWise(user) ||
+          user->getResult(0).getType() != result.getType())
+        return false;
+      Operation *reached = fusionLoop(user, sharedToo);
+      if (!reached || (loop && reached != loop))
+        return false;
+      loop = reached;
+    }
+    return loop->getBlock() == op->getBlock() && op->isBeforeInBlock(loop) &&
+           !writesBetween(op->getNextNode(), loop);
+  }
   Operation *user = *result.getUsers().begin();
   bool laneWiseUser =
       isLaneWise(user) && user->getResult(0).getType() == result.getType();
@@ -94,18 +130,18 @@ bool KernelLowering::isFusedIntoUser(Operation *op) {
       !(laneWiseUser || dotOfLanes || sumOfLanes ||
         isa<AccumulateOp, StoreOp>(user)))
     return false;
-  for (Operation *between = op->getNextNode(); between != user;
-       between = between->getNextNode())
-    if (between->getNumRegions() != 0 ||
-        isa<AccumulateOp, StoreOp, GradOp>(between))
-      return false;
-  return true;
+  return !writesBetween(op->getNextNode(), user);
 }
 
 Value KernelLowering::laneValue(Value value, Value offset, int lanes) {
-  if (state.fusedIntoUser.contains(value))
-    return laneOp(value.getDefiningOp(), offset, lanes);
-  return lanesAt(get(value), offset, lanes);
+  if (!state.fusedIntoUser.contains(value))
+    return lanesAt(get(value), offset, lanes);
+  auto known = state.fusedLanes.find({value, offset});
+  if (known != state.fusedLanes.end())
+    return known->second;
+  Value computed = laneOp(value.getDefiningOp(), offset, lanes);
+  state.fusedLanes[{value, offset}] = computed;
+  return computed;
 }
 
 Value KernelLowering::laneOp(Operation *op, Value offset, int lanes) {
@@ -123,8 +159,8 @@ Value KernelLowering::laneOp(Operation *op, Value offset, int lanes) {
 void codegen::populateFusedLaneLowerings(KernelLoweringPatterns &patterns) {
   patterns.addGeneric(
       kFusedBenefit,
-      [](Operation *op, KernelLowering &) {
-        return KernelLowering::isFusedIntoUser(op);
+      [](Operation *op, KernelLowering &kernel) {
+        return KernelLowering::isFusedIntoUser(op, kernel.deviceLoops());
       },
       [](Operation *op, KernelLowering &kernel) {
         kernel.markFused(op->getResult(0));

@@ -57,6 +57,9 @@ struct LoweringState {
   /// Element-wise values that their one user, element-wise too, computes
   /// lanes of in its own loop (no array of their own): isFusedIntoUser.
   llvm::DenseSet<Value> fusedIntoUser;
+  /// The lanes of a fused value already computed in a loop, by value and
+  /// the loop's offset: a value several fused users read is computed once.
+  DenseMap<std::pair<Value, Value>, Value> fusedLanes;
   /// The lowered index and predicate values.
   IRMapping integers;
   /// Lets computed so far in the current statement scope.
@@ -157,8 +160,15 @@ public:
   /// its one user (of one operand or more), later in the block, is
   /// element-wise of the same type, a dot product of two such arrays, a sum
   /// (mean, norm) of its elements, or accumulates or stores it, and nothing
-  /// between them writes memory or holds a loop.
-  static bool isFusedIntoUser(Operation *op);
+  /// between them writes memory or holds a loop. With `sharedToo` (loops of
+  /// one lane, deviceLoops()), also where its users are several element-wise
+  /// ops of its type whose lanes one loop computes (fusionLoop): that loop
+  /// computes each of its elements once, for all of them.
+  static bool isFusedIntoUser(Operation *op, bool sharedToo = false);
+  /// The op whose loop computes `op`'s lanes: `op` itself unless it is
+  /// fused into its users; null where no one loop does within `depth`
+  /// users.
+  static Operation *fusionLoop(Operation *op, bool sharedToo, int depth = 16);
   /// Whether `value` is computed lane by lane in its user's loop.
   bool isFused(Value value) { return state.fusedIntoUser.contains(value); }
   void markFused(Value value) { state.fusedIntoUser.insert(value); }
