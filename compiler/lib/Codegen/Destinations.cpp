@@ -80,7 +80,7 @@ Operation *KernelLowering::computeInto(Block &body, Value value,
       cast<ArrayType>(value.getType()).isScalar())
     return nullptr;
   if (!isa<TabulateOp, BatchMatmulOp>(producer) &&
-      !(isLaneWise(producer) && !isFusedIntoUser(producer, deviceLoops())))
+      !(isLaneWise(producer) && !isFusedIntoUser(producer)))
     return nullptr;
   state.destinations[producer] = destination();
   return producer;

@@ -86,23 +86,30 @@ static bool writesBetween(Operation *first, Operation *last) {
   return false;
 }
 
-Operation *KernelLowering::fusionLoop(Operation *op, bool sharedToo,
-                                      int depth) {
-  if (!isFusedIntoUser(op, sharedToo))
-    return op;
-  if (depth == 0)
-    return nullptr;
-  return fusionLoop(*op->getResult(0).getUsers().begin(), sharedToo, depth - 1);
+Operation *KernelLowering::fusionLoop(Operation *op) {
+  while (isFusedIntoUser(op))
+    op = *op->getResult(0).getUsers().begin();
+  return op;
 }
 
-bool KernelLowering::isFusedIntoUser(Operation *op, bool sharedToo) {
+bool KernelLowering::isFusedIntoUser(Operation *op) {
+  auto known = state.fusedDecisions.find(op);
+  if (known != state.fusedDecisions.end())
+    return known->second;
+  // Users come later in the block: the recursion ends.
+  bool fused = decideFusedIntoUser(op);
+  state.fusedDecisions[op] = fused;
+  return fused;
+}
+
+bool KernelLowering::decideFusedIntoUser(Operation *op) {
   if (!isLaneWise(op))
     return false;
   Value result = op->getResult(0);
   if (cast<ArrayType>(result.getType()).isScalar() || result.use_empty())
     return false;
   if (!llvm::all_equal(result.getUsers())) {
-    if (!sharedToo)
+    if (!deviceLoops())
       return false;
     // Several element-wise users whose lanes one loop computes.
     Operation *loop = nullptr;
@@ -110,8 +117,8 @@ bool KernelLowering::isFusedIntoUser(Operation *op, bool sharedToo) {
       if (user->getBlock() != op->getBlock() || !isLaneWise(user) ||
           user->getResult(0).getType() != result.getType())
         return false;
-      Operation *reached = fusionLoop(user, sharedToo);
-      if (!reached || (loop && reached != loop))
+      Operation *reached = fusionLoop(user);
+      if (loop && reached != loop)
         return false;
       loop = reached;
     }
@@ -160,7 +167,7 @@ void codegen::populateFusedLaneLowerings(KernelLoweringPatterns &patterns) {
   patterns.addGeneric(
       kFusedBenefit,
       [](Operation *op, KernelLowering &kernel) {
-        return KernelLowering::isFusedIntoUser(op, kernel.deviceLoops());
+        return kernel.isFusedIntoUser(op);
       },
       [](Operation *op, KernelLowering &kernel) {
         kernel.markFused(op->getResult(0));

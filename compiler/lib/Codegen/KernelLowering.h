@@ -60,6 +60,8 @@ struct LoweringState {
   /// The lanes of a fused value already computed in a loop, by value and
   /// the loop's offset: a value several fused users read is computed once.
   DenseMap<std::pair<Value, Value>, Value> fusedLanes;
+  /// isFusedIntoUser's decisions so far.
+  DenseMap<Operation *, bool> fusedDecisions;
   /// The lowered index and predicate values.
   IRMapping integers;
   /// Lets computed so far in the current statement scope.
@@ -160,15 +162,16 @@ public:
   /// its one user (of one operand or more), later in the block, is
   /// element-wise of the same type, a dot product of two such arrays, a sum
   /// (mean, norm) of its elements, or accumulates or stores it, and nothing
-  /// between them writes memory or holds a loop. With `sharedToo` (loops of
-  /// one lane, deviceLoops()), also where its users are several element-wise
-  /// ops of its type whose lanes one loop computes (fusionLoop): that loop
-  /// computes each of its elements once, for all of them.
-  static bool isFusedIntoUser(Operation *op, bool sharedToo = false);
+  /// between them writes memory or holds a loop. In loops of one lane
+  /// (deviceLoops()), also where its users are several element-wise ops of
+  /// its type whose lanes one loop computes (fusionLoop): that loop computes
+  /// each of its elements once, for all of them. Decided once an op.
+  bool isFusedIntoUser(Operation *op);
   /// The op whose loop computes `op`'s lanes: `op` itself unless it is
-  /// fused into its users; null where no one loop does within `depth`
-  /// users.
-  static Operation *fusionLoop(Operation *op, bool sharedToo, int depth = 16);
+  /// fused into its users.
+  Operation *fusionLoop(Operation *op);
+  /// isFusedIntoUser's decision, made.
+  bool decideFusedIntoUser(Operation *op);
   /// Whether `value` is computed lane by lane in its user's loop.
   bool isFused(Value value) { return state.fusedIntoUser.contains(value); }
   void markFused(Value value) { state.fusedIntoUser.insert(value); }
