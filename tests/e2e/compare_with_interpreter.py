@@ -3,11 +3,15 @@
 
 For one model: the energy, the gradient of every tensor, the state, optimizer
 state and outputs after a fixed number of steps, each computed by
-`energy-run ARTIFACT` (compiled) and `energy-run ARTIFACT --interp` (the
-interpreter running the source the artifact embeds), from the same initial
-values (--init random:SEED). Exits non-zero, naming the quantity, when they
-differ by more than the tolerance. The compiled results on 1 and on 3 threads
-must be the same bits.
+`energy-exec ARTIFACT` (the compiled kernels, through the runner that links
+only the runtime: it starts in milliseconds) and `energy-run ARTIFACT
+--interp` (the interpreter running the source the artifact embeds), from the
+same initial values (--init random:SEED). Exits non-zero, naming the
+quantity, when they differ by more than the tolerance. The compiled results
+on 1 and on 3 threads (ENERGY_NUM_THREADS) must be the same bits.
+
+Usage: compare_with_interpreter.py ENERGY_RUN ENERGY_EXEC ARTIFACT DTYPE STEPS
+       [--dim=NAME=SIZE]... [--wrt a,b]
 
 Tolerances (relative, on the max norm of the difference over the max norm of
 the interpreter's value, floored at 1e-3 so values near zero compare
@@ -29,9 +33,13 @@ import tempfile
 
 def read_safetensors(path):
     with open(path, 'rb') as f:
-        (length,) = struct.unpack('<Q', f.read(8))
-        header = json.loads(f.read(length))
-        data = f.read()
+        return parse_safetensors(f.read())
+
+
+def parse_safetensors(contents):
+    (length,) = struct.unpack('<Q', contents[:8])
+    header = json.loads(contents[8:8 + length])
+    data = contents[8 + length:]
     tensors = {}
     for name, info in header.items():
         if name == '__metadata__':
@@ -43,8 +51,9 @@ def read_safetensors(path):
     return tensors
 
 
-def run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run(command, env=None):
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env=None if env is None else dict(os.environ, **env))
     if result.returncode != 0:
         sys.exit('FAILED: %s\n%s%s' % (' '.join(command), result.stdout, result.stderr))
     return result.stdout
@@ -62,61 +71,52 @@ def compare(label, compiled, reference, tolerance):
 
 
 def main():
-    energy_run, artifact, dtype, steps = sys.argv[1:5]
-    rest = sys.argv[5:]
+    energy_run, energy_exec, artifact, dtype, steps = sys.argv[1:6]
+    rest = sys.argv[6:]
     wrt = rest[rest.index('--wrt') + 1] if '--wrt' in rest else None
     dims = [a for a in rest if a.startswith('--dim=')]
     tolerance = {'f64': 1e-10, 'f32': 2e-3}[dtype]
     common = dims + ['--init', 'random:7']
-    both = [([energy_run, artifact], 'compiled'),
-            ([energy_run, artifact, '--interp'], 'interpreted')]
-
-    energies = [json.loads(run(cmd + common + ['--eval', 'energy', '--json']))['energy']
-                for cmd, _ in both]
-    compare('energy', [energies[0]], [energies[1]], tolerance)
-
+    evaluations = [('energy', ['--eval', 'energy', '--json'], False)]
     if wrt:
-        grads = [json.loads(run(cmd + common + ['--eval', 'grad', '--json', '--wrt', wrt]))
-                 for cmd, _ in both]
-        for name in sorted(grads[1]):
-            compare(name, grads[0][name]['data'], grads[1][name]['data'], tolerance)
-
+        evaluations.append(('grad', ['--eval', 'grad', '--wrt', wrt], True))
     if int(steps) > 0:
-        with tempfile.TemporaryDirectory() as directory:
-            files = []
-            for cmd, label in both:
-                path = os.path.join(directory, label + '.safetensors')
-                run(cmd + common + ['--eval', 'run', '--steps', steps, '--out', path])
-                files.append(read_safetensors(path))
-            if sorted(files[0]) != sorted(files[1]):
-                sys.exit('run outputs differ in names: %s vs %s' % (sorted(files[0]), sorted(files[1])))
-            for name in sorted(files[1]):
-                compare('after %s steps: %s' % (steps, name), files[0][name], files[1][name], tolerance)
-
-    compare_thread_counts(energy_run, artifact, common, wrt, steps)
-
-
-def compare_thread_counts(energy_run, artifact, common, wrt, steps):
-    """The compiled results on 1 and on 3 threads are the same bits."""
+        evaluations.append(('run', ['--eval', 'run', '--steps', steps], True))
     with tempfile.TemporaryDirectory() as directory:
-        results = []
-        for threads in ('1', '3'):
-            command = [energy_run, artifact, '--threads', threads] + common
-            result = run(command + ['--eval', 'energy', '--json']).encode()
-            evaluations = []
-            if wrt:
-                evaluations.append(['--eval', 'grad', '--wrt', wrt])
-            if int(steps) > 0:
-                evaluations.append(['--eval', 'run', '--steps', steps])
-            for evaluation in evaluations:
-                path = os.path.join(directory, 'threads%s.safetensors' % threads)
-                run(command + evaluation + ['--out', path])
-                with open(path, 'rb') as f:
-                    result += f.read()
-            results.append(result)
-        if results[0] != results[1]:
-            sys.exit('the compiled results on 1 and on 3 threads differ')
-        print('%-40s identical' % 'results on 1 and 3 threads')
+        def evaluate(command, env, label, arguments, to_file):
+            if not to_file:
+                return run(command + common + arguments, env).encode()
+            path = os.path.join(directory, label + '.safetensors')
+            run(command + common + arguments + ['--out', path], env)
+            with open(path, 'rb') as f:
+                return f.read()
+
+        def compiled(threads, what, arguments, to_file):
+            return evaluate([energy_exec, artifact], {'ENERGY_NUM_THREADS': threads},
+                            '%s-threads%s' % (what, threads), arguments, to_file)
+
+        for what, arguments, to_file in evaluations:
+            one_thread = compiled('1', what, arguments, to_file)
+            interpreted = evaluate([energy_run, artifact, '--interp'], None,
+                                   what + '-interpreted', arguments, to_file)
+            compare_results(what, steps, one_thread, interpreted, tolerance)
+            if compiled('3', what, arguments, to_file) != one_thread:
+                sys.exit('the compiled %s on 1 and on 3 threads differ' % what)
+    print('%-40s identical' % 'results on 1 and 3 threads')
+
+
+def compare_results(what, steps, compiled, interpreted, tolerance):
+    """Compares one evaluation's compiled and interpreted results."""
+    if what == 'energy':
+        energies = [json.loads(result)['energy'] for result in (compiled, interpreted)]
+        compare('energy', [energies[0]], [energies[1]], tolerance)
+        return
+    files = [parse_safetensors(result) for result in (compiled, interpreted)]
+    if sorted(files[0]) != sorted(files[1]):
+        sys.exit('%s outputs differ in names: %s vs %s' % (what, sorted(files[0]), sorted(files[1])))
+    for name in sorted(files[1]):
+        label = name if what == 'grad' else 'after %s steps: %s' % (steps, name)
+        compare(label, files[0][name], files[1][name], tolerance)
 
 
 if __name__ == '__main__':
