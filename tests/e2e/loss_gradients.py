@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compares a compiled loss gradient through the dynamics with the interpreter.
 
-For one model of tests/e2e/loss_models: `energy-run ARTIFACT --eval
+For one model of tests/e2e/loss_models: `energy-exec ARTIFACT --eval
 loss-grad` (the compiled forward run, losses and backward program under the
-checkpoint schedule) against `energy-run ARTIFACT --interp --eval loss-grad`
+checkpoint schedule, through the runner without the compiler) against `energy-run ARTIFACT --interp --eval loss-grad`
 (the interpreter running the embedded source's backward program), from the
 same initial values. The interpreter's backward program is itself checked
 against central finite differences (tests/unit/compiler/Dynamics/LossGradientTest);
@@ -13,6 +13,7 @@ and each adjoint must agree within compare_with_interpreter.py's tolerances
 is a few times as deep as the forward run, well inside that margin). The
 compiled adjoints with checkpoints, with every step stored
 (--store-all-steps), and on 1 and 3 threads must be the same bits.
+Usage: loss_gradients.py ENERGY_RUN ENERGY_EXEC ARTIFACT DTYPE [--dim=NAME=SIZE]...
 """
 import json
 import os
@@ -52,16 +53,19 @@ def out_files(commands):
 
 
 def main():
-    energy_run, artifact, dtype = sys.argv[1:4]
-    dims = sys.argv[4:]
+    energy_run, energy_exec, artifact, dtype = sys.argv[1:5]
+    dims = sys.argv[5:]
     tolerance = {'f64': 1e-10, 'f32': 2e-3}[dtype]
     common = dims + ['--init', 'random:5', '--eval', 'loss-grad']
-    compiled = json.loads(run([energy_run, artifact, '--json'] + common))
-    interpreted = json.loads(run([energy_run, artifact, '--interp', '--json'] + common))
-    compare_reports(compiled, interpreted, tolerance)
 
-    results = out_files([[energy_run, artifact] + extra + common for extra in (
-        ['--threads', '1'], ['--threads', '3'], ['--threads', '1', '--store-all-steps'])])
+    def compiled(threads, *extra):
+        return ['env', 'ENERGY_NUM_THREADS=' + threads, energy_exec, artifact] + list(extra)
+
+    interpreted = json.loads(run([energy_run, artifact, '--interp', '--json'] + common))
+    compare_reports(json.loads(run(compiled('1', '--json') + common)), interpreted, tolerance)
+
+    results = out_files([command + common for command in (
+        compiled('1'), compiled('3'), compiled('1', '--store-all-steps'))])
     if results[0] != results[1]:
         sys.exit('the compiled adjoints on 1 and on 3 threads differ')
     if results[0] != results[2]:

@@ -21,7 +21,7 @@ from common import (Compiled, Failures, check_gradients, main_arguments,
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 7, 'D': 6, 'H': 2}
     n, d, heads = dims['N'], dims['D'], dims['H']
     dh = d // heads
@@ -33,7 +33,7 @@ def main():
                'Wk': rng.standard_normal((heads, dh, d)),
                'bself': np.array(0.7), 'bcross': np.array(-0.4)}
     consts = {'tau': tau, 'eta': eta}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     check_gradients(failures, compiled, tensors,
                     ['x', 'h', 'Wq', 'Wk', 'bself', 'bcross'], seed=10,

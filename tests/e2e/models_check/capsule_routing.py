@@ -39,13 +39,13 @@ def energy(uhat, v):
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 6, 'M': 3, 'D': 4, 'Dp': 3}
     n, m, d, dp = dims['N'], dims['M'], dims['D'], dims['Dp']
     rng = np.random.default_rng(17)
     tensors = {'u': rng.standard_normal((n, d)), 'v': np.zeros((m, dp)),
                'W': 0.7 * rng.standard_normal((n, m, dp, d))}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     random_v = dict(tensors, v=rng.standard_normal((m, dp)))
     check_gradients(failures, compiled, random_v, ['u', 'v', 'W'], seed=14)

@@ -2,7 +2,7 @@
 
 Each check binds every tensor of a compiled f64 artifact from a safetensors
 file it writes (NumPy float64 values, so the compiled model and the NumPy
-reference see the same numbers), runs `energy-run` on it, and compares the
+reference see the same numbers), runs `energy-exec` on it, and compares the
 result with an independent NumPy float64 computation of the paper's
 equations. `check_gradients` compares the compiled gradients with central
 finite differences of the compiled energy.
@@ -65,10 +65,11 @@ def relative_error(a, b):
 
 
 class Compiled:
-    """A compiled artifact run by energy-run with every tensor bound."""
+    """A compiled artifact run by energy-exec (the runner without the
+    compiler, which starts in milliseconds) with every tensor bound."""
 
-    def __init__(self, energy_run, artifact, dims):
-        self.energy_run = energy_run
+    def __init__(self, energy_exec, artifact, dims):
+        self.energy_exec = energy_exec
         self.artifact = artifact
         self.dims = ['--dim=%s=%d' % (k, v) for k, v in dims.items()]
         self.directory = tempfile.mkdtemp(prefix='models_check_')
@@ -84,7 +85,7 @@ class Compiled:
         return arguments
 
     def _run(self, arguments):
-        command = [self.energy_run, self.artifact] + arguments
+        command = [self.energy_exec, self.artifact] + arguments
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             sys.exit('FAILED: %s\n%s%s' % (' '.join(command), result.stdout,
@@ -97,11 +98,12 @@ class Compiled:
         return json.loads(out)['energy']
 
     def grad(self, tensors, wrt, consts=None):
-        out = json.loads(self._run(self._bind(tensors, consts) +
-                                   ['--eval', 'grad', '--json', '--wrt',
-                                    ','.join(wrt)]))
-        return {name: np.array(out['grad.' + name]['data']).reshape(
-            out['grad.' + name]['shape']) for name in wrt}
+        self.count += 1
+        path = os.path.join(self.directory, 'grad%d.safetensors' % self.count)
+        self._run(self._bind(tensors, consts) +
+                  ['--eval', 'grad', '--wrt', ','.join(wrt), '--out', path])
+        out = read_safetensors(path)
+        return {name: out['grad.' + name] for name in wrt}
 
     def run(self, tensors, steps, consts=None):
         """The state tensors (optimizer state, `step`) after `steps` steps."""
@@ -125,7 +127,7 @@ def check_gradients(failures, compiled, tensors, wrt, seed, consts=None,
     is three orders above both, and an error of 1e-5 in one gradient entry
     is caught. A random direction sees an error in any entry (with
     probability 1); two of them and one coordinate per tensor, each probe
-    two runs of energy-run.
+    two runs of energy-exec.
     """
     rng = np.random.default_rng(seed)
     energy = compiled.energy(tensors, consts)
@@ -156,7 +158,7 @@ def check_gradients(failures, compiled, tensors, wrt, seed, consts=None,
 
 
 def main_arguments():
-    """energy-run and the f64 artifact, from the command line."""
+    """energy-exec and the f64 artifact, from the command line."""
     if len(sys.argv) != 3:
-        sys.exit('usage: %s ENERGY_RUN ARTIFACT.f64.so' % sys.argv[0])
+        sys.exit('usage: %s ENERGY_EXEC ARTIFACT.f64.so' % sys.argv[0])
     return sys.argv[1], sys.argv[2]

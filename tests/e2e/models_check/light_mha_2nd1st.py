@@ -62,7 +62,7 @@ def taylor_layer(z, hk, wq, wk, wv, wo_prime, eta, eps):
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 5, 'D': 6, 'H': 2, 'L': 2}
     n, d, heads, layers = dims['N'], dims['D'], dims['H'], dims['L']
     dh = d // heads
@@ -75,7 +75,7 @@ def main():
                'Wv': rng.standard_normal(shape),
                'Wo': 0.5 * rng.standard_normal((layers, heads, d, dh)),
                'tau': 0.3 * rng.standard_normal((layers, heads))}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
 
     check_gradients(failures, compiled, tensors, ['z', 'hk', 'Wq', 'Wk'],

@@ -67,7 +67,7 @@ def eq30_step(z, hk, wq, wk, temperature, eta):
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 5, 'D': 6, 'H': 2, 'L': 2}
     n, d, heads, layers = dims['N'], dims['D'], dims['H'], dims['L']
     dh = d // heads
@@ -79,7 +79,7 @@ def main():
                'Wq': 0.8 * rng.standard_normal((layers, heads, dh, d)),
                'Wk': 0.8 * rng.standard_normal((layers, heads, dh, d))}
     consts = {'eta': eta}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
 
     check_gradients(failures, compiled, tensors, ['z', 'hk', 'Wq', 'Wk'],

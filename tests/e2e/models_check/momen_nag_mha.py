@@ -39,7 +39,7 @@ def gradient(z, hk, wq, wk, temperature):
 
 
 def main():
-    energy_run, artifact, rule = sys.argv[1:4]
+    energy_exec, artifact, rule = sys.argv[1:4]
     dims = {'N': 5, 'D': 6, 'H': 2, 'L': 3}
     n, d, heads, layers = dims['N'], dims['D'], dims['H'], dims['L']
     dh = d // heads
@@ -54,7 +54,7 @@ def main():
         'Wk': rng.standard_normal((layers, heads, dh, d)),
     }
     consts = {'eta': eta, 'beta': beta}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
 
     check_gradients(failures, compiled, tensors, ['z', 'hk', 'Wq', 'Wk', 'h'],

@@ -22,7 +22,7 @@ from common import (Compiled, Failures, check_gradients, main_arguments,
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 6, 'D': 6, 'H': 2, 'R': 2}
     n, d, heads, rank = dims['N'], dims['D'], dims['H'], dims['R']
     dh = d // heads
@@ -36,7 +36,7 @@ def main():
                'U': 0.5 * rng.standard_normal((d, rank)),
                'V': 0.5 * rng.standard_normal((d, rank))}
     consts = {'tau': tau, 'eta': eta}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     check_gradients(failures, compiled, tensors,
                     ['x', 'h', 'Wq', 'Wk', 'd', 'U', 'V'], seed=6,

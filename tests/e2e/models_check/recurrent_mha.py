@@ -23,7 +23,7 @@ from common import (Compiled, Failures, check_gradients, main_arguments,
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 6, 'D': 6, 'H': 2, 'T': 2}
     n, d, heads = dims['N'], dims['D'], dims['H']
     dh = d // heads
@@ -34,7 +34,7 @@ def main():
                'Wq': rng.standard_normal((heads, dh, d)),
                'Wk': rng.standard_normal((heads, dh, d))}
     consts = {'tau': tau, 'eta': eta}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     check_gradients(failures, compiled, tensors, ['x', 'h', 'Wq', 'Wk'],
                     seed=8, consts=consts)

@@ -43,7 +43,7 @@ def round_(x, mu, wk, wq, lr=0.1):
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     # W_Q's solve needs sum_i (sum_j A_ji) mu_i mu_i^T invertible: S >= D.
     dims = {'N': 12, 'S': 5, 'D': 3}
     rng = np.random.default_rng(23)
@@ -52,7 +52,7 @@ def main():
                'Wk': np.eye(3) + 0.1 * rng.standard_normal((3, 3)),
                'Wq': np.eye(3) + 0.1 * rng.standard_normal((3, 3)),
                'A': np.zeros((12, 5))}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     check_gradients(failures, compiled, tensors, ['mu', 'Wk', 'Wq', 'x'], seed=31)
     mu, wk, wq = tensors['mu'], tensors['Wk'], tensors['Wq']

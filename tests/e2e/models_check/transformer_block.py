@@ -36,7 +36,7 @@ def silu_int(values):
 
 
 def main():
-    energy_run, artifact = main_arguments()
+    energy_exec, artifact = main_arguments()
     dims = {'N': 5, 'D': 6, 'H': 2, 'Dv': 8}
     n, d, heads, dv = dims['N'], dims['D'], dims['H'], dims['Dv']
     dh = d // heads
@@ -49,7 +49,7 @@ def main():
                'W': 0.5 * rng.standard_normal((dv, d)),
                'V': 0.5 * rng.standard_normal((dv, d))}
     consts = {'tau': tau, 'eta_attn': eta_attn, 'eta_mlp': eta_mlp}
-    compiled = Compiled(energy_run, artifact, dims)
+    compiled = Compiled(energy_exec, artifact, dims)
     failures = Failures()
     check_gradients(failures, compiled,
                     dict(tensors, u=0.3 * rng.standard_normal((n, d))),
