@@ -16,3 +16,6 @@ config.environment["PATH"] = path
 # The compile cache of the build's tests (cmake/TestCompileCache.cmake).
 config.environment["ENERGY_CACHE_DIR"] = config.energy_cache_dir
 config.substitutions.append(("%examples", config.energy_examples_dir))
+# The Python of the tests' scripts (Debian's, with NumPy), not whichever
+# `python3` comes first on the PATH.
+config.substitutions.append(("%python", config.energy_python))
