@@ -9,6 +9,7 @@
 #include "energy/Codegen/Passes.h"
 
 #include "energy/Codegen/Artifact.h"
+#include "energy/Codegen/CudaHostFences.h"
 #include "energy/Codegen/KernelEmitter.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/IR/EnergyOps.h"
@@ -23,6 +24,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYOUTLINEPARALLELLOOPS
 #define GEN_PASS_DEF_ENERGYCOMPILEGPUKERNELS
 #define GEN_PASS_DEF_ENERGYAPPROXIMATEMATH
+#define GEN_PASS_DEF_ENERGYCUDAHOSTFENCES
 #include "energy/Codegen/Passes.h.inc"
 } // namespace mlir::energy
 
@@ -123,6 +125,14 @@ struct OutlineParallelLoopsPass
         builder.getStringAttr(StringRef("", 1)));
     outlineParallelLoops(module, kernels, bf16Products);
     kernels->moveBefore(module.getBody(), module.getBody()->end());
+  }
+};
+
+struct CudaHostFencesPass
+    : public mlir::energy::impl::EnergyCudaHostFencesBase<CudaHostFencesPass> {
+  void runOnOperation() override {
+    if (failed(insertCudaHostFences(getOperation())))
+      signalPassFailure();
   }
 };
 

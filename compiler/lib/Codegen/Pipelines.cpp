@@ -35,6 +35,7 @@ void mlir::energy::buildKernelLoweringPipeline(
   outline.bf16Products = target.bf16Products;
   kernels.addPass(createEnergyOutlineParallelLoops(outline));
   if (target.cuda) {
+    kernels.addPass(createEnergyCudaHostFences());
     EnergyCompileGpuKernelsOptions compile;
     compile.archs.assign(target.deviceArchs.begin(), target.deviceArchs.end());
     kernels.addPass(createEnergyCompileGpuKernels(compile));

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -57,6 +58,30 @@ std::multimap<size_t, CUdeviceptr> &spareDeviceBlocks() {
   return *spare;
 }
 
+/// The generated kernels this thread launched without waiting, since it
+/// last waited for the GPU (energy_support_cuda_fence), and the managed
+/// blocks it freed since: a pending kernel may still use them, so they are
+/// handed out again only after the wait.
+struct PendingWork {
+  std::vector<const char *> kernels;
+  std::vector<void *> freed;
+};
+
+PendingWork &pendingWork() {
+  thread_local PendingWork work;
+  return work;
+}
+
+/// Whether every launch waits for its kernel: with ENERGY_CUDA_TRACE (each
+/// kernel's time) or ENERGY_CUDA_SYNC (a failure named at its launch).
+bool launchesWait() {
+  static const bool wait = [] {
+    const char *sync = std::getenv("ENERGY_CUDA_SYNC");
+    return tracing() || (sync && *sync && std::strcmp(sync, "0") != 0);
+  }();
+  return wait;
+}
+
 /// The architecture number of "sm_90" (90), or -1.
 int archNumber(const char *arch) {
   if (std::strncmp(arch, "sm_", 3) != 0)
@@ -88,8 +113,38 @@ extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
 
 extern "C" void energy_support_cuda_free(void *pointer) {
   // Every block handed out is kept; one not from here is left alone.
-  if (pointer)
+  if (!pointer)
+    return;
+  PendingWork &pending = pendingWork();
+  if (pending.kernels.empty())
     blocks().giveBack(pointer);
+  else
+    pending.freed.push_back(pointer);
+}
+
+extern "C" int32_t energy_support_cuda_fence(void) {
+  PendingWork &pending = pendingWork();
+  if (pending.kernels.empty())
+    return ENERGY_KERNEL_OK;
+  const DriverApi &api = driverApi();
+  CUresult result = api.ctxSynchronize();
+  std::string launched;
+  size_t shown = std::min<size_t>(pending.kernels.size(), 8);
+  for (size_t i = pending.kernels.size() - shown; i < pending.kernels.size();
+       ++i)
+    launched += std::string(launched.empty() ? "" : ", ") + pending.kernels[i];
+  size_t count = pending.kernels.size();
+  pending.kernels.clear();
+  for (void *block : pending.freed)
+    blocks().giveBack(block);
+  pending.freed.clear();
+  if (result != kSuccess)
+    return fail("a GPU kernel failed: " + api.describe(result) + " (one of " +
+                std::to_string(count) +
+                " launched without waiting; the last: " + launched +
+                "; ENERGY_CUDA_SYNC=1 waits at every launch and names the "
+                "kernel that fails)");
+  return ENERGY_KERNEL_OK;
 }
 
 int32_t energy::cuda::DeviceScratch::reserve(size_t bytes,
@@ -212,7 +267,7 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count,
                                    unsigned threads, unsigned positionsPerBlock,
-                                   unsigned layers) {
+                                   unsigned layers, bool wait) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
@@ -229,6 +284,8 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));
+  if (!wait)
+    return ENERGY_KERNEL_OK;
   if (CUresult result = api.ctxSynchronize(); result != kSuccess)
     return fail(std::string("kernel ") + name +
                 " failed: " + api.describe(result));
@@ -254,7 +311,16 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
   for (int32_t i = 0; i < slot_count; ++i)
     parameters.push_back(const_cast<int64_t *>(slots + i));
   parameters.push_back(&count);
-  return launchKernel(kernel, name, parameters.data(), count);
+  // Generated kernels follow each other on the stream; the code waits for
+  // them (energy_support_cuda_fence) where the host next reads what they
+  // write (energy-cuda-host-fences).
+  bool wait = launchesWait();
+  if (int32_t code = launchKernel(kernel, name, parameters.data(), count,
+                                  kBlockThreads, kBlockThreads, 1, wait))
+    return code;
+  if (!wait)
+    pendingWork().kernels.push_back(name);
+  return ENERGY_KERNEL_OK;
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {

@@ -75,6 +75,20 @@ def EnergyCompileGpuKernels
   ];
 }
 
+def EnergyCudaHostFences : Pass<"energy-cuda-host-fences", "::mlir::ModuleOp"> {
+  let summary = "Waits for the GPU's kernels only where the host needs them done";
+  let description = [{
+    On the kernels' module after energy-outline-parallel-loops{gpu=true}:
+    a launch returns before its kernel is done, so that kernels follow
+    each other on the GPU; the host functions call
+    energy_support_cuda_fence (CudaHostFences.h) where kernels may still
+    run and the host next touches memory they may write, calls the support
+    library with pointers, or returns to the runtime. A module without
+    launches is left as it is.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def EnergyApproximateMath : Pass<"energy-approximate-math", "::mlir::ModuleOp"> {
   let summary = "Single-precision transcendental functions as polynomials";
   let description = [{

@@ -32,6 +32,7 @@
 #define ENERGY_SUPPORT_CUDA_ALLOC "energy_support_cuda_alloc"
 #define ENERGY_SUPPORT_CUDA_FREE "energy_support_cuda_free"
 #define ENERGY_SUPPORT_CUDA_LAUNCH "energy_support_cuda_launch"
+#define ENERGY_SUPPORT_CUDA_FENCE "energy_support_cuda_fence"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,8 +121,9 @@ void energy_support_scratch_free(void *pointer);
  * of blocks freed before; null when none can be had. */
 void *energy_support_cuda_alloc(int64_t bytes);
 void energy_support_cuda_free(void *pointer);
-/* Runs kernel `name` once per position [0, count) on the GPU and waits for
- * it. `images` holds the artifact's PTX: pairs of NUL-terminated strings
+/* Runs kernel `name` once per position [0, count) on the GPU, after the
+ * kernels launched before it, without waiting for it (with ENERGY_CUDA_SYNC
+ * or ENERGY_CUDA_TRACE set: waiting). `images` holds the artifact's PTX: pairs of NUL-terminated strings
  * (architecture "sm_90", code), then an empty string; the newest
  * architecture the device runs is loaded (once per `images`). The kernel
  * takes `slot_count` 8-byte values from `slots`, then count. `function`
@@ -130,6 +132,12 @@ void energy_support_cuda_free(void *pointer);
 int32_t energy_support_cuda_launch(const char *images, const char *name,
                                    void **function, const int64_t *slots,
                                    int32_t slot_count, int64_t count);
+/* Waits for the kernels this thread launched without waiting; then hands
+ * out again the blocks it freed while they ran. 0, or
+ * ENERGY_KERNEL_DEVICE_ERROR when one of them failed. Cheap when none is
+ * pending: the code calls it before the host touches memory a kernel may
+ * write. */
+int32_t energy_support_cuda_fence(void);
 /* The last failure of the functions above, or "". */
 const char *energy_support_cuda_last_error(void);
 

@@ -1,0 +1,310 @@
+//===- CudaHostFences.cpp - Where CUDA host code waits for its kernels ----===//
+//
+// energy_support_cuda_launch returns before its kernel is done, so that
+// kernels follow each other on the GPU without a wait between them. The host
+// code around them waits (energy_support_cuda_fence) only where it must:
+// before it touches memory a kernel may write, before a call that may touch
+// it, and before an artifact function returns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "energy/Codegen/CudaHostFences.h"
+#include "energy/Codegen/ParallelLoops.h"
+#include "energy/KernelSupport/KernelSupport.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+
+/// What an operation (with what it holds) does that matters to the fences:
+/// may it leave kernels running, and must the host have them done before
+/// it runs.
+struct HostEffects {
+  bool launches = false;
+  bool touchesDeviceMemory = false;
+};
+
+class FenceInsertion {
+public:
+  FenceInsertion(ModuleOp module, func::FuncOp fence)
+      : module(module), fence(fence) {}
+
+  void run();
+
+private:
+  /// The functions' arguments that are the runtime's host tables (buffers,
+  /// dims, consts: read by kernels, never written): an artifact function's
+  /// first three, and an internal function's that every call passes one.
+  void findTableArguments();
+  bool isTable(Value pointer) const;
+  /// Memory no pending kernel reaches: the stack, globals, the tables, and
+  /// blocks allocated since the last launch (the allocator hands out again
+  /// what pending kernels may use only after the next fence).
+  bool isHostPrivate(Value pointer, const DenseSet<Value> &fresh) const;
+  bool isSupportCall(func::CallOp call, StringRef name) const {
+    return call.getCallee() == name;
+  }
+  HostEffects effectsOf(Operation *op, const DenseSet<Value> &fresh);
+  HostEffects effectsWithin(Operation *op);
+  /// Inserts fences into `block`, where kernels may be pending at its
+  /// start; whether they may be at its end.
+  bool placeFences(Block &block, bool pending, DenseSet<Value> &fresh);
+  void insertFence(Operation *before);
+
+  ModuleOp module;
+  func::FuncOp fence;
+  DenseMap<func::FuncOp, SmallVector<bool>> tableArguments;
+  DenseSet<func::FuncOp> called;
+};
+
+void FenceInsertion::findTableArguments() {
+  SmallVector<func::FuncOp> functions;
+  module.walk([&](func::FuncOp function) {
+    if (function.isExternal())
+      return;
+    functions.push_back(function);
+    tableArguments[function].assign(function.getNumArguments(),
+                                    function.isPublic());
+  });
+  for (func::FuncOp function : functions)
+    if (function.isPublic())
+      for (unsigned i = 3; i < function.getNumArguments(); ++i)
+        tableArguments[function][i] = false;
+  module.walk([&](func::CallOp call) {
+    if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+      called.insert(callee);
+  });
+  // An internal function's argument is a table while every call passes one;
+  // shrinking from "all" to a fixed point.
+  for (func::FuncOp function : functions)
+    if (!function.isPublic())
+      for (auto &&flag : tableArguments[function])
+        flag = called.contains(function);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    module.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return;
+      SmallVector<bool> &flags = tableArguments[callee];
+      for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+        if (flags[index] && !isTable(operand)) {
+          flags[index] = false;
+          changed = true;
+        }
+    });
+  }
+}
+
+bool FenceInsertion::isTable(Value pointer) const {
+  auto argument = dyn_cast<BlockArgument>(pointer);
+  if (!argument || !argument.getOwner()->isEntryBlock())
+    return false;
+  auto function = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+  auto found = function ? tableArguments.find(function) : tableArguments.end();
+  return found != tableArguments.end() &&
+         argument.getArgNumber() < found->second.size() &&
+         found->second[argument.getArgNumber()];
+}
+
+bool FenceInsertion::isHostPrivate(Value pointer,
+                                   const DenseSet<Value> &fresh) const {
+  while (auto address = pointer.getDefiningOp<LLVM::GEPOp>())
+    pointer = address.getBase();
+  if (pointer.getDefiningOp<LLVM::AllocaOp>() ||
+      pointer.getDefiningOp<LLVM::AddressOfOp>())
+    return true;
+  return fresh.contains(pointer) || isTable(pointer);
+}
+
+HostEffects FenceInsertion::effectsOf(Operation *op,
+                                      const DenseSet<Value> &fresh) {
+  HostEffects effects;
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (isSupportCall(call, ENERGY_SUPPORT_CUDA_LAUNCH)) {
+      effects.launches = true;
+    } else if (isSupportCall(call, ENERGY_SUPPORT_CUDA_FENCE) ||
+               isSupportCall(call, ENERGY_SUPPORT_CUDA_ALLOC) ||
+               isSupportCall(call, ENERGY_SUPPORT_CUDA_FREE)) {
+    } else if (callee && !callee.isExternal()) {
+      // A function of the artifact waits where it must itself, and may
+      // return with its kernels running.
+      effects.launches = true;
+    } else {
+      // The support library's other functions finish their own GPU work
+      // before they return; they reach memory through pointers.
+      effects.touchesDeviceMemory =
+          llvm::any_of(call.getOperandTypes(), [](Type type) {
+            return isa<LLVM::LLVMPointerType>(type);
+          });
+    }
+    return effects;
+  }
+  if (op->getNumRegions() > 0)
+    return effectsWithin(op);
+  if (isMemoryEffectFree(op))
+    return effects;
+  // The LLVM dialect's memory operations, by their addresses (an atomic's
+  // ordering makes its effects the whole memory's).
+  SmallVector<Value, 2> addresses;
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    addresses.push_back(load.getAddr());
+  else if (auto store = dyn_cast<LLVM::StoreOp>(op))
+    addresses.push_back(store.getAddr());
+  else if (auto atomic = dyn_cast<LLVM::AtomicRMWOp>(op))
+    addresses.push_back(atomic.getPtr());
+  else if (auto exchange = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+    addresses.push_back(exchange.getPtr());
+  else if (auto copy = dyn_cast<LLVM::MemcpyOp>(op))
+    addresses.append({copy.getDst(), copy.getSrc()});
+  else if (auto move = dyn_cast<LLVM::MemmoveOp>(op))
+    addresses.append({move.getDst(), move.getSrc()});
+  else if (auto fill = dyn_cast<LLVM::MemsetOp>(op))
+    addresses.push_back(fill.getDst());
+  if (!addresses.empty()) {
+    effects.touchesDeviceMemory = llvm::any_of(addresses, [&](Value address) {
+      return !isHostPrivate(address, fresh);
+    });
+    return effects;
+  }
+  auto interface = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!interface) {
+    effects.touchesDeviceMemory = true;
+    return effects;
+  }
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  interface.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &instance : instances) {
+    if (isa<MemoryEffects::Allocate, MemoryEffects::Free>(instance.getEffect()))
+      continue;
+    Value value = instance.getValue();
+    if (!value || !isHostPrivate(value, fresh))
+      effects.touchesDeviceMemory = true;
+  }
+  return effects;
+}
+
+HostEffects FenceInsertion::effectsWithin(Operation *op) {
+  HostEffects effects;
+  DenseSet<Value> none;
+  op->walk([&](Operation *inner) {
+    if (inner == op || inner->getNumRegions() > 0)
+      return;
+    HostEffects own = effectsOf(inner, none);
+    effects.launches |= own.launches;
+    effects.touchesDeviceMemory |= own.touchesDeviceMemory;
+  });
+  return effects;
+}
+
+void FenceInsertion::insertFence(Operation *before) {
+  OpBuilder b(before);
+  Location loc = before->getLoc();
+  Value code = func::CallOp::create(b, loc, fence).getResult(0);
+  if (auto result = dyn_cast<func::ReturnOp>(before)) {
+    if (result.getNumOperands() == 1 &&
+        result.getOperand(0).getType().isInteger(32))
+      result->setOperand(
+          0, arith::MaxSIOp::create(b, loc, result.getOperand(0), code));
+    return;
+  }
+  Value status;
+  before->getParentOfType<func::FuncOp>().walk([&](LLVM::AllocaOp slot) {
+    if (slot->hasAttr(kKernelStatusAttr))
+      status = slot;
+  });
+  if (status)
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
+                              LLVM::AtomicOrdering::monotonic);
+}
+
+bool FenceInsertion::placeFences(Block &block, bool pending,
+                                 DenseSet<Value> &fresh) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (auto result = dyn_cast<func::ReturnOp>(op)) {
+      // What the runtime calls returns with its kernels done; an internal
+      // function leaves that to its caller.
+      auto function = result->getParentOfType<func::FuncOp>();
+      if (pending && !called.contains(function))
+        insertFence(&op);
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(op);
+        call && isSupportCall(call, ENERGY_SUPPORT_CUDA_ALLOC)) {
+      fresh.insert(call.getResult(0));
+      continue;
+    }
+    if (op.getNumRegions() > 0 && !isa<func::FuncOp>(op)) {
+      HostEffects within = effectsWithin(&op);
+      if (!within.launches) {
+        if (pending && within.touchesDeviceMemory) {
+          insertFence(&op);
+          pending = false;
+        }
+        continue;
+      }
+      // A loop's next iteration follows its launches: every block inside
+      // starts with kernels possibly running.
+      for (Region &region : op.getRegions())
+        for (Block &inner : region) {
+          DenseSet<Value> none;
+          placeFences(inner, /*pending=*/true, none);
+        }
+      pending = true;
+      fresh.clear();
+      continue;
+    }
+    HostEffects effects = effectsOf(&op, fresh);
+    if (effects.touchesDeviceMemory && pending) {
+      insertFence(&op);
+      pending = false;
+    }
+    if (effects.launches) {
+      pending = true;
+      fresh.clear();
+    }
+  }
+  return pending;
+}
+
+void FenceInsertion::run() {
+  findTableArguments();
+  module.walk([&](func::FuncOp function) {
+    if (function.isExternal())
+      return;
+    // The runtime and the thread pool call with no kernel of the calling
+    // thread running; another function of the artifact may leave some.
+    bool pending = called.contains(function);
+    for (Block &block : function.getBody()) {
+      DenseSet<Value> fresh;
+      placeFences(block, pending, fresh);
+      // Blocks after the first may follow any other.
+      pending = true;
+    }
+  });
+}
+} // namespace
+
+LogicalResult mlir::energy::insertCudaHostFences(ModuleOp module) {
+  auto fence = module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_CUDA_FENCE);
+  if (!fence)
+    return module.emitError()
+           << "energy-cuda-host-fences: the module does not declare "
+           << ENERGY_SUPPORT_CUDA_FENCE
+           << ": run it on the kernels' module after "
+              "energy-outline-parallel-loops{gpu=true}";
+  bool launches = false;
+  module.walk([&](func::CallOp call) {
+    launches |= call.getCallee() == ENERGY_SUPPORT_CUDA_LAUNCH;
+  });
+  if (launches)
+    FenceInsertion(module, fence).run();
+  return success();
+}

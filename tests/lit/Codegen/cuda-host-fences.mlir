@@ -1,0 +1,197 @@
+// energy-cuda-host-fences: launches return before their kernels are done;
+// the host waits (energy_support_cuda_fence) only before it touches memory
+// a kernel may write, calls the support library with pointers, or returns
+// to the runtime.
+// RUN: energy-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(energy-cuda-host-fences)' | FileCheck %s
+
+module {
+  func.func private @energy_support_cuda_launch(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+  func.func private @energy_support_cuda_fence() -> i32
+  func.func private @energy_support_cuda_alloc(i64) -> !llvm.ptr
+  func.func private @energy_support_cuda_free(!llvm.ptr)
+  func.func private @energy_support_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+  func.func private @energy_support_silu_int(f64) -> f64
+
+  // Two kernels one after the other: no wait between them, though the host
+  // fills their slots (its stack) and reads the tables (buffers, dims,
+  // consts) between them; a wait before the host reads a buffer, and none
+  // at the return after it.
+  // CHECK-LABEL: func.func @energy_kernel_step(
+  // CHECK:         %[[STATUS:.*]] = llvm.alloca {{.*}} {energy.status}
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         llvm.atomicrmw max %[[STATUS]]
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         llvm.store
+  // CHECK:         llvm.load %arg1
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NEXT:    %[[CODE:.*]] = call @energy_support_cuda_fence() : () -> i32
+  // CHECK-NEXT:    llvm.atomicrmw max %[[STATUS]], %[[CODE]]
+  // CHECK-NEXT:    llvm.load %[[X:.*]] : !llvm.ptr -> f32
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         return
+  func.func @energy_kernel_step(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    %joined = llvm.atomicrmw max %status, %a monotonic : !llvm.ptr, i32
+    llvm.store %x, %slots : !llvm.ptr, !llvm.ptr
+    %n = llvm.load %dims : !llvm.ptr -> i64
+    %b = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %n) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    %v = llvm.load %x : !llvm.ptr -> f32
+    llvm.store %v, %result : f32, !llvm.ptr
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+
+  // A block allocated after the last launch is the host's until a kernel
+  // gets it; a pure support call needs no wait, one given pointers does;
+  // the return waits for the last launch, its status joining the result.
+  // CHECK-LABEL: func.func @energy_kernel_energy(
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK:         %[[FRESH:.*]] = call @energy_support_cuda_alloc
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         llvm.store %{{.*}}, %[[FRESH]]
+  // CHECK:         call @energy_support_silu_int
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw max
+  // CHECK-NEXT:    call @energy_support_matmul_f32
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK:         %[[LAST:.*]] = call @energy_support_cuda_fence
+  // CHECK-NEXT:    %[[JOINED:.*]] = arith.maxsi %{{.*}}, %[[LAST]] : i32
+  // CHECK-NEXT:    return %[[JOINED]] : i32
+  func.func @energy_kernel_energy(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %zero = llvm.mlir.constant(0.0 : f32) : f32
+    %half = llvm.mlir.constant(0.5 : f64) : f64
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    %block = call @energy_support_cuda_alloc(%one) : (i64) -> !llvm.ptr
+    llvm.store %zero, %block : f32, !llvm.ptr
+    %s = call @energy_support_silu_int(%half) : (f64) -> f64
+    %b = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    call @energy_support_matmul_f32(%one, %one, %one, %x, %block, %x) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    %c = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    call @energy_support_cuda_free(%block) : (!llvm.ptr) -> ()
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+
+  // A host loop after a launch waits once, before it; a loop that launches
+  // waits inside, where the host reads what its kernel wrote, and the code
+  // after it waits again.
+  // CHECK-LABEL: func.func @energy_kernel_grad_x(
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    scf.for
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         llvm.store
+  // CHECK:         scf.for
+  // CHECK-NEXT:      call @energy_support_cuda_launch
+  // CHECK-NEXT:      call @energy_support_cuda_fence
+  // CHECK-NEXT:      llvm.atomicrmw
+  // CHECK-NEXT:      llvm.load
+  // CHECK:         }
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    llvm.store
+  func.func @energy_kernel_grad_x(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %zero = llvm.mlir.constant(0.0 : f32) : f32
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    scf.for %i = %c0 to %c4 step %c1 {
+      %j = arith.index_cast %i : index to i64
+      %p = llvm.getelementptr %x[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      llvm.store %zero, %p : f32, !llvm.ptr
+    }
+    scf.for %i = %c0 to %c4 step %c1 {
+      %b = func.call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+      %v = llvm.load %x : !llvm.ptr -> f32
+    }
+    llvm.store %zero, %x : f32, !llvm.ptr
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+
+  // A function of the artifact that the others call starts with their
+  // kernels maybe running and leaves its own running; its caller waits
+  // after it. Its table arguments are tables there too.
+  // CHECK-LABEL: func.func private @energy_gradient_0_x(
+  // CHECK:         llvm.load %arg0
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    llvm.load
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NOT:     call @energy_support_cuda_fence
+  // CHECK:         return
+  func.func private @energy_gradient_0_x(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %v = llvm.load %x : !llvm.ptr -> i64
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %v) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+  // CHECK-LABEL: func.func @energy_kernel_grad_y(
+  // CHECK:         call @energy_gradient_0_x
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    llvm.load
+  // CHECK-NEXT:    %[[AFTER:.*]] = call @energy_support_cuda_fence
+  // CHECK-NEXT:    arith.maxsi %{{.*}}, %[[AFTER]]
+  func.func @energy_kernel_grad_y(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %a = call @energy_gradient_0_x(%buffers, %dims, %consts, %step, %result) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> i32
+    %m = llvm.atomicrmw max %status, %a monotonic : !llvm.ptr, i32
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+  llvm.mlir.global internal constant @images("\00") : !llvm.array<1 x i8>
+}
+
+// -----
+
+// A module without launches (the CPU's) is left as it is.
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-NOT:     energy_support_cuda_fence()
+// CHECK:         return
+module {
+  func.func private @energy_support_cuda_fence() -> i32
+  func.func @energy_kernel_energy(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %v = llvm.load %x : !llvm.ptr -> i32
+    return %v : i32
+  }
+}
+
+// -----
+
+// expected-error @below {{energy-cuda-host-fences: the module does not declare energy_support_cuda_fence}}
+module {
+  func.func @energy_kernel_energy() -> i32 {
+    %c0 = arith.constant 0 : i32
+    return %c0 : i32
+  }
+}

@@ -1,0 +1,126 @@
+/*===- fake_cuda_driver.c - A CUDA driver that only keeps a log ----------===*\
+|*                                                                            *|
+|* Loaded through ENERGY_CUDA_DRIVER by CudaFenceTest: one device, managed    *|
+|* memory from malloc, and kernels that do not run; it writes what the       *|
+|* runtime asked of it (launches, waits) to a log the test reads, and fails  *|
+|* the next wait when told to.                                                *|
+\*===----------------------------------------------------------------------===*/
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char events[1 << 16];
+static int failNextWait;
+
+static void note(const char *event) {
+  size_t used = strlen(events);
+  if (used + strlen(event) + 2 < sizeof events) {
+    strcat(events, event);
+    strcat(events, " ");
+  }
+}
+
+/* The log so far ("launch:NAME wait ..."), then cleared. */
+const char *fake_cuda_take_events(void) {
+  static char copy[sizeof events];
+  strcpy(copy, events);
+  events[0] = 0;
+  return copy;
+}
+
+/* The next cuCtxSynchronize reports a kernel that failed. */
+void fake_cuda_fail_next_wait(void) { failNextWait = 1; }
+
+int cuInit(unsigned flags) { return flags ? 1 : 0; }
+int cuDeviceGetCount(int *count) {
+  *count = 1;
+  return 0;
+}
+int cuDeviceGet(int *device, int ordinal) {
+  *device = ordinal;
+  return 0;
+}
+int cuDeviceGetName(char *name, int length, int device) {
+  (void)device;
+  strncpy(name, "fake", (size_t)length);
+  return 0;
+}
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+  (void)device;
+  *value = attribute == 75 ? 9 : 0; /* compute capability 9.0 */
+  return 0;
+}
+int cuDeviceTotalMem_v2(size_t *bytes, int device) {
+  (void)device;
+  *bytes = (size_t)1 << 30;
+  return 0;
+}
+int cuGetErrorName(int result, const char **name) {
+  *name = result == 719 ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+int cuGetErrorString(int result, const char **text) {
+  (void)result;
+  *text = "the fake driver's failure";
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void **context, int device) {
+  (void)device;
+  *context = &events;
+  return 0;
+}
+int cuCtxSetCurrent(void *context) {
+  (void)context;
+  return 0;
+}
+int cuCtxSynchronize(void) {
+  note("wait");
+  if (failNextWait) {
+    failNextWait = 0;
+    return 719;
+  }
+  return 0;
+}
+int cuStreamSynchronize(void *stream) {
+  (void)stream;
+  return cuCtxSynchronize();
+}
+int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
+  *pointer = (uint64_t)(uintptr_t)calloc(1, bytes);
+  return *pointer ? 0 : 2;
+}
+int cuMemAllocManaged(uint64_t *pointer, size_t bytes, unsigned flags) {
+  (void)flags;
+  return cuMemAlloc_v2(pointer, bytes);
+}
+int cuMemFree_v2(uint64_t pointer) {
+  free((void *)(uintptr_t)pointer);
+  return 0;
+}
+int cuMemcpy(uint64_t destination, uint64_t source, size_t bytes) {
+  memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
+          bytes);
+  return 0;
+}
+int cuModuleLoadData(void **module, const void *image) {
+  *module = (void *)image;
+  return 0;
+}
+int cuModuleGetFunction(void **function, void *module, const char *name) {
+  (void)module;
+  *function = strdup(name);
+  return 0;
+}
+int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
+                   unsigned gridZ, unsigned blockX, unsigned blockY,
+                   unsigned blockZ, unsigned sharedBytes, void *stream,
+                   void **parameters, void **extra) {
+  (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY;
+  (void)blockZ, (void)sharedBytes, (void)stream, (void)parameters, (void)extra;
+  char event[256] = "launch:";
+  strncat(event, (const char *)function, sizeof event - 8);
+  note(event);
+  return 0;
+}
