@@ -60,7 +60,8 @@ cat > "$bundle/run.sh" <<'RUN'
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
 # the C API's device buffers and streams, the zoo against its PyTorch
-# models on the GPU, energy.torch on CUDA tensors (the Python package built
+# models on the GPU (four of them again with every launch waiting),
+# energy.torch on CUDA tensors (the Python package built
 # there), then every example and zoo model against the
 # interpreter (f32, f64, bf16) and every loss model's gradient (f32, f64);
 # each under a time limit, results in $OUT/results.tgz (about 6 minutes on
@@ -92,6 +93,12 @@ timeout 60 bin/energy-device-buffers artifacts/self_attention.bench.so
 echo "device buffers rc=$?"
 timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
 echo "zoo rc=$?"; cat "$R/zoo.err"
+# The same models' inference with every launch waiting (as before the
+# fences of energy-cuda-host-fences): what launching without waiting saves.
+ENERGY_CUDA_SYNC=1 timeout 90 python3 scripts/gpu_zoo.py run $E . 5 \
+  --models lista,energy_transformer,modern_hopfield_layer,rbm_free_energy \
+  --modes inference > "$R/zoo_sync.json" 2> "$R/zoo_sync.err"
+echo "zoo with waiting launches rc=$?"; cat "$R/zoo_sync.json"
 echo "[$(date +%T)] the Python package on the GPU"
 P=/tmp/energy-python
 G=; command -v ninja > /dev/null && G="-G Ninja"
