@@ -232,7 +232,7 @@ bool FenceInsertion::placeFences(Block &block, bool pending,
       // What the runtime calls returns with its kernels done; an internal
       // function leaves that to its caller.
       auto function = result->getParentOfType<func::FuncOp>();
-      if (pending && !called.contains(function))
+      if (pending && (function.isPublic() || !called.contains(function)))
         insertFence(&op);
       continue;
     }

@@ -168,6 +168,25 @@ module {
     %code = llvm.load %status : !llvm.ptr -> i32
     return %code : i32
   }
+  // A function the runtime calls waits before it returns also where
+  // another calls it.
+  // CHECK-LABEL: func.func @energy_kernel_term_a(
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK:         call @energy_support_cuda_fence
+  // CHECK-NEXT:    arith.maxsi
+  // CHECK-NEXT:    return
+  func.func @energy_kernel_term_a(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    return %a : i32
+  }
+  func.func @energy_kernel_terms(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %a = call @energy_kernel_term_a(%buffers, %dims, %consts, %step, %result) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> i32
+    return %a : i32
+  }
   llvm.mlir.global internal constant @images("\00") : !llvm.array<1 x i8>
 }
 
