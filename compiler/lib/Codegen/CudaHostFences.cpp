@@ -11,6 +11,7 @@
 #include "energy/Codegen/CudaHostFences.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/MatrixProduct.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -20,6 +21,21 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
+
+/// The support functions that queue their work on the GPU after the
+/// kernels launched before them and return without waiting for it, as
+/// energy_support_cuda_launch does (cuBLAS's products; where they run on
+/// the host instead, they wait first).
+bool queuesWithoutWaiting(StringRef callee) {
+  return llvm::is_contained({StringRef(ENERGY_SUPPORT_CUDA_LAUNCH),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F32),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F64),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BF16),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64),
+                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16)},
+                            callee);
+}
 
 /// What an operation (with what it holds) does that matters to the fences:
 /// may it leave kernels running, and must the host have them done before
@@ -128,7 +144,7 @@ HostEffects FenceInsertion::effectsOf(Operation *op,
   HostEffects effects;
   if (auto call = dyn_cast<func::CallOp>(op)) {
     auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-    if (isSupportCall(call, ENERGY_SUPPORT_CUDA_LAUNCH)) {
+    if (queuesWithoutWaiting(call.getCallee())) {
       effects.launches = true;
     } else if (isSupportCall(call, ENERGY_SUPPORT_CUDA_FENCE) ||
                isSupportCall(call, ENERGY_SUPPORT_CUDA_ALLOC) ||
@@ -302,7 +318,7 @@ LogicalResult mlir::energy::insertCudaHostFences(ModuleOp module) {
               "energy-outline-parallel-loops{gpu=true}";
   bool launches = false;
   module.walk([&](func::CallOp call) {
-    launches |= call.getCallee() == ENERGY_SUPPORT_CUDA_LAUNCH;
+    launches |= queuesWithoutWaiting(call.getCallee());
   });
   if (launches)
     FenceInsertion(module, fence).run();

@@ -72,16 +72,6 @@ PendingWork &pendingWork() {
   return work;
 }
 
-/// Whether every launch waits for its kernel: with ENERGY_CUDA_TRACE (each
-/// kernel's time) or ENERGY_CUDA_SYNC (a failure named at its launch).
-bool launchesWait() {
-  static const bool wait = [] {
-    const char *sync = std::getenv("ENERGY_CUDA_SYNC");
-    return tracing() || (sync && *sync && std::strcmp(sync, "0") != 0);
-  }();
-  return wait;
-}
-
 /// The architecture number of "sm_90" (90), or -1.
 int archNumber(const char *arch) {
   if (std::strncmp(arch, "sm_", 3) != 0)
@@ -122,22 +112,40 @@ extern "C" void energy_support_cuda_free(void *pointer) {
     pending.freed.push_back(pointer);
 }
 
+bool energy::cuda::launchesWait() {
+  static const bool wait = [] {
+    const char *sync = std::getenv("ENERGY_CUDA_SYNC");
+    return tracing() || (sync && *sync && std::strcmp(sync, "0") != 0);
+  }();
+  return wait;
+}
+
+void energy::cuda::notePending(const char *name) {
+  pendingWork().kernels.push_back(name);
+}
+
+CUresult energy::cuda::waitForGpu() {
+  CUresult result = driverApi().ctxSynchronize();
+  PendingWork &pending = pendingWork();
+  pending.kernels.clear();
+  for (void *block : pending.freed)
+    blocks().giveBack(block);
+  pending.freed.clear();
+  return result;
+}
+
 extern "C" int32_t energy_support_cuda_fence(void) {
   PendingWork &pending = pendingWork();
   if (pending.kernels.empty())
     return ENERGY_KERNEL_OK;
   const DriverApi &api = driverApi();
-  CUresult result = api.ctxSynchronize();
   std::string launched;
   size_t shown = std::min<size_t>(pending.kernels.size(), 8);
   for (size_t i = pending.kernels.size() - shown; i < pending.kernels.size();
        ++i)
     launched += std::string(launched.empty() ? "" : ", ") + pending.kernels[i];
   size_t count = pending.kernels.size();
-  pending.kernels.clear();
-  for (void *block : pending.freed)
-    blocks().giveBack(block);
-  pending.freed.clear();
+  CUresult result = waitForGpu();
   if (result != kSuccess)
     return fail("a GPU kernel failed: " + api.describe(result) + " (one of " +
                 std::to_string(count) +
@@ -286,7 +294,7 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                 api.describe(result));
   if (!wait)
     return ENERGY_KERNEL_OK;
-  if (CUresult result = api.ctxSynchronize(); result != kSuccess)
+  if (CUresult result = waitForGpu(); result != kSuccess)
     return fail(std::string("kernel ") + name +
                 " failed: " + api.describe(result));
   if (tracing())
@@ -319,7 +327,7 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
                                   kBlockThreads, kBlockThreads, 1, wait))
     return code;
   if (!wait)
-    pendingWork().kernels.push_back(name);
+    notePending(name);
   return ENERGY_KERNEL_OK;
 }
 

@@ -69,6 +69,15 @@ private:
   size_t size = 0;
 };
 
+/// Whether every launch waits for its work: with ENERGY_CUDA_TRACE (each
+/// kernel's time) or ENERGY_CUDA_SYNC (a failure named where it happens).
+bool launchesWait();
+/// Records work `name` (a static string) queued on the stream without
+/// waiting, which energy_support_cuda_fence waits for.
+void notePending(const char *name);
+/// Waits for all the GPU's work; then nothing of this thread is pending and
+/// the blocks it freed meanwhile are handed out again.
+CUresult waitForGpu();
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// reports its name, size and milliseconds (device work and the wait) to
 /// the log handler (SupportLog.h).

@@ -143,8 +143,16 @@ void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                  sum ? c : c + done * m * n, accumulate || (sum && done > 0)},
              precision) != 0)
       break;
-  bool onDevice = done == batch && energy::cuda::driverApi().ctxSynchronize() ==
-                                       energy::cuda::kSuccess;
+  if (done == batch && !energy::cuda::launchesWait()) {
+    // The products follow the kernels launched before them on the stream;
+    // the host waits where it next reads what they write
+    // (energy_support_cuda_fence).
+    energy::cuda::notePending(name);
+    return;
+  }
+  // What the host does, it does after everything queued before.
+  bool onDevice =
+      energy::cuda::waitForGpu() == energy::cuda::kSuccess && done == batch;
   // What the GPU did not do: all of it again, or, when the products add to
   // c, the ones after those it did (the others are already added).
   int64_t first = accumulate ? done : 0;

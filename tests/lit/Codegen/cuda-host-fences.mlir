@@ -10,6 +10,7 @@ module {
   func.func private @energy_support_cuda_alloc(i64) -> !llvm.ptr
   func.func private @energy_support_cuda_free(!llvm.ptr)
   func.func private @energy_support_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+  func.func private @energy_support_cuda_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
   func.func private @energy_support_silu_int(f64) -> f64
 
   // Two kernels one after the other: no wait between them, though the host
@@ -168,6 +169,28 @@ module {
     %code = llvm.load %status : !llvm.ptr -> i32
     return %code : i32
   }
+  // cuBLAS's products queue after the kernels as a launch does: no wait
+  // before one, a wait before the host reads its result.
+  // CHECK-LABEL: func.func @energy_kernel_output_y(
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NEXT:    call @energy_support_cuda_matmul_f32
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    llvm.load
+  func.func @energy_kernel_output_y(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    call @energy_support_cuda_matmul_f32(%one, %one, %one, %x, %x, %x) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    %v = llvm.load %x : !llvm.ptr -> f32
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+
   // A function the runtime calls waits before it returns also where
   // another calls it.
   // CHECK-LABEL: func.func @energy_kernel_term_a(

@@ -13,8 +13,8 @@
 namespace mlir::energy {
 /// In the host functions of `module` (the kernels' module after
 /// outlineParallelLoops for the GPU), calls energy_support_cuda_fence, which
-/// waits for the kernels the calling thread launched, wherever kernels may
-/// still run and the host next touches memory other than its stack, its
+/// waits for the kernels and cuBLAS products the calling thread queued
+/// without waiting, wherever they may still run and the host next touches memory other than its stack, its
 /// globals, the runtime's tables or blocks allocated since the last launch
 /// (a load, a store, a call of the support library with pointers), and
 /// before a function the runtime calls returns. A fence's status joins the

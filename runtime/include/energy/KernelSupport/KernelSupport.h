@@ -132,8 +132,9 @@ void energy_support_cuda_free(void *pointer);
 int32_t energy_support_cuda_launch(const char *images, const char *name,
                                    void **function, const int64_t *slots,
                                    int32_t slot_count, int64_t count);
-/* Waits for the kernels this thread launched without waiting; then hands
- * out again the blocks it freed while they ran. 0, or
+/* Waits for the kernels (and cuBLAS products, MatrixProduct.h) this thread
+ * queued without waiting; then hands out again the blocks it freed while
+ * they ran. 0, or
  * ENERGY_KERNEL_DEVICE_ERROR when one of them failed. Cheap when none is
  * pending: the code calls it before the host touches memory a kernel may
  * write. */

@@ -91,9 +91,11 @@ void energy_support_matmul_batch_packed_f64(int64_t batch, int64_t m, int64_t n,
 const char *energy_support_matmul_backend(void);
 
 /* The same for CUDA artifacts (CudaMatmul.cpp): through cuBLAS (opened with
- * dlopen: libcublas.so.13, or ENERGY_CUBLAS) on memory the GPU reaches, or
- * on the host when cuBLAS cannot be had or a size exceeds its 32-bit sizes
- * (or is 0). */
+ * dlopen: libcublas.so.13, or ENERGY_CUBLAS) on memory the GPU reaches,
+ * queued after the kernels launched before them without waiting (as
+ * energy_support_cuda_launch; energy_support_cuda_fence waits), or on the
+ * host, after waiting for the GPU, when cuBLAS cannot be had or a size
+ * exceeds its 32-bit sizes (or is 0). */
 #define ENERGY_SUPPORT_CUDA_MATMUL_F32 "energy_support_cuda_matmul_f32"
 #define ENERGY_SUPPORT_CUDA_MATMUL_F64 "energy_support_cuda_matmul_f64"
 #define ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32                                   \
