@@ -12,6 +12,7 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -24,17 +25,22 @@ namespace {
 
 /// The support functions that queue their work on the GPU after the
 /// kernels launched before them and return without waiting for it, as
-/// energy_support_cuda_launch does (cuBLAS's products; where they run on
-/// the host instead, they wait first).
+/// energy_support_cuda_launch does (cuBLAS's products and the softmax
+/// contractions' kernels; where they run on the host instead, they wait
+/// first).
 bool queuesWithoutWaiting(StringRef callee) {
-  return llvm::is_contained({StringRef(ENERGY_SUPPORT_CUDA_LAUNCH),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F32),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F64),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BF16),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64),
-                             StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16)},
-                            callee);
+  return llvm::is_contained(
+      {StringRef(ENERGY_SUPPORT_CUDA_LAUNCH),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F32),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_F64),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BF16),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F32),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_F64),
+       StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16),
+       StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32),
+       StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64),
+       StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16)},
+      callee);
 }
 
 /// What an operation (with what it holds) does that matters to the fences:

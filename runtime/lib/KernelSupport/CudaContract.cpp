@@ -223,14 +223,16 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
     if (pack)
       if (int32_t code = energy::cuda::launchKernel(
               pack, packName.c_str(), packParameters, copies.chunks,
-              energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers))
+              energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers,
+              /*wait=*/energy::cuda::launchesWait()))
         return code;
     void *packedParameters[] = {&slots, &copies.features, &copies.values,
                                 &copies.rows, &count};
     void *plainParameters[] = {&slots, &count};
     if (int32_t code = energy::cuda::launchKernel(
             kernel, name.c_str(), pack ? packedParameters : plainParameters,
-            count, family.threads, family.positionsPerBlock, layers))
+            count, family.threads, family.positionsPerBlock, layers,
+            /*wait=*/energy::cuda::launchesWait()))
       return code;
   }
   return ENERGY_KERNEL_OK;
@@ -239,8 +241,16 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
 /// The contraction with `family`'s kernels where it has them and the sizes
 /// fit them, else `onHost`.
 template <typename T>
-int32_t contract(const energy_softmax_contract_args *args, KernelFamily &family,
-                 int32_t (*onHost)(const energy_softmax_contract_args *)) {
+int32_t
+contract(const energy_softmax_contract_args *args, KernelFamily &family,
+         int32_t (*hostContract)(const energy_softmax_contract_args *)) {
+  // The kernels queue after the work before them without waiting; the host
+  // waits for that work before it reads what it wrote.
+  auto onHost = [&](const energy_softmax_contract_args *hostArgs) {
+    if (energy_support_cuda_fence() != ENERGY_KERNEL_OK)
+      return int32_t(ENERGY_CONTRACT_DEVICE_ERROR);
+    return hostContract(hostArgs);
+  };
   if (!args)
     return onHost(args);
   // The GPU keeps no tiles, so a call that would read them (on the host)

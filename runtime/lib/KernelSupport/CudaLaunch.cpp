@@ -63,7 +63,7 @@ std::multimap<size_t, CUdeviceptr> &spareDeviceBlocks() {
 /// blocks it freed since: a pending kernel may still use them, so they are
 /// handed out again only after the wait.
 struct PendingWork {
-  std::vector<const char *> kernels;
+  std::vector<std::string> kernels;
   std::vector<void *> freed;
 };
 
@@ -120,8 +120,8 @@ bool energy::cuda::launchesWait() {
   return wait;
 }
 
-void energy::cuda::notePending(const char *name) {
-  pendingWork().kernels.push_back(name);
+void energy::cuda::notePending(std::string name) {
+  pendingWork().kernels.push_back(std::move(name));
 }
 
 CUresult energy::cuda::waitForGpu() {
@@ -143,7 +143,7 @@ extern "C" int32_t energy_support_cuda_fence(void) {
   size_t shown = std::min<size_t>(pending.kernels.size(), 8);
   for (size_t i = pending.kernels.size() - shown; i < pending.kernels.size();
        ++i)
-    launched += std::string(launched.empty() ? "" : ", ") + pending.kernels[i];
+    launched += (launched.empty() ? "" : ", ") + pending.kernels[i];
   size_t count = pending.kernels.size();
   CUresult result = waitForGpu();
   if (result != kSuccess)
@@ -292,8 +292,10 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));
-  if (!wait)
+  if (!wait) {
+    notePending(name);
     return ENERGY_KERNEL_OK;
+  }
   if (CUresult result = waitForGpu(); result != kSuccess)
     return fail(std::string("kernel ") + name +
                 " failed: " + api.describe(result));
@@ -322,13 +324,8 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
   // Generated kernels follow each other on the stream; the code waits for
   // them (energy_support_cuda_fence) where the host next reads what they
   // write (energy-cuda-host-fences).
-  bool wait = launchesWait();
-  if (int32_t code = launchKernel(kernel, name, parameters.data(), count,
-                                  kBlockThreads, kBlockThreads, 1, wait))
-    return code;
-  if (!wait)
-    notePending(name);
-  return ENERGY_KERNEL_OK;
+  return launchKernel(kernel, name, parameters.data(), count, kBlockThreads,
+                      kBlockThreads, 1, /*wait=*/launchesWait());
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {

@@ -37,8 +37,9 @@ int32_t loadKernel(const char *images, const char *name, void **function,
 
 /// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
 /// of `threads`, `layers` such rows of blocks (blockIdx.y; at most
-/// kMaxLayers), with cuLaunchKernel's `parameters`, and (unless `wait` is
-/// false) waits; 0 or ENERGY_KERNEL_DEVICE_ERROR.
+/// kMaxLayers), with cuLaunchKernel's `parameters`, and waits; or, with
+/// `wait` false, records it as pending work (notePending); 0 or
+/// ENERGY_KERNEL_DEVICE_ERROR.
 constexpr unsigned kMaxLayers = 65535;
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
@@ -48,8 +49,9 @@ int32_t launchKernel(void *kernel, const char *name, void **parameters,
 /// Device memory (cuMemAlloc) that a caller holds while its kernels run,
 /// taken from the blocks earlier holders gave back: a kernel that needs
 /// scratch on every call reuses one block, which grows to its largest
-/// request. The block goes back when the holder is destroyed, so the
-/// holder must outlive the kernels that use it (launchKernel waits).
+/// request. The block goes back when the holder is destroyed, which may be
+/// before its kernels are done: only kernels use such blocks, and those of
+/// the next holder run after them on the stream.
 class DeviceScratch {
 public:
   DeviceScratch() = default;
@@ -72,9 +74,9 @@ private:
 /// Whether every launch waits for its work: with ENERGY_CUDA_TRACE (each
 /// kernel's time) or ENERGY_CUDA_SYNC (a failure named where it happens).
 bool launchesWait();
-/// Records work `name` (a static string) queued on the stream without
-/// waiting, which energy_support_cuda_fence waits for.
-void notePending(const char *name);
+/// Records work `name` queued on the stream without waiting, which
+/// energy_support_cuda_fence waits for.
+void notePending(std::string name);
 /// Waits for all the GPU's work; then nothing of this thread is pending and
 /// the blocks it freed meanwhile are handed out again.
 CUresult waitForGpu();

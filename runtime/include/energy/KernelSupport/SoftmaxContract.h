@@ -199,9 +199,11 @@ void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
 /* The same for CUDA artifacts (CudaContract.cpp): on the GPU when the sizes
  * fit its kernels (depth and the widths' sum at most 128 for f32, 64 for
  * f64; at most 4 tables a side and 4 constraints) and there are no pair
- * terms and no coefficients other than κ = 1, else on the host. Every
- * pointer must be memory the GPU reaches. May also return
- * ENERGY_CONTRACT_DEVICE_ERROR. */
+ * terms and no coefficients other than κ = 1, else on the host. On the
+ * GPU its kernels queue after the work before them and the call returns
+ * without waiting (as energy_support_cuda_launch; energy_support_cuda_fence
+ * waits); on the host it waits first. Every pointer must be memory the GPU
+ * reaches. May also return ENERGY_CONTRACT_DEVICE_ERROR. */
 #define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32                               \
   "energy_support_cuda_softmax_contract_f32"
 #define ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64                               \

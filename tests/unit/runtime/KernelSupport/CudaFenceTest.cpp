@@ -5,17 +5,21 @@
 // and waits: generated kernels follow each other without a wait and the
 // fence waits once; a block freed while they may run is handed out again
 // only after the wait; a failure is reported at the fence, naming the
-// kernels. With ENERGY_CUDA_SYNC=1 (the test's second run) every launch waits.
+// kernels; a softmax contraction's kernels queue the same way, and its host
+// path waits first. With ENERGY_CUDA_SYNC=1 (the test's second run) every
+// launch waits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -111,4 +115,51 @@ TEST_CASE("a kernel that failed is reported at the wait, with the launches") {
   CHECK(error.find("ENERGY_CUDA_SYNC=1") != std::string::npos);
   // The failure was reported once; nothing is pending after it.
   CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+}
+
+TEST_CASE("a softmax contraction queues its kernels; its host path waits") {
+  // Two rows and columns of depth 2, one row output of width 1 and the lse.
+  float rows[4] = {1, 0, 0, 1}, cols[4] = {1, 1, 0, 1}, values[2] = {2, 3};
+  float output[2] = {}, lse[2] = {};
+  const void *tables[] = {values};
+  void *outputs[] = {output};
+  int64_t widths[] = {1};
+  energy_softmax_contract_args args{};
+  args.rows = args.cols = args.depth = 2;
+  args.row_features = rows;
+  args.col_features = cols;
+  args.scale = args.temperature = 1;
+  args.lse = lse;
+  args.num_row_outputs = 1;
+  args.col_values = tables;
+  args.row_output_widths = widths;
+  args.row_outputs = outputs;
+  args.batch = 1;
+  takeEvents();
+  REQUIRE(launch("before") == ENERGY_KERNEL_OK);
+  REQUIRE(energy_support_cuda_softmax_contract_f32(&args) ==
+          ENERGY_CONTRACT_OK);
+  std::string events = takeEvents();
+  INFO(events);
+  CHECK(events.find("launch:energy_contract_rows_f32") != std::string::npos);
+  CHECK((events.find("wait") != std::string::npos) == everyLaunchWaits());
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  takeEvents();
+
+  // A pair term the kernels do not take: the host computes it, after
+  // waiting for the kernel before it.
+  int64_t pairDepths[] = {1};
+  float pairRows[2] = {1, 1}, pairCols[2] = {1, 1};
+  const void *pairRowTables[] = {pairRows}, *pairColTables[] = {pairCols};
+  args.num_pair_terms = 1;
+  args.pair_depths = pairDepths;
+  args.pair_row_features = pairRowTables;
+  args.pair_col_features = pairColTables;
+  REQUIRE(launch("before") == ENERGY_KERNEL_OK);
+  REQUIRE(energy_support_cuda_softmax_contract_f32(&args) ==
+          ENERGY_CONTRACT_OK);
+  CHECK(takeEvents() == "launch:before wait ");
+  // The host's result: row 0 scores x·y + p·q = 1 + 1 and 0 + 1.
+  double s0 = std::exp(1.0 + 1), s1 = std::exp(0.0 + 1);
+  CHECK(output[0] == doctest::Approx((2 * s0 + 3 * s1) / (s0 + s1)));
 }
