@@ -237,14 +237,7 @@ void FenceInsertion::insertFence(Operation *before) {
           0, arith::MaxSIOp::create(b, loc, result.getOperand(0), code));
     return;
   }
-  Value status;
-  before->getParentOfType<func::FuncOp>().walk([&](LLVM::AllocaOp slot) {
-    if (slot->hasAttr(kKernelStatusAttr))
-      status = slot;
-  });
-  if (status)
-    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
-                              LLVM::AtomicOrdering::monotonic);
+  foldIntoKernelStatus(b, loc, code);
 }
 
 bool FenceInsertion::placeFences(Block &block, bool pending,

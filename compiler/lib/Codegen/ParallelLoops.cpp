@@ -407,8 +407,18 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
   for (Value block : scratchBlocks)
     func::CallOp::create(b, loc, support(ENERGY_SUPPORT_CUDA_FREE),
                          ValueRange{block});
+  foldIntoKernelStatus(b, loc, code);
+}
+} // namespace
+
+void mlir::energy::foldIntoKernelStatus(OpBuilder &b, Location loc,
+                                        Value code) {
+  Operation *around = b.getInsertionBlock()->getParentOp();
+  auto function = dyn_cast<func::FuncOp>(around);
+  if (!function)
+    function = around->getParentOfType<func::FuncOp>();
   Value status;
-  parent.walk([&](LLVM::AllocaOp slot) {
+  function.walk([&](LLVM::AllocaOp slot) {
     if (slot->hasAttr(kKernelStatusAttr))
       status = slot;
   });
@@ -416,7 +426,6 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
     LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, status, code,
                               LLVM::AtomicOrdering::monotonic);
 }
-} // namespace
 
 /// The support functions a CUDA artifact calls instead of the CPU's: memory
 /// both the host and the GPU reach, cuBLAS; for f32, with `bf16Products`,

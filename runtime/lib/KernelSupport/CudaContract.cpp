@@ -224,7 +224,7 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
       if (int32_t code = energy::cuda::launchKernel(
               pack, packName.c_str(), packParameters, copies.chunks,
               energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers,
-              /*wait=*/energy::cuda::launchesWait()))
+              /*queue=*/true))
         return code;
     void *packedParameters[] = {&slots, &copies.features, &copies.values,
                                 &copies.rows, &count};
@@ -232,7 +232,7 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
     if (int32_t code = energy::cuda::launchKernel(
             kernel, name.c_str(), pack ? packedParameters : plainParameters,
             count, family.threads, family.positionsPerBlock, layers,
-            /*wait=*/energy::cuda::launchesWait()))
+            /*queue=*/true))
       return code;
   }
   return ENERGY_KERNEL_OK;

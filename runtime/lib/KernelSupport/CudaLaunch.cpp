@@ -58,10 +58,10 @@ std::multimap<size_t, CUdeviceptr> &spareDeviceBlocks() {
   return *spare;
 }
 
-/// The generated kernels this thread launched without waiting, since it
-/// last waited for the GPU (energy_support_cuda_fence), and the managed
-/// blocks it freed since: a pending kernel may still use them, so they are
-/// handed out again only after the wait.
+/// The work (kernels, cuBLAS products) this thread queued without waiting,
+/// since it last waited for the GPU (energy_support_cuda_fence), and the
+/// managed blocks it freed since: pending work may still use them, so they
+/// are handed out again only after the wait.
 struct PendingWork {
   std::vector<std::string> kernels;
   std::vector<void *> freed;
@@ -275,7 +275,7 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count,
                                    unsigned threads, unsigned positionsPerBlock,
-                                   unsigned layers, bool wait) {
+                                   unsigned layers, bool queue) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
@@ -292,7 +292,7 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));
-  if (!wait) {
+  if (queue && !launchesWait()) {
     notePending(name);
     return ENERGY_KERNEL_OK;
   }
@@ -325,7 +325,7 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
   // them (energy_support_cuda_fence) where the host next reads what they
   // write (energy-cuda-host-fences).
   return launchKernel(kernel, name, parameters.data(), count, kBlockThreads,
-                      kBlockThreads, 1, /*wait=*/launchesWait());
+                      kBlockThreads, 1, /*queue=*/true);
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {

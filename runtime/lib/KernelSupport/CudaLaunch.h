@@ -38,13 +38,13 @@ int32_t loadKernel(const char *images, const char *name, void **function,
 /// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
 /// of `threads`, `layers` such rows of blocks (blockIdx.y; at most
 /// kMaxLayers), with cuLaunchKernel's `parameters`, and waits; or, with
-/// `wait` false, records it as pending work (notePending); 0 or
-/// ENERGY_KERNEL_DEVICE_ERROR.
+/// `queue` (and launches that need not wait), returns once it is queued,
+/// recorded as pending work (notePending); 0 or ENERGY_KERNEL_DEVICE_ERROR.
 constexpr unsigned kMaxLayers = 65535;
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
                      unsigned positionsPerBlock = kBlockThreads,
-                     unsigned layers = 1, bool wait = true);
+                     unsigned layers = 1, bool queue = false);
 
 /// Device memory (cuMemAlloc) that a caller holds while its kernels run,
 /// taken from the blocks earlier holders gave back: a kernel that needs

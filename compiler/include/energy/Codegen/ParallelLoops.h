@@ -19,6 +19,11 @@ namespace mlir::energy {
 /// launch on the GPU folds its own status into.
 inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
 
+/// Folds `code` (a status the support library returned) into the status slot
+/// of the function around `b`'s insertion point (an atomic max), where it has
+/// one.
+void foldIntoKernelStatus(OpBuilder &b, Location loc, Value code);
+
 /// Marks `loop` (from 0 by 1, no carried values) as one whose iterations
 /// write disjoint memory and may run on several threads in any order.
 void markParallel(scf::ForOp loop);
