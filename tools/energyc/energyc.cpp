@@ -147,7 +147,7 @@ cl::opt<std::string>
           cl::cat(energycOptions));
 cl::opt<std::string>
     cpu("cpu",
-        cl::desc("The CPU an artifact's kernels are compiled for (clang "
+        cl::desc("The CPU an artifact's kernels are compiled for (as clang's "
                  "-march): native (default: the features of this machine), "
                  "x86-64-v2, x86-64-v3 or x86-64-v4; its manifest lists the "
                  "CPU features the code may use"),
@@ -170,7 +170,7 @@ cl::list<std::string> plugins(
     cl::value_desc("path"), cl::cat(energycOptions));
 cl::opt<unsigned> optLevel(
     "opt-level",
-    cl::desc("How hard clang optimises the artifact's kernels, 0-3 (default "
+    cl::desc("How hard LLVM optimises the artifact's kernels, 0-3 (default "
              "2; 3 compiles longer and runs no faster; lower levels compile "
              "faster and run slower)"),
     cl::init(mlir::energy::kDefaultOptLevel), cl::cat(energycOptions));

@@ -1,12 +1,13 @@
 //===- Jit.cpp - Compiles an artifact in process --------------------------===//
 //
-// Native object code for the host (LLVM's pipeline as the shared library's
-// clang runs it), linked in process by ORC as MLIR's ExecutionEngine links.
+// Native object code for the host (ObjectCode.h: the shared libraries'
+// pipeline), linked in process by ORC as MLIR's ExecutionEngine links.
 // The kernel support functions are resolved to the copies linked into the
 // running tool.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ObjectCode.h"
 #include "SupportFunctions.h"
 #include "energy/Codegen/Artifact.h"
 #include "energy/KernelSupport/KernelSupport.h"
@@ -18,51 +19,15 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
 using namespace mlir;
 using namespace mlir::energy;
 
-/// LLVM's pipeline at `optLevel` for `machine`, without unrolling loops (as
-/// writeSharedLibrary's clang runs it: -fno-unroll-loops).
-static std::function<llvm::Error(llvm::Module *)>
-kernelOptimizer(unsigned optLevel, llvm::TargetMachine *machine) {
-  return [optLevel, machine](llvm::Module *module) -> llvm::Error {
-    llvm::PipelineTuningOptions tuning;
-    tuning.LoopUnrolling = false;
-    tuning.LoopInterleaving = false;
-    tuning.LoopVectorization = optLevel > 1;
-    tuning.SLPVectorization = optLevel > 1;
-    llvm::LoopAnalysisManager loops;
-    llvm::FunctionAnalysisManager functions;
-    llvm::CGSCCAnalysisManager callGraph;
-    llvm::ModuleAnalysisManager modules;
-    llvm::PassBuilder builder(machine, tuning);
-    builder.registerModuleAnalyses(modules);
-    builder.registerCGSCCAnalyses(callGraph);
-    builder.registerFunctionAnalyses(functions);
-    builder.registerLoopAnalyses(loops);
-    builder.crossRegisterProxies(loops, functions, callGraph, modules);
-    llvm::OptimizationLevel level =
-        optLevel == 0   ? llvm::OptimizationLevel::O0
-        : optLevel == 1 ? llvm::OptimizationLevel::O1
-        : optLevel == 2 ? llvm::OptimizationLevel::O2
-                        : llvm::OptimizationLevel::O3;
-    llvm::ModulePassManager passes =
-        optLevel == 0 ? builder.buildO0DefaultPipeline(level)
-                      : builder.buildPerModuleDefaultPipeline(level);
-    passes.run(*module, modules);
-    return llvm::Error::success();
-  };
-}
-
-/// The host's target machine at `optLevel`, as the JIT compiles and links
-/// for it.
+/// The host's target machine, as the JIT links for it.
 static FailureOr<llvm::orc::JITTargetMachineBuilder>
-hostMachineBuilder(unsigned optLevel, std::string &error) {
+hostMachineBuilder(std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -70,11 +35,6 @@ hostMachineBuilder(unsigned optLevel, std::string &error) {
     error = llvm::toString(builder.takeError());
     return failure();
   }
-  builder->setCodeGenOptLevel(optLevel == 0   ? llvm::CodeGenOptLevel::None
-                              : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                              : optLevel == 2
-                                  ? llvm::CodeGenOptLevel::Default
-                                  : llvm::CodeGenOptLevel::Aggressive);
   return std::move(*builder);
 }
 
@@ -82,44 +42,28 @@ FailureOr<SmallVector<char, 0>>
 mlir::energy::compileToObject(ModuleOp module, std::string &error,
                               unsigned optLevel) {
   optLevel = std::min(optLevel, 3u);
-  FailureOr<llvm::orc::JITTargetMachineBuilder> builder =
-      hostMachineBuilder(optLevel, error);
-  if (failed(builder))
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      codegen::createKernelTargetMachine("native", optLevel,
+                                         /*positionIndependent=*/false, error);
+  if (failed(machine))
     return failure();
-  auto machine = builder->createTargetMachine();
-  if (!machine) {
-    error = llvm::toString(machine.takeError());
-    return failure();
-  }
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule = translateArtifact(module, context);
   if (!llvmModule) {
     error = "the kernels could not be translated to LLVM IR";
     return failure();
   }
-  llvmModule->setDataLayout((*machine)->createDataLayout());
-  llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  if (llvm::Error optimized =
-          kernelOptimizer(optLevel, machine->get())(llvmModule.get())) {
-    error = llvm::toString(std::move(optimized));
-    return failure();
-  }
   SmallVector<char, 0> object;
-  llvm::raw_svector_ostream stream(object);
-  llvm::legacy::PassManager codegen;
-  if ((*machine)->addPassesToEmitFile(codegen, stream, nullptr,
-                                      llvm::CodeGenFileType::ObjectFile)) {
-    error = "the host's target machine cannot emit object code";
+  if (failed(codegen::emitObjectCode(*llvmModule, **machine, optLevel, object,
+                                     error)))
     return failure();
-  }
-  codegen.run(*llvmModule);
   return object;
 }
 
 FailureOr<JitArtifact> mlir::energy::loadObject(ArrayRef<char> object,
                                                 std::string &error) {
   FailureOr<llvm::orc::JITTargetMachineBuilder> builder =
-      hostMachineBuilder(kDefaultOptLevel, error);
+      hostMachineBuilder(error);
   if (failed(builder))
     return failure();
   // As MLIR's ExecutionEngine links: RuntimeDyld, sections from the

@@ -1,9 +1,9 @@
 //===- SharedLibrary.cpp - Writes an artifact as a shared library ---------===//
 //
-// The LLVM IR goes to the system's clang (-O3 for the chosen CPU, as a PIC
-// shared library linked with the kernel support functions), in parts
-// compiled at the same time, into a temporary file that is renamed to the
-// destination only when everything succeeded.
+// The LLVM IR, in parts compiled on threads at the same time to object code
+// for the chosen CPU (ObjectCode.h), linked by the system's clang as a
+// shared library with the kernel support functions into a temporary file
+// that is renamed to the destination only when everything succeeded.
 // The CPUs an artifact can be compiled for, and the features each one lets
 // the code use (what its manifest records for the runtime to check), are
 // here too.
@@ -13,16 +13,21 @@
 #include "energy/Codegen/Artifact.h"
 #include "energy/Runtime/ArtifactABI.h"
 
+#include "ObjectCode.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBufferRef.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -34,7 +39,7 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-/// At most this many clang processes compile an artifact's parts at once.
+/// At most this many threads compile an artifact's parts at once.
 static constexpr unsigned kMaxParallelParts = 4;
 
 //===----------------------------------------------------------------------===//
@@ -144,8 +149,8 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     return failure();
   }
 
-  // The module in parts (its functions spread over them), compiled by one
-  // clang each at the same time, then linked.
+  // The module in parts (its functions spread over them), compiled at the
+  // same time, then linked.
   unsigned partCount =
       std::clamp(std::thread::hardware_concurrency(), 1u, kMaxParallelParts);
   // Splitting gives the private symbols that parts share external names;
@@ -167,61 +172,66 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
     error = message.str();
     return failure();
   };
-  SmallVector<std::string> bitcodePaths, objectPaths;
-  std::vector<llvm::FileRemover> removers;
-  removers.reserve(2 * parts.size());
-  for (std::unique_ptr<llvm::Module> &part : parts) {
-    llvm::SmallString<128> bitcode, object;
-    for (auto [suffix, file] :
-         {std::pair<StringRef, llvm::SmallString<128> *>{"bc", &bitcode},
-          {"o", &object}}) {
-      if (std::error_code code = llvm::sys::fs::createTemporaryFile(
-              "energy-artifact", suffix, *file))
-        return fail("cannot create a temporary file: " + code.message());
-      removers.emplace_back(*file);
-    }
-    std::error_code code;
-    llvm::raw_fd_ostream out(bitcode, code);
-    if (code)
-      return fail("cannot write " + bitcode + ": " + code.message());
+  // Each part in its own context (a context is one thread's), compiled on
+  // its own thread into its own object file.
+  SmallVector<SmallVector<char, 0>> bitcodes(parts.size());
+  for (auto [part, bitcode] : llvm::zip(parts, bitcodes)) {
+    llvm::raw_svector_ostream out(bitcode);
     llvm::WriteBitcodeToFile(*part, out);
-    bitcodePaths.push_back(bitcode.str().str());
+  }
+  parts.clear();
+  unsigned level = std::min(optLevel, 3u);
+  SmallVector<std::string> objectPaths, partErrors(bitcodes.size());
+  std::vector<llvm::FileRemover> removers;
+  removers.reserve(bitcodes.size());
+  for (size_t index = 0; index < bitcodes.size(); ++index) {
+    llvm::SmallString<128> object;
+    if (std::error_code code =
+            llvm::sys::fs::createTemporaryFile("energy-artifact", "o", object))
+      return fail("cannot create a temporary file: " + code.message());
+    removers.emplace_back(object);
     objectPaths.push_back(object.str().str());
   }
-  std::string march = "-march=" + target.cpu;
-  std::string level = "-O" + std::to_string(std::min(optLevel, 3u));
-  SmallVector<llvm::sys::ProcessInfo> compilers;
-  std::string message;
-  for (auto [bitcode, object] : llvm::zip(bitcodePaths, objectPaths)) {
-    // Kernels write their inner loops as vectors already (VectorLoops.cpp);
-    // unrolling them again costs compile time and speed.
-    SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH,
-                                        level,
-                                        "-fno-unroll-loops",
-                                        march,
-                                        "-fPIC",
-                                        "-c",
-                                        "-Wno-override-module",
-                                        "-o",
-                                        object,
-                                        bitcode};
-    bool failedToStart = false;
-    compilers.push_back(llvm::sys::ExecuteNoWait(ENERGY_CLANG_PATH, arguments,
-                                                 std::nullopt, {}, 0, &message,
-                                                 &failedToStart));
-    if (failedToStart)
-      break;
-  }
-  bool compiled = compilers.size() == bitcodePaths.size();
-  for (llvm::sys::ProcessInfo &compiler : compilers) {
-    llvm::sys::ProcessInfo done =
-        llvm::sys::Wait(compiler, std::nullopt, &message);
-    compiled &= done.ReturnCode == 0;
-  }
-  if (!compiled)
-    return fail("compiling the kernels with " + Twine(ENERGY_CLANG_PATH) +
-                " failed" + (message.empty() ? "" : ": " + message));
+  auto compilePart = [&](size_t index) {
+    std::string &partError = partErrors[index];
+    llvm::LLVMContext partContext;
+    auto part = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(
+            StringRef(bitcodes[index].data(), bitcodes[index].size()),
+            "energy-artifact"),
+        partContext);
+    if (!part) {
+      partError = llvm::toString(part.takeError());
+      return;
+    }
+    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+        codegen::createKernelTargetMachine(target.cpu, level,
+                                           /*positionIndependent=*/true,
+                                           partError);
+    SmallVector<char, 0> object;
+    if (failed(machine) || failed(codegen::emitObjectCode(
+                               **part, **machine, level, object, partError)))
+      return;
+    std::error_code code;
+    llvm::raw_fd_ostream out(objectPaths[index], code);
+    if (code) {
+      partError = "cannot write " + objectPaths[index] + ": " + code.message();
+      return;
+    }
+    out << StringRef(object.data(), object.size());
+  };
+  std::vector<std::thread> compilers;
+  for (size_t index = 1; index < bitcodes.size(); ++index)
+    compilers.emplace_back(compilePart, index);
+  compilePart(0);
+  for (std::thread &compiler : compilers)
+    compiler.join();
+  for (const std::string &partError : partErrors)
+    if (!partError.empty())
+      return fail("compiling the kernels for " + target.cpu +
+                  " failed: " + partError);
 
+  std::string message;
   std::string temporary = (path + ".tmp").str();
   llvm::FileRemover removeTemporary(temporary);
   const std::string &supportLibrary = kernelSupportLibrary();

@@ -133,9 +133,10 @@ compileToArtifactModule(ModuleOp energyModule, const ArtifactOptions &options);
 std::unique_ptr<llvm::Module> translateArtifact(ModuleOp module,
                                                 llvm::LLVMContext &context);
 
-/// Compiles `module` for `target`'s CPU (clang -march=native or
-/// -march=x86-64-vN) with the system's clang (-O`optLevel`) into the shared
-/// library `path`, linking the kernel support functions. The file appears
+/// Compiles `module` for `target`'s CPU (as clang -march=native or
+/// -march=x86-64-vN) with LLVM's pipeline at -O`optLevel`, in parts on
+/// threads, into the shared library `path` (linked by the system's clang
+/// with the kernel support functions). The file appears
 /// only when everything succeeded.
 LogicalResult writeSharedLibrary(ModuleOp module, const ArtifactTarget &target,
                                  StringRef path, std::string &error,
