@@ -1,10 +1,13 @@
-# Precompiled headers for the compiler's C++ targets: parsing MLIR's headers
+# Precompiled headers: for the compiler's C++ targets, parsing MLIR's headers
 # is most of each file's compile time (about 15 of 20 s), so a target parses
-# them once. CMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them.
+# them once; the MLIR-free libraries and their tests (front end, runtime)
+# parse the C++ standard library's headers once per target.
+# CMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them.
 
 set(ENERGY_PRECOMPILED_MLIR_HEADERS
   <mlir/Dialect/Arith/IR/Arith.h>
   <mlir/Dialect/Func/IR/FuncOps.h>
+  <mlir/Dialect/GPU/IR/GPUDialect.h>
   <mlir/Dialect/LLVMIR/LLVMDialect.h>
   <mlir/Dialect/Math/IR/Math.h>
   <mlir/Dialect/SCF/IR/SCF.h>
@@ -31,4 +34,19 @@ endfunction()
 # same MLIR and dialect headers parsed once for every such target.
 function(energy_reuse_precompiled_headers target)
   target_precompile_headers(${target} REUSE_FROM obj.EnergyDialect)
+endfunction()
+
+# The standard library's headers most files of the MLIR-free targets include.
+set(ENERGY_PRECOMPILED_STANDARD_HEADERS
+  <algorithm> <array> <cstdint> <cstring> <functional> <map> <memory>
+  <optional> <stdexcept> <string> <string_view> <system_error> <tuple>
+  <unordered_map> <vector>)
+
+# energy_precompile_standard_headers(TARGET): TARGET's C++ files compile with
+# the standard library's common headers precompiled.
+function(energy_precompile_standard_headers target)
+  foreach(header ${ENERGY_PRECOMPILED_STANDARD_HEADERS})
+    target_precompile_headers(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:CXX>:${header}>")
+  endforeach()
 endfunction()
