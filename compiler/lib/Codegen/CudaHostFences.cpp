@@ -12,6 +12,7 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
+#include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,9 +26,9 @@ namespace {
 
 /// The support functions that queue their work on the GPU after the
 /// kernels launched before them and return without waiting for it, as
-/// energy_support_cuda_launch does (cuBLAS's products and the softmax
-/// contractions' kernels; where they run on the host instead, they wait
-/// first).
+/// energy_support_cuda_launch does (cuBLAS's products, the softmax and the
+/// quadratic contractions' kernels; where they run on the host instead,
+/// they wait first).
 bool queuesWithoutWaiting(StringRef callee) {
   return llvm::is_contained(
       {StringRef(ENERGY_SUPPORT_CUDA_LAUNCH),
@@ -39,7 +40,9 @@ bool queuesWithoutWaiting(StringRef callee) {
        StringRef(ENERGY_SUPPORT_CUDA_MATMUL_BATCH_BF16),
        StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F32),
        StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64),
-       StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16)},
+       StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16),
+       StringRef(ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32),
+       StringRef(ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64)},
       callee);
 }
 

@@ -7,6 +7,7 @@
 
 #include "CudaLaunch.h"
 #include "QuadraticContractShapes.h"
+#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
@@ -56,8 +57,9 @@ struct KernelSet {
       : type(type), images(energy::cuda::supportImages(kPtx)) {}
 };
 
-/// Loads kernel `name` of `set` (cached in `*cached`) and launches it as
-/// energy::cuda::launchKernel does.
+/// Loads kernel `name` of `set` (cached in `*cached`) and queues it after
+/// the work before it, as energy::cuda::launchKernel does (its parameters
+/// are copied at the launch; the scratch it uses is a DeviceScratch's).
 int32_t launch(KernelSet &set, const std::string &name, void **cached,
                void **parameters, int64_t count, unsigned positionsPerBlock,
                unsigned layers = 1) {
@@ -66,8 +68,8 @@ int32_t launch(KernelSet &set, const std::string &name, void **cached,
                                               cached, kernel))
     return code;
   return energy::cuda::launchKernel(kernel, name.c_str(), parameters, count,
-                                    shapes::kThreads, positionsPerBlock,
-                                    layers);
+                                    shapes::kThreads, positionsPerBlock, layers,
+                                    /*queue=*/true);
 }
 
 /// The product of `factors` in `bytes`; false when it is over 2^60 (so
@@ -234,12 +236,20 @@ int32_t onDevice(const energy_quadratic_contract_args &a, KernelSet &set) {
   }
 }
 
-/// The contraction on the GPU where the kernels take it, else `onHost`
-/// (which also refuses invalid arguments).
+/// The contraction on the GPU where the kernels take it, else on the host
+/// by `hostContract` (which also refuses invalid arguments).
 template <typename T>
-int32_t contract(const energy_quadratic_contract_args *args, KernelSet &set,
-                 int32_t (*onHost)(const energy_quadratic_contract_args *)) {
-  if (!kPtx || !energy::kernels::validQuadraticContract(args) ||
+int32_t
+contract(const energy_quadratic_contract_args *args, KernelSet &set,
+         int32_t (*hostContract)(const energy_quadratic_contract_args *)) {
+  // The kernels queue after the work before them without waiting; the host
+  // waits for that work before it reads what it wrote.
+  auto onHost = [&](const energy_quadratic_contract_args *hostArgs) {
+    if (energy_support_cuda_fence() != ENERGY_KERNEL_OK)
+      return int32_t(ENERGY_CONTRACT_DEVICE_ERROR);
+    return hostContract(hostArgs);
+  };
+  if (!args || !kPtx || !energy::kernels::validQuadraticContract(args) ||
       args->depth > shapes::kDepthBounds[3] || args->rows == 0 ||
       args->cols == 0)
     return onHost(args);

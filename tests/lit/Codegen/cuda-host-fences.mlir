@@ -12,6 +12,7 @@ module {
   func.func private @energy_support_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
   func.func private @energy_support_cuda_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
   func.func private @energy_support_cuda_softmax_contract_f32(!llvm.ptr) -> i32
+  func.func private @energy_support_cuda_quadratic_contract_f32(!llvm.ptr) -> i32
   func.func private @energy_support_silu_int(f64) -> f64
 
   // Two kernels one after the other: no wait between them, though the host
@@ -170,13 +171,14 @@ module {
     %code = llvm.load %status : !llvm.ptr -> i32
     return %code : i32
   }
-  // cuBLAS's products and the softmax contractions queue after the kernels
-  // as a launch does: no wait before one, a wait before the host reads
-  // their results.
+  // cuBLAS's products, the softmax and the quadratic contractions queue
+  // after the kernels as a launch does: no wait before one, a wait before
+  // the host reads their results.
   // CHECK-LABEL: func.func @energy_kernel_output_y(
   // CHECK:         call @energy_support_cuda_launch
   // CHECK-NEXT:    call @energy_support_cuda_matmul_f32
   // CHECK-NEXT:    call @energy_support_cuda_softmax_contract_f32
+  // CHECK-NEXT:    call @energy_support_cuda_quadratic_contract_f32
   // CHECK-NEXT:    call @energy_support_cuda_fence
   // CHECK-NEXT:    llvm.atomicrmw
   // CHECK-NEXT:    llvm.load
@@ -190,6 +192,7 @@ module {
     %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
     call @energy_support_cuda_matmul_f32(%one, %one, %one, %x, %x, %x) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
     %c = call @energy_support_cuda_softmax_contract_f32(%slots) : (!llvm.ptr) -> i32
+    %q = call @energy_support_cuda_quadratic_contract_f32(%slots) : (!llvm.ptr) -> i32
     %v = llvm.load %x : !llvm.ptr -> f32
     %code = llvm.load %status : !llvm.ptr -> i32
     return %code : i32

@@ -94,6 +94,9 @@ energy_support_quadratic_contract_f64(const energy_quadratic_contract_args *a);
 
 /* The same for CUDA artifacts: on the GPU when depth <= 64 (and N, K >= 1),
  * else on the host, which is also where invalid arguments are refused.
+ * On the GPU its kernels queue after the work before them and the call
+ * returns without waiting (as energy_support_cuda_launch;
+ * energy_support_cuda_fence waits); on the host it waits first.
  * Every pointer must be memory both the GPU and the host reach (managed,
  * as energy_support_cuda_alloc's). May also return
  * ENERGY_CONTRACT_DEVICE_ERROR (energy_support_cuda_last_error says how).

@@ -5,13 +5,14 @@
 // and waits: generated kernels follow each other without a wait and the
 // fence waits once; a block freed while they may run is handed out again
 // only after the wait; a failure is reported at the fence, naming the
-// kernels; a softmax contraction's kernels queue the same way, and its host
-// path waits first. With ENERGY_CUDA_SYNC=1 (the test's second run) every
-// launch waits.
+// kernels; a softmax and a quadratic contraction's kernels queue the same
+// way, and their host paths wait first. With ENERGY_CUDA_SYNC=1 (the test's
+// second run) every launch waits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/KernelSupport/QuadraticContract.h"
 #include "energy/KernelSupport/SoftmaxContract.h"
 #include "energy/Runtime/ArtifactABI.h"
 
@@ -21,7 +22,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -52,11 +55,10 @@ bool everyLaunchWaits() {
 const char kImages[] = "sm_90\0fake ptx\0";
 
 int32_t launch(const char *name) {
-  static void *cache[8];
-  static int used = 0;
+  // One cached kernel per name, as generated code keeps one per kernel.
+  static std::map<std::string, void *> cache;
   int64_t slot = 0;
-  return energy_support_cuda_launch(kImages, name, &cache[used++ % 8], &slot, 1,
-                                    100);
+  return energy_support_cuda_launch(kImages, name, &cache[name], &slot, 1, 100);
 }
 
 } // namespace
@@ -162,4 +164,54 @@ TEST_CASE("a softmax contraction queues its kernels; its host path waits") {
   // The host's result: row 0 scores x·y + p·q = 1 + 1 and 0 + 1.
   double s0 = std::exp(1.0 + 1), s1 = std::exp(0.0 + 1);
   CHECK(output[0] == doctest::Approx((2 * s0 + 3 * s1) / (s0 + s1)));
+}
+
+TEST_CASE("a quadratic contraction queues its kernels; its host path waits") {
+  // Two points and two components of depth 1: the lse and the weights' sums.
+  float points[2] = {0, 1}, means[2] = {0, 1}, precisions[2] = {1, 1};
+  float lse[2] = {}, weights[2] = {};
+  int64_t kinds[] = {ENERGY_MOMENT_WEIGHT};
+  void *outputs[] = {weights};
+  energy_quadratic_contract_args args{};
+  args.rows = args.cols = 2;
+  args.depth = 1;
+  args.points = points;
+  args.means = means;
+  args.precisions = precisions;
+  args.scale = -0.5;
+  args.lse = lse;
+  args.num_col_outputs = 1;
+  args.col_output_kinds = kinds;
+  args.col_outputs = outputs;
+  takeEvents();
+  REQUIRE(launch("before") == ENERGY_KERNEL_OK);
+  REQUIRE(energy_support_cuda_quadratic_contract_f32(&args) ==
+          ENERGY_CONTRACT_OK);
+  std::string events = takeEvents();
+  INFO(events);
+  CHECK(events.find("launch:energy_quadratic_prepare_f32") !=
+        std::string::npos);
+  CHECK(events.find("launch:energy_quadratic_finish_f32") != std::string::npos);
+  CHECK((events.find("wait") != std::string::npos) == everyLaunchWaits());
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  takeEvents();
+
+  // Depth 65, past the kernels' 64: the host computes it, after waiting for
+  // the kernel before it. Points, means and precisions all 0: all scores 0,
+  // each point's weights 1/2, so L = log 2 and each component's sum 1.
+  constexpr int64_t kDepth = 65;
+  std::vector<float> zeros(2 * kDepth, 0.0f),
+      zeroPrecisions(2 * kDepth * kDepth, 0.0f);
+  args.depth = kDepth;
+  args.points = zeros.data();
+  args.means = zeros.data();
+  args.precisions = zeroPrecisions.data();
+  REQUIRE(launch("before") == ENERGY_KERNEL_OK);
+  REQUIRE(energy_support_cuda_quadratic_contract_f32(&args) ==
+          ENERGY_CONTRACT_OK);
+  CHECK(takeEvents() == "launch:before wait ");
+  for (int r = 0; r < 2; ++r) {
+    CHECK(lse[r] == doctest::Approx(std::log(2.0)));
+    CHECK(weights[r] == doctest::Approx(1.0));
+  }
 }
