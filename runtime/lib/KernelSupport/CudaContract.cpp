@@ -247,9 +247,8 @@ contract(const energy_softmax_contract_args *args, KernelFamily &family,
   // The kernels queue after the work before them without waiting; the host
   // waits for that work before it reads what it wrote.
   auto onHost = [&](const energy_softmax_contract_args *hostArgs) {
-    if (energy_support_cuda_fence() != ENERGY_KERNEL_OK)
-      return int32_t(ENERGY_CONTRACT_DEVICE_ERROR);
-    return hostContract(hostArgs);
+    return energy::cuda::onHostAfterFence(hostContract, hostArgs,
+                                          ENERGY_CONTRACT_DEVICE_ERROR);
   };
   if (!args)
     return onHost(args);

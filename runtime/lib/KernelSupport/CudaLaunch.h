@@ -12,6 +12,7 @@
 #define ENERGY_KERNELSUPPORT_CUDALAUNCH_H
 
 #include "energy/KernelSupport/CudaDriverApi.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include <cstdint>
 #include <string>
@@ -70,6 +71,17 @@ private:
   CUdeviceptr block = 0;
   size_t size = 0;
 };
+
+/// `hostContract(args)`, a contraction's host path, after waiting for the
+/// work queued before it (whose results the host reads); the contraction's
+/// `deviceError` code when that work failed.
+template <typename Args>
+int32_t onHostAfterFence(int32_t (*hostContract)(const Args *),
+                         const Args *args, int32_t deviceError) {
+  if (energy_support_cuda_fence() != ENERGY_KERNEL_OK)
+    return deviceError;
+  return hostContract(args);
+}
 
 /// Whether every launch waits for its work: with ENERGY_CUDA_TRACE (each
 /// kernel's time) or ENERGY_CUDA_SYNC (a failure named where it happens).

@@ -245,9 +245,8 @@ contract(const energy_quadratic_contract_args *args, KernelSet &set,
   // The kernels queue after the work before them without waiting; the host
   // waits for that work before it reads what it wrote.
   auto onHost = [&](const energy_quadratic_contract_args *hostArgs) {
-    if (energy_support_cuda_fence() != ENERGY_KERNEL_OK)
-      return int32_t(ENERGY_CONTRACT_DEVICE_ERROR);
-    return hostContract(hostArgs);
+    return energy::cuda::onHostAfterFence(hostContract, hostArgs,
+                                          ENERGY_CONTRACT_DEVICE_ERROR);
   };
   if (!args || !kPtx || !energy::kernels::validQuadraticContract(args) ||
       args->depth > shapes::kDepthBounds[3] || args->rows == 0 ||
