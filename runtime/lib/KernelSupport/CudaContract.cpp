@@ -244,8 +244,6 @@ template <typename T>
 int32_t
 contract(const energy_softmax_contract_args *args, KernelFamily &family,
          int32_t (*hostContract)(const energy_softmax_contract_args *)) {
-  // The kernels queue after the work before them without waiting; the host
-  // waits for that work before it reads what it wrote.
   auto onHost = [&](const energy_softmax_contract_args *hostArgs) {
     return energy::cuda::onHostAfterFence(hostContract, hostArgs,
                                           ENERGY_CONTRACT_DEVICE_ERROR);

@@ -242,8 +242,6 @@ template <typename T>
 int32_t
 contract(const energy_quadratic_contract_args *args, KernelSet &set,
          int32_t (*hostContract)(const energy_quadratic_contract_args *)) {
-  // The kernels queue after the work before them without waiting; the host
-  // waits for that work before it reads what it wrote.
   auto onHost = [&](const energy_quadratic_contract_args *hostArgs) {
     return energy::cuda::onHostAfterFence(hostContract, hostArgs,
                                           ENERGY_CONTRACT_DEVICE_ERROR);
