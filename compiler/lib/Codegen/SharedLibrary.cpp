@@ -2,9 +2,9 @@
 //
 // The LLVM IR, in parts compiled on threads at the same time to object code
 // for the chosen CPU (ObjectCode.h), linked by the system's clang (with lld
-// when it is installed beside clang) as a
-// shared library with the kernel support functions into a temporary file
-// that is renamed to the destination only when everything succeeded.
+// when it is installed beside clang) as a shared library with the kernel
+// support functions into a temporary file that is renamed to the
+// destination only when everything succeeded.
 // The CPUs an artifact can be compiled for, and the features each one lets
 // the code use (what its manifest records for the runtime to check), are
 // here too.
