@@ -64,16 +64,17 @@ void releaseManaged(void *pointer) {
 }
 } // namespace
 
-void energy::prefetchManaged(const void *pointer, size_t bytes, bool toDevice) {
+void energy::prefetchManaged(const void *pointer, size_t bytes, bool toDevice,
+                             void *stream) {
   const DriverApi &api = driverApi();
   if (!pointer || !bytes || !api.memPrefetchAsync ||
       !makeContextCurrent().empty())
     return;
   CUmemLocation location{toDevice ? kMemLocationDevice : kMemLocationHost, 0};
   if (api.memPrefetchAsync(reinterpret_cast<CUdeviceptr>(pointer), bytes,
-                           location, 0, nullptr) == kSuccess &&
+                           location, 0, stream) == kSuccess &&
       !toDevice)
-    api.ctxSynchronize();
+    (void)waitForStream(stream);
 }
 
 void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
@@ -86,15 +87,15 @@ void energy::copyToDevice(void *destination, const void *source, size_t bytes) {
 }
 
 Status energy::copyWithinDevice(void *destination, const void *source,
-                                size_t bytes) {
+                                size_t bytes, void *stream) {
   if (!bytes)
     return Status::success();
   if (std::string error = makeContextCurrent(); !error.empty())
     return Status::error(error);
   const DriverApi &api = driverApi();
   if (CUresult result =
-          api.memcpy(reinterpret_cast<CUdeviceptr>(destination),
-                     reinterpret_cast<CUdeviceptr>(source), bytes);
+          api.memcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
+                          reinterpret_cast<CUdeviceptr>(source), bytes, stream);
       result != kSuccess)
     return Status::error("CUDA: cannot copy " + std::to_string(bytes) +
                          " bytes on the device: " + api.describe(result));
@@ -129,10 +130,13 @@ void energy::synchronizeDevice() {
 Status energy::waitForStream(void *stream) {
   if (std::string error = makeContextCurrent(); !error.empty())
     return Status::error(error);
-  if (CUresult result = driverApi().streamSynchronize(stream);
+  const DriverApi &api = driverApi();
+  if (CUresult result =
+          stream ? api.streamSynchronize(stream) : api.ctxSynchronize();
       result != kSuccess)
-    return Status::error("CUDA: cannot wait for the application's stream: " +
-                         driverApi().describe(result));
+    return Status::error(std::string("CUDA: waiting for ") +
+                         (stream ? "the application's stream" : "the device") +
+                         ": " + api.describe(result));
   return Status::success();
 }
 

@@ -52,6 +52,15 @@ Expected<Model> Model::load(const std::string &path) {
   return fromSymbols(
       path,
       [handle](const std::string &symbol) {
+        // The artifact's calls of its CUDA support code bind to the
+        // definition in the global scope (the executable's, the tools
+        // export one) before its own, and so must the runtime's.
+        if (symbol == ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL ||
+            symbol == ENERGY_ARTIFACT_SET_STREAM_SYMBOL) {
+          static void *globalScope = dlopen(nullptr, RTLD_NOW);
+          if (void *global = dlsym(globalScope, symbol.c_str()))
+            return global;
+        }
         return dlsym(handle, symbol.c_str());
       },
       std::move(keepAlive));
@@ -163,9 +172,12 @@ Expected<Model> Model::fromSymbols(std::string label, SymbolLookup lookup,
     setLogHandler(&detail::logFromArtifact);
   state->setThreads = reinterpret_cast<energy_set_threads_fn>(
       lookup(ENERGY_ARTIFACT_SET_THREADS_SYMBOL));
-  if (state->manifest.target && state->manifest.target->device == "cuda")
+  if (state->manifest.target && state->manifest.target->device == "cuda") {
     state->deviceError = reinterpret_cast<energy_device_error_fn>(
         lookup(ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL));
+    state->setStream = reinterpret_cast<energy_set_stream_fn>(
+        lookup(ENERGY_ARTIFACT_SET_STREAM_SYMBOL));
+  }
   return Model(std::move(state));
 }
 

@@ -54,8 +54,10 @@ struct ModelState {
   /// cotangents.
   Kernel backwardCotangents;
   energy_set_threads_fn setThreads = nullptr;
-  /// A CUDA artifact's description of its last device failure.
+  /// A CUDA artifact's description of its last device failure, and the
+  /// stream its kernels go on (null functions for other artifacts).
   energy_device_error_fn deviceError = nullptr;
+  energy_set_stream_fn setStream = nullptr;
 };
 
 /// Opens the run-time library of each plugin `manifest` names and fills the

@@ -398,12 +398,22 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 }
 } // namespace
 
+Status Session::waitForQueuedCopies() {
+  if (!queuedCopies)
+    return Status::success();
+  queuedCopies = false;
+  return waitForStream(stream);
+}
+
 const Tensor &Session::readBuffer(size_t index) {
   const Tensor &buffer = buffers[index];
   if (deviceMemory) {
     residentOnDevice[index] = false;
     auto start = std::chrono::steady_clock::now();
-    prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false);
+    // A failed wait leaves the GPU failed; the next call reports it.
+    (void)waitForQueuedCopies();
+    prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/false,
+                    stream);
     if (cudaTracing())
       trace("energy-cuda: %s to the host: %zu bytes, %.3f ms",
             owner.manifest().buffers[index].name.c_str(), buffer.byteSize(),
@@ -414,9 +424,16 @@ const Tensor &Session::readBuffer(size_t index) {
 
 Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                      int64_t step, double *result) {
-  if (stream)
-    if (Status status = waitForStream(stream); !status)
+  if (deviceMemory && owner.state->setStream) {
+    // The kernel's host code waits for what was queued before it, where
+    // it reads what that work may write.
+    owner.state->setStream(stream, stream != nullptr || queuedCopies);
+    queuedCopies = false;
+  } else if (deviceMemory && (stream || queuedCopies)) {
+    queuedCopies = true;
+    if (Status status = waitForQueuedCopies(); !status)
       return status.withContext(symbol);
+  }
   std::vector<void *> pointers;
   bool tracing = deviceMemory && cudaTracing();
   auto start = std::chrono::steady_clock::now();
@@ -426,7 +443,8 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
     pointers.push_back(buffer.data());
     // Moving what is there already costs the driver a walk of its pages.
     if (deviceMemory && !residentOnDevice[i]) {
-      prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+      prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true,
+                      stream);
       residentOnDevice[i] = true;
       bytes += buffer.byteSize();
       ++moved;
@@ -670,7 +688,7 @@ Expected<Tensor *> Session::deviceBuffer(const std::string &name) {
   if (!index)
     return index.status();
   Tensor &buffer = buffers[*index];
-  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true, stream);
   residentOnDevice[*index] = false;
   return &buffer;
 }

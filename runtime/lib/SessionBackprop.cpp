@@ -20,6 +20,8 @@ using namespace energy;
 
 void Session::overwriteBuffer(size_t index, const Tensor &value) {
   if (deviceMemory) {
+    // A failed wait leaves the GPU failed; the next call reports it.
+    (void)waitForQueuedCopies();
     copyToDevice(buffers[index].data(), value.data(), value.byteSize());
     residentOnDevice[index] = false;
   } else
@@ -183,22 +185,26 @@ public:
               "a snapshot of " +
               session.owner.manifest().buffers[states[k]].name);
         prefetchManaged(snapshot->data(), snapshot->byteSize(),
-                        /*toDevice=*/true);
+                        /*toDevice=*/true, session.stream);
         saved.push_back(std::move(*snapshot));
       }
       ready[slot] = true;
     }
     for (size_t k = 0; k < states.size(); ++k) {
       const Tensor &value = session.buffers[states[k]];
-      if (Status status =
-              copyWithinDevice(saved[k].data(), value.data(), value.byteSize());
+      if (Status status = copyWithinDevice(saved[k].data(), value.data(),
+                                           value.byteSize(), session.stream);
           !status)
         return status.withContext(
             "saving " + session.owner.manifest().buffers[states[k]].name);
     }
-    // Before anything on the host's threads may write the state.
-    synchronizeDevice();
-    return Status::success();
+    return copiesQueued();
+  }
+  /// After copies queued on the session's stream: the next kernel's host
+  /// code waits for them where it must; hooks may read the buffers at once.
+  Status copiesQueued() {
+    session.queuedCopies = true;
+    return inPlace ? Status::success() : session.waitForQueuedCopies();
   }
   Status restore(size_t slot) override {
     for (size_t k = 0; k < states.size(); ++k) {
@@ -208,13 +214,14 @@ public:
       }
       Tensor &buffer = session.buffers[states[k]];
       if (Status status = copyWithinDevice(buffer.data(), slots[slot][k].data(),
-                                           buffer.byteSize());
+                                           buffer.byteSize(), session.stream);
           !status)
         return status.withContext(
             "restoring " + session.owner.manifest().buffers[states[k]].name);
     }
     if (session.deviceMemory)
-      synchronizeDevice();
+      if (Status status = copiesQueued(); !status)
+        return status;
     return hooks.restored();
   }
   /// With no hooks to see the buffers: the backward step reads the
@@ -297,6 +304,8 @@ Expected<BackwardResult> Session::backward(const BackwardOptions &options) {
   nextStep = 0;
   if (!taken)
     return taken.status();
+  if (Status status = waitForQueuedCopies(); !status)
+    return status.withContext("the backward pass");
   return result;
 }
 
@@ -380,7 +389,7 @@ Expected<const Tensor *> Session::deviceAdjoint(const std::string &name) {
   if (!index)
     return index.status();
   const Tensor &buffer = buffers[*index];
-  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true);
+  prefetchManaged(buffer.data(), buffer.byteSize(), /*toDevice=*/true, stream);
   residentOnDevice[*index] = false;
   return &buffer;
 }

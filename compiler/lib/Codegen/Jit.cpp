@@ -101,8 +101,13 @@ FailureOr<JitArtifact> mlir::energy::loadObject(ArrayRef<char> object,
   };
   for (const codegen::SupportFunction &support : codegen::supportFunctions())
     add(support.name.data(), support.address);
+  // What the runtime looks up: the same support code the kernels call.
   add(ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL,
       reinterpret_cast<void *>(&energy_support_set_log_handler));
+  add(ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL,
+      reinterpret_cast<void *>(&energy_support_cuda_last_error));
+  add(ENERGY_ARTIFACT_SET_STREAM_SYMBOL,
+      reinterpret_cast<void *>(&energy_support_cuda_set_stream));
   if (llvm::Error defined =
           library.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
     error = llvm::toString(std::move(defined));

@@ -123,11 +123,12 @@ int energy_session_device_gradient(energy_session *session, const char *name,
 int energy_session_set_device(energy_session *session, const char *name,
                               energy_dtype dtype, const int64_t *shape,
                               size_t rank, const void *data);
-/* Sessions of CUDA artifacts: the work an application queued on `stream`
- * (a CUstream or cudaStream_t; NULL for none) is waited for at the start of
- * each evaluation, so that a buffer it writes there is seen. The session's
- * kernels run on the default stream, and each call returns when they are
- * done. An error for a session on the CPU. */
+/* Sessions of CUDA artifacts: each evaluation's kernels, products and
+ * copies go on `stream` (a CUstream or cudaStream_t; NULL: the legacy
+ * default stream), after the work an application queued there, so that a
+ * buffer it writes there is seen; the host waits for that work only where
+ * it reads what the work may write, and each call returns when its own
+ * work is done. An error for a session on the CPU. */
 int energy_session_set_stream(energy_session *session, void *stream);
 
 /* The global energy of the current values. */

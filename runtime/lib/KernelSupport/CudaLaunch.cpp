@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <vector>
 
 using namespace energy::cuda;
@@ -52,10 +53,22 @@ BlockCache &blocks() {
   return *cache;
 }
 
+/// A block a DeviceScratch holder gave back, and the stream its kernels
+/// were queued on.
+struct SpareDeviceBlock {
+  CUdeviceptr block;
+  void *stream;
+};
+
 /// Device blocks that DeviceScratch holders gave back, by size.
-std::multimap<size_t, CUdeviceptr> &spareDeviceBlocks() {
-  static auto *spare = new std::multimap<size_t, CUdeviceptr>();
+std::multimap<size_t, SpareDeviceBlock> &spareDeviceBlocks() {
+  static auto *spare = new std::multimap<size_t, SpareDeviceBlock>();
   return *spare;
+}
+
+void *&streamOfThisThread() {
+  thread_local void *stream = nullptr;
+  return stream;
 }
 
 /// The work (kernels, cuBLAS products) this thread queued without waiting,
@@ -124,14 +137,29 @@ void energy::cuda::notePending(std::string name) {
   pendingWork().kernels.push_back(std::move(name));
 }
 
+void *energy::cuda::currentStream() { return streamOfThisThread(); }
+
 CUresult energy::cuda::waitForGpu() {
-  CUresult result = driverApi().ctxSynchronize();
+  const DriverApi &api = driverApi();
+  void *stream = currentStream();
+  CUresult result =
+      stream ? api.streamSynchronize(stream) : api.ctxSynchronize();
   PendingWork &pending = pendingWork();
   pending.kernels.clear();
   for (void *block : pending.freed)
     blocks().giveBack(block);
   pending.freed.clear();
   return result;
+}
+
+extern "C" void energy_support_cuda_set_stream(void *stream, int32_t queued) {
+  PendingWork &pending = pendingWork();
+  // What is pending on the stream used so far is waited for there.
+  if (stream != currentStream() && !pending.kernels.empty())
+    energy_support_cuda_fence();
+  streamOfThisThread() = stream;
+  if (queued)
+    notePending("the work queued before the call");
 }
 
 extern "C" int32_t energy_support_cuda_fence(void) {
@@ -160,23 +188,33 @@ int32_t energy::cuda::DeviceScratch::reserve(size_t bytes,
   release();
   if (std::string error = makeContextCurrent(); !error.empty())
     return fail(error);
+  stream = currentStream();
+  const DriverApi &api = driverApi();
   CUdeviceptr tooSmall = 0;
+  std::optional<SpareDeviceBlock> reused;
   {
     std::lock_guard<std::mutex> guard(lock());
-    std::multimap<size_t, CUdeviceptr> &spare = spareDeviceBlocks();
+    std::multimap<size_t, SpareDeviceBlock> &spare = spareDeviceBlocks();
     if (auto found = spare.lower_bound(bytes); found != spare.end()) {
       size = found->first;
-      block = found->second;
+      reused = found->second;
       spare.erase(found);
-      return ENERGY_KERNEL_OK;
-    }
-    // None is large enough: the largest makes way for a larger one.
-    if (!spare.empty()) {
-      tooSmall = std::prev(spare.end())->second;
+    } else if (!spare.empty()) {
+      // None is large enough: the largest makes way for a larger one.
+      tooSmall = std::prev(spare.end())->second.block;
       spare.erase(std::prev(spare.end()));
     }
   }
-  const DriverApi &api = driverApi();
+  if (reused) {
+    block = reused->block;
+    // Kernels queued on another stream may still use the block.
+    if (reused->stream != stream)
+      if (CUresult result = api.streamSynchronize(reused->stream);
+          result != kSuccess)
+        return fail(std::string("waiting for the stream that last used ") +
+                    purpose + ": " + api.describe(result));
+    return ENERGY_KERNEL_OK;
+  }
   if (tooSmall)
     api.memFree(tooSmall);
   // Whole 2 MiB pages, the driver's granularity for large blocks.
@@ -196,7 +234,7 @@ void energy::cuda::DeviceScratch::release() {
   if (!block)
     return;
   std::lock_guard<std::mutex> guard(lock());
-  spareDeviceBlocks().emplace(size, block);
+  spareDeviceBlocks().emplace(size, SpareDeviceBlock{block, stream});
   block = 0;
   size = 0;
 }
@@ -286,9 +324,9 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
   if (blocksNeeded > 0x7fffffffu)
     return fail(std::string("kernel ") + name + ": " + std::to_string(count) +
                 " positions are more than one launch can cover");
-  if (CUresult result =
-          api.launchKernel(kernel, static_cast<unsigned>(blocksNeeded), layers,
-                           1, threads, 1, 1, 0, nullptr, parameters, nullptr);
+  if (CUresult result = api.launchKernel(
+          kernel, static_cast<unsigned>(blocksNeeded), layers, 1, threads, 1, 1,
+          0, currentStream(), parameters, nullptr);
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));

@@ -36,9 +36,14 @@ std::string supportImages(const char *ptx);
 int32_t loadKernel(const char *images, const char *name, void **function,
                    void *&kernel);
 
+/// The stream the calling thread's kernels, products and copies go on
+/// (energy_support_cuda_set_stream; null: the legacy default stream).
+void *currentStream();
+
 /// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
 /// of `threads`, `layers` such rows of blocks (blockIdx.y; at most
-/// kMaxLayers), with cuLaunchKernel's `parameters`, and waits; or, with
+/// kMaxLayers), with cuLaunchKernel's `parameters`, on the current stream,
+/// and waits; or, with
 /// `queue` (and launches that need not wait), returns once it is queued,
 /// recorded as pending work (notePending); 0 or ENERGY_KERNEL_DEVICE_ERROR.
 constexpr unsigned kMaxLayers = 65535;
@@ -52,7 +57,8 @@ int32_t launchKernel(void *kernel, const char *name, void **parameters,
 /// scratch on every call reuses one block, which grows to its largest
 /// request. The block goes back when the holder is destroyed, which may be
 /// before its kernels are done: only kernels use such blocks, and those of
-/// the next holder run after them on the stream.
+/// the next holder on the same stream run after them; a holder on another
+/// stream first waits for the stream the block was given back on.
 class DeviceScratch {
 public:
   DeviceScratch() = default;
@@ -70,6 +76,8 @@ private:
 
   CUdeviceptr block = 0;
   size_t size = 0;
+  /// The stream the holder's kernels go on: the current one at reserve.
+  void *stream = nullptr;
 };
 
 /// `hostContract(args)`, a contraction's host path, after waiting for the
@@ -89,8 +97,9 @@ bool launchesWait();
 /// Records work `name` queued on the stream without waiting, which
 /// energy_support_cuda_fence waits for.
 void notePending(std::string name);
-/// Waits for all the GPU's work; then nothing of this thread is pending and
-/// the blocks it freed meanwhile are handed out again.
+/// Waits for the work queued on the current stream (with none set, for all
+/// the GPU's work); then nothing of this thread is pending and the blocks
+/// it freed meanwhile are handed out again.
 CUresult waitForGpu();
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// reports its name, size and milliseconds (device work and the wait) to

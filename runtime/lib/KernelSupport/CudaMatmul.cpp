@@ -14,6 +14,7 @@
 #include <chrono>
 #include <climits>
 #include <dlfcn.h>
+#include <mutex>
 #include <string>
 
 namespace {
@@ -25,6 +26,7 @@ constexpr int kComputeFast16bf = 75, kDefaultAlgorithm = -1;
 
 struct Cublas {
   int (*create)(Handle *) = nullptr;
+  int (*setStream)(Handle, void *) = nullptr;
   int (*sgemm)(Handle, int, int, int, int, int, const float *, const float *,
                int, const float *, int, const float *, float *, int) = nullptr;
   int (*dgemm)(Handle, int, int, int, int, int, const double *, const double *,
@@ -51,14 +53,16 @@ const Cublas *cublas() {
     auto *api = new Cublas();
     api->create = reinterpret_cast<decltype(api->create)>(
         dlsym(library, "cublasCreate_v2"));
+    api->setStream = reinterpret_cast<decltype(api->setStream)>(
+        dlsym(library, "cublasSetStream_v2"));
     api->sgemm = reinterpret_cast<decltype(api->sgemm)>(
         dlsym(library, "cublasSgemm_v2"));
     api->dgemm = reinterpret_cast<decltype(api->dgemm)>(
         dlsym(library, "cublasDgemm_v2"));
     api->gemmEx =
         reinterpret_cast<decltype(api->gemmEx)>(dlsym(library, "cublasGemmEx"));
-    if (!api->create || !api->sgemm || !api->dgemm || !api->gemmEx ||
-        api->create(&api->handle) != 0)
+    if (!api->create || !api->setStream || !api->sgemm || !api->dgemm ||
+        !api->gemmEx || api->create(&api->handle) != 0)
       return nullptr;
     return api;
   }();
@@ -134,6 +138,14 @@ void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
   bool sum = flags & ENERGY_PRODUCT_SUM_BATCH;
   bool accumulate = flags & ENERGY_PRODUCT_ACCUMULATE;
   int64_t done = 0;
+  // One handle serves every thread: each sets its stream, then queues.
+  static std::mutex handleLock;
+  std::unique_lock<std::mutex> guard(handleLock, std::defer_lock);
+  if (api) {
+    guard.lock();
+    if (api->setStream(api->handle, energy::cuda::currentStream()) != 0)
+      api = nullptr;
+  }
   for (; api && done < batch; ++done)
     if (gemm(*api,
              Product<T>{
@@ -143,6 +155,8 @@ void products(int64_t batch, int64_t m, int64_t n, int64_t k, const T *a,
                  sum ? c : c + done * m * n, accumulate || (sum && done > 0)},
              precision) != 0)
       break;
+  if (guard.owns_lock())
+    guard.unlock();
   if (done == batch && !energy::cuda::launchesWait()) {
     // The products follow the kernels launched before them on the stream;
     // the host waits where it next reads what they write

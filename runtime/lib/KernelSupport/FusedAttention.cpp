@@ -46,6 +46,7 @@ using energy::cuda::CUdeviceptr;
 struct Cudnn {
   size_t (*version)() = nullptr;
   cudnnStatus_t (*create)(cudnnHandle_t *) = nullptr;
+  cudnnStatus_t (*setStream)(cudnnHandle_t, void *) = nullptr;
   const char *(*errorString)(cudnnStatus_t) = nullptr;
   void (*lastErrorString)(char *, size_t) = nullptr;
   cudnnStatus_t (*createDescriptor)(cudnnBackendDescriptorType_t,
@@ -97,6 +98,7 @@ const Cudnn *cudnn(std::string &why) {
     auto *api = new Cudnn();
     if (!bind(library, "cudnnGetVersion", api->version) ||
         !bind(library, "cudnnCreate", api->create) ||
+        !bind(library, "cudnnSetStream", api->setStream) ||
         !bind(library, "cudnnGetErrorString", api->errorString) ||
         !bind(library, "cudnnGetLastErrorString", api->lastErrorString) ||
         !bind(library, "cudnnBackendCreateDescriptor", api->createDescriptor) ||
@@ -459,8 +461,10 @@ int32_t pack(const void *source, int64_t rows, int64_t width,
     return code;
   int64_t count = rows * width;
   void *parameters[] = {&source, &width, &packed, &stride, &offset, &count};
-  return energy::cuda::launchKernel(kernel, "energy_attention_pack_bf16",
-                                    parameters, count);
+  return energy::cuda::launchKernel(
+      kernel, "energy_attention_pack_bf16", parameters, count,
+      energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
+      /*queue=*/true);
 }
 
 int32_t unpack(CUdeviceptr packed, int64_t stride, int64_t offset, void *target,
@@ -470,8 +474,10 @@ int32_t unpack(CUdeviceptr packed, int64_t stride, int64_t offset, void *target,
     return code;
   int64_t count = rows * width;
   void *parameters[] = {&packed, &stride, &offset, &target, &width, &count};
-  return energy::cuda::launchKernel(kernel, "energy_attention_unpack_bf16",
-                                    parameters, count);
+  return energy::cuda::launchKernel(
+      kernel, "energy_attention_unpack_bf16", parameters, count,
+      energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
+      /*queue=*/true);
 }
 
 /// `count` bf16 rows of `stride` at `packed` from the tables' rows side by
@@ -604,7 +610,11 @@ bool runFused(const energy_softmax_contract_args &a, int32_t &code,
   if (status == CUDNN_STATUS_SUCCESS)
     status = api->finalize(pack);
   if (status == CUDNN_STATUS_SUCCESS)
+    status = api->setStream(api->handle, energy::cuda::currentStream());
+  if (status == CUDNN_STATUS_SUCCESS)
     status = api->execute(api->handle, graph->plan, pack);
+  if (status == CUDNN_STATUS_SUCCESS)
+    energy::cuda::notePending("cuDNN's fused attention");
   std::string failure =
       status == CUDNN_STATUS_SUCCESS ? "" : api->describe(status);
   if (pack)
@@ -626,8 +636,10 @@ bool runFused(const energy_softmax_contract_args &a, int32_t &code,
     void *lse = a.lse;
     void *parameters[] = {&statistics, &temperature, &lse, &count};
     if (!(code = copyKernel(2, kernel)))
-      code = energy::cuda::launchKernel(kernel, "energy_attention_scale_f32",
-                                        parameters, count);
+      code = energy::cuda::launchKernel(
+          kernel, "energy_attention_scale_f32", parameters, count,
+          energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
+          /*queue=*/true);
   }
   if (!code && energy::cuda::tracing()) {
     std::string label = "cuDNN fused attention " + std::to_string(a.batch) +

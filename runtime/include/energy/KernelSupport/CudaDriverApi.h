@@ -1,5 +1,4 @@
-//===- CudaDriverApi.h - The CUDA driver API, opened with dlopen -*- C++
-//-*-===//
+//===- CudaDriverApi.h - The CUDA driver API through dlopen -----*- C++ -*-===//
 //
 // The driver entry points the runtime and CUDA artifacts use, bound from
 // libcuda.so.1 (or ENERGY_CUDA_DRIVER) the first time a device is needed, so
@@ -59,6 +58,8 @@ struct DriverApi {
   CUresult (*memFree)(CUdeviceptr) = nullptr;
   // cuMemcpy: between any two addresses of the unified address space.
   CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+  // cuMemcpyAsync: the same, queued on a stream (a CUstream).
+  CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, void *) = nullptr;
   CUresult (*moduleLoadData)(CUmodule *, const void *) = nullptr;
   CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
@@ -67,7 +68,8 @@ struct DriverApi {
   /// Optional (null where the driver lacks it): a hint, never needed.
   CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                void *) = nullptr;
-  /// Waits for the work queued on an application's stream (a CUstream).
+  /// Waits for the work queued on a stream (a CUstream; null: the legacy
+  /// default stream).
   CUresult (*streamSynchronize)(void *) = nullptr;
   /// Why the driver cannot be used; empty when it can.
   std::string error;
@@ -126,6 +128,7 @@ inline const DriverApi &driverApi() {
     bind(loaded.memAllocManaged, "cuMemAllocManaged");
     bind(loaded.memFree, "cuMemFree_v2");
     bind(loaded.memcpy, "cuMemcpy");
+    bind(loaded.memcpyAsync, "cuMemcpyAsync");
     bind(loaded.moduleLoadData, "cuModuleLoadData");
     bind(loaded.moduleGetFunction, "cuModuleGetFunction");
     bind(loaded.launchKernel, "cuLaunchKernel");

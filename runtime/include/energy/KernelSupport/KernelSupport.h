@@ -123,18 +123,25 @@ void *energy_support_cuda_alloc(int64_t bytes);
 void energy_support_cuda_free(void *pointer);
 /* Runs kernel `name` once per position [0, count) on the GPU, after the
  * kernels launched before it, without waiting for it (with ENERGY_CUDA_SYNC
- * or ENERGY_CUDA_TRACE set: waiting). `images` holds the artifact's PTX: pairs of NUL-terminated strings
- * (architecture "sm_90", code), then an empty string; the newest
- * architecture the device runs is loaded (once per `images`). The kernel
- * takes `slot_count` 8-byte values from `slots`, then count. `function`
+ * or ENERGY_CUDA_TRACE set: waiting). `images` holds the artifact's PTX: pairs
+ * of NUL-terminated strings (architecture "sm_90", code), then an empty string;
+ * the newest architecture the device runs is loaded (once per `images`). The
+ * kernel takes `slot_count` 8-byte values from `slots`, then count. `function`
  * caches the loaded kernel. Returns 0, or ENERGY_KERNEL_DEVICE_ERROR (4)
  * with the reason in energy_support_cuda_last_error. */
 int32_t energy_support_cuda_launch(const char *images, const char *name,
                                    void **function, const int64_t *slots,
                                    int32_t slot_count, int64_t count);
+/* The stream (a CUstream; NULL: the legacy default stream) that the calling
+ * thread's kernels, products and copies go on from now, after what was
+ * queued on it before; `queued` non-zero: work may be queued there that the
+ * host must wait for before it touches device memory (the next fence waits
+ * for it). The runtime calls it before each kernel of a CUDA artifact
+ * (ENERGY_ARTIFACT_SET_STREAM_SYMBOL). */
+void energy_support_cuda_set_stream(void *stream, int32_t queued);
 /* Waits for the kernels (and cuBLAS products, MatrixProduct.h) this thread
- * queued without waiting; then hands out again the blocks it freed while
- * they ran. 0, or
+ * queued without waiting, on its stream; then hands out again the blocks it
+ * freed while they ran. 0, or
  * ENERGY_KERNEL_DEVICE_ERROR when one of them failed. Cheap when none is
  * pending: the code calls it before the host touches memory a kernel may
  * write. */

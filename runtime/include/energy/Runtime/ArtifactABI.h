@@ -61,6 +61,16 @@ enum {
 #define ENERGY_ARTIFACT_DEVICE_ERROR_SYMBOL "energy_support_cuda_last_error"
 typedef const char *(*energy_device_error_fn)(void);
 
+/* CUDA artifacts export this function too: the runtime calls it before
+ * each kernel with the stream the kernel's GPU work goes on (the
+ * application's, energy_session_set_stream; NULL: the legacy default
+ * stream), and `queued` non-zero where work queued on it before (the
+ * application's, the runtime's copies) may write what the kernel's host
+ * code reads: that code waits for it first. The kernel returns with its
+ * work on the stream done. */
+#define ENERGY_ARTIFACT_SET_STREAM_SYMBOL "energy_support_cuda_set_stream"
+typedef void (*energy_set_stream_fn)(void *stream, int32_t queued);
+
 /* A kernel that calls a plugin's run-time code (a function or aggregation
  * of plugins/include/energy/Plugin/RuntimeCode.h) reads its address from the
  * artifact's pointer slot named this prefix + the code's symbol; the

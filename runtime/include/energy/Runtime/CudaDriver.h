@@ -38,10 +38,12 @@ Expected<CudaDevice> openCudaDevice(int ordinal = 0);
 Expected<TensorMemory> cudaManagedMemory();
 
 /// Moves managed memory (from cudaManagedMemory) to device 0 ahead of the
-/// kernels, or to the host ahead of host reads (then waits), in bulk rather
-/// than page by page on first touch. A hint: where the driver cannot, the
-/// pages move when touched.
-void prefetchManaged(const void *pointer, size_t bytes, bool toDevice);
+/// kernels, or to the host ahead of host reads (then waits for `stream`,
+/// with none for the whole device), in bulk rather than page by page on
+/// first touch, queued on `stream` (a CUstream; null: the legacy default
+/// stream). A hint: where the driver cannot, the pages move when touched.
+void prefetchManaged(const void *pointer, size_t bytes, bool toDevice,
+                     void *stream = nullptr);
 
 /// Copies `bytes` from host memory at `source` into managed memory at
 /// `destination`, on the device (the pages move there first, and the copy
@@ -55,9 +57,11 @@ void copyToDevice(void *destination, const void *source, size_t bytes);
 Status copyFromDevice(void *destination, const void *source, size_t bytes);
 
 /// Copies `bytes` between two buffers of managed memory (from
-/// cudaManagedMemory) with the driver's copy, in order with the kernels
-/// and without waiting for it; the driver's error when it cannot.
-Status copyWithinDevice(void *destination, const void *source, size_t bytes);
+/// cudaManagedMemory) with the driver's copy, queued on `stream` (a
+/// CUstream; null: the legacy default stream) in order with the kernels
+/// there, without waiting for it; the driver's error when it cannot.
+Status copyWithinDevice(void *destination, const void *source, size_t bytes,
+                        void *stream = nullptr);
 
 /// Whether ENERGY_CUDA_TRACE is set: then sessions on the GPU report how
 /// long moving their buffers and each kernel function took (Log.h), beside
@@ -65,8 +69,8 @@ Status copyWithinDevice(void *destination, const void *source, size_t bytes);
 bool cudaTracing();
 /// Waits until the GPU has done what was queued (tracing's times).
 void synchronizeDevice();
-/// Waits for the work queued on an application's CUDA stream (a CUstream);
-/// the driver's error otherwise.
+/// Waits for the work queued on a CUDA stream (a CUstream; null: all the
+/// device's work); the driver's error otherwise.
 Status waitForStream(void *stream);
 
 } // namespace energy

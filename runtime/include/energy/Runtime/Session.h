@@ -192,10 +192,12 @@ public:
   /// For a session of a CUDA artifact: computeGradient, whose buffer is on
   /// the GPU in the memory deviceBuffer describes. An error on the CPU.
   Expected<const Tensor *> deviceGradient(const std::string &tensor);
-  /// Work an application queued on `stream` (a CUstream; null for none) is
-  /// waited for at the start of each evaluation, so that a buffer it writes
-  /// on that stream is seen. The kernels run on the default stream, and
-  /// each call returns when they are done. An error on the CPU.
+  /// The kernels, products and copies of each evaluation go on `stream` (a
+  /// CUstream or cudaStream_t; null: the legacy default stream), after the
+  /// work an application queued there, so that a buffer it writes on that
+  /// stream is seen; the host waits for that work only where it reads what
+  /// it may write, and each call returns when its work is done. An error
+  /// on the CPU.
   Status setStream(void *stream);
   /// Every state tensor (optimizer state included) by name.
   Expected<std::map<std::string, Tensor>> stateTensors();
@@ -342,7 +344,12 @@ private:
   /// For a CUDA artifact, by buffer: moved to the GPU by a call and not
   /// handed out or written by the host since (a call moves the others).
   std::vector<bool> residentOnDevice;
+  /// The stream the session's GPU work goes on (setStream), and whether
+  /// copies the session queued there may still run: the next call's host
+  /// code, or waitForQueuedCopies, waits for them.
   void *stream = nullptr;
+  bool queuedCopies = false;
+  Status waitForQueuedCopies();
   int64_t nextStep = 0;
   std::vector<std::string> noteList;
   /// The states a backward call's schedule saved, by slot: kept between
