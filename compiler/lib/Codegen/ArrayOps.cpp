@@ -101,6 +101,20 @@ FailureOr<Lowered> ArrayOpLowering::emitTranspose(TransposeOp transpose) {
   Value rows = extents[extents.size() - 2];
   Value columns = extents.back();
   Value block = arith::MulIOp::create(b, loc, rows, columns);
+  // On a GPU, a kernel with a thread per element of the result: (p, i, j)
+  // reads the operand's (p, j, i).
+  if (deviceLoops())
+    return build(type, [&](Value position) {
+      Value matrix = arith::DivUIOp::create(b, loc, position, block);
+      Value within = arith::RemUIOp::create(b, loc, position, block);
+      Value i = arith::DivUIOp::create(b, loc, within, columns);
+      Value j = arith::RemUIOp::create(b, loc, within, columns);
+      Value source = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, matrix, block),
+          arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, j, rows),
+                                i));
+      return load(operand.data, source);
+    });
   Value data = allocate(type);
   Value matrices = arith::DivUIOp::create(b, loc, elementCount(type), block);
   // Outside loops (a whole matrix, each call), the support library's

@@ -3,8 +3,9 @@
 // energy_support_cuda_launch returns before its kernel is done, so that
 // kernels follow each other on the GPU without a wait between them. The host
 // code around them waits (energy_support_cuda_fence) only where it must:
-// before it touches memory a kernel may write, before a call that may touch
-// it, and before an artifact function returns.
+// before it touches memory a kernel (or the work queued before the call)
+// may write, before a call that may touch it, and before an artifact
+// function returns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::energy;
 
@@ -27,8 +30,8 @@ namespace {
 /// The support functions that queue their work on the GPU after the
 /// kernels launched before them and return without waiting for it, as
 /// energy_support_cuda_launch does (cuBLAS's products, the softmax and the
-/// quadratic contractions' kernels; where they run on the host instead,
-/// they wait first).
+/// quadratic contractions' kernels, cuDNN's fused attention; where they run
+/// on the host instead, they wait first).
 bool queuesWithoutWaiting(StringRef callee) {
   return llvm::is_contained(
       {StringRef(ENERGY_SUPPORT_CUDA_LAUNCH),
@@ -42,7 +45,8 @@ bool queuesWithoutWaiting(StringRef callee) {
        StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_F64),
        StringRef(ENERGY_SUPPORT_CUDA_SOFTMAX_CONTRACT_BF16),
        StringRef(ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F32),
-       StringRef(ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64)},
+       StringRef(ENERGY_SUPPORT_CUDA_QUADRATIC_CONTRACT_F64),
+       StringRef(ENERGY_SUPPORT_CUDA_FUSED_ATTENTION_BF16)},
       callee);
 }
 
@@ -68,9 +72,18 @@ private:
   void findTableArguments();
   bool isTable(Value pointer) const;
   /// Memory no pending kernel reaches: the stack, globals, the tables, and
-  /// blocks allocated since the last launch (the allocator hands out again
-  /// what pending kernels may use only after the next fence).
+  /// blocks allocated since the last launch or whose address no launch can
+  /// have had (the allocator hands out again what pending kernels may use
+  /// only after the next fence).
   bool isHostPrivate(Value pointer, const DenseSet<Value> &fresh) const;
+  /// Takes out of `fresh` the blocks whose address `op` (or what it holds)
+  /// hands on: as a call's argument, a value stored outside the fresh
+  /// blocks, anything but the address of a load, store or copy; a launch
+  /// after it may reach them. A block whose address is stored in another
+  /// fresh one (`contents`) goes with it.
+  using FreshContents = DenseMap<Value, SmallVector<Value, 2>>;
+  void dropEscaping(Operation *op, DenseSet<Value> &fresh,
+                    FreshContents &contents) const;
   bool isSupportCall(func::CallOp call, StringRef name) const {
     return call.getCallee() == name;
   }
@@ -78,7 +91,7 @@ private:
   HostEffects effectsWithin(Operation *op);
   /// Inserts fences into `block`, where kernels may be pending at its
   /// start; whether they may be at its end.
-  bool placeFences(Block &block, bool pending, DenseSet<Value> &fresh);
+  bool placeFences(Block &block, bool pending);
   void insertFence(Operation *before);
 
   ModuleOp module;
@@ -146,6 +159,51 @@ bool FenceInsertion::isHostPrivate(Value pointer,
       pointer.getDefiningOp<LLVM::AddressOfOp>())
     return true;
   return fresh.contains(pointer) || isTable(pointer);
+}
+
+void FenceInsertion::dropEscaping(Operation *op, DenseSet<Value> &fresh,
+                                  FreshContents &contents) const {
+  if (fresh.empty())
+    return;
+  auto baseOf = [](Value pointer) {
+    while (auto address = pointer.getDefiningOp<LLVM::GEPOp>())
+      pointer = address.getBase();
+    return pointer;
+  };
+  std::function<void(Value)> escape = [&](Value block) {
+    if (!fresh.erase(block))
+      return;
+    for (Value held : contents.lookup(block))
+      escape(held);
+  };
+  op->walk([&](Operation *inner) {
+    for (OpOperand &use : inner->getOpOperands()) {
+      Value base = baseOf(use.get());
+      if (!fresh.contains(base))
+        continue;
+      unsigned index = use.getOperandNumber();
+      if (auto store = dyn_cast<LLVM::StoreOp>(inner);
+          store && index == LLVM::StoreOp::odsIndex_value) {
+        if (Value into = baseOf(store.getAddr()); fresh.contains(into))
+          contents[into].push_back(base);
+        else
+          escape(base);
+        continue;
+      }
+      // An address loaded back may be any the block holds.
+      if (auto load = dyn_cast<LLVM::LoadOp>(inner);
+          load && isa<LLVM::LLVMPointerType>(load.getType()))
+        for (Value held : SmallVector<Value, 2>(contents.lookup(base)))
+          escape(held);
+      bool addressOnly =
+          isa<LLVM::GEPOp, LLVM::LoadOp, LLVM::StoreOp>(inner) ||
+          isa<LLVM::MemcpyOp, LLVM::MemmoveOp, LLVM::MemsetOp>(inner) ||
+          (isa<func::CallOp>(inner) &&
+           isSupportCall(cast<func::CallOp>(inner), ENERGY_SUPPORT_CUDA_FREE));
+      if (!addressOnly)
+        escape(base);
+    }
+  });
 }
 
 HostEffects FenceInsertion::effectsOf(Operation *op,
@@ -243,8 +301,9 @@ void FenceInsertion::insertFence(Operation *before) {
   foldIntoKernelStatus(b, loc, code);
 }
 
-bool FenceInsertion::placeFences(Block &block, bool pending,
-                                 DenseSet<Value> &fresh) {
+bool FenceInsertion::placeFences(Block &block, bool pending) {
+  DenseSet<Value> fresh;
+  FreshContents contents;
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto result = dyn_cast<func::ReturnOp>(op)) {
       // What the runtime calls returns with its kernels done; an internal
@@ -266,15 +325,14 @@ bool FenceInsertion::placeFences(Block &block, bool pending,
           insertFence(&op);
           pending = false;
         }
+        dropEscaping(&op, fresh, contents);
         continue;
       }
       // A loop's next iteration follows its launches: every block inside
       // starts with kernels possibly running.
       for (Region &region : op.getRegions())
-        for (Block &inner : region) {
-          DenseSet<Value> none;
-          placeFences(inner, /*pending=*/true, none);
-        }
+        for (Block &inner : region)
+          placeFences(inner, /*pending=*/true);
       pending = true;
       fresh.clear();
       continue;
@@ -284,10 +342,9 @@ bool FenceInsertion::placeFences(Block &block, bool pending,
       insertFence(&op);
       pending = false;
     }
-    if (effects.launches) {
+    dropEscaping(&op, fresh, contents);
+    if (effects.launches)
       pending = true;
-      fresh.clear();
-    }
   }
   return pending;
 }
@@ -297,12 +354,14 @@ void FenceInsertion::run() {
   module.walk([&](func::FuncOp function) {
     if (function.isExternal())
       return;
-    // The runtime and the thread pool call with no kernel of the calling
-    // thread running; another function of the artifact may leave some.
-    bool pending = called.contains(function);
+    // The runtime calls an artifact function with work possibly queued on
+    // the stream before it (the application's, the runtime's copies:
+    // energy_support_cuda_set_stream), another function of the artifact
+    // with its kernels possibly running, the thread pool a body with
+    // nothing of its thread pending.
+    bool pending = function.isPublic() || called.contains(function);
     for (Block &block : function.getBody()) {
-      DenseSet<Value> fresh;
-      placeFences(block, pending, fresh);
+      placeFences(block, pending);
       // Blocks after the first may follow any other.
       pending = true;
     }
@@ -318,11 +377,6 @@ LogicalResult mlir::energy::insertCudaHostFences(ModuleOp module) {
            << ENERGY_SUPPORT_CUDA_FENCE
            << ": run it on the kernels' module after "
               "energy-outline-parallel-loops{gpu=true}";
-  bool launches = false;
-  module.walk([&](func::CallOp call) {
-    launches |= queuesWithoutWaiting(call.getCallee());
-  });
-  if (launches)
-    FenceInsertion(module, fence).run();
+  FenceInsertion(module, fence).run();
   return success();
 }

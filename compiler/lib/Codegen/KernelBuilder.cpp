@@ -229,8 +229,16 @@ Lowered KernelBuilder::build(ArrayType type,
   if (type.isScalar())
     return {element(index(0)), Value()};
   Value data = allocate(type);
-  forRange(elementCount(type),
-           [&](Value position) { store(element(position), data, position); });
+  auto loop =
+      scf::ForOp::create(b, loc, index(0), elementCount(type), index(1));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value position = loop.getInductionVar();
+    store(element(position), data, position);
+  }
+  // Each position writes its own element: on a GPU, one kernel.
+  markElementwise(loop);
   return {Value(), data};
 }
 

@@ -217,13 +217,57 @@ module {
     %a = call @energy_kernel_term_a(%buffers, %dims, %consts, %step, %result) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> i32
     return %a : i32
   }
+
+  // A block allocated before launches that never had its address stays the
+  // host's: filling it (a contraction's arguments) needs no wait. One whose
+  // address went into a launch's slots, or to a queued call, may be read
+  // by that kernel: writing it waits.
+  // CHECK-LABEL: func.func @energy_kernel_arguments(
+  // CHECK:         %[[ARGS:.*]] = call @energy_support_cuda_alloc
+  // CHECK:         %[[SHARED:.*]] = call @energy_support_cuda_alloc
+  // CHECK:         llvm.store %[[SHARED]], %[[SLOTS:.*]] : !llvm.ptr, !llvm.ptr
+  // CHECK:         call @energy_support_cuda_launch
+  // CHECK-NEXT:    call @energy_support_cuda_matmul_f32
+  // CHECK-NEXT:    %[[FIELD:.*]] = llvm.getelementptr %[[ARGS]][1]
+  // CHECK-NEXT:    llvm.store %{{.*}}, %[[FIELD]]
+  // CHECK-NEXT:    call @energy_support_cuda_softmax_contract_f32(%[[ARGS]])
+  // CHECK-NEXT:    call @energy_support_cuda_fence
+  // CHECK-NEXT:    llvm.atomicrmw
+  // CHECK-NEXT:    llvm.store %{{.*}}, %[[SHARED]]
+  func.func @energy_kernel_arguments(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %x = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+    %args = call @energy_support_cuda_alloc(%one) : (i64) -> !llvm.ptr
+    %shared = call @energy_support_cuda_alloc(%one) : (i64) -> !llvm.ptr
+    llvm.store %shared, %slots : !llvm.ptr, !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    call @energy_support_cuda_matmul_f32(%one, %one, %one, %x, %x, %x) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    %field = llvm.getelementptr %args[1] : (!llvm.ptr) -> !llvm.ptr, i64
+    llvm.store %one, %field : i64, !llvm.ptr
+    %b = call @energy_support_cuda_softmax_contract_f32(%args) : (!llvm.ptr) -> i32
+    llvm.store %zero, %shared : i64, !llvm.ptr
+    call @energy_support_cuda_free(%args) : (!llvm.ptr) -> ()
+    call @energy_support_cuda_free(%shared) : (!llvm.ptr) -> ()
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
   llvm.mlir.global internal constant @images("\00") : !llvm.array<1 x i8>
 }
 
 // -----
 
-// A module without launches (the CPU's) is left as it is.
+// Without launches, the host still waits for the work queued on the
+// stream before the runtime's call (the application's, the runtime's
+// copies) before it reads a buffer, and only then.
 // CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-NEXT:    llvm.load %arg0
+// CHECK-NEXT:    call @energy_support_cuda_fence()
+// CHECK-NEXT:    llvm.load
 // CHECK-NOT:     energy_support_cuda_fence()
 // CHECK:         return
 module {

@@ -81,10 +81,10 @@ def EnergyCudaHostFences : Pass<"energy-cuda-host-fences", "::mlir::ModuleOp"> {
     On the kernels' module after energy-outline-parallel-loops{gpu=true}:
     a launch returns before its kernel is done, so that kernels follow
     each other on the GPU; the host functions call
-    energy_support_cuda_fence (CudaHostFences.h) where kernels may still
-    run and the host next touches memory they may write, calls the support
-    library with pointers, or returns to the runtime. A module without
-    launches is left as it is.
+    energy_support_cuda_fence (CudaHostFences.h) where kernels, or the work
+    queued on the stream before the runtime's call, may still run and the
+    host next touches memory they may write, calls the support library with
+    pointers, or returns to the runtime.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"];
 }
