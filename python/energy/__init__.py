@@ -187,10 +187,10 @@ class Session:
         return self._session.adjoint_dlpack(name)
 
     def set_stream(self, stream: Any) -> None:
-        """For a CUDA model: work queued on ``stream`` (a
-        ``torch.cuda.Stream``, or a CUstream handle as an integer) is waited
-        for at the start of each evaluation; each call returns when its own
-        kernels are done."""
+        """For a CUDA model: each evaluation's kernels, products and copies
+        go on ``stream`` (a ``torch.cuda.Stream``, or a CUstream handle as
+        an integer; 0 for the legacy default stream), after the work queued
+        there; each call returns when its own work is done."""
         handle = getattr(stream, "cuda_stream", stream)
         self._session.set_stream(int(handle or 0))
 

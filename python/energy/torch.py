@@ -17,7 +17,7 @@ layer composes with other layers, ``torch.optim`` and
 On the GPU: ``EnergyModule(..., device="cuda")`` (or ``.to("cuda")`` on a
 module built from source) runs CUDA tensors in a session of the model
 compiled with ``target="cuda"``: inputs are copied on the device, the
-session waits for torch's current stream before each call, and outputs and
+session's work goes on torch's current stream, and outputs and
 gradients come back as CUDA tensors without passing through the host. The
 runtime uses CUDA device 0.
 """

@@ -6,8 +6,9 @@
 // fence waits once; a block freed while they may run is handed out again
 // only after the wait; a failure is reported at the fence, naming the
 // kernels; a softmax and a quadratic contraction's kernels queue the same
-// way, and their host paths wait first. With ENERGY_CUDA_SYNC=1 (the test's
-// second run) every launch waits.
+// way, and their host paths wait first; work goes on the stream set
+// (energy_support_cuda_set_stream), whose queued work the fence waits for.
+// With ENERGY_CUDA_SYNC=1 (the test's second run) every launch waits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,4 +215,29 @@ TEST_CASE("a quadratic contraction queues its kernels; its host path waits") {
     CHECK(lse[r] == doctest::Approx(std::log(2.0)));
     CHECK(weights[r] == doctest::Approx(1.0));
   }
+}
+
+TEST_CASE("work goes on the stream set; the fence waits for that stream") {
+  void *stream = reinterpret_cast<void *>(0x5000);
+  takeEvents();
+  energy_support_cuda_set_stream(stream, /*queued=*/0);
+  REQUIRE(launch("first") == ENERGY_KERNEL_OK);
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  // (With every launch waiting, the wait comes at the launch instead.)
+  CHECK(takeEvents() == "launch:first@0x5000 sync@0x5000 ");
+  // Work the caller queued there before: the next fence waits for it,
+  // though nothing was launched since.
+  energy_support_cuda_set_stream(stream, /*queued=*/1);
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  CHECK(takeEvents() == "sync@0x5000 ");
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  CHECK(takeEvents() == "");
+  // Pending work on one stream is waited for there before another is set.
+  REQUIRE(launch("second") == ENERGY_KERNEL_OK);
+  energy_support_cuda_set_stream(reinterpret_cast<void *>(0x6000), 0);
+  CHECK(takeEvents() == "launch:second@0x5000 sync@0x5000 ");
+  energy_support_cuda_set_stream(nullptr, 0);
+  REQUIRE(launch("third") == ENERGY_KERNEL_OK);
+  CHECK(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+  CHECK(takeEvents() == "launch:third wait ");
 }

@@ -1,13 +1,16 @@
 /*===- fake_cuda_driver.c - A CUDA driver that only keeps a log ----------===*\
 |*                                                                            *|
-|* Loaded through ENERGY_CUDA_DRIVER by CudaFenceTest: one device, managed    *|
-|* memory from malloc, and kernels that do not run; it writes what the       *|
-|* runtime asked of it (launches, waits) to a log the test reads, and fails  *|
-|* the next wait when told to.                                                *|
+|* Loaded through ENERGY_CUDA_DRIVER (and ENERGY_CUBLAS) by CudaFenceTest and *|
+|* the Python stream test: one device, managed memory from malloc, kernels   *|
+|* and cuBLAS products that do not run; it writes what it was asked          *|
+|* (launches, products, copies, prefetches and waits, each with its stream)  *|
+|* to a log the tests read, fails the next wait when told to, and fails      *|
+|* launching the kernels whose names contain ENERGY_FAKE_CUDA_FAIL_LAUNCH.   *|
 \*===----------------------------------------------------------------------===*/
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +25,21 @@ static void note(const char *event) {
   }
 }
 
-/* The log so far ("launch:NAME wait ..."), then cleared. */
+/* EVENT, then "@" and the stream's address where it is not the legacy
+ * default stream (NULL). */
+static void noteOn(const char *event, void *stream) {
+  char text[300];
+  if (stream)
+    snprintf(text, sizeof text, "%s@%p", event, stream);
+  else
+    snprintf(text, sizeof text, "%s", event);
+  note(text);
+}
+
+/* The log so far ("launch:NAME wait sync@0x10 ..."), then cleared: "wait"
+ * is cuCtxSynchronize, "sync" cuStreamSynchronize, "copy" cuMemcpyAsync
+ * ("copy!" cuMemcpy), "prefetch" cuMemPrefetchAsync_v2, "gemm" a cuBLAS
+ * product. */
 const char *fake_cuda_take_events(void) {
   static char copy[sizeof events];
   strcpy(copy, events);
@@ -84,8 +101,12 @@ int cuCtxSynchronize(void) {
   return 0;
 }
 int cuStreamSynchronize(void *stream) {
-  (void)stream;
-  return cuCtxSynchronize();
+  noteOn("sync", stream);
+  if (failNextWait) {
+    failNextWait = 0;
+    return 719;
+  }
+  return 0;
 }
 int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
   *pointer = (uint64_t)(uintptr_t)calloc(1, bytes);
@@ -100,12 +121,31 @@ int cuMemFree_v2(uint64_t pointer) {
   return 0;
 }
 int cuMemcpy(uint64_t destination, uint64_t source, size_t bytes) {
+  note("copy!");
   memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
           bytes);
   return 0;
 }
+int cuMemcpyAsync(uint64_t destination, uint64_t source, size_t bytes,
+                  void *stream) {
+  noteOn("copy", stream);
+  memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
+          bytes);
+  return 0;
+}
+typedef struct {
+  int type;
+  int id;
+} FakeMemLocation;
+int cuMemPrefetchAsync_v2(uint64_t pointer, size_t bytes,
+                          FakeMemLocation location, unsigned flags,
+                          void *stream) {
+  (void)pointer, (void)bytes, (void)flags;
+  noteOn(location.type == 2 ? "prefetch:host" : "prefetch:device", stream);
+  return 0;
+}
 int cuModuleLoadData(void **module, const void *image) {
-  *module = (void *)image;
+  *module = (void *)(uintptr_t)image;
   return 0;
 }
 int cuModuleGetFunction(void **function, void *module, const char *name) {
@@ -118,9 +158,32 @@ int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                    unsigned blockZ, unsigned sharedBytes, void *stream,
                    void **parameters, void **extra) {
   (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY;
-  (void)blockZ, (void)sharedBytes, (void)stream, (void)parameters, (void)extra;
+  (void)blockZ, (void)sharedBytes, (void)parameters, (void)extra;
   char event[256] = "launch:";
   strncat(event, (const char *)function, sizeof event - 8);
-  note(event);
+  noteOn(event, stream);
+  const char *failing = getenv("ENERGY_FAKE_CUDA_FAIL_LAUNCH");
+  if (failing && *failing && strstr((const char *)function, failing))
+    return 719;
   return 0;
 }
+
+/* cuBLAS, through ENERGY_CUBLAS: a handle whose products only log "gemm" on
+ * the stream set last. */
+static void *cublasStream;
+int cublasCreate_v2(void **handle) {
+  *handle = &cublasStream;
+  return 0;
+}
+int cublasSetStream_v2(void *handle, void *stream) {
+  (void)handle;
+  cublasStream = stream;
+  return 0;
+}
+static int gemm(void) {
+  noteOn("gemm", cublasStream);
+  return 0;
+}
+int cublasSgemm_v2(void) { return gemm(); }
+int cublasDgemm_v2(void) { return gemm(); }
+int cublasGemmEx(void) { return gemm(); }

@@ -1,0 +1,142 @@
+"""CUDA sessions on an application's stream, without a GPU: models compiled
+for CUDA run against the fake driver of the runtime's tests
+(tests/unit/runtime/KernelSupport/fake_cuda_driver.c, also standing in for
+cuBLAS), which runs no kernel but logs every launch, product, copy, prefetch
+and wait with its stream. With a stream set, all of a call's GPU work goes on
+that stream, the host waits for nothing else (no context-wide wait), the
+backward pass's snapshots are copied there without a wait, and each step
+adds exactly one wait: the one before the step returns (no host round trip
+inside a step or a backward step). Without one, the work goes on the legacy
+default stream as before. Each case runs in a child process, which loads the
+fake driver first (ENERGY_CUDA_DRIVER is read once per process)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+FAKE_DRIVER = os.environ.get("ENERGY_FAKE_CUDA_DRIVER")
+pytestmark = pytest.mark.skipif(
+    not FAKE_DRIVER or not os.path.exists(FAKE_DRIVER),
+    reason="the fake CUDA driver is built with the tests "
+           "(ENERGY_FAKE_CUDA_DRIVER)")
+
+STREAM = 0x5000
+STREAM_TAG = "@" + hex(STREAM)
+# GPU work; "copy!" is the driver's synchronous copy, "wait" a wait for the
+# whole device, "sync" a wait for one stream.
+WORK = ("launch:", "gemm", "copy", "prefetch")
+
+
+def child(case):
+    """Runs `case` against the fake driver; prints its logs as JSON."""
+    import ctypes
+
+    import numpy as np
+
+    import energy
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from specs import ATTENTION_TRAIN, EXAMPLES
+
+    fake = ctypes.CDLL(os.environ["ENERGY_CUDA_DRIVER"])
+    fake.fake_cuda_take_events.restype = ctypes.c_char_p
+
+    def events():
+        return fake.fake_cuda_take_events().decode().split()
+
+    rng = np.random.default_rng(0)
+    logs = {}
+    if case in ("run", "default-stream", "failure"):
+        model = energy.compile(os.path.join(EXAMPLES, "hopfield.energy"),
+                               target="cuda")
+        session = model.session(N=8, K=4)
+        session["m"] = rng.standard_normal((4, 64)).astype(np.float32)
+        session["x"] = rng.standard_normal((8, 64)).astype(np.float32)
+        if case != "default-stream":
+            session.set_stream(STREAM)
+        if case == "failure":
+            try:
+                session.run(steps=1)
+            except energy.RuntimeError as error:
+                logs["error"] = str(error)
+            print(json.dumps(logs))
+            return
+        for steps in (2, 3):
+            events()
+            session.run(steps=steps)
+            logs[steps] = events()
+    else:
+        model = energy.compile(ATTENTION_TRAIN, target="cuda")
+        session = model.session(B=2, N=4, D=8)
+        for name, shape in (("h", (2, 4, 8)), ("y", (2, 4, 8)),
+                            ("Wq", (8, 8)), ("Wk", (8, 8))):
+            session[name] = rng.standard_normal(shape).astype(np.float32)
+        session.set_stream(STREAM)
+        for steps in (2, 3):
+            session.loss_grad(steps=steps)  # the snapshots' memory, once
+            events()
+            session.loss_grad(steps=steps)
+            logs[steps] = events()
+    print(json.dumps(logs))
+
+
+def run_child(case, **environment):
+    env = dict(os.environ, ENERGY_CUDA_DRIVER=FAKE_DRIVER,
+               ENERGY_CUBLAS=FAKE_DRIVER, **environment)
+    for name in ("ENERGY_CUDA_SYNC", "ENERGY_CUDA_TRACE"):
+        env.pop(name, None)
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), case], env=env,
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def waits(log):
+    return sum(event.startswith(("sync", "wait")) for event in log)
+
+
+def check_on_stream(log):
+    work = [event for event in log if event.startswith(WORK)]
+    assert work, log
+    assert all(event.endswith(STREAM_TAG) for event in work), log
+    assert all(event == "sync" + STREAM_TAG
+               for event in log if event.startswith(("sync", "wait"))), log
+
+
+def test_a_run_goes_on_the_stream_and_waits_once_per_step():
+    logs = run_child("run")
+    for log in logs.values():
+        check_on_stream(log)
+    assert waits(logs["3"]) - waits(logs["2"]) == 1, logs
+
+
+def test_a_training_step_stays_on_the_stream():
+    logs = run_child("training")
+    for log in logs.values():
+        check_on_stream(log)
+        # The snapshots of the forward steps: copied on the stream.
+        assert any(event.startswith("copy@") for event in log), log
+    # One more step: a forward and a backward step, one wait each.
+    assert waits(logs["3"]) - waits(logs["2"]) == 2, logs
+
+
+def test_without_a_stream_the_work_goes_on_the_default_stream():
+    logs = run_child("default-stream")
+    for log in logs.values():
+        launches = [event for event in log if event.startswith("launch:")]
+        assert launches and all("@" not in event for event in launches), log
+        assert "wait" in log and not any(
+            event.startswith("sync@") for event in log), log
+
+
+def test_a_failed_launch_names_the_kernel():
+    logs = run_child("failure", ENERGY_FAKE_CUDA_FAIL_LAUNCH="gradient")
+    assert "cannot launch kernel energy_gradient" in logs["error"], logs
+    assert "CUDA_ERROR_LAUNCH_FAILED" in logs["error"], logs
+
+
+if __name__ == "__main__":
+    child(sys.argv[1])
