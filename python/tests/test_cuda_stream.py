@@ -6,7 +6,8 @@ and wait with its stream. With a stream set, all of a call's GPU work goes on
 that stream, the host waits for nothing else (no context-wide wait), the
 backward pass's snapshots are copied there without a wait, and each step
 adds exactly one wait: the one before the step returns (no host round trip
-inside a step or a backward step). Without one, the work goes on the legacy
+inside a step or a backward step; checked on a self-attention model trained
+through its dynamics and on the Energy Transformer). Without one, the work goes on the legacy
 default stream as before. Each case runs in a child process, which loads the
 fake driver first (ENERGY_CUDA_DRIVER is read once per process)."""
 
@@ -38,7 +39,15 @@ def child(case):
 
     import energy
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from specs import ATTENTION_TRAIN, EXAMPLES
+    from specs import ATTENTION_TRAIN, EXAMPLES, SOURCE_DIR
+
+    TRAINED = {
+        "attention": (ATTENTION_TRAIN, {"B": 2, "N": 4, "D": 8}),
+        "energy-transformer": (
+            os.path.join(SOURCE_DIR, "tests", "zoo", "models",
+                         "energy_transformer.energy"),
+            {"B": 2, "N": 4, "D": 8, "H": 2, "Y": 4, "M": 6}),
+    }
 
     fake = ctypes.CDLL(os.environ["ENERGY_CUDA_DRIVER"])
     fake.fake_cuda_take_events.restype = ctypes.c_char_p
@@ -68,11 +77,14 @@ def child(case):
             session.run(steps=steps)
             logs[steps] = events()
     else:
-        model = energy.compile(ATTENTION_TRAIN, target="cuda")
-        session = model.session(B=2, N=4, D=8)
-        for name, shape in (("h", (2, 4, 8)), ("y", (2, 4, 8)),
-                            ("Wq", (8, 8)), ("Wk", (8, 8))):
-            session[name] = rng.standard_normal(shape).astype(np.float32)
+        source, dims = TRAINED[case]
+        model = energy.compile(source, target="cuda")
+        session = model.session(**dims)
+        for name, info in model.tensors.items():
+            if info["role"] in ("input", "param"):
+                shape = [dims[dim.strip()]
+                         for dim in info["shape"].strip("[]").split(",")]
+                session[name] = rng.standard_normal(shape).astype(np.float32)
         session.set_stream(STREAM)
         for steps in (2, 3):
             session.loss_grad(steps=steps)  # the snapshots' memory, once
@@ -113,8 +125,9 @@ def test_a_run_goes_on_the_stream_and_waits_once_per_step():
     assert waits(logs["3"]) - waits(logs["2"]) == 1, logs
 
 
-def test_a_training_step_stays_on_the_stream():
-    logs = run_child("training")
+@pytest.mark.parametrize("model", ["attention", "energy-transformer"])
+def test_a_training_step_stays_on_the_stream(model):
+    logs = run_child(model)
     for log in logs.values():
         check_on_stream(log)
         # The snapshots of the forward steps: copied on the stream.
