@@ -51,6 +51,34 @@ FailureOr<Lowered> MatrixProductLowering::emitMatmul(MatmulOp matmul) {
   Lowered lhs = get(matmul.getLhs()), rhs = get(matmul.getRhs());
   SmallVector<Value> lhsShape = shape(lhsType);
   Value rows = lhsShape[0], inner = lhsShape[1];
+  // On a GPU, once per statement: a kernel with a thread per element of
+  // the product, each summing along k in the order the host's loops do.
+  if (rhsType.getRank() == 1 && deviceLoops() && frame.loopDepth == 0) {
+    bool alongRows = readsTransposeAlongRows(matmul);
+    Value matrix =
+        alongRows
+            ? get(matmul.getLhs().getDefiningOp<TransposeOp>().getOperand())
+                  .data
+            : lhs.data;
+    return build(type, [&](Value i) {
+      return forRange(inner, ValueRange{real(0.0)},
+                      [&](Value k, ValueRange sum) {
+                        // Xᵀ v reads X[k, i], X v reads X[i, k].
+                        Value at =
+                            alongRows
+                                ? arith::AddIOp::create(
+                                      b, loc,
+                                      arith::MulIOp::create(b, loc, k, rows), i)
+                                : arith::AddIOp::create(
+                                      b, loc,
+                                      arith::MulIOp::create(b, loc, i, inner),
+                                      k);
+                        return SmallVector<Value>{add(
+                            sum[0], mul(load(rhs.data, k), load(matrix, at)))};
+                      })
+          .front();
+    });
+  }
   Value data = allocate(type);
   if (rhsType.getRank() == 1) {
     // Xᵀ v of a row-major X is Σ_k v[k] X[k, :]: rows of X scaled and
