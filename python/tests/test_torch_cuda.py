@@ -194,21 +194,40 @@ def test_gpu_module_waits_for_torch_current_stream():
                 on_cpu(x=x.cpu(), mu=mu.cpu()).detach())
 
 
+def adam_steps(layer, device, x, target):
+    optimizer = torch.optim.Adam(layer.parameters(), lr=0.05)
+    for _ in range(5):
+        optimizer.zero_grad()
+        final = layer(x=x.to(device), mu=torch.zeros(3, dtype=F64,
+                                                     device=device))
+        loss = ((final - target.to(device)) ** 2).sum()
+        loss.backward()
+        optimizer.step()
+
+
 def test_adam_on_the_gpu_follows_the_cpu():
     on_cpu, on_gpu = modules("fit")
     torch.manual_seed(3)
     x, target = torch.randn(4, 3, dtype=F64), torch.randn(3, dtype=F64)
     initial = on_cpu.W.detach().clone()
-    for layer, device in ((on_cpu, "cpu"), (on_gpu, "cuda")):
-        optimizer = torch.optim.Adam(layer.parameters(), lr=0.05)
-        for _ in range(5):
-            optimizer.zero_grad()
-            final = layer(x=x.to(device), mu=torch.zeros(3, dtype=F64,
-                                                         device=device))
-            loss = ((final - target.to(device)) ** 2).sum()
-            loss.backward()
-            optimizer.step()
+    adam_steps(on_cpu, "cpu", x, target)
+    adam_steps(on_gpu, "cuda", x, target)
     assert (on_cpu.W.detach() - initial).abs().max() > 1e-3
+    assert_near(on_gpu.W.detach(), on_cpu.W.detach())
+
+
+def test_training_on_a_side_stream_follows_the_cpu():
+    # The sessions' kernels, products and snapshot copies go on the side
+    # stream, in order with torch's work there.
+    on_cpu, on_gpu = modules("fit")
+    torch.manual_seed(4)
+    x, target = torch.randn(4, 3, dtype=F64), torch.randn(3, dtype=F64)
+    adam_steps(on_cpu, "cpu", x, target)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        adam_steps(on_gpu, "cuda", x, target)
+    torch.cuda.synchronize()
     assert_near(on_gpu.W.detach(), on_cpu.W.detach())
 
 
