@@ -10,6 +10,7 @@
 
 #include "DeviceFactorizations.h"
 #include "KernelLowering.h"
+#include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
 #include <limits>
@@ -410,7 +411,7 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
   Value data = allocate(type);
   Value size =
       arith::SIToFPOp::create(b, loc, context.elementType, toI64(length));
-  forRange(rows, [&](Value row) {
+  auto lowerRow = [&](Value row) {
     Value start = arith::MulIOp::create(b, loc, row, length);
     Value input = offsetPointer(operand.data, start);
     Value output = offsetPointer(data, start);
@@ -474,7 +475,13 @@ FailureOr<Lowered> ArrayOpLowering::emitRows(Operation *op) {
     writeRow([&](Value x, int lanes) {
       return mul(sub(x, splat(centre, lanes)), splat(scale, lanes));
     });
-  });
+  };
+  // Rows are independent: on a GPU, a kernel with a thread per row.
+  auto rowLoop = scf::ForOp::create(b, loc, index(0), rows, index(1));
+  markElementwise(rowLoop);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  lowerRow(rowLoop.getInductionVar());
   return Lowered{Value(), data};
 }
 
