@@ -29,11 +29,14 @@ sed -E 's/[[:space:]]+until [^;]*;/;/' "$here/../examples/gmm.energy" \
 grep -q until "$bundle/gmm_em.energy" && { echo "gmm: until left" >&2; exit 1; }
 $energyc "$bundle/gmm_em.energy" -o "$bundle/artifacts/gmm_em.bench.so"
 rm "$bundle/gmm_em.energy"
-# The training step on the GPU and on the host, from one source.
+# The training step on the GPU and on the host, from one source; the Energy
+# Transformer for tests/e2e/device/step_waits.py.
 $energyc "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cuda.so"
 $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
+$energyc "$here/../tests/zoo/models/energy_transformer.energy" \
+  -o "$bundle/artifacts/energy_transformer.waits.so"
 cp "$build/tests/e2e/energy-device-buffers" "$build/bin/fused-attention-check" \
   "$bundle/bin/"
 # The zoo at its bench sizes, against its PyTorch models on the GPU.
@@ -54,12 +57,14 @@ PYTHONPATH="$build/python" /usr/bin/python3 \
   "$bundle/torch-cuda"
 cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
   "$here/gpu_zoo.py" "$here/training_step.py" "$here/benchlib.py" \
+  "$here/../tests/e2e/device/step_waits.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
 # The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
-# the C API's device buffers and streams, the zoo against its PyTorch
+# the C API's device buffers and streams, the host's waits inside the
+# training steps (step_waits.py), the zoo against its PyTorch
 # models on the GPU (four of them again with every launch waiting),
 # energy.torch on CUDA tensors (the Python package built
 # there), then every example and zoo model against the
@@ -91,6 +96,16 @@ bench train64 60 $T 4 64 64 4 10
 bench train1024 90 $T 8 1024 64 4 5
 timeout 60 bin/energy-device-buffers artifacts/self_attention.bench.so
 echo "device buffers rc=$?"
+waits() {
+  name=$1; shift
+  timeout 60 python3 scripts/step_waits.py $E "$@" --init random:1 \
+    > "$R/waits_$name.json" 2>&1
+  echo "host waits inside steps, $name rc=$?"; cat "$R/waits_$name.json"
+}
+waits energy_transformer artifacts/energy_transformer.waits.so --dim B=8 \
+  --dim N=64 --dim D=128 --dim H=4 --dim Y=32 --dim M=512
+waits attention_train artifacts/attention_train.cuda.so --dim B=4 \
+  --dim N=64 --dim D=64
 timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
 echo "zoo rc=$?"; cat "$R/zoo.err"
 # The same models' inference with every launch waiting (as before the

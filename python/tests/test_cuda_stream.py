@@ -24,6 +24,9 @@ pytestmark = pytest.mark.skipif(
     reason="the fake CUDA driver is built with the tests "
            "(ENERGY_FAKE_CUDA_DRIVER)")
 
+SOURCE_DIR = os.environ.get(
+    "ENERGY_SOURCE_DIR",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 STREAM = 0x5000
 STREAM_TAG = "@" + hex(STREAM)
 # GPU work; "copy!" is the driver's synchronous copy, "wait" a wait for the
@@ -143,6 +146,33 @@ def test_without_a_stream_the_work_goes_on_the_default_stream():
         assert launches and all("@" not in event for event in launches), log
         assert "wait" in log and not any(
             event.startswith("sync@") for event in log), log
+
+
+def test_the_runtime_reports_one_wait_per_step(tmp_path):
+    # What the GPU bundle runs on a GPU (tests/e2e/device/step_waits.py):
+    # the runtime's own account of the host's waits, here against the fake
+    # driver, for the Energy Transformer's training step.
+    energyc = os.environ["ENERGYC"]
+    artifact = str(tmp_path / "energy_transformer.so")
+    subprocess.run([energyc, "--target", "cuda", os.path.join(
+        SOURCE_DIR, "tests", "zoo", "models", "energy_transformer.energy"),
+        "-o", artifact], check=True, timeout=300)
+    script = os.path.join(SOURCE_DIR, "tests", "e2e", "device",
+                          "step_waits.py")
+    result = subprocess.run(
+        [sys.executable, script, "--once",
+         "energy_kernel_step,energy_kernel_backward_step,"
+         "energy_kernel_backward_seed",
+         os.path.join(os.path.dirname(energyc), "energy-exec"), artifact,
+         "--dim", "B=2", "--dim", "N=4", "--dim", "D=8", "--dim", "H=2",
+         "--dim", "Y=4", "--dim", "M=6", "--init", "random:1"],
+        env=dict(os.environ, ENERGY_CUDA_DRIVER=FAKE_DRIVER,
+                 ENERGY_CUBLAS=FAKE_DRIVER),
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["energy_kernel_step"]["calls"] >= 12, summary
+    assert summary["energy_kernel_backward_step"]["calls"] == 12, summary
 
 
 def test_a_failed_launch_names_the_kernel():

@@ -122,6 +122,12 @@ bool energy::cudaTracing() {
   return tracing;
 }
 
+bool energy::cudaReportingWaits() {
+  static const bool reporting =
+      energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_WAITS"));
+  return reporting;
+}
+
 void energy::synchronizeDevice() {
   if (makeContextCurrent().empty())
     driverApi().ctxSynchronize();

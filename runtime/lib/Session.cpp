@@ -461,6 +461,9 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   }
   double ignored = 0;
   int32_t code = ENERGY_KERNEL_OK;
+  bool reportingWaits = deviceMemory && cudaReportingWaits();
+  if (reportingWaits)
+    trace("energy-cuda: call %s begins", symbol.c_str());
   if (deviceArguments) {
     // The same arrays, in memory the GPU reaches.
     std::byte *arguments = deviceArguments->data();
@@ -486,6 +489,8 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   if (tracing)
     trace("energy-cuda: %s, the whole call: %.3f ms", symbol.c_str(),
           millisecondsSince(start));
+  if (reportingWaits)
+    trace("energy-cuda: call %s ends", symbol.c_str());
   if (code == ENERGY_KERNEL_DEVICE_ERROR && owner.state->deviceError)
     return Status::error("kernel " + symbol +
                          ": the GPU failed: " + owner.state->deviceError());

@@ -142,6 +142,16 @@ void *energy::cuda::currentStream() { return streamOfThisThread(); }
 CUresult energy::cuda::waitForGpu() {
   const DriverApi &api = driverApi();
   void *stream = currentStream();
+  static const bool reportWaits =
+      energy_cuda_trace_requested(std::getenv("ENERGY_CUDA_WAITS"));
+  if (reportWaits) {
+    const std::vector<std::string> &queued = pendingWork().kernels;
+    std::string text = "energy-cuda: the host waits for the GPU";
+    if (!queued.empty())
+      text += " (" + std::to_string(queued.size()) +
+              " queued, the last: " + queued.back() + ")";
+    energy::support::report(ENERGY_ARTIFACT_LOG_TRACE, text.c_str());
+  }
   CUresult result =
       stream ? api.streamSynchronize(stream) : api.ctxSynchronize();
   PendingWork &pending = pendingWork();

@@ -99,7 +99,8 @@ bool launchesWait();
 void notePending(std::string name);
 /// Waits for the work queued on the current stream (with none set, for all
 /// the GPU's work); then nothing of this thread is pending and the blocks
-/// it freed meanwhile are handed out again.
+/// it freed meanwhile are handed out again. With ENERGY_CUDA_WAITS set,
+/// reports the wait (ArtifactABI.h).
 CUresult waitForGpu();
 /// Whether ENERGY_CUDA_TRACE is set: then every launch and cuBLAS product
 /// reports its name, size and milliseconds (device work and the wait) to

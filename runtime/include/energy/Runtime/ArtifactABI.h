@@ -102,7 +102,10 @@ typedef void (*energy_set_threads_fn)(int32_t threads);
  * artifact. */
 #define ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL "energy_support_set_log_handler"
 /* Traces are asked for by ENERGY_CUDA_TRACE, set to anything but "" or
- * "0": the one rule of the runtime and the support code. */
+ * "0": the one rule of the runtime and the support code. ENERGY_CUDA_WAITS,
+ * by the same rule, asks for a trace line at each wait of the host for the
+ * GPU and at the start and end of each kernel a session calls, without
+ * making launches wait (ENERGY_CUDA_TRACE does). */
 static inline int energy_cuda_trace_requested(const char *value) {
   return value && value[0] && !(value[0] == '0' && value[1] == 0);
 }

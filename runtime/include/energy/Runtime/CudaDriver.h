@@ -67,6 +67,10 @@ Status copyWithinDevice(void *destination, const void *source, size_t bytes,
 /// long moving their buffers and each kernel function took (Log.h), beside
 /// the support library's launch times.
 bool cudaTracing();
+/// Whether ENERGY_CUDA_WAITS is set: then sessions on the GPU report the
+/// start and end of each kernel they call, and the support library each
+/// wait of the host for the GPU, without making launches wait.
+bool cudaReportingWaits();
 /// Waits until the GPU has done what was queued (tracing's times).
 void synchronizeDevice();
 /// Waits for the work queued on a CUDA stream (a CUstream; null: all the
