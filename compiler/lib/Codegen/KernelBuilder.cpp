@@ -257,10 +257,21 @@ Lowered KernelBuilder::buildLanes(ArrayType type,
 void KernelBuilder::copyInto(Lowered value, ArrayType type, Value destination,
                              bool accumulate) {
   if (type.isScalar()) {
-    Value element = elementAt(value, index(0));
-    if (accumulate)
-      element = add(load(destination, index(0)), element);
-    return store(element, destination, index(0));
+    auto write = [&](Value at) {
+      Value element = elementAt(value, at);
+      if (accumulate)
+        element = add(load(destination, at), element);
+      store(element, destination, at);
+    };
+    if (!deviceLoops() || insideLoop())
+      return write(index(0));
+    // On a GPU, a kernel of one thread: the host does not touch the
+    // element, so it need not wait for the kernels before.
+    auto loop = scf::ForOp::create(b, loc, index(0), index(1), index(1));
+    markElementwise(loop);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    return write(loop.getInductionVar());
   }
   forLanes(elementCount(type), [&](Value offset, int lanes) {
     Value element = lanesAt(value, offset, lanes);
