@@ -341,6 +341,7 @@ private:
     artifactOptions.sourceName = options.sourceName;
     artifactOptions.sourceText = options.sourceText;
     artifactOptions.optLevel = options.optLevel;
+    artifactOptions.deviceLoops = options.deviceLoops;
     // A check compiles what it checks, and keeps nothing: a fuzzer's
     // thousands of models would fill the cache.
     std::string error;

@@ -39,6 +39,9 @@ struct ModelCheckOptions {
   std::string dtype = "f64";
   /// The optimisation level of the in-process compilation (0-3).
   unsigned optLevel = kDefaultOptLevel;
+  /// Compiled with the loops CUDA artifacts get (energyc --device-loops),
+  /// run on the CPU.
+  bool deviceLoops = false;
   std::string sourceName;
   std::string sourceText;
   bool json = false;

@@ -158,6 +158,12 @@ cl::opt<bool> checkAgainstInterpreter(
              "differences; exit 0 when all agree, 1 when anything differs or "
              "fails, 3 when the model's values are not finite at these dims"),
     cl::cat(runOptions));
+cl::opt<bool> checkDeviceLoops(
+    "device-loops",
+    cl::desc("With --check: compile the model with the loops CUDA artifacts "
+             "get (energyc --device-loops: the GPU's element loops, "
+             "factorisations and exp as code), run on the CPU"),
+    cl::cat(runOptions));
 cl::opt<unsigned> jitOptLevel(
     "opt-level",
     cl::desc("Optimisation level (0-3) of a model compiled in process "
@@ -444,6 +450,9 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  if (checkDeviceLoops && !checkAgainstInterpreter)
+    return fail("--device-loops goes with --check (energyc --device-loops "
+                "compiles an artifact with them)");
   if (checkAgainstInterpreter) {
     if (useInterpreter || benchRepetitions > 0 || !outputFile.empty() ||
         !inputs.tensors.empty())
@@ -455,6 +464,7 @@ int main(int argc, char **argv) {
     check.seed = inputs.seed.value_or(1);
     check.steps = settings.stepsOption();
     check.optLevel = jitOptLevel;
+    check.deviceLoops = checkDeviceLoops;
     if (!dtypeOption.empty())
       check.dtype = dtypeOption;
     if (check.dtype == "bf16")

@@ -15,7 +15,10 @@ its reproducer's path. Models whose values are not finite at the drawn dims
 With `--target cuda` (no GPU needed) each model is compiled for the GPU
 instead, `energyc --target cuda --emit=ptx` (energyc from the directory of
 --energy-run), and each PTX image (sm_80, sm_90) given to ptxas: a crash,
-an internal error, an error or PTX that ptxas rejects is a failure.
+an internal error, an error or PTX that ptxas rejects is a failure. With
+`--target device-loops` each model is checked as on the CPU but compiled
+with the loops CUDA artifacts get (`energy-run --check --device-loops`):
+the code the GPU runs, run on the CPU against the interpreter.
 
   fuzz_models.py --energy-run build/bin/energy-run --seconds 3600
   fuzz_models.py --energy-run build/bin/energy-run --count 300 --seed 1
@@ -86,6 +89,8 @@ def check(energy_run, source, path, opt_level, dtype='f64', target='cpu'):
         return check_ptx(energy_run, path, dtype)
     command = [energy_run, path, '--check', '--json', '--opt-level', str(opt_level),
                '--dtype', dtype]
+    if target == 'device-loops':
+        command.append('--device-loops')
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -167,9 +172,12 @@ def main():
     parser.add_argument('--dtype', choices=('f64', 'f32'), default='f64',
                         help='the precision the models are compiled in (f32: '
                         'compared within 1e-3)')
-    parser.add_argument('--target', choices=('cpu', 'cuda'), default='cpu',
+    parser.add_argument('--target', choices=('cpu', 'cuda', 'device-loops'),
+                        default='cpu',
                         help='cuda: compile each model for the GPU and check its '
-                        'PTX with ptxas instead of running it (no GPU needed)')
+                        'PTX with ptxas instead of running it (no GPU needed); '
+                        'device-loops: check the loops CUDA artifacts get, run '
+                        'on the CPU (energy-run --check --device-loops)')
     parser.add_argument('--reduce-seconds', type=float, default=120.0,
                         help='time to reduce each failure (0: keep it whole)')
     parser.add_argument('--keep', action='store_true', help='keep every model checked')
