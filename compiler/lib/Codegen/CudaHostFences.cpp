@@ -190,9 +190,11 @@ void FenceInsertion::dropEscaping(Operation *op, DenseSet<Value> &fresh,
           escape(base);
         continue;
       }
-      // An address loaded back may be any the block holds.
-      if (auto load = dyn_cast<LLVM::LoadOp>(inner);
-          load && isa<LLVM::LLVMPointerType>(load.getType()))
+      // An address loaded back, or copied elsewhere, may be any the block
+      // holds.
+      auto load = dyn_cast<LLVM::LoadOp>(inner);
+      if ((load && isa<LLVM::LLVMPointerType>(load.getType())) ||
+          isa<LLVM::MemcpyOp, LLVM::MemmoveOp>(inner))
         for (Value held : SmallVector<Value, 2>(contents.lookup(base)))
           escape(held);
       bool addressOnly =
