@@ -52,15 +52,16 @@ bool isCudaDevice(int32_t deviceType) {
 }
 
 Tensor tensorFromDLPack(py::handle producer, const std::string &what,
-                        TensorPlace *place) {
-  // DLPack's stream 1 is CUDA's legacy default stream: the producer orders
-  // its pending work on the tensor before what is queued there.
+                        TensorPlace *place, uintptr_t stream) {
+  // The producer orders its pending work on the tensor before what is
+  // queued on the consumer's stream (DLPack's 1: the legacy default one).
   bool cudaProducer = place && py::hasattr(producer, "__dlpack_device__") &&
                       isCudaDevice(py::cast<int32_t>(
                           py::tuple(producer.attr("__dlpack_device__")())[0]));
-  py::capsule capsule = cudaProducer
-                            ? producer.attr("__dlpack__")(py::arg("stream") = 1)
-                            : producer.attr("__dlpack__")();
+  py::capsule capsule =
+      cudaProducer ? producer.attr("__dlpack__")(
+                         py::arg("stream") = stream ? stream : uintptr_t(1))
+                   : producer.attr("__dlpack__")();
   auto *managed = static_cast<DLManagedTensor *>(
       PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed)
@@ -153,11 +154,11 @@ Tensor tensorFromArray(const py::array_t<Element, py::array::c_style> &array,
 } // namespace
 
 Tensor python::tensorFromPython(py::handle value, const std::string &what,
-                                TensorPlace *place) {
+                                TensorPlace *place, uintptr_t stream) {
   if (place)
     *place = TensorPlace::Host;
   if (!py::isinstance<py::array>(value) && py::hasattr(value, "__dlpack__"))
-    return tensorFromDLPack(value, what, place);
+    return tensorFromDLPack(value, what, place, stream);
   py::array array = py::array::ensure(value);
   if (!array)
     raise("Error", what + ": expected an array, a DLPack tensor, a sequence "

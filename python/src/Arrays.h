@@ -14,6 +14,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
 
 namespace energy::python {
@@ -27,11 +28,12 @@ enum class TensorPlace { Host, Cuda };
 /// DLPack tensor is borrowed (Tensor::borrow: the tensor is a view of its
 /// memory, which it keeps alive); anything else is copied. With `place`, a
 /// row-major tensor on CUDA device 0 is borrowed too, and `place` says so
-/// (its producer is asked to have it ready on the legacy default stream,
-/// which the driver's copies use). Raises energy.Error (naming `what`) for
-/// a device tensor otherwise, or an element type that is not a real number.
+/// (its producer is asked to have it ready on `stream`, a CUstream, the
+/// legacy default stream for 0: where the session's copies go). Raises
+/// energy.Error (naming `what`) for a device tensor otherwise, or an
+/// element type that is not a real number.
 Tensor tensorFromPython(pybind11::handle value, const std::string &what,
-                        TensorPlace *place = nullptr);
+                        TensorPlace *place = nullptr, uintptr_t stream = 0);
 
 /// A numpy array holding a copy of `tensor`.
 pybind11::array arrayFromTensor(const Tensor &tensor);

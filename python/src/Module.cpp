@@ -61,12 +61,16 @@ py::dict dimsOf(const Manifest &manifest) {
 /// with the DLPack views of its GPU buffers.
 struct PySession {
   std::shared_ptr<Session> session;
+  /// The stream the session's work goes on (set_stream), on which tensors
+  /// handed over on the GPU are made ready.
+  uintptr_t stream = 0;
 
   bool onCuda() const { return session->model().device() == "cuda"; }
 
   void set(const std::string &name, py::handle value) {
     TensorPlace place = TensorPlace::Host;
-    Tensor tensor = tensorFromPython(value, "tensor '" + name + "'", &place);
+    Tensor tensor =
+        tensorFromPython(value, "tensor '" + name + "'", &place, stream);
     if (place == TensorPlace::Host) {
       check(session->set(name, tensor), "RuntimeError");
       return;
@@ -118,8 +122,10 @@ struct PySession {
     return deviceView(*valueOr(std::move(buffer), "RuntimeError"));
   }
 
-  void setStream(uintptr_t stream) {
-    check(session->setStream(reinterpret_cast<void *>(stream)), "RuntimeError");
+  void setStream(uintptr_t newStream) {
+    check(session->setStream(reinterpret_cast<void *>(newStream)),
+          "RuntimeError");
+    stream = newStream;
   }
 
   double energy(std::optional<std::string> term) {

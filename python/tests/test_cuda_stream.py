@@ -34,6 +34,48 @@ STREAM_TAG = "@" + hex(STREAM)
 WORK = ("launch:", "gemm", "copy", "prefetch")
 
 
+class FakeCudaTensor:
+    """A DLPack producer whose tensor says it is on CUDA device 0 (the fake
+    driver's device memory is the host's): records the stream a consumer
+    asks it to make the tensor ready on."""
+
+    def __init__(self, array):
+        import ctypes
+        self.array, self.streams = array, []
+
+        class DLTensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int),
+                        ("device_id", ctypes.c_int), ("ndim", ctypes.c_int),
+                        ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16),
+                        ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)),
+                        ("byte_offset", ctypes.c_uint64)]
+
+        class DLManagedTensor(ctypes.Structure):
+            _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                        ("deleter", ctypes.c_void_p)]
+
+        self.shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+        self.managed = DLManagedTensor()
+        tensor = self.managed.dl_tensor
+        tensor.data = array.ctypes.data
+        tensor.device_type, tensor.device_id, tensor.ndim = 2, 0, array.ndim
+        tensor.code, tensor.bits, tensor.lanes = 2, array.itemsize * 8, 1
+        tensor.shape = self.shape
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        import ctypes
+        self.streams.append(stream)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.managed), b"dltensor", None)
+
+
 def child(case):
     """Runs `case` against the fake driver; prints its logs as JSON."""
     import ctypes
@@ -60,6 +102,23 @@ def child(case):
 
     rng = np.random.default_rng(0)
     logs = {}
+    if case == "device-tensor":
+        model = energy.compile(os.path.join(EXAMPLES, "hopfield.energy"),
+                               target="cuda")
+        session = model.session(N=8, K=4)
+        session.set_stream(STREAM)
+        session["x"] = rng.standard_normal((8, 64)).astype(np.float32)
+        memories = FakeCudaTensor(
+            rng.standard_normal((4, 64)).astype(np.float32))
+        session["m"] = memories  # bound before the first evaluation
+        session.run(steps=1)
+        events()
+        session["m"] = memories  # copied at once
+        logs["streams"] = memories.streams
+        logs["set"] = events()
+        logs["copied"] = bool(np.array_equal(session["m"], memories.array))
+        print(json.dumps(logs))
+        return
     if case in ("run", "default-stream", "failure"):
         model = energy.compile(os.path.join(EXAMPLES, "hopfield.energy"),
                                target="cuda")
@@ -173,6 +232,17 @@ def test_the_runtime_reports_one_wait_per_step(tmp_path):
     summary = json.loads(result.stdout)
     assert summary["energy_kernel_step"]["calls"] >= 12, summary
     assert summary["energy_kernel_backward_step"]["calls"] == 12, summary
+
+
+def test_a_gpu_tensor_is_copied_on_the_stream():
+    # Made ready on the session's stream (DLPack's handshake), copied there
+    # by the driver, and that stream waited for (not the device).
+    logs = run_child("device-tensor")
+    assert logs["streams"] == [STREAM, STREAM], logs
+    assert "copy" + STREAM_TAG in logs["set"], logs
+    assert "copy!" not in logs["set"] and "wait" not in logs["set"], logs
+    assert "sync" + STREAM_TAG in logs["set"], logs
+    assert logs["copied"], logs
 
 
 def test_a_failed_launch_names_the_kernel():

@@ -103,16 +103,16 @@ Status energy::copyWithinDevice(void *destination, const void *source,
 }
 
 Status energy::copyFromDevice(void *destination, const void *source,
-                              size_t bytes) {
-  prefetchManaged(destination, bytes, /*toDevice=*/true);
-  if (Status status = copyWithinDevice(destination, source, bytes); !status)
+                              size_t bytes, void *stream) {
+  prefetchManaged(destination, bytes, /*toDevice=*/true, stream);
+  if (Status status = copyWithinDevice(destination, source, bytes, stream);
+      !status)
     return status;
   // A copy between device addresses returns before it is done; the
   // source's owner may reuse its memory once this returns.
   if (bytes)
-    if (CUresult result = driverApi().ctxSynchronize(); result != kSuccess)
-      return Status::error("CUDA: copying on the device: " +
-                           driverApi().describe(result));
+    if (Status status = waitForStream(stream); !status)
+      return status.withContext("copying on the device");
   return Status::success();
 }
 

@@ -182,7 +182,7 @@ Status Session::bind(const std::string &name, const Tensor &value,
     }
     residentOnDevice[*index] = false;
     return copyFromDevice(buffers[*index].data(), value.data(),
-                          value.byteSize())
+                          value.byteSize(), stream)
         .withContext("tensor '" + name + "'");
   }
   // Borrowed elements of an input or param are used in place: the kernels
@@ -351,7 +351,7 @@ Status Session::prepare() {
         return copy.status().withContext(label);
       if (onDevice[i])
         if (Status status = copyFromDevice(copy->data(), values[i]->data(),
-                                           copy->byteSize());
+                                           copy->byteSize(), stream);
             !status)
           return status.withContext(label);
       values[i] = std::move(*copy);

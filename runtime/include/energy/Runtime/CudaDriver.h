@@ -52,9 +52,12 @@ void copyToDevice(void *destination, const void *source, size_t bytes);
 
 /// Copies `bytes` from GPU memory at `source` (an application's, such as a
 /// PyTorch tensor's on device 0) into managed memory at `destination`, with
-/// the driver's copy, and waits for it: the host never touches `source`.
-/// The driver's error when it cannot.
-Status copyFromDevice(void *destination, const void *source, size_t bytes);
+/// the driver's copy on `stream` (a CUstream; null: the legacy default
+/// stream) after the work queued there, and waits for that stream (with
+/// none, for the device): the host never touches `source`. The driver's
+/// error when it cannot.
+Status copyFromDevice(void *destination, const void *source, size_t bytes,
+                      void *stream = nullptr);
 
 /// Copies `bytes` between two buffers of managed memory (from
 /// cudaManagedMemory) with the driver's copy, queued on `stream` (a
