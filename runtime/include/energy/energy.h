@@ -116,7 +116,9 @@ int energy_session_device_gradient(energy_session *session, const char *name,
 /* Sessions of CUDA artifacts: binds tensor `name` to the array of `shape`
  * at `data` in GPU memory of device 0 (device or managed memory, row-major
  * elements of `dtype`, which must be the model's type), copied into the
- * session's buffer by the driver on the device, never read by the host.
+ * session's buffer by the driver on the device, on the session's stream
+ * (energy_session_set_stream) after the work queued there, never read by
+ * the host.
  * Once the session has evaluated anything the copy is done when this
  * returns; before that it is made at the first evaluation, so the memory
  * must stay valid until then. An error for a session on the CPU. */

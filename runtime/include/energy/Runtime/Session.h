@@ -144,7 +144,8 @@ public:
   /// borrowed tensor (Tensor::borrow) over GPU memory of device 0 that an
   /// application owns (a PyTorch tensor's, say), of the model's element
   /// type. Its elements are copied into the session's buffer by the
-  /// driver, on the device, and waited for; the host never reads them, and
+  /// driver, on the device, on the session's stream (setStream) after the
+  /// work queued there, and waited for; the host never reads them, and
   /// the lender may reuse the memory once this returns (or, before the
   /// first evaluation, once that has prepared the buffers). Errors as
   /// set()'s, and for a session on the CPU or another element type.
