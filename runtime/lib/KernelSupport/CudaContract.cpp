@@ -223,16 +223,14 @@ int32_t runPass(KernelFamily &family, bool columnSide, int bound,
     if (pack)
       if (int32_t code = energy::cuda::launchKernel(
               pack, packName.c_str(), packParameters, copies.chunks,
-              energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers,
-              /*queue=*/true))
+              energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, layers))
         return code;
     void *packedParameters[] = {&slots, &copies.features, &copies.values,
                                 &copies.rows, &count};
     void *plainParameters[] = {&slots, &count};
     if (int32_t code = energy::cuda::launchKernel(
             kernel, name.c_str(), pack ? packedParameters : plainParameters,
-            count, family.threads, family.positionsPerBlock, layers,
-            /*queue=*/true))
+            count, family.threads, family.positionsPerBlock, layers))
       return code;
   }
   return ENERGY_KERNEL_OK;

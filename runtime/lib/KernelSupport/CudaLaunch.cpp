@@ -323,7 +323,7 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count,
                                    unsigned threads, unsigned positionsPerBlock,
-                                   unsigned layers, bool queue) {
+                                   unsigned layers) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
@@ -340,7 +340,7 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));
-  if (queue && !launchesWait()) {
+  if (!launchesWait()) {
     notePending(name);
     return ENERGY_KERNEL_OK;
   }
@@ -372,8 +372,7 @@ extern "C" int32_t energy_support_cuda_launch(const char *images,
   // Generated kernels follow each other on the stream; the code waits for
   // them (energy_support_cuda_fence) where the host next reads what they
   // write (energy-cuda-host-fences).
-  return launchKernel(kernel, name, parameters.data(), count, kBlockThreads,
-                      kBlockThreads, 1, /*queue=*/true);
+  return launchKernel(kernel, name, parameters.data(), count);
 }
 
 extern "C" const char *energy_support_cuda_last_error(void) {

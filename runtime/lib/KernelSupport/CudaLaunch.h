@@ -40,17 +40,17 @@ int32_t loadKernel(const char *images, const char *name, void **function,
 /// (energy_support_cuda_set_stream; null: the legacy default stream).
 void *currentStream();
 
-/// Runs `kernel` on positions [0, count), `positionsPerBlock` to a block
-/// of `threads`, `layers` such rows of blocks (blockIdx.y; at most
-/// kMaxLayers), with cuLaunchKernel's `parameters`, on the current stream,
-/// and waits; or, with
-/// `queue` (and launches that need not wait), returns once it is queued,
-/// recorded as pending work (notePending); 0 or ENERGY_KERNEL_DEVICE_ERROR.
+/// Queues `kernel` on the current stream, on positions [0, count),
+/// `positionsPerBlock` to a block of `threads`, `layers` such rows of
+/// blocks (blockIdx.y; at most kMaxLayers), with cuLaunchKernel's
+/// `parameters`, and returns, the kernel recorded as pending work
+/// (notePending); or, where launches wait (launchesWait), waits for it. 0
+/// or ENERGY_KERNEL_DEVICE_ERROR.
 constexpr unsigned kMaxLayers = 65535;
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
                      unsigned positionsPerBlock = kBlockThreads,
-                     unsigned layers = 1, bool queue = false);
+                     unsigned layers = 1);
 
 /// Device memory (cuMemAlloc) that a caller holds while its kernels run,
 /// taken from the blocks earlier holders gave back: a kernel that needs

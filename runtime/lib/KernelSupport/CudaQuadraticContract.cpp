@@ -68,8 +68,8 @@ int32_t launch(KernelSet &set, const std::string &name, void **cached,
                                               cached, kernel))
     return code;
   return energy::cuda::launchKernel(kernel, name.c_str(), parameters, count,
-                                    shapes::kThreads, positionsPerBlock, layers,
-                                    /*queue=*/true);
+                                    shapes::kThreads, positionsPerBlock,
+                                    layers);
 }
 
 /// The product of `factors` in `bytes`; false when it is over 2^60 (so

@@ -461,10 +461,8 @@ int32_t pack(const void *source, int64_t rows, int64_t width,
     return code;
   int64_t count = rows * width;
   void *parameters[] = {&source, &width, &packed, &stride, &offset, &count};
-  return energy::cuda::launchKernel(
-      kernel, "energy_attention_pack_bf16", parameters, count,
-      energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
-      /*queue=*/true);
+  return energy::cuda::launchKernel(kernel, "energy_attention_pack_bf16",
+                                    parameters, count);
 }
 
 int32_t unpack(CUdeviceptr packed, int64_t stride, int64_t offset, void *target,
@@ -474,10 +472,8 @@ int32_t unpack(CUdeviceptr packed, int64_t stride, int64_t offset, void *target,
     return code;
   int64_t count = rows * width;
   void *parameters[] = {&packed, &stride, &offset, &target, &width, &count};
-  return energy::cuda::launchKernel(
-      kernel, "energy_attention_unpack_bf16", parameters, count,
-      energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
-      /*queue=*/true);
+  return energy::cuda::launchKernel(kernel, "energy_attention_unpack_bf16",
+                                    parameters, count);
 }
 
 /// `count` bf16 rows of `stride` at `packed` from the tables' rows side by
@@ -636,10 +632,8 @@ bool runFused(const energy_softmax_contract_args &a, int32_t &code,
     void *lse = a.lse;
     void *parameters[] = {&statistics, &temperature, &lse, &count};
     if (!(code = copyKernel(2, kernel)))
-      code = energy::cuda::launchKernel(
-          kernel, "energy_attention_scale_f32", parameters, count,
-          energy::cuda::kBlockThreads, energy::cuda::kBlockThreads, 1,
-          /*queue=*/true);
+      code = energy::cuda::launchKernel(kernel, "energy_attention_scale_f32",
+                                        parameters, count);
   }
   if (!code && energy::cuda::tracing()) {
     std::string label = "cuDNN fused attention " + std::to_string(a.batch) +
