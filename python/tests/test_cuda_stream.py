@@ -18,15 +18,15 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from specs import ATTENTION_TRAIN, EXAMPLES, SOURCE_DIR  # noqa: E402
+
 FAKE_DRIVER = os.environ.get("ENERGY_FAKE_CUDA_DRIVER")
 pytestmark = pytest.mark.skipif(
     not FAKE_DRIVER or not os.path.exists(FAKE_DRIVER),
     reason="the fake CUDA driver is built with the tests "
            "(ENERGY_FAKE_CUDA_DRIVER)")
 
-SOURCE_DIR = os.environ.get(
-    "ENERGY_SOURCE_DIR",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 STREAM = 0x5000
 STREAM_TAG = "@" + hex(STREAM)
 # GPU work; "copy!" is the driver's synchronous copy, "wait" a wait for the
@@ -83,8 +83,6 @@ def child(case):
     import numpy as np
 
     import energy
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from specs import ATTENTION_TRAIN, EXAMPLES, SOURCE_DIR
 
     TRAINED = {
         "attention": (ATTENTION_TRAIN, {"B": 2, "N": 4, "D": 8}),

@@ -430,8 +430,10 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
     owner.state->setStream(stream, stream != nullptr || queuedCopies);
     queuedCopies = false;
   } else if (deviceMemory && (stream || queuedCopies)) {
-    queuedCopies = true;
-    if (Status status = waitForQueuedCopies(); !status)
+    // An artifact without the setter: its host code waits for nothing
+    // queued before the call, so the runtime does, first.
+    queuedCopies = false;
+    if (Status status = waitForStream(stream); !status)
       return status.withContext(symbol);
   }
   std::vector<void *> pointers;
