@@ -216,7 +216,8 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
                           *cast<DimExprAttr>(contract.getCols()).getDimName()));
     auto type = ArrayType::get(contract.getContext(), dims);
     Value ones = allocate(type);
-    forRange(elementCount(type), [&](Value i) { store(real(1.0), ones, i); });
+    forElements(elementCount(type),
+                [&](Value i) { store(real(1.0), ones, i); });
     return ones;
   };
   unsigned rowOutputs = form.rowValueTables.size();
@@ -280,7 +281,7 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
                      Value rowBias, Value colBias, bool rowSide) {
       Value source = get(table).data;
       Value features = allocateElements(total);
-      forRange(count, [&](Value position) {
+      forElements(count, [&](Value position) {
         Value from = arith::MulIOp::create(b, loc, position, depth);
         Value to = arith::MulIOp::create(b, loc, position, widened);
         forRange(depth, [&](Value k) {

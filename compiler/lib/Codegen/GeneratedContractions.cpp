@@ -444,17 +444,9 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
       return failure();
     // The column sums: the chunks' partial sums in chunk order.
     unsigned firstColOutput = firstRowOutput + contract.getRowOutputs().size();
-    for (size_t j = 0; j < partials.size(); ++j) {
-      Value out = resultData[firstColOutput + j];
-      forLanes(partialSizes[j], [&](Value i, int lanes) {
-        storeLanes(splat(real(0.0), lanes), out, i, lanes);
-      });
-      forRange(chunks, [&](Value chunk) {
-        Value base = offsetPointer(
-            partials[j], arith::MulIOp::create(b, loc, chunk, partialSizes[j]));
-        addScaled(out, real(1.0), base, partialSizes[j]);
-      });
-    }
+    for (size_t j = 0; j < partials.size(); ++j)
+      sumChunks(partials[j], chunks, partialSizes[j],
+                resultData[firstColOutput + j]);
     return success();
   };
 

@@ -184,6 +184,16 @@ void KernelBuilder::forRange(Value upper, function_ref<void(Value)> body) {
   body(loop.getInductionVar());
 }
 
+void KernelBuilder::forElements(Value count, function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, loc, index(0), count, index(1));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+  markElementwise(loop);
+}
+
 SmallVector<Value> KernelBuilder::forRange(
     Value upper, ValueRange carried,
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
@@ -229,16 +239,9 @@ Lowered KernelBuilder::build(ArrayType type,
   if (type.isScalar())
     return {element(index(0)), Value()};
   Value data = allocate(type);
-  auto loop =
-      scf::ForOp::create(b, loc, index(0), elementCount(type), index(1));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value position = loop.getInductionVar();
+  forElements(elementCount(type), [&](Value position) {
     store(element(position), data, position);
-  }
-  // Each position writes its own element: on a GPU, one kernel.
-  markElementwise(loop);
+  });
   return {Value(), data};
 }
 
@@ -267,17 +270,43 @@ void KernelBuilder::copyInto(Lowered value, ArrayType type, Value destination,
       return write(index(0));
     // On a GPU, a kernel of one thread: the host does not touch the
     // element, so it need not wait for the kernels before.
-    auto loop = scf::ForOp::create(b, loc, index(0), index(1), index(1));
-    markElementwise(loop);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    return write(loop.getInductionVar());
+    return forElements(index(1), write);
   }
   forLanes(elementCount(type), [&](Value offset, int lanes) {
     Value element = lanesAt(value, offset, lanes);
     if (accumulate)
       element = add(loadLanes(destination, offset, lanes), element);
     storeLanes(element, destination, offset, lanes);
+  });
+}
+
+void KernelBuilder::sumChunks(Value partials, Value chunks, Value size,
+                              Value destination) {
+  auto chunkAt = [&](Value chunk) {
+    return offsetPointer(partials, arith::MulIOp::create(b, loc, chunk, size));
+  };
+  if (!deviceLoops()) {
+    forLanes(size, [&](Value offset, int lanes) {
+      storeLanes(splat(real(0.0), lanes), destination, offset, lanes);
+    });
+    forRange(chunks, [&](Value chunk) {
+      Value source = chunkAt(chunk);
+      forLanes(size, [&](Value offset, int lanes) {
+        storeLanes(add(loadLanes(destination, offset, lanes),
+                       loadLanes(source, offset, lanes)),
+                   destination, offset, lanes);
+      });
+    });
+    return;
+  }
+  forElements(size, [&](Value position) {
+    Value total = forRange(chunks, ValueRange{real(0.0)},
+                           [&](Value chunk, ValueRange sum) {
+                             return SmallVector<Value>{
+                                 add(sum[0], load(chunkAt(chunk), position))};
+                           })
+                      .front();
+    store(total, destination, position);
   });
 }
 

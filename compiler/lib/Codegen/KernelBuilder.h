@@ -239,6 +239,9 @@ public:
   SmallVector<Value>
   forRange(Value lower, Value upper, ValueRange carried,
            function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// Loops over [0, count) whose positions write disjoint memory: on a GPU,
+  /// outside other loops, a kernel with a thread per position.
+  void forElements(Value count, function_ref<void(Value)> body);
   /// Loops over [lower, upper) in steps of `step`.
   scf::ForOp forSteps(Value lower, Value upper, Value step,
                       function_ref<void(Value)> body);
@@ -307,6 +310,10 @@ public:
   /// adding to what is there when `accumulate`.
   void copyInto(Lowered value, ArrayType type, Value destination,
                 bool accumulate);
+  /// Stores into `destination` the sum, in chunk order, of the `chunks`
+  /// arrays of `size` elements back to back at `partials` (on a GPU, a kernel
+  /// with a thread per element).
+  void sumChunks(Value partials, Value chunks, Value size, Value destination);
   /// The row-major offset of the slice at `indices` of an array whose axes
   /// have `extents`, in elements.
   Value sliceOffset(ArrayRef<Value> indices, ArrayRef<Value> extents);

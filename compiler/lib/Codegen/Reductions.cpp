@@ -97,23 +97,8 @@ FailureOr<Lowered> ReductionLowering::emitReduce(ReduceOp reduce) {
                       .front();
     return Lowered{total, Value()};
   }
-  // On a GPU, a kernel with a thread per element adding up its partial
-  // sums in chunk order, as the host's rows below do.
-  if (deviceLoops())
-    return build(type, [&](Value i) {
-      return forRange(chunks, ValueRange{real(0.0)},
-                      [&](Value chunk, ValueRange sum) {
-                        return SmallVector<Value>{
-                            add(sum[0], load(partialOf(chunk), i))};
-                      })
-          .front();
-    });
   Value total = allocate(type);
-  forRange(size, [&](Value i) { store(real(0.0), total, i); });
-  forRange(chunks, [&](Value chunk) {
-    copyInto(Lowered{Value(), partialOf(chunk)}, type, total,
-             /*accumulate=*/true);
-  });
+  sumChunks(partials, chunks, size, total);
   return Lowered{Value(), total};
 }
 
