@@ -18,6 +18,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::energy::codegen {
 
@@ -39,6 +40,9 @@ struct ModelContext {
   FloatType elementType;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
+  /// The buffers some program stores or adds gradients into; no kernel
+  /// writes the others.
+  llvm::StringSet<> writtenBuffers;
   /// The private function computing each gradient program into a buffer.
   DenseMap<Operation *, func::FuncOp> gradientFunctions;
 };

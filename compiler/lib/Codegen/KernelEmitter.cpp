@@ -174,6 +174,13 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     context.constIndex[constant.getSymName()] = number;
   for (auto [number, buffer] : llvm::enumerate(layout.buffers))
     context.bufferIndex[buffer.name] = number;
+  model.walk(
+      [&](StoreOp store) { context.writtenBuffers.insert(store.getTensor()); });
+  model.walk([&](GradOp grad) {
+    for (FlatSymbolRefAttr target : grad.getIntoTensors())
+      if (target)
+        context.writtenBuffers.insert(target.getValue());
+  });
 
   declareRuntimeFunctions(target);
   KernelLoweringPatterns patterns(model.getContext());

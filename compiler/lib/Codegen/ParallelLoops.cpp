@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/ParallelLoops.h"
+#include "DeviceScalars.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
 #include "energy/KernelSupport/QuadraticContract.h"
@@ -62,6 +63,9 @@ struct LoopInputs {
   SmallVector<Value> passed;
   /// Allocations of scratch only the loop uses (each gets a private copy).
   SmallVector<func::CallOp> scratch;
+  /// Host ops a GPU kernel computes again at its start instead of taking
+  /// their results (computeOnDevice), in order.
+  SmallVector<Operation *> computed;
 };
 
 /// The inputs of `loop`, or nothing when a value it uses does not fit a
@@ -128,6 +132,42 @@ bool gpuCanRun(scf::ForOp loop, const LoopInputs &inputs) {
   return !walk.wasInterrupted();
 }
 
+/// Moves the values passed to a GPU kernel that it can compute itself from
+/// GPU memory (codegen::deviceComputation) to `inputs.computed`; what those
+/// computations take from the host is passed instead.
+void computeOnDevice(scf::ForOp loop, LoopInputs &inputs) {
+  llvm::SetVector<Operation *> computed;
+  SmallVector<Value> kept;
+  for (Value value : inputs.passed) {
+    llvm::SetVector<Operation *> ops = codegen::deviceComputation(value, loop);
+    if (ops.empty())
+      kept.push_back(value);
+    computed.insert(ops.begin(), ops.end());
+  }
+  if (computed.empty())
+    return;
+  llvm::SetVector<Value> passed(kept.begin(), kept.end());
+  SmallVector<Value> constants;
+  for (Operation *op : computed)
+    for (Value operand : op->getOperands()) {
+      Operation *definition = operand.getDefiningOp();
+      if (definition && computed.contains(definition))
+        continue;
+      if (definition && definition->hasTrait<OpTrait::ConstantLike>()) {
+        if (!llvm::is_contained(inputs.constants, operand))
+          constants.push_back(operand);
+        continue;
+      }
+      if (!fitsSlot(operand.getType()) ||
+          (definition && isa<LLVM::AllocaOp>(definition)))
+        return;
+      passed.insert(operand);
+    }
+  llvm::append_range(inputs.constants, constants);
+  inputs.passed = passed.takeVector();
+  inputs.computed = computed.takeVector();
+}
+
 class Outliner {
 public:
   Outliner(ModuleOp module, gpu::GPUModuleOp gpuKernels)
@@ -138,6 +178,9 @@ public:
   }
 
   void outline(scf::ForOp loop, unsigned number);
+  /// Erases the host's computations that kernels took over and nothing else
+  /// uses.
+  void eraseComputedOnDevice();
 
 private:
   Value slot(Value context, unsigned position, Location loc) {
@@ -167,6 +210,7 @@ private:
   OpBuilder b;
   Type pointerType;
   FunctionType chunkType;
+  llvm::SetVector<Operation *> computedOnDevice;
 };
 
 Value Outliner::packSlots(scf::ForOp loop, ArrayRef<Value> values) {
@@ -198,9 +242,11 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
   std::optional<LoopInputs> inputs = loopInputs(loop);
   if (!inputs)
     return;
-  if (gpuKernels && gpuCanRun(loop, *inputs))
+  if (gpuKernels && gpuCanRun(loop, *inputs)) {
+    computeOnDevice(loop, *inputs);
+    computedOnDevice.insert(inputs->computed.begin(), inputs->computed.end());
     outlineKernel(loop, *inputs, number);
-  else
+  } else
     outlineChunk(loop, *inputs, number);
   loop.erase();
 }
@@ -263,6 +309,12 @@ void Outliner::outlineChunk(scf::ForOp loop, LoopInputs &inputs,
       ValueRange{function, context, toI64(loop.getUpperBound(), loc)});
 }
 
+void Outliner::eraseComputedOnDevice() {
+  for (Operation *op : llvm::reverse(computedOnDevice))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
 Value Outliner::stringAddress(StringRef name, StringRef text, Location loc) {
   auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
   if (!global) {
@@ -317,6 +369,8 @@ void Outliner::outlineKernel(scf::ForOp loop, LoopInputs &inputs,
           b, loc, type, arith::TruncIOp::create(b, loc, b.getI32Type(), bits));
     mapping.map(value, input);
   }
+  for (Operation *op : inputs.computed)
+    b.clone(*op, mapping)->removeAttr(kUnchangedLoadAttr);
   Value position = arith::AddIOp::create(
       b, loc,
       arith::MulIOp::create(b, loc,
@@ -480,10 +534,12 @@ static Value normaliseToParallel(scf::ForOp loop) {
   OpBuilder b(loop);
   Value lower = loop.getLowerBound(), step = loop.getStep();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value span = arith::MaxSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, loop.getUpperBound(), lower), zero);
+  // Folded, so that a constant trip count stays one (computeOnDevice).
+  Value span = b.createOrFold<arith::MaxSIOp>(
+      loc, b.createOrFold<arith::SubIOp>(loc, loop.getUpperBound(), lower),
+      zero);
   loop.setLowerBound(zero);
-  loop.setUpperBound(arith::CeilDivUIOp::create(b, loc, span, step));
+  loop.setUpperBound(b.createOrFold<arith::CeilDivUIOp>(loc, span, step));
   loop.setStep(arith::ConstantIndexOp::create(b, loc, 1));
   Value trip = loop.getInductionVar();
   b.setInsertionPointToStart(loop.getBody());
@@ -662,6 +718,8 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
       coalesceParallelBand(loop);
     outliner.outline(loop, number);
   }
+  outliner.eraseComputedOnDevice();
+  module.walk([](LLVM::LoadOp load) { load->removeAttr(kUnchangedLoadAttr); });
   if (gpuKernels)
     useCudaSupport(module, bf16Products);
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelLowering.h"
+#include "energy/Codegen/ParallelLoops.h"
 #include "energy/Runtime/ArtifactABI.h"
 #include "energy/Transforms/ProgramReads.h"
 
@@ -190,6 +191,11 @@ FailureOr<Lowered> ProgramLowering::emitRead(ReadOp read) {
   Value storage =
       loadBufferPointer(context.bufferIndex.lookup(tensor.getSymName()));
   Lowered value = slice(storage, tensor.getArrayType(), type, *indices);
+  // A scalar of a tensor no kernel writes: a GPU kernel that uses it may
+  // load it itself, without the host waiting for the GPU.
+  if (type.isScalar() && !context.writtenBuffers.contains(tensor.getSymName()))
+    if (auto load = value.scalar.getDefiningOp<LLVM::LoadOp>())
+      load->setAttr(kUnchangedLoadAttr, b.getUnitAttr());
   if (!state.isProgram || type.isScalar() || !readOutlivesItsValue(read))
     return value;
   // In a program, a value read before a store keeps the value it had.

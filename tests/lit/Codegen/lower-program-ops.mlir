@@ -276,7 +276,8 @@ energy.model @cached {
 // -----
 
 // Index ops: step is the step argument, size a dim expression; a read at
-// them loads one element. A let read inside a reduction is computed once,
+// them loads one element, marked energy.unchanged (no program stores into
+// the tensor, so a GPU kernel may load it itself). A let read inside a reduction is computed once,
 // ahead of the reduction's loop, by a loop of its own marked parallel.
 // cmp ge is arith.cmpf oge.
 // CHECK-LABEL: energy.model @indices
@@ -288,7 +289,7 @@ energy.model @cached {
 // CHECK:         %[[STEP:[0-9]+]] = arith.index_cast %arg3 : i64 to index
 // CHECK:         arith.addi %{{[0-9]+}}, %[[LAST]] : index
 // CHECK:         arith.addi %{{[0-9]+}}, %[[STEP]] : index
-// CHECK:         %[[XE:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         %[[XE:[0-9]+]] = llvm.load %{{[0-9]+}} {energy.unchanged} : !llvm.ptr -> f32
 // CHECK:         scf.for
 // CHECK:           vector.reduction <add>
 // CHECK:           llvm.getelementptr %[[LET]][

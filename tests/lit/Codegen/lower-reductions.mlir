@@ -110,7 +110,7 @@ energy.model @nested_parallel_sum {
 // CHECK:         %[[R:[0-9]+]]:3 = scf.for %[[I:arg[0-9]+]] = {{.*}} iter_args(%[[COUNT:arg[0-9]+]] = %{{.*}}, %[[RMAX:arg[0-9]+]] = %[[NEGINF]], %[[RSUM:arg[0-9]+]] = %{{.*}}) -> (index, f32, f32) {
 // CHECK:           %[[OK:[0-9]+]] = arith.cmpi sgt, %[[I]], %{{.*}} : index
 // CHECK-NEXT:      %[[IF:[0-9]+]]:3 = scf.if %[[OK]] -> (index, f32, f32) {
-// CHECK:             %[[X:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:             %[[X:[0-9]+]] = llvm.load %{{[0-9]+}} {energy.unchanged} : !llvm.ptr -> f32
 // CHECK-NEXT:        %[[ONE:[a-z0-9_]+]] = arith.constant 1 : index
 // CHECK-NEXT:        arith.addi %[[COUNT]], %[[ONE]] : index
 // CHECK-NEXT:        %[[XT:[0-9]+]] = arith.divf %[[X]], %[[TAU]] fastmath<reassoc,contract> : f32

@@ -19,6 +19,11 @@ namespace mlir::energy {
 /// launch on the GPU folds its own status into.
 inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
 
+/// The attribute of a load of memory that no code of its function's call
+/// writes (a scalar of a tensor that no program stores into): a GPU kernel
+/// may make the load itself. outlineParallelLoops removes it.
+inline constexpr llvm::StringLiteral kUnchangedLoadAttr = "energy.unchanged";
+
 /// Folds `code` (a status the support library returned) into the status slot
 /// of the function around `b`'s insertion point (an atomic max), where it has
 /// one.

@@ -1,0 +1,122 @@
+//===- DeviceScalars.cpp - Host scalars a GPU kernel computes itself ------===//
+//
+// A value the host computes from GPU memory costs a wait for the GPU where
+// it is read; a kernel that uses it can read the memory itself, after the
+// work queued before it, as the host would have after its wait.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceScalars.h"
+
+#include "energy/Codegen/ParallelLoops.h"
+#include "energy/KernelSupport/KernelSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::energy;
+
+namespace {
+/// The address `pointer` is an offset from.
+Value baseOf(Value pointer) {
+  while (auto offset = pointer.getDefiningOp<LLVM::GEPOp>())
+    pointer = offset.getBase();
+  return pointer;
+}
+
+/// Whether `pointer` is into a buffer or a scratch block the kernel
+/// allocated (GPU memory in a CUDA artifact).
+bool intoGpuMemory(Value pointer) {
+  Value base = baseOf(pointer);
+  // A kernel's first argument is its buffers' addresses (ArtifactABI.h).
+  if (auto address = base.getDefiningOp<LLVM::LoadOp>()) {
+    auto slot = address.getAddr().getDefiningOp<LLVM::GEPOp>();
+    auto buffers = slot ? dyn_cast<BlockArgument>(slot.getBase()) : nullptr;
+    return buffers && buffers.getArgNumber() == 0 &&
+           isa<func::FuncOp>(buffers.getOwner()->getParentOp()) &&
+           slot.getDynamicIndices().empty();
+  }
+  auto call = base.getDefiningOp<func::CallOp>();
+  return call && (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
+                  call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
+}
+
+/// Whether `op` may write memory other than the host's stack.
+bool mayWrite(Operation *op) {
+  WalkResult walk = op->walk([](Operation *inner) {
+    Value written;
+    if (auto store = dyn_cast<LLVM::StoreOp>(inner))
+      written = store.getAddr();
+    else if (auto update = dyn_cast<LLVM::AtomicRMWOp>(inner))
+      written = update.getPtr();
+    if (written)
+      return baseOf(written).getDefiningOp<LLVM::AllocaOp>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (!effects)
+      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    return effects.hasEffect<MemoryEffects::Write>() ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
+/// Whether the kernel may read what `load` reads instead of the host.
+bool kernelMayLoad(LLVM::LoadOp load, scf::ForOp loop) {
+  if (load->hasAttr(kUnchangedLoadAttr))
+    return true;
+  bool oneThread = isConstantIntValue(loop.getLowerBound(), 0) &&
+                   isConstantIntValue(loop.getUpperBound(), 1);
+  if (!oneThread || !intoGpuMemory(load.getAddr()) ||
+      load->getBlock() != loop->getBlock())
+    return false;
+  for (Operation *op = load->getNextNode(); op && op != loop.getOperation();
+       op = op->getNextNode())
+    if (mayWrite(op))
+      return false;
+  return true;
+}
+
+/// Adds the ops computing `value` to `ops` (operands first); whether one of
+/// them is a load.
+bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
+  Operation *op = value.getDefiningOp();
+  if (!op || op->hasTrait<OpTrait::ConstantLike>())
+    return false;
+  // Only ops that load are collected.
+  if (ops.contains(op))
+    return true;
+  if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
+    if (load.getVolatile_() || !kernelMayLoad(load, loop))
+      return false;
+    collect(load.getAddr(), loop, ops);
+    ops.insert(op);
+    return true;
+  }
+  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op) ||
+      !llvm::is_contained({"arith", "math", "llvm"}, dialect))
+    return false;
+  bool loads = false;
+  for (Value operand : op->getOperands())
+    loads |= collect(operand, loop, ops);
+  if (!loads)
+    return false;
+  ops.insert(op);
+  return true;
+}
+} // namespace
+
+llvm::SetVector<Operation *> codegen::deviceComputation(Value value,
+                                                        scf::ForOp loop) {
+  llvm::SetVector<Operation *> ops;
+  if (!collect(value, loop, ops))
+    ops.clear();
+  return ops;
+}

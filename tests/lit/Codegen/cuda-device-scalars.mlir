@@ -1,0 +1,91 @@
+// RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy-emit-kernels,builtin.module(energy-outline-parallel-loops{gpu=true}))' | FileCheck %s
+
+// Scalars a GPU kernel loads itself instead of the host (which would wait
+// for the GPU to read them): s, a param no program stores into, is loaded
+// by the element-wise kernel that scales x; t, a state the step stores
+// into, is loaded by the host and passed as a value, to the first kernel
+// and, computed t + 1, to the second, a kernel of one thread: a launch lies
+// between the load of t and that kernel, and could have written t. The
+// attribute that marks s's load is gone from the module.
+// CHECK-LABEL: energy.model @unchanged_param
+// CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         call @energy_support_cuda_launch(
+// CHECK:         %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
+// CHECK:         llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:         call @energy_support_cuda_launch(
+// CHECK:       gpu.func @energy_kernel_step_gpu0(
+// CHECK:         %[[S:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         scf.if
+// CHECK:           arith.mulf %{{[0-9]+}}, %[[S]]
+// CHECK:       gpu.func @energy_kernel_step_gpu1(
+// CHECK-NOT:     llvm.load
+// CHECK:         gpu.return
+// CHECK-NOT:   energy.unchanged
+energy.model @unchanged_param attributes {energy.device_loops} {
+  dim @N
+  tensor @x : state [@N]
+  tensor @s : param []
+  tensor @t : state []
+  term @e {
+    %0 = read @x : !energy.array<N>
+    %1 = reduce_elements sqnorm %0 : !energy.array<N>
+    yield %1 : !energy.array<>
+  }
+  update_program {
+    %0 = read @x : !energy.array<N>
+    %1 = read @s : !energy.array<>
+    %2 = read @t : !energy.array<>
+    %3 = mul %0, %1 : !energy.array<N>, !energy.array<>
+    %4 = mul %3, %2 : !energy.array<N>, !energy.array<>
+    store %4 into @x : !energy.array<N>
+    %5 = constant 1.0
+    %6 = add %2, %5 : !energy.array<>, !energy.array<>
+    store %6 into @t : !energy.array<>
+  }
+}
+
+// -----
+
+// With nothing between the host's load of t and the kernel of one thread
+// that stores t + 1, the kernel loads t and adds 1 itself, and the host's
+// load is gone: the kernel runs after the work queued before it, as the
+// host's load would have waited for. The element-wise kernel after it,
+// many threads, takes t - 1 from the host, where t is loaded again after
+// the launch that stored it.
+// CHECK-LABEL: energy.model @one_thread
+// CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         call @energy_support_cuda_launch(
+// CHECK:         llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         call @energy_support_cuda_launch(
+// CHECK:       gpu.func @energy_kernel_step_gpu0(
+// CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
+// CHECK:         scf.if
+// CHECK:           llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:       gpu.func @energy_kernel_step_gpu1(
+// CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         scf.if
+energy.model @one_thread attributes {energy.device_loops} {
+  dim @N
+  tensor @x : state [@N]
+  tensor @t : state []
+  term @e {
+    %0 = read @x : !energy.array<N>
+    %1 = reduce_elements sqnorm %0 : !energy.array<N>
+    yield %1 : !energy.array<>
+  }
+  update_program {
+    %0 = read @t : !energy.array<>
+    %1 = constant 1.0
+    %2 = add %0, %1 : !energy.array<>, !energy.array<>
+    store %2 into @t : !energy.array<>
+    %3 = read @x : !energy.array<N>
+    %4 = read @t : !energy.array<>
+    %5 = sub %4, %1 : !energy.array<>, !energy.array<>
+    %6 = mul %3, %5 : !energy.array<N>, !energy.array<>
+    store %6 into @x : !energy.array<N>
+  }
+}
