@@ -27,23 +27,6 @@ Value baseOf(Value pointer) {
   return pointer;
 }
 
-/// Whether `pointer` is into a buffer or a scratch block the kernel
-/// allocated (GPU memory in a CUDA artifact).
-bool intoGpuMemory(Value pointer) {
-  Value base = baseOf(pointer);
-  // A kernel's first argument is its buffers' addresses (ArtifactABI.h).
-  if (auto address = base.getDefiningOp<LLVM::LoadOp>()) {
-    auto slot = address.getAddr().getDefiningOp<LLVM::GEPOp>();
-    auto buffers = slot ? dyn_cast<BlockArgument>(slot.getBase()) : nullptr;
-    return buffers && buffers.getArgNumber() == 0 &&
-           isa<func::FuncOp>(buffers.getOwner()->getParentOp()) &&
-           slot.getDynamicIndices().empty();
-  }
-  auto call = base.getDefiningOp<func::CallOp>();
-  return call && (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
-                  call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
-}
-
 /// Whether `op` may write memory other than the host's stack.
 bool mayWrite(Operation *op) {
   WalkResult walk = op->walk([](Operation *inner) {
@@ -73,7 +56,7 @@ bool kernelMayLoad(LLVM::LoadOp load, scf::ForOp loop) {
     return true;
   bool oneThread = isConstantIntValue(loop.getLowerBound(), 0) &&
                    isConstantIntValue(loop.getUpperBound(), 1);
-  if (!oneThread || !intoGpuMemory(load.getAddr()) ||
+  if (!oneThread || !codegen::intoGpuMemory(load.getAddr()) ||
       load->getBlock() != loop->getBlock())
     return false;
   for (Operation *op = load->getNextNode(); op && op != loop.getOperation();
@@ -112,6 +95,34 @@ bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
   return true;
 }
 } // namespace
+
+bool codegen::intoGpuMemory(Value pointer) {
+  // A kernel function (energy_kernel_fn, ArtifactABI.h) takes its buffers'
+  // addresses first, then dims, consts, the step and its result; a gradient
+  // function then the buffers it adds into.
+  constexpr unsigned kKernelArguments = 5;
+  auto argumentOfKernel = [](Value value) -> std::optional<unsigned> {
+    auto argument = dyn_cast<BlockArgument>(value);
+    auto function =
+        argument ? dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp())
+                 : nullptr;
+    if (!function || function.getNumArguments() < kKernelArguments)
+      return std::nullopt;
+    return argument.getArgNumber();
+  };
+  Value base = baseOf(pointer);
+  if (auto address = base.getDefiningOp<LLVM::LoadOp>()) {
+    auto slot = address.getAddr().getDefiningOp<LLVM::GEPOp>();
+    return slot && slot.getDynamicIndices().empty() &&
+           argumentOfKernel(slot.getBase()) == 0u;
+  }
+  if (std::optional<unsigned> argument = argumentOfKernel(base))
+    return *argument >= kKernelArguments;
+  auto call = base.getDefiningOp<func::CallOp>();
+  return call && !call->hasAttr(kHostSlotsAttr) &&
+         (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
+          call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
+}
 
 llvm::SetVector<Operation *> codegen::deviceComputation(Value value,
                                                         scf::ForOp loop) {

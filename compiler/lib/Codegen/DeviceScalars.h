@@ -24,6 +24,11 @@ namespace mlir::energy::codegen {
 /// reads no such load (the host passes it).
 llvm::SetVector<Operation *> deviceComputation(Value value, scf::ForOp loop);
 
+/// Whether `pointer` is into a buffer (an address from a kernel's buffers
+/// argument) or a scratch block the kernel allocated: GPU memory in a CUDA
+/// artifact.
+bool intoGpuMemory(Value pointer);
+
 } // namespace mlir::energy::codegen
 
 #endif // ENERGY_CODEGEN_DEVICESCALARS_H

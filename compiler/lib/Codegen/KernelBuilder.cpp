@@ -147,7 +147,9 @@ Value KernelBuilder::allocateElements(int64_t count, int64_t elementBytes) {
 }
 
 Value KernelBuilder::allocateSlots(unsigned count) {
-  return allocateElements(count, /*elementBytes=*/8);
+  Value slots = allocateElements(count, /*elementBytes=*/8);
+  slots.getDefiningOp()->setAttr(kHostSlotsAttr, b.getUnitAttr());
+  return slots;
 }
 
 func::CallOp KernelBuilder::callSupport(StringRef name, ValueRange arguments) {

@@ -10,6 +10,7 @@
 
 #include "energy/Codegen/ParallelLoops.h"
 #include "DeviceScalars.h"
+#include "SerialKernels.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
 #include "energy/KernelSupport/QuadraticContract.h"
@@ -712,14 +713,31 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     marked.push_back(loop);
     return WalkResult::skip();
   });
+  SmallVector<func::FuncOp> hostFunctions;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (!function.isExternal())
+      hostFunctions.push_back(function);
   Outliner outliner(module, gpuKernels);
   for (auto [number, loop] : llvm::enumerate(marked)) {
     if (gpuKernels)
       coalesceParallelBand(loop);
     outliner.outline(loop, number);
   }
+  // What the host still does on GPU memory alone: kernels of one thread.
+  if (gpuKernels) {
+    unsigned number = marked.size();
+    for (func::FuncOp function : hostFunctions)
+      for (scf::ForOp loop : codegen::wrapSerialRuns(function))
+        outliner.outline(loop, number++);
+  }
   outliner.eraseComputedOnDevice();
-  module.walk([](LLVM::LoadOp load) { load->removeAttr(kUnchangedLoadAttr); });
+  auto dropMarks = [](Operation *op) {
+    op->removeAttr(kUnchangedLoadAttr);
+    op->removeAttr(kHostSlotsAttr);
+  };
+  module.walk(dropMarks);
+  if (gpuKernels)
+    gpuKernels.walk(dropMarks);
   if (gpuKernels)
     useCudaSupport(module, bf16Products);
 

@@ -89,3 +89,41 @@ energy.model @one_thread attributes {energy.device_loops} {
     store %6 into @x : !energy.array<N>
   }
 }
+
+// -----
+
+// A loop along time whose steps add into each other's rows is no parallel
+// loop, but it touches only GPU memory (the tensor read, the gradient
+// added into): a kernel of one thread runs it, and the host code around it
+// only launches kernels.
+// CHECK-LABEL: energy.model @along_time
+// CHECK-LABEL: func.func private @energy_gradient_0_x(
+// CHECK-NOT:     scf.for
+// CHECK:         %[[ONE:[0-9]+]] = arith.index_cast %c1{{[_0-9]*}} : index to i64
+// CHECK-NOT:     scf.for
+// CHECK:         call @energy_support_cuda_launch(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[a-z0-9_]+}}, %[[ONE]])
+// CHECK-NOT:     scf.for
+// CHECK:         return
+// CHECK:       gpu.func @energy_gradient_0_x_gpu{{[0-9]+}}(
+// CHECK:         scf.if
+// CHECK-NEXT:      scf.for
+// CHECK:             llvm.load
+// CHECK:             llvm.store
+energy.model @along_time attributes {energy.device_loops} {
+  dim @T
+  dim @D
+  tensor @x : state [@T, @D]
+  term @e {
+    %0 = read @x : !energy.array<T, D>
+    %1 = reduce_elements sum %0 : !energy.array<T, D>
+    yield %1 : !energy.array<>
+  }
+  gradient @x {
+    foreach (%t : @T - 1) {
+      %0 = read @x[%t + 1] : !energy.array<D>
+      accumulate %0 into @x[%t] : !energy.array<D>
+      %1 = read @x[%t] : !energy.array<D>
+      accumulate %1 into @x[%t + 1] : !energy.array<D>
+    }
+  }
+}

@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
 /// may make the load itself. outlineParallelLoops removes it.
 inline constexpr llvm::StringLiteral kUnchangedLoadAttr = "energy.unchanged";
 
+/// The attribute of an allocation of 8-byte slots that the host fills and
+/// support functions read on the host (a contraction's arguments): never
+/// GPU data. outlineParallelLoops removes it.
+inline constexpr llvm::StringLiteral kHostSlotsAttr = "energy.host_slots";
+
 /// Folds `code` (a status the support library returned) into the status slot
 /// of the function around `b`'s insertion point (an atomic max), where it has
 /// one.
