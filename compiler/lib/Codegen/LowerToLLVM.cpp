@@ -67,7 +67,8 @@ mlir::energy::buildArtifactModule(ModelOp model,
   PassManager passes(context, ModuleOp::getOperationName());
   buildKernelLoweringPipeline(
       passes, {options.dtype == "f64", options.target.device == "cuda",
-               options.target.deviceArchs, options.dtype == "bf16"});
+               options.target.deviceArchs, options.dtype == "bf16",
+               options.deviceLoops});
   // The kernels are verified once, lowered, not after each conversion.
   passes.enableVerifier(false);
   reportCrashesByPass(passes);

@@ -108,7 +108,7 @@ struct OutlineParallelLoopsPass
       return signalPassFailure();
     }
     if (!gpu) {
-      outlineParallelLoops(module);
+      outlineParallelLoops(module, nullptr, false, gpuHostCode);
       return;
     }
     // The GPU's kernels are outlined into a module of their own, which

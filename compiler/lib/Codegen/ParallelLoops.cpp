@@ -171,8 +171,9 @@ void computeOnDevice(scf::ForOp loop, LoopInputs &inputs) {
 
 class Outliner {
 public:
-  Outliner(ModuleOp module, gpu::GPUModuleOp gpuKernels)
-      : module(module), gpuKernels(gpuKernels), b(module.getContext()),
+  Outliner(ModuleOp module, gpu::GPUModuleOp gpuKernels, bool gpuHostCode)
+      : module(module), gpuKernels(gpuKernels), gpuHostCode(gpuHostCode),
+        b(module.getContext()),
         pointerType(LLVM::LLVMPointerType::get(module.getContext())) {
     chunkType =
         b.getFunctionType({pointerType, b.getI64Type(), b.getI64Type()}, {});
@@ -208,6 +209,8 @@ private:
 
   ModuleOp module;
   gpu::GPUModuleOp gpuKernels;
+  /// The host code as for the GPU, without one (outlineParallelLoops).
+  bool gpuHostCode;
   OpBuilder b;
   Type pointerType;
   FunctionType chunkType;
@@ -243,11 +246,13 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
   std::optional<LoopInputs> inputs = loopInputs(loop);
   if (!inputs)
     return;
-  if (gpuKernels && gpuCanRun(loop, *inputs)) {
+  if ((gpuKernels || gpuHostCode) && gpuCanRun(loop, *inputs)) {
     computeOnDevice(loop, *inputs);
     computedOnDevice.insert(inputs->computed.begin(), inputs->computed.end());
+  }
+  if (gpuKernels && gpuCanRun(loop, *inputs))
     outlineKernel(loop, *inputs, number);
-  } else
+  else
     outlineChunk(loop, *inputs, number);
   loop.erase();
 }
@@ -276,6 +281,8 @@ void Outliner::outlineChunk(scf::ForOp loop, LoopInputs &inputs,
       loaded = arith::IndexCastOp::create(b, loc, type, loaded);
     mapping.map(value, loaded);
   }
+  for (Operation *op : inputs.computed)
+    b.clone(*op, mapping)->removeAttr(kUnchangedLoadAttr);
   SmallVector<Value> privateScratch;
   for (func::CallOp allocation : inputs.scratch)
     privateScratch.push_back(b.clone(*allocation, mapping)->getResult(0));
@@ -682,7 +689,9 @@ static void coalesceParallelBand(scf::ForOp loop) {
 
 void mlir::energy::outlineParallelLoops(ModuleOp module,
                                         gpu::GPUModuleOp gpuKernels,
-                                        bool bf16Products) {
+                                        bool bf16Products, bool gpuHostCode) {
+  // The host code as for the GPU: with one, or on the CPU to check it.
+  bool gpuShaped = gpuKernels || gpuHostCode;
   SmallVector<scf::ForOp> elementwise;
   module.walk([&](scf::ForOp loop) {
     if (loop->hasAttr(kElementwiseAttr))
@@ -690,7 +699,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
   });
   for (scf::ForOp loop : elementwise) {
     loop->removeAttr(kElementwiseAttr);
-    if (!gpuKernels || !loop.getInitArgs().empty())
+    if (!gpuShaped || !loop.getInitArgs().empty())
       continue;
     if (loop->getParentOfType<scf::ForOp>())
       joinParallelParent(loop);
@@ -702,10 +711,21 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     if (!loop->hasAttr(kElementwiseTailAttr))
       return;
     loop->removeAttr(kElementwiseTailAttr);
-    if (gpuKernels && !loop->getParentOfType<scf::ForOp>() &&
+    if (gpuShaped && !loop->getParentOfType<scf::ForOp>() &&
         loop.getInitArgs().empty())
       normaliseToParallel(loop);
   });
+  // What the host would do on GPU memory alone: kernels of one thread.
+  if (gpuShaped)
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (function.isExternal())
+        continue;
+      for (scf::ForOp loop :
+           codegen::wrapSerialRuns(function, [](scf::ForOp loop) {
+             return loop->hasAttr(kParallelAttr);
+           }))
+        markParallel(loop);
+    }
   SmallVector<scf::ForOp> marked;
   module.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     if (!loop->hasAttr(kParallelAttr))
@@ -713,22 +733,11 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     marked.push_back(loop);
     return WalkResult::skip();
   });
-  SmallVector<func::FuncOp> hostFunctions;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (!function.isExternal())
-      hostFunctions.push_back(function);
-  Outliner outliner(module, gpuKernels);
+  Outliner outliner(module, gpuKernels, gpuHostCode);
   for (auto [number, loop] : llvm::enumerate(marked)) {
-    if (gpuKernels)
+    if (gpuShaped)
       coalesceParallelBand(loop);
     outliner.outline(loop, number);
-  }
-  // What the host still does on GPU memory alone: kernels of one thread.
-  if (gpuKernels) {
-    unsigned number = marked.size();
-    for (func::FuncOp function : hostFunctions)
-      for (scf::ForOp loop : codegen::wrapSerialRuns(function))
-        outliner.outline(loop, number++);
   }
   outliner.eraseComputedOnDevice();
   auto dropMarks = [](Operation *op) {

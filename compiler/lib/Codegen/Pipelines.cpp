@@ -33,6 +33,7 @@ void mlir::energy::buildKernelLoweringPipeline(
   EnergyOutlineParallelLoopsOptions outline;
   outline.gpu = target.cuda;
   outline.bf16Products = target.bf16Products;
+  outline.gpuHostCode = !target.cuda && target.gpuHostCode;
   kernels.addPass(createEnergyOutlineParallelLoops(outline));
   if (target.cuda) {
     kernels.addPass(createEnergyCudaHostFences());

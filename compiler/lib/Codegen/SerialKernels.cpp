@@ -8,9 +8,14 @@
 
 #include "SerialKernels.h"
 #include "DeviceScalars.h"
+#include "energy/Codegen/ParallelLoops.h"
+#include "energy/KernelSupport/KernelSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -22,8 +27,8 @@ namespace {
 enum class Part {
   /// Ends a run: calls, host memory, anything a GPU cannot run.
   Barrier,
-  /// Arithmetic without memory: on the host, or in the kernel where it uses
-  /// what the kernel computes.
+  /// Arithmetic without memory (or with memory nothing in the call writes):
+  /// on the host, or in the kernel where it uses what the kernel computes.
   Arithmetic,
   /// Reads or writes GPU memory and nothing else: in the kernel.
   Device,
@@ -37,14 +42,61 @@ bool gpuDialect(Operation *op) {
          !isa<LLVM::CallOp, LLVM::AddressOfOp, LLVM::AllocaOp>(op);
 }
 
-Part partOf(Operation *op) {
+/// Whether `type` is a scalar a kernel can hand the host through memory.
+bool spillable(Type type) {
+  return type.isF32() || type.isF64() || type.isIndex() ||
+         type.isSignlessInteger(1) || type.isSignlessInteger(32) ||
+         type.isSignlessInteger(64);
+}
+
+class RunWrapper {
+public:
+  RunWrapper(func::FuncOp function,
+             function_ref<bool(scf::ForOp)> becomesKernel)
+      : function(function), becomesKernel(becomesKernel) {}
+
+  /// Wraps the runs of `block` and of the blocks in its barriers.
+  void wrapRunsIn(Block &block);
+
+  SmallVector<scf::ForOp> wrapped;
+
+private:
+  Part partOf(Operation *op);
+  /// Whether what uses `value` (through arithmetic on the host) is GPU work:
+  /// a loop that becomes a kernel, or an op of a run.
+  bool onlyGpuUses(Value value, llvm::SmallPtrSetImpl<Value> &seen);
+  /// Wraps what of `run` (consecutive ops of one block, none a barrier) can
+  /// be a kernel: the ops that touch GPU memory and the arithmetic on their
+  /// results. A result used after the run goes through a slot of GPU memory
+  /// where onlyGpuUses holds; otherwise the op computing it stays on the
+  /// host, and the ops before and after it are runs of their own.
+  void wrap(ArrayRef<Operation *> run);
+  /// 8 bytes of GPU scratch for the whole call of the function.
+  Value slot(Location loc);
+
+  func::FuncOp function;
+  function_ref<bool(scf::ForOp)> becomesKernel;
+  /// The slots' block (null until one is needed), its size and use.
+  Value slots;
+  arith::ConstantIntOp slotBytes;
+  unsigned slotCount = 0;
+};
+
+Part RunWrapper::partOf(Operation *op) {
   if (op->hasTrait<OpTrait::IsTerminator>() || !gpuDialect(op))
     return Part::Barrier;
   if (op->getNumRegions() == 0 && isMemoryEffectFree(op))
     return Part::Arithmetic;
+  // A kernel that uses the value loads it itself (computeOnDevice).
+  if (auto load = dyn_cast<LLVM::LoadOp>(op);
+      load && load->hasAttr(kUnchangedLoadAttr) &&
+      codegen::intoGpuMemory(load.getAddr()))
+    return Part::Arithmetic;
   bool touchesMemory = false;
   WalkResult walk = op->walk([&](Operation *inner) {
     if (!gpuDialect(inner))
+      return WalkResult::interrupt();
+    if (auto loop = dyn_cast<scf::ForOp>(inner); loop && becomesKernel(loop))
       return WalkResult::interrupt();
     Value address;
     if (auto load = dyn_cast<LLVM::LoadOp>(inner))
@@ -66,12 +118,58 @@ Part partOf(Operation *op) {
   return walk.wasInterrupted() || !touchesMemory ? Part::Barrier : Part::Device;
 }
 
-/// Wraps what of `run` (consecutive ops of one block, none a barrier) can
-/// be a kernel, adding the loops to `wrapped`: the ops that touch GPU
-/// memory and the arithmetic on their results, unless a result is used
-/// after the run; then that op stays on the host and the ops before and
-/// after it are runs of their own.
-void wrapRun(ArrayRef<Operation *> run, SmallVectorImpl<scf::ForOp> &wrapped) {
+bool RunWrapper::onlyGpuUses(Value value, llvm::SmallPtrSetImpl<Value> &seen) {
+  if (!seen.insert(value).second)
+    return true;
+  for (Operation *user : value.getUsers()) {
+    bool onGpu = false;
+    for (Operation *at = user; at && at != function.getOperation();
+         at = at->getParentOp()) {
+      auto loop = dyn_cast<scf::ForOp>(at);
+      if ((loop && becomesKernel(loop)) || partOf(at) == Part::Device) {
+        onGpu = true;
+        break;
+      }
+    }
+    if (onGpu)
+      continue;
+    if (partOf(user) != Part::Arithmetic)
+      return false;
+    for (Value result : user->getResults())
+      if (!onlyGpuUses(result, seen))
+        return false;
+  }
+  return true;
+}
+
+Value RunWrapper::slot(Location loc) {
+  OpBuilder b(function.getContext());
+  if (!slots) {
+    // One block for every slot, allocated at the entry, freed on return.
+    auto module = function->getParentOfType<ModuleOp>();
+    b.setInsertionPointToStart(&function.getBody().front());
+    slotBytes = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 8);
+    slots = func::CallOp::create(
+                b, loc,
+                module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_ALLOC),
+                ValueRange{slotBytes.getResult()})
+                .getResult(0);
+    function.walk([&](func::ReturnOp exit) {
+      b.setInsertionPoint(exit);
+      func::CallOp::create(
+          b, loc,
+          module.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_FREE),
+          ValueRange{slots});
+    });
+  }
+  b.setInsertionPointAfter(slots.getDefiningOp());
+  slotBytes.setValueAttr(b.getI64IntegerAttr(8 * (slotCount + 1)));
+  return LLVM::GEPOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI64Type(), slots,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(slotCount++)});
+}
+
+void RunWrapper::wrap(ArrayRef<Operation *> run) {
   llvm::SetVector<Operation *> moved;
   for (Operation *op : run)
     if (partOf(op) == Part::Device ||
@@ -79,23 +177,54 @@ void wrapRun(ArrayRef<Operation *> run, SmallVectorImpl<scf::ForOp> &wrapped) {
           return moved.contains(operand.getDefiningOp());
         }))
       moved.insert(op);
-  if (moved.empty() || llvm::none_of(moved, [](Operation *op) {
-        return partOf(op) == Part::Device;
-      }))
+  if (llvm::none_of(moved,
+                    [&](Operation *op) { return partOf(op) == Part::Device; }))
     return;
   Block *block = run.front()->getBlock();
+  SmallVector<Value> spilled;
   for (auto [position, op] : llvm::enumerate(run)) {
     if (!moved.contains(op))
       continue;
-    bool usedAfter = llvm::any_of(op->getUsers(), [&](Operation *user) {
-      return !moved.contains(block->findAncestorOpInBlock(*user));
-    });
-    if (!usedAfter)
+    bool stays = false;
+    for (Value result : op->getResults()) {
+      bool usedAfter = llvm::any_of(result.getUsers(), [&](Operation *user) {
+        return !moved.contains(block->findAncestorOpInBlock(*user));
+      });
+      if (!usedAfter)
+        continue;
+      llvm::SmallPtrSet<Value, 8> seen;
+      if (spillable(result.getType()) && onlyGpuUses(result, seen))
+        spilled.push_back(result);
+      else
+        stays = true;
+    }
+    if (!stays)
       continue;
-    wrapRun(run.take_front(position), wrapped);
-    wrapRun(run.drop_front(position + 1), wrapped);
+    wrap(run.take_front(position));
+    wrap(run.drop_front(position + 1));
     return;
   }
+  // Loads that a kernel of one thread right after the run alone uses: that
+  // kernel makes them itself (computeOnDevice), no kernel needed.
+  auto next = dyn_cast_or_null<scf::ForOp>(run.back()->getNextNode());
+  bool readsOnly = llvm::none_of(moved, [](Operation *op) {
+    return op
+        ->walk([](Operation *inner) {
+          return isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  });
+  if (readsOnly && next && becomesKernel(next) &&
+      isConstantIntValue(next.getUpperBound(), 1) &&
+      llvm::all_of(spilled, [&](Value value) {
+        return llvm::all_of(value.getUsers(), [&](Operation *user) {
+          return moved.contains(block->findAncestorOpInBlock(*user)) ||
+                 next->isAncestor(user);
+        });
+      }))
+    return;
   Operation *last = moved.back();
   OpBuilder b(last->getContext());
   b.setInsertionPointAfter(last);
@@ -106,30 +235,58 @@ void wrapRun(ArrayRef<Operation *> run, SmallVectorImpl<scf::ForOp> &wrapped) {
                          arith::ConstantIndexOp::create(b, loc, 1));
   for (Operation *op : moved)
     op->moveBefore(loop.getBody()->getTerminator());
+  // Each scalar the host uses after the kernel: stored by the kernel,
+  // loaded after it.
+  b.setInsertionPointAfter(loop);
+  for (Value value : spilled) {
+    Value at = slot(value.getLoc());
+    Type stored = value.getType().isIndex() ? b.getI64Type() : value.getType();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfterValue(value);
+      Value bits = value.getType().isIndex()
+                       ? arith::IndexCastOp::create(b, loc, stored, value)
+                       : value;
+      LLVM::StoreOp::create(b, loc, bits, at);
+    }
+    auto loaded = LLVM::LoadOp::create(b, loc, stored, at);
+    loaded->setAttr(kUnchangedLoadAttr, b.getUnitAttr());
+    Value result = loaded;
+    if (value.getType().isIndex())
+      result = arith::IndexCastOp::create(b, loc, value.getType(), result);
+    value.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !loop->isAncestor(use.getOwner());
+    });
+  }
   wrapped.push_back(loop);
 }
 
-void wrapRunsIn(Block &block, SmallVectorImpl<scf::ForOp> &wrapped) {
+void RunWrapper::wrapRunsIn(Block &block) {
   SmallVector<SmallVector<Operation *>> runs(1);
-  for (Operation &op : llvm::make_early_inc_range(block)) {
+  for (Operation &op : block) {
     if (partOf(&op) != Part::Barrier) {
       runs.back().push_back(&op);
       continue;
     }
     runs.emplace_back();
+    // A loop that becomes a kernel is GPU work already.
+    if (auto loop = dyn_cast<scf::ForOp>(op); loop && becomesKernel(loop))
+      continue;
     for (Region &region : op.getRegions())
       for (Block &inner : region)
-        wrapRunsIn(inner, wrapped);
+        wrapRunsIn(inner);
   }
   for (ArrayRef<Operation *> run : runs)
     if (!run.empty())
-      wrapRun(run, wrapped);
+      wrap(run);
 }
 } // namespace
 
-SmallVector<scf::ForOp> codegen::wrapSerialRuns(func::FuncOp function) {
-  SmallVector<scf::ForOp> wrapped;
+SmallVector<scf::ForOp>
+codegen::wrapSerialRuns(func::FuncOp function,
+                        function_ref<bool(scf::ForOp)> becomesKernel) {
+  RunWrapper wrapper(function, becomesKernel);
   for (Block &block : function.getBody())
-    wrapRunsIn(block, wrapped);
-  return wrapped;
+    wrapper.wrapRunsIn(block);
+  return wrapper.wrapped;
 }

@@ -16,11 +16,18 @@
 namespace mlir::energy::codegen {
 
 /// Moves each run of consecutive host ops of `function` that a GPU can run,
-/// that read or write GPU memory (codegen::intoGpuMemory) and whose results
-/// nothing after the run uses, into a loop of one iteration in its place;
-/// returns those loops, for the outliner to make kernels of. Arithmetic in
-/// a run that reads no memory stays on the host, for the kernel to take.
-SmallVector<scf::ForOp> wrapSerialRuns(func::FuncOp function);
+/// that read or write GPU memory (codegen::intoGpuMemory) and contain no
+/// loop for which `becomesKernel` holds, into a loop of one iteration in its
+/// place; returns those loops, for the outliner to make kernels of.
+/// Arithmetic in a run that reads no memory stays on the host, for the
+/// kernel to take. A scalar a run computes that later kernels and runs alone
+/// use goes through GPU memory: the kernel stores it into a slot of its own,
+/// which the host loads after it, marked kUnchangedLoadAttr, for the
+/// kernels that use it to load themselves; a run that computes anything
+/// else the host uses after it ends before the op that computes it.
+SmallVector<scf::ForOp>
+wrapSerialRuns(func::FuncOp function,
+               function_ref<bool(scf::ForOp)> becomesKernel);
 
 } // namespace mlir::energy::codegen
 

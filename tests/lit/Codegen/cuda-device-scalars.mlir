@@ -1,27 +1,34 @@
 // RUN: energy-opt %s -split-input-file --pass-pipeline='builtin.module(energy-emit-kernels,builtin.module(energy-outline-parallel-loops{gpu=true}))' | FileCheck %s
 
-// Scalars a GPU kernel loads itself instead of the host (which would wait
-// for the GPU to read them): s, a param no program stores into, is loaded
-// by the element-wise kernel that scales x; t, a state the step stores
-// into, is loaded by the host and passed as a value, to the first kernel
-// and, computed t + 1, to the second, a kernel of one thread: a launch lies
-// between the load of t and that kernel, and could have written t. The
-// attribute that marks s's load is gone from the module.
+// Scalars GPU kernels load themselves instead of the host (which would wait
+// for the GPU to read them). s, a param no program stores into, is loaded
+// by the element-wise kernel that scales x, from its tensor. t, a state the
+// step stores into after that kernel, is copied into a slot of GPU memory
+// by a kernel of one thread (gpu0), which the element-wise kernel (gpu1) and
+// the kernel of one thread that stores t + 1 (gpu2) load. The host loads no
+// element; the slots' block is freed before the return. The attribute that
+// marks s's load is gone from the module.
 // CHECK-LABEL: energy.model @unchanged_param
 // CHECK-LABEL: func.func @energy_kernel_step(
-// CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         %[[SLOTS:[0-9]+]] = call @energy_support_cuda_alloc(
 // CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK:         call @energy_support_cuda_launch(
-// CHECK:         %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
-// CHECK:         llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:         call @energy_support_cuda_launch(
+// CHECK:         call @energy_support_cuda_free(%[[SLOTS]])
+// CHECK-NEXT:    return
 // CHECK:       gpu.func @energy_kernel_step_gpu0(
-// CHECK:         %[[S:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         scf.if
-// CHECK:           arith.mulf %{{[0-9]+}}, %[[S]]
+// CHECK-NEXT:      %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:      llvm.store %[[T]], %{{[0-9]+}} : f32, !llvm.ptr
 // CHECK:       gpu.func @energy_kernel_step_gpu1(
-// CHECK-NOT:     llvm.load
-// CHECK:         gpu.return
+// CHECK:         %[[S:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         scf.if
+// CHECK:           %[[SX:[0-9]+]] = arith.mulf %{{[0-9]+}}, %[[S]]
+// CHECK-NEXT:      arith.mulf %[[SX]], %[[T1]]
+// CHECK:       gpu.func @energy_kernel_step_gpu2(
+// CHECK:         %[[T2:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T2]], %{{.*}}
+// CHECK:         scf.if
+// CHECK:           llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
 // CHECK-NOT:   energy.unchanged
 energy.model @unchanged_param attributes {energy.device_loops} {
   dim @N
@@ -49,25 +56,28 @@ energy.model @unchanged_param attributes {energy.device_loops} {
 // -----
 
 // With nothing between the host's load of t and the kernel of one thread
-// that stores t + 1, the kernel loads t and adds 1 itself, and the host's
-// load is gone: the kernel runs after the work queued before it, as the
-// host's load would have waited for. The element-wise kernel after it,
-// many threads, takes t - 1 from the host, where t is loaded again after
-// the launch that stored it.
+// that stores t + 1, that kernel loads t and adds 1 itself (gpu0): it runs
+// after the work queued before it, as the host's load would have waited
+// for. t - 1, read after that store, goes to the element-wise kernel (gpu2)
+// through a slot that a kernel of one thread fills (gpu1).
 // CHECK-LABEL: energy.model @one_thread
 // CHECK-LABEL: func.func @energy_kernel_step(
 // CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK:         call @energy_support_cuda_launch(
-// CHECK:         llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK:         call @energy_support_cuda_launch(
+// CHECK:         return
 // CHECK:       gpu.func @energy_kernel_step_gpu0(
 // CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
 // CHECK:         scf.if
 // CHECK:           llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
 // CHECK:       gpu.func @energy_kernel_step_gpu1(
-// CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         scf.if
+// CHECK:           %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:      %[[LESS:[0-9]+]] = arith.subf %[[T1]], %{{.*}}
+// CHECK-NEXT:      llvm.store %[[LESS]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:       gpu.func @energy_kernel_step_gpu2(
+// CHECK:         %[[SCALE:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         scf.if
+// CHECK:           arith.mulf %{{[0-9]+}}, %[[SCALE]]
 energy.model @one_thread attributes {energy.device_loops} {
   dim @N
   tensor @x : state [@N]

@@ -72,9 +72,15 @@ inline constexpr llvm::StringLiteral kCudaImagesSymbol = "energy_cuda_images";
 /// products call the support library's GPU versions: with `bf16Products`,
 /// those taking bf16 operands on tensor cores (f32 kernels only). (Softmax
 /// contractions call what their plan's `engine` names.)
+///
+/// With `gpuHostCode` and no `gpuKernels`, the host code takes the shape it
+/// has for the GPU (element-wise loops outlined, codegen::wrapSerialRuns,
+/// values kernels compute themselves), with chunks for the thread pool
+/// where the GPU would have kernels: a CUDA artifact's host code, for the
+/// CPU to check.
 void outlineParallelLoops(ModuleOp module,
                           gpu::GPUModuleOp gpuKernels = nullptr,
-                          bool bf16Products = false);
+                          bool bf16Products = false, bool gpuHostCode = false);
 } // namespace mlir::energy
 
 #endif // ENERGY_CODEGEN_PARALLELLOOPS_H

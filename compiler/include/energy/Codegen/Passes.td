@@ -48,13 +48,22 @@ def EnergyOutlineParallelLoops
     module, launched through the support library (their PTX images go to
     the global `energy_cuda_images`, which energy-compile-gpu-kernels
     fills), memory becomes managed memory and matrix products call the
-    GPU's (with `bf16-products`, on tensor cores).
+    GPU's (with `bf16-products`, on tensor cores). With `gpu-host-code`
+    instead, the host code takes the shape it has for the GPU, and what
+    would be kernels are chunks for the thread pool: what energyc
+    --device-loops compiles, to check a CUDA artifact's host code on the
+    CPU.
   }];
   let options = [
     Option<"gpu", "gpu", "bool", /*default=*/"false",
            "Outline the loops the GPU can run as GPU kernels">,
     Option<"bf16Products", "bf16-products", "bool", /*default=*/"false",
-           "With gpu: matrix products with bf16 operands on tensor cores">
+           "With gpu: matrix products with bf16 operands on tensor cores">,
+    Option<"gpuHostCode", "gpu-host-code", "bool", /*default=*/"false",
+           "Without gpu: shape the host code as for the GPU (element-wise "
+           "loops, runs of host work on GPU memory and the scalars kernels "
+           "load themselves), with the thread pool for the GPU, so that the "
+           "CPU runs a CUDA artifact's host code">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }

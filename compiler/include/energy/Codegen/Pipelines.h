@@ -27,6 +27,9 @@ struct KernelLoweringTarget {
   std::vector<std::string> deviceArchs;
   /// With cuda: matrix products with bf16 operands on tensor cores.
   bool bf16Products = false;
+  /// Without cuda: the host code shaped as a CUDA artifact's, with the
+  /// thread pool for the GPU (energy-outline-parallel-loops' gpu-host-code).
+  bool gpuHostCode = false;
 };
 
 /// On a module holding one planned `energy.model`: energy-emit-kernels,
