@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <functional>
@@ -88,10 +89,15 @@ private:
     return call.getCallee() == name;
   }
   HostEffects effectsOf(Operation *op, const DenseSet<Value> &fresh);
-  HostEffects effectsWithin(Operation *op);
+  /// The effects of what `op` holds, with the blocks of `fresh` that
+  /// nothing in it hands on host-private.
+  HostEffects effectsWithin(Operation *op, const DenseSet<Value> &fresh);
   /// Inserts fences into `block`, where kernels may be pending at its
-  /// start; whether they may be at its end.
-  bool placeFences(Block &block, bool pending);
+  /// start and the blocks of `fresh` (holding `contents`) are
+  /// host-private; whether kernels may be pending at its end.
+  bool placeFences(Block &block, bool pending,
+                   DenseSet<Value> fresh = DenseSet<Value>(),
+                   FreshContents contents = FreshContents());
   void insertFence(Operation *before);
 
   ModuleOp module;
@@ -233,7 +239,7 @@ HostEffects FenceInsertion::effectsOf(Operation *op,
     return effects;
   }
   if (op->getNumRegions() > 0)
-    return effectsWithin(op);
+    return effectsWithin(op, fresh);
   if (isMemoryEffectFree(op))
     return effects;
   // The LLVM dialect's memory operations, by their addresses (an atomic's
@@ -276,13 +282,16 @@ HostEffects FenceInsertion::effectsOf(Operation *op,
   return effects;
 }
 
-HostEffects FenceInsertion::effectsWithin(Operation *op) {
+HostEffects FenceInsertion::effectsWithin(Operation *op,
+                                          const DenseSet<Value> &fresh) {
   HostEffects effects;
-  DenseSet<Value> none;
+  DenseSet<Value> inside = fresh;
+  FreshContents contents;
+  dropEscaping(op, inside, contents);
   op->walk([&](Operation *inner) {
     if (inner == op || inner->getNumRegions() > 0)
       return;
-    HostEffects own = effectsOf(inner, none);
+    HostEffects own = effectsOf(inner, inside);
     effects.launches |= own.launches;
     effects.touchesDeviceMemory |= own.touchesDeviceMemory;
   });
@@ -303,9 +312,9 @@ void FenceInsertion::insertFence(Operation *before) {
   foldIntoKernelStatus(b, loc, code);
 }
 
-bool FenceInsertion::placeFences(Block &block, bool pending) {
-  DenseSet<Value> fresh;
-  FreshContents contents;
+bool FenceInsertion::placeFences(Block &block, bool pending,
+                                 DenseSet<Value> fresh,
+                                 FreshContents contents) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto result = dyn_cast<func::ReturnOp>(op)) {
       // What the runtime calls returns with its kernels done; an internal
@@ -321,7 +330,7 @@ bool FenceInsertion::placeFences(Block &block, bool pending) {
       continue;
     }
     if (op.getNumRegions() > 0 && !isa<func::FuncOp>(op)) {
-      HostEffects within = effectsWithin(&op);
+      HostEffects within = effectsWithin(&op, fresh);
       if (!within.launches) {
         if (pending && within.touchesDeviceMemory) {
           insertFence(&op);
@@ -331,12 +340,20 @@ bool FenceInsertion::placeFences(Block &block, bool pending) {
         continue;
       }
       // A loop's next iteration follows its launches: every block inside
-      // starts with kernels possibly running.
+      // starts with kernels possibly running (a branch's, as before it). A
+      // block that nothing in a loop hands on stays host-private in every
+      // iteration and after it; a branch's blocks start with what is
+      // host-private before it.
+      bool loop = isa<LoopLikeOpInterface>(op);
+      DenseSet<Value> inside = fresh;
+      FreshContents insideContents = contents;
+      if (loop)
+        dropEscaping(&op, inside, insideContents);
       for (Region &region : op.getRegions())
         for (Block &inner : region)
-          placeFences(inner, /*pending=*/true);
+          placeFences(inner, pending || loop, inside, insideContents);
       pending = true;
-      fresh.clear();
+      dropEscaping(&op, fresh, contents);
       continue;
     }
     HostEffects effects = effectsOf(&op, fresh);

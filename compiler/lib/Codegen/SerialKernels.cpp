@@ -204,17 +204,13 @@ void RunWrapper::wrap(ArrayRef<Operation *> run) {
     wrap(run.drop_front(position + 1));
     return;
   }
-  // Loads that a kernel of one thread right after the run alone uses: that
-  // kernel makes them itself (computeOnDevice), no kernel needed.
+  // Loads and arithmetic that a kernel of one thread right after the run
+  // alone uses: that kernel makes them itself (computeOnDevice), no kernel
+  // needed.
   auto next = dyn_cast_or_null<scf::ForOp>(run.back()->getNextNode());
-  bool readsOnly = llvm::none_of(moved, [](Operation *op) {
-    return op
-        ->walk([](Operation *inner) {
-          return isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner)
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
-        })
-        .wasInterrupted();
+  bool readsOnly = llvm::all_of(moved, [](Operation *op) {
+    return op->getNumRegions() == 0 &&
+           !isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(op);
   });
   if (readsOnly && next && becomesKernel(next) &&
       isConstantIntValue(next.getUpperBound(), 1) &&

@@ -281,6 +281,56 @@ module {
 
 // -----
 
+// A block allocated before a launch that no launch had stays the host's in
+// the regions after it: filled in a branch and handed to a contraction
+// there (its arguments), it needs no wait; handed to a launch in a loop,
+// its fill in the next iteration waits.
+// CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK:         call @energy_support_cuda_launch
+// CHECK:         scf.if
+// CHECK-NEXT:      llvm.store
+// CHECK-NEXT:      call @energy_support_cuda_softmax_contract_f32
+// CHECK:         scf.for
+// CHECK-NEXT:      call @energy_support_cuda_fence()
+// CHECK-NEXT:      llvm.atomicrmw
+// CHECK-NEXT:      llvm.store
+// CHECK-NEXT:      call @energy_support_cuda_launch
+module {
+  func.func private @energy_support_cuda_launch(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+  func.func private @energy_support_cuda_fence() -> i32
+  func.func private @energy_support_cuda_alloc(i64) -> !llvm.ptr
+  func.func private @energy_support_cuda_softmax_contract_f32(!llvm.ptr) -> i32
+  llvm.mlir.global internal constant @images(0 : i8) : i8
+  func.func @energy_kernel_step(%buffers: !llvm.ptr, %dims: !llvm.ptr, %consts: !llvm.ptr, %step: i64, %result: !llvm.ptr) -> i32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %n32 = llvm.mlir.constant(1 : i32) : i32
+    %status = llvm.alloca %one x i32 {energy.status} : (i64) -> !llvm.ptr
+    %slots = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    %images = llvm.mlir.addressof @images : !llvm.ptr
+    %record = call @energy_support_cuda_alloc(%eight) : (i64) -> !llvm.ptr
+    %later = call @energy_support_cuda_alloc(%eight) : (i64) -> !llvm.ptr
+    %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    %n = llvm.load %dims : !llvm.ptr -> i64
+    %some = arith.cmpi sgt, %n, %one : i64
+    scf.if %some {
+      llvm.store %one, %record : i64, !llvm.ptr
+      %r = func.call @energy_support_cuda_softmax_contract_f32(%record) : (!llvm.ptr) -> i32
+    }
+    scf.for %i = %c0 to %c4 step %c1 {
+      llvm.store %one, %later : i64, !llvm.ptr
+      %b = func.call @energy_support_cuda_launch(%images, %images, %images, %later, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    }
+    %code = llvm.load %status : !llvm.ptr -> i32
+    return %code : i32
+  }
+}
+
+// -----
+
 // expected-error @below {{energy-cuda-host-fences: the module does not declare energy_support_cuda_fence}}
 module {
   func.func @energy_kernel_energy() -> i32 {
