@@ -384,8 +384,8 @@ FailureOr<Lowered> ArrayOpLowering::emitEmbed(EmbedOp embed) {
   if (failed(indices))
     return failure();
   Value data = allocate(type);
-  forRange(elementCount(type),
-           [&](Value position) { store(real(0.0), data, position); });
+  forElements(elementCount(type),
+              [&](Value position) { store(real(0.0), data, position); });
   Value offset = sliceOffset(*indices, shape(type));
   copyInto(get(embed.getValue()), cast<ArrayType>(embed.getValue().getType()),
            offsetPointer(data, offset), /*accumulate=*/false);

@@ -128,7 +128,7 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
   };
   auto zeroFill = [&](ArrayRef<Value> arrays, ArrayRef<Value> counts) {
     for (size_t j = 0; j < arrays.size(); ++j)
-      forRange(counts[j], [&](Value i) { store(real(0.0), arrays[j], i); });
+      forElements(counts[j], [&](Value i) { store(real(0.0), arrays[j], i); });
   };
   // The row-major offset of a position of `extents`.
   auto positionOf = [&](ValueRange indices, ArrayRef<Value> extents) {

@@ -340,7 +340,7 @@ void KernelBuilder::expInPlace(Value values, Value count) {
     Value smallestNormal =
         real(singlePrecision() ? std::numeric_limits<float>::min()
                                : std::numeric_limits<double>::min());
-    forRange(count, [&](Value position) {
+    forElements(count, [&](Value position) {
       Value weight = exp(load(values, position));
       store(select(cmp(arith::CmpFPredicate::OLT, weight, smallestNormal),
                    real(0.0), weight),

@@ -112,8 +112,8 @@ FailureOr<Lowered> MatrixProductLowering::emitMatmul(MatmulOp matmul) {
   }
   // i, k, j order: the innermost loop runs along rows of rhs and of
   // the result, contiguously.
-  forRange(elementCount(type),
-           [&](Value position) { store(real(0.0), data, position); });
+  forElements(elementCount(type),
+              [&](Value position) { store(real(0.0), data, position); });
   forRange(rows, [&](Value i) {
     Value resultRow =
         offsetPointer(data, arith::MulIOp::create(b, loc, i, columns));

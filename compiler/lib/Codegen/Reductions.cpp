@@ -127,7 +127,7 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
     if (kind == ReduceKind::lse)
       carried.push_back(zero);
   } else {
-    forRange(count, [&](Value i) {
+    forElements(count, [&](Value i) {
       store(initial, first, i);
       if (second)
         store(zero, second, i);
@@ -209,7 +209,7 @@ FailureOr<Lowered> ReductionLowering::emitReduceInOrder(ReduceOp reduce,
     return Lowered{
         finish((*result)[1], kind == ReduceKind::lse ? (*result)[2] : Value()),
         Value()};
-  forRange(count, [&](Value i) {
+  forElements(count, [&](Value i) {
     store(finish(load(first, i), second ? load(second, i) : Value()), first, i);
   });
   return Lowered{Value(), first};
