@@ -30,13 +30,16 @@ grep -q until "$bundle/gmm_em.energy" && { echo "gmm: until left" >&2; exit 1; }
 $energyc "$bundle/gmm_em.energy" -o "$bundle/artifacts/gmm_em.bench.so"
 rm "$bundle/gmm_em.energy"
 # The training step on the GPU and on the host, from one source; the Energy
-# Transformer for tests/e2e/device/step_waits.py.
+# Transformer and the RBM (a scalar step count kept on the GPU) for
+# tests/e2e/device/step_waits.py.
 $energyc "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cuda.so"
 $build/bin/energyc --cpu x86-64-v3 "$here/models/attention_train.energy" \
   -o "$bundle/artifacts/attention_train.cpu.so"
 $energyc "$here/../tests/zoo/models/energy_transformer.energy" \
   -o "$bundle/artifacts/energy_transformer.waits.so"
+$energyc "$here/../tests/zoo/models/rbm_free_energy.energy" \
+  -o "$bundle/artifacts/rbm_free_energy.waits.so"
 cp "$build/tests/e2e/energy-device-buffers" "$build/bin/fused-attention-check" \
   "$bundle/bin/"
 # The zoo at its bench sizes, against its PyTorch models on the GPU.
@@ -106,6 +109,8 @@ waits energy_transformer artifacts/energy_transformer.waits.so --dim B=8 \
   --dim N=64 --dim D=128 --dim H=4 --dim Y=32 --dim M=512
 waits attention_train artifacts/attention_train.cuda.so --dim B=4 \
   --dim N=64 --dim D=64
+waits rbm_free_energy artifacts/rbm_free_energy.waits.so --dim B=128 \
+  --dim D=784 --dim H=512
 timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
 echo "zoo rc=$?"; cat "$R/zoo.err"
 # The same models' inference with every launch waiting (as before the
