@@ -160,9 +160,10 @@ cl::opt<bool> checkAgainstInterpreter(
     cl::cat(runOptions));
 cl::opt<bool> checkDeviceLoops(
     "device-loops",
-    cl::desc("With --check: compile the model with the loops CUDA artifacts "
-             "get (energyc --device-loops: the GPU's element loops, "
-             "factorisations and exp as code), run on the CPU"),
+    cl::desc("With --check: compile the model with the loops and the host "
+             "code CUDA artifacts get (energyc --device-loops: the GPU's "
+             "element loops, factorisations and exp as code, the host's work "
+             "on GPU memory as one-iteration loops), run on the CPU"),
     cl::cat(runOptions));
 cl::opt<unsigned> jitOptLevel(
     "opt-level",

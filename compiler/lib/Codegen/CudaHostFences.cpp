@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/Codegen/CudaHostFences.h"
+#include "DeviceScalars.h"
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"
@@ -159,8 +160,7 @@ bool FenceInsertion::isTable(Value pointer) const {
 
 bool FenceInsertion::isHostPrivate(Value pointer,
                                    const DenseSet<Value> &fresh) const {
-  while (auto address = pointer.getDefiningOp<LLVM::GEPOp>())
-    pointer = address.getBase();
+  pointer = codegen::baseAddress(pointer);
   if (pointer.getDefiningOp<LLVM::AllocaOp>() ||
       pointer.getDefiningOp<LLVM::AddressOfOp>())
     return true;
@@ -171,11 +171,6 @@ void FenceInsertion::dropEscaping(Operation *op, DenseSet<Value> &fresh,
                                   FreshContents &contents) const {
   if (fresh.empty())
     return;
-  auto baseOf = [](Value pointer) {
-    while (auto address = pointer.getDefiningOp<LLVM::GEPOp>())
-      pointer = address.getBase();
-    return pointer;
-  };
   std::function<void(Value)> escape = [&](Value block) {
     if (!fresh.erase(block))
       return;
@@ -184,13 +179,14 @@ void FenceInsertion::dropEscaping(Operation *op, DenseSet<Value> &fresh,
   };
   op->walk([&](Operation *inner) {
     for (OpOperand &use : inner->getOpOperands()) {
-      Value base = baseOf(use.get());
+      Value base = codegen::baseAddress(use.get());
       if (!fresh.contains(base))
         continue;
       unsigned index = use.getOperandNumber();
       if (auto store = dyn_cast<LLVM::StoreOp>(inner);
           store && index == LLVM::StoreOp::odsIndex_value) {
-        if (Value into = baseOf(store.getAddr()); fresh.contains(into))
+        if (Value into = codegen::baseAddress(store.getAddr());
+            fresh.contains(into))
           contents[into].push_back(base);
         else
           escape(base);

@@ -20,23 +20,12 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// The address `pointer` is an offset from.
-Value baseOf(Value pointer) {
-  while (auto offset = pointer.getDefiningOp<LLVM::GEPOp>())
-    pointer = offset.getBase();
-  return pointer;
-}
-
 /// Whether `op` may write memory other than the host's stack.
 bool mayWrite(Operation *op) {
   WalkResult walk = op->walk([](Operation *inner) {
-    Value written;
-    if (auto store = dyn_cast<LLVM::StoreOp>(inner))
-      written = store.getAddr();
-    else if (auto update = dyn_cast<LLVM::AtomicRMWOp>(inner))
-      written = update.getPtr();
-    if (written)
-      return baseOf(written).getDefiningOp<LLVM::AllocaOp>()
+    if (isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner))
+      return codegen::baseAddress(codegen::accessedAddress(inner))
+                     .getDefiningOp<LLVM::AllocaOp>()
                  ? WalkResult::advance()
                  : WalkResult::interrupt();
     auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
@@ -82,9 +71,8 @@ bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
     ops.insert(op);
     return true;
   }
-  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
   if (op->getNumRegions() != 0 || !isMemoryEffectFree(op) ||
-      !llvm::is_contained({"arith", "math", "llvm"}, dialect))
+      !codegen::runsOnGpu(op))
     return false;
   bool loads = false;
   for (Value operand : op->getOperands())
@@ -95,6 +83,30 @@ bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
   return true;
 }
 } // namespace
+
+Value codegen::baseAddress(Value pointer) {
+  while (auto offset = pointer.getDefiningOp<LLVM::GEPOp>())
+    pointer = offset.getBase();
+  return pointer;
+}
+
+Value codegen::accessedAddress(Operation *op) {
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    return load.getAddr();
+  if (auto store = dyn_cast<LLVM::StoreOp>(op))
+    return store.getAddr();
+  if (auto update = dyn_cast<LLVM::AtomicRMWOp>(op))
+    return update.getPtr();
+  return Value();
+}
+
+bool codegen::runsOnGpu(Operation *op) {
+  StringRef dialect =
+      op->getDialect() ? op->getDialect()->getNamespace() : StringRef();
+  return llvm::is_contained({"arith", "math", "scf", "vector", "llvm"},
+                            dialect) &&
+         !isa<LLVM::CallOp, LLVM::AddressOfOp, LLVM::AllocaOp>(op);
+}
 
 bool codegen::intoGpuMemory(Value pointer) {
   // A kernel function (energy_kernel_fn, ArtifactABI.h) takes its buffers'
@@ -110,7 +122,7 @@ bool codegen::intoGpuMemory(Value pointer) {
       return std::nullopt;
     return argument.getArgNumber();
   };
-  Value base = baseOf(pointer);
+  Value base = baseAddress(pointer);
   if (auto address = base.getDefiningOp<LLVM::LoadOp>()) {
     auto slot = address.getAddr().getDefiningOp<LLVM::GEPOp>();
     return slot && slot.getDynamicIndices().empty() &&

@@ -1,8 +1,10 @@
 //===- DeviceScalars.h - Scalars a GPU kernel computes itself ---*- C++ -*-===//
 //
-// Which values a loop outlined as a GPU kernel uses can be computed in the
-// kernel from memory the GPU holds instead of on the host, so that the host
-// need not wait for the GPU to read them. Private to compiler/lib/Codegen.
+// What of a CUDA artifact's host code a GPU kernel can take over: which ops
+// a kernel can hold, which addresses are GPU memory, and which values a
+// loop outlined as a kernel uses can be computed in the kernel instead of on
+// the host, so that the host need not wait for the GPU to read them.
+// Private to compiler/lib/Codegen.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,11 +20,23 @@ namespace mlir::energy::codegen {
 /// becomes a GPU kernel) from loads of GPU memory, for the kernel to compute
 /// again at its start: arithmetic, address computations and loads where the
 /// kernel reads what the host would. That is a load marked
-/// kUnchangedLoadAttr (memory no code of the call writes), or, for a kernel
+/// kUnchangedLoadAttr (memory nothing writes after it), or, for a kernel
 /// of one thread, a load of a buffer or scratch block in the block of `loop`
 /// with nothing that may write memory between it and `loop`. Empty when `value`
 /// reads no such load (the host passes it).
 llvm::SetVector<Operation *> deviceComputation(Value value, scf::ForOp loop);
+
+/// The address `pointer` is an offset from (through llvm.getelementptr).
+Value baseAddress(Value pointer);
+
+/// The address an llvm.load, llvm.store or llvm.atomicrmw reads or writes;
+/// null for other ops.
+Value accessedAddress(Operation *op);
+
+/// Whether a GPU kernel can hold `op` itself (its nested ops asked apart):
+/// arith, math, scf, vector and LLVM ops but calls, globals' addresses and
+/// stack slots.
+bool runsOnGpu(Operation *op);
 
 /// Whether `pointer` is into a buffer (an address from a kernel's buffers
 /// argument) or a scratch block the kernel allocated: GPU memory in a CUDA

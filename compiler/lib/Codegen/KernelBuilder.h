@@ -40,9 +40,9 @@ struct ModelContext {
   FloatType elementType;
   ArtifactLayout layout;
   llvm::StringMap<unsigned> dimIndex, constIndex, bufferIndex;
-  /// The buffers some program stores or adds gradients into; no kernel
-  /// writes the others.
-  llvm::StringSet<> writtenBuffers;
+  /// The tensors some program stores into (storedTensors); no kernel writes
+  /// the others.
+  llvm::StringSet<> writtenTensors;
   /// The private function computing each gradient program into a buffer.
   DenseMap<Operation *, func::FuncOp> gradientFunctions;
 };

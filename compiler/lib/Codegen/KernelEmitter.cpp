@@ -10,6 +10,7 @@
 #include "KernelLowering.h"
 #include "SupportFunctions.h"
 #include "energy/KernelSupport/KernelSupport.h"
+#include "energy/Transforms/ProgramReads.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -174,13 +175,7 @@ LogicalResult mlir::energy::emitKernels(ModelOp model, ModuleOp target,
     context.constIndex[constant.getSymName()] = number;
   for (auto [number, buffer] : llvm::enumerate(layout.buffers))
     context.bufferIndex[buffer.name] = number;
-  model.walk(
-      [&](StoreOp store) { context.writtenBuffers.insert(store.getTensor()); });
-  model.walk([&](GradOp grad) {
-    for (FlatSymbolRefAttr target : grad.getIntoTensors())
-      if (target)
-        context.writtenBuffers.insert(target.getValue());
-  });
+  context.writtenTensors = storedTensors(model);
 
   declareRuntimeFunctions(target);
   KernelLoweringPatterns patterns(model.getContext());

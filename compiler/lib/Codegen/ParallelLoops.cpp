@@ -121,14 +121,8 @@ bool gpuCanRun(scf::ForOp loop, const LoopInputs &inputs) {
       if (!stackSlotBytes(slot))
         return false;
   WalkResult walk = loop.getBody()->walk([](Operation *op) {
-    if (isa<LLVM::CallOp, LLVM::AddressOfOp, LLVM::AllocaOp>(op))
-      return WalkResult::interrupt();
-    StringRef dialect =
-        op->getDialect() ? op->getDialect()->getNamespace() : StringRef();
-    if (!llvm::is_contained({"arith", "math", "scf", "vector", "llvm"},
-                            dialect))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
+    return codegen::runsOnGpu(op) ? WalkResult::advance()
+                                  : WalkResult::interrupt();
   });
   return !walk.wasInterrupted();
 }
@@ -246,11 +240,12 @@ void Outliner::outline(scf::ForOp loop, unsigned number) {
   std::optional<LoopInputs> inputs = loopInputs(loop);
   if (!inputs)
     return;
-  if ((gpuKernels || gpuHostCode) && gpuCanRun(loop, *inputs)) {
+  bool onGpu = gpuCanRun(loop, *inputs);
+  if (onGpu && (gpuKernels || gpuHostCode)) {
     computeOnDevice(loop, *inputs);
     computedOnDevice.insert(inputs->computed.begin(), inputs->computed.end());
   }
-  if (gpuKernels && gpuCanRun(loop, *inputs))
+  if (onGpu && gpuKernels)
     outlineKernel(loop, *inputs, number);
   else
     outlineChunk(loop, *inputs, number);
@@ -745,10 +740,10 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     op->removeAttr(kHostSlotsAttr);
   };
   module.walk(dropMarks);
-  if (gpuKernels)
+  if (gpuKernels) {
     gpuKernels.walk(dropMarks);
-  if (gpuKernels)
     useCudaSupport(module, bf16Products);
+  }
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();

@@ -193,7 +193,7 @@ FailureOr<Lowered> ProgramLowering::emitRead(ReadOp read) {
   Lowered value = slice(storage, tensor.getArrayType(), type, *indices);
   // A scalar of a tensor no kernel writes: a GPU kernel that uses it may
   // load it itself, without the host waiting for the GPU.
-  if (type.isScalar() && !context.writtenBuffers.contains(tensor.getSymName()))
+  if (type.isScalar() && !context.writtenTensors.contains(tensor.getSymName()))
     if (auto load = value.scalar.getDefiningOp<LLVM::LoadOp>())
       load->setAttr(kUnchangedLoadAttr, b.getUnitAttr());
   if (!state.isProgram || type.isScalar() || !readOutlivesItsValue(read))

@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,14 +32,6 @@ enum class Part {
   /// Reads or writes GPU memory and nothing else: in the kernel.
   Device,
 };
-
-bool gpuDialect(Operation *op) {
-  StringRef dialect =
-      op->getDialect() ? op->getDialect()->getNamespace() : StringRef();
-  return llvm::is_contained({"arith", "math", "scf", "vector", "llvm"},
-                            dialect) &&
-         !isa<LLVM::CallOp, LLVM::AddressOfOp, LLVM::AllocaOp>(op);
-}
 
 /// Whether `type` is a scalar a kernel can hand the host through memory.
 bool spillable(Type type) {
@@ -83,7 +74,7 @@ private:
 };
 
 Part RunWrapper::partOf(Operation *op) {
-  if (op->hasTrait<OpTrait::IsTerminator>() || !gpuDialect(op))
+  if (op->hasTrait<OpTrait::IsTerminator>() || !codegen::runsOnGpu(op))
     return Part::Barrier;
   if (op->getNumRegions() == 0 && isMemoryEffectFree(op))
     return Part::Arithmetic;
@@ -94,18 +85,11 @@ Part RunWrapper::partOf(Operation *op) {
     return Part::Arithmetic;
   bool touchesMemory = false;
   WalkResult walk = op->walk([&](Operation *inner) {
-    if (!gpuDialect(inner))
+    if (!codegen::runsOnGpu(inner))
       return WalkResult::interrupt();
     if (auto loop = dyn_cast<scf::ForOp>(inner); loop && becomesKernel(loop))
       return WalkResult::interrupt();
-    Value address;
-    if (auto load = dyn_cast<LLVM::LoadOp>(inner))
-      address = load.getAddr();
-    else if (auto store = dyn_cast<LLVM::StoreOp>(inner))
-      address = store.getAddr();
-    else if (auto update = dyn_cast<LLVM::AtomicRMWOp>(inner))
-      address = update.getPtr();
-    if (address) {
+    if (Value address = codegen::accessedAddress(inner)) {
       touchesMemory = true;
       return codegen::intoGpuMemory(address) ? WalkResult::advance()
                                              : WalkResult::interrupt();
@@ -204,23 +188,25 @@ void RunWrapper::wrap(ArrayRef<Operation *> run) {
     wrap(run.drop_front(position + 1));
     return;
   }
-  // Loads and arithmetic that a kernel of one thread right after the run
-  // alone uses: that kernel makes them itself (computeOnDevice), no kernel
-  // needed.
+  // What the kernel right after the run alone uses and computes itself
+  // (codegen::deviceComputation) needs no kernel of its own.
   auto next = dyn_cast_or_null<scf::ForOp>(run.back()->getNextNode());
-  bool readsOnly = llvm::all_of(moved, [](Operation *op) {
-    return op->getNumRegions() == 0 &&
-           !isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(op);
-  });
-  if (readsOnly && next && becomesKernel(next) &&
-      isConstantIntValue(next.getUpperBound(), 1) &&
+  if (next && becomesKernel(next) && !spilled.empty() &&
       llvm::all_of(spilled, [&](Value value) {
         return llvm::all_of(value.getUsers(), [&](Operation *user) {
           return moved.contains(block->findAncestorOpInBlock(*user)) ||
                  next->isAncestor(user);
         });
-      }))
-    return;
+      })) {
+    llvm::SetVector<Operation *> inNext;
+    for (Value value : spilled) {
+      llvm::SetVector<Operation *> ops =
+          codegen::deviceComputation(value, next);
+      inNext.insert(ops.begin(), ops.end());
+    }
+    if (llvm::all_of(moved, [&](Operation *op) { return inNext.contains(op); }))
+      return;
+  }
   Operation *last = moved.back();
   OpBuilder b(last->getContext());
   b.setInsertionPointAfter(last);

@@ -47,6 +47,17 @@ bool mlir::energy::mayWriteTensor(Operation *statement, StringRef tensor) {
   return walk.wasInterrupted();
 }
 
+llvm::StringSet<> mlir::energy::storedTensors(ModelOp model) {
+  llvm::StringSet<> stored;
+  model.walk([&](StoreOp store) { stored.insert(store.getTensor()); });
+  model.walk([&](GradOp grad) {
+    for (FlatSymbolRefAttr target : grad.getIntoTensors())
+      if (target)
+        stored.insert(target.getValue());
+  });
+  return stored;
+}
+
 bool mlir::energy::readOutlivesItsValue(ReadOp read) {
   Operation *statement = statementOf(read);
   if (!statement)

@@ -6,6 +6,7 @@
 
 #include "RunInvariance.h"
 #include "Slices.h"
+#include "energy/Transforms/ProgramReads.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -14,9 +15,8 @@
 using namespace mlir;
 using namespace mlir::energy;
 
-RunInvariance::RunInvariance(ModelOp model) : model(model) {
-  model.walk([&](StoreOp store) { stored.insert(store.getTensor()); });
-}
+RunInvariance::RunInvariance(ModelOp model)
+    : model(model), stored(storedTensors(model)) {}
 
 bool RunInvariance::isInvariant(Operation *op) {
   if (auto found = invariantOps.find(op); found != invariantOps.end())

@@ -19,9 +19,11 @@ namespace mlir::energy {
 /// launch on the GPU folds its own status into.
 inline constexpr llvm::StringLiteral kKernelStatusAttr = "energy.status";
 
-/// The attribute of a load of memory that no code of its function's call
-/// writes (a scalar of a tensor that no program stores into): a GPU kernel
-/// may make the load itself. outlineParallelLoops removes it.
+/// The attribute of a load of memory that nothing writes after it until
+/// control leaves the load's block (a scalar of a tensor that no program
+/// stores into; a slot a kernel of one thread filled before it): a GPU
+/// kernel that uses the value may make the load itself.
+/// outlineParallelLoops removes it.
 inline constexpr llvm::StringLiteral kUnchangedLoadAttr = "energy.unchanged";
 
 /// The attribute of an allocation of 8-byte slots that the host fills and

@@ -13,6 +13,8 @@
 
 #include "energy/IR/EnergyOps.h"
 
+#include "llvm/ADT/StringSet.h"
+
 namespace mlir::energy {
 
 /// Whether `read`, in a program, has a use (of it or of a slice of it) at
@@ -24,6 +26,11 @@ bool readOutlivesItsValue(ReadOp read);
 /// Whether `op`, or an op nested in it, may write `tensor`: a store or an
 /// accumulation into it, or an op that writes memory without saying what.
 bool mayWriteTensor(Operation *op, StringRef tensor);
+
+/// The tensors a program of `model` stores into (energy.store) or adds a
+/// gradient into (energy.grad's `into`); nothing writes the others while
+/// the runtime runs a call.
+llvm::StringSet<> storedTensors(ModelOp model);
 
 } // namespace mlir::energy
 
