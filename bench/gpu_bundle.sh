@@ -64,14 +64,17 @@ cp "$here/gpu_attention.py" "$here/gpu_gmm.py" "$here/gpu_training.py" \
   "$here/../tools/python/attention_numpy.py" "$bundle/scripts/"
 cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
-# The device checks: benchmarks (a) and (b) at N = 8192, the f32 one,
+# The device checks: the fused attention and the built-in tensor-core
+# kernels against the host (fused-attention-check), benchmarks (a) and (b)
+# at N = 8192 ((b) also on the wgmma kernels), the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
 # the C API's device buffers and streams, the host's waits inside the
 # training steps (step_waits.py), the zoo against its PyTorch
 # models on the GPU (four of them again with every launch waiting),
 # energy.torch on CUDA tensors (the Python package built
 # there), then every example and zoo model against the
-# interpreter (f32, f64, bf16) and every loss model's gradient (f32, f64);
+# interpreter (f32, f64, bf16, and bf16 again on the wgmma kernels) and
+# every loss model's gradient (f32, f64);
 # each under a time limit, results in $OUT/results.tgz (about 6 minutes on
 # an H200).
 cd "$(dirname "$0")"
@@ -92,6 +95,8 @@ A=gpu_attention.py
 bench step8192 90 $A step $E artifacts/mha_step.bench.so 8192 5
 bench grad2048 60 $A grad $E artifacts/mha_grad.bench.so 2048 3
 bench grad8192 60 $A grad $E artifacts/mha_grad.bench.so 8192 3
+(export ENERGY_CUDA_TENSOR_CORES=wgmma
+ bench grad8192_wgmma 60 $A grad $E artifacts/mha_grad.bench.so 8192 3)
 bench self4096 40 $A self $E artifacts/self_attention.bench.so 4096 5
 bench gmm1e6 120 gpu_gmm.py $E artifacts/gmm_em.bench.so 1000000 5
 T="gpu_training.py $E artifacts/attention_train.cuda.so artifacts/attention_train.cpu.so"
@@ -136,6 +141,13 @@ echo "python cuda rc=$?"; tail -40 "$R/python_cuda.log"
 ENERGY_GPU_CHECK_JOBS=6 timeout 200 python3 scripts/gpu_check.py check . \
   "$R/gpu_check.json" > "$R/gpu_check.log" 2>&1
 echo "gpu_check rc=$?"; grep -v " ok " "$R/gpu_check.log" | tail -30
+# The bf16 cases again on the wgmma kernels (sm_90 only; elsewhere the
+# runtime says so and runs the mma ones).
+ENERGY_CUDA_TENSOR_CORES=wgmma ENERGY_GPU_CHECK_DTYPES=bf16 \
+  ENERGY_GPU_CHECK_JOBS=6 timeout 120 python3 scripts/gpu_check.py check . \
+  "$R/gpu_check_wgmma.json" > "$R/gpu_check_wgmma.log" 2>&1
+echo "gpu_check bf16 on wgmma rc=$?"
+grep -v " ok " "$R/gpu_check_wgmma.log" | tail -30
 # The device tool brings back at most 8 files: one archive.
 (cd "$OUT" && tar czf results.tgz --remove-files results)
 RUN

@@ -1,9 +1,11 @@
 //===- fused_attention_check.cpp - cuDNN's fused attention, checked -------===//
 //
-// energy_support_cuda_fused_attention_bf16 against the host's f32
-// contraction on the same inputs (shapes with padding, several tables, the
-// causal mask, the normalisers), that it declines what it should, then the
-// time of benchmark (a)'s contraction on cuDNN and on the built-in kernels.
+// energy_support_cuda_fused_attention_bf16 and the built-in tensor-core
+// kernels of energy_support_cuda_softmax_contract_bf16 (mma.sync's, and on
+// sm_90 wgmma's) against the host's f32 contraction on the same inputs
+// (shapes with padding, several tables, the causal mask, the normalisers,
+// and for the built-in kernels column outputs), that cuDNN declines what
+// it should, then the time of benchmark (a)'s contraction on each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,20 +73,21 @@ double relativeDifference(const float *got, const float *expected,
 /// One problem: features, tables and outputs in managed memory.
 struct Problem {
   int64_t batch, rows, cols, depth;
-  std::vector<int64_t> widths;
+  std::vector<int64_t> widths, colWidths;
   bool causal, valuesAreKeys;
   Managed queries, keys;
   std::vector<std::unique_ptr<Managed>> tables, outputs, expected;
   Managed lse, expectedLse;
-  std::vector<const void *> tablePointers;
+  std::vector<const void *> tablePointers, colTablePointers;
   std::vector<void *> outputPointers, expectedPointers;
+  std::vector<void *> colOutputPointers, colExpectedPointers;
   energy_contract_constraint causalMask{1, -1, 0, ENERGY_CONSTRAINT_GE};
 
   Problem(int64_t batch, int64_t rows, int64_t cols, int64_t depth,
           std::vector<int64_t> widths, bool causal, bool valuesAreKeys,
-          uint64_t seed)
+          uint64_t seed, std::vector<int64_t> colWidths = {})
       : batch(batch), rows(rows), cols(cols), depth(depth), widths(widths),
-        causal(causal), valuesAreKeys(valuesAreKeys),
+        colWidths(colWidths), causal(causal), valuesAreKeys(valuesAreKeys),
         queries(batch * rows * depth), keys(batch * cols * depth),
         lse(batch * rows), expectedLse(batch * rows) {
     std::mt19937_64 random(seed);
@@ -102,6 +105,17 @@ struct Problem {
       expected.push_back(std::make_unique<Managed>(batch * rows * width));
       outputPointers.push_back(outputs.back()->get());
       expectedPointers.push_back(expected.back()->get());
+    }
+    // The column side's tables (one value per row) and outputs (per
+    // column), after the row side's in `outputs` and `expected`.
+    for (int64_t width : colWidths) {
+      tables.push_back(std::make_unique<Managed>(batch * rows * width));
+      fillNormal(*tables.back(), random);
+      colTablePointers.push_back(tables.back()->get());
+      outputs.push_back(std::make_unique<Managed>(batch * cols * width));
+      expected.push_back(std::make_unique<Managed>(batch * cols * width));
+      colOutputPointers.push_back(outputs.back()->get());
+      colExpectedPointers.push_back(expected.back()->get());
     }
   }
 
@@ -121,6 +135,11 @@ struct Problem {
     a.col_values = tablePointers.data();
     a.row_output_widths = widths.data();
     a.row_outputs = reference ? expectedPointers.data() : outputPointers.data();
+    a.num_col_outputs = static_cast<int64_t>(colWidths.size());
+    a.row_values = colTablePointers.data();
+    a.col_output_widths = colWidths.data();
+    a.col_outputs =
+        reference ? colExpectedPointers.data() : colOutputPointers.data();
     a.batch = batch;
     return a;
   }
@@ -131,24 +150,28 @@ struct Problem {
                        std::to_string(depth) + ", widths";
     for (int64_t width : widths)
       text += " " + std::to_string(width);
+    if (!colWidths.empty())
+      text += ", column widths";
+    for (int64_t width : colWidths)
+      text += " " + std::to_string(width);
     return text + (causal ? ", causal" : "") +
            (valuesAreKeys ? ", values = keys" : "");
   }
 };
 
-bool check(Problem &problem) {
-  energy_softmax_contract_args fused = problem.args(false);
+/// `contract` (named `what`) on `problem` against the host's contraction.
+bool check(Problem &problem, const char *what,
+           int32_t (*contract)(const energy_softmax_contract_args *)) {
+  energy_softmax_contract_args got = problem.args(false);
   energy_softmax_contract_args host = problem.args(true);
-  const char *misfit = energy_support_cuda_fused_attention_misfit(&fused);
-  if (misfit) {
-    std::printf("FAIL %s: cuDNN does not take it: %s\n",
-                problem.describe().c_str(), misfit);
-    return false;
-  }
-  int32_t code = energy_support_cuda_fused_attention_bf16(&fused);
+  int32_t code = contract(&got);
   int32_t hostCode = energy_support_softmax_contract_f32(&host);
+  if (code == ENERGY_CONTRACT_OK)
+    code = energy_support_cuda_fence() == ENERGY_KERNEL_OK
+               ? ENERGY_CONTRACT_OK
+               : ENERGY_CONTRACT_DEVICE_ERROR;
   if (code != ENERGY_CONTRACT_OK || hostCode != ENERGY_CONTRACT_OK) {
-    std::printf("FAIL %s: codes %d (fused; %s) and %d (host)\n",
+    std::printf("FAIL %s, %s: codes %d (%s) and %d (host)\n", what,
                 problem.describe().c_str(), code,
                 energy_support_cuda_last_error(), hostCode);
     return false;
@@ -156,7 +179,7 @@ bool check(Problem &problem) {
   double worst = relativeDifference(
       problem.lse.get(), problem.expectedLse.get(), problem.lse.size());
   std::string detail = "lse " + std::to_string(worst);
-  for (size_t j = 0; j < problem.widths.size(); ++j) {
+  for (size_t j = 0; j < problem.outputs.size(); ++j) {
     double difference = relativeDifference(problem.outputs[j]->get(),
                                            problem.expected[j]->get(),
                                            problem.outputs[j]->size());
@@ -165,22 +188,47 @@ bool check(Problem &problem) {
     worst = std::max(worst, difference);
   }
   bool ok = worst <= kTolerance;
-  std::printf("%s %s: %s\n", ok ? "ok  " : "FAIL", problem.describe().c_str(),
-              detail.c_str());
+  std::printf("%s %s, %s: %s\n", ok ? "ok  " : "FAIL", what,
+              problem.describe().c_str(), detail.c_str());
   return ok;
 }
 
+/// cuDNN's fused attention on `problem`, which it must take.
+bool checkFused(Problem &problem) {
+  energy_softmax_contract_args fused = problem.args(false);
+  if (const char *misfit = energy_support_cuda_fused_attention_misfit(&fused)) {
+    std::printf("FAIL %s: cuDNN does not take it: %s\n",
+                problem.describe().c_str(), misfit);
+    return false;
+  }
+  return check(problem, "cuDNN", energy_support_cuda_fused_attention_bf16);
+}
+
+/// Whether the built-in tensor-core kernels `kernels` run here (else says
+/// why not); they are then the bf16 contraction's.
+bool chooseKernels(const char *kernels) {
+  if (energy_support_cuda_tensor_core_kernels(kernels) == ENERGY_KERNEL_OK)
+    return true;
+  std::printf("skip the %s kernels: %s\n", kernels,
+              energy_support_cuda_last_error());
+  return false;
+}
+
 /// The contraction of benchmark (a) (16 heads of 128, N rows, values =
-/// keys), median milliseconds of `reps` calls after one.
+/// keys), median milliseconds of `reps` calls after one, each to the end
+/// of its GPU work.
 double timeCall(int32_t (*contract)(const energy_softmax_contract_args *),
                 Problem &problem, int reps) {
   energy_softmax_contract_args a = problem.args(false);
   a.lse = nullptr;
-  contract(&a);
+  if (contract(&a) != ENERGY_CONTRACT_OK ||
+      energy_support_cuda_fence() != ENERGY_KERNEL_OK)
+    return NAN;
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     auto start = std::chrono::steady_clock::now();
-    if (contract(&a) != ENERGY_CONTRACT_OK)
+    if (contract(&a) != ENERGY_CONTRACT_OK ||
+        energy_support_cuda_fence() != ENERGY_KERNEL_OK)
       return NAN;
     times.push_back(std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
@@ -214,14 +262,33 @@ int main(int argc, char **argv) {
     std::vector<int64_t> widths;
     bool causal, valuesAreKeys;
   };
-  for (const Case &c : {Case{2, 64, 64, 64, {64}, false, false},
+  const Case cases[] = {Case{2, 64, 64, 64, {64}, false, false},
                         Case{3, 100, 77, 70, {20, 36}, false, false},
                         Case{4, 128, 128, 128, {128}, true, true},
                         Case{1, 33, 33, 16, {8}, true, false},
-                        Case{16, 1000, 1000, 128, {128}, false, true}}) {
+                        Case{16, 1000, 1000, 128, {128}, false, true}};
+  for (const Case &c : cases) {
     Problem problem(c.batch, c.rows, c.cols, c.depth, c.widths, c.causal,
                     c.valuesAreKeys, seed++);
-    ok = check(problem) && ok;
+    ok = checkFused(problem) && ok;
+  }
+  // The built-in kernels, also on column sides (which cuDNN does not take).
+  for (const char *kernels : {"mma", "wgmma"}) {
+    if (!chooseKernels(kernels))
+      continue;
+    for (const Case &c : cases) {
+      Problem problem(c.batch, c.rows, c.cols, c.depth, c.widths, c.causal,
+                      c.valuesAreKeys, seed++);
+      ok = check(problem, kernels, energy_support_cuda_softmax_contract_bf16) &&
+           ok;
+    }
+    for (const Case &c : {Case{2, 130, 70, 40, {24}, false, false},
+                          Case{1, 200, 200, 128, {64, 64}, true, false}}) {
+      Problem problem(c.batch, c.rows, c.cols, c.depth, c.widths, c.causal,
+                      c.valuesAreKeys, seed++, {c.depth / 2, 16});
+      ok = check(problem, kernels, energy_support_cuda_softmax_contract_bf16) &&
+           ok;
+    }
   }
   // What it must decline: pair terms, a column side, other constraints.
   {
@@ -243,15 +310,22 @@ int main(int argc, char **argv) {
   }
   for (bool causal : {false, true}) {
     Problem problem(16, large, large, 128, {128}, causal, true, seed++);
-    double fused =
-        timeCall(energy_support_cuda_fused_attention_bf16, problem, reps);
-    double builtIn =
-        timeCall(energy_support_cuda_softmax_contract_bf16, problem, reps);
     double flops = 4.0 * 16 * large * large * 128 * (causal ? 0.5 : 1.0);
-    std::printf("time (a)%s N = %lld: cuDNN %.3f ms (%.0f TFLOP/s), built-in "
-                "%.3f ms (%.0f TFLOP/s)\n",
-                causal ? " causal" : "", static_cast<long long>(large), fused,
-                flops / fused * 1e-9, builtIn, flops / builtIn * 1e-9);
+    std::string line = std::string("time (a)") + (causal ? " causal" : "") +
+                       " N = " + std::to_string(large) + ":";
+    auto add = [&](const char *what, double milliseconds) {
+      char text[128];
+      std::snprintf(text, sizeof text, " %s %.3f ms (%.0f TFLOP/s)", what,
+                    milliseconds, flops / milliseconds * 1e-9);
+      line += text;
+    };
+    add("cuDNN",
+        timeCall(energy_support_cuda_fused_attention_bf16, problem, reps));
+    for (const char *kernels : {"mma", "wgmma"})
+      if (energy_support_cuda_tensor_core_kernels(kernels) == ENERGY_KERNEL_OK)
+        add(kernels,
+            timeCall(energy_support_cuda_softmax_contract_bf16, problem, reps));
+    std::printf("%s\n", line.c_str());
   }
   std::printf("\n%s\n", ok ? "fused-attention-check: every check passed"
                            : "fused-attention-check: FAILED");

@@ -257,15 +257,18 @@ def check_case(bundle, model, dtype, arguments, loss_dims):
 
 
 def check(bundle, report_path=None):
-    """Every case (or those whose name contains ENERGY_GPU_CHECK_MATCH),
+    """Every case (or those whose name contains ENERGY_GPU_CHECK_MATCH, and
+    whose dtype is among the comma-separated ENERGY_GPU_CHECK_DTYPES),
     ENERGY_GPU_CHECK_JOBS (default 4) at a time on the one GPU (each a short
     process of its own), reported in order."""
     os.makedirs(os.path.join(bundle, 'gpu-outputs'), exist_ok=True)
     jobs = int(os.environ.get('ENERGY_GPU_CHECK_JOBS', '4'))
     match = os.environ.get('ENERGY_GPU_CHECK_MATCH', '')
+    dtypes = os.environ.get('ENERGY_GPU_CHECK_DTYPES', '')
+    dtypes = dtypes.split(',') if dtypes else DTYPES + LOSS_DTYPES
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(check_case, bundle, *case) for case in all_cases()
-                   if match in case[0]]
+                   if match in case[0] and case[1] in dtypes]
         report = []
         for future in futures:
             entry = future.result()

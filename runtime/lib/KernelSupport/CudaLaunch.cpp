@@ -249,8 +249,23 @@ void energy::cuda::DeviceScratch::release() {
   size = 0;
 }
 
-std::string energy::cuda::supportImages(const char *ptx) {
-  return ptx ? std::string("sm_80") + '\0' + ptx + '\0' + '\0' : "";
+std::string energy::cuda::supportImages(const char *ptx, const char *arch) {
+  return ptx ? std::string(arch) + '\0' + ptx + '\0' + '\0' : "";
+}
+
+int32_t energy::cuda::deviceArchitecture(int &arch) {
+  if (std::string error = makeContextCurrent(); !error.empty())
+    return fail(error);
+  int major = 0, minor = 0;
+  const DriverApi &api = driverApi();
+  if (CUresult result =
+          api.deviceGetAttribute(&major, kComputeCapabilityMajor, 0);
+      result != kSuccess)
+    return fail("cannot read the GPU's compute capability: " +
+                api.describe(result));
+  api.deviceGetAttribute(&minor, kComputeCapabilityMinor, 0);
+  arch = major * 10 + minor;
+  return ENERGY_KERNEL_OK;
 }
 
 int32_t energy::cuda::loadKernel(const char *images, const char *name,
@@ -323,7 +338,7 @@ void energy::cuda::trace(const char *what, int64_t count, double milliseconds) {
 int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                                    void **parameters, int64_t count,
                                    unsigned threads, unsigned positionsPerBlock,
-                                   unsigned layers) {
+                                   unsigned layers, unsigned sharedBytes) {
   if (count <= 0)
     return ENERGY_KERNEL_OK;
   auto start = std::chrono::steady_clock::now();
@@ -336,7 +351,7 @@ int32_t energy::cuda::launchKernel(void *kernel, const char *name,
                 " positions are more than one launch can cover");
   if (CUresult result = api.launchKernel(
           kernel, static_cast<unsigned>(blocksNeeded), layers, 1, threads, 1, 1,
-          0, currentStream(), parameters, nullptr);
+          sharedBytes, currentStream(), parameters, nullptr);
       result != kSuccess)
     return fail(std::string("cannot launch kernel ") + name + ": " +
                 api.describe(result));

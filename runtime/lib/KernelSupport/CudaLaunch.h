@@ -25,10 +25,14 @@ constexpr unsigned kBlockThreads = 256;
 /// Records `message` as the last failure; returns ENERGY_KERNEL_DEVICE_ERROR.
 int32_t fail(std::string message);
 
-/// The support library's own kernels' PTX (nvcc's, for compute_80 and up)
-/// as loadKernel's images: one sm_80 image, or none when `ptx` is null (a
-/// build without nvcc).
-std::string supportImages(const char *ptx);
+/// The support library's own kernels' PTX (nvcc's, for compute_80 and up,
+/// or `arch`) as loadKernel's images: one image, or none when `ptx` is null
+/// (a build without nvcc).
+std::string supportImages(const char *ptx, const char *arch = "sm_80");
+
+/// The compute capability of the GPU kernels run on (90 for sm_90) in
+/// `arch`; 0 or ENERGY_KERNEL_DEVICE_ERROR.
+int32_t deviceArchitecture(int &arch);
 
 /// The kernel `name` of `images` (energy_support_cuda_launch's format) in
 /// `kernel`, loading the module once and caching the kernel in `*function`;
@@ -45,12 +49,13 @@ void *currentStream();
 /// blocks (blockIdx.y; at most kMaxLayers), with cuLaunchKernel's
 /// `parameters`, and returns, the kernel recorded as pending work
 /// (notePending); or, where launches wait (launchesWait), waits for it. 0
-/// or ENERGY_KERNEL_DEVICE_ERROR.
+/// or ENERGY_KERNEL_DEVICE_ERROR. Each block has `sharedBytes` of dynamic
+/// shared memory.
 constexpr unsigned kMaxLayers = 65535;
 int32_t launchKernel(void *kernel, const char *name, void **parameters,
                      int64_t count, unsigned threads = kBlockThreads,
                      unsigned positionsPerBlock = kBlockThreads,
-                     unsigned layers = 1);
+                     unsigned layers = 1, unsigned sharedBytes = 0);
 
 /// Device memory (cuMemAlloc) that a caller holds while its kernels run,
 /// taken from the blocks earlier holders gave back: a kernel that needs

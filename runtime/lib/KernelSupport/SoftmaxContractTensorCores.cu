@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SoftmaxContractDevice.h"
+#include "SoftmaxContractFragments.h"
 
 #include <cuda_bf16.h>
 #include <stdint.h>
@@ -23,6 +23,7 @@
 namespace {
 using energy::cuda::ContractSlots;
 using energy::cuda::pointer;
+using namespace energy::cuda::fragments;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
@@ -44,17 +45,8 @@ constexpr int kChunk = 8;
 constexpr int kPad = 8;
 /// Threads per block of the packing kernels (CudaLaunch.h's kBlockThreads).
 constexpr int kPackThreads = 256;
-constexpr double kLog2e = 1.4426950408889634;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr unsigned kAllLanes = 0xffffffffu;
 
 static_assert(kInner % 16 == 0, "a tile is whole k blocks of the weights");
-
-/// Two floats as a pair of bf16 (round to nearest), `low` in the low half.
-__device__ uint32_t pack(float low, float high) {
-  __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  return *reinterpret_cast<uint32_t *>(&pair);
-}
 
 /// d += a · b on one 16 × 8 × 16 tile: a row-major (four registers of bf16
 /// pairs), b column-major (two), d fp32 (four), in mma.sync's fragments.
@@ -84,35 +76,6 @@ __device__ void loadMatrices(uint32_t (&m)[4], const __nv_bfloat16 *row) {
                  "{%0, %1, %2, %3}, [%4];\n"
                  : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
                  : "r"(address));
-}
-
-/// Starts copying `bytes` (16, or 4 with `available` of them read and the
-/// rest zeros) from global to shared memory; they land once a later
-/// waitForCopies returns.
-template <int Bytes>
-__device__ void copyAsync(void *shared, const void *global,
-                          uint32_t available = Bytes) {
-  uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
-  if (Bytes == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
-                 :
-                 : "r"(address), "l"(global)
-                 : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :
-                 : "r"(address), "l"(global), "r"(available)
-                 : "memory");
-}
-
-/// Closes the group of copies started since the last call.
-__device__ void commitCopies() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/// Waits for this thread's copies of every closed group.
-__device__ void waitForCopies() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
 /// Elements in one packed row of `size` values: whole 16-byte chunks
@@ -233,41 +196,23 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   const PackedInner packed =
       packedInner(s, packedFeatures, packedValues, packedRows);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, member = lane % 4;
   const int64_t outerCount = ColumnSide ? s.cols : s.rows;
   const int64_t innerCount = ColumnSide ? s.rows : s.cols;
   const float *outerFeatures =
       pointer<const float>(ColumnSide ? s.colFeatures : s.rowFeatures);
   const int depth = static_cast<int>(s.depth);
   const int width = energy::cuda::tableWidth(s);
-  const double temperature = energy::cuda::bitsToDouble(s.temperatureBits);
-  // Scores in units of log2 of the softmax's base: s(r, c) / T · log2 e.
-  const float toLog2 = static_cast<float>(
-      energy::cuda::bitsToDouble(s.scaleBits) / temperature * kLog2e);
-  const float normaliserToLog2 = static_cast<float>(kLog2e / temperature);
   const float *lse = pointer<const float>(s.givenLse ? s.givenLse : s.lse);
   const bool given = !ColumnSide && s.givenLse;
-  const bool constrained = s.numConstraints > 0;
   const int64_t blockOuter = static_cast<int64_t>(blockIdx.x) * kOuter;
   const int64_t lastOuter =
       (blockOuter + kOuter < outerCount ? blockOuter + kOuter : outerCount) - 1;
-  // This thread's two outer positions: fragment rows `group` and + 8.
-  const int64_t outer[2] = {blockOuter + 16 * warp + group,
-                            blockOuter + 16 * warp + group + 8};
+  const PassThread t = passThread(s, blockOuter + 16 * warp, lane);
+  const int member = t.member;
 
-  // The first tile at or after `base` with an admitted pair, or innerCount;
-  // the same for every thread of the block.
   auto nextTile = [&](int64_t base) {
-    for (; constrained && base < innerCount; base += kInner) {
-      int64_t lastInner =
-          (base + kInner < innerCount ? base + kInner : innerCount) - 1;
-      if (!(ColumnSide ? energy::cuda::noneAdmitted(s, base, lastInner,
-                                                    blockOuter, lastOuter)
-                       : energy::cuda::noneAdmitted(s, blockOuter, lastOuter,
-                                                    base, lastInner)))
-        break;
-    }
-    return base < innerCount ? base : innerCount;
+    return nextAdmittedTile<ColumnSide>(s, t.constrained, base, innerCount,
+                                        kInner, blockOuter, lastOuter);
   };
   auto stage = [&](int into, int64_t base) {
     stageTile<MaxD>(features[into], packed.features, packed.featureStride,
@@ -296,8 +241,8 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         int d = 16 * kk + 8 * half + 2 * member;
-        bool inside = outer[r] < outerCount;
-        const float *row = outerFeatures + outer[r] * depth;
+        bool inside = t.outer[r] < outerCount;
+        const float *row = outerFeatures + t.outer[r] * depth;
         float low = inside && d < depth ? row[d] : 0.f;
         float high = inside && d + 1 < depth ? row[d + 1] : 0.f;
         a[kk][2 * half + r] = pack(low, high);
@@ -310,8 +255,8 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   float givenLog2[2] = {0.f, 0.f};
   if (given)
     for (int r = 0; r < 2; ++r)
-      if (outer[r] < outerCount)
-        givenLog2[r] = lse[outer[r]] * normaliserToLog2;
+      if (t.outer[r] < outerCount)
+        givenLog2[r] = lse[t.outer[r]] * t.normaliserToLog2;
 
   for (int current = 0; base < innerCount; current ^= 1) {
     // This tile's copies have landed, and every warp is done with the
@@ -340,79 +285,20 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
       }
     }
 
-    // Scores in log2 units, masked pairs −∞ (only a last or constrained
-    // tile has any; positions past the outer end are never written).
-    const bool masked = constrained || base + kInner > innerCount;
-#pragma unroll
-    for (int nt = 0; nt < kInner / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        int64_t inner = base + 8 * nt + 2 * member + (e & 1);
-        bool valid =
-            !masked ||
-            (inner < innerCount &&
-             (!constrained ||
-              (ColumnSide ? energy::cuda::admitted(s, inner, outer[e / 2])
-                          : energy::cuda::admitted(s, outer[e / 2], inner))));
-        scores[nt][e] = valid ? scores[nt][e] * toLog2 : -INFINITY;
-      }
+    scaleAndMask<ColumnSide>(scores, s, t, base, innerCount);
+    if (ColumnSide || given)
+      weightsWithNormalisers(scores, t,
+                             ColumnSide ? innerNormalisers[current] : nullptr,
+                             givenLog2);
+    else
+      onlineWeights(scores, runningMax, sum, accumulator);
 
-    // Weights, in place.
-    if (ColumnSide || given) {
-#pragma unroll
-      for (int nt = 0; nt < kInner / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          scores[nt][e] = exp2f(
-              scores[nt][e] -
-              (ColumnSide
-                   ? innerNormalisers[current][8 * nt + 2 * member + (e & 1)] *
-                         normaliserToLog2
-                   : givenLog2[e / 2]));
-    } else {
-      float rescale[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float tileMax = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < kInner / 8; ++nt)
-          tileMax =
-              fmaxf(tileMax, fmaxf(scores[nt][2 * r], scores[nt][2 * r + 1]));
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(kAllLanes, tileMax, 1));
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(kAllLanes, tileMax, 2));
-        float newMax = fmaxf(runningMax[r], tileMax);
-        // Until a row has an admitted column, everything stays 0.
-        float reference = newMax == -INFINITY ? 0.f : newMax;
-        rescale[r] = exp2f(runningMax[r] - reference);
-        runningMax[r] = newMax;
-        float tileSum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < kInner / 8; ++nt)
-#pragma unroll
-          for (int e = 2 * r; e < 2 * r + 2; ++e) {
-            scores[nt][e] = exp2f(scores[nt][e] - reference);
-            tileSum += scores[nt][e];
-          }
-        sum[r] = sum[r] * rescale[r] + tileSum;
-      }
-      // Once the maxima settle, most tiles leave them (rescale 1).
-      if (__any_sync(kAllLanes, rescale[0] != 1.f || rescale[1] != 1.f))
-#pragma unroll
-        for (int nw = 0; nw < MaxW / 8; ++nw)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            accumulator[nw][e] *= rescale[e / 2];
-    }
-
-    // accumulator += weights · values, the weights' c fragments reused as
-    // a fragments; b fragments of value columns 8nw to 8nw + 15 at once.
+      // accumulator += weights · values, the weights' c fragments reused as
+      // a fragments; b fragments of value columns 8nw to 8nw + 15 at once.
 #pragma unroll
     for (int kk = 0; kk < kInner / 16; ++kk) {
-      uint32_t weights[4] = {
-          pack(scores[2 * kk][0], scores[2 * kk][1]),
-          pack(scores[2 * kk][2], scores[2 * kk][3]),
-          pack(scores[2 * kk + 1][0], scores[2 * kk + 1][1]),
-          pack(scores[2 * kk + 1][2], scores[2 * kk + 1][3])};
+      uint32_t weights[4];
+      weightFragment(weights, scores, kk);
 #pragma unroll
       for (int nw = 0; nw < MaxW / 8; nw += 2) {
         if (8 * nw >= width)
@@ -428,39 +314,8 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
     base = next;
   }
 
-  float divisor[2] = {1.f, 1.f};
-  if (!ColumnSide) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      sum[r] += __shfl_xor_sync(kAllLanes, sum[r], 1);
-      sum[r] += __shfl_xor_sync(kAllLanes, sum[r], 2);
-      if (outer[r] >= outerCount)
-        continue;
-      float normaliser;
-      if (given) {
-        normaliser = lse[outer[r]];
-      } else if (sum[r] > 0.f) {
-        normaliser = static_cast<float>(temperature) * kLn2 *
-                     (runningMax[r] + log2f(sum[r]));
-        divisor[r] = sum[r];
-      } else {
-        // A row without an admitted column: L = 0 and zero outputs.
-        normaliser = 0.f;
-      }
-      if (s.lse && member == 0)
-        pointer<float>(s.lse)[outer[r]] = normaliser;
-    }
-  }
-#pragma unroll
-  for (int nw = 0; nw < MaxW / 8; ++nw)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      int w = 8 * nw + 2 * member + (e & 1);
-      int64_t position = outer[e / 2];
-      if (position < outerCount && w < width)
-        energy::cuda::storeOutput<float>(s, position, w,
-                                         accumulator[nw][e] / divisor[e / 2]);
-    }
+  finishPass<ColumnSide>(s, t, accumulator, sum, runningMax, outerCount, lse,
+                         given, width);
 }
 
 } // namespace

@@ -32,6 +32,8 @@ constexpr CUresult kSuccess = 0;
 constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
 constexpr int kConcurrentManagedAccess = 89;
+// cuFuncSetAttribute: the dynamic shared memory a kernel may be launched with.
+constexpr int kFuncMaxDynamicSharedBytes = 8;
 // cuMemAllocManaged: memory any stream and the host may reach.
 constexpr unsigned kMemAttachGlobal = 1;
 // CUmemLocation (cuMemPrefetchAsync_v2): a device ordinal, or the host.
@@ -68,6 +70,8 @@ struct DriverApi {
   /// Optional (null where the driver lacks it): a hint, never needed.
   CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                void *) = nullptr;
+  /// Optional: sets a kernel's attribute (a CUfunction_attribute).
+  CUresult (*funcSetAttribute)(CUfunction, int, int) = nullptr;
   /// Waits for the work queued on a stream (a CUstream; null: the legacy
   /// default stream).
   CUresult (*streamSynchronize)(void *) = nullptr;
@@ -136,6 +140,9 @@ inline const DriverApi &driverApi() {
     loaded.memPrefetchAsync =
         reinterpret_cast<decltype(loaded.memPrefetchAsync)>(
             dlsym(handle, "cuMemPrefetchAsync_v2"));
+    loaded.funcSetAttribute =
+        reinterpret_cast<decltype(loaded.funcSetAttribute)>(
+            dlsym(handle, "cuFuncSetAttribute"));
     if (!loaded.error.empty())
       return;
     if (CUresult result = loaded.init(0); result != kSuccess)
