@@ -7,7 +7,8 @@
 // only after the wait; a failure is reported at the fence, naming the
 // kernels; a softmax and a quadratic contraction's kernels queue the same
 // way, and their host paths wait first; work goes on the stream set
-// (energy_support_cuda_set_stream), whose queued work the fence waits for.
+// (energy_support_cuda_set_stream), whose queued work the fence waits for;
+// the bf16 contraction runs the tensor-core kernels chosen.
 // With ENERGY_CUDA_SYNC=1 (the test's second run) every launch waits.
 //
 //===----------------------------------------------------------------------===//
@@ -165,6 +166,74 @@ TEST_CASE("a softmax contraction queues its kernels; its host path waits") {
   // The host's result: row 0 scores x·y + p·q = 1 + 1 and 0 + 1.
   double s0 = std::exp(1.0 + 1), s1 = std::exp(0.0 + 1);
   CHECK(output[0] == doctest::Approx((2 * s0 + 3 * s1) / (s0 + s1)));
+}
+
+TEST_CASE("the bf16 contraction runs the tensor-core kernels chosen") {
+  // One problem of 40 rows and 50 columns of depth 20, a row output of
+  // width 24: bound 32.
+  std::vector<float> rows(40 * 20, 0.5f), cols(50 * 20, 0.25f),
+      values(50 * 24, 1.f), output(40 * 24);
+  const void *tables[] = {values.data()};
+  void *outputs[] = {output.data()};
+  int64_t widths[] = {24};
+  energy_softmax_contract_args args{};
+  args.rows = 40;
+  args.cols = 50;
+  args.depth = 20;
+  args.row_features = rows.data();
+  args.col_features = cols.data();
+  args.scale = args.temperature = 1;
+  args.num_row_outputs = 1;
+  args.col_values = tables;
+  args.row_output_widths = widths;
+  args.row_outputs = outputs;
+  args.batch = 1;
+  auto contract = [&] {
+    takeEvents();
+    REQUIRE(energy_support_cuda_softmax_contract_bf16(&args) ==
+            ENERGY_CONTRACT_OK);
+    REQUIRE(energy_support_cuda_fence() == ENERGY_KERNEL_OK);
+    return takeEvents();
+  };
+
+  // By default mma.sync's, without dynamic shared memory.
+  std::string events = contract();
+  INFO(events);
+  CHECK(events.find("launch:energy_contract_rows_bf16_pack ") !=
+        std::string::npos);
+  CHECK(events.find("launch:energy_contract_rows_bf16_32_32 ") !=
+        std::string::npos);
+
+  CHECK(energy_support_cuda_tensor_core_kernels("tensor") ==
+        ENERGY_KERNEL_DEVICE_ERROR);
+  CHECK(std::string(energy_support_cuda_last_error()).find("unknown") !=
+        std::string::npos);
+  setenv("ENERGY_FAKE_CUDA_CAPABILITY", "80", 1);
+  CHECK(energy_support_cuda_tensor_core_kernels("wgmma") ==
+        ENERGY_KERNEL_DEVICE_ERROR);
+  CHECK(std::string(energy_support_cuda_last_error()).find("sm_80") !=
+        std::string::npos);
+  unsetenv("ENERGY_FAKE_CUDA_CAPABILITY");
+  CHECK(contract().find("energy_contract_rows_bf16_32_32") !=
+        std::string::npos);
+
+  // wgmma's on this (fake) sm_90: its packing kernel, then the pass with
+  // its dynamic shared memory set once (attribute 8, the largest it may
+  // have) and given at launch: bound 32's outer features 32 × 128 bf16
+  // (8192 bytes), two stages of inner features and values (2 × (32 + 32) ×
+  // 64 bf16, 16384 bytes) and two stages' 64 normalisers (512 bytes).
+  REQUIRE(energy_support_cuda_tensor_core_kernels("wgmma") == ENERGY_KERNEL_OK);
+  events = contract();
+  CHECK(events.find("launch:energy_contract_rows_wgmma_pack ") !=
+        std::string::npos);
+  CHECK(events.find("set:energy_contract_rows_wgmma_32_32:8=25088 ") !=
+        std::string::npos);
+  CHECK(events.find("launch:energy_contract_rows_wgmma_32_32+25088B ") !=
+        std::string::npos);
+  CHECK(contract().find("set:") == std::string::npos);
+  REQUIRE(energy_support_cuda_tensor_core_kernels("auto") == ENERGY_KERNEL_OK);
+  CHECK(contract().find("launch:energy_contract_rows_bf16_32_32 ") !=
+        std::string::npos);
 }
 
 TEST_CASE("a quadratic contraction queues its kernels; its host path waits") {

@@ -6,6 +6,7 @@
 |* (launches, products, copies, prefetches and waits, each with its stream)  *|
 |* to a log the tests read, fails the next wait when told to, and fails      *|
 |* launching the kernels whose names contain ENERGY_FAKE_CUDA_FAIL_LAUNCH.   *|
+|* Its GPU is sm_90, or what ENERGY_FAKE_CUDA_CAPABILITY says.              *|
 \*===----------------------------------------------------------------------===*/
 
 #include <stddef.h>
@@ -64,9 +65,12 @@ int cuDeviceGetName(char *name, int length, int device) {
   strncpy(name, "fake", (size_t)length);
   return 0;
 }
+/* Compute capability 9.0, or what ENERGY_FAKE_CUDA_CAPABILITY says ("80"). */
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
   (void)device;
-  *value = attribute == 75 ? 9 : 0; /* compute capability 9.0 */
+  const char *capability = getenv("ENERGY_FAKE_CUDA_CAPABILITY");
+  int number = capability && *capability ? atoi(capability) : 90;
+  *value = attribute == 75 ? number / 10 : attribute == 76 ? number % 10 : 0;
   return 0;
 }
 int cuDeviceTotalMem_v2(size_t *bytes, int device) {
@@ -158,13 +162,24 @@ int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                    unsigned blockZ, unsigned sharedBytes, void *stream,
                    void **parameters, void **extra) {
   (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY;
-  (void)blockZ, (void)sharedBytes, (void)parameters, (void)extra;
+  (void)blockZ, (void)parameters, (void)extra;
   char event[256] = "launch:";
-  strncat(event, (const char *)function, sizeof event - 8);
+  strncat(event, (const char *)function, sizeof event - 32);
+  if (sharedBytes)
+    snprintf(event + strlen(event), 24, "+%uB", sharedBytes);
   noteOn(event, stream);
   const char *failing = getenv("ENERGY_FAKE_CUDA_FAIL_LAUNCH");
   if (failing && *failing && strstr((const char *)function, failing))
     return 719;
+  return 0;
+}
+
+/* Logs "set:NAME:ATTRIBUTE=VALUE". */
+int cuFuncSetAttribute(void *function, int attribute, int value) {
+  char event[256];
+  snprintf(event, sizeof event, "set:%s:%d=%d", (const char *)function,
+           attribute, value);
+  note(event);
   return 0;
 }
 
