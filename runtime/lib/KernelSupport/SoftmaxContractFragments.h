@@ -107,6 +107,19 @@ __device__ __forceinline__ PassThread passThread(const ContractSlots &s,
   return t;
 }
 
+/// The row side's given normalisers `lse` (or null) of this thread's outer
+/// positions, in log2 units (zeros past the end, or where none are given).
+__device__ __forceinline__ void givenNormalisers(float (&givenLog2)[2],
+                                                 const PassThread &t,
+                                                 const float *lse,
+                                                 int64_t outerCount) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    givenLog2[r] = lse && t.outer[r] < outerCount
+                       ? lse[t.outer[r]] * t.normaliserToLog2
+                       : 0.f;
+}
+
 /// Scores (accumulator fragments of `Chunks` blocks of 8 inner positions
 /// from `base`) in log2 units, masked pairs −∞ (only a last or constrained
 /// tile has any; positions past the outer end are never written).
@@ -247,5 +260,45 @@ finishPass(const ContractSlots &s, const PassThread &t,
 }
 
 } // namespace energy::cuda::fragments
+
+// The kernels of a family of tensor-core passes (FAMILY: bf16 for
+// mma.sync's, wgmma for wgmma's), from its file's packing function PACK and
+// contractPass, kPackThreads, kThreads and kMinBlocksPerSM. Every kernel
+// takes the pass's ContractSlots, the device addresses of the launch's
+// packed features and value tables, the packed rows of a problem, then the
+// position count; blockIdx.y is the problem of the launch (ContractSlots'
+// batchBase + blockIdx.y of the batch). CudaContract.cpp runs a pass's
+// packing kernel energy_contract_SIDE_FAMILY_pack, one thread per 16-byte
+// chunk of a problem's copies (kPackThreads to a block), then the pass's
+// contraction energy_contract_SIDE_FAMILY_B_B for the smallest bound B on
+// the depth and the widths' sum that fits, kThreads to a block, one block
+// per the family's outer positions (with the wgmma family's dynamic shared
+// memory).
+#define ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, SIDE, COLUMN_SIDE)            \
+  extern "C" __global__ void __launch_bounds__(kPackThreads)                   \
+      energy_contract_##SIDE##_##FAMILY##_pack(                                \
+          energy::cuda::ContractSlots s, int64_t features, int64_t values,     \
+          int64_t rows, int64_t) {                                             \
+    PACK<COLUMN_SIDE>(s, features, values, rows);                              \
+  }
+#define ENERGY_TENSOR_CORE_PASSES(FAMILY, B)                                   \
+  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
+      energy_contract_rows_##FAMILY##_##B##_##B(                               \
+          energy::cuda::ContractSlots s, int64_t features, int64_t values,     \
+          int64_t rows, int64_t) {                                             \
+    contractPass<B, B, false>(s, features, values, rows);                      \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
+      energy_contract_cols_##FAMILY##_##B##_##B(                               \
+          energy::cuda::ContractSlots s, int64_t features, int64_t values,     \
+          int64_t rows, int64_t) {                                             \
+    contractPass<B, B, true>(s, features, values, rows);                       \
+  }
+#define ENERGY_TENSOR_CORE_ENTRIES(FAMILY, PACK)                               \
+  ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, rows, false)                        \
+  ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, cols, true)                         \
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, 32)                                        \
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, 64)                                        \
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, 128)
 
 #endif // ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTFRAGMENTS_H

@@ -252,11 +252,8 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   // Row side: the running max (log2 units) and this thread's share of
   // Σ 2^(score − max), per fragment row; or the given normaliser.
   float runningMax[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
-  float givenLog2[2] = {0.f, 0.f};
-  if (given)
-    for (int r = 0; r < 2; ++r)
-      if (t.outer[r] < outerCount)
-        givenLog2[r] = lse[t.outer[r]] * t.normaliserToLog2;
+  float givenLog2[2];
+  givenNormalisers(givenLog2, t, given ? lse : nullptr, outerCount);
 
   for (int current = 0; base < innerCount; current ^= 1) {
     // This tile's copies have landed, and every warp is done with the
@@ -320,39 +317,4 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
 
 } // namespace
 
-// Every kernel takes the pass's ContractSlots, the device addresses of the
-// launch's packed features and value tables, the packed rows of a problem,
-// then the position count; blockIdx.y is the problem of the launch
-// (ContractSlots' batchBase + blockIdx.y of the batch). CudaContract.cpp
-// runs a pass's packing kernel, one thread per 16-byte chunk of a problem's
-// copies (kPackThreads to a block), then the pass's contraction for the
-// smallest bound on the depth and the widths' sum that fits, kThreads to a
-// block, one block per kOuter positions.
-#define ENERGY_TENSOR_CORE_PACKING(SIDE, COLUMN_SIDE)                          \
-  extern "C" __global__ void __launch_bounds__(kPackThreads)                   \
-      energy_contract_##SIDE##_bf16_pack(ContractSlots s, int64_t features,    \
-                                         int64_t values, int64_t rows,         \
-                                         int64_t) {                            \
-    packInner<COLUMN_SIDE>(s, features, values, rows);                         \
-  }
-
-ENERGY_TENSOR_CORE_PACKING(rows, false)
-ENERGY_TENSOR_CORE_PACKING(cols, true)
-
-#define ENERGY_TENSOR_CORE_KERNELS(B)                                          \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
-      energy_contract_rows_bf16_##B##_##B(ContractSlots s, int64_t features,   \
-                                          int64_t values, int64_t rows,        \
-                                          int64_t) {                           \
-    contractPass<B, B, false>(s, features, values, rows);                      \
-  }                                                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
-      energy_contract_cols_bf16_##B##_##B(ContractSlots s, int64_t features,   \
-                                          int64_t values, int64_t rows,        \
-                                          int64_t) {                           \
-    contractPass<B, B, true>(s, features, values, rows);                       \
-  }
-
-ENERGY_TENSOR_CORE_KERNELS(32)
-ENERGY_TENSOR_CORE_KERNELS(64)
-ENERGY_TENSOR_CORE_KERNELS(128)
+ENERGY_TENSOR_CORE_ENTRIES(bf16, packInner)

@@ -100,8 +100,9 @@ __device__ __forceinline__ void pin(uint32_t (&values)[Chunks][4]) {
 
 /// The products of n = N (accumulators of N / 8 chunks in the layout of
 /// mma.sync's c fragments, 16 rows a warp): d = a · b, or d += a · b where
-/// `accumulate`; a is 64 × 16 (from registers in a fragments, or shared
-/// memory), b 16 × N in shared memory, both k-major.
+/// `accumulate`; a is 64 × 16 (from registers in a fragments, or for the
+/// scores' n = 64 from shared memory), b 16 × N in shared memory, both
+/// k-major.
 template <int N> struct Product;
 
 /// d (+)= a · b on m64n32k16, a from registers.
@@ -117,18 +118,6 @@ template <> struct Product<32> {
         : ENERGY_ACCUMULATOR_CHUNK(d, 0), ENERGY_ACCUMULATOR_CHUNK(d, 1),
           ENERGY_ACCUMULATOR_CHUNK(d, 2), ENERGY_ACCUMULATOR_CHUNK(d, 3)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
-  }
-  __device__ static void fromShared(float (&d)[4][4], uint64_t a, uint64_t b,
-                                    int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "
-        "%15}, "
-        "%16, %17, p, 1, 1, 0, 0;\n}\n"
-        : ENERGY_ACCUMULATOR_CHUNK(d, 0), ENERGY_ACCUMULATOR_CHUNK(d, 1),
-          ENERGY_ACCUMULATOR_CHUNK(d, 2), ENERGY_ACCUMULATOR_CHUNK(d, 3)
-        : "l"(a), "l"(b), "r"(accumulate));
   }
 };
 
@@ -189,27 +178,6 @@ template <> struct Product<128> {
           ENERGY_ACCUMULATOR_CHUNK(d, 12), ENERGY_ACCUMULATOR_CHUNK(d, 13),
           ENERGY_ACCUMULATOR_CHUNK(d, 14), ENERGY_ACCUMULATOR_CHUNK(d, 15)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
-  }
-  __device__ static void fromShared(float (&d)[16][4], uint64_t a, uint64_t b,
-                                    int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "
-        "%15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-        "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
-        "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-        "%57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, 0;\n}\n"
-        : ENERGY_ACCUMULATOR_CHUNK(d, 0), ENERGY_ACCUMULATOR_CHUNK(d, 1),
-          ENERGY_ACCUMULATOR_CHUNK(d, 2), ENERGY_ACCUMULATOR_CHUNK(d, 3),
-          ENERGY_ACCUMULATOR_CHUNK(d, 4), ENERGY_ACCUMULATOR_CHUNK(d, 5),
-          ENERGY_ACCUMULATOR_CHUNK(d, 6), ENERGY_ACCUMULATOR_CHUNK(d, 7),
-          ENERGY_ACCUMULATOR_CHUNK(d, 8), ENERGY_ACCUMULATOR_CHUNK(d, 9),
-          ENERGY_ACCUMULATOR_CHUNK(d, 10), ENERGY_ACCUMULATOR_CHUNK(d, 11),
-          ENERGY_ACCUMULATOR_CHUNK(d, 12), ENERGY_ACCUMULATOR_CHUNK(d, 13),
-          ENERGY_ACCUMULATOR_CHUNK(d, 14), ENERGY_ACCUMULATOR_CHUNK(d, 15)
-        : "l"(a), "l"(b), "r"(accumulate));
   }
 };
 
@@ -391,11 +359,8 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   // Row side: the running max (log2 units) and this thread's share of
   // Σ 2^(score − max), per fragment row; or the given normaliser.
   float runningMax[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
-  float givenLog2[2] = {0.f, 0.f};
-  if (given)
-    for (int r = 0; r < 2; ++r)
-      if (t.outer[r] < outerCount)
-        givenLog2[r] = lse[t.outer[r]] * t.normaliserToLog2;
+  float givenLog2[2];
+  givenNormalisers(givenLog2, t, given ? lse : nullptr, outerCount);
 
   for (int current = 0; base < innerCount; current ^= 1) {
     // This tile's copies have landed and are visible to the products, and
@@ -459,40 +424,4 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
 
 } // namespace
 
-// Every kernel takes the pass's ContractSlots, the device addresses of the
-// launch's packed features and value tables, the packed rows of a problem,
-// then the position count; blockIdx.y is the problem of the launch
-// (ContractSlots' batchBase + blockIdx.y of the batch). CudaContract.cpp
-// runs a pass's packing kernel, one thread per 16-byte chunk of a problem's
-// copies (kPackThreads to a block), then the pass's contraction for the
-// smallest bound on the depth and the widths' sum that fits, kThreads to a
-// block, one block per kOuter positions, with sharedBytes of dynamic
-// shared memory.
-#define ENERGY_WARPGROUP_PACKING(SIDE, COLUMN_SIDE)                            \
-  extern "C" __global__ void __launch_bounds__(kPackThreads)                   \
-      energy_contract_##SIDE##_wgmma_pack(ContractSlots s, int64_t features,   \
-                                          int64_t values, int64_t rows,        \
-                                          int64_t) {                           \
-    packTiles<COLUMN_SIDE>(s, features, values, rows);                         \
-  }
-
-ENERGY_WARPGROUP_PACKING(rows, false)
-ENERGY_WARPGROUP_PACKING(cols, true)
-
-#define ENERGY_WARPGROUP_KERNELS(B)                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
-      energy_contract_rows_wgmma_##B##_##B(ContractSlots s, int64_t features,  \
-                                           int64_t values, int64_t rows,       \
-                                           int64_t) {                          \
-    contractPass<B, B, false>(s, features, values, rows);                      \
-  }                                                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
-      energy_contract_cols_wgmma_##B##_##B(ContractSlots s, int64_t features,  \
-                                           int64_t values, int64_t rows,       \
-                                           int64_t) {                          \
-    contractPass<B, B, true>(s, features, values, rows);                       \
-  }
-
-ENERGY_WARPGROUP_KERNELS(32)
-ENERGY_WARPGROUP_KERNELS(64)
-ENERGY_WARPGROUP_KERNELS(128)
+ENERGY_TENSOR_CORE_ENTRIES(wgmma, packTiles)
