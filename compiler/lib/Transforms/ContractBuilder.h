@@ -2,7 +2,7 @@
 //
 // The regions of a new softmax contraction, filled before the op exists
 // (its result types follow from what they yield), for the steps that form
-// contractions and the one that merges them. Private to
+// contractions and the ones that merge and split them. Private to
 // compiler/lib/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -109,6 +109,17 @@ struct ContractBuilder {
   DimExprAttr cols;
   Region predicate, score, rowSums, colSums;
 };
+
+/// A contraction like `from` (its predicate, score and temperature) at
+/// `builder`'s position, given `givenLse` (or none), summing the row values
+/// of `rowSides` and the column values of `colSides`, in order; a value
+/// summed twice (the counts of two statistics) is summed once. The row
+/// outputs of `rowSides` and the column outputs of `colSides` are replaced
+/// by the new contraction's.
+SoftmaxContractOp rebuildContract(OpBuilder &builder, SoftmaxContractOp from,
+                                  ArrayRef<SoftmaxContractOp> rowSides,
+                                  ArrayRef<SoftmaxContractOp> colSides,
+                                  Value givenLse);
 
 } // namespace mlir::energy
 

@@ -114,81 +114,6 @@ bool canMerge(SoftmaxContractOp earlier, SoftmaxContractOp later,
       opsToMoveAbove(earlier, later, rowsOnly ? &later.getColSums() : nullptr));
 }
 
-/// A contraction like `from` (its predicate, score and temperature) at
-/// `builder`'s position, given `givenLse` (or none), summing the row values
-/// of `rowSides` and the column values of `colSides`, in order; a value
-/// summed twice (the counts of two statistics) is summed once. The row
-/// outputs of `rowSides` and the column outputs of `colSides` are replaced
-/// by the new contraction's.
-SoftmaxContractOp rebuild(OpBuilder &builder, SoftmaxContractOp from,
-                          ArrayRef<SoftmaxContractOp> rowSides,
-                          ArrayRef<SoftmaxContractOp> colSides,
-                          Value givenLse) {
-  ContractBuilder contract(from.getContext(), from.getRows(), from.getCols());
-  contract.nameIndices(llvm::to_vector(llvm::map_range(
-      from.getScore().front().getArguments(),
-      [](BlockArgument argument) { return argument.getLoc(); })));
-  auto cloneInto = [&](Region &into, Region &source,
-                       SmallVectorImpl<Value> &values) {
-    Block &target = contract.block(into);
-    IRMapping mapping;
-    mapping.map(source.front().getArguments(), target.getArguments());
-    OpBuilder inside = endOf(target);
-    for (Operation &op : source.front().without_terminator())
-      inside.clone(op, mapping);
-    for (Value value :
-         cast<YieldOp>(source.front().getTerminator()).getValues())
-      values.push_back(mapping.lookupOrDefault(value));
-  };
-  SmallVector<Value> predicateValues, scoreValues, rowValues, colValues;
-  SmallVector<Value> oldRows, oldCols;
-  if (from.hasPredicate())
-    cloneInto(contract.predicate, from.getPredicate(), predicateValues);
-  cloneInto(contract.score, from.getScore(), scoreValues);
-  for (SoftmaxContractOp side : rowSides) {
-    cloneInto(contract.rowSums, side.getRowSums(), rowValues);
-    llvm::append_range(oldRows, side.getRowOutputs());
-  }
-  for (SoftmaxContractOp side : colSides) {
-    cloneInto(contract.colSums, side.getColSums(), colValues);
-    llvm::append_range(oldCols, side.getColOutputs());
-  }
-  // Each old output maps to its value's position among the distinct ones.
-  auto distinct = [](ArrayRef<Value> values, SmallVectorImpl<unsigned> &at) {
-    SmallVector<Value> unique;
-    for (Value value : values) {
-      auto same = llvm::find_if(unique, [&](Value other) {
-        return other == value || computeSame(other, value, IRMapping());
-      });
-      at.push_back(same - unique.begin());
-      if (same == unique.end())
-        unique.push_back(value);
-    }
-    return unique;
-  };
-  SmallVector<unsigned> rowAt, colAt;
-  SmallVector<Value> uniqueRows = distinct(rowValues, rowAt);
-  SmallVector<Value> uniqueCols = distinct(colValues, colAt);
-  Location loc = from.getLoc();
-  auto yield = [&](Region &region, ValueRange values) {
-    OpBuilder inside = endOf(contract.block(region));
-    YieldOp::create(inside, loc, values);
-  };
-  if (from.hasPredicate())
-    yield(contract.predicate, predicateValues);
-  yield(contract.score, scoreValues);
-  yield(contract.rowSums, uniqueRows);
-  yield(contract.colSums, uniqueCols);
-  SoftmaxContractOp rebuilt =
-      contract.create(builder, loc, from.getTemperature(), givenLse);
-  for (auto [old, position] : llvm::zip_equal(oldRows, rowAt))
-    old.replaceAllUsesWith(rebuilt.getRowOutputs()[position]);
-  for (auto [old, position] : llvm::zip_equal(oldCols, colAt))
-    old.replaceAllUsesWith(rebuilt.getColOutputs()[position]);
-  markContractForm(rebuilt);
-  return rebuilt;
-}
-
 /// One contraction with the sums of both; with `rowsOnly`, with the row
 /// sums of both and `earlier`'s column sums, `later` keeping its column
 /// sums in a column pass of their own, given the merged contraction's
@@ -206,8 +131,8 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
   if (!rowsOnly)
     colSides.push_back(later);
   OpBuilder atEarlier(earlier);
-  SoftmaxContractOp merged = rebuild(atEarlier, earlier, {earlier, later},
-                                     colSides, earlier.getGivenLse());
+  SoftmaxContractOp merged = rebuildContract(
+      atEarlier, earlier, {earlier, later}, colSides, earlier.getGivenLse());
   Value lse = merged.getGivenLse() ? merged.getGivenLse() : merged.getLse();
   if (Value earlierLse = earlier.getLse())
     earlierLse.replaceAllUsesWith(lse);
@@ -215,7 +140,7 @@ LogicalResult merge(SoftmaxContractOp earlier, SoftmaxContractOp later,
     laterLse.replaceAllUsesWith(lse);
   if (rowsOnly) {
     OpBuilder atLater(later);
-    rebuild(atLater, later, {}, {later}, lse);
+    rebuildContract(atLater, later, {}, {later}, lse);
   }
   later.erase();
   earlier.erase();
@@ -277,10 +202,11 @@ void joinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   for (Operation *reader : llvm::reverse(readers))
     reader->moveAfter(later);
   OpBuilder atLater(later);
-  rebuild(atLater, later, {}, {later, earlier}, later.getGivenLse());
+  rebuildContract(atLater, later, {}, {later, earlier}, later.getGivenLse());
   later.erase();
   OpBuilder atEarlier(earlier);
-  SoftmaxContractOp rows = rebuild(atEarlier, earlier, {earlier}, {}, Value());
+  SoftmaxContractOp rows =
+      rebuildContract(atEarlier, earlier, {earlier}, {}, Value());
   earlier.getLse().replaceAllUsesWith(rows.getLse());
   earlier.erase();
 }

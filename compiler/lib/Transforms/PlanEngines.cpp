@@ -2,9 +2,13 @@
 //
 // Chooses, for the artifact's target, the engine of every softmax
 // contraction (generated loops, the support library's CPU or GPU kernels,
-// cuDNN's fused attention), so that code generation only reads it.
+// cuDNN's fused attention), so that code generation only reads it; with
+// bf16 products on CUDA, a contraction whose row side alone cuDNN computes
+// is split so that it does.
 //
 //===----------------------------------------------------------------------===//
+
+#include "ContractBuilder.h"
 
 #include "energy/Transforms/Passes.h"
 
@@ -55,14 +59,41 @@ struct PlanEnginesPass
                : kCudaTensorCoresEngine;
   }
 
+  /// With bf16 products on CUDA, a contraction with both sides whose row
+  /// side alone cuDNN's fused attention computes becomes two: that row side
+  /// (its normaliser and row sums), then the column sums given its
+  /// normaliser (which the tensor-core kernel takes). Each side makes one
+  /// pass over the pairs either way. Returns the contractions that stand
+  /// for `contract`: the two, or itself, unchanged.
+  SmallVector<SoftmaxContractOp>
+  splitForFusedAttention(SoftmaxContractOp contract) {
+    std::string reason;
+    if (target != "cuda" || !bf16Products || contract.getColOutputs().empty() ||
+        contract.getRowOutputs().empty() ||
+        failed(contract.checkFusedAttention(reason, /*rowSideOnly=*/true)))
+      return {contract};
+    OpBuilder builder(contract);
+    SoftmaxContractOp rows =
+        rebuildContract(builder, contract, {contract}, {}, Value());
+    SoftmaxContractOp cols =
+        rebuildContract(builder, contract, {}, {contract}, rows.getLse());
+    contract.getLse().replaceAllUsesWith(rows.getLse());
+    contract.erase();
+    return {rows, cols};
+  }
+
   void runOnOperation() override {
     if (target == "cuda" || deviceLoops)
       getOperation()->setAttr(kDeviceLoopsAttr,
                               UnitAttr::get(getOperation().getContext()));
+    SmallVector<SoftmaxContractOp> contracts;
     getOperation().walk([&](SoftmaxContractOp contract) {
       if (!contract.getEngine())
-        contract.setEngine(engineOf(contract));
+        contracts.push_back(contract);
     });
+    for (SoftmaxContractOp contract : contracts)
+      for (SoftmaxContractOp part : splitForFusedAttention(contract))
+        part.setEngine(engineOf(part));
   }
 };
 } // namespace

@@ -559,7 +559,8 @@ SoftmaxContractOp::matchQuadratic(std::string &reason) {
   return form;
 }
 
-LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
+LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason,
+                                                     bool rowSideOnly) {
   if (getForm() != ContractForm::bilinear) {
     reason = "it is not bilinear";
     return failure();
@@ -569,7 +570,7 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason) {
     return failure();
   if (getGivenLse())
     reason = "its normaliser is given";
-  else if (!getColValues().empty())
+  else if (!rowSideOnly && !getColValues().empty())
     reason = "it has column values";
   else if (getRowValues().empty())
     reason = "it has no row values";

@@ -100,9 +100,23 @@ energy.model @strict {
 
 // -----
 
-// Column sums are not the forward attention's.
+// Column sums are not the forward attention's, but the row side is: with
+// bf16 products the contraction becomes the row side on cuDNN, then the
+// column sums given its normaliser on the tensor cores. Without them, one
+// contraction on the GPU's kernel.
 // CHECK-LABEL: energy.model @column_side
-// CHECK:       {engine = "cuda-tensor-cores"}
+// CHECK:       %[[ROWS:.*]]:2 = softmax_contract
+// CHECK-NOT:   col_values
+// CHECK:       row_values {
+// CHECK:       } {engine = "cudnn"} : !energy.array<N>, !energy.array<N, D>
+// CHECK:       = softmax_contract bilinear rows ({{.*}}) cols ({{.*}}) lse(%[[ROWS]]#0 : !energy.array<N>) score {
+// CHECK-NOT:   row_values
+// CHECK:       col_values {
+// CHECK:       } {engine = "cuda-tensor-cores"} : !energy.array<N, D>
+// CHECK-NOT:   softmax_contract
+// CUDA-LABEL:  energy.model @column_side
+// CUDA-COUNT-1: softmax_contract
+// CUDA:        } {engine = "cuda"} : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
 energy.model @column_side {
   dim @N
   dim @D
@@ -123,6 +137,77 @@ energy.model @column_side {
       %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
       yield %1 : !energy.array<D>
     } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+  }
+}
+
+// -----
+
+// Both sides under a mask cuDNN does not have (column < row): one
+// contraction on the tensor cores.
+// CHECK-LABEL: energy.model @column_side_strict
+// CHECK-COUNT-1: softmax_contract
+// CHECK:       } {engine = "cuda-tensor-cores"} : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+energy.model @column_side_strict {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %a:3 = softmax_contract bilinear rows (%c : @N) cols (%p : @N) where {
+      %ok = arith.cmpi slt, %p, %c : index
+      yield %ok : i1
+    } score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      yield %3 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } col_values {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+    accumulate %a#1 into @x : !energy.array<N, D>
+    accumulate %a#2 into @x : !energy.array<N, D>
+  }
+}
+
+// -----
+
+// Split, the row side's and the column side's outputs are read where the
+// whole contraction's were.
+// CHECK-LABEL: energy.model @column_side_read
+// CHECK:       %[[ROWS:.*]]:2 = softmax_contract
+// CHECK:       {engine = "cudnn"}
+// CHECK:       %[[COLS:.*]] = softmax_contract {{.*}} lse(%[[ROWS]]#0
+// CHECK:       {engine = "cuda-tensor-cores"}
+// CHECK:       accumulate %[[ROWS]]#1 into @x
+// CHECK:       accumulate %[[COLS]] into @x
+energy.model @column_side_read {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %a:3 = softmax_contract bilinear rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      yield %3 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } col_values {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>, !energy.array<N, D>
+    accumulate %a#1 into @x : !energy.array<N, D>
+    accumulate %a#2 into @x : !energy.array<N, D>
   }
 }
 

@@ -1010,8 +1010,11 @@ def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
     unmasked or causal (SoftmaxContractOp::checkFusedAttention;
     energy_support_cuda_fused_attention_bf16 runs them on cuDNN where it is
     installed and takes their sizes, heads of up to 128 features and
-    values, and on the tensor-core kernel otherwise); generic ones
-    `"loops"`. On CUDA (or with `device-loops`) it also marks the model
+    values, and on the tensor-core kernel otherwise); a contraction with
+    column sums whose row side alone cuDNN computes (an attention energy's
+    gradient) becomes two, the row side (normaliser and row sums) `"cudnn"`
+    and the column sums given its normaliser `"cuda-tensor-cores"`, each
+    side one pass over the pairs as before; generic ones `"loops"`. On CUDA (or with `device-loops`) it also marks the model
     `energy.device_loops`: code generation then writes the exp of a
     panel, a log determinant and an inverse as loops instead of calls of
     the host's support functions, so that the loops around them can run

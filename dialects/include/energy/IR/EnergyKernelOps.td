@@ -168,8 +168,10 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     /// otherwise.
     ::mlir::LogicalResult checkReusableScores(std::string &reason);
     /// Whether cuDNN's fused attention computes this contraction (`engine =
-    /// "cudnn"`): failure with a reason otherwise.
-    ::mlir::LogicalResult checkFusedAttention(std::string &reason);
+    /// "cudnn"`), or with `rowSideOnly` its row side (its normaliser and
+    /// row sums) alone: failure with a reason otherwise.
+    ::mlir::LogicalResult checkFusedAttention(std::string &reason,
+                                              bool rowSideOnly = false);
     /// The result types implied by the domains and the regions' values.
     ::llvm::SmallVector<::mlir::Type> inferResultTypes();
     static ::llvm::StringRef getDefaultDialect() { return "energy"; }
