@@ -97,7 +97,8 @@ fuzz: deps $(FUZZ_BUILD_DIR)/build.ninja
 # differences); failures are reduced and land in $(FUZZ_MODELS_OUT). The
 # models are compiled in FUZZ_MODELS_DTYPE (f64, or f32 compared within
 # 1e-3); with FUZZ_MODELS_TARGET=cuda, for the GPU, their PTX checked by
-# ptxas (no GPU needed); with FUZZ_MODELS_TARGET=device-loops, compiled
+# ptxas (no GPU needed; FUZZ_MODELS_DTYPE=bf16 there for the tensor-core
+# and cuDNN plans); with FUZZ_MODELS_TARGET=device-loops, compiled
 # with the loops CUDA artifacts get and checked on the CPU. Not part of
 # `make test` (which checks fixed samples of 50 in f64, 30 in f32, 4 for
 # the GPU and 20 with the GPU's loops: ENERGY_FUZZ_SAMPLE, _F32, _CUDA,

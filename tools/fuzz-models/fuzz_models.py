@@ -169,9 +169,10 @@ def main():
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 2)
     parser.add_argument('--out', default='fuzz-models-out', help='where models and reproducers go')
     parser.add_argument('--opt-level', type=int, default=0)
-    parser.add_argument('--dtype', choices=('f64', 'f32'), default='f64',
+    parser.add_argument('--dtype', choices=('f64', 'f32', 'bf16'), default='f64',
                         help='the precision the models are compiled in (f32: '
-                        'compared within 1e-3)')
+                        'compared within 1e-3; bf16: with --target cuda only, '
+                        'the tensor-core and cuDNN plans)')
     parser.add_argument('--target', choices=('cpu', 'cuda', 'device-loops'),
                         default='cpu',
                         help='cuda: compile each model for the GPU and check its '
@@ -182,6 +183,8 @@ def main():
                         help='time to reduce each failure (0: keep it whole)')
     parser.add_argument('--keep', action='store_true', help='keep every model checked')
     args = parser.parse_args()
+    if args.dtype == 'bf16' and args.target != 'cuda':
+        parser.error('--dtype bf16 needs --target cuda (CPU artifacts have no bf16)')
     if args.target == 'cuda' and not os.access(PTXAS, os.X_OK):
         print('skipped: no ptxas at %s (the CUDA toolkit is not installed)' % PTXAS)
         return 77
