@@ -4,8 +4,9 @@
 // kernels of energy_support_cuda_softmax_contract_bf16 (mma.sync's, and on
 // sm_90 wgmma's) against the host's f32 contraction on the same inputs
 // (shapes with padding, several tables, the causal mask, the normalisers,
-// and for the built-in kernels column outputs), that cuDNN declines what
-// it should, then the time of benchmark (a)'s contraction on each.
+// and for the built-in kernels column outputs, also given cuDNN's
+// normalisers as the plan splits such a contraction), that cuDNN declines
+// what it should, then the time of benchmark (a)'s contraction on each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +205,31 @@ bool checkFused(Problem &problem) {
   return check(problem, "cuDNN", energy_support_cuda_fused_attention_bf16);
 }
 
+/// `a` split as the plan splits a contraction with column sums whose row
+/// side cuDNN computes (energy-plan-engines): the row side on cuDNN, its
+/// normalisers into a->lse, then the column sums given them on the
+/// built-in kernels.
+energy_softmax_contract_args rowSide(const energy_softmax_contract_args &a) {
+  energy_softmax_contract_args rows = a;
+  rows.num_col_outputs = 0;
+  rows.row_values = nullptr;
+  rows.col_output_widths = nullptr;
+  rows.col_outputs = nullptr;
+  return rows;
+}
+int32_t splitOnCudnn(const energy_softmax_contract_args *a) {
+  energy_softmax_contract_args rows = rowSide(*a), cols = *a;
+  cols.num_row_outputs = 0;
+  cols.col_values = nullptr;
+  cols.row_output_widths = nullptr;
+  cols.row_outputs = nullptr;
+  cols.given_lse = a->lse;
+  cols.lse = nullptr;
+  if (int32_t code = energy_support_cuda_fused_attention_bf16(&rows))
+    return code;
+  return energy_support_cuda_softmax_contract_bf16(&cols);
+}
+
 /// Whether the built-in tensor-core kernels `kernels` run here (else says
 /// why not); they are then the bf16 contraction's.
 bool chooseKernels(const char *kernels) {
@@ -272,7 +298,10 @@ int main(int argc, char **argv) {
                     c.valuesAreKeys, seed++);
     ok = checkFused(problem) && ok;
   }
-  // The built-in kernels, also on column sides (which cuDNN does not take).
+  // The built-in kernels, also on column sides (which cuDNN does not take),
+  // and cuDNN's row side with their column side given its normalisers.
+  const Case twoSided[] = {Case{2, 130, 70, 40, {24}, false, false},
+                           Case{1, 200, 200, 128, {64, 64}, true, false}};
   for (const char *kernels : {"mma", "wgmma"}) {
     if (!chooseKernels(kernels))
       continue;
@@ -282,12 +311,21 @@ int main(int argc, char **argv) {
       ok = check(problem, kernels, energy_support_cuda_softmax_contract_bf16) &&
            ok;
     }
-    for (const Case &c : {Case{2, 130, 70, 40, {24}, false, false},
-                          Case{1, 200, 200, 128, {64, 64}, true, false}}) {
+    for (const Case &c : twoSided) {
       Problem problem(c.batch, c.rows, c.cols, c.depth, c.widths, c.causal,
                       c.valuesAreKeys, seed++, {c.depth / 2, 16});
       ok = check(problem, kernels, energy_support_cuda_softmax_contract_bf16) &&
            ok;
+      energy_softmax_contract_args rows = rowSide(problem.args(false));
+      if (const char *misfit =
+              energy_support_cuda_fused_attention_misfit(&rows)) {
+        std::printf("FAIL %s: cuDNN does not take its row side: %s\n",
+                    problem.describe().c_str(), misfit);
+        ok = false;
+        continue;
+      }
+      std::string what = std::string("cuDNN's rows, ") + kernels + "'s columns";
+      ok = check(problem, what.c_str(), splitOnCudnn) && ok;
     }
   }
   // What it must decline: pair terms, a column side, other constraints.
