@@ -66,7 +66,7 @@ cat > "$bundle/run.sh" <<'RUN'
 #!/bin/sh
 # The device checks: the fused attention and the built-in tensor-core
 # kernels against the host (fused-attention-check), benchmarks (a) and (b)
-# at N = 8192 ((b) also on the wgmma kernels), the f32 one,
+# at N = 8192 ((b) also on the two wgmma kernels), the f32 one,
 # (c) at N = 10^6 and the training step (GPU, host, PyTorch on the GPU),
 # the C API's device buffers and streams, the host's waits inside the
 # training steps (step_waits.py), the zoo against its PyTorch
@@ -97,6 +97,8 @@ bench grad2048 60 $A grad $E artifacts/mha_grad.bench.so 2048 3
 bench grad8192 60 $A grad $E artifacts/mha_grad.bench.so 8192 3
 (export ENERGY_CUDA_TENSOR_CORES=wgmma
  bench grad8192_wgmma 60 $A grad $E artifacts/mha_grad.bench.so 8192 3)
+(export ENERGY_CUDA_TENSOR_CORES=wgmma-pipelined
+ bench grad8192_wgmmap 60 $A grad $E artifacts/mha_grad.bench.so 8192 3)
 bench self4096 40 $A self $E artifacts/self_attention.bench.so 4096 5
 bench gmm1e6 120 gpu_gmm.py $E artifacts/gmm_em.bench.so 1000000 5
 T="gpu_training.py $E artifacts/attention_train.cuda.so artifacts/attention_train.cpu.so"

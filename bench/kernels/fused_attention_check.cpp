@@ -2,9 +2,9 @@
 //
 // energy_support_cuda_fused_attention_bf16 and the built-in tensor-core
 // kernels of energy_support_cuda_softmax_contract_bf16 (mma.sync's, and on
-// sm_90 wgmma's) against the host's f32 contraction on the same inputs
-// (shapes with padding, several tables, the causal mask, the normalisers,
-// and for the built-in kernels column outputs, also given cuDNN's
+// sm_90 wgmma's, plain and pipelined) against the host's f32 contraction on the
+// same inputs (shapes with padding, several tables, the causal mask, the
+// normalisers, and for the built-in kernels column outputs, also given cuDNN's
 // normalisers as the plan splits such a contraction), that cuDNN declines
 // what it should, then the time of benchmark (a)'s contraction on each.
 //
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
   // and cuDNN's row side with their column side given its normalisers.
   const Case twoSided[] = {Case{2, 130, 70, 40, {24}, false, false},
                            Case{1, 200, 200, 128, {64, 64}, true, false}};
-  for (const char *kernels : {"mma", "wgmma"}) {
+  for (const char *kernels : {"mma", "wgmma", "wgmma-pipelined"}) {
     if (!chooseKernels(kernels))
       continue;
     for (const Case &c : cases) {
@@ -359,7 +359,7 @@ int main(int argc, char **argv) {
     };
     add("cuDNN",
         timeCall(energy_support_cuda_fused_attention_bf16, problem, reps));
-    for (const char *kernels : {"mma", "wgmma"})
+    for (const char *kernels : {"mma", "wgmma", "wgmma-pipelined"})
       if (energy_support_cuda_tensor_core_kernels(kernels) == ENERGY_KERNEL_OK)
         add(kernels,
             timeCall(energy_support_cuda_softmax_contract_bf16, problem, reps));

@@ -3,7 +3,9 @@
 runtime/*.ptx) pass ptxas for the architecture each is for, and the wgmma
 kernels' products stay asynchronous: ptxas serializes them, or injects
 waits between them, when other instructions write their registers inside a
-chain of products (its notes C7515 and C7519), which would leave the
+chain of products (its notes C7513, C7515 and C7519: "wgmma.mma_async
+instructions are serialized", "warpgroup.arrive is injected"), which would
+leave the
 tensor cores idle for most of each tile.
 
 Usage: support_ptxas_check.py PTX_DIR [PTXAS]
@@ -20,7 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools', 'python'))
 from ptx_images import PTXAS  # noqa: E402
 
-SERIALIZED = re.compile(r'\((C7515|C7519)\)')
+SERIALIZED = re.compile(r'wgmma.mma_async instructions are serialized|'
+                        r'warpgroup\.arrive is injected')
 
 
 def main():

@@ -130,8 +130,8 @@ int64_t packedStride(int64_t size) { return (size + 7) / 8 * 8; }
 /// packed bf16 copies has a packing kernel per side and pads each
 /// problem's copies to a multiple of `packedRowMultiple` rows (its inner
 /// tile); 0 for the others. Kernels that read them as wgmma's core
-/// matrices (`coreMatrices`) take depths padded to whole k16 steps and
-/// dynamic shared memory.
+/// matrices (`stages` of them in shared memory; 0 for the others) take
+/// depths padded to whole k16 steps and dynamic shared memory.
 struct KernelFamily {
   const char *ptx;
   std::string images;
@@ -139,7 +139,7 @@ struct KernelFamily {
   int largest;
   unsigned threads, positionsPerBlock;
   int64_t packedRowMultiple;
-  bool coreMatrices;
+  int stages;
   void *rowKernels[3] = {}, *colKernels[3] = {};
   void *packKernels[2] = {};
   /// Whether a kernel's dynamic shared memory bound was set (by side, bound).
@@ -147,21 +147,21 @@ struct KernelFamily {
 
   KernelFamily(const char *ptx, const char *type, int largest, unsigned threads,
                unsigned positionsPerBlock, int64_t packedRowMultiple = 0,
-               bool coreMatrices = false, const char *arch = "sm_80")
+               int stages = 0, const char *arch = "sm_80")
       : ptx(ptx), images(energy::cuda::supportImages(ptx, arch)), type(type),
         largest(largest), threads(threads),
         positionsPerBlock(positionsPerBlock),
-        packedRowMultiple(packedRowMultiple), coreMatrices(coreMatrices) {}
+        packedRowMultiple(packedRowMultiple), stages(stages) {}
 
   /// Elements of a packed row of `depth` features.
   int64_t featureStride(int64_t depth) const {
-    return coreMatrices ? energy::cuda::warpgroups::packedDepth(depth)
-                        : packedStride(depth);
+    return stages ? energy::cuda::warpgroups::packedDepth(depth)
+                  : packedStride(depth);
   }
   /// Dynamic shared memory of a block of the kernels for `bound`.
   unsigned sharedBytes(int bound) const {
-    return coreMatrices ? energy::cuda::warpgroups::sharedBytes(bound, bound)
-                        : 0;
+    return stages ? energy::cuda::warpgroups::sharedBytes(bound, bound, stages)
+                  : 0;
   }
 };
 
@@ -364,31 +364,33 @@ extern "C" int32_t energy_support_cuda_softmax_contract_f64(
 namespace {
 /// The bf16 contraction's tensor-core kernels: mma.sync's
 /// (SoftmaxContractTensorCores.cu, sm_80 and up, 128 threads per 64
-/// positions, copies padded to tiles of 32) and wgmma's
-/// (SoftmaxContractWarpgroups.cu, sm_90 only, 256 threads per 128
-/// positions, core-matrix copies in tiles of 64).
+/// positions, copies padded to tiles of 32) and wgmma's, plain and
+/// pipelined (SoftmaxContractWarpgroups.cu, sm_90 only, 256 threads per
+/// 128 positions, core-matrix copies in tiles of 64).
 KernelFamily &mmaKernels() {
   static KernelFamily family(kTensorCorePtx, "bf16", 128, 128, 64, 32);
   return family;
 }
-KernelFamily &warpgroupKernels() {
-  static KernelFamily family(
-      kWarpgroupPtx, "wgmma", 128, energy::cuda::warpgroups::kThreads,
-      energy::cuda::warpgroups::kOuter, energy::cuda::warpgroups::kInner,
-      /*coreMatrices=*/true, "sm_90");
-  return family;
+KernelFamily &warpgroupKernels(bool pipelined) {
+  using namespace energy::cuda::warpgroups;
+  static KernelFamily plain(kWarpgroupPtx, "wgmma", 128, kThreads, kOuter,
+                            kInner, kPlainStages, "sm_90");
+  static KernelFamily overlapped(kWarpgroupPtx, "wgmmap", 128, kThreads, kOuter,
+                                 kInner, kPipelinedStages, "sm_90");
+  return pipelined ? overlapped : plain;
 }
 
-/// Why the kernels `name` names ("mma", "wgmma" or "auto", which is mma's)
-/// cannot run here (a sentence), or empty; `family` is theirs.
+/// Why the kernels `name` names ("mma", "wgmma", "wgmma-pipelined" or
+/// "auto", which is mma's) cannot run here (a sentence), or empty; `family`
+/// is theirs.
 std::string tensorCoreKernels(const std::string &name, KernelFamily *&family) {
   if (name == "mma" || name == "auto") {
     family = &mmaKernels();
     return "";
   }
-  if (name != "wgmma")
+  if (name != "wgmma" && name != "wgmma-pipelined")
     return "unknown tensor-core kernels '" + name +
-           "' (they are mma, wgmma or auto)";
+           "' (they are mma, wgmma, wgmma-pipelined or auto)";
   if (!kWarpgroupPtx)
     return "this build has no GPU kernels (it had no nvcc)";
   if (!energy::cuda::driverApi().funcSetAttribute)
@@ -399,7 +401,7 @@ std::string tensorCoreKernels(const std::string &name, KernelFamily *&family) {
   if (arch != 90)
     return "the wgmma kernels run on sm_90 GPUs only, and this one is sm_" +
            std::to_string(arch);
-  family = &warpgroupKernels();
+  family = &warpgroupKernels(name == "wgmma-pipelined");
   return "";
 }
 

@@ -56,9 +56,10 @@ __device__ __forceinline__ void commitCopies() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/// Waits for this thread's copies of every closed group.
-__device__ __forceinline__ void waitForCopies() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+/// Waits for this thread's copies of every closed group but the last
+/// `Pending`.
+template <int Pending = 0> __device__ __forceinline__ void waitForCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
 /// The first tile of `tile` inner positions at or after `base` with an
@@ -165,12 +166,12 @@ weightsWithNormalisers(float (&scores)[Chunks][4], const PassThread &t,
 
 /// The row side's online softmax over one tile: weights in place relative
 /// to the updated running maxima, this thread's share of Σ 2^(score − max)
-/// in `sum`, and the accumulator rescaled where a maximum moved.
-template <int Chunks, int OutputChunks>
+/// in `sum`, and in `rescale` the factor of each fragment row's earlier
+/// sums (1 where its maximum stayed).
+template <int Chunks>
 __device__ __forceinline__ void
-onlineWeights(float (&scores)[Chunks][4], float (&runningMax)[2],
-              float (&sum)[2], float (&accumulator)[OutputChunks][4]) {
-  float rescale[2];
+softmaxStep(float (&scores)[Chunks][4], float (&runningMax)[2], float (&sum)[2],
+            float (&rescale)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float tileMax = -INFINITY;
@@ -194,6 +195,13 @@ onlineWeights(float (&scores)[Chunks][4], float (&runningMax)[2],
       }
     sum[r] = sum[r] * rescale[r] + tileSum;
   }
+}
+
+/// The accumulator's rows times `rescale` (softmaxStep's).
+template <int OutputChunks>
+__device__ __forceinline__ void
+rescaleAccumulator(float (&accumulator)[OutputChunks][4],
+                   const float (&rescale)[2]) {
   // Once the maxima settle, most tiles leave them (rescale 1).
   if (__any_sync(kAllLanes, rescale[0] != 1.f || rescale[1] != 1.f))
 #pragma unroll
@@ -201,6 +209,16 @@ onlineWeights(float (&scores)[Chunks][4], float (&runningMax)[2],
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         accumulator[nw][e] *= rescale[e / 2];
+}
+
+/// softmaxStep, then the accumulator rescaled.
+template <int Chunks, int OutputChunks>
+__device__ __forceinline__ void
+onlineWeights(float (&scores)[Chunks][4], float (&runningMax)[2],
+              float (&sum)[2], float (&accumulator)[OutputChunks][4]) {
+  float rescale[2];
+  softmaxStep(scores, runningMax, sum, rescale);
+  rescaleAccumulator(accumulator, rescale);
 }
 
 /// The weights of inner positions 16kk to 16kk + 15 as the a fragments of
@@ -262,8 +280,9 @@ finishPass(const ContractSlots &s, const PassThread &t,
 } // namespace energy::cuda::fragments
 
 // The kernels of a family of tensor-core passes (FAMILY: bf16 for
-// mma.sync's, wgmma for wgmma's), from its file's packing function PACK and
-// contractPass, kPackThreads, kThreads and kMinBlocksPerSM. Every kernel
+// mma.sync's, wgmma and wgmmap for wgmma's), from its file's packing
+// function PACK and pass PASS (templates of the bounds and the side), with
+// kPackThreads and kThreads, and MIN_BLOCKS blocks an SM. Every kernel
 // takes the pass's ContractSlots, the device addresses of the launch's
 // packed features and value tables, the packed rows of a problem, then the
 // position count; blockIdx.y is the problem of the launch (ContractSlots'
@@ -272,8 +291,8 @@ finishPass(const ContractSlots &s, const PassThread &t,
 // chunk of a problem's copies (kPackThreads to a block), then the pass's
 // contraction energy_contract_SIDE_FAMILY_B_B for the smallest bound B on
 // the depth and the widths' sum that fits, kThreads to a block, one block
-// per the family's outer positions (with the wgmma family's dynamic shared
-// memory).
+// per the family's outer positions (with the wgmma families' dynamic
+// shared memory).
 #define ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, SIDE, COLUMN_SIDE)            \
   extern "C" __global__ void __launch_bounds__(kPackThreads)                   \
       energy_contract_##SIDE##_##FAMILY##_pack(                                \
@@ -281,24 +300,24 @@ finishPass(const ContractSlots &s, const PassThread &t,
           int64_t rows, int64_t) {                                             \
     PACK<COLUMN_SIDE>(s, features, values, rows);                              \
   }
-#define ENERGY_TENSOR_CORE_PASSES(FAMILY, B)                                   \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
+#define ENERGY_TENSOR_CORE_PASSES(FAMILY, PASS, MIN_BLOCKS, B)                 \
+  extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)           \
       energy_contract_rows_##FAMILY##_##B##_##B(                               \
           energy::cuda::ContractSlots s, int64_t features, int64_t values,     \
           int64_t rows, int64_t) {                                             \
-    contractPass<B, B, false>(s, features, values, rows);                      \
+    PASS<B, B, false>(s, features, values, rows);                              \
   }                                                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)      \
+  extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)           \
       energy_contract_cols_##FAMILY##_##B##_##B(                               \
           energy::cuda::ContractSlots s, int64_t features, int64_t values,     \
           int64_t rows, int64_t) {                                             \
-    contractPass<B, B, true>(s, features, values, rows);                       \
+    PASS<B, B, true>(s, features, values, rows);                               \
   }
-#define ENERGY_TENSOR_CORE_ENTRIES(FAMILY, PACK)                               \
+#define ENERGY_TENSOR_CORE_ENTRIES(FAMILY, PACK, PASS, MIN_BLOCKS)             \
   ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, rows, false)                        \
   ENERGY_TENSOR_CORE_PACKING(FAMILY, PACK, cols, true)                         \
-  ENERGY_TENSOR_CORE_PASSES(FAMILY, 32)                                        \
-  ENERGY_TENSOR_CORE_PASSES(FAMILY, 64)                                        \
-  ENERGY_TENSOR_CORE_PASSES(FAMILY, 128)
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, PASS, MIN_BLOCKS, 32)                      \
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, PASS, MIN_BLOCKS, 64)                      \
+  ENERGY_TENSOR_CORE_PASSES(FAMILY, PASS, MIN_BLOCKS, 128)
 
 #endif // ENERGY_KERNELSUPPORT_SOFTMAXCONTRACTFRAGMENTS_H

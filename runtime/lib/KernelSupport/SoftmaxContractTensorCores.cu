@@ -317,4 +317,4 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
 
 } // namespace
 
-ENERGY_TENSOR_CORE_ENTRIES(bf16, packInner)
+ENERGY_TENSOR_CORE_ENTRIES(bf16, packInner, contractPass, kMinBlocksPerSM)

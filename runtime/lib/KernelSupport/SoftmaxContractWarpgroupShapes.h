@@ -23,8 +23,11 @@ constexpr int kThreads = 128 * kWarpgroups;
 constexpr int kOuter = 64 * kWarpgroups;
 /// Inner positions of a tile (the packed copies are whole tiles of them).
 constexpr int kInner = 64;
-/// Tiles in shared memory at a time: the one computed, the one arriving.
-constexpr int kStages = 2;
+/// Tiles in shared memory at a time: the plain passes' the one computed
+/// and the one arriving; the pipelined passes' also the one before, whose
+/// sums run while the next one's scores do.
+constexpr int kPlainStages = 2;
+constexpr int kPipelinedStages = 3;
 
 /// Elements of one packed row of features of `depth` (whole k16 steps) and
 /// of value tables `width` wide (whole core matrices of 8).
@@ -36,12 +39,13 @@ ENERGY_WARPGROUP_SHAPE constexpr long long packedWidth(long long width) {
 }
 
 /// Dynamic shared memory of a block of the kernels for depths up to
-/// `maxDepth` and widths up to `maxWidth` (bf16): the block's outer
-/// features, then each stage's inner features and value tables, then each
-/// stage's inner normalisers (floats).
-ENERGY_WARPGROUP_SHAPE constexpr int sharedBytes(int maxDepth, int maxWidth) {
-  return 2 * (maxDepth * kOuter + kStages * (maxDepth + maxWidth) * kInner) +
-         4 * kStages * kInner;
+/// `maxDepth` and widths up to `maxWidth` (bf16) with `stages` stages: the
+/// block's outer features, then each stage's inner features and value
+/// tables, then each stage's inner normalisers (floats).
+ENERGY_WARPGROUP_SHAPE constexpr int sharedBytes(int maxDepth, int maxWidth,
+                                                 int stages) {
+  return 2 * (maxDepth * kOuter + stages * (maxDepth + maxWidth) * kInner) +
+         4 * stages * kInner;
 }
 
 } // namespace energy::cuda::warpgroups

@@ -31,9 +31,6 @@ using energy::cuda::pointer;
 using namespace energy::cuda::fragments;
 using namespace energy::cuda::warpgroups;
 
-/// Blocks a pass keeps on one SM: two, each 96.5 KiB of shared memory at
-/// the largest bounds, caps a thread at 128 registers.
-constexpr int kMinBlocksPerSM = 2;
 /// bf16 elements of one core matrix (8 rows of 16 bytes) and its bytes.
 constexpr int kCore = 64;
 constexpr uint32_t kCoreBytes = 128;
@@ -68,11 +65,22 @@ __device__ __forceinline__ void beginProducts() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
 
+/// Closes the group of products issued since the last call.
+__device__ __forceinline__ void commitProducts() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+/// Waits until at most `Pending` of this warpgroup's closed groups of
+/// products are still running.
+template <int Pending> __device__ __forceinline__ void waitForProducts() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+
 /// Closes the products issued since the last call and waits for all of
 /// this warpgroup's.
 __device__ __forceinline__ void finishProducts() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  commitProducts();
+  waitForProducts<0>();
 }
 
 /// Keeps `values` in their registers up to here: the products read and
@@ -85,6 +93,9 @@ __device__ __forceinline__ void pin(float (&values)[Chunks][4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       asm volatile("" : "+f"(values[j][e])::"memory");
+}
+__device__ __forceinline__ void pin(uint64_t &descriptor) {
+  asm volatile("" : "+l"(descriptor)::"memory");
 }
 template <int Chunks>
 __device__ __forceinline__ void pin(uint32_t (&values)[Chunks][4]) {
@@ -256,10 +267,15 @@ stageChunks(__nv_bfloat16 *to, const __nv_bfloat16 *from, int count) {
 /// take them). MaxD bounds the depth, MaxW the widths' sum (multiples of
 /// 16). The row side (ColumnSide false) sums over columns for each row; the
 /// column side over rows for each column, with the rows' normalisers.
-template <int MaxD, int MaxW, bool ColumnSide>
+/// Pipelined, a warpgroup issues a tile's sums with the next tile's scores
+/// and computes the next tile's weights while its sums run (three stages,
+/// FlashAttention-3's order); otherwise it waits for each chain in turn
+/// (two stages).
+template <int MaxD, int MaxW, bool ColumnSide, bool Pipelined>
 __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
                              int64_t packedValues, int64_t packedRows) {
-  // sharedBytes(MaxD, MaxW) of it: the block's outer features (core
+  constexpr int kStages = Pipelined ? kPipelinedStages : kPlainStages;
+  // sharedBytes(MaxD, MaxW, kStages) of it: the block's outer features (core
   // matrices ordered by depth, then position), the stages' inner features
   // (as packTiles writes them) and value tables (the same, MaxW columns:
   // the products read them all), and the stages' inner normalisers.
@@ -326,6 +342,15 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   if (base < innerCount)
     stage(0, base);
   commitCopies();
+  // Pipelined: the tile after it, in the second stage.
+  int64_t next = innerCount;
+  if (Pipelined && base < innerCount) {
+    next = nextTile(base + kInner);
+    if (next < innerCount)
+      stage(1, next);
+  }
+  if (Pipelined)
+    commitCopies();
 
   // The block's outer features, a chunk of 8 depths of one position a
   // thread at a time. (Scaling the products rather than the features keeps
@@ -362,60 +387,148 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
   float givenLog2[2];
   givenNormalisers(givenLog2, t, given ? lse : nullptr, outerCount);
 
-  for (int current = 0; base < innerCount; current ^= 1) {
-    // This tile's copies have landed and are visible to the products, and
-    // every warpgroup is done with the other stage, which the next tile's
-    // copies may now overwrite.
-    waitForCopies();
-    fenceSharedForProducts();
-    __syncthreads();
-    const int64_t next = nextTile(base + kInner);
-    if (next < innerCount)
-      stage(current ^ 1, next);
-    commitCopies();
-
-    // Scores: 64 outer by 64 inner positions, a k16 block of depth at a
-    // time (zeros past the depth).
-    float scores[kInner / 8][4];
-    const uint64_t featureDescriptor =
-        descriptor(featureStages + current * MaxD * kInner,
-                   kInner / 8 * kCoreBytes, kCoreBytes);
-    beginProducts();
+  // The descriptors of the inner features and value tables of stage `into`.
+  auto featureDescriptor = [&](int into) {
+    return descriptor(featureStages + into * MaxD * kInner,
+                      kInner / 8 * kCoreBytes, kCoreBytes);
+  };
+  auto valueDescriptor = [&](int into) {
+    return descriptor(valueStages + into * MaxW * kInner, kCoreBytes,
+                      kInner / 8 * kCoreBytes);
+  };
+  // Scores of a tile (its features at `features`): 64 outer by 64 inner
+  // positions, a k16 block of depth at a time (zeros past the depth).
+  auto issueScores = [&](float(&scores)[kInner / 8][4], uint64_t features) {
 #pragma unroll
     for (int kk = 0; kk < MaxD / 16; ++kk)
       Product<kInner>::fromShared(scores, outerDescriptor + kk * kOuterStep,
-                                  featureDescriptor + kk * kFeatureStep,
-                                  kk > 0);
-    finishProducts();
-    pin(scores);
-
-    scaleAndMask<ColumnSide>(scores, s, t, base, innerCount);
-    if (ColumnSide || given)
-      weightsWithNormalisers(
-          scores, t, ColumnSide ? innerNormalisers + current * kInner : nullptr,
-          givenLog2);
-    else
-      onlineWeights(scores, runningMax, sum, accumulator);
-
-    // accumulator += weights · values, the weights' accumulator fragments
-    // reused as a fragments, a k16 block of inner positions at a time.
-    uint32_t weights[kInner / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kInner / 16; ++kk)
-      weightFragment(weights[kk], scores, kk);
-    const uint64_t valueDescriptor =
-        descriptor(valueStages + current * MaxW * kInner, kCoreBytes,
-                   kInner / 8 * kCoreBytes);
-    pin(accumulator);
-    beginProducts();
+                                  features + kk * kFeatureStep, kk > 0);
+  };
+  // accumulator += weights · values of a tile (at `values`), the weights'
+  // accumulator fragments reused as a fragments, a k16 block of inner
+  // positions at a time.
+  auto issueSums = [&](const uint32_t(&weights)[kInner / 16][4],
+                       uint64_t values) {
 #pragma unroll
     for (int kk = 0; kk < kInner / 16; ++kk)
       Product<MaxW>::fromRegisters(accumulator, weights[kk],
-                                   valueDescriptor + kk * kValueStep, 1);
+                                   values + kk * kValueStep, 1);
+  };
+  // The weights of the tile at `base` in stage `into`, in place of its
+  // scores; `rescale` the factors of the sums so far (softmaxStep's; 1
+  // where the normalisers are known).
+  auto weigh = [&](float(&scores)[kInner / 8][4], int into, int64_t base,
+                   float(&rescale)[2]) {
+    scaleAndMask<ColumnSide>(scores, s, t, base, innerCount);
+    rescale[0] = rescale[1] = 1.f;
+    if (ColumnSide || given)
+      weightsWithNormalisers(
+          scores, t, ColumnSide ? innerNormalisers + into * kInner : nullptr,
+          givenLog2);
+    else
+      softmaxStep(scores, runningMax, sum, rescale);
+  };
+  // The weights as the a fragments of the sums.
+  auto fragments = [&](const float(&scores)[kInner / 8][4],
+                       uint32_t(&weights)[kInner / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kInner / 16; ++kk)
+      weightFragment(weights[kk], scores, kk);
+  };
+
+  float scores[kInner / 8][4];
+  uint32_t weights[kInner / 16][4];
+  float rescale[2];
+  if constexpr (!Pipelined) {
+    for (int current = 0; base < innerCount; current ^= 1) {
+      // This tile's copies have landed and are visible to the products,
+      // and every warpgroup is done with the other stage, which the next
+      // tile's copies may now overwrite.
+      waitForCopies();
+      fenceSharedForProducts();
+      __syncthreads();
+      const int64_t next = nextTile(base + kInner);
+      if (next < innerCount)
+        stage(current ^ 1, next);
+      commitCopies();
+
+      const uint64_t features = featureDescriptor(current);
+      beginProducts();
+      issueScores(scores, features);
+      finishProducts();
+      pin(scores);
+      weigh(scores, current, base, rescale);
+      fragments(scores, weights);
+      if (!ColumnSide && !given)
+        rescaleAccumulator(accumulator, rescale);
+
+      const uint64_t values = valueDescriptor(current);
+      pin(accumulator);
+      beginProducts();
+      issueSums(weights, values);
+      finishProducts();
+      pin(accumulator);
+      pin(weights);
+      base = next;
+    }
+  } else if (base < innerCount) {
+    // Tile k is in stage k % 3; `next` (the tile after `base`) was staged
+    // with it. The first tile's scores and weights on their own.
+    waitForCopies<1>();
+    fenceSharedForProducts();
+    __syncthreads();
+    const uint64_t firstFeatures = featureDescriptor(0);
+    beginProducts();
+    issueScores(scores, firstFeatures);
     finishProducts();
-    pin(accumulator);
-    pin(weights);
-    base = next;
+    pin(scores);
+    weigh(scores, 0, base, rescale);
+    fragments(scores, weights);
+    for (int current = 0;; current = (current + 1) % kStages) {
+      // The next tile's copies have landed and are visible to the
+      // products, and every warpgroup is done with the stage of the tile
+      // before this one, which the tile after the next may now overwrite.
+      waitForCopies();
+      fenceSharedForProducts();
+      __syncthreads();
+      const int nextStage = (current + 1) % kStages;
+      const int64_t afterNext =
+          next < innerCount ? nextTile(next + kInner) : innerCount;
+      if (afterNext < innerCount)
+        stage((current + 2) % kStages, afterNext);
+      commitCopies();
+      uint64_t values = valueDescriptor(current);
+      uint64_t nextFeatures = featureDescriptor(nextStage);
+      pin(accumulator);
+      if (next >= innerCount) {
+        beginProducts();
+        issueSums(weights, values);
+        finishProducts();
+        pin(accumulator);
+        pin(weights);
+        break;
+      }
+      // The next tile's scores, then this tile's sums; the next tile's
+      // weights while the sums run (which own the accumulator and this
+      // tile's weights until they are done).
+      beginProducts();
+      issueScores(scores, nextFeatures);
+      commitProducts();
+      issueSums(weights, values);
+      commitProducts();
+      waitForProducts<1>();
+      pin(scores);
+      pin(nextFeatures);
+      weigh(scores, nextStage, next, rescale);
+      waitForProducts<0>();
+      pin(accumulator);
+      pin(weights);
+      pin(values);
+      if (!ColumnSide && !given)
+        rescaleAccumulator(accumulator, rescale);
+      fragments(scores, weights);
+      next = afterNext;
+    }
   }
 
   finishPass<ColumnSide>(s, t, accumulator, sum, runningMax, outerCount, lse,
@@ -424,4 +537,19 @@ __device__ void contractPass(const ContractSlots &slots, int64_t packedFeatures,
 
 } // namespace
 
-ENERGY_TENSOR_CORE_ENTRIES(wgmma, packTiles)
+template <int MaxD, int MaxW, bool ColumnSide>
+__device__ void plainPass(const ContractSlots &slots, int64_t packedFeatures,
+                          int64_t packedValues, int64_t packedRows) {
+  contractPass<MaxD, MaxW, ColumnSide, false>(slots, packedFeatures,
+                                              packedValues, packedRows);
+}
+template <int MaxD, int MaxW, bool ColumnSide>
+__device__ void pipelinedPass(const ContractSlots &slots,
+                              int64_t packedFeatures, int64_t packedValues,
+                              int64_t packedRows) {
+  contractPass<MaxD, MaxW, ColumnSide, true>(slots, packedFeatures,
+                                             packedValues, packedRows);
+}
+
+ENERGY_TENSOR_CORE_ENTRIES(wgmma, packTiles, plainPass, 2)
+ENERGY_TENSOR_CORE_ENTRIES(wgmmap, packTiles, pipelinedPass, 1)

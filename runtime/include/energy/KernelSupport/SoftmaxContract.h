@@ -224,11 +224,13 @@ int32_t energy_support_cuda_softmax_contract_bf16(
 
 /* Which tensor-core kernels energy_support_cuda_softmax_contract_bf16 runs
  * from now on: "mma" (mma.sync, sm_80 and up), "wgmma" (Hopper's warpgroup
- * instructions, sm_90 GPUs only) or "auto" (mma's). Before the first
- * choice, the kernels the environment variable ENERGY_CUDA_TENSOR_CORES
- * names (or auto's). Returns 0, or ENERGY_KERNEL_DEVICE_ERROR with the
- * choice unchanged: an unknown name, or kernels this build or GPU cannot
- * run (energy_support_cuda_last_error says which). */
+ * instructions, sm_90 GPUs only), "wgmma-pipelined" (the same, a tile's
+ * sums overlapping the next tile's scores and weights) or "auto" (mma's).
+ * Before the first choice, the kernels the environment variable
+ * ENERGY_CUDA_TENSOR_CORES names (or auto's). Returns 0, or
+ * ENERGY_KERNEL_DEVICE_ERROR with the choice unchanged: an unknown name, or
+ * kernels this build or GPU cannot run (energy_support_cuda_last_error says
+ * which). */
 int32_t energy_support_cuda_tensor_core_kernels(const char *name);
 
 /* The bf16 contraction on cuDNN's fused flash attention (FusedAttention.cpp),

@@ -231,6 +231,15 @@ TEST_CASE("the bf16 contraction runs the tensor-core kernels chosen") {
   CHECK(events.find("launch:energy_contract_rows_wgmma_32_32+25088B ") !=
         std::string::npos);
   CHECK(contract().find("set:") == std::string::npos);
+  // The pipelined ones: a third stage, (32 + 32) × 64 bf16 and 64
+  // normalisers (8448 bytes) more.
+  REQUIRE(energy_support_cuda_tensor_core_kernels("wgmma-pipelined") ==
+          ENERGY_KERNEL_OK);
+  events = contract();
+  CHECK(events.find("launch:energy_contract_rows_wgmmap_pack ") !=
+        std::string::npos);
+  CHECK(events.find("launch:energy_contract_rows_wgmmap_32_32+33536B ") !=
+        std::string::npos);
   REQUIRE(energy_support_cuda_tensor_core_kernels("auto") == ENERGY_KERNEL_OK);
   CHECK(contract().find("launch:energy_contract_rows_bf16_32_32 ") !=
         std::string::npos);
