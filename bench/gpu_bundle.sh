@@ -5,7 +5,7 @@
 # references), the benchmark artifacts of bench/gpu_attention.py,
 # gpu_gmm.py, gpu_training.py and gpu_zoo.py, and run.sh, which runs them
 # all there and writes the results under $OUT; then packs it into
-# BUNDLE.txz (12 MB, under the device tool's 64 MiB).
+# BUNDLE.txz (14 MB, under the device tool's 64 MiB).
 #
 # Usage: bench/gpu_bundle.sh [BUILD_DIR] [BUNDLE]   (build, build/gpu-bundle)
 # On the GPU machine: mkdir -p BUNDLE && tar xJf BUNDLE.txz -C BUNDLE &&
