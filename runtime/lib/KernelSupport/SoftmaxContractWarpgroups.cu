@@ -10,12 +10,16 @@
 // copies that the pass's packing kernel writes once, tile by tile in the
 // order wgmma reads shared memory (8 × 8 core matrices, no swizzle), so
 // that staging a tile of 64 inner positions is one contiguous copy, which
-// cp.async brings into one of two shared-memory stages while the other is
+// cp.async brings into a shared-memory stage while earlier tiles are
 // computed. Each tile's scores are one chain of m64n64k16 products of
 // shared memory; the weights stay in registers as the a operand of the
-// products with the value tables (m64nWk16). The row side runs an online
-// softmax (or takes the given normaliser); the column side reads each
-// row's normaliser L. Nothing of size rows × cols is stored.
+// products with the value tables (m64nWk16). Two forms: the plain one
+// (two stages, two blocks an SM) waits for each chain in turn; the
+// pipelined one (three stages, one block an SM) issues a tile's sums with
+// the next tile's scores and computes the next weights while the sums
+// run, FlashAttention-3's order inside a warpgroup. The row side runs an
+// online softmax (or takes the given normaliser); the column side reads
+// each row's normaliser L. Nothing of size rows × cols is stored.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1014,7 +1014,8 @@ def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
     column sums whose row side alone cuDNN computes (an attention energy's
     gradient) becomes two, the row side (normaliser and row sums) `"cudnn"`
     and the column sums given its normaliser `"cuda-tensor-cores"`, each
-    side one pass over the pairs as before; generic ones `"loops"`. On CUDA (or with `device-loops`) it also marks the model
+    side one pass over the pairs as before; generic ones `"loops"`. On
+    CUDA (or with `device-loops`) it also marks the model
     `energy.device_loops`: code generation then writes the exp of a
     panel, a log determinant and an inverse as loops instead of calls of
     the host's support functions, so that the loops around them can run
