@@ -400,6 +400,14 @@ FailureOr<Lowered> ArrayOpLowering::emitSelect(SelectOp choice) {
   if (type.isScalar())
     return Lowered{select(condition, whenTrue.scalar, whenFalse.scalar),
                    Value()};
+  // On a GPU, a kernel with a thread per element chooses each element: the
+  // condition is often computed there (a convergence test), and the host
+  // would have to wait for it to choose a pointer.
+  if (deviceLoops() && !matchPattern(condition, m_Constant()))
+    return build(type, [&](Value position) {
+      return select(condition, load(whenTrue.data, position),
+                    load(whenFalse.data, position));
+    });
   return Lowered{Value(), select(condition, whenTrue.data, whenFalse.data)};
 }
 
