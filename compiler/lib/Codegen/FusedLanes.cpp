@@ -40,19 +40,6 @@ public:
   Value select(Value condition, Value whenTrue, Value whenFalse) override {
     return kernel.select(condition, whenTrue, whenFalse);
   }
-  Value callSupport(StringRef name, Value x) override {
-    OpBuilder &b = kernel.b;
-    Location loc = kernel.loc;
-    bool wide = kernel.context.elementType.getWidth() == 64;
-    Value argument =
-        wide ? x : arith::ExtFOp::create(b, loc, b.getF64Type(), x);
-    auto function = kernel.context.target.lookupSymbol<func::FuncOp>(name);
-    Value result = func::CallOp::create(b, loc, function, ValueRange{argument})
-                       .getResult(0);
-    return wide ? result
-                : arith::TruncFOp::create(b, loc, kernel.context.elementType,
-                                          result);
-  }
 
 private:
   KernelBuilder &kernel;

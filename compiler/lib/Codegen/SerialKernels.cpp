@@ -99,7 +99,28 @@ Part RunWrapper::partOf(Operation *op) {
       return WalkResult::advance();
     return WalkResult::interrupt();
   });
-  return walk.wasInterrupted() || !touchesMemory ? Part::Barrier : Part::Device;
+  if (walk.wasInterrupted())
+    return Part::Barrier;
+  // A loop of arithmetic alone (a sum of one element) is arithmetic too.
+  return touchesMemory ? Part::Device : Part::Arithmetic;
+}
+
+/// Whether `op` or an op inside it uses a result of an op `computing`
+/// holds for.
+static bool usesAnyOf(Operation *op,
+                      function_ref<bool(Operation *)> computing) {
+  WalkResult walk = op->walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands())
+      if (Operation *definition = operand.getDefiningOp();
+          definition && computing(definition))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+static bool usesAnyOf(Operation *op, const llvm::SetVector<Operation *> &ops) {
+  return usesAnyOf(
+      op, [&](Operation *definition) { return ops.contains(definition); });
 }
 
 bool RunWrapper::onlyGpuUses(Value value, llvm::SmallPtrSetImpl<Value> &seen) {
@@ -117,9 +138,14 @@ bool RunWrapper::onlyGpuUses(Value value, llvm::SmallPtrSetImpl<Value> &seen) {
     }
     if (onGpu)
       continue;
-    if (partOf(user) != Part::Arithmetic)
+    // A use inside a loop of arithmetic goes on through the loop's results.
+    Operation *computing = user;
+    if (Operation *inBlock =
+            value.getParentBlock()->findAncestorOpInBlock(*user))
+      computing = inBlock;
+    if (partOf(computing) != Part::Arithmetic)
       return false;
-    for (Value result : user->getResults())
+    for (Value result : computing->getResults())
       if (!onlyGpuUses(result, seen))
         return false;
   }
@@ -156,15 +182,34 @@ Value RunWrapper::slot(Location loc) {
 void RunWrapper::wrap(ArrayRef<Operation *> run) {
   llvm::SetVector<Operation *> moved;
   for (Operation *op : run)
-    if (partOf(op) == Part::Device ||
-        llvm::any_of(op->getOperands(), [&](Value operand) {
-          return moved.contains(operand.getDefiningOp());
-        }))
+    if (partOf(op) == Part::Device || usesAnyOf(op, moved))
       moved.insert(op);
   if (llvm::none_of(moved,
                     [&](Operation *op) { return partOf(op) == Part::Device; }))
     return;
   Block *block = run.front()->getBlock();
+  // Arithmetic on scalars of GPU memory (a slot's, a param's) whose results
+  // only the kernel uses goes into it too: on the host, its loads would make
+  // the host wait.
+  llvm::SetVector<Operation *> onDeviceScalars;
+  auto loadsDeviceScalar = [&](Operation *op) {
+    return isa_and_nonnull<LLVM::LoadOp>(op) && partOf(op) == Part::Arithmetic;
+  };
+  for (Operation *op : run)
+    if (loadsDeviceScalar(op) || usesAnyOf(op, onDeviceScalars) ||
+        usesAnyOf(op, loadsDeviceScalar))
+      onDeviceScalars.insert(op);
+  for (Operation *op : llvm::reverse(run))
+    if (onDeviceScalars.contains(op) && !moved.contains(op) &&
+        partOf(op) == Part::Arithmetic &&
+        llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return moved.contains(block->findAncestorOpInBlock(*user));
+        }))
+      moved.insert(op);
+  moved = llvm::SetVector<Operation *>(
+      llvm::from_range, llvm::make_filter_range(run, [&](Operation *op) {
+        return moved.contains(op);
+      }));
   SmallVector<Value> spilled;
   for (auto [position, op] : llvm::enumerate(run)) {
     if (!moved.contains(op))

@@ -7,10 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "energy/IR/EnergyOps.h"
-#include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/ScalarMath.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -195,6 +195,34 @@ ScalarFunction SiluIntOp::getScalarFunction() {
   return unaryOf(scalar::siluIntegral);
 }
 Value SiluIntOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
-  return lanes.callSupport(ENERGY_SUPPORT_SILU_INT, operands[0]);
+  // x · softplus(x) + Li₂(−eˣ). With L = Li₂(−e^−|x|): Li₂(−eˣ) is L where
+  // x ≤ 0 and −π²/6 − x²/2 − L where x > 0 (the inversion formula). L =
+  // −S(w) − ½ ln²(1 + e^−|x|) with w = σ(−|x|) in (0, ½] (Landen's
+  // identity); S(w) = Σₖ wᵏ / k² by Horner's rule, to the element type's
+  // precision (the first term left out is below 2⁻ᵏ / k² of S(½) ≈ 0.58).
+  OpBuilder &b = lanes.getBuilder();
+  Location loc = lanes.getLoc();
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  Value decay =
+      lanes.exp(arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
+  Value logOnePlusDecay = math::Log1pOp::create(b, loc, decay);
+  Value softplus = lanes.add(logOnePlusDecay, lanes.maximum(x, zero));
+  Value w = lanes.div(decay, lanes.add(lanes.constant(1.0, x), decay));
+  unsigned width = getElementTypeOrSelf(x.getType()).getIntOrFloatBitWidth();
+  int terms = width >= 64 ? 48 : 20;
+  Value series = lanes.constant(1.0 / (double(terms) * terms), x);
+  for (int k = terms - 1; k >= 1; --k)
+    series = lanes.add(lanes.constant(1.0 / (double(k) * k), x),
+                       lanes.mul(w, series));
+  Value dilogarithm =
+      lanes.sub(lanes.mul(lanes.constant(-0.5, x),
+                          lanes.mul(logOnePlusDecay, logOnePlusDecay)),
+                lanes.mul(w, series));
+  Value inverted =
+      lanes.sub(lanes.sub(lanes.constant(-M_PI * M_PI / 6, x),
+                          lanes.mul(lanes.constant(0.5, x), lanes.mul(x, x))),
+                dilogarithm);
+  Value positive = lanes.compare(arith::CmpFPredicate::OGT, x, zero);
+  return lanes.add(lanes.mul(x, softplus),
+                   lanes.select(positive, inverted, dilogarithm));
 }
-bool SiluIntOp::takesVectors() { return false; }

@@ -1,13 +1,12 @@
 //===- Factorizations.cpp - Dense factorisations kernels call -------------===//
 //
 // Dense factorisations in double precision (whatever the caller's element
-// type) and the SiLU integral. The interpreter uses the same functions, so
-// one definition serves both.
+// type). The interpreter uses the same functions, so one definition serves
+// both.
 //
 //===----------------------------------------------------------------------===//
 
 #include "energy/KernelSupport/KernelSupport.h"
-#include "energy/KernelSupport/ScalarMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -94,9 +93,6 @@ int32_t inverse(int64_t n, const T *matrix, T *inverseOut) {
 } // namespace
 
 extern "C" {
-double energy_support_silu_int(double x) {
-  return energy::scalar::siluIntegral(x);
-}
 double energy_support_logdet_f64(int64_t n, const double *matrix) {
   return logDet(n, matrix);
 }

@@ -13,7 +13,7 @@ module {
   func.func private @energy_support_cuda_matmul_f32(i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
   func.func private @energy_support_cuda_softmax_contract_f32(!llvm.ptr) -> i32
   func.func private @energy_support_cuda_quadratic_contract_f32(!llvm.ptr) -> i32
-  func.func private @energy_support_silu_int(f64) -> f64
+  func.func private @scalar_function(f64) -> f64
 
   // Two kernels one after the other: no wait between them, though the host
   // fills their slots (its stack) and reads the tables (buffers, dims,
@@ -52,14 +52,14 @@ module {
   }
 
   // A block allocated after the last launch is the host's until a kernel
-  // gets it; a pure support call needs no wait, one given pointers does;
+  // gets it; a call without pointers needs no wait, one given pointers does;
   // the return waits for the last launch, its status joining the result.
   // CHECK-LABEL: func.func @energy_kernel_energy(
   // CHECK:         call @energy_support_cuda_launch
   // CHECK:         %[[FRESH:.*]] = call @energy_support_cuda_alloc
   // CHECK-NOT:     call @energy_support_cuda_fence
   // CHECK:         llvm.store %{{.*}}, %[[FRESH]]
-  // CHECK:         call @energy_support_silu_int
+  // CHECK:         call @scalar_function
   // CHECK:         call @energy_support_cuda_launch
   // CHECK-NEXT:    call @energy_support_cuda_fence
   // CHECK-NEXT:    llvm.atomicrmw max
@@ -80,7 +80,7 @@ module {
     %a = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
     %block = call @energy_support_cuda_alloc(%one) : (i64) -> !llvm.ptr
     llvm.store %zero, %block : f32, !llvm.ptr
-    %s = call @energy_support_silu_int(%half) : (f64) -> f64
+    %s = call @scalar_function(%half) : (f64) -> f64
     %b = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32
     call @energy_support_matmul_f32(%one, %one, %one, %x, %block, %x) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
     %c = call @energy_support_cuda_launch(%images, %images, %images, %slots, %n32, %one) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i64) -> i32

@@ -304,7 +304,7 @@ def Energy_AbsOp : Energy_ElementwiseFunctionOp<"abs",
 // d ∫_{-∞}^{x} SiLU = SiLU(x) dx
 def Energy_SiluIntOp : Energy_ElementwiseFunctionOp<"silu_int",
     "Elementwise integral of SiLU from -∞: x · softplus(x) + Li₂(-eˣ)",
-    [{ return e.mul(g, e.unary<SiluOp>(x)); }], ["takesVectors"]>;
+    [{ return e.mul(g, e.unary<SiluOp>(x)); }]>;
 def Energy_SoftmaxOp : Energy_DifferentiableUnaryOp<"softmax", "Softmax along the last axis">;
 def Energy_LogSoftmaxOp : Energy_DifferentiableUnaryOp<"log_softmax", "Log-softmax along the last axis">;
 def Energy_RmsNormOp : Energy_DifferentiableUnaryOp<"rmsnorm", "RMS normalisation along the last axis (ε = 1e-5)">;

@@ -44,9 +44,6 @@ public:
   virtual Value compare(arith::CmpFPredicate predicate, Value lhs,
                         Value rhs) = 0;
   virtual Value select(Value condition, Value whenTrue, Value whenFalse) = 0;
-  /// The support library's function `name` of one double, at the kernel's
-  /// element type (of a scalar lane).
-  virtual Value callSupport(StringRef name, Value x) = 0;
 };
 
 } // namespace mlir::energy

@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 /* The symbols code generators call, by name. */
-#define ENERGY_SUPPORT_SILU_INT "energy_support_silu_int"
 #define ENERGY_SUPPORT_LOGDET_F64 "energy_support_logdet_f64"
 #define ENERGY_SUPPORT_LOGDET_F32 "energy_support_logdet_f32"
 #define ENERGY_SUPPORT_INVERSE_F64 "energy_support_inverse_f64"
@@ -42,8 +41,6 @@ extern "C" {
  * ENERGY_ARTIFACT_SET_LOG_HANDLER_SYMBOL); NULL, the default, drops them. */
 void energy_support_set_log_handler(energy_artifact_log_fn handler);
 
-/* ∫ silu: x · softplus(x) + Li₂(−eˣ). */
-double energy_support_silu_int(double x);
 /* log det of the symmetric part of an n × n SPD matrix (Cholesky); NaN when
  * the matrix is not positive definite. */
 double energy_support_logdet_f64(int64_t n, const double *matrix);
