@@ -118,6 +118,8 @@ waits attention_train artifacts/attention_train.cuda.so --dim B=4 \
   --dim N=64 --dim D=64
 waits rbm_free_energy artifacts/rbm_free_energy.waits.so --dim B=128 \
   --dim D=784 --dim H=512
+waits attention_newton artifacts/loss-attention_newton.f32.so --dim N=256 \
+  --dim D=64
 timeout 200 python3 scripts/gpu_zoo.py run $E . 5 > "$R/zoo.json" 2> "$R/zoo.err"
 echo "zoo rc=$?"; cat "$R/zoo.err"
 # The same models' inference with every launch waiting (as before the

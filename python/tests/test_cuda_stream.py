@@ -208,10 +208,13 @@ def test_without_a_stream_the_work_goes_on_the_default_stream():
 STEP_WAIT_MODELS = {
     # The Energy Transformer's training step; the RBM's, whose step count
     # a scalar that a kernel adds to and whose seed's sums kernels take
-    # from the GPU's memory (before: 2 waits a step, 4 in the seed).
-    "energy_transformer": (
-        ["B=2", "N=4", "D=8", "H=2", "Y=4", "M=6"], 12),
-    "rbm_free_energy": (["B=3", "D=5", "H=4"], 10),
+    # from the GPU's memory (before: 2 waits a step, 4 in the seed);
+    # self-attention stepped by Newton, whose backward step's conjugate
+    # gradients choose their result by a convergence test on the GPU.
+    "energy_transformer": ("tests/zoo/models",
+                           ["B=2", "N=4", "D=8", "H=2", "Y=4", "M=6"], 12),
+    "rbm_free_energy": ("tests/zoo/models", ["B=3", "D=5", "H=4"], 10),
+    "attention_newton": ("tests/e2e/loss_models", ["N=4", "D=3"], 4),
 }
 
 
@@ -220,11 +223,11 @@ def test_the_runtime_reports_one_wait_per_step(tmp_path, model):
     # What the GPU bundle runs on a GPU (tests/e2e/device/step_waits.py):
     # the runtime's own account of the host's waits, here against the fake
     # driver, for a training step.
-    dims, steps = STEP_WAIT_MODELS[model]
+    folder, dims, steps = STEP_WAIT_MODELS[model]
     energyc = os.environ["ENERGYC"]
     artifact = str(tmp_path / (model + ".so"))
     subprocess.run([energyc, "--target", "cuda", os.path.join(
-        SOURCE_DIR, "tests", "zoo", "models", model + ".energy"),
+        SOURCE_DIR, folder, model + ".energy"),
         "-o", artifact], check=True, timeout=300)
     script = os.path.join(SOURCE_DIR, "tests", "e2e", "device",
                           "step_waits.py")
