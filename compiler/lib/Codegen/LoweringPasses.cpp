@@ -15,9 +15,15 @@
 #include "energy/IR/EnergyOps.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
 
 namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYEMITKERNELS
@@ -179,11 +185,48 @@ struct CompileGpuKernelsPass
   }
 };
 
+/// log1p of f64, which convert-math-to-llvm would make log(1 + x), losing
+/// the digits of a small x: x · log(u) / (u − 1) with u = 1 + x, whose
+/// rounding errors cancel (Goldberg); x where u is 1, log(u) where it is
+/// infinite. Without fast-math flags, so that u − 1 stays.
+struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::Log1pOp op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!getElementTypeOrSelf(type).isF64())
+      return failure();
+    Location loc = op.getLoc();
+    auto constant = [&](double value) -> Value {
+      TypedAttr attr = rewriter.getF64FloatAttr(value);
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        attr = SplatElementsAttr::get(shaped, attr);
+      return arith::ConstantOp::create(rewriter, loc, type, attr);
+    };
+    Value x = op.getOperand(), one = constant(1.0);
+    Value u = arith::AddFOp::create(rewriter, loc, x, one);
+    Value logU = math::LogOp::create(rewriter, loc, u);
+    Value ratio = arith::DivFOp::create(
+        rewriter, loc, logU, arith::SubFOp::create(rewriter, loc, u, one));
+    Value scaled = arith::MulFOp::create(rewriter, loc, x, ratio);
+    Value infinite = arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::OEQ, u, constant(INFINITY));
+    Value exact =
+        arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, u, one);
+    rewriter.replaceOp(op, arith::SelectOp::create(
+                               rewriter, loc, exact, x,
+                               arith::SelectOp::create(rewriter, loc, infinite,
+                                                       logU, scaled)));
+    return success();
+  }
+};
+
 struct ApproximateMathPass
     : public mlir::energy::impl::EnergyApproximateMathBase<
           ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    patterns.add<AccurateLog1p>(&getContext());
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
       name.consume_front("math.");
       return llvm::is_contained(

@@ -99,12 +99,14 @@ def EnergyCudaHostFences : Pass<"energy-cuda-host-fences", "::mlir::ModuleOp"> {
 }
 
 def EnergyApproximateMath : Pass<"energy-approximate-math", "::mlir::ModuleOp"> {
-  let summary = "Single-precision transcendental functions as polynomials";
+  let summary = "f32 transcendental functions as polynomials; an accurate f64 log1p";
   let description = [{
     tanh, exp, expm1, log, log1p, log2, erf and erfc of f32 as MLIR's
     polynomial approximations (a few ulps from the correctly rounded
     value), which vectorise, where libm's would be one call per element.
-    Double precision keeps libm's.
+    Double precision keeps libm's, but for log1p: x · log(u) / (u − 1) with
+    u = 1 + x, accurate for small x, where convert-math-to-llvm would make
+    it log(1 + x).
   }];
   let dependentDialects = ["::mlir::math::MathDialect", "::mlir::vector::VectorDialect"];
 }
