@@ -192,12 +192,12 @@ void RunWrapper::wrap(ArrayRef<Operation *> run) {
   // only the kernel uses goes into it too: on the host, its loads would make
   // the host wait.
   llvm::SetVector<Operation *> onDeviceScalars;
-  auto loadsDeviceScalar = [&](Operation *op) {
-    return isa_and_nonnull<LLVM::LoadOp>(op) && partOf(op) == Part::Arithmetic;
+  auto onDevice = [&](Operation *op) {
+    return onDeviceScalars.contains(op) ||
+           (isa<LLVM::LoadOp>(op) && partOf(op) == Part::Arithmetic);
   };
   for (Operation *op : run)
-    if (loadsDeviceScalar(op) || usesAnyOf(op, onDeviceScalars) ||
-        usesAnyOf(op, loadsDeviceScalar))
+    if (onDevice(op) || usesAnyOf(op, onDevice))
       onDeviceScalars.insert(op);
   for (Operation *op : llvm::reverse(run))
     if (onDeviceScalars.contains(op) && !moved.contains(op) &&

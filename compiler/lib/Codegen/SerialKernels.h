@@ -20,7 +20,10 @@ namespace mlir::energy::codegen {
 /// loop for which `becomesKernel` holds, into a loop of one iteration in its
 /// place; returns those loops, for the outliner to make kernels of.
 /// Arithmetic in a run that reads no memory stays on the host, for the
-/// kernel to take. A scalar a run computes that later kernels and runs alone
+/// kernel to take, but for arithmetic on scalars of GPU memory (slots,
+/// params) that only the kernel uses, which goes into it; a loop of
+/// arithmetic alone counts as arithmetic. A scalar a run computes that
+/// later kernels and runs alone
 /// use goes through GPU memory: the kernel stores it into a slot of its own,
 /// which the host loads after it, marked kUnchangedLoadAttr, for the
 /// kernels that use it to load themselves; a run that computes anything
