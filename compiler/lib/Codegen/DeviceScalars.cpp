@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -39,13 +40,17 @@ bool mayWrite(Operation *op) {
   return walk.wasInterrupted();
 }
 
+/// Whether `loop` runs on one GPU thread.
+bool oneThread(scf::ForOp loop) {
+  return isConstantIntValue(loop.getLowerBound(), 0) &&
+         isConstantIntValue(loop.getUpperBound(), 1);
+}
+
 /// Whether the kernel may read what `load` reads instead of the host.
 bool kernelMayLoad(LLVM::LoadOp load, scf::ForOp loop) {
   if (load->hasAttr(kUnchangedLoadAttr))
     return true;
-  bool oneThread = isConstantIntValue(loop.getLowerBound(), 0) &&
-                   isConstantIntValue(loop.getUpperBound(), 1);
-  if (!oneThread || !codegen::intoGpuMemory(load.getAddr()) ||
+  if (!oneThread(loop) || !codegen::intoGpuMemory(load.getAddr()) ||
       load->getBlock() != loop->getBlock())
     return false;
   for (Operation *op = load->getNextNode(); op && op != loop.getOperation();
@@ -53,6 +58,31 @@ bool kernelMayLoad(LLVM::LoadOp load, scf::ForOp loop) {
     if (mayWrite(op))
       return false;
   return true;
+}
+
+/// Whether every thread of the kernel of `loop` may compute `op` again: it
+/// reads no memory, and where it holds a loop of arithmetic (a sum of a
+/// scalar), the kernel is one thread, or that loop's trip counts are
+/// constants whose product is at most kRepeatedTrips.
+bool kernelMayRepeat(Operation *op, scf::ForOp loop) {
+  constexpr int64_t kRepeatedTrips = 16;
+  if (!isMemoryEffectFree(op) || !codegen::runsOnGpu(op))
+    return false;
+  if (op->getNumRegions() == 0)
+    return true;
+  int64_t trips = 1;
+  WalkResult walk = op->walk([&](Operation *inner) {
+    if (!codegen::runsOnGpu(inner) || !isMemoryEffectFree(inner))
+      return WalkResult::interrupt();
+    if (auto nested = dyn_cast<scf::ForOp>(inner)) {
+      std::optional<APInt> count = nested.getStaticTripCount();
+      trips = count && count->getZExtValue() <= kRepeatedTrips
+                  ? trips * std::max<int64_t>(count->getZExtValue(), 1)
+                  : kRepeatedTrips + 1;
+    }
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted() && (oneThread(loop) || trips <= kRepeatedTrips);
 }
 
 /// Adds the ops computing `value` to `ops` (operands first); whether one of
@@ -71,11 +101,10 @@ bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
     ops.insert(op);
     return true;
   }
-  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op) ||
-      !codegen::runsOnGpu(op))
+  if (!kernelMayRepeat(op, loop))
     return false;
   bool loads = false;
-  for (Value operand : op->getOperands())
+  for (Value operand : codegen::usedValues(op))
     loads |= collect(operand, loop, ops);
   if (!loads)
     return false;
@@ -83,6 +112,12 @@ bool collect(Value value, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
   return true;
 }
 } // namespace
+
+llvm::SetVector<Value> codegen::usedValues(Operation *op) {
+  llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
+  getUsedValuesDefinedAbove(op->getRegions(), used);
+  return used;
+}
 
 Value codegen::baseAddress(Value pointer) {
   while (auto offset = pointer.getDefiningOp<LLVM::GEPOp>())

@@ -18,13 +18,17 @@ namespace mlir::energy::codegen {
 
 /// The host ops, in order, that compute `value` (used by `loop`, which
 /// becomes a GPU kernel) from loads of GPU memory, for the kernel to compute
-/// again at its start: arithmetic, address computations and loads where the
-/// kernel reads what the host would. That is a load marked
+/// again at its start: arithmetic (and loops of arithmetic alone, in a kernel
+/// of one thread or of at most 16 trips), address computations and loads
+/// where the kernel reads what the host would. That is a load marked
 /// kUnchangedLoadAttr (memory nothing writes after it), or, for a kernel
 /// of one thread, a load of a buffer or scratch block in the block of `loop`
 /// with nothing that may write memory between it and `loop`. Empty when `value`
 /// reads no such load (the host passes it).
 llvm::SetVector<Operation *> deviceComputation(Value value, scf::ForOp loop);
+
+/// The values `op` and the ops in its regions use, defined outside it.
+llvm::SetVector<Value> usedValues(Operation *op);
 
 /// The address `pointer` is an offset from (through llvm.getelementptr).
 Value baseAddress(Value pointer);

@@ -144,7 +144,7 @@ void computeOnDevice(scf::ForOp loop, LoopInputs &inputs) {
   llvm::SetVector<Value> passed(kept.begin(), kept.end());
   SmallVector<Value> constants;
   for (Operation *op : computed)
-    for (Value operand : op->getOperands()) {
+    for (Value operand : codegen::usedValues(op)) {
       Operation *definition = operand.getDefiningOp();
       if (definition && computed.contains(definition))
         continue;
