@@ -13,6 +13,8 @@
 #include "energy/Codegen/ParallelLoops.h"
 #include "energy/KernelSupport/KernelSupport.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -20,6 +22,9 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
 namespace {
+/// The fewest elements of a chunk of reduce_elements on a GPU.
+constexpr int64_t kMinElementsPerChunk = 32;
+
 class ArrayOpLowering : public KernelLowering {
 public:
   explicit ArrayOpLowering(KernelLowering &kernel) : KernelLowering(kernel) {}
@@ -33,6 +38,9 @@ public:
   FailureOr<Lowered> emitQuad(QuadOp quad);
   FailureOr<Lowered> emitOuter(OuterOp outer);
   FailureOr<Lowered> emitReduceElements(ReduceElementsOp reduce);
+  /// On a GPU, outside loops: partial results of chunks in a kernel, then
+  /// combined.
+  FailureOr<Lowered> emitReduceElementsInChunks(ReduceElementsOp reduce);
   FailureOr<Lowered> emitPrefixSum(PrefixSumOp prefix);
   FailureOr<Lowered> emitSumLast(SumLastOp sumLast);
   FailureOr<Lowered> emitBroadcast(BroadcastOp broadcast);
@@ -48,6 +56,14 @@ public:
   FailureOr<Lowered> emitSupportCall(Operation *op);
 
 private:
+  /// reduce_elements of each kind as a fold: the running values of nothing,
+  /// with one element folded in, of two parts combined, and the result.
+  SmallVector<Value> elementsIdentity(ElementsKind kind);
+  SmallVector<Value> foldElement(ElementsKind kind, ValueRange running,
+                                 Value x);
+  SmallVector<Value> combineElements(ElementsKind kind, ValueRange running,
+                                     ValueRange other);
+  Value finishElements(ElementsKind kind, ValueRange running, Value count);
   /// Square matrices of `type` (the last two axes) holding
   /// `onDiagonal(row)` on their diagonal and 0 elsewhere.
   Lowered diagonalMatrix(ArrayType type, function_ref<Value(Value)> onDiagonal);
@@ -236,44 +252,132 @@ FailureOr<Lowered> ArrayOpLowering::emitOuter(OuterOp outer) {
 
 FailureOr<Lowered>
 ArrayOpLowering::emitReduceElements(ReduceElementsOp reduce) {
-  Lowered operand = operandAt(reduce, 0);
   Value count = elementCount(operandType(reduce, 0));
-  Value negInf = real(-std::numeric_limits<double>::infinity());
   ElementsKind kind = reduce.getKind();
-  if (kind == ElementsKind::lse) {
+  std::optional<int64_t> knownCount = getConstantIntValue(count);
+  if (deviceLoops() && !insideLoop() &&
+      (!knownCount || *knownCount > kMinElementsPerChunk))
+    return emitReduceElementsInChunks(reduce);
+  if (kind == ElementsKind::lse || kind == ElementsKind::maxabs) {
     SmallVector<Value> running =
-        forRange(count, {negInf, real(0.0)}, [&](Value i, ValueRange acc) {
-          Value x = elementAt(operand, i);
-          Value largest = maximum(acc[0], x);
-          Value scale = exp(sub(acc[0], largest));
-          scale = select(cmp(arith::CmpFPredicate::OEQ, acc[0], negInf),
-                         real(0.0), scale);
-          Value term = exp(sub(x, largest));
-          term = select(cmp(arith::CmpFPredicate::OEQ, x, negInf), real(0.0),
-                        term);
-          return SmallVector<Value>{largest, add(mul(acc[1], scale), term)};
+        forRange(count, elementsIdentity(kind), [&](Value i, ValueRange acc) {
+          return foldElement(kind, acc, laneValue(reduce.getOperand(), i, 1));
         });
-    return Lowered{add(running[0], log(running[1])), Value()};
+    return Lowered{finishElements(kind, running, count), Value()};
   }
-  if (kind == ElementsKind::maxabs)
-    return Lowered{forRange(count, {real(0.0)},
-                            [&](Value i, ValueRange acc) {
-                              Value x = elementAt(operand, i);
-                              return SmallVector<Value>{maximum(
-                                  acc[0], math::AbsFOp::create(b, loc, x))};
-                            })[0],
-                   Value()};
   bool squared = kind == ElementsKind::sqnorm || kind == ElementsKind::norm;
   Value total = sumLanes(count, [&](Value offset, int lanes) {
     Value x = laneValue(reduce.getOperand(), offset, lanes);
     return squared ? mul(x, x) : x;
   });
-  if (kind == ElementsKind::mean)
-    total = div(total, arith::SIToFPOp::create(b, loc, context.elementType,
-                                               toI64(count)));
-  if (kind == ElementsKind::norm)
-    total = math::SqrtOp::create(b, loc, total);
-  return Lowered{total, Value()};
+  return Lowered{finishElements(kind, {total}, count), Value()};
+}
+
+FailureOr<Lowered>
+ArrayOpLowering::emitReduceElementsInChunks(ReduceElementsOp reduce) {
+  // At least kMinElementsPerChunk elements a chunk, at most 4096 chunks,
+  // whose partial results one thread combines. Chunk c takes elements c, c +
+  // chunks, ...: neighbouring threads read neighbouring elements.
+  constexpr int64_t kMaxChunks = 4096;
+  ElementsKind kind = reduce.getKind();
+  unsigned width = elementsIdentity(kind).size();
+  Value count = elementCount(operandType(reduce, 0));
+  Value chunks, partials;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(frame.entryAnchor);
+    chunks =
+        arith::CeilDivSIOp::create(b, loc, count, index(kMinElementsPerChunk));
+    chunks = arith::MinSIOp::create(b, loc, chunks, index(kMaxChunks));
+    chunks = arith::MaxSIOp::create(b, loc, chunks, index(1));
+    partials =
+        allocateElements(arith::MulIOp::create(b, loc, chunks, index(width)));
+  }
+  auto partialAt = [&](Value chunk, unsigned part) {
+    return arith::AddIOp::create(
+        b, loc, chunk, arith::MulIOp::create(b, loc, chunks, index(part)));
+  };
+  forElements(chunks, [&](Value chunk) {
+    Value positions = arith::CeilDivSIOp::create(
+        b, loc,
+        arith::MaxSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, count, chunk), index(0)),
+        chunks);
+    SmallVector<Value> running = forRange(
+        positions, elementsIdentity(kind), [&](Value step, ValueRange acc) {
+          Value position = arith::AddIOp::create(
+              b, loc, chunk, arith::MulIOp::create(b, loc, step, chunks));
+          return foldElement(kind, acc,
+                             laneValue(reduce.getOperand(), position, 1));
+        });
+    for (auto [part, value] : llvm::enumerate(running))
+      store(value, partials, partialAt(chunk, part));
+  });
+  SmallVector<Value> running = forRange(
+      chunks, elementsIdentity(kind), [&](Value chunk, ValueRange acc) {
+        SmallVector<Value> partial;
+        for (unsigned part = 0; part < width; ++part)
+          partial.push_back(load(partials, partialAt(chunk, part)));
+        return combineElements(kind, acc, partial);
+      });
+  return Lowered{finishElements(kind, running, count), Value()};
+}
+
+SmallVector<Value> ArrayOpLowering::elementsIdentity(ElementsKind kind) {
+  if (kind == ElementsKind::lse)
+    return {real(-std::numeric_limits<double>::infinity()), real(0.0)};
+  return {real(0.0)};
+}
+
+SmallVector<Value> ArrayOpLowering::foldElement(ElementsKind kind,
+                                                ValueRange running, Value x) {
+  switch (kind) {
+  case ElementsKind::lse:
+    return combineElements(kind, running, {x, real(1.0)});
+  case ElementsKind::maxabs:
+    return {maximum(running[0], math::AbsFOp::create(b, loc, x))};
+  case ElementsKind::sqnorm:
+  case ElementsKind::norm:
+    return {add(running[0], mul(x, x))};
+  case ElementsKind::sum:
+  case ElementsKind::mean:
+    return {add(running[0], x)};
+  }
+  llvm_unreachable("every kind of reduce_elements is handled");
+}
+
+SmallVector<Value> ArrayOpLowering::combineElements(ElementsKind kind,
+                                                    ValueRange running,
+                                                    ValueRange other) {
+  if (kind == ElementsKind::maxabs)
+    return {maximum(running[0], other[0])};
+  if (kind != ElementsKind::lse)
+    return {add(running[0], other[0])};
+  // (largest, sum of exp(x − largest)) of two parts; a part holding only
+  // −∞ (or nothing) adds 0.
+  Value negInf = real(-std::numeric_limits<double>::infinity());
+  Value largest = maximum(running[0], other[0]);
+  auto rescaled = [&](Value partLargest, Value partSum) {
+    return select(cmp(arith::CmpFPredicate::OEQ, partLargest, negInf),
+                  real(0.0), mul(partSum, exp(sub(partLargest, largest))));
+  };
+  return {largest,
+          add(rescaled(running[0], running[1]), rescaled(other[0], other[1]))};
+}
+
+Value ArrayOpLowering::finishElements(ElementsKind kind, ValueRange running,
+                                      Value count) {
+  switch (kind) {
+  case ElementsKind::lse:
+    return add(running[0], log(running[1]));
+  case ElementsKind::mean:
+    return div(running[0], arith::SIToFPOp::create(b, loc, context.elementType,
+                                                   toI64(count)));
+  case ElementsKind::norm:
+    return math::SqrtOp::create(b, loc, running[0]);
+  default:
+    return running[0];
+  }
 }
 
 FailureOr<Lowered> ArrayOpLowering::emitPrefixSum(PrefixSumOp prefix) {

@@ -11,6 +11,7 @@
 #ifndef ENERGY_CODEGEN_DEVICESCALARS_H
 #define ENERGY_CODEGEN_DEVICESCALARS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -26,6 +27,13 @@ namespace mlir::energy::codegen {
 /// with nothing that may write memory between it and `loop`. Empty when `value`
 /// reads no such load (the host passes it).
 llvm::SetVector<Operation *> deviceComputation(Value value, scf::ForOp loop);
+
+/// Moves each op of `function` that only computes and reads GPU memory down
+/// its block, past the ops that cannot write what it reads (kernels storing
+/// into other scratch blocks), to just before its first user: the host's
+/// reads of what kernels computed then come together after one wait.
+/// Arithmetic moves likewise, next to what uses it. (LateHostReads.cpp)
+void sinkHostReads(func::FuncOp function);
 
 /// The values `op` and the ops in its regions use, defined outside it.
 llvm::SetVector<Value> usedValues(Operation *op);

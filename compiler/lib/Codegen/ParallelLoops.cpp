@@ -715,6 +715,7 @@ void mlir::energy::outlineParallelLoops(ModuleOp module,
     for (auto function : module.getOps<func::FuncOp>()) {
       if (function.isExternal())
         continue;
+      codegen::sinkHostReads(function);
       for (scf::ForOp loop :
            codegen::wrapSerialRuns(function, [](scf::ForOp loop) {
              return loop->hasAttr(kParallelAttr);

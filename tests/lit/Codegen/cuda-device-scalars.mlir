@@ -4,8 +4,8 @@
 // for the GPU to read them). s, a param no program stores into, is loaded
 // by the element-wise kernel that scales x, from its tensor. t, a state the
 // step stores into after that kernel, is copied into a slot of GPU memory
-// by a kernel of one thread (gpu0), which the element-wise kernel (gpu1) and
-// the kernel of one thread that stores t + 1 (gpu2) load. The host loads no
+// by a kernel of one thread (gpu1), which the element-wise kernel (gpu2) and
+// the kernel of one thread that stores t + 1 (gpu3) load. The host loads no
 // element; the slots' block is freed before the return. The attribute that
 // marks s's load is gone from the module.
 // CHECK-LABEL: energy.model @unchanged_param
@@ -14,17 +14,17 @@
 // CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         call @energy_support_cuda_free(%[[SLOTS]])
 // CHECK-NEXT:    return
-// CHECK:       gpu.func @energy_kernel_step_gpu0(
+// CHECK:       gpu.func @energy_kernel_step_gpu1(
 // CHECK:         scf.if
 // CHECK-NEXT:      %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:      llvm.store %[[T]], %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:       gpu.func @energy_kernel_step_gpu1(
+// CHECK:       gpu.func @energy_kernel_step_gpu2(
 // CHECK:         %[[S:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         scf.if
 // CHECK:           %[[SX:[0-9]+]] = arith.mulf %{{[0-9]+}}, %[[S]]
 // CHECK-NEXT:      arith.mulf %[[SX]], %[[T1]]
-// CHECK:       gpu.func @energy_kernel_step_gpu2(
+// CHECK:       gpu.func @energy_kernel_step_gpu3(
 // CHECK:         %[[T2:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T2]], %{{.*}}
 // CHECK:         scf.if
@@ -56,25 +56,25 @@ energy.model @unchanged_param attributes {energy.device_loops} {
 // -----
 
 // With nothing between the host's load of t and the kernel of one thread
-// that stores t + 1, that kernel loads t and adds 1 itself (gpu0): it runs
+// that stores t + 1, that kernel loads t and adds 1 itself (gpu1): it runs
 // after the work queued before it, as the host's load would have waited
-// for. t - 1, read after that store, goes to the element-wise kernel (gpu2)
-// through a slot that a kernel of one thread fills (gpu1).
+// for. t - 1, read after that store, goes to the element-wise kernel (gpu3)
+// through a slot that a kernel of one thread fills (gpu2).
 // CHECK-LABEL: energy.model @one_thread
 // CHECK-LABEL: func.func @energy_kernel_step(
 // CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         return
-// CHECK:       gpu.func @energy_kernel_step_gpu0(
+// CHECK:       gpu.func @energy_kernel_step_gpu1(
 // CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
 // CHECK:         scf.if
 // CHECK:           llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:       gpu.func @energy_kernel_step_gpu1(
+// CHECK:       gpu.func @energy_kernel_step_gpu2(
 // CHECK:         scf.if
 // CHECK:           %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK-NEXT:      %[[LESS:[0-9]+]] = arith.subf %[[T1]], %{{.*}}
 // CHECK-NEXT:      llvm.store %[[LESS]], %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:       gpu.func @energy_kernel_step_gpu2(
+// CHECK:       gpu.func @energy_kernel_step_gpu3(
 // CHECK:         %[[SCALE:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         scf.if
 // CHECK:           arith.mulf %{{[0-9]+}}, %[[SCALE]]
