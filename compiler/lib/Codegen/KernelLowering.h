@@ -77,6 +77,10 @@ struct LoweringState {
   /// (Destinations.cpp).
   DenseMap<Operation *, Value> destinations;
   llvm::DenseSet<Value> inTensorBuffers;
+  /// In a program, the value each scalar tensor holds since a store of it
+  /// whose value the host has (ProgramOps.cpp): a read that follows takes
+  /// it instead of loading it back.
+  llvm::StringMap<Value> storedScalars;
 };
 
 /// The driver of one kernel's lowering, over its frame and state; op

@@ -12,6 +12,7 @@
 #include "energy/Runtime/ArtifactABI.h"
 #include "energy/Transforms/ProgramReads.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -34,6 +35,13 @@ public:
   LogicalResult emitOnce(OnceOp once);
   /// An index or predicate op's lowered value.
   Value emitIntegerOp(Operation *op);
+
+private:
+  /// Forgets the stored values of the tensors `op` may write: those it or an
+  /// op inside it stores into or adds a gradient into.
+  void forgetScalarsWrittenIn(Operation *op);
+  /// The value in the buffer of the scalar tensor `name`.
+  Value loadScalar(StringRef name);
 };
 } // namespace
 
@@ -51,8 +59,28 @@ LogicalResult ProgramLowering::emitStore(StoreOp store) {
       copyInto(get(value), tensor.getArrayType(), storage,
                /*accumulate=*/false);
   }
+  state.storedScalars.erase(store.getTensor());
+  if (tensor.getArrayType().isScalar() && !isFused(value) &&
+      !isInTensorBuffer(value))
+    if (Value scalar = get(value).scalar)
+      state.storedScalars[store.getTensor()] = scalar;
   forgetStateDerivedWork();
   return success();
+}
+
+void ProgramLowering::forgetScalarsWrittenIn(Operation *op) {
+  op->walk([&](Operation *inner) {
+    if (auto store = dyn_cast<StoreOp>(inner))
+      state.storedScalars.erase(store.getTensor());
+    if (auto grad = dyn_cast<GradOp>(inner))
+      for (FlatSymbolRefAttr target : grad.getIntoTensors())
+        if (target)
+          state.storedScalars.erase(target.getValue());
+  });
+}
+
+Value ProgramLowering::loadScalar(StringRef name) {
+  return load(loadBufferPointer(context.bufferIndex.lookup(name)), index(0));
 }
 
 LogicalResult ProgramLowering::emitAccumulate(AccumulateOp accumulate) {
@@ -80,7 +108,9 @@ LogicalResult ProgramLowering::emitAccumulate(AccumulateOp accumulate) {
 }
 
 LogicalResult ProgramLowering::emitForeach(ForeachOp loop) {
-  return forDomain(
+  // A store in a position's body is not the value of the next position's.
+  forgetScalarsWrittenIn(loop);
+  FailureOr<SmallVector<Value>> done = forDomain(
       loop.getSizes(), loop.getPredicate(), {},
       [&](ValueRange indices, ValueRange) -> FailureOr<SmallVector<Value>> {
         if (failed(emitBlock(loop.getBody().front(), indices)))
@@ -88,6 +118,8 @@ LogicalResult ProgramLowering::emitForeach(ForeachOp loop) {
         return SmallVector<Value>();
       },
       FirstAxis::levels(insideLoop() ? 0 : loop.getParallel().value_or(0)));
+  forgetScalarsWrittenIn(loop);
+  return success(succeeded(done));
 }
 
 Value ProgramLowering::emitIntegerOp(Operation *op) {
@@ -135,6 +167,7 @@ LogicalResult ProgramLowering::emitGrad(GradOp grad) {
            << " is not derived; run energy-derive-gradients first";
   // The gradient function adds into its targets: a result's array starts
   // at zero; a gradient added `into` a tensor gets the tensor's buffer.
+  forgetScalarsWrittenIn(grad);
   SmallVector<Value> arguments(kernelArguments());
   bool writesTensors = false;
   for (auto [position, target] : llvm::enumerate(grad.getIntoTensors())) {
@@ -188,6 +221,9 @@ FailureOr<Lowered> ProgramLowering::emitRead(ReadOp read) {
     return slice(*buffer, let.getArrayType(), type, *indices);
   }
   auto tensor = cast<TensorOp>(source);
+  if (Value stored = state.storedScalars.lookup(tensor.getSymName());
+      stored && type.isScalar() && tensor.getArrayType().isScalar())
+    return Lowered{stored, Value()};
   Value storage =
       loadBufferPointer(context.bufferIndex.lookup(tensor.getSymName()));
   Lowered value = slice(storage, tensor.getArrayType(), type, *indices);
@@ -220,16 +256,45 @@ FailureOr<Value> ProgramLowering::letBuffer(LetOp let) {
 
 LogicalResult ProgramLowering::emitRepeat(RepeatOp repeat) {
   // Rounds run while the body yields false and fewer than the maximum ran;
-  // running out of rounds sets the kernel's status.
+  // running out of rounds sets the kernel's status. The scalar tensors the
+  // body stores into at its top level alone (an adaptive step's time and
+  // step size) go from round to round as values too, so that the host does
+  // not read back what it stored.
+  Block &body = repeat.getBody().front();
+  llvm::StringSet<> writtenDeeper;
+  SmallVector<StringRef> carried;
+  for (Operation &op : body) {
+    if (isa<StoreOp>(op))
+      continue;
+    op.walk([&](Operation *inner) {
+      if (auto store = dyn_cast<StoreOp>(inner))
+        writtenDeeper.insert(store.getTensor());
+      if (auto grad = dyn_cast<GradOp>(inner))
+        for (FlatSymbolRefAttr target : grad.getIntoTensors())
+          if (target)
+            writtenDeeper.insert(target.getValue());
+    });
+  }
+  for (auto store : body.getOps<StoreOp>()) {
+    auto tensor = context.model.lookupSymbol<TensorOp>(store.getTensorAttr());
+    if (tensor.getArrayType().isScalar() &&
+        !writtenDeeper.contains(store.getTensor()) &&
+        !llvm::is_contained(carried, store.getTensor()))
+      carried.push_back(store.getTensor());
+  }
+  SmallVector<Value> initial = {index(0),
+                                arith::ConstantIntOp::create(b, loc, 0, 1)};
+  for (StringRef name : carried) {
+    Value known = state.storedScalars.lookup(name);
+    initial.push_back(known ? known : loadScalar(name));
+  }
+  forgetScalarsWrittenIn(repeat);
   Value limit = index(repeat.getMaxIterations());
-  Type indexType = b.getIndexType();
-  auto loop = scf::WhileOp::create(
-      b, loc, TypeRange{indexType, b.getI1Type()},
-      ValueRange{index(0), arith::ConstantIntOp::create(b, loc, 0, 1)});
-  Block *before = b.createBlock(&loop.getBefore(), {},
-                                {indexType, b.getI1Type()}, {loc, loc});
-  Block *after = b.createBlock(&loop.getAfter(), {}, {indexType, b.getI1Type()},
-                               {loc, loc});
+  SmallVector<Type> types(ValueRange(initial).getTypes());
+  SmallVector<Location> locations(initial.size(), loc);
+  auto loop = scf::WhileOp::create(b, loc, types, initial);
+  Block *before = b.createBlock(&loop.getBefore(), {}, types, locations);
+  Block *after = b.createBlock(&loop.getAfter(), {}, types, locations);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(before);
@@ -243,14 +308,23 @@ LogicalResult ProgramLowering::emitRepeat(RepeatOp repeat) {
     scf::ConditionOp::create(b, loc, more, before->getArguments());
     b.setInsertionPointToEnd(after);
     forgetStateDerivedWork();
-    FailureOr<SmallVector<Value>> finished =
-        emitBlock(repeat.getBody().front(), {});
+    for (auto [position, name] : llvm::enumerate(carried))
+      state.storedScalars[name] = after->getArgument(2 + position);
+    FailureOr<SmallVector<Value>> finished = emitBlock(body, {});
     if (failed(finished))
       return failure();
     Value next = arith::AddIOp::create(b, loc, after->getArgument(0), index(1));
-    scf::YieldOp::create(b, loc, ValueRange{next, finished->front()});
+    SmallVector<Value> yielded = {next, finished->front()};
+    for (StringRef name : carried) {
+      Value stored = state.storedScalars.lookup(name);
+      yielded.push_back(stored ? stored : loadScalar(name));
+    }
+    scf::YieldOp::create(b, loc, yielded);
   }
   b.setInsertionPointAfter(loop);
+  forgetScalarsWrittenIn(repeat);
+  for (auto [position, name] : llvm::enumerate(carried))
+    state.storedScalars[name] = loop.getResult(2 + position);
   forgetStateDerivedWork();
   Value converged = loop.getResult(1);
   Value previous = LLVM::LoadOp::create(b, loc, b.getI32Type(), frame.status);
@@ -308,6 +382,7 @@ LogicalResult ProgramLowering::emitOnce(OnceOp once) {
     b.setInsertionPointToStart(branch.elseBlock());
     // What the body computes exists only where it ran. What yields it is
     // computed in the row where the row is to keep it.
+    forgetScalarsWrittenIn(once);
     DenseMap<Operation *, Value> enclosingLets = state.letBuffers;
     DenseMap<Operation *, Value> enclosingTiles = state.keptTiles;
     Value inRow;
@@ -333,6 +408,7 @@ LogicalResult ProgramLowering::emitOnce(OnceOp once) {
     b.setInsertionPointAfter(keep);
     scf::YieldOp::create(b, loc, computed.data);
   }
+  forgetScalarsWrittenIn(once);
   state.arrays[once.getResult()] = {Value(), branch.getResult(0)};
   return success();
 }

@@ -56,26 +56,27 @@ energy.model @unchanged_param attributes {energy.device_loops} {
 // -----
 
 // With nothing between the host's load of t and the kernel of one thread
-// that stores t + 1, that kernel loads t and adds 1 itself (gpu1): it runs
-// after the work queued before it, as the host's load would have waited
-// for. t - 1, read after that store, goes to the element-wise kernel (gpu3)
-// through a slot that a kernel of one thread fills (gpu2).
+// that computes t + 1, that kernel loads t and adds 1 itself (gpu1): it
+// runs after the work queued before it, as the host's load would have
+// waited for. It leaves t + 1 in a slot, which the kernel storing it into t
+// (gpu2) loads, and so does the element-wise kernel (gpu3), which subtracts
+// 1 itself: the read of t after the store is the value stored.
 // CHECK-LABEL: energy.model @one_thread
 // CHECK-LABEL: func.func @energy_kernel_step(
 // CHECK-NOT:     llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         return
 // CHECK:       gpu.func @energy_kernel_step_gpu1(
-// CHECK:         %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK-NEXT:    %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
 // CHECK:         scf.if
-// CHECK:           llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK-NEXT:      %[[T:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:      %[[NEXT:[0-9]+]] = arith.addf %[[T]], %{{.*}}
+// CHECK-NEXT:      llvm.store %[[NEXT]], %{{[0-9]+}} : f32, !llvm.ptr
 // CHECK:       gpu.func @energy_kernel_step_gpu2(
+// CHECK:         %[[STORED:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         scf.if
-// CHECK:           %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
-// CHECK-NEXT:      %[[LESS:[0-9]+]] = arith.subf %[[T1]], %{{.*}}
-// CHECK-NEXT:      llvm.store %[[LESS]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:           llvm.store %[[STORED]], %{{[0-9]+}} : f32, !llvm.ptr
 // CHECK:       gpu.func @energy_kernel_step_gpu3(
-// CHECK:         %[[SCALE:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK:         %[[T1:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[SCALE:[0-9]+]] = arith.subf %[[T1]], %{{.*}}
 // CHECK:         scf.if
 // CHECK:           arith.mulf %{{[0-9]+}}, %[[SCALE]]
 energy.model @one_thread attributes {energy.device_loops} {

@@ -164,20 +164,26 @@ energy.model @loops {
 // repeat: an scf.while that runs while the body has not said it is done
 // and fewer than `max` rounds ran; running out of rounds stores
 // ENERGY_KERNEL_NO_CONVERGENCE (1) in the status. The stopping test is a
-// cmp (arith.cmpf olt).
+// cmp (arith.cmpf olt). r, a scalar the body stores into at its top level,
+// goes from round to round as a value: loaded once before the loop, stored
+// in each round, not read back.
 // CHECK-LABEL: energy.model @adaptive
 // CHECK-LABEL: func.func @energy_kernel_step(
+// CHECK:         %[[R0:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
 // CHECK:         %[[MAX:.*]] = arith.constant 7 : index
-// CHECK:         %[[R:[0-9]+]]:2 = scf.while (%[[ROUND:arg[0-9]+]] = %{{.*}}, %[[DONE:arg[0-9]+]] = %false) : (index, i1) -> (index, i1) {
+// CHECK:         %[[R:[0-9]+]]:3 = scf.while (%[[ROUND:arg[0-9]+]] = %{{.*}}, %[[DONE:arg[0-9]+]] = %false, %[[RIN:arg[0-9]+]] = %[[R0]]) : (index, i1, f32) -> (index, i1, f32) {
 // CHECK:           %[[NOTDONE:[0-9]+]] = arith.xori %[[DONE]], %true : i1
 // CHECK-NEXT:      %[[LEFT:[0-9]+]] = arith.cmpi slt, %[[ROUND]], %[[MAX]] : index
 // CHECK-NEXT:      %[[MORE:[0-9]+]] = arith.andi %[[NOTDONE]], %[[LEFT]] : i1
-// CHECK-NEXT:      scf.condition(%[[MORE]]) %[[ROUND]], %[[DONE]] : index, i1
+// CHECK-NEXT:      scf.condition(%[[MORE]]) %[[ROUND]], %[[DONE]], %[[RIN]] : index, i1, f32
 // CHECK-NEXT:    } do {
-// CHECK:           llvm.store %{{[0-9]+}}, %{{[0-9]+}} : f32, !llvm.ptr
-// CHECK:           %[[STOP:[0-9]+]] = arith.cmpf olt, %{{[0-9]+}}, %{{.*}} : f32
+// CHECK-NEXT:    ^bb0(%{{.*}}: index, %{{.*}}: i1, %[[RNOW:arg[0-9]+]]: f32):
+// CHECK-NOT:       llvm.load
+// CHECK:           %[[HALF:[0-9]+]] = arith.mulf %[[RNOW]], %{{.*}} : f32
+// CHECK:           llvm.store %[[HALF]], %{{[0-9]+}} : f32, !llvm.ptr
+// CHECK:           %[[STOP:[0-9]+]] = arith.cmpf olt, %[[HALF]], %{{.*}} : f32
 // CHECK:           %[[NEXT:[0-9]+]] = arith.addi %{{.*}}, %{{.*}} : index
-// CHECK-NEXT:      scf.yield %[[NEXT]], %[[STOP]] : index, i1
+// CHECK-NEXT:      scf.yield %[[NEXT]], %[[STOP]], %[[HALF]] : index, i1, f32
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %[[PREV:[0-9]+]] = llvm.load %1 : !llvm.ptr -> i32
 // CHECK-NEXT:    %[[NC:.*]] = arith.constant 1 : i32
