@@ -37,8 +37,8 @@ public:
   Value emitIntegerOp(Operation *op);
 
 private:
-  /// Forgets the stored values of the tensors `op` may write: those it or an
-  /// op inside it stores into or adds a gradient into.
+  /// Forgets the stored values of the tensors `op` may write
+  /// (forEachTensorWrittenIn).
   void forgetScalarsWrittenIn(Operation *op);
   /// The value in the buffer of the scalar tensor `name`.
   Value loadScalar(StringRef name);
@@ -68,15 +68,23 @@ LogicalResult ProgramLowering::emitStore(StoreOp store) {
   return success();
 }
 
-void ProgramLowering::forgetScalarsWrittenIn(Operation *op) {
+/// Calls `written` with each tensor `op` or an op inside it stores into or
+/// adds a gradient into.
+static void forEachTensorWrittenIn(Operation *op,
+                                   function_ref<void(StringRef)> written) {
   op->walk([&](Operation *inner) {
     if (auto store = dyn_cast<StoreOp>(inner))
-      state.storedScalars.erase(store.getTensor());
+      written(store.getTensor());
     if (auto grad = dyn_cast<GradOp>(inner))
       for (FlatSymbolRefAttr target : grad.getIntoTensors())
         if (target)
-          state.storedScalars.erase(target.getValue());
+          written(target.getValue());
   });
+}
+
+void ProgramLowering::forgetScalarsWrittenIn(Operation *op) {
+  forEachTensorWrittenIn(
+      op, [&](StringRef name) { state.storedScalars.erase(name); });
 }
 
 Value ProgramLowering::loadScalar(StringRef name) {
@@ -261,24 +269,16 @@ LogicalResult ProgramLowering::emitRepeat(RepeatOp repeat) {
   // step size) go from round to round as values too, so that the host does
   // not read back what it stored.
   Block &body = repeat.getBody().front();
-  llvm::StringSet<> writtenDeeper;
+  llvm::StringSet<> writtenOtherwise;
   SmallVector<StringRef> carried;
-  for (Operation &op : body) {
-    if (isa<StoreOp>(op))
-      continue;
-    op.walk([&](Operation *inner) {
-      if (auto store = dyn_cast<StoreOp>(inner))
-        writtenDeeper.insert(store.getTensor());
-      if (auto grad = dyn_cast<GradOp>(inner))
-        for (FlatSymbolRefAttr target : grad.getIntoTensors())
-          if (target)
-            writtenDeeper.insert(target.getValue());
-    });
-  }
+  for (Operation &op : body)
+    if (!isa<StoreOp>(op))
+      forEachTensorWrittenIn(
+          &op, [&](StringRef name) { writtenOtherwise.insert(name); });
   for (auto store : body.getOps<StoreOp>()) {
     auto tensor = context.model.lookupSymbol<TensorOp>(store.getTensorAttr());
     if (tensor.getArrayType().isScalar() &&
-        !writtenDeeper.contains(store.getTensor()) &&
+        !writtenOtherwise.contains(store.getTensor()) &&
         !llvm::is_contained(carried, store.getTensor()))
       carried.push_back(store.getTensor());
   }
