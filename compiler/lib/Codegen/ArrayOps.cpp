@@ -22,8 +22,9 @@ using namespace mlir::energy;
 using namespace mlir::energy::codegen;
 
 namespace {
-/// The fewest elements of a chunk of reduce_elements on a GPU.
-constexpr int64_t kMinElementsPerChunk = 32;
+/// The fewest elements of a chunk of reduce_elements on a GPU, and the most
+/// chunks, whose partial results one thread combines.
+constexpr int64_t kMinElementsPerChunk = 32, kMaxChunks = 4096;
 
 class ArrayOpLowering : public KernelLowering {
 public:
@@ -275,10 +276,8 @@ ArrayOpLowering::emitReduceElements(ReduceElementsOp reduce) {
 
 FailureOr<Lowered>
 ArrayOpLowering::emitReduceElementsInChunks(ReduceElementsOp reduce) {
-  // At least kMinElementsPerChunk elements a chunk, at most 4096 chunks,
-  // whose partial results one thread combines. Chunk c takes elements c, c +
-  // chunks, ...: neighbouring threads read neighbouring elements.
-  constexpr int64_t kMaxChunks = 4096;
+  // Chunk c takes elements c, c + chunks, ...: neighbouring threads read
+  // neighbouring elements.
   ElementsKind kind = reduce.getKind();
   unsigned width = elementsIdentity(kind).size();
   Value count = elementCount(operandType(reduce, 0));

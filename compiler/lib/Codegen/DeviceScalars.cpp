@@ -21,25 +21,6 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// Whether `op` may write memory other than the host's stack.
-bool mayWrite(Operation *op) {
-  WalkResult walk = op->walk([](Operation *inner) {
-    if (isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner))
-      return codegen::baseAddress(codegen::accessedAddress(inner))
-                     .getDefiningOp<LLVM::AllocaOp>()
-                 ? WalkResult::advance()
-                 : WalkResult::interrupt();
-    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
-    if (!effects)
-      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
-                 ? WalkResult::advance()
-                 : WalkResult::interrupt();
-    return effects.hasEffect<MemoryEffects::Write>() ? WalkResult::interrupt()
-                                                     : WalkResult::advance();
-  });
-  return walk.wasInterrupted();
-}
-
 /// Whether `loop` runs on one GPU thread.
 bool oneThread(scf::ForOp loop) {
   return isConstantIntValue(loop.getLowerBound(), 0) &&
@@ -55,7 +36,7 @@ bool kernelMayLoad(LLVM::LoadOp load, scf::ForOp loop) {
     return false;
   for (Operation *op = load->getNextNode(); op && op != loop.getOperation();
        op = op->getNextNode())
-    if (mayWrite(op))
+    if (codegen::mayWrite(op, [](Value) { return true; }))
       return false;
   return true;
 }
@@ -165,10 +146,33 @@ bool codegen::intoGpuMemory(Value pointer) {
   }
   if (std::optional<unsigned> argument = argumentOfKernel(base))
     return *argument >= kKernelArguments;
+  return isOwnAllocation(base) &&
+         !base.getDefiningOp()->hasAttr(kHostSlotsAttr);
+}
+
+bool codegen::isOwnAllocation(Value base) {
   auto call = base.getDefiningOp<func::CallOp>();
-  return call && !call->hasAttr(kHostSlotsAttr) &&
-         (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
-          call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
+  return call && (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
+                  call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
+}
+
+bool codegen::mayWrite(Operation *op, function_ref<bool(Value)> reaches) {
+  WalkResult walk = op->walk([&](Operation *inner) {
+    if (isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner)) {
+      Value base = baseAddress(accessedAddress(inner));
+      return !base.getDefiningOp<LLVM::AllocaOp>() && reaches(base)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (!effects)
+      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    return effects.hasEffect<MemoryEffects::Write>() ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+  });
+  return walk.wasInterrupted();
 }
 
 llvm::SetVector<Operation *> codegen::deviceComputation(Value value,

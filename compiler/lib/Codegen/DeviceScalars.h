@@ -11,7 +11,6 @@
 #ifndef ENERGY_CODEGEN_DEVICESCALARS_H
 #define ENERGY_CODEGEN_DEVICESCALARS_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -28,13 +27,6 @@ namespace mlir::energy::codegen {
 /// reads no such load (the host passes it).
 llvm::SetVector<Operation *> deviceComputation(Value value, scf::ForOp loop);
 
-/// Moves each op of `function` that only computes and reads GPU memory down
-/// its block, past the ops that cannot write what it reads (kernels storing
-/// into other scratch blocks), to just before its first user: the host's
-/// reads of what kernels computed then come together after one wait.
-/// Arithmetic moves likewise, next to what uses it. (LateHostReads.cpp)
-void sinkHostReads(func::FuncOp function);
-
 /// The values `op` and the ops in its regions use, defined outside it.
 llvm::SetVector<Value> usedValues(Operation *op);
 
@@ -44,6 +36,14 @@ Value baseAddress(Value pointer);
 /// The address an llvm.load, llvm.store or llvm.atomicrmw reads or writes;
 /// null for other ops.
 Value accessedAddress(Operation *op);
+
+/// Whether `base` (an address no offset is taken of) is a block of scratch
+/// or device memory the code allocated, which no other address reaches.
+bool isOwnAllocation(Value base);
+
+/// Whether `op` may write memory through a store whose base address
+/// `reaches` holds for (never the host's stack), or otherwise (a call).
+bool mayWrite(Operation *op, function_ref<bool(Value)> reaches);
 
 /// Whether a GPU kernel can hold `op` itself (its nested ops asked apart):
 /// arith, math, scf, vector and LLVM ops but calls, globals' addresses and

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LateHostReads.h"
 #include "DeviceScalars.h"
 #include "energy/Codegen/ParallelLoops.h"
-#include "energy/KernelSupport/KernelSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,21 +18,10 @@ using namespace mlir;
 using namespace mlir::energy;
 
 namespace {
-/// Whether `base` (an address no offset is taken of) is a block of scratch
-/// or device memory of its own, which no other address reaches.
-bool ownAllocation(Value base) {
-  auto call = base.getDefiningOp<func::CallOp>();
-  return call && (call.getCallee() == ENERGY_SUPPORT_SCRATCH_ALLOC ||
-                  call.getCallee() == ENERGY_SUPPORT_CUDA_ALLOC);
-}
-
+/// Whether stores through `base` may reach what is at `other`.
 bool mayAlias(Value base, Value other) {
-  if (base == other)
-    return true;
-  if (base.getDefiningOp<LLVM::AllocaOp>() ||
-      other.getDefiningOp<LLVM::AllocaOp>())
-    return false;
-  return !ownAllocation(base) && !ownAllocation(other);
+  return base == other ||
+         (!codegen::isOwnAllocation(base) && !codegen::isOwnAllocation(other));
 }
 
 /// The base addresses `op` reads, or nothing when it may write memory or do
@@ -57,29 +46,6 @@ std::optional<SmallVector<Value>> readBases(Operation *op) {
   if (walk.wasInterrupted())
     return std::nullopt;
   return bases;
-}
-
-/// Whether `op` may write what is at `bases`: it stores through an address
-/// that may reach one, or does something other than arithmetic and memory
-/// access (a call).
-bool mayWriteAny(Operation *op, ArrayRef<Value> bases) {
-  WalkResult walk = op->walk([&](Operation *inner) {
-    if (!codegen::runsOnGpu(inner))
-      return WalkResult::interrupt();
-    if (isa<LLVM::StoreOp, LLVM::AtomicRMWOp>(inner)) {
-      Value written = codegen::baseAddress(codegen::accessedAddress(inner));
-      return llvm::any_of(bases,
-                          [&](Value base) { return mayAlias(base, written); })
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    }
-    if (isa<LLVM::LoadOp>(inner) ||
-        inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
-        isMemoryEffectFree(inner))
-      return WalkResult::advance();
-    return WalkResult::interrupt();
-  });
-  return walk.wasInterrupted();
 }
 
 void sinkIn(Block &block) {
@@ -107,7 +73,11 @@ void sinkIn(Block &block) {
     if (!firstUser)
       continue;
     Operation *before = op->getNextNode();
-    while (before != firstUser && !mayWriteAny(before, *bases))
+    while (before != firstUser &&
+           !codegen::mayWrite(before, [&](Value written) {
+             return llvm::any_of(
+                 *bases, [&](Value base) { return mayAlias(written, base); });
+           }))
       before = before->getNextNode();
     if (before != op->getNextNode())
       op->moveBefore(before);

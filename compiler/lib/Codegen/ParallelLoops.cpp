@@ -10,6 +10,7 @@
 
 #include "energy/Codegen/ParallelLoops.h"
 #include "DeviceScalars.h"
+#include "LateHostReads.h"
 #include "SerialKernels.h"
 #include "energy/KernelSupport/KernelSupport.h"
 #include "energy/KernelSupport/MatrixProduct.h"

@@ -23,11 +23,11 @@ namespace mlir::energy::codegen {
 /// kernel to take, but for arithmetic on scalars of GPU memory (slots,
 /// params) that only the kernel uses, which goes into it; a loop of
 /// arithmetic alone counts as arithmetic. A scalar a run computes that
-/// later kernels and runs alone
-/// use goes through GPU memory: the kernel stores it into a slot of its own,
-/// which the host loads after it, marked kUnchangedLoadAttr, for the
-/// kernels that use it to load themselves; a run that computes anything
-/// else the host uses after it ends before the op that computes it.
+/// later kernels and runs alone use goes through GPU memory: the kernel stores
+/// it into a slot of its own, which the host loads after it, marked
+/// kUnchangedLoadAttr, for the kernels that use it to load themselves; a run
+/// that computes anything else the host uses after it ends before the op that
+/// computes it.
 SmallVector<scf::ForOp>
 wrapSerialRuns(func::FuncOp function,
                function_ref<bool(scf::ForOp)> becomesKernel);

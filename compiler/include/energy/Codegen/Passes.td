@@ -48,7 +48,11 @@ def EnergyOutlineParallelLoops
     module, launched through the support library (their PTX images go to
     the global `energy_cuda_images`, which energy-compile-gpu-kernels
     fills), memory becomes managed memory and matrix products call the
-    GPU's (with `bf16-products`, on tensor cores). With `gpu-host-code`
+    GPU's (with `bf16-products`, on tensor cores); the host code's reads of
+    GPU memory move next to their users first, past the kernels that cannot
+    write what they read (LateHostReads.h), and its runs of work on GPU
+    memory alone become kernels of one thread (SerialKernels.h). With
+    `gpu-host-code`
     instead, the host code takes the shape it has for the GPU, and what
     would be kernels are chunks for the thread pool: what energyc
     --device-loops compiles, to check a CUDA artifact's host code on the
