@@ -24,6 +24,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/MemoryBufferRef.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -149,6 +150,16 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
                                                StringRef path,
                                                std::string &error,
                                                unsigned optLevel) {
+  // A destination that is not a regular file (/dev/null, a pipe) is written
+  // into: renaming the linked library over it would replace it.
+  llvm::sys::fs::file_status destination;
+  bool exists = !llvm::sys::fs::status(path, destination) &&
+                llvm::sys::fs::exists(destination);
+  if (exists && llvm::sys::fs::is_directory(destination)) {
+    error = ("cannot write " + path + ": it is a directory").str();
+    return failure();
+  }
+  bool intoSpecialFile = exists && !llvm::sys::fs::is_regular_file(destination);
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule = translateArtifact(module, context);
   if (!llvmModule) {
@@ -245,6 +256,13 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
 
   std::string message;
   std::string temporary = (path + ".tmp").str();
+  if (intoSpecialFile) {
+    llvm::SmallString<128> created;
+    if (std::error_code code = llvm::sys::fs::createTemporaryFile(
+            "energy-artifact", "so", created))
+      return fail("cannot create a temporary file: " + code.message());
+    temporary = created.str().str();
+  }
   llvm::FileRemover removeTemporary(temporary);
   const std::string &supportLibrary = kernelSupportLibrary();
   SmallVector<StringRef> arguments = {ENERGY_CLANG_PATH, "-shared", "-o",
@@ -259,6 +277,22 @@ LogicalResult mlir::energy::writeSharedLibrary(ModuleOp module,
   if (status != 0)
     return fail("linking the kernels with " + Twine(ENERGY_CLANG_PATH) +
                 " failed" + (message.empty() ? "" : ": " + message));
+  if (intoSpecialFile) {
+    auto linked = llvm::MemoryBuffer::getFile(temporary);
+    if (!linked)
+      return fail("cannot read " + temporary + ": " +
+                  linked.getError().message());
+    std::error_code code;
+    llvm::raw_fd_ostream out(path, code);
+    if (!code) {
+      out << (*linked)->getBuffer();
+      out.close();
+      code = out.error();
+    }
+    if (code)
+      return fail("cannot write " + path + ": " + code.message());
+    return success();
+  }
   if (std::error_code code = llvm::sys::fs::rename(temporary, path))
     return fail("cannot write " + path + ": " + code.message());
   return success();
