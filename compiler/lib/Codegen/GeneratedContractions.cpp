@@ -98,6 +98,31 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
     }
     return branch.getResult(0);
   };
+  // Outer products that a block of values only yields: their weighted sums
+  // are added row by row, accumulator row r += (weight · a[r]) · b, instead
+  // of each product being built as a matrix and then added.
+  auto yieldedOuterProducts = [](Block &block) {
+    llvm::SmallPtrSet<Operation *, 4> outers;
+    for (Value value : cast<YieldOp>(block.getTerminator()).getValues())
+      if (auto outer = value.getDefiningOp<OuterOp>();
+          outer && outer->getBlock() == &block && value.hasOneUse())
+        outers.insert(outer);
+    return outers;
+  };
+  auto addScaledOuter = [&](Value accumulator, Value weight, OuterOp outer) {
+    Lowered lhs = get(outer.getLhs()), rhs = get(outer.getRhs());
+    Value columns = elementCount(typeOf(outer.getRhs()));
+    forRange(elementCount(typeOf(outer.getLhs())), [&](Value r) {
+      Value factor = mul(weight, elementAt(lhs, r));
+      Value row =
+          offsetPointer(accumulator, arith::MulIOp::create(b, loc, r, columns));
+      forLanes(columns, [&](Value c, int lanes) {
+        storeLanes(add(loadLanes(row, c, lanes),
+                       mul(splat(factor, lanes), lanesAt(rhs, c, lanes))),
+                   row, c, lanes);
+      });
+    });
+  };
   // Adds weight · value_j(indices...) into accumulator j for every value of
   // `block`, where the predicate admits the pair.
   auto accumulateValues = [&](Block &block, ValueRange indices, Value weight,
@@ -112,13 +137,17 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
                                     /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branch.thenBlock());
-    FailureOr<SmallVector<Value>> values = emitBlock(block, indices);
+    llvm::SmallPtrSet<Operation *, 4> outers = yieldedOuterProducts(block);
+    FailureOr<SmallVector<Value>> values = emitBlock(block, indices, &outers);
     if (failed(values))
       return failure();
     ValueRange yielded = cast<YieldOp>(block.getTerminator()).getValues();
     for (size_t j = 0; j < into.size(); ++j) {
       Value value = (*values)[j], accumulator = into[j];
-      if (typeOf(yielded[j]).isScalar())
+      if (auto outer = yielded[j].getDefiningOp<OuterOp>();
+          outer && outers.contains(outer))
+        addScaledOuter(accumulator, weight, outer);
+      else if (typeOf(yielded[j]).isScalar())
         store(add(load(accumulator, index(0)), mul(weight, value)), accumulator,
               index(0));
       else

@@ -58,15 +58,21 @@ LogicalResult KernelLowering::emitOp(Operation *op) {
   return op->emitOpError("is not supported by the CPU code generator");
 }
 
-FailureOr<SmallVector<Value>> KernelLowering::emitBlock(Block &block,
-                                                        ValueRange arguments) {
+FailureOr<SmallVector<Value>>
+KernelLowering::emitBlock(Block &block, ValueRange arguments,
+                          const llvm::SmallPtrSetImpl<Operation *> *leftOut) {
   for (auto [argument, value] : llvm::zip(block.getArguments(), arguments))
     state.integers.map(argument, value);
+  auto isLeftOut = [&](Operation *op) {
+    return op && leftOut && leftOut->contains(op);
+  };
   for (Operation &op : block) {
     if (auto yield = dyn_cast<YieldOp>(op)) {
       SmallVector<Value> values;
       for (Value value : yield.getValues()) {
-        if (isa<ArrayType>(value.getType())) {
+        if (isLeftOut(value.getDefiningOp())) {
+          values.push_back(Value());
+        } else if (isa<ArrayType>(value.getType())) {
           Lowered lowered = get(value);
           values.push_back(lowered.data ? lowered.data : lowered.scalar);
         } else {
@@ -75,6 +81,8 @@ FailureOr<SmallVector<Value>> KernelLowering::emitBlock(Block &block,
       }
       return values;
     }
+    if (isLeftOut(&op))
+      continue;
     loc = op.getLoc();
     if (frame.loopDepth == 0) {
       frame.statementAnchor = arith::ConstantIndexOp::create(b, loc, 0);

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <functional>
 #include <memory>
@@ -91,8 +92,11 @@ public:
       : KernelBuilder(frame), state(state) {}
 
   /// Emits the ops of `block` (a region body whose block arguments get
-  /// `arguments`), returning the lowered values it yields.
-  FailureOr<SmallVector<Value>> emitBlock(Block &block, ValueRange arguments);
+  /// `arguments`), returning the lowered values it yields. Ops in `leftOut`
+  /// are not emitted: the caller computes what they yield (a null value).
+  FailureOr<SmallVector<Value>>
+  emitBlock(Block &block, ValueRange arguments,
+            const llvm::SmallPtrSetImpl<Operation *> *leftOut = nullptr);
   /// Emits `op` with the pattern of highest benefit that matches it.
   LogicalResult emitOp(Operation *op);
   /// The lowered array for an energy value emitted earlier.

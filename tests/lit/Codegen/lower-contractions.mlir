@@ -302,6 +302,57 @@ energy.model @mixture {
 
 // -----
 
+// "loops", a column value that is an outer product (an M-step's second
+// moments, Σ_i p_ik (x_i − μ_k) y_iᵀ): no D × E array per pair; in both
+// passes, row r of the column's accumulator gets (p_ik · d[r]) · y_i, a
+// scalar broadcast over y's lanes. Nine scratch arrays in all, where the
+// outer product built first took two more (one a pass).
+// CHECK-LABEL: energy.model @second_moments
+// CHECK-LABEL: func.func @energy_kernel_energy(
+// CHECK-COUNT-9: call @energy_support_scratch_alloc(
+// CHECK-NOT:     call @energy_support_scratch_alloc(
+// CHECK:         %[[FACTOR:[0-9]+]] = vector.broadcast %{{[0-9]+}} : f32 to vector<16xf32>
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    llvm.getelementptr
+// CHECK-NEXT:    %[[Y:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK-NEXT:    %[[TERM:[0-9]+]] = arith.mulf %[[FACTOR]], %[[Y]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:    %[[SUM:[0-9]+]] = arith.addf %{{[0-9]+}}, %[[TERM]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK:         llvm.store %[[SUM]], %{{[0-9]+}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+// CHECK:         return
+energy.model @second_moments {
+  dim @N
+  dim @K
+  dim @D
+  dim @E
+  tensor @x : input [@N, @D]
+  tensor @y : input [@N, @E]
+  tensor @mu : state [@K, @D]
+  term @fit {
+    %X = read @x : !energy.array<N, D>
+    %Y = read @y : !energy.array<N, E>
+    %M = read @mu : !energy.array<K, D>
+    %r:2 = softmax_contract generic rows (%i : @N) cols (%k : @K) score {
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %s = dot %a, %m : !energy.array<D>
+      yield %s : !energy.array<>
+    } col_values {
+      %a = extract %X[%i] : !energy.array<N, D> -> !energy.array<D>
+      %m = extract %M[%k] : !energy.array<K, D> -> !energy.array<D>
+      %d = sub %a, %m : !energy.array<D>, !energy.array<D>
+      %c = extract %Y[%i] : !energy.array<N, E> -> !energy.array<E>
+      %o = outer %d, %c : !energy.array<D>, !energy.array<E>
+      yield %o : !energy.array<D, E>
+    } {engine = "loops"} : !energy.array<N>, !energy.array<K, D, E>
+    %t = reduce_elements sum %r#0 : !energy.array<N>
+    %u = reduce_elements sum %r#1 : !energy.array<K, D, E>
+    %v = add %t, %u : !energy.array<>, !energy.array<>
+    yield %v : !energy.array<>
+  }
+}
+
+// -----
+
 // A contraction marked bilinear whose score is not a dot product (times a
 // scale) cannot go to the bilinear kernel: an error, not a wrong call.
 energy.model @not_bilinear {
