@@ -526,6 +526,21 @@ writeContents(const std::string &path,
   Expected<std::string> header = buildHeader(tensors, metadata);
   if (!header)
     return header.status();
+  // A path that is neither a regular file nor a directory (/dev/null, a
+  // pipe) is written into: renaming a new file over it would replace it.
+  std::error_code statusError;
+  fs::file_status status = fs::status(path, statusError);
+  if (!statusError && fs::exists(status) && !fs::is_regular_file(status) &&
+      !fs::is_directory(status)) {
+    std::FILE *file = std::fopen(path.c_str(), "wb");
+    if (!file)
+      return Status::error("cannot open: " + std::string(std::strerror(errno)));
+    bool written = writeFileContents(file, *header, tensors);
+    if (std::fclose(file) != 0 || !written)
+      return Status::error("writing failed: " +
+                           std::string(std::strerror(errno)));
+    return Status::success();
+  }
   std::string temporaryPath;
   std::FILE *file = createTemporaryFileFor(path, temporaryPath);
   if (!file)

@@ -3,7 +3,8 @@
 // Unit tests of safetensors round trips (F32 and F64, every rank, empty
 // dimensions, metadata), of the exact bytes the writer produces, of a file
 // laid out by hand from the format description, of writes that fail
-// without leaving a file behind, and of reading a tensor's rows alone.
+// without leaving a file behind, of a write into a pipe, and of reading a
+// tensor's rows alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,10 @@
 
 #include <cmath>
 #include <filesystem>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace energy;
 using namespace energy::test;
@@ -203,6 +208,28 @@ TEST_CASE("a write whose final rename fails removes its temporary file") {
   CHECK(status.message().find(path + ": cannot replace the file: ") == 0);
   CHECK(scratch.entryCount() == 1); // Only the directory.
   CHECK(std::filesystem::is_directory(path));
+}
+
+TEST_CASE("a write to a pipe goes into the pipe, which stays a pipe") {
+  ScratchDirectory scratch;
+  std::string path = scratch.path("pipe");
+  REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+  // Opened for reading first, without waiting for a writer, so that the
+  // writer's open does not block; the tensors fit the pipe's buffer.
+  int reader = open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  std::map<std::string, Tensor> tensors = {
+      {"x", rampTensor(DType::F32, {3}, 1, 1)}};
+  REQUIRE(writeSafetensors(path, tensors).ok());
+  std::string received;
+  char buffer[4096];
+  for (ssize_t count; (count = read(reader, buffer, sizeof buffer)) > 0;)
+    received.append(buffer, static_cast<size_t>(count));
+  close(reader);
+  CHECK(std::filesystem::is_fifo(path));
+  std::string regular = scratch.path("regular.safetensors");
+  REQUIRE(writeSafetensors(regular, tensors).ok());
+  CHECK(received == readBytes(regular));
 }
 
 TEST_CASE("rows along any axis are read alone, equal to the whole's") {
