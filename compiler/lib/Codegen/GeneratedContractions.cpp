@@ -99,8 +99,10 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
     return branch.getResult(0);
   };
   // Outer products that a block of values only yields: their weighted sums
-  // are added row by row, accumulator row r += (weight · a[r]) · b, instead
-  // of each product being built as a matrix and then added.
+  // are added into the accumulator directly, accumulator[r, c] += a[r] ·
+  // (weight · b[c]), each lane block of weight · b computed once and the
+  // rows inner, instead of each product being built as a matrix and then
+  // added.
   auto yieldedOuterProducts = [](Block &block) {
     llvm::SmallPtrSet<Operation *, 4> outers;
     for (Value value : cast<YieldOp>(block.getTerminator()).getValues())
@@ -111,14 +113,15 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
   };
   auto addScaledOuter = [&](Value accumulator, Value weight, OuterOp outer) {
     Lowered lhs = get(outer.getLhs()), rhs = get(outer.getRhs());
+    Value rows = elementCount(typeOf(outer.getLhs()));
     Value columns = elementCount(typeOf(outer.getRhs()));
-    forRange(elementCount(typeOf(outer.getLhs())), [&](Value r) {
-      Value factor = mul(weight, elementAt(lhs, r));
-      Value row =
-          offsetPointer(accumulator, arith::MulIOp::create(b, loc, r, columns));
-      forLanes(columns, [&](Value c, int lanes) {
+    forLanes(columns, [&](Value c, int lanes) {
+      Value scaled = mul(splat(weight, lanes), lanesAt(rhs, c, lanes));
+      forRange(rows, [&](Value r) {
+        Value row = offsetPointer(accumulator,
+                                  arith::MulIOp::create(b, loc, r, columns));
         storeLanes(add(loadLanes(row, c, lanes),
-                       mul(splat(factor, lanes), lanesAt(rhs, c, lanes))),
+                       mul(splat(elementAt(lhs, r), lanes), scaled)),
                    row, c, lanes);
       });
     });

@@ -304,19 +304,26 @@ energy.model @mixture {
 
 // "loops", a column value that is an outer product (an M-step's second
 // moments, Σ_i p_ik (x_i − μ_k) y_iᵀ): no D × E array per pair; in both
-// passes, row r of the column's accumulator gets (p_ik · d[r]) · y_i, a
-// scalar broadcast over y's lanes. Nine scratch arrays in all, where the
-// outer product built first took two more (one a pass).
+// passes, each lane block of p_ik · y_i once, then the rows r of the
+// column's accumulator, each adding d[r] times it. Nine scratch arrays in
+// all, where the outer product built first took two more (one a pass).
 // CHECK-LABEL: energy.model @second_moments
 // CHECK-LABEL: func.func @energy_kernel_energy(
 // CHECK-COUNT-9: call @energy_support_scratch_alloc(
 // CHECK-NOT:     call @energy_support_scratch_alloc(
-// CHECK:         %[[FACTOR:[0-9]+]] = vector.broadcast %{{[0-9]+}} : f32 to vector<16xf32>
+// CHECK:         %[[W:[0-9]+]] = vector.broadcast %{{[0-9]+}} : f32 to vector<16xf32>
 // CHECK-NEXT:    arith.index_cast
 // CHECK-NEXT:    llvm.getelementptr
 // CHECK-NEXT:    %[[Y:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
-// CHECK-NEXT:    %[[TERM:[0-9]+]] = arith.mulf %[[FACTOR]], %[[Y]] fastmath<reassoc,contract> : vector<16xf32>
-// CHECK-NEXT:    %[[SUM:[0-9]+]] = arith.addf %{{[0-9]+}}, %[[TERM]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:    %[[WY:[0-9]+]] = arith.mulf %[[W]], %[[Y]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK:         scf.for %[[R:arg[0-9]+]] =
+// CHECK:         %[[ACC:[0-9]+]] = llvm.load %{{[0-9]+}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK-NEXT:    %[[AT:[0-9]+]] = arith.index_cast %[[R]] : index to i64
+// CHECK-NEXT:    llvm.getelementptr %{{[0-9]+}}[%[[AT]]]
+// CHECK-NEXT:    %[[D:[0-9]+]] = llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[DV:[0-9]+]] = vector.broadcast %[[D]] : f32 to vector<16xf32>
+// CHECK-NEXT:    %[[TERM:[0-9]+]] = arith.mulf %[[DV]], %[[WY]] fastmath<reassoc,contract> : vector<16xf32>
+// CHECK-NEXT:    %[[SUM:[0-9]+]] = arith.addf %[[ACC]], %[[TERM]] fastmath<reassoc,contract> : vector<16xf32>
 // CHECK:         llvm.store %[[SUM]], %{{[0-9]+}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK:         return
 energy.model @second_moments {
