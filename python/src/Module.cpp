@@ -139,15 +139,14 @@ struct PySession {
   py::dict grad(std::optional<std::vector<std::string>> wrt) {
     std::vector<std::string> names = gradientsToReport(
         session->model().manifest(), wrt.value_or(std::vector<std::string>{}));
+    Expected<std::vector<Tensor>> values = [&] {
+      py::gil_scoped_release unlocked;
+      return session->gradients(names);
+    }();
+    std::vector<Tensor> computed = valueOr(std::move(values), "RuntimeError");
     py::dict gradients;
-    for (const std::string &name : names) {
-      Expected<Tensor> value = [&] {
-        py::gil_scoped_release unlocked;
-        return session->gradient(name);
-      }();
-      gradients[py::str(name)] =
-          arrayFromTensor(valueOr(std::move(value), "RuntimeError"));
-    }
+    for (size_t i = 0; i < names.size(); ++i)
+      gradients[py::str(names[i])] = arrayFromTensor(std::move(computed[i]));
     return gradients;
   }
 

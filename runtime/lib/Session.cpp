@@ -15,6 +15,7 @@
 #include "energy/Runtime/Initializer.h"
 #include "energy/Runtime/Log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -623,11 +624,34 @@ Expected<Tensor> Session::gradient(const std::string &tensor) {
   return readBuffer(*owner.manifest().findGradientBuffer(tensor));
 }
 
+/// The joint gradient kernel that writes every tensor of `tensors` (two or
+/// more) and the fewest others; null for none.
+static const detail::Kernel *
+coveringJointGradient(const detail::ModelState &state,
+                      const std::vector<std::string> &tensors) {
+  if (tensors.size() < 2)
+    return nullptr;
+  const detail::Kernel *best = nullptr;
+  size_t bestSize = 0;
+  for (const auto &[written, kernel] : state.jointGradients) {
+    bool covers = std::all_of(tensors.begin(), tensors.end(),
+                              [&](const std::string &tensor) {
+                                return std::find(written.begin(), written.end(),
+                                                 tensor) != written.end();
+                              });
+    if (covers && (!best || written.size() < bestSize)) {
+      best = &kernel;
+      bestSize = written.size();
+    }
+  }
+  return best;
+}
+
 Expected<std::vector<Tensor>>
 Session::gradients(const std::vector<std::string> &tensors) {
   std::vector<Tensor> values;
-  auto joint = owner.state->jointGradients.find(tensors);
-  if (joint == owner.state->jointGradients.end()) {
+  const detail::Kernel *joint = coveringJointGradient(*owner.state, tensors);
+  if (!joint) {
     for (const std::string &tensor : tensors) {
       Expected<Tensor> value = gradient(tensor);
       if (!value)
@@ -637,7 +661,7 @@ Session::gradients(const std::vector<std::string> &tensors) {
     return values;
   }
   CallScope scope(*this);
-  if (Status status = evaluate(joint->second); !status)
+  if (Status status = evaluate(*joint); !status)
     return status;
   for (const std::string &tensor : tensors)
     values.push_back(readBuffer(*owner.manifest().findGradientBuffer(tensor)));

@@ -99,11 +99,10 @@ bool benchCompiled(::energy::Session &session, const RunSettings &settings) {
         return fail(energy.message()), false;
       return true;
     }
-    for (const std::string &name : gradients) {
-      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
-      if (!value)
-        return fail(value.message()), false;
-    }
+    ::energy::Expected<std::vector<::energy::Tensor>> values =
+        session.gradients(gradients);
+    if (!values)
+      return fail(values.message()), false;
     return true;
   };
   return runBench(
@@ -178,14 +177,15 @@ int tools::runCompiled(const ::energy::Model &model, const RunInputs &inputs,
   }
 
   if (settings.eval == EvalKind::Grad) {
+    std::vector<std::string> names =
+        ::energy::gradientsToReport(model.manifest(), settings.wrt);
+    ::energy::Expected<std::vector<::energy::Tensor>> values =
+        session.gradients(names);
+    if (!values)
+      return fail(values.message());
     RuntimeTensors gradients;
-    for (const std::string &name :
-         ::energy::gradientsToReport(model.manifest(), settings.wrt)) {
-      ::energy::Expected<::energy::Tensor> value = session.gradient(name);
-      if (!value)
-        return fail(value.message());
-      gradients.emplace("grad." + name, std::move(*value));
-    }
+    for (auto [name, value] : llvm::zip(names, *values))
+      gradients.emplace("grad." + name, std::move(value));
     return reportGradients(settings, gradients) ? 0 : 1;
   }
 

@@ -63,24 +63,19 @@ std::string mangle(StringRef name) {
 
 } // namespace
 
-/// Whether `gradient` is a joint gradient the artifact exports: of a
-/// sharded tensor and its gathered copy (a tensor marked `exchanged`),
-/// each of which has a gradient of its own in `layout`.
+/// Whether `gradient` is a joint gradient the artifact exports: one
+/// derivation of several tensors' gradients (what a stopping rule reads, a
+/// sharded tensor's and its gathered copy's), each of which has a gradient
+/// of its own in `layout`, so that asking for them together evaluates once.
 static bool isExportedJoint(GradientOp gradient, const ArtifactLayout &layout) {
   if (gradient.getOf() || !gradient.isJoint())
     return false;
-  auto model = gradient->getParentOfType<ModelOp>();
-  bool exchanged = false;
-  for (FlatSymbolRefAttr tensor : gradient.getTensors()) {
-    auto op = model.lookupSymbol<TensorOp>(tensor);
-    exchanged |= op && op.getExchanged();
-    if (llvm::none_of(layout.gradientKernels,
-                      [&](const ArtifactLayout::NamedKernel &kernel) {
-                        return kernel.name == tensor.getValue();
-                      }))
-      return false;
-  }
-  return exchanged;
+  return llvm::all_of(gradient.getTensors(), [&](FlatSymbolRefAttr tensor) {
+    return llvm::any_of(layout.gradientKernels,
+                        [&](const ArtifactLayout::NamedKernel &kernel) {
+                          return kernel.name == tensor.getValue();
+                        });
+  });
 }
 
 ArtifactLayout mlir::energy::artifactLayoutOf(ModelOp model) {

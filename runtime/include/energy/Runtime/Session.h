@@ -171,9 +171,10 @@ public:
   /// gradient kernel: see Model::gradientNames).
   Expected<Tensor> gradient(const std::string &tensor);
   /// The gradients of several tensors, in order: from one kernel where the
-  /// artifact has one that writes exactly these (Manifest's
-  /// jointGradients: a sharded tensor's and its gathered copy's), else one
-  /// gradient() each.
+  /// artifact has one that writes all of these (Manifest's jointGradients:
+  /// the tensors a stopping rule differentiates together, a sharded
+  /// tensor's and its gathered copy's; the one writing the fewest others),
+  /// else one gradient() each.
   Expected<std::vector<Tensor>>
   gradients(const std::vector<std::string> &tensors);
   /// The same computed into the session's own buffer, which it returns
