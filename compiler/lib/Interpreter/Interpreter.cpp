@@ -524,6 +524,74 @@ Interpreter::Frame *Interpreter::findOwner(Value value, Frame &frame) {
   return nullptr;
 }
 
+const llvm::SmallPtrSetImpl<Block *> &
+Interpreter::argumentBlocksOf(Value value) {
+  auto known = argumentBlocks.find(value);
+  if (known != argumentBlocks.end())
+    return known->second;
+  llvm::SmallPtrSet<Block *, 4> blocks;
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    blocks.insert(argument.getOwner());
+  } else {
+    Operation *op = value.getDefiningOp();
+    auto addFrom = [&](Value operand) {
+      for (Block *block : argumentBlocksOf(operand))
+        blocks.insert(block);
+    };
+    for (Value operand : op->getOperands())
+      addFrom(operand);
+    // What the op's regions read from outside it.
+    op->walk([&](Operation *inner) {
+      if (inner == op)
+        return;
+      for (Value operand : inner->getOperands()) {
+        Region *defined = operand.getParentRegion();
+        if (!defined || !op->isProperAncestor(defined->getParentOp()) &&
+                            defined->getParentOp() != op)
+          addFrom(operand);
+      }
+    });
+  }
+  return argumentBlocks[value] = std::move(blocks);
+}
+
+Interpreter::MemoSlot Interpreter::memoSlot(Value value, Frame *owner) {
+  auto known = hoistPlans.find(value);
+  if (known == hoistPlans.end()) {
+    HoistPlan plan;
+    // Reads, extractions, constants and element-wise ops cost less than
+    // keeping them would.
+    Operation *op = value.getDefiningOp();
+    bool worthKeeping =
+        op->getNumRegions() != 0 ||
+        !isa<ReadOp, ExtractOp, ConstantOp, ElementwiseOpInterface>(op);
+    const llvm::SmallPtrSetImpl<Block *> &read = argumentBlocksOf(value);
+    // Up the loop bodies around the value (reductions' and tables'): to
+    // above the outermost whose indices it does not read.
+    unsigned level = 0;
+    for (Region *region = value.getParentRegion();
+         worthKeeping && region &&
+         isa_and_nonnull<ReduceOp, TabulateOp>(region->getParentOp());
+         region = region->getParentOp()->getParentRegion(), ++level) {
+      bool reads = read.contains(&region->front());
+      plan.keyed.push_back(reads);
+      if (!reads)
+        plan.levels = level + 1;
+    }
+    plan.keyed.resize(plan.levels);
+    known = hoistPlans.try_emplace(value, std::move(plan)).first;
+  }
+  const HoistPlan &plan = known->second;
+  MemoSlot slot{owner, {}};
+  for (unsigned level = 0; level < plan.levels; ++level) {
+    if (plan.keyed[level])
+      for (BlockArgument index : slot.frame->region->front().getArguments())
+        slot.key.push_back(slot.frame->integers.lookup(index));
+    slot.frame = slot.frame->parent;
+  }
+  return slot;
+}
+
 FailureOr<ArrayValue> Interpreter::evaluateArray(Value value, Frame &frame) {
   Frame *owner = findOwner(value, frame);
   Operation *op = value.getDefiningOp();
@@ -533,6 +601,13 @@ FailureOr<ArrayValue> Interpreter::evaluateArray(Value value, Frame &frame) {
   auto memo = owner->arrays.find(value);
   if (memo != owner->arrays.end())
     return memo->second;
+  MemoSlot slot = memoSlot(value, owner);
+  if (slot.frame != owner) {
+    auto &kept = slot.frame->hoisted[value];
+    auto found = kept.find(slot.key);
+    if (found != kept.end())
+      return found->second;
+  }
 
   // A joint gradient computes all its results at once.
   if (auto grad = dyn_cast<GradOp>(op)) {
@@ -568,7 +643,10 @@ FailureOr<ArrayValue> Interpreter::evaluateArray(Value value, Frame &frame) {
            << ArrayValue::shapeString(*shape);
   if (containsNaN(*result))
     return op->emitOpError("produced NaN");
-  owner->arrays[value] = *result;
+  if (slot.frame != owner)
+    slot.frame->hoisted[value][slot.key] = *result;
+  else
+    owner->arrays[value] = *result;
   return result;
 }
 

@@ -14,6 +14,9 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+#include <vector>
+
 namespace mlir::energy {
 
 struct Interpreter::Frame {
@@ -22,6 +25,9 @@ struct Interpreter::Frame {
   Region *region;
   Frame *parent;
   llvm::DenseMap<Value, ArrayValue> arrays;
+  /// Values of blocks below this frame, kept here for the positions of the
+  /// loops they depend on (Interpreter::memoSlot).
+  llvm::DenseMap<Value, std::map<std::vector<int64_t>, ArrayValue>> hoisted;
   /// Index and i1 values (i1 as 0 or 1), block arguments included.
   llvm::DenseMap<Value, int64_t> integers;
 };

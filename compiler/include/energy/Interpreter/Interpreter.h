@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -100,6 +101,21 @@ private:
   /// The frame, among `frame` and its parents, of the block `value` is
   /// defined in; null when that block is not being evaluated.
   static Frame *findOwner(Value value, Frame &frame);
+  /// Where a value is kept once computed: a frame's memo, under the
+  /// positions of the loops below that frame that the value depends on.
+  struct MemoSlot {
+    Frame *frame;
+    std::vector<int64_t> key;
+  };
+  /// The slot of `value`, whose block's frame is `owner`: above the bodies
+  /// of reductions and tables around it whose indices it does not depend
+  /// on, so that it is computed once for all their positions (an lse over
+  /// components for each row, in a table over components of sums over
+  /// rows); `owner` itself where there are none.
+  MemoSlot memoSlot(Value value, Frame *owner);
+  /// The blocks whose arguments `value` depends on, through its operands
+  /// and the values its regions use from outside (memoised).
+  const llvm::SmallPtrSetImpl<Block *> &argumentBlocksOf(Value value);
 
   FailureOr<ArrayValue> evaluateArray(Value value, Frame &frame);
   FailureOr<int64_t> evaluateInteger(Value value, Frame &frame);
@@ -162,6 +178,15 @@ private:
   double roundingUnit = 0;
   llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, ArrayValue>>
       letCache;
+  llvm::DenseMap<Value, llvm::SmallPtrSet<Block *, 4>> argumentBlocks;
+  /// Per value, how memoSlot finds its slot: the number of frames up from
+  /// its own, and for each frame on the way whether its indices are part
+  /// of the key (0 frames: its own frame's memo).
+  struct HoistPlan {
+    unsigned levels = 0;
+    llvm::SmallVector<bool, 4> keyed;
+  };
+  llvm::DenseMap<Value, HoistPlan> hoistPlans;
   /// Gradients computed so far, by program (its tensors and term).
   llvm::StringMap<SmallVector<ArrayValue>> gradientCache;
   /// Lets, tensors and gradients being evaluated, to report cyclic
