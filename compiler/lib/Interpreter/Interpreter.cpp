@@ -584,6 +584,11 @@ Interpreter::MemoSlot Interpreter::memoSlot(Value value, Frame *owner) {
   const HoistPlan &plan = known->second;
   MemoSlot slot{owner, {}};
   for (unsigned level = 0; level < plan.levels; ++level) {
+    // Frames follow the regions' nesting; where they do not, no keeping.
+    if (!slot.frame->parent ||
+        slot.frame->region->getParentOp()->getParentRegion() !=
+            slot.frame->parent->region)
+      return {owner, {}};
     if (plan.keyed[level])
       for (BlockArgument index : slot.frame->region->front().getArguments())
         slot.key.push_back(slot.frame->integers.lookup(index));
