@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -533,24 +534,14 @@ Interpreter::argumentBlocksOf(Value value) {
   if (auto argument = dyn_cast<BlockArgument>(value)) {
     blocks.insert(argument.getOwner());
   } else {
+    // Its operands and what its regions read from outside them.
     Operation *op = value.getDefiningOp();
-    auto addFrom = [&](Value operand) {
+    llvm::SetVector<Value> read(op->operand_begin(), op->operand_end());
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, read);
+    for (Value operand : read)
       for (Block *block : argumentBlocksOf(operand))
         blocks.insert(block);
-    };
-    for (Value operand : op->getOperands())
-      addFrom(operand);
-    // What the op's regions read from outside it.
-    op->walk([&](Operation *inner) {
-      if (inner == op)
-        return;
-      for (Value operand : inner->getOperands()) {
-        Region *defined = operand.getParentRegion();
-        if (!defined || !op->isProperAncestor(defined->getParentOp()) &&
-                            defined->getParentOp() != op)
-          addFrom(operand);
-      }
-    });
   }
   return argumentBlocks[value] = std::move(blocks);
 }
