@@ -2,8 +2,9 @@
 //
 // The reference interpreter on small models: ops against hand-computed
 // values, the paper models' energies against direct loops, reductions'
-// domains and predicates, lets, outputs, bindings and run-time errors
-// (arrays too large for memory among them).
+// domains and predicates, values kept above the loops they do not read,
+// lets, outputs, bindings and run-time errors (arrays too large for memory
+// among them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,6 +184,70 @@ TEST_CASE("hopfield energy against a direct loop") {
     }
     expected -= logSumExp(scores);
   }
+  FailureOr<double> energy = model.energy(bindings);
+  REQUIRE_MESSAGE(succeeded(energy), model.diagnostics);
+  CHECK(*energy == doctest::Approx(expected).epsilon(1e-13));
+}
+
+TEST_CASE("values kept above the loops they do not read, per position of "
+          "those they do") {
+  // Σ_k Σ_i lse_j(x[i]·m[j]) · Σ_j m[k]·m[j]: the lse reads i but not k (kept
+  // above the loop over k, one per i), the sum reads k but not i (kept above
+  // the loop over i, one per k); a value kept under the wrong positions
+  // would give every row or component the first one's.
+  Model model(R"(energy.model @kept {
+  energy.dim @N
+  energy.dim @K
+  energy.dim @D
+  energy.tensor @x : state [@N, @D]
+  energy.tensor @m : input [@K, @D]
+  energy.term @e {
+    %e = energy.reduce sum (%k : @K) {
+      %r = energy.reduce sum (%i : @N) {
+        %l = energy.reduce lse (%j : @K) {
+          %xi = energy.read @x[%i] : !energy.array<D>
+          %mj = energy.read @m[%j] : !energy.array<D>
+          %s = energy.dot %xi, %mj : !energy.array<D>
+          energy.yield %s : !energy.array<>
+        } : !energy.array<>
+        %c = energy.reduce sum (%j : @K) {
+          %mk = energy.read @m[%k] : !energy.array<D>
+          %mj = energy.read @m[%j] : !energy.array<D>
+          %s = energy.dot %mk, %mj : !energy.array<D>
+          energy.yield %s : !energy.array<>
+        } : !energy.array<>
+        %t = energy.mul %l, %c : !energy.array<>, !energy.array<>
+        energy.yield %t : !energy.array<>
+      } : !energy.array<>
+      energy.yield %r : !energy.array<>
+    } : !energy.array<>
+    energy.yield %e : !energy.array<>
+  }
+})");
+  std::mt19937_64 rng(5);
+  const int64_t n = 4, k = 3, d = 2;
+  ArrayValue x = randomTensor({n, d}, rng), m = randomTensor({k, d}, rng);
+  Bindings bindings;
+  bindings.setDim("N", n).setDim("K", k).setDim("D", d);
+  bindings.setTensor("x", x).setTensor("m", m);
+  auto dot = [&](const ArrayValue &a, int64_t row, const ArrayValue &b,
+                 int64_t column) {
+    double sum = 0;
+    for (int64_t c = 0; c < d; ++c)
+      sum += a.data[row * d + c] * b.data[column * d + c];
+    return sum;
+  };
+  double expected = 0;
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<double> scores;
+      double overlap = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        scores.push_back(dot(x, i, m, j));
+        overlap += dot(m, kk, m, j);
+      }
+      expected += logSumExp(scores) * overlap;
+    }
   FailureOr<double> energy = model.energy(bindings);
   REQUIRE_MESSAGE(succeeded(energy), model.diagnostics);
   CHECK(*energy == doctest::Approx(expected).epsilon(1e-13));
