@@ -88,8 +88,13 @@ bool Checker::pushDomain(IndexDomain &domain, bool allowPredicate) {
           ok = false;
         }
     }
-    indexScope.push_back({&binding, AffineExpr::getConstant(0),
-                          sizes[i] - AffineExpr::getConstant(1), true});
+    IndexVariable variable;
+    variable.binding = &binding;
+    variable.lower = AffineExpr::getConstant(0);
+    variable.upper = sizes[i] - AffineExpr::getConstant(1);
+    AffineExpr symbol = AffineExpr::getSymbol(binding.name.str());
+    variable.constraints = {symbol, variable.upper - symbol};
+    indexScope.push_back(std::move(variable));
   }
   if (!ok) {
     indexScope.resize(firstVariable);
@@ -134,6 +139,8 @@ void Checker::applyPredicateBounds(Expr &predicate, size_t firstVariable) {
       worklist.push_back(&binary->getLhs());
     } else if (binary) {
       conjuncts.push_back(binary);
+    } else {
+      indexScope.back().loosePredicate = true;
     }
   }
   auto domainVariable = [&](const std::string &name) -> IndexVariable * {
@@ -150,6 +157,7 @@ void Checker::applyPredicateBounds(Expr &predicate, size_t firstVariable) {
   // How many conjuncts mention each variable of this domain.
   std::map<std::string, unsigned> mentions;
   std::vector<std::optional<AffineExpr>> differences;
+  IndexVariable &last = indexScope.back();
   for (BinaryExpr *conjunct : conjuncts) {
     std::optional<AffineExpr> lhs = toAffine(conjunct->getLhs());
     std::optional<AffineExpr> rhs = toAffine(conjunct->getRhs());
@@ -160,6 +168,21 @@ void Checker::applyPredicateBounds(Expr &predicate, size_t firstVariable) {
     if (difference)
       for (const auto &term : difference->terms)
         ++mentions[term.first];
+    // The conjunct as inequalities `e ≥ 0` on integers.
+    BinaryOp op = conjunct->getOp();
+    if (!difference || op == BinaryOp::Ne) {
+      last.loosePredicate = true;
+      continue;
+    }
+    const AffineExpr one = AffineExpr::getConstant(1);
+    if (op == BinaryOp::Lt)
+      last.constraints.push_back(difference->scaled(-1) - one);
+    if (op == BinaryOp::Le || op == BinaryOp::Eq)
+      last.constraints.push_back(difference->scaled(-1));
+    if (op == BinaryOp::Gt)
+      last.constraints.push_back(*difference - one);
+    if (op == BinaryOp::Ge || op == BinaryOp::Eq)
+      last.constraints.push_back(*difference);
   }
   // Bounds of the other symbols, for substitution: the domain's own
   // variables use their size bounds; outer variables their bounds.

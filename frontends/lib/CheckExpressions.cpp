@@ -211,8 +211,12 @@ std::optional<Shape> Checker::checkIndex(IndexExpr &index) {
         {index.getRange()});
     return std::nullopt;
   }
-  for (size_t i = 0; i < affines.size(); ++i)
+  for (size_t i = 0; i < affines.size(); ++i) {
+    unsigned errors = diagnostics.getNumErrors();
     checkIndexInRange(*index.getIndices()[i], *affines[i], base->dims[i]);
+    if (diagnostics.getNumErrors() == errors)
+      recordIndexCheck(index, i, *affines[i], base->dims[i]);
+  }
   return base->dropFront(index.getIndices().size());
 }
 

@@ -173,6 +173,7 @@ bool Checker::check(ModelSpec &model) {
   // included (a declaration it skipped leaves its names unused).
   if (diagnostics.getNumErrors() == 0)
     reportUnused(model);
+  model.indexChecks = std::move(indexChecks);
   return diagnostics.getNumErrors() == errorsBefore;
 }
 
@@ -289,8 +290,10 @@ void Checker::checkDim(DimDecl &dim) {
     }
     return;
   }
-  checkDerivedDimExpr(*value, globals, dim.getNameRange().Start.getPointer(),
-                      diagnostics);
+  if (checkDerivedDimExpr(*value, globals,
+                          dim.getNameRange().Start.getPointer(), diagnostics))
+    if (std::optional<AffineExpr> definition = toAffine(*value))
+      derivedDims[dim.getName().str()] = expandDerivedDims(*definition);
 }
 
 bool Checker::resolveDimRefs(std::vector<DimRef> &dims) {

@@ -46,12 +46,18 @@ enum class CheckState { Unvisited, InProgress, Done, Failed };
 
 /// Range knowledge of an index variable in scope.
 struct IndexVariable {
-  const IndexBinding *binding;
+  const IndexBinding *binding = nullptr;
   AffineExpr lower; ///< smallest admitted value
   AffineExpr upper; ///< largest admitted value
   /// False when the predicate constrains the variable in a way the bounds
   /// do not capture (`!=`, `or`, ...); then no out-of-range error is proven.
   bool exact = true;
+  /// The inequalities `e ≥ 0` its domain adds to the scope: its own range,
+  /// and (on the domain's last variable) the predicate's affine conjuncts.
+  std::vector<AffineExpr> constraints;
+  /// Whether the domain's predicate has a part the inequalities leave out
+  /// (`!=`, `or`): then the scope's inequalities admit more than it does.
+  bool loosePredicate = false;
 };
 
 class Checker {
@@ -111,6 +117,14 @@ private:
   void applyPredicateBounds(Expr &predicate, size_t firstVariable);
   void checkIndexInRange(const Expr &index, const AffineExpr &value,
                          const std::string &axis);
+  /// What the runtime checks of index `position` of `read` (value `value`
+  /// on an axis of size `axis`), added to `indexChecks`; or the error that
+  /// it is out of range for every size (CheckIndexRanges.cpp).
+  void recordIndexCheck(const IndexExpr &read, unsigned position,
+                        const AffineExpr &value, const std::string &axis);
+  /// `affine` with every derived dim of an affine definition replaced by
+  /// it.
+  AffineExpr expandDerivedDims(const AffineExpr &affine) const;
 
   std::optional<AffineExpr> toAffine(const Expr &expr) const;
   IndexVariable *lookupIndex(llvm::StringRef name);
@@ -128,6 +142,10 @@ private:
   std::map<std::string, AffineExpr> symbolMeaning;
   /// Bounds of `step` when the step count is known.
   std::optional<AffineExpr> stepUpper;
+  /// The affine definitions of derived dims, in the dims they derive from.
+  std::map<std::string, AffineExpr> derivedDims;
+  /// The index checks the runtime makes (ModelSpec::indexChecks).
+  std::vector<IndexRangeCheck> indexChecks;
   /// The index expression whose base is being checked, so that an output
   /// read can count its indices.
   const IndexExpr *currentRead = nullptr;

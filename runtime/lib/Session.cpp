@@ -245,6 +245,11 @@ Status Session::prepare() {
   auto lookup = [&](const std::string &name) -> std::optional<int64_t> {
     return newDims[*manifest.findDim(name)];
   };
+  // Index checks over dims alone; those over `step` wait for each call.
+  for (const ManifestIndexCheck &check : manifest.indexChecks)
+    if (!check.usesStep())
+      if (Status status = check.check(lookup); !status)
+        return status;
 
   std::vector<std::vector<int64_t>> newShapes;
   for (const ManifestBuffer &buffer : manifest.buffers) {
@@ -407,6 +412,17 @@ const Tensor &Session::readBuffer(size_t index) {
 
 Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
                      int64_t step, double *result) {
+  const Manifest &manifest = owner.manifest();
+  for (const ManifestIndexCheck &check : manifest.indexChecks)
+    if (check.usesStep()) {
+      auto lookup = [&](const std::string &name) -> std::optional<int64_t> {
+        if (name == "step")
+          return step;
+        return dimValues[*manifest.findDim(name)];
+      };
+      if (Status status = check.check(lookup); !status)
+        return status;
+    }
   if (deviceMemory && owner.state->setStream) {
     // The kernel's host code waits for what was queued before it, where
     // it reads what that work may write.

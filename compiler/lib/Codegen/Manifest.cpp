@@ -327,6 +327,26 @@ std::string mlir::energy::buildManifest(ModelOp model,
   json::Value dynamics = nullptr;
   if (DynamicsOp op = model.getDynamics(); op && !layout.stepKernel.empty())
     dynamics = json::Object{{"steps", rpn(op.getSteps())}};
+  json::Array indexChecks;
+  for (IndexCheckOp check : model.getBody().front().getOps<IndexCheckOp>()) {
+    json::Object entry{{"read", check.getRead()},
+                       {"index", check.getIndex()},
+                       {"size", rpn(check.getSize())}};
+    if (auto where = dyn_cast<FileLineColLoc>(check.getLoc()))
+      entry["where"] = llvm::formatv("{0}:{1}:{2}", where.getFilename(),
+                                     where.getLine(), where.getColumn())
+                           .str();
+    for (auto [key, conditions] : {std::pair{"below", check.getBelowAttr()},
+                                   std::pair{"above", check.getAboveAttr()}}) {
+      if (!conditions)
+        continue;
+      json::Array side;
+      for (Attribute condition : conditions)
+        side.push_back(rpn(cast<DimExprAttr>(condition)));
+      entry[key] = std::move(side);
+    }
+    indexChecks.push_back(std::move(entry));
+  }
   json::Object manifest{
       {"format", "energy-artifact"},
       {"format_version", ENERGY_ARTIFACT_FORMAT_VERSION},
@@ -341,5 +361,7 @@ std::string mlir::energy::buildManifest(ModelOp model,
       {"kernels", std::move(kernels)},
       {"plugins", pluginsOf(model)},
       {"dynamics", std::move(dynamics)}};
+  if (!indexChecks.empty())
+    manifest["index_checks"] = std::move(indexChecks);
   return llvm::formatv("{0}", json::Value(std::move(manifest))).str();
 }

@@ -253,11 +253,11 @@ LogicalResult ModelOp::verifyRegions() {
   unsigned dynamicsCount = 0;
   for (Operation &op : getBody().front()) {
     if (!isa<DimOp, TensorOp, ConstOp, LetOp, TermOp, OutputOp, DynamicsOp,
-             GradientOp, UpdateProgramOp, BackwardProgramOp>(op))
+             GradientOp, UpdateProgramOp, BackwardProgramOp, IndexCheckOp>(op))
       return op.emitOpError()
              << "cannot appear in a model; a model holds dims, tensors, "
                 "consts, lets, terms, outputs, dynamics, gradients, update "
-                "programs and backward programs";
+                "programs, backward programs and index checks";
     if (auto dim = dyn_cast<DimOp>(op))
       dims.insert(dim.getSymName());
     if (isa<DynamicsOp>(op) && ++dynamicsCount > 1)

@@ -42,6 +42,8 @@ OwningOpRef<ModuleOp> Emitter::emit(const ModelSpec &model) {
     if (failed(emitDynamics(*model.dynamics)))
       return nullptr;
   }
+  builder.setInsertionPointToEnd(declarations);
+  emitIndexChecks(model);
   if (failed(verify(*module)))
     return nullptr;
   return module;
@@ -108,7 +110,7 @@ Emitter::foldArithmetic(const Expr &expr,
 
 FailureOr<DimExprAttr> Emitter::dimExpr(const Expr &expr) {
   SmallVector<StringAttr> names;
-  auto leaf = [&](const Expr &e) -> FailureOr<AffineExpr> {
+  auto leaf = [&](const Expr &e) -> FailureOr<mlir::AffineExpr> {
     if (auto *number = dyn_cast<NumberExpr>(&e); number && number->isInteger())
       return getAffineConstantExpr(static_cast<int64_t>(number->getValue()),
                                    &context);
@@ -122,11 +124,40 @@ FailureOr<DimExprAttr> Emitter::dimExpr(const Expr &expr) {
       names.push_back(attr);
     return getAffineSymbolExpr(position, &context);
   };
-  FailureOr<AffineExpr> result = foldArithmetic<AffineExpr>(
-      expr, leaf, [](AffineExpr a, AffineExpr b) { return a.floorDiv(b); });
+  FailureOr<mlir::AffineExpr> result = foldArithmetic<mlir::AffineExpr>(
+      expr, leaf,
+      [](mlir::AffineExpr a, mlir::AffineExpr b) { return a.floorDiv(b); });
   if (failed(result))
     return failure();
   return DimExprAttr::get(&context, *result, names);
+}
+
+DimExprAttr Emitter::dimExpr(const AffineExpr &affine) {
+  SmallVector<StringAttr> names;
+  mlir::AffineExpr result = getAffineConstantExpr(affine.constant, &context);
+  for (const auto &[symbol, coefficient] : affine.terms) {
+    result = result + getAffineSymbolExpr(names.size(), &context) * coefficient;
+    names.push_back(StringAttr::get(&context, symbol));
+  }
+  return DimExprAttr::get(&context, result, names);
+}
+
+void Emitter::emitIndexChecks(const ModelSpec &model) {
+  auto conditions = [&](const std::optional<std::vector<AffineExpr>> &side) {
+    SmallVector<Attribute> attributes;
+    if (side)
+      for (const AffineExpr &condition : *side)
+        attributes.push_back(dimExpr(condition));
+    return side ? builder.getArrayAttr(attributes) : ArrayAttr();
+  };
+  for (const IndexRangeCheck &check : model.indexChecks) {
+    llvm::StringRef text(check.read.Start.getPointer(),
+                         check.read.End.getPointer() -
+                             check.read.Start.getPointer());
+    IndexCheckOp::create(builder, loc(check.read.Start), text, check.axis,
+                         dimExpr(check.size), conditions(check.below),
+                         conditions(check.above));
+  }
 }
 
 FailureOr<double> Emitter::constantNumber(const Expr &expr) {

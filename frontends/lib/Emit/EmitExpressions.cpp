@@ -108,7 +108,7 @@ Value Emitter::emitOutputRead(const Expr &read, const OutputDecl &output,
   SmallVector<InlinedIndex> bound;
   for (const ExprPtr &index : readIndices.take_front(bindings.size())) {
     InlinedIndex inlined;
-    FailureOr<AffineExpr> expr = affineIndex(*index, inlined.operands);
+    FailureOr<mlir::AffineExpr> expr = affineIndex(*index, inlined.operands);
     if (failed(expr))
       return {};
     inlined.expr = *expr;

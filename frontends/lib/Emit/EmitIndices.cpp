@@ -39,8 +39,8 @@ Value Emitter::indexValue(const IndexBinding &binding, Location where) {
                                found->second.operands, {});
 }
 
-FailureOr<AffineExpr> Emitter::affineIndex(const Expr &expr,
-                                           SmallVectorImpl<Value> &operands) {
+FailureOr<mlir::AffineExpr>
+Emitter::affineIndex(const Expr &expr, SmallVectorImpl<Value> &operands) {
   auto dimFor = [&](Value value) {
     auto *found = llvm::find(operands, value);
     unsigned position = found - operands.begin();
@@ -58,7 +58,7 @@ FailureOr<AffineExpr> Emitter::affineIndex(const Expr &expr,
       if (found == inlinedIndices.end())
         return dimFor(indices.lookup(name->getBinding()));
       // An output's index bound by an inlined read: the read's index.
-      SmallVector<AffineExpr> dims;
+      SmallVector<mlir::AffineExpr> dims;
       for (Value operand : found->second.operands)
         dims.push_back(dimFor(operand));
       return found->second.expr.replaceDims(dims);
@@ -69,13 +69,14 @@ FailureOr<AffineExpr> Emitter::affineIndex(const Expr &expr,
   } else if (isa<StepExpr>(&expr)) {
     return dimFor(StepOp::create(builder, loc(expr)));
   } else if (auto *unary = dyn_cast<UnaryExpr>(&expr)) {
-    FailureOr<AffineExpr> operand = affineIndex(unary->getOperand(), operands);
+    FailureOr<mlir::AffineExpr> operand =
+        affineIndex(unary->getOperand(), operands);
     if (succeeded(operand))
       return -*operand;
     return failure();
   } else if (auto *binary = dyn_cast<BinaryExpr>(&expr)) {
-    FailureOr<AffineExpr> lhs = affineIndex(binary->getLhs(), operands);
-    FailureOr<AffineExpr> rhs = affineIndex(binary->getRhs(), operands);
+    FailureOr<mlir::AffineExpr> lhs = affineIndex(binary->getLhs(), operands);
+    FailureOr<mlir::AffineExpr> rhs = affineIndex(binary->getRhs(), operands);
     if (failed(lhs) || failed(rhs))
       return failure();
     bool constantFactor =
@@ -99,9 +100,9 @@ FailureOr<AffineExpr> Emitter::affineIndex(const Expr &expr,
 
 FailureOr<AffineMap> Emitter::affineIndices(ArrayRef<ExprPtr> exprs,
                                             SmallVectorImpl<Value> &operands) {
-  SmallVector<AffineExpr> results;
+  SmallVector<mlir::AffineExpr> results;
   for (const ExprPtr &expr : exprs) {
-    FailureOr<AffineExpr> result = affineIndex(*expr, operands);
+    FailureOr<mlir::AffineExpr> result = affineIndex(*expr, operands);
     if (failed(result))
       return failure();
     results.push_back(*result);
@@ -135,8 +136,8 @@ Value Emitter::emitPredicate(const Expr &expr) {
     if (binary->getOp() != op)
       continue;
     SmallVector<Value> operands;
-    FailureOr<AffineExpr> lhs = affineIndex(binary->getLhs(), operands);
-    FailureOr<AffineExpr> rhs = affineIndex(binary->getRhs(), operands);
+    FailureOr<mlir::AffineExpr> lhs = affineIndex(binary->getLhs(), operands);
+    FailureOr<mlir::AffineExpr> rhs = affineIndex(binary->getRhs(), operands);
     if (failed(lhs) || failed(rhs))
       return {};
     Location where = loc(expr);

@@ -65,6 +65,10 @@ private:
   /// The integer dim expression `expr` (dims, integer literals, + - * /,
   /// where `/` is exact division).
   mlir::FailureOr<mlir::energy::DimExprAttr> dimExpr(const Expr &expr);
+  /// The checker's affine expression over dims (and `step`) as an attribute.
+  mlir::energy::DimExprAttr dimExpr(const AffineExpr &affine);
+  /// An energy.index_check for each of the checker's index checks.
+  void emitIndexChecks(const ModelSpec &model);
 
   /// A constant real number: literals, negation and arithmetic on them.
   mlir::FailureOr<double> constantNumber(const Expr &expr);

@@ -74,6 +74,30 @@ def Energy_DimOp : Energy_Op<"dim", [Symbol, HasParent<"ModelOp">,
   let hasVerifier = 1;
 }
 
+def Energy_IndexCheckOp : Energy_Op<"index_check", [HasParent<"ModelOp">]> {
+  let summary = "An index whose range the runtime checks once it knows the dims";
+  let description = [{
+    Index `index` of the read `read` (its source text; the op's location is
+    the read's) on an axis of size `size`, which the checker could not prove
+    in range for every value of the dims. `below` are the conditions (each an
+    expression `c` meaning `c ≥ 0`, over dims and `step`) under which some
+    index of the read is negative, `above` those under which one reaches
+    `size`; a side is absent when it was proven. The runtime refuses to call
+    a kernel when every condition of a side holds.
+
+    ```mlir
+    energy.index_check "bias[i - j + N]" index 0 of #energy.dim<@N * 2 - 1>
+        above [#energy.dim<@N - 1>]
+    ```
+  }];
+  let arguments = (ins StrAttr:$read, I64Attr:$index, Energy_DimExprAttr:$size,
+                       OptionalAttr<TypedArrayAttrBase<Energy_DimExprAttr, "conditions">>:$below,
+                       OptionalAttr<TypedArrayAttrBase<Energy_DimExprAttr, "conditions">>:$above);
+  let assemblyFormat = [{
+    $read `index` $index `of` $size (`below` $below^)? (`above` $above^)? attr-dict
+  }];
+}
+
 def Energy_TensorOp : Energy_Op<"tensor", [Symbol, HasParent<"ModelOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A tensor node of the graph: an input, a param or a state";

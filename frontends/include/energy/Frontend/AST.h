@@ -30,6 +30,7 @@
 #ifndef ENERGY_FRONTEND_AST_H
 #define ENERGY_FRONTEND_AST_H
 
+#include "energy/Frontend/Affine.h"
 #include "energy/Frontend/Builtins.h"
 #include "energy/Frontend/Shape.h"
 #include "energy/Runtime/TensorRole.h"
@@ -677,12 +678,27 @@ struct DynamicsBlock {
 };
 
 /// `model NAME { declarations }`: the root of the AST.
+/// An index the checker could not prove in range without the dims: the
+/// runtime evaluates, for each side, the conditions (inequalities `c ≥ 0`
+/// over dims and `step`) under which some index of the read is below 0 or
+/// reaches the axis' size, and refuses to run when all of one side's hold.
+struct IndexRangeCheck {
+  llvm::SMRange read; ///< the indexed read, `bias[i - j + N - 1]`
+  unsigned axis = 0;  ///< which index
+  AffineExpr size;    ///< the axis' size
+  /// Conditions for an index below 0, and for one at `size` or beyond; none
+  /// when that side is proven.
+  std::optional<std::vector<AffineExpr>> below, above;
+};
+
 struct ModelSpec {
   llvm::StringRef name;
   llvm::SMRange nameRange;
   llvm::SMRange range;
   std::vector<DeclPtr> decls;              ///< in source order
   std::unique_ptr<DynamicsBlock> dynamics; ///< null when absent
+  /// Set by the checker.
+  std::vector<IndexRangeCheck> indexChecks;
 };
 
 } // namespace frontend

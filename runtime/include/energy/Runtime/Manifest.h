@@ -83,6 +83,28 @@ struct ManifestDim {
   std::optional<DimExpr> derived;
 };
 
+/// An index that the compiler could not prove in range without the dims
+/// (energy.index_check): index `index` of the read `read` (its source text)
+/// at `where`, on an axis of size `size`. Each side lists the conditions
+/// (each `c ≥ 0`, over dims and `step`) under which some index of the read
+/// is negative (`below`) or reaches `size` (`above`); a side the compiler
+/// proved is absent.
+struct ManifestIndexCheck {
+  std::string read;
+  std::string where;
+  int64_t index = 0;
+  DimExpr size;
+  std::optional<std::vector<DimExpr>> below, above;
+
+  /// Whether a condition reads the dynamics step (`step`), so that the
+  /// answer depends on the step a kernel is called at.
+  bool usesStep() const;
+  /// An error naming the read, when with the dims of `lookup` (and `step`
+  /// for "step") every condition of a side holds.
+  Status check(const std::function<std::optional<int64_t>(const std::string &)>
+                   &lookup) const;
+};
+
 /// A named constant and its value in the source (sessions may override it).
 struct ManifestConst {
   std::string name;
@@ -253,6 +275,8 @@ struct Manifest {
   std::vector<ManifestPlugin> plugins;
   /// The default number of dynamics steps; none without dynamics.
   std::optional<DimExpr> steps;
+  /// The indices the runtime checks before it calls a kernel.
+  std::vector<ManifestIndexCheck> indexChecks;
 
   /// Reads and checks the manifest text `json`. Errors name the field
   /// ("buffer 'x': init: missing field \"kind\"") or the inconsistency

@@ -302,7 +302,7 @@ energy.model @m {
 
 energy.model @m {
   energy.dim @N
-  // expected-error @below {{'energy.constant' op cannot appear in a model; a model holds dims, tensors, consts, lets, terms, outputs, dynamics, gradients, update programs and backward programs}}
+  // expected-error @below {{'energy.constant' op cannot appear in a model; a model holds dims, tensors, consts, lets, terms, outputs, dynamics, gradients, update programs, backward programs and index checks}}
   %c = energy.constant 1.0
 }
 
