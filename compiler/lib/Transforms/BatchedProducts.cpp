@@ -29,6 +29,36 @@
 using namespace mlir;
 using namespace mlir::energy;
 
+bool mlir::energy::summedBeforeMatrix(MatmulOp product, Operation *loop) {
+  auto each = dyn_cast<ForeachOp>(loop);
+  if (!each)
+    return false;
+  // The accumulate that adds the product through negations and products
+  // by scalars, each its value's one use.
+  Value value = product.getResult();
+  AccumulateOp added;
+  while (!added && value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    auto scaled = dyn_cast<MulOp>(user);
+    if (auto accumulate = dyn_cast<AccumulateOp>(user))
+      added = accumulate;
+    else if (isa<NegOp>(user) || (scaled && (isScalar(scaled.getLhs()) ||
+                                             isScalar(scaled.getRhs()))))
+      value = user->getResult(0);
+    else
+      return false;
+  }
+  if (!added)
+    return false;
+  llvm::SmallPtrSet<Value, 4> vectorIndices, matrixIndices;
+  collectIndices(product.getRhs(), loop, vectorIndices);
+  collectIndices(product.getLhs(), loop, matrixIndices);
+  return llvm::any_of(each.getBody().front().getArguments(), [&](Value index) {
+    return vectorIndices.contains(index) && !matrixIndices.contains(index) &&
+           !llvm::is_contained(added.getIndices(), index);
+  });
+}
+
 std::pair<Value, bool> mlir::energy::matricesOver(Value matrix, Value head,
                                                   Attribute size,
                                                   ArrayRef<Block *> blocks,
@@ -222,6 +252,11 @@ std::optional<HeadSum> matchHeadSum(ForeachOp loop, Value added = {}) {
   }
   match.product = headProduct(summand, loop, match.head, match.position);
   if (!match.product)
+    return std::nullopt;
+  // A matrix the same for every b multiplies the sum over b once
+  // (Σ_b M v[b, p] = M Σ_b v[b, p]: LoopSums.cpp, FactorLinearMaps.cpp),
+  // not each b's row.
+  if (dependsOnlyOn(match.product.getLhs(), loop, {}))
     return std::nullopt;
   return match;
 }
@@ -585,6 +620,8 @@ void batchLoopMatvecs(LoopBody loop) {
         dims.push_back(size);
       }
     if (indices.empty() || indices.size() > 2 || indices.size() != used.size())
+      continue;
+    if (summedBeforeMatrix(product, loop.op))
       continue;
     llvm::SetVector<Operation *> slice;
     addToSlice(product.getRhs(), body, slice);

@@ -62,6 +62,13 @@ struct ScalarFactors {
   }
 };
 
+/// Whether `product`, in the body of `loop`, is only added (times
+/// scalars) into slots that do not choose some index of `loop` that its
+/// vector depends on and its matrix does not: the products are summed over
+/// that index, Σ_j M v[j] = M Σ_j v[j], one product after the sum
+/// (LoopSums.cpp, FactorLinearMaps.cpp) rather than one per position.
+bool summedBeforeMatrix(MatmulOp product, Operation *loop);
+
 /// In the body of a loop or table over three or more indices, each product
 /// M[h] v of a head's matrix and a vector of other indices (and of h or
 /// not) as the element of one batch_matmul with r row axes ahead of it

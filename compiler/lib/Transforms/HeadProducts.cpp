@@ -270,7 +270,8 @@ bool mlir::energy::batchHeadProducts(Operation *loop) {
       if (dependsOnlyOn(product.getLhs(), loop, {index}) &&
           !dependsOnlyOn(product.getLhs(), loop, {}))
         headNumber = index.getArgNumber();
-    if (!headNumber || (sizes.size() == 2 && *headNumber == 0))
+    if (!headNumber || (sizes.size() == 2 && *headNumber == 0) ||
+        summedBeforeMatrix(product, loop))
       continue;
     Value head = body.getArgument(*headNumber);
     llvm::SmallPtrSet<Value, 4> used;
