@@ -103,7 +103,49 @@ struct ExtractOfTabulate : OpRewritePattern<ExtractOp> {
     return success();
   }
 };
+
+/// tabulate (%i...) { extract %t[o..., %i...] }, the o from outside the
+/// table, = extract %t[o...]: a table of the rows of a slice is the slice,
+/// not a copy of it.
+struct TableOfSliceRows : OpRewritePattern<TabulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TabulateOp table,
+                                PatternRewriter &rewriter) const override {
+    Block &body = table.getBody().front();
+    auto extract = table.getBodyValue().getDefiningOp<ExtractOp>();
+    if (!extract || extract->getBlock() != &body ||
+        !extract.getMap().isIdentity())
+      return failure();
+    OperandRange indices = extract.getIndices();
+    size_t outer = indices.size() -
+                   std::min(indices.size(), size_t(body.getNumArguments()));
+    if (indices.size() <= body.getNumArguments() ||
+        !llvm::equal(indices.drop_front(outer), body.getArguments()) ||
+        table->isAncestor(extract.getSource().getParentRegion()->getParentOp()))
+      return failure();
+    for (Value index : indices.take_front(outer))
+      if (table->isAncestor(index.getParentRegion()->getParentOp()))
+        return failure();
+    auto sourceType = cast<ArrayType>(extract.getSource().getType());
+    auto slice = ArrayType::get(table.getContext(),
+                                sourceType.getShape().drop_front(outer));
+    if (slice != table.getType())
+      return failure();
+    rewriter.replaceOpWithNewOp<ExtractOp>(
+        table, slice, extract.getSource(),
+        AffineMapAttr::get(
+            AffineMap::getMultiDimIdentityMap(outer, table.getContext())),
+        indices.take_front(outer));
+    return success();
+  }
+};
 } // namespace
+
+void TabulateOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                             MLIRContext *context) {
+  patterns.add<TableOfSliceRows>(context);
+}
 
 void ExtractOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                             MLIRContext *context) {

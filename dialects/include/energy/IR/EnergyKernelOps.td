@@ -37,6 +37,7 @@ def Energy_TabulateOp : Energy_Op<"tabulate", [RecursiveMemoryEffects,
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The value the body yields.
     ::mlir::Value getBodyValue();
