@@ -416,6 +416,12 @@ int main(int argc, char **argv) {
       return fail(modelFile + " is compiled for " + compiledFor +
                   ", not --device " + deviceOption +
                   " (compile it with energyc --target " + deviceOption + ")");
+    // --check compiles the source and checks that build, not this one.
+    if (checkAgainstInterpreter)
+      return fail("--check compiles the model's source and checks it against "
+                  "the interpreter: give the .energy file, not the artifact " +
+                  modelFile + " (it was compiled from " +
+                  artifact->sourceName() + ")");
     if (!useInterpreter)
       return runCompiled(*artifact, inputs, settings);
     sourceMgr.AddNewSourceBuffer(
