@@ -285,3 +285,37 @@ energy.model @rearranged {
     }
   }
 }
+
+// -----
+
+// A table of the rows of a slice (the index of the table last, the others
+// from outside it) is the slice: no copy per position of the loop.
+// CHECK-LABEL: energy.model @slice_rows
+// CHECK:       gradient @s {
+// CHECK:         %[[X:.*]] = read @x : !energy.array<H, N, D>
+// CHECK:         foreach (%[[C:.*]] : @N, %[[K:.*]] : @H) {
+// CHECK-NEXT:      %[[SLICE:.*]] = extract %[[X]][%[[K]]] : !energy.array<H, N, D> -> !energy.array<N, D>
+// CHECK-NEXT:      transpose %[[SLICE]]
+// CHECK-NOT:       tabulate
+energy.model @slice_rows {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @D
+  energy.tensor @x : input [@H, @N, @D]
+  energy.tensor @s : state [@N, @H, @D]
+  energy.gradient @s {
+    %x = energy.read @x : !energy.array<H, N, D>
+    energy.foreach (%c : @N, %k : @H) {
+      %rows = energy.tabulate (%n : @N) {
+        %row = energy.extract %x[%k, %n] : !energy.array<H, N, D> -> !energy.array<D>
+        energy.yield %row : !energy.array<D>
+      } : !energy.array<N, D>
+      %t = energy.transpose %rows : !energy.array<N, D>
+      %first = energy.extract %t[0] : !energy.array<D, N> -> !energy.array<N>
+      %a = energy.reduce_elements sum %first : !energy.array<N>
+      %b = energy.extract %x[%k, %c] : !energy.array<H, N, D> -> !energy.array<D>
+      %p = energy.mul %b, %a : !energy.array<D>, !energy.array<>
+      energy.accumulate %p into @s[%c, %k] : !energy.array<D>
+    }
+  }
+}
