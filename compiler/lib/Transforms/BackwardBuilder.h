@@ -214,6 +214,10 @@ private:
   /// The lets energyOfFixedLets reads from value tensors.
   SmallVector<LetOp> fixedLets;
   bool fixedLetsSearched = false;
+  /// The fixed lets a backward step pulls back through in the finish, and
+  /// the last op the finish has for them.
+  llvm::SmallPtrSet<Operation *, 4> deferredLets;
+  Operation *finishCursor = nullptr;
 };
 
 } // namespace mlir::energy

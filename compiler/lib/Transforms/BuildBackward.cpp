@@ -462,13 +462,56 @@ FailureOr<bool> BackwardBuilder::pullBackThroughFixedLets(StringRef tensor,
   if (failed(term))
     return failure();
   StoreOp::create(builder, loc, adjoint, ref(term->second));
-  for (LetOp let : fixedLets)
-    StoreOp::create(builder, loc,
-                    ReadOp::create(builder, loc, let.getArrayType(),
-                                   ref(let.getSymName()),
-                                   AffineMapAttr::get(AffineMap::get(context)),
-                                   ValueRange()),
+  // In a backward step the lets' values are the same at every step (they
+  // read no state): stored once by the seed, their cotangents summed over
+  // the steps and pulled back through the lets once by the finish, since
+  // the pull-back is linear in the cotangent with coefficients that no
+  // step changes.
+  bool deferred = builder.getInsertionBlock() == &backward.getBody().front();
+  auto readWhole = [&](OpBuilder &at, StringRef tensor, ArrayType type) {
+    return ReadOp::create(at, loc, type, ref(tensor),
+                          AffineMapAttr::get(AffineMap::get(context)),
+                          ValueRange())
+        .getResult();
+  };
+  for (LetOp let : fixedLets) {
+    if (!deferred) {
+      StoreOp::create(builder, loc,
+                      readWhole(builder, let.getSymName(), let.getArrayType()),
+                      ref(valueTensor(let)));
+      continue;
+    }
+    if (!deferredLets.insert(let.getOperation()).second)
+      continue;
+    auto [letTerm, letCotangent] = letPullback(let);
+    OpBuilder seed = OpBuilder::atBlockEnd(&backward.getSeed().front());
+    StoreOp::create(seed, loc,
+                    readWhole(seed, let.getSymName(), let.getArrayType()),
                     ref(valueTensor(let)));
+    StoreOp::create(seed, loc, zeros(seed, loc, let.getArrayType()),
+                    ref(letCotangent));
+    // At the start of the finish, before what reads the adjoints.
+    Block &finish = backward.getFinish().front();
+    OpBuilder end(context);
+    if (finishCursor)
+      end.setInsertionPointAfter(finishCursor);
+    else
+      end.setInsertionPointToStart(&finish);
+    // The gradients first, then their additions: one joint derivation.
+    SmallVector<std::pair<StringRef, Value>> products;
+    for (StringRef tensor : readTensors(let.getBody(), model))
+      if (differentiable.contains(tensor))
+        products.push_back(
+            {tensor, GradOp::create(end, loc, typeOf(tensor), ref(tensor),
+                                    ref(letTerm.getSymName()))
+                         ->getResult(0)});
+    for (auto [tensor, product] : products) {
+      StringRef adjointOf = adjointTensor(tensor);
+      Value sum = AddOp::create(
+          end, loc, readWhole(end, adjointOf, typeOf(tensor)), product);
+      finishCursor = StoreOp::create(end, loc, sum, ref(adjointOf));
+    }
+  }
   addGradients(term->first, readTensors(term->first.getBody(), model), builder,
                loc);
   for (LetOp let : fixedLets) {
@@ -477,6 +520,13 @@ FailureOr<bool> BackwardBuilder::pullBackThroughFixedLets(StringRef tensor,
                                      ref(term->first.getSymName()))
                           ->getResult(0);
     auto [letTerm, letCotangent] = letPullback(let);
+    if (deferred) {
+      Value sum = AddOp::create(
+          builder, loc, readWhole(builder, letCotangent, let.getArrayType()),
+          cotangent);
+      StoreOp::create(builder, loc, sum, ref(letCotangent));
+      continue;
+    }
     StoreOp::create(builder, loc, cotangent, ref(letCotangent));
     addGradients(letTerm, readTensors(let.getBody(), model), builder, loc);
   }
