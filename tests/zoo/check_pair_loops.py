@@ -36,9 +36,6 @@ KNOWN = {
                         'applied per pair, not once after the column pass',
     'momen_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
     'nag_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
-    'relative_bias_attention': 'the backward step: the bias table read at '
-                               'i - j + N - 1 makes the pair sums generic '
-                               'loops, Wk[h] and Wq[h] applied per pair',
 }
 TENSOR = re.compile(r'tensor @([A-Za-z0-9_]+) : (?:input|param|state) ')
 

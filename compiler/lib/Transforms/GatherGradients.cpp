@@ -397,6 +397,42 @@ struct GatherGradientsPass
     return carried;
   }
 
+  /// A scatter that adds into slots which together need every index of
+  /// `outer` (a relative position table's bias[h, i - j] beside the keys'
+  /// x[b, j]) cannot be gathered whole; where one of its accumulates alone
+  /// can, `inner` becomes one loop per accumulate (copies that differ only
+  /// in what they add; what a copy no longer uses is dead), each gathered
+  /// on its own.
+  static void splitByAccumulate(ForeachOp inner, ForeachOp outer) {
+    auto accumulates =
+        llvm::to_vector(inner.getBody().front().getOps<AccumulateOp>());
+    // Each copy keeps one accumulate: none may hide in a nested region.
+    size_t all = 0;
+    inner.getBody().walk([&](AccumulateOp) { ++all; });
+    if (accumulates.size() < 2 || all != accumulates.size() ||
+        scatterIndices(inner, outer))
+      return;
+    OpBuilder builder(inner);
+    SmallVector<ForeachOp> copies;
+    for (size_t kept = 0; kept < accumulates.size(); ++kept) {
+      auto copy = cast<ForeachOp>(builder.clone(*inner));
+      auto copied =
+          llvm::to_vector(copy.getBody().front().getOps<AccumulateOp>());
+      for (auto [number, accumulate] : llvm::enumerate(copied))
+        if (number != kept)
+          accumulate.erase();
+      copies.push_back(copy);
+    }
+    if (llvm::none_of(copies, [&](ForeachOp copy) {
+          return scatterIndices(copy, outer).has_value();
+        })) {
+      for (ForeachOp copy : copies)
+        copy.erase();
+      return;
+    }
+    inner.erase();
+  }
+
   /// Adds to `block` an index argument per index of `outerBody` that is
   /// summed over (not `carried`), mapped; carried ones keep their mapping.
   static void addSummedIndices(Block &block, Block &outerBody,
@@ -418,6 +454,8 @@ struct GatherGradientsPass
     if (!isLetDomain(outer))
       return;
     Block &outerBody = outer.getBody().front();
+    for (ForeachOp inner : llvm::to_vector(outerBody.getOps<ForeachOp>()))
+      splitByAccumulate(inner, outer);
     SmallVector<std::pair<ForeachOp, SmallVector<bool>>> scatters;
     for (ForeachOp inner : outerBody.getOps<ForeachOp>())
       if (std::optional<SmallVector<bool>> carried =
