@@ -29,8 +29,12 @@ bool ManifestIndexCheck::usesStep() const {
 }
 
 Status ManifestIndexCheck::check(
-    const std::function<std::optional<int64_t>(const std::string &)> &lookup)
-    const {
+    const std::function<std::optional<int64_t>(const std::string &)> &dims,
+    std::optional<int64_t> step) const {
+  std::function<std::optional<int64_t>(const std::string &)> lookup =
+      [&](const std::string &name) {
+        return name == kStep ? step : dims(name);
+      };
   for (auto [side, what] :
        {std::pair{&below, std::string("be negative")},
         std::pair{&above, std::string("reach the size of its axis")}}) {

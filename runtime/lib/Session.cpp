@@ -415,12 +415,10 @@ Status Session::call(energy_kernel_fn kernel, const std::string &symbol,
   const Manifest &manifest = owner.manifest();
   for (const ManifestIndexCheck &check : manifest.indexChecks)
     if (check.usesStep()) {
-      auto lookup = [&](const std::string &name) -> std::optional<int64_t> {
-        if (name == "step")
-          return step;
+      auto dims = [&](const std::string &name) -> std::optional<int64_t> {
         return dimValues[*manifest.findDim(name)];
       };
-      if (Status status = check.check(lookup); !status)
+      if (Status status = check.check(dims, step); !status)
         return status;
     }
   if (deviceMemory && owner.state->setStream) {

@@ -253,9 +253,8 @@ std::optional<HeadSum> matchHeadSum(ForeachOp loop, Value added = {}) {
   match.product = headProduct(summand, loop, match.head, match.position);
   if (!match.product)
     return std::nullopt;
-  // A matrix the same for every b multiplies the sum over b once
-  // (Σ_b M v[b, p] = M Σ_b v[b, p]: LoopSums.cpp, FactorLinearMaps.cpp),
-  // not each b's row.
+  // A head sum's matrix varies with the head; one the same for every b
+  // multiplies the sum over b once instead (as in summedBeforeMatrix).
   if (dependsOnlyOn(match.product.getLhs(), loop, {}))
     return std::nullopt;
   return match;

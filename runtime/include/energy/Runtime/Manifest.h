@@ -99,10 +99,12 @@ struct ManifestIndexCheck {
   /// Whether a condition reads the dynamics step (`step`), so that the
   /// answer depends on the step a kernel is called at.
   bool usesStep() const;
-  /// An error naming the read, when with the dims of `lookup` (and `step`
-  /// for "step") every condition of a side holds.
-  Status check(const std::function<std::optional<int64_t>(const std::string &)>
-                   &lookup) const;
+  /// An error naming the read, when with the dims of `dims` (and, for a
+  /// check that uses it, the dynamics step `step`) every condition of a
+  /// side holds.
+  Status
+  check(const std::function<std::optional<int64_t>(const std::string &)> &dims,
+        std::optional<int64_t> step = std::nullopt) const;
 };
 
 /// A named constant and its value in the source (sessions may override it).
