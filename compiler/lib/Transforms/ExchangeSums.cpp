@@ -203,7 +203,7 @@ public:
         continue;
       if (estimatedElements(model, carrier.getType()) <= rowWidth(row))
         continue;
-      std::optional<unsigned> position = exchangedIndex(row, carrier);
+      std::optional<unsigned> position = exchangedIndex(row, carrier, sum);
       if (!position || !rowSumsAreNormalisers(sum, row))
         continue;
       return Exchange{outer, row, sum, weight, carrier, *position, Value()};
@@ -454,26 +454,19 @@ private:
   }
 
   /// The index of the loop that `row` varies with, `carrier` does not and
-  /// the accumulation's slot ignores: the one to exchange with the sum's.
-  std::optional<unsigned> exchangedIndex(Value row, Value carrier) {
-    Block &body = loopBody();
-    std::optional<unsigned> found;
-    for (BlockArgument index : body.getArguments()) {
-      if (llvm::is_contained(slotIndices, index) ||
-          !dependence.dependsOn(row, index) ||
-          dependence.dependsOn(carrier, index))
-        continue;
-      if (found)
-        return std::nullopt;
-      found = index.getArgNumber();
-    }
-    return found;
+  /// the accumulation's slot ignores: the one to exchange with `sum`'s.
+  std::optional<unsigned> exchangedIndex(Value row, Value carrier,
+                                         ReduceOp sum) {
+    return exchangedIndex(row, carrier, Value(), sum);
   }
 
   /// exchangedIndex for a value per pair `row` of `sum` under `map`: of
   /// the indices it would exchange, those `map` does not vary with (a head
-  /// selects the map) and, of several, the one `sum`'s predicate relates
-  /// to j.
+  /// selects the map). Any of them may be exchanged; of several (a
+  /// grouped head r besides the query i), the one `sum`'s predicate relates
+  /// to j, else the innermost: the row index a contraction over (i, j)
+  /// pairs with j (OrderLseRows.cpp puts it last), whose column side then
+  /// sums the exchanged rows.
   std::optional<unsigned> exchangedIndex(Value row, Value carrier, Value map,
                                          ReduceOp sum) {
     Block &body = loopBody();
@@ -482,19 +475,22 @@ private:
       if (!llvm::is_contained(slotIndices, index) &&
           dependence.dependsOn(row, index) &&
           !dependence.dependsOn(carrier, index) &&
-          !dependence.dependsOn(map, index))
+          (!map || !dependence.dependsOn(map, index)))
         candidates.push_back(index.getArgNumber());
     if (candidates.size() > 1 && sum.hasPredicate()) {
       llvm::SmallPtrSet<Value, 4> related;
       collectIndices(sum.getPredicate().front().getTerminator()->getOperand(0),
                      loop, related);
-      llvm::erase_if(candidates, [&](unsigned position) {
+      SmallVector<unsigned> paired(candidates);
+      llvm::erase_if(paired, [&](unsigned position) {
         return !related.contains(body.getArgument(position));
       });
+      if (!paired.empty())
+        candidates = paired;
     }
-    if (candidates.size() != 1)
+    if (candidates.empty())
       return std::nullopt;
-    return candidates.front();
+    return candidates.back();
   }
 
   Operation *loop;
