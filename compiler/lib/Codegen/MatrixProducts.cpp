@@ -177,31 +177,38 @@ void MatrixProductLowering::emitProducts(Operation *op, Value into, bool add) {
                : toI64(index(0));
   };
   // The rows of an lhs with several row axes are their positions (and, lhs
-  // transposed, those of rhs's same row axes).
+  // transposed, those of rhs's same row axes); several batch axes are one
+  // batch of their positions.
   int64_t lhsRows = product ? product.getLhsRows() : 1;
+  int64_t batchAxes = product ? product.getBatchAxes() : 1;
   bool lhsBatched = product ? product.hasLhsBatch() : lhsShape.size() == 3;
-  auto flattenRows = [&](SmallVector<Value> &extents, bool batched) {
-    Value rows = index(1);
-    for (Value extent :
-         ArrayRef<Value>(extents).take_back(lhsRows + 1).drop_back())
-      rows = arith::MulIOp::create(b, loc, rows, extent);
+  bool rhsBatched = product ? product.hasRhsBatch() : rhsShape.size() == 3;
+  auto flatten = [&](SmallVector<Value> &extents, bool batched,
+                     int64_t rowAxes) {
+    auto positions = [&](ArrayRef<Value> axes) {
+      Value count = index(1);
+      for (Value extent : axes)
+        count = arith::MulIOp::create(b, loc, count, extent);
+      return count;
+    };
     SmallVector<Value> flattened;
     if (batched)
-      flattened.push_back(extents.front());
-    flattened.push_back(rows);
+      flattened.push_back(
+          positions(ArrayRef<Value>(extents).take_front(batchAxes)));
+    flattened.push_back(
+        positions(ArrayRef<Value>(extents).take_back(rowAxes + 1).drop_back()));
     flattened.push_back(extents.back());
     extents = flattened;
   };
-  if (lhsRows > 1) {
-    flattenRows(lhsShape, lhsBatched);
-    if (transposeLhs)
-      flattenRows(rhsShape, product.hasRhsBatch());
+  if (lhsRows > 1 || batchAxes > 1) {
+    flatten(lhsShape, lhsBatched, lhsRows);
+    flatten(rhsShape, rhsBatched, product.getRhsRows());
   }
   auto [m, k] = matrixOf(lhsShape, transposeLhs);
   Value n = matrixOf(rhsShape, transposeRhs).second;
-  Value batch = lhsBatched             ? lhsShape.front()
-                : rhsShape.size() == 3 ? rhsShape.front()
-                                       : index(1);
+  Value batch = lhsBatched   ? lhsShape.front()
+                : rhsBatched ? rhsShape.front()
+                             : index(1);
   int64_t flags = (transposeLhs ? ENERGY_PRODUCT_TRANSPOSE_A : 0) |
                   (transposeRhs ? ENERGY_PRODUCT_TRANSPOSE_B : 0) |
                   (sum ? ENERGY_PRODUCT_SUM_BATCH : 0) |

@@ -182,36 +182,47 @@ Interpreter::evaluateBatchMatmul(BatchMatmulOp product,
                                  const ArrayValue &rhsOperand) {
   // Several row axes of lhs: their positions are the rows of one matrix,
   // and the result's rows take their shape back; with lhs transposed they
-  // are the inner dim, over the same row axes of rhs.
-  int64_t lhsRows = product.getLhsRows();
+  // are the inner dim, over the same row axes of rhs. Several batch axes
+  // are one batch of their positions, and the result's batch takes their
+  // shape back.
+  int64_t lhsRows = product.getLhsRows(), batchAxes = product.getBatchAxes();
   ArrayValue lhs = lhsOperand, rhs = rhsOperand;
-  std::vector<int64_t> rowShape;
-  auto flattenRows = [&](ArrayValue &value,
-                         std::vector<int64_t> &rows) -> LogicalResult {
-    if (static_cast<int64_t>(value.getRank()) < lhsRows + 1)
+  std::vector<int64_t> rowShape, batchShape;
+  auto flatten = [&](ArrayValue &value, bool batched, int64_t rowAxes,
+                     std::vector<int64_t> &rows) -> LogicalResult {
+    int64_t leading = batched ? batchAxes : 0;
+    if (static_cast<int64_t>(value.getRank()) != leading + rowAxes + 1)
       return product.emitOpError("cannot take an operand of shape ")
              << ArrayValue::shapeString(value.shape);
     auto end = value.shape.end() - 1;
-    rows.assign(end - lhsRows, end);
-    std::vector<int64_t> flat(value.shape.begin(), end - lhsRows);
+    rows.assign(end - rowAxes, end);
+    std::vector<int64_t> flat;
+    if (batched) {
+      batchShape.assign(value.shape.begin(), value.shape.begin() + leading);
+      flat.push_back(ArrayValue::elementCount(batchShape));
+    }
     flat.push_back(ArrayValue::elementCount(rows));
     flat.push_back(value.shape.back());
     value.shape = flat;
     return success();
   };
-  if (lhsRows > 1) {
-    if (failed(flattenRows(lhs, rowShape)))
-      return failure();
-    std::vector<int64_t> rhsRowShape;
-    if (product.getTransposeLhs() && failed(flattenRows(rhs, rhsRowShape)))
-      return failure();
-  }
+  std::vector<int64_t> rhsRowShape;
+  if ((lhsRows > 1 || batchAxes > 1) &&
+      (failed(flatten(lhs, product.hasLhsBatch(), lhsRows, rowShape)) ||
+       failed(flatten(rhs, product.hasRhsBatch(), product.getRhsRows(),
+                      rhsRowShape))))
+    return failure();
   FailureOr<ArrayValue> result =
       evaluateBatchMatmulOfMatrices(product, lhs, rhs);
-  if (failed(result) || lhsRows == 1 || product.getTransposeLhs())
+  if (failed(result) || (lhsRows == 1 && batchAxes == 1))
     return result;
-  std::vector<int64_t> shape(result->shape.begin(), result->shape.end() - 2);
-  llvm::append_range(shape, rowShape);
+  std::vector<int64_t> shape;
+  if (result->getRank() == 3)
+    shape = batchShape;
+  if (product.getTransposeLhs() || lhsRows == 1)
+    shape.push_back(result->shape[result->getRank() - 2]);
+  else
+    llvm::append_range(shape, rowShape);
   shape.push_back(result->shape.back());
   result->shape = shape;
   return result;

@@ -237,6 +237,8 @@ Value vectorTimes(OpBuilder &builder, Location loc, Value vector, Value matrix,
 } // namespace
 
 bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
+  if (product.getBatchAxes() != 1)
+    return false;
   ReduceOp sum = onlyWholeSumOf(product);
   // A lhs without a batch axis against a batch of rhs matrices would sum
   // the rhs too; a transposed lhs makes the rows the inner dim.
@@ -293,6 +295,7 @@ bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
 
 bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
   if (product.getSumBatch() || product->use_empty() ||
+      product.getBatchAxes() != 1 ||
       !(product.hasLhsBatch() || product.hasRhsBatch()))
     return false;
   std::string reason;

@@ -59,16 +59,24 @@ bool mlir::energy::summedBeforeMatrix(MatmulOp product, Operation *loop) {
   });
 }
 
+std::pair<Value, bool>
+mlir::energy::matricesOver(Value matrix, ArrayRef<Value> heads,
+                           ArrayRef<Attribute> sizes, ArrayRef<Block *> blocks,
+                           Operation *anchor, bool transposed) {
+  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
+    matrix = transpose.getOperand();
+    transposed = !transposed;
+  }
+  return {arrayOver(matrix, heads, sizes, blocks, anchor), transposed};
+}
+
 std::pair<Value, bool> mlir::energy::matricesOver(Value matrix, Value head,
                                                   Attribute size,
                                                   ArrayRef<Block *> blocks,
                                                   Operation *anchor,
                                                   bool transposed) {
-  if (auto transpose = matrix.getDefiningOp<TransposeOp>()) {
-    matrix = transpose.getOperand();
-    transposed = !transposed;
-  }
-  return {arrayOver(matrix, head, size, blocks, anchor), transposed};
+  return matricesOver(matrix, ArrayRef<Value>(head), ArrayRef<Attribute>(size),
+                      blocks, anchor, transposed);
 }
 
 /// A matrix-vector product M v in `block` with M depending on `head` only
@@ -665,7 +673,8 @@ static bool foldTransposedProduct(TransposeOp transpose) {
   if (!factor)
     scale = nullptr;
   auto product = operand.getDefiningOp<BatchMatmulOp>();
-  if (!product || !product->hasOneUse() || product.getLhsRows() != 1)
+  if (!product || !product->hasOneUse() || product.getLhsRows() != 1 ||
+      product.getBatchAxes() != 1)
     return false;
   std::string reason;
   ArrayType type = BatchMatmulOp::inferType(

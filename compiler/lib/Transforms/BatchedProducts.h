@@ -22,6 +22,12 @@ namespace mlir::energy {
 std::pair<Value, bool> matricesOver(Value matrix, Value head, Attribute size,
                                     ArrayRef<Block *> blocks, Operation *anchor,
                                     bool transposed);
+/// The same over several head indices (grouped heads M[g, r]): one array
+/// [G, R, …], the batch axes of a batch_matmul.
+std::pair<Value, bool> matricesOver(Value matrix, ArrayRef<Value> heads,
+                                    ArrayRef<Attribute> sizes,
+                                    ArrayRef<Block *> blocks, Operation *anchor,
+                                    bool transposed);
 
 /// Scalars from outside a loop that multiply (or divide) a value computed
 /// in it: applied to a product of whole arrays instead of to every row.

@@ -265,50 +265,64 @@ bool mlir::energy::batchHeadProducts(Operation *loop) {
         cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
         cast<ArrayType>(product.getRhs().getType()).getRank() != 1)
       continue;
-    std::optional<unsigned> headNumber;
+    // The heads: the indices the matrix varies with (one, or the group and
+    // the head within it of grouped heads M[g, r]), in the loop's order.
+    SmallVector<Value> heads;
+    SmallVector<Attribute> headSizes;
+    llvm::SmallPtrSet<Value, 4> matrixIndices;
+    collectIndices(product.getLhs(), loop, matrixIndices);
     for (BlockArgument index : body.getArguments())
-      if (dependsOnlyOn(product.getLhs(), loop, {index}) &&
-          !dependsOnlyOn(product.getLhs(), loop, {}))
-        headNumber = index.getArgNumber();
-    if (!headNumber || (sizes.size() == 2 && *headNumber == 0) ||
+      if (matrixIndices.contains(index)) {
+        heads.push_back(index);
+        headSizes.push_back(sizes[index.getArgNumber()]);
+      }
+    if (heads.empty() || !dependsOnlyOn(product.getLhs(), loop, heads) ||
+        (sizes.size() == 2 && heads.size() == 1 &&
+         heads.front() == body.getArgument(0)) ||
         summedBeforeMatrix(product, loop))
       continue;
-    Value head = body.getArgument(*headNumber);
     llvm::SmallPtrSet<Value, 4> used;
     collectIndices(product.getRhs(), loop, used);
-    // The rows, with the head first when v depends on it (a batch).
+    // The rows, with the heads first when v depends on them (a batch): on
+    // all of them, or on none.
+    int64_t headsUsed =
+        llvm::count_if(heads, [&](Value head) { return used.contains(head); });
+    if (headsUsed != 0 && headsUsed != static_cast<int64_t>(heads.size()))
+      continue;
+    bool batched = headsUsed != 0;
     SmallVector<Value> rowIndices;
     SmallVector<Attribute> rowSizes;
-    bool batched = used.contains(head);
     if (batched) {
-      rowIndices.push_back(head);
-      rowSizes.push_back(sizes[*headNumber]);
+      rowIndices.append(heads);
+      rowSizes.append(headSizes);
     }
     for (BlockArgument index : body.getArguments())
-      if (index != head && used.contains(index)) {
+      if (!llvm::is_contained(heads, index) && used.contains(index)) {
         rowIndices.push_back(index);
         rowSizes.push_back(sizes[index.getArgNumber()]);
       }
-    int64_t rowCount = rowIndices.size() - (batched ? 1 : 0);
+    int64_t batchAxes = heads.size();
+    int64_t rowCount = rowIndices.size() - (batched ? batchAxes : 0);
     if (rowCount == 0)
       continue;
     Value rows =
         arrayOver(product.getRhs(), rowIndices, rowSizes, {&body}, loop);
-    auto [matrices, transposed] = matricesOver(
-        product.getLhs(), head, sizes[*headNumber], {&body}, loop, true);
+    auto [matrices, transposed] =
+        matricesOver(product.getLhs(), heads, headSizes, {&body}, loop, true);
     std::string reason;
     ArrayType type = BatchMatmulOp::inferType(
         cast<ArrayType>(rows.getType()), cast<ArrayType>(matrices.getType()),
-        false, transposed, false, reason, rowCount);
+        false, transposed, false, reason, rowCount, batchAxes);
     if (!type)
       continue;
     OpBuilder builder(loop);
     Value batch =
         BatchMatmulOp::create(builder, loop->getLoc(), type, rows, matrices,
-                              false, transposed, false, rowCount);
+                              false, transposed, false, rowCount, batchAxes);
     builder.setInsertionPoint(product);
-    SmallVector<Value> at = {head};
-    llvm::append_range(at, ArrayRef<Value>(rowIndices).drop_front(batched));
+    SmallVector<Value> at(heads);
+    llvm::append_range(
+        at, ArrayRef<Value>(rowIndices).drop_front(batched ? batchAxes : 0));
     Value element = ExtractOp::create(
         builder, product.getLoc(), cast<ArrayType>(product.getType()), batch,
         AffineMapAttr::get(

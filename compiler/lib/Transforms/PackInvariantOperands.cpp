@@ -74,6 +74,8 @@ private:
     auto type = cast<ArrayType>(product.getRhs().getType());
     for (PackedOperand &earlier : packed)
       if (earlier.product.getTransposeRhs() == product.getTransposeRhs() &&
+          earlier.product.getBatchAxes() == product.getBatchAxes() &&
+          earlier.product.getRhsRows() == product.getRhsRows() &&
           earlier.product.getRhs().getType() == type &&
           sameValue(earlier.product.getRhs(), product.getRhs())) {
         product.setPackedRhs(earlier.cache, earlier.valid);

@@ -196,9 +196,11 @@ Cost batchMatmulFlops(BatchMatmulOp op) {
   Cost lhsColumns = axis(lhs, -1);
   Cost inner = op.getTransposeLhs() ? lhsRows : lhsColumns;
   Cost rows = op.getTransposeLhs() ? lhsColumns : lhsRows;
-  Cost batch = op.hasLhsBatch()   ? axis(lhs, 0)
-               : op.hasRhsBatch() ? axis(rhs, 0)
-                                  : Cost::constant(1);
+  Cost batch = Cost::constant(1);
+  for (int64_t i = 0; i < op.getBatchAxes(); ++i)
+    batch = batch * (op.hasLhsBatch()   ? axis(lhs, i)
+                     : op.hasRhsBatch() ? axis(rhs, i)
+                                        : Cost::constant(1));
   return rows * axis(result, -1) * inner * batch * 2;
 }
 

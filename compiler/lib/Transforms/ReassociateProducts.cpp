@@ -103,7 +103,9 @@ usesOf(ArrayRef<BatchMatmulOp> copies) {
         continue;
       auto use = dyn_cast<BatchMatmulOp>(user);
       std::optional<UseForm> form =
-          use && use->getBlock() == block ? formOf(use, copy) : std::nullopt;
+          use && use->getBlock() == block && use.getBatchAxes() == 1
+              ? formOf(use, copy)
+              : std::nullopt;
       // (A product of two of them is no product by a matrix.)
       if (!form || llvm::is_contained(llvm::make_first_range(uses), use))
         return std::nullopt;
@@ -119,9 +121,10 @@ bool isBatchOfRowProducts(BatchMatmulOp product) {
   auto rank = [](Value value) {
     return cast<ArrayType>(value.getType()).getRank();
   };
-  return product.getLhsRows() == 1 && !product.getTransposeLhs() &&
-         !product.getSumBatch() && rank(product.getLhs()) == 3 &&
-         rank(product.getRhs()) == 3 && rank(product.getResult()) == 3;
+  return product.getLhsRows() == 1 && product.getBatchAxes() == 1 &&
+         !product.getTransposeLhs() && !product.getSumBatch() &&
+         rank(product.getLhs()) == 3 && rank(product.getRhs()) == 3 &&
+         rank(product.getResult()) == 3;
 }
 
 /// The summed use `use` of a batch P[b] = A[b] op(V[b]), with the rows'

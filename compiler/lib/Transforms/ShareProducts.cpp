@@ -163,7 +163,7 @@ void readThroughTranspose(TransposeOp transpose) {
       continue;
     }
     auto product = dyn_cast<BatchMatmulOp>(user);
-    if (!product || product.getLhsRows() != 1 ||
+    if (!product || product.getLhsRows() != 1 || product.getBatchAxes() != 1 ||
         product.getLhs() == product.getRhs())
       continue;
     bool isLhs = use.getOperandNumber() == 0;
@@ -245,7 +245,8 @@ Value unscaledAt(Value twin, ScaledTable scaled, Operation *point) {
 
 /// Whether two products multiply alike (transposes, batch sums, row axes).
 bool sameProductKind(BatchMatmulOp a, BatchMatmulOp b) {
-  return a.getTransposeLhs() == b.getTransposeLhs() &&
+  return a.getBatchAxes() == b.getBatchAxes() &&
+         a.getTransposeLhs() == b.getTransposeLhs() &&
          a.getTransposeRhs() == b.getTransposeRhs() &&
          a.getSumBatch() == b.getSumBatch() &&
          a.getLhsRows() == b.getLhsRows() && a.getType() == b.getType();
@@ -277,6 +278,8 @@ Value transposedBatchOf(TabulateOp table, OpBuilder &builder) {
 /// operand's transpose flag flipped; false, with the IR unchanged, when it
 /// reads none.
 bool readThroughTransposedBatch(BatchMatmulOp product) {
+  if (product.getBatchAxes() != 1)
+    return false;
   for (unsigned side : {0u, 1u}) {
     auto table = product->getOperand(side).getDefiningOp<TabulateOp>();
     if (!table || cast<ArrayType>(table.getType()).getRank() != 3 ||
@@ -318,6 +321,8 @@ bool readThroughTransposedBatch(BatchMatmulOp product) {
 /// both read one product, computed at the first of them. False, with the
 /// IR unchanged, when none does.
 bool shareProduct(BatchMatmulOp product) {
+  if (product.getBatchAxes() != 1)
+    return false;
   for (unsigned side : {0u, 1u}) {
     Value operand = product->getOperand(side);
     Value other = product->getOperand(1 - side);
@@ -362,11 +367,12 @@ bool shareProduct(BatchMatmulOp product) {
 
 bool mlir::energy::transposeOfEarlierProduct(BatchMatmulOp product) {
   // In a program a store may come between two reads that compute the same.
-  if (product.getLhsRows() != 1 || isInProgram(product))
+  if (product.getLhsRows() != 1 || product.getBatchAxes() != 1 ||
+      isInProgram(product))
     return false;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     auto earlier = dyn_cast<BatchMatmulOp>(op);
-    if (!earlier || earlier.getLhsRows() != 1 ||
+    if (!earlier || earlier.getLhsRows() != 1 || earlier.getBatchAxes() != 1 ||
         earlier.getSumBatch() != product.getSumBatch() ||
         earlier.getTransposeLhs() == product.getTransposeRhs() ||
         earlier.getTransposeRhs() == product.getTransposeLhs() ||

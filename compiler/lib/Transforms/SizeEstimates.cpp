@@ -84,18 +84,19 @@ double mlir::energy::estimatedProductWork(ModelOp model, Operation *op) {
     return 0;
   auto lhs = cast<ArrayType>(product.getLhs().getType());
   auto rhs = cast<ArrayType>(product.getRhs().getType());
-  unsigned firstRow = product.hasLhsBatch() ? 1 : 0;
+  unsigned firstRow = product.hasLhsBatch() ? product.getBatchAxes() : 0;
   double inner = 1;
   if (product.getTransposeLhs())
     for (uint64_t row = 0; row < product.getLhsRows(); ++row)
       inner *= axisSize(model, lhs, firstRow + row);
   else
     inner = axisSize(model, lhs, lhs.getRank() - 1);
-  if (product.getSumBatch()) {
-    if (product.hasLhsBatch())
-      inner *= axisSize(model, lhs, 0);
-    else if (product.hasRhsBatch())
-      inner *= axisSize(model, rhs, 0);
-  }
+  if (product.getSumBatch())
+    for (int64_t axis = 0; axis < product.getBatchAxes(); ++axis) {
+      if (product.hasLhsBatch())
+        inner *= axisSize(model, lhs, axis);
+      else if (product.hasRhsBatch())
+        inner *= axisSize(model, rhs, axis);
+    }
   return estimatedElements(model, product.getType()) * inner;
 }

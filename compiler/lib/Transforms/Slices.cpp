@@ -133,8 +133,9 @@ bool mlir::energy::isMatrix(Value value) {
 }
 
 bool mlir::energy::isSummedRowProduct(BatchMatmulOp product) {
-  return product && product.getLhsRows() == 1 && product.getSumBatch() &&
-         product.getTransposeLhs() && !product.getTransposeRhs() &&
+  return product && product.getLhsRows() == 1 && product.getBatchAxes() == 1 &&
+         product.getSumBatch() && product.getTransposeLhs() &&
+         !product.getTransposeRhs() &&
          isMatrix(product.getLhs()) == isMatrix(product.getRhs());
 }
 
@@ -167,8 +168,9 @@ static int64_t rankOf(Value value) {
 }
 
 bool mlir::energy::isRowsTimesMatrix(BatchMatmulOp product) {
-  return product.getLhsRows() == 1 && !product.getTransposeLhs() &&
-         !product.getSumBatch() && rankOf(product.getRhs()) == 2 &&
+  return product.getLhsRows() == 1 && product.getBatchAxes() == 1 &&
+         !product.getTransposeLhs() && !product.getSumBatch() &&
+         rankOf(product.getRhs()) == 2 &&
          rankOf(product.getLhs()) == rankOf(product.getResult());
 }
 
@@ -206,7 +208,7 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
 bool isRowTimesMatrix(MatmulOp product, BatchMatmulOp rows,
                       ArrayRef<Value> indices, const IRMapping &arguments) {
   auto transpose = product.getLhs().getDefiningOp<TransposeOp>();
-  if (!transpose || rows.getLhsRows() != 1 ||
+  if (!transpose || rows.getLhsRows() != 1 || rows.getBatchAxes() != 1 ||
       rankOf(rows.getLhs()) != static_cast<int64_t>(indices.size()) + 1 ||
       rankOf(product.getRhs()) != 1)
     return false;
@@ -247,7 +249,8 @@ bool isElementOf(Value element, Value array, ArrayRef<Value> indices,
   }
   auto product = element.getDefiningOp<MatmulOp>();
   auto heads = array.getDefiningOp<BatchMatmulOp>();
-  if (!product || !heads || heads.getTransposeLhs() || heads.getSumBatch())
+  if (!product || !heads || heads.getTransposeLhs() || heads.getSumBatch() ||
+      heads.getBatchAxes() != 1)
     return false;
   if (!heads.getTransposeRhs())
     return isRowTimesMatrix(product, heads, indices, arguments);

@@ -64,7 +64,7 @@ bool readsAcrossRows(const ScalarTable &table) {
 bool readOnlyByProducts(TabulateOp table) {
   return llvm::all_of(table->getUses(), [](OpOperand &use) {
     auto product = dyn_cast<BatchMatmulOp>(use.getOwner());
-    if (!product || product.getLhsRows() != 1)
+    if (!product || product.getLhsRows() != 1 || product.getBatchAxes() != 1)
       return false;
     // A matrix operand (rank 2) is the same matrix at every position of the
     // other operand's batch, transposed or not.

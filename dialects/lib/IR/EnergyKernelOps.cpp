@@ -460,37 +460,48 @@ SoftmaxContractOp::verifySymbolUses(SymbolTableCollection &tables) {
 ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
                                    bool transposeLhs, bool transposeRhs,
                                    bool sumBatch, std::string &reason,
-                                   int64_t lhsRows) {
+                                   int64_t lhsRows, int64_t batchAxes) {
   if (lhsRows < 1 || (lhsRows > 1 && transposeLhs && transposeRhs)) {
     reason = "expected at least one row axis of lhs, and rhs not transposed "
              "when lhs is with several";
     return {};
   }
-  // lhs: [batch?, m₁, …, m_r, k]; rhs: [batch?, k, n], or, with lhs
-  // transposed, [batch?, m₁, …, m_r, n].
-  int64_t rhsRows = transposeLhs ? lhsRows : 1;
-  int64_t lhsRank = lhs.getRank(), rhsRank = rhs.getRank();
-  if ((lhsRank != lhsRows + 1 && lhsRank != lhsRows + 2) ||
-      (rhsRank != rhsRows + 1 && rhsRank != rhsRows + 2)) {
-    reason = lhsRows == 1
-                 ? "expected operands of two or three axes"
-                 : "expected lhs of " + std::to_string(lhsRows + 1) + " or " +
-                       std::to_string(lhsRows + 2) + " axes and rhs of " +
-                       (rhsRows == 1 ? std::string("two or three")
-                                     : std::to_string(rhsRows + 1) + " or " +
-                                           std::to_string(rhsRows + 2));
+  if (batchAxes < 1) {
+    reason = "expected at least one batch axis";
     return {};
   }
-  StringAttr lhsBatch =
-      lhsRank == lhsRows + 2 ? lhs.getShape().front() : StringAttr();
-  StringAttr rhsBatch =
-      rhsRank == rhsRows + 2 ? rhs.getShape().front() : StringAttr();
-  // Without a batch axis (two matrices), a batch of one: the product of
-  // rows of positions with a matrix, or with `summed` a sum over positions.
-  StringAttr batch = lhsBatch ? lhsBatch : rhsBatch;
-  if (lhsBatch && rhsBatch && lhsBatch != rhsBatch) {
-    reason = "expected one batch axis, the first of an operand of three axes "
-             "(the same when both have one)";
+  // lhs: [batch…?, m₁, …, m_r, k]; rhs: [batch…?, k, n], or, with lhs
+  // transposed, [batch…?, m₁, …, m_r, n].
+  int64_t rhsRows = transposeLhs ? lhsRows : 1;
+  int64_t lhsRank = lhs.getRank(), rhsRank = rhs.getRank();
+  auto axes = [&](int64_t rows) {
+    return rows == 1 && batchAxes == 1
+               ? std::string("two or three")
+               : std::to_string(rows + 1) + " or " +
+                     std::to_string(rows + 1 + batchAxes);
+  };
+  if ((lhsRank != lhsRows + 1 && lhsRank != lhsRows + 1 + batchAxes) ||
+      (rhsRank != rhsRows + 1 && rhsRank != rhsRows + 1 + batchAxes)) {
+    reason = lhsRows == 1 && batchAxes == 1
+                 ? "expected operands of two or three axes"
+                 : "expected lhs of " + axes(lhsRows) + " axes and rhs of " +
+                       axes(rhsRows);
+    return {};
+  }
+  ArrayRef<StringAttr> lhsBatch = lhsRank > lhsRows + 1
+                                      ? lhs.getShape().take_front(batchAxes)
+                                      : ArrayRef<StringAttr>();
+  ArrayRef<StringAttr> rhsBatch = rhsRank > rhsRows + 1
+                                      ? rhs.getShape().take_front(batchAxes)
+                                      : ArrayRef<StringAttr>();
+  // Without a batch (two matrices), a batch of one: the product of rows of
+  // positions with a matrix, or with `summed` a sum over positions.
+  ArrayRef<StringAttr> batch = lhsBatch.empty() ? rhsBatch : lhsBatch;
+  if (!lhsBatch.empty() && !rhsBatch.empty() && lhsBatch != rhsBatch) {
+    reason = batchAxes == 1 ? "expected one batch axis, the first of an "
+                              "operand of three axes (the same when both "
+                              "have one)"
+                            : "expected the same batch axes in both operands";
     return {};
   }
   ArrayRef<StringAttr> lhsMatrix = lhs.getShape().take_back(lhsRows + 1);
@@ -508,8 +519,8 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
     return {};
   }
   SmallVector<StringAttr> dims;
-  if (!sumBatch && batch)
-    dims.push_back(batch);
+  if (!sumBatch)
+    llvm::append_range(dims, batch);
   llvm::append_range(dims, rows);
   dims.push_back(columns);
   return ArrayType::get(lhs.getContext(), dims);
@@ -517,10 +528,10 @@ ArrayType BatchMatmulOp::inferType(ArrayType lhs, ArrayType rhs,
 
 LogicalResult BatchMatmulOp::verify() {
   std::string reason;
-  ArrayType expected =
-      inferType(cast<ArrayType>(getLhs().getType()),
-                cast<ArrayType>(getRhs().getType()), getTransposeLhs(),
-                getTransposeRhs(), getSumBatch(), reason, getLhsRows());
+  ArrayType expected = inferType(
+      cast<ArrayType>(getLhs().getType()), cast<ArrayType>(getRhs().getType()),
+      getTransposeLhs(), getTransposeRhs(), getSumBatch(), reason, getLhsRows(),
+      getBatchAxes());
   if (!expected)
     return emitOpError(reason);
   if (expected != getType())

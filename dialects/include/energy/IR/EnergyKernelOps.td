@@ -205,6 +205,11 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
     result `[B, k, n]`, each head's Σ over every token of the batch of
     u ⊗ v (a per-head parameter's gradient).
 
+    `batch_axes` (default 1) is the number of batch axes: an operand with
+    a batch has that many leading axes, the same dims in both operands, and
+    the result has them too (none, summed over every position of them):
+    the products of grouped heads `Wq[g, r]`, one GEMM per (g, r).
+
     The attributes `energy.packed_rhs = @cache.N` and
     `energy.packed_rhs_valid = @cache.N.valid` (set together by
     energy-plan-pack-invariant-operands, CPU) say that `rhs` is the same at
@@ -224,7 +229,8 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
   let arguments = (ins Energy_AnyArray:$lhs, Energy_AnyArray:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
                        UnitAttr:$sum_batch,
-                       DefaultValuedAttr<I64Attr, "1">:$lhs_rows);
+                       DefaultValuedAttr<I64Attr, "1">:$lhs_rows,
+                       DefaultValuedAttr<I64Attr, "1">:$batch_axes);
   let results = (outs Energy_AnyArray:$result);
   let assemblyFormat = [{
     $lhs (`transposed` $transpose_lhs^)? `,` $rhs (`transposed` $transpose_rhs^)?
@@ -237,7 +243,8 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
     /// null with `reason` set when their shapes do not fit.
     static ArrayType inferType(ArrayType lhs, ArrayType rhs, bool transposeLhs,
                                bool transposeRhs, bool sumBatch,
-                               std::string &reason, int64_t lhsRows = 1);
+                               std::string &reason, int64_t lhsRows = 1,
+                               int64_t batchAxes = 1);
     static constexpr ::llvm::StringLiteral kPackedRhsAttr =
         "energy.packed_rhs";
     static constexpr ::llvm::StringLiteral kPackedRhsValidAttr =
@@ -260,7 +267,7 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
     /// Whether `lhs` has a batch axis (ahead of its rows).
     bool hasLhsBatch() {
       return ::llvm::cast<ArrayType>(getLhs().getType()).getRank() ==
-             getLhsRows() + 2;
+             getLhsRows() + 1 + getBatchAxes();
     }
     /// The number of row axes of `rhs` that the inner dim runs over: the
     /// lhs's row axes when it is transposed with several, else one.
@@ -270,7 +277,7 @@ def Energy_BatchMatmulOp : Energy_Op<"batch_matmul", [Pure,
     /// Whether `rhs` has a batch axis (ahead of its rows).
     bool hasRhsBatch() {
       return ::llvm::cast<ArrayType>(getRhs().getType()).getRank() ==
-             getRhsRows() + 2;
+             getRhsRows() + 1 + getBatchAxes();
     }
   }];
 }

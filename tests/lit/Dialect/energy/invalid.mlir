@@ -1428,3 +1428,27 @@ energy.model @m {
     energy.accumulate %g into @x : !energy.array<N, D>
   }
 }
+
+// -----
+
+// Several batch axes: the same dims, in the same order, in both operands.
+energy.model @m {
+  energy.dim @G
+  energy.dim @R
+  energy.dim @B
+  energy.dim @Y
+  energy.dim @D
+  energy.tensor @X : param [@B, @D]
+  energy.tensor @W : param [@G, @R, @Y, @D]
+  energy.tensor @V : param [@R, @G, @Y, @D]
+  energy.term @e {
+    %x = energy.read @X : !energy.array<B, D>
+    %w = energy.read @W : !energy.array<G, R, Y, D>
+    %v = energy.read @V : !energy.array<R, G, Y, D>
+    %p = energy.batch_matmul %x, %w transposed {batch_axes = 2 : i64} : !energy.array<B, D>, !energy.array<G, R, Y, D> -> !energy.array<G, R, B, Y>
+    // expected-error @below {{'energy.batch_matmul' op expected the same batch axes in both operands}}
+    %q = energy.batch_matmul %p, %v {batch_axes = 2 : i64} : !energy.array<G, R, B, Y>, !energy.array<R, G, Y, D> -> !energy.array<G, R, B, D>
+    %s = energy.constant 1.0
+    energy.yield %s : !energy.array<>
+  }
+}
