@@ -293,9 +293,68 @@ bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
   return true;
 }
 
+/// A batch of products over several batch axes (grouped heads (g, r)) that
+/// every reader sums over them alone, Σ_(g,r) P[g, r, rest…], as the summed
+/// product read at the rest.
+bool sumOverBatchAxes(BatchMatmulOp product) {
+  int64_t batchAxes = product.getBatchAxes();
+  auto headSumOf = [&](Operation *user) -> ReduceOp {
+    auto extract = dyn_cast<ExtractOp>(user);
+    auto sum =
+        extract ? dyn_cast<ReduceOp>(extract->getParentOp()) : ReduceOp();
+    if (!sum || !isPlainSum(sum) || !extract.getMap().isIdentity() ||
+        static_cast<int64_t>(sum.getSizes().size()) != batchAxes)
+      return {};
+    Block &body = sum.getBody().front();
+    if (body.getOperations().size() != 2 ||
+        body.getTerminator()->getOperand(0) != extract.getResult() ||
+        extract.getIndices().take_front(batchAxes) !=
+            ValueRange(body.getArguments()) ||
+        llvm::any_of(extract.getIndices().drop_front(batchAxes),
+                     [&](Value index) {
+                       auto argument = dyn_cast<BlockArgument>(index);
+                       return argument && argument.getOwner() == &body;
+                     }))
+      return {};
+    return sum;
+  };
+  if (!llvm::all_of(product->getUsers(), headSumOf))
+    return false;
+  std::string reason;
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(product.getLhs().getType()),
+      cast<ArrayType>(product.getRhs().getType()), product.getTransposeLhs(),
+      product.getTransposeRhs(), /*sumBatch=*/true, reason,
+      product.getLhsRows(), batchAxes);
+  if (!type)
+    return false;
+  OpBuilder builder(product);
+  auto summed = BatchMatmulOp::create(
+      builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
+      product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
+      product.getLhsRows(), batchAxes);
+  for (Operation *user : llvm::to_vector(product->getUsers())) {
+    auto extract = cast<ExtractOp>(user);
+    ReduceOp sum = headSumOf(user);
+    SmallVector<Value> rest(extract.getIndices().drop_front(batchAxes));
+    OpBuilder before(sum);
+    Value row =
+        ExtractOp::create(before, extract.getLoc(), extract.getType(), summed,
+                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                              rest.size(), sum.getContext())),
+                          rest);
+    sum.replaceAllUsesWith(row);
+    sum.erase();
+  }
+  product.erase();
+  return true;
+}
+
 bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
+  if (product.getBatchAxes() != 1)
+    return product.hasLhsBatch() && !product.getSumBatch() &&
+           !product->use_empty() && sumOverBatchAxes(product);
   if (product.getSumBatch() || product->use_empty() ||
-      product.getBatchAxes() != 1 ||
       !(product.hasLhsBatch() || product.hasRhsBatch()))
     return false;
   std::string reason;

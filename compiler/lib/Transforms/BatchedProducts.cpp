@@ -741,7 +741,8 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   SmallVector<ReduceOp> headSums;
   model.walk([&](ReduceOp sum) { headSums.push_back(sum); });
   for (ReduceOp sum : headSums)
-    (void)(batchHeadSum(sum) || batchHeadOuterSum(sum));
+    (void)(batchHeadSum(sum) || batchNestedHeadSum(sum) ||
+           batchHeadOuterSum(sum));
   // The heads' products in the loops, and in the tables of rows those
   // sums read.
   SmallVector<Operation *> headLoops;

@@ -84,6 +84,11 @@ bool batchHeadProducts(Operation *loop);
 /// one summed batch_matmul ahead of the loops (HeadProducts.cpp). Returns
 /// whether it rewrote `sum`.
 bool batchHeadSum(ReduceOp sum);
+/// Σ_g Σ_r M[g, r] v[g, r, i₁, …, i_r], a sum over one head index of a sum
+/// over another (grouped heads), as batchHeadSum does the sum over (g, r);
+/// leaves `sum` as it was where that does not apply (HeadProducts.cpp).
+/// Returns whether it rewrote `sum`.
+bool batchNestedHeadSum(ReduceOp sum);
 /// Σ_(i₁, …, i_r) u ⊗ v in a loop over heads h, one side of h and the
 /// other not (a per-head parameter's gradient over every token of a
 /// batch), as the element h of one batch_matmul whose inner dim runs over

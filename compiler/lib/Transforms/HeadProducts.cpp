@@ -19,7 +19,7 @@ using namespace mlir::energy;
 namespace {
 
 /// The indices of loop-like ops around `op` that `value` depends on
-/// (besides `skip`), outermost loop first, with their sizes and the
+/// (besides those of `skip`), outermost loop first, with their sizes and the
 /// outermost of those loops; none when an index is of another kind of
 /// block or of a domain that is not plain dims.
 struct RowIndices {
@@ -28,10 +28,11 @@ struct RowIndices {
   Operation *outermost = nullptr;
 };
 std::optional<RowIndices> rowIndicesOf(Value value, Operation *scope,
-                                       Value skip) {
+                                       ArrayRef<Value> skip) {
   llvm::SmallPtrSet<Value, 4> used;
   collectIndices(value, scope, used);
-  used.erase(skip);
+  for (Value index : skip)
+    used.erase(index);
   RowIndices rows;
   for (Operation *op = scope; op; op = op->getParentOp()) {
     std::optional<std::pair<ArrayAttr, Block *>> domain;
@@ -76,47 +77,58 @@ SmallVector<Block *> bodiesDownTo(Operation *outermost, Block *inner) {
 } // namespace
 
 /// Σ_h M[h] v[h, i₁, …, i_r] in loops over i₁ … i_r (r ≥ 2: the tokens of
-/// every sequence of a batch), M[h] a head's matrix: one summed
-/// batch_matmul of the rows V over (h, i₁, …, i_r) with r row axes, ahead
-/// of the loops, read at (i₁, …, i_r). Returns whether it rewrote `sum`.
+/// every sequence of a batch), M[h] a head's matrix (h one index, or the
+/// indices of grouped heads (g, r), every one of which M varies with): one
+/// summed batch_matmul of the rows V over (h, i₁, …, i_r) with r row axes,
+/// ahead of the loops, read at (i₁, …, i_r). Returns whether it rewrote
+/// `sum`.
 bool mlir::energy::batchHeadSum(ReduceOp sum) {
   ArrayAttr sizes = sum.getSizes();
   if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
-      sizes.size() != 1 || !hasPlainDims(sizes) || isStatement(sum))
+      !hasPlainDims(sizes) || isStatement(sum))
     return false;
   Block &body = sum.getBody().front();
-  Value head = body.getArgument(0);
+  SmallVector<Value> heads(body.getArguments());
   ScalarFactors scales;
   auto product = scales.peel(sum.getBodyValue(), sum).getDefiningOp<MatmulOp>();
   if (!product || cast<ArrayType>(product.getLhs().getType()).getRank() != 2 ||
       cast<ArrayType>(product.getRhs().getType()).getRank() != 1 ||
-      !dependsOnlyOn(product.getLhs(), sum, {head}))
+      !dependsOnlyOn(product.getLhs(), sum, heads))
+    return false;
+  llvm::SmallPtrSet<Value, 4> matrixIndices;
+  collectIndices(product.getLhs(), sum, matrixIndices);
+  if (heads.size() > 1 && !llvm::all_of(heads, [&](Value head) {
+        return matrixIndices.contains(head);
+      }))
     return false;
   std::optional<RowIndices> rows =
-      rowIndicesOf(product.getRhs(), sum->getParentOp(), head);
+      rowIndicesOf(product.getRhs(), sum->getParentOp(), heads);
   if (!rows)
     return false;
-  SmallVector<Value> indices = {head};
+  SmallVector<Value> indices(heads);
   llvm::append_range(indices, rows->indices);
-  SmallVector<Attribute> dims = {sizes[0]};
+  SmallVector<Attribute> headSizes(sizes.begin(), sizes.end());
+  SmallVector<Attribute> dims(headSizes);
   llvm::append_range(dims, rows->sizes);
   SmallVector<Block *> blocks = bodiesDownTo(rows->outermost, &body);
   ScalarFactors rowScales;
   Value rowValue = rowScales.peel(product.getRhs(), sum);
   Value array = arrayOver(rowValue, indices, dims, blocks, rows->outermost);
-  auto [matrices, transposed] = matricesOver(product.getLhs(), head, sizes[0],
+  auto [matrices, transposed] = matricesOver(product.getLhs(), heads, headSizes,
                                              blocks, rows->outermost, true);
   std::string reason;
   int64_t rowCount = rows->indices.size();
+  int64_t batchAxes = heads.size();
   ArrayType type = BatchMatmulOp::inferType(
       cast<ArrayType>(array.getType()), cast<ArrayType>(matrices.getType()),
-      false, transposed, true, reason, rowCount);
+      false, transposed, true, reason, rowCount, batchAxes);
   if (!type)
     return false;
   OpBuilder builder(rows->outermost);
   Location loc = sum.getLoc();
-  Value total = BatchMatmulOp::create(builder, loc, type, array, matrices,
-                                      false, transposed, true, rowCount);
+  Value total =
+      BatchMatmulOp::create(builder, loc, type, array, matrices, false,
+                            transposed, true, rowCount, batchAxes);
   total = rowScales.apply(builder, loc, total);
   builder.setInsertionPoint(sum);
   MLIRContext *context = sum.getContext();
@@ -131,18 +143,35 @@ bool mlir::energy::batchHeadSum(ReduceOp sum) {
   return true;
 }
 
+bool mlir::energy::batchNestedHeadSum(ReduceOp sum) {
+  if (isStatement(sum) || !nestedSumOf(sum))
+    return false;
+  ReduceOp flat = flattenNestedSum(sum);
+  if (!flat)
+    return false;
+  sum.getResult().replaceAllUsesWith(flat.getResult());
+  // batchHeadSum replaces and erases `flat` when it applies.
+  if (batchHeadSum(flat)) {
+    sum.erase();
+    return true;
+  }
+  flat.getResult().replaceAllUsesWith(sum.getResult());
+  flat.erase();
+  return false;
+}
+
 bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
   ArrayAttr sizes = sum.getSizes();
   auto loop = dyn_cast<ForeachOp>(sum->getParentOp());
   if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
       sizes.size() < 2 || !hasPlainDims(sizes) || !loop ||
-      loop.hasPredicate() || loop.getSizes().size() != 1 ||
-      !hasPlainDims(loop.getSizes()) || !isStatement(loop))
+      loop.hasPredicate() || !hasPlainDims(loop.getSizes()) ||
+      !isStatement(loop))
     return false;
   Block &body = sum.getBody().front();
-  Value head = loop.getBody().front().getArgument(0);
+  SmallVector<Value> heads(loop.getBody().front().getArguments());
   SmallVector<Value> rows(body.getArguments());
-  SmallVector<Value> headRows = {head};
+  SmallVector<Value> headRows(heads);
   llvm::append_range(headRows, rows);
   // The outer products the summand adds, each maybe scaled by scalars
   // from outside, each side of the rows and maybe the head.
@@ -181,16 +210,18 @@ bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
   }
   SmallVector<Block *> blocks = {&loop.getBody().front(), &body};
   SmallVector<Attribute> rowSizes(sizes.begin(), sizes.end());
-  SmallVector<Attribute> headSizes = {loop.getSizes()[0]};
-  llvm::append_range(headSizes, rowSizes);
+  SmallVector<Attribute> headRowSizes(loop.getSizes().begin(),
+                                      loop.getSizes().end());
+  llvm::append_range(headRowSizes, rowSizes);
   auto table = [&](Value side, bool ofHead) {
     return arrayOver(side, ofHead ? headRows : rows,
-                     ofHead ? headSizes : rowSizes, blocks, loop);
+                     ofHead ? headRowSizes : rowSizes, blocks, loop);
   };
   // Every term's tables and product type first: a term whose tables do not
   // fit (the product's verifier would refuse it) leaves the sum as it is.
   Location loc = sum.getLoc();
   int64_t rowCount = rows.size();
+  int64_t batchAxes = heads.size();
   SmallVector<std::tuple<Value, Value, ArrayType>> products;
   for (Term &term : terms) {
     Value lhs = table(term.outer.getLhs(), term.lhsOfHead);
@@ -198,7 +229,7 @@ bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
     std::string reason;
     ArrayType type = BatchMatmulOp::inferType(
         cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()), true,
-        false, false, reason, rowCount);
+        false, false, reason, rowCount, batchAxes);
     products.emplace_back(lhs, rhs, type);
   }
   if (llvm::any_of(products,
@@ -215,12 +246,12 @@ bool mlir::energy::batchHeadOuterSum(ReduceOp sum) {
   for (auto [term, product] : llvm::zip(terms, products)) {
     auto [lhs, rhs, type] = product;
     Value all = BatchMatmulOp::create(before, loc, type, lhs, rhs, true, false,
-                                      false, rowCount);
+                                      false, rowCount, batchAxes);
     Value matrix = ExtractOp::create(
         inside, loc, cast<ArrayType>(term.outer.getType()), all,
         AffineMapAttr::get(
-            AffineMap::getMultiDimIdentityMap(1, sum.getContext())),
-        ValueRange{head});
+            AffineMap::getMultiDimIdentityMap(batchAxes, sum.getContext())),
+        heads);
     matrix = term.scales.apply(inside, loc, matrix);
     total =
         total ? AddOp::create(inside, loc, total, matrix).getResult() : matrix;
