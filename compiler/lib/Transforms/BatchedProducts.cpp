@@ -752,6 +752,14 @@ void mlir::energy::formBatchedProducts(ModelOp model) {
   });
   for (Operation *loop : headLoops)
     batchHeadProducts(loop);
+  // The scores of the tables of pairs those products read.
+  SmallVector<TabulateOp> pairTables;
+  model.walk([&](TabulateOp table) {
+    if (isStatement(table))
+      pairTables.push_back(table);
+  });
+  for (TabulateOp table : pairTables)
+    batchPairScores(table);
   // The matrix-vector products left in loops, tables and reductions.
   SmallVector<LoopBody> bodies;
   model.walk([&](Operation *op) {

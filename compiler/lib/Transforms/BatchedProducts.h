@@ -95,6 +95,13 @@ bool batchNestedHeadSum(ReduceOp sum);
 /// the r row axes (HeadProducts.cpp). Returns whether it rewrote `sum`.
 bool batchHeadOuterSum(ReduceOp sum);
 
+/// In a table over pairs stored whole (a statement tabulate over
+/// (h…, j) whose body yields a tabulate over i), each score dot(a, b) of a
+/// row a of (h…, i) and a row b of (h…, j) as the element [h…, j, i] of
+/// one batch_matmul B Aᵀ over the heads h… ahead of the table
+/// (PairScores.cpp). Returns whether it rewrote any.
+bool batchPairScores(TabulateOp table);
+
 /// Σ_p u ⊗ v over one or two indices as Σ_b U[b]ᵀ V[b] (Uᵀ V over a
 /// single index), the tables of u and v ahead of it (OuterSums.cpp).
 /// Returns whether it rewrote `reduce`.

@@ -196,14 +196,68 @@ model adjoint_sums {
   }
 }
 
+namespace {
+
+/// Compiles `source` with and without the kernel plan (gradients of `wrt`
+/// too), requires `planned` of the plan, and checks that the reference
+/// interpreter gives the same energy, gradients of `wrt` and loss gradients
+/// through three steps on both, from the same random bindings at `dims`.
+void checkPlanChangesNoValue(const char *source,
+                             const std::vector<std::string> &wrt,
+                             llvm::StringMap<int64_t> dims,
+                             llvm::function_ref<bool(ModelOp)> planned) {
+  std::unique_ptr<CompiledModel> before =
+      compileSource(source, wrt, "planned.energy", Pipeline::Update);
+  std::unique_ptr<CompiledModel> after =
+      compileSource(source, wrt, "planned.energy", Pipeline::Plan);
+  REQUIRE_MESSAGE(before->model, before->diagnostics);
+  REQUIRE_MESSAGE(after->model, after->diagnostics);
+  REQUIRE(planned(after->model));
+
+  RandomBindingOptions options;
+  options.dims = std::move(dims);
+  options.copies = {{"x", "x0"}};
+  Bindings bindingsBefore = bindRandom(before->model, options);
+  Bindings bindingsAfter = bindRandom(after->model, options);
+  std::optional<double> energyBefore = before->energy(bindingsBefore);
+  std::optional<double> energyAfter = after->energy(bindingsAfter);
+  REQUIRE_MESSAGE(energyBefore, before->diagnostics);
+  REQUIRE_MESSAGE(energyAfter, after->diagnostics);
+  CHECK(relativeDifference(*energyBefore, *energyAfter) <= kTolerance);
+  std::vector<std::string> tensors(wrt);
+  tensors.push_back("x");
+  for (const std::string &tensor : tensors) {
+    CAPTURE(tensor);
+    std::optional<ArrayValue> gradientBefore =
+        before->gradient(bindingsBefore, tensor);
+    std::optional<ArrayValue> gradientAfter =
+        after->gradient(bindingsAfter, tensor);
+    REQUIRE_MESSAGE(gradientBefore, before->diagnostics);
+    REQUIRE_MESSAGE(gradientAfter, after->diagnostics);
+    CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
+  }
+  std::map<std::string, ArrayValue> adjointsBefore =
+      lossAdjoints(*before, bindRandom(before->model, options), 3);
+  std::map<std::string, ArrayValue> adjointsAfter =
+      lossAdjoints(*after, bindRandom(after->model, options), 3);
+  REQUIRE(adjointsBefore.size() == adjointsAfter.size());
+  for (const auto &[name, adjoint] : adjointsBefore) {
+    CAPTURE(name);
+    REQUIRE(adjointsAfter.count(name));
+    CHECK(maxAbs(adjoint) > 0);
+    CHECK(relativeDifference(adjoint, adjointsAfter.at(name)) <= kTolerance);
+  }
+}
+
+} // namespace
+
 // Grouped heads: query head r of group g projects with Wq[g, r], the
 // group's key head with Wk[g]. The plan multiplies them as batches over
-// the two head axes (batch_axes = 2), sums over both as one summed
-// product, and the reference interpreter evaluates those products on the
-// planned IR: the energy, every gradient and the loss gradients through
-// three steps equal the unplanned IR's.
+// the two head axes (batch_axes = 2) and sums over both as one summed
+// product; the interpreter evaluates those products on the planned IR.
 TEST_CASE("planned products over grouped heads change no value") {
-  const char *source = R"(
+  checkPlanChangesNoValue(
+      R"(
 model grouped_heads {
   dim B, N, D, G, R, Y;
   input x0 : [B, N, D], target : [B, N, D];
@@ -213,51 +267,48 @@ model grouped_heads {
   loss l = 0.5 * mean(b: B, i: N) sqnorm(x[b, i] - target[b, i]);
   dynamics { x: gd(lr = 0.5); steps 3; }
 }
-)";
-  std::unique_ptr<CompiledModel> unplanned = compileSource(
-      source, {"Wq", "Wk"}, "grouped_heads.energy", Pipeline::Update);
-  std::unique_ptr<CompiledModel> planned = compileSource(
-      source, {"Wq", "Wk"}, "grouped_heads.energy", Pipeline::Plan);
-  REQUIRE_MESSAGE(unplanned->model, unplanned->diagnostics);
-  REQUIRE_MESSAGE(planned->model, planned->diagnostics);
-  // What this test is about: products batched over both head axes, and
-  // one summed over them.
-  bool batched = false, summed = false;
-  planned->model.walk([&](BatchMatmulOp product) {
-    batched |= product.getBatchAxes() == 2;
-    summed |= product.getBatchAxes() == 2 && product.getSumBatch();
-  });
-  REQUIRE(batched);
-  REQUIRE(summed);
+)",
+      {"Wq", "Wk"},
+      {{"B", 2}, {"N", 4}, {"D", 5}, {"G", 2}, {"R", 3}, {"Y", 3}},
+      [](ModelOp model) {
+        bool batched = false, summed = false;
+        model.walk([&](BatchMatmulOp product) {
+          batched |= product.getBatchAxes() == 2;
+          summed |= product.getBatchAxes() == 2 && product.getSumBatch();
+        });
+        return batched && summed;
+      });
+}
 
-  RandomBindingOptions options;
-  options.dims = {{"B", 2}, {"N", 4}, {"D", 5}, {"G", 2}, {"R", 3}, {"Y", 3}};
-  options.copies = {{"x", "x0"}};
-  Bindings before = bindRandom(unplanned->model, options);
-  Bindings after = bindRandom(planned->model, options);
-  std::optional<double> energyBefore = unplanned->energy(before);
-  std::optional<double> energyAfter = planned->energy(after);
-  REQUIRE_MESSAGE(energyBefore, unplanned->diagnostics);
-  REQUIRE_MESSAGE(energyAfter, planned->diagnostics);
-  CHECK(relativeDifference(*energyBefore, *energyAfter) <= kTolerance);
-  for (std::string tensor : {"x", "Wq", "Wk"}) {
-    CAPTURE(tensor);
-    std::optional<ArrayValue> gradientBefore =
-        unplanned->gradient(before, tensor);
-    std::optional<ArrayValue> gradientAfter = planned->gradient(after, tensor);
-    REQUIRE_MESSAGE(gradientBefore, unplanned->diagnostics);
-    REQUIRE_MESSAGE(gradientAfter, planned->diagnostics);
-    CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
-  }
-  std::map<std::string, ArrayValue> adjointsBefore =
-      lossAdjoints(*unplanned, bindRandom(unplanned->model, options), 3);
-  std::map<std::string, ArrayValue> adjointsAfter =
-      lossAdjoints(*planned, bindRandom(planned->model, options), 3);
-  REQUIRE(adjointsBefore.size() == adjointsAfter.size());
-  for (const auto &[name, adjoint] : adjointsBefore) {
-    CAPTURE(name);
-    REQUIRE(adjointsAfter.count(name));
-    CHECK(maxAbs(adjoint) > 0);
-    CHECK(relativeDifference(adjoint, adjointsAfter.at(name)) <= kTolerance);
-  }
+// Sigmoid attention's weights σ(s_ij) are a table of pairs per (head,
+// sequence) that a batch of products sums; its scores are one batch of
+// products K Qᵀ over both (PairScores.cpp), no dot product per pair.
+TEST_CASE("planned pair scores change no value") {
+  checkPlanChangesNoValue(R"(
+model pair_scores {
+  dim B, N, D, H, Y;
+  input x0 : [B, N, D], target : [B, N, D];
+  state x : [B, N, D] = x0;
+  param Wq : [H, Y, D], Wk : [H, Y, D];
+  energy attn = -sum(b: B, k: H, i: N, j: N) softplus(dot(Wq[k] @ x[b, i], Wk[k] @ x[b, j]) / sqrt(Y) - log(N));
+  loss l = 0.5 * mean(b: B, i: N) sqnorm(x[b, i] - target[b, i]);
+  dynamics { x: gd(lr = 0.5); steps 3; }
+}
+)",
+                          {"Wq", "Wk"},
+                          {{"B", 2}, {"N", 5}, {"D", 4}, {"H", 2}, {"Y", 3}},
+                          [](ModelOp model) {
+                            bool pairScores = false;
+                            model.walk([&](BatchMatmulOp product) {
+                              pairScores |= product.getBatchAxes() == 2 &&
+                                            product.getTransposeRhs() &&
+                                            !product.getSumBatch();
+                            });
+                            bool dotPerPair = false;
+                            model.walk([&](TabulateOp table) {
+                              if (table->getParentOfType<TabulateOp>())
+                                table.walk([&](DotOp) { dotPerPair = true; });
+                            });
+                            return pairScores && !dotPerPair;
+                          });
 }
