@@ -197,6 +197,10 @@ class ModelGenerator:
             m.dims.append(('H', h, None))
             m.dims.append(('Dw', h * width, None))
             m.dims.append(('Dh', width, 'Dw / H'))
+            # Grouped heads: G groups of R query heads sharing a key head.
+            if r.random() < 0.5:
+                m.dims.append(('G', r.choice([2, 3]), None))
+                m.dims.append(('R', r.choice([2, 3]), None))
         self.dimnames = [d[0] for d in m.dims]
 
         # Tensors: one or two states, some inputs and params.
@@ -216,9 +220,16 @@ class ModelGenerator:
                     t.init = 'zeros'
         if 'H' in self.dimnames:
             # Multi-head projections Wq[h] : [Dh, Dw] over tokens of width Dw.
-            m.tensors.append(Tensor(self.fresh('hx'), 'state', (self.pick_dim(exclude=('H', 'Dh', 'Dw')), 'Dw')))
+            tokens = (self.pick_dim(exclude=('H', 'Dh', 'Dw')), 'Dw')
+            if r.random() < 0.4:
+                # A batch of sequences.
+                tokens = (self.pick_dim(exclude=('H', 'Dh', 'Dw')),) + tokens
+            m.tensors.append(Tensor(self.fresh('hx'), 'state', tokens))
             for _ in range(2):
                 m.tensors.append(Tensor(self.fresh('Wh'), 'param', ('H', 'Dh', 'Dw')))
+        if 'G' in self.dimnames:
+            m.tensors.append(Tensor(self.fresh('Wg'), 'param', ('G', 'R', 'Dh', 'Dw')))
+            m.tensors.append(Tensor(self.fresh('Wg'), 'param', ('G', 'Dh', 'Dw')))
         if r.random() < 0.5:
             m.consts.append((self.fresh('c'), round(r.uniform(0.3, 2.0), 2)))
 
@@ -597,27 +608,53 @@ class ModelGenerator:
 
     def multihead_term(self):
         r = self.r
-        tokens = [t for t in self.m.tensors if len(t.shape) == 2 and t.shape[1] == 'Dw']
+        tokens = [t for t in self.m.tensors
+                  if len(t.shape) in (2, 3) and t.shape[-1] == 'Dw']
         heads = [t for t in self.m.tensors if t.shape == ('H', 'Dh', 'Dw')]
         if not tokens or len(heads) < 2:
             return None
         x = r.choice(tokens)
-        n = x.shape[0]
+        n = x.shape[-2]
         h, c, p = self.fresh('h'), self.fresh('c'), self.fresh('p')
         wq, wk = r.sample(heads, 2)
-        xc = Node('%s[%s]' % (x.name, c), ('Dw',), uses=[c])
-        xp = Node('%s[%s]' % (x.name, p), ('Dw',), uses=[p])
+        # A batch of sequences: the tokens of sequence b attend to each other.
+        batch = [(self.fresh('b'), x.shape[0])] if len(x.shape) == 3 else []
+        at = ''.join('%s, ' % b for b, _ in batch)
+        xc = Node('%s[%s%s]' % (x.name, at, c), ('Dw',), uses=[b for b, _ in batch] + [c])
+        xp = Node('%s[%s%s]' % (x.name, at, p), ('Dw',), uses=[b for b, _ in batch] + [p])
         if r.random() < 0.4:
             norm = r.choice(['layernorm', 'rmsnorm'])
             xc = Node(norm + '({0})', ('Dw',), [xc])
             xp = Node(norm + '({0})', ('Dw',), [xp])
-        q = Node('%s[%s] @ {0}' % (wq.name, h), ('Dh',), [xc], uses=[h])
-        k = Node('%s[%s] @ {0}' % (wk.name, h), ('Dh',), [xp], uses=[h])
+        grouped = [t for t in self.m.tensors if t.shape == ('G', 'R', 'Dh', 'Dw')]
+        group_keys = [t for t in self.m.tensors if t.shape == ('G', 'Dh', 'Dw')]
+        if grouped and group_keys and r.random() < 0.5:
+            # Grouped-query heads: Wq[g, r] against the group's Wk[g].
+            g, head = self.fresh('g'), self.fresh('r')
+            q = Node('%s[%s, %s] @ {0}' % (grouped[0].name, g, head), ('Dh',), [xc],
+                     uses=[g, head])
+            k = Node('%s[%s] @ {0}' % (group_keys[0].name, g), ('Dh',), [xp], uses=[g])
+            heads = ['%s: G' % g, '%s: R' % head]
+            head_binds = [g, head]
+        else:
+            q = Node('%s[%s] @ {0}' % (wq.name, h), ('Dh',), [xc], uses=[h])
+            k = Node('%s[%s] @ {0}' % (wk.name, h), ('Dh',), [xp], uses=[h])
+            heads = ['%s: H' % h]
+            head_binds = [h]
         score = Node('dot({0}, {1}) / sqrt(Dh)', (), [q, k])
         where = ' where ' + self.predicate(p, c) if r.random() < 0.5 else ''
-        order = r.choice(['%s: H, %s: %s' % (h, c, n), '%s: %s, %s: H' % (c, n, h)])
-        lse = Node('lse(%s: %s%s) {0}' % (p, n, where), (), [score], binds=[p])
-        return Node('(-sum(%s) {0})' % order, (), [lse], binds=[h, c])
+        token = '%s: %s' % (c, n)
+        order = r.choice([', '.join(heads + [token]), ', '.join([token] + heads)])
+        if batch:
+            order = '%s: %s, %s' % (batch[0][0], batch[0][1], order)
+        if r.random() < 0.3:
+            # A pair energy with no normaliser (sigmoid attention's softplus).
+            pair = Node(r.choice(['softplus({0})', 'softplus({0} - 1.0)']), (), [score])
+            inner = Node('sum(%s: %s%s) {0}' % (p, n, where), (), [pair], binds=[p])
+        else:
+            inner = Node('lse(%s: %s%s) {0}' % (p, n, where), (), [score], binds=[p])
+        return Node('(-sum(%s) {0})' % order, (), [inner],
+                    binds=[b for b, _ in batch] + head_binds + [c])
 
     def hopfield_term(self):
         r = self.r
