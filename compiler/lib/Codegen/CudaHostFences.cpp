@@ -93,12 +93,19 @@ private:
   /// The effects of what `op` holds, with the blocks of `fresh` that
   /// nothing in it hands on host-private.
   HostEffects effectsWithin(Operation *op, const DenseSet<Value> &fresh);
+  /// What holds at the end of a block: whether kernels may be pending,
+  /// and the host-private blocks with what they hold.
+  struct BlockEnd {
+    bool pending;
+    DenseSet<Value> fresh;
+    FreshContents contents;
+  };
   /// Inserts fences into `block`, where kernels may be pending at its
   /// start and the blocks of `fresh` (holding `contents`) are
-  /// host-private; whether kernels may be pending at its end.
-  bool placeFences(Block &block, bool pending,
-                   DenseSet<Value> fresh = DenseSet<Value>(),
-                   FreshContents contents = FreshContents());
+  /// host-private; what holds at its end.
+  BlockEnd placeFences(Block &block, bool pending,
+                       DenseSet<Value> fresh = DenseSet<Value>(),
+                       FreshContents contents = FreshContents());
   void insertFence(Operation *before);
 
   ModuleOp module;
@@ -308,9 +315,9 @@ void FenceInsertion::insertFence(Operation *before) {
   foldIntoKernelStatus(b, loc, code);
 }
 
-bool FenceInsertion::placeFences(Block &block, bool pending,
-                                 DenseSet<Value> fresh,
-                                 FreshContents contents) {
+FenceInsertion::BlockEnd FenceInsertion::placeFences(Block &block, bool pending,
+                                                     DenseSet<Value> fresh,
+                                                     FreshContents contents) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto result = dyn_cast<func::ReturnOp>(op)) {
       // What the runtime calls returns with its kernels done; an internal
@@ -361,7 +368,7 @@ bool FenceInsertion::placeFences(Block &block, bool pending,
     if (effects.launches)
       pending = true;
   }
-  return pending;
+  return {pending, std::move(fresh), std::move(contents)};
 }
 
 void FenceInsertion::run() {
@@ -375,10 +382,20 @@ void FenceInsertion::run() {
     // with its kernels possibly running, the thread pool a body with
     // nothing of its thread pending.
     bool pending = function.isPublic() || called.contains(function);
+    DenseMap<Block *, BlockEnd> ends;
     for (Block &block : function.getBody()) {
-      placeFences(block, pending);
-      // Blocks after the first may follow any other.
-      pending = true;
+      // A block whose one predecessor came before it (a kernel's body
+      // after the entry's allocations) starts where that one ends; others
+      // may follow any block.
+      Block *before = block.getSinglePredecessor();
+      auto end = before ? ends.find(before) : ends.end();
+      if (block.isEntryBlock())
+        ends[&block] = placeFences(block, pending);
+      else if (end != ends.end())
+        ends[&block] = placeFences(block, end->second.pending,
+                                   end->second.fresh, end->second.contents);
+      else
+        ends[&block] = placeFences(block, /*pending=*/true);
     }
   });
 }

@@ -12,6 +12,7 @@
 #include "energy/Runtime/ArtifactABI.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 
 #include <limits>
 
@@ -51,10 +52,39 @@ KernelFrame::KernelFrame(ModelContext &context, func::FuncOp function)
 void KernelBuilder::finish(Value code) {
   auto freeFunction =
       context.target.lookupSymbol<func::FuncOp>(ENERGY_SUPPORT_SCRATCH_FREE);
-  for (Value pointer : frame.allocations)
-    func::CallOp::create(b, loc, freeFunction, ValueRange{pointer});
   if (!code)
     code = LLVM::LoadOp::create(b, loc, b.getI32Type(), frame.status);
+  Block *exit = b.getInsertionBlock();
+  if (!frame.allocations.empty()) {
+    // Scratch that could not be allocated (a table too large for the
+    // machine's memory at these dims): the kernel returns out of memory
+    // before its body runs, through the same exit, which frees what it did
+    // get.
+    Block *entry = frame.entryAnchor->getBlock();
+    exit = new Block();
+    exit->addArgument(b.getI32Type(), loc);
+    entry->getParent()->push_back(exit);
+    cf::BranchOp::create(b, loc, exit, ValueRange{code});
+    Block *body = entry->splitBlock(frame.entryAnchor);
+    auto failures = context.target.lookupSymbol<func::FuncOp>(
+        ENERGY_SUPPORT_SCRATCH_FAILURES);
+    b.setInsertionPoint(frame.allocations.front().getDefiningOp());
+    Value failuresBefore =
+        func::CallOp::create(b, loc, failures, ValueRange{}).getResult(0);
+    b.setInsertionPointToEnd(entry);
+    Value failuresAfter =
+        func::CallOp::create(b, loc, failures, ValueRange{}).getResult(0);
+    Value missing = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          failuresBefore, failuresAfter);
+    Value outOfMemory = arith::ConstantIntOp::create(
+        b, loc, b.getI32Type(), ENERGY_KERNEL_OUT_OF_MEMORY);
+    cf::CondBranchOp::create(b, loc, missing, exit, ValueRange{outOfMemory},
+                             body, ValueRange{});
+    b.setInsertionPointToEnd(exit);
+    code = exit->getArgument(0);
+  }
+  for (Value pointer : frame.allocations)
+    func::CallOp::create(b, loc, freeFunction, ValueRange{pointer});
   func::ReturnOp::create(b, loc, code);
   for (Operation *anchor : frame.anchors)
     anchor->erase();

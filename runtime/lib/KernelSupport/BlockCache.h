@@ -73,6 +73,10 @@ private:
   std::unordered_map<void *, size_t> sizes;
 };
 
+/// Counts an allocation of a kernel's scratch (host or managed memory) that
+/// returned null on this thread (energy_support_scratch_failures).
+void countScratchFailure();
+
 } // namespace energy::support
 
 #endif // ENERGY_KERNELSUPPORT_BLOCKCACHE_H

@@ -100,6 +100,7 @@ extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
     return block;
   if (std::string error = makeContextCurrent(); !error.empty()) {
     fail(error);
+    energy::support::countScratchFailure();
     return nullptr;
   }
   CUdeviceptr pointer = 0;
@@ -108,6 +109,7 @@ extern "C" void *energy_support_cuda_alloc(int64_t bytes) {
       result != kSuccess) {
     fail("cannot allocate " + std::to_string(size) +
          " bytes of managed memory: " + driverApi().describe(result));
+    energy::support::countScratchFailure();
     return nullptr;
   }
   blocks().handOut(reinterpret_cast<void *>(pointer), size);

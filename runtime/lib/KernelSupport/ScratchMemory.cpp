@@ -34,6 +34,16 @@ BlockCache &scratchBlocks() {
 }
 } // namespace
 
+namespace {
+thread_local int64_t scratchFailures = 0;
+} // namespace
+
+void energy::support::countScratchFailure() { ++scratchFailures; }
+
+extern "C" int64_t energy_support_scratch_failures(void) {
+  return scratchFailures;
+}
+
 extern "C" void *energy_support_scratch_alloc(int64_t bytes) {
   size_t size = bytes > 0 ? (static_cast<size_t>(bytes) + kAlignment - 1) /
                                 kAlignment * kAlignment
@@ -44,6 +54,8 @@ extern "C" void *energy_support_scratch_alloc(int64_t bytes) {
   void *block = std::aligned_alloc(kAlignment, size);
   if (block)
     cache.handOut(block, size);
+  else
+    energy::support::countScratchFailure();
   return block;
 }
 

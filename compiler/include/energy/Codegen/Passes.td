@@ -33,7 +33,7 @@ def EnergyEmitKernels : Pass<"energy-emit-kernels", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::cf::ControlFlowDialect"
   ];
 }
 

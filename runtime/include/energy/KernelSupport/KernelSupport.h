@@ -109,6 +109,12 @@ void energy_support_transpose_f64(int64_t matrices, int64_t rows,
  * and page-faulted in at every call), at most ENERGY_SCRATCH_CACHE_MIB
  * mebibytes of them (default 256; 0 keeps none). Thread-safe. */
 void *energy_support_scratch_alloc(int64_t bytes);
+/* How many calls of energy_support_scratch_alloc and
+ * energy_support_cuda_alloc on this thread have returned null: a kernel
+ * compares it before and after its allocations, and returns
+ * ENERGY_KERNEL_OUT_OF_MEMORY without running when it changed. */
+#define ENERGY_SUPPORT_SCRATCH_FAILURES "energy_support_scratch_failures"
+int64_t energy_support_scratch_failures(void);
 /* Gives back a block of energy_support_scratch_alloc; null is ignored. */
 void energy_support_scratch_free(void *pointer);
 
