@@ -293,6 +293,27 @@ bool mlir::energy::sumRowsFirst(BatchMatmulOp product) {
   return true;
 }
 
+namespace {
+
+/// The type of `product` summed over its batch, or null.
+ArrayType summedType(BatchMatmulOp product) {
+  std::string reason;
+  return BatchMatmulOp::inferType(
+      cast<ArrayType>(product.getLhs().getType()),
+      cast<ArrayType>(product.getRhs().getType()), product.getTransposeLhs(),
+      product.getTransposeRhs(), /*sumBatch=*/true, reason,
+      product.getLhsRows(), product.getBatchAxes());
+}
+
+/// `product` summed over its batch (of type `type`), built before it.
+BatchMatmulOp buildSummed(BatchMatmulOp product, ArrayType type) {
+  OpBuilder builder(product);
+  return BatchMatmulOp::create(
+      builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
+      product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
+      product.getLhsRows(), product.getBatchAxes());
+}
+
 /// A batch of products over several batch axes (grouped heads (g, r)) that
 /// every reader sums over them alone, Σ_(g,r) P[g, r, rest…], as the summed
 /// product read at the rest.
@@ -320,19 +341,10 @@ bool sumOverBatchAxes(BatchMatmulOp product) {
   };
   if (!llvm::all_of(product->getUsers(), headSumOf))
     return false;
-  std::string reason;
-  ArrayType type = BatchMatmulOp::inferType(
-      cast<ArrayType>(product.getLhs().getType()),
-      cast<ArrayType>(product.getRhs().getType()), product.getTransposeLhs(),
-      product.getTransposeRhs(), /*sumBatch=*/true, reason,
-      product.getLhsRows(), batchAxes);
+  ArrayType type = summedType(product);
   if (!type)
     return false;
-  OpBuilder builder(product);
-  auto summed = BatchMatmulOp::create(
-      builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
-      product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
-      product.getLhsRows(), batchAxes);
+  BatchMatmulOp summed = buildSummed(product, type);
   for (Operation *user : llvm::to_vector(product->getUsers())) {
     auto extract = cast<ExtractOp>(user);
     ReduceOp sum = headSumOf(user);
@@ -350,6 +362,8 @@ bool sumOverBatchAxes(BatchMatmulOp product) {
   return true;
 }
 
+} // namespace
+
 bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
   if (product.getBatchAxes() != 1)
     return product.hasLhsBatch() && !product.getSumBatch() &&
@@ -357,12 +371,7 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
   if (product.getSumBatch() || product->use_empty() ||
       !(product.hasLhsBatch() || product.hasRhsBatch()))
     return false;
-  std::string reason;
-  ArrayType type = BatchMatmulOp::inferType(
-      cast<ArrayType>(product.getLhs().getType()),
-      cast<ArrayType>(product.getRhs().getType()), product.getTransposeLhs(),
-      product.getTransposeRhs(), /*sumBatch=*/true, reason,
-      product.getLhsRows());
+  ArrayType type = summedType(product);
   if (!type)
     return false;
   // What nothing reads in the readers' bodies and around them (an index's
@@ -410,11 +419,7 @@ bool mlir::energy::sumOverBatch(BatchMatmulOp product) {
         return isPlainHeadSum(reader);
       }))
     return false;
-  OpBuilder builder(product);
-  auto summed = BatchMatmulOp::create(
-      builder, product.getLoc(), type, product.getLhs(), product.getRhs(),
-      product.getTransposeLhs(), product.getTransposeRhs(), /*sum_batch=*/true,
-      product.getLhsRows());
+  BatchMatmulOp summed = buildSummed(product, type);
   // One reader at a time, each found again: flattening a nest copies what
   // it holds, another reader's extract among it.
   while (!product->use_empty()) {

@@ -62,6 +62,28 @@ double relativeDifference(const ArrayValue &a, const ArrayValue &b) {
 
 constexpr double kTolerance = 1e-10;
 
+/// Checks that the interpreter gives the same energy and gradients of
+/// `tensors` on the unplanned and the planned model, bound alike.
+void checkSameEnergyAndGradients(CompiledModel &unplanned,
+                                 CompiledModel &planned, Bindings &before,
+                                 Bindings &after,
+                                 const std::vector<std::string> &tensors) {
+  std::optional<double> energyBefore = unplanned.energy(before);
+  std::optional<double> energyAfter = planned.energy(after);
+  REQUIRE_MESSAGE(energyBefore, unplanned.diagnostics);
+  REQUIRE_MESSAGE(energyAfter, planned.diagnostics);
+  CHECK(relativeDifference(*energyBefore, *energyAfter) <= kTolerance);
+  for (const std::string &tensor : tensors) {
+    CAPTURE(tensor);
+    std::optional<ArrayValue> gradientBefore =
+        unplanned.gradient(before, tensor);
+    std::optional<ArrayValue> gradientAfter = planned.gradient(after, tensor);
+    REQUIRE_MESSAGE(gradientBefore, unplanned.diagnostics);
+    REQUIRE_MESSAGE(gradientAfter, planned.diagnostics);
+    CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
+  }
+}
+
 } // namespace
 
 TEST_CASE("planning changes no value of any example") {
@@ -84,22 +106,8 @@ TEST_CASE("planning changes no value of any example") {
     Bindings before = bindRandom(unplanned->model, options);
     Bindings after = bindRandom(planned->model, options);
 
-    std::optional<double> energyBefore = unplanned->energy(before);
-    std::optional<double> energyAfter = planned->energy(after);
-    REQUIRE_MESSAGE(energyBefore, unplanned->diagnostics);
-    REQUIRE_MESSAGE(energyAfter, planned->diagnostics);
-    CHECK(relativeDifference(*energyBefore, *energyAfter) <= kTolerance);
-
-    for (const std::string &tensor : unplanned->tensorNames()) {
-      CAPTURE(tensor);
-      std::optional<ArrayValue> gradientBefore =
-          unplanned->gradient(before, tensor);
-      std::optional<ArrayValue> gradientAfter =
-          planned->gradient(after, tensor);
-      REQUIRE_MESSAGE(gradientBefore, unplanned->diagnostics);
-      REQUIRE_MESSAGE(gradientAfter, planned->diagnostics);
-      CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
-    }
+    checkSameEnergyAndGradients(*unplanned, *planned, before, after,
+                                unplanned->tensorNames());
 
     std::unique_ptr<DynamicsRun> runBefore =
         DynamicsRun::start(*unplanned, before);
@@ -219,23 +227,10 @@ void checkPlanChangesNoValue(const char *source,
   options.copies = {{"x", "x0"}};
   Bindings bindingsBefore = bindRandom(before->model, options);
   Bindings bindingsAfter = bindRandom(after->model, options);
-  std::optional<double> energyBefore = before->energy(bindingsBefore);
-  std::optional<double> energyAfter = after->energy(bindingsAfter);
-  REQUIRE_MESSAGE(energyBefore, before->diagnostics);
-  REQUIRE_MESSAGE(energyAfter, after->diagnostics);
-  CHECK(relativeDifference(*energyBefore, *energyAfter) <= kTolerance);
   std::vector<std::string> tensors(wrt);
   tensors.push_back("x");
-  for (const std::string &tensor : tensors) {
-    CAPTURE(tensor);
-    std::optional<ArrayValue> gradientBefore =
-        before->gradient(bindingsBefore, tensor);
-    std::optional<ArrayValue> gradientAfter =
-        after->gradient(bindingsAfter, tensor);
-    REQUIRE_MESSAGE(gradientBefore, before->diagnostics);
-    REQUIRE_MESSAGE(gradientAfter, after->diagnostics);
-    CHECK(relativeDifference(*gradientBefore, *gradientAfter) <= kTolerance);
-  }
+  checkSameEnergyAndGradients(*before, *after, bindingsBefore, bindingsAfter,
+                              tensors);
   std::map<std::string, ArrayValue> adjointsBefore =
       lossAdjoints(*before, bindRandom(before->model, options), 3);
   std::map<std::string, ArrayValue> adjointsAfter =
