@@ -22,17 +22,18 @@ using namespace mlir::energy;
 
 namespace {
 
-/// The indices of `table`'s body and of `inner`'s that `value` varies with.
+/// The indices of blocks inside `table` (its own included) that `value`
+/// varies with.
 llvm::SmallPtrSet<Value, 4> indicesOf(Value value, TabulateOp table) {
   llvm::SmallPtrSet<Value, 4> used;
   collectIndices(value, table, used);
   return used;
 }
 
-/// The score dot(a, b) in `inner`'s body, a a row of the heads and the
-/// inner index i, b a row of the heads and one outer index j: the heads
-/// (outer indices both vary with, in the outer table's order), j, and
-/// which operand is a.
+/// A score dot(a, b) in `inner`'s body, a (`row`) a row of the heads and
+/// the inner index i, b (`columnRow`) a row of the heads and one outer
+/// index j (`column`): the heads are the outer indices both vary with, in
+/// the outer table's order.
 struct PairScore {
   DotOp dot;
   SmallVector<Value> heads;
