@@ -57,6 +57,11 @@ enum ContractSlot : unsigned {
   kColOutputWeights,
   kKeptTiles,
   kKeptTilesMode,
+  kPairBias,
+  kPairBiasLength,
+  kPairBiasRowCoefficient,
+  kPairBiasColCoefficient,
+  kPairBiasOffset,
   kSlotCount
 };
 static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
@@ -393,6 +398,10 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
   }
   storeSlot(kKeptTiles, tiles);
   storeSlot(kKeptTilesMode, tilesMode);
+  storeSlot(kPairBias, null);
+  for (unsigned slot : {kPairBiasLength, kPairBiasRowCoefficient,
+                        kPairBiasColCoefficient, kPairBiasOffset})
+    storeSlot(slot, index(0));
   func::CallOp call = callSupport(
       bilinearKernelOf(*contract.getEngine(), singlePrecision()), {args});
   reportContractStatus(call.getResult(0));

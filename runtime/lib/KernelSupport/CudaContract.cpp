@@ -90,7 +90,7 @@ bool plainWeights(const double *weights, int64_t count) {
 /// Whether the GPU kernels take these arguments (else the host computes
 /// them, which also reports invalid ones). They know no pair terms.
 bool fitsKernels(const energy_softmax_contract_args &a) {
-  if (a.num_pair_terms != 0 ||
+  if (a.num_pair_terms != 0 || a.pair_bias ||
       !plainWeights(a.row_output_weights, a.num_row_outputs) ||
       !plainWeights(a.col_output_weights, a.num_col_outputs))
     return false;

@@ -401,6 +401,8 @@ int64_t paddedTo8(int64_t size) { return (size + 7) / 8 * 8; }
 std::string misfit(const energy_softmax_contract_args &a) {
   if (a.num_pair_terms != 0)
     return "it has pair terms";
+  if (a.pair_bias)
+    return "its score has a pair bias";
   if (a.num_col_outputs != 0)
     return "it has column outputs";
   if (a.num_row_outputs < 1)

@@ -84,6 +84,28 @@ bool validWeights(const double *weights, int64_t outputs, int64_t terms) {
   return true;
 }
 
+/// The pair bias: null, or `batch` problems of `length` elements that every
+/// pair (r, c) of rows × cols indexes within, at a·r + b·c + o (the corners
+/// bound a linear form over the rectangle).
+bool validPairBias(const energy_softmax_contract_args &a) {
+  if (!a.pair_bias)
+    return true;
+  if (a.pair_bias_length <= 0 || !productFits(a.batch, a.pair_bias_length))
+    return false;
+  if (a.rows == 0 || a.cols == 0)
+    return true;
+  const int64_t lastRows[2] = {0, a.rows - 1}, lastCols[2] = {0, a.cols - 1};
+  for (int64_t r : lastRows)
+    for (int64_t c : lastCols) {
+      __int128 index = (__int128)a.pair_bias_row_coefficient * r +
+                       (__int128)a.pair_bias_col_coefficient * c +
+                       a.pair_bias_offset;
+      if (index < 0 || index >= a.pair_bias_length)
+        return false;
+    }
+  return true;
+}
+
 bool validArguments(const energy_softmax_contract_args *args) {
   if (!args)
     return false;
@@ -110,7 +132,8 @@ bool validArguments(const energy_softmax_contract_args *args) {
     if (a.constraints[k].kind != ENERGY_CONSTRAINT_GE &&
         a.constraints[k].kind != ENERGY_CONSTRAINT_NE)
       return false;
-  return validSide(a.num_row_outputs, a.col_values, a.row_output_widths,
+  return validPairBias(a) &&
+         validSide(a.num_row_outputs, a.col_values, a.row_output_widths,
                    a.row_outputs, cols, rows) &&
          validSide(a.num_col_outputs, a.row_values, a.col_output_widths,
                    a.col_outputs, rows, cols) &&

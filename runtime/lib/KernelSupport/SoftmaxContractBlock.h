@@ -154,6 +154,7 @@ void loadTile(const Pass<typename V::Scalar> &pass, int64_t problem,
 //
 //   S = (scale/T) · A_blk · B_panelᵀ       score micro-kernel, a register
 //                                          tile of kScoreRows × kScoreVectors
+//   S += β/T                               the pair bias, when given
 //   mask S to -inf where a constraint fails (partial panels only)
 //   online:  m' = max(m, rowmax S); rescale l and acc by exp(m - m') only
 //            when the maximum grows; W = exp(S - m'); l += rowsum W
@@ -275,8 +276,19 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         keepTile<V>(pass, problem, plane, first, rows, start, from, to, tile);
     };
 
-    // S = factor · A · Bᵀ.
+    // S = factor · A · Bᵀ, plus the pair bias over T (after the tile is
+    // kept: both sides add it).
     fillTile(0, outer, packedInner, depth, pass.factor, space.scores);
+    if (const PassBias<T> &bias = pass.pairBias; bias.bias) {
+      const T *problemBias = bias.bias + problem * bias.length + bias.offset;
+      const int64_t end = minOf(to, pass.innerCount);
+      for (int64_t r = 0; r < rows; ++r) {
+        T *row = scores + r * panel - from; // indexed by inner index
+        const T *at = problemBias + bias.outer * (first + r);
+        for (int64_t j = from; j < end; ++j)
+          row[j] += bias.factor * at[bias.inner * j];
+      }
+    }
     // Excluded pairs score -inf, so that their weight is 0.
     if (!full) {
       for (int64_t r = 0; r < tileRows; ++r) {

@@ -365,6 +365,24 @@ inline bool tilesWorthKeeping(const energy_softmax_contract_args &args,
   return depths >= kDeepTiles * planes;
 }
 
+/// The arguments' pair bias in the orientation of the row side's pass or
+/// the column side's (whose outer indices are the columns).
+template <class T>
+PassBias<T> passBias(const energy_softmax_contract_args &args, bool rowSide) {
+  PassBias<T> bias;
+  if (!args.pair_bias)
+    return bias;
+  bias.bias = static_cast<const T *>(args.pair_bias);
+  bias.length = args.pair_bias_length;
+  bias.outer =
+      rowSide ? args.pair_bias_row_coefficient : args.pair_bias_col_coefficient;
+  bias.inner =
+      rowSide ? args.pair_bias_col_coefficient : args.pair_bias_row_coefficient;
+  bias.offset = args.pair_bias_offset;
+  bias.factor = static_cast<T>(1 / args.temperature);
+  return bias;
+}
+
 } // namespace contract
 
 /// The whole kernel for validated arguments (see SoftmaxContract.h), all the
@@ -472,6 +490,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                  reinterpret_cast<T *const *>(args.row_outputs),
                  0};
     pass.problems = batch;
+    pass.pairBias = passBias<T>(args, /*rowSide=*/true);
     if (!reusing) {
       pass.kept = kept;
       pass.kept.writing = true;
@@ -522,6 +541,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                    reinterpret_cast<T *const *>(args.col_outputs),
                    0};
       pass.problems = batch;
+      pass.pairBias = passBias<T>(args, /*rowSide=*/false);
       pass.kept = kept;
       return preparePackRun<W>(pass, args.col_output_weights, args,
                                args.pair_col_features, args.pair_row_features,

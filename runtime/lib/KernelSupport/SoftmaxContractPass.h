@@ -56,6 +56,15 @@ template <class T> struct PairWeights {
   const int64_t *sourceTerms = nullptr;
 };
 
+/// The pair bias in a pass's orientation (SoftmaxContract.h): the score of
+/// (outer o, inner i) of a problem gains bias[problem · length + outer · o +
+/// inner · i + offset] / T.
+template <class T> struct PassBias {
+  const T *bias = nullptr; ///< problems × length, or null
+  int64_t length = 0, outer = 0, inner = 0, offset = 0;
+  T factor = 1; ///< 1 / temperature
+};
+
 /// Tiles kept by one pass for a later pass over the same pairs (kept_tiles
 /// in SoftmaxContract.h): per problem, plane 0 the scores times the factor,
 /// plane 1 + i pair term i, each rows × cols in the row side's orientation.
@@ -91,6 +100,7 @@ template <class T> struct Pass {
   int failed;        ///< set (atomically) when a task cannot allocate
   PairWeights<T> pairs = {};
   KeptTiles<T> kept = {};
+  PassBias<T> pairBias = {};
   int64_t problems = 1;  ///< B >= 1
   int64_t blockRows = 0; ///< the height of a block (blockHeight)
   int64_t blocks = 0;    ///< blocks per problem

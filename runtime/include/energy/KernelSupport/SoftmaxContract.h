@@ -57,7 +57,7 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 28 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 33 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
@@ -66,13 +66,19 @@ typedef struct energy_contract_constraint {
  *   15 num_col_outputs  16 row_values  17 col_output_widths  18 col_outputs
  *   19 batch  20 num_pair_terms  21 pair_depths  22 pair_row_features
  *   23 pair_col_features  24 row_output_weights  25 col_output_weights
- *   26 kept_tiles  27 kept_tiles_mode
+ *   26 kept_tiles  27 kept_tiles_mode  28 pair_bias  29 pair_bias_length
+ *   30 pair_bias_row_coefficient  31 pair_bias_col_coefficient
+ *   32 pair_bias_offset
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
  * Semantics, with Nr = rows, Nc = cols, D = depth, T = temperature,
  * m = num_pair_terms:
- *   s(r, c) = scale · <row_features[r, :], col_features[c, :]>
+ *   s(r, c) = scale · <row_features[r, :], col_features[c, :]> + β(r, c)
+ *   β(r, c) = pair_bias[a·r + b·c + o] with a, b, o the pair bias's row and
+ *          col coefficients and offset (a learned bias per relative offset
+ *          r − c, or per pair with a = Nc, b = 1), or 0 when pair_bias is
+ *          null; every (r, c) must give an index in [0, pair_bias_length)
  *   (r, c) is admitted when every constraint holds; only admitted pairs count.
  *   L[r] = T · log Σ_{admitted c} exp(s(r, c) / T), or 0 for a row with no
  *          admitted column; or given_lse[r] when given_lse is not null.
@@ -90,11 +96,11 @@ typedef struct energy_contract_constraint {
  *   lse[r] = L[r] (a copy of given_lse when that is set).
  * With batch = B >= 1, every array of elements holds B such problems back to
  * back (a row-side array B · Nr rows, a column-side one B · Nc rows, pair
- * features included): problem b reads and writes slice b of each, with the
- * same sizes, widths, depths, scale, temperature, constraints and
- * coefficients (a batch of attention heads).
- * Every output is overwritten, not accumulated into. Outputs must not
- * overlap inputs or each other. The results are the same, bit for bit,
+ * features and the pair bias (pair_bias_length elements a problem)
+ * included): problem b reads and writes slice b of each, with the same sizes,
+ * widths, depths, scale, temperature, constraints and coefficients (a batch of
+ * attention heads). Every output is overwritten, not accumulated into. Outputs
+ * must not overlap inputs or each other. The results are the same, bit for bit,
  * whatever the number of threads of the pool.
  *
  * Kept tiles: two calls over the same pairs (the same sizes, features,
@@ -140,6 +146,11 @@ typedef struct energy_softmax_contract_args {
   const double *col_output_weights;
   void *kept_tiles;        /* batch × (1 + m) × Nr × Nc, or null */
   int64_t kept_tiles_mode; /* ENERGY_CONTRACT_TILES_NONE, _KEEP or _REUSE */
+  const void *pair_bias;   /* batch × pair_bias_length, or null */
+  int64_t pair_bias_length;
+  int64_t pair_bias_row_coefficient; /* a */
+  int64_t pair_bias_col_coefficient; /* b */
+  int64_t pair_bias_offset;          /* o */
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -147,7 +158,7 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 28 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 33 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
@@ -162,7 +173,9 @@ ENERGY_CONTRACT_STATIC_ASSERT(
         offsetof(energy_softmax_contract_args, row_output_weights) == 24 * 8 &&
         offsetof(energy_softmax_contract_args, col_output_weights) == 25 * 8 &&
         offsetof(energy_softmax_contract_args, kept_tiles) == 26 * 8 &&
-        offsetof(energy_softmax_contract_args, kept_tiles_mode) == 27 * 8,
+        offsetof(energy_softmax_contract_args, kept_tiles_mode) == 27 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_bias) == 28 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_bias_offset) == 32 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
@@ -199,7 +212,8 @@ void *energy_support_softmax_contract_tiles(int64_t batch, int64_t rows,
 /* The same for CUDA artifacts (CudaContract.cpp): on the GPU when the sizes
  * fit its kernels (depth and the widths' sum at most 128 for f32, 64 for
  * f64; at most 4 tables a side and 4 constraints) and there are no pair
- * terms and no coefficients other than κ = 1, else on the host. On the
+ * terms, no pair bias and no coefficients other than κ = 1, else on the
+ * host. On the
  * GPU its kernels queue after the work before them and the call returns
  * without waiting (as energy_support_cuda_launch; energy_support_cuda_fence
  * waits); on the host it waits first. Every pointer must be memory the GPU
@@ -235,9 +249,9 @@ int32_t energy_support_cuda_tensor_core_kernels(const char *name);
 
 /* The bf16 contraction on cuDNN's fused flash attention (FusedAttention.cpp),
  * for the contractions the plan gives to cuDNN: the row side alone (no pair
- * terms, no column outputs, no given normaliser, κ = 1), unmasked or with
- * the causal constraint col <= row, depth and the widths' sum at most 128;
- * Q, K and the value tables are rounded to bf16, the scores, softmax and
+ * terms or pair bias, no column outputs, no given normaliser, κ = 1), unmasked
+ * or with the causal constraint col <= row, depth and the widths' sum at most
+ * 128; Q, K and the value tables are rounded to bf16, the scores, softmax and
  * sums are f32, the outputs rounded to bf16. Anything else, or where
  * libcudnn.so.9 cannot be opened (ENERGY_CUDNN may name it) or takes no
  * such graph, goes to energy_support_cuda_softmax_contract_bf16, and

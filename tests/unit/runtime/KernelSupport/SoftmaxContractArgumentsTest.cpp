@@ -17,6 +17,21 @@
 
 using namespace energy::testing::softmax;
 
+namespace {
+/// Room for any pair bias of the tests below, which read none of it.
+const double kBiasValues[32] = {};
+
+/// A bias per relative offset, a[r − c + offset] over `length` values.
+void setRelativeBias(energy_softmax_contract_args &a, int64_t offset,
+                     int64_t length) {
+  a.pair_bias = kBiasValues;
+  a.pair_bias_length = length;
+  a.pair_bias_row_coefficient = 1;
+  a.pair_bias_col_coefficient = -1;
+  a.pair_bias_offset = offset;
+}
+} // namespace
+
 TEST_CASE("softmax contract: invalid arguments are refused") {
   Problem good = makeProblem(9, 11, 4, {3}, {2}, 5);
   std::vector<float> rowFeatures = cast<float>(good.rowFeatures);
@@ -87,6 +102,13 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
           {"null table array", [](auto &a) { a.col_values = nullptr; }},
           {"unknown mode of kept tiles",
            [](auto &a) { a.kept_tiles_mode = 3; }},
+          // A bias per offset r − c of 9 + 11 − 1 values read at r − c + o.
+          {"a pair bias read past its end (o = 11)",
+           [](auto &a) { setRelativeBias(a, 11, 19); }},
+          {"a pair bias read before its start (o = 9)",
+           [](auto &a) { setRelativeBias(a, 9, 19); }},
+          {"a pair bias of no elements",
+           [](auto &a) { setRelativeBias(a, 10, 0); }},
       };
   auto expectRefused = [&](const char *what,
                            const energy_softmax_contract_args &args) {

@@ -17,6 +17,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -135,6 +137,55 @@ TEST_CASE("softmax contract: pair terms weight the outputs") {
     p.constraints = {atLeast(1, -1, 0)};
   }
   checkBatchEverywhere(problems, "pair terms, large scores");
+}
+
+TEST_CASE("softmax contract: a pair bias per offset or per pair") {
+  uint64_t seed = 700;
+  struct Case {
+    const char *name;
+    std::vector<energy_contract_constraint> constraints;
+  };
+  struct Size {
+    int64_t rows, cols, depth;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"relative bias", {}},
+           {"relative bias, c <= r", {atLeast(1, -1, 0)}},
+           {"relative bias, r - 3 <= c <= r + 40, c != r",
+            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}})
+    for (Size size :
+         std::vector<Size>{{7, 7, 5}, {70, 131, 19}, {131, 70, 16}}) {
+      // A batch of problems with a bias each, at a temperature.
+      std::vector<Problem> problems;
+      for (int b = 0; b < 3; ++b) {
+        problems.push_back(makeProblem(size.rows, size.cols, size.depth,
+                                       {3, 19}, {4, 17}, seed++));
+        addRelativeBias(problems.back(), seed++);
+        problems.back().constraints = c.constraints;
+        problems.back().temperature = 0.7;
+      }
+      checkBatchEverywhere(problems, c.name);
+    }
+  // With pair terms weighting both sides (their tiles kept, the bias added
+  // to the kept scores on both sides).
+  std::vector<Problem> problems =
+      pairProblems(3, 70, 131, 19, kMixedWeights, seed);
+  seed += 10;
+  for (Problem &p : problems) {
+    addRelativeBias(p, seed++);
+    p.constraints = {atLeast(1, -1, 0)};
+  }
+  checkBatchEverywhere(problems, "relative bias and pair terms");
+  // A bias per pair: index cols · r + c.
+  Problem perPair = makeProblem(33, 45, 8, {8}, {8}, seed++);
+  addRelativeBias(perPair, seed++);
+  perPair.pairBias.resize(33 * 45);
+  for (size_t k = 0; k < perPair.pairBias.size(); ++k)
+    perPair.pairBias[k] = std::sin(0.37 * static_cast<double>(k));
+  perPair.biasRowCoefficient = 45;
+  perPair.biasColCoefficient = 1;
+  perPair.biasOffset = 0;
+  checkEverywhere(perPair, "bias per pair");
 }
 
 TEST_CASE("softmax contract: outputs whose coefficients are multiples") {

@@ -92,6 +92,17 @@ void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
   }
 }
 
+void addRelativeBias(Problem &p, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  p.pairBias.assign(p.rows + p.cols - 1, 0);
+  for (double &value : p.pairBias)
+    value = uniform(random);
+  p.biasRowCoefficient = 1;
+  p.biasColCoefficient = -1;
+  p.biasOffset = p.cols - 1;
+}
+
 namespace {
 
 bool admitted(const Problem &p, int64_t r, int64_t c) {
@@ -119,8 +130,13 @@ PairScores pairScores(const Problem &p) {
         dot += term;
         absDot += std::fabs(term);
       }
-      out.scores[r * cols + c] = p.scale * dot;
-      out.magnitude = std::max(out.magnitude, std::fabs(p.scale) * absDot);
+      double bias = 0;
+      if (!p.pairBias.empty())
+        bias = p.pairBias[p.biasRowCoefficient * r + p.biasColCoefficient * c +
+                          p.biasOffset];
+      out.scores[r * cols + c] = p.scale * dot + bias;
+      out.magnitude = std::max(out.magnitude,
+                               std::fabs(p.scale) * absDot + std::fabs(bias));
       out.admitted[r * cols + c] = admitted(p, r, c);
     }
   return out;
@@ -261,6 +277,8 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
       joined([](const Problem &q) -> const auto & { return q.rowFeatures; });
   std::vector<T> colFeatures =
       joined([](const Problem &q) -> const auto & { return q.colFeatures; });
+  std::vector<T> pairBias =
+      joined([](const Problem &q) -> const auto & { return q.pairBias; });
   std::vector<T> givenLse;
   for (const std::vector<double> &lse : given)
     givenLse.insert(givenLse.end(), lse.begin(), lse.end());
@@ -334,6 +352,13 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
       p.colWeights.empty() ? nullptr : p.colWeights.data();
   args.kept_tiles = tiles;
   args.kept_tiles_mode = tilesMode;
+  if (!p.pairBias.empty()) {
+    args.pair_bias = pairBias.data();
+    args.pair_bias_length = static_cast<int64_t>(p.pairBias.size());
+    args.pair_bias_row_coefficient = p.biasRowCoefficient;
+    args.pair_bias_col_coefficient = p.biasColCoefficient;
+    args.pair_bias_offset = p.biasOffset;
+  }
   int32_t result = callKernel<T>(args);
   if (status)
     *status = result;
@@ -474,7 +499,8 @@ std::string describe(const Problem &p, const char *name) {
   return std::string(name) + " " + std::to_string(p.rows) + "×" +
          std::to_string(p.cols) + ", D = " + std::to_string(p.depth) +
          ", T = " + std::to_string(p.temperature) +
-         (p.givenLse ? ", given lse" : "");
+         (p.givenLse ? ", given lse" : "") +
+         (p.pairBias.empty() ? "" : ", pair bias");
 }
 
 } // namespace

@@ -46,7 +46,15 @@ struct Problem {
   /// The coefficients of the row and col outputs, 1 + pairDepths.size()
   /// each, or empty (null: κ = 1, α = 0).
   std::vector<double> rowWeights, colWeights;
+  /// The pair bias (SoftmaxContract.h): added to the score of (r, c) at
+  /// index a·r + b·c + o; empty for none.
+  std::vector<double> pairBias;
+  int64_t biasRowCoefficient = 0, biasColCoefficient = 0, biasOffset = 0;
 };
+
+/// Gives `p` a pair bias of one value per relative offset r − c (a
+/// Toeplitz bias, T5's), drawn from `seed`.
+void addRelativeBias(Problem &p, uint64_t seed);
 
 /// A problem of rows × cols × depth with outputs of `rowWidths` and
 /// `colWidths`, its features and values drawn from `seed`.
@@ -65,7 +73,7 @@ struct Result {
   double termMagnitude = 0;  ///< max over admitted pairs of F · |v|
 };
 
-/// Every pair's score s = scale·<q, k>, whether it is admitted, and the
+/// Every pair's score s = scale·<q, k> + β, whether it is admitted, and the
 /// largest |scale|·Σ_d |q_d k_d|.
 struct PairScores {
   std::vector<double> scores;
