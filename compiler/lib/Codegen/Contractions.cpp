@@ -398,10 +398,20 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
   }
   storeSlot(kKeptTiles, tiles);
   storeSlot(kKeptTilesMode, tilesMode);
-  storeSlot(kPairBias, null);
-  for (unsigned slot : {kPairBiasLength, kPairBiasRowCoefficient,
-                        kPairBiasColCoefficient, kPairBiasOffset})
-    storeSlot(slot, index(0));
+  // The pair bias, [batch rows, L], read at a·r + b·c + offset.
+  if (form.pairBias) {
+    storeSlot(kPairBias, get(form.pairBias).data);
+    storeSlot(kPairBiasLength,
+              dim(typeOf(form.pairBias).getShape().back().getValue()));
+    storeSlot(kPairBiasRowCoefficient, valueOf(form.pairBiasRowCoefficient));
+    storeSlot(kPairBiasColCoefficient, valueOf(form.pairBiasColCoefficient));
+    storeSlot(kPairBiasOffset, valueOf(form.pairBiasOffset));
+  } else {
+    storeSlot(kPairBias, null);
+    for (unsigned slot : {kPairBiasLength, kPairBiasRowCoefficient,
+                          kPairBiasColCoefficient, kPairBiasOffset})
+      storeSlot(slot, index(0));
+  }
   func::CallOp call = callSupport(
       bilinearKernelOf(*contract.getEngine(), singlePrecision()), {args});
   reportContractStatus(call.getResult(0));

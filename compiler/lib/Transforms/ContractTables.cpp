@@ -254,23 +254,26 @@ private:
   SmallVector<TabulateOp> tables;
 };
 
-/// A score x / s with s computed outside becomes x · (1 / s), the 1 / s
-/// computed ahead of the contraction, which is how the bilinear form
-/// states a scale.
+/// A score x / s, or a term x / s of a score that is a sum (x / s plus
+/// biases), with s computed outside becomes x · (1 / s), the 1 / s computed
+/// ahead of the contraction, which is how the bilinear form states a scale.
 void scaleByReciprocal(SoftmaxContractOp contract) {
-  auto quotient = contract.getScoreValue().getDefiningOp<DivOp>();
-  if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
-      !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
-      !quotient->hasOneUse())
+  for (Value term : scoreTerms(contract)) {
+    auto quotient = term.getDefiningOp<DivOp>();
+    if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
+        !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
+        !quotient->hasOneUse())
+      continue;
+    Location loc = quotient.getLoc();
+    OpBuilder builder(contract);
+    Value one = ConstantOp::create(builder, loc, 1.0);
+    Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
+    builder.setInsertionPoint(quotient);
+    Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
+    quotient.getResult().replaceAllUsesWith(product);
+    quotient.erase();
     return;
-  Location loc = quotient.getLoc();
-  OpBuilder builder(contract);
-  Value one = ConstantOp::create(builder, loc, 1.0);
-  Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
-  builder.setInsertionPoint(quotient);
-  Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
-  quotient.getResult().replaceAllUsesWith(product);
-  quotient.erase();
+  }
 }
 
 /// Reads rows of tables over fewer batch indices than `contract`'s (a
@@ -369,6 +372,22 @@ bool broadcastToBilinear(SoftmaxContractOp contract) {
 
 } // namespace
 
+SmallVector<Value> mlir::energy::scoreTerms(SoftmaxContractOp contract) {
+  SmallVector<Value> terms, pending = {contract.getScoreValue()};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    auto sum = value.getDefiningOp<AddOp>();
+    if (sum && sum->getBlock() == &contract.getScore().front() &&
+        sum.getLhs().getType() == sum.getRhs().getType()) {
+      pending.push_back(sum.getRhs());
+      pending.push_back(sum.getLhs());
+    } else {
+      terms.push_back(value);
+    }
+  }
+  return terms;
+}
+
 void mlir::energy::hoistContractTables(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;
   model.walk([&](SoftmaxContractOp op) { contracts.push_back(op); });
@@ -390,6 +409,9 @@ void mlir::energy::markContractForm(SoftmaxContractOp contract) {
     contract.setForm(ContractForm::bilinear);
   else if (succeeded(contract.matchQuadratic(reason)))
     contract.setForm(ContractForm::quadratic);
-  else if (broadcastToBilinear(contract))
+  else if (broadcastToBilinear(contract) || tablePairBias(contract, [&] {
+             return succeeded(contract.matchBilinear(reason)) ||
+                    broadcastToBilinear(contract);
+           }))
     contract.setForm(ContractForm::bilinear);
 }

@@ -41,16 +41,17 @@ struct PlanEnginesPass
       return kCudaEngine;
     if (form != ContractForm::bilinear)
       return kLoopsEngine;
-    // The GPU kernels take neither pair terms nor value factors (they would
-    // hand the contraction to the host's threads, CudaContract.cpp): the
-    // generated loops run it on the GPU.
+    // The GPU kernels take neither pair terms, value factors nor a pair
+    // bias (they would hand the contraction to the host's threads,
+    // CudaContract.cpp): the generated loops run it on the GPU.
     std::string reason;
     FailureOr<BilinearContract> bilinear = contract.matchBilinear(reason);
     auto plain = [](ArrayRef<Value> factors) {
       return llvm::all_of(factors, [](Value factor) { return !factor; });
     };
     if (failed(bilinear) || !bilinear->pairTerms.empty() ||
-        !plain(bilinear->rowValueFactors) || !plain(bilinear->colValueFactors))
+        bilinear->pairBias || !plain(bilinear->rowValueFactors) ||
+        !plain(bilinear->colValueFactors))
       return kLoopsEngine;
     if (!bf16Products)
       return kCudaEngine;

@@ -90,6 +90,19 @@ void hoistContractTables(ModelOp model);
 /// hoistContractTables for one contraction.
 void hoistTablesOf(SoftmaxContractOp contract);
 
+/// The terms of `contract`'s score: the operands of the sums it is, and
+/// of their operands' sums, or the score alone.
+SmallVector<Value> scoreTerms(SoftmaxContractOp contract);
+
+/// Reads an element of a tensor that `contract`'s score adds at an index
+/// linear in the pair (a bias per relative offset) from a table over the
+/// batch indices and that index instead (PairBiasTables.cpp), when every
+/// pair provably indexes within it and `becomesBilinear` (called on the
+/// rewritten contraction) says that it is then bilinear; leaves `contract`
+/// as it was and returns false otherwise.
+bool tablePairBias(SoftmaxContractOp contract,
+                   function_ref<bool()> becomesBilinear);
+
 /// Marks `contract` bilinear or quadratic when its regions have that form
 /// (reading, for the bilinear one, tables over all its batch indices where
 /// a region read tables over fewer); leaves it as it is otherwise.

@@ -54,41 +54,8 @@ std::optional<DimLinear> DimLinear::times(const DimLinear &other) const {
   return result;
 }
 
-namespace {
-/// An index value as c₀ + Σ coefficient · index argument over the
-/// arguments of one block, c₀ and the coefficients linear in dims.
-struct LinearIndex {
-  SmallVector<DimLinear> coefficients;
-  DimLinear constant;
-
-  bool readsIndices() const {
-    return llvm::any_of(coefficients,
-                        [](const DimLinear &c) { return !c.isZero(); });
-  }
-  /// Adds `factor` times `other`.
-  void add(const LinearIndex &other, int64_t factor) {
-    for (auto [mine, theirs] : llvm::zip(coefficients, other.coefficients))
-      mine.add(theirs, factor);
-    constant.add(other.constant, factor);
-  }
-  /// Times `factor`; none where a product of dims would result.
-  std::optional<LinearIndex> times(const DimLinear &factor) const {
-    LinearIndex result = *this;
-    for (DimLinear &coefficient : result.coefficients) {
-      std::optional<DimLinear> product = coefficient.times(factor);
-      if (!product)
-        return std::nullopt;
-      coefficient = *product;
-    }
-    std::optional<DimLinear> product = constant.times(factor);
-    if (!product)
-      return std::nullopt;
-    result.constant = *product;
-    return result;
-  }
-};
-
-std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
+std::optional<LinearIndex> mlir::energy::linearIndexOf(Value value,
+                                                       Block &block) {
   LinearIndex result;
   result.coefficients.assign(block.getNumArguments(), DimLinear());
   if (auto argument = dyn_cast<BlockArgument>(value)) {
@@ -126,6 +93,42 @@ std::optional<LinearIndex> linearIndexOf(Value value, Block &block) {
   return std::nullopt;
 }
 
+std::optional<LinearIndex> mlir::energy::linearIndexOfExpr(AffineExpr expr,
+                                                           ValueRange operands,
+                                                           unsigned numDims,
+                                                           Block &block) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return linearIndexOf(operands[dim.getPosition()], block);
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return linearIndexOf(operands[numDims + symbol.getPosition()], block);
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    LinearIndex result;
+    result.coefficients.assign(block.getNumArguments(), DimLinear());
+    result.constant = DimLinear(constant.getValue());
+    return result;
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary || (expr.getKind() != AffineExprKind::Add &&
+                  expr.getKind() != AffineExprKind::Mul))
+    return std::nullopt;
+  std::optional<LinearIndex> lhs =
+      linearIndexOfExpr(binary.getLHS(), operands, numDims, block);
+  std::optional<LinearIndex> rhs =
+      linearIndexOfExpr(binary.getRHS(), operands, numDims, block);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  if (expr.getKind() == AffineExprKind::Add) {
+    lhs->add(*rhs, 1);
+    return lhs;
+  }
+  if (!lhs->readsIndices())
+    return rhs->times(lhs->constant);
+  if (!rhs->readsIndices())
+    return lhs->times(rhs->constant);
+  return std::nullopt;
+}
+
+namespace {
 /// Appends the constraints an i1 value of the predicate says hold.
 bool appendConstraints(Value condition, Block &block, unsigned rowPosition,
                        SmallVectorImpl<LinearConstraint> &constraints) {
@@ -204,6 +207,46 @@ Value tableRowAt(Value value, Operation *op, ArrayRef<BlockArgument> indices) {
       return Value();
   return extract.getSource();
 }
+/// Whether `value` is `extract %table[b₁, …, b_k, u]` of a scalar table
+/// computed outside `op`, at exactly its batch row indices b (the first
+/// `rowCount` − 1 arguments of `block`) and an index u linear in the last
+/// row index and the column alone: fills the form's pair bias.
+bool matchPairBias(Value value, Operation *op, Block &block, unsigned rowCount,
+                   BilinearContract &form) {
+  auto extract = value.getDefiningOp<ExtractOp>();
+  if (!extract || !cast<ArrayType>(value.getType()).isScalar() ||
+      op->isAncestor(extract.getSource().getParentRegion()->getParentOp()))
+    return false;
+  AffineMap map = extract.getMap();
+  if (map.getNumResults() != rowCount ||
+      cast<ArrayType>(extract.getSource().getType()).getRank() != rowCount)
+    return false;
+  SmallVector<LinearIndex> indices;
+  for (AffineExpr result : map.getResults()) {
+    std::optional<LinearIndex> index = linearIndexOfExpr(
+        result, extract.getIndices(), map.getNumDims(), block);
+    if (!index)
+      return false;
+    indices.push_back(*index);
+  }
+  for (unsigned k = 0; k + 1 < rowCount; ++k) {
+    LinearIndex batchIndex;
+    batchIndex.coefficients.assign(block.getNumArguments(), DimLinear());
+    batchIndex.coefficients[k] = DimLinear(1);
+    if (!llvm::equal(indices[k].coefficients, batchIndex.coefficients) ||
+        !indices[k].constant.isZero())
+      return false;
+  }
+  const LinearIndex &pair = indices.back();
+  for (auto [k, coefficient] : llvm::enumerate(pair.coefficients))
+    if (k + 1 < rowCount && !coefficient.isZero())
+      return false;
+  form.pairBias = extract.getSource();
+  form.pairBiasRowCoefficient = pair.coefficients[rowCount - 1];
+  form.pairBiasColCoefficient = pair.coefficients[rowCount];
+  form.pairBiasOffset = pair.constant;
+  return true;
+}
 } // namespace
 
 std::optional<SmallVector<LinearConstraint>>
@@ -245,7 +288,8 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
   BilinearContract form;
   Value score = getScoreValue();
   // Biases: a row of a scalar table at the row indices, or at the batch
-  // indices and the column, added to the rest.
+  // indices and the column, or at the batch indices and an index linear in
+  // the pair, added to the rest.
   while (auto sum = score.getDefiningOp<AddOp>()) {
     bool peeled = false;
     for (auto [bias, rest] : {std::pair(sum.getRhs(), sum.getLhs()),
@@ -259,7 +303,9 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
                      tableRowAt(bias, *this, indicesOf(getScore(), true));
                  table && !form.colBias) {
         form.colBias = table;
-      } else {
+      } else if (form.pairBias ||
+                 !matchPairBias(bias, *this, getScore().front(), rowCount,
+                                form)) {
         continue;
       }
       score = rest;
@@ -580,7 +626,7 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason,
     reason = "a row value has a factor";
   else if (llvm::is_contained(bilinear->rowValueTables, Value()))
     reason = "a row value is not a table's row";
-  else if (bilinear->rowBias || bilinear->colBias)
+  else if (bilinear->rowBias || bilinear->colBias || bilinear->pairBias)
     reason = "its score has a bias";
   if (!reason.empty())
     return failure();
@@ -648,7 +694,11 @@ LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
   }
   if (mine->rowTable != theirs->rowTable ||
       mine->colTable != theirs->colTable || mine->scale != theirs->scale ||
-      mine->rowBias != theirs->rowBias || mine->colBias != theirs->colBias) {
+      mine->rowBias != theirs->rowBias || mine->colBias != theirs->colBias ||
+      mine->pairBias != theirs->pairBias ||
+      mine->pairBiasRowCoefficient != theirs->pairBiasRowCoefficient ||
+      mine->pairBiasColCoefficient != theirs->pairBiasColCoefficient ||
+      mine->pairBiasOffset != theirs->pairBiasOffset) {
     reason = "their scores differ";
     return failure();
   }

@@ -69,6 +69,49 @@ struct LinearConstraint {
   }
 };
 
+/// An index value as c₀ + Σ coefficient · index argument over the
+/// arguments of one block, c₀ and the coefficients linear in dims.
+struct LinearIndex {
+  SmallVector<DimLinear> coefficients;
+  DimLinear constant;
+
+  bool readsIndices() const {
+    return llvm::any_of(coefficients,
+                        [](const DimLinear &c) { return !c.isZero(); });
+  }
+  /// Adds `factor` times `other`.
+  void add(const LinearIndex &other, int64_t factor) {
+    for (auto [mine, theirs] : llvm::zip(coefficients, other.coefficients))
+      mine.add(theirs, factor);
+    constant.add(other.constant, factor);
+  }
+  /// Times `factor`; none where a product of dims would result.
+  std::optional<LinearIndex> times(const DimLinear &factor) const {
+    LinearIndex result = *this;
+    for (DimLinear &coefficient : result.coefficients) {
+      std::optional<DimLinear> product = coefficient.times(factor);
+      if (!product)
+        return std::nullopt;
+      coefficient = *product;
+    }
+    std::optional<DimLinear> product = constant.times(factor);
+    if (!product)
+      return std::nullopt;
+    result.constant = *product;
+    return result;
+  }
+};
+
+/// `value` (an index) as a LinearIndex over the arguments of `block`, or
+/// none when it is not linear in them (with coefficients linear in dims).
+std::optional<LinearIndex> linearIndexOf(Value value, Block &block);
+
+/// The result `expr` of an affine map over `operands` (its dims, then its
+/// symbols) as a LinearIndex over the arguments of `block`, or none.
+std::optional<LinearIndex> linearIndexOfExpr(AffineExpr expr,
+                                             ValueRange operands,
+                                             unsigned numDims, Block &block);
+
 /// A product of two tables at a pair, dot(rowTable[rows], colTable[batch
 /// rows, c]), that the weights of a bilinear contraction's sums may be
 /// multiplied by (a derivative of the score in some direction).
@@ -96,6 +139,11 @@ struct BilinearContract {
   /// Tables of one number per row position and per (batch rows, column)
   /// added to the score, or null.
   Value rowBias, colBias;
+  /// A table [batch rows, L] added to the score at the batch rows and the
+  /// index a·r + b·c + offset of the last row index r and the column c (a
+  /// bias per relative offset r − c), or null.
+  Value pairBias;
+  DimLinear pairBiasRowCoefficient, pairBiasColCoefficient, pairBiasOffset;
   SmallVector<Value> rowValueTables, colValueTables;
   /// Each value's factor, or null for 1.
   SmallVector<Value> rowValueFactors, colValueFactors;
