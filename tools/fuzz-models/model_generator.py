@@ -164,6 +164,7 @@ class ModelGenerator:
         self.rv = random.Random(seed * 7919 + 17)
         self.counter = 0
         self.mixtures = {}      # id of a mixture term's Node -> its centres' name
+        self.relative_positions = None  # the dim of T5's relative biases
 
     def fresh(self, prefix):
         self.counter += 1
@@ -227,6 +228,13 @@ class ModelGenerator:
             m.tensors.append(Tensor(self.fresh('hx'), 'state', tokens))
             for _ in range(2):
                 m.tensors.append(Tensor(self.fresh('Wh'), 'param', ('H', 'Dh', 'Dw')))
+            if self.rv.random() < 0.4:
+                # A learned bias per head and relative offset of two tokens
+                # (T5's), of 2·N − 1 offsets.
+                n = tokens[-2]
+                m.dims.append(('Rel', 2 * m.dim_value(n) - 1, '2 * %s - 1' % n))
+                m.tensors.append(Tensor(self.fresh('Wb'), 'param', ('H', 'Rel')))
+                self.relative_positions = n
         if 'G' in self.dimnames:
             m.tensors.append(Tensor(self.fresh('Wg'), 'param', ('G', 'R', 'Dh', 'Dw')))
             m.tensors.append(Tensor(self.fresh('Wg'), 'param', ('G', 'Dh', 'Dw')))
@@ -642,6 +650,12 @@ class ModelGenerator:
             heads = ['%s: H' % h]
             head_binds = [h]
         score = Node('dot({0}, {1}) / sqrt(Dh)', (), [q, k])
+        biases = [t for t in self.m.tensors if t.shape == ('H', 'Rel')]
+        if (biases and head_binds == [h] and n == self.relative_positions
+                and self.rv.random() < 0.6):
+            score = Node('({0} + %s[%s, %s - %s + %s - 1])'
+                         % (biases[0].name, h, c, p, n), (), [score],
+                         uses=[h, c, p])
         where = ' where ' + self.predicate(p, c) if r.random() < 0.5 else ''
         token = '%s: %s' % (c, n)
         order = r.choice([', '.join(heads + [token]), ', '.join([token] + heads)])
