@@ -254,33 +254,32 @@ private:
   SmallVector<TabulateOp> tables;
 };
 
-/// A score x / s, or a term x / s of a score that is a sum (x / s plus
-/// biases), with s computed outside becomes x · (1 / s), the 1 / s computed
-/// ahead of the contraction, which is how the bilinear form states a scale.
+/// A score x / s with s computed outside becomes x · (1 / s), the 1 / s
+/// computed ahead of the contraction, which is how the bilinear form
+/// states a scale.
 void scaleByReciprocal(SoftmaxContractOp contract) {
-  for (Value term : scoreTerms(contract)) {
-    auto quotient = term.getDefiningOp<DivOp>();
-    if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
-        !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
-        !quotient->hasOneUse())
-      continue;
-    Location loc = quotient.getLoc();
-    OpBuilder builder(contract);
-    Value one = ConstantOp::create(builder, loc, 1.0);
-    Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
-    builder.setInsertionPoint(quotient);
-    Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
-    quotient.getResult().replaceAllUsesWith(product);
-    quotient.erase();
+  auto quotient = contract.getScoreValue().getDefiningOp<DivOp>();
+  if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
+      !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
+      !quotient->hasOneUse())
     return;
-  }
+  Location loc = quotient.getLoc();
+  OpBuilder builder(contract);
+  Value one = ConstantOp::create(builder, loc, 1.0);
+  Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
+  builder.setInsertionPoint(quotient);
+  Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
+  quotient.getResult().replaceAllUsesWith(product);
+  quotient.erase();
 }
 
 /// Reads rows of tables over fewer batch indices than `contract`'s (a
 /// token's value, the same for every head) in its regions as rows of
 /// tables over all of them, when `contract` is then bilinear (whose tables
 /// a backend reads at every batch index); otherwise leaves it as it was.
-bool broadcastToBilinear(SoftmaxContractOp contract) {
+} // namespace
+
+bool mlir::energy::broadcastToBilinear(SoftmaxContractOp contract) {
   unsigned rowCount = contract.getNumRowIndices();
   if (rowCount < 2)
     return false;
@@ -370,8 +369,6 @@ bool broadcastToBilinear(SoftmaxContractOp contract) {
   return bilinear;
 }
 
-} // namespace
-
 SmallVector<Value> mlir::energy::scoreTerms(SoftmaxContractOp contract) {
   SmallVector<Value> terms, pending = {contract.getScoreValue()};
   while (!pending.empty()) {
@@ -409,9 +406,6 @@ void mlir::energy::markContractForm(SoftmaxContractOp contract) {
     contract.setForm(ContractForm::bilinear);
   else if (succeeded(contract.matchQuadratic(reason)))
     contract.setForm(ContractForm::quadratic);
-  else if (broadcastToBilinear(contract) || tablePairBias(contract, [&] {
-             return succeeded(contract.matchBilinear(reason)) ||
-                    broadcastToBilinear(contract);
-           }))
+  else if (broadcastToBilinear(contract))
     contract.setForm(ContractForm::bilinear);
 }

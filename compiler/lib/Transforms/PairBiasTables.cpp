@@ -346,10 +346,47 @@ ExtractOp extractPairBias(SoftmaxContractOp contract, const PairRead &read,
                            AffineMapAttr::get(map), operands);
 }
 
-} // namespace
+/// The scale x / s of a score term (s computed outside) as x · (1 / s),
+/// the bilinear form's scale; `undo` puts the quotients back.
+struct Reciprocals {
+  SmallVector<std::pair<DivOp, MulOp>> scaled;
+  SmallVector<Operation *> made;
 
-bool mlir::energy::tablePairBias(SoftmaxContractOp contract,
-                                 function_ref<bool()> becomesBilinear) {
+  void apply(SoftmaxContractOp contract) {
+    for (Value term : scoreTerms(contract)) {
+      auto quotient = term.getDefiningOp<DivOp>();
+      if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
+          !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
+          !quotient->hasOneUse())
+        continue;
+      Location loc = quotient.getLoc();
+      OpBuilder builder(contract);
+      auto one = ConstantOp::create(builder, loc, 1.0);
+      auto reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
+      builder.setInsertionPoint(quotient);
+      auto product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
+      quotient.getResult().replaceAllUsesWith(product.getResult());
+      scaled.push_back({quotient, product});
+      made.append({reciprocal, one});
+    }
+  }
+  void keep() {
+    for (auto &[quotient, product] : scaled)
+      quotient.erase();
+  }
+  void undo() {
+    for (auto &[quotient, product] : scaled) {
+      product.getResult().replaceAllUsesWith(quotient.getResult());
+      product.erase();
+    }
+    for (Operation *op : made)
+      op->erase();
+  }
+};
+
+/// `contract` (not yet bilinear or quadratic) with its pair read from a
+/// table, bilinear; or unchanged, false.
+bool tablePairBias(SoftmaxContractOp contract) {
   if (contract.getNumRowIndices() == 0 || !hasPlainDims(contract.getRows()) ||
       !cast<DimExprAttr>(contract.getCols()).getDimName())
     return false;
@@ -360,13 +397,32 @@ bool mlir::energy::tablePairBias(SoftmaxContractOp contract,
   ExtractOp bias = extractPairBias(contract, *read, table);
   Value original = read->op->getResult(0);
   original.replaceAllUsesWith(bias.getResult());
-  if (becomesBilinear()) {
+  Reciprocals reciprocals;
+  reciprocals.apply(contract);
+  std::string reason;
+  if (succeeded(contract.matchBilinear(reason)) ||
+      broadcastToBilinear(contract)) {
+    reciprocals.keep();
     if (original.use_empty())
       read->op->erase();
+    contract.setForm(ContractForm::bilinear);
     return true;
   }
+  reciprocals.undo();
   bias.getResult().replaceAllUsesWith(original);
   bias.erase();
   table.erase();
   return false;
+}
+
+} // namespace
+
+void mlir::energy::tablePairBiases(ModelOp model) {
+  SmallVector<SoftmaxContractOp> contracts;
+  model.walk([&](SoftmaxContractOp contract) {
+    if (contract.getForm() == ContractForm::generic)
+      contracts.push_back(contract);
+  });
+  for (SoftmaxContractOp contract : contracts)
+    tablePairBias(contract);
 }

@@ -194,6 +194,7 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   using namespace mlir::energy;
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
+  modelPasses.addPass(createEnergyPlanPairBias());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
   EnergyPlanEnginesOptions engines;

@@ -94,14 +94,18 @@ void hoistTablesOf(SoftmaxContractOp contract);
 /// of their operands' sums, or the score alone.
 SmallVector<Value> scoreTerms(SoftmaxContractOp contract);
 
-/// Reads an element of a tensor that `contract`'s score adds at an index
-/// linear in the pair (a bias per relative offset) from a table over the
-/// batch indices and that index instead (PairBiasTables.cpp), when every
-/// pair provably indexes within it and `becomesBilinear` (called on the
-/// rewritten contraction) says that it is then bilinear; leaves `contract`
-/// as it was and returns false otherwise.
-bool tablePairBias(SoftmaxContractOp contract,
-                   function_ref<bool()> becomesBilinear);
+/// Reads rows of tables over fewer batch indices than `contract`'s (a
+/// token's value, the same for every head) in its regions as rows of
+/// tables over all of them, when `contract` is then bilinear; otherwise
+/// leaves it as it was and returns false.
+bool broadcastToBilinear(SoftmaxContractOp contract);
+
+/// Marks bilinear the contractions whose score adds an element of a tensor
+/// at an index linear in the pair (a bias per relative offset), reading it
+/// from a table over the batch indices and that index instead
+/// (PairBiasTables.cpp), where every pair provably indexes within it and
+/// the contraction is then bilinear; leaves the others as they are.
+void tablePairBiases(ModelOp model);
 
 /// Marks `contract` bilinear or quadratic when its regions have that form
 /// (reading, for the bilinear one, tables over all its batch indices where

@@ -25,6 +25,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANLOOPSUMS
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
+#define GEN_PASS_DEF_ENERGYPLANPAIRBIAS
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANWHOLEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
@@ -90,6 +91,7 @@ ENERGY_PLAN_STEP_PASS(PlanTransposeMaps,
 ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
+ENERGY_PLAN_STEP_PASS(PlanPairBias, tablePairBiases)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
 ENERGY_PLAN_STEP_PASS(PlanWholeProducts, formWholeProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)

@@ -285,8 +285,16 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       for (int64_t r = 0; r < rows; ++r) {
         T *row = scores + r * panel - from; // indexed by inner index
         const T *at = problemBias + bias.outer * (first + r);
-        for (int64_t j = from; j < end; ++j)
-          row[j] += bias.factor * at[bias.inner * j];
+        // Unit strides (a bias per offset, per pair) as loops that vectorise.
+        if (bias.inner == 1)
+          for (int64_t j = from; j < end; ++j)
+            row[j] += bias.factor * at[j];
+        else if (bias.inner == -1)
+          for (int64_t j = from; j < end; ++j)
+            row[j] += bias.factor * at[-j];
+        else
+          for (int64_t j = from; j < end; ++j)
+            row[j] += bias.factor * at[bias.inner * j];
       }
     }
     // Excluded pairs score -inf, so that their weight is 0.

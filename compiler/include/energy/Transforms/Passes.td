@@ -559,6 +559,23 @@ def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",
   }];
 }
 
+def EnergyPlanPairBias : EnergyPlanStep<"energy-plan-pair-bias",
+    "Reads a score's bias per pair of positions from a table the kernel takes"> {
+  let description = [{
+    A contraction (not bilinear) whose score adds an element of a tensor at
+    an index linear in the last row index and the column alone (T5's
+    `bias[h, i - j + N - 1]`, one learned number per head and relative
+    offset) reads it instead from a table over its batch indices and that
+    index, `[batch rows, L]`, which the kernels add at a·r + b·c + o (the
+    bilinear form's pair bias), and states its scale x / s as x · (1 / s):
+    only where every pair of the rows and columns provably indexes within
+    the table, and only when the contraction is then bilinear; otherwise
+    nothing changes. It runs once the contractions have their final
+    scores, so that the steps before it compare them with the sums they
+    match as the model wrote them.
+  }];
+}
+
 def EnergyPlanContractTables : EnergyPlanStep<"energy-plan-contract-tables",
     "Computes what a contraction's rows or columns need once, ahead of it"> {
   let description = [{
