@@ -165,6 +165,8 @@ class ModelGenerator:
         self.counter = 0
         self.mixtures = {}      # id of a mixture term's Node -> its centres' name
         self.relative_positions = None  # the dim of T5's relative biases
+        self.predicate_kind = None      # the kind predicate() chose last
+        self.predicate_width = None     # and the dim of its window
 
     def fresh(self, prefix):
         self.counter += 1
@@ -548,6 +550,7 @@ class ModelGenerator:
         }
         kind = r.choice(list(forms))
         width = r.choice([name for name, _, _ in self.m.dims])
+        self.predicate_kind, self.predicate_width = kind, width
         return r.choice(forms[kind]) % {'j': j, 'i': i, 'w': width}
 
     def attention_term(self):
@@ -650,13 +653,21 @@ class ModelGenerator:
             heads = ['%s: H' % h]
             head_binds = [h]
         score = Node('dot({0}, {1}) / sqrt(Dh)', (), [q, k])
+        where = ' where ' + self.predicate(p, c) if r.random() < 0.5 else ''
         biases = [t for t in self.m.tensors if t.shape == ('H', 'Rel')]
         if (biases and head_binds == [h] and n == self.relative_positions
                 and self.rv.random() < 0.6):
-            score = Node('({0} + %s[%s, %s - %s + %s - 1])'
-                         % (biases[0].name, h, c, p, n), (), [score],
-                         uses=[h, c, p])
-        where = ' where ' + self.predicate(p, c) if r.random() < 0.5 else ''
+            kind = self.predicate_kind if where else None
+            if kind in ('causal', 'window') and self.rv.random() < 0.7:
+                # A table of the offsets i - j the mask admits alone: 0 to
+                # N - 1, or to the window's width W - 1.
+                table = self.fresh('Wc')
+                width = n if kind == 'causal' else self.predicate_width
+                self.m.tensors.append(Tensor(table, 'param', ('H', width)))
+                read = '%s[%s, %s - %s]' % (table, h, c, p)
+            else:
+                read = '%s[%s, %s - %s + %s - 1]' % (biases[0].name, h, c, p, n)
+            score = Node('({0} + %s)' % read, (), [score], uses=[h, c, p])
         token = '%s: %s' % (c, n)
         order = r.choice([', '.join(heads + [token]), ', '.join([token] + heads)])
         if batch:

@@ -544,6 +544,52 @@ struct GatherGradientsPass
     }
   }
 
+  /// Gives `gather` (its slots `outer`'s `carried` indices, then from
+  /// `innerStart` `inner`'s) the predicate of `inner` when that reads no
+  /// index `outer` sums over; false, changing nothing, otherwise.
+  static bool copyPredicateOfSlots(ForeachOp inner, ForeachOp outer,
+                                   ArrayRef<bool> carried, ForeachOp gather,
+                                   size_t innerStart) {
+    Block &outerBody = outer.getBody().front();
+    Block &innerPredicate = inner.getPredicate().front();
+    llvm::SetVector<Operation *> needed;
+    for (Operation &op : innerPredicate)
+      addOperandsToSlice(&op, outerBody, needed);
+    auto readsSummed = [&](Operation *op) {
+      WalkResult result = op->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (auto argument = dyn_cast<BlockArgument>(operand);
+              argument && argument.getOwner() == &outerBody &&
+              !carried[argument.getArgNumber()])
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      return result.wasInterrupted();
+    };
+    if (llvm::any_of(needed, readsSummed) ||
+        llvm::any_of(innerPredicate,
+                     [&](Operation &op) { return readsSummed(&op); }))
+      return false;
+    Block &gatherBody = gather.getBody().front();
+    Block &predicate = gather.getPredicate().emplaceBlock();
+    for (BlockArgument argument : gatherBody.getArguments())
+      predicate.addArgument(argument.getType(), argument.getLoc());
+    IRMapping mapping;
+    unsigned slot = 0;
+    for (auto [argument, isCarried] :
+         llvm::zip(outerBody.getArguments(), carried))
+      if (isCarried)
+        mapping.map(argument, predicate.getArgument(slot++));
+    for (auto [position, argument] :
+         llvm::enumerate(innerPredicate.getArguments()))
+      mapping.map(argument, predicate.getArgument(innerStart + position));
+    OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
+    cloneSlice(outerBody, needed, inside, mapping);
+    for (Operation &op : innerPredicate)
+      inside.clone(op, mapping);
+    return true;
+  }
+
   /// Moves the scatter `inner` out of `outer`: a new loop after `outer`
   /// over `outer`'s `carried` indices and `inner`'s domain accumulates, at
   /// each slot, the sum over the rest of `outer`'s domain of what `inner`
@@ -570,6 +616,12 @@ struct GatherGradientsPass
     size_t innerStart = gatherBody.getNumArguments();
     addIndexArguments(gatherBody, innerBody, slots);
     ArrayAttr summed = builder.getArrayAttr(summedSizes);
+    // A predicate of the slots alone (not of the summed indices) is the
+    // gather loop's: a slot it excludes is neither read nor written (a
+    // causal bias's [h, i - j] at j > i would index outside the tensor).
+    bool predicateOfSlots =
+        inner.hasPredicate() &&
+        copyPredicateOfSlots(inner, outer, carried, gather, innerStart);
     builder.setInsertionPointToStart(&gatherBody);
     for (AccumulateOp accumulate :
          llvm::to_vector(innerBody.getOps<AccumulateOp>())) {
@@ -577,7 +629,7 @@ struct GatherGradientsPass
       auto sum = ReduceOp::create(builder, inner.getLoc(), value.getType(),
                                   ReduceKind::sum, summed, Value());
       // The positions of `outer` at which `inner` admitted the slot.
-      if (inner.hasPredicate()) {
+      if (inner.hasPredicate() && !predicateOfSlots) {
         Block &predicate = sum.getPredicate().emplaceBlock();
         IRMapping mapping = slots;
         addSummedIndices(predicate, outerBody, carried, mapping);

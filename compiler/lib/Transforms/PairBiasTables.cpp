@@ -6,9 +6,8 @@
 // element is read instead from a table over the contraction's batch
 // indices and that one index, [batch rows, L], which the kernels read at
 // a·r + b·c + o (the pair bias of SoftmaxContract.h): only where every pair
-// of the contraction's rows and columns provably indexes within the table,
-// and only when the contraction is then bilinear; otherwise nothing
-// changes.
+// the contraction admits provably indexes within the table, and only when
+// the contraction is then bilinear; otherwise nothing changes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,41 +210,78 @@ std::optional<PairRead> findPairRead(SoftmaxContractOp contract) {
   return std::nullopt;
 }
 
-/// Whether a·r + b·c + o lies in [0, L) for every r < Nr and c < Nc (the
-/// dims from 1 up): at the four corners, a linear form's extremes.
-bool provablyWithin(SoftmaxContractOp contract, const PairRead &read) {
-  DimExpander expand(contract->getParentOfType<ModelOp>());
-  const unsigned rowCount = contract.getNumRowIndices();
-  std::optional<BaseLinear> length = expand.ofDim(read.axis);
-  if (!length)
-    return false;
+/// A form a·r + b·c + o over the pair (r the last row index, c the column)
+/// with a, b and o linear in dims.
+struct PairForm {
+  DimLinear row, col, constant;
+
+  PairForm minus(const LinearConstraint &constraint) const {
+    PairForm result = *this;
+    result.row.add(constraint.rowCoefficient, -1);
+    result.col.add(constraint.colCoefficient, -1);
+    result.constant.add(constraint.offset, -1);
+    return result;
+  }
+};
+
+/// Whether `form` is at least 0 at every r < Nr and c < Nc, the dims from
+/// 1 up: at the four corners, a linear form's extremes.
+bool nonNegativeOverRectangle(const PairForm &form, DimExprAttr rows,
+                              DimExprAttr cols, DimExpander &expand) {
   auto last = [](DimExprAttr size) {
     DimLinear value = DimLinear::ofSize(size);
     value.add(DimLinear(-1));
     return value;
   };
-  DimExprAttr rows = cast<DimExprAttr>(contract.getRows().getValue().back());
   for (const DimLinear &r : {DimLinear(0), last(rows)})
-    for (const DimLinear &c : {DimLinear(0), last(contract.getCols())}) {
-      std::optional<DimLinear> alongRows =
-          read.pairIndex.coefficients[rowCount - 1].times(r);
-      std::optional<DimLinear> alongCols =
-          read.pairIndex.coefficients[rowCount].times(c);
+    for (const DimLinear &c : {DimLinear(0), last(cols)}) {
+      std::optional<DimLinear> alongRows = form.row.times(r);
+      std::optional<DimLinear> alongCols = form.col.times(c);
       if (!alongRows || !alongCols)
         return false;
-      DimLinear index = read.pairIndex.constant;
-      index.add(*alongRows);
-      index.add(*alongCols);
-      std::optional<BaseLinear> low = expand.ofLinear(index);
-      if (!low || !low->nonNegative())
-        return false;
-      BaseLinear high = *length; // L − 1 − index ≥ 0
-      high.constant -= 1;
-      high.add(*low, -1);
-      if (!high.nonNegative())
+      DimLinear value = form.constant;
+      value.add(*alongRows);
+      value.add(*alongCols);
+      std::optional<BaseLinear> expanded = expand.ofLinear(value);
+      if (!expanded || !expanded->nonNegative())
         return false;
     }
   return true;
+}
+
+/// Whether the pair index a·r + b·c + o lies in [0, L) at every pair the
+/// contraction admits: each bound holds over the whole rectangle of rows
+/// and columns, or holds wherever one of the predicate's constraints g ≥ 0
+/// does, being g plus what is at least 0 over the rectangle (r − c ≥ 0 of
+/// the causal mask bounds r − c from below).
+bool provablyWithin(SoftmaxContractOp contract, const PairRead &read) {
+  DimExpander expand(contract->getParentOfType<ModelOp>());
+  const unsigned rowCount = contract.getNumRowIndices();
+  std::optional<SmallVector<LinearConstraint>> constraints =
+      contract.getLinearConstraints();
+  if (!constraints)
+    return false;
+  auto rows = cast<DimExprAttr>(contract.getRows().getValue().back());
+  DimExprAttr cols = contract.getCols();
+  PairForm low{read.pairIndex.coefficients[rowCount - 1],
+               read.pairIndex.coefficients[rowCount], read.pairIndex.constant};
+  // L − 1 − index.
+  PairForm high;
+  high.row.add(low.row, -1);
+  high.col.add(low.col, -1);
+  high.constant = DimLinear::ofSize(
+      DimExprAttr::getDim(contract.getContext(), read.axis.getValue()));
+  high.constant.add(DimLinear(-1));
+  high.constant.add(low.constant, -1);
+  auto holds = [&](const PairForm &bound) {
+    if (nonNegativeOverRectangle(bound, rows, cols, expand))
+      return true;
+    return llvm::any_of(*constraints, [&](const LinearConstraint &c) {
+      return !c.notEqual &&
+             nonNegativeOverRectangle(bound.minus(c), rows, cols, expand);
+    });
+  };
+  return holds(low) && holds(high);
 }
 
 /// `map` without the dims and symbols its results do not use, and

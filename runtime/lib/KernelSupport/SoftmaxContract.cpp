@@ -84,26 +84,11 @@ bool validWeights(const double *weights, int64_t outputs, int64_t terms) {
   return true;
 }
 
-/// The pair bias: null, or `batch` problems of `length` elements that every
-/// pair (r, c) of rows × cols indexes within, at a·r + b·c + o (the corners
-/// bound a linear form over the rectangle).
+/// The pair bias: null, or `batch` problems of `length` elements (which
+/// pairs index within the kernel checks: only the admitted ones count).
 bool validPairBias(const energy_softmax_contract_args &a) {
-  if (!a.pair_bias)
-    return true;
-  if (a.pair_bias_length <= 0 || !productFits(a.batch, a.pair_bias_length))
-    return false;
-  if (a.rows == 0 || a.cols == 0)
-    return true;
-  const int64_t lastRows[2] = {0, a.rows - 1}, lastCols[2] = {0, a.cols - 1};
-  for (int64_t r : lastRows)
-    for (int64_t c : lastCols) {
-      __int128 index = (__int128)a.pair_bias_row_coefficient * r +
-                       (__int128)a.pair_bias_col_coefficient * c +
-                       a.pair_bias_offset;
-      if (index < 0 || index >= a.pair_bias_length)
-        return false;
-    }
-  return true;
+  return !a.pair_bias ||
+         (a.pair_bias_length > 0 && productFits(a.batch, a.pair_bias_length));
 }
 
 bool validArguments(const energy_softmax_contract_args *args) {

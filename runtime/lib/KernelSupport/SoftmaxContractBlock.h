@@ -279,21 +279,24 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
     // S = factor · A · Bᵀ, plus the pair bias over T (after the tile is
     // kept: both sides add it).
     fillTile(0, outer, packedInner, depth, pass.factor, space.scores);
+    // Only at the row's admitted interval, which is all the bias need
+    // cover (the rest is masked).
     if (const PassBias<T> &bias = pass.pairBias; bias.bias) {
       const T *problemBias = bias.bias + problem * bias.length + bias.offset;
-      const int64_t end = minOf(to, pass.innerCount);
       for (int64_t r = 0; r < rows; ++r) {
         T *row = scores + r * panel - from; // indexed by inner index
         const T *at = problemBias + bias.outer * (first + r);
+        const int64_t begin = maxOf(from, space.begin[r]);
+        const int64_t end = minOf(to, space.end[r]);
         // Unit strides (a bias per offset, per pair) as loops that vectorise.
         if (bias.inner == 1)
-          for (int64_t j = from; j < end; ++j)
+          for (int64_t j = begin; j < end; ++j)
             row[j] += bias.factor * at[j];
         else if (bias.inner == -1)
-          for (int64_t j = from; j < end; ++j)
+          for (int64_t j = begin; j < end; ++j)
             row[j] += bias.factor * at[-j];
         else
-          for (int64_t j = from; j < end; ++j)
+          for (int64_t j = begin; j < end; ++j)
             row[j] += bias.factor * at[bias.inner * j];
       }
     }

@@ -383,6 +383,38 @@ PassBias<T> passBias(const energy_softmax_contract_args &args, bool rowSide) {
   return bias;
 }
 
+/// Whether the pair bias's index a·r + b·c + o is within [0, length) at
+/// every admitted pair (the ends of each row's admitted interval bound a
+/// linear form over it; pairs the constraints exclude are never read).
+template <class T>
+bool biasWithinAdmitted(const energy_softmax_contract_args &args,
+                        const PassConstraint *constraints,
+                        int64_t numConstraints) {
+  Buffer holeBuffer;
+  int64_t *holes = holeBuffer.allocate<int64_t>(numConstraints + 1);
+  if (!holes)
+    return false;
+  Pass<T> pass{};
+  pass.innerCount = args.cols;
+  pass.constraints = constraints;
+  pass.numConstraints = numConstraints;
+  for (int64_t r = 0; r < args.rows; ++r) {
+    int64_t begin, end, holeCount;
+    admittedInterval(pass, r, begin, end, holes, holeCount);
+    if (begin >= end)
+      continue;
+    const int64_t ends[2] = {begin, end - 1};
+    for (int64_t c : ends) {
+      __int128 index = (__int128)args.pair_bias_row_coefficient * r +
+                       (__int128)args.pair_bias_col_coefficient * c +
+                       args.pair_bias_offset;
+      if (index < 0 || index >= args.pair_bias_length)
+        return false;
+    }
+  }
+  return true;
+}
+
 } // namespace contract
 
 /// The whole kernel for validated arguments (see SoftmaxContract.h), all the
@@ -418,6 +450,9 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
     colConstraints[k] = {c.col_coefficient, c.row_coefficient, c.offset,
                          notEqual};
   }
+  if (args.pair_bias &&
+      !biasWithinAdmitted<T>(args, rowConstraints, numConstraints))
+    return ENERGY_CONTRACT_INVALID_ARGUMENT;
   const T factor = static_cast<T>(args.scale / args.temperature);
   const T temperature = static_cast<T>(args.temperature);
 

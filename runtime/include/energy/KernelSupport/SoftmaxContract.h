@@ -78,7 +78,9 @@ typedef struct energy_contract_constraint {
  *   β(r, c) = pair_bias[a·r + b·c + o] with a, b, o the pair bias's row and
  *          col coefficients and offset (a learned bias per relative offset
  *          r − c, or per pair with a = Nc, b = 1), or 0 when pair_bias is
- *          null; every (r, c) must give an index in [0, pair_bias_length)
+ *          null; every admitted (r, c) must give an index in
+ *          [0, pair_bias_length) (pairs the constraints exclude are not
+ *          read)
  *   (r, c) is admitted when every constraint holds; only admitted pairs count.
  *   L[r] = T · log Σ_{admitted c} exp(s(r, c) / T), or 0 for a row with no
  *          admitted column; or given_lse[r] when given_lse is not null.
@@ -185,7 +187,8 @@ ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
  * ENERGY_CONTRACT_INVALID_ARGUMENT (a batch < 1, negative sizes, widths,
  * counts or pair depths, sizes whose product overflows, a null pointer
  * that is needed, a temperature that is not finite and positive, a scale
- * or a coefficient that is not finite, an unknown constraint kind), having
+ * or a coefficient that is not finite, an unknown constraint kind, a pair
+ * bias of no elements or one that an admitted pair reads outside), having
  * written nothing, or ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs
  * unspecified. Never aborts.
  * A pointer is needed when what it points at is not empty: row_features when

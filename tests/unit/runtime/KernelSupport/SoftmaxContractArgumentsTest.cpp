@@ -102,11 +102,20 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
           {"null table array", [](auto &a) { a.col_values = nullptr; }},
           {"unknown mode of kept tiles",
            [](auto &a) { a.kept_tiles_mode = 3; }},
-          // A bias per offset r − c of 9 + 11 − 1 values read at r − c + o.
+          // A bias per offset r − c of 9 + 11 − 1 values read at r − c + o
+          // (the valid arguments admit c <= r: offsets 0 to 8).
           {"a pair bias read past its end (o = 11)",
-           [](auto &a) { setRelativeBias(a, 11, 19); }},
+           [](auto &a) {
+             setRelativeBias(a, 11, 19);
+             a.num_constraints = 0;
+           }},
           {"a pair bias read before its start (o = 9)",
-           [](auto &a) { setRelativeBias(a, 9, 19); }},
+           [](auto &a) {
+             setRelativeBias(a, 9, 19);
+             a.num_constraints = 0;
+           }},
+          {"a pair bias an admitted pair reads past (r − c of 8 values)",
+           [](auto &a) { setRelativeBias(a, 0, 8); }},
           {"a pair bias of no elements",
            [](auto &a) { setRelativeBias(a, 10, 0); }},
       };

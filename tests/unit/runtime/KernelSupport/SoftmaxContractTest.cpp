@@ -176,6 +176,20 @@ TEST_CASE("softmax contract: a pair bias per offset or per pair") {
     p.constraints = {atLeast(1, -1, 0)};
   }
   checkBatchEverywhere(problems, "relative bias and pair terms");
+  // A causal bias per offset r − c ≥ 0 of rows values: the pairs the mask
+  // excludes would read outside it.
+  for (Size size : std::vector<Size>{{7, 7, 5}, {131, 70, 16}}) {
+    std::vector<Problem> causal;
+    for (int b = 0; b < 3; ++b) {
+      causal.push_back(makeProblem(size.rows, size.cols, size.depth, {3, 19},
+                                   {4, 17}, seed++));
+      addRelativeBias(causal.back(), seed++);
+      causal.back().pairBias.resize(size.rows);
+      causal.back().biasOffset = 0;
+      causal.back().constraints = {atLeast(1, -1, 0)};
+    }
+    checkBatchEverywhere(causal, "causal bias per offset");
+  }
   // A bias per pair: index cols · r + c.
   Problem perPair = makeProblem(33, 45, 8, {8}, {8}, seed++);
   addRelativeBias(perPair, seed++);

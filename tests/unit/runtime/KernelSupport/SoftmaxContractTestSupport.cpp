@@ -131,7 +131,7 @@ PairScores pairScores(const Problem &p) {
         absDot += std::fabs(term);
       }
       double bias = 0;
-      if (!p.pairBias.empty())
+      if (!p.pairBias.empty() && admitted(p, r, c))
         bias = p.pairBias[p.biasRowCoefficient * r + p.biasColCoefficient * c +
                           p.biasOffset];
       out.scores[r * cols + c] = p.scale * dot + bias;
