@@ -33,7 +33,7 @@ typedef double real;
 #endif
 
 #ifndef FAKE_FORMAT_VERSION
-#define FAKE_FORMAT_VERSION 4
+#define FAKE_FORMAT_VERSION 5
 #endif
 
 #define STRINGIFY_(x) #x
