@@ -259,18 +259,8 @@ private:
 /// states a scale.
 void scaleByReciprocal(SoftmaxContractOp contract) {
   auto quotient = contract.getScoreValue().getDefiningOp<DivOp>();
-  if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
-      !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
-      !quotient->hasOneUse())
-    return;
-  Location loc = quotient.getLoc();
-  OpBuilder builder(contract);
-  Value one = ConstantOp::create(builder, loc, 1.0);
-  Value reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
-  builder.setInsertionPoint(quotient);
-  Value product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
-  quotient.getResult().replaceAllUsesWith(product);
-  quotient.erase();
+  if (quotient && asReciprocalProduct(contract, quotient))
+    quotient.erase();
 }
 
 /// Reads rows of tables over fewer batch indices than `contract`'s (a
@@ -367,6 +357,25 @@ bool mlir::energy::broadcastToBilinear(SoftmaxContractOp contract) {
           made && made->use_empty())
         made->erase();
   return bilinear;
+}
+
+MulOp mlir::energy::asReciprocalProduct(SoftmaxContractOp contract,
+                                        DivOp quotient,
+                                        SmallVectorImpl<Operation *> *made) {
+  if (!isDefinedOutside(quotient.getRhs(), contract) ||
+      !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
+      !quotient->hasOneUse())
+    return MulOp();
+  Location loc = quotient.getLoc();
+  OpBuilder builder(contract);
+  auto one = ConstantOp::create(builder, loc, 1.0);
+  auto reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
+  builder.setInsertionPoint(quotient);
+  auto product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
+  quotient.getResult().replaceAllUsesWith(product.getResult());
+  if (made)
+    made->append({reciprocal, one});
+  return product;
 }
 
 SmallVector<Value> mlir::energy::scoreTerms(SoftmaxContractOp contract) {

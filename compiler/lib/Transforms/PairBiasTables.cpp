@@ -389,22 +389,10 @@ struct Reciprocals {
   SmallVector<Operation *> made;
 
   void apply(SoftmaxContractOp contract) {
-    for (Value term : scoreTerms(contract)) {
-      auto quotient = term.getDefiningOp<DivOp>();
-      if (!quotient || !isDefinedOutside(quotient.getRhs(), contract) ||
-          !cast<ArrayType>(quotient.getRhs().getType()).isScalar() ||
-          !quotient->hasOneUse())
-        continue;
-      Location loc = quotient.getLoc();
-      OpBuilder builder(contract);
-      auto one = ConstantOp::create(builder, loc, 1.0);
-      auto reciprocal = DivOp::create(builder, loc, one, quotient.getRhs());
-      builder.setInsertionPoint(quotient);
-      auto product = MulOp::create(builder, loc, quotient.getLhs(), reciprocal);
-      quotient.getResult().replaceAllUsesWith(product.getResult());
-      scaled.push_back({quotient, product});
-      made.append({reciprocal, one});
-    }
+    for (Value term : scoreTerms(contract))
+      if (auto quotient = term.getDefiningOp<DivOp>())
+        if (MulOp product = asReciprocalProduct(contract, quotient, &made))
+          scaled.push_back({quotient, product});
   }
   void keep() {
     for (auto &[quotient, product] : scaled)

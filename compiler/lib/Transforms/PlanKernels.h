@@ -90,6 +90,14 @@ void hoistContractTables(ModelOp model);
 /// hoistContractTables for one contraction.
 void hoistTablesOf(SoftmaxContractOp contract);
 
+/// `quotient` (x / s in `contract`'s score, s a scalar computed outside,
+/// used once) replaced by x · (1 / s), how the bilinear form states a
+/// scale, the 1 / s computed ahead of `contract` (the ops it made added to
+/// `made`); the product, with `quotient` left for the caller to erase, or
+/// null, changing nothing.
+MulOp asReciprocalProduct(SoftmaxContractOp contract, DivOp quotient,
+                          SmallVectorImpl<Operation *> *made = nullptr);
+
 /// The terms of `contract`'s score: the operands of the sums it is, and
 /// of their operands' sums, or the score alone.
 SmallVector<Value> scoreTerms(SoftmaxContractOp contract);
