@@ -324,8 +324,9 @@ TabulateOp tabulatePairRead(SoftmaxContractOp contract, const PairRead &read) {
   IRMapping arguments;
   for (unsigned k = 0; k + 1 < rowCount; ++k)
     arguments.map(block.getArgument(k),
-                  body.addArgument(block.getArgument(k).getType(), loc));
-  Value position = body.addArgument(builder.getIndexType(), loc);
+                  body.addArgument(block.getArgument(k).getType(),
+                                   block.getArgument(k).getLoc()));
+  Value position = addDimIndices(body, {read.axis}).front();
   // The map with one more dim, the position, read at `read.position`.
   const unsigned numDims = read.map.getNumDims();
   SmallVector<AffineExpr> results(read.map.getResults());
