@@ -568,8 +568,10 @@ def EnergyPlanPairBias : EnergyPlanStep<"energy-plan-pair-bias",
     offset) reads it instead from a table over its batch indices and that
     index, `[batch rows, L]`, which the kernels add at a·r + b·c + o (the
     bilinear form's pair bias), and states its scale x / s as x · (1 / s):
-    only where every pair of the rows and columns provably indexes within
-    the table, and only when the contraction is then bilinear; otherwise
+    only where every pair the predicate admits provably indexes within the
+    table (each bound at the corners of the rows and columns, or through
+    one of the predicate's constraints: a causal table of N offsets), and
+    only when the contraction is then bilinear; otherwise
     nothing changes. It runs once the contractions have their final
     scores, so that the steps before it compare them with the sums they
     match as the model wrote them.

@@ -77,8 +77,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     tables: biases, which a backend folds into the features) and
     `P[batch rows, a·r + b·c + o]` (a pair bias: one number per relative
     offset r − c, say, of the last row index r and the column; a, b and o
-    linear in dims, every pair within P, which the kernel checks), with A,
-    B, R, C and P computed outside (the verifier checks it), and
+    linear in dims, every admitted pair within P, which the kernel checks),
+    with A, B, R, C and P computed outside (the verifier checks it), and
     that every row value is a row `V[batch rows, c]` of a table and every
     column value a row `G[rows]` — the shape that runs as small matrix
     products (../notes/softmax-contract.md); `quadratic` promises one row
