@@ -62,6 +62,8 @@ enum ContractSlot : unsigned {
   kPairBiasRowCoefficient,
   kPairBiasColCoefficient,
   kPairBiasOffset,
+  kNumPairProducts,
+  kPairProducts,
   kSlotCount
 };
 static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
@@ -95,8 +97,14 @@ ContractionLowering::emitSoftmaxContract(SoftmaxContractOp contract) {
       FailureOr<BilinearContract> sourceForm = source.matchBilinear(reason);
       if (failed(sourceForm))
         return source.emitOpError() << "is marked bilinear but " << reason;
+      auto inSource = [&](unsigned term) {
+        return *findPairTerm(sourceForm->pairTerms, form->pairTerms[term]);
+      };
       for (auto &[dot, term] : form->pairTermOfDot)
-        term = *findPairTerm(sourceForm->pairTerms, form->pairTerms[term]);
+        term = inSource(term);
+      for (auto &[first, second] : form->pairProducts)
+        std::tie(first, second) =
+            std::minmax(inSource(first), inSource(second));
       form->pairTerms = sourceForm->pairTerms;
     }
     return emitBilinearContract(contract, *form);
@@ -333,9 +341,18 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
     storeIn(rowValues, j, tableData(table, /*overRows=*/true));
     storeIn(colOutputArray, j, get(contract.getColOutputs()[j]).data);
   }
-  // The pair terms, and each output's weights (κ, α₁ … αₘ): its weight at a
-  // pair is w · (κ + Σ_j α_j t_j).
+  // The pair terms, their products, and each output's weights (κ, α₁ …
+  // αₘ₊q): its weight at a pair is w · (κ + Σ_j α_j t_j), t_{m+p} the
+  // product p of two terms.
   unsigned terms = form.pairTerms.size();
+  unsigned products = form.pairProducts.size();
+  Value pairProducts = allocateSlots(std::max(1u, 2 * products));
+  for (auto [p, product] : llvm::enumerate(form.pairProducts)) {
+    storeIn(pairProducts, 2 * p, index(product.first));
+    storeIn(pairProducts, 2 * p + 1, index(product.second));
+  }
+  storeSlot(kNumPairProducts, index(products));
+  storeSlot(kPairProducts, pairProducts);
   Value pairDepths = allocateSlots(std::max(1u, terms));
   Value pairRowFeatures = allocateSlots(std::max(1u, terms));
   Value pairColFeatures = allocateSlots(std::max(1u, terms));
@@ -351,15 +368,15 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
   auto weightsOf = [&](ArrayRef<Value> factors) -> FailureOr<Value> {
     if (llvm::all_of(factors, [](Value factor) { return !factor; }))
       return null;
-    Value weights =
-        allocateSlots(std::max<size_t>(1, factors.size()) * (1 + terms));
+    const unsigned stride = 1 + terms + products;
+    Value weights = allocateSlots(std::max<size_t>(1, factors.size()) * stride);
     for (auto [k, factor] : llvm::enumerate(factors)) {
       FailureOr<SmallVector<Value>> coefficients =
           factorCoefficients(factor, form);
       if (failed(coefficients))
         return failure();
       for (auto [j, coefficient] : llvm::enumerate(*coefficients))
-        storeIn(weights, k * (1 + terms) + j, coefficient);
+        storeIn(weights, k * stride + j, coefficient);
     }
     return weights;
   };
@@ -430,11 +447,40 @@ ContractionLowering::factorCoefficients(Value factor,
     return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value))
         .getResult();
   };
-  // Coefficients with null for a known 0, so that a product's invariant
-  // operand is the one whose α are all null.
+  // Coefficients (κ, the terms', the products') with null for a known 0, so
+  // that a product's invariant operand is the one whose α are all null.
+  const unsigned terms = form.pairTerms.size();
+  const unsigned size = 1 + terms + form.pairProducts.size();
+  auto sum = [&](Value lhs, Value rhs) -> Value {
+    if (!lhs || !rhs)
+      return lhs ? lhs : rhs;
+    return arith::AddFOp::create(b, loc, lhs, rhs);
+  };
+  auto product = [&](Value lhs, Value rhs) -> Value {
+    if (!lhs || !rhs)
+      return Value();
+    return arith::MulFOp::create(b, loc, lhs, rhs);
+  };
+  // The coefficients of the product of two affine forms: κ·κ', the terms'
+  // κ·α' + α·κ', and each product's α_a·α'_b + α_b·α'_a.
+  auto affineProduct = [&](ArrayRef<Value> lhs, ArrayRef<Value> rhs) {
+    SmallVector<Value> result(size);
+    result[0] = product(lhs[0], rhs[0]);
+    for (unsigned i = 1; i <= terms; ++i)
+      result[i] = sum(product(lhs[0], rhs[i]), product(lhs[i], rhs[0]));
+    for (auto [p, pair] : llvm::enumerate(form.pairProducts)) {
+      auto [first, second] = pair;
+      Value coefficient = product(lhs[1 + first], rhs[1 + second]);
+      if (first != second)
+        coefficient =
+            sum(coefficient, product(lhs[1 + second], rhs[1 + first]));
+      result[1 + terms + p] = coefficient;
+    }
+    return result;
+  };
   std::function<FailureOr<SmallVector<Value>>(Value)> coefficientsOf =
       [&](Value value) -> FailureOr<SmallVector<Value>> {
-    SmallVector<Value> result(1 + form.pairTerms.size());
+    SmallVector<Value> result(size);
     Operation *def = value.getDefiningOp();
     if (auto constant = dyn_cast_or_null<ConstantOp>(def)) {
       result[0] = f64(constant.getValue().convertToDouble());
@@ -446,8 +492,9 @@ ContractionLowering::factorCoefficients(Value factor,
       return result;
     }
     if (!def)
-      return emitError(value.getLoc(), "is not affine in the contraction's "
-                                       "pair terms, which its weights need");
+      return emitError(value.getLoc(),
+                       "is not a polynomial of degree at most 2 in the "
+                       "contraction's pair terms, which its weights need");
     if (auto term = form.pairTermOfDot.find(def);
         term != form.pairTermOfDot.end()) {
       result[1 + term->second] = f64(1.0);
@@ -463,6 +510,15 @@ ContractionLowering::factorCoefficients(Value factor,
     auto invariant = [](ArrayRef<Value> c) {
       return llvm::all_of(c.drop_front(), [](Value v) { return !v; });
     };
+    auto affine = [&](ArrayRef<Value> c) {
+      return llvm::all_of(c.drop_front(1 + terms), [](Value v) { return !v; });
+    };
+    if (isa<MulOp>(def) && !invariant(operands[0]) && !invariant(operands[1])) {
+      if (!affine(operands[0]) || !affine(operands[1]))
+        return def->emitOpError("is of degree above 2 in the contraction's "
+                                "pair terms, which its weights need");
+      return affineProduct(operands[0], operands[1]);
+    }
     auto binary = [&](auto create, Value lhs, Value rhs) -> Value {
       if (!lhs || !rhs)
         return Value();
@@ -476,10 +532,7 @@ ContractionLowering::factorCoefficients(Value factor,
         Value rhs = operands[1][j];
         if (rhs && isa<SubOp>(def))
           rhs = arith::NegFOp::create(b, loc, rhs);
-        result[j] = !lhs ? rhs
-                    : !rhs
-                        ? lhs
-                        : arith::AddFOp::create(b, loc, lhs, rhs).getResult();
+        result[j] = sum(lhs, rhs);
       } else if (isa<DivOp>(def) && invariant(operands[1])) {
         result[j] = binary(arith::DivFOp(), lhs, operands[1][0]);
       } else if (isa<MulOp>(def) && invariant(operands[1])) {
@@ -487,14 +540,15 @@ ContractionLowering::factorCoefficients(Value factor,
       } else if (isa<MulOp>(def) && invariant(operands[0])) {
         result[j] = binary(arith::MulFOp(), operands[0][0], operands[1][j]);
       } else {
-        return def->emitOpError("is not affine in the contraction's pair "
-                                "terms, which its weights need");
+        return def->emitOpError("is not a polynomial of degree at most 2 in "
+                                "the contraction's pair terms, which its "
+                                "weights need");
       }
     }
     return result;
   };
   if (!factor) {
-    SmallVector<Value> plain(1 + form.pairTerms.size(), f64(0.0));
+    SmallVector<Value> plain(size, f64(0.0));
     plain[0] = f64(1.0);
     return plain;
   }

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <functional>
 
@@ -349,10 +350,23 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
              "indices and a row of a table at the column";
     return failure();
   }
-  // How a scalar of a value's region depends on the pair: not at all (it is
-  // computed outside, or a constant), affinely through pair terms, or
-  // otherwise.
-  enum class Dependence { Invariant, Affine, Other };
+  // How a scalar of a value's region depends on the pair: as a polynomial
+  // of degree at most 2 in the pair terms, with coefficients computed
+  // outside (the terms and the products of two that it may weigh; neither
+  // when it is computed outside or a constant), or otherwise.
+  struct Dependence {
+    bool other = false;
+    llvm::SmallSetVector<unsigned, 4> terms;
+    llvm::SmallSetVector<std::pair<unsigned, unsigned>, 4> products;
+    bool invariant() const {
+      return !other && terms.empty() && products.empty();
+    }
+  };
+  auto otherwise = [] {
+    Dependence result;
+    result.other = true;
+    return result;
+  };
   // A dot product of a row of a table at the row indices and one at the
   // column: `dot`, or the sum of an element-wise product of two vectors.
   auto pairTermOf = [&](Operation *product, Region &region) -> bool {
@@ -392,28 +406,56 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
       [&](Value value, Region &region) -> Dependence {
     auto type = dyn_cast<ArrayType>(value.getType());
     if (!type || !type.isScalar())
-      return Dependence::Other;
+      return otherwise();
     if (!getOperation()->isAncestor(value.getParentRegion()->getParentOp()))
-      return Dependence::Invariant;
+      return Dependence();
     Operation *def = value.getDefiningOp();
     if (!def)
-      return Dependence::Other;
+      return otherwise();
     if (isa<ConstantOp>(def))
-      return Dependence::Invariant;
-    if (isa<DotOp, ReduceElementsOp>(def))
-      return pairTermOf(def, region) ? Dependence::Affine : Dependence::Other;
+      return Dependence();
+    if (isa<DotOp, ReduceElementsOp>(def)) {
+      if (!pairTermOf(def, region))
+        return otherwise();
+      Dependence term;
+      term.terms.insert(form.pairTermOfDot.lookup(def));
+      return term;
+    }
     if (!isa<AddOp, SubOp, NegOp, MulOp, DivOp>(def))
-      return Dependence::Other;
+      return otherwise();
     SmallVector<Dependence> operands;
-    for (Value operand : def->getOperands())
+    for (Value operand : def->getOperands()) {
       operands.push_back(dependence(operand, region));
-    if (llvm::is_contained(operands, Dependence::Other))
-      return Dependence::Other;
-    unsigned affine = llvm::count(operands, Dependence::Affine);
-    if ((isa<MulOp>(def) && affine > 1) ||
-        (isa<DivOp>(def) && operands[1] != Dependence::Invariant))
-      return Dependence::Other;
-    return affine ? Dependence::Affine : Dependence::Invariant;
+      if (operands.back().other)
+        return otherwise();
+    }
+    if (isa<DivOp>(def))
+      return operands[1].invariant() ? operands[0] : otherwise();
+    if (isa<MulOp>(def) && !operands[0].invariant() &&
+        !operands[1].invariant()) {
+      // A product of two affine forms: their terms (times the other's
+      // constant part) and every product of a term of each.
+      if (!operands[0].products.empty() || !operands[1].products.empty())
+        return otherwise();
+      Dependence product;
+      for (unsigned a : operands[0].terms)
+        for (unsigned b : operands[1].terms)
+          product.products.insert({std::min(a, b), std::max(a, b)});
+      product.terms = operands[0].terms;
+      product.terms.insert_range(operands[1].terms);
+      return product;
+    }
+    Dependence sum = operands[0];
+    for (const Dependence &operand : ArrayRef(operands).drop_front()) {
+      sum.terms.insert_range(operand.terms);
+      sum.products.insert_range(operand.products);
+    }
+    return sum;
+  };
+  auto addProducts = [&](const Dependence &factor) {
+    for (std::pair<unsigned, unsigned> product : factor.products)
+      if (!llvm::is_contained(form.pairProducts, product))
+        form.pairProducts.push_back(product);
   };
   // A value: a table's row, a factor times one, or a factor alone.
   auto matchValue = [&](Value value, Region &region,
@@ -426,16 +468,21 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
     if (auto product = value.getDefiningOp<MulOp>()) {
       for (auto [row, scalar] : {std::pair(product.getLhs(), product.getRhs()),
                                  std::pair(product.getRhs(), product.getLhs())})
-        if (Value found = tableRowAt(row, *this, tableIndices);
-            found && dependence(scalar, region) != Dependence::Other) {
+        if (Value found = tableRowAt(row, *this, tableIndices)) {
+          Dependence scalarDependence = dependence(scalar, region);
+          if (scalarDependence.other)
+            continue;
           table = found;
           factor = scalar;
+          addProducts(scalarDependence);
           return true;
         }
     }
-    if (dependence(value, region) == Dependence::Other)
+    Dependence valueDependence = dependence(value, region);
+    if (valueDependence.other)
       return false;
     factor = value;
+    addProducts(valueDependence);
     return true;
   };
   for (Value value : getRowValues()) {
@@ -443,7 +490,8 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
     if (!matchValue(value, getRowSums(), indicesOf(getRowSums(), true), table,
                     factor)) {
       reason = "a row value is not a row of a table at the column, times a "
-               "factor affine in products of table rows at the pair";
+               "factor of degree at most 2 in products of table rows at the "
+               "pair";
       return failure();
     }
     form.rowValueTables.push_back(table);
@@ -454,7 +502,8 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
     if (!matchValue(value, getColSums(), allRows(getColSums()), table,
                     factor)) {
       reason = "a column value is not a row of a table at the row indices, "
-               "times a factor affine in products of table rows at the pair";
+               "times a factor of degree at most 2 in products of table rows "
+               "at the pair";
       return failure();
     }
     form.colValueTables.push_back(table);

@@ -70,7 +70,7 @@ bool validPairTerms(int64_t num, const int64_t *depths,
 }
 
 /// One side's coefficients: null, or `outputs` (valid) rows of 1 + `terms`
-/// finite numbers.
+/// finite numbers (the pair terms and their products).
 bool validWeights(const double *weights, int64_t outputs, int64_t terms) {
   if (!weights || outputs == 0)
     return true;
@@ -80,6 +80,16 @@ bool validWeights(const double *weights, int64_t outputs, int64_t terms) {
     return false;
   for (int64_t k = 0; k < outputs * stride; ++k)
     if (!std::isfinite(weights[k]))
+      return false;
+  return true;
+}
+
+/// The products of pair terms: `num` pairs of indices of the `terms`.
+bool validPairProducts(int64_t num, const int64_t *products, int64_t terms) {
+  if (num < 0 || (num > 0 && !products) || !productFits(num, 2))
+    return false;
+  for (int64_t k = 0; k < 2 * num; ++k)
+    if (products[k] < 0 || products[k] >= terms)
       return false;
   return true;
 }
@@ -117,6 +127,7 @@ bool validArguments(const energy_softmax_contract_args *args) {
     if (a.constraints[k].kind != ENERGY_CONSTRAINT_GE &&
         a.constraints[k].kind != ENERGY_CONSTRAINT_NE)
       return false;
+  int64_t weighted; // the pair terms and their products
   return validPairBias(a) &&
          validSide(a.num_row_outputs, a.col_values, a.row_output_widths,
                    a.row_outputs, cols, rows) &&
@@ -124,10 +135,13 @@ bool validArguments(const energy_softmax_contract_args *args) {
                    a.col_outputs, rows, cols) &&
          // The coefficients first: a count of pair terms whose rows of
          // coefficients overflow is refused before any depth is read.
-         validWeights(a.row_output_weights, a.num_row_outputs,
-                      a.num_pair_terms) &&
-         validWeights(a.col_output_weights, a.num_col_outputs,
-                      a.num_pair_terms) &&
+         a.num_pair_terms >= 0 &&
+         validPairProducts(a.num_pair_products, a.pair_products,
+                           a.num_pair_terms) &&
+         !__builtin_add_overflow(a.num_pair_terms, a.num_pair_products,
+                                 &weighted) &&
+         validWeights(a.row_output_weights, a.num_row_outputs, weighted) &&
+         validWeights(a.col_output_weights, a.num_col_outputs, weighted) &&
          validPairTerms(a.num_pair_terms, a.pair_depths, a.pair_row_features,
                         a.pair_col_features, rows, cols);
 }

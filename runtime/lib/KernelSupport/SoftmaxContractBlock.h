@@ -378,6 +378,18 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
                pairs.packedInner[i] + packedAt * termDepth, termDepth, T(1),
                space.pairTiles[i]);
     }
+    // The products' tiles, element by element from the terms'.
+    for (int64_t p = 0; p < pairs.numProducts; ++p) {
+      const T *lhs = space.pairTiles[pairs.productFactors[2 * p]];
+      const T *rhs = space.pairTiles[pairs.productFactors[2 * p + 1]];
+      T *product = space.pairTiles[pairs.numTerms + p];
+      for (int64_t r = 0; r < tileRows; ++r) {
+        const int64_t at = r * panel + (from - start);
+        for (int64_t j = 0; j < width; j += L)
+          V::store(product + at + j,
+                   V::mul(V::load(lhs + at + j), V::load(rhs + at + j)));
+      }
+    }
 
     // acc += W · V (or W_k · V) over the admitted inner indices.
     const int64_t count = minOf(to, pass.innerCount) - from;
@@ -441,8 +453,8 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         if (!pairs.shared[k])
           pairWeighted<V>(tileRows, space.scores, space.pairTiles,
                           pairs.kappa[k], pairs.numAlphas[k],
-                          pairs.alphas + k * pairs.numTerms,
-                          pairs.alphaTerms + k * pairs.numTerms, from - start,
+                          pairs.alphas + k * pairs.numTiles(),
+                          pairs.alphaTerms + k * pairs.numTiles(), from - start,
                           width, space.pairWeights);
         weights = space.pairWeights + (from - start);
       }

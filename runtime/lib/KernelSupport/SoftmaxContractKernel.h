@@ -123,46 +123,62 @@ bool proportionalRows(const double *weights, int64_t stride, int64_t of,
 }
 
 /// The pair weights of a pass whose `numOutputs` outputs of `widths` have
-/// `weights` (numOutputs × (1 + numTerms) coefficients, or null), the pair
-/// terms having `depths`, `outer` features (outerCount rows a problem) and
-/// `inner` ones (innerCount rows a problem, `problems` problems): in
-/// `pairs`, with its memory in `buffer`, and room in `packed` for the inner
-/// features in strips, which packPass fills. With `allTerms` (a pass that keeps
-/// its tiles), every term is computed, weighted or not. False when out of
+/// `weights` (numOutputs × (1 + numTerms + numProducts) coefficients, or
+/// null), the pair terms having `depths`, `outer` features (outerCount rows
+/// a problem) and `inner` ones (innerCount rows a problem, `problems`
+/// problems), and `products` the two terms of each product: in `pairs`,
+/// with its memory in `buffer`, and room in `packed` for the inner features
+/// in strips, which packPass fills. With `allTerms` (a pass that keeps its
+/// tiles), every term is computed, weighted or not. False when out of
 /// memory.
 template <class V>
 bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
                   Buffer &packed, int64_t numOutputs, const int64_t *widths,
                   const double *weights, int64_t numTerms,
                   const int64_t *depths, const void *const *outer,
-                  const void *const *inner, int64_t problems,
-                  int64_t innerCount, bool allTerms) {
+                  const void *const *inner, int64_t numProducts,
+                  const int64_t *products, int64_t problems, int64_t innerCount,
+                  bool allTerms) {
   using T = typename V::Scalar;
   if (!allTerms && (!weights || numOutputs == 0))
     return true;
-  const int64_t stride = numTerms + 1;
+  const int64_t stride = 1 + numTerms + numProducts;
   // Without weights, every output is plain (κ = 1, α = 0).
   auto kappaOf = [&](int64_t k) { return weights ? weights[k * stride] : 1; };
+  // Coefficient i of output k: of term i < numTerms, else of product
+  // i − numTerms.
   auto alpha = [&](int64_t k, int64_t i) {
     return weights ? weights[k * stride + 1 + i] : 0;
   };
-  auto needed = [&](int64_t i) {
-    if (allTerms)
-      return true;
+  auto weighted = [&](int64_t i) {
     for (int64_t k = 0; k < numOutputs; ++k)
       if (alpha(k, i) != 0)
         return true;
     return false;
   };
-  // The terms some output weights, and whether any output is not plain.
-  int64_t used = 0;
+  auto productNeeded = [&](int64_t p) { return weighted(numTerms + p); };
+  auto needed = [&](int64_t i) {
+    if (allTerms || weighted(i))
+      return true;
+    for (int64_t p = 0; p < numProducts; ++p)
+      if ((products[2 * p] == i || products[2 * p + 1] == i) &&
+          productNeeded(p))
+        return true;
+    return false;
+  };
+  // The terms and products some output weights, and whether any output is
+  // not plain.
+  int64_t used = 0, usedProducts = 0;
   bool anyWeighted = false;
   for (int64_t k = 0; k < numOutputs; ++k)
     anyWeighted = anyWeighted || kappaOf(k) != 1;
   for (int64_t i = 0; i < numTerms; ++i)
     used += needed(i);
+  for (int64_t p = 0; p < numProducts; ++p)
+    usedProducts += productNeeded(p);
   if (!anyWeighted && used == 0)
     return true;
+  const int64_t tiles = used + usedProducts;
 
   // The arrays; numOutputs · stride coefficients fit in memory, so these
   // do too.
@@ -173,13 +189,15 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   size_t innerAt = reserve(sizeof(T *) * used);
   size_t sourcesAt = reserve(sizeof(T *) * used);
   size_t sourceTermsAt = reserve(sizeof(int64_t) * used);
+  size_t renumberedAt = reserve(sizeof(int64_t) * numTerms);
+  size_t factorsAt = reserve(sizeof(int64_t) * 2 * usedProducts);
   size_t plainAt = reserve(sizeof(bool) * numOutputs);
   size_t sharedAt = reserve(sizeof(bool) * numOutputs);
   size_t scaledAt = reserve(sizeof(T) * numOutputs);
   size_t kappaAt = reserve(sizeof(T) * numOutputs);
   size_t numAlphasAt = reserve(sizeof(int64_t) * numOutputs);
-  size_t alphasAt = reserve(sizeof(T) * numOutputs * used);
-  size_t alphaTermsAt = reserve(sizeof(int64_t) * numOutputs * used);
+  size_t alphasAt = reserve(sizeof(T) * numOutputs * tiles);
+  size_t alphaTermsAt = reserve(sizeof(int64_t) * numOutputs * tiles);
   char *base = buffer.allocate<char>(static_cast<int64_t>(carving.bytes));
   if (!base)
     return false;
@@ -188,6 +206,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   auto *termInner = reinterpret_cast<T **>(base + innerAt);
   auto *sources = reinterpret_cast<const T **>(base + sourcesAt);
   auto *sourceTerms = reinterpret_cast<int64_t *>(base + sourceTermsAt);
+  auto *renumbered = reinterpret_cast<int64_t *>(base + renumberedAt);
+  auto *factors = reinterpret_cast<int64_t *>(base + factorsAt);
   auto *plain = reinterpret_cast<bool *>(base + plainAt);
   auto *shared = reinterpret_cast<bool *>(base + sharedAt);
   auto *scaled = reinterpret_cast<T *>(base + scaledAt);
@@ -196,20 +216,32 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   auto *alphas = reinterpret_cast<T *>(base + alphasAt);
   auto *alphaTerms = reinterpret_cast<int64_t *>(base + alphaTermsAt);
 
-  // Each output's kappa and nonzero alphas, with the terms renumbered.
+  // The terms renumbered, then the products' factors in those numbers.
+  for (int64_t i = 0, term = 0; i < numTerms; ++i)
+    renumbered[i] = needed(i) ? term++ : -1;
+  for (int64_t p = 0, product = 0; p < numProducts; ++p)
+    if (productNeeded(p)) {
+      factors[2 * product] = renumbered[products[2 * p]];
+      factors[2 * product + 1] = renumbered[products[2 * p + 1]];
+      ++product;
+    }
+  // Each output's kappa and nonzero alphas, over the renumbered tiles.
   for (int64_t k = 0; k < numOutputs; ++k) {
     kappa[k] = static_cast<T>(kappaOf(k));
     numAlphas[k] = 0;
-    for (int64_t i = 0, term = 0; i < numTerms; ++i) {
-      if (!needed(i))
-        continue;
-      if (alpha(k, i) != 0) {
-        alphas[k * used + numAlphas[k]] = static_cast<T>(alpha(k, i));
-        alphaTerms[k * used + numAlphas[k]] = term;
-        ++numAlphas[k];
-      }
-      ++term;
-    }
+    auto add = [&](int64_t i, int64_t tile) {
+      if (alpha(k, i) == 0)
+        return;
+      alphas[k * tiles + numAlphas[k]] = static_cast<T>(alpha(k, i));
+      alphaTerms[k * tiles + numAlphas[k]] = tile;
+      ++numAlphas[k];
+    };
+    for (int64_t i = 0; i < numTerms; ++i)
+      if (renumbered[i] >= 0)
+        add(i, renumbered[i]);
+    for (int64_t p = 0, product = 0; p < numProducts; ++p)
+      if (productNeeded(p))
+        add(numTerms + p, used + product++);
   }
   // Which outputs sum weights computed for another, and by what multiple.
   for (int64_t k = 0, last = -1; k < numOutputs; ++k) {
@@ -226,8 +258,9 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
 
   // Room for the inner features of the terms in strips.
   int64_t total = 0;
-  for (int64_t i = 0, term = 0; i < numTerms; ++i) {
-    if (!needed(i))
+  for (int64_t i = 0; i < numTerms; ++i) {
+    const int64_t term = renumbered[i];
+    if (term < 0)
       continue;
     int64_t size;
     if (!packedSize<V>(problems, innerCount, depths[i], size) ||
@@ -237,7 +270,6 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
     termOuter[term] = static_cast<const T *>(outer[i]);
     sources[term] = static_cast<const T *>(inner[i]);
     sourceTerms[term] = i;
-    ++term;
   }
   T *strips = packed.allocate<T>(total);
   if (!strips)
@@ -249,6 +281,8 @@ bool preparePairs(PairWeights<typename V::Scalar> &pairs, Buffer &buffer,
   }
 
   pairs.numTerms = used;
+  pairs.numProducts = usedProducts;
+  pairs.productFactors = factors;
   pairs.depths = termDepths;
   pairs.outer = termOuter;
   pairs.packedInner = termInner;
@@ -334,11 +368,11 @@ bool preparePackRun(Pass<typename V::Scalar> &pass, const double *weights,
                     const typename V::Scalar *features) {
   Buffer packedBuffer, listBuffer, pairBuffer, pairPackedBuffer;
   const bool reading = pass.kept.tiles && !pass.kept.writing;
-  return preparePairs<V>(pass.pairs, pairBuffer, pairPackedBuffer,
-                         pass.numOutputs, pass.widths, weights,
-                         args.num_pair_terms, args.pair_depths, outer, inner,
-                         pass.problems, pass.innerCount,
-                         pass.kept.tiles && pass.kept.writing) &&
+  return preparePairs<V>(
+             pass.pairs, pairBuffer, pairPackedBuffer, pass.numOutputs,
+             pass.widths, weights, args.num_pair_terms, args.pair_depths, outer,
+             inner, args.num_pair_products, args.pair_products, pass.problems,
+             pass.innerCount, pass.kept.tiles && pass.kept.writing) &&
          (reading || packPass<V>(pass, features, packedBuffer, listBuffer)) &&
          runPass<V>(pass);
 }

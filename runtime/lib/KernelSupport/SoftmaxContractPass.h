@@ -30,13 +30,18 @@ enum class Normaliser {
 /// How the outputs of a pass weight their sums: output k sums
 /// W ∘ (kappa[k] + Σ_a alphas[k, a] · T_{alphaTerms[k, a]}) over
 /// a < numAlphas[k], or W itself when plain[k] (or when plain is null). The
-/// terms are those that some output of the pass weights, renumbered. The
+/// terms are those that some output of the pass weights or that a weighted
+/// product multiplies, renumbered (tiles 0 .. numTerms), then the weighted
+/// products of two of them (tiles numTerms + p, p < numProducts). The
 /// weights an output sums are computed once for every output whose
 /// coefficients are a multiple of them: a plain output (no α) sums W and
 /// an output of the same α's in proportion as the last one computed sums
 /// that one's weights (shared[k]); each is then scaled[k] times its sum.
 template <class T> struct PairWeights {
   int64_t numTerms = 0;
+  int64_t numProducts = 0;
+  /// Per product: the two terms it multiplies (renumbered).
+  const int64_t *productFactors = nullptr;
   const int64_t *depths = nullptr; ///< per term
   /// Per term: the problems' outerCount × depth, back to back.
   const T *const *outer = nullptr;
@@ -45,15 +50,18 @@ template <class T> struct PairWeights {
   /// Per term: its inner features (innerCount × depth per problem), read
   /// only to pack them.
   const T *const *inner = nullptr;
-  const bool *plain = nullptr;         ///< per output
-  const bool *shared = nullptr;        ///< per output
-  const T *scaled = nullptr;           ///< per output
-  const T *kappa = nullptr;            ///< per output
-  const int64_t *numAlphas = nullptr;  ///< per output
-  const T *alphas = nullptr;           ///< per output, numTerms slots
-  const int64_t *alphaTerms = nullptr; ///< per output, numTerms slots
+  const bool *plain = nullptr;        ///< per output
+  const bool *shared = nullptr;       ///< per output
+  const T *scaled = nullptr;          ///< per output
+  const T *kappa = nullptr;           ///< per output
+  const int64_t *numAlphas = nullptr; ///< per output
+  /// Per output, numTerms + numProducts slots.
+  const T *alphas = nullptr;
+  const int64_t *alphaTerms = nullptr;
   /// Per term: its index among the arguments' pair terms.
   const int64_t *sourceTerms = nullptr;
+  /// The tiles a block computes: the terms', then the products'.
+  int64_t numTiles() const { return numTerms + numProducts; }
 };
 
 /// The pair bias in a pass's orientation (SoftmaxContract.h): the score of

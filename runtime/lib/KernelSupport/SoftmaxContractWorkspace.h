@@ -51,7 +51,7 @@ template <class V> struct Workspace {
   int64_t *begin, *end; ///< admitted inner interval per outer index
   int64_t *holes;       ///< per outer index, numNotEqual excluded indices
   int64_t *holeCount;
-  T **pairTiles;  ///< per pair term: rows × kPanel
+  T **pairTiles;  ///< per pair term and product: rows × kPanel
   T *pairWeights; ///< rows × kPanel: one output's W_k
   void *memory = nullptr;
 
@@ -66,7 +66,7 @@ template <class V> struct Workspace {
       if (pass.widths[k] > limit)
         return false;
     const PairWeights<T> &pairs = pass.pairs;
-    if (pairs.numTerms > limit)
+    if (pairs.numTerms > limit || pairs.numProducts > limit)
       return false;
     for (int64_t i = 0; i < pairs.numTerms; ++i)
       if (pairs.depths[i] > limit)
@@ -86,14 +86,14 @@ template <class V> struct Workspace {
     size_t endAt = reserve(sizeof(int64_t) * rows);
     size_t holesAt = reserve(sizeof(int64_t) * rows * pass.numNotEqual);
     size_t holeCountAt = reserve(sizeof(int64_t) * rows);
-    size_t pairTilesAt = reserve(sizeof(T *) * pairs.numTerms);
+    size_t pairTilesAt = reserve(sizeof(T *) * pairs.numTiles());
     size_t pairWeightsAt =
         reserve(pairs.plain ? sizeof(T) * rows * Shape::kPanel : 0);
     size_t accumulatorAt = carving.bytes;
     for (int64_t k = 0; k < pass.numOutputs; ++k)
       reserve(sizeof(T) * rows * roundUp(pass.widths[k], V::kLanes));
     size_t pairAt = carving.bytes;
-    for (int64_t i = 0; i < pairs.numTerms; ++i)
+    for (int64_t i = 0; i < pairs.numTiles(); ++i)
       reserve(sizeof(T) * rows * Shape::kPanel);
     memory = allocateAligned(carving.bytes);
     if (!memory)
@@ -120,7 +120,7 @@ template <class V> struct Workspace {
       at += (sizeof(T) * rows * accumulatorStride[k] + 63) / 64 * 64;
     }
     at = pairAt;
-    for (int64_t i = 0; i < pairs.numTerms; ++i) {
+    for (int64_t i = 0; i < pairs.numTiles(); ++i) {
       pairTiles[i] = reinterpret_cast<T *>(base + at);
       at += (sizeof(T) * rows * Shape::kPanel + 63) / 64 * 64;
     }

@@ -81,7 +81,7 @@ TEST_CASE("C API errors return non-zero with a message") {
   CHECK(std::string(energy_last_error()) ==
         "/nonexistent.so: cannot open: No such file or directory");
   CHECK(energy_model_load(fakeOtherVersion) == nullptr);
-  CHECK(std::string(energy_last_error()).find("artifact format version 4") !=
+  CHECK(std::string(energy_last_error()).find("artifact format version 5") !=
         std::string::npos);
 
   energy_model *model = energy_model_load(fakeF32);

@@ -15,8 +15,8 @@
 /// The quadratic bowl in f64 (with threads) and in f32.
 static const char *const fakeF64 = ENERGY_FAKE_F64;
 static const char *const fakeF32 = ENERGY_FAKE_F32;
-/// Broken ones: manifest format version 4 (the last release's), a kernel missing, no manifest
-/// symbol, kernels that fail (see fake_artifact.c).
+/// Broken ones: manifest format version 5 (the last release's), a kernel
+/// missing, no manifest symbol, kernels that fail (see fake_artifact.c).
 static const char *const fakeOtherVersion = ENERGY_FAKE_OTHER_VERSION;
 static const char *const fakeMissingKernel = ENERGY_FAKE_MISSING_KERNEL;
 static const char *const fakeNotArtifact = ENERGY_FAKE_NOT_ARTIFACT;

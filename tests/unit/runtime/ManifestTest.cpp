@@ -25,7 +25,7 @@ using energy::TensorRole;
 static std::string
 manifestText(const std::map<std::string, std::string> &replace = {}) {
   std::string text = R"({
-  "format": "energy-artifact", "format_version": 5,
+  "format": "energy-artifact", "format_version": 6,
   "model": "attention", "dtype": "f32", "target": "host",
   "source_name": "a.energy", "source": "model attention { }",
   "dims": [{"name": "N", "default": null, "derived": null},
@@ -69,7 +69,7 @@ TEST_CASE("a manifest's fields are read") {
   Expected<Manifest> parsed = Manifest::parse(manifestText());
   REQUIRE_MESSAGE(parsed.ok(), parsed.message());
   const Manifest &manifest = *parsed;
-  CHECK(manifest.formatVersion == 5);
+  CHECK(manifest.formatVersion == 6);
   CHECK(manifest.model == "attention");
   CHECK(manifest.dtype == DType::F32);
   CHECK(manifest.targetDescription == "host");
@@ -174,8 +174,8 @@ TEST_CASE("a target with an unknown feature or of the wrong form is "
 
 TEST_CASE("the format and its version are checked first") {
   CHECK(parseError(manifestText(
-            {{R"("format_version": 5)", R"("format_version": 4)"}})) ==
-        "artifact format version 4, this runtime reads version 5 (compile "
+            {{R"("format_version": 6)", R"("format_version": 5)"}})) ==
+        "artifact format version 5, this runtime reads version 6 (compile "
         "the model again with this release's energyc)");
   CHECK(parseError(manifestText({{"energy-artifact", "onnx"}})) ==
         "format is \"onnx\", not \"energy-artifact\"");

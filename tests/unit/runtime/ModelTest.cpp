@@ -121,8 +121,8 @@ TEST_CASE("files that are not usable artifacts are refused, naming the "
             "energy_artifact_manifest");
   CHECK(Model::load(fakeOtherVersion).message() ==
         std::string(fakeOtherVersion) +
-            ": manifest: artifact format version 4, this runtime reads "
-            "version 5 (compile the model again with this release's "
+            ": manifest: artifact format version 5, this runtime reads "
+            "version 6 (compile the model again with this release's "
             "energyc)");
   CHECK(Model::load(fakeMissingKernel).message() ==
         std::string(fakeMissingKernel) +

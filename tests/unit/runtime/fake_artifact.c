@@ -33,7 +33,7 @@ typedef double real;
 #endif
 
 #ifndef FAKE_FORMAT_VERSION
-#define FAKE_FORMAT_VERSION 5
+#define FAKE_FORMAT_VERSION 6
 #endif
 
 #define STRINGIFY_(x) #x

@@ -130,8 +130,11 @@ std::optional<unsigned> findPairTerm(ArrayRef<PairTerm> terms,
 /// rows `rowValueTables[j][batch rows, c]`, the parent side rows
 /// `colValueTables[j][rows]`. A value may be such a row times a factor, or
 /// a factor alone (its table null: 1 at every position); a factor is a
-/// scalar of the value's region, affine in the `pairTerms` (its dot products
-/// of table rows) with coefficients computed outside the contraction.
+/// scalar of the value's region, a polynomial of degree at most 2 in the
+/// `pairTerms` (its dot products of table rows) with coefficients computed
+/// outside the contraction: affine, or with products of two terms (a
+/// learned scale's second derivatives weigh the score's own term by
+/// another), which `pairProducts` lists.
 struct BilinearContract {
   Value rowTable, colTable;
   /// A scalar computed outside the contraction, or null for 1.
@@ -148,6 +151,9 @@ struct BilinearContract {
   /// Each value's factor, or null for 1.
   SmallVector<Value> rowValueFactors, colValueFactors;
   SmallVector<PairTerm> pairTerms;
+  /// The products t_a · t_b (a <= b, positions in pairTerms) that some
+  /// factor may weigh, in the order the factors first reach them.
+  SmallVector<std::pair<unsigned, unsigned>> pairProducts;
   /// The term each dot product in the factors is.
   llvm::DenseMap<Operation *, unsigned> pairTermOfDot;
 };

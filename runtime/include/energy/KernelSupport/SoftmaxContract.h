@@ -57,7 +57,7 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 33 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 35 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
@@ -68,7 +68,7 @@ typedef struct energy_contract_constraint {
  *   23 pair_col_features  24 row_output_weights  25 col_output_weights
  *   26 kept_tiles  27 kept_tiles_mode  28 pair_bias  29 pair_bias_length
  *   30 pair_bias_row_coefficient  31 pair_bias_col_coefficient
- *   32 pair_bias_offset
+ *   32 pair_bias_offset  33 num_pair_products  34 pair_products
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
@@ -87,10 +87,14 @@ typedef struct energy_contract_constraint {
  *   w(r, c) = exp((s(r, c) − L[r]) / T) for admitted pairs, else 0.
  *   t_i(r, c) = <pair_row_features[i][r, :], pair_col_features[i][c, :]>
  *          for each pair term i < m (no scale, no temperature)
- *   f_j(r, c) = κ + Σ_i α_i · t_i(r, c), with (κ, α_0, .., α_{m−1}) the
- *          coefficients of output j: row output j's are row_output_weights[
- *          j·(1 + m) .. (j + 1)·(1 + m)), col output j's col_output_weights'
- *          likewise; a null array gives its side's outputs κ = 1, α = 0
+ *   t_{m+p}(r, c) = t_a(r, c) · t_b(r, c) for each pair product p < q,
+ *          with a = pair_products[2p] and b = pair_products[2p + 1] (both
+ *          in [0, m)): a factor of degree 2 in the pair terms
+ *   f_j(r, c) = κ + Σ_i α_i · t_i(r, c) over i < m + q, with
+ *          (κ, α_0, .., α_{m+q−1}) the coefficients of output j: row output
+ *          j's are row_output_weights[j·(1 + m + q) .. (j + 1)·(1 + m + q)),
+ *          col output j's col_output_weights' likewise; a null array gives
+ *          its side's outputs κ = 1, α = 0
  *   row_outputs[j][r, :] = Σ_c w(r, c) · f_j(r, c) · col_values[j][c, :]
  *          (Nr × width)
  *   col_outputs[j][c, :] = Σ_r w(r, c) · f_j(r, c) · row_values[j][r, :]
@@ -142,9 +146,9 @@ typedef struct energy_softmax_contract_args {
   const int64_t *pair_depths;       /* term i: >= 0 */
   const void *const *pair_row_features; /* term i: Nr × pair_depths[i] */
   const void *const *pair_col_features; /* term i: Nc × pair_depths[i] */
-  /* num_row_outputs × (1 + m), finite, or null */
+  /* num_row_outputs × (1 + m + q), finite, or null */
   const double *row_output_weights;
-  /* num_col_outputs × (1 + m), finite, or null */
+  /* num_col_outputs × (1 + m + q), finite, or null */
   const double *col_output_weights;
   void *kept_tiles;        /* batch × (1 + m) × Nr × Nc, or null */
   int64_t kept_tiles_mode; /* ENERGY_CONTRACT_TILES_NONE, _KEEP or _REUSE */
@@ -153,6 +157,8 @@ typedef struct energy_softmax_contract_args {
   int64_t pair_bias_row_coefficient; /* a */
   int64_t pair_bias_col_coefficient; /* b */
   int64_t pair_bias_offset;          /* o */
+  int64_t num_pair_products;         /* q >= 0 */
+  const int64_t *pair_products;      /* 2q pair term indices, each in [0, m) */
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -160,7 +166,7 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 33 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 35 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
@@ -177,7 +183,8 @@ ENERGY_CONTRACT_STATIC_ASSERT(
         offsetof(energy_softmax_contract_args, kept_tiles) == 26 * 8 &&
         offsetof(energy_softmax_contract_args, kept_tiles_mode) == 27 * 8 &&
         offsetof(energy_softmax_contract_args, pair_bias) == 28 * 8 &&
-        offsetof(energy_softmax_contract_args, pair_bias_offset) == 32 * 8,
+        offsetof(energy_softmax_contract_args, pair_bias_offset) == 32 * 8 &&
+        offsetof(energy_softmax_contract_args, pair_products) == 34 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
@@ -188,14 +195,15 @@ ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
  * counts or pair depths, sizes whose product overflows, a null pointer
  * that is needed, a temperature that is not finite and positive, a scale
  * or a coefficient that is not finite, an unknown constraint kind, a pair
- * bias of no elements or one that an admitted pair reads outside), having
+ * bias of no elements or one that an admitted pair reads outside, a pair
+ * product of a term that does not exist), having
  * written nothing, or ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs
  * unspecified. Never aborts.
  * A pointer is needed when what it points at is not empty: row_features when
  * Nr·D > 0, a value table or output when its rows × width > 0, pair
  * features when their rows × pair depth > 0; the arrays of tables, widths
- * and outputs when their count is > 0, and pair_depths, pair_row_features
- * and pair_col_features when m > 0. */
+ * and outputs when their count is > 0, pair_depths, pair_row_features
+ * and pair_col_features when m > 0, and pair_products when q > 0. */
 int32_t
 energy_support_softmax_contract_f32(const energy_softmax_contract_args *args);
 int32_t

@@ -16,7 +16,7 @@ extern "C" {
 
 /* The manifest format this runtime reads; an artifact carrying another
  * `format_version` is refused with a message naming both versions. */
-#define ENERGY_ARTIFACT_FORMAT_VERSION 5
+#define ENERGY_ARTIFACT_FORMAT_VERSION 6
 
 /* Every artifact exports this function: it returns the manifest, a
  * NUL-terminated JSON object (see docs/api.md, "Artifacts"). */

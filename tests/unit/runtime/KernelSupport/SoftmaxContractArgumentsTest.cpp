@@ -202,7 +202,40 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
   args.num_pair_terms = 0;
   args.col_output_weights = nanWeights + 1;
   expectRefused("NaN coefficient without pair terms", args);
+  // Products of pair terms: the coefficients grow by one per product.
+  int64_t products[] = {0, 1}, productOfNoTerm[] = {0, 2},
+          negativeProduct[] = {-1, 1};
+  double productRowWeights[] = {0.5, 1, -2, 0.25},
+         productColWeights[] = {1, 0, 0.7, NAN};
+  energy_softmax_contract_args multiplied = paired;
+  multiplied.num_pair_products = 1;
+  multiplied.pair_products = products;
+  multiplied.row_output_weights = productRowWeights;
+  multiplied.col_output_weights = nullptr;
+  args = multiplied;
+  args.pair_products = productOfNoTerm;
+  expectRefused("a product of a pair term that does not exist", args);
+  args = multiplied;
+  args.pair_products = negativeProduct;
+  expectRefused("a product of pair term -1", args);
+  args = multiplied;
+  args.pair_products = nullptr;
+  expectRefused("null pair products", args);
+  args = multiplied;
+  args.num_pair_products = -1;
+  expectRefused("negative pair product count", args);
+  args = multiplied;
+  args.num_pair_products = INT64_MAX;
+  expectRefused("pair product count overflowing the coefficients", args);
+  args = multiplied;
+  args.col_output_weights = productColWeights;
+  expectRefused("NaN product coefficient", args);
+  args = multiplied;
+  args.num_pair_terms = 0;
+  expectRefused("products without pair terms", args);
+  // (Calls that succeed write the outputs the refusals check.)
   CHECK(energy_support_softmax_contract_f32(&paired) == ENERGY_CONTRACT_OK);
+  CHECK(energy_support_softmax_contract_f32(&multiplied) == ENERGY_CONTRACT_OK);
   // Pair features are not needed when a term is empty, nor anything but
   // the counts when there are no pair terms.
   args = paired;

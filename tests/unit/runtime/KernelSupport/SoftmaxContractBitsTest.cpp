@@ -310,9 +310,11 @@ TEST_CASE("softmax contract: kept tiles give the bits of computed ones") {
   // sides, constraints that leave pairs the row side never computes, sizes
   // off every tile and block, a batch.
   uint64_t seed = 1300;
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
+    // Variant 3: products of the pair terms too.
     std::vector<Problem> problems =
-        pairProblems(3, 70, 131, 19, kMixedWeights, seed);
+        variant == 3 ? productProblems(3, 70, 131, 19, seed)
+                     : pairProblems(3, 70, 131, 19, kMixedWeights, seed);
     seed += 10;
     for (Problem &p : problems) {
       if (variant == 0) {

@@ -139,6 +139,36 @@ TEST_CASE("softmax contract: pair terms weight the outputs") {
   checkBatchEverywhere(problems, "pair terms, large scores");
 }
 
+TEST_CASE("softmax contract: products of pair terms weight the outputs") {
+  // Factors of degree 2 in the pair terms (a learned scale's second
+  // derivatives): batches, sizes off every tile, constraints, a pair bias,
+  // a temperature.
+  uint64_t seed = 600;
+  struct Case {
+    const char *name;
+    std::vector<energy_contract_constraint> constraints;
+    bool bias;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"pair products", {}, false},
+           {"pair products, c <= r", {atLeast(1, -1, 0)}, false},
+           {"pair products, r - 3 <= c <= r + 40, c != r",
+            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)},
+            false},
+           {"pair products and a relative bias", {atLeast(1, -1, 0)}, true}})
+    for (int64_t rows : {7, 70}) {
+      std::vector<Problem> problems = productProblems(3, rows, 131, 19, seed);
+      seed += 10;
+      for (Problem &p : problems) {
+        p.constraints = c.constraints;
+        p.temperature = 0.8;
+        if (c.bias)
+          addRelativeBias(p, seed++);
+      }
+      checkBatchEverywhere(problems, c.name);
+    }
+}
+
 TEST_CASE("softmax contract: a pair bias per offset or per pair") {
   uint64_t seed = 700;
   struct Case {

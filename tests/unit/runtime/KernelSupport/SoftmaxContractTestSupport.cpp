@@ -188,20 +188,28 @@ Result reference(const Problem &p, const PairScores &pairScores,
           tangentSizes[i][r * cols + c] += std::fabs(term);
         }
   }
-  // Output j's factor κ + Σ_i α_i·t_i at a pair, and its size
-  // |κ| + Σ_i |α_i|·Σ_d |a_d b_d| in `size`.
+  // Output j's factor κ + Σ_i α_i·t_i + Σ_p α_p·t_a·t_b at a pair, and its
+  // size |κ| + Σ_i |α_i|·Σ_d |a_d b_d| + Σ_p |α_p|·(size of t_a)·(of t_b)
+  // in `size`.
+  const size_t products = p.pairProducts.size() / 2;
   auto factor = [&](const std::vector<double> &coefficients, size_t j,
                     int64_t pair, double &size) {
     if (coefficients.empty()) {
       size = 1;
       return 1.0;
     }
-    const double *k = &coefficients[j * (1 + terms)];
+    const double *k = &coefficients[j * (1 + terms + products)];
     double f = k[0];
     size = std::fabs(k[0]);
     for (size_t i = 0; i < terms; ++i) {
       f += k[1 + i] * tangents[i][pair];
       size += std::fabs(k[1 + i]) * tangentSizes[i][pair];
+    }
+    for (size_t q = 0; q < products; ++q) {
+      const int64_t a = p.pairProducts[2 * q], b = p.pairProducts[2 * q + 1];
+      f += k[1 + terms + q] * tangents[a][pair] * tangents[b][pair];
+      size += std::fabs(k[1 + terms + q]) * tangentSizes[a][pair] *
+              tangentSizes[b][pair];
     }
     return f;
   };
@@ -346,6 +354,8 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
   args.pair_depths = p.pairDepths.data();
   args.pair_row_features = pairRowPointers.data();
   args.pair_col_features = pairColPointers.data();
+  args.num_pair_products = static_cast<int64_t>(p.pairProducts.size() / 2);
+  args.pair_products = p.pairProducts.data();
   args.row_output_weights =
       p.rowWeights.empty() ? nullptr : p.rowWeights.data();
   args.col_output_weights =
@@ -422,9 +432,12 @@ double gamma(double n, double u) { return n * u / (1 - n * u); }
 ///    division by the sum of weights another γ(N+2);
 ///  - with pair terms, a factor f = κ + Σ_i α_i·t_i (m terms, of depth at
 ///    most P) has |δf| <= (γ(P+1) + γ(m+2) + 2u)·F, F = |κ| + Σ_i |α_i|·
-///    Σ_d |a_d b_d| (the dot products, their sum, the rounded coefficients).
+///    Σ_d |a_d b_d| (the dot products, their sum, the rounded coefficients);
+///    q products t_a·t_b more make it (2γ(P+1) + γ(m+q+2) + 3u)·F, F
+///    counting |α_p|·Σ_d |a_d b_d|·Σ_d |a'_d b'_d| for each.
 /// So |output - reference| <= M·(4·γ(D+4)·S/T + 3·γ(N+4) + 4u·(S + |L|)/T
-/// + 8u [+ γ(P+4) + γ(m+4) with pair terms]), M = Σ w·F·|v| of that element
+/// + 8u [+ γ(P+4) + γ(m+4) with pair terms, 2γ(P+4) + γ(m+q+4) with
+/// products]), M = Σ w·F·|v| of that element
 /// (F = 1 without pair terms); and |δL| <= 2γ(D+4)·S + 2T·γ(N+4) + 4u·|L|.
 /// Weights below μ, the smallest normal number of T, lose their relative
 /// precision or become 0: each term may be off by μ·F·|v| more, so the
@@ -444,8 +457,10 @@ void compare(const Problem &p, const Result &expected, const Result &actual,
     int64_t deepest = 0;
     for (int64_t depth : p.pairDepths)
       deepest = std::max(deepest, depth);
-    pairs = gamma(deepest + 4, u) +
-            gamma(static_cast<double>(p.pairDepths.size()) + 4, u);
+    // A product of two terms adds both terms' errors.
+    const double products = static_cast<double>(p.pairProducts.size() / 2);
+    pairs = (products > 0 ? 2 : 1) * gamma(deepest + 4, u) +
+            gamma(static_cast<double>(p.pairDepths.size()) + products + 4, u);
   }
   auto relative = [&](int64_t n) {
     return 4 * gamma(p.depth + 4, u) * s / t + 3 * gamma(n + 4, u) +
@@ -574,6 +589,25 @@ std::vector<Problem> pairProblems(int64_t batch, int64_t rows, int64_t cols,
     p.rowWeights = kMixedWeights;
     p.colWeights = colWeights;
     problems.push_back(p);
+  }
+  return problems;
+}
+
+std::vector<Problem> productProblems(int64_t batch, int64_t rows, int64_t cols,
+                                     int64_t depth, uint64_t seed) {
+  // (κ, α_0, α_1, α_{t0·t1}, α_{t1·t1}) of three outputs a side.
+  const std::vector<double> rowWeights = {1,   0,    0,   0,    0, //
+                                          0.7, -1.3, 0.5, 0.25, 0, //
+                                          0,   0,    2,   0,    -0.5};
+  const std::vector<double> colWeights = {0.5, 0, 0, 1.5,   0, //
+                                          0,   0, 1, 0,     0, //
+                                          0,   0, 0, -0.75, 0.3};
+  std::vector<Problem> problems =
+      pairProblems(batch, rows, cols, depth, kMixedWeights, seed);
+  for (Problem &p : problems) {
+    p.pairProducts = {0, 1, 1, 1};
+    p.rowWeights = rowWeights;
+    p.colWeights = colWeights;
   }
   return problems;
 }

@@ -43,8 +43,10 @@ struct Problem {
   bool wantLse = true;
   std::vector<int64_t> pairDepths;
   std::vector<std::vector<double>> pairRowFeatures, pairColFeatures;
-  /// The coefficients of the row and col outputs, 1 + pairDepths.size()
-  /// each, or empty (null: κ = 1, α = 0).
+  /// Products of two pair terms: their indices, two per product.
+  std::vector<int64_t> pairProducts;
+  /// The coefficients of the row and col outputs, 1 + pairDepths.size() +
+  /// pairProducts.size() / 2 each, or empty (null: κ = 1, α = 0).
   std::vector<double> rowWeights, colWeights;
   /// The pair bias (SoftmaxContract.h): added to the score of (r, c) at
   /// index a·r + b·c + o; empty for none.
@@ -139,6 +141,13 @@ std::vector<Problem> pairProblems(int64_t batch, int64_t rows, int64_t cols,
                                   int64_t depth,
                                   const std::vector<double> &colWeights,
                                   uint64_t seed);
+
+/// pairProblems whose outputs are also weighted by products of their two
+/// pair terms, t_0·t_1 and t_1·t_1: one output a side plain, one with both
+/// terms and a product, and on the column side one whose factor reads
+/// term 0 only through a product.
+std::vector<Problem> productProblems(int64_t batch, int64_t rows, int64_t cols,
+                                     int64_t depth, uint64_t seed);
 
 } // namespace energy::testing::softmax
 
