@@ -1,17 +1,18 @@
 """Random energy models over the whole language, for differential testing.
 
 A ModelGenerator draws, from a seed, a model that the front end accepts:
-dims (some derived), inputs, params and states of rank 0 to 3 (multi-head
-params, batch axes), consts, lets with indices (read whole, by row or per
-element), fns, energy terms (attention-like lse terms with projections,
-normalisations, heads, batches, every predicate form and its equivalent
-respellings, temperatures; Hopfield, mixture, dense and quadratic terms;
-and random expressions), outputs, losses that read them, and dynamics of
-every kind (gd, momentum, nesterov, newton, precond, ode euler/heun,
-explicit rules, stationary for the centres of mixture terms (without
-losses), order sequential). Every expression is a tree of Node
-objects whose shape is known, so that a reducer can replace a node by a
-simpler one of the same shape and still have a valid model.
+dims (some derived), inputs, params and states of rank 0 to 3
+(multi-head params, batch axes), consts, lets with indices (read whole,
+by row or per element), fns, energy terms (attention-like lse terms with
+projections, normalisations, heads, batches, every predicate form and
+its equivalent respellings, temperatures, learned scales; Hopfield,
+mixture, dense and quadratic terms; and random expressions), outputs,
+losses that read them, and dynamics of every kind (gd, momentum,
+nesterov, newton, precond, ode euler/heun, explicit rules, stationary
+for the centres of mixture terms (without losses), order sequential).
+Every expression is a tree of Node objects whose shape is known, so that
+a reducer can replace a node by a simpler one of the same shape and
+still have a valid model.
 
 Values stay moderate: exp only of bounded arguments, log and sqrt of
 arguments bounded away from zero, divisions by 1 + x^2, small step sizes.
@@ -602,6 +603,7 @@ class ModelGenerator:
         elif extra < 0.5:
             bias = self.expr((), pscope, 1)
             score = Node('({0} + 0.3 * {1})', (), [score, bias])
+        score = self.learned_scale(score)
         where = ''
         last_inner = inner[-1] if inner else None
         same_dim = [n for n, d in outer if last_inner and d == last_inner[1]]
@@ -616,6 +618,20 @@ class ModelGenerator:
         body = Node('-%s(%s) {0}' % (agg, ', '.join('%s: %s' % d for d in outer)), (), [lse],
                     binds=[n for n, _ in outer])
         return Node('({0})', (), [body])
+
+    def learned_scale(self, score):
+        """`score` times a learned scalar now and then (an inverse
+        temperature, cosine attention's g): its training contractions weigh
+        sums by products of two pair terms."""
+        if self.rv.random() >= 0.25:
+            return score
+        scales = [t for t in self.m.tensors if t.role == 'param' and t.shape == ()]
+        if scales and self.rv.random() < 0.5:
+            name = self.rv.choice(scales).name
+        else:
+            name = self.fresh('g')
+            self.m.tensors.append(Tensor(name, 'param', ()))
+        return Node('%s * {0}' % name, (), [score])
 
     def multihead_term(self):
         r = self.r
@@ -652,7 +668,7 @@ class ModelGenerator:
             k = Node('%s[%s] @ {0}' % (wk.name, h), ('Dh',), [xp], uses=[h])
             heads = ['%s: H' % h]
             head_binds = [h]
-        score = Node('dot({0}, {1}) / sqrt(Dh)', (), [q, k])
+        score = self.learned_scale(Node('dot({0}, {1}) / sqrt(Dh)', (), [q, k]))
         where = ' where ' + self.predicate(p, c) if r.random() < 0.5 else ''
         biases = [t for t in self.m.tensors if t.shape == ('H', 'Rel')]
         if (biases and head_binds == [h] and n == self.relative_positions

@@ -64,6 +64,7 @@ enum ContractSlot : unsigned {
   kPairBiasOffset,
   kNumPairProducts,
   kPairProducts,
+  kNumPairSums,
   kSlotCount
 };
 static_assert(kSlotCount * 8 == sizeof(energy_softmax_contract_args),
@@ -429,6 +430,8 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
                           kPairBiasColCoefficient, kPairBiasOffset})
       storeSlot(slot, index(0));
   }
+  // The last column outputs sum at the pair bias's index.
+  storeSlot(kNumPairSums, index(contract.getNumPairSums()));
   func::CallOp call = callSupport(
       bilinearKernelOf(*contract.getEngine(), singlePrecision()), {args});
   reportContractStatus(call.getResult(0));

@@ -26,6 +26,10 @@ constexpr int64_t kPanelSize = 128;
 
 LogicalResult
 ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
+  if (contract.getNumPairSums())
+    return contract.emitOpError("sums column values at its pair bias's "
+                                "index, which generated loops do not do "
+                                "(the \"cpu\" engine does)");
   auto typeOf = [](Value value) { return cast<ArrayType>(value.getType()); };
   Value negativeInfinity = real(-std::numeric_limits<double>::infinity());
   SmallVector<Value> rowExtents = extentsOf(contract.getRows());

@@ -89,6 +89,31 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
   }
   unsigned firstRow = contract.getLse() ? 1 : 0;
   unsigned firstColumn = firstRow + contract.getRowOutputs().size();
+  // Pair sums (the last column values) at the pair bias's index
+  // a·r + b·c + o of the last row index and the column.
+  const unsigned pairSums = contract.getNumPairSums();
+  const unsigned firstPairSum = contract.getColValues().size() - pairSums;
+  int64_t pairIndex[3] = {0, 0, 0};
+  if (pairSums) {
+    std::string reason;
+    FailureOr<BilinearContract> form = contract.matchBilinear(reason);
+    if (failed(form) || !form->pairBias)
+      return contract.emitOpError("sums column values at a pair bias's "
+                                  "index, but ")
+             << (failed(form) ? reason : "has no pair bias");
+    const DimLinear *linears[3] = {&form->pairBiasRowCoefficient,
+                                   &form->pairBiasColCoefficient,
+                                   &form->pairBiasOffset};
+    for (int k = 0; k < 3; ++k) {
+      pairIndex[k] = linears[k]->constant;
+      for (auto [size, factor] : linears[k]->sizeTerms) {
+        FailureOr<int64_t> value = evaluateDimExpr(size, contract);
+        if (failed(value))
+          return failure();
+        pairIndex[k] += factor * *value;
+      }
+    }
+  }
   Value admitted = contract.hasPredicate()
                        ? yieldedValues(contract.getPredicate()).front()
                        : Value();
@@ -162,6 +187,21 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
             if (failed(term))
               return failure();
             ArrayValue &out = results[firstColumn + j];
+            if (j >= firstPairSum) {
+              int64_t index = pairIndex[0] * row.back() +
+                              pairIndex[1] * column + pairIndex[2];
+              std::vector<int64_t> where(row.begin(), row.end() - 1);
+              where.push_back(index);
+              if (index < 0 || index >= out.shape.back())
+                return LogicalResult(contract.emitOpError()
+                                     << "sums a pair at index " << index
+                                     << " of its pair bias, outside [0, "
+                                     << out.shape.back() << ")");
+              ArrayValue slot = out.slice(where);
+              slot.data.front() += weight * term->data.front();
+              out.setSlice(where, slot);
+              continue;
+            }
             ArrayValue slot = out.slice(at);
             for (size_t i = 0; i < slot.data.size(); ++i)
               slot.data[i] += weight * term->data[term->isScalar() ? 0 : i];

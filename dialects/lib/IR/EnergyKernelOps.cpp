@@ -357,8 +357,23 @@ SmallVector<Type> SoftmaxContractOp::inferResultTypes() {
     types.push_back(ArrayType::get(getContext(), rows));
   for (Value value : getRowValues())
     types.push_back(withLeadingAxes(rows, cast<ArrayType>(value.getType())));
-  for (Value value : getColValues())
+  ValueRange colValues = getColValues();
+  const unsigned pairSums =
+      std::min<unsigned>(getNumPairSums(), colValues.size());
+  for (Value value : colValues.drop_back(pairSums))
     types.push_back(withLeadingAxes(columns, cast<ArrayType>(value.getType())));
+  if (pairSums == 0)
+    return types;
+  // Pair sums: over the batch rows and the pair bias's last axis.
+  SmallVector<StringAttr> pairs = batch;
+  std::string reason;
+  FailureOr<BilinearContract> form = matchBilinear(reason);
+  pairs.push_back(
+      succeeded(form) && form->pairBias
+          ? cast<ArrayType>(form->pairBias.getType()).getShape().back()
+          : StringAttr::get(getContext(), "?"));
+  for (Value value : colValues.take_back(pairSums))
+    types.push_back(withLeadingAxes(pairs, cast<ArrayType>(value.getType())));
   return types;
 }
 
@@ -415,6 +430,25 @@ LogicalResult SoftmaxContractOp::verifyRegions() {
     std::string reason;
     if (failed(matchQuadratic(reason)))
       return emitOpError() << "is marked quadratic but " << reason;
+  }
+  if (unsigned pairSums = getNumPairSums()) {
+    std::string reason;
+    FailureOr<BilinearContract> form = matchBilinear(reason);
+    if (pairSums > getColValues().size() ||
+        getForm() != ContractForm::bilinear || failed(form) || !form->pairBias)
+      return emitOpError() << "sums " << pairSums
+                           << " column values at its pair bias's index, but "
+                              "is not bilinear with a pair bias and as many "
+                              "column values";
+    for (Value value : getColValues().take_back(pairSums))
+      if (!cast<ArrayType>(value.getType()).isScalar())
+        return emitOpError("sums a column value that is not a scalar at its "
+                           "pair bias's index");
+    if (getEngine() && *getEngine() != kCpuEngine)
+      return emitOpError() << "sums column values at its pair bias's index, "
+                              "which only the \"cpu\" engine does, but has "
+                              "engine \""
+                           << *getEngine() << '"';
   }
   if (getReusesScores()) {
     std::string reason;

@@ -101,6 +101,21 @@ bool validPairBias(const energy_softmax_contract_args &a) {
          (a.pair_bias_length > 0 && productFits(a.batch, a.pair_bias_length));
 }
 
+/// Pair sums: the last `num_pair_sums` col outputs, of width 1, each of
+/// `batch` problems of the pair bias's length (which must be given).
+bool validPairSums(const energy_softmax_contract_args &a) {
+  if (a.num_pair_sums == 0)
+    return true;
+  if (a.num_pair_sums < 0 || a.num_pair_sums > a.num_col_outputs ||
+      !a.pair_bias)
+    return false;
+  for (int64_t j = a.num_col_outputs - a.num_pair_sums; j < a.num_col_outputs;
+       ++j)
+    if (a.col_output_widths[j] != 1 || !a.col_outputs[j])
+      return false;
+  return true;
+}
+
 bool validArguments(const energy_softmax_contract_args *args) {
   if (!args)
     return false;
@@ -133,6 +148,7 @@ bool validArguments(const energy_softmax_contract_args *args) {
                    a.row_outputs, cols, rows) &&
          validSide(a.num_col_outputs, a.row_values, a.col_output_widths,
                    a.col_outputs, rows, cols) &&
+         validPairSums(a) &&
          // The coefficients first: a count of pair terms whose rows of
          // coefficients overflow is refused before any depth is read.
          a.num_pair_terms >= 0 &&

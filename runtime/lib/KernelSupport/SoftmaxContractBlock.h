@@ -443,7 +443,42 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         sumGroup(scores, group, size);
       size = 0;
     }
+    // Pair sums: each admitted pair's weighted value at the pair bias's
+    // index, into the block's partials.
+    const int64_t firstPairSum = pass.numOutputs - pass.numPairSums;
+    auto scatterPairSum = [&](int64_t k, const T *weights) {
+      const PassBias<T> &bias = pass.pairBias;
+      T *partial = pass.pairPartials +
+                   ((k - firstPairSum) * pass.problems * pass.blocks +
+                    problem * pass.blocks + block) *
+                       bias.length +
+                   bias.offset;
+      const T *values = pass.values[k] + innerAt;
+      const T multiple = pairs.scaled ? pairs.scaled[k] : T(1);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T *w = weights + r * panel - from; // indexed by inner index
+        T *at = partial + bias.outer * (first + r);
+        const int64_t begin = maxOf(from, space.begin[r]);
+        const int64_t end = minOf(from + count, space.end[r]);
+        for (int64_t j = begin; j < end; ++j)
+          at[bias.inner * j] += multiple * (w[j] * values[j]);
+      }
+    };
     for (int64_t k = 0; k < pass.numOutputs;) {
+      if (k >= firstPairSum) {
+        const T *weights = scores;
+        if (!plainOutput(k)) {
+          if (!pairs.shared[k])
+            pairWeighted<V>(tileRows, space.scores, space.pairTiles,
+                            pairs.kappa[k], pairs.numAlphas[k],
+                            pairs.alphas + k * pairs.numTiles(),
+                            pairs.alphaTerms + k * pairs.numTiles(),
+                            from - start, width, space.pairWeights);
+          weights = space.pairWeights + (from - start);
+        }
+        scatterPairSum(k++, weights);
+        continue;
+      }
       if (pass.widths[k] == 0 || (plainOutput(k) && vectorsOf(k) > 0)) {
         ++k;
         continue;
@@ -483,7 +518,7 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
       if (lseOut)
         lseOut[first + r] = lse;
     }
-    for (int64_t k = 0; k < pass.numOutputs; ++k) {
+    for (int64_t k = 0; k < pass.numOutputs - pass.numPairSums; ++k) {
       const int64_t width = pass.widths[k];
       T *out = pass.outputs[k] + (outerAt + first + r) * width;
       const T *acc = space.accumulators[k] + r * space.accumulatorStride[k];

@@ -346,15 +346,44 @@ bool packPass(Pass<typename V::Scalar> &pass,
 }
 
 /// Runs a pass over all the blocks of all its problems, in one loop on the
-/// thread pool; false when some task ran out of memory.
+/// thread pool, then adds up the blocks' partial pair sums; false when some
+/// task ran out of memory.
 template <class V> bool runPass(Pass<typename V::Scalar> &pass) {
+  using T = typename V::Scalar;
   pass.failed = 0;
   pass.blockRows = blockHeight<V>(pass.outerCount);
   pass.blocks = roundUp(pass.outerCount, pass.blockRows) / pass.blockRows;
   // At most problems · outerCount, which fits.
   const int64_t tasks = pass.problems * pass.blocks;
+  Buffer partialBuffer;
+  const int64_t length = pass.pairBias.length;
+  if (pass.numPairSums > 0) {
+    int64_t partials;
+    if (__builtin_mul_overflow(tasks, length, &partials) ||
+        __builtin_mul_overflow(partials, pass.numPairSums, &partials))
+      return false;
+    pass.pairPartials = partialBuffer.allocate<T>(partials);
+    if (!pass.pairPartials)
+      return false;
+    memset(pass.pairPartials, 0, sizeof(T) * partials);
+  }
   energy_support_parallel_for(runBlocks<V>, &pass, tasks);
-  return !__atomic_load_n(&pass.failed, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&pass.failed, __ATOMIC_RELAXED))
+    return false;
+  for (int64_t s = 0; s < pass.numPairSums; ++s) {
+    T *out = pass.outputs[pass.numOutputs - pass.numPairSums + s];
+    for (int64_t problem = 0; problem < pass.problems; ++problem) {
+      const T *partial =
+          pass.pairPartials + (s * tasks + problem * pass.blocks) * length;
+      T *sums = out + problem * length;
+      for (int64_t u = 0; u < length; ++u)
+        sums[u] = 0;
+      for (int64_t block = 0; block < pass.blocks; ++block)
+        for (int64_t u = 0; u < length; ++u)
+          sums[u] += partial[block * length + u];
+    }
+  }
+  return true;
 }
 
 /// One side's pass from its Pass: the pair terms' weights (`outer` the
@@ -611,6 +640,7 @@ int32_t softmaxContract(const energy_softmax_contract_args &args) {
                    0};
       pass.problems = batch;
       pass.pairBias = passBias<T>(args, /*rowSide=*/false);
+      pass.numPairSums = args.num_pair_sums;
       pass.kept = kept;
       return preparePackRun<W>(pass, args.col_output_weights, args,
                                args.pair_col_features, args.pair_row_features,

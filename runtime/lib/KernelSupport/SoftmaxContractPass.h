@@ -112,6 +112,13 @@ template <class T> struct Pass {
   int64_t problems = 1;  ///< B >= 1
   int64_t blockRows = 0; ///< the height of a block (blockHeight)
   int64_t blocks = 0;    ///< blocks per problem
+  /// The last numPairSums outputs (width 1) are pair sums: each block adds
+  /// its pairs' weighted values at the pair bias's indices into its own
+  /// partials (numPairSums × problems × blocks × pairBias.length, zeroed),
+  /// which runPass adds up in block order into the outputs (pairBias.length
+  /// elements a problem).
+  int64_t numPairSums = 0;
+  T *pairPartials = nullptr;
 };
 
 } // namespace contract

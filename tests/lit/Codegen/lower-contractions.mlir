@@ -3,7 +3,7 @@
 
 // The patterns of Contractions.cpp and GeneratedContractions.cpp: a table is
 // a comprehension into scratch; a softmax contraction goes to its engine:
-// "cpu" fills energy_softmax_contract_args (35 slots) and calls the support
+// "cpu" fills energy_softmax_contract_args (36 slots) and calls the support
 // library's kernel in the kernel's precision, its code mapped onto the
 // kernel's status; "loops" is generated code (panels of 128 columns, an
 // online softmax, the support library's vector exp) with no kernel call; a
@@ -30,7 +30,7 @@
 // CHECK:         %[[MB:[0-9]+]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[MP:[0-9]+]] = llvm.load %[[MB]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[LSE:[0-9]+]] = call @energy_support_scratch_alloc(
-// CHECK:         %[[SLOTS:[a-z0-9_]+]] = arith.constant 35 : index
+// CHECK:         %[[SLOTS:[a-z0-9_]+]] = arith.constant 36 : index
 // CHECK-NEXT:    %[[N:[0-9]+]] = arith.index_cast %[[SLOTS]] : index to i64
 // CHECK:         %[[ARGS:[0-9]+]] = call @energy_support_scratch_alloc(
 // CHECK:         %[[BETA:[0-9]+]] = arith.truncf %{{[0-9]+}} : f64 to f32

@@ -98,6 +98,14 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     that one's scores and pair terms, when they are few, and read them here
     instead of computing them again.
 
+    `pair_sums = k` (on a bilinear contraction with a pair bias
+    `P[batch rows, a·r + b·c + o]`): the last k column values are scalars
+    g_j summed at the pair bias's index rather than per column, the result
+    `[batch rows, L]` (L the last axis of P) holding at u the sum of
+    w(r, c) g_j(r, c) over the admitted pairs with a·r + b·c + o = u (0
+    where none lands): the gradient of a bias per relative offset, summed
+    where the scores read it. Only the `"cpu"` engine computes them.
+
     `engine` (set by energy-plan-engines for the artifact's target; code
     generation only reads it) names what computes the contraction:
     `"loops"`, loops generated for it (any form); `"cpu"`, the support
@@ -134,7 +142,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
                        Optional<Energy_Scalar>:$temperature,
                        Optional<Energy_AnyArray>:$given_lse,
                        UnitAttr:$reuses_scores,
-                       OptionalAttr<StrAttr>:$engine);
+                       OptionalAttr<StrAttr>:$engine,
+                       OptionalAttr<I64Attr>:$pair_sums);
   let results = (outs Variadic<Energy_AnyArray>:$results);
   let regions = (region AnyRegion:$predicate, SizedRegion<1>:$score,
                         SizedRegion<1>:$row_sums, SizedRegion<1>:$col_sums);
@@ -150,7 +159,10 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     ::mlir::ValueRange getRowValues();
     ::mlir::ValueRange getColValues();
     ::mlir::ResultRange getRowOutputs();
+    /// Every column output, the pair sums (the last ones) included.
     ::mlir::ResultRange getColOutputs();
+    /// The number of column values summed at the pair bias's index.
+    unsigned getNumPairSums() { return getPairSums().value_or(0); }
     /// The value the score region yields.
     ::mlir::Value getScoreValue();
     /// The predicate as linear constraints on (last row index, column), or

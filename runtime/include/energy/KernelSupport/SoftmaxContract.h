@@ -57,7 +57,7 @@ typedef struct energy_contract_constraint {
   int64_t kind; /* ENERGY_CONSTRAINT_GE or ENERGY_CONSTRAINT_NE */
 } energy_contract_constraint;
 
-/* The arguments, 35 slots of 8 bytes each (int64_t, double or a pointer), in
+/* The arguments, 36 slots of 8 bytes each (int64_t, double or a pointer), in
  * this order, so that a code generator can fill them as an array of 8-byte
  * slots:
  *   0 rows  1 cols  2 depth  3 row_features  4 col_features  5 scale
@@ -69,6 +69,7 @@ typedef struct energy_contract_constraint {
  *   26 kept_tiles  27 kept_tiles_mode  28 pair_bias  29 pair_bias_length
  *   30 pair_bias_row_coefficient  31 pair_bias_col_coefficient
  *   32 pair_bias_offset  33 num_pair_products  34 pair_products
+ *   35 num_pair_sums
  * Arrays of the element type (float for _f32, double for _f64) are
  * row-major and contiguous; "void" pointers point at that type.
  *
@@ -98,16 +99,21 @@ typedef struct energy_contract_constraint {
  *   row_outputs[j][r, :] = Σ_c w(r, c) · f_j(r, c) · col_values[j][c, :]
  *          (Nr × width)
  *   col_outputs[j][c, :] = Σ_r w(r, c) · f_j(r, c) · row_values[j][r, :]
- *          (Nc × width)
+ *          (Nc × width), but for the last num_pair_sums col outputs (pair
+ *          sums, of width 1, which need a pair bias):
+ *   col_outputs[j][u] = Σ_{admitted (r, c): a·r + b·c + o = u} w(r, c) ·
+ *          f_j(r, c) · row_values[j][r] (pair_bias_length elements, 0 where
+ *          no admitted pair lands): the sums at the pair bias's indices (its
+ *          gradient, the score's derivative being 1 there)
  *   lse[r] = L[r] (a copy of given_lse when that is set).
  * With batch = B >= 1, every array of elements holds B such problems back to
  * back (a row-side array B · Nr rows, a column-side one B · Nc rows, pair
- * features and the pair bias (pair_bias_length elements a problem)
- * included): problem b reads and writes slice b of each, with the same sizes,
- * widths, depths, scale, temperature, constraints and coefficients (a batch of
- * attention heads). Every output is overwritten, not accumulated into. Outputs
- * must not overlap inputs or each other. The results are the same, bit for bit,
- * whatever the number of threads of the pool.
+ * features, the pair bias and pair sums (pair_bias_length elements a
+ * problem) included): problem b reads and writes slice b of each, with the same
+ * sizes, widths, depths, scale, temperature, constraints and coefficients (a
+ * batch of attention heads). Every output is overwritten, not accumulated into.
+ * Outputs must not overlap inputs or each other. The results are the same, bit
+ * for bit, whatever the number of threads of the pool.
  *
  * Kept tiles: two calls over the same pairs (the same sizes, features,
  * scale, temperature, constraints and pair terms) can share the scores and
@@ -159,6 +165,7 @@ typedef struct energy_softmax_contract_args {
   int64_t pair_bias_offset;          /* o */
   int64_t num_pair_products;         /* q >= 0 */
   const int64_t *pair_products;      /* 2q pair term indices, each in [0, m) */
+  int64_t num_pair_sums; /* the last col outputs that are pair sums, >= 0 */
 } energy_softmax_contract_args;
 
 #ifdef __cplusplus
@@ -166,7 +173,7 @@ typedef struct energy_softmax_contract_args {
 #else
 #define ENERGY_CONTRACT_STATIC_ASSERT _Static_assert
 #endif
-ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 35 * 8,
+ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_softmax_contract_args) == 36 * 8,
                               "every field is one 8-byte slot");
 ENERGY_CONTRACT_STATIC_ASSERT(
     offsetof(energy_softmax_contract_args, scale) == 5 * 8 &&
@@ -184,7 +191,8 @@ ENERGY_CONTRACT_STATIC_ASSERT(
         offsetof(energy_softmax_contract_args, kept_tiles_mode) == 27 * 8 &&
         offsetof(energy_softmax_contract_args, pair_bias) == 28 * 8 &&
         offsetof(energy_softmax_contract_args, pair_bias_offset) == 32 * 8 &&
-        offsetof(energy_softmax_contract_args, pair_products) == 34 * 8,
+        offsetof(energy_softmax_contract_args, pair_products) == 34 * 8 &&
+        offsetof(energy_softmax_contract_args, num_pair_sums) == 35 * 8,
     "the slots are in the documented order");
 ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
                               "every field is one 8-byte slot");
@@ -196,7 +204,8 @@ ENERGY_CONTRACT_STATIC_ASSERT(sizeof(energy_contract_constraint) == 4 * 8,
  * that is needed, a temperature that is not finite and positive, a scale
  * or a coefficient that is not finite, an unknown constraint kind, a pair
  * bias of no elements or one that an admitted pair reads outside, a pair
- * product of a term that does not exist), having
+ * product of a term that does not exist, pair sums without a pair bias or
+ * wider than 1), having
  * written nothing, or ENERGY_CONTRACT_OUT_OF_MEMORY, with the outputs
  * unspecified. Never aborts.
  * A pointer is needed when what it points at is not empty: row_features when

@@ -118,6 +118,24 @@ TEST_CASE("softmax contract: invalid arguments are refused") {
            [](auto &a) { setRelativeBias(a, 0, 8); }},
           {"a pair bias of no elements",
            [](auto &a) { setRelativeBias(a, 10, 0); }},
+          {"pair sums without a pair bias",
+           [](auto &a) { a.num_pair_sums = 1; }},
+          {"more pair sums than col outputs",
+           [](auto &a) {
+             setRelativeBias(a, 10, 19);
+             a.num_pair_sums = 2;
+           }},
+          {"negative pair sum count",
+           [](auto &a) {
+             setRelativeBias(a, 10, 19);
+             a.num_pair_sums = -1;
+           }},
+          // The col output of the valid arguments is 2 wide.
+          {"a pair sum wider than 1",
+           [](auto &a) {
+             setRelativeBias(a, 10, 19);
+             a.num_pair_sums = 1;
+           }},
       };
   auto expectRefused = [&](const char *what,
                            const energy_softmax_contract_args &args) {

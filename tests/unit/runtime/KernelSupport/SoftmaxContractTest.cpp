@@ -232,6 +232,66 @@ TEST_CASE("softmax contract: a pair bias per offset or per pair") {
   checkEverywhere(perPair, "bias per pair");
 }
 
+TEST_CASE("softmax contract: pair sums at the pair bias's indices") {
+  // The last column outputs sum each admitted pair's weighted value at
+  // the index where the score reads its bias (the bias's gradient): over
+  // batches, sizes off every tile and block, constraints, temperatures,
+  // plain and weighted by pair terms, a causal table of offsets.
+  uint64_t seed = 800;
+  struct Case {
+    const char *name;
+    std::vector<energy_contract_constraint> constraints;
+  };
+  struct Size {
+    int64_t rows, cols, depth;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"pair sums", {}},
+           {"pair sums, c <= r", {atLeast(1, -1, 0)}},
+           {"pair sums, r - 3 <= c <= r + 40, c != r",
+            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}})
+    for (Size size :
+         std::vector<Size>{{7, 7, 5}, {70, 131, 19}, {131, 70, 16}}) {
+      std::vector<Problem> problems;
+      for (int b = 0; b < 3; ++b) {
+        problems.push_back(makeProblem(size.rows, size.cols, size.depth, {3},
+                                       {4, 1, 1}, seed++));
+        addRelativeBias(problems.back(), seed++);
+        problems.back().numPairSums = 2;
+        problems.back().constraints = c.constraints;
+        problems.back().temperature = 0.7;
+      }
+      checkBatchEverywhere(problems, c.name);
+      // Weighted by pair terms: (κ, α_0, α_1) of each col output.
+      for (Problem &p : problems) {
+        addPairTerms(p, {5, 13}, seed++);
+        p.colWeights = {1, 0, 0, 0.5, 1, -2, 0, 0, 1.5};
+      }
+      checkBatchEverywhere(problems, c.name);
+    }
+  // A causal table of rows offsets r − c >= 0.
+  std::vector<Problem> causal;
+  for (int b = 0; b < 2; ++b) {
+    causal.push_back(makeProblem(131, 70, 16, {3}, {1}, seed++));
+    addRelativeBias(causal.back(), seed++);
+    causal.back().pairBias.resize(131);
+    causal.back().biasOffset = 0;
+    causal.back().numPairSums = 1;
+    causal.back().constraints = {atLeast(1, -1, 0)};
+  }
+  checkBatchEverywhere(causal, "pair sums of a causal bias");
+  // One pair sum per pair (index cols · r + c): the weights themselves
+  // times the row values.
+  Problem perPair = makeProblem(33, 45, 8, {8}, {1}, seed++);
+  addRelativeBias(perPair, seed++);
+  perPair.pairBias.resize(33 * 45);
+  perPair.biasRowCoefficient = 45;
+  perPair.biasColCoefficient = 1;
+  perPair.biasOffset = 0;
+  perPair.numPairSums = 1;
+  checkEverywhere(perPair, "pair sums per pair");
+}
+
 TEST_CASE("softmax contract: outputs whose coefficients are multiples") {
   // An output whose coefficients are those of the last weighted one times a
   // number sums that one's weights and scales its sum (the row side's third

@@ -233,15 +233,22 @@ Result reference(const Problem &p, const PairScores &pairScores,
   }
   for (size_t j = 0; j < p.colWidths.size(); ++j) {
     int64_t width = p.colWidths[j];
-    std::vector<double> sum(cols * width, 0.0), size(cols * width, 0.0);
+    // A pair sum's element u sums the pairs at a·r + b·c + o = u.
+    const bool pairSum = p.pairSum(j);
+    const int64_t elements =
+        pairSum ? static_cast<int64_t>(p.pairBias.size()) : cols * width;
+    std::vector<double> sum(elements, 0.0), size(elements, 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         double w = weights[r * cols + c], factorSize;
         double f = factor(p.colWeights, j, r * cols + c, factorSize);
+        const int64_t at = pairSum ? p.biasRowCoefficient * r +
+                                         p.biasColCoefficient * c + p.biasOffset
+                                   : c * width;
         for (int64_t k = 0; k < width && w != 0; ++k) {
           double value = p.rowValues[j][r * width + k];
-          sum[c * width + k] += w * f * value;
-          size[c * width + k] += w * factorSize * std::fabs(value);
+          sum[at + k] += w * f * value;
+          size[at + k] += w * factorSize * std::fabs(value);
           out.termMagnitude =
               std::max(out.termMagnitude, factorSize * std::fabs(value));
         }
@@ -307,7 +314,9 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
     rowValues.push_back(joined([j](const Problem &q) -> const auto & {
       return q.rowValues[j];
     }));
-    colOutputs.emplace_back(batch * p.cols * p.colWidths[j], nan);
+    colOutputs.emplace_back(
+        batch * (p.pairSum(j) ? p.pairBias.size() : p.cols * p.colWidths[j]),
+        nan);
   }
   for (size_t i = 0; i < terms; ++i) {
     pairRowFeatures.push_back(joined([i](const Problem &q) -> const auto & {
@@ -369,6 +378,7 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
     args.pair_bias_col_coefficient = p.biasColCoefficient;
     args.pair_bias_offset = p.biasOffset;
   }
+  args.num_pair_sums = p.numPairSums;
   int32_t result = callKernel<T>(args);
   if (status)
     *status = result;
@@ -387,7 +397,9 @@ std::vector<Result> runBatch(const std::vector<Problem> &problems,
           slice(rowOutputs[j], b, p.rows * p.rowWidths[j]));
     for (size_t j = 0; j < p.colWidths.size(); ++j)
       out[b].colOutputs.push_back(
-          slice(colOutputs[j], b, p.cols * p.colWidths[j]));
+          slice(colOutputs[j], b,
+                p.pairSum(j) ? static_cast<int64_t>(p.pairBias.size())
+                             : p.cols * p.colWidths[j]));
   }
   return out;
 }
@@ -500,11 +512,14 @@ void compare(const Problem &p, const Result &expected, const Result &actual,
       check(actual.rowOutputs[j][i], expected.rowOutputs[j][i],
             expected.rowMagnitudes[j][i] * relative(p.cols) + underflow(p.cols),
             "row output " + std::to_string(j) + "[" + std::to_string(i) + "]");
-  for (size_t j = 0; j < expected.colOutputs.size(); ++j)
+  // A pair sum's element may sum any number of pairs.
+  for (size_t j = 0; j < expected.colOutputs.size(); ++j) {
+    const int64_t terms = p.pairSum(j) ? p.rows * p.cols : p.rows;
     for (size_t i = 0; i < expected.colOutputs[j].size(); ++i)
       check(actual.colOutputs[j][i], expected.colOutputs[j][i],
-            expected.colMagnitudes[j][i] * relative(p.rows) + underflow(p.rows),
+            expected.colMagnitudes[j][i] * relative(terms) + underflow(terms),
             "col output " + std::to_string(j) + "[" + std::to_string(i) + "]");
+  }
   INFO(what << ": " << failures << " elements beyond the bound, worst " << worst
             << " × the bound at " << worstAt);
   CHECK(failures == 0);

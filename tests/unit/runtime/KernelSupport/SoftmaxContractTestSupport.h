@@ -52,6 +52,11 @@ struct Problem {
   /// index a·r + b·c + o; empty for none.
   std::vector<double> pairBias;
   int64_t biasRowCoefficient = 0, biasColCoefficient = 0, biasOffset = 0;
+  /// The last numPairSums col outputs (of width 1) are pair sums, over the
+  /// pair bias's indices.
+  int64_t numPairSums = 0;
+  /// Whether col output j is a pair sum.
+  bool pairSum(size_t j) const { return j + numPairSums >= colWidths.size(); }
 };
 
 /// Gives `p` a pair bias of one value per relative offset r − c (a
