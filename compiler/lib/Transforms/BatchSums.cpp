@@ -205,26 +205,6 @@ ReduceOp onlyWholeSumOf(BatchMatmulOp product) {
   return sum;
 }
 
-/// Σ over the axes `axes` of `array` at positions `leading` of its first
-/// axes: the rows summed, built at `builder`.
-Value sumOfRows(OpBuilder &builder, Location loc, Value array,
-                ValueRange leading, ArrayRef<StringAttr> axes) {
-  auto type = cast<ArrayType>(array.getType());
-  MLIRContext *context = builder.getContext();
-  auto row = ArrayType::get(context, type.getShape().take_back());
-  auto sum = ReduceOp::create(builder, loc, row, ReduceKind::sum,
-                              sizesOfDims(context, axes), Value());
-  Block &body = sum.getBody().emplaceBlock();
-  SmallVector<Value> indices(leading);
-  llvm::append_range(indices, addDimIndices(body, axes));
-  OpBuilder inside = OpBuilder::atBlockEnd(&body);
-  auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
-  Value element = ExtractOp::create(inside, loc, row, array,
-                                    AffineMapAttr::get(map), indices);
-  YieldOp::create(inside, loc, ValueRange{element});
-  return sum.getResult();
-}
-
 /// op(matrix)ᵀ · vector: the vector times op(matrix), op transposing it
 /// when `transposed`.
 Value vectorTimes(OpBuilder &builder, Location loc, Value vector, Value matrix,

@@ -409,9 +409,9 @@ struct Reciprocals {
   }
 };
 
-/// `contract` (not yet bilinear or quadratic) with its pair read from a
-/// table, bilinear; or unchanged, false.
-bool tablePairBias(SoftmaxContractOp contract) {
+} // namespace
+
+bool mlir::energy::tablePairBias(SoftmaxContractOp contract) {
   if (contract.getNumRowIndices() == 0 || !hasPlainDims(contract.getRows()) ||
       !cast<DimExprAttr>(contract.getCols()).getDimName())
     return false;
@@ -439,8 +439,6 @@ bool tablePairBias(SoftmaxContractOp contract) {
   table.erase();
   return false;
 }
-
-} // namespace
 
 void mlir::energy::tablePairBiases(ModelOp model) {
   SmallVector<SoftmaxContractOp> contracts;

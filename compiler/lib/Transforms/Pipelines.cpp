@@ -202,6 +202,7 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   engines.bf16Products = target.bf16Products;
   engines.deviceLoops = target.deviceLoops;
   modelPasses.addPass(createEnergyPlanEngines(engines));
+  modelPasses.addPass(createEnergyPlanPairSums());
   if (target.runCaches && !target.cuda)
     modelPasses.addPass(createEnergyPlanRunCaches());
   modelPasses.addPass(createEnergyPlanAccumulateAdjoints());

@@ -115,6 +115,17 @@ bool broadcastToBilinear(SoftmaxContractOp contract);
 /// the contraction is then bilinear; leaves the others as they are.
 void tablePairBiases(ModelOp model);
 
+/// tablePairBiases for `contract` (not yet bilinear or quadratic): true
+/// when it is then bilinear; false, unchanged, otherwise.
+bool tablePairBias(SoftmaxContractOp contract);
+
+/// Makes a loop that adds, at each pair of a softmax's scores, Σ exp(S − L)
+/// · w over other indices into a tensor at an index linear in the pair (a
+/// relative bias's gradient) a contraction given L whose column values are
+/// summed at its pair bias's index, then summed over those indices, where
+/// the contraction is bilinear and the CPU kernel runs it (PairSums.cpp).
+void sumPairsInKernels(ModelOp model);
+
 /// Marks `contract` bilinear or quadratic when its regions have that form
 /// (reading, for the bilinear one, tables over all its batch indices where
 /// a region read tables over fewer); leaves it as it is otherwise.

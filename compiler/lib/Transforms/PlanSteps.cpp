@@ -26,6 +26,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANSOFTMAXCONTRACTS
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
 #define GEN_PASS_DEF_ENERGYPLANPAIRBIAS
+#define GEN_PASS_DEF_ENERGYPLANPAIRSUMS
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANWHOLEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
@@ -92,6 +93,7 @@ ENERGY_PLAN_STEP_PASS(PlanLoopSums, gatherLoopSums)
 ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
 ENERGY_PLAN_STEP_PASS(PlanPairBias, tablePairBiases)
+ENERGY_PLAN_STEP_PASS(PlanPairSums, sumPairsInKernels)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
 ENERGY_PLAN_STEP_PASS(PlanWholeProducts, formWholeProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)

@@ -85,6 +85,24 @@ bool mlir::energy::isScalar(Value value) {
   return type && type.isScalar();
 }
 
+Value mlir::energy::sumOfRows(OpBuilder &builder, Location loc, Value array,
+                              ValueRange leading, ArrayRef<StringAttr> axes) {
+  auto type = cast<ArrayType>(array.getType());
+  MLIRContext *context = builder.getContext();
+  auto row = ArrayType::get(context, type.getShape().take_back());
+  auto sum = ReduceOp::create(builder, loc, row, ReduceKind::sum,
+                              sizesOfDims(context, axes), Value());
+  Block &body = sum.getBody().emplaceBlock();
+  SmallVector<Value> indices(leading);
+  llvm::append_range(indices, addDimIndices(body, axes));
+  OpBuilder inside = OpBuilder::atBlockEnd(&body);
+  auto map = AffineMap::getMultiDimIdentityMap(indices.size(), context);
+  Value element = ExtractOp::create(inside, loc, row, array,
+                                    AffineMapAttr::get(map), indices);
+  YieldOp::create(inside, loc, ValueRange{element});
+  return sum.getResult();
+}
+
 ArrayAttr mlir::energy::sizesOfDims(MLIRContext *context,
                                     ArrayRef<StringAttr> dims) {
   SmallVector<Attribute> sizes;

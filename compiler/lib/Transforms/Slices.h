@@ -138,6 +138,11 @@ Value arrayOver(Value value, ArrayRef<Value> indices, ArrayRef<Attribute> sizes,
 /// may run anywhere before the next store.
 bool onlyReads(Operation *op);
 
+/// Σ over the axes `axes` of `array` at positions `leading` of its first
+/// axes: the rows (its last axis) summed, built at `builder`.
+Value sumOfRows(OpBuilder &builder, Location loc, Value array,
+                ValueRange leading, ArrayRef<StringAttr> axes);
+
 /// Whether every size of an index domain is a plain dim.
 bool hasPlainDims(ArrayAttr sizes);
 

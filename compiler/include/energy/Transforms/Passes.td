@@ -578,6 +578,24 @@ def EnergyPlanPairBias : EnergyPlanStep<"energy-plan-pair-bias",
   }];
 }
 
+def EnergyPlanPairSums : EnergyPlanStep<"energy-plan-pair-sums",
+    "Sums a pair bias's gradient in the contraction kernel"> {
+  let description = [{
+    A loop over pairs (r, c) that adds Σ_b exp(S − L) · w over other
+    indices b into a tensor at an index linear in r and c (the gradient of
+    T5's `bias[h, i - j + N - 1]`: S a softmax's score, L its normaliser,
+    computed before the loop) becomes a contraction given L with rows (the
+    tensor's other indices, b, r) and column c whose column values w are
+    summed at its pair bias's index (`pair_sums`), then a sum over b added
+    into the tensor: the CPU kernel computes the scores as small matrix
+    products where the loop computed a dot product per pair and b. Only
+    where that contraction is bilinear with a pair bias read where the
+    loop adds (the pair bias step's table), on the CPU (the GPU's
+    generated loops run as the loop did); otherwise nothing changes. It
+    runs after energy-plan-engines, on the loops the plan left.
+  }];
+}
+
 def EnergyPlanContractTables : EnergyPlanStep<"energy-plan-contract-tables",
     "Computes what a contraction's rows or columns need once, ahead of it"> {
   let description = [{
