@@ -195,6 +195,7 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanPairBias());
+  modelPasses.addPass(createEnergyPlanRowOrder());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
   EnergyPlanEnginesOptions engines;

@@ -119,6 +119,12 @@ void tablePairBiases(ModelOp model);
 /// when it is then bilinear; false, unchanged, otherwise.
 bool tablePairBias(SoftmaxContractOp contract);
 
+/// Replaces each generic contraction with row outputs only whose rows,
+/// another one last, give a bilinear contraction (tables hoisted, the pair
+/// bias tabulated) by that one, its outputs read back in the old order
+/// (RowOrder.cpp).
+void orderContractRows(ModelOp model);
+
 /// Makes a loop that adds, at each pair of a softmax's scores, Σ exp(S − L)
 /// · w over other indices into a tensor at an index linear in the pair (a
 /// relative bias's gradient) a contraction given L whose column values are

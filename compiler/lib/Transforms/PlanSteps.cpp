@@ -27,6 +27,7 @@ namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANCONTRACTTABLES
 #define GEN_PASS_DEF_ENERGYPLANPAIRBIAS
 #define GEN_PASS_DEF_ENERGYPLANPAIRSUMS
+#define GEN_PASS_DEF_ENERGYPLANROWORDER
 #define GEN_PASS_DEF_ENERGYPLANBATCHEDPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANWHOLEPRODUCTS
 #define GEN_PASS_DEF_ENERGYPLANLOOPTABLES
@@ -94,6 +95,7 @@ ENERGY_PLAN_STEP_PASS(PlanSoftmaxContracts, formSoftmaxContracts)
 ENERGY_PLAN_STEP_PASS(PlanContractTables, hoistContractTables)
 ENERGY_PLAN_STEP_PASS(PlanPairBias, tablePairBiases)
 ENERGY_PLAN_STEP_PASS(PlanPairSums, sumPairsInKernels)
+ENERGY_PLAN_STEP_PASS(PlanRowOrder, orderContractRows)
 ENERGY_PLAN_STEP_PASS(PlanBatchedProducts, formBatchedProducts)
 ENERGY_PLAN_STEP_PASS(PlanWholeProducts, formWholeProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)

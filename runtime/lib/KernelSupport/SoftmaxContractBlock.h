@@ -460,8 +460,14 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
         T *at = partial + bias.outer * (first + r);
         const int64_t begin = maxOf(from, space.begin[r]);
         const int64_t end = minOf(from + count, space.end[r]);
-        for (int64_t j = begin; j < end; ++j)
-          at[bias.inner * j] += multiple * (w[j] * values[j]);
+        // A unit stride (a bias per offset r − c seen from the column) as
+        // a loop that vectorises.
+        if (bias.inner == 1)
+          for (int64_t j = begin; j < end; ++j)
+            at[j] += multiple * (w[j] * values[j]);
+        else
+          for (int64_t j = begin; j < end; ++j)
+            at[bias.inner * j] += multiple * (w[j] * values[j]);
       }
     };
     for (int64_t k = 0; k < pass.numOutputs;) {

@@ -578,6 +578,20 @@ def EnergyPlanPairBias : EnergyPlanStep<"energy-plan-pair-bias",
   }];
 }
 
+def EnergyPlanRowOrder : EnergyPlanStep<"energy-plan-row-order",
+    "Orders a generic contraction's rows so that it is bilinear"> {
+  let description = [{
+    A generic contraction with row outputs only, whose rows nest so that
+    its column table depends on the last row index (rows (h, i, b) over
+    the keys of each sequence b), is replaced by the contraction over the
+    same rows with another one last, (h, b, i), when that one is bilinear
+    once its tables are hoisted and its pair bias tabulated (a table of a
+    pair's bias that the old order hoisted is read through its element
+    first); its outputs are read back in the old order. Otherwise nothing
+    changes.
+  }];
+}
+
 def EnergyPlanPairSums : EnergyPlanStep<"energy-plan-pair-sums",
     "Sums a pair bias's gradient in the contraction kernel"> {
   let description = [{
