@@ -70,9 +70,9 @@ FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
   return ordered;
 }
 
-/// Whether `a` and `b` weigh the same pairs alike before normalising: the
-/// same domains, predicate, temperature and score.
-bool sameScores(SoftmaxContractOp a, SoftmaxContractOp b) {
+} // namespace
+
+bool mlir::energy::sameScores(SoftmaxContractOp a, SoftmaxContractOp b) {
   if (a.getRows() != b.getRows() || a.getCols() != b.getCols() ||
       a.hasPredicate() != b.hasPredicate())
     return false;
@@ -92,6 +92,8 @@ bool sameScores(SoftmaxContractOp a, SoftmaxContractOp b) {
   return computeSame(yieldedAt(a.getPredicate(), 0),
                      yieldedAt(b.getPredicate(), 0), predicateArguments);
 }
+
+namespace {
 
 /// Whether `later` computes the same weights as `earlier` and can join it
 /// (with `rowsOnly`: its score and row sums can, its column sums may need

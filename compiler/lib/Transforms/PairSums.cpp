@@ -158,8 +158,8 @@ Attribute sizeOf(PairSumLoop &match, BlockArgument argument) {
   return match.weighted.sum.getSizes()[argument.getArgNumber()];
 }
 
-/// L over the contraction's rows, in their order.
-TabulateOp tabulateNormaliser(OpBuilder &builder, PairSumLoop &match) {
+/// L over the contraction's rows, in their order, a new table.
+TabulateOp tabulateNewNormaliser(OpBuilder &builder, PairSumLoop &match) {
   MLIRContext *context = builder.getContext();
   SmallVector<Attribute> sizes;
   SmallVector<StringAttr> shape;
@@ -179,6 +179,33 @@ TabulateOp tabulateNormaliser(OpBuilder &builder, PairSumLoop &match) {
   Operation *element = inside.clone(*match.normaliser, mapping);
   YieldOp::create(inside, loc, element->getResult(0));
   return table;
+}
+
+/// L over the contraction's rows, in their order: a table built for an
+/// earlier loop of the same block that reads the same normaliser in the
+/// same order, or a new one.
+Value tabulateNormaliser(OpBuilder &builder, PairSumLoop &match,
+                         SmallVectorImpl<TabulateOp> &earlier) {
+  for (TabulateOp table : earlier) {
+    if (table->getBlock() != match.loop->getBlock())
+      continue;
+    Block &body = table.getBody().front();
+    auto read = dyn_cast<ExtractOp>(body.front());
+    if (!read || read.getSource() != match.normaliser.getSource() ||
+        read.getMap() != match.normaliser.getMap())
+      continue;
+    bool sameOrder = true;
+    for (auto [index, old] :
+         llvm::zip(read.getIndices(), match.normaliser.getIndices()))
+      sameOrder =
+          sameOrder && cast<BlockArgument>(index).getArgNumber() ==
+                           llvm::find(match.rows, old) - match.rows.begin();
+    if (sameOrder)
+      return table.getResult();
+  }
+  TabulateOp table = tabulateNewNormaliser(builder, match);
+  earlier.push_back(table);
+  return table.getResult();
 }
 
 /// The contraction of `match` ahead of its loop, or null (having built
@@ -312,38 +339,85 @@ bool readsBiasWhereAdded(SoftmaxContractOp contract, PairSumLoop &match) {
   return true;
 }
 
+/// A contraction of pair sums and the ops after it that add them into the
+/// tensor.
+struct PairSumContract {
+  SoftmaxContractOp contract;
+  SmallVector<Operation *> adding;
+};
+
+/// `contract` (rebuilt) summing pairs in its every column value, in the CPU
+/// kernel.
+void markPairSums(SoftmaxContractOp contract) {
+  contract.setPairSums(contract.getColValues().size());
+  for (auto [result, type] :
+       llvm::zip(contract.getResults(), contract.inferResultTypes()))
+    result.setType(type);
+  contract.setEngine(kCpuEngine);
+}
+
 /// Rewrites the loop of `match` as a contraction with pair sums, or leaves
 /// the IR as it was.
-void sumPairs(PairSumLoop &match) {
+std::optional<PairSumContract> sumPairs(PairSumLoop &match,
+                                        SmallVectorImpl<TabulateOp> &tables) {
   ForeachOp loop = match.loop;
   Operation *before = loop->getPrevNode();
+  OpBuilder builder(loop);
+  const size_t tableCount = tables.size();
+  Value given = tabulateNormaliser(builder, match, tables);
   auto revert = [&] {
     // Everything built ahead of the loop since `before`, last first.
     while (loop->getPrevNode() != before)
       loop->getPrevNode()->erase();
+    tables.truncate(tableCount);
   };
-  OpBuilder builder(loop);
-  TabulateOp given = tabulateNormaliser(builder, match);
-  SoftmaxContractOp contract =
-      buildContraction(builder, match, given.getResult());
+  SoftmaxContractOp contract = buildContraction(builder, match, given);
   if (!contract) {
     revert();
-    return;
+    return std::nullopt;
   }
   hoistTablesOf(contract);
   if (contract.getForm() == ContractForm::generic)
     tablePairBias(contract);
   if (!readsBiasWhereAdded(contract, match)) {
     revert();
-    return;
+    return std::nullopt;
   }
-  contract.setPairSums(contract.getColValues().size());
-  for (auto [result, type] :
-       llvm::zip(contract.getResults(), contract.inferResultTypes()))
-    result.setType(type);
-  contract.setEngine(kCpuEngine);
+  markPairSums(contract);
   accumulateSums(contract, match);
+  PairSumContract built{contract, {}};
+  for (Operation *op = contract->getNextNode(); op != loop;
+       op = op->getNextNode())
+    built.adding.push_back(op);
   loop.erase();
+  return built;
+}
+
+/// Contractions of pair sums over the same weights (the same scores, given
+/// the same normaliser) as one, at the later's place, the earlier's adds
+/// after it: one pass over the pairs where there were two (the two terms of
+/// a relative bias's gradient through a backward step).
+void mergePairSums(std::vector<PairSumContract> &built) {
+  for (size_t i = 0; i < built.size(); ++i)
+    for (size_t j = i + 1; j < built.size() && built[i].contract; ++j) {
+      SoftmaxContractOp earlier = built[i].contract, later = built[j].contract;
+      if (!later || earlier->getBlock() != later->getBlock() ||
+          earlier.getGivenLse() != later.getGivenLse() ||
+          !sameScores(earlier, later))
+        continue;
+      OpBuilder atLater(later);
+      SoftmaxContractOp merged = rebuildContract(
+          atLater, later, {}, {earlier, later}, later.getGivenLse());
+      markPairSums(merged);
+      for (Operation *op : llvm::reverse(built[i].adding))
+        op->moveAfter(merged);
+      earlier.erase();
+      later.erase();
+      built[j].contract = merged;
+      built[j].adding.insert(built[j].adding.begin(), built[i].adding.begin(),
+                             built[i].adding.end());
+      built[i].contract = SoftmaxContractOp();
+    }
 }
 
 } // namespace
@@ -361,6 +435,10 @@ void mlir::energy::sumPairsInKernels(ModelOp model) {
     if (std::optional<PairSumLoop> match = matchPairSumLoop(loop))
       matches.push_back(*match);
   });
+  std::vector<PairSumContract> built;
+  SmallVector<TabulateOp> tables;
   for (PairSumLoop &match : matches)
-    sumPairs(match);
+    if (std::optional<PairSumContract> contract = sumPairs(match, tables))
+      built.push_back(*contract);
+  mergePairSums(built);
 }

@@ -75,6 +75,10 @@ void liftContractsOutOfLoops(ModelOp model);
 /// earlier and its column sums take the earlier's normaliser as given.
 void mergeSoftmaxContracts(Block &block, bool rowsOfBilinear = false);
 
+/// Whether `a` and `b` weigh the same pairs alike before normalising: the
+/// same domains, predicate, temperature and score (MergeContracts.cpp).
+bool sameScores(SoftmaxContractOp a, SoftmaxContractOp b);
+
 /// mergeSoftmaxContracts in every block of `model`, the deepest first.
 void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
 
