@@ -470,35 +470,29 @@ void processBlock(const Pass<typename V::Scalar> &pass, Workspace<V> &space,
             at[bias.inner * j] += multiple * (w[j] * values[j]);
       }
     };
+    // The weights output k sums: W, or W ∘ its factor (computed unless the
+    // last one computed is in proportion).
+    auto weightsOf = [&](int64_t k) -> const T * {
+      if (plainOutput(k))
+        return scores;
+      if (!pairs.shared[k])
+        pairWeighted<V>(tileRows, space.scores, space.pairTiles, pairs.kappa[k],
+                        pairs.numAlphas[k], pairs.alphas + k * pairs.numTiles(),
+                        pairs.alphaTerms + k * pairs.numTiles(), from - start,
+                        width, space.pairWeights);
+      return space.pairWeights + (from - start);
+    };
     for (int64_t k = 0; k < pass.numOutputs;) {
       if (k >= firstPairSum) {
-        const T *weights = scores;
-        if (!plainOutput(k)) {
-          if (!pairs.shared[k])
-            pairWeighted<V>(tileRows, space.scores, space.pairTiles,
-                            pairs.kappa[k], pairs.numAlphas[k],
-                            pairs.alphas + k * pairs.numTiles(),
-                            pairs.alphaTerms + k * pairs.numTiles(),
-                            from - start, width, space.pairWeights);
-          weights = space.pairWeights + (from - start);
-        }
-        scatterPairSum(k++, weights);
+        scatterPairSum(k, weightsOf(k));
+        ++k;
         continue;
       }
       if (pass.widths[k] == 0 || (plainOutput(k) && vectorsOf(k) > 0)) {
         ++k;
         continue;
       }
-      const T *weights = scores;
-      if (!plainOutput(k)) {
-        if (!pairs.shared[k])
-          pairWeighted<V>(tileRows, space.scores, space.pairTiles,
-                          pairs.kappa[k], pairs.numAlphas[k],
-                          pairs.alphas + k * pairs.numTiles(),
-                          pairs.alphaTerms + k * pairs.numTiles(), from - start,
-                          width, space.pairWeights);
-        weights = space.pairWeights + (from - start);
-      }
+      const T *weights = weightsOf(k);
       // With k, the outputs right after it that share its weights.
       size = 0;
       group[size++] = k++;

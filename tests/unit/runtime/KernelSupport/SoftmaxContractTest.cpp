@@ -95,15 +95,7 @@ TEST_CASE("softmax contract: temperatures, large scores, lse not asked") {
 
 TEST_CASE("softmax contract: pair terms weight the outputs") {
   uint64_t seed = 500;
-  struct Case {
-    const char *name;
-    std::vector<energy_contract_constraint> constraints;
-  };
-  for (const Case &c : std::vector<Case>{
-           {"pair terms", {}},
-           {"pair terms, c <= r", {atLeast(1, -1, 0)}},
-           {"pair terms, r - 3 <= c <= r + 40, c != r",
-            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}}) {
+  for (const ConstraintCase &c : constraintCases("pair terms")) {
     for (const std::vector<double> *colWeights :
          {&kMixedWeights, &kSecondTermWeights}) {
       std::vector<Problem> problems =
@@ -111,11 +103,11 @@ TEST_CASE("softmax contract: pair terms weight the outputs") {
       seed += 10;
       for (Problem &p : problems)
         p.constraints = c.constraints;
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
       // Plain row outputs and pair terms on the col side only.
       for (Problem &p : problems)
         p.rowWeights.clear();
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
     }
   }
   // Coefficients without pair terms: κ alone, 0 included.
@@ -144,45 +136,28 @@ TEST_CASE("softmax contract: products of pair terms weight the outputs") {
   // derivatives): batches, sizes off every tile, constraints, a pair bias,
   // a temperature.
   uint64_t seed = 600;
-  struct Case {
-    const char *name;
-    std::vector<energy_contract_constraint> constraints;
-    bool bias;
-  };
-  for (const Case &c : std::vector<Case>{
-           {"pair products", {}, false},
-           {"pair products, c <= r", {atLeast(1, -1, 0)}, false},
-           {"pair products, r - 3 <= c <= r + 40, c != r",
-            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)},
-            false},
-           {"pair products and a relative bias", {atLeast(1, -1, 0)}, true}})
+  std::vector<ConstraintCase> cases = constraintCases("pair products");
+  cases.push_back({"pair products and a relative bias", {atLeast(1, -1, 0)}});
+  for (const ConstraintCase &c : cases)
     for (int64_t rows : {7, 70}) {
       std::vector<Problem> problems = productProblems(3, rows, 131, 19, seed);
       seed += 10;
       for (Problem &p : problems) {
         p.constraints = c.constraints;
         p.temperature = 0.8;
-        if (c.bias)
+        if (&c == &cases.back())
           addRelativeBias(p, seed++);
       }
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
     }
 }
 
 TEST_CASE("softmax contract: a pair bias per offset or per pair") {
   uint64_t seed = 700;
-  struct Case {
-    const char *name;
-    std::vector<energy_contract_constraint> constraints;
-  };
   struct Size {
     int64_t rows, cols, depth;
   };
-  for (const Case &c : std::vector<Case>{
-           {"relative bias", {}},
-           {"relative bias, c <= r", {atLeast(1, -1, 0)}},
-           {"relative bias, r - 3 <= c <= r + 40, c != r",
-            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}})
+  for (const ConstraintCase &c : constraintCases("relative bias"))
     for (Size size :
          std::vector<Size>{{7, 7, 5}, {70, 131, 19}, {131, 70, 16}}) {
       // A batch of problems with a bias each, at a temperature.
@@ -194,7 +169,7 @@ TEST_CASE("softmax contract: a pair bias per offset or per pair") {
         problems.back().constraints = c.constraints;
         problems.back().temperature = 0.7;
       }
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
     }
   // With pair terms weighting both sides (their tiles kept, the bias added
   // to the kept scores on both sides).
@@ -238,18 +213,10 @@ TEST_CASE("softmax contract: pair sums at the pair bias's indices") {
   // batches, sizes off every tile and block, constraints, temperatures,
   // plain and weighted by pair terms, a causal table of offsets.
   uint64_t seed = 800;
-  struct Case {
-    const char *name;
-    std::vector<energy_contract_constraint> constraints;
-  };
   struct Size {
     int64_t rows, cols, depth;
   };
-  for (const Case &c : std::vector<Case>{
-           {"pair sums", {}},
-           {"pair sums, c <= r", {atLeast(1, -1, 0)}},
-           {"pair sums, r - 3 <= c <= r + 40, c != r",
-            {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}})
+  for (const ConstraintCase &c : constraintCases("pair sums"))
     for (Size size :
          std::vector<Size>{{7, 7, 5}, {70, 131, 19}, {131, 70, 16}}) {
       std::vector<Problem> problems;
@@ -261,13 +228,13 @@ TEST_CASE("softmax contract: pair sums at the pair bias's indices") {
         problems.back().constraints = c.constraints;
         problems.back().temperature = 0.7;
       }
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
       // Weighted by pair terms: (κ, α_0, α_1) of each col output.
       for (Problem &p : problems) {
         addPairTerms(p, {5, 13}, seed++);
         p.colWeights = {1, 0, 0, 0.5, 1, -2, 0, 0, 1.5};
       }
-      checkBatchEverywhere(problems, c.name);
+      checkBatchEverywhere(problems, c.name.c_str());
     }
   // A causal table of rows offsets r − c >= 0.
   std::vector<Problem> causal;

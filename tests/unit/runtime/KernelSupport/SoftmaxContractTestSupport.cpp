@@ -92,6 +92,13 @@ void addPairTerms(Problem &p, const std::vector<int64_t> &depths,
   }
 }
 
+std::vector<ConstraintCase> constraintCases(const std::string &what) {
+  return {{what, {}},
+          {what + ", c <= r", {atLeast(1, -1, 0)}},
+          {what + ", r - 3 <= c <= r + 40, c != r",
+           {atLeast(1, -1, 40), atLeast(-1, 1, 3), notEqual(1, -1, 0)}}};
+}
+
 void addRelativeBias(Problem &p, uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);

@@ -30,6 +30,15 @@ struct ForcedPath {
 energy_contract_constraint atLeast(int64_t a, int64_t b, int64_t offset);
 energy_contract_constraint notEqual(int64_t a, int64_t b, int64_t offset);
 
+/// Constraints a test runs its problems under, named after `what`: none,
+/// causal (c <= r), and a window with a hole (r - 3 <= c <= r + 40,
+/// c != r).
+struct ConstraintCase {
+  std::string name;
+  std::vector<energy_contract_constraint> constraints;
+};
+std::vector<ConstraintCase> constraintCases(const std::string &what);
+
 /// A problem in doubles; every value is representable in float, so both
 /// element types see the same inputs.
 struct Problem {
