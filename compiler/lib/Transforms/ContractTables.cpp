@@ -401,6 +401,17 @@ void mlir::energy::hoistContractTables(ModelOp model) {
     hoistTablesOf(contract);
 }
 
+void mlir::energy::forEachGenericContract(
+    ModelOp model, function_ref<void(SoftmaxContractOp)> rewrite) {
+  SmallVector<SoftmaxContractOp> generic;
+  model.walk([&](SoftmaxContractOp contract) {
+    if (contract.getForm() == ContractForm::generic)
+      generic.push_back(contract);
+  });
+  for (SoftmaxContractOp contract : generic)
+    rewrite(contract);
+}
+
 void mlir::energy::hoistTablesOf(SoftmaxContractOp contract) {
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(contract.getOperation()));
   if (contract.getNumRowIndices() > 0)

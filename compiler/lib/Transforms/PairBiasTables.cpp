@@ -441,11 +441,6 @@ bool mlir::energy::tablePairBias(SoftmaxContractOp contract) {
 }
 
 void mlir::energy::tablePairBiases(ModelOp model) {
-  SmallVector<SoftmaxContractOp> contracts;
-  model.walk([&](SoftmaxContractOp contract) {
-    if (contract.getForm() == ContractForm::generic)
-      contracts.push_back(contract);
-  });
-  for (SoftmaxContractOp contract : contracts)
-    tablePairBias(contract);
+  forEachGenericContract(
+      model, [](SoftmaxContractOp contract) { tablePairBias(contract); });
 }

@@ -366,9 +366,7 @@ std::optional<PairSumContract> sumPairs(PairSumLoop &match,
   const size_t tableCount = tables.size();
   Value given = tabulateNormaliser(builder, match, tables);
   auto revert = [&] {
-    // Everything built ahead of the loop since `before`, last first.
-    while (loop->getPrevNode() != before)
-      loop->getPrevNode()->erase();
+    eraseBuiltBefore(loop, before);
     tables.truncate(tableCount);
   };
   SoftmaxContractOp contract = buildContraction(builder, match, given);

@@ -91,6 +91,11 @@ void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
 /// column values `quadratic`.
 void hoistContractTables(ModelOp model);
 
+/// Calls `rewrite` on each contraction of `model` that is generic (neither
+/// bilinear nor quadratic) when the walk starts, in order.
+void forEachGenericContract(ModelOp model,
+                            function_ref<void(SoftmaxContractOp)> rewrite);
+
 /// hoistContractTables for one contraction.
 void hoistTablesOf(SoftmaxContractOp contract);
 

@@ -178,8 +178,7 @@ void orderRows(SoftmaxContractOp contract) {
     if (candidate.getForm() == ContractForm::generic)
       tablePairBias(candidate);
     if (candidate.getForm() != ContractForm::bilinear) {
-      while (contract->getPrevNode() != before)
-        contract->getPrevNode()->erase();
+      eraseBuiltBefore(contract, before);
       continue;
     }
     OpBuilder builder(contract);
@@ -207,11 +206,5 @@ void orderRows(SoftmaxContractOp contract) {
 } // namespace
 
 void mlir::energy::orderContractRows(ModelOp model) {
-  SmallVector<SoftmaxContractOp> contracts;
-  model.walk([&](SoftmaxContractOp contract) {
-    if (contract.getForm() == ContractForm::generic)
-      contracts.push_back(contract);
-  });
-  for (SoftmaxContractOp contract : contracts)
-    orderRows(contract);
+  forEachGenericContract(model, orderRows);
 }

@@ -569,20 +569,10 @@ void separateToBilinear(SoftmaxContractOp contract) {
   }
   holder.erase();
   // Everything made for the copy lies between `before` and `contract`.
-  for (Operation *op = contract->getPrevNode(); op && op != before;) {
-    Operation *previous = op->getPrevNode();
-    op->erase();
-    op = previous;
-  }
+  eraseBuiltBefore(contract, before);
 }
 } // namespace
 
 void mlir::energy::separateScoresToBilinear(ModelOp model) {
-  SmallVector<SoftmaxContractOp> generic;
-  model.walk([&](SoftmaxContractOp contract) {
-    if (contract.getForm() == ContractForm::generic)
-      generic.push_back(contract);
-  });
-  for (SoftmaxContractOp contract : generic)
-    separateToBilinear(contract);
+  forEachGenericContract(model, separateToBilinear);
 }

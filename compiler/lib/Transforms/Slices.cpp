@@ -700,6 +700,14 @@ void mlir::energy::eraseDeadOps(Block &block) {
       op.erase();
 }
 
+void mlir::energy::eraseBuiltBefore(Operation *op, Operation *since) {
+  while (Operation *previous = op->getPrevNode()) {
+    if (previous == since)
+      break;
+    previous->erase();
+  }
+}
+
 bool mlir::energy::isPlainSum(ReduceOp sum) {
   return sum.getKind() == ReduceKind::sum && !sum.hasPredicate() &&
          !sum.getTemperature() && !sum.getAggregation() &&

@@ -150,6 +150,10 @@ bool hasPlainDims(ArrayAttr sizes);
 /// effects, last first.
 void eraseDeadOps(Block &block);
 
+/// Erases the ops between `since` (the block's start when null) and `op`,
+/// last first: what a step built ahead of `op` and gives up.
+void eraseBuiltBefore(Operation *op, Operation *since);
+
 /// Whether `sum` is a plain sum (of plain dims, no predicate, temperature
 /// or plugin aggregation).
 bool isPlainSum(ReduceOp sum);

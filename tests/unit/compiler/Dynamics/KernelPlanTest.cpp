@@ -307,3 +307,32 @@ model pair_scores {
                             return pairScores && !dotPerPair;
                           });
 }
+
+// T5's relative bias under a causal mask: the bias's gradient through the
+// backward steps is summed at each pair's offset by contractions given the
+// normaliser (pair_sums, energy-plan-pair-sums), whose normaliser over
+// rows (h, b, i) is itself reordered to be bilinear (energy-plan-row-order);
+// the interpreter evaluates the pair sums on the planned IR.
+TEST_CASE("planned pair sums change no value") {
+  checkPlanChangesNoValue(
+      R"(
+model pair_sums {
+  dim B, N, D, H, Y;
+  input x0 : [B, N, D], target : [B, N, D];
+  state x : [B, N, D] = x0;
+  param Wq : [H, Y, D], Wk : [H, Y, D], bias : [H, N];
+  energy attn = -sum(b: B, h: H, i: N) lse(j: N where j <= i) (dot(Wq[h] @ x[b, i], Wk[h] @ x[b, j]) / sqrt(Y) + bias[h, i - j]);
+  loss l = 0.5 * mean(b: B, i: N) sqnorm(x[b, i] - target[b, i]);
+  dynamics { x: gd(lr = 0.5); steps 3; }
+}
+)",
+      {"Wq", "Wk", "bias"}, {{"B", 2}, {"N", 5}, {"D", 4}, {"H", 2}, {"Y", 3}},
+      [](ModelOp model) {
+        bool pairSums = false, generic = false;
+        model.walk([&](SoftmaxContractOp contract) {
+          pairSums |= contract.getNumPairSums() > 0;
+          generic |= contract.getForm() == ContractForm::generic;
+        });
+        return pairSums && !generic;
+      });
+}
