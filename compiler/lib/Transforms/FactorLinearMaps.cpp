@@ -251,13 +251,21 @@ bool transformCarrierFirst(ReduceOp sum) {
       sizes.push_back(dim);
     }
   // The table fills every position, where the loops' predicates would
-  // have skipped some: no read at an offset may run out of its tensor.
-  bool offsetReads = anchor
-                         ->walk([](Operation *op) {
-                           return readsPlainly(op) ? WalkResult::advance()
-                                                   : WalkResult::interrupt();
-                         })
-                         .wasInterrupted();
+  // have skipped some: no read it computes at an offset may run out of its
+  // tensor (a read at an offset in the weights stays where it is).
+  auto readsAtOffset = [](Operation *op) {
+    return op
+        ->walk([](Operation *nested) {
+          return readsPlainly(nested) ? WalkResult::advance()
+                                      : WalkResult::interrupt();
+        })
+        .wasInterrupted();
+  };
+  bool offsetReads = llvm::any_of(carrier, [&](Value value) {
+    return llvm::any_of(slicesAcross(value, bodies), [&](const auto &slice) {
+      return llvm::any_of(slice, readsAtOffset);
+    });
+  });
   if (used.empty() || indices.size() != used.size() || offsetReads)
     return false;
   OpBuilder builder(yield);

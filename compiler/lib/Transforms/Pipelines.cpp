@@ -195,6 +195,9 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanPairBias());
+  // Contractions that reading their pair bias from a table made bilinear:
+  // the row sums of one whose column sums need another's join it.
+  modelPasses.addPass(createEnergyPlanMergeContracts());
   modelPasses.addPass(createEnergyPlanRowOrder());
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());

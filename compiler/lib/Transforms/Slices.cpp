@@ -626,6 +626,19 @@ bool mlir::energy::readsPlainly(Operation *op) {
 /// computed before `anchor`: the array `value` reads a slice of when it is
 /// a read or extract at exactly those indices, otherwise a table of it.
 /// `blocks` are the bodies, outermost first, whose ops `value` may need.
+SmallVector<llvm::SetVector<Operation *>>
+mlir::energy::slicesAcross(Value value, ArrayRef<Block *> blocks) {
+  // Innermost first: an inner body's ops need the outer bodies' ops.
+  SmallVector<llvm::SetVector<Operation *>> slices(blocks.size());
+  for (int i = static_cast<int>(blocks.size()) - 1; i >= 0; --i) {
+    addToSlice(value, *blocks[i], slices[i]);
+    for (size_t inner = i + 1; inner < blocks.size(); ++inner)
+      for (Operation *op : slices[inner])
+        addOperandsToSlice(op, *blocks[i], slices[i]);
+  }
+  return slices;
+}
+
 Value mlir::energy::arrayOver(Value value, ArrayRef<Value> indices,
                               ArrayRef<Attribute> sizes,
                               ArrayRef<Block *> blocks, Operation *anchor) {
@@ -652,14 +665,8 @@ Value mlir::energy::arrayOver(Value value, ArrayRef<Value> indices,
   IRMapping mapping;
   for (Value index : indices)
     mapping.map(index, body.addArgument(index.getType(), index.getLoc()));
-  // The ops each body contributes, innermost first, cloned outermost first.
-  SmallVector<llvm::SetVector<Operation *>> slices(blocks.size());
-  for (int i = static_cast<int>(blocks.size()) - 1; i >= 0; --i) {
-    addToSlice(value, *blocks[i], slices[i]);
-    for (size_t inner = i + 1; inner < blocks.size(); ++inner)
-      for (Operation *op : slices[inner])
-        addOperandsToSlice(op, *blocks[i], slices[i]);
-  }
+  SmallVector<llvm::SetVector<Operation *>> slices =
+      slicesAcross(value, blocks);
   OpBuilder inside = OpBuilder::atBlockEnd(&body);
   for (size_t i = 0; i < blocks.size(); ++i)
     cloneSlice(*blocks[i], slices[i], inside, mapping);

@@ -126,6 +126,11 @@ bool availableBefore(Value value, Operation *point);
 /// position of its domain, where a predicate would have skipped some).
 bool readsPlainly(Operation *op);
 
+/// The ops of each of `blocks` (nested bodies, outermost first) that
+/// `value` needs, each body's in its order: what arrayOver computes.
+SmallVector<llvm::SetVector<Operation *>>
+slicesAcross(Value value, ArrayRef<Block *> blocks);
+
 /// The array of `value` at every position of `indices` (sizes `sizes`, plain
 /// dims), computed before `anchor`: the array `value` reads a slice of when
 /// it is a read or extract at exactly those indices, otherwise a table of
