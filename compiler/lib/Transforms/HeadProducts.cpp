@@ -103,7 +103,9 @@ bool mlir::energy::batchHeadSum(ReduceOp sum) {
     return false;
   std::optional<RowIndices> rows =
       rowIndicesOf(product.getRhs(), sum->getParentOp(), heads);
-  if (!rows)
+  // The matrices are a table over the heads ahead of the loops: a matrix
+  // that also varies with a row index (one per token and head) is not one.
+  if (!rows || !dependsOnlyOn(product.getLhs(), rows->outermost, heads))
     return false;
   SmallVector<Value> indices(heads);
   llvm::append_range(indices, rows->indices);
