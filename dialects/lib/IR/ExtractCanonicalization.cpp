@@ -27,6 +27,12 @@ struct ExtractOfExtract : OpRewritePattern<ExtractOp> {
     auto inner = outer.getSource().getDefiningOp<ExtractOp>();
     if (!inner)
       return failure();
+    // (Not where a bilinear or quadratic contraction reads a row of the
+    // slice: the slice is its table.)
+    if (auto contract = outer->getParentOfType<SoftmaxContractOp>();
+        contract && contract.getForm() != ContractForm::generic &&
+        !contract->isAncestor(inner))
+      return failure();
     AffineMap map = concatIndexMaps(inner.getMap(), outer.getMap());
     if (!map)
       return failure();

@@ -319,3 +319,44 @@ energy.model @slice_rows {
     }
   }
 }
+
+// -----
+
+// A bilinear contraction per position c of a table reads its rows from a
+// slice of an array (a table of a slice's rows is the slice): its rows stay
+// rows of that slice, its table, not elements of the array at (c, r), which
+// would leave it no table to read (the model generator's newton model).
+// CHECK-LABEL: energy.model @sliced_tables
+// CHECK:         %[[X:.*]] = read @x : !energy.array<N, R, D>
+// CHECK:         tabulate (%[[C:.*]] : @N) {
+// CHECK-NEXT:      %[[SLICE:.*]] = extract %[[X]][%[[C]]] : !energy.array<N, R, D> -> !energy.array<R, D>
+// CHECK-NEXT:      softmax_contract bilinear rows (%[[I:.*]] : @R) cols (%[[J:.*]] : @R) score {
+// CHECK-NEXT:        extract %[[SLICE]][%[[I]]] : !energy.array<R, D> -> !energy.array<D>
+// CHECK-NEXT:        extract %[[SLICE]][%[[J]]] : !energy.array<R, D> -> !energy.array<D>
+energy.model @sliced_tables {
+  energy.dim @N
+  energy.dim @R
+  energy.dim @D
+  energy.tensor @x : input [@N, @R, @D]
+  energy.term @t {
+    %x = energy.read @x : !energy.array<N, R, D>
+    %lses = energy.tabulate (%c : @N) {
+      %rows = energy.tabulate (%r : @R) {
+        %row = energy.extract %x[%c, %r] : !energy.array<N, R, D> -> !energy.array<D>
+        energy.yield %row : !energy.array<D>
+      } : !energy.array<R, D>
+      %l = energy.softmax_contract bilinear rows (%i : @R) cols (%j : @R) score {
+        %a = energy.extract %rows[%i] : !energy.array<R, D> -> !energy.array<D>
+        %b = energy.extract %rows[%j] : !energy.array<R, D> -> !energy.array<D>
+        %s = energy.dot %a, %b : !energy.array<D>
+        energy.yield %s : !energy.array<>
+      } : !energy.array<R>
+      energy.yield %l : !energy.array<R>
+    } : !energy.array<N, R>
+    %total = energy.reduce sum (%c : @N, %r : @R) {
+      %e = energy.extract %lses[%c, %r] : !energy.array<N, R> -> !energy.array<>
+      energy.yield %e : !energy.array<>
+    } : !energy.array<>
+    energy.yield %total : !energy.array<>
+  }
+}
