@@ -82,3 +82,28 @@ mlir::energy::rebuildContract(OpBuilder &builder, SoftmaxContractOp from,
   markContractForm(rebuilt);
   return rebuilt;
 }
+
+Value mlir::energy::readInOrder(OpBuilder &builder, Value result, Value like,
+                                ArrayRef<unsigned> order, ArrayAttr rows) {
+  MLIRContext *context = builder.getContext();
+  auto type = cast<ArrayType>(like.getType());
+  Location loc = like.getLoc();
+  auto table = TabulateOp::create(builder, loc, type, rows);
+  Block &body = table.getBody().emplaceBlock();
+  SmallVector<Value> own;
+  for (unsigned k = 0; k < order.size(); ++k)
+    own.push_back(body.addArgument(IndexType::get(context), loc));
+  SmallVector<Value> indices;
+  for (unsigned k : order)
+    indices.push_back(own[k]);
+  OpBuilder inside = OpBuilder::atBlockEnd(&body);
+  auto element =
+      ArrayType::get(context, type.getShape().drop_front(order.size()));
+  Value value =
+      ExtractOp::create(inside, loc, element, result,
+                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                            order.size(), context)),
+                        indices);
+  YieldOp::create(inside, loc, value);
+  return table.getResult();
+}

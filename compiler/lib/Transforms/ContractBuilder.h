@@ -121,6 +121,13 @@ SoftmaxContractOp rebuildContract(OpBuilder &builder, SoftmaxContractOp from,
                                   ArrayRef<SoftmaxContractOp> colSides,
                                   Value givenLse);
 
+/// A table like `like` over `rows` (the domain of its leading axes), whose
+/// element at (i₀, …) is `result`'s row at (i_order[0], i_order[1], …): a
+/// contraction's result over its rows in another order, read back in the
+/// order of `like`.
+Value readInOrder(OpBuilder &builder, Value result, Value like,
+                  ArrayRef<unsigned> order, ArrayAttr rows);
+
 } // namespace mlir::energy
 
 #endif // ENERGY_LIB_TRANSFORMS_CONTRACTBUILDER_H

@@ -213,9 +213,108 @@ void joinColumns(SoftmaxContractOp earlier, SoftmaxContractOp later) {
   earlier.erase();
 }
 
+/// For `later` that sums no columns, the order of `earlier`'s row indices
+/// in which `earlier` computes `later`'s normaliser and row sums (the same
+/// domains, predicate, temperature and score, each computing its own
+/// normaliser, and each of `later`'s row values one of `earlier`'s, with
+/// the tables either reads compared across layouts): `order[q]` is the
+/// position among `later`'s row indices of `earlier`'s q-th, and
+/// `rowOutputs` the output of `earlier` for each of `later`'s. None when
+/// there is no such order.
+std::optional<SmallVector<unsigned>>
+subsumingOrder(SoftmaxContractOp earlier, SoftmaxContractOp later,
+               SmallVectorImpl<unsigned> &rowOutputs) {
+  unsigned rowCount = later.getNumRowIndices();
+  if (earlier.getNumRowIndices() != rowCount ||
+      !later.getColOutputs().empty() || earlier.getGivenLse() ||
+      later.getGivenLse() || earlier.getCols() != later.getCols() ||
+      earlier.hasPredicate() != later.hasPredicate() ||
+      earlier.getTemperature() || later.getTemperature())
+    return std::nullopt;
+  SmallVector<unsigned> positions = llvm::to_vector(llvm::seq(rowCount));
+  do {
+    // Later's k-th row index is earlier's positions[k].
+    if (llvm::any_of(llvm::seq(rowCount), [&](unsigned k) {
+          return later.getRows()[k] != earlier.getRows()[positions[k]];
+        }))
+      continue;
+    auto argumentsOf = [&](Region &from, Region &to) {
+      IRMapping mapping;
+      for (unsigned k = 0; k < rowCount; ++k)
+        mapping.map(from.front().getArgument(k),
+                    to.front().getArgument(positions[k]));
+      mapping.map(from.front().getArgument(rowCount),
+                  to.front().getArgument(rowCount));
+      return mapping;
+    };
+    if (later.hasPredicate() &&
+        !computeSame(yieldedAt(later.getPredicate(), 0),
+                     yieldedAt(earlier.getPredicate(), 0),
+                     argumentsOf(later.getPredicate(), earlier.getPredicate()),
+                     /*acrossLayouts=*/true))
+      continue;
+    if (!computeSame(later.getScoreValue(), earlier.getScoreValue(),
+                     argumentsOf(later.getScore(), earlier.getScore()),
+                     /*acrossLayouts=*/true))
+      continue;
+    IRMapping values = argumentsOf(later.getRowSums(), earlier.getRowSums());
+    ValueRange earlierValues = earlier.getRowValues();
+    rowOutputs.clear();
+    for (Value value : later.getRowValues()) {
+      auto found = llvm::find_if(earlierValues, [&](Value other) {
+        return other.getType() == value.getType() &&
+               computeSame(value, other, values, /*acrossLayouts=*/true);
+      });
+      if (found == earlierValues.end())
+        break;
+      rowOutputs.push_back(found - earlierValues.begin());
+    }
+    if (rowOutputs.size() != later.getRowValues().size())
+      continue;
+    SmallVector<unsigned> order(rowCount);
+    for (unsigned k = 0; k < rowCount; ++k)
+      order[positions[k]] = k;
+    return order;
+  } while (std::next_permutation(positions.begin(), positions.end()));
+  return std::nullopt;
+}
+
+/// `later`'s results as `earlier`'s read in `later`'s order (subsumingOrder).
+void readFromSubsuming(SoftmaxContractOp earlier, SoftmaxContractOp later,
+                       ArrayRef<unsigned> order,
+                       ArrayRef<unsigned> rowOutputs) {
+  OpBuilder builder(later);
+  auto reread = [&](Value from, Value to) {
+    to.replaceAllUsesWith(
+        readInOrder(builder, from, to, order, later.getRows()));
+  };
+  reread(earlier.getLse(), later.getLse());
+  for (auto [output, position] : llvm::zip(later.getRowOutputs(), rowOutputs))
+    reread(earlier.getRowOutputs()[position], output);
+  later.erase();
+}
+
 } // namespace
 
-void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear) {
+void mlir::energy::mergeSoftmaxContracts(Block &block, bool rowsOfBilinear,
+                                         bool acrossRowOrders) {
+  // Contractions whose normaliser and row sums an earlier one computes over
+  // the same rows in another order (a later step's normaliser over (h, b,
+  // i) where the gradient's is over (b, h, i)): they read the earlier's.
+  bool subsumed = acrossRowOrders;
+  while (subsumed) {
+    subsumed = false;
+    SmallVector<SoftmaxContractOp> contracts(block.getOps<SoftmaxContractOp>());
+    for (size_t i = 0; i < contracts.size() && !subsumed; ++i)
+      for (size_t j = i + 1; j < contracts.size() && !subsumed; ++j) {
+        SmallVector<unsigned> rowOutputs;
+        if (std::optional<SmallVector<unsigned>> order =
+                subsumingOrder(contracts[i], contracts[j], rowOutputs)) {
+          readFromSubsuming(contracts[i], contracts[j], *order, rowOutputs);
+          subsumed = true;
+        }
+      }
+  }
   bool merged = true;
   while (merged) {
     merged = false;

@@ -195,10 +195,14 @@ void addPlanFinish(mlir::OpPassManager &modelPasses,
   modelPasses.addPass(createCanonicalizerPass());
   modelPasses.addPass(createCSEPass());
   modelPasses.addPass(createEnergyPlanPairBias());
-  // Contractions that reading their pair bias from a table made bilinear:
-  // the row sums of one whose column sums need another's join it.
-  modelPasses.addPass(createEnergyPlanMergeContracts());
   modelPasses.addPass(createEnergyPlanRowOrder());
+  // Contractions that reading their pair bias from a table, or their rows in
+  // another order, made bilinear: the row sums of one whose column sums
+  // need another's join it; one over the same rows in another order reads
+  // the earlier one's results.
+  EnergyPlanMergeContractsOptions acrossRowOrders;
+  acrossRowOrders.acrossRowOrders = true;
+  modelPasses.addPass(createEnergyPlanMergeContracts(acrossRowOrders));
   modelPasses.addPass(createEnergyShareScores());
   modelPasses.addPass(createEnergyPlanDropGatherLets());
   EnergyPlanEnginesOptions engines;

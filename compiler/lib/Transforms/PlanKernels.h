@@ -73,14 +73,19 @@ void liftContractsOutOfLoops(ModelOp model);
 /// of two bilinear ones where the later's column sums need what is
 /// computed from the earlier's results, the later's row sums join the
 /// earlier and its column sums take the earlier's normaliser as given.
-void mergeSoftmaxContracts(Block &block, bool rowsOfBilinear = false);
+/// With `acrossRowOrders`, a contraction without column sums whose
+/// normaliser and row sums an earlier one computes over the same rows in
+/// another order (tables compared across layouts) reads the earlier one's.
+void mergeSoftmaxContracts(Block &block, bool rowsOfBilinear = false,
+                           bool acrossRowOrders = false);
 
 /// Whether `a` and `b` weigh the same pairs alike before normalising: the
 /// same domains, predicate, temperature and score (MergeContracts.cpp).
 bool sameScores(SoftmaxContractOp a, SoftmaxContractOp b);
 
 /// mergeSoftmaxContracts in every block of `model`, the deepest first.
-void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false);
+void mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear = false,
+                              bool acrossRowOrders = false);
 
 /// Computes, ahead of each softmax contraction, the values of its regions
 /// that depend on the row indices only or on the column (and batch) indices

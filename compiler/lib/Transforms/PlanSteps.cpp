@@ -101,9 +101,6 @@ ENERGY_PLAN_STEP_PASS(PlanWholeProducts, formWholeProducts)
 ENERGY_PLAN_STEP_PASS(PlanLoopTables, hoistLoopTables)
 ENERGY_PLAN_STEP_PASS(PlanRowTables, hoistRowTables)
 ENERGY_PLAN_STEP_PASS(PlanPrefixSums, formPrefixSums)
-ENERGY_PLAN_STEP_PASS(PlanMergeContracts, [](ModelOp model) {
-  mergeAllSoftmaxContracts(model, /*rowsOfBilinear=*/true);
-})
 ENERGY_PLAN_STEP_PASS(PlanFactorContractOutputs, factorContractOutputs)
 ENERGY_PLAN_STEP_PASS(PlanReassociateProducts, reassociateProducts)
 ENERGY_PLAN_STEP_PASS(PlanSeparateScores, separateScoresToBilinear)
@@ -131,6 +128,17 @@ struct PlanCombineProductsPass
   using PlanStepPass::PlanStepPass;
   void runOnOperation() override {
     runStep([&](ModelOp model) { combineProducts(model, sums); });
+  }
+};
+
+struct PlanMergeContractsPass
+    : public PlanStepPass<PlanMergeContractsPass,
+                          mlir::energy::impl::EnergyPlanMergeContractsBase> {
+  using PlanStepPass::PlanStepPass;
+  void runOnOperation() override {
+    runStep([&](ModelOp model) {
+      mergeAllSoftmaxContracts(model, /*rowsOfBilinear=*/true, acrossRowOrders);
+    });
   }
 };
 

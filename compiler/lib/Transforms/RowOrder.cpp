@@ -135,33 +135,6 @@ SoftmaxContractOp reordered(SoftmaxContractOp contract, unsigned moved,
                         given);
 }
 
-/// `result` of the reordered contraction (rows in `order`, then its
-/// values' axes) read back as `like` (the old rows' order), after it.
-Value inOldOrder(OpBuilder &builder, Value result, Value like,
-                 ArrayRef<unsigned> order, ArrayAttr oldRows) {
-  MLIRContext *context = builder.getContext();
-  auto type = cast<ArrayType>(like.getType());
-  Location loc = like.getLoc();
-  auto table = TabulateOp::create(builder, loc, type, oldRows);
-  Block &body = table.getBody().emplaceBlock();
-  SmallVector<Value> old;
-  for (unsigned k = 0; k < order.size(); ++k)
-    old.push_back(body.addArgument(IndexType::get(context), loc));
-  SmallVector<Value> indices;
-  for (unsigned k : order)
-    indices.push_back(old[k]);
-  OpBuilder inside = OpBuilder::atBlockEnd(&body);
-  auto element =
-      ArrayType::get(context, type.getShape().drop_front(order.size()));
-  Value value =
-      ExtractOp::create(inside, loc, element, result,
-                        AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
-                            order.size(), context)),
-                        indices);
-  YieldOp::create(inside, loc, value);
-  return table.getResult();
-}
-
 /// Replaces `contract` by a reordering that is bilinear, when one is;
 /// otherwise leaves it as it was.
 void orderRows(SoftmaxContractOp contract) {
@@ -186,7 +159,7 @@ void orderRows(SoftmaxContractOp contract) {
     for (auto [old, result] :
          llvm::zip(contract.getResults(), candidate.getResults()))
       old.replaceAllUsesWith(
-          inOldOrder(builder, result, old, order, contract.getRows()));
+          readInOrder(builder, result, old, order, contract.getRows()));
     // Tables of the old score that nothing reads now.
     SmallVector<Operation *> read;
     contract.getScore().walk([&](ExtractOp extract) {

@@ -186,12 +186,20 @@ struct ScalarTable {
 /// `table` as a table of scalars over two indices, if it is one.
 std::optional<ScalarTable> scalarTableOf(TabulateOp table);
 
-/// Whether `a` computes what `b` computes: the same ops (no regions) on
-/// corresponding operands, the values `arguments` maps (block arguments, or
-/// any value to substitute) corresponding through it, the operands of
-/// commutative ops in either order; an element of an array and what computes
-/// it (a table's body, a read of the tensor, a head's matrix times a row).
-bool computeSame(Value a, Value b, const IRMapping &arguments);
+/// The rank of the array `value`.
+int64_t rankOf(Value value);
+
+/// Whether `a` computes what `b` computes (SameComputation.cpp): the same ops
+/// (no regions) on corresponding operands, the values `arguments` maps (block
+/// arguments, or any value to substitute) corresponding through it, the
+/// operands of commutative ops in either order; an element of an array and what
+/// computes it (a table's body, a read of the tensor, a head's matrix times a
+/// row). With `acrossLayouts`, also elements of two arrays in other layouts
+/// that hold the same values: read through tables that only rearrange what they
+/// read, and rows of two per-head products of the same matrices with the
+/// same rows whatever the order of the rows' axes.
+bool computeSame(Value a, Value b, const IRMapping &arguments,
+                 bool acrossLayouts = false);
 
 /// Whether `value` (a value of a region of `scope`) is `other` times the
 /// scalars `factors` (each from outside `scope`), through negations and

@@ -527,8 +527,8 @@ void mlir::energy::formSoftmaxContracts(ModelOp model) {
   mergeAllSoftmaxContracts(model);
 }
 
-void mlir::energy::mergeAllSoftmaxContracts(ModelOp model,
-                                            bool rowsOfBilinear) {
+void mlir::energy::mergeAllSoftmaxContracts(ModelOp model, bool rowsOfBilinear,
+                                            bool acrossRowOrders) {
   // Deepest blocks first: merging erases contractions and with them the
   // blocks nested in their regions, which must not be visited afterwards.
   llvm::SetVector<Block *> blocks;
@@ -543,5 +543,5 @@ void mlir::energy::mergeAllSoftmaxContracts(ModelOp model,
   llvm::stable_sort(ordered,
                     [&](Block *a, Block *b) { return depth(a) > depth(b); });
   for (Block *block : ordered)
-    mergeSoftmaxContracts(*block, rowsOfBilinear);
+    mergeSoftmaxContracts(*block, rowsOfBilinear, acrossRowOrders);
 }

@@ -705,8 +705,18 @@ def EnergyPlanMergeContracts : EnergyPlanStep<"energy-plan-merge-contracts",
     bilinear ones where
     the later one's column sums need what is computed from the earlier
     one's results, the later one's row sums join the earlier and its column
-    sums take the earlier one's normaliser as given.
+    sums take the earlier one's normaliser as given. With
+    `across-row-orders` (once the plan's contractions have their tables),
+    a contraction without column sums whose normaliser and row sums an
+    earlier one computes over the same rows in another order, their tables
+    compared across layouts, reads the earlier one's results in its order.
   }];
+  let options = [
+    Option<"acrossRowOrders", "across-row-orders", "bool",
+           /*default=*/"false",
+           "Also read a contraction's results from an earlier one over the "
+           "same rows in another order">
+  ];
 }
 
 def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
