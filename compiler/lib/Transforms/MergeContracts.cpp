@@ -231,6 +231,11 @@ subsumingOrder(SoftmaxContractOp earlier, SoftmaxContractOp later,
       earlier.hasPredicate() != later.hasPredicate() ||
       earlier.getTemperature() || later.getTemperature())
     return std::nullopt;
+  // (What both read is the same only where no store comes between.)
+  for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
+       op = op->getNextNode())
+    if (isa<StoreOp, RepeatOp>(op))
+      return std::nullopt;
   SmallVector<unsigned> positions = llvm::to_vector(llvm::seq(rowCount));
   do {
     // Later's k-th row index is earlier's positions[k].
