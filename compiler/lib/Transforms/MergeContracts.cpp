@@ -70,27 +70,53 @@ FailureOr<SmallVector<Operation *>> opsToMoveAbove(Operation *earlier,
   return ordered;
 }
 
+/// The arguments of `from`'s block mapped to `to`'s: the k-th row index to
+/// `to`'s `positions[k]`-th, the column to the column (regions of two
+/// contractions with as many row indices).
+IRMapping regionArguments(Region &from, Region &to,
+                          ArrayRef<unsigned> positions) {
+  IRMapping mapping;
+  unsigned rowCount = positions.size();
+  for (unsigned k = 0; k < rowCount; ++k)
+    mapping.map(from.front().getArgument(k),
+                to.front().getArgument(positions[k]));
+  mapping.map(from.front().getArgument(rowCount),
+              to.front().getArgument(rowCount));
+  return mapping;
+}
+
+/// sameScores with `a`'s k-th row index standing for `b`'s
+/// `positions[k]`-th, comparing computeSame `acrossLayouts` or not.
+bool sameScoresInOrder(SoftmaxContractOp a, SoftmaxContractOp b,
+                       ArrayRef<unsigned> positions, bool acrossLayouts) {
+  if (a.getNumRowIndices() != positions.size() ||
+      b.getNumRowIndices() != positions.size() || a.getCols() != b.getCols() ||
+      a.hasPredicate() != b.hasPredicate())
+    return false;
+  for (auto [k, position] : llvm::enumerate(positions))
+    if (a.getRows()[k] != b.getRows()[position])
+      return false;
+  Value t1 = a.getTemperature(), t2 = b.getTemperature();
+  if (bool(t1) != bool(t2) ||
+      (t1 && !computeSame(t1, t2, IRMapping(), acrossLayouts)))
+    return false;
+  if (!computeSame(a.getScoreValue(), b.getScoreValue(),
+                   regionArguments(a.getScore(), b.getScore(), positions),
+                   acrossLayouts))
+    return false;
+  return !a.hasPredicate() ||
+         computeSame(
+             yieldedAt(a.getPredicate(), 0), yieldedAt(b.getPredicate(), 0),
+             regionArguments(a.getPredicate(), b.getPredicate(), positions),
+             acrossLayouts);
+}
+
 } // namespace
 
 bool mlir::energy::sameScores(SoftmaxContractOp a, SoftmaxContractOp b) {
-  if (a.getRows() != b.getRows() || a.getCols() != b.getCols() ||
-      a.hasPredicate() != b.hasPredicate())
-    return false;
-  Value t1 = a.getTemperature(), t2 = b.getTemperature();
-  if (bool(t1) != bool(t2) || (t1 && !computeSame(t1, t2, IRMapping())))
-    return false;
-  IRMapping arguments;
-  arguments.map(a.getScore().front().getArguments(),
-                b.getScore().front().getArguments());
-  if (!computeSame(a.getScoreValue(), b.getScoreValue(), arguments))
-    return false;
-  if (!a.hasPredicate())
-    return true;
-  IRMapping predicateArguments;
-  predicateArguments.map(a.getPredicate().front().getArguments(),
-                         b.getPredicate().front().getArguments());
-  return computeSame(yieldedAt(a.getPredicate(), 0),
-                     yieldedAt(b.getPredicate(), 0), predicateArguments);
+  SmallVector<unsigned> inOrder =
+      llvm::to_vector(llvm::seq(a.getNumRowIndices()));
+  return sameScoresInOrder(a, b, inOrder, /*acrossLayouts=*/false);
 }
 
 namespace {
@@ -227,9 +253,7 @@ subsumingOrder(SoftmaxContractOp earlier, SoftmaxContractOp later,
   unsigned rowCount = later.getNumRowIndices();
   if (earlier.getNumRowIndices() != rowCount ||
       !later.getColOutputs().empty() || earlier.getGivenLse() ||
-      later.getGivenLse() || earlier.getCols() != later.getCols() ||
-      earlier.hasPredicate() != later.hasPredicate() ||
-      earlier.getTemperature() || later.getTemperature())
+      later.getGivenLse())
     return std::nullopt;
   // (What both read is the same only where no store comes between.)
   for (Operation *op = earlier->getNextNode(); op && op != later.getOperation();
@@ -239,30 +263,10 @@ subsumingOrder(SoftmaxContractOp earlier, SoftmaxContractOp later,
   SmallVector<unsigned> positions = llvm::to_vector(llvm::seq(rowCount));
   do {
     // Later's k-th row index is earlier's positions[k].
-    if (llvm::any_of(llvm::seq(rowCount), [&](unsigned k) {
-          return later.getRows()[k] != earlier.getRows()[positions[k]];
-        }))
+    if (!sameScoresInOrder(later, earlier, positions, /*acrossLayouts=*/true))
       continue;
-    auto argumentsOf = [&](Region &from, Region &to) {
-      IRMapping mapping;
-      for (unsigned k = 0; k < rowCount; ++k)
-        mapping.map(from.front().getArgument(k),
-                    to.front().getArgument(positions[k]));
-      mapping.map(from.front().getArgument(rowCount),
-                  to.front().getArgument(rowCount));
-      return mapping;
-    };
-    if (later.hasPredicate() &&
-        !computeSame(yieldedAt(later.getPredicate(), 0),
-                     yieldedAt(earlier.getPredicate(), 0),
-                     argumentsOf(later.getPredicate(), earlier.getPredicate()),
-                     /*acrossLayouts=*/true))
-      continue;
-    if (!computeSame(later.getScoreValue(), earlier.getScoreValue(),
-                     argumentsOf(later.getScore(), earlier.getScore()),
-                     /*acrossLayouts=*/true))
-      continue;
-    IRMapping values = argumentsOf(later.getRowSums(), earlier.getRowSums());
+    IRMapping values =
+        regionArguments(later.getRowSums(), earlier.getRowSums(), positions);
     ValueRange earlierValues = earlier.getRowValues();
     rowOutputs.clear();
     for (Value value : later.getRowValues()) {
