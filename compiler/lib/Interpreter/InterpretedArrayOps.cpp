@@ -339,6 +339,14 @@ Interpreter::evaluateIndices(Operation *op, AffineMap map, ValueRange operands,
   return indices;
 }
 
+Operation *Interpreter::sourceOf(ReadOp read) {
+  auto [slot, inserted] = readSources.try_emplace(read, nullptr);
+  if (inserted)
+    slot->second =
+        SymbolTable::lookupNearestSymbolFrom(read, read.getSourceAttr());
+  return slot->second;
+}
+
 FailureOr<ArrayValue> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
   FailureOr<std::vector<int64_t>> maybeIndices =
       evaluateIndices(read, read.getMap(), read.getIndices(), frame);
@@ -346,8 +354,7 @@ FailureOr<ArrayValue> Interpreter::evaluateRead(ReadOp read, Frame &frame) {
     return failure();
   std::vector<int64_t> indices = *maybeIndices;
 
-  Operation *source =
-      SymbolTable::lookupNearestSymbolFrom(read, read.getSourceAttr());
+  Operation *source = sourceOf(read);
   StringAttr name = read.getSourceAttr().getAttr();
   if (auto constant = dyn_cast_or_null<ConstOp>(source))
     return ArrayValue::scalar(consts.lookup(name.getValue()));

@@ -203,6 +203,9 @@ FailureOr<int64_t> Interpreter::evaluateDimExpr(DimExprAttr expr,
 
 FailureOr<std::vector<int64_t>> Interpreter::getShape(ArrayType type,
                                                       Operation *user) {
+  auto known = shapes.find(type);
+  if (known != shapes.end())
+    return known->second;
   std::vector<int64_t> shape;
   for (StringAttr dim : type.getShape()) {
     std::optional<int64_t> extent = getDim(dim.getValue());
@@ -210,6 +213,7 @@ FailureOr<std::vector<int64_t>> Interpreter::getShape(ArrayType type,
       return unboundDim(user, dim.getValue());
     shape.push_back(*extent);
   }
+  shapes[type] = shape;
   return shape;
 }
 

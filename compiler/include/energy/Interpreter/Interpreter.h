@@ -128,6 +128,8 @@ private:
                                                   ValueRange operands,
                                                   Frame &frame);
   FailureOr<ArrayValue> evaluateRead(ReadOp read, Frame &frame);
+  /// The tensor, let or const a read names (resolved once per read).
+  Operation *sourceOf(ReadOp read);
   FailureOr<ArrayValue> evaluateReduce(ReduceOp reduce, Frame &frame);
   /// Kernel-plan ops (PlanOps.cpp).
   FailureOr<ArrayValue> evaluateTabulate(TabulateOp table, Frame &frame);
@@ -179,6 +181,10 @@ private:
   llvm::DenseMap<Operation *, std::map<std::vector<int64_t>, ArrayValue>>
       letCache;
   llvm::DenseMap<Value, llvm::SmallPtrSet<Block *, 4>> argumentBlocks;
+  /// What sourceOf resolved, by read.
+  llvm::DenseMap<Operation *, Operation *> readSources;
+  /// What getShape computed, by array type (the dims are fixed).
+  llvm::DenseMap<Type, std::vector<int64_t>> shapes;
   /// Per value, how memoSlot finds its slot: the number of frames up from
   /// its own, and for each frame on the way whether its indices are part
   /// of the key (0 frames: its own frame's memo).
