@@ -453,18 +453,12 @@ FailureOr<ArrayValue> Interpreter::evaluateReduce(ReduceOp reduce,
   if (!body || (reduce.hasPredicate() && !admitted))
     return reduce.emitOpError("has a region without a yielded value");
 
-  // A frame for `region` at `position`, nested in the reduction's frame.
-  auto frameAt = [&](Region &region, ArrayRef<int64_t> position) {
-    Frame inner(&region, &frame);
-    for (auto [argument, index] :
-         llvm::zip(region.front().getArguments(), position))
-      inner.integers[argument] = index;
-    return inner;
-  };
+  Frame predicateFrame(&reduce.getPredicate(), &frame);
+  Frame bodyFrame(&reduce.getBody(), &frame);
   std::vector<ArrayValue> values;
   if (failed(forEachPosition(sizes, [&](ArrayRef<int64_t> position) {
         if (admitted) {
-          Frame predicateFrame = frameAt(reduce.getPredicate(), position);
+          predicateFrame.moveTo(position);
           FailureOr<int64_t> isAdmitted =
               evaluateInteger(admitted, predicateFrame);
           if (failed(isAdmitted))
@@ -472,7 +466,7 @@ FailureOr<ArrayValue> Interpreter::evaluateReduce(ReduceOp reduce,
           if (!*isAdmitted)
             return success();
         }
-        Frame bodyFrame = frameAt(reduce.getBody(), position);
+        bodyFrame.moveTo(position);
         FailureOr<ArrayValue> value = evaluateArray(body, bodyFrame);
         if (failed(value))
           return failure();

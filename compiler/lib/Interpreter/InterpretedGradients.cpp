@@ -131,23 +131,19 @@ LogicalResult Interpreter::executeForeach(ForeachOp loop, Frame &frame,
   if (loop.hasPredicate() && !admitted)
     return loop.emitOpError("has a predicate without a yielded value");
 
+  Frame predicateFrame(&loop.getPredicate(), &frame);
+  Frame bodyFrame(&loop.getBody(), &frame);
+  Block &body = loop.getBody().front();
   return forEachPosition(*sizes, [&](ArrayRef<int64_t> position) {
     if (admitted) {
-      Frame predicateFrame(&loop.getPredicate(), &frame);
-      for (auto [argument, index] :
-           llvm::zip(loop.getPredicate().front().getArguments(), position))
-        predicateFrame.integers[argument] = index;
+      predicateFrame.moveTo(position);
       FailureOr<int64_t> isAdmitted = evaluateInteger(admitted, predicateFrame);
       if (failed(isAdmitted))
         return failure();
       if (!*isAdmitted)
         return success();
     }
-    // A fresh frame per position: values of the body are per iteration.
-    Frame bodyFrame(&loop.getBody(), &frame);
-    Block &body = loop.getBody().front();
-    for (auto [argument, index] : llvm::zip(body.getArguments(), position))
-      bodyFrame.integers[argument] = index;
+    bodyFrame.moveTo(position);
     return executeGradientBlock(body, bodyFrame, gradients);
   });
 }

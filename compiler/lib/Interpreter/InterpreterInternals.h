@@ -22,6 +22,17 @@ namespace mlir::energy {
 struct Interpreter::Frame {
   Frame(Region *region, Frame *parent) : region(region), parent(parent) {}
 
+  /// Forgets the values of the previous position and binds the region's
+  /// arguments to `position`: one frame serves every position of a loop.
+  void moveTo(ArrayRef<int64_t> position) {
+    arrays.clear();
+    hoisted.clear();
+    integers.clear();
+    for (auto [argument, index] :
+         llvm::zip(region->front().getArguments(), position))
+      integers[argument] = index;
+  }
+
   Region *region;
   Frame *parent;
   llvm::DenseMap<Value, ArrayValue> arrays;

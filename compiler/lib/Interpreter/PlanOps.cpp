@@ -19,16 +19,6 @@ using namespace mlir::energy;
 using namespace mlir::energy::interpreter;
 
 namespace {
-/// A frame for `region` at `position`, nested in `parent`.
-Interpreter::Frame frameAt(Region &region, ArrayRef<int64_t> position,
-                           Interpreter::Frame &parent) {
-  Interpreter::Frame inner(&region, &parent);
-  for (auto [argument, index] :
-       llvm::zip(region.front().getArguments(), position))
-    inner.integers[argument] = index;
-  return inner;
-}
-
 ValueRange yieldedValues(Region &region) {
   return cast<YieldOp>(region.front().getTerminator()).getValues();
 }
@@ -44,8 +34,9 @@ FailureOr<ArrayValue> Interpreter::evaluateTabulate(TabulateOp table,
     return failure();
   ArrayValue result(*shape);
   Value body = table.getBodyValue();
+  Frame inner(&table.getBody(), &frame);
   if (failed(forEachPosition(*domain, [&](ArrayRef<int64_t> position) {
-        Frame inner = frameAt(table.getBody(), position, frame);
+        inner.moveTo(position);
         FailureOr<ArrayValue> value = evaluateArray(body, inner);
         if (failed(value))
           return failure();
@@ -119,6 +110,10 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
                        : Value();
   Value score = contract.getScoreValue();
 
+  Frame predicateFrame(&contract.getPredicate(), &frame);
+  Frame scoreFrame(&contract.getScore(), &frame);
+  Frame rowFrame(&contract.getRowSums(), &frame);
+  Frame columnFrame(&contract.getColSums(), &frame);
   if (failed(forEachPosition(*rows, [&](ArrayRef<int64_t> row) {
         // Scores of the admitted columns, divided by the temperature.
         std::vector<int64_t> pair(row.begin(), row.end());
@@ -128,8 +123,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
         for (int64_t column = 0; column < columnCount; ++column) {
           pair.back() = column;
           if (admitted) {
-            Frame predicateFrame =
-                frameAt(contract.getPredicate(), pair, frame);
+            predicateFrame.moveTo(pair);
             FailureOr<int64_t> isAdmitted =
                 evaluateInteger(admitted, predicateFrame);
             if (failed(isAdmitted))
@@ -137,7 +131,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
             if (!*isAdmitted)
               continue;
           }
-          Frame scoreFrame = frameAt(contract.getScore(), pair, frame);
+          scoreFrame.moveTo(pair);
           FailureOr<ArrayValue> value = evaluateArray(score, scoreFrame);
           if (failed(value))
             return failure();
@@ -166,7 +160,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
         for (auto [column, score] : llvm::zip(admittedColumns, scaled)) {
           double weight = std::exp(score - normaliser / temperature);
           pair.back() = column;
-          Frame rowFrame = frameAt(contract.getRowSums(), pair, frame);
+          rowFrame.moveTo(pair);
           for (auto [sum, value] :
                llvm::zip(rowSums, contract.getRowValues())) {
             FailureOr<ArrayValue> term = evaluateArray(value, rowFrame);
@@ -181,7 +175,7 @@ Interpreter::evaluateSoftmaxContract(SoftmaxContractOp contract, Frame &frame) {
             continue;
           std::vector<int64_t> at(row.begin(), row.end());
           at.back() = column;
-          Frame columnFrame = frameAt(contract.getColSums(), pair, frame);
+          columnFrame.moveTo(pair);
           for (auto [j, value] : llvm::enumerate(contract.getColValues())) {
             FailureOr<ArrayValue> term = evaluateArray(value, columnFrame);
             if (failed(term))
