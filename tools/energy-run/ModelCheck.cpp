@@ -557,13 +557,9 @@ private:
                       valuesOf(expectedValues->at(name)));
   }
 
-  /// How much the interpreter's run changes when every bound value moves
-  /// by a relative inputRounding(), when that is more than a tenth of the
-  /// tolerance of the comparison (a singular Newton system, a chaotic run):
-  /// the compiled run, which rounds every intermediate value too and not
-  /// only the inputs, cannot be expected to agree with it either.
-  std::optional<double>
-  conditioningOfRun(const std::map<std::string, ::energy::Tensor> &expected) {
+  /// The initial run with every bound value moved by a relative
+  /// inputRounding().
+  InterpretedRun perturbedRun() {
     InterpretedRun perturbed = *initial;
     std::mt19937_64 engine(options.seed + 977);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -576,6 +572,25 @@ private:
     }
     for (auto &[name, value] : moved)
       perturbed.getBindings().setTensor(name, std::move(value));
+    return perturbed;
+  }
+
+  /// `worst`, a relative change of the interpreter's results under
+  /// perturbedRun(), where it is more than a tenth of the tolerance of the
+  /// comparison (a singular Newton system, a chaotic run): compiled code,
+  /// which rounds every intermediate value too and not only the inputs,
+  /// cannot be expected to agree with the interpreter either.
+  std::optional<double> illConditioned(double worst) const {
+    if (worst <= compiledTolerance() / 10)
+      return std::nullopt;
+    return worst;
+  }
+
+  /// How much the interpreter's run changes under perturbedRun(), where
+  /// that makes it ill-conditioned.
+  std::optional<double>
+  conditioningOfRun(const std::map<std::string, ::energy::Tensor> &expected) {
+    InterpretedRun perturbed = perturbedRun();
     ::energy::RunOptions runOptions;
     runOptions.steps = options.steps;
     if (failed(perturbed.run(runOptions)))
@@ -590,9 +605,33 @@ private:
         worst = std::max(worst, relativeDifference(valuesOf(value),
                                                    valuesOf(reference->second),
                                                    scaleFloor()));
-    if (worst <= compiledTolerance() / 10)
-      return std::nullopt;
-    return worst;
+    return illConditioned(worst);
+  }
+
+  /// How much the interpreter's loss gradients change under perturbedRun(),
+  /// where that makes them ill-conditioned (the adjoint of a Newton step
+  /// solves with the Hessian the run's own steps solved with).
+  std::optional<double>
+  conditioningOfLossGradients(const LossGradients &expected) {
+    InterpretedRun perturbed = perturbedRun();
+    FailureOr<Interpreter> state = perturbed.interpreter();
+    if (failed(state))
+      return 1.0;
+    FailureOr<LossGradients> moved =
+        tools::lossGradientsOf(referenceModel, *state, options.steps,
+                               ::energy::BackpropStorage::Checkpointed);
+    if (failed(moved))
+      return 1.0;
+    double worst = 0;
+    for (const auto &[name, value] : expected.adjoints) {
+      auto found = moved->adjoints.find(name);
+      if (found == moved->adjoints.end())
+        return 1.0;
+      worst =
+          std::max(worst, relativeDifference(valuesOf(found->second),
+                                             valuesOf(value), scaleFloor()));
+    }
+    return illConditioned(worst);
   }
 
   void checkLosses() {
@@ -626,11 +665,25 @@ private:
         return report.differs("the artifact has no loss '" + name + "'");
       compareCompiled("loss " + name, {compiled->second}, {value});
     }
+    bool agrees = true;
     for (const auto &[name, value] : expected->adjoints) {
       auto compiled = gradients->adjoints.find(name);
       if (compiled == gradients->adjoints.end())
         return report.differs("the artifact has no '" + name + "'");
-      compareCompiled(name, valuesOf(compiled->second), valuesOf(value));
+      agrees &= relativeDifference(valuesOf(compiled->second), valuesOf(value),
+                                   scaleFloor()) <= compiledTolerance();
+    }
+    if (!agrees) {
+      if (std::optional<double> change = conditioningOfLossGradients(*expected))
+        return report.unusable(llvm::formatv(
+            "the loss gradient is ill-conditioned at these values: changing "
+            "the inputs by {0:e0} (relative) changes it by {1:e2} (relative) "
+            "on the interpreter alone",
+            inputRounding(), *change));
+    }
+    for (const auto &[name, value] : expected->adjoints) {
+      const ::energy::Tensor &compiled = gradients->adjoints.find(name)->second;
+      compareCompiled(name, valuesOf(compiled), valuesOf(value));
       checkLossDifferences(StringRef(name).drop_front(strlen("adjoint.")),
                            valuesOf(value), total);
     }
