@@ -67,8 +67,15 @@ bool Checker::pushDomain(IndexDomain &domain, bool allowPredicate) {
                             quote(binding.name) +
                             (sameDomain ? "" : " shadows an outer index"),
                         {binding.nameRange});
-      diagnostics.note(outer->binding->nameRange.Start,
-                       "see previous definition here");
+      if (!sameDomain && outer->ofReduction)
+        diagnostics.note(outer->binding->nameRange.Start,
+                         "bound here, by a reduction whose body extends as "
+                         "far right as arithmetic goes; to end it before the "
+                         "inner one, parenthesise it, as in `(sum(" +
+                             binding.name.str() + ": ...) e) + ...`");
+      else
+        diagnostics.note(outer->binding->nameRange.Start,
+                         "see previous definition here");
       ok = false;
     } else if (Decl *global = globals.lookup(binding.name)) {
       diagnostics.error(binding.nameRange.Start,
@@ -90,6 +97,7 @@ bool Checker::pushDomain(IndexDomain &domain, bool allowPredicate) {
     }
     IndexVariable variable;
     variable.binding = &binding;
+    variable.ofReduction = allowPredicate;
     variable.lower = AffineExpr::getConstant(0);
     variable.upper = sizes[i] - AffineExpr::getConstant(1);
     AffineExpr symbol = AffineExpr::getSymbol(binding.name.str());

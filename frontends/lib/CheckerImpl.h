@@ -58,6 +58,8 @@ struct IndexVariable {
   /// Whether the domain's predicate has a part the inequalities leave out
   /// (`!=`, `or`): then the scope's inequalities admit more than it does.
   bool loosePredicate = false;
+  /// Whether a reduction (not a let's or output's indices) binds it.
+  bool ofReduction = false;
 };
 
 class Checker {
