@@ -406,6 +406,13 @@ bool Checker::checkCondition(Expr &expr, bool requireAffine) {
                         "a `where` condition must compare affine expressions "
                         "of index variables and dims",
                         {side->getRange()});
+      if (side->getKind() == Expr::Kind::Index)
+        diagnostics.note(side->getLoc(),
+                         "a condition on values belongs in the body: add a "
+                         "mask of 0 (admitted) and a large negative number "
+                         "(excluded) to an lse's or max's score, as in "
+                         "`lse(j: N) (s + mask[b, j])`; multiply a sum's "
+                         "body by a mask of 0 and 1");
       ok = false;
     }
   }
