@@ -264,7 +264,8 @@ private:
   /// Σ over the domain of `reduce` of the adjoint that `outside` (a value
   /// defined outside the body) gets from the body at each position: a
   /// `reduce sum` that recomputes the body and walks it back, keeping only
-  /// that adjoint (the accumulations into tensors are reverseBody's).
+  /// that adjoint (the accumulations into tensors are reverseBody's); null
+  /// where the body gives it none.
   FailureOr<Value> sumBodyAdjoint(ReduceOp reduce, Value adjoint, Value outside,
                                   OpBuilder &builder) {
     if (reduce.getKind() == ReduceKind::custom)
@@ -305,13 +306,12 @@ private:
     });
     for (Operation *op : accumulations)
       eraseAndForget(op);
+    // Where the body gives `outside` nothing (a step's derivative), there
+    // is no sum: no loop of zeros for the planner to keep.
     Value part = adjoints.lookup(outside);
     if (!part) {
-      Value zero = ConstantOp::create(inner, loc, 0.0);
-      auto type = cast<ArrayType>(outside.getType());
-      part = type.isScalar()
-                 ? zero
-                 : BroadcastOp::create(inner, loc, type, zero).getResult();
+      eraseAndForget(sum);
+      return Value();
     }
     YieldOp::create(inner, loc, part);
     return sum.getResult();

@@ -3,6 +3,8 @@
 // A sum over an index domain whose body does not depend on the indices is
 // the body's value times the domain's size: the count a mean divides by,
 // left by differentiation as a loop that adds 1, becomes a product of dims.
+// A sum or mean of zeros, under any predicate, is zero: differentiation
+// leaves them where a body's derivative is 0 (a step, a maximum's ties).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,9 +43,33 @@ struct SumOfInvariantBody : OpRewritePattern<ReduceOp> {
     return success();
   }
 };
+
+/// Whether `value` is 0 or an array of zeros.
+bool isZero(Value value) {
+  if (auto broadcast = value.getDefiningOp<BroadcastOp>())
+    value = broadcast.getOperand();
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant && constant.getValueAttr().getValueAsDouble() == 0.0;
+}
+
+struct SumOfZeros : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceOp sum,
+                                PatternRewriter &rewriter) const override {
+    if (sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean)
+      return failure();
+    Value value = sum.getBodyValue();
+    if (sum.getBody().isAncestor(value.getParentRegion()) || !isZero(value) ||
+        value.getType() != sum.getType())
+      return failure();
+    rewriter.replaceOp(sum, value);
+    return success();
+  }
+};
 } // namespace
 
 void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                            MLIRContext *context) {
-  patterns.add<SumOfInvariantBody>(context);
+  patterns.add<SumOfZeros, SumOfInvariantBody>(context);
 }

@@ -1,8 +1,8 @@
 //===- DerivativeRules.cpp - Reverse-mode rules of the energy ops ---------===//
 //
 // The DerivativeOpInterface implementation of the differentiable energy ops
-// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint g
-// of the result, the adjoint of each operand, built from energy ops so that
+// beyond the element-wise ones (a table in EnergyExprOps.td): given the adjoint
+// g of the result, the adjoint of each operand, built from energy ops so that
 // rules compose (a gradient can be differentiated again).
 //
 //===----------------------------------------------------------------------===//
@@ -18,7 +18,6 @@
 
 using namespace mlir;
 using namespace mlir::energy;
-
 
 //===----------------------------------------------------------------------===//
 // Leaves
@@ -68,7 +67,8 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's table)
+// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's
+// table)
 //===----------------------------------------------------------------------===//
 
 // d(x^n) = n x^(n-1) dx
@@ -333,13 +333,17 @@ LogicalResult ReduceOp::buildAdjoints(OpBuilder &builder, ValueRange adjoints,
   return success();
 }
 
-bool ReduceOp::hasDerivativeRule() { return getKind() != ReduceKind::max; }
+bool ReduceOp::hasDerivativeRule() { return true; }
 
 // sum: ∂y/∂e_p = 1;  mean: 1 / |admitted positions|, the count taken as at
 // least 1 under a predicate (the same wherever a position is admitted; a
 // sum of adjoints the planner takes the 1 / count out of is then 0, not
 // 0 / 0, where no position is: the mean of nothing is 0);
-// lse: softmax weight exp((e_p - y) / T);  max: no rule.
+// lse: softmax weight exp((e_p - y) / T);  max: 1 / (the number of
+// positions at the maximum) where e_p is the maximum, else 0 (the
+// subgradient that shares ties evenly, as PyTorch's amax does). e_p is
+// at the maximum within √ε |y|: a gradient computes e_p again, maybe in
+// another order of additions than the maximum took.
 Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
                                  Value result, Value bodyValue) {
   ExprBuilder e(builder, getLoc());
@@ -359,9 +363,21 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
       exponent = e.div(exponent, temperature);
     return e.mul(resultAdjoint, e.unary<ExpOp>(exponent));
   }
-  case ReduceKind::max:
-    emitOpError("'max' over an index domain has no derivative rule");
-    return {};
+  case ReduceKind::max: {
+    // The tolerance and the number of ties, once, after the maximum.
+    OpBuilder after(getContext());
+    after.setInsertionPointAfter(getOperation());
+    ExprBuilder once(after, getLoc());
+    Value tolerance =
+        once.mul(once.unary<SqrtOp>(RoundingUnitOp::create(after, getLoc())),
+                 once.unary<AbsOp>(result));
+    auto atMaximum = [&](ExprBuilder &inner, Value value) {
+      Value below = inner.sub(inner.sub(result, value), tolerance);
+      return inner.sub(inner.constant(1.0), inner.unary<HeavisideOp>(below));
+    };
+    Value ties = once.sumOverDomain(*this, atMaximum);
+    return e.div(e.mul(resultAdjoint, atMaximum(e, bodyValue)), ties);
+  }
   case ReduceKind::custom:
     // The weights depend on every position's value: derive-gradients
     // tabulates them ahead of the loop (buildCustomWeights).

@@ -18,21 +18,3 @@ energy.model @m {
     energy.update @x gd(lr = 0.1)
   }
 }
-
-// -----
-
-energy.model @m {
-  energy.dim @N
-  energy.tensor @x : state [@N]
-  energy.term @e {
-    // expected-error @below {{'energy.reduce' op has no derivative rule; the energy reaches @x through it}}
-    %m = energy.reduce max (%i : @N) {
-      %xi = energy.read @x[%i] : !energy.array<>
-      energy.yield %xi : !energy.array<>
-    } : !energy.array<>
-    energy.yield %m : !energy.array<>
-  }
-  energy.dynamics steps 1 {
-    energy.update @x gd(lr = 0.1)
-  }
-}

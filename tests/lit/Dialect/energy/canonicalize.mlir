@@ -360,3 +360,47 @@ energy.model @sliced_tables {
     energy.yield %total : !energy.array<>
   }
 }
+
+// -----
+
+// A sum or mean of zeros is zero under any predicate (differentiation
+// leaves them where a body's derivative is 0); a sum of another constant
+// under a predicate stays (its count is the predicate's).
+// CHECK-LABEL: energy.model @zeros
+// CHECK:       term @t {
+// CHECK:         %[[O:.*]] = constant 1.000000e+00
+// CHECK:         %[[B:.*]] = broadcast
+// CHECK-NEXT:    %[[K:.*]] = reduce sum (%{{.*}} : @N) where
+// CHECK:           yield %[[O]]
+// CHECK:         %[[E:.*]] = reduce_elements sum %[[B]]
+// CHECK-NEXT:    add %[[K]], %[[E]]
+// CHECK-NOT:     reduce
+energy.model @zeros {
+  energy.dim @N
+  energy.dim @D
+  energy.term @t {
+    %zero = energy.constant 0.0
+    %one = energy.constant 1.0
+    %zeros = energy.broadcast %zero : !energy.array<> to !energy.array<D>
+    %s = energy.reduce sum (%i : @N, %j : @N) where {
+      %ne = arith.cmpi ne, %i, %j : index
+      energy.yield %ne : i1
+    } {
+      energy.yield %zero : !energy.array<>
+    } : !energy.array<>
+    %k = energy.reduce sum (%i : @N) where {
+      %c = arith.constant 2 : index
+      %lt = arith.cmpi slt, %i, %c : index
+      energy.yield %lt : i1
+    } {
+      energy.yield %one : !energy.array<>
+    } : !energy.array<>
+    %m = energy.reduce mean (%i : @N) {
+      energy.yield %zeros : !energy.array<D>
+    } : !energy.array<D>
+    %e = energy.reduce_elements sum %m : !energy.array<D>
+    %t = energy.add %s, %k : !energy.array<>, !energy.array<>
+    %u = energy.add %t, %e : !energy.array<>, !energy.array<>
+    energy.yield %u : !energy.array<>
+  }
+}
