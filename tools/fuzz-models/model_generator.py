@@ -5,7 +5,8 @@ dims (some derived), inputs, params and states of rank 0 to 3
 (multi-head params, batch axes), consts, lets with indices (read whole,
 by row or per element), fns, energy terms (attention-like lse terms with
 projections, normalisations, heads, batches, every predicate form and
-its equivalent respellings, temperatures, learned scales; Hopfield,
+its equivalent respellings, temperatures, learned scales, now and then
+the hard maximum in place of the lse; Hopfield,
 mixture, dense and quadratic terms; and random expressions), outputs,
 losses that read them, and dynamics of every kind (gd, momentum,
 nesterov, newton, precond, ode euler/heun, explicit rules, stationary
@@ -613,7 +614,13 @@ class ModelGenerator:
         if r.random() < 0.2:
             temp = '; temp = %s' % (self.m.consts[0][0] if self.m.consts else '1.5')
         domain = ', '.join('%s: %s' % d for d in inner)
-        lse = Node('lse(%s%s%s) {0}' % (domain, where, temp), (), [score], binds=[n for n, _ in inner])
+        # Now and then the hard maximum (hard attention), its derivative
+        # the indicator of the maximum.
+        reduction = 'lse'
+        if not temp and self.rv.random() < 0.1:
+            reduction = 'max'
+        lse = Node('%s(%s%s%s) {0}' % (reduction, domain, where, temp), (), [score],
+                   binds=[n for n, _ in inner])
         agg = r.choice(['sum', 'sum', 'mean'])
         body = Node('-%s(%s) {0}' % (agg, ', '.join('%s: %s' % d for d in outer)), (), [lse],
                     binds=[n for n, _ in outer])

@@ -341,7 +341,8 @@ bool ReduceOp::hasDerivativeRule() { return true; }
 // 0 / 0, where no position is: the mean of nothing is 0);
 // lse: softmax weight exp((e_p - y) / T);  max: 1 / (the number of
 // positions at the maximum) where e_p is the maximum, else 0 (the
-// subgradient that shares ties evenly, as PyTorch's amax does). e_p is
+// subgradient that shares ties evenly, as PyTorch's amax does; the number
+// taken as at least 1 under a predicate, as a mean's count). e_p is
 // at the maximum within √ε |y|: a gradient computes e_p again, maybe in
 // another order of additions than the maximum took.
 Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
@@ -376,6 +377,10 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
       return inner.sub(inner.constant(1.0), inner.unary<HeavisideOp>(below));
     };
     Value ties = once.sumOverDomain(*this, atMaximum);
+    // At least 1, as a mean's count: where a predicate admits no position
+    // a sum the planner takes 1 / ties out of is 0, not 0 / 0.
+    if (hasPredicate())
+      ties = MaximumOp::create(after, getLoc(), ties, once.constant(1.0));
     return e.div(e.mul(resultAdjoint, atMaximum(e, bodyValue)), ties);
   }
   case ReduceKind::custom:
