@@ -11,7 +11,10 @@
 #include "energy/Frontend/Checker.h"
 #include "energy/Frontend/Diagnostics.h"
 
+#include "energy/Plugin/FunctionTable.h"
+
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace energy::frontend;
 using namespace energy::frontend::detail;
@@ -220,6 +223,34 @@ std::optional<Shape> Checker::checkIndex(IndexExpr &index) {
   return base->dropFront(index.getIndices().size());
 }
 
+void Checker::unknownFunction(const CallExpr &call) {
+  llvm::StringRef callee = call.getCallee();
+  diagnostics.error(call.getCalleeRange().Start,
+                    "unknown function " + quote(callee),
+                    {call.getCalleeRange()});
+  // Names a letter or two away (at most half of them changed), or
+  // contained in the callee (`relu` in `leaky_relu`).
+  std::vector<std::string> close, all;
+  for (const plugin::FunctionInfo &function :
+       plugin::getFunctionTable().getFunctions()) {
+    llvm::StringRef name = function.name;
+    all.push_back(quote(name));
+    unsigned distance = callee.edit_distance(name);
+    if ((distance <= 2 && 2 * distance <= name.size()) ||
+        (name.size() >= 3 && callee.contains(name)))
+      close.push_back(quote(name));
+  }
+  if (close.size() == 1)
+    diagnostics.note(call.getCalleeRange().Start,
+                     "did you mean " + close.front() + "?");
+  else if (!close.empty())
+    diagnostics.note(call.getCalleeRange().Start,
+                     "did you mean one of " + llvm::join(close, ", ") + "?");
+  else
+    diagnostics.note(call.getCalleeRange().Start,
+                     "the functions are " + llvm::join(all, ", "));
+}
+
 std::optional<Shape> Checker::checkCall(CallExpr &call) {
   llvm::StringRef callee = call.getCallee();
   auto arityError = [&](unsigned expected) -> std::optional<Shape> {
@@ -285,9 +316,7 @@ std::optional<Shape> Checker::checkCall(CallExpr &call) {
                         "such as `max(i: N) e`",
                         {call.getCalleeRange()});
     else
-      diagnostics.error(call.getCalleeRange().Start,
-                        "unknown function " + quote(callee),
-                        {call.getCalleeRange()});
+      unknownFunction(call);
     return std::nullopt;
   }
   call.setBuiltin(builtin);

@@ -109,6 +109,9 @@ private:
   std::optional<Shape> checkName(NameExpr &name);
   std::optional<Shape> checkIndex(IndexExpr &index);
   std::optional<Shape> checkCall(CallExpr &call);
+  /// The error for a call of a name that is no function, with the closest
+  /// names of the function table (or all of them) in a note.
+  void unknownFunction(const CallExpr &call);
   std::optional<Shape> checkBinary(BinaryExpr &binary);
   std::optional<Shape> checkReduction(ReductionExpr &reduction);
   std::optional<Shape> checkScalar(Expr &expr, const llvm::Twine &what);
