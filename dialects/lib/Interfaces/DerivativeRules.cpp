@@ -341,8 +341,7 @@ bool ReduceOp::hasDerivativeRule() { return true; }
 // 0 / 0, where no position is: the mean of nothing is 0);
 // lse: softmax weight exp((e_p - y) / T);  max: 1 / (the number of
 // positions at the maximum) where e_p is the maximum, else 0 (the
-// subgradient that shares ties evenly, as PyTorch's amax does; the number
-// taken as at least 1 under a predicate, as a mean's count). e_p is
+// subgradient that shares ties evenly, as PyTorch's amax does). e_p is
 // at the maximum within √ε |y|: a gradient computes e_p again, maybe in
 // another order of additions than the maximum took.
 Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
@@ -377,11 +376,12 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
       return inner.sub(inner.constant(1.0), inner.unary<HeavisideOp>(below));
     };
     Value ties = once.sumOverDomain(*this, atMaximum);
-    // At least 1, as a mean's count: where a predicate admits no position
-    // a sum the planner takes 1 / ties out of is 0, not 0 / 0.
-    if (hasPredicate())
-      ties = MaximumOp::create(after, getLoc(), ties, once.constant(1.0));
-    return e.div(e.mul(resultAdjoint, atMaximum(e, bodyValue)), ties);
+    // w / (ties + 1 - w): 1 / ties where w is 1 (this position is one of
+    // the ties), 0 where it is 0, and never 1 / ties taken out of a sum
+    // over the positions (0 / 0 where a predicate admits none).
+    Value weight = atMaximum(e, bodyValue);
+    Value denominator = e.add(ties, e.sub(e.constant(1.0), weight));
+    return e.div(e.mul(resultAdjoint, weight), denominator);
   }
   case ReduceKind::custom:
     // The weights depend on every position's value: derive-gradients
