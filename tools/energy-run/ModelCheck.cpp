@@ -288,6 +288,21 @@ public:
     report.compare(quantity, compiled, reference, compiledTolerance(),
                    scaleFloor());
   }
+  /// Whether compiled values are within the tolerance of the interpreter's.
+  bool agreesCompiled(ArrayRef<double> compiled,
+                      ArrayRef<double> reference) const {
+    return relativeDifference(compiled, reference, scaleFloor()) <=
+           compiledTolerance();
+  }
+  /// Says the model is unusable here: `what` (the run, the loss gradient)
+  /// moves by a relative `change` on the interpreter alone.
+  void reportIllConditioned(StringRef what, double change) {
+    report.unusable(llvm::formatv(
+        "{0} is ill-conditioned at these values: changing the inputs by "
+        "{1:e0} (relative) changes it by {2:e2} (relative) on the "
+        "interpreter alone",
+        what, inputRounding(), change));
+  }
   /// The relative change of the inputs a run is conditioned against: about
   /// the rounding of that precision.
   double inputRounding() const { return options.dtype == "f32" ? 1e-7 : 1e-11; }
@@ -540,17 +555,11 @@ private:
         compiled = *output;
       }
       compiledValues.emplace_back(name, valuesOf(*compiled));
-      agrees &=
-          relativeDifference(compiledValues.back().second, valuesOf(value),
-                             scaleFloor()) <= compiledTolerance();
+      agrees &= agreesCompiled(compiledValues.back().second, valuesOf(value));
     }
     if (!agrees) {
       if (std::optional<double> change = conditioningOfRun(*expectedValues))
-        return report.unusable(llvm::formatv(
-            "the run is ill-conditioned at these values: changing the "
-            "inputs by {0:e0} (relative) changes its results by {1:e2} "
-            "(relative) on the interpreter alone",
-            inputRounding(), *change));
+        return reportIllConditioned("the run", *change);
     }
     for (const auto &[name, values] : compiledValues)
       compareCompiled("after the run: " + name, values,
@@ -670,16 +679,11 @@ private:
       auto compiled = gradients->adjoints.find(name);
       if (compiled == gradients->adjoints.end())
         return report.differs("the artifact has no '" + name + "'");
-      agrees &= relativeDifference(valuesOf(compiled->second), valuesOf(value),
-                                   scaleFloor()) <= compiledTolerance();
+      agrees &= agreesCompiled(valuesOf(compiled->second), valuesOf(value));
     }
     if (!agrees) {
       if (std::optional<double> change = conditioningOfLossGradients(*expected))
-        return report.unusable(llvm::formatv(
-            "the loss gradient is ill-conditioned at these values: changing "
-            "the inputs by {0:e0} (relative) changes it by {1:e2} (relative) "
-            "on the interpreter alone",
-            inputRounding(), *change));
+        return reportIllConditioned("the loss gradient", *change);
     }
     for (const auto &[name, value] : expected->adjoints) {
       const ::energy::Tensor &compiled = gradients->adjoints.find(name)->second;

@@ -342,8 +342,9 @@ bool ReduceOp::hasDerivativeRule() { return true; }
 // lse: softmax weight exp((e_p - y) / T);  max: 1 / (the number of
 // positions at the maximum) where e_p is the maximum, else 0 (the
 // subgradient that shares ties evenly, as PyTorch's amax does). e_p is
-// at the maximum within √ε |y|: a gradient computes e_p again, maybe in
-// another order of additions than the maximum took.
+// at the maximum within 64 ε |y|: a gradient computes e_p again, maybe
+// in another order of additions than the maximum took (a dot product of up
+// to 64 terms); a wider margin would split the gradients of near ties.
 Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
                                  Value result, Value bodyValue) {
   ExprBuilder e(builder, getLoc());
@@ -368,9 +369,9 @@ Value ReduceOp::buildBodyAdjoint(OpBuilder &builder, Value resultAdjoint,
     OpBuilder after(getContext());
     after.setInsertionPointAfter(getOperation());
     ExprBuilder once(after, getLoc());
-    Value tolerance =
-        once.mul(once.unary<SqrtOp>(RoundingUnitOp::create(after, getLoc())),
-                 once.unary<AbsOp>(result));
+    Value tolerance = once.mul(
+        once.mul(once.constant(64.0), RoundingUnitOp::create(after, getLoc())),
+        once.unary<AbsOp>(result));
     auto atMaximum = [&](ExprBuilder &inner, Value value) {
       Value below = inner.sub(inner.sub(result, value), tolerance);
       return inner.sub(inner.constant(1.0), inner.unary<HeavisideOp>(below));
