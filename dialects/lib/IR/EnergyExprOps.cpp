@@ -223,6 +223,12 @@ bool isBroadcastOf(Value value, double number) {
 bool isBroadcastZero(Value value) { return isBroadcastOf(value, 0.0); }
 } // namespace
 
+bool mlir::energy::isConstantOf(Value value, double number) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return (constant && constant.getValueAttr().getValueAsDouble() == number) ||
+         isBroadcastOf(value, number);
+}
+
 // x + 0 = 0 + x = x when the sum has x's type (0 a scalar or an array of
 // zeros).
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {

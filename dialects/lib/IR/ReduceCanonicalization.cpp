@@ -44,14 +44,6 @@ struct SumOfInvariantBody : OpRewritePattern<ReduceOp> {
   }
 };
 
-/// Whether `value` is 0 or an array of zeros.
-bool isZero(Value value) {
-  if (auto broadcast = value.getDefiningOp<BroadcastOp>())
-    value = broadcast.getOperand();
-  auto constant = value.getDefiningOp<ConstantOp>();
-  return constant && constant.getValueAttr().getValueAsDouble() == 0.0;
-}
-
 struct SumOfZeros : OpRewritePattern<ReduceOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -60,8 +52,8 @@ struct SumOfZeros : OpRewritePattern<ReduceOp> {
     if (sum.getKind() != ReduceKind::sum && sum.getKind() != ReduceKind::mean)
       return failure();
     Value value = sum.getBodyValue();
-    if (sum.getBody().isAncestor(value.getParentRegion()) || !isZero(value) ||
-        value.getType() != sum.getType())
+    if (sum.getBody().isAncestor(value.getParentRegion()) ||
+        !isConstantOf(value, 0.0) || value.getType() != sum.getType())
       return failure();
     rewriter.replaceOp(sum, value);
     return success();

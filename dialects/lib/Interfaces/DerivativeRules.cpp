@@ -67,8 +67,7 @@ LogicalResult EyeOp::buildAdjoints(OpBuilder &, ValueRange,
 }
 
 //===----------------------------------------------------------------------===//
-// Integer powers (the other element-wise ops' rules are EnergyExprOps.td's
-// table)
+// Integer powers (EnergyExprOps.td's table has the element-wise rules)
 //===----------------------------------------------------------------------===//
 
 // d(x^n) = n x^(n-1) dx

@@ -26,6 +26,10 @@
 namespace mlir::energy {
 class DynamicsOp;
 
+/// Whether `value` is the constant `number`: a scalar constant, or an array
+/// of one (a broadcast constant).
+bool isConstantOf(Value value, double number);
+
 /// The result type of an elementwise op on `lhs` and `rhs`: equal shapes, or
 /// one of them a scalar. Emits an error at `location` when they do not fit.
 LogicalResult inferBroadcastType(std::optional<Location> location, Type lhs,
