@@ -34,6 +34,10 @@ energy::frontend::inferBuiltinShape(const BuiltinFunction &function,
   switch (function.rule) {
   case ShapeRule::Elementwise:
     return args[0];
+  case ShapeRule::ElementwiseWithScalar:
+    if (!args[1].isScalar())
+      return expectation("a scalar as its second argument", args[1]);
+    return args[0];
   case ShapeRule::ReduceAll:
     if (args[0].isScalar())
       return expectation("a vector or matrix", args[0]);

@@ -310,10 +310,12 @@ std::optional<Shape> Checker::checkCall(CallExpr &call) {
 
   const BuiltinFunction *builtin = lookupBuiltin(callee);
   if (!builtin) {
-    if (callee == "max")
+    if (callee == "max" || callee == "min")
       diagnostics.error(call.getLoc(),
-                        "`max` is only a reduction over an index domain, "
-                        "such as `max(i: N) e`",
+                        quote(callee) +
+                            " is only a reduction over an index domain, "
+                            "such as `" +
+                            callee + "(i: N) e`",
                         {call.getCalleeRange()});
     else
       unknownFunction(call);
@@ -323,7 +325,10 @@ std::optional<Shape> Checker::checkCall(CallExpr &call) {
   if (call.getArgs().size() != builtin->arity) {
     for (const ExprPtr &argument : call.getArgs())
       checkExpr(*argument);
-    return arityError(builtin->arity);
+    std::optional<Shape> failure = arityError(builtin->arity);
+    if (!builtin->summary.empty())
+      diagnostics.note(call.getCalleeRange().Start, builtin->summary);
+    return failure;
   }
   if (builtin->rule == ShapeRule::Eye) {
     Expr &argument = *call.getArgs()[0];

@@ -79,6 +79,7 @@ static FunctionTable builtinFunctionTable() {
     BuiltinId id;
     unsigned arity;
     ShapeRule rule;
+    const char *summary = "";
   };
   using R = ShapeRule;
   static const Builtin builtins[] = {
@@ -93,6 +94,12 @@ static FunctionTable builtinFunctionTable() {
       {"sqrt", BuiltinId::Sqrt, 1, R::Elementwise},
       {"abs", BuiltinId::Abs, 1, R::Elementwise},
       {"silu_int", BuiltinId::SiluInt, 1, R::Elementwise},
+      {"sin", BuiltinId::Sin, 1, R::Elementwise},
+      {"cos", BuiltinId::Cos, 1, R::Elementwise},
+      {"elu", BuiltinId::Elu, 1, R::Elementwise},
+      {"leaky_relu", BuiltinId::LeakyRelu, 2, R::ElementwiseWithScalar,
+       "leaky_relu(x, a) is x where x > 0 and a * x elsewhere, a a scalar "
+       "(PyTorch's default slope is 0.01: `leaky_relu(x, 0.01)`)"},
       {"sum", BuiltinId::Sum, 1, R::ReduceAll},
       {"mean", BuiltinId::Mean, 1, R::ReduceAll},
       {"maxabs", BuiltinId::Maxabs, 1, R::ReduceAll},
@@ -119,6 +126,7 @@ static FunctionTable builtinFunctionTable() {
     info.id = builtin.id;
     info.arity = builtin.arity;
     info.rule = builtin.rule;
+    info.summary = builtin.summary;
     llvm::cantFail(table.add(std::move(info)));
   }
   return table;
@@ -158,7 +166,8 @@ AggregationTable &energy::plugin::getAggregationTable() {
     };
     add("sum", "Σ_p e", AggregationKind::Sum);
     add("mean", "Σ_p e / |domain|", AggregationKind::Mean);
-    add("max", "max_p e (no derivative rule)", AggregationKind::Max);
+    add("max", "max_p e", AggregationKind::Max);
+    add("min", "min_p e", AggregationKind::Min);
     add("lse", "log Σ_p exp(e), or T log Σ_p exp(e / T) with a temp",
         AggregationKind::Lse);
     return builtins;

@@ -614,11 +614,11 @@ class ModelGenerator:
         if r.random() < 0.2:
             temp = '; temp = %s' % (self.m.consts[0][0] if self.m.consts else '1.5')
         domain = ', '.join('%s: %s' % d for d in inner)
-        # Now and then the hard maximum (hard attention), its derivative
-        # the indicator of the maximum.
+        # Now and then the hard maximum or minimum (hard attention, a
+        # nearest centre), its derivative the indicator of the extremum.
         reduction = 'lse'
         if not temp and self.rv.random() < 0.1:
-            reduction = 'max'
+            reduction = self.rv.choice(['max', 'min'])
         lse = Node('%s(%s%s%s) {0}' % (reduction, domain, where, temp), (), [score],
                    binds=[n for n, _ in inner])
         agg = r.choice(['sum', 'sum', 'mean'])
@@ -894,6 +894,10 @@ class ModelGenerator:
                                      'relu({0})'])
         if '{0}' not in form:
             form = form + '({0})'
+        # Now and then the functions of position encodings and graph
+        # attention (drawn apart, so that other models stay as they were).
+        if self.rv.random() < 0.1:
+            form = self.rv.choice(['sin({0})', 'cos({0})', 'elu({0})', 'leaky_relu({0}, 0.2)'])
         return Node(form, shape, [inner])
 
     def binary(self, shape, scope, depth, lets):

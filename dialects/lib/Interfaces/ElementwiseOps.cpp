@@ -157,6 +157,28 @@ Value ReluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
                       zero);
 }
 
+ScalarFunction EluOp::getScalarFunction() { return unaryOf(scalar::elu); }
+Value EluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  Value x = operands[0], zero = lanes.constant(0.0, x);
+  Value below = math::ExpM1Op::create(lanes.getBuilder(), lanes.getLoc(), x);
+  return lanes.select(lanes.compare(arith::CmpFPredicate::OGT, x, zero), x,
+                      below);
+}
+
+ScalarFunction SinOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::sin));
+}
+Value SinOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::SinOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
+ScalarFunction CosOp::getScalarFunction() {
+  return unaryOf(static_cast<double (*)(double)>(std::cos));
+}
+Value CosOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  return math::CosOp::create(lanes.getBuilder(), lanes.getLoc(), operands[0]);
+}
+
 ScalarFunction HeavisideOp::getScalarFunction() {
   return unaryOf(scalar::heaviside);
 }

@@ -183,8 +183,10 @@ Value Emitter::emitBinary(const BinaryExpr &binary) {
 
 Value Emitter::emitReduction(const ReductionExpr &reduction) {
   static constexpr ReduceKind kinds[] = {ReduceKind::sum, ReduceKind::mean,
-                                         ReduceKind::max, ReduceKind::lse,
-                                         ReduceKind::custom};
+                                         ReduceKind::max, ReduceKind::max,
+                                         ReduceKind::lse, ReduceKind::custom};
+  // min_p e is -max_p (-e).
+  bool minimum = reduction.getReductionKind() == ReductionKind::Min;
   Location where = loc(reduction);
   const IndexDomain &domain = reduction.getDomain();
   SmallVector<Attribute> sizes;
@@ -218,7 +220,13 @@ Value Emitter::emitReduction(const ReductionExpr &reduction) {
   unbindIndices(domain);
   if (!body)
     return {};
+  if (minimum)
+    body = NegOp::create(builder, where, body.getType(), body);
   YieldOp::create(builder, loc(reduction.getBody()), body);
+  if (minimum) {
+    builder.setInsertionPointAfter(op);
+    return NegOp::create(builder, where, op.getType(), op);
+  }
   return op;
 }
 
@@ -308,6 +316,15 @@ Value Emitter::emitCall(const CallExpr &call) {
     return LogDetOp::create(builder, where, x);
   case BuiltinId::Inverse:
     return InverseOp::create(builder, where, x);
+  case BuiltinId::LeakyRelu: {
+    // relu(x) - a relu(-x): a slope that is a tensor (PReLU) is learned
+    // through the rules of the ops it is built from.
+    Value above = ReluOp::create(builder, where, type, x);
+    Value below = ReluOp::create(builder, where, type,
+                                 NegOp::create(builder, where, type, x));
+    return SubOp::create(builder, where, above,
+                         MulOp::create(builder, where, operands[1], below));
+  }
   default:
     break;
   }

@@ -32,6 +32,8 @@ double scalar::gelu(double x) { return x * 0.5 * std::erfc(-x * M_SQRT1_2); }
 
 double scalar::relu(double x) { return x > 0 ? x : 0.0; }
 
+double scalar::elu(double x) { return x > 0 ? x : std::expm1(x); }
+
 double scalar::heaviside(double x) { return x > 0 ? 1.0 : 0.0; }
 
 double scalar::sign(double x) { return (x > 0) - (x < 0); }

@@ -234,6 +234,12 @@ static const MalformedCase kCases[] = {
     {"max as a function", withPrelude("  energy e = max(x);"),
      "7:14: `max` is only a reduction over an index domain, such as "
      "`max(i: N) e`"},
+    {"min as a function", withPrelude("  energy e = min(x);"),
+     "7:14: `min` is only a reduction over an index domain, such as "
+     "`min(i: N) e`"},
+    {"leaky_relu with a vector slope",
+     withPrelude("  energy e = sum(leaky_relu(x[0], x[1]));"),
+     "7:18: `leaky_relu` expects a scalar as its second argument, got [D]"},
     {"non-integer exponent", withPrelude("  energy e = sum(x ^ 0.5);"),
      "7:22: the exponent of `^` must be an integer literal, such as `2` or "
      "`-1`"},

@@ -305,6 +305,18 @@ def Energy_AbsOp : Energy_ElementwiseFunctionOp<"abs",
 def Energy_SiluIntOp : Energy_ElementwiseFunctionOp<"silu_int",
     "Elementwise integral of SiLU from -∞: x · softplus(x) + Li₂(-eˣ)",
     [{ return e.mul(g, e.unary<SiluOp>(x)); }]>;
+// d sin(x) = cos(x) dx
+def Energy_SinOp : Energy_ElementwiseFunctionOp<"sin", "Elementwise sine",
+    [{ return e.mul(g, e.unary<CosOp>(x)); }]>;
+// d cos(x) = -sin(x) dx
+def Energy_CosOp : Energy_ElementwiseFunctionOp<"cos", "Elementwise cosine",
+    [{ return e.neg(e.mul(g, e.unary<SinOp>(x))); }]>;
+// d elu(x) = dx where x > 0, eˣ dx = (1 + elu(x)) dx elsewhere
+def Energy_EluOp : Energy_ElementwiseFunctionOp<"elu",
+    "Elementwise ELU (α = 1): x where x > 0, eˣ - 1 elsewhere", [{
+      Value below = e.unary<HeavisideOp>(e.neg(x));
+      return e.mul(g, e.add(e.constant(1.0), e.mul(below, y)));
+    }]>;
 def Energy_SoftmaxOp : Energy_DifferentiableUnaryOp<"softmax", "Softmax along the last axis">;
 def Energy_LogSoftmaxOp : Energy_DifferentiableUnaryOp<"log_softmax", "Log-softmax along the last axis">;
 def Energy_RmsNormOp : Energy_DifferentiableUnaryOp<"rmsnorm", "RMS normalisation along the last axis (ε = 1e-5)">;

@@ -34,6 +34,11 @@ enum class BuiltinId {
   Sqrt,
   Abs,
   SiluInt,
+  Sin,
+  Cos,
+  Elu,
+  /// leaky_relu(x, a): x with the slope a below 0.
+  LeakyRelu,
   // Whole-tensor reductions to a scalar.
   Sum,
   Mean,
@@ -61,14 +66,15 @@ enum class BuiltinId {
 
 /// How a function's result shape follows from its arguments.
 enum class ShapeRule {
-  Elementwise,    ///< any shape -> same shape
-  ReduceAll,      ///< rank >= 1 -> scalar
-  LastAxis,       ///< rank >= 1 -> same shape
-  Rows,           ///< [m, n] -> [m, n]
-  Dot,            ///< [n], [n] -> scalar (also every similarity)
-  Quad,           ///< [n], [n, n] -> scalar
-  Outer,          ///< [m], [n] -> [m, n]
-  Diag,           ///< [n] -> [n, n]
+  Elementwise,           ///< any shape -> same shape
+  ElementwiseWithScalar, ///< any shape, scalar -> the first's shape
+  ReduceAll,             ///< rank >= 1 -> scalar
+  LastAxis,              ///< rank >= 1 -> same shape
+  Rows,                  ///< [m, n] -> [m, n]
+  Dot,                   ///< [n], [n] -> scalar (also every similarity)
+  Quad,                  ///< [n], [n, n] -> scalar
+  Outer,                 ///< [m], [n] -> [m, n]
+  Diag,                  ///< [n] -> [n, n]
   Eye,            ///< dim D -> [D, D] (the argument is a dim, not a tensor)
   SquareToScalar, ///< [n, n] -> scalar
   Square,         ///< [n, n] -> [n, n]
@@ -128,7 +134,7 @@ private:
 FunctionTable &getFunctionTable();
 
 /// How an energy reduction over an index domain combines its values.
-enum class AggregationKind { Sum, Mean, Max, Lse, Plugin };
+enum class AggregationKind { Sum, Mean, Max, Min, Lse, Plugin };
 
 /// An aggregation: `lse(p: N) e`, or a plugin's `sparsemax(p: N) e`,
 /// whose value and gradient weights are run-time code.

@@ -25,6 +25,8 @@ double silu(double x);
 /// x · Φ(x) with Φ the standard normal distribution function.
 double gelu(double x);
 double relu(double x);
+/// x where x > 0, eˣ - 1 elsewhere (ELU with α = 1).
+double elu(double x);
 /// 1 where x > 0, else 0.
 double heaviside(double x);
 /// -1, 0 or 1.

@@ -440,25 +440,18 @@ std::vector<RuleCase> ruleCases() {
     bool positive;
     bool alongLastAxis;
   };
-  for (Unary unary : std::initializer_list<Unary>{{"neg", false, false},
-                                                  {"exp", false, false},
-                                                  {"log", true, false},
-                                                  {"tanh", false, false},
-                                                  {"sigmoid", false, false},
-                                                  {"silu", false, false},
-                                                  {"softplus", false, false},
-                                                  {"gelu", false, false},
-                                                  {"erf", false, false},
-                                                  {"relu", false, false},
-                                                  {"heaviside", false, false},
-                                                  {"sign", false, false},
-                                                  {"sqrt", true, false},
-                                                  {"abs", false, false},
-                                                  {"silu_int", false, false},
-                                                  {"softmax", false, true},
-                                                  {"log_softmax", false, true},
-                                                  {"rmsnorm", false, true},
-                                                  {"layernorm", false, true}})
+  for (Unary unary : std::initializer_list<Unary>{
+           {"neg", false, false},       {"exp", false, false},
+           {"log", true, false},        {"tanh", false, false},
+           {"sigmoid", false, false},   {"silu", false, false},
+           {"softplus", false, false},  {"gelu", false, false},
+           {"erf", false, false},       {"relu", false, false},
+           {"heaviside", false, false}, {"sign", false, false},
+           {"sqrt", true, false},       {"abs", false, false},
+           {"silu_int", false, false},  {"sin", false, false},
+           {"cos", false, false},       {"elu", false, false},
+           {"softmax", false, true},    {"log_softmax", false, true},
+           {"rmsnorm", false, true},    {"layernorm", false, true}})
     for (std::string shape : {"N", "N, K"}) {
       if (!unary.alongLastAxis && shape != "N")
         continue;

@@ -2,7 +2,7 @@
 //
 // The interpreter's scalar functions against closed forms and identities:
 // the dilogarithm's special values and functional equations, the SiLU
-// integral's value at 0 and its derivative, GELU, softplus and sigmoid.
+// integral's value at 0 and its derivative, GELU, softplus, sigmoid and ELU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,4 +90,14 @@ TEST_CASE("gelu, softplus, sigmoid, heaviside, sign") {
   CHECK(scalar::sign(-3.0) == -1.0);
   CHECK(scalar::sign(0.0) == 0.0);
   CHECK(scalar::relu(-2.0) == 0.0);
+}
+
+TEST_CASE("elu: the identity above 0, eˣ - 1 below, continuous at 0") {
+  CHECK(scalar::elu(2.5) == 2.5);
+  CHECK(scalar::elu(-1.0) ==
+        doctest::Approx(std::exp(-1.0) - 1).epsilon(1e-15));
+  // expm1 keeps the digits that exp(x) - 1 would cancel.
+  CHECK(scalar::elu(-1e-10) == doctest::Approx(-1e-10 + 5e-21).epsilon(1e-15));
+  CHECK(scalar::elu(-800.0) == -1.0);
+  CHECK(scalar::elu(0.0) == 0.0);
 }
