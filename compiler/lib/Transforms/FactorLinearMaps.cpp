@@ -253,17 +253,9 @@ bool transformCarrierFirst(ReduceOp sum) {
   // The table fills every position, where the loops' predicates would
   // have skipped some: no read it computes at an offset may run out of its
   // tensor (a read at an offset in the weights stays where it is).
-  auto readsAtOffset = [](Operation *op) {
-    return op
-        ->walk([](Operation *nested) {
-          return readsPlainly(nested) ? WalkResult::advance()
-                                      : WalkResult::interrupt();
-        })
-        .wasInterrupted();
-  };
   bool offsetReads = llvm::any_of(carrier, [&](Value value) {
     return llvm::any_of(slicesAcross(value, bodies), [&](const auto &slice) {
-      return llvm::any_of(slice, readsAtOffset);
+      return !llvm::all_of(slice, readsPlainly);
     });
   });
   if (used.empty() || indices.size() != used.size() || offsetReads)

@@ -234,7 +234,7 @@ bool hoistFrom(InnerLoop loop, SymbolTable &symbols) {
     // table over (b, i)) counts with the values its regions capture.
     bool nestedLoop = isa<ReduceOp, TabulateOp>(op) && onlyReads(&op);
     if ((op.getNumRegions() && !nestedLoop) ||
-        (predicated && (nestedLoop || !readsPlainly(&op))))
+        (predicated && !readsPlainly(&op)))
       continue;
     bool local = true;
     op.walk([&](Operation *nested) {

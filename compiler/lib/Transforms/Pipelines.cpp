@@ -73,6 +73,7 @@ namespace {
 /// The plan's steps ahead of energy-plan-exchange-sums.
 void addPlanStepsBeforeExchange(mlir::OpPassManager &modelPasses) {
   using namespace mlir::energy;
+  modelPasses.addPass(createEnergyPlanSliceTables());
   modelPasses.addPass(createEnergyPlanOutputTables());
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());

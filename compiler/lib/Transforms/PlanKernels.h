@@ -16,6 +16,11 @@
 
 namespace mlir::energy {
 
+/// Replaces each sum of a let's elements embedded at the sum's own indices,
+/// which differentiation leaves for a read of the let's slice, by the table
+/// of the elements (SliceTables.cpp).
+void tabulateSlices(ModelOp model);
+
 /// Makes each output over a domain one without, whose body is the table of
 /// the old body over the domain (OutputTables.cpp).
 void tabulateOutputs(ModelOp model);

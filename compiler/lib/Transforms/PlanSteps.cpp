@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::energy {
+#define GEN_PASS_DEF_ENERGYPLANSLICETABLES
 #define GEN_PASS_DEF_ENERGYPLANOUTPUTTABLES
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
 #define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
@@ -85,6 +86,7 @@ protected:
     void runOnOperation() override { runStep(function); }                      \
   };
 
+ENERGY_PLAN_STEP_PASS(PlanSliceTables, tabulateSlices)
 ENERGY_PLAN_STEP_PASS(PlanOutputTables, tabulateOutputs)
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)

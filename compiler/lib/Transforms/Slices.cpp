@@ -316,11 +316,14 @@ bool mlir::energy::readsPlainly(Operation *op) {
       return isa<AffineDimExpr>(expr);
     });
   };
-  if (auto read = dyn_cast<ReadOp>(op))
-    return plain(read.getMap());
-  if (auto extract = dyn_cast<ExtractOp>(op))
-    return plain(extract.getMap());
-  return true;
+  return !op->walk([&](Operation *nested) {
+              auto read = dyn_cast<ReadOp>(nested);
+              auto extract = dyn_cast<ExtractOp>(nested);
+              if ((read && !plain(read.getMap())) ||
+                  (extract && !plain(extract.getMap())))
+                return WalkResult::interrupt();
+              return WalkResult::advance();
+            }).wasInterrupted();
 }
 
 /// The array of `value` at every position of `indices` (sizes `sizes`),

@@ -121,9 +121,10 @@ bool isInProgram(Operation *op);
 /// encloses `point`, before it.
 bool availableBefore(Value value, Operation *point);
 
-/// Whether `op` reads only at plain indices (each an index, no offset), so
-/// that it may run at every position of its dims (a table fills every
-/// position of its domain, where a predicate would have skipped some).
+/// Whether `op`, and every op nested in it, reads only at plain indices
+/// (each an index, no offset), so that it may run at every position of its
+/// dims (a table fills every position of its domain, where a predicate
+/// would have skipped some).
 bool readsPlainly(Operation *op);
 
 /// The ops of each of `blocks` (nested bodies, outermost first) that

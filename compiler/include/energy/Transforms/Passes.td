@@ -405,6 +405,18 @@ class EnergyPlanStep<string name, string stepSummary>
                            "::mlir::arith::ArithDialect"];
 }
 
+def EnergyPlanSliceTables : EnergyPlanStep<"energy-plan-slice-tables",
+    "Computes a let's slice inlined by differentiation as a table"> {
+  let description = [{
+    Differentiation inlines a read of a let's slice (`q[b, i]` of a let over
+    `(b, i, k)`) as `Σ_k embed(e_k into [k])`, which it differentiates op by
+    op. A sum with no predicate over plain dims whose body's value is an
+    `energy.embed` at exactly the sum's indices, in order, becomes the
+    `energy.tabulate` of the embedded value over the same domain: the same
+    array, which later steps hoist and batch as a table.
+  }];
+}
+
 def EnergyPlanOutputTables : EnergyPlanStep<"energy-plan-output-tables",
     "Computes an output over a domain as one table"> {
   let description = [{
