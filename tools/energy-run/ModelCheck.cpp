@@ -105,6 +105,12 @@ public:
       message = why;
     failed = true;
   }
+  /// The request does not fit the model (an error was printed).
+  void invalid(const std::string &why) {
+    if (message.empty())
+      message = why;
+    isInvalid = true;
+  }
   /// The values are outside what the model can evaluate.
   void unusable(const std::string &why) {
     if (message.empty())
@@ -113,17 +119,19 @@ public:
   }
 
   bool ok() const {
-    return !failed && !isUnusable &&
+    return !failed && !isUnusable && !isInvalid &&
            llvm::all_of(checks, [](const Comparison &c) { return c.ok; });
   }
-  bool stopped() const { return failed || isUnusable; }
+  bool stopped() const { return failed || isUnusable || isInvalid; }
 
   int finish() {
-    int status = isUnusable && !failed ? CheckUnusable
-                 : ok()                ? CheckAgrees
-                                       : CheckDiffers;
+    int status = isInvalid               ? CheckInvalid
+                 : isUnusable && !failed ? CheckUnusable
+                 : ok()                  ? CheckAgrees
+                                         : CheckDiffers;
     StringRef word = status == CheckAgrees     ? "agrees"
                      : status == CheckUnusable ? "unusable"
+                     : status == CheckInvalid  ? "invalid"
                                                : "differs";
     if (json) {
       llvm::json::Array list;
@@ -154,6 +162,7 @@ private:
   bool json;
   bool failed = false;
   bool isUnusable = false;
+  bool isInvalid = false;
   std::vector<Comparison> checks;
   std::string message;
 };
@@ -338,7 +347,8 @@ private:
     }
     initial.emplace(referenceModel);
     if (failed(initial->bind(options.dims, options.consts, {}, options.seed))) {
-      report.differs("the interpreter could not bind the model's values");
+      report.invalid("the model's values could not be bound (the error "
+                     "above)");
       return failure();
     }
     // Tolerances that follow the precision (CG's test for a flat direction)

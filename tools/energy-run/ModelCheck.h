@@ -53,6 +53,10 @@ enum ModelCheckStatus {
   CheckAgrees = 0,
   /// A quantity differs, or something failed (an error was printed).
   CheckDiffers = 1,
+  /// The request names what the model does not have (a --dim or --const
+  /// it lacks) or gives a value it cannot take: an error was printed, and
+  /// nothing was compared.
+  CheckInvalid = 2,
   /// The model's values are not usable at these dims and values (the
   /// interpreter's energy, a step or a loss is not finite, or an op's
   /// argument is outside its domain): nothing to compare.

@@ -81,7 +81,7 @@ def check_ptx(energy_run, path, dtype):
 
 def check(energy_run, source, path, opt_level, dtype='f64', target='cpu'):
     """Runs the check on `source` written to `path`: (outcome, detail),
-    outcome one of ok, unusable, differs, internal, crash, compile,
+    outcome one of ok, unusable, invalid, differs, internal, crash, compile,
     refused, hang (and ptxas for target cuda)."""
     with open(path, 'w') as f:
         f.write(source)
@@ -113,6 +113,9 @@ def check(energy_run, source, path, opt_level, dtype='f64', target='cpu'):
         return 'ok', ''
     if result.returncode == 3:
         return 'unusable', report.get('message', '') if report else ''
+    if result.returncode == 2:
+        first = next((l for l in stderr.splitlines() if 'error' in l), '')
+        return 'invalid', first or (report.get('message', '') if report else '')
     if report is None:
         first = next((l for l in stderr.splitlines() if 'error' in l), stderr.strip()[:200])
         return 'refused', first
