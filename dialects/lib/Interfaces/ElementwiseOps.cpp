@@ -159,8 +159,14 @@ Value ReluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
 
 ScalarFunction EluOp::getScalarFunction() { return unaryOf(scalar::elu); }
 Value EluOp::buildLanes(LaneBuilder &lanes, ValueRange operands) {
+  // eˣ - 1 = 2t / (1 - t) with t = tanh(x / 2): no cancellation for x ≤ 0,
+  // where the polynomial expm1 would take a logarithm besides its
+  // exponential (and is not exact in f64).
   Value x = operands[0], zero = lanes.constant(0.0, x);
-  Value below = math::ExpM1Op::create(lanes.getBuilder(), lanes.getLoc(), x);
+  Value half = math::TanhOp::create(lanes.getBuilder(), lanes.getLoc(),
+                                    lanes.mul(x, lanes.constant(0.5, x)));
+  Value below =
+      lanes.div(lanes.add(half, half), lanes.sub(lanes.constant(1.0, x), half));
   return lanes.select(lanes.compare(arith::CmpFPredicate::OGT, x, zero), x,
                       below);
 }
