@@ -7,8 +7,10 @@ every input, param and state: what `energy-run --eval grad --wrt` and a
 layer differentiated in its inputs compute) must have no loop over a pair of
 position indices (the leading axes of inputs and states, read apart: c and
 a of attention, points and slots) whose body does a matrix product, a row
-normalisation or a part of a normalisation's backward per pair: work a
-good plan does once per row (a GEMM ahead of the pair loop, a table).
+normalisation, a part of a normalisation's backward, or adds a row of one
+side times a scalar into slots that index neither side, per pair: work a
+good plan does once per row (a GEMM ahead of the pair loop, a table, the
+scalars summed over the other side first).
 
 KNOWN lists the models whose plans still do, each with what is missing;
 the check fails when another model does, and when a known one no longer
@@ -36,6 +38,11 @@ KNOWN = {
                         'applied per pair, not once after the column pass',
     'momen_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
     'nag_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
+    'rotary_attention': "the projections' gradients: a query's (key's) row "
+                        'added into Wq[g, k] (Wk[g, k]) per pair and element k, '
+                        "where the pairs' weights summed over keys first would "
+                        'add it once per row (the rotation is a sum over k of '
+                        'element products that the linear analyses do not see into)',
 }
 TENSOR = re.compile(r'tensor @([A-Za-z0-9_]+) : (?:input|param|state) ')
 

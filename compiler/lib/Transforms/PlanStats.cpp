@@ -339,6 +339,9 @@ struct RowWork {
   Operation *op;
   std::string what;
   bool isProduct;
+  /// An accumulate of a row times a scalar: row work per pair when the row
+  /// is one side's and the slots index neither side (checkPairs decides).
+  bool isScaledRowAdded = false;
 };
 
 /// An index of an enclosing loop: the block argument and its domain.
@@ -572,6 +575,15 @@ private:
   /// of a normalisation's backward (an op at a normalisation's location
   /// that computes on vectors).
   void collectRowWork(Operation *op, SmallVectorImpl<RowWork> &work) {
+    if (auto accumulate = dyn_cast<AccumulateOp>(op))
+      if (scaledRowOf(accumulate)) {
+        work.push_back({op,
+                        "a row of one side added per pair into slots the "
+                        "other side does not index (" +
+                            shapeText(accumulate.getValue().getType()) + ")",
+                        false, true});
+        return;
+      }
     if (std::optional<std::string> product = matrixProduct(op)) {
       work.push_back({op, *product, true});
       return;
@@ -597,6 +609,20 @@ private:
           {op,
            "row-normalisation backward (at " + locationText(op->getLoc()) + ")",
            false});
+  }
+
+  /// The row r of an accumulate of r times a scalar, else null.
+  static Value scaledRowOf(AccumulateOp accumulate) {
+    auto product = accumulate.getValue().getDefiningOp<MulOp>();
+    if (!product)
+      return Value();
+    for (unsigned side = 0; side < 2; ++side) {
+      auto row = dyn_cast<ArrayType>(product->getOperand(side).getType());
+      auto scale = dyn_cast<ArrayType>(product->getOperand(1 - side).getType());
+      if (row && scale && !row.isScalar() && scale.isScalar())
+        return product->getOperand(side);
+    }
+    return Value();
   }
 
   /// Records the loop when two of its indices (its own or enclosing ones)
@@ -641,9 +667,25 @@ private:
             return used.contains(a) && used.contains(b);
           });
         };
+        // A row added per pair is row work where it is one side's and the
+        // slots index neither side: the scalars summed over the other side
+        // first would add it once per row. (A weighted sum of the other
+        // side's rows, an attention's, is the pairs' own work.)
+        auto sidedRowAdded = [&](const RowWork &work) {
+          auto accumulate = cast<AccumulateOp>(work.op);
+          llvm::SmallSetVector<unsigned, 4> row, slots;
+          llvm::SmallPtrSet<Operation *, 8> visited;
+          indicesUsedBy(scaledRowOf(accumulate), indices, row, visited);
+          visited.clear();
+          for (Value index : accumulate.getIndices())
+            indicesUsedBy(index, indices, slots, visited);
+          return row.contains(a) != row.contains(b) && !slots.contains(a) &&
+                 !slots.contains(b);
+        };
         SmallVector<std::string> unique;
         for (const RowWork &work : rowWork)
           if (!(work.isProduct && perPairMatrix(work.op)) &&
+              !(work.isScaledRowAdded && !sidedRowAdded(work)) &&
               !llvm::is_contained(unique, work.what))
             unique.push_back(work.what);
         if (unique.empty())
