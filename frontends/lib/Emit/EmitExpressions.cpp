@@ -317,13 +317,15 @@ Value Emitter::emitCall(const CallExpr &call) {
   case BuiltinId::Inverse:
     return InverseOp::create(builder, where, x);
   case BuiltinId::LeakyRelu: {
-    // relu(x) - a relu(-x): a slope that is a tensor (PReLU) is learned
-    // through the rules of the ops it is built from.
+    // a x + (1 - a) relu(x): its derivative a + (1 - a) H(x) is a at 0, as
+    // PyTorch's; a slope that is a tensor (PReLU) is learned through the
+    // rules of the ops it is built from.
+    Value slope = operands[1];
+    Value rest = SubOp::create(builder, where, constant(where, 1.0), slope);
     Value above = ReluOp::create(builder, where, type, x);
-    Value below = ReluOp::create(builder, where, type,
-                                 NegOp::create(builder, where, type, x));
-    return SubOp::create(builder, where, above,
-                         MulOp::create(builder, where, operands[1], below));
+    return AddOp::create(builder, where,
+                         MulOp::create(builder, where, slope, x),
+                         MulOp::create(builder, where, rest, above));
   }
   default:
     break;
