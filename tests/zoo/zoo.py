@@ -86,6 +86,29 @@ def gradient(energy, states, create_graph):
     return [torch.zeros_like(s) if g is None else g for g, s in zip(grads, states)]
 
 
+def descend_from_copy(energy_fn, t, lr, steps, create_graph):
+    """Gradient descent with step `lr` on the state x, which starts as a copy
+    of an input (COPIES) and may be the same tensor object: a clone keeps
+    the gradient through the copy but makes x a node of its own, so that the
+    gradient in x does not also count the input's other uses (keys read
+    from it)."""
+    t = dict(t, x=t['x'].clone())
+    return descend(energy_fn, t, {'x': ('gd', lr)}, steps, create_graph)
+
+
+def half_squared_error(prediction, target):
+    """½ |prediction - target|² over the last axis, averaged over the rest."""
+    return 0.5 * (prediction - target).pow(2).sum(-1).mean()
+
+
+def causal_log_normalisers(scores):
+    """Σ over the leading axes and rows i of log Σ_{j <= i} exp(scores[..., i, j])."""
+    n = scores.shape[-1]
+    i = torch.arange(n).unsqueeze(1)
+    j = torch.arange(n).unsqueeze(0)
+    return torch.logsumexp(scores.masked_fill(j > i, float('-inf')), dim=-1).sum()
+
+
 def descend(energy_fn, t, rules, steps, create_graph, sequential=False):
     """Runs `steps` steps of gradient rules from `t` and returns the final
     states. `rules` maps a state to (kind, options): ('gd', lr),

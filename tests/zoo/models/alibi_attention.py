@@ -40,18 +40,12 @@ def energy(t, step):
     i = torch.arange(n).unsqueeze(1)
     j = torch.arange(n).unsqueeze(0)
     bias = -slopes(heads).to(x.dtype).view(heads, 1, 1) * (i - j).to(x.dtype)   # [H, N, N]
-    scores = q @ k.transpose(-1, -2) / y ** 0.5 + bias
-    scores = scores.masked_fill(j > i, float('-inf'))
-    return -torch.logsumexp(scores, dim=-1).sum()
+    return -zoo.causal_log_normalisers(q @ k.transpose(-1, -2) / y ** 0.5 + bias)
 
 
 def run(t, steps, create_graph):
-    # x starts as h (COPIES) and may be the same tensor object; a clone keeps
-    # the gradient through the copy but makes x a node of its own, so that the
-    # gradient in x does not also count the keys' dependence on h.
-    t = dict(t, x=t['x'].clone())
-    return zoo.descend(energy, t, {'x': ('gd', LR)}, steps, create_graph)
+    return zoo.descend_from_copy(energy, t, LR, steps, create_graph)
 
 
 def loss(final, t):
-    return 0.5 * (final['x'] - t['target']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(final['x'], t['target'])

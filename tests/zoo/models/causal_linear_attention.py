@@ -39,11 +39,8 @@ def energy(t, step):
 
 
 def run(t, steps, create_graph):
-    # x starts as h (COPIES): a clone makes it a node of its own, so that the
-    # gradient in x does not also count the keys' dependence on h.
-    t = dict(t, x=t['x'].clone())
-    return zoo.descend(energy, t, {'x': ('gd', LR)}, steps, create_graph)
+    return zoo.descend_from_copy(energy, t, LR, steps, create_graph)
 
 
 def loss(final, t):
-    return 0.5 * (final['x'] - t['target']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(final['x'], t['target'])

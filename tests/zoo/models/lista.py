@@ -2,6 +2,8 @@
 import numpy as np
 import torch
 
+import zoo
+
 CITATION = ('Gregor & LeCun 2010, "Learning Fast Approximations of Sparse Coding", ICML, '
             'sec. 3 and Fig. 3: Z(k+1) = h_theta(We X + S Z(k)), '
             'h_theta(V) = sign(V)(|V| - theta)_+, L = 0.5 ||Z* - Z(T)||^2')
@@ -53,4 +55,4 @@ def run(t, steps, create_graph):
 
 
 def loss(final, t):
-    return 0.5 * (final['z'] - t['zstar']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(final['z'], t['zstar'])

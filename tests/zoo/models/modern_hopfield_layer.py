@@ -43,4 +43,4 @@ def run(t, steps, create_graph):
 
 def loss(final, t):
     readout = final['xi'] @ t['Wv'].T            # [B, Q, O]
-    return 0.5 * (readout - t['target']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(readout, t['target'])

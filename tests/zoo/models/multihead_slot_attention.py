@@ -51,4 +51,4 @@ def loss(final, t):
     masks = torch.softmax(torch.einsum('bsd,de,bne->bns', mu, t['Wm'], x), dim=-1)   # [B, N, S]
     parts = torch.einsum('ed,bsd->bse', t['Wd'], mu)                                   # Wd mu_i
     recon = masks @ parts                                                              # [B, N, D]
-    return 0.5 * (x - recon).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(x, recon)

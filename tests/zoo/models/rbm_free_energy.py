@@ -1,6 +1,5 @@
 """Denoising by descent of an RBM's free energy, in PyTorch (see
 rbm_free_energy.energy)."""
-import torch
 import torch.nn.functional as F
 
 import zoo
@@ -41,4 +40,4 @@ def run(t, steps, create_graph):
 
 
 def loss(final, t):
-    return 0.5 * (final['v'] - t['clean']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(final['v'], t['clean'])

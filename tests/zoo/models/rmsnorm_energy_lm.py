@@ -52,10 +52,7 @@ def energy(t, step):
 
 
 def run(t, steps, create_graph):
-    # x starts as h (COPIES): a clone makes it a node of its own, so that the
-    # gradient in x does not also count the keys' dependence on h.
-    t = dict(t, x=t['x'].clone())
-    return zoo.descend(energy, t, {'x': ('gd', LR)}, steps, create_graph)
+    return zoo.descend_from_copy(energy, t, LR, steps, create_graph)
 
 
 def loss(final, t):

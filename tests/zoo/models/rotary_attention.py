@@ -39,19 +39,12 @@ def energy(t, step):
     project = lambda w, v: torch.einsum('hyd,bnd->bhny', w, v)          # noqa: E731
     q = rotate(project(t['Wq1'], x), project(t['Wq2'], x), cos, sin)     # [B, H, N, 2Y]
     k = rotate(project(t['Wk1'], h), project(t['Wk2'], h), cos, sin)
-    scores = q @ k.transpose(-1, -2) / (2 * y) ** 0.5
-    i = torch.arange(n).unsqueeze(1)
-    j = torch.arange(n).unsqueeze(0)
-    scores = scores.masked_fill(j > i, float('-inf'))
-    return -torch.logsumexp(scores, dim=-1).sum()
+    return -zoo.causal_log_normalisers(q @ k.transpose(-1, -2) / (2 * y) ** 0.5)
 
 
 def run(t, steps, create_graph):
-    # x starts as h (COPIES): a clone makes x a node of its own, so that the
-    # gradient in x does not also count the keys' dependence on h.
-    t = dict(t, x=t['x'].clone())
-    return zoo.descend(energy, t, {'x': ('gd', LR)}, steps, create_graph)
+    return zoo.descend_from_copy(energy, t, LR, steps, create_graph)
 
 
 def loss(final, t):
-    return 0.5 * (final['x'] - t['target']).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(final['x'], t['target'])

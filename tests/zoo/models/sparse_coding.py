@@ -37,4 +37,4 @@ def run(t, steps, create_graph):
 
 
 def loss(final, t):
-    return 0.5 * (t['x'] - final['a'] @ t['D'].T).pow(2).sum(-1).mean()
+    return zoo.half_squared_error(t['x'], final['a'] @ t['D'].T)
