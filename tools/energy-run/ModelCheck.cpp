@@ -100,35 +100,20 @@ public:
   }
 
   /// Something failed or differs; the first such message is the check's.
-  void differs(const std::string &why) {
-    if (message.empty())
-      message = why;
-    failed = true;
-  }
+  void differs(const std::string &why) { stop(CheckDiffers, why); }
   /// The request does not fit the model (an error was printed).
-  void invalid(const std::string &why) {
-    if (message.empty())
-      message = why;
-    isInvalid = true;
-  }
+  void invalid(const std::string &why) { stop(CheckInvalid, why); }
   /// The values are outside what the model can evaluate.
-  void unusable(const std::string &why) {
-    if (message.empty())
-      message = why;
-    isUnusable = true;
-  }
+  void unusable(const std::string &why) { stop(CheckUnusable, why); }
 
   bool ok() const {
-    return !failed && !isUnusable && !isInvalid &&
+    return !stoppedWith &&
            llvm::all_of(checks, [](const Comparison &c) { return c.ok; });
   }
-  bool stopped() const { return failed || isUnusable || isInvalid; }
+  bool stopped() const { return stoppedWith.has_value(); }
 
   int finish() {
-    int status = isInvalid               ? CheckInvalid
-                 : isUnusable && !failed ? CheckUnusable
-                 : ok()                  ? CheckAgrees
-                                         : CheckDiffers;
+    int status = stoppedWith ? *stoppedWith : ok() ? CheckAgrees : CheckDiffers;
     StringRef word = status == CheckAgrees     ? "agrees"
                      : status == CheckUnusable ? "unusable"
                      : status == CheckInvalid  ? "invalid"
@@ -159,10 +144,21 @@ public:
   }
 
 private:
+  /// Ends the check with `status` (of the statuses met, an invalid request
+  /// over a difference over unusable values), `why` its message unless an
+  /// earlier one was given.
+  void stop(ModelCheckStatus status, const std::string &why) {
+    if (message.empty())
+      message = why;
+    auto rank = [](ModelCheckStatus of) {
+      return of == CheckInvalid ? 2 : of == CheckDiffers ? 1 : 0;
+    };
+    if (!stoppedWith || rank(status) > rank(*stoppedWith))
+      stoppedWith = status;
+  }
+
   bool json;
-  bool failed = false;
-  bool isUnusable = false;
-  bool isInvalid = false;
+  std::optional<ModelCheckStatus> stoppedWith;
   std::vector<Comparison> checks;
   std::string message;
 };
