@@ -5,7 +5,8 @@
 // weighted keys' inputs) adds the same as a loop over j of
 // (Σ_i w(i, j) a_i) ⊗ v_j; likewise for a_i ⊙ Σ_j w(i, j) v_j, and for
 // the terms of a sum over (…, i). Where a is narrower than v (Y against
-// D), the pairs then sum a instead of v, and the contraction that forms
+// D), or the same at every i, or absent, the pairs then sum a (or the
+// weight alone) instead of v, and the contraction that forms
 // from the sum over i is the column side of the one over j. Inside the sum
 // over j, a term (M u(i, j)) ⊙ v_j whose map M is the same at every pair
 // (a projection's transpose) sums to Σ_j v_j ⊙ M Σ_i u(i, j): the pairs
@@ -33,11 +34,11 @@ struct SignedTerm {
 };
 
 /// The terms of `value` through additions, subtractions and negations that
-/// nothing else reads.
+/// nothing else reads (`value` itself may have no reader yet).
 void collectTerms(Value value, bool negated,
                   SmallVectorImpl<SignedTerm> &terms) {
   Operation *def = value.getDefiningOp();
-  if (def && value.hasOneUse()) {
+  if (def && (value.use_empty() || value.hasOneUse())) {
     if (auto add = dyn_cast<AddOp>(def);
         add && add.getLhs().getType() == add.getRhs().getType()) {
       collectTerms(add.getLhs(), negated, terms);
@@ -76,10 +77,12 @@ Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
 
 /// One exchangeable term: `outer` (an `outer`, or an elementwise `mul` of
 /// two arrays) of a row value `row` (varying with the loop's index number
-/// `position`) and `sum`, a sum over j of a scalar weight times `carrier`,
-/// which does not vary with that index. Or, with a `map` and no `weight`,
-/// a term of what `sum` adds: `outer` of `map` times `row` (there a value
-/// per pair) and `carrier`.
+/// `position`, or the same at every position: then it comes out of the
+/// exchanged sum) and `sum`, a sum over j of a scalar weight times
+/// `carrier`, which does not vary with that index; or `sum` alone (no
+/// `row`, `outer` the sum). Or, with a `map` and no `weight`, a term of
+/// what `sum` adds: `outer` of `map` times `row` (there a value per pair)
+/// and `carrier`.
 struct Exchange {
   Operation *outer;
   Value row;
@@ -87,6 +90,7 @@ struct Exchange {
   Value weight, carrier;
   unsigned position;
   Value map;
+  bool rowVaries;
 };
 
 /// A sum over j some of whose terms are exchanged: the terms it keeps.
@@ -176,7 +180,8 @@ public:
           exchangedIndex(summand, carrier, map, sum);
       if (!position)
         continue;
-      return Exchange{outer, summand, sum, Value(), carrier, *position, map};
+      return Exchange{outer,   summand,   sum, Value(),
+                      carrier, *position, map, /*rowVaries=*/true};
     }
     return std::nullopt;
   }
@@ -186,29 +191,45 @@ public:
     Operation *outer = term.getDefiningOp();
     if (!outer || outer->getBlock() != &loopBody())
       return std::nullopt;
+    if (auto sum = dyn_cast<ReduceOp>(outer))
+      return matchRow(outer, Value(), sum);
     if (!isProduct(outer))
       return std::nullopt;
     Value lhs = outer->getOperand(0), rhs = outer->getOperand(1);
     for (auto [row, summed] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
       auto sum = summed.getDefiningOp<ReduceOp>();
-      if (!sum || sum->getBlock() != outer->getBlock() || !isPlainSum(sum))
+      if (!sum || sum->getBlock() != outer->getBlock())
         continue;
-      auto product = sum.getBodyValue().getDefiningOp<MulOp>();
-      if (!product)
-        continue;
-      Value weight = product.getLhs(), carrier = product.getRhs();
-      if (!isScalar(weight))
-        std::swap(weight, carrier);
-      if (!isScalar(weight) || isScalar(carrier))
-        continue;
-      if (estimatedElements(model, carrier.getType()) <= rowWidth(row))
-        continue;
-      std::optional<unsigned> position = exchangedIndex(row, carrier, sum);
-      if (!position || !rowSumsAreNormalisers(sum, row))
-        continue;
-      return Exchange{outer, row, sum, weight, carrier, *position, Value()};
+      if (std::optional<Exchange> exchange = matchRow(outer, row, sum))
+        return exchange;
     }
     return std::nullopt;
+  }
+
+  /// `outer` as an exchange of `row` (null: the term is `sum` alone) with
+  /// `sum`, when it is one and pays.
+  std::optional<Exchange> matchRow(Operation *outer, Value row, ReduceOp sum) {
+    if (!isPlainSum(sum))
+      return std::nullopt;
+    auto product = sum.getBodyValue().getDefiningOp<MulOp>();
+    if (!product)
+      return std::nullopt;
+    Value weight = product.getLhs(), carrier = product.getRhs();
+    if (!isScalar(weight))
+      std::swap(weight, carrier);
+    if (!isScalar(weight) || isScalar(carrier))
+      return std::nullopt;
+    std::optional<unsigned> position = exchangedIndex(row, carrier, sum);
+    if (!position || !rowSumsAreNormalisers(sum, row))
+      return std::nullopt;
+    // The pairs add the weight alone where the row is the same at every i.
+    bool rowVaries =
+        row && dependence.dependsOn(row, loopBody().getArgument(*position));
+    if (estimatedElements(model, carrier.getType()) <=
+        (rowVaries ? rowWidth(row) : 1))
+      return std::nullopt;
+    return Exchange{outer,   row,       sum,     weight,
+                    carrier, *position, Value(), rowVaries};
   }
 
   /// Whether `op` is an `outer`, or an elementwise `mul` of two arrays.
@@ -245,9 +266,11 @@ public:
     builder.setInsertionPointAfter(loop);
     ArrayAttr domain = builder.getArrayAttr(exchangedSizes);
     Type termType = exchange.outer->getResult(0).getType();
-    Value firstOperand = exchange.outer->getOperand(0);
-    bool rowFirst = exchange.map ? firstOperand != exchange.carrier
-                                 : firstOperand == exchange.row;
+    // (A sum alone is multiplied as the weights' sum times v_j.)
+    bool rowFirst =
+        !exchange.row ||
+        (exchange.map ? exchange.outer->getOperand(0) != exchange.carrier
+                      : exchange.outer->getOperand(0) == exchange.row);
     // For a `reduce sum` of outer products, the table holds the rows' sums
     // (what the contraction's column pass fills) and a sum over the domain
     // their outer products with v_j: a table of the outer products would
@@ -282,8 +305,10 @@ public:
 
     // Σ_i w(i, j) a_i over i, under the sum's predicate.
     auto rows = ReduceOp::create(
-        builder, loc, exchange.row.getType(), ReduceKind::sum,
-        builder.getArrayAttr(sizes[exchange.position]), Value());
+        builder, loc,
+        exchange.rowVaries ? exchange.row.getType() : exchange.weight.getType(),
+        ReduceKind::sum, builder.getArrayAttr(sizes[exchange.position]),
+        Value());
     auto indexBlock = [&](Region &region) {
       Block *block = new Block();
       region.push_back(block);
@@ -305,16 +330,25 @@ public:
       OpBuilder inner = OpBuilder::atBlockEnd(block);
       llvm::SetVector<Operation *> slice;
       addOperandsToSlice(exchange.sum, body, slice);
-      addToSlice(exchange.row, body, slice);
+      if (exchange.rowVaries)
+        addToSlice(exchange.row, body, slice);
       cloneSlice(body, slice, inner, mapping);
       for (Operation &op : sumBody.without_terminator())
         inner.clone(op, mapping);
-      Value summand =
-          exchange.weight
-              ? MulOp::create(inner, loc, mapping.lookup(exchange.weight),
-                              mapping.lookupOrDefault(exchange.row))
-                    .getResult()
-              : mapping.lookupOrDefault(exchange.row);
+      Value summand = mapping.lookupOrDefault(exchange.weight);
+      if (exchange.rowVaries && !exchange.weight) {
+        summand = mapping.lookupOrDefault(exchange.row);
+      } else if (exchange.rowVaries) {
+        Value row = mapping.lookupOrDefault(exchange.row);
+        // w a as Σ_k w_k a over the terms of w, each linear in the softmax
+        // weight the parent side takes out.
+        SmallVector<SignedTerm> weightTerms;
+        collectTerms(mapping.lookup(exchange.weight), /*negated=*/false,
+                     weightTerms);
+        for (SignedTerm &term : weightTerms)
+          term.value = MulOp::create(inner, loc, term.value, row);
+        summand = buildSum(inner, loc, weightTerms);
+      }
       YieldOp::create(inner, loc, summand);
       // (What the other terms of the sum needed.)
       eraseDeadOps(*block);
@@ -322,6 +356,13 @@ public:
 
     Value summed = rows.getResult();
     IRMapping columnMapping = outside;
+    if (exchange.row && !exchange.rowVaries) {
+      llvm::SetVector<Operation *> rowSlice;
+      addToSlice(exchange.row, body, rowSlice);
+      cloneSlice(body, rowSlice, builder, columnMapping);
+      summed = MulOp::create(builder, loc, summed,
+                             columnMapping.lookupOrDefault(exchange.row));
+    }
     if (exchange.map) {
       llvm::SetVector<Operation *> mapSlice;
       addToSlice(exchange.map, body, mapSlice);
@@ -470,13 +511,24 @@ private:
   std::optional<unsigned> exchangedIndex(Value row, Value carrier, Value map,
                                          ReduceOp sum) {
     Block &body = loopBody();
+    auto candidatesVaryingWith = [&](Value varying) {
+      SmallVector<unsigned> candidates;
+      for (BlockArgument index : body.getArguments())
+        if (!llvm::is_contained(slotIndices, index) &&
+            dependence.dependsOn(varying, index) &&
+            !dependence.dependsOn(carrier, index) &&
+            (!map || !dependence.dependsOn(map, index)))
+          candidates.push_back(index.getArgNumber());
+      return candidates;
+    };
     SmallVector<unsigned> candidates;
-    for (BlockArgument index : body.getArguments())
-      if (!llvm::is_contained(slotIndices, index) &&
-          dependence.dependsOn(row, index) &&
-          !dependence.dependsOn(carrier, index) &&
-          (!map || !dependence.dependsOn(map, index)))
-        candidates.push_back(index.getArgNumber());
+    if (row)
+      candidates = candidatesVaryingWith(row);
+    // A row value the same at every i (a head's vector), or none, is summed
+    // over i all the same: Σ_i a ⊗ Σ_j w(i, j) v_j = a ⊗ Σ_j (Σ_i w(i, j))
+    // v_j.
+    if (candidates.empty() && !map)
+      candidates = candidatesVaryingWith(sum.getResult());
     if (candidates.size() > 1 && sum.hasPredicate()) {
       llvm::SmallPtrSet<Value, 4> related;
       collectIndices(sum.getPredicate().front().getTerminator()->getOperand(0),

@@ -109,8 +109,11 @@ def EnergyPlanExchangeSums : EnergyPlanStep<"energy-plan-exchange-sums",
     v_j that does not vary with i, into slots that ignore i, becomes a loop
     over j that adds the weighted sum of a_i over i, under the same
     predicate, times v_j, where a (or the vector a matrix maps to it) is
-    estimated narrower than v. The same holds for a_i ⊙ Σ_j w(i, j) v_j,
-    and for a `reduce sum` of such terms (then the exchanged terms are a
+    estimated narrower than v. Where a is the same at every i (a head's
+    vector) or absent (the loop adds Σ_j w(i, j) v_j itself), the pairs sum
+    the weight alone, a multiplying after the sum: graph attention's key
+    side reads a key through one number per head. The same holds for
+    a_i ⊙ Σ_j w(i, j) v_j, and for a `reduce sum` of such terms (then the exchanged terms are a
     table over the new domain and its sum; for outer products, a table of
     the weighted sums of a_i and a sum of their outer products with v_j).
     The pairs of the contraction that forms then sum the narrower value (a
