@@ -74,6 +74,7 @@ namespace {
 void addPlanStepsBeforeExchange(mlir::OpPassManager &modelPasses) {
   using namespace mlir::energy;
   modelPasses.addPass(createEnergyPlanSliceTables());
+  modelPasses.addPass(createEnergyPlanIndexMaps());
   modelPasses.addPass(createEnergyPlanOutputTables());
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());

@@ -21,6 +21,12 @@ namespace mlir::energy {
 /// of the elements (SliceTables.cpp).
 void tabulateSlices(ModelOp model);
 
+/// Writes each sum over an index k of a vector's elements v[k] times scalars
+/// and rows that do not depend on v, Σ_k v[k] a(k) r(k), as the linear map
+/// Rᵀ (v ⊙ A) of v, where the map is the same at every position of a sum
+/// around it that v varies with (IndexMaps.cpp).
+void writeIndexMaps(ModelOp model);
+
 /// Makes each output over a domain one without, whose body is the table of
 /// the old body over the domain (OutputTables.cpp).
 void tabulateOutputs(ModelOp model);

@@ -17,6 +17,7 @@
 
 namespace mlir::energy {
 #define GEN_PASS_DEF_ENERGYPLANSLICETABLES
+#define GEN_PASS_DEF_ENERGYPLANINDEXMAPS
 #define GEN_PASS_DEF_ENERGYPLANOUTPUTTABLES
 #define GEN_PASS_DEF_ENERGYPLANAGGREGATIONS
 #define GEN_PASS_DEF_ENERGYPLANLINEARMAPS
@@ -87,6 +88,7 @@ protected:
   };
 
 ENERGY_PLAN_STEP_PASS(PlanSliceTables, tabulateSlices)
+ENERGY_PLAN_STEP_PASS(PlanIndexMaps, writeIndexMaps)
 ENERGY_PLAN_STEP_PASS(PlanOutputTables, tabulateOutputs)
 ENERGY_PLAN_STEP_PASS(PlanAggregations, tabulateAggregations)
 ENERGY_PLAN_STEP_PASS(PlanIndexProducts, formIndexProducts)

@@ -282,16 +282,18 @@ Operation *liftingLoop(ReduceOp lse, ArrayAttr &sizes) {
 }
 
 /// Whether the ops of `block` that `ops` use (transitively) can be cloned
-/// per pair: no regions, no side effects beyond reads.
+/// per pair: no side effects beyond reads, and no regions but tables' (a
+/// row's vector; energy-plan-contract-tables computes it per row again).
 bool clonableContext(ArrayRef<Operation *> ops, Block &block) {
   llvm::SetVector<Operation *> slice;
   for (Operation *op : ops)
     addOperandsToSlice(op, block, slice);
   return llvm::all_of(slice, [&](Operation *op) {
-    return !llvm::is_contained(ops, op)
-               ? op->getNumRegions() == 0 &&
-                     (isMemoryEffectFree(op) || isa<ReadOp>(op))
-               : true;
+    if (llvm::is_contained(ops, op))
+      return true;
+    if (op->getNumRegions() != 0)
+      return isa<TabulateOp>(op) && onlyReads(op);
+    return isMemoryEffectFree(op) || isa<ReadOp>(op);
   });
 }
 

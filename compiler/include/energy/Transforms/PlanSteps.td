@@ -32,6 +32,40 @@ def EnergyPlanSliceTables : EnergyPlanStep<"energy-plan-slice-tables",
   }];
 }
 
+def EnergyPlanIndexMaps : EnergyPlanStep<"energy-plan-index-maps",
+    "Writes sums over a vector's elements as linear maps of the vector"> {
+  let description = [{
+    Σ_k v[k] a(k) r(k), with v a vector from outside the sum read at its
+    index, a(k) scalars and r(k) rows that do not depend on v, is the map
+    Rᵀ (v ⊙ A) of v (A and R the tables of a and r over k, R the whole
+    array where r is a row of one read at k); Σ_k v[k] a(k) is dot(v, A);
+    a sum of such terms, the sum of their maps. Only where the maps are the
+    same at every position of a sum around that v varies with: differen-
+    tiation leaves such sums where a let's elements are pulled back per pair
+    (the adjoint of a rotated query), and energy-plan-linear-maps then takes
+    the maps out of the sum over the pairs, which becomes a contraction's.
+
+    ```mlir
+    %s = reduce sum (%j : @N) {
+      %v = mul %w, %k_j                   // Y wide, per pair
+      %m = reduce sum (%k : @Y) {
+        %e = extract %v[%k]
+        %r = read @Wq[%g, %k]              // D wide
+        yield (mul (mul %e, %c_ik), %r)
+      }
+      yield %m
+    }
+    // becomes
+    %s = reduce sum (%j : @N) {
+      %v = mul %w, %k_j
+      %c = tabulate (%k : @Y) { yield %c_ik }
+      %wq = read @Wq[%g]                   // [Y, D]
+      yield (matmul (transpose %wq), (mul %v, %c))
+    }
+    ```
+  }];
+}
+
 def EnergyPlanOutputTables : EnergyPlanStep<"energy-plan-output-tables",
     "Computes an output over a domain as one table"> {
   let description = [{
