@@ -38,11 +38,12 @@ KNOWN = {
                         'applied per pair, not once after the column pass',
     'momen_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
     'nag_mha': 'the gradient of the input keys hk, as light_mha_2nd1st',
-    'rotary_attention': "the projections' gradients: a query's (key's) row "
-                        'added into Wq[g, k] (Wk[g, k]) per pair and element k, '
-                        "where the pairs' weights summed over keys first would "
-                        'add it once per row (the rotation is a sum over k of '
-                        'element products that the linear analyses do not see into)',
+    'rotary_attention': "the keys' projections' gradients (with --wrt Wk1, "
+                        "Wk2): a key's row added into Wk[g, k] per pair and "
+                        "element k; the rotation's two terms per element read "
+                        'two weighted vectors of the query side, and the maps '
+                        "vary with the key, where the queries' weighted sums "
+                        'per key (a column pass) would add it once per key',
 }
 TENSOR = re.compile(r'tensor @([A-Za-z0-9_]+) : (?:input|param|state) ')
 

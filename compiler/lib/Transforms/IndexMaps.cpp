@@ -18,6 +18,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::energy;
@@ -76,41 +77,51 @@ void collectFactors(Value value, SmallVectorImpl<Value> &factors,
   factors.push_back(value);
 }
 
-/// The vector whose element at the sum's index `factor` reads, when it is
-/// `extract %v[k]` of a vector defined outside `sum`; null otherwise.
-Value elementVector(Value factor, ReduceOp sum) {
+/// The block of a one-index domain (a sum's or a loop's) and its index.
+Block &bodyOf(Operation *domain) {
+  if (auto loop = dyn_cast<ForeachOp>(domain))
+    return loop.getBody().front();
+  return cast<ReduceOp>(domain).getBody().front();
+}
+Value indexOf(Operation *domain) { return bodyOf(domain).getArgument(0); }
+ArrayAttr sizesOf(Operation *domain) {
+  if (auto loop = dyn_cast<ForeachOp>(domain))
+    return loop.getSizes();
+  return cast<ReduceOp>(domain).getSizes();
+}
+
+/// The vector whose element at the domain's index `factor` reads, when it
+/// is `extract %v[k]` of a vector defined outside `domain`; null otherwise.
+Value elementVector(Value factor, Operation *domain) {
   auto extract = factor.getDefiningOp<ExtractOp>();
-  Value index = sum.getBody().front().getArgument(0);
   if (!extract || !isScalar(extract) || extract.getIndices().size() != 1 ||
-      extract.getIndices()[0] != index || !extract.getMap().isIdentity() ||
-      rankOf(extract.getSource()) != 1 ||
-      !isDefinedOutside(extract.getSource(), sum))
+      extract.getIndices()[0] != indexOf(domain) ||
+      !extract.getMap().isIdentity() || rankOf(extract.getSource()) != 1 ||
+      !isDefinedOutside(extract.getSource(), domain))
     return {};
   return extract.getSource();
 }
 
-/// A sum over one index k whose terms are each v[k] times scalars and at
+/// Values over one index k whose terms are each v[k] times scalars and at
 /// most one vector that do not depend on v: v and the terms.
 struct IndexMap {
   Value vector;
   SmallVector<IndexTerm> terms;
 };
 
-std::optional<IndexMap> matchIndexMap(ReduceOp sum) {
-  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
-      sum.getTemperature() || sum.getSizes().size() != 1 ||
-      !hasPlainDims(sum.getSizes()) || rankOf(sum.getResult()) > 1)
-    return std::nullopt;
+/// `value` (of `domain`'s body) as an IndexMap, adding to `map` (whose
+/// vector its terms must share); with `fixedRows`, rows that do not vary
+/// with the index only. False where it is none.
+bool addTerms(Value value, Operation *domain, bool fixedRows, IndexMap &map) {
   SmallVector<std::pair<Value, bool>> signedTerms;
-  collectSignedTerms(sum.getBodyValue(), /*negated=*/false, signedTerms);
-  IndexMap map;
-  for (auto [value, negated] : signedTerms) {
+  collectSignedTerms(value, /*negated=*/false, signedTerms);
+  for (auto [termValue, negated] : signedTerms) {
     SmallVector<Value> factors;
     IndexTerm term{{}, Value(), negated};
-    collectFactors(value, factors, term.negated);
+    collectFactors(termValue, factors, term.negated);
     Value vector;
     for (Value factor : factors) {
-      if (Value element = elementVector(factor, sum);
+      if (Value element = elementVector(factor, domain);
           element && !vector && (!map.vector || element == map.vector)) {
         vector = element;
         continue;
@@ -120,33 +131,58 @@ std::optional<IndexMap> matchIndexMap(ReduceOp sum) {
         continue;
       }
       if (term.row || rankOf(factor) != 1)
-        return std::nullopt;
+        return false;
       term.row = factor;
     }
-    // (Σ_k v[k] alone is no map worth writing.)
-    if (!vector || (!term.row && term.scalars.empty()))
-      return std::nullopt;
+    if (!vector)
+      return false;
     map.vector = vector;
     map.terms.push_back(std::move(term));
   }
   auto readsVector = [&](Value factor) {
     return dependsOn(factor, map.vector);
   };
-  for (const IndexTerm &term : map.terms)
+  for (const IndexTerm &term : map.terms) {
     if (llvm::any_of(term.scalars, readsVector) ||
         (term.row && readsVector(term.row)))
-      return std::nullopt;
+      return false;
+    if (fixedRows && term.row && dependsOn(term.row, indexOf(domain)))
+      return false;
+  }
+  return true;
+}
+
+/// A sum over one index (no predicate, plain dims) as an IndexMap; (Σ_k
+/// v[k] alone is no map worth writing).
+std::optional<IndexMap> matchSum(ReduceOp sum) {
+  if (sum.getKind() != ReduceKind::sum || sum.hasPredicate() ||
+      sum.getTemperature() || sum.getSizes().size() != 1 ||
+      !hasPlainDims(sum.getSizes()) || rankOf(sum.getResult()) > 1)
+    return std::nullopt;
+  IndexMap map;
+  if (!addTerms(sum.getBodyValue(), sum, /*fixedRows=*/false, map) ||
+      llvm::any_of(map.terms, [](const IndexTerm &term) {
+        return !term.row && term.scalars.empty();
+      }))
+    return std::nullopt;
   return map;
 }
 
-/// Whether the maps are the same at every position of a sum around `sum`
-/// that the vector varies with: then a sum of them can take them out.
-bool mapsInvariantInEnclosingSum(ReduceOp sum, const IndexMap &map) {
-  for (auto around = sum->getParentOfType<ReduceOp>(); around;
-       around = around->getParentOfType<ReduceOp>()) {
-    if (around.getKind() != ReduceKind::sum)
+/// Whether the maps are the same at every position of a sum or loop around
+/// `domain` that the vector varies with: then a sum of them can take them
+/// out.
+bool mapsInvariantAround(Operation *domain, const IndexMap &map) {
+  for (Operation *around = domain->getParentOp(); around;
+       around = around->getParentOp()) {
+    Block *body = nullptr;
+    if (auto sum = dyn_cast<ReduceOp>(around);
+        sum && sum.getKind() == ReduceKind::sum)
+      body = &sum.getBody().front();
+    else if (auto loop = dyn_cast<ForeachOp>(around))
+      body = &loop.getBody().front();
+    if (!body)
       continue;
-    auto indices = around.getBody().front().getArguments();
+    auto indices = body->getArguments();
     auto variesInAround = [&](Value value) {
       llvm::SmallPtrSet<Value, 4> used;
       collectIndices(value, around, used);
@@ -165,17 +201,18 @@ bool mapsInvariantInEnclosingSum(ReduceOp sum, const IndexMap &map) {
   return false;
 }
 
-/// The table over `sum`'s index of the product of `factors` (of the
-/// sum's body), built at `builder`'s point.
-Value tableOfProduct(OpBuilder &builder, ReduceOp sum,
+/// The table over `domain`'s index of the product of `factors` (of its
+/// body), built at `builder`'s point.
+Value tableOfProduct(OpBuilder &builder, Operation *domain,
                      ArrayRef<Value> factors) {
-  Block &body = sum.getBody().front();
-  MLIRContext *context = sum.getContext();
-  SmallVector<StringAttr> dims = {StringAttr::get(
-      context, *cast<DimExprAttr>(sum.getSizes()[0]).getDimName())};
+  Block &body = bodyOf(domain);
+  MLIRContext *context = domain->getContext();
+  ArrayAttr sizes = sizesOf(domain);
+  SmallVector<StringAttr> dims = {
+      StringAttr::get(context, *cast<DimExprAttr>(sizes[0]).getDimName())};
   llvm::append_range(dims, cast<ArrayType>(factors[0].getType()).getShape());
-  auto table = TabulateOp::create(
-      builder, sum.getLoc(), ArrayType::get(context, dims), sum.getSizes());
+  auto table = TabulateOp::create(builder, domain->getLoc(),
+                                  ArrayType::get(context, dims), sizes);
   Block &tableBody = table.getBody().emplaceBlock();
   IRMapping mapping;
   mapping.map(body.getArgument(0),
@@ -188,9 +225,9 @@ Value tableOfProduct(OpBuilder &builder, ReduceOp sum,
   cloneSlice(body, slice, inside, mapping);
   Value product = mapping.lookupOrDefault(factors[0]);
   for (Value factor : factors.drop_front())
-    product = MulOp::create(inside, sum.getLoc(), product,
+    product = MulOp::create(inside, domain->getLoc(), product,
                             mapping.lookupOrDefault(factor));
-  YieldOp::create(inside, sum.getLoc(), product);
+  YieldOp::create(inside, domain->getLoc(), product);
   return table;
 }
 
@@ -220,29 +257,11 @@ Value rowsOver(OpBuilder &builder, ReduceOp sum, Value row) {
   return tableOfProduct(builder, sum, {row});
 }
 
-/// Replaces `sum` by the sum of its terms' maps of the vector.
-void writeAsMaps(ReduceOp sum, const IndexMap &map) {
-  OpBuilder builder(sum);
-  Location loc = sum.getLoc();
-  SmallVector<std::pair<Value, bool>> mapped;
-  for (const IndexTerm &term : map.terms) {
-    Value scaled = map.vector;
-    if (term.row && !term.scalars.empty())
-      scaled = MulOp::create(builder, loc, scaled,
-                             tableOfProduct(builder, sum, term.scalars));
-    Value value;
-    if (term.row) {
-      Value rows = rowsOver(builder, sum, term.row);
-      value = MatmulOp::create(builder, loc,
-                               TransposeOp::create(builder, loc, rows), scaled);
-    } else {
-      value = DotOp::create(builder, loc, map.vector,
-                            tableOfProduct(builder, sum, term.scalars));
-    }
-    mapped.push_back({value, term.negated});
-  }
+/// The signed sum of `values` at `builder`'s point.
+Value signedSum(OpBuilder &builder, Location loc,
+                ArrayRef<std::pair<Value, bool>> values) {
   Value total;
-  for (auto [value, negated] : mapped) {
+  for (auto [value, negated] : values) {
     if (!total)
       total = negated ? NegOp::create(builder, loc, value).getResult() : value;
     else if (negated)
@@ -250,22 +269,154 @@ void writeAsMaps(ReduceOp sum, const IndexMap &map) {
     else
       total = AddOp::create(builder, loc, total, value);
   }
-  sum.getResult().replaceAllUsesWith(total);
+  return total;
+}
+
+/// v ⊙ A for a term's scalars (v where it has none), at `builder`'s point.
+Value scaledVector(OpBuilder &builder, Operation *domain, const IndexMap &map,
+                   const IndexTerm &term) {
+  if (term.scalars.empty())
+    return map.vector;
+  return MulOp::create(builder, domain->getLoc(), map.vector,
+                       tableOfProduct(builder, domain, term.scalars));
+}
+
+/// Replaces `sum` by the sum of its terms' maps of the vector.
+void writeSumAsMaps(ReduceOp sum, const IndexMap &map) {
+  OpBuilder builder(sum);
+  Location loc = sum.getLoc();
+  SmallVector<std::pair<Value, bool>> mapped;
+  for (const IndexTerm &term : map.terms) {
+    Value value;
+    if (term.row) {
+      Value rows = rowsOver(builder, sum, term.row);
+      value = MatmulOp::create(builder, loc,
+                               TransposeOp::create(builder, loc, rows),
+                               scaledVector(builder, sum, map, term));
+    } else {
+      value = DotOp::create(builder, loc, map.vector,
+                            tableOfProduct(builder, sum, term.scalars));
+    }
+    mapped.push_back({value, term.negated});
+  }
+  sum.getResult().replaceAllUsesWith(signedSum(builder, loc, mapped));
   sum->erase();
+}
+
+/// An accumulation of a loop over k into the slots [s…, k] (s from outside
+/// the loop) and the map its value is.
+struct SlotMap {
+  AccumulateOp accumulate;
+  IndexMap map;
+};
+
+/// A loop over one index k (no predicate, a plain dim) whose body adds
+/// v[k] a(k) r into slots [s…, k], r not varying with k: each as a map.
+std::optional<SmallVector<SlotMap>> matchLoop(ForeachOp loop) {
+  if (loop.hasPredicate() || loop.getSizes().size() != 1 ||
+      !hasPlainDims(loop.getSizes()))
+    return std::nullopt;
+  Block &body = loop.getBody().front();
+  Value index = body.getArgument(0);
+  SmallVector<SlotMap> slots;
+  for (Operation &op : body) {
+    auto accumulate = dyn_cast<AccumulateOp>(op);
+    if (!accumulate) {
+      if (op.getNumRegions() != 0 ||
+          !(isMemoryEffectFree(&op) || isa<ReadOp>(op)))
+        return std::nullopt;
+      continue;
+    }
+    OperandRange indices = accumulate.getIndices();
+    if (indices.empty() || indices.back() != index ||
+        !accumulate.getMap().isIdentity() ||
+        llvm::any_of(indices.drop_back(),
+                     [&](Value slot) { return !isDefinedOutside(slot, loop); }))
+      return std::nullopt;
+    SlotMap slot{accumulate, {}};
+    if (!addTerms(accumulate.getValue(), loop, /*fixedRows=*/true, slot.map))
+      return std::nullopt;
+    slots.push_back(std::move(slot));
+  }
+  if (slots.empty())
+    return std::nullopt;
+  return slots;
+}
+
+/// Replaces the loop by accumulations of its maps, Σ_t (v ⊙ A_t) ⊗ r_t
+/// into the slots [s…] (v ⊙ A_t where r_t is a scalar), where each has
+/// the slots' type; false, building nothing, otherwise.
+bool writeLoopAsMaps(ForeachOp loop, ArrayRef<SlotMap> slots) {
+  auto model = loop->getParentOfType<ModelOp>();
+  Block &body = loop.getBody().front();
+  for (SlotMap slot : slots) {
+    auto tensor = dyn_cast_or_null<TensorOp>(
+        model.lookupSymbol(slot.accumulate.getTensor()));
+    if (!tensor)
+      return false;
+    size_t leading = slot.accumulate.getIndices().size() - 1;
+    ArrayRef<StringAttr> slotShape =
+        tensor.getArrayType().getShape().drop_front(leading);
+    for (const IndexTerm &term : slot.map.terms) {
+      SmallVector<StringAttr> shape = {
+          cast<ArrayType>(slot.map.vector.getType()).getShape()[0]};
+      if (term.row)
+        llvm::append_range(shape,
+                           cast<ArrayType>(term.row.getType()).getShape());
+      if (!llvm::equal(shape, slotShape))
+        return false;
+    }
+  }
+  OpBuilder builder(loop);
+  Location loc = loop.getLoc();
+  for (SlotMap slot : slots) {
+    SmallVector<std::pair<Value, bool>> mapped;
+    for (const IndexTerm &term : slot.map.terms) {
+      Value scaled = scaledVector(builder, loop, slot.map, term);
+      if (term.row) {
+        llvm::SetVector<Operation *> rowSlice;
+        addToSlice(term.row, body, rowSlice);
+        IRMapping outside;
+        cloneSlice(body, rowSlice, builder, outside);
+        scaled = OuterOp::create(builder, loc, scaled,
+                                 outside.lookupOrDefault(term.row));
+      }
+      mapped.push_back({scaled, term.negated});
+    }
+    SmallVector<Value> indices(slot.accumulate.getIndices().drop_back());
+    AccumulateOp::create(builder, slot.accumulate.getLoc(),
+                         signedSum(builder, loc, mapped),
+                         slot.accumulate.getTensorAttr(),
+                         AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
+                             indices.size(), builder.getContext())),
+                         indices);
+  }
+  loop.erase();
+  return true;
 }
 
 } // namespace
 
 void mlir::energy::writeIndexMaps(ModelOp model) {
-  SmallVector<ReduceOp> sums;
-  model.walk<WalkOrder::PostOrder>([&](ReduceOp sum) {
-    if (!sum->getParentOfType<SoftmaxContractOp>() &&
-        !sum->getParentOfType<LetOp>())
-      sums.push_back(sum);
+  SmallVector<Operation *> domains;
+  model.walk<WalkOrder::PostOrder>([&](Operation *op) {
+    if (isa<ReduceOp, ForeachOp>(op) &&
+        !op->getParentOfType<SoftmaxContractOp>() &&
+        !op->getParentOfType<LetOp>())
+      domains.push_back(op);
   });
-  for (ReduceOp sum : sums) {
-    std::optional<IndexMap> map = matchIndexMap(sum);
-    if (map && mapsInvariantInEnclosingSum(sum, *map))
-      writeAsMaps(sum, *map);
+  for (Operation *domain : domains) {
+    if (auto sum = dyn_cast<ReduceOp>(domain)) {
+      std::optional<IndexMap> map = matchSum(sum);
+      if (map && mapsInvariantAround(sum, *map))
+        writeSumAsMaps(sum, *map);
+      continue;
+    }
+    auto loop = cast<ForeachOp>(domain);
+    std::optional<SmallVector<SlotMap>> slots = matchLoop(loop);
+    if (slots && llvm::all_of(*slots, [&](const SlotMap &slot) {
+          return mapsInvariantAround(loop, slot.map);
+        }))
+      (void)writeLoopAsMaps(loop, *slots);
   }
 }

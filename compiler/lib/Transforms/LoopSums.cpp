@@ -6,8 +6,9 @@
 // out of the sums (FactorLinearMaps.cpp) and the sums become products or
 // contractions. The derivation leaves such loops wherever a term reads a
 // tensor at some of its indices (a Hopfield module's gradient, added over
-// tokens and memories into each token). And a table of the column sums of
-// an array adds its whole rows instead.
+// tokens and memories into each token). A loop whose slots use none of its
+// indices is one sum. And a table of the column sums of an array adds its
+// whole rows instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,27 +62,31 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
       return false;
     used[position - body.args_begin()] = true;
   }
-  if (llvm::all_of(used, [](bool u) { return u; }) ||
-      llvm::none_of(used, [](bool u) { return u; }))
+  if (llvm::all_of(used, [](bool u) { return u; }))
     return false;
   // What a softmax weighs is a contraction's to plan, over the loop's
   // whole domain as its rows: nested in a loop over fewer indices, it would
-  // be one contraction per position of the loop.
-  if (weighsBySoftmax(accumulate.getValue(), body))
+  // be one contraction per position of the loop. (Summed over the whole
+  // loop, it is one sum where the loop was.)
+  bool whole = llvm::none_of(used, [](bool u) { return u; });
+  if (!whole && weighsBySoftmax(accumulate.getValue(), body))
     return false;
   SmallVector<Attribute> slotSizes, summedSizes;
   for (auto [size, isUsed] : llvm::zip(loop.getSizes(), used))
     (isUsed ? slotSizes : summedSizes).push_back(size);
   OpBuilder builder(loop);
   Location loc = accumulate.getLoc();
-  auto slots = ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
-  Block &slotBody = slots.getBody().emplaceBlock();
   IRMapping mapping;
-  for (auto [argument, isUsed] : llvm::zip(body.getArguments(), used))
-    if (isUsed)
-      mapping.map(argument,
-                  slotBody.addArgument(argument.getType(), argument.getLoc()));
-  builder.setInsertionPointToStart(&slotBody);
+  if (!whole) {
+    auto slots =
+        ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
+    Block &slotBody = slots.getBody().emplaceBlock();
+    for (auto [argument, isUsed] : llvm::zip(body.getArguments(), used))
+      if (isUsed)
+        mapping.map(argument, slotBody.addArgument(argument.getType(),
+                                                   argument.getLoc()));
+    builder.setInsertionPointToStart(&slotBody);
+  }
   Value value = accumulate.getValue();
   auto sum = ReduceOp::create(builder, loc, value.getType(), ReduceKind::sum,
                               builder.getArrayAttr(summedSizes), Value());

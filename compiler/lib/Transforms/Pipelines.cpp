@@ -79,6 +79,8 @@ void addPlanStepsBeforeExchange(mlir::OpPassManager &modelPasses) {
   modelPasses.addPass(createEnergyPlanAggregations());
   modelPasses.addPass(createEnergyPlanTransposeMaps());
   modelPasses.addPass(createEnergyPlanLinearMaps());
+  // A let's slice whose inner product the linear maps took out of its sum.
+  modelPasses.addPass(createEnergyPlanSliceTables());
 }
 
 /// energy-plan-exchange-sums and the steps after it.

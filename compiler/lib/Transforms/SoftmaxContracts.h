@@ -66,9 +66,13 @@ public:
     Operation *def = value.getDefiningOp();
     if (!def || !llvm::is_contained(sources, def->getBlock()))
       return value;
-    if (def->getNumRegions() && !regionOpsAllowed.contains(def->getBlock()))
+    // (A table that only reads, a row's vector, is computed per pair too.)
+    bool readingTable = isa<TabulateOp>(def) && onlyReads(def);
+    if (def->getNumRegions() && !readingTable &&
+        !regionOpsAllowed.contains(def->getBlock()))
       return failure();
-    if (!isMemoryEffectFree(def) && !isa<ReadOp, ReduceOp>(def))
+    if (!isMemoryEffectFree(def) && !isa<ReadOp, ReduceOp>(def) &&
+        !readingTable)
       return failure();
     // Operands, and values that nested regions use from outside them.
     SmallVector<Value> needed(def->getOperands());

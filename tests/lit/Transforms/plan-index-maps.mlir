@@ -6,19 +6,19 @@
 // CHECK-LABEL: energy.model @rotation_back
 // CHECK:       reduce sum (%[[J:.*]] : @N) {
 // CHECK:         %[[V:.*]] = mul %{{.*}}, %{{.*}} : !energy.array<>, !energy.array<Y>
-// CHECK:         %[[C:.*]] = tabulate (%[[K:.*]] : @Y) {
+// CHECK:         %[[R:.*]] = read @R[%{{.*}}] : !energy.array<Y, D>
+// CHECK:         %[[RT:.*]] = transpose %[[R]] : !energy.array<Y, D>
+// CHECK:         %[[C:.*]] = tabulate (%{{.*}} : @Y) {
 // CHECK:           cos
 // CHECK:         } : !energy.array<Y>
 // CHECK:         %[[VC:.*]] = mul %[[V]], %[[C]] : !energy.array<Y>, !energy.array<Y>
-// CHECK:         %[[R:.*]] = read @R[%{{.*}}] : !energy.array<Y, D>
-// CHECK:         %[[RT:.*]] = transpose %[[R]] : !energy.array<Y, D>
 // CHECK:         %[[M1:.*]] = matmul %[[RT]], %[[VC]] : !energy.array<D, Y>, !energy.array<Y>
+// CHECK:         %[[Q:.*]] = read @S[%{{.*}}] : !energy.array<Y, D>
+// CHECK:         %[[QT:.*]] = transpose %[[Q]]
 // CHECK:         %[[S:.*]] = tabulate (%{{.*}} : @Y) {
 // CHECK:           sin
 // CHECK:         } : !energy.array<Y>
 // CHECK:         %[[VS:.*]] = mul %[[V]], %[[S]]
-// CHECK:         %[[Q:.*]] = read @S[%{{.*}}] : !energy.array<Y, D>
-// CHECK:         %[[QT:.*]] = transpose %[[Q]]
 // CHECK:         %[[M2:.*]] = matmul %[[QT]], %[[VS]]
 // CHECK:         %[[D:.*]] = sub %[[M1]], %[[M2]] : !energy.array<D>, !energy.array<D>
 // CHECK-NOT:     reduce sum (%{{.*}} : @Y)
@@ -105,6 +105,54 @@ energy.model @not_maps {
       } : !energy.array<D>
       %so = energy.add %s, %o : !energy.array<D>, !energy.array<D>
       energy.accumulate %so into @x[%i] : !energy.array<D>
+    }
+  }
+}
+
+// -----
+
+// A loop over k that adds v[k] c(i, k) x_i into the slots W[g, k], v per
+// pair of the loop over j around it, adds the outer product (v ⊙ C) ⊗ x_i
+// into W[g]: the loop over j then adds one value per pair into a slot it
+// ignores (energy-plan-loop-sums sums it).
+// CHECK-LABEL: energy.model @slot_rows
+// CHECK:       foreach (%{{.*}} : @N) {
+// CHECK:         %[[V:.*]] = mul %{{.*}}, %{{.*}} : !energy.array<>, !energy.array<Y>
+// CHECK:         %[[C:.*]] = tabulate (%{{.*}} : @Y) {
+// CHECK:           cos
+// CHECK:         } : !energy.array<Y>
+// CHECK:         %[[VC:.*]] = mul %[[V]], %[[C]] : !energy.array<Y>, !energy.array<Y>
+// CHECK:         %[[X:.*]] = read @x[%{{.*}}] : !energy.array<D>
+// CHECK:         %[[O:.*]] = outer %[[VC]], %[[X]] : !energy.array<Y>, !energy.array<D>
+// CHECK:         %[[N:.*]] = neg %[[O]]
+// CHECK:         accumulate %[[N]] into @W[%{{.*}}] : !energy.array<Y, D>
+// CHECK-NOT:     foreach
+energy.model @slot_rows {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @Y
+  energy.dim @D
+  energy.tensor @k : input [@N, @Y]
+  energy.tensor @w : input [@N, @N]
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @W : param [@H, @Y, @D]
+  energy.gradient @W {
+    energy.foreach (%g : @H, %i : @N) {
+      energy.foreach (%j : @N) {
+        %w = energy.read @w[%i, %j] : !energy.array<>
+        %kj = energy.read @k[%j] : !energy.array<Y>
+        %v = energy.mul %w, %kj : !energy.array<>, !energy.array<Y>
+        energy.foreach (%c : @Y) {
+          %e = energy.extract %v[%c] : !energy.array<Y> -> !energy.array<>
+          %a = energy.to_real %c : !energy.array<>
+          %co = energy.cos %a : !energy.array<>
+          %xi = energy.read @x[%i] : !energy.array<D>
+          %ne = energy.neg %e : !energy.array<>
+          %ec = energy.mul %ne, %co : !energy.array<>, !energy.array<>
+          %t = energy.mul %xi, %ec : !energy.array<D>, !energy.array<>
+          energy.accumulate %t into @W[%g, %c] : !energy.array<D>
+        }
+      }
     }
   }
 }

@@ -39,11 +39,15 @@ def EnergyPlanIndexMaps : EnergyPlanStep<"energy-plan-index-maps",
     index, a(k) scalars and r(k) rows that do not depend on v, is the map
     Rᵀ (v ⊙ A) of v (A and R the tables of a and r over k, R the whole
     array where r is a row of one read at k); Σ_k v[k] a(k) is dot(v, A);
-    a sum of such terms, the sum of their maps. Only where the maps are the
-    same at every position of a sum around that v varies with: differen-
-    tiation leaves such sums where a let's elements are pulled back per pair
-    (the adjoint of a rotated query), and energy-plan-linear-maps then takes
-    the maps out of the sum over the pairs, which becomes a contraction's.
+    a sum of such terms, the sum of their maps. Likewise a loop over k that
+    adds v[k] a(k) r into the slots [s…, k] (r not varying with k) adds
+    (v ⊙ A) ⊗ r into [s…]. Only where the maps are the same at every
+    position of a sum or loop around that v varies with: differentiation
+    leaves such sums where a let's elements are pulled back per pair (the
+    adjoint of a rotated query, and its projection's gradient), and
+    energy-plan-linear-maps then takes the maps out of the sum over the
+    pairs (energy-plan-loop-sums makes a sum of the loop), which becomes a
+    contraction's.
 
     ```mlir
     %s = reduce sum (%j : @N) {
@@ -407,7 +411,9 @@ def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
     becomes a sum over J of sums over K, those arrays computed once per
     position of J. And a table over K of Σ_I A[I, K], the column sums of an
     array (a mixture's weights), reads the element K of Σ_I A[I], whole
-    rows added in A's order ahead of the table.
+    rows added in A's order ahead of the table. A loop whose slots use none
+    of its indices is one sum where it was, also of what a softmax weighs
+    (inside a loop over the rows, whose contraction then takes it in).
   }];
 }
 
