@@ -27,6 +27,7 @@ namespace {
 
 /// One term of the sum: ± v[k] times `scalars` times `row` (null for none).
 struct IndexTerm {
+  Value vector;
   SmallVector<Value> scalars;
   Value row;
   bool negated;
@@ -58,21 +59,19 @@ void collectSignedTerms(Value value, bool negated,
   terms.push_back({value, negated});
 }
 
-/// The factors of `value` through products and negations that nothing
-/// else reads; `negated` flips with each negation.
+/// The factors of `value` through products and negations; `negated` flips
+/// with each negation.
 void collectFactors(Value value, SmallVectorImpl<Value> &factors,
                     bool &negated) {
-  if (value.hasOneUse()) {
-    if (auto mul = value.getDefiningOp<MulOp>()) {
-      collectFactors(mul.getLhs(), factors, negated);
-      collectFactors(mul.getRhs(), factors, negated);
-      return;
-    }
-    if (auto neg = value.getDefiningOp<NegOp>()) {
-      negated = !negated;
-      collectFactors(neg.getOperand(), factors, negated);
-      return;
-    }
+  if (auto mul = value.getDefiningOp<MulOp>()) {
+    collectFactors(mul.getLhs(), factors, negated);
+    collectFactors(mul.getRhs(), factors, negated);
+    return;
+  }
+  if (auto neg = value.getDefiningOp<NegOp>()) {
+    negated = !negated;
+    collectFactors(neg.getOperand(), factors, negated);
+    return;
   }
   factors.push_back(value);
 }
@@ -103,27 +102,61 @@ Value elementVector(Value factor, Operation *domain) {
 }
 
 /// Values over one index k whose terms are each v[k] times scalars and at
-/// most one vector that do not depend on v: v and the terms.
+/// most one vector that do not depend on v (each term its own v).
 struct IndexMap {
-  Value vector;
   SmallVector<IndexTerm> terms;
 };
 
-/// `value` (of `domain`'s body) as an IndexMap, adding to `map` (whose
-/// vector its terms must share); with `fixedRows`, rows that do not vary
-/// with the index only. False where it is none.
+/// The most terms a product of sums is expanded into.
+constexpr size_t kMaxExpandedTerms = 16;
+
+/// The products of `factors` with a sum among them expanded over its terms, (a
+/// ± b) c = a c ± b c, into `products` with their signs; false past
+/// kMaxExpandedTerms.
+bool expandProducts(
+    SmallVector<Value> factors, bool negated,
+    SmallVectorImpl<std::pair<SmallVector<Value>, bool>> &products) {
+  for (auto [position, factor] : llvm::enumerate(factors)) {
+    Operation *def = factor.getDefiningOp();
+    if (!def || !isa<AddOp, SubOp>(def) ||
+        def->getOperand(0).getType() != def->getOperand(1).getType())
+      continue;
+    for (unsigned side = 0; side < 2; ++side) {
+      SmallVector<Value> expanded(factors);
+      expanded.erase(expanded.begin() + position);
+      bool sign = negated != (side == 1 && isa<SubOp>(def));
+      collectFactors(def->getOperand(side), expanded, sign);
+      if (!expandProducts(std::move(expanded), sign, products))
+        return false;
+    }
+    return true;
+  }
+  if (products.size() == kMaxExpandedTerms)
+    return false;
+  products.push_back({std::move(factors), negated});
+  return true;
+}
+
+/// `value` (of `domain`'s body) as an IndexMap, adding to `map`; with
+/// `fixedRows`, rows that do not vary with the index only. False where it
+/// is none.
 bool addTerms(Value value, Operation *domain, bool fixedRows, IndexMap &map) {
   SmallVector<std::pair<Value, bool>> signedTerms;
   collectSignedTerms(value, /*negated=*/false, signedTerms);
+  SmallVector<std::pair<SmallVector<Value>, bool>> products;
   for (auto [termValue, negated] : signedTerms) {
     SmallVector<Value> factors;
-    IndexTerm term{{}, Value(), negated};
-    collectFactors(termValue, factors, term.negated);
-    Value vector;
+    bool sign = negated;
+    collectFactors(termValue, factors, sign);
+    if (!expandProducts(std::move(factors), sign, products))
+      return false;
+  }
+  for (auto &[factors, negated] : products) {
+    IndexTerm term{Value(), {}, Value(), negated};
     for (Value factor : factors) {
       if (Value element = elementVector(factor, domain);
-          element && !vector && (!map.vector || element == map.vector)) {
-        vector = element;
+          element && !term.vector) {
+        term.vector = element;
         continue;
       }
       if (isScalar(factor)) {
@@ -134,15 +167,14 @@ bool addTerms(Value value, Operation *domain, bool fixedRows, IndexMap &map) {
         return false;
       term.row = factor;
     }
-    if (!vector)
+    if (!term.vector)
       return false;
-    map.vector = vector;
     map.terms.push_back(std::move(term));
   }
-  auto readsVector = [&](Value factor) {
-    return dependsOn(factor, map.vector);
-  };
   for (const IndexTerm &term : map.terms) {
+    auto readsVector = [&](Value factor) {
+      return dependsOn(factor, term.vector);
+    };
     if (llvm::any_of(term.scalars, readsVector) ||
         (term.row && readsVector(term.row)))
       return false;
@@ -189,10 +221,9 @@ bool mapsInvariantAround(Operation *domain, const IndexMap &map) {
       return llvm::any_of(indices,
                           [&](Value index) { return used.contains(index); });
     };
-    if (!variesInAround(map.vector))
-      continue;
     bool invariant = llvm::all_of(map.terms, [&](const IndexTerm &term) {
-      return llvm::none_of(term.scalars, variesInAround) &&
+      return variesInAround(term.vector) &&
+             llvm::none_of(term.scalars, variesInAround) &&
              (!term.row || !variesInAround(term.row));
     });
     if (invariant)
@@ -273,11 +304,11 @@ Value signedSum(OpBuilder &builder, Location loc,
 }
 
 /// v ⊙ A for a term's scalars (v where it has none), at `builder`'s point.
-Value scaledVector(OpBuilder &builder, Operation *domain, const IndexMap &map,
+Value scaledVector(OpBuilder &builder, Operation *domain,
                    const IndexTerm &term) {
   if (term.scalars.empty())
-    return map.vector;
-  return MulOp::create(builder, domain->getLoc(), map.vector,
+    return term.vector;
+  return MulOp::create(builder, domain->getLoc(), term.vector,
                        tableOfProduct(builder, domain, term.scalars));
 }
 
@@ -292,9 +323,9 @@ void writeSumAsMaps(ReduceOp sum, const IndexMap &map) {
       Value rows = rowsOver(builder, sum, term.row);
       value = MatmulOp::create(builder, loc,
                                TransposeOp::create(builder, loc, rows),
-                               scaledVector(builder, sum, map, term));
+                               scaledVector(builder, sum, term));
     } else {
-      value = DotOp::create(builder, loc, map.vector,
+      value = DotOp::create(builder, loc, term.vector,
                             tableOfProduct(builder, sum, term.scalars));
     }
     mapped.push_back({value, term.negated});
@@ -359,7 +390,7 @@ bool writeLoopAsMaps(ForeachOp loop, ArrayRef<SlotMap> slots) {
         tensor.getArrayType().getShape().drop_front(leading);
     for (const IndexTerm &term : slot.map.terms) {
       SmallVector<StringAttr> shape = {
-          cast<ArrayType>(slot.map.vector.getType()).getShape()[0]};
+          cast<ArrayType>(term.vector.getType()).getShape()[0]};
       if (term.row)
         llvm::append_range(shape,
                            cast<ArrayType>(term.row.getType()).getShape());
@@ -372,7 +403,7 @@ bool writeLoopAsMaps(ForeachOp loop, ArrayRef<SlotMap> slots) {
   for (SlotMap slot : slots) {
     SmallVector<std::pair<Value, bool>> mapped;
     for (const IndexTerm &term : slot.map.terms) {
-      Value scaled = scaledVector(builder, loop, slot.map, term);
+      Value scaled = scaledVector(builder, loop, term);
       if (term.row) {
         llvm::SetVector<Operation *> rowSlice;
         addToSlice(term.row, body, rowSlice);

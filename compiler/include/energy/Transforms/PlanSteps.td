@@ -39,7 +39,8 @@ def EnergyPlanIndexMaps : EnergyPlanStep<"energy-plan-index-maps",
     index, a(k) scalars and r(k) rows that do not depend on v, is the map
     Rᵀ (v ⊙ A) of v (A and R the tables of a and r over k, R the whole
     array where r is a row of one read at k); Σ_k v[k] a(k) is dot(v, A);
-    a sum of such terms, the sum of their maps. Likewise a loop over k that
+    a sum of such terms, the sum of their maps (a product with a sum among
+    its factors expanded, each term with its own v). Likewise a loop over k that
     adds v[k] a(k) r into the slots [s…, k] (r not varying with k) adds
     (v ⊙ A) ⊗ r into [s…]. Only where the maps are the same at every
     position of a sum or loop around that v varies with: differentiation
