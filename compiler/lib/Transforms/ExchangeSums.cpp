@@ -27,54 +27,6 @@ using namespace mlir::energy;
 
 namespace {
 
-/// A term of an accumulated value: `value` added with `sign`.
-struct SignedTerm {
-  Value value;
-  bool negated;
-};
-
-/// The terms of `value` through additions, subtractions and negations that
-/// nothing else reads (`value` itself may have no reader yet).
-void collectTerms(Value value, bool negated,
-                  SmallVectorImpl<SignedTerm> &terms) {
-  Operation *def = value.getDefiningOp();
-  if (def && (value.use_empty() || value.hasOneUse())) {
-    if (auto add = dyn_cast<AddOp>(def);
-        add && add.getLhs().getType() == add.getRhs().getType()) {
-      collectTerms(add.getLhs(), negated, terms);
-      collectTerms(add.getRhs(), negated, terms);
-      return;
-    }
-    if (auto sub = dyn_cast<SubOp>(def);
-        sub && sub.getLhs().getType() == sub.getRhs().getType()) {
-      collectTerms(sub.getLhs(), negated, terms);
-      collectTerms(sub.getRhs(), !negated, terms);
-      return;
-    }
-    if (auto neg = dyn_cast<NegOp>(def)) {
-      collectTerms(neg.getOperand(), !negated, terms);
-      return;
-    }
-  }
-  terms.push_back({value, negated});
-}
-
-/// The sum of `terms` built at `builder`'s point; null for no terms.
-Value buildSum(OpBuilder &builder, Location loc, ArrayRef<SignedTerm> terms) {
-  Value total;
-  for (const SignedTerm &term : terms) {
-    if (!total) {
-      total = term.negated ? NegOp::create(builder, loc, term.value).getResult()
-                           : term.value;
-      continue;
-    }
-    total = term.negated
-                ? SubOp::create(builder, loc, total, term.value).getResult()
-                : AddOp::create(builder, loc, total, term.value).getResult();
-  }
-  return total;
-}
-
 /// One exchangeable term: `outer` (an `outer`, or an elementwise `mul` of
 /// two arrays) of a row value `row` (varying with the loop's index number
 /// `position`, or the same at every position: then it comes out of the
@@ -143,7 +95,7 @@ public:
       return false;
     auto yield = cast<YieldOp>(sum.getBody().front().getTerminator());
     SmallVector<SignedTerm> inner;
-    collectTerms(yield.getValues()[0], /*negated=*/false, inner);
+    collectSignedTerms(yield.getValues()[0], /*negated=*/false, inner);
     PairSum pairSum{sum, {}};
     bool found = false;
     for (const SignedTerm &innerTerm : inner) {
@@ -343,11 +295,11 @@ public:
         // w a as Σ_k w_k a over the terms of w, each linear in the softmax
         // weight the parent side takes out.
         SmallVector<SignedTerm> weightTerms;
-        collectTerms(mapping.lookup(exchange.weight), /*negated=*/false,
-                     weightTerms);
+        collectSignedTerms(mapping.lookup(exchange.weight), /*negated=*/false,
+                           weightTerms);
         for (SignedTerm &term : weightTerms)
           term.value = MulOp::create(inner, loc, term.value, row);
-        summand = buildSum(inner, loc, weightTerms);
+        summand = buildSignedSum(inner, loc, weightTerms);
       }
       YieldOp::create(inner, loc, summand);
       // (What the other terms of the sum needed.)
@@ -560,7 +512,8 @@ void keepPairTerms(ArrayRef<PairSum> pairSums) {
     Operation *yield = body.getTerminator();
     if (!pairSum.kept.empty()) {
       OpBuilder builder(yield);
-      yield->setOperand(0, buildSum(builder, yield->getLoc(), pairSum.kept));
+      yield->setOperand(0,
+                        buildSignedSum(builder, yield->getLoc(), pairSum.kept));
     }
     eraseDeadOps(body);
   }
@@ -570,7 +523,7 @@ void keepPairTerms(ArrayRef<PairSum> pairSums) {
 /// whether it did.
 bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
   SmallVector<SignedTerm> terms;
-  collectTerms(accumulate.getValue(), /*negated=*/false, terms);
+  collectSignedTerms(accumulate.getValue(), /*negated=*/false, terms);
   Exchanger exchanger(loop, accumulate);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
@@ -581,7 +534,7 @@ bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
     exchanger.build(exchange, negated);
   keepPairTerms(pairSums);
   OpBuilder builder(accumulate);
-  if (Value rest = buildSum(builder, accumulate.getLoc(), kept))
+  if (Value rest = buildSignedSum(builder, accumulate.getLoc(), kept))
     accumulate.getValueMutable().assign(rest);
   else
     accumulate->erase();
@@ -594,7 +547,7 @@ bool exchangeAccumulation(ForeachOp loop, AccumulateOp accumulate) {
 bool exchangeSumTerms(ReduceOp sum) {
   auto yield = cast<YieldOp>(sum.getBody().front().getTerminator());
   SmallVector<SignedTerm> terms;
-  collectTerms(yield.getValues()[0], /*negated=*/false, terms);
+  collectSignedTerms(yield.getValues()[0], /*negated=*/false, terms);
   Exchanger exchanger(sum);
   SmallVector<std::pair<Exchange, bool>> exchanges;
   SmallVector<SignedTerm> kept;
@@ -609,12 +562,12 @@ bool exchangeSumTerms(ReduceOp sum) {
   Location loc = sum.getLoc();
   if (!kept.empty()) {
     OpBuilder atYield(yield);
-    yield->setOperand(0, buildSum(atYield, loc, kept));
+    yield->setOperand(0, buildSignedSum(atYield, loc, kept));
     totals.insert(totals.begin(), {sum.getResult(), false});
   }
   // After the tables and sums built (each right after `sum`).
   OpBuilder builder(next);
-  Value total = buildSum(builder, loc, totals);
+  Value total = buildSignedSum(builder, loc, totals);
   llvm::SmallPtrSet<Operation *, 4> adds;
   for (Operation *op = total.getDefiningOp(); op && op != next;
        op = op->getPrevNode())

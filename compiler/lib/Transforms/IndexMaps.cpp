@@ -4,12 +4,13 @@
 // index, a(k) scalars and r(k) rows that do not depend on v, is the map
 // Rᵀ (v ⊙ A) of v, A and R the tables of a and r over k (R the whole
 // array when r is a row of one read at k); a sum of such terms is the sum
-// of their maps. Differentiation leaves these sums where a let's elements
-// are pulled back (the adjoint of a rotated query per pair of an
-// attention). Written as maps, and where the maps are the same at every
-// position of a sum around them (v varies with its index, the maps do
-// not), energy-plan-linear-maps takes them out of that sum and the sum
-// becomes a contraction's.
+// of their maps, and a loop over k adding v[k] a(k) r into slots [s, k]
+// adds (v ⊙ A) ⊗ r into [s]. Differentiation leaves these where a let's
+// elements are pulled back (the adjoint of a rotated query per pair of an
+// attention, its projection's gradient). Written as maps, and where the
+// maps are the same at every position of a sum or loop around them (v
+// varies with its index, the maps do not), energy-plan-linear-maps takes
+// them out of the sum over the pairs, which becomes a contraction's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,32 +33,6 @@ struct IndexTerm {
   Value row;
   bool negated;
 };
-
-/// The terms of `value` through additions, subtractions and negations that
-/// nothing else reads, with their signs.
-void collectSignedTerms(Value value, bool negated,
-                        SmallVectorImpl<std::pair<Value, bool>> &terms) {
-  Operation *def = value.getDefiningOp();
-  if (def && value.hasOneUse()) {
-    if (auto add = dyn_cast<AddOp>(def);
-        add && add.getLhs().getType() == add.getRhs().getType()) {
-      collectSignedTerms(add.getLhs(), negated, terms);
-      collectSignedTerms(add.getRhs(), negated, terms);
-      return;
-    }
-    if (auto sub = dyn_cast<SubOp>(def);
-        sub && sub.getLhs().getType() == sub.getRhs().getType()) {
-      collectSignedTerms(sub.getLhs(), negated, terms);
-      collectSignedTerms(sub.getRhs(), !negated, terms);
-      return;
-    }
-    if (auto neg = dyn_cast<NegOp>(def)) {
-      collectSignedTerms(neg.getOperand(), !negated, terms);
-      return;
-    }
-  }
-  terms.push_back({value, negated});
-}
 
 /// The factors of `value` through products and negations; `negated` flips
 /// with each negation.
@@ -141,7 +116,7 @@ bool expandProducts(
 /// `fixedRows`, rows that do not vary with the index only. False where it
 /// is none.
 bool addTerms(Value value, Operation *domain, bool fixedRows, IndexMap &map) {
-  SmallVector<std::pair<Value, bool>> signedTerms;
+  SmallVector<SignedTerm> signedTerms;
   collectSignedTerms(value, /*negated=*/false, signedTerms);
   SmallVector<std::pair<SmallVector<Value>, bool>> products;
   for (auto [termValue, negated] : signedTerms) {
@@ -288,21 +263,6 @@ Value rowsOver(OpBuilder &builder, ReduceOp sum, Value row) {
   return tableOfProduct(builder, sum, {row});
 }
 
-/// The signed sum of `values` at `builder`'s point.
-Value signedSum(OpBuilder &builder, Location loc,
-                ArrayRef<std::pair<Value, bool>> values) {
-  Value total;
-  for (auto [value, negated] : values) {
-    if (!total)
-      total = negated ? NegOp::create(builder, loc, value).getResult() : value;
-    else if (negated)
-      total = SubOp::create(builder, loc, total, value);
-    else
-      total = AddOp::create(builder, loc, total, value);
-  }
-  return total;
-}
-
 /// v ⊙ A for a term's scalars (v where it has none), at `builder`'s point.
 Value scaledVector(OpBuilder &builder, Operation *domain,
                    const IndexTerm &term) {
@@ -316,7 +276,7 @@ Value scaledVector(OpBuilder &builder, Operation *domain,
 void writeSumAsMaps(ReduceOp sum, const IndexMap &map) {
   OpBuilder builder(sum);
   Location loc = sum.getLoc();
-  SmallVector<std::pair<Value, bool>> mapped;
+  SmallVector<SignedTerm> mapped;
   for (const IndexTerm &term : map.terms) {
     Value value;
     if (term.row) {
@@ -330,7 +290,7 @@ void writeSumAsMaps(ReduceOp sum, const IndexMap &map) {
     }
     mapped.push_back({value, term.negated});
   }
-  sum.getResult().replaceAllUsesWith(signedSum(builder, loc, mapped));
+  sum.getResult().replaceAllUsesWith(buildSignedSum(builder, loc, mapped));
   sum->erase();
 }
 
@@ -401,7 +361,7 @@ bool writeLoopAsMaps(ForeachOp loop, ArrayRef<SlotMap> slots) {
   OpBuilder builder(loop);
   Location loc = loop.getLoc();
   for (SlotMap slot : slots) {
-    SmallVector<std::pair<Value, bool>> mapped;
+    SmallVector<SignedTerm> mapped;
     for (const IndexTerm &term : slot.map.terms) {
       Value scaled = scaledVector(builder, loop, term);
       if (term.row) {
@@ -416,7 +376,7 @@ bool writeLoopAsMaps(ForeachOp loop, ArrayRef<SlotMap> slots) {
     }
     SmallVector<Value> indices(slot.accumulate.getIndices().drop_back());
     AccumulateOp::create(builder, slot.accumulate.getLoc(),
-                         signedSum(builder, loc, mapped),
+                         buildSignedSum(builder, loc, mapped),
                          slot.accumulate.getTensorAttr(),
                          AffineMapAttr::get(AffineMap::getMultiDimIdentityMap(
                              indices.size(), builder.getContext())),

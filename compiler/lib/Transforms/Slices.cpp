@@ -495,3 +495,36 @@ std::optional<ScalarTable> mlir::energy::scalarTableOf(TabulateOp table) {
     return std::nullopt;
   return result;
 }
+
+void mlir::energy::collectSignedTerms(Value value, bool negated,
+                                      SmallVectorImpl<SignedTerm> &terms) {
+  Operation *def = value.getDefiningOp();
+  if (def && (value.use_empty() || value.hasOneUse())) {
+    if (isa<AddOp, SubOp>(def) &&
+        def->getOperand(0).getType() == def->getOperand(1).getType()) {
+      collectSignedTerms(def->getOperand(0), negated, terms);
+      collectSignedTerms(def->getOperand(1), negated != isa<SubOp>(def), terms);
+      return;
+    }
+    if (auto neg = dyn_cast<NegOp>(def)) {
+      collectSignedTerms(neg.getOperand(), !negated, terms);
+      return;
+    }
+  }
+  terms.push_back({value, negated});
+}
+
+Value mlir::energy::buildSignedSum(OpBuilder &builder, Location loc,
+                                   ArrayRef<SignedTerm> terms) {
+  Value total;
+  for (const SignedTerm &term : terms) {
+    if (!total)
+      total = term.negated ? NegOp::create(builder, loc, term.value).getResult()
+                           : term.value;
+    else if (term.negated)
+      total = SubOp::create(builder, loc, total, term.value);
+    else
+      total = AddOp::create(builder, loc, total, term.value);
+  }
+  return total;
+}

@@ -75,6 +75,22 @@ private:
   AffineMapAttr map;
 };
 
+/// A term of a sum: `value` added, or subtracted where `negated`.
+struct SignedTerm {
+  Value value;
+  bool negated;
+};
+
+/// The terms of `value` through additions and subtractions (of two values
+/// of one type) and negations that nothing else reads (`value` itself may
+/// have no reader yet), with their signs composed with `negated`.
+void collectSignedTerms(Value value, bool negated,
+                        SmallVectorImpl<SignedTerm> &terms);
+
+/// The sum of `terms` built at `builder`'s point; null for no terms.
+Value buildSignedSum(OpBuilder &builder, Location loc,
+                     ArrayRef<SignedTerm> terms);
+
 /// Whether `value` is a scalar array (rank 0).
 bool isScalar(Value value);
 
