@@ -211,30 +211,8 @@ bool mapsInvariantAround(Operation *domain, const IndexMap &map) {
 /// body), built at `builder`'s point.
 Value tableOfProduct(OpBuilder &builder, Operation *domain,
                      ArrayRef<Value> factors) {
-  Block &body = bodyOf(domain);
-  MLIRContext *context = domain->getContext();
-  ArrayAttr sizes = sizesOf(domain);
-  SmallVector<StringAttr> dims = {
-      StringAttr::get(context, *cast<DimExprAttr>(sizes[0]).getDimName())};
-  llvm::append_range(dims, cast<ArrayType>(factors[0].getType()).getShape());
-  auto table = TabulateOp::create(builder, domain->getLoc(),
-                                  ArrayType::get(context, dims), sizes);
-  Block &tableBody = table.getBody().emplaceBlock();
-  IRMapping mapping;
-  mapping.map(body.getArgument(0),
-              tableBody.addArgument(body.getArgument(0).getType(),
-                                    body.getArgument(0).getLoc()));
-  llvm::SetVector<Operation *> slice;
-  for (Value factor : factors)
-    addToSlice(factor, body, slice);
-  OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
-  cloneSlice(body, slice, inside, mapping);
-  Value product = mapping.lookupOrDefault(factors[0]);
-  for (Value factor : factors.drop_front())
-    product = MulOp::create(inside, domain->getLoc(), product,
-                            mapping.lookupOrDefault(factor));
-  YieldOp::create(inside, domain->getLoc(), product);
-  return table;
+  return tableOverIndex(builder, domain->getLoc(), bodyOf(domain),
+                        sizesOf(domain), factors);
 }
 
 /// The rows `row` over `sum`'s index as one array: the whole array of a

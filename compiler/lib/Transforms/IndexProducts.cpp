@@ -315,24 +315,9 @@ bool indexesParam(Value index, Operation *op) {
 /// A table over the sum's index of `value` (a value of the sum's body),
 /// built at `builder`'s point.
 Value tableOver(OpBuilder &builder, ReduceOp sum, Value value) {
-  Block &body = sum.getBody().front();
-  MLIRContext *context = sum.getContext();
-  SmallVector<StringAttr> dims = {StringAttr::get(
-      context, *cast<DimExprAttr>(sum.getSizes()[0]).getDimName())};
-  llvm::append_range(dims, cast<ArrayType>(value.getType()).getShape());
-  auto table = TabulateOp::create(
-      builder, sum.getLoc(), ArrayType::get(context, dims), sum.getSizes());
-  Block &tableBody = table.getBody().emplaceBlock();
-  IRMapping mapping;
-  mapping.map(body.getArgument(0),
-              tableBody.addArgument(body.getArgument(0).getType(),
-                                    body.getArgument(0).getLoc()));
-  llvm::SetVector<Operation *> slice;
-  addToSlice(value, body, slice);
-  OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
-  cloneSlice(body, slice, inside, mapping);
-  YieldOp::create(inside, sum.getLoc(), mapping.lookupOrDefault(value));
-  moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getOperation()));
+  Value table = tableOverIndex(builder, sum.getLoc(), sum.getBody().front(),
+                               sum.getSizes(), value);
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(table.getDefiningOp()));
   return table;
 }
 

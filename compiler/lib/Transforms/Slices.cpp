@@ -528,3 +528,30 @@ Value mlir::energy::buildSignedSum(OpBuilder &builder, Location loc,
   }
   return total;
 }
+
+Value mlir::energy::tableOverIndex(OpBuilder &builder, Location loc,
+                                   Block &body, ArrayAttr sizes,
+                                   ArrayRef<Value> factors) {
+  MLIRContext *context = builder.getContext();
+  SmallVector<StringAttr> dims = {
+      StringAttr::get(context, *cast<DimExprAttr>(sizes[0]).getDimName())};
+  llvm::append_range(dims, cast<ArrayType>(factors[0].getType()).getShape());
+  auto table =
+      TabulateOp::create(builder, loc, ArrayType::get(context, dims), sizes);
+  Block &tableBody = table.getBody().emplaceBlock();
+  IRMapping mapping;
+  mapping.map(body.getArgument(0),
+              tableBody.addArgument(body.getArgument(0).getType(),
+                                    body.getArgument(0).getLoc()));
+  llvm::SetVector<Operation *> slice;
+  for (Value factor : factors)
+    addToSlice(factor, body, slice);
+  OpBuilder inside = OpBuilder::atBlockEnd(&tableBody);
+  cloneSlice(body, slice, inside, mapping);
+  Value product = mapping.lookupOrDefault(factors[0]);
+  for (Value factor : factors.drop_front())
+    product =
+        MulOp::create(inside, loc, product, mapping.lookupOrDefault(factor));
+  YieldOp::create(inside, loc, product);
+  return table;
+}

@@ -91,6 +91,12 @@ void collectSignedTerms(Value value, bool negated,
 Value buildSignedSum(OpBuilder &builder, Location loc,
                      ArrayRef<SignedTerm> terms);
 
+/// The table over the one index of `body` (a sum's or a loop's, over
+/// `sizes`) of the product of `factors`, values of the body, built at
+/// `builder`'s point from the ops of the body they need.
+Value tableOverIndex(OpBuilder &builder, Location loc, Block &body,
+                     ArrayAttr sizes, ArrayRef<Value> factors);
+
 /// Whether `value` is a scalar array (rank 0).
 bool isScalar(Value value);
 
