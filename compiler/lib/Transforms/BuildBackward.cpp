@@ -514,11 +514,16 @@ FailureOr<bool> BackwardBuilder::pullBackThroughFixedLets(StringRef tensor,
   }
   addGradients(term->first, readTensors(term->first.getBody(), model), builder,
                loc);
+  // Every value's gradient before the stores of any, so that the gradients
+  // join (energy-join-gradients): one derivation of the term for all.
+  SmallVector<Value> cotangents;
   for (LetOp let : fixedLets) {
     StringRef value = valueTensor(let);
-    Value cotangent = GradOp::create(builder, loc, typeOf(value), ref(value),
-                                     ref(term->first.getSymName()))
-                          ->getResult(0);
+    cotangents.push_back(GradOp::create(builder, loc, typeOf(value), ref(value),
+                                        ref(term->first.getSymName()))
+                             ->getResult(0));
+  }
+  for (auto [let, cotangent] : llvm::zip(fixedLets, cotangents)) {
     auto [letTerm, letCotangent] = letPullback(let);
     if (deferred) {
       Value sum = AddOp::create(
