@@ -555,3 +555,7 @@ Value mlir::energy::tableOverIndex(OpBuilder &builder, Location loc,
   YieldOp::create(inside, loc, product);
   return table;
 }
+
+bool mlir::energy::isReadingTable(Operation *op) {
+  return isa<TabulateOp>(op) && onlyReads(op);
+}

@@ -161,6 +161,10 @@ slicesAcross(Value value, ArrayRef<Block *> blocks);
 Value arrayOver(Value value, ArrayRef<Value> indices, ArrayRef<Attribute> sizes,
                 ArrayRef<Block *> blocks, Operation *anchor);
 
+/// Whether `op` is a table whose body only reads (onlyReads): a row's vector
+/// that a contraction's regions may compute again per pair.
+bool isReadingTable(Operation *op);
+
 /// Whether `op`, and every op nested in it, only reads: effect-free ops and
 /// reads (which in a step program report reading the tensor), so that it
 /// may run anywhere before the next store.

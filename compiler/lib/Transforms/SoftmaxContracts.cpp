@@ -292,7 +292,7 @@ bool clonableContext(ArrayRef<Operation *> ops, Block &block) {
     if (llvm::is_contained(ops, op))
       return true;
     if (op->getNumRegions() != 0)
-      return isa<TabulateOp>(op) && onlyReads(op);
+      return isReadingTable(op);
     return isMemoryEffectFree(op) || isa<ReadOp>(op);
   });
 }

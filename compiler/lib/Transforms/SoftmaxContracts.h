@@ -67,7 +67,7 @@ public:
     if (!def || !llvm::is_contained(sources, def->getBlock()))
       return value;
     // (A table that only reads, a row's vector, is computed per pair too.)
-    bool readingTable = isa<TabulateOp>(def) && onlyReads(def);
+    bool readingTable = isReadingTable(def);
     if (def->getNumRegions() && !readingTable &&
         !regionOpsAllowed.contains(def->getBlock()))
       return failure();

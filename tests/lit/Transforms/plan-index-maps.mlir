@@ -64,7 +64,7 @@ energy.model @rotation_back {
 
 // Sums that stay: one whose rows vary with the pair (the map is not the
 // same at every j), one that reads v twice per term (not linear in v), and
-// one with no sum around that v varies with.
+// one whose map varies with the only loop around that v varies with (i).
 // CHECK-LABEL: energy.model @not_maps
 // CHECK-NOT:   matmul
 // CHECK-COUNT-3: reduce sum (%{{.*}} : @Y)
@@ -151,6 +151,53 @@ energy.model @slot_rows {
           %ec = energy.mul %ne, %co : !energy.array<>, !energy.array<>
           %t = energy.mul %xi, %ec : !energy.array<D>, !energy.array<>
           energy.accumulate %t into @W[%g, %c] : !energy.array<D>
+        }
+      }
+    }
+  }
+}
+
+// -----
+
+// Loops that stay: one adding into slots whose last index is not the
+// loop's (W[k, g]: not a row of outer products), and one whose row varies
+// with k (R[k]: not one row for every element).
+// CHECK-LABEL: energy.model @not_slot_rows
+// CHECK-NOT:   outer
+// CHECK-COUNT-2: foreach (%{{.*}} : @Y)
+// CHECK-NOT:   outer
+energy.model @not_slot_rows {
+  energy.dim @N
+  energy.dim @H
+  energy.dim @Y
+  energy.dim @D
+  energy.tensor @k : input [@N, @Y]
+  energy.tensor @x : input [@N, @D]
+  energy.tensor @R : input [@Y, @D]
+  energy.tensor @W : param [@Y, @H, @D]
+  energy.tensor @V : param [@H, @Y, @D]
+  energy.gradient @W {
+    energy.foreach (%g : @H, %i : @N) {
+      energy.foreach (%j : @N) {
+        %v = energy.read @k[%j] : !energy.array<Y>
+        energy.foreach (%c : @Y) {
+          %e = energy.extract %v[%c] : !energy.array<Y> -> !energy.array<>
+          %xi = energy.read @x[%i] : !energy.array<D>
+          %t = energy.mul %xi, %e : !energy.array<D>, !energy.array<>
+          energy.accumulate %t into @W[%c, %g] : !energy.array<D>
+        }
+      }
+    }
+  }
+  energy.gradient @V {
+    energy.foreach (%g : @H, %i : @N) {
+      energy.foreach (%j : @N) {
+        %v = energy.read @k[%j] : !energy.array<Y>
+        energy.foreach (%c : @Y) {
+          %e = energy.extract %v[%c] : !energy.array<Y> -> !energy.array<>
+          %r = energy.read @R[%c] : !energy.array<D>
+          %t = energy.mul %r, %e : !energy.array<D>, !energy.array<>
+          energy.accumulate %t into @V[%g, %c] : !energy.array<D>
         }
       }
     }

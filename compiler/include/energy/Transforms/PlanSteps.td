@@ -220,7 +220,8 @@ def EnergyPlanSoftmaxContracts : EnergyPlanStep<"energy-plan-softmax-contracts",
     An `lse` and the sums over the same domain linear in its softmax weight
     (the child side of an lse term) become one `energy.softmax_contract`,
     lifted out of the loop over the rows around them when its body can be
-    recomputed per pair; a sum over rows weighted by the softmax of an lse
+    recomputed per pair (reads, effect-free ops, and tables that only read:
+    a row's rotated query); a sum over rows weighted by the softmax of an lse
     that a `@T.gather` let recomputes (the parent side) becomes the column
     sums of a contraction; a sum whose normaliser is an lse in its own body
     (an M-step's statistics) takes that lse in. Contractions of one block
