@@ -26,12 +26,9 @@ using namespace mlir::energy;
 
 namespace {
 
-/// Whether `value`, computed in `body`, weighs by a softmax (an lse, or a
-/// contraction's normaliser): a contraction's to plan over the loop's
-/// whole domain as its rows.
-bool weighsBySoftmax(Value value, Block &body) {
-  llvm::SetVector<Operation *> slice;
-  addToSlice(value, body, slice);
+/// Whether the ops of `slice` weigh by a softmax (an lse, or a
+/// contraction's normaliser).
+bool sliceWeighsBySoftmax(const llvm::SetVector<Operation *> &slice) {
   bool weighted = false;
   for (Operation *member : slice)
     member->walk([&](Operation *op) {
@@ -43,6 +40,14 @@ bool weighsBySoftmax(Value value, Block &body) {
             weighted |= result == contract.getLse();
     });
   return weighted;
+}
+
+/// Whether `value`, computed in `body`, weighs by a softmax: a
+/// contraction's to plan over the loop's whole domain as its rows.
+bool weighsBySoftmax(Value value, Block &body) {
+  llvm::SetVector<Operation *> slice;
+  addToSlice(value, body, slice);
+  return sliceWeighsBySoftmax(slice);
 }
 
 /// An accumulation in `loop` at slots that some of the loop's indices
@@ -114,6 +119,112 @@ bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
   addToSlice(value, body, slice);
   OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
   cloneSlice(body, slice, inside, mapping);
+  YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+  builder.setInsertionPointAfter(sum);
+  SmallVector<Value> indices;
+  for (Value index : accumulate.getIndices())
+    indices.push_back(mapping.lookupOrDefault(index));
+  AccumulateOp::create(builder, loc, sum.getResult(),
+                       accumulate.getTensorAttr(), accumulate.getMapAttr(),
+                       indices);
+  accumulate.erase();
+  return true;
+}
+
+/// An accumulation in a loop nested in `outer` (its body's op), at slots
+/// that the inner loop's indices and some of the outer's choose (J) and not
+/// the outer's others (K), when what it adds weighs by a softmax: a loop
+/// over J, before `outer`, of sums over K, each recomputing what the outer
+/// body computes for it. The inner loop's predicate goes with the sums. A
+/// second derivative's column side, added per pair (b, h, i, j) into the
+/// keys' slots [b, h, j] from a loop over the query rows (b, h, i), becomes
+/// sums over the rows i per column (b, h, j): the parent side of a
+/// contraction (ParentSide.cpp) where it was a loop over pairs.
+bool gatherOverOuterIndices(ForeachOp inner, AccumulateOp accumulate) {
+  auto outer = dyn_cast<ForeachOp>(inner->getParentOp());
+  if (!outer || outer.hasPredicate() || !hasPlainDims(outer.getSizes()) ||
+      !hasPlainDims(inner.getSizes()))
+    return false;
+  Block &outerBody = outer.getBody().front();
+  Block &innerBody = inner.getBody().front();
+  // Which indices of (outer…, inner…) choose the slot.
+  unsigned outerCount = outerBody.getNumArguments();
+  SmallVector<BlockArgument> nestIndices(outerBody.getArguments());
+  llvm::append_range(nestIndices, innerBody.getArguments());
+  SmallVector<bool> used(nestIndices.size(), false);
+  for (Value index : accumulate.getIndices()) {
+    if (isDefinedOutside(index, outer))
+      continue;
+    auto *position = llvm::find(nestIndices, index);
+    if (position == nestIndices.end())
+      return false;
+    used[position - nestIndices.begin()] = true;
+  }
+  ArrayRef<bool> usedOuter = ArrayRef(used).take_front(outerCount);
+  if (!llvm::all_of(ArrayRef(used).drop_front(outerCount),
+                    [](bool u) { return u; }) ||
+      llvm::all_of(usedOuter, [](bool u) { return u; }))
+    return false;
+  // What the value needs from both bodies; the predicate may read indices
+  // and values from outside the outer loop only.
+  Value value = accumulate.getValue();
+  llvm::SetVector<Operation *> innerSlice, outerSlice;
+  addToSlice(value, innerBody, innerSlice);
+  for (Operation *op : innerSlice)
+    addOperandsToSlice(op, outerBody, outerSlice);
+  if (!sliceWeighsBySoftmax(innerSlice) && !sliceWeighsBySoftmax(outerSlice))
+    return false;
+  if (inner.hasPredicate()) {
+    bool closed = true;
+    inner.getPredicate().walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        closed &= !operand.getDefiningOp() ||
+                  isDefinedOutside(operand, outer) ||
+                  inner.getPredicate().isAncestor(operand.getParentRegion());
+    });
+    if (!closed)
+      return false;
+  }
+
+  SmallVector<Attribute> slotSizes, summedSizes;
+  SmallVector<Attribute> nestSizes(outer.getSizes().getValue());
+  llvm::append_range(nestSizes, inner.getSizes().getValue());
+  for (auto [size, isUsed] : llvm::zip(nestSizes, used))
+    (isUsed ? slotSizes : summedSizes).push_back(size);
+  OpBuilder builder(outer);
+  Location loc = accumulate.getLoc();
+  IRMapping mapping;
+  auto slots = ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
+  Block &slotBody = slots.getBody().emplaceBlock();
+  for (auto [index, isUsed] : llvm::zip(nestIndices, used))
+    if (isUsed)
+      mapping.map(index, slotBody.addArgument(index.getType(), index.getLoc()));
+  builder.setInsertionPointToStart(&slotBody);
+  auto sum = ReduceOp::create(builder, loc, value.getType(), ReduceKind::sum,
+                              builder.getArrayAttr(summedSizes), Value());
+  auto addSummed = [&](Block &block) {
+    for (auto [index, isUsed] : llvm::zip(nestIndices, used))
+      if (!isUsed)
+        mapping.map(index, block.addArgument(index.getType(), index.getLoc()));
+  };
+  if (inner.hasPredicate()) {
+    Block &predicate = sum.getPredicate().emplaceBlock();
+    addSummed(predicate);
+    Block &innerPredicate = inner.getPredicate().front();
+    IRMapping predicateMapping = mapping;
+    for (auto [from, to] :
+         llvm::zip(innerPredicate.getArguments(), innerBody.getArguments()))
+      predicateMapping.map(from, mapping.lookup(to));
+    OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
+    for (Operation &op : innerPredicate)
+      inside.clone(op, predicateMapping);
+  }
+  Block &sumBody = sum.getBody().emplaceBlock();
+  addSummed(sumBody);
+  OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
+  cloneSlice(outerBody, outerSlice, inside, mapping);
+  cloneSlice(innerBody, innerSlice, inside, mapping);
   YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
   builder.setInsertionPointAfter(sum);
@@ -294,8 +405,13 @@ void mlir::energy::gatherLoopSums(ModelOp model) {
   for (ForeachOp loop : loops) {
     Block &body = loop.getBody().front();
     bool gathered = false;
-    for (AccumulateOp accumulate : llvm::to_vector(body.getOps<AccumulateOp>()))
-      gathered |= gatherOverUnusedIndices(loop, accumulate);
+    for (AccumulateOp accumulate :
+         llvm::to_vector(body.getOps<AccumulateOp>())) {
+      if (gatherOverUnusedIndices(loop, accumulate))
+        gathered = true;
+      else
+        gathered |= gatherOverOuterIndices(loop, accumulate);
+    }
     // A loop left without effects computes nothing.
     if (gathered && body.getOps<AccumulateOp>().empty() &&
         body.getOps<ForeachOp>().empty())

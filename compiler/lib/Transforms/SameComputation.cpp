@@ -408,6 +408,13 @@ bool mlir::energy::computeSame(Value a, Value b, const IRMapping &arguments,
         return false;
       at.map(argument, position);
     }
+    // The element's indices are not in scope in the table's body: mapped
+    // still, they would make the mapping lose its inverse where they and the
+    // table's arguments stand for the same positions.
+    Region *tableRegion = element.first->getParentRegion();
+    for (Value index : element.second)
+      if (!index.getParentRegion()->isAncestor(tableRegion))
+        at.erase(index);
     return true;
   };
   if (first && !second) {
