@@ -266,12 +266,33 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
   for (Value extent : batchExtents)
     batchCount = arith::MulIOp::create(b, loc, batchCount, extent);
   storeSlot(kBatch, batchCount);
-  if (form.rowBias || form.colBias) {
-    // The biases as features: rows [scale · A, 1, R], columns [B, C, 1]
-    // (each pair of columns only where its bias is given), scale 1.
-    Value extra = index(form.rowBias && form.colBias ? 2 : 1);
-    Value widened = arith::AddIOp::create(b, loc, depth, extra);
-    Value scale = form.scale ? get(form.scale).scalar : real(1.0);
+  // The products of the score side by side: each table's rows, the row
+  // side's times the product's scale.
+  SmallVector<ScoreProduct> scoreProducts = {
+      ScoreProduct{form.rowTable, form.colTable, form.scale}};
+  llvm::append_range(scoreProducts, form.moreProducts);
+  if (form.rowBias || form.colBias || scoreProducts.size() > 1) {
+    // The products and the biases as features: rows [s₁ A₁, s₂ A₂, …, 1, R],
+    // columns [B₁, B₂, …, C, 1] (each pair of bias columns only where its
+    // bias is given), scale 1.
+    int64_t biases = (form.rowBias ? 1 : 0) + (form.colBias ? 1 : 0);
+    auto depthOf = [&](const ScoreProduct &product) {
+      return dim(typeOf(product.rowTable).getShape().back().getValue());
+    };
+    auto totalDepth = [&] {
+      Value total = index(biases);
+      for (const ScoreProduct &product : scoreProducts)
+        total = arith::AddIOp::create(b, loc, total, depthOf(product));
+      return total;
+    };
+    Value widened = totalDepth();
+    // Each product's width and the factor of its row table, ahead of the
+    // copies' loops.
+    SmallVector<Value> widths, factors;
+    for (const ScoreProduct &product : scoreProducts) {
+      widths.push_back(depthOf(product));
+      factors.push_back(product.scale ? get(product.scale).scalar : Value());
+    }
     // The copies' sizes, from the dims alone (scratch is allocated at the
     // kernel's entry).
     Value rowTotal, colTotal;
@@ -279,10 +300,7 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(frame.entryAnchor);
       SmallVector<Value> extents = extentsOf(contract.getRows());
-      Value width = arith::AddIOp::create(
-          b, loc, dim(typeOf(form.rowTable).getShape().back().getValue()),
-          index(form.rowBias && form.colBias ? 2 : 1));
-      Value positions = width;
+      Value positions = totalDepth();
       for (Value extent : ArrayRef<Value>(extents).drop_back())
         positions = arith::MulIOp::create(b, loc, positions, extent);
       rowTotal = arith::MulIOp::create(b, loc, positions, extents.back());
@@ -291,36 +309,40 @@ ContractionLowering::emitBilinearContract(SoftmaxContractOp contract,
           extentsOf(ArrayAttr::get(contract.getContext(), {contract.getCols()}))
               .front());
     }
-    auto widen = [&](Value table, Value count, Value total, Value factor,
-                     Value rowBias, Value colBias, bool rowSide) {
-      Value source = get(table).data;
+    auto widen = [&](Value count, Value total, bool rowSide) {
       Value features = allocateElements(total);
       forElements(count, [&](Value position) {
-        Value from = arith::MulIOp::create(b, loc, position, depth);
-        Value to = arith::MulIOp::create(b, loc, position, widened);
-        forRange(depth, [&](Value k) {
-          Value element = load(source, arith::AddIOp::create(b, loc, from, k));
-          store(factor ? mul(element, factor) : element, features,
-                arith::AddIOp::create(b, loc, to, k));
-        });
-        Value next = arith::AddIOp::create(b, loc, to, depth);
+        Value next = arith::MulIOp::create(b, loc, position, widened);
+        for (auto [product, width, scale] :
+             llvm::zip(scoreProducts, widths, factors)) {
+          Value source =
+              get(rowSide ? product.rowTable : product.colTable).data;
+          Value factor = rowSide ? scale : Value();
+          Value from = arith::MulIOp::create(b, loc, position, width);
+          Value to = next;
+          forRange(width, [&](Value k) {
+            Value element =
+                load(source, arith::AddIOp::create(b, loc, from, k));
+            store(factor ? mul(element, factor) : element, features,
+                  arith::AddIOp::create(b, loc, to, k));
+          });
+          next = arith::AddIOp::create(b, loc, next, width);
+        }
         auto put = [&](Value value) {
           store(value, features, next);
           next = arith::AddIOp::create(b, loc, next, index(1));
         };
-        if (colBias)
-          put(rowSide ? real(1.0) : load(get(colBias).data, position));
-        if (rowBias)
-          put(rowSide ? load(get(rowBias).data, position) : real(1.0));
+        if (form.colBias)
+          put(rowSide ? real(1.0) : load(get(form.colBias).data, position));
+        if (form.rowBias)
+          put(rowSide ? load(get(form.rowBias).data, position) : real(1.0));
       });
       return features;
     };
     Value rowPositions = arith::MulIOp::create(b, loc, batchCount, rows);
     Value colPositions = arith::MulIOp::create(b, loc, batchCount, columns);
-    storeSlot(kRowFeatures, widen(form.rowTable, rowPositions, rowTotal, scale,
-                                  form.rowBias, form.colBias, true));
-    storeSlot(kColFeatures, widen(form.colTable, colPositions, colTotal,
-                                  Value(), form.rowBias, form.colBias, false));
+    storeSlot(kRowFeatures, widen(rowPositions, rowTotal, true));
+    storeSlot(kColFeatures, widen(colPositions, colTotal, false));
     storeSlot(kDepth, widened);
     storeSlot(
         kScale,

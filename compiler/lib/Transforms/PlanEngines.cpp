@@ -41,17 +41,18 @@ struct PlanEnginesPass
       return kCudaEngine;
     if (form != ContractForm::bilinear)
       return kLoopsEngine;
-    // The GPU kernels take neither pair terms, value factors nor a pair
-    // bias (they would hand the contraction to the host's threads,
-    // CudaContract.cpp): the generated loops run it on the GPU.
+    // The GPU kernels take neither pair terms, value factors, a pair bias
+    // nor a sum of bilinear forms (they would hand the contraction to the
+    // host's threads, CudaContract.cpp, or widen its features on the
+    // host): the generated loops run it on the GPU.
     std::string reason;
     FailureOr<BilinearContract> bilinear = contract.matchBilinear(reason);
     auto plain = [](ArrayRef<Value> factors) {
       return llvm::all_of(factors, [](Value factor) { return !factor; });
     };
     if (failed(bilinear) || !bilinear->pairTerms.empty() ||
-        bilinear->pairBias || !plain(bilinear->rowValueFactors) ||
-        !plain(bilinear->colValueFactors))
+        bilinear->pairBias || !bilinear->moreProducts.empty() ||
+        !plain(bilinear->rowValueFactors) || !plain(bilinear->colValueFactors))
       return kLoopsEngine;
     if (!bf16Products)
       return kCudaEngine;

@@ -1,9 +1,10 @@
 //===- ScoreTerms.cpp - A contraction's score and values as sums of terms -===//
 //
 // energy-plan-separate-scores: writes a generic softmax contraction's score
-// as c · dot(a, b) + r + k, where a and r depend on the row indices only, b
-// and k on the batch indices and the column only, and c is computed
-// outside (the bilinear form with biases), distributing sums, differences
+// as Σ c · dot(a, b) + r + k, where each a and r depend on the row indices
+// only, b and k on the batch indices and the column only, and c is
+// computed outside (the bilinear form, or a sum of them, with biases:
+// rotary attention's q1·k1 + q2·k2), distributing sums, differences
 // and products by what does not depend on the pair, and expanding
 // ‖a − b‖² = ‖a‖² + ‖b‖² − 2 a·b (an RBF kernel's score); and splits its
 // values that are sums into one value per summand, put together after the
@@ -29,13 +30,21 @@ namespace {
 /// at most, or nothing of the contraction), the row, the column, or both.
 enum Side : unsigned { kNeither = 0, kRow = 1, kColumn = 2, kBoth = 3 };
 
-/// A score as coefficient · dot(rowVector, columnVector) + rowPart +
-/// columnPart; a null part is 0, a null coefficient 1, and no dot product
-/// when the vectors are null.
-struct Terms {
+/// A product of the score: coefficient · dot(rowVector, columnVector), a
+/// null coefficient 1.
+struct Product {
   Value rowVector, columnVector, coefficient;
+};
+
+/// A score as Σ products + rowPart + columnPart; a null part is 0.
+struct Terms {
+  SmallVector<Product> products;
   Value rowPart, columnPart;
 };
+
+/// At most this many products in a score: the kernel's features are their
+/// tables' rows side by side.
+constexpr size_t kMaxProducts = 8;
 
 class ScoreSeparator {
 public:
@@ -48,22 +57,27 @@ public:
     inside.setInsertionPoint(block.getTerminator());
   }
 
-  /// Rewrites the score as c · dot(a, b) + r + k when it has a dot product
-  /// of one side's vector and the other's; false, having changed nothing,
-  /// otherwise.
+  /// Rewrites the score as Σ c · dot(a, b) + r + k when it has dot
+  /// products of one side's vector and the other's; false, having changed
+  /// nothing, otherwise.
   bool run() {
     Value score = contract.getScoreValue();
     FailureOr<Terms> terms = separate(score);
-    if (failed(terms) || !terms->rowVector) {
+    if (failed(terms) || terms->products.empty() ||
+        terms->products.size() > kMaxProducts) {
       for (Operation *op : llvm::reverse(built))
         op->erase();
       return false;
     }
     Location loc = score.getLoc();
-    Value result =
-        DotOp::create(inside, loc, terms->rowVector, terms->columnVector);
-    if (terms->coefficient)
-      result = MulOp::create(inside, loc, result, terms->coefficient);
+    Value result;
+    for (const Product &product : terms->products) {
+      Value term =
+          DotOp::create(inside, loc, product.rowVector, product.columnVector);
+      if (product.coefficient)
+        term = MulOp::create(inside, loc, term, product.coefficient);
+      result = result ? AddOp::create(inside, loc, result, term) : term;
+    }
     if (terms->rowPart)
       result = AddOp::create(inside, loc, result, terms->rowPart);
     if (terms->columnPart)
@@ -115,37 +129,44 @@ private:
       return divide ? make<DivOp>(builder, loc, x, factor)
                     : make<MulOp>(builder, loc, x, factor);
     };
-    if (terms.rowVector) {
-      if (!isDefinedOutside(factor, contract))
-        return failure();
-      terms.coefficient =
-          terms.coefficient
-              ? apply(outside, terms.coefficient)
+    if (!terms.products.empty() && !isDefinedOutside(factor, contract))
+      return failure();
+    for (Product &product : terms.products)
+      product.coefficient =
+          product.coefficient
+              ? apply(outside, product.coefficient)
               : (divide ? make<DivOp>(outside, loc, constant(loc, 1.0), factor)
                         : factor);
-    }
     terms.rowPart = apply(inside, terms.rowPart);
     terms.columnPart = apply(inside, terms.columnPart);
     return terms;
   }
-  /// x ± y, whose dot products (where both have one) must be the same.
+  /// x ± y: the products of both, one per pair of vectors (their
+  /// coefficients combined).
   FailureOr<Terms> sum(const Terms &x, const Terms &y, Location loc,
                        bool subtract) {
     Terms result;
-    if (x.rowVector && y.rowVector &&
-        (x.rowVector != y.rowVector || x.columnVector != y.columnVector))
-      return failure();
-    if (x.rowVector || y.rowVector) {
-      const Terms &with = x.rowVector ? x : y;
-      result.rowVector = with.rowVector;
-      result.columnVector = with.columnVector;
-      auto coefficientOf = [&](const Terms &terms) -> Value {
-        if (!terms.rowVector)
-          return Value();
-        return terms.coefficient ? terms.coefficient : constant(loc, 1.0);
-      };
-      result.coefficient =
-          combine(outside, loc, coefficientOf(x), coefficientOf(y), subtract);
+    auto coefficientOf = [&](const Product &product) -> Value {
+      return product.coefficient ? product.coefficient : constant(loc, 1.0);
+    };
+    for (Product product : x.products) {
+      product.coefficient = coefficientOf(product);
+      result.products.push_back(product);
+    }
+    for (const Product &product : y.products) {
+      auto *same = llvm::find_if(result.products, [&](const Product &known) {
+        return known.rowVector == product.rowVector &&
+               known.columnVector == product.columnVector;
+      });
+      if (same == result.products.end()) {
+        Product added = product;
+        added.coefficient =
+            combine(outside, loc, Value(), coefficientOf(product), subtract);
+        result.products.push_back(added);
+        continue;
+      }
+      same->coefficient = combine(outside, loc, same->coefficient,
+                                  coefficientOf(product), subtract);
     }
     result.rowPart = combine(inside, loc, x.rowPart, y.rowPart, subtract);
     result.columnPart =
@@ -156,11 +177,14 @@ private:
   /// other the column's.
   FailureOr<Terms> product(Value a, Value b) {
     Side sideA = sideOf(a), sideB = sideOf(b);
+    Terms terms;
     if (!(sideA & kColumn) && !(sideB & kRow))
-      return Terms{a, b, Value(), Value(), Value()};
-    if (!(sideB & kColumn) && !(sideA & kRow))
-      return Terms{b, a, Value(), Value(), Value()};
-    return failure();
+      terms.products.push_back({a, b, Value()});
+    else if (!(sideB & kColumn) && !(sideA & kRow))
+      terms.products.push_back({b, a, Value()});
+    else
+      return failure();
+    return terms;
   }
 
   FailureOr<Terms> separate(Value value) {
@@ -216,9 +240,10 @@ private:
         return make<ReduceElementsOp>(inside, loc, ElementsKind::sqnorm,
                                       vector);
       };
-      terms->coefficient = constant(loc, isa<SubOp>(inner) ? -2.0 : 2.0);
-      terms->rowPart = squared(terms->rowVector);
-      terms->columnPart = squared(terms->columnVector);
+      Product &only = terms->products.front();
+      only.coefficient = constant(loc, isa<SubOp>(inner) ? -2.0 : 2.0);
+      terms->rowPart = squared(only.rowVector);
+      terms->columnPart = squared(only.columnVector);
       return terms;
     }
     return failure();

@@ -316,39 +316,65 @@ SoftmaxContractOp::matchBilinear(std::string &reason) {
     if (!peeled)
       break;
   }
-  if (auto mul = score.getDefiningOp<MulOp>()) {
-    Operation *self = getOperation();
-    auto outside = [&](Value v) {
-      return !self->isAncestor(v.getParentRegion()->getParentOp());
-    };
-    if (outside(mul.getLhs()) && mul.getRhs().getDefiningOp<DotOp>()) {
-      form.scale = mul.getLhs();
-      score = mul.getRhs();
-    } else if (outside(mul.getRhs()) && mul.getLhs().getDefiningOp<DotOp>()) {
-      form.scale = mul.getRhs();
-      score = mul.getLhs();
+  // The products: a dot product of a row of a table at the row indices and
+  // one at the column, times a scale computed outside or not; a sum of them.
+  SmallVector<Value> addends;
+  std::function<void(Value)> collectAddends = [&](Value term) {
+    if (auto sum = term.getDefiningOp<AddOp>();
+        sum && cast<ArrayType>(sum.getType()).isScalar()) {
+      collectAddends(sum.getLhs());
+      collectAddends(sum.getRhs());
+      return;
     }
-    if (form.scale && !cast<ArrayType>(form.scale.getType()).isScalar()) {
-      reason = "its scale is not a scalar";
+    addends.push_back(term);
+  };
+  collectAddends(score);
+  Operation *self = getOperation();
+  auto outside = [&](Value v) {
+    return !self->isAncestor(v.getParentRegion()->getParentOp());
+  };
+  for (Value addend : addends) {
+    ScoreProduct product;
+    if (auto mul = addend.getDefiningOp<MulOp>()) {
+      if (outside(mul.getLhs()) && mul.getRhs().getDefiningOp<DotOp>()) {
+        product.scale = mul.getLhs();
+        addend = mul.getRhs();
+      } else if (outside(mul.getRhs()) && mul.getLhs().getDefiningOp<DotOp>()) {
+        product.scale = mul.getRhs();
+        addend = mul.getLhs();
+      }
+      if (product.scale &&
+          !cast<ArrayType>(product.scale.getType()).isScalar()) {
+        reason = "its scale is not a scalar";
+        return failure();
+      }
+    }
+    auto dot = addend.getDefiningOp<DotOp>();
+    if (!dot) {
+      reason = "its score is not a dot product (times a scale), or a sum of "
+               "them";
       return failure();
     }
-  }
-  auto dot = score.getDefiningOp<DotOp>();
-  if (!dot) {
-    reason = "its score is not a dot product (times a scale)";
-    return failure();
-  }
-  form.rowTable = tableRowAt(dot.getLhs(), *this, allRows(getScore()));
-  form.colTable = tableRowAt(dot.getRhs(), *this, indicesOf(getScore(), true));
-  if (!form.rowTable || !form.colTable) {
-    form.rowTable = tableRowAt(dot.getRhs(), *this, allRows(getScore()));
-    form.colTable =
-        tableRowAt(dot.getLhs(), *this, indicesOf(getScore(), true));
-  }
-  if (!form.rowTable || !form.colTable) {
-    reason = "its score is not a dot product of a row of a table at the row "
-             "indices and a row of a table at the column";
-    return failure();
+    for (bool swapped : {false, true}) {
+      product.rowTable = tableRowAt(swapped ? dot.getRhs() : dot.getLhs(),
+                                    *this, allRows(getScore()));
+      product.colTable = tableRowAt(swapped ? dot.getLhs() : dot.getRhs(),
+                                    *this, indicesOf(getScore(), true));
+      if (product.rowTable && product.colTable)
+        break;
+    }
+    if (!product.rowTable || !product.colTable) {
+      reason = "its score is not a dot product of a row of a table at the "
+               "row indices and a row of a table at the column";
+      return failure();
+    }
+    if (!form.rowTable) {
+      form.rowTable = product.rowTable;
+      form.colTable = product.colTable;
+      form.scale = product.scale;
+    } else {
+      form.moreProducts.push_back(product);
+    }
   }
   // How a scalar of a value's region depends on the pair: as a polynomial
   // of degree at most 2 in the pair terms, with coefficients computed
@@ -677,6 +703,8 @@ LogicalResult SoftmaxContractOp::checkFusedAttention(std::string &reason,
     reason = "a row value is not a table's row";
   else if (bilinear->rowBias || bilinear->colBias || bilinear->pairBias)
     reason = "its score has a bias";
+  else if (!bilinear->moreProducts.empty())
+    reason = "its score is a sum of bilinear forms";
   if (!reason.empty())
     return failure();
   if (!hasPredicate())
@@ -747,7 +775,14 @@ LogicalResult SoftmaxContractOp::checkReusableScores(std::string &reason) {
       mine->pairBias != theirs->pairBias ||
       mine->pairBiasRowCoefficient != theirs->pairBiasRowCoefficient ||
       mine->pairBiasColCoefficient != theirs->pairBiasColCoefficient ||
-      mine->pairBiasOffset != theirs->pairBiasOffset) {
+      mine->pairBiasOffset != theirs->pairBiasOffset ||
+      mine->moreProducts.size() != theirs->moreProducts.size() ||
+      !llvm::all_of(llvm::zip(mine->moreProducts, theirs->moreProducts),
+                    [](auto pair) {
+                      const auto &[x, y] = pair;
+                      return x.rowTable == y.rowTable &&
+                             x.colTable == y.colTable && x.scale == y.scale;
+                    })) {
     reason = "their scores differ";
     return failure();
   }

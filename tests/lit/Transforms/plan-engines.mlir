@@ -340,3 +340,41 @@ energy.model @pair_term {
     accumulate %b#1 into @x : !energy.array<N, D>
   }
 }
+
+// -----
+
+// A score that is a sum of bilinear forms runs on the CPU's kernel (their
+// tables' rows side by side), on a GPU in generated loops.
+// CHECK-LABEL: energy.model @two_products
+// CHECK:       } {engine = "loops"}
+// CUDA-LABEL:  energy.model @two_products
+// CUDA:        } {engine = "loops"}
+// CPU-LABEL:   energy.model @two_products
+// CPU:         } {engine = "cpu"}
+energy.model @two_products {
+  dim @N
+  dim @D
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  tensor @u : state [@N, @D]
+  tensor @v : state [@N, @D]
+  gradient @x {
+    %q = read @x : !energy.array<N, D>
+    %k = read @y : !energy.array<N, D>
+    %s = read @u : !energy.array<N, D>
+    %t = read @v : !energy.array<N, D>
+    %a:2 = softmax_contract bilinear rows (%c : @N) cols (%p : @N) score {
+      %1 = extract %q[%c] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      %4 = extract %s[%c] : !energy.array<N, D> -> !energy.array<D>
+      %5 = extract %t[%p] : !energy.array<N, D> -> !energy.array<D>
+      %6 = dot %4, %5 : !energy.array<D>
+      %7 = add %3, %6 : !energy.array<>, !energy.array<>
+      yield %7 : !energy.array<>
+    } row_values {
+      %1 = extract %k[%p] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+  }
+}

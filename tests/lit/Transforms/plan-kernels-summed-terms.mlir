@@ -103,11 +103,13 @@ energy.model @precision_gradient {
 // x_i, so its gradient sums r_ij h_j + Aᵀ (r_ij v_j) over j. Both terms are
 // row sums of the contraction lifted out of the loop; −1 and Aᵀ (from
 // outside the sum, applied last) are taken out: −1 applied to the rows the
-// loop reads, −Aᵀ to all of them at once (one product of the rows).
+// loop reads, −Aᵀ to all of them at once (one product of the rows). The
+// score, a sum of two bilinear forms, is bilinear: the kernel takes the
+// rows of the two pairs of tables side by side.
 // CHECK-LABEL: energy.model @two_paths
 // CHECK:       gradient @x {
 // CHECK:         %[[MINUS:.*]] = constant -1.000000e+00
-// CHECK:         %[[R:.*]]:3 = softmax_contract generic rows (%[[I:.*]] : @N) cols (%[[J:.*]] : @N) score {
+// CHECK:         %[[R:.*]]:3 = softmax_contract bilinear rows (%[[I:.*]] : @N) cols (%[[J:.*]] : @N) score {
 // CHECK:         } row_values {
 // CHECK-NEXT:      %[[H:.*]] = extract %{{.*}}[%[[J]]] : !energy.array<N, D> -> !energy.array<D>
 // CHECK-NEXT:      %[[V:.*]] = extract %{{.*}}[%[[J]]] : !energy.array<N, D> -> !energy.array<D>

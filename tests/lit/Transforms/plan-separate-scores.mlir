@@ -96,3 +96,53 @@ energy.model @outer {
     accumulate %a#1 into @x : !energy.array<N>
   }
 }
+
+// -----
+
+// A sum of two products of one side's vector and the other's (rotary
+// attention's halves, q1·k1 + q2·k2), the second subtracted and scaled: a
+// sum of bilinear forms, each with its coefficient, which the kernel takes
+// as one over the two pairs of tables' rows side by side.
+// CHECK-LABEL: energy.model @two_products
+// CHECK:       %[[S:.*]] = constant 5.000000e-01
+// CHECK:       %[[NEG:.*]] = neg
+// CHECK-NEXT:  %[[C1:.*]] = mul %{{.*}}, %[[S]]
+// CHECK-NEXT:  %[[C2:.*]] = mul %[[NEG]], %[[S]]
+// CHECK-NEXT:  softmax_contract bilinear rows (%[[R:.*]] : @N) cols (%[[P:.*]] : @N) score {
+// CHECK:         %[[D1:.*]] = dot
+// CHECK-NEXT:    %[[T1:.*]] = mul %[[D1]], %[[C1]]
+// CHECK-NEXT:    %[[D2:.*]] = dot
+// CHECK-NEXT:    %[[T2:.*]] = mul %[[D2]], %[[C2]]
+// CHECK-NEXT:    %[[SUM:.*]] = add %[[T1]], %[[T2]]
+// CHECK-NEXT:    yield %[[SUM]]
+energy.model @two_products {
+  dim @N
+  dim @D
+  dim @E
+  tensor @x : state [@N, @D]
+  tensor @y : state [@N, @D]
+  tensor @u : state [@N, @E]
+  tensor @v : state [@N, @E]
+  gradient @x {
+    %a = read @x : !energy.array<N, D>
+    %b = read @y : !energy.array<N, D>
+    %c = read @u : !energy.array<N, E>
+    %d = read @v : !energy.array<N, E>
+    %s = constant 5.000000e-01
+    %r:2 = softmax_contract generic rows (%i : @N) cols (%j : @N) score {
+      %1 = extract %a[%i] : !energy.array<N, D> -> !energy.array<D>
+      %2 = extract %b[%j] : !energy.array<N, D> -> !energy.array<D>
+      %3 = dot %1, %2 : !energy.array<D>
+      %4 = extract %c[%i] : !energy.array<N, E> -> !energy.array<E>
+      %5 = extract %d[%j] : !energy.array<N, E> -> !energy.array<E>
+      %6 = dot %4, %5 : !energy.array<E>
+      %7 = sub %3, %6 : !energy.array<>, !energy.array<>
+      %8 = mul %7, %s : !energy.array<>, !energy.array<>
+      yield %8 : !energy.array<>
+    } row_values {
+      %1 = extract %b[%j] : !energy.array<N, D> -> !energy.array<D>
+      yield %1 : !energy.array<D>
+    } : !energy.array<N>, !energy.array<N, D>
+    accumulate %r#1 into @x : !energy.array<N, D>
+  }
+}

@@ -411,16 +411,18 @@ def EnergyShareScores : Pass<"energy-share-scores", "::mlir::energy::ModelOp"> {
 }
 
 def EnergyPlanSeparateScores : Pass<"energy-plan-separate-scores", "::mlir::energy::ModelOp"> {
-  let summary = "Writes generic contractions' scores as a dot product plus one-sided biases";
+  let summary = "Writes generic contractions' scores as dot products plus one-sided biases";
   let description = [{
     A generic softmax contraction whose score is, through sums,
     differences, negations, products and quotients by what does not depend
-    on the pair, and ‖a ∓ b‖² = ‖a‖² + ‖b‖² ∓ 2 a·b, one dot product of a
-    row's vector and a column's plus terms of one side each (an RBF
-    kernel's score, ALiBi's slope times the positions' difference) gets the
-    score c · dot(a, b) + r + k, its tables ahead of it, and becomes
+    on the pair, and ‖a ∓ b‖² = ‖a‖² + ‖b‖² ∓ 2 a·b, dot products of a
+    row's vector and a column's (at most 8 pairs of vectors) plus terms of
+    one side each (an RBF kernel's score, ALiBi's slope times the
+    positions' difference, rotary attention's q1·k1 + q2·k2) gets the
+    score Σ c · dot(a, b) + r + k, its tables ahead of it, and becomes
     bilinear with biases (r at the rows, k at the batch rows and the
-    column), which backends fold into the features. A copy is rewritten
+    column), which backends fold into the features, as they put the pairs
+    of tables' rows side by side. A copy is rewritten
     and replaces the contraction only when the copy is bilinear. Runs after
     the other plan steps that compare scores (forming column sides, merging
     contractions).
@@ -437,9 +439,9 @@ def EnergyPlanEngines : Pass<"energy-plan-engines", "::mlir::energy::ModelOp"> {
     support library's kernel; quadratic and generic ones `"loops"`
     (generated loops, vectorised in one pass, are the faster for a
     quadratic one's few columns). On CUDA (`target=cuda`): bilinear ones
-    with pair terms or value factors `"loops"` (the GPU kernels take
-    neither and would leave them to the host's threads; generated loops run
-    on the GPU), other bilinear and quadratic ones `"cuda"`, the support
+    with pair terms, value factors or a score that is a sum of bilinear
+    forms `"loops"` (the GPU kernels take none of them and would leave them
+    to the host's threads; generated loops run on the GPU), other bilinear and quadratic ones `"cuda"`, the support
     library's GPU kernels, or with
     `bf16-products` bilinear ones `"cuda-tensor-cores"`, and among those
     the ones cuDNN's fused flash attention computes `"cudnn"`: its row

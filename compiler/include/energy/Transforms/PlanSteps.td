@@ -415,7 +415,13 @@ def EnergyPlanLoopSums : EnergyPlanStep<"energy-plan-loop-sums",
     array (a mixture's weights), reads the element K of Σ_I A[I], whole
     rows added in A's order ahead of the table. A loop whose slots use none
     of its indices is one sum where it was, also of what a softmax weighs
-    (inside a loop over the rows, whose contraction then takes it in).
+    (inside a loop over the rows, whose contraction then takes it in). And
+    a loop inside a loop over the rows that adds what a softmax weighs at
+    slots its own indices and some of the rows' choose (a second
+    derivative's column side, added per pair into the keys' slots) is a
+    loop over those slots, ahead of the row loop, of sums over the rows'
+    other indices, each recomputing what the row loop's body gives it: the
+    parent side of a contraction, which energy-plan-softmax-contracts forms.
   }];
 }
 

@@ -73,7 +73,8 @@ def Energy_SoftmaxContractOp : Energy_Op<"softmax_contract", [
     The form says how the score is computed: `generic` evaluates the score
     region at every admitted pair; `bilinear` promises that it is
     `dot(A[rows], B[batch rows, c])`, optionally times a scale computed
-    outside, optionally plus `R[rows]` and `C[batch rows, c]` (scalar
+    outside, or a sum of such products (of other tables each: a backend
+    puts their rows side by side as one product's), optionally plus `R[rows]` and `C[batch rows, c]` (scalar
     tables: biases, which a backend folds into the features) and
     `P[batch rows, a·r + b·c + o]` (a pair bias: one number per relative
     offset r − c, say, of the last row index r and the column; a, b and o

@@ -127,10 +127,19 @@ struct PairTerm {
 std::optional<unsigned> findPairTerm(ArrayRef<PairTerm> terms,
                                      const PairTerm &term);
 
+/// A further product of a bilinear score: scale · dot(rowTable[rows],
+/// colTable[batch rows, c]), a null scale 1.
+struct ScoreProduct {
+  Value rowTable, colTable, scale;
+};
+
 /// The operands of a bilinear softmax contraction: the score is
-/// scale · dot(rowTable[rows], colTable[batch rows, c]), plus
-/// rowBias[rows] and colBias[batch rows, c] where they are given (scalar
-/// tables; the kernel folds them into the features); the child side sums
+/// scale · dot(rowTable[rows], colTable[batch rows, c]), plus the
+/// `moreProducts` (a sum of bilinear forms: the halves of rotated queries
+/// and keys; the kernel takes them as one over the tables' rows side by
+/// side), plus rowBias[rows] and colBias[batch rows, c] where they are
+/// given (scalar tables; the kernel folds them into the features); the
+/// child side sums
 /// rows `rowValueTables[j][batch rows, c]`, the parent side rows
 /// `colValueTables[j][rows]`. A value may be such a row times a factor, or
 /// a factor alone (its table null: 1 at every position); a factor is a
@@ -143,6 +152,7 @@ struct BilinearContract {
   Value rowTable, colTable;
   /// A scalar computed outside the contraction, or null for 1.
   Value scale;
+  SmallVector<ScoreProduct> moreProducts;
   /// Tables of one number per row position and per (batch rows, column)
   /// added to the score, or null.
   Value rowBias, colBias;
