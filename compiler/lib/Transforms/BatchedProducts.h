@@ -111,9 +111,10 @@ bool batchOuterSum(ReduceOp reduce);
 /// batchOuterSum does the same sum over (b, j); leaves `reduce` as it was
 /// where that does not apply (OuterSums.cpp).
 void batchNestedOuterSum(ReduceOp reduce);
-/// A loop over b that adds Σ_j u ⊗ v into row b of a tensor as the row b of
-/// one batch of products U[b]ᵀ V[b] ahead of it (OuterSums.cpp). Returns
-/// whether it rewrote `loop`.
+/// The sums Σ_j u ⊗ v (j one or two indices, or Σ_i Σ_j) in a loop over b
+/// as rows b of batches of products U[b]ᵀ V[b] ahead of it, V shared by
+/// every b where v does not vary with b (OuterSums.cpp). Returns whether it
+/// rewrote `loop`.
 bool batchPerIndexOuterSum(ForeachOp loop);
 
 /// Rewrites a batch of products that every reader sums over its batch axis

@@ -111,57 +111,120 @@ void mlir::energy::batchNestedOuterSum(ReduceOp reduce) {
   flat.erase();
 }
 
-/// `foreach (%b) { accumulate (reduce sum (%j) { outer u, v }) into @T[%b] }`
-/// as the batch of products P[b] = U[b]ᵀ V[b] of the tables of u and v over
-/// (b, j), ahead of the loop, whose row b the loop then adds: a slot
-/// attention's adjoint of its slots, a sum over each sequence's tokens.
-/// Returns whether it rewrote `loop`.
+namespace {
+/// `sum`, in `loop`'s body over b, of u ⊗ v over
+/// one or two indices (or Σ_i Σ_j, a sum of sums), as row b of the batch of
+/// products P[b] = U[b]ᵀ V[b] over the summed positions, U and V the tables
+/// of u and v, ahead of the loop; one of them a table for every b where its
+/// side does not vary with b (the heads' gradients of a projection of
+/// shared rows).
+/// Returns whether it rewrote `sum`.
+bool batchSumPerIndex(ForeachOp loop, ReduceOp sum) {
+  Block &body = loop.getBody().front();
+  ReduceOp flat = sum, made;
+  if (auto inner = sum.getBodyValue().getDefiningOp<ReduceOp>();
+      inner && isPlainSumOverOne(sum) && isPlainSumOverOne(inner))
+    flat = made = flattenNestedSum(sum);
+  auto fail = [&] {
+    if (made)
+      made.erase();
+    return false;
+  };
+  if (!flat)
+    return false;
+  ArrayAttr sizes = flat.getSizes();
+  if (flat.getKind() != ReduceKind::sum || flat.hasPredicate() ||
+      flat.getTemperature() || flat.getAggregation() || sizes.empty() ||
+      sizes.size() > 2 || !hasPlainDims(sizes))
+    return fail();
+  Value value = flat.getBodyValue();
+  auto negation = value.getDefiningOp<NegOp>();
+  if (negation)
+    value = negation.getOperand();
+  auto outer = value.getDefiningOp<OuterOp>();
+  if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
+      cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
+    return fail();
+  Block &sumBody = flat.getBody().front();
+  SmallVector<Value> summed(sumBody.getArguments());
+  SmallVector<Attribute> summedDims(sizes.getValue());
+  // Two summed indices in the order v reads them (a tensor's rows in its
+  // layout, read whole).
+  if (summed.size() == 2) {
+    Operation *row = outer.getRhs().getDefiningOp();
+    OperandRange rowIndices =
+        isa_and_nonnull<ReadOp>(row)      ? cast<ReadOp>(row).getIndices()
+        : isa_and_nonnull<ExtractOp>(row) ? cast<ExtractOp>(row).getIndices()
+                                          : OperandRange(nullptr, 0);
+    if (llvm::equal(rowIndices, ValueRange{summed[1], summed[0]})) {
+      std::swap(summed[0], summed[1]);
+      std::swap(summedDims[0], summedDims[1]);
+    }
+  }
+  SmallVector<Value> indices{body.getArgument(0)};
+  llvm::append_range(indices, summed);
+  SmallVector<Attribute> dims{loop.getSizes()[0]};
+  llvm::append_range(dims, summedDims);
+  // Each side depends only on (b, j…) and what the loop reads.
+  if (!dependsOnlyOn(outer.getLhs(), loop, indices) ||
+      !dependsOnlyOn(outer.getRhs(), loop, indices))
+    return fail();
+  // A side that does not vary with b is one table for every b.
+  auto tableOf = [&](Value side) {
+    bool shared = dependsOnlyOn(side, loop, summed);
+    return shared ? arrayOver(side, summed, summedDims, {&body, &sumBody}, loop)
+                  : arrayOver(side, indices, dims, {&body, &sumBody}, loop);
+  };
+  if (dependsOnlyOn(outer.getLhs(), loop, summed) &&
+      dependsOnlyOn(outer.getRhs(), loop, summed))
+    return fail();
+  Value lhs = tableOf(outer.getLhs());
+  Value rhs = tableOf(outer.getRhs());
+  OpBuilder builder(loop);
+  std::string reason;
+  int64_t rows = summed.size();
+  ArrayType type = BatchMatmulOp::inferType(
+      cast<ArrayType>(lhs.getType()), cast<ArrayType>(rhs.getType()),
+      /*transposeLhs=*/true, /*transposeRhs=*/false, /*sumBatch=*/false, reason,
+      rows);
+  assert(type &&
+         type.getShape().drop_front() ==
+             cast<ArrayType>(outer.getType()).getShape() &&
+         "a batch of the outer products' shape");
+  Value products =
+      BatchMatmulOp::create(builder, sum.getLoc(), type, lhs, rhs,
+                            /*transpose_lhs=*/true, /*transpose_rhs=*/false,
+                            /*sum_batch=*/false, rows, /*batch_axes=*/1);
+  builder.setInsertionPoint(sum);
+  auto map = AffineMap::getMultiDimIdentityMap(1, loop.getContext());
+  Value row = ExtractOp::create(builder, sum.getLoc(), outer.getType(),
+                                products, AffineMapAttr::get(map),
+                                ValueRange{body.getArgument(0)});
+  if (negation)
+    row = NegOp::create(builder, sum.getLoc(), row);
+  sum.getResult().replaceAllUsesWith(row);
+  if (made)
+    made.erase();
+  sum.erase();
+  return true;
+}
+} // namespace
+
+/// `foreach (%b) { … reduce sum (%j) { outer u, v } … }` with the sums as
+/// rows of the batches of products P[b] = U[b]ᵀ V[b] of the tables of u and
+/// v over (b, j), ahead of the loop (batchSumPerIndex): a slot attention's
+/// adjoint of its slots, a sum over each sequence's tokens; a head's
+/// gradient of a projection, Σ_b Σ_i u ⊗ x[b, i], with the rows x shared by
+/// every head. Returns whether it rewrote `loop`.
 bool mlir::energy::batchPerIndexOuterSum(ForeachOp loop) {
   ArrayAttr loopSizes = loop.getSizes();
   if (loop.hasPredicate() || loopSizes.size() != 1 || !hasPlainDims(loopSizes))
     return false;
   Block &body = loop.getBody().front();
-  for (Operation &op : body) {
-    auto sum = dyn_cast<ReduceOp>(op);
-    if (!sum || !isPlainSumOverOne(sum) || !sum->hasOneUse())
-      continue;
-    auto accumulate = dyn_cast<AccumulateOp>(*sum->getUsers().begin());
-    if (!accumulate || accumulate->getBlock() != &body ||
-        accumulate.getIndices().size() != 1 ||
-        accumulate.getIndices()[0] != body.getArgument(0) ||
-        !accumulate.getMap().isIdentity())
-      continue;
-    auto outer = sum.getBodyValue().getDefiningOp<OuterOp>();
-    if (!outer || cast<ArrayType>(outer.getLhs().getType()).getRank() != 1 ||
-        cast<ArrayType>(outer.getRhs().getType()).getRank() != 1)
-      continue;
-    Block &sumBody = sum.getBody().front();
-    SmallVector<Value> indices{body.getArgument(0), sumBody.getArgument(0)};
-    SmallVector<Attribute> dims{loopSizes[0], sum.getSizes()[0]};
-    // Each side depends only on (b, j) and what the loop reads.
-    if (!dependsOnlyOn(outer.getLhs(), loop, indices) ||
-        !dependsOnlyOn(outer.getRhs(), loop, indices))
-      continue;
-    Value lhs =
-        arrayOver(outer.getLhs(), indices, dims, {&body, &sumBody}, loop);
-    Value rhs =
-        arrayOver(outer.getRhs(), indices, dims, {&body, &sumBody}, loop);
-    OpBuilder builder(loop);
-    Value products = buildRowProduct(builder, sum.getLoc(), lhs, rhs,
-                                     /*transposeLhs=*/true,
-                                     /*transposeRhs=*/false, /*summed=*/false);
-    assert(cast<ArrayType>(products.getType()).getShape().drop_front() ==
-               cast<ArrayType>(outer.getType()).getShape() &&
-           "a batch of the outer products' shape");
-    builder.setInsertionPoint(sum);
-    auto map = AffineMap::getMultiDimIdentityMap(1, loop.getContext());
-    Value row = ExtractOp::create(builder, sum.getLoc(), outer.getType(),
-                                  products, AffineMapAttr::get(map),
-                                  ValueRange{body.getArgument(0)});
-    sum.getResult().replaceAllUsesWith(row);
-    sum.erase();
+  bool rewrote = false;
+  for (ReduceOp sum : llvm::to_vector(body.getOps<ReduceOp>()))
+    rewrote |= batchSumPerIndex(loop, sum);
+  if (rewrote)
     eraseDeadOps(body);
-    return true;
-  }
-  return false;
+  return rewrote;
 }
