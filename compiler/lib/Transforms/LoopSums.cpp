@@ -50,6 +50,93 @@ bool weighsBySoftmax(Value value, Block &body) {
   return sliceWeighsBySoftmax(slice);
 }
 
+/// The ops of a body that an accumulation's value needs.
+struct BodySlice {
+  Block *block;
+  llvm::SetVector<Operation *> ops;
+};
+
+/// The indices of `indices` (a loop nest's, outermost first) that choose
+/// the slots of `accumulate` (each an index of the nest or a value from
+/// outside `scope`), or nothing where a slot is chosen otherwise.
+std::optional<SmallVector<bool>> slotIndices(AccumulateOp accumulate,
+                                             ArrayRef<BlockArgument> indices,
+                                             Operation *scope) {
+  SmallVector<bool> used(indices.size(), false);
+  for (Value index : accumulate.getIndices()) {
+    if (isDefinedOutside(index, scope))
+      continue;
+    auto *position = llvm::find(indices, index);
+    if (position == indices.end())
+      return std::nullopt;
+    used[position - indices.begin()] = true;
+  }
+  return used;
+}
+
+/// Replaces `accumulate`, in a loop nest over `indices` (of sizes `sizes`)
+/// that `builder` is before, by a loop over the `used` indices (none where
+/// none is used) that accumulates, at the same slots, the sum over the
+/// others of the value, computed by `slices` (cloned in order); under
+/// `predicate` (null for none), whose arguments stand for
+/// `predicateIndices`.
+void gatherAccumulation(OpBuilder &builder, AccumulateOp accumulate,
+                        ArrayRef<BlockArgument> indices,
+                        ArrayRef<Attribute> sizes, ArrayRef<bool> used,
+                        Block *predicate,
+                        ArrayRef<BlockArgument> predicateIndices,
+                        ArrayRef<BodySlice> slices) {
+  SmallVector<Attribute> slotSizes, summedSizes;
+  for (auto [size, isUsed] : llvm::zip(sizes, used))
+    (isUsed ? slotSizes : summedSizes).push_back(size);
+  Location loc = accumulate.getLoc();
+  IRMapping mapping;
+  if (!slotSizes.empty()) {
+    auto slots =
+        ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
+    Block &slotBody = slots.getBody().emplaceBlock();
+    for (auto [index, isUsed] : llvm::zip(indices, used))
+      if (isUsed)
+        mapping.map(index,
+                    slotBody.addArgument(index.getType(), index.getLoc()));
+    builder.setInsertionPointToStart(&slotBody);
+  }
+  Value value = accumulate.getValue();
+  auto sum = ReduceOp::create(builder, loc, value.getType(), ReduceKind::sum,
+                              builder.getArrayAttr(summedSizes), Value());
+  auto addSummed = [&](Block &block) {
+    for (auto [index, isUsed] : llvm::zip(indices, used))
+      if (!isUsed)
+        mapping.map(index, block.addArgument(index.getType(), index.getLoc()));
+  };
+  if (predicate) {
+    Block &summedPredicate = sum.getPredicate().emplaceBlock();
+    addSummed(summedPredicate);
+    IRMapping predicateMapping = mapping;
+    for (auto [from, to] :
+         llvm::zip(predicate->getArguments(), predicateIndices))
+      predicateMapping.map(from, mapping.lookup(to));
+    OpBuilder inside = OpBuilder::atBlockEnd(&summedPredicate);
+    for (Operation &op : *predicate)
+      inside.clone(op, predicateMapping);
+  }
+  Block &sumBody = sum.getBody().emplaceBlock();
+  addSummed(sumBody);
+  OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
+  for (const BodySlice &slice : slices)
+    cloneSlice(*slice.block, slice.ops, inside, mapping);
+  YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
+  builder.setInsertionPointAfter(sum);
+  SmallVector<Value> slots;
+  for (Value index : accumulate.getIndices())
+    slots.push_back(mapping.lookupOrDefault(index));
+  AccumulateOp::create(builder, loc, sum.getResult(),
+                       accumulate.getTensorAttr(), accumulate.getMapAttr(),
+                       slots);
+  accumulate.erase();
+}
+
 /// An accumulation in `loop` at slots that some of the loop's indices
 /// choose (J) and not the others (K) adds, at each position of J, the sum
 /// over K: it becomes a loop over J, before `loop`, that accumulates a
@@ -58,77 +145,25 @@ bool weighsBySoftmax(Value value, Block &body) {
 /// a sum over the memories mu per token (b, a).
 bool gatherOverUnusedIndices(ForeachOp loop, AccumulateOp accumulate) {
   Block &body = loop.getBody().front();
-  SmallVector<bool> used(body.getNumArguments(), false);
-  for (Value index : accumulate.getIndices()) {
-    if (isDefinedOutside(index, loop))
-      continue;
-    auto *position = llvm::find(body.getArguments(), index);
-    if (position == body.args_end())
-      return false;
-    used[position - body.args_begin()] = true;
-  }
-  if (llvm::all_of(used, [](bool u) { return u; }))
+  SmallVector<BlockArgument> indices(body.getArguments());
+  std::optional<SmallVector<bool>> used =
+      slotIndices(accumulate, indices, loop);
+  if (!used || llvm::all_of(*used, [](bool u) { return u; }))
     return false;
   // What a softmax weighs is a contraction's to plan, over the loop's
   // whole domain as its rows: nested in a loop over fewer indices, it would
   // be one contraction per position of the loop. (Summed over the whole
   // loop, it is one sum where the loop was.)
-  bool whole = llvm::none_of(used, [](bool u) { return u; });
+  bool whole = llvm::none_of(*used, [](bool u) { return u; });
   if (!whole && weighsBySoftmax(accumulate.getValue(), body))
     return false;
-  SmallVector<Attribute> slotSizes, summedSizes;
-  for (auto [size, isUsed] : llvm::zip(loop.getSizes(), used))
-    (isUsed ? slotSizes : summedSizes).push_back(size);
+  BodySlice slice{&body, {}};
+  addToSlice(accumulate.getValue(), body, slice.ops);
   OpBuilder builder(loop);
-  Location loc = accumulate.getLoc();
-  IRMapping mapping;
-  if (!whole) {
-    auto slots =
-        ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
-    Block &slotBody = slots.getBody().emplaceBlock();
-    for (auto [argument, isUsed] : llvm::zip(body.getArguments(), used))
-      if (isUsed)
-        mapping.map(argument, slotBody.addArgument(argument.getType(),
-                                                   argument.getLoc()));
-    builder.setInsertionPointToStart(&slotBody);
-  }
-  Value value = accumulate.getValue();
-  auto sum = ReduceOp::create(builder, loc, value.getType(), ReduceKind::sum,
-                              builder.getArrayAttr(summedSizes), Value());
-  auto addSummed = [&](Block &block) {
-    for (auto [argument, isUsed] : llvm::zip(body.getArguments(), used))
-      if (!isUsed)
-        mapping.map(argument,
-                    block.addArgument(argument.getType(), argument.getLoc()));
-  };
-  if (loop.hasPredicate()) {
-    Block &predicate = sum.getPredicate().emplaceBlock();
-    addSummed(predicate);
-    Block &loopPredicate = loop.getPredicate().front();
-    IRMapping predicateMapping = mapping;
-    for (auto [from, to] :
-         llvm::zip(loopPredicate.getArguments(), body.getArguments()))
-      predicateMapping.map(from, mapping.lookup(to));
-    OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
-    for (Operation &op : loopPredicate)
-      inside.clone(op, predicateMapping);
-  }
-  Block &sumBody = sum.getBody().emplaceBlock();
-  addSummed(sumBody);
-  llvm::SetVector<Operation *> slice;
-  addToSlice(value, body, slice);
-  OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
-  cloneSlice(body, slice, inside, mapping);
-  YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
-  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
-  builder.setInsertionPointAfter(sum);
-  SmallVector<Value> indices;
-  for (Value index : accumulate.getIndices())
-    indices.push_back(mapping.lookupOrDefault(index));
-  AccumulateOp::create(builder, loc, sum.getResult(),
-                       accumulate.getTensorAttr(), accumulate.getMapAttr(),
-                       indices);
-  accumulate.erase();
+  Block *predicate =
+      loop.hasPredicate() ? &loop.getPredicate().front() : nullptr;
+  gatherAccumulation(builder, accumulate, indices, loop.getSizes().getValue(),
+                     *used, predicate, indices, {slice});
   return true;
 }
 
@@ -150,30 +185,24 @@ bool gatherOverOuterIndices(ForeachOp inner, AccumulateOp accumulate) {
   Block &innerBody = inner.getBody().front();
   // Which indices of (outer…, inner…) choose the slot.
   unsigned outerCount = outerBody.getNumArguments();
-  SmallVector<BlockArgument> nestIndices(outerBody.getArguments());
-  llvm::append_range(nestIndices, innerBody.getArguments());
-  SmallVector<bool> used(nestIndices.size(), false);
-  for (Value index : accumulate.getIndices()) {
-    if (isDefinedOutside(index, outer))
-      continue;
-    auto *position = llvm::find(nestIndices, index);
-    if (position == nestIndices.end())
-      return false;
-    used[position - nestIndices.begin()] = true;
-  }
-  ArrayRef<bool> usedOuter = ArrayRef(used).take_front(outerCount);
-  if (!llvm::all_of(ArrayRef(used).drop_front(outerCount),
+  SmallVector<BlockArgument> indices(outerBody.getArguments());
+  llvm::append_range(indices, innerBody.getArguments());
+  std::optional<SmallVector<bool>> used =
+      slotIndices(accumulate, indices, outer);
+  if (!used ||
+      !llvm::all_of(ArrayRef(*used).drop_front(outerCount),
                     [](bool u) { return u; }) ||
-      llvm::all_of(usedOuter, [](bool u) { return u; }))
+      llvm::all_of(ArrayRef(*used).take_front(outerCount),
+                   [](bool u) { return u; }))
     return false;
   // What the value needs from both bodies; the predicate may read indices
   // and values from outside the outer loop only.
-  Value value = accumulate.getValue();
-  llvm::SetVector<Operation *> innerSlice, outerSlice;
-  addToSlice(value, innerBody, innerSlice);
-  for (Operation *op : innerSlice)
-    addOperandsToSlice(op, outerBody, outerSlice);
-  if (!sliceWeighsBySoftmax(innerSlice) && !sliceWeighsBySoftmax(outerSlice))
+  BodySlice outerSlice{&outerBody, {}}, innerSlice{&innerBody, {}};
+  addToSlice(accumulate.getValue(), innerBody, innerSlice.ops);
+  for (Operation *op : innerSlice.ops)
+    addOperandsToSlice(op, outerBody, outerSlice.ops);
+  if (!sliceWeighsBySoftmax(innerSlice.ops) &&
+      !sliceWeighsBySoftmax(outerSlice.ops))
     return false;
   if (inner.hasPredicate()) {
     bool closed = true;
@@ -186,55 +215,13 @@ bool gatherOverOuterIndices(ForeachOp inner, AccumulateOp accumulate) {
     if (!closed)
       return false;
   }
-
-  SmallVector<Attribute> slotSizes, summedSizes;
-  SmallVector<Attribute> nestSizes(outer.getSizes().getValue());
-  llvm::append_range(nestSizes, inner.getSizes().getValue());
-  for (auto [size, isUsed] : llvm::zip(nestSizes, used))
-    (isUsed ? slotSizes : summedSizes).push_back(size);
+  SmallVector<Attribute> sizes(outer.getSizes().getValue());
+  llvm::append_range(sizes, inner.getSizes().getValue());
   OpBuilder builder(outer);
-  Location loc = accumulate.getLoc();
-  IRMapping mapping;
-  auto slots = ForeachOp::create(builder, loc, builder.getArrayAttr(slotSizes));
-  Block &slotBody = slots.getBody().emplaceBlock();
-  for (auto [index, isUsed] : llvm::zip(nestIndices, used))
-    if (isUsed)
-      mapping.map(index, slotBody.addArgument(index.getType(), index.getLoc()));
-  builder.setInsertionPointToStart(&slotBody);
-  auto sum = ReduceOp::create(builder, loc, value.getType(), ReduceKind::sum,
-                              builder.getArrayAttr(summedSizes), Value());
-  auto addSummed = [&](Block &block) {
-    for (auto [index, isUsed] : llvm::zip(nestIndices, used))
-      if (!isUsed)
-        mapping.map(index, block.addArgument(index.getType(), index.getLoc()));
-  };
-  if (inner.hasPredicate()) {
-    Block &predicate = sum.getPredicate().emplaceBlock();
-    addSummed(predicate);
-    Block &innerPredicate = inner.getPredicate().front();
-    IRMapping predicateMapping = mapping;
-    for (auto [from, to] :
-         llvm::zip(innerPredicate.getArguments(), innerBody.getArguments()))
-      predicateMapping.map(from, mapping.lookup(to));
-    OpBuilder inside = OpBuilder::atBlockEnd(&predicate);
-    for (Operation &op : innerPredicate)
-      inside.clone(op, predicateMapping);
-  }
-  Block &sumBody = sum.getBody().emplaceBlock();
-  addSummed(sumBody);
-  OpBuilder inside = OpBuilder::atBlockEnd(&sumBody);
-  cloneSlice(outerBody, outerSlice, inside, mapping);
-  cloneSlice(innerBody, innerSlice, inside, mapping);
-  YieldOp::create(inside, loc, mapping.lookupOrDefault(value));
-  moveLoopInvariantCode(cast<LoopLikeOpInterface>(sum.getOperation()));
-  builder.setInsertionPointAfter(sum);
-  SmallVector<Value> indices;
-  for (Value index : accumulate.getIndices())
-    indices.push_back(mapping.lookupOrDefault(index));
-  AccumulateOp::create(builder, loc, sum.getResult(),
-                       accumulate.getTensorAttr(), accumulate.getMapAttr(),
-                       indices);
-  accumulate.erase();
+  Block *predicate =
+      inner.hasPredicate() ? &inner.getPredicate().front() : nullptr;
+  gatherAccumulation(builder, accumulate, indices, sizes, *used, predicate,
+                     innerBody.getArguments(), {outerSlice, innerSlice});
   return true;
 }
 
