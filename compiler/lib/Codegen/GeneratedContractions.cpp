@@ -205,20 +205,21 @@ ContractionLowering::emitGenericContract(SoftmaxContractOp contract) {
             indices.push_back(arith::AddIOp::create(b, loc, start, q));
             return indices;
           };
-          // Scores of the panel and their maximum.
+          // Scores of the panel, then their maximum in vectors: a running
+          // maximum would chain every pair's score to the last one's.
           bool failedScores = false;
-          Value panelLargest =
-              forRange(count, {negativeInfinity}, [&](Value q, ValueRange acc) {
-                FailureOr<Value> score = scaledScore(indicesAt(q));
-                if (failed(score)) {
-                  failedScores = true;
-                  return SmallVector<Value>{acc[0]};
-                }
-                store(*score, panel, q);
-                return SmallVector<Value>{maximum(acc[0], *score)};
-              })[0];
+          forRange(count, [&](Value q) {
+            FailureOr<Value> score = scaledScore(indicesAt(q));
+            if (failed(score))
+              failedScores = true;
+            else
+              store(*score, panel, q);
+          });
           if (failedScores)
             return failure();
+          Value panelLargest = maxLanes(count, [&](Value q, int lanes) {
+            return loadLanes(panel, q, lanes);
+          });
           Value newLargest = largest, rescale = real(1.0), shift = givenShift;
           if (!given) {
             newLargest = maximum(largest, panelLargest);

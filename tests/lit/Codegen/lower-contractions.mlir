@@ -115,8 +115,9 @@ energy.model @retrieval_cpu {
 
 // engine "loops": the same contraction as generated code, with no kernel
 // call. Per row (a loop marked parallel), panels of 128 columns: the
-// scores (the dot product, times beta) into a panel with their maximum, the
-// running maximum moved once per panel (the sums rescaled by
+// scores (the dot product, times beta) into a panel, then their maximum in
+// vectors (no value carried from pair to pair), the running maximum moved
+// once per panel (the sums rescaled by
 // exp(old - new)), exp by the support library's vector function, the row
 // values added with their weights; then lse = max + log(sum) and the
 // weighted sums divided by the sum.
@@ -127,11 +128,14 @@ energy.model @retrieval_cpu {
 // CHECK:         scf.for %[[ROW:arg[0-9]+]] =
 // CHECK:           %[[PANEL:[a-z0-9_]+]] = arith.constant 128 : index
 // CHECK:           %[[RUNNING:[0-9]+]]:2 = scf.for %{{.*}} step %[[PANEL]] iter_args(%[[BIG:arg[0-9]+]] = %[[NEGINF]], %[[TOTAL:arg[0-9]+]] = %{{.*}}) -> (f32, f32) {
-// CHECK:             %[[PMAX:[0-9]+]] = scf.for %{{.*}} -> (f32) {
+// CHECK:             scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %{{[0-9]+}} step %{{[a-z0-9_]+}} {{\{$}}
 // CHECK:               vector.reduction <add>
 // CHECK:               arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<reassoc,contract> : f32
-// CHECK:               arith.maxnumf
-// CHECK:             }
+// CHECK:               llvm.store
+// CHECK-NEXT:        }
+// CHECK:             scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>) {
+// CHECK:               arith.cmpf ogt, %{{.*}} : vector<16xf32>
+// CHECK:             %[[PMAX:[0-9]+]] = scf.for {{.*}} -> (f32) {
 // CHECK:             %[[NEW:[0-9]+]] = arith.maxnumf %[[BIG]], %[[PMAX]] : f32
 // CHECK:             %[[SHIFT:[0-9]+]] = arith.subf %[[BIG]], %[[NEW]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT:        %[[RESCALE:[0-9]+]] = math.exp %[[SHIFT]] : f32
