@@ -4,8 +4,9 @@
 // summed product of the tables of u and v (a parameter's adjoint summed over
 // a batch and its tokens); Σ_b Σ_j u ⊗ v, a sum per batch element (with
 // tables of that element's rows ahead of it) of a sum over its tokens, is
-// the same sum over (b, j). A loop over b that adds Σ_j u ⊗ v into row b of
-// a tensor adds the row b of one batch of products, U[b]ᵀ V[b].
+// the same sum over (b, j). In a loop over b, a sum Σ_j u ⊗ v (j one or
+// two indices, or a sum of sums) is row b of one batch of products,
+// U[b]ᵀ V[b], a side that does not vary with b one table for every b.
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,13 +113,12 @@ void mlir::energy::batchNestedOuterSum(ReduceOp reduce) {
 }
 
 namespace {
-/// `sum`, in `loop`'s body over b, of u ⊗ v over
-/// one or two indices (or Σ_i Σ_j, a sum of sums), as row b of the batch of
+/// `sum`, in `loop`'s body over b, of u ⊗ v (or its negation) over one or
+/// two indices (or Σ_i Σ_j, a sum of sums), as row b of the batch of
 /// products P[b] = U[b]ᵀ V[b] over the summed positions, U and V the tables
 /// of u and v, ahead of the loop; one of them a table for every b where its
 /// side does not vary with b (the heads' gradients of a projection of
-/// shared rows).
-/// Returns whether it rewrote `sum`.
+/// shared rows). Returns whether it rewrote `sum`.
 bool batchSumPerIndex(ForeachOp loop, ReduceOp sum) {
   Block &body = loop.getBody().front();
   ReduceOp flat = sum, made;
